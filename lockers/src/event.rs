@@ -1,0 +1,181 @@
+//! `LockEvent`s: what a strategy reports about acquisitions, renewals and losses, and the optional sink
+//! they go to. The driver builds every renewal metric from these events, so all strategies are measured
+//! the same way.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::lease::{FencingToken, LeaseMode, LossReason};
+
+/// One thing a strategy did or noticed. Timestamps are monotonic [`Instant`]s.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum LockEvent {
+    /// A lease was granted.
+    Acquired {
+        /// The lock key.
+        key: Arc<str>,
+        /// The lease's fencing token.
+        token: FencingToken,
+        /// The lease mode asked for.
+        mode: LeaseMode,
+        /// When the acquire request that succeeded was sent.
+        sent_at: Instant,
+        /// When the grant came back.
+        at: Instant,
+    },
+    /// A renewal was planned for `due`.
+    RenewScheduled {
+        /// The lock key.
+        key: Arc<str>,
+        /// When it was planned.
+        at: Instant,
+        /// When the renewal is due to be sent.
+        due: Instant,
+    },
+    /// A renewal reached the server and extended the lease.
+    Renewed {
+        /// The lock key.
+        key: Arc<str>,
+        /// When the renewal was due.
+        scheduled_at: Instant,
+        /// When it was sent (lag = `sent_at - scheduled_at`).
+        sent_at: Instant,
+        /// When the answer came back (round trip = `done_at - sent_at`).
+        done_at: Instant,
+        /// The TTL the server still had before this renewal: the safety margin. `None` when the
+        /// strategy cannot know it.
+        remaining_ttl_before: Option<Duration>,
+        /// The TTL the lease now has, as granted by the server.
+        granted_ttl: Duration,
+        /// For event-driven renewal: how late the triggering event arrived after its nominal time.
+        trigger_lag: Option<Duration>,
+    },
+    /// A renewal attempt failed (network, server); the strategy keeps trying until the local deadline.
+    RenewFailed {
+        /// The lock key.
+        key: Arc<str>,
+        /// When the failure was seen.
+        at: Instant,
+        /// The error, as text.
+        error: String,
+    },
+    /// The strategy learned that the lease is gone.
+    Lost {
+        /// The lock key.
+        key: Arc<str>,
+        /// When the loss was detected.
+        detected_at: Instant,
+        /// Why.
+        reason: LossReason,
+    },
+    /// The holder released the lock (the last re-entrant hold, for re-entrant strategies).
+    Released {
+        /// The lock key.
+        key: Arc<str>,
+        /// When the release completed.
+        at: Instant,
+    },
+}
+
+impl LockEvent {
+    /// The lock key the event is about.
+    pub fn key(&self) -> &str {
+        match self {
+            LockEvent::Acquired { key, .. }
+            | LockEvent::RenewScheduled { key, .. }
+            | LockEvent::Renewed { key, .. }
+            | LockEvent::RenewFailed { key, .. }
+            | LockEvent::Lost { key, .. }
+            | LockEvent::Released { key, .. } => key,
+        }
+    }
+}
+
+/// Where events go. Implementations must be cheap and must not block: they are called on renewal paths.
+pub trait EventSink: Send + Sync + fmt::Debug {
+    /// Takes one event.
+    fn record(&self, event: LockEvent);
+}
+
+impl EventSink for tokio::sync::mpsc::UnboundedSender<LockEvent> {
+    fn record(&self, event: LockEvent) {
+        // A closed receiver means nobody is listening any more; dropping the event is correct.
+        let _ = self.send(event);
+    }
+}
+
+/// A sink that keeps every event in memory, for tests and short runs.
+#[derive(Debug, Default)]
+pub struct EventLog {
+    events: Mutex<Vec<LockEvent>>,
+}
+
+impl EventLog {
+    /// A new, empty log behind an `Arc`, ready to hand to a strategy via [`Events::to`].
+    pub fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    /// A copy of every event so far.
+    pub fn snapshot(&self) -> Vec<LockEvent> {
+        self.events.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// How many recorded events satisfy `pred`.
+    pub fn count(&self, pred: impl Fn(&LockEvent) -> bool) -> usize {
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        events.iter().filter(|e| pred(e)).count()
+    }
+}
+
+impl EventSink for EventLog {
+    fn record(&self, event: LockEvent) {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(event);
+    }
+}
+
+/// An optional event sink, as strategies hold it. With no sink, [`Events::emit`] is a branch and nothing
+/// else: the event is never built.
+#[derive(Clone, Default)]
+pub struct Events(Option<Arc<dyn EventSink>>);
+
+impl Events {
+    /// No sink: events cost nothing.
+    pub fn none() -> Self {
+        Events(None)
+    }
+
+    /// Events go to `sink`.
+    pub fn to(sink: Arc<dyn EventSink>) -> Self {
+        Events(Some(sink))
+    }
+
+    /// Whether a sink is set.
+    #[inline]
+    pub fn enabled(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Builds the event with `make` and records it, only if a sink is set.
+    #[inline]
+    pub fn emit(&self, make: impl FnOnce() -> LockEvent) {
+        if let Some(sink) = &self.0 {
+            sink.record(make());
+        }
+    }
+}
+
+impl fmt::Debug for Events {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.enabled() {
+            "Events(sink)"
+        } else {
+            "Events(none)"
+        })
+    }
+}

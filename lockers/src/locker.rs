@@ -1,0 +1,53 @@
+//! The `Locker` contract every strategy implements, and the `Capabilities` it declares.
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::LockError;
+use crate::lease::{AcquireOptions, Lease};
+
+/// What a strategy can do. The conformance suite tests a behaviour only where it is declared, and reports
+/// name what a strategy lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The same owner may acquire again while holding; each acquire needs its own release.
+    pub reentrant: bool,
+    /// Leases carry fencing tokens that strictly increase per key.
+    pub fencing: bool,
+    /// [`crate::LeaseMode::Watchdog`] is supported: leases are renewed until released.
+    pub auto_renew: bool,
+    /// [`crate::LeaseMode::Fixed`] is supported: leases that expire and are never renewed.
+    pub fixed_lease: bool,
+    /// Waiters are woken by the server (pub/sub, watch, notification) rather than by polling alone.
+    pub wait_notify: bool,
+    /// [`crate::Lease::lost`] resolves as soon as the strategy learns of a loss (not only at the deadline).
+    pub lost_signal: bool,
+    /// The smallest TTL the strategy can honour.
+    pub min_ttl: Duration,
+    /// TTLs are rounded up to a multiple of this.
+    pub ttl_granularity: Duration,
+}
+
+/// A distributed lock strategy: one client of one backend. Object-safe, so drivers hold
+/// `Arc<dyn Locker>` and know strategies only through this trait.
+///
+/// Cancellation safety: dropping the future returned by [`Locker::acquire`] at any await point leaves no
+/// renewal running; a lock it may have taken is released or expires by its TTL.
+#[async_trait]
+pub trait Locker: Send + Sync + Debug {
+    /// The strategy id: `memory`, `redis-watchdog`, `etcd-lease`, ...
+    fn id(&self) -> &str;
+
+    /// What the strategy can do.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Acquires `key`, waiting up to `opts.wait` (or trying once). A lock held by someone else for the whole
+    /// wait gives [`LockError::Timeout`].
+    async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError>;
+
+    /// Ends the client's background work and connections. Leases still held are left to expire. The
+    /// default does nothing.
+    async fn close(&self) {}
+}

@@ -1,0 +1,1 @@
+//! `zookeeper`: the ephemeral-sequential lock recipe, with the session as the lease.
