@@ -1,0 +1,2 @@
+//! Placeholder: replaced by the strategy's own measurement harness.
+fn main() {}
