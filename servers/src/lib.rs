@@ -1,1 +1,133 @@
-//! placeholder
+//! Starts and stops real `redis-server`, `etcd` and ZooKeeper processes for lockbench, plus a
+//! fault-injecting TCP proxy.
+//!
+//! Every server runs as a child process on free loopback ports, with its data and log file in a
+//! fresh temp dir (under `/dev/shm` when possible, see [`data_parent`]). A `start` function
+//! returns only once the server really serves (Redis answers `PING`, etcd's `/health` says
+//! `true`, ZooKeeper's `srvr` reports a `Mode:`, and the child itself holds the listening
+//! socket), and dropping the handle kills the process with `SIGKILL` and reaps it, also while a
+//! panic unwinds. Children run in their own process group, so a terminal's Ctrl-C does not hit
+//! them directly; [`kill_all_servers`] kills every live child at once, for a Ctrl-C handler.
+//! If this process dies without running destructors at all (`SIGKILL`, an unhandled Ctrl-C),
+//! the kernel kills the children too (`PR_SET_PDEATHSIG`), and the next process that starts a
+//! server removes the temp dirs left behind.
+//!
+//! | server | handle | ready when |
+//! |---|---|---|
+//! | one `redis-server` | [`RedisServer`] | `PING` → `PONG` |
+//! | primary + replica | [`RedisPair`] | replica reports `master_link_status:up` |
+//! | one etcd member | [`EtcdServer`] | `GET /health` → `{"health":"true"}` |
+//! | etcd cluster | [`EtcdCluster`] | every member healthy |
+//! | one ZooKeeper | [`ZkServer`] | `srvr` answers with `Mode:` |
+//! | ZooKeeper ensemble | [`ZkEnsemble`] | every node is leader or follower |
+//!
+//! Programs are found on `PATH` unless overridden by `LOCKBENCH_REDIS_SERVER`, `LOCKBENCH_ETCD`,
+//! `LOCKBENCH_JAVA` and `LOCKBENCH_ZK_CLASSPATH` (or by the options structs, which win over
+//! both); a missing one gives [`ServerError::Missing`] naming the install command.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), lockbench_servers::ServerError> {
+//! let redis = lockbench_servers::RedisServer::start()?;
+//! assert_eq!(redis.command(&["PING"])?, "PONG");
+//! println!("redis at {} (ready in {:?})", redis.url(), redis.startup());
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod etcd;
+pub mod ports;
+pub mod probe;
+pub mod process;
+pub mod programs;
+pub mod proxy;
+pub mod redis;
+pub mod zookeeper;
+
+pub use etcd::{EtcdCluster, EtcdOptions, EtcdServer};
+pub use ports::free_ports;
+pub use process::{ServerProcess, data_parent, kill_all_servers};
+pub use programs::Program;
+pub use proxy::{Direction, Fault, Proxy};
+pub use redis::{RedisOptions, RedisPair, RedisServer};
+pub use zookeeper::{ZkEnsemble, ZkOptions, ZkServer};
+
+/// Why a server could not be started or asked something.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// A program (or ZooKeeper's jars) is not installed. The message is one line naming the
+    /// install command.
+    #[error("{program} not found; install it with: {install}")]
+    Missing {
+        /// What was looked for, e.g. `redis-server`.
+        program: String,
+        /// The command that installs it.
+        install: String,
+    },
+    /// The server exited early or did not become ready in time.
+    #[error("{server} did not start: {reason}{}", format_log_tail(log_tail))]
+    Start {
+        /// Which server, e.g. `redis-server` or `etcd member 2`.
+        server: String,
+        /// What went wrong.
+        reason: String,
+        /// The last lines of the server's log file (may be empty).
+        log_tail: String,
+    },
+    /// The server answered, but with an error (e.g. a Redis `-ERR` reply) or with something
+    /// that could not be understood.
+    #[error("{server} replied with an error: {message}")]
+    Reply {
+        /// Which server.
+        server: String,
+        /// The error text as the server sent it.
+        message: String,
+    },
+    /// Any other I/O failure (spawning, temp dirs, sockets).
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn format_log_tail(tail: &str) -> String {
+    if tail.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; last log lines:\n{}", tail.trim_end())
+    }
+}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = ServerError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shareable<T: Send + Sync + std::fmt::Debug>() {}
+
+    #[test]
+    fn handles_can_be_shared_between_threads() {
+        shareable::<RedisServer>();
+        shareable::<RedisPair>();
+        shareable::<EtcdServer>();
+        shareable::<EtcdCluster>();
+        shareable::<ZkServer>();
+        shareable::<ZkEnsemble>();
+        shareable::<Proxy>();
+        shareable::<ServerProcess>();
+        shareable::<ServerError>();
+    }
+
+    #[test]
+    fn start_error_shows_the_log_tail() {
+        let err = ServerError::Start {
+            server: "etcd member n1".into(),
+            reason: "exited early with exit status: 1".into(),
+            log_tail: "line one\nline two\n".into(),
+        };
+        assert_eq!(
+            err.to_string(),
+            "etcd member n1 did not start: exited early with exit status: 1; last log lines:\nline one\nline two"
+        );
+    }
+}

@@ -1,0 +1,338 @@
+//! Runs etcd (3.4) children: a single member ([`EtcdServer`]) or a cluster ([`EtcdCluster`]),
+//! with client and peer URLs on free 127.0.0.1 ports and data under [`data_parent`].
+//!
+//! Members use `--heartbeat-interval 50 --election-timeout 500` (etcd's defaults are 100 and
+//! 1000). etcd refuses leases shorter than about 1.5 × the election timeout (it raises the TTL
+//! to that minimum), so these settings keep the minimum lease TTL at about 1 s and second-scale
+//! lease tests meaningful; they also make leader elections after a kill take well under a
+//! second.
+//!
+//! [`data_parent`]: crate::data_parent
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::process::{
+    ServerProcess, make_temp_dir, process_accessors, retry_on_port_race, wait_all_ready,
+};
+use crate::programs::Program;
+use crate::{Result, free_ports, probe};
+
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Settings for [`EtcdServer::start_with`] and [`EtcdCluster::start_with`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdOptions {
+    /// The `etcd` to run; overrides `LOCKBENCH_ETCD` and `PATH`.
+    pub etcd: Option<PathBuf>,
+    /// `--heartbeat-interval` (default 50 ms).
+    pub heartbeat_interval: Duration,
+    /// `--election-timeout` (default 500 ms); etcd's minimum lease TTL is about 1.5 × this.
+    pub election_timeout: Duration,
+}
+
+impl Default for EtcdOptions {
+    fn default() -> Self {
+        Self {
+            etcd: None,
+            heartbeat_interval: Duration::from_millis(50),
+            election_timeout: Duration::from_millis(500),
+        }
+    }
+}
+
+/// One running etcd member (on its own, or one of an [`EtcdCluster`]), killed on drop.
+#[derive(Debug)]
+pub struct EtcdServer {
+    process: ServerProcess,
+    name: String,
+    client: SocketAddr,
+    peer: SocketAddr,
+    version: String,
+    startup: Duration,
+}
+
+impl EtcdServer {
+    /// Starts a single-member cluster and waits until `GET /health` reports `"health":"true"`.
+    pub fn start() -> Result<Self> {
+        Self::start_with(EtcdOptions::default())
+    }
+
+    /// Like [`start`](Self::start) with `options`.
+    pub fn start_with(options: EtcdOptions) -> Result<Self> {
+        let mut members = start_members(1, &options)?;
+        members.pop().ok_or_else(|| {
+            crate::ServerError::Io(std::io::Error::other("etcd start produced no member"))
+        })
+    }
+
+    /// The client URL, `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.client)
+    }
+
+    /// The client address.
+    pub fn client_addr(&self) -> SocketAddr {
+        self.client
+    }
+
+    /// The peer URL, `http://127.0.0.1:PORT`.
+    pub fn peer_url(&self) -> String {
+        format!("http://{}", self.peer)
+    }
+
+    /// The member name (`n0`, `n1`, …).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The server version reported by `GET /version`, e.g. `3.4.23`.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Whether `GET /health` answers `"health":"true"` within 500 ms (false while paused,
+    /// killed, or without a quorum).
+    pub fn is_healthy(&self) -> bool {
+        is_healthy(self.client)
+    }
+
+    /// Whether this member currently is the leader, from `etcd_server_is_leader` in
+    /// `GET /metrics`; `None` if it does not answer within 500 ms.
+    pub fn is_leader(&self) -> Option<bool> {
+        let metrics = probe::http_get(self.client, "/metrics", PROBE_TIMEOUT).ok()?;
+        metrics.body.lines().find_map(|line| {
+            line.strip_prefix("etcd_server_is_leader ")
+                .map(|v| v.trim() == "1")
+        })
+    }
+
+    process_accessors!();
+}
+
+fn is_healthy(addr: SocketAddr) -> bool {
+    probe::http_get(addr, "/health", PROBE_TIMEOUT)
+        .is_ok_and(|r| r.status == 200 && r.body.contains(r#""health":"true""#))
+}
+
+fn unique_token() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "lockbench-{}-{}-{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Starts `n` members forming one new cluster and waits until all are healthy.
+fn start_members(n: usize, options: &EtcdOptions) -> Result<Vec<EtcdServer>> {
+    let program = Program::Etcd.locate(options.etcd.as_deref())?;
+    let began = Instant::now();
+    retry_on_port_race(|| {
+        let ports = free_ports(2 * n)?;
+        let addr = |port: u16| SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let (client_ports, peer_ports) = ports.split_at(n);
+        let initial_cluster = peer_ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| format!("n{i}=http://127.0.0.1:{port}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let token = unique_token();
+        let mut processes = Vec::with_capacity(n);
+        for (i, (&client, &peer)) in client_ports.iter().zip(peer_ports).enumerate() {
+            let dir = make_temp_dir("etcd")?;
+            let client_url = format!("http://127.0.0.1:{client}");
+            let peer_url = format!("http://127.0.0.1:{peer}");
+            let mut command = Command::new(&program);
+            command
+                .args(["--name", &format!("n{i}")])
+                .arg("--data-dir")
+                .arg(dir.path().join("data"))
+                .args(["--listen-client-urls", &client_url])
+                .args(["--advertise-client-urls", &client_url])
+                .args(["--listen-peer-urls", &peer_url])
+                .args(["--initial-advertise-peer-urls", &peer_url])
+                .args(["--initial-cluster", &initial_cluster])
+                .args(["--initial-cluster-token", &token])
+                .args(["--initial-cluster-state", "new"])
+                .arg("--heartbeat-interval")
+                .arg(options.heartbeat_interval.as_millis().to_string())
+                .arg("--election-timeout")
+                .arg(options.election_timeout.as_millis().to_string())
+                .args(["--logger", "zap", "--log-outputs"])
+                .arg(dir.path().join("etcd.log"));
+            let name = if n == 1 {
+                "etcd".to_owned()
+            } else {
+                format!("etcd member n{i}")
+            };
+            processes.push(ServerProcess::spawn(name, command, dir, "etcd.log")?);
+        }
+        let refs: Vec<&ServerProcess> = processes.iter().collect();
+        wait_all_ready(&refs, START_TIMEOUT, Duration::from_millis(10), |i| {
+            is_healthy(addr(client_ports[i])) && refs[i].listens_on(client_ports[i])
+        })?;
+        let version = probe::http_get(addr(client_ports[0]), "/version", PROBE_TIMEOUT)
+            .map(|r| json_string_field(&r.body, "etcdserver").unwrap_or_default())
+            .unwrap_or_default();
+        let startup = began.elapsed();
+        Ok(processes
+            .into_iter()
+            .enumerate()
+            .map(|(i, process)| EtcdServer {
+                process,
+                name: format!("n{i}"),
+                client: addr(client_ports[i]),
+                peer: addr(peer_ports[i]),
+                version: version.clone(),
+                startup,
+            })
+            .collect())
+    })
+}
+
+/// The string value of `"field":"value"` in a flat JSON object.
+fn json_string_field(json: &str, field: &str) -> Option<String> {
+    let key = format!("\"{field}\"");
+    let rest = json[json.find(&key)? + key.len()..].trim_start();
+    let rest = rest.strip_prefix(':')?.trim_start().strip_prefix('"')?;
+    Some(rest[..rest.find('"')?].to_owned())
+}
+
+/// A running etcd cluster of several members with a unique `--initial-cluster-token`, killed
+/// on drop.
+#[derive(Debug)]
+pub struct EtcdCluster {
+    members: Vec<EtcdServer>,
+    startup: Duration,
+}
+
+impl EtcdCluster {
+    /// Starts `n` members and waits until every one is healthy (which implies a leader).
+    pub fn start(n: usize) -> Result<Self> {
+        Self::start_with(n, EtcdOptions::default())
+    }
+
+    /// Like [`start`](Self::start) with `options`.
+    pub fn start_with(n: usize, options: EtcdOptions) -> Result<Self> {
+        let began = Instant::now();
+        let members = start_members(n.max(1), &options)?;
+        Ok(Self {
+            members,
+            startup: began.elapsed(),
+        })
+    }
+
+    /// Every member's client URL, in member order.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(EtcdServer::endpoint).collect()
+    }
+
+    /// The number of members (killed ones included).
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Always false: a cluster has at least one member.
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Member `i`.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    pub fn member(&self, i: usize) -> &EtcdServer {
+        &self.members[i]
+    }
+
+    /// All members.
+    pub fn members(&self) -> &[EtcdServer] {
+        &self.members
+    }
+
+    /// The index of the member that reports itself leader (`etcd_server_is_leader 1` in its
+    /// `/metrics`), asking running members in order; `None` if none does right now.
+    pub fn leader(&self) -> Option<usize> {
+        self.members
+            .iter()
+            .position(|m| m.is_running() && m.is_leader() == Some(true))
+    }
+
+    /// Polls [`leader`](Self::leader) until one appears or `timeout` passes.
+    pub fn wait_for_leader(&self, timeout: Duration) -> Option<usize> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(leader) = self.leader() {
+                return Some(leader);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kills member `i` with `SIGKILL` (its data dir stays until the cluster is dropped).
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    pub fn kill(&self, i: usize) -> std::io::Result<()> {
+        self.member(i).kill()
+    }
+
+    /// Freezes member `i` with `SIGSTOP`.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    pub fn pause(&self, i: usize) -> std::io::Result<()> {
+        self.member(i).pause()
+    }
+
+    /// Lets member `i` continue with `SIGCONT`.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    pub fn resume(&self, i: usize) -> std::io::Result<()> {
+        self.member(i).resume()
+    }
+
+    /// Every member's process id.
+    pub fn pids(&self) -> Vec<u32> {
+        self.members.iter().map(EtcdServer::pid).collect()
+    }
+
+    /// How long `start` took until every member was healthy.
+    pub fn startup(&self) -> Duration {
+        self.startup
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_from_json() {
+        let body = r#"{"etcdserver":"3.4.23","etcdcluster":"3.4.0"}"#;
+        assert_eq!(
+            json_string_field(body, "etcdserver").as_deref(),
+            Some("3.4.23")
+        );
+        assert_eq!(json_string_field(body, "nope"), None);
+    }
+
+    #[test]
+    fn tokens_are_unique() {
+        assert_ne!(unique_token(), unique_token());
+    }
+}

@@ -1,0 +1,315 @@
+//! Runs `redis-server` children: a single server ([`RedisServer`]) and a primary with a replica
+//! ([`RedisPair`]), without persistence, bound to 127.0.0.1 on a free port.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::process::{ServerProcess, make_temp_dir, process_accessors, retry_on_port_race};
+use crate::programs::Program;
+use crate::{Result, ServerError, free_ports, probe};
+
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+const REPLICATION_TIMEOUT: Duration = Duration::from_secs(15);
+const PING_TIMEOUT: Duration = Duration::from_millis(250);
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Settings for [`RedisServer::start_with`]. `Default` is a plain server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RedisOptions {
+    /// `hz`: how often Redis runs its background tasks (expiry sampling), 1–500; Redis' default
+    /// is 10.
+    pub hz: Option<u32>,
+    /// `notify-keyspace-events`, e.g. `"Kgx"` for keyspace events on deletes and expiries.
+    pub notify_keyspace_events: Option<String>,
+    /// Further `--name value` settings. A value with spaces is passed as several arguments
+    /// (`("replicaof", "127.0.0.1 6379")`); an empty value is passed as `""`.
+    pub extra: Vec<(String, String)>,
+    /// The `redis-server` to run; overrides `LOCKBENCH_REDIS_SERVER` and `PATH`.
+    pub redis_server: Option<PathBuf>,
+}
+
+/// A running `redis-server` on 127.0.0.1 with no persistence (`--save ""`, no AOF), killed on
+/// drop.
+#[derive(Debug)]
+pub struct RedisServer {
+    process: ServerProcess,
+    addr: SocketAddr,
+    version: String,
+    startup: Duration,
+}
+
+impl RedisServer {
+    /// Starts a plain server and waits until it answers `PING`.
+    pub fn start() -> Result<Self> {
+        Self::start_with(RedisOptions::default())
+    }
+
+    /// Starts a server with `options` and waits until it answers `PING`. Retries with fresh
+    /// ports (up to 3 times) when the port was taken meanwhile.
+    pub fn start_with(options: RedisOptions) -> Result<Self> {
+        Self::start_on(options, || Ok(free_ports(1)?[0]))
+    }
+
+    /// [`start_with`](Self::start_with) taking each attempt's port from `pick_port`.
+    fn start_on(
+        options: RedisOptions,
+        mut pick_port: impl FnMut() -> std::io::Result<u16>,
+    ) -> Result<Self> {
+        let program = Program::RedisServer.locate(options.redis_server.as_deref())?;
+        let began = Instant::now();
+        retry_on_port_race(|| {
+            let port = pick_port()?;
+            let dir = make_temp_dir("redis")?;
+            let log = dir.path().join("redis.log");
+            let mut command = Command::new(&program);
+            command
+                .arg("--port")
+                .arg(port.to_string())
+                .args(["--bind", "127.0.0.1", "--dir"])
+                .arg(dir.path())
+                .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+                .arg("--logfile")
+                .arg(&log);
+            if let Some(hz) = options.hz {
+                command.arg("--hz").arg(hz.to_string());
+            }
+            if let Some(events) = &options.notify_keyspace_events {
+                command.arg("--notify-keyspace-events").arg(events);
+            }
+            for (name, value) in &options.extra {
+                command.arg(format!("--{name}"));
+                if value.trim().is_empty() {
+                    command.arg(value);
+                } else {
+                    command.args(value.split_whitespace());
+                }
+            }
+            let process = ServerProcess::spawn("redis-server", command, dir, "redis.log")?;
+            let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+            process.wait_ready(START_TIMEOUT, Duration::from_millis(3), || {
+                probe::resp_command(addr, &["PING"], PING_TIMEOUT).is_ok_and(|r| r == "PONG")
+                    && process.listens_on(port)
+            })?;
+            let info = probe::resp_command(addr, &["INFO", "server"], COMMAND_TIMEOUT)?;
+            let version = info_field(&info, "redis_version")
+                .unwrap_or_default()
+                .to_owned();
+            Ok(Self {
+                process,
+                addr,
+                version,
+                startup: began.elapsed(),
+            })
+        })
+    }
+
+    /// The address the server listens on (127.0.0.1).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// A connection URL, `redis://127.0.0.1:PORT/`.
+    pub fn url(&self) -> String {
+        format!("redis://{}/", self.addr)
+    }
+
+    /// Sends one command on a fresh connection and returns the reply as text (see
+    /// [`probe::resp_command`]); e.g. `&["CONFIG", "SET", "hz", "100"]`,
+    /// `&["INFO", "commandstats"]`, `&["CLIENT", "KILL", "TYPE", "pubsub"]`.
+    pub fn command(&self, args: &[&str]) -> Result<String> {
+        probe::resp_command(self.addr, args, COMMAND_TIMEOUT)
+    }
+
+    /// Like [`command`](Self::command) with a custom connect/read/write timeout.
+    pub fn command_with_timeout(&self, args: &[&str], timeout: Duration) -> Result<String> {
+        probe::resp_command(self.addr, args, timeout)
+    }
+
+    /// The server's version (`redis_version` from `INFO server`), e.g. `7.0.15`.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    process_accessors!();
+}
+
+/// The value of `field:value` in an `INFO` reply.
+pub fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
+    info.lines().find_map(|line| {
+        line.strip_prefix(field)
+            .and_then(|rest| rest.strip_prefix(':'))
+            .map(str::trim)
+    })
+}
+
+/// Waits until `replica` has received a write made on `primary` after the link came up.
+///
+/// `master_link_status:up` alone is not enough: after a diskless full sync the primary only
+/// starts streaming commands once the replica's next `REPLCONF ACK` arrives (up to a second
+/// later), so a write made in between shows up late. The probe write is a `PUBLISH`, which is
+/// replicated (it moves the replication offset) but leaves no data behind.
+fn wait_for_replication(primary: &RedisServer, replica: &RedisServer) -> Result<()> {
+    let deadline = Instant::now() + REPLICATION_TIMEOUT;
+    let mut last_info = String::new();
+    let mut target: Option<(u64, Instant)> = None;
+    loop {
+        if let Ok(info) = replica.command_with_timeout(&["INFO", "replication"], PING_TIMEOUT) {
+            let link_up = info_field(&info, "master_link_status") == Some("up");
+            let offset = info_field(&info, "slave_repl_offset").and_then(|v| v.parse::<u64>().ok());
+            if let (true, Some(offset), Some((wanted, _))) = (link_up, offset, target)
+                && offset >= wanted
+            {
+                return Ok(());
+            }
+            // (Re)send the probe write once the link is up, and again every 200 ms.
+            if link_up
+                && target.is_none_or(|(_, sent)| sent.elapsed() >= Duration::from_millis(200))
+            {
+                primary.command(&["PUBLISH", "__lockbench:replication-check__", "1"])?;
+                let primary_info = primary.command(&["INFO", "replication"])?;
+                target = info_field(&primary_info, "master_repl_offset")
+                    .and_then(|v| v.parse().ok())
+                    .map(|offset| (offset, Instant::now()));
+            }
+            last_info = info;
+        }
+        if Instant::now() >= deadline {
+            return Err(ServerError::Start {
+                server: "redis replica".to_owned(),
+                reason: format!(
+                    "replication not streaming after {REPLICATION_TIMEOUT:?}; INFO replication: {}",
+                    last_info.split_whitespace().collect::<Vec<_>>().join(" ")
+                ),
+                log_tail: replica.log_tail(20),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A primary and a replica replicating from it (asynchronously, like production Redis), for
+/// failover scenarios.
+///
+/// The primary uses disk-based full sync (`repl-diskless-sync no`, the RDB goes to the temp
+/// dir, normally on tmpfs) and `repl-diskless-sync-delay 0`. Diskless sync would need no disk
+/// but makes the primary hold back the command stream until the replica's next once-a-second
+/// `REPLCONF ACK`, so the pair took ~1.1 s to be really replicating instead of ~0.12 s (and
+/// with the default `repl-diskless-sync-delay 5`, over 5 s).
+#[derive(Debug)]
+pub struct RedisPair {
+    primary: RedisServer,
+    replica: RedisServer,
+    startup: Duration,
+}
+
+impl RedisPair {
+    /// Starts both and waits until the replica reports `master_link_status:up` and has received
+    /// a write made on the primary after that.
+    pub fn start() -> Result<Self> {
+        Self::start_with(RedisOptions::default())
+    }
+
+    /// Like [`start`](Self::start), with `options` applied to both servers (the replication
+    /// settings are added to them).
+    pub fn start_with(options: RedisOptions) -> Result<Self> {
+        let began = Instant::now();
+        let mut primary_options = options.clone();
+        primary_options.extra.extend([
+            ("repl-diskless-sync".to_owned(), "no".to_owned()),
+            ("repl-diskless-sync-delay".to_owned(), "0".to_owned()),
+        ]);
+        let primary = RedisServer::start_with(primary_options)?;
+        let mut replica_options = options;
+        replica_options.extra.push((
+            "replicaof".to_owned(),
+            format!("127.0.0.1 {}", primary.port()),
+        ));
+        let replica = RedisServer::start_with(replica_options)?;
+        wait_for_replication(&primary, &replica)?;
+        Ok(Self {
+            primary,
+            replica,
+            startup: began.elapsed(),
+        })
+    }
+
+    /// The primary.
+    pub fn primary(&self) -> &RedisServer {
+        &self.primary
+    }
+
+    /// The replica.
+    pub fn replica(&self) -> &RedisServer {
+        &self.replica
+    }
+
+    /// Makes the replica a primary (`REPLICAOF NO ONE`), as a failover would.
+    pub fn promote_replica(&self) -> Result<()> {
+        let reply = self.replica.command(&["REPLICAOF", "NO", "ONE"])?;
+        if reply == "OK" {
+            Ok(())
+        } else {
+            Err(ServerError::Reply {
+                server: format!("redis replica at {}", self.replica.addr()),
+                message: format!("REPLICAOF NO ONE answered {reply:?}"),
+            })
+        }
+    }
+
+    /// How long `start` took until replication was up.
+    pub fn startup(&self) -> Duration {
+        self.startup
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    #[test]
+    fn info_fields() {
+        let info = "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n";
+        assert_eq!(info_field(info, "redis_version"), Some("7.0.15"));
+        assert_eq!(info_field(info, "redis"), None);
+    }
+
+    #[test]
+    fn a_taken_port_is_retried_with_another() {
+        // First attempt: the port is held by a silent listener; second: by another Redis, which
+        // answers PING but is not our child; third: free.
+        let silent = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let other = RedisServer::start().expect("other redis");
+        let mut picks = vec![
+            silent.local_addr().expect("addr").port(),
+            other.port(),
+            free_ports(1).expect("port")[0],
+        ]
+        .into_iter();
+        let mut attempts = 0;
+        let server = RedisServer::start_on(RedisOptions::default(), || {
+            attempts += 1;
+            picks
+                .next()
+                .ok_or_else(|| std::io::Error::other("out of ports"))
+        })
+        .expect("third port works");
+        assert_eq!(attempts, 3);
+        assert_ne!(server.port(), other.port());
+        assert!(server.process().listens_on(server.port()));
+        let pid: u32 = info_field(
+            &server.command(&["INFO", "server"]).expect("info"),
+            "process_id",
+        )
+        .and_then(|p| p.parse().ok())
+        .expect("process_id");
+        assert_eq!(pid, server.pid());
+    }
+}
