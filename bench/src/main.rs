@@ -1,1 +1,5 @@
-fn main() {}
+//! The `lockbench` binary: parse, run, exit code. Everything else lives in the library.
+
+fn main() {
+    std::process::exit(lockbench::cli_main(std::env::args_os()));
+}

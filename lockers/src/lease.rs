@@ -198,24 +198,24 @@ impl LeaseState {
     }
 
     /// Records that the lease is gone. Only the first call counts (it emits [`LockEvent::Lost`], except for
-    /// [`LossReason::Released`]); returns whether this call was it.
+    /// [`LossReason::Released`]); returns whether this call was it. The event is recorded before anyone
+    /// waiting in [`LeaseState::wait_lost`] wakes, so a reader of the event log after `lost()` sees it.
     pub fn mark_lost(&self, reason: LossReason) -> bool {
         let detected_at = Instant::now();
-        let first = self.lost.send_if_modified(|slot| {
+        self.lost.send_if_modified(|slot| {
             if slot.is_some() {
                 return false;
             }
+            if reason != LossReason::Released {
+                self.events.emit(|| LockEvent::Lost {
+                    key: self.key.clone(),
+                    detected_at,
+                    reason: reason.clone(),
+                });
+            }
             *slot = Some(reason.clone());
             true
-        });
-        if first && reason != LossReason::Released {
-            self.events.emit(|| LockEvent::Lost {
-                key: self.key.clone(),
-                detected_at,
-                reason,
-            });
-        }
-        first
+        })
     }
 
     /// The loss reason, if the lease is known to be gone.

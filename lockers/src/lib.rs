@@ -10,7 +10,7 @@
 //! |---|---|---|---|
 //! | `memory` | [`memory`] | in-process TTL + timer renewal | per-key counter |
 //!
-//! The behaviour every strategy must show is the [`conformance`] suite (feature `conformance`).
+//! The behaviour every strategy must show is the `conformance` suite (feature `conformance`).
 #![warn(missing_docs)]
 
 pub mod error;

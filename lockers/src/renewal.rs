@@ -29,11 +29,14 @@ struct Entry {
     renewal: Option<Box<dyn StopRenewal>>,
 }
 
+/// A hold's registry key: `(lock key, owner)`.
+type HoldKey = (Arc<str>, Arc<str>);
+
 /// One client's held locks: `(key, owner) → entry`. An entry has a hold count, the shared lease state and
 /// at most one renewal.
 #[derive(Default)]
 pub(crate) struct Holds {
-    entries: Mutex<HashMap<(Arc<str>, Arc<str>), Entry>>,
+    entries: Mutex<HashMap<HoldKey, Entry>>,
     next_generation: std::sync::atomic::AtomicU64,
 }
 
@@ -71,10 +74,10 @@ impl Holds {
             .get(&slot)
             .is_some_and(|e| e.state.loss().is_none());
         if !reusable {
-            if let Some(old) = entries.remove(&slot) {
-                if let Some(r) = old.renewal {
-                    r.stop();
-                }
+            if let Some(old) = entries.remove(&slot)
+                && let Some(r) = old.renewal
+            {
+                r.stop();
             }
             let generation = self
                 .next_generation
@@ -149,7 +152,7 @@ impl Holds {
             .collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Arc<str>, Arc<str>), Entry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<HoldKey, Entry>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -271,5 +274,308 @@ pub(crate) async fn renew_until_lost<F, Fut>(
                 }
             }
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Locks renewed by one client-wide session: an etcd lease shared by a client's locks, a ZooKeeper session.
+// ---------------------------------------------------------------------------------------------------------
+
+/// One lock held under a session: its own state (so one lock can be released or taken over alone), the
+/// strategy's data about it, and its re-entrant hold count.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) struct SessionHold<P> {
+    pub(crate) state: Arc<LeaseState>,
+    pub(crate) payload: P,
+    /// Changed only under the registry's lock.
+    holds: std::sync::atomic::AtomicU32,
+}
+
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+impl<P: std::fmt::Debug> std::fmt::Debug for SessionHold<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionHold")
+            .field("state", &self.state)
+            .field("payload", &self.payload)
+            .finish()
+    }
+}
+
+/// The locks a client holds under one session, by `(key, owner)`. Every lock's deadline follows the
+/// session's renewals and every lock is lost with the session; a lock can also be lost alone (its own state).
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) struct SessionHolds<P> {
+    session: Arc<LeaseState>,
+    entries: Mutex<HashMap<HoldKey, Arc<SessionHold<P>>>>,
+}
+
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+impl<P> std::fmt::Debug for SessionHolds<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionHolds")
+            .field("session", &self.session)
+            .field("held", &self.len())
+            .finish()
+    }
+}
+
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+impl<P> SessionHolds<P> {
+    /// A session named `name` (used in its own state only, never in events) alive until `deadline`.
+    pub(crate) fn new(name: &str, deadline: Instant) -> Self {
+        SessionHolds {
+            session: LeaseState::new(name.into(), deadline, Events::none()),
+            entries: Mutex::default(),
+        }
+    }
+
+    /// The session's own deadline and loss.
+    pub(crate) fn session(&self) -> &Arc<LeaseState> {
+        &self.session
+    }
+
+    /// A re-entrant acquire: a live hold of `key` by `owner` gains one more hold. No server call needed.
+    #[cfg(feature = "zookeeper")]
+    pub(crate) fn reenter(&self, key: &Arc<str>, owner: &Arc<str>) -> Option<Arc<SessionHold<P>>> {
+        let entries = self.lock();
+        let hold = entries.get(&(key.clone(), owner.clone()))?;
+        if hold.state.loss().is_some() {
+            return None;
+        }
+        hold.holds
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(hold.clone())
+    }
+
+    /// Registers a new hold whose deadline is the session's. Fails with the session's loss reason once the
+    /// session is lost, so a lock can never outlive the session that carries it.
+    pub(crate) fn insert(
+        &self,
+        key: &Arc<str>,
+        owner: &Arc<str>,
+        events: &Events,
+        payload: P,
+    ) -> Result<Arc<SessionHold<P>>, LossReason> {
+        let mut entries = self.lock();
+        if let Some(reason) = self.session.loss() {
+            return Err(reason);
+        }
+        let hold = Arc::new(SessionHold {
+            state: LeaseState::new(key.clone(), self.session.deadline(), events.clone()),
+            payload,
+            holds: std::sync::atomic::AtomicU32::new(1),
+        });
+        entries.insert((key.clone(), owner.clone()), hold.clone());
+        Ok(hold)
+    }
+
+    /// Removes one hold. On the last it unregisters the lock, marks its state released and returns true.
+    pub(crate) fn leave(
+        &self,
+        key: &Arc<str>,
+        owner: &Arc<str>,
+        hold: &Arc<SessionHold<P>>,
+    ) -> bool {
+        let mut entries = self.lock();
+        let left = hold
+            .holds
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .saturating_sub(1);
+        hold.holds.store(left, std::sync::atomic::Ordering::Relaxed);
+        if left > 0 {
+            return false;
+        }
+        let slot = (key.clone(), owner.clone());
+        if entries.get(&slot).is_some_and(|e| Arc::ptr_eq(e, hold)) {
+            entries.remove(&slot);
+        }
+        drop(entries);
+        hold.state.mark_lost(LossReason::Released);
+        true
+    }
+
+    /// How many locks are held under the session.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Every lock held under the session.
+    #[cfg(feature = "zookeeper")]
+    pub(crate) fn held(&self) -> Vec<Arc<SessionHold<P>>> {
+        self.lock().values().cloned().collect()
+    }
+
+    fn states(&self) -> Vec<Arc<LeaseState>> {
+        self.lock().values().map(|h| h.state.clone()).collect()
+    }
+
+    /// A session renewal sent at `sent_at` was granted `granted`: the session and every lock under it now
+    /// live to `sent_at + granted`; one `Renewed` event per lock.
+    pub(crate) fn renewed(&self, renewal: SessionRenewed, events: &Events) {
+        let until = renewal.sent_at + renewal.granted;
+        self.session.extend_to(until);
+        for state in self.states() {
+            state.extend_to(until);
+            events.emit(|| LockEvent::Renewed {
+                key: state.key().clone(),
+                scheduled_at: renewal.scheduled_at,
+                sent_at: renewal.sent_at,
+                done_at: renewal.done_at,
+                remaining_ttl_before: None,
+                granted_ttl: renewal.granted,
+                trigger_lag: None,
+            });
+        }
+    }
+
+    /// One `RenewScheduled` event per lock under the session.
+    fn scheduled(&self, due: Instant, events: &Events) {
+        if !events.enabled() {
+            return;
+        }
+        let at = Instant::now();
+        for state in self.states() {
+            events.emit(|| LockEvent::RenewScheduled {
+                key: state.key().clone(),
+                at,
+                due,
+            });
+        }
+    }
+
+    /// A session renewal failed: one `RenewFailed` event per lock under the session.
+    fn renew_failed(&self, at: Instant, error: &str, events: &Events) {
+        if !events.enabled() {
+            return;
+        }
+        for state in self.states() {
+            events.emit(|| LockEvent::RenewFailed {
+                key: state.key().clone(),
+                at,
+                error: error.to_owned(),
+            });
+        }
+    }
+
+    /// The session is gone: it and every lock under it are marked lost with `reason`.
+    pub(crate) fn lose(&self, reason: LossReason) {
+        // Marking the session first makes a concurrent `insert` either fail or be swept below.
+        self.session.mark_lost(reason.clone());
+        for state in self.states() {
+            state.mark_lost(reason.clone());
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<HoldKey, Arc<SessionHold<P>>>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The timing of one successful session renewal.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SessionRenewed {
+    /// When it was due.
+    pub(crate) scheduled_at: Instant,
+    /// When it was sent.
+    pub(crate) sent_at: Instant,
+    /// When the answer came back.
+    pub(crate) done_at: Instant,
+    /// The TTL the server granted, counted from `sent_at` (conservatively).
+    pub(crate) granted: Duration,
+}
+
+/// What one session renewal found.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SessionRenewal {
+    /// The session lives on for `granted` from when the renewal was sent.
+    Extended {
+        /// The TTL the server granted.
+        granted: Duration,
+    },
+    /// The session is gone for good.
+    Gone(LossReason),
+}
+
+/// How a session is renewed: one call renews the whole session.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+#[async_trait::async_trait]
+pub(crate) trait RenewSession: Send {
+    /// Renews the session once. An error is a failed attempt (retried until the deadline).
+    async fn renew(&mut self) -> Result<SessionRenewal, LockError>;
+}
+
+/// How often a session is renewed and what a renewal that never lands counts as.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SessionPlan {
+    /// Time between a renewal's answer and the next renewal.
+    pub(crate) period: Duration,
+    /// The loss reported when renewals keep failing until the session's deadline, given the last error.
+    pub(crate) deadline_loss: fn(String) -> LossReason,
+}
+
+/// Renews a session on `plan` with `renewer` until it is lost, whether or not locks are held (so the
+/// session's own deadline stays true for the next acquire); every lock under `holds` follows. The caller
+/// stops it (aborts the task) when the session is closed. The first renewal is due at `first_due`.
+///
+/// - `Extended`: the session and its locks live to `sent_at + granted`; `Renewed` per lock.
+/// - `Gone`: the session and its locks are lost with that reason.
+/// - An error or no answer: `RenewFailed` per lock, retried until the session's deadline, then lost with
+///   `plan.deadline_loss`.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) async fn renew_session_until_lost<P: Send + Sync>(
+    holds: Arc<SessionHolds<P>>,
+    plan: SessionPlan,
+    first_due: Instant,
+    events: Events,
+    mut renewer: impl RenewSession,
+) {
+    let session = holds.session().clone();
+    let retry = (plan.period / 3).max(Duration::from_millis(5));
+    let mut due = first_due;
+    while session.loss().is_none() {
+        holds.scheduled(due, &events);
+        tokio::time::sleep_until(due.into()).await;
+        let sent_at = Instant::now();
+        let deadline = session.deadline();
+        let outcome = tokio::time::timeout_at(deadline.into(), renewer.renew()).await;
+        let done_at = Instant::now();
+        let error = match outcome {
+            Ok(Ok(SessionRenewal::Extended { granted })) => {
+                let renewal = SessionRenewed {
+                    scheduled_at: due,
+                    sent_at,
+                    done_at,
+                    granted,
+                };
+                holds.renewed(renewal, &events);
+                due = done_at + plan.period;
+                continue;
+            }
+            Ok(Ok(SessionRenewal::Gone(reason))) => {
+                holds.lose(reason);
+                return;
+            }
+            Ok(Err(error)) => error.to_string(),
+            Err(_elapsed) => "session renewal got no answer before the local deadline".to_owned(),
+        };
+        holds.renew_failed(done_at, &error, &events);
+        if done_at >= session.deadline() {
+            holds.lose((plan.deadline_loss)(error));
+            return;
+        }
+        due = (done_at + retry).min(session.deadline());
+    }
+}
+
+/// Runs `work` on the current tokio runtime in the background, if there is one. Never blocks and never
+/// panics outside a runtime: then the work is skipped, and what it would have cleaned up expires by its
+/// TTL or session instead.
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+pub(crate) fn in_background(work: impl Future<Output = ()> + Send + 'static) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(work);
     }
 }

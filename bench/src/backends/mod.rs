@@ -1,0 +1,293 @@
+//! The servers a run talks to: the addresses the user gave (checked before anything runs) or servers
+//! lockbench starts itself (through `lockbench-servers`) and stops at the end — dropping [`Backends`]
+//! kills them, and a Ctrl-C handler can kill them all with `lockbench_servers::kill_all_servers`.
+
+pub mod address;
+pub mod stats;
+
+use std::collections::BTreeSet;
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use lockbench_reports::model::ServerInfo;
+use lockbench_servers::{EtcdServer, RedisServer, ZkServer, probe};
+use serde::{Deserialize, Serialize};
+
+use crate::error::BenchError;
+
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Where a strategy's lock state lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ServerKind {
+    /// In the lockbench process, shared by every client of a case (the `memory` strategy): clients
+    /// must run as tasks.
+    InProcess,
+    /// Nowhere shared: each client has its own (a control without mutual exclusion).
+    PerClient,
+    /// A Redis server.
+    Redis,
+    /// An etcd cluster.
+    Etcd,
+    /// A ZooKeeper ensemble.
+    ZooKeeper,
+}
+
+impl ServerKind {
+    /// The name used in listings and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServerKind::InProcess => "in-process",
+            ServerKind::PerClient => "per-client",
+            ServerKind::Redis => "redis",
+            ServerKind::Etcd => "etcd",
+            ServerKind::ZooKeeper => "zookeeper",
+        }
+    }
+
+    /// Whether it is a real server process.
+    pub fn is_external(self) -> bool {
+        matches!(
+            self,
+            ServerKind::Redis | ServerKind::Etcd | ServerKind::ZooKeeper
+        )
+    }
+}
+
+/// Server addresses given on the command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GivenAddresses {
+    /// `--redis`.
+    pub redis: Option<String>,
+    /// `--etcd`.
+    pub etcd: Option<String>,
+    /// `--zk`.
+    pub zookeeper: Option<String>,
+}
+
+/// The addresses strategies connect to, as strategies take them (serializable, so worker processes
+/// get them too).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointAddrs {
+    /// Redis URL (`redis://127.0.0.1:PORT/`).
+    pub redis: Option<String>,
+    /// etcd endpoints (`http://127.0.0.1:PORT`).
+    pub etcd: Vec<String>,
+    /// ZooKeeper connect string (`127.0.0.1:PORT`).
+    pub zookeeper: Option<String>,
+}
+
+#[derive(Debug)]
+enum Managed {
+    Redis(RedisServer),
+    Etcd(EtcdServer),
+    ZooKeeper(ZkServer),
+}
+
+impl Managed {
+    fn pid(&self) -> u32 {
+        match self {
+            Managed::Redis(s) => s.pid(),
+            Managed::Etcd(s) => s.pid(),
+            Managed::ZooKeeper(s) => s.pid(),
+        }
+    }
+}
+
+/// One server in use.
+#[derive(Debug)]
+pub struct Backend {
+    kind: ServerKind,
+    address: String,
+    sockets: Vec<SocketAddr>,
+    version: Option<String>,
+    startup: Option<Duration>,
+    managed: Option<Managed>,
+}
+
+impl Backend {
+    /// Which server.
+    pub fn kind(&self) -> ServerKind {
+        self.kind
+    }
+
+    /// The first socket address (where statistics are asked).
+    pub fn socket(&self) -> Option<SocketAddr> {
+        self.sockets.first().copied()
+    }
+
+    /// The process id, for servers lockbench started.
+    pub fn pid(&self) -> Option<u32> {
+        self.managed.as_ref().map(Managed::pid)
+    }
+
+    /// What the results say about it.
+    pub fn info(&self) -> ServerInfo {
+        ServerInfo {
+            kind: self.kind.name().to_owned(),
+            version: self.version.clone(),
+            address: self.address.clone(),
+            managed: self.managed.is_some(),
+            startup_ms: self.startup.map(|d| d.as_secs_f64() * 1e3),
+        }
+    }
+}
+
+/// Every server of a run.
+#[derive(Debug, Default)]
+pub struct Backends {
+    servers: Vec<Backend>,
+}
+
+impl Backends {
+    /// Checks every address the user gave (unreachable → a usage error naming the flag), then starts
+    /// each needed server that was not given. Blocking work runs off the async threads.
+    pub async fn prepare(
+        needed: &BTreeSet<ServerKind>,
+        given: &GivenAddresses,
+    ) -> Result<Self, BenchError> {
+        let given = given.clone();
+        let needed = needed.clone();
+        tokio::task::spawn_blocking(move || Self::prepare_blocking(&needed, &given))
+            .await
+            .map_err(|e| BenchError::failed(format!("server set-up task failed: {e}")))?
+    }
+
+    fn prepare_blocking(
+        needed: &BTreeSet<ServerKind>,
+        given: &GivenAddresses,
+    ) -> Result<Self, BenchError> {
+        let mut servers = Vec::new();
+        for (kind, flag, address) in [
+            (ServerKind::Redis, "--redis", &given.redis),
+            (ServerKind::Etcd, "--etcd", &given.etcd),
+            (ServerKind::ZooKeeper, "--zk", &given.zookeeper),
+        ] {
+            if let Some(address) = address {
+                servers.push(check_given(kind, flag, address)?);
+            }
+        }
+        for kind in needed.iter().copied().filter(|k| k.is_external()) {
+            if !servers.iter().any(|s| s.kind == kind) {
+                servers.push(start(kind)?);
+            }
+        }
+        Ok(Backends { servers })
+    }
+
+    /// The server of `kind`, if the run has one.
+    pub fn get(&self, kind: ServerKind) -> Option<&Backend> {
+        self.servers.iter().find(|s| s.kind == kind)
+    }
+
+    /// The addresses strategies connect to.
+    pub fn endpoints(&self) -> EndpointAddrs {
+        let address = |kind| self.get(kind).map(|s| s.address.clone());
+        EndpointAddrs {
+            redis: address(ServerKind::Redis),
+            etcd: address(ServerKind::Etcd)
+                .map(|a| a.split(',').map(str::to_owned).collect())
+                .unwrap_or_default(),
+            zookeeper: address(ServerKind::ZooKeeper),
+        }
+    }
+
+    /// What the results say about the servers.
+    pub fn infos(&self) -> Vec<ServerInfo> {
+        self.servers.iter().map(Backend::info).collect()
+    }
+}
+
+fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, BenchError> {
+    let bad = |why: String| BenchError::usage(format!("{flag} {address}: {why}"));
+    let sockets = match kind {
+        ServerKind::Redis => address::redis_socket(address).map(|a| vec![a]),
+        ServerKind::Etcd => address::etcd_sockets(address),
+        _ => address::zk_sockets(address),
+    }
+    .map_err(bad)?;
+    for socket in &sockets {
+        TcpStream::connect_timeout(socket, PROBE_TIMEOUT)
+            .map_err(|e| bad(format!("cannot connect to {socket}: {e}")))?;
+    }
+    let first = sockets[0];
+    let version = match kind {
+        ServerKind::Redis => probe::resp_command(first, &["INFO", "server"], PROBE_TIMEOUT)
+            .ok()
+            .and_then(|info| {
+                lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
+            }),
+        ServerKind::Etcd => probe::http_get(first, "/version", PROBE_TIMEOUT)
+            .ok()
+            .and_then(|r| json_field(&r.body, "etcdserver")),
+        _ => probe::four_letter_word(first, "srvr", PROBE_TIMEOUT)
+            .ok()
+            .and_then(|srvr| {
+                srvr.lines()
+                    .find_map(|l| l.strip_prefix("Zookeeper version: "))
+                    .map(|v| v.split([',', '-']).next().unwrap_or(v).trim().to_owned())
+            }),
+    };
+    Ok(Backend {
+        kind,
+        address: address.to_owned(),
+        sockets,
+        version,
+        startup: None,
+        managed: None,
+    })
+}
+
+fn json_field(body: &str, field: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    value.get(field)?.as_str().map(str::to_owned)
+}
+
+fn start(kind: ServerKind) -> Result<Backend, BenchError> {
+    let failed = |e: lockbench_servers::ServerError| {
+        BenchError::failed(format!("could not start {}: {e}", kind.name()))
+    };
+    let (address, sockets, version, startup, managed) = match kind {
+        ServerKind::Redis => {
+            let s = RedisServer::start().map_err(failed)?;
+            (
+                s.url(),
+                vec![s.addr()],
+                s.version().to_owned(),
+                s.startup(),
+                Managed::Redis(s),
+            )
+        }
+        ServerKind::Etcd => {
+            let s = EtcdServer::start().map_err(failed)?;
+            let socket = s.client_addr();
+            (
+                s.endpoint(),
+                vec![socket],
+                s.version().to_owned(),
+                s.startup(),
+                Managed::Etcd(s),
+            )
+        }
+        _ => {
+            let s = ZkServer::start().map_err(failed)?;
+            let socket = s.addr();
+            let connect = s.connect_string();
+            (
+                connect,
+                vec![socket],
+                s.version().to_owned(),
+                s.startup(),
+                Managed::ZooKeeper(s),
+            )
+        }
+    };
+    Ok(Backend {
+        kind,
+        address,
+        sockets,
+        version: (!version.is_empty()).then_some(version),
+        startup: Some(startup),
+        managed: Some(managed),
+    })
+}

@@ -1,0 +1,223 @@
+//! Server cost: counters read from a server before and after a case (Redis `INFO commandstats` and
+//! `INFO cpu`, etcd `/metrics`, ZooKeeper `mntr`), plus the CPU time of servers lockbench started.
+//! A strategy gets this for free once its registry entry names its server.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use lockbench_reports::model::ServerCost;
+use lockbench_servers::probe;
+
+use super::{Backend, ServerKind};
+use crate::proc_stat;
+
+const TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Counters of a server at one moment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StatsSnapshot {
+    /// Requests served so far, by command or method.
+    pub requests: BTreeMap<String, u64>,
+    /// CPU seconds used so far, when known.
+    pub cpu_seconds: Option<f64>,
+}
+
+/// Where a server's counters are read: copyable, so the blocking reads can run on another thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatsSource {
+    kind: ServerKind,
+    socket: SocketAddr,
+    pid: Option<u32>,
+}
+
+impl Backend {
+    /// Where its counters are read.
+    pub fn stats_source(&self) -> Option<StatsSource> {
+        Some(StatsSource {
+            kind: self.kind(),
+            socket: self.socket()?,
+            pid: self.pid(),
+        })
+    }
+}
+
+impl StatsSource {
+    /// Which server.
+    pub fn kind(&self) -> ServerKind {
+        self.kind
+    }
+
+    /// Reads the server's counters (blocking; a few milliseconds). `None` if it does not answer.
+    pub fn snapshot(&self) -> Option<StatsSnapshot> {
+        let socket = self.socket;
+        let mut snapshot = match self.kind {
+            ServerKind::Redis => {
+                let stats = probe::resp_command(socket, &["INFO", "commandstats"], TIMEOUT).ok()?;
+                let cpu = probe::resp_command(socket, &["INFO", "cpu"], TIMEOUT).ok();
+                StatsSnapshot {
+                    requests: redis_commandstats(&stats),
+                    cpu_seconds: cpu.as_deref().map(redis_cpu),
+                }
+            }
+            ServerKind::Etcd => {
+                let metrics = probe::http_get(socket, "/metrics", TIMEOUT).ok()?.body;
+                etcd_metrics(&metrics)
+            }
+            ServerKind::ZooKeeper => {
+                let mntr = probe::four_letter_word(socket, "mntr", TIMEOUT).ok()?;
+                StatsSnapshot {
+                    requests: zk_mntr(&mntr),
+                    cpu_seconds: None,
+                }
+            }
+            ServerKind::InProcess | ServerKind::PerClient => return None,
+        };
+        if let Some(sample) = self.pid.and_then(|pid| proc_stat::sample(Some(pid))) {
+            snapshot.cpu_seconds = Some(sample.cpu_seconds);
+        }
+        Some(snapshot)
+    }
+
+    /// [`snapshot`](Self::snapshot) on a blocking thread.
+    pub async fn snapshot_async(self) -> Option<StatsSnapshot> {
+        tokio::task::spawn_blocking(move || self.snapshot())
+            .await
+            .ok()
+            .flatten()
+    }
+}
+
+/// The cost of a case: `after - before`, over `seconds`.
+pub fn delta(
+    kind: ServerKind,
+    before: &StatsSnapshot,
+    after: &StatsSnapshot,
+    seconds: f64,
+) -> ServerCost {
+    let by_command: BTreeMap<String, u64> = after
+        .requests
+        .iter()
+        .map(|(name, n)| {
+            (
+                name.clone(),
+                n.saturating_sub(before.requests.get(name).copied().unwrap_or(0)),
+            )
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    let requests = by_command.values().sum();
+    ServerCost {
+        kind: kind.name().to_owned(),
+        cpu_seconds: before
+            .cpu_seconds
+            .zip(after.cpu_seconds)
+            .map(|(b, a)| (a - b).max(0.0)),
+        requests,
+        requests_per_s: if seconds > 0.0 {
+            requests as f64 / seconds
+        } else {
+            0.0
+        },
+        by_command,
+    }
+}
+
+/// `cmdstat_<name>:calls=N,...` lines; the `INFO` calls of the snapshots themselves are left out.
+fn redis_commandstats(info: &str) -> BTreeMap<String, u64> {
+    info.lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            if name == "info" {
+                return None;
+            }
+            let calls = rest.split(',').find_map(|kv| kv.strip_prefix("calls="))?;
+            Some((name.to_owned(), calls.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+fn redis_cpu(info: &str) -> f64 {
+    ["used_cpu_sys", "used_cpu_user"]
+        .iter()
+        .filter_map(|f| {
+            lockbench_servers::redis::info_field(info, f)?
+                .parse::<f64>()
+                .ok()
+        })
+        .sum()
+}
+
+/// `grpc_server_handled_total{...grpc_method="Range"...} N`, summed by method; `process_cpu_seconds_total`.
+fn etcd_metrics(metrics: &str) -> StatsSnapshot {
+    let mut snapshot = StatsSnapshot::default();
+    for line in metrics.lines() {
+        if let Some(value) = line.strip_prefix("process_cpu_seconds_total ") {
+            snapshot.cpu_seconds = value.trim().parse().ok();
+        } else if let Some(labels) = line.strip_prefix("grpc_server_handled_total{") {
+            let Some((labels, value)) = labels.rsplit_once("} ") else {
+                continue;
+            };
+            let method = labels
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("grpc_method=\""))
+                .map(|m| m.trim_end_matches('"'));
+            if let (Some(method), Ok(value)) = (method, value.trim().parse::<f64>()) {
+                *snapshot.requests.entry(method.to_owned()).or_default() += value as u64;
+            }
+        }
+    }
+    snapshot
+}
+
+/// `zk_packets_received` and `zk_packets_sent` from `mntr`.
+fn zk_mntr(mntr: &str) -> BTreeMap<String, u64> {
+    mntr.lines()
+        .filter_map(|line| {
+            let (name, value) = line.split_once('\t')?;
+            let name = name.strip_prefix("zk_")?;
+            if !matches!(name, "packets_received" | "packets_sent") {
+                return None;
+            }
+            Some((name.to_owned(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_each_servers_counters() {
+        let redis = "# Commandstats\r\ncmdstat_evalsha:calls=10,usec=50,usec_per_call=5.00\r\ncmdstat_info:calls=3,usec=1\r\n";
+        assert_eq!(
+            redis_commandstats(redis),
+            BTreeMap::from([("evalsha".to_owned(), 10)])
+        );
+        assert!((redis_cpu("used_cpu_sys:1.5\r\nused_cpu_user:0.25\r\n") - 1.75).abs() < 1e-9);
+        let etcd = "process_cpu_seconds_total 2.5\ngrpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Range\",grpc_service=\"x\",grpc_type=\"unary\"} 7\ngrpc_server_handled_total{grpc_code=\"Unavailable\",grpc_method=\"Range\",grpc_service=\"x\",grpc_type=\"unary\"} 1\n";
+        let s = etcd_metrics(etcd);
+        assert_eq!(s.cpu_seconds, Some(2.5));
+        assert_eq!(s.requests, BTreeMap::from([("Range".to_owned(), 8)]));
+        let zk = "zk_version\t3.8.0\nzk_packets_received\t100\nzk_packets_sent\t99\n";
+        assert_eq!(zk_mntr(zk).get("packets_received"), Some(&100));
+    }
+
+    #[test]
+    fn deltas_drop_unchanged_commands() {
+        let before = StatsSnapshot {
+            requests: BTreeMap::from([("get".into(), 5), ("set".into(), 1)]),
+            cpu_seconds: Some(1.0),
+        };
+        let after = StatsSnapshot {
+            requests: BTreeMap::from([("get".into(), 15), ("set".into(), 1), ("del".into(), 2)]),
+            cpu_seconds: Some(1.5),
+        };
+        let cost = delta(ServerKind::Redis, &before, &after, 2.0);
+        assert_eq!(cost.requests, 12);
+        assert_eq!(cost.requests_per_s, 6.0);
+        assert_eq!(cost.by_command.len(), 2);
+        assert_eq!(cost.cpu_seconds, Some(0.5));
+    }
+}

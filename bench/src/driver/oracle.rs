@@ -1,0 +1,546 @@
+//! The overlap oracle (safety measure 1) and the hand-off latency, computed from believed-held
+//! intervals as workers report them, with bounded memory.
+//!
+//! Each worker reports its intervals in batches, in its own order, with a *low bound*: no interval it
+//! reports later starts before that time. The minimum of those bounds is a watermark; per key, the
+//! intervals that start before the watermark are swept in start order against the intervals still
+//! active (ending after the swept start). Each intersecting pair of different clients is counted once,
+//! exactly, whatever order batches arrive in. Memory holds only the intervals newer than the
+//! watermark.
+//!
+//! Definitions:
+//! - *overlap*: two intervals of different clients on one key that intersect; the pair's overlap time
+//!   is the length of the intersection.
+//! - *too-late loss signal*: an interval that ended because its holder noticed `lost()`, after another
+//!   holder's interval on the key had already started. Its *lateness* is the notice time minus that
+//!   start (the earliest one).
+//! - *hand-off*: for an interval whose acquire call started before the key's previous interval ended
+//!   (it was waiting) and that starts after every earlier interval ended: its start minus that end.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::{Arc, Mutex};
+
+use lockbench_reports::model::{HeldInterval, OverlapExample};
+use serde::{Deserialize, Serialize};
+
+use super::histogram::{Hist, new_hist, record};
+
+/// How a believed-held interval ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "u8", try_from = "u8")]
+pub enum EndedBy {
+    /// The holder called release.
+    Released,
+    /// The holder noticed `lost()` (or `is_held()` turned false before its write).
+    Lost,
+    /// The case ended while it held.
+    Stopped,
+}
+
+impl From<EndedBy> for u8 {
+    fn from(e: EndedBy) -> u8 {
+        match e {
+            EndedBy::Released => 0,
+            EndedBy::Lost => 1,
+            EndedBy::Stopped => 2,
+        }
+    }
+}
+
+impl TryFrom<u8> for EndedBy {
+    type Error = String;
+
+    fn try_from(v: u8) -> Result<Self, String> {
+        match v {
+            0 => Ok(EndedBy::Released),
+            1 => Ok(EndedBy::Lost),
+            2 => Ok(EndedBy::Stopped),
+            other => Err(format!("bad interval end {other}")),
+        }
+    }
+}
+
+impl EndedBy {
+    fn name(self) -> &'static str {
+        match self {
+            EndedBy::Released => "released",
+            EndedBy::Lost => "lost",
+            EndedBy::Stopped => "stopped",
+        }
+    }
+}
+
+/// One believed-held interval, times in monotonic nanoseconds. Serialized as a compact array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "IntervalWire", into = "IntervalWire")]
+pub struct Interval {
+    /// Key index.
+    pub key: u32,
+    /// When the acquire call started.
+    pub acquire_started: u64,
+    /// When the acquire returned (belief starts).
+    pub start: u64,
+    /// When the holder called release or noticed the loss (belief ends).
+    pub end: u64,
+    /// How it ended.
+    pub ended_by: EndedBy,
+}
+
+type IntervalWire = (u32, u64, u64, u64, EndedBy);
+
+impl From<IntervalWire> for Interval {
+    fn from((key, acquire_started, start, end, ended_by): IntervalWire) -> Self {
+        Interval {
+            key,
+            acquire_started,
+            start,
+            end,
+            ended_by,
+        }
+    }
+}
+
+impl From<Interval> for IntervalWire {
+    fn from(i: Interval) -> Self {
+        (i.key, i.acquire_started, i.start, i.end, i.ended_by)
+    }
+}
+
+/// A worker's batch of intervals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IntervalBatch {
+    /// The client index.
+    pub client: u32,
+    /// Intervals in the client's order.
+    pub intervals: Vec<Interval>,
+    /// No later interval of this client starts before this (u64::MAX: the client is done).
+    pub low_bound: u64,
+}
+
+/// Where workers leave interval batches for the oracle without waking anyone: the oracle (or a worker
+/// process's forwarder) collects them on its own tick. Waking a parked task from the hot path would cost
+/// the worker a futex system call per batch.
+#[derive(Debug, Clone, Default)]
+pub struct BatchQueue(Arc<Mutex<Vec<IntervalBatch>>>);
+
+impl BatchQueue {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Leaves a batch.
+    pub fn push(&self, batch: IntervalBatch) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(batch);
+    }
+
+    /// Takes every batch left so far, in arrival order.
+    pub fn take(&self) -> Vec<IntervalBatch> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// How often batches are collected from a [`BatchQueue`].
+pub const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// An interval waiting for the watermark, ordered by (start, arrival).
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    start: u64,
+    seq: u64,
+    client: u32,
+    interval: Interval,
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, other: &Self) -> bool {
+        (self.start, self.seq) == (other.start, other.seq)
+    }
+}
+
+impl Eq for Pending {}
+
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Pending {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.start, self.seq).cmp(&(other.start, other.seq))
+    }
+}
+
+#[derive(Debug)]
+struct Active {
+    client: u32,
+    interval: Interval,
+    counted_late: bool,
+}
+
+#[derive(Debug, Default)]
+struct KeyState {
+    pending: BinaryHeap<Reverse<Pending>>,
+    active: Vec<Active>,
+    max_end: u64,
+    overlapped: bool,
+    queued: bool,
+}
+
+/// What the oracle found.
+#[derive(Debug)]
+pub struct OracleFindings {
+    /// Intersecting pairs.
+    pub pairs: u64,
+    /// Sum of intersections, ns.
+    pub total_ns: u64,
+    /// Longest intersection, ns.
+    pub max_ns: u64,
+    /// Keys with a pair.
+    pub keys: u64,
+    /// Pairs whose earlier interval did not end by a noticed loss.
+    pub unnoticed_pairs: u64,
+    /// Intervals that ended by a noticed loss.
+    pub lost_fired: u64,
+    /// Of those, how many after another holder had started.
+    pub lost_too_late: u64,
+    /// Lateness of late loss signals, ns.
+    pub lateness: Hist,
+    /// Hand-off latency, ns (intervals starting in the measured window).
+    pub handoff: Hist,
+    /// The first pairs (times relative to the case start).
+    pub examples: Vec<OverlapExample>,
+}
+
+const MAX_EXAMPLES: usize = 20;
+
+/// The streaming sweep of one case.
+#[derive(Debug)]
+pub struct Oracle {
+    keys: Vec<KeyState>,
+    low_bounds: Vec<u64>,
+    queue: Vec<u32>,
+    seq: u64,
+    case_start: u64,
+    measure_from: u64,
+    found: OracleFindings,
+}
+
+impl Oracle {
+    /// An oracle for `keys` keys and `clients` clients whose intervals all start after `case_start`;
+    /// hand-offs count from `measure_from`.
+    pub fn new(keys: u32, clients: u32, case_start: u64, measure_from: u64) -> Self {
+        Oracle {
+            keys: (0..keys).map(|_| KeyState::default()).collect(),
+            low_bounds: vec![case_start; clients as usize],
+            queue: Vec::new(),
+            seq: 0,
+            case_start,
+            measure_from,
+            found: OracleFindings {
+                pairs: 0,
+                total_ns: 0,
+                max_ns: 0,
+                keys: 0,
+                unnoticed_pairs: 0,
+                lost_fired: 0,
+                lost_too_late: 0,
+                lateness: new_hist(),
+                handoff: new_hist(),
+                examples: Vec::new(),
+            },
+        }
+    }
+
+    /// Takes a batch and sweeps what the new watermark allows.
+    pub fn add(&mut self, batch: IntervalBatch) {
+        for interval in batch.intervals {
+            let Some(state) = self.keys.get_mut(interval.key as usize) else {
+                continue;
+            };
+            self.seq += 1;
+            state.pending.push(Reverse(Pending {
+                start: interval.start,
+                seq: self.seq,
+                client: batch.client,
+                interval,
+            }));
+            if !state.queued {
+                state.queued = true;
+                self.queue.push(interval.key);
+            }
+        }
+        if let Some(bound) = self.low_bounds.get_mut(batch.client as usize) {
+            *bound = (*bound).max(batch.low_bound);
+        }
+        let watermark = self.low_bounds.iter().copied().min().unwrap_or(u64::MAX);
+        self.sweep(watermark);
+    }
+
+    /// Collects batches from `queue` every [`COLLECT_EVERY`] until `done` is set, then takes the rest,
+    /// sweeps everything and returns the findings.
+    pub async fn collect(
+        mut self,
+        queue: BatchQueue,
+        done: super::stop::StopSignal,
+    ) -> OracleFindings {
+        let mut tick = tokio::time::interval(COLLECT_EVERY);
+        loop {
+            tokio::select! {
+                _ = done.wait() => break,
+                _ = tick.tick() => {
+                    for batch in queue.take() {
+                        self.add(batch);
+                    }
+                }
+            }
+        }
+        for batch in queue.take() {
+            self.add(batch);
+        }
+        self.finish()
+    }
+
+    /// Sweeps everything left (every client is done or gone) and returns the findings.
+    pub fn finish(mut self) -> OracleFindings {
+        self.sweep(u64::MAX);
+        self.found
+    }
+
+    fn sweep(&mut self, watermark: u64) {
+        let queue = std::mem::take(&mut self.queue);
+        for key in queue {
+            let Some(state) = self.keys.get_mut(key as usize) else {
+                continue;
+            };
+            while let Some(Reverse(next)) = state.pending.peek().copied() {
+                if next.start >= watermark && watermark != u64::MAX {
+                    break;
+                }
+                state.pending.pop();
+                sweep_one(
+                    state,
+                    key,
+                    next,
+                    self.case_start,
+                    self.measure_from,
+                    &mut self.found,
+                );
+            }
+            state.queued = !state.pending.is_empty();
+            if state.queued {
+                self.queue.push(key);
+            }
+        }
+    }
+}
+
+fn sweep_one(
+    state: &mut KeyState,
+    key: u32,
+    next: Pending,
+    case_start: u64,
+    measure_from: u64,
+    found: &mut OracleFindings,
+) {
+    let x = next.interval;
+    state.active.retain(|a| a.interval.end > x.start);
+    for a in state.active.iter_mut().filter(|a| a.client != next.client) {
+        let overlap = a.interval.end.min(x.end).saturating_sub(x.start);
+        if overlap == 0 {
+            continue;
+        }
+        found.pairs += 1;
+        found.total_ns += overlap;
+        found.max_ns = found.max_ns.max(overlap);
+        if !state.overlapped {
+            state.overlapped = true;
+            found.keys += 1;
+        }
+        if a.interval.ended_by == EndedBy::Lost {
+            if !a.counted_late {
+                a.counted_late = true;
+                found.lost_too_late += 1;
+                record(&mut found.lateness, a.interval.end - x.start);
+            }
+        } else {
+            found.unnoticed_pairs += 1;
+        }
+        if found.examples.len() < MAX_EXAMPLES {
+            let held = |client: u32, i: &Interval| HeldInterval {
+                client,
+                start_ms: i.start.saturating_sub(case_start) as f64 / 1e6,
+                end_ms: i.end.saturating_sub(case_start) as f64 / 1e6,
+                ended_by: i.ended_by.name().to_owned(),
+            };
+            found.examples.push(OverlapExample {
+                key,
+                first: held(a.client, &a.interval),
+                second: held(next.client, &x),
+            });
+        }
+    }
+    if state.max_end > 0
+        && state.max_end <= x.start
+        && x.acquire_started < state.max_end
+        && x.start >= measure_from
+    {
+        record(&mut found.handoff, x.start - state.max_end);
+    }
+    state.max_end = state.max_end.max(x.end);
+    if x.ended_by == EndedBy::Lost {
+        found.lost_fired += 1;
+    }
+    state.active.push(Active {
+        client: next.client,
+        interval: x,
+        counted_late: false,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Test times are in microseconds (histograms resolve ~64 ns).
+    const US: u64 = 1000;
+
+    fn iv(key: u32, acquire_started: u64, start: u64, end: u64, ended_by: EndedBy) -> Interval {
+        Interval {
+            key,
+            acquire_started: acquire_started * US,
+            start: start * US,
+            end: end * US,
+            ended_by,
+        }
+    }
+
+    fn batch(client: u32, intervals: Vec<Interval>, low_bound: u64) -> IntervalBatch {
+        IntervalBatch {
+            client,
+            intervals,
+            low_bound: low_bound.saturating_mul(US),
+        }
+    }
+
+    fn near(ns: u64, us: u64) -> bool {
+        ns.abs_diff(us * US) <= us * US / 500 + 64
+    }
+
+    #[test]
+    fn disjoint_holders_give_hand_offs_and_no_overlap() {
+        let mut o = Oracle::new(1, 2, 0, 0);
+        o.add(batch(0, vec![iv(0, 10, 10, 100, EndedBy::Released)], 110));
+        o.add(batch(
+            1,
+            vec![iv(0, 50, 130, 200, EndedBy::Released)],
+            u64::MAX,
+        ));
+        o.add(batch(0, vec![], u64::MAX));
+        let f = o.finish();
+        assert_eq!((f.pairs, f.total_ns, f.keys), (0, 0, 0));
+        assert_eq!(f.handoff.len(), 1);
+        assert!(near(f.handoff.max(), 30), "{}", f.handoff.max());
+    }
+
+    #[test]
+    fn pairs_are_counted_once_whatever_the_batch_order() {
+        // A [100, 400] on key 0 noticed its loss at 400; B started at 250 and C at 300, D elsewhere.
+        let a = iv(0, 100, 100, 400, EndedBy::Lost);
+        let b = iv(0, 120, 250, 600, EndedBy::Released);
+        let c = iv(0, 130, 300, 350, EndedBy::Released);
+        let d = iv(1, 0, 0, 1000, EndedBy::Released);
+        for order in [[0, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2]] {
+            let batches = [
+                batch(0, vec![a], u64::MAX),
+                batch(1, vec![b], u64::MAX),
+                batch(2, vec![c], u64::MAX),
+                batch(3, vec![d], u64::MAX),
+            ];
+            let mut o = Oracle::new(2, 4, 0, 0);
+            for i in order {
+                o.add(batches[i].clone());
+            }
+            let f = o.finish();
+            // A∩B = 150, A∩C = 50, B∩C = 50.
+            assert_eq!(f.pairs, 3, "order {order:?}");
+            assert_eq!(f.total_ns, 250 * US);
+            assert_eq!(f.max_ns, 150 * US);
+            assert_eq!(f.keys, 1);
+            assert_eq!((f.lost_fired, f.lost_too_late), (1, 1));
+            assert!(
+                near(f.lateness.max(), 150),
+                "noticed 150 us after B acquired"
+            );
+            assert_eq!(f.unnoticed_pairs, 1, "B∩C: B never noticed anything");
+            assert_eq!(f.examples.len(), 3);
+        }
+    }
+
+    #[test]
+    fn a_loss_noticed_in_time_is_not_late_and_one_client_never_overlaps_itself() {
+        let mut o = Oracle::new(1, 2, 0, 0);
+        o.add(batch(
+            0,
+            vec![
+                iv(0, 0, 0, 100, EndedBy::Lost),
+                iv(0, 90, 100, 200, EndedBy::Released),
+            ],
+            u64::MAX,
+        ));
+        o.add(batch(
+            1,
+            vec![iv(0, 50, 150, 300, EndedBy::Released)],
+            u64::MAX,
+        ));
+        let f = o.finish();
+        assert_eq!(
+            f.pairs, 1,
+            "only client 1 against client 0's second interval"
+        );
+        assert_eq!((f.lost_fired, f.lost_too_late), (1, 0));
+    }
+
+    #[test]
+    fn the_watermark_bounds_what_is_kept() {
+        // Two clients alternate on one key; each waits while the other holds.
+        let mut o = Oracle::new(1, 2, 0, 0);
+        for round in 0..1000u64 {
+            let t = round * 100;
+            let a = iv(0, t.saturating_sub(20), t, t + 40, EndedBy::Released);
+            o.add(batch(0, vec![a], t + 41));
+            o.add(batch(
+                1,
+                vec![iv(0, t + 30, t + 50, t + 90, EndedBy::Released)],
+                t + 91,
+            ));
+            assert!(o.keys[0].pending.len() <= 2, "{}", o.keys[0].pending.len());
+            assert!(o.keys[0].active.len() <= 2);
+        }
+        let f = o.finish();
+        assert_eq!(f.pairs, 0);
+        assert_eq!(
+            f.handoff.len(),
+            1999,
+            "every interval but the first was a hand-off"
+        );
+        assert!(near(f.handoff.max(), 10));
+    }
+
+    #[test]
+    fn intervals_travel_as_compact_arrays() {
+        let i = Interval {
+            key: 3,
+            acquire_started: 1,
+            start: 2,
+            end: 3,
+            ended_by: EndedBy::Stopped,
+        };
+        let json = serde_json::to_string(&i).expect("serializes");
+        assert_eq!(json, "[3,1,2,3,2]");
+        assert_eq!(serde_json::from_str::<Interval>(&json).expect("parses"), i);
+        assert!(serde_json::from_str::<Interval>("[3,1,2,3,9]").is_err());
+    }
+}

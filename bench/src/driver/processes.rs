@@ -1,0 +1,295 @@
+//! Processes mode, the driver's side: one `lockbench worker` child per client (so a fault can pause or
+//! kill a single client), each in its own process group (a terminal's Ctrl-C reaches only the driver,
+//! which stops the workers itself), talking JSON lines over stdin/stdout (see [`super::protocol`]) and
+//! reaching the protected resource over a Unix socket this process serves.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lockbench_reports::model;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::mpsc;
+
+use super::case::{CaseContext, CaseError, ModeOutput, Timing, measured_ns, supervise};
+use super::cost::{self, CostScope};
+use super::oracle::Oracle;
+use super::protocol::{ChildSpec, FromChild, ToChild};
+use super::resource::Resource;
+use super::resource_socket::ResourceServer;
+use super::stop::StopSignal;
+use super::tally::WorkerTally;
+use super::tasks::STOP_GRACE;
+use super::worker::CasePlan;
+
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+static LIVE_WORKERS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Kills every worker process still running (for a second Ctrl-C, just before exiting).
+pub fn kill_all_workers() {
+    let pids = LIVE_WORKERS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    for pid in pids {
+        if let Ok(pid) = i32::try_from(pid) {
+            // SAFETY: kill(2) has no memory-safety preconditions; each worker leads its own group.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// A started worker process.
+struct WorkerProcess {
+    child: Child,
+    stdin: ChildStdin,
+    pid: u32,
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        LIVE_WORKERS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p| *p != self.pid);
+    }
+}
+
+enum Event {
+    Message(u32, FromChild),
+    Closed(u32),
+}
+
+async fn send(stdin: &mut ChildStdin, line: &impl serde::Serialize) -> std::io::Result<()> {
+    let mut text = serde_json::to_string(line).map_err(std::io::Error::other)?;
+    text.push('\n');
+    stdin.write_all(text.as_bytes()).await?;
+    stdin.flush().await
+}
+
+fn spawn_worker(
+    ctx: &CaseContext<'_>,
+    client: u32,
+    events: mpsc::UnboundedSender<Event>,
+) -> Result<WorkerProcess, CaseError> {
+    let mut command = Command::new(&ctx.worker_exe);
+    command
+        .arg("worker")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .process_group(0);
+    let mut child = command.spawn().map_err(|e| {
+        CaseError::Fail(format!(
+            "cannot start worker process {}: {e}",
+            ctx.worker_exe.display()
+        ))
+    })?;
+    let pid = child.id().unwrap_or(0);
+    LIVE_WORKERS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(pid);
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(CaseError::Fail("worker process without pipes".into()));
+    };
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let message = serde_json::from_str(&line).unwrap_or_else(|e| FromChild::Error {
+                message: format!("unreadable line from worker: {e}"),
+            });
+            if events.send(Event::Message(client, message)).is_err() {
+                return;
+            }
+        }
+        let _ = events.send(Event::Closed(client));
+    });
+    Ok(WorkerProcess { child, stdin, pid })
+}
+
+/// Runs a case with one worker process per client.
+pub async fn run(
+    ctx: &CaseContext<'_>,
+    plan: &CasePlan,
+    label: &str,
+) -> Result<ModeOutput, CaseError> {
+    let workload = ctx.workload;
+    let dir = tempfile::Builder::new()
+        .prefix("lockbench-resource-")
+        .tempdir()
+        .map_err(|e| CaseError::Fail(format!("temp dir for the resource socket: {e}")))?;
+    let socket = dir.path().join("resource.sock");
+    let stop = StopSignal::new();
+    let resource = Arc::new(Resource::new(
+        workload.keys,
+        ctx.clock,
+        workload.cycles,
+        stop.clone(),
+    ));
+    let mut server = ResourceServer::start(&socket, resource.clone())
+        .map_err(|e| CaseError::Fail(format!("resource socket {}: {e}", socket.display())))?;
+
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let mut workers = Vec::new();
+    for client in 0..workload.clients {
+        let mut worker = spawn_worker(ctx, client, events_tx.clone())?;
+        let spec = ChildSpec {
+            plan: plan.clone(),
+            client,
+            socket: socket.clone(),
+            endpoints: ctx.endpoints.clone(),
+        };
+        send(&mut worker.stdin, &spec)
+            .await
+            .map_err(|e| CaseError::Fail(format!("worker {client}: {e}")))?;
+        workers.push(worker);
+    }
+    drop(events_tx);
+
+    // Start-up: every worker connects its client and says ready.
+    let mut capabilities: Option<model::Capabilities> = None;
+    let mut ready = 0;
+    let started = tokio::time::timeout(START_TIMEOUT, async {
+        while ready < workers.len() {
+            match events.recv().await {
+                Some(Event::Message(_, FromChild::Ready { capabilities: caps })) => {
+                    capabilities.get_or_insert(caps);
+                    ready += 1;
+                }
+                Some(Event::Message(client, FromChild::Error { message })) => {
+                    return Err(format!("worker {client}: {message}"));
+                }
+                Some(Event::Closed(client)) => {
+                    return Err(format!("worker {client} exited during start-up"));
+                }
+                None => return Err("every worker exited during start-up".to_owned()),
+                Some(Event::Message(..)) => {}
+            }
+        }
+        Ok(())
+    })
+    .await;
+    match started {
+        Err(_) => {
+            return Err(CaseError::Fail(format!(
+                "workers not ready within {START_TIMEOUT:?}"
+            )));
+        }
+        Ok(Err(why)) => return Err(CaseError::Fail(why)),
+        Ok(Ok(())) => {}
+    }
+    let capabilities = capabilities.ok_or_else(|| CaseError::Fail("no worker".into()))?;
+
+    let timing = Timing::starting_now(&ctx.clock, workload);
+    resource.measure_from(timing.measure_from);
+    let go = ToChild::Go {
+        go_ns: timing.go,
+        measure_from_ns: timing.measure_from,
+        stop_at_ns: timing.stop_at,
+    };
+    for (client, worker) in workers.iter_mut().enumerate() {
+        send(&mut worker.stdin, &go)
+            .await
+            .map_err(|e| CaseError::Fail(format!("worker {client}: {e}")))?;
+    }
+    let pids: Vec<u32> = workers.iter().map(|w| w.pid).collect();
+    let cost_task = tokio::spawn(cost::sample(
+        CostScope::Workers(pids),
+        ctx.clock,
+        timing.measure_from,
+        stop.clone(),
+    ));
+
+    let bar = ctx
+        .progress
+        .case(label, workload.duration.map(|d| d + workload.warmup));
+    let mut oracle = Oracle::new(
+        workload.keys,
+        workload.clients,
+        timing.go,
+        timing.measure_from,
+    );
+    let mut reports: HashMap<u32, WorkerTally> = HashMap::new();
+    let mut problems: Vec<String> = Vec::new();
+    let mut open = workers.len();
+    let supervisor = supervise(ctx, timing, &stop, &resource, &bar);
+    tokio::pin!(supervisor);
+    let mut outcome = None;
+    let mut grace_end = None;
+    while open > 0 {
+        let grace = async {
+            match grace_end {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            result = &mut supervisor, if outcome.is_none() => {
+                outcome = Some(result);
+                grace_end = Some(tokio::time::Instant::now() + STOP_GRACE);
+                for worker in &mut workers {
+                    // A worker that already exited cannot be told; it is counted by its EOF.
+                    let _ = send(&mut worker.stdin, &ToChild::Stop).await;
+                }
+            }
+            event = events.recv() => match event {
+                Some(Event::Message(_, FromChild::Intervals(batch))) => oracle.add(batch),
+                Some(Event::Message(client, FromChild::Report(tally))) => {
+                    reports.insert(client, *tally);
+                }
+                Some(Event::Message(client, FromChild::Error { message })) => {
+                    problems.push(format!("worker {client}: {message}"));
+                }
+                Some(Event::Message(_, FromChild::Ready { .. })) => {}
+                Some(Event::Closed(_)) => open -= 1,
+                None => break,
+            },
+            _ = grace => {
+                problems.push(format!("workers did not stop within {STOP_GRACE:?}"));
+                break;
+            }
+        }
+    }
+    let (interrupted, stopped_at) = match outcome {
+        Some(o) => o,
+        None => {
+            // Every worker exited before the end: stop the case now.
+            stop.set();
+            bar.finish();
+            (false, ctx.clock.now())
+        }
+    };
+    for client in 0..workload.clients {
+        if !reports.contains_key(&client) {
+            problems.push(format!("worker {client} sent no report"));
+        }
+    }
+    for mut worker in workers {
+        let _ = worker.child.start_kill();
+        let _ = worker.child.wait().await;
+    }
+    server.stop();
+    let mut tally = WorkerTally::default();
+    for report in reports.values() {
+        tally.merge(report);
+    }
+    let client_cost = cost_task
+        .await
+        .map_err(|e| CaseError::Fail(format!("cost sampler failed: {e}")))?;
+    problems.dedup();
+    Ok(ModeOutput {
+        capabilities,
+        tally,
+        findings: oracle.finish(),
+        resource: resource.totals(),
+        measured_ns: measured_ns(timing, stopped_at),
+        interrupted,
+        client_cost,
+        problem: (!problems.is_empty()).then(|| problems.join("; ")),
+    })
+}

@@ -1,0 +1,63 @@
+//! What the driver and a worker process (`lockbench worker`) say to each other, one JSON object per
+//! line: the driver writes a [`ChildSpec`], then [`ToChild`] messages, on the worker's stdin; the
+//! worker answers with [`FromChild`] messages on its stdout.
+
+use std::path::PathBuf;
+
+use lockbench_reports::model::Capabilities;
+use serde::{Deserialize, Serialize};
+
+use super::oracle::IntervalBatch;
+use super::tally::WorkerTally;
+use super::worker::CasePlan;
+use crate::backends::EndpointAddrs;
+
+/// The first line a worker process reads: what to run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChildSpec {
+    /// The case.
+    pub plan: CasePlan,
+    /// This worker's client index.
+    pub client: u32,
+    /// The protected resource's Unix socket.
+    pub socket: PathBuf,
+    /// Server addresses.
+    pub endpoints: EndpointAddrs,
+}
+
+/// Driver → worker.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToChild {
+    /// Start now; times are machine-wide monotonic nanoseconds.
+    Go {
+        /// The case start.
+        go_ns: u64,
+        /// Start of the measured window.
+        measure_from_ns: u64,
+        /// When to stop by itself (None: wait for `Stop`).
+        stop_at_ns: Option<u64>,
+    },
+    /// Stop now.
+    Stop,
+}
+
+/// Worker → driver.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FromChild {
+    /// Connected and ready; what the live client declares.
+    Ready {
+        /// The client's capabilities.
+        capabilities: Capabilities,
+    },
+    /// Believed-held intervals for the oracle.
+    Intervals(IntervalBatch),
+    /// The final figures; the worker exits after it.
+    Report(Box<WorkerTally>),
+    /// Something failed; one line.
+    Error {
+        /// What.
+        message: String,
+    },
+}

@@ -1,0 +1,300 @@
+//! The protected resource every critical section touches: one counter per key and the highest fencing
+//! token written per key (DESIGN §5, safety measures 2 and 3).
+//!
+//! A critical section reads the counter (announcing its lease's token), works, and writes the value it
+//! read plus one with its token. The resource rejects a write whose token is lower than the highest
+//! written one (fencing), and counts, for the oracle:
+//!
+//! - accepted writes and the final counters: their difference is the number of lost updates;
+//! - *stale* writes: writes arriving after a lease with a higher token was granted on the key and its
+//!   holder read the counter (the writer had been superseded). Rejected ones are what fencing saved;
+//!   accepted ones slipped through because the newer holder had not written yet, or because the token
+//!   did not increase (`duplicate_tokens`: equal to the highest written, from another lease).
+//!
+//! Strategies without fencing tokens send none; their writes are all accepted and stale writes are not
+//! counted (the overlap and lost-update measures still apply).
+//!
+//! With worker processes, the lockbench process serves the resource over a Unix socket
+//! ([`super::resource_socket`]).
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::resource_socket::RemoteResource;
+use super::stop::StopSignal;
+use crate::clock::MonoClock;
+
+/// The resource's verdict on a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteVerdict {
+    /// Written.
+    Accepted,
+    /// Refused: a higher token was written before.
+    Rejected,
+}
+
+#[derive(Debug, Default)]
+struct Cell {
+    counter: u64,
+    accepted: u64,
+    /// Highest token written and the lease that wrote it.
+    written: Option<(u64, u64)>,
+    /// Highest token announced by a read.
+    granted: u64,
+    stale_rejected: u64,
+    stale_accepted: u64,
+    duplicate_tokens: u64,
+}
+
+/// The resource's totals at the end of a case.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResourceTotals {
+    /// Accepted writes.
+    pub completed_writes: u64,
+    /// Sum of the counters.
+    pub final_counter_sum: u64,
+    /// Stale writes rejected.
+    pub stale_rejected: u64,
+    /// Stale writes accepted (duplicates included).
+    pub stale_accepted: u64,
+    /// Accepted writes with a token equal to the highest written, from another lease.
+    pub duplicate_tokens: u64,
+}
+
+/// The protected resource of one case.
+#[derive(Debug)]
+pub struct Resource {
+    cells: Vec<Mutex<Cell>>,
+    clock: MonoClock,
+    measure_from: AtomicU64,
+    measured_writes: AtomicU64,
+    target: Option<u64>,
+    stop: StopSignal,
+}
+
+impl Resource {
+    /// A resource for `keys` keys. When `target` is set, `stop` is set once that many writes were
+    /// accepted in the measured window.
+    pub fn new(keys: u32, clock: MonoClock, target: Option<u64>, stop: StopSignal) -> Self {
+        Resource {
+            cells: (0..keys).map(|_| Mutex::default()).collect(),
+            clock,
+            measure_from: AtomicU64::new(u64::MAX),
+            measured_writes: AtomicU64::new(0),
+            target,
+            stop,
+        }
+    }
+
+    /// Starts counting writes toward the target from `ns` on.
+    pub fn measure_from(&self, ns: u64) {
+        self.measure_from.store(ns, Ordering::Release);
+    }
+
+    fn cell(&self, key: u32) -> Option<std::sync::MutexGuard<'_, Cell>> {
+        let cell = self.cells.get(usize::try_from(key).ok()?)?;
+        Some(cell.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Reads `key`'s counter, announcing the reader's token. Unknown keys read 0.
+    pub fn read(&self, key: u32, token: Option<u64>) -> u64 {
+        let Some(mut cell) = self.cell(key) else {
+            return 0;
+        };
+        if let Some(token) = token {
+            cell.granted = cell.granted.max(token);
+        }
+        cell.counter
+    }
+
+    /// Writes `value` to `key` for lease `lease` with `token` (see the module docs for the rule).
+    pub fn write(&self, key: u32, value: u64, token: Option<u64>, lease: u64) -> WriteVerdict {
+        let Some(mut cell) = self.cell(key) else {
+            return WriteVerdict::Rejected;
+        };
+        if let Some(token) = token {
+            let superseded = token < cell.granted;
+            let mut duplicate = false;
+            if let Some((written, writer)) = cell.written {
+                if token < written {
+                    cell.stale_rejected += 1;
+                    return WriteVerdict::Rejected;
+                }
+                duplicate = token == written && writer != lease;
+            }
+            if duplicate {
+                cell.duplicate_tokens += 1;
+            }
+            if duplicate || superseded {
+                cell.stale_accepted += 1;
+            }
+            if cell.written.is_none_or(|(written, _)| token >= written) {
+                cell.written = Some((token, lease));
+            }
+        }
+        cell.counter = value;
+        cell.accepted += 1;
+        drop(cell);
+        if self.clock.now() >= self.measure_from.load(Ordering::Acquire) {
+            let done = self.measured_writes.fetch_add(1, Ordering::AcqRel) + 1;
+            if self.target.is_some_and(|t| done >= t) {
+                self.stop.set();
+            }
+        }
+        WriteVerdict::Accepted
+    }
+
+    /// Accepted writes in the measured window so far (for progress).
+    pub fn measured_writes(&self) -> u64 {
+        self.measured_writes.load(Ordering::Acquire)
+    }
+
+    /// The totals over every key.
+    pub fn totals(&self) -> ResourceTotals {
+        let mut totals = ResourceTotals::default();
+        for cell in &self.cells {
+            let cell = cell.lock().unwrap_or_else(|e| e.into_inner());
+            totals.completed_writes += cell.accepted;
+            totals.final_counter_sum += cell.counter;
+            totals.stale_rejected += cell.stale_rejected;
+            totals.stale_accepted += cell.stale_accepted;
+            totals.duplicate_tokens += cell.duplicate_tokens;
+        }
+        totals
+    }
+}
+
+/// How a worker reaches the resource: directly (tasks) or over the socket (processes).
+#[derive(Debug)]
+pub enum ResourceClient {
+    /// Same process.
+    Local(Arc<Resource>),
+    /// Worker process.
+    Remote(RemoteResource),
+}
+
+impl ResourceClient {
+    /// See [`Resource::read`].
+    #[inline]
+    pub async fn read(&mut self, key: u32, token: Option<u64>) -> io::Result<u64> {
+        match self {
+            ResourceClient::Local(r) => Ok(r.read(key, token)),
+            ResourceClient::Remote(r) => r.read(key, token),
+        }
+    }
+
+    /// See [`Resource::write`].
+    #[inline]
+    pub async fn write(
+        &mut self,
+        key: u32,
+        value: u64,
+        token: Option<u64>,
+        lease: u64,
+    ) -> io::Result<WriteVerdict> {
+        match self {
+            ResourceClient::Local(r) => Ok(r.write(key, value, token, lease)),
+            ResourceClient::Remote(r) => r.write(key, value, token, lease),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resource() -> Resource {
+        Resource::new(2, MonoClock::new(), None, StopSignal::new())
+    }
+
+    #[test]
+    fn serial_holders_lose_nothing() {
+        let r = resource();
+        for token in 1..=5 {
+            let v = r.read(0, Some(token));
+            assert_eq!(
+                r.write(0, v + 1, Some(token), token),
+                WriteVerdict::Accepted
+            );
+        }
+        let t = r.totals();
+        assert_eq!((t.completed_writes, t.final_counter_sum), (5, 5));
+        assert_eq!(
+            (t.stale_rejected, t.stale_accepted, t.duplicate_tokens),
+            (0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn a_superseded_writer_is_stale_accepted_until_the_newer_holder_writes() {
+        let r = resource();
+        let a = r.read(0, Some(1)); // A holds token 1 ...
+        let b = r.read(0, Some(2)); // ... its lease expires, B gets token 2 and reads the same value.
+        assert_eq!(r.write(0, a + 1, Some(1), 10), WriteVerdict::Accepted); // stale, accepted
+        assert_eq!(r.write(0, b + 1, Some(2), 20), WriteVerdict::Accepted);
+        let t = r.totals();
+        assert_eq!(
+            t.completed_writes - t.final_counter_sum,
+            1,
+            "one lost update"
+        );
+        assert_eq!((t.stale_accepted, t.stale_rejected), (1, 0));
+    }
+
+    #[test]
+    fn fencing_rejects_a_write_behind_a_newer_one() {
+        let r = resource();
+        let a = r.read(1, Some(1));
+        let b = r.read(1, Some(2));
+        assert_eq!(r.write(1, b + 1, Some(2), 20), WriteVerdict::Accepted);
+        assert_eq!(r.write(1, a + 1, Some(1), 10), WriteVerdict::Rejected);
+        let t = r.totals();
+        assert_eq!((t.completed_writes, t.final_counter_sum), (1, 1));
+        assert_eq!((t.stale_rejected, t.stale_accepted), (1, 0));
+    }
+
+    #[test]
+    fn equal_tokens_from_two_leases_are_duplicates() {
+        let r = resource();
+        let a = r.read(0, Some(7));
+        assert_eq!(r.write(0, a + 1, Some(7), 1), WriteVerdict::Accepted);
+        let b = r.read(0, Some(7));
+        assert_eq!(r.write(0, b + 1, Some(7), 2), WriteVerdict::Accepted);
+        assert_eq!(
+            r.write(0, b + 2, Some(7), 2),
+            WriteVerdict::Accepted,
+            "same lease again"
+        );
+        let t = r.totals();
+        assert_eq!((t.duplicate_tokens, t.stale_accepted), (1, 1));
+    }
+
+    #[test]
+    fn without_tokens_every_write_is_accepted() {
+        let r = resource();
+        let a = r.read(0, None);
+        let b = r.read(0, None);
+        r.write(0, b + 1, None, 2);
+        assert_eq!(r.write(0, a + 1, None, 1), WriteVerdict::Accepted);
+        let t = r.totals();
+        assert_eq!(
+            (t.completed_writes, t.final_counter_sum, t.stale_accepted),
+            (2, 1, 0)
+        );
+    }
+
+    #[test]
+    fn the_target_sets_stop() {
+        let stop = StopSignal::new();
+        let r = Resource::new(1, MonoClock::new(), Some(3), stop.clone());
+        r.write(0, 1, None, 1);
+        assert_eq!(r.measured_writes(), 0, "not measuring yet");
+        r.measure_from(0);
+        r.write(0, 2, None, 1);
+        r.write(0, 3, None, 1);
+        assert!(!stop.is_set());
+        r.write(0, 4, None, 1);
+        assert!(stop.is_set());
+    }
+}

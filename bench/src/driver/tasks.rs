@@ -1,0 +1,137 @@
+//! Tasks mode: every client is a tokio task in the lockbench process, with its own `Locker` built
+//! through the registry (memory clients share the case's one `MemoryServer`) and direct access to the
+//! protected resource.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use lockers::{Events, Locker};
+use tokio::task::JoinSet;
+
+use super::case::{
+    CaseContext, CaseError, ModeOutput, Timing, capabilities_model, measured_ns, supervise,
+};
+use super::cost::{self, CostScope};
+use super::oracle::{BatchQueue, Oracle};
+use super::renewal::RenewalRecorder;
+use super::resource::{Resource, ResourceClient};
+use super::stop::StopSignal;
+use super::tally::WorkerTally;
+use super::worker::{CasePlan, ReadyPlan, Worker};
+use crate::strategies::{Endpoints, Strategy};
+
+/// How long workers get to finish after the stop signal (an in-flight release, a server round trip).
+pub const STOP_GRACE: Duration = Duration::from_secs(30);
+
+/// Runs a case with tokio-task workers.
+pub async fn run(
+    ctx: &CaseContext<'_>,
+    strategy: &'static Strategy,
+    plan: &CasePlan,
+    label: &str,
+) -> Result<ModeOutput, CaseError> {
+    let workload = ctx.workload;
+    let ready = Arc::new(ReadyPlan::new(plan).map_err(CaseError::Fail)?);
+    let settings = plan.settings();
+    let endpoints = Endpoints::new(ctx.endpoints.clone());
+    let measure_from = Arc::new(AtomicU64::new(u64::MAX));
+    let mut clients: Vec<(Arc<dyn Locker>, Arc<RenewalRecorder>)> = Vec::new();
+    for client in 0..workload.clients {
+        let recorder = RenewalRecorder::new(ctx.clock, measure_from.clone());
+        let locker = (strategy.connect)(&endpoints, &settings, Events::to(recorder.clone()))
+            .await
+            .map_err(|e| CaseError::Fail(format!("{} client {client}: {e}", strategy.id)))?;
+        clients.push((locker, recorder));
+    }
+    let live = clients
+        .first()
+        .map(|(l, _)| l.capabilities())
+        .ok_or_else(|| CaseError::Fail("no clients".into()))?;
+
+    let stop = StopSignal::new();
+    let resource = Arc::new(Resource::new(
+        workload.keys,
+        ctx.clock,
+        workload.cycles,
+        stop.clone(),
+    ));
+    let timing = Timing::starting_now(&ctx.clock, workload);
+    resource.measure_from(timing.measure_from);
+    measure_from.store(timing.measure_from, Ordering::Release);
+
+    let batches = BatchQueue::new();
+    let workers_done = StopSignal::new();
+    let oracle = Oracle::new(
+        workload.keys,
+        workload.clients,
+        timing.go,
+        timing.measure_from,
+    );
+    let oracle_task = tokio::spawn(oracle.collect(batches.clone(), workers_done.clone()));
+    let cost_task = tokio::spawn(cost::sample(
+        CostScope::DriverProcess,
+        ctx.clock,
+        timing.measure_from,
+        stop.clone(),
+    ));
+    let mut workers = JoinSet::new();
+    for (client, (locker, _)) in clients.iter().enumerate() {
+        let worker = Worker {
+            client: client as u32,
+            locker: locker.clone(),
+            fencing: live.fencing,
+            plan: ready.clone(),
+            resource: ResourceClient::Local(resource.clone()),
+            intervals: batches.clone(),
+            stop: stop.clone(),
+            clock: ctx.clock,
+            go: timing.go,
+            measure_from: timing.measure_from,
+        };
+        workers.spawn(worker.run());
+    }
+
+    let bar = ctx
+        .progress
+        .case(label, workload.duration.map(|d| d + workload.warmup));
+    let (interrupted, stopped_at) = supervise(ctx, timing, &stop, &resource, &bar).await;
+
+    let mut tally = WorkerTally::default();
+    let mut problem = None;
+    let joined = tokio::time::timeout(STOP_GRACE, async {
+        while let Some(result) = workers.join_next().await {
+            match result {
+                Ok(worker) => tally.merge(&worker),
+                Err(e) => problem = Some(format!("a worker failed: {e}")),
+            }
+        }
+    })
+    .await;
+    if joined.is_err() {
+        workers.abort_all();
+        problem = Some(format!("workers did not stop within {STOP_GRACE:?}"));
+    }
+    workers_done.set();
+    for (locker, recorder) in &clients {
+        locker.close().await;
+        tally.renewal.merge(&recorder.tally());
+    }
+    drop(clients);
+    let findings = oracle_task
+        .await
+        .map_err(|e| CaseError::Fail(format!("oracle failed: {e}")))?;
+    let client_cost = cost_task
+        .await
+        .map_err(|e| CaseError::Fail(format!("cost sampler failed: {e}")))?;
+    Ok(ModeOutput {
+        capabilities: capabilities_model(&live),
+        tally,
+        findings,
+        resource: resource.totals(),
+        measured_ns: measured_ns(timing, stopped_at),
+        interrupted,
+        client_cost,
+        problem,
+    })
+}

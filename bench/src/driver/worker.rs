@@ -1,0 +1,358 @@
+//! One client's load loop: acquire a random key, run the critical section against the protected
+//! resource (read, work for the task duration, write +1 with the lease's token), release; record what
+//! happened. The same code runs as a tokio task or inside a worker process; strategies are reached only
+//! through `dyn Locker`.
+//!
+//! Hot path: no allocation per cycle beyond what the strategy does, a handful of clock reads, three
+//! histogram records into worker-owned histograms, one interval pushed to a batch that is handed to the
+//! oracle every 256 intervals or 100 ms.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockers::{AcquireOptions, LockError, Locker};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use super::histogram::record;
+use super::oracle::{BatchQueue, EndedBy, Interval, IntervalBatch};
+use super::resource::{ResourceClient, WriteVerdict};
+use super::stop::StopSignal;
+use super::tally::WorkerTally;
+use crate::clock::{MonoClock, duration_ns};
+use crate::strategies::StrategySettings;
+use crate::workload::{LeaseSpec, OnLost, TaskDistribution, Workload};
+
+const BATCH: usize = 256;
+const FLUSH_NS: u64 = 100_000_000;
+const BACKOFF: Duration = Duration::from_millis(10);
+
+/// What every worker of a case does; shipped to worker processes as JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CasePlan {
+    /// Strategy id.
+    pub strategy: String,
+    /// Lease mode.
+    pub lease: LeaseSpec,
+    /// Watchdog TTL, ns.
+    pub watchdog_timeout_ns: u64,
+    /// Task distribution, scenario syntax.
+    pub task: String,
+    /// Acquire wait, ns (0 = try once).
+    pub acquire_wait_ns: u64,
+    /// Think time, ns.
+    pub think_ns: u64,
+    /// Open-loop rate per client.
+    pub rate: Option<f64>,
+    /// Reaction to `lost()`.
+    pub on_lost: OnLost,
+    /// Prefix of every key name of the case.
+    pub key_prefix: String,
+    /// Number of keys.
+    pub keys: u32,
+    /// Seed (each client derives its own).
+    pub seed: u64,
+}
+
+impl CasePlan {
+    /// The plan for `strategy` under `lease` in `workload`; keys are named `<key_prefix><index>`.
+    pub fn new(workload: &Workload, strategy: &str, lease: LeaseSpec, key_prefix: String) -> Self {
+        CasePlan {
+            strategy: strategy.to_owned(),
+            lease,
+            watchdog_timeout_ns: duration_ns(workload.watchdog_timeout),
+            task: workload.task.to_string(),
+            acquire_wait_ns: duration_ns(workload.acquire_wait),
+            think_ns: duration_ns(workload.think),
+            rate: workload.rate,
+            on_lost: workload.on_lost,
+            key_prefix,
+            keys: workload.keys,
+            seed: workload.seed,
+        }
+    }
+
+    /// The strategy settings it implies.
+    pub fn settings(&self) -> StrategySettings {
+        StrategySettings::new(Duration::from_nanos(self.watchdog_timeout_ns))
+    }
+}
+
+/// A plan made ready to run: key names built, distribution parsed, options fixed.
+#[derive(Debug)]
+pub struct ReadyPlan {
+    keys: Vec<Arc<str>>,
+    task: TaskDistribution,
+    options: AcquireOptions,
+    think: Duration,
+    rate_period_ns: Option<u64>,
+    on_lost: OnLost,
+    seed: u64,
+}
+
+impl ReadyPlan {
+    /// Prepares `plan`; the error is one line.
+    pub fn new(plan: &CasePlan) -> Result<Self, String> {
+        let task = TaskDistribution::parse(&plan.task)?;
+        let wait = Duration::from_nanos(plan.acquire_wait_ns);
+        let options = AcquireOptions {
+            wait: (!wait.is_zero()).then_some(wait),
+            lease: plan.lease.mode(),
+            owner: None,
+        };
+        Ok(ReadyPlan {
+            keys: (0..plan.keys)
+                .map(|k| Arc::from(format!("{}{k}", plan.key_prefix)))
+                .collect(),
+            task,
+            options,
+            think: Duration::from_nanos(plan.think_ns),
+            rate_period_ns: plan.rate.map(|r| (1e9 / r).max(1.0) as u64),
+            on_lost: plan.on_lost,
+            seed: plan.seed,
+        })
+    }
+}
+
+/// Everything one worker needs.
+#[derive(Debug)]
+pub struct Worker {
+    /// Client index.
+    pub client: u32,
+    /// The client's strategy instance.
+    pub locker: Arc<dyn Locker>,
+    /// Whether to send fencing tokens to the resource.
+    pub fencing: bool,
+    /// The case's plan.
+    pub plan: Arc<ReadyPlan>,
+    /// The protected resource.
+    pub resource: ResourceClient,
+    /// Where interval batches go (the oracle).
+    pub intervals: BatchQueue,
+    /// Ends the loop.
+    pub stop: StopSignal,
+    /// The shared clock.
+    pub clock: MonoClock,
+    /// When the case started (ns).
+    pub go: u64,
+    /// When measuring starts (ns).
+    pub measure_from: u64,
+}
+
+enum Outcome {
+    Done,
+    Lost(u64),
+    Stopped,
+}
+
+async fn pause(d: Duration, stop: &StopSignal) -> bool {
+    tokio::select! {
+        biased;
+        _ = stop.wait() => false,
+        _ = tokio::time::sleep(d) => true,
+    }
+}
+
+fn count(map: &mut std::collections::BTreeMap<String, u64>, error: &LockError) {
+    *map.entry(error.kind().to_owned()).or_default() += 1;
+}
+
+impl Worker {
+    /// Runs until the stop signal; returns what it measured. The last interval batch carries the low
+    /// bound `u64::MAX`.
+    pub async fn run(mut self) -> WorkerTally {
+        let mut tally = WorkerTally::default();
+        let seed = self.plan.seed ^ u64::from(self.client).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut last_flush = self.go;
+        let mut next_slot = self.go;
+        let mut lease_seq = 0u64;
+        let mut first = true;
+        let mut cycle_top = self.clock.now();
+        while !self.stop.is_set() {
+            let mut intended = None;
+            let mut wait = None;
+            if let Some(period) = self.plan.rate_period_ns {
+                let slot = next_slot;
+                next_slot += period;
+                intended = Some(slot);
+                let now = self.clock.now();
+                if slot > now {
+                    wait = Some(Duration::from_nanos(slot - now));
+                }
+            } else if !first && !self.plan.think.is_zero() {
+                wait = Some(self.plan.think);
+            }
+            first = false;
+            if let Some(wait) = wait
+                && !pause(wait, &self.stop).await
+            {
+                break;
+            }
+            let t0 = self.clock.now();
+            // Time spent waiting for the schedule or thinking is not the driver's.
+            let mut idle_ns = if wait.is_some() { t0 - cycle_top } else { 0 };
+            let measured = t0 >= self.measure_from;
+            let key = if self.plan.keys.len() == 1 {
+                0
+            } else {
+                rng.random_range(0..self.plan.keys.len())
+            };
+            let acquired = tokio::select! {
+                biased;
+                r = self.locker.acquire(&self.plan.keys[key], &self.plan.options) => Some(r),
+                _ = self.stop.wait() => None,
+            };
+            let t1 = self.clock.now();
+            let acquire_ns = t1 - t0;
+            let mut release_ns = 0;
+            match acquired {
+                None => break,
+                Some(Err(error)) => {
+                    if measured {
+                        count(&mut tally.acquire_errors, &error);
+                    }
+                    if !matches!(error, LockError::Timeout { .. }) {
+                        // A failing server must not turn the loop into a busy spin.
+                        let before = self.clock.now();
+                        pause(BACKOFF, &self.stop).await;
+                        idle_ns += self.clock.now() - before;
+                    }
+                }
+                Some(Ok(lease)) => {
+                    lease_seq += 1;
+                    let lease_id = (u64::from(self.client) << 40) | lease_seq;
+                    if measured {
+                        tally.acquired += 1;
+                        record(&mut tally.acquire, t1 - intended.unwrap_or(t0));
+                    }
+                    let token = self.fencing.then(|| lease.token().0);
+                    let key_index = key as u32;
+                    let task = self.plan.task.sample(&mut rng);
+                    let outcome = match self.resource.read(key_index, token).await {
+                        Err(_) => {
+                            tally.resource_errors += 1;
+                            self.stop.set();
+                            Outcome::Stopped
+                        }
+                        Ok(value) => {
+                            let mut outcome = Outcome::Done;
+                            if !task.is_zero() {
+                                let work_start = self.clock.now();
+                                outcome = match self.plan.on_lost {
+                                    OnLost::Abort => {
+                                        let lost = lease.lost();
+                                        tokio::select! {
+                                            biased;
+                                            _ = self.stop.wait() => Outcome::Stopped,
+                                            _ = lost => Outcome::Lost(self.clock.now()),
+                                            _ = tokio::time::sleep(task) => Outcome::Done,
+                                        }
+                                    }
+                                    OnLost::Ignore => tokio::select! {
+                                        biased;
+                                        _ = self.stop.wait() => Outcome::Stopped,
+                                        _ = tokio::time::sleep(task) => Outcome::Done,
+                                    },
+                                };
+                                idle_ns += self.clock.now() - work_start;
+                            }
+                            if matches!(outcome, Outcome::Done)
+                                && self.plan.on_lost == OnLost::Abort
+                                && !lease.is_held()
+                            {
+                                outcome = Outcome::Lost(self.clock.now());
+                            }
+                            if matches!(outcome, Outcome::Done) {
+                                match self
+                                    .resource
+                                    .write(key_index, value + 1, token, lease_id)
+                                    .await
+                                {
+                                    Ok(WriteVerdict::Accepted) => {
+                                        let at = self.clock.now();
+                                        if at >= self.measure_from {
+                                            tally.completed += 1;
+                                            let second = (at - self.measure_from) / 1_000_000_000;
+                                            tally.count_completion(second as usize);
+                                        }
+                                    }
+                                    Ok(WriteVerdict::Rejected) => {
+                                        if measured {
+                                            tally.rejected_writes += 1;
+                                        }
+                                    }
+                                    Err(_) => {
+                                        tally.resource_errors += 1;
+                                        self.stop.set();
+                                    }
+                                }
+                            }
+                            outcome
+                        }
+                    };
+                    let t3 = self.clock.now();
+                    let (end, ended_by) = match outcome {
+                        Outcome::Done => (t3, EndedBy::Released),
+                        Outcome::Lost(noticed) => {
+                            if measured {
+                                tally.aborted_on_loss += 1;
+                            }
+                            (noticed, EndedBy::Lost)
+                        }
+                        Outcome::Stopped => {
+                            if measured {
+                                tally.stopped += 1;
+                            }
+                            (t3, EndedBy::Stopped)
+                        }
+                    };
+                    let released = lease.release().await;
+                    let t4 = self.clock.now();
+                    release_ns = t4 - t3;
+                    if measured {
+                        if let Err(error) = &released {
+                            count(&mut tally.release_errors, error);
+                        }
+                        record(&mut tally.hold, end.saturating_sub(t1));
+                        record(&mut tally.release, release_ns);
+                    }
+                    batch.push(Interval {
+                        key: key_index,
+                        acquire_started: t0,
+                        start: t1,
+                        end,
+                        ended_by,
+                    });
+                }
+            }
+            let cycle_end = self.clock.now();
+            if measured {
+                let cycle = cycle_end - cycle_top;
+                let strategy = acquire_ns + release_ns;
+                tally.cycles += 1;
+                tally.cycle_ns += cycle;
+                tally.strategy_ns += strategy;
+                tally.overhead_ns += cycle.saturating_sub(strategy + idle_ns);
+            }
+            cycle_top = cycle_end;
+            if batch.len() >= BATCH || cycle_end - last_flush >= FLUSH_NS {
+                last_flush = cycle_end;
+                self.flush(&mut batch, cycle_end);
+            }
+        }
+        self.flush(&mut batch, u64::MAX);
+        tally
+    }
+
+    fn flush(&self, batch: &mut Vec<Interval>, low_bound: u64) {
+        let intervals = std::mem::replace(batch, Vec::with_capacity(BATCH));
+        self.intervals.push(IntervalBatch {
+            client: self.client,
+            intervals,
+            low_bound,
+        });
+    }
+}

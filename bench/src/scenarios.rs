@@ -1,0 +1,112 @@
+//! The named scenario presets, embedded in the binary (the files live in `bench/scenarios/`), and
+//! loading a scenario by preset name or file path.
+
+use std::path::Path;
+
+use crate::workload::ScenarioFile;
+
+/// A preset: its name and its TOML text.
+#[derive(Debug, Clone, Copy)]
+pub struct Preset {
+    /// The name `--scenario` takes.
+    pub name: &'static str,
+    /// The TOML text.
+    pub toml: &'static str,
+}
+
+/// Every preset, in the order `lockbench scenarios` lists them.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "baseline",
+        toml: include_str!("../scenarios/baseline.toml"),
+    },
+    Preset {
+        name: "long-tail",
+        toml: include_str!("../scenarios/long-tail.toml"),
+    },
+    Preset {
+        name: "lease-too-short",
+        toml: include_str!("../scenarios/lease-too-short.toml"),
+    },
+    Preset {
+        name: "overhead",
+        toml: include_str!("../scenarios/overhead.toml"),
+    },
+];
+
+impl Preset {
+    /// The preset's one-line description.
+    pub fn description(&self) -> String {
+        ScenarioFile::from_toml(self.toml)
+            .ok()
+            .and_then(|f| f.description)
+            .unwrap_or_default()
+    }
+}
+
+/// A scenario as loaded: name, source and file contents.
+#[derive(Debug, Clone)]
+pub struct LoadedScenario {
+    /// Preset name or file stem.
+    pub name: String,
+    /// `preset` or the path.
+    pub source: String,
+    /// The parsed file.
+    pub file: ScenarioFile,
+}
+
+/// Loads a preset by name, or a TOML file by path. The error is one line.
+pub fn load(name_or_path: &str) -> Result<LoadedScenario, String> {
+    if let Some(preset) = PRESETS.iter().find(|p| p.name == name_or_path) {
+        let file = ScenarioFile::from_toml(preset.toml)
+            .map_err(|e| format!("preset {}: {e}", preset.name))?;
+        return Ok(LoadedScenario {
+            name: preset.name.to_owned(),
+            source: "preset".to_owned(),
+            file,
+        });
+    }
+    let path = Path::new(name_or_path);
+    if !path.exists() {
+        let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+        return Err(format!(
+            "unknown scenario {name_or_path:?}: not a preset ({}) nor an existing file",
+            names.join(", ")
+        ));
+    }
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("scenario file {name_or_path}: {e}"))?;
+    let file =
+        ScenarioFile::from_toml(&text).map_err(|e| format!("scenario file {name_or_path}: {e}"))?;
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| name_or_path.to_owned());
+    Ok(LoadedScenario {
+        name,
+        source: name_or_path.to_owned(),
+        file,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Workload;
+
+    #[test]
+    fn every_preset_resolves_and_describes_itself() {
+        for preset in PRESETS {
+            let loaded = load(preset.name).expect("loads");
+            Workload::resolve(&loaded.name, &loaded.source, loaded.file)
+                .unwrap_or_else(|e| panic!("{}: {e}", preset.name));
+            assert!(!preset.description().is_empty(), "{}", preset.name);
+        }
+    }
+
+    #[test]
+    fn unknown_names_list_the_presets() {
+        let err = load("no-such-thing").expect_err("unknown");
+        assert!(err.contains("baseline, long-tail"), "{err}");
+    }
+}

@@ -1,0 +1,135 @@
+//! The terminal summary of a results file: one row per case with throughput, latency, renewal and the
+//! three safety measures, then one line per skipped or failed case.
+
+use std::fmt::Write as _;
+
+use lockbench_reports::model::{CaseResult, Results, Verdict};
+
+const HEADERS: [&str; 16] = [
+    "strategy",
+    "lease",
+    "status",
+    "CS/s",
+    "acq p50",
+    "acq p99",
+    "handoff",
+    "hold p50",
+    "renew/s",
+    "margin min",
+    "overlaps",
+    "lost upd",
+    "stale rej/acc",
+    "late lost",
+    "errors",
+    "verdict",
+];
+
+/// Milliseconds with sensible precision; `-` when absent.
+fn ms(value: Option<f64>) -> String {
+    match value {
+        None => "-".to_owned(),
+        Some(v) if v < 10.0 => format!("{v:.3}"),
+        Some(v) if v < 1000.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.0}"),
+    }
+}
+
+fn row(case: &CaseResult) -> [String; 16] {
+    let s = &case.safety;
+    let errors: u64 = case.operations.acquire_errors.values().sum::<u64>()
+        + case.operations.release_errors.values().sum::<u64>();
+    let stale = match (s.fencing.stale_rejected, s.fencing.stale_accepted) {
+        (Some(r), Some(a)) => format!("{r}/{a}"),
+        _ => "n/a".to_owned(),
+    };
+    let status = format!("{:?}", case.status).to_lowercase();
+    let verdict = match s.verdict {
+        Verdict::Safe => "safe",
+        Verdict::Violated => "VIOLATED",
+        Verdict::Unknown => "-",
+    };
+    [
+        case.strategy.clone(),
+        case.lease.clone(),
+        status,
+        format!("{:.1}", case.throughput.completed_per_s),
+        ms(case.latency.acquire.p50_ms),
+        ms(case.latency.acquire.p99_ms),
+        ms(case.latency.handoff.p50_ms),
+        ms(case.latency.hold.p50_ms),
+        format!("{:.1}", case.renewal.renewals_per_s),
+        ms(case.renewal.margin.min_ms),
+        format!("{} ({} ms)", s.overlap.pairs, ms(Some(s.overlap.total_ms))),
+        s.lost_updates.lost.to_string(),
+        stale,
+        format!("{}/{}", s.lost_signal.too_late, s.lost_signal.fired),
+        errors.to_string(),
+        verdict.to_owned(),
+    ]
+}
+
+/// The table, ready to print (latencies in ms).
+pub fn render(results: &Results) -> String {
+    let rows: Vec<[String; 16]> = results.cases.iter().map(row).collect();
+    let mut widths = HEADERS.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &[String]| {
+        let mut text = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i > 0 {
+                text.push_str("  ");
+            }
+            if i < 3 {
+                let _ = write!(text, "{cell:<w$}");
+            } else {
+                let _ = write!(text, "{cell:>w$}");
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&HEADERS.map(str::to_owned));
+    for row in &rows {
+        line(row);
+    }
+    for case in &results.cases {
+        if let Some(error) = &case.error {
+            let _ = writeln!(out, "{} {}: {error}", case.strategy, case.lease);
+        }
+        if case.driver.cycles > 0 {
+            let _ = writeln!(
+                out,
+                "{} {}: driver overhead {:.0} ns/cycle (cycle {:.0} ns, in strategy {:.0} ns, {} cycles)",
+                case.strategy,
+                case.lease,
+                case.driver.overhead_ns,
+                case.driver.cycle_ns,
+                case.driver.strategy_ns,
+                case.driver.cycles
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "latencies in ms; overlaps = pairs (total time); stale = rejected/accepted; late lost = too late/fired"
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_milliseconds() {
+        assert_eq!(ms(None), "-");
+        assert_eq!(ms(Some(0.0456)), "0.046");
+        assert_eq!(ms(Some(52.25)), "52.2");
+        assert_eq!(ms(Some(4200.4)), "4200");
+    }
+}

@@ -1,0 +1,333 @@
+//! The workload spec (DESIGN §5): what a scenario asks for, from a TOML file (a preset or the user's)
+//! overridden by command-line flags, checked field by field so a bad value gets one error line that
+//! names the field.
+
+pub mod distribution;
+pub mod parse;
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+pub use distribution::TaskDistribution;
+pub use parse::{LeaseSpec, OnLost, WorkerMode, format_duration, parse_duration};
+
+/// A scenario file as written: every field optional (the built-in default applies), unknown fields
+/// rejected. Durations are humantime strings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// One line saying what the scenario shows.
+    pub description: Option<String>,
+    /// Strategy ids, or `["all"]`.
+    pub strategies: Option<Vec<String>>,
+    /// Concurrent clients.
+    pub clients: Option<u32>,
+    /// Distinct lock keys.
+    pub keys: Option<u32>,
+    /// Task duration distribution (see [`distribution`]).
+    pub task: Option<String>,
+    /// Lease modes, each run as its own case: `watchdog`, `fixed:300ms`.
+    pub leases: Option<Vec<String>>,
+    /// Watchdog lease TTL.
+    pub watchdog_timeout: Option<String>,
+    /// How long an acquire waits (`0` = try once).
+    pub acquire_wait: Option<String>,
+    /// Pause between release and the next acquire.
+    pub think: Option<String>,
+    /// Open-loop cycles per second per client.
+    pub rate: Option<f64>,
+    /// Measured time per case (`0` = bounded by `cycles` only).
+    pub duration: Option<String>,
+    /// Completed critical sections per case.
+    pub cycles: Option<u64>,
+    /// Unmeasured time before measuring.
+    pub warmup: Option<String>,
+    /// `tasks` or `processes`.
+    pub workers: Option<String>,
+    /// `abort` or `ignore`.
+    pub on_lost: Option<String>,
+    /// Random seed.
+    pub seed: Option<u64>,
+}
+
+impl ScenarioFile {
+    /// Parses TOML; the error is one line with the line number.
+    pub fn from_toml(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| {
+            let message = e.message().trim().replace('\n', " ");
+            let Some(span) = e.span() else {
+                return message;
+            };
+            let start = span.start.min(text.len());
+            let number = text[..start].matches('\n').count() + 1;
+            let line = text.lines().nth(number - 1).unwrap_or("").trim();
+            format!("line {number} ({line}): {message}")
+        })
+    }
+
+    /// Applies `other`'s set fields over this one's.
+    pub fn overlay(&mut self, other: ScenarioFile) {
+        macro_rules! take {
+            ($($field:ident),*) => { $( if other.$field.is_some() { self.$field = other.$field; } )* };
+        }
+        take!(
+            description,
+            strategies,
+            clients,
+            keys,
+            task,
+            leases,
+            watchdog_timeout,
+            acquire_wait,
+            think,
+            rate,
+            duration,
+            cycles,
+            warmup,
+            workers,
+            on_lost,
+            seed
+        );
+    }
+}
+
+/// A checked workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// Scenario name (preset name or file stem).
+    pub name: String,
+    /// One line saying what it shows.
+    pub description: String,
+    /// `preset` or the file path.
+    pub source: String,
+    /// Strategy ids as given (`all` is resolved by the registry).
+    pub strategies: Vec<String>,
+    /// Concurrent clients, ≥ 1.
+    pub clients: u32,
+    /// Distinct keys, ≥ 1.
+    pub keys: u32,
+    /// Task durations.
+    pub task: TaskDistribution,
+    /// Lease modes, one case each per strategy.
+    pub leases: Vec<LeaseSpec>,
+    /// Watchdog TTL, > 0.
+    pub watchdog_timeout: Duration,
+    /// Acquire wait; zero tries once.
+    pub acquire_wait: Duration,
+    /// Closed-loop pause between cycles.
+    pub think: Duration,
+    /// Open-loop rate per client.
+    pub rate: Option<f64>,
+    /// Measured time per case.
+    pub duration: Option<Duration>,
+    /// Completed critical sections per case.
+    pub cycles: Option<u64>,
+    /// Unmeasured start.
+    pub warmup: Duration,
+    /// Where the clients run.
+    pub workers: WorkerMode,
+    /// Reaction to `lost()`.
+    pub on_lost: OnLost,
+    /// Random seed.
+    pub seed: u64,
+}
+
+/// The built-in defaults under every scenario.
+pub const DEFAULTS: &str = r#"
+description = "custom workload"
+strategies = ["all"]
+clients = 8
+keys = 2
+task = "10ms"
+leases = ["watchdog"]
+watchdog_timeout = "30s"
+acquire_wait = "10s"
+think = "0s"
+duration = "10s"
+warmup = "1s"
+workers = "tasks"
+on_lost = "abort"
+seed = 1
+"#;
+
+const MAX_CLIENTS: u32 = 10_000;
+
+impl Workload {
+    /// Checks a scenario (already overlaid on [`DEFAULTS`] and by the command line). The error names
+    /// the field.
+    pub fn resolve(name: &str, source: &str, file: ScenarioFile) -> Result<Self, String> {
+        let mut merged = ScenarioFile::from_toml(DEFAULTS)?;
+        merged.overlay(file);
+        let field = |name: &str, e: String| format!("{name}: {e}");
+        let need =
+            |name: &str, value: Option<String>| value.ok_or_else(|| format!("{name}: missing"));
+        let duration = |name: &str, value: Option<String>| -> Result<Duration, String> {
+            parse_duration(&need(name, value)?).map_err(|e| field(name, e))
+        };
+
+        let clients = merged.clients.unwrap_or(0);
+        if clients == 0 || clients > MAX_CLIENTS {
+            return Err(format!("clients: must be 1..={MAX_CLIENTS}, got {clients}"));
+        }
+        let keys = merged.keys.unwrap_or(0);
+        if keys == 0 {
+            return Err("keys: must be at least 1, got 0".into());
+        }
+        let strategies = merged.strategies.unwrap_or_default();
+        if strategies.is_empty() {
+            return Err("strategies: name at least one strategy (or all)".into());
+        }
+        let task =
+            TaskDistribution::parse(&need("task", merged.task)?).map_err(|e| field("task", e))?;
+        let leases = merged
+            .leases
+            .unwrap_or_default()
+            .iter()
+            .map(|l| l.parse::<LeaseSpec>().map_err(|e| field("leases", e)))
+            .collect::<Result<Vec<_>, _>>()?;
+        if leases.is_empty() {
+            return Err(
+                "leases: name at least one lease mode (watchdog or fixed:<duration>)".into(),
+            );
+        }
+        let watchdog_timeout = duration("watchdog_timeout", merged.watchdog_timeout)?;
+        if watchdog_timeout.is_zero() {
+            return Err("watchdog_timeout: must be longer than 0".into());
+        }
+        let rate = match merged.rate {
+            Some(r) if !(r > 0.0 && r.is_finite()) => {
+                return Err(format!(
+                    "rate: must be a positive number of cycles per second, got {r}"
+                ));
+            }
+            other => other,
+        };
+        let run_time = duration("duration", merged.duration)?;
+        let cycles = match merged.cycles {
+            Some(0) => return Err("cycles: must be at least 1".into()),
+            other => other,
+        };
+        let duration_limit = (!run_time.is_zero()).then_some(run_time);
+        if duration_limit.is_none() && cycles.is_none() {
+            return Err("duration: must be longer than 0 (or set cycles)".into());
+        }
+        Ok(Workload {
+            name: name.to_owned(),
+            description: merged.description.unwrap_or_default(),
+            source: source.to_owned(),
+            strategies,
+            clients,
+            keys,
+            task,
+            leases,
+            watchdog_timeout,
+            acquire_wait: duration("acquire_wait", merged.acquire_wait)?,
+            think: duration("think", merged.think)?,
+            rate,
+            duration: duration_limit,
+            cycles,
+            warmup: duration("warmup", merged.warmup)?,
+            workers: need("workers", merged.workers)?
+                .parse()
+                .map_err(|e| field("workers", e))?,
+            on_lost: need("on_lost", merged.on_lost)?
+                .parse()
+                .map_err(|e| field("on_lost", e))?,
+            seed: merged.seed.unwrap_or(1),
+        })
+    }
+
+    /// The results model's view of the workload.
+    pub fn to_model(&self, strategies: &[&str]) -> lockbench_reports::model::Workload {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        lockbench_reports::model::Workload {
+            strategies: strategies.iter().map(|s| s.to_string()).collect(),
+            clients: self.clients,
+            keys: self.keys,
+            task: self.task.to_string(),
+            task_mean_ms: ms(self.task.mean()),
+            leases: self.leases.iter().map(|l| l.to_string()).collect(),
+            watchdog_timeout_ms: ms(self.watchdog_timeout),
+            acquire_wait_ms: ms(self.acquire_wait),
+            think_ms: ms(self.think),
+            rate_per_client: self.rate,
+            duration_ms: self.duration.map(ms),
+            cycles: self.cycles,
+            warmup_ms: ms(self.warmup),
+            workers: self.workers.to_string(),
+            on_lost: self.on_lost.to_string(),
+            seed: self.seed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(toml: &str) -> Result<Workload, String> {
+        Workload::resolve("t", "test", ScenarioFile::from_toml(toml)?)
+    }
+
+    #[test]
+    fn defaults_fill_what_the_file_leaves_out() {
+        let w = resolve("clients = 3\ntask = \"uniform 1ms..2ms\"").expect("valid");
+        assert_eq!(w.clients, 3);
+        assert_eq!(w.keys, 2);
+        assert_eq!(w.leases, vec![LeaseSpec::Watchdog]);
+        assert_eq!(w.duration, Some(Duration::from_secs(10)));
+        assert_eq!(w.workers, WorkerMode::Tasks);
+        assert_eq!(w.strategies, vec!["all".to_string()]);
+    }
+
+    #[test]
+    fn overlay_replaces_only_set_fields() {
+        let mut base = ScenarioFile::from_toml("clients = 3\nkeys = 9").expect("toml");
+        base.overlay(ScenarioFile {
+            keys: Some(4),
+            ..ScenarioFile::default()
+        });
+        assert_eq!((base.clients, base.keys), (Some(3), Some(4)));
+    }
+
+    #[test]
+    fn every_bad_field_is_named() {
+        for (toml, needle) in [
+            ("clients = 0", "clients:"),
+            ("keys = 0", "keys:"),
+            ("clients = -1", "clients"),
+            (
+                "duration = \"-5s\"",
+                "duration: duration must not be negative",
+            ),
+            ("duration = \"soon\"", "duration: expected a duration"),
+            ("duration = \"0s\"", "duration: must be longer than 0"),
+            ("cycles = 0", "cycles:"),
+            ("warmup = \"x\"", "warmup:"),
+            ("task = \"50% 1ms\"", "task: mix weights"),
+            ("leases = [\"fixed:0s\"]", "leases:"),
+            ("leases = []", "leases:"),
+            ("workers = \"threads\"", "workers:"),
+            ("on_lost = \"panic\"", "on_lost:"),
+            ("rate = -3.0", "rate:"),
+            ("watchdog_timeout = \"0s\"", "watchdog_timeout:"),
+            ("strategies = []", "strategies:"),
+            (
+                "colour = \"blue\"",
+                "line 1 (colour = \"blue\"): unknown field `colour`",
+            ),
+            ("clients = \"many\"", "line 1 (clients"),
+        ] {
+            let err = resolve(toml).expect_err(toml);
+            assert!(err.contains(needle), "{toml}: {err}");
+            assert!(!err.contains('\n'), "{toml}: one line: {err}");
+        }
+    }
+
+    #[test]
+    fn count_only_runs_are_allowed() {
+        let w = resolve("duration = \"0\"\ncycles = 10").expect("valid");
+        assert_eq!((w.duration, w.cycles), (None, Some(10)));
+    }
+}

@@ -1,0 +1,210 @@
+//! The small value types of a workload and their text forms: durations (humantime: `500ms`, `20s`,
+//! `1m 30s`), lease modes (`watchdog`, `fixed:300ms`), worker modes and the reaction to `lost()`.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Parses a non-negative humantime duration (`0` allowed).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if text.starts_with('-') {
+        return Err(format!("duration must not be negative, got {text:?}"));
+    }
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    humantime::parse_duration(text)
+        .map_err(|e| format!("expected a duration like 500ms or 20s, got {text:?} ({e})"))
+}
+
+/// Formats a duration in the largest unit that keeps it exact (`1500ms`, `3s`, `250us`).
+pub fn format_duration(d: Duration) -> String {
+    let ns = d.as_nanos();
+    for (unit, size) in [
+        ("h", 3_600_000_000_000u128),
+        ("m", 60_000_000_000),
+        ("s", 1_000_000_000),
+    ] {
+        if ns > 0 && ns.is_multiple_of(size) {
+            return format!("{}{unit}", ns / size);
+        }
+    }
+    for (unit, size) in [("ms", 1_000_000u128), ("us", 1_000)] {
+        if ns > 0 && ns.is_multiple_of(size) {
+            return format!("{}{unit}", ns / size);
+        }
+    }
+    format!("{ns}ns")
+}
+
+/// A lease mode as a workload names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseSpec {
+    /// Renewed until released, with the workload's watchdog timeout as TTL.
+    Watchdog,
+    /// Expires after the given time, never renewed.
+    Fixed(Duration),
+}
+
+impl LeaseSpec {
+    /// The contract's lease mode.
+    pub fn mode(self) -> lockers::LeaseMode {
+        match self {
+            LeaseSpec::Watchdog => lockers::LeaseMode::Watchdog,
+            LeaseSpec::Fixed(d) => lockers::LeaseMode::Fixed(d),
+        }
+    }
+}
+
+impl FromStr for LeaseSpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text == "watchdog" {
+            return Ok(LeaseSpec::Watchdog);
+        }
+        let ttl = text
+            .strip_prefix("fixed:")
+            .or_else(|| text.strip_prefix("fixed "))
+            .ok_or_else(|| format!("expected watchdog or fixed:<duration>, got {text:?}"))?;
+        let ttl = parse_duration(ttl)?;
+        if ttl.is_zero() {
+            return Err("a fixed lease must be longer than 0".into());
+        }
+        Ok(LeaseSpec::Fixed(ttl))
+    }
+}
+
+impl fmt::Display for LeaseSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LeaseSpec::Watchdog => f.write_str("watchdog"),
+            LeaseSpec::Fixed(d) => write!(f, "fixed:{}", format_duration(*d)),
+        }
+    }
+}
+
+impl Serialize for LeaseSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for LeaseSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Where the clients run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerMode {
+    /// One tokio task per client, all in the lockbench process.
+    Tasks,
+    /// One child process (`lockbench worker`) per client, so a client can be paused or killed.
+    Processes,
+}
+
+impl FromStr for WorkerMode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "tasks" => Ok(WorkerMode::Tasks),
+            "processes" => Ok(WorkerMode::Processes),
+            other => Err(format!("expected tasks or processes, got {other:?}")),
+        }
+    }
+}
+
+impl fmt::Display for WorkerMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WorkerMode::Tasks => "tasks",
+            WorkerMode::Processes => "processes",
+        })
+    }
+}
+
+/// What a holder does when `lost()` fires during its task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnLost {
+    /// The careful user: stop the task at once, skip the write (and check `is_held()` before
+    /// writing). Violations then come only from loss signals that arrive too late.
+    Abort,
+    /// A task that cannot be interrupted (or code that never looks at the lease, as with Redisson's
+    /// `lock(leaseTime)`): it runs to the end and writes. Its interval lasts until the release call.
+    Ignore,
+}
+
+impl FromStr for OnLost {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "abort" => Ok(OnLost::Abort),
+            "ignore" => Ok(OnLost::Ignore),
+            other => Err(format!("expected abort or ignore, got {other:?}")),
+        }
+    }
+}
+
+impl fmt::Display for OnLost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OnLost::Abort => "abort",
+            OnLost::Ignore => "ignore",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_and_format_exactly() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1m 30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(
+            parse_duration("-5s")
+                .expect_err("negative")
+                .contains("negative")
+        );
+        assert!(
+            parse_duration("soon")
+                .expect_err("unparsable")
+                .contains("500ms")
+        );
+        for (d, text) in [
+            (Duration::from_millis(1500), "1500ms"),
+            (Duration::from_secs(3), "3s"),
+            (Duration::from_secs(120), "2m"),
+            (Duration::from_micros(250), "250us"),
+            (Duration::from_nanos(7), "7ns"),
+            (Duration::ZERO, "0ns"),
+        ] {
+            assert_eq!(format_duration(d), text);
+            assert_eq!(parse_duration(text), Ok(d));
+        }
+    }
+
+    #[test]
+    fn lease_specs() {
+        assert_eq!("watchdog".parse(), Ok(LeaseSpec::Watchdog));
+        let fixed = LeaseSpec::Fixed(Duration::from_millis(300));
+        assert_eq!("fixed:300ms".parse(), Ok(fixed));
+        assert_eq!("fixed 300ms".parse(), Ok(fixed));
+        assert_eq!(fixed.to_string(), "fixed:300ms");
+        assert!("fixed:0s".parse::<LeaseSpec>().is_err());
+        assert!("forever".parse::<LeaseSpec>().is_err());
+    }
+}

@@ -1,0 +1,243 @@
+//! The binary's command line: help, listings, stubs, and bad input — which must give exactly one
+//! error line, exit code 2, and be caught before anything is measured.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::run;
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs `args`, expects exit code 2, nothing on stdout, one line on stderr containing `needle`, no
+/// results file, and a quick exit (nothing was measured).
+fn usage_error(args: &[&str], needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let mut full: Vec<&str> = args.to_vec();
+    let out_text = out_dir.to_string_lossy().into_owned();
+    if args.first() == Some(&"run") && !args.contains(&"--out") {
+        full.extend(["--out", &out_text]);
+    }
+    let began = Instant::now();
+    let out = run(&full);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        out.stdout.is_empty(),
+        "{args:?} printed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "{args:?}: one line expected:\n{err}"
+    );
+    assert!(err.starts_with("lockbench: "), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
+    assert!(
+        !out_dir.join("results.json").exists(),
+        "{args:?} wrote results"
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{args:?} took {:?}",
+        began.elapsed()
+    );
+}
+
+#[test]
+fn help_and_version() {
+    let out = run(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for command in ["strategies", "scenarios", "run", "compare", "report"] {
+        assert!(help.contains(command), "{help}");
+    }
+    assert!(
+        !help.contains("worker"),
+        "the worker command is hidden: {help}"
+    );
+    let out = run(&["run", "--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--scenario"));
+    let out = run(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("lockbench "));
+}
+
+#[test]
+fn listings() {
+    let out = run(&["strategies"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("memory "), "{text}");
+    assert!(
+        text.contains("capabilities: reentrant fencing auto_renew fixed_lease"),
+        "{text}"
+    );
+    let out = run(&["scenarios"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for preset in ["baseline", "long-tail", "lease-too-short", "overhead"] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(preset))
+            .unwrap_or_else(|| panic!("{preset}: {text}"));
+        assert!(
+            line.len() > preset.len() + 20,
+            "{preset} has a description: {line}"
+        );
+    }
+}
+
+#[test]
+fn unbuilt_commands_say_so() {
+    usage_error(&["compare"], "`compare` is not implemented yet");
+    usage_error(
+        &["report", "results.json", "--baseline", "x"],
+        "`report` is not implemented yet",
+    );
+}
+
+#[test]
+fn unknown_names_and_arguments() {
+    usage_error(&["frobnicate"], "unrecognized subcommand");
+    usage_error(&["run", "--bogus"], "unexpected argument '--bogus'");
+    usage_error(
+        &["run", "--strategies", "redis-nope"],
+        "unknown strategy \"redis-nope\"",
+    );
+    usage_error(&["run", "--strategies", ""], "strategies:");
+    usage_error(
+        &["run", "--scenario", "no-such-scenario"],
+        "unknown scenario \"no-such-scenario\"",
+    );
+}
+
+#[test]
+fn bad_values_name_their_field() {
+    usage_error(&["run", "--clients", "0"], "clients: must be");
+    usage_error(&["run", "--keys", "0"], "keys: must be at least 1");
+    usage_error(&["run", "--clients", "lots"], "invalid value 'lots'");
+    usage_error(
+        &["run", "--duration=-5s"],
+        "duration: duration must not be negative",
+    );
+    usage_error(
+        &["run", "--duration", "soon"],
+        "duration: expected a duration",
+    );
+    usage_error(&["run", "--warmup", "-1s"], "unexpected argument '-1'");
+    usage_error(&["run", "--think", "5 parsecs"], "think:");
+    usage_error(
+        &["run", "--task", "50% 1ms"],
+        "task: mix weights add up to 50%",
+    );
+    usage_error(
+        &["run", "--lease", "forever"],
+        "leases: expected watchdog or fixed",
+    );
+    usage_error(
+        &["run", "--lease", "fixed:0s"],
+        "leases: a fixed lease must be longer than 0",
+    );
+    usage_error(
+        &["run", "--workers", "threads"],
+        "workers: expected tasks or processes",
+    );
+    usage_error(
+        &["run", "--on-lost", "panic"],
+        "on_lost: expected abort or ignore",
+    );
+    usage_error(&["run", "--rate", "0"], "rate: must be a positive number");
+}
+
+#[test]
+fn bad_scenario_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.toml");
+    std::fs::write(&file, "clients = 2\ncolour = \"blue\"\n").unwrap();
+    usage_error(
+        &["run", "--scenario", file.to_str().unwrap()],
+        "line 2 (colour = \"blue\"): unknown field `colour`",
+    );
+    std::fs::write(&file, "clients = -3\n").unwrap();
+    usage_error(
+        &["run", "--scenario", file.to_str().unwrap()],
+        "line 1 (clients = -3)",
+    );
+}
+
+#[test]
+fn memory_cannot_run_in_worker_processes() {
+    usage_error(
+        &["run", "--strategies", "memory", "--workers", "processes"],
+        "strategy memory cannot run with workers = processes",
+    );
+}
+
+#[test]
+fn unreachable_servers_are_caught_before_running() {
+    // Port 1 on loopback refuses connections. The check covers every address given, whatever the
+    // strategies, with one code path for every server kind.
+    usage_error(
+        &[
+            "run",
+            "--strategies",
+            "memory",
+            "--redis",
+            "redis://127.0.0.1:1",
+        ],
+        "--redis redis://127.0.0.1:1: cannot connect to 127.0.0.1:1",
+    );
+    usage_error(
+        &[
+            "run",
+            "--strategies",
+            "memory",
+            "--etcd",
+            "http://127.0.0.1:1",
+        ],
+        "--etcd http://127.0.0.1:1: cannot connect",
+    );
+    usage_error(
+        &["run", "--strategies", "memory", "--zk", "127.0.0.1:1"],
+        "--zk 127.0.0.1:1: cannot connect",
+    );
+    usage_error(
+        &["run", "--strategies", "memory", "--redis", "redis://"],
+        "--redis redis://: no host",
+    );
+}
+
+#[test]
+fn unwritable_output_is_caught_before_running() {
+    usage_error(
+        &[
+            "run",
+            "--strategies",
+            "memory",
+            "--out",
+            "/proc/lockbench/x",
+        ],
+        "output directory /proc/lockbench/x",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, "x").unwrap();
+    usage_error(
+        &[
+            "run",
+            "--strategies",
+            "memory",
+            "--out",
+            file.to_str().unwrap(),
+        ],
+        "exists and is not a directory",
+    );
+}

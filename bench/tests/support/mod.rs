@@ -1,0 +1,35 @@
+//! Helpers shared by the integration tests: running the built binary and checking results files.
+
+#![allow(dead_code)]
+
+pub(crate) mod json_schema;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The built `lockbench` binary.
+pub(crate) fn lockbench() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lockbench"));
+    command.env("NO_COLOR", "1");
+    command
+}
+
+/// Runs the binary with `args`.
+pub(crate) fn run(args: &[&str]) -> Output {
+    lockbench().args(args).output().expect("lockbench runs")
+}
+
+/// Reads `dir/results.json`, checks it against the committed schema and parses it.
+pub(crate) fn read_results(dir: &Path) -> lockbench_reports::Results {
+    let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json written");
+    let schema: serde_json::Value =
+        serde_json::from_str(lockbench_reports::SCHEMA).expect("schema is JSON");
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("results are JSON");
+    let errors = json_schema::validate(&schema, &doc);
+    assert!(
+        errors.is_empty(),
+        "results.json violates the schema:\n{}",
+        errors.join("\n")
+    );
+    lockbench_reports::Results::from_json(&text).expect("results parse")
+}

@@ -1,1 +1,0 @@
-//! `etcd-lease`: a lease kept alive over the keep-alive stream and a revision-ordered lock.

@@ -1,0 +1,131 @@
+//! The connection every Redis strategy client opens: one multiplexed, self-reconnecting command connection
+//! (redis-rs's `ConnectionManager`), the settings that bound how long connecting and answering may take,
+//! and the conversion of redis-rs errors into [`LockError::Backend`] with backend `"redis"`.
+//!
+//! A connect to an unreachable address fails within [`ConnectionSettings::connect_timeout`]; it never
+//! hangs and never retries past that bound. Once connected, a broken connection is re-established in the
+//! background by the manager; the command that saw the break fails (and is reported by its caller).
+
+use std::fmt;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use crate::error::LockError;
+
+/// The backend name every Redis error carries.
+pub const BACKEND: &str = "redis";
+
+impl From<redis::RedisError> for LockError {
+    fn from(error: redis::RedisError) -> Self {
+        LockError::backend(BACKEND, error)
+    }
+}
+
+/// How long a Redis client may wait for the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionSettings {
+    /// Bound on establishing a connection, including the first connect (default 1 s).
+    pub connect_timeout: Duration,
+    /// Bound on one command's answer; past it the command fails with a `Backend` error (default 1 s).
+    pub response_timeout: Duration,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        ConnectionSettings {
+            connect_timeout: Duration::from_secs(1),
+            response_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+impl ConnectionSettings {
+    /// Checks the settings; a `Config` error names the bad one.
+    pub fn validate(&self) -> Result<(), LockError> {
+        if self.connect_timeout.is_zero() {
+            return Err(LockError::Config(
+                "connection.connect_timeout must be > 0".into(),
+            ));
+        }
+        if self.response_timeout.is_zero() {
+            return Err(LockError::Config(
+                "connection.response_timeout must be > 0".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One client's link to a Redis server: the parsed address (for further connections such as pub/sub)
+/// and the shared command connection. Cloning is cheap and shares the connection.
+#[derive(Clone)]
+pub struct RedisConnection {
+    client: redis::Client,
+    commands: ConnectionManager,
+    settings: ConnectionSettings,
+}
+
+impl fmt::Debug for RedisConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The address may carry a password; show only where it points.
+        let addr = &self.client.get_connection_info().addr();
+        f.debug_struct("RedisConnection")
+            .field("addr", &addr.to_string())
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+impl RedisConnection {
+    /// Connects to `url` (`redis://host:port[/db]`). A bad URL is a `Config` error; a server that does not
+    /// answer within `settings.connect_timeout` is a `Backend` error.
+    pub async fn connect(url: &str, settings: ConnectionSettings) -> Result<Self, LockError> {
+        settings.validate()?;
+        let client = redis::Client::open(url)
+            .map_err(|e| LockError::Config(format!("redis url {url:?}: {e}")))?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(settings.connect_timeout))
+            .set_response_timeout(Some(settings.response_timeout))
+            .set_number_of_retries(2)
+            .set_min_delay(Duration::from_millis(20))
+            .set_max_delay(settings.connect_timeout);
+        // The manager connects lazily; the first PING proves the server is there, within the bound.
+        let mut commands = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
+        let ping_cmd = redis::cmd("PING");
+        let ping = ping_cmd.query_async::<String>(&mut commands);
+        match tokio::time::timeout(settings.connect_timeout, ping).await {
+            Ok(Ok(_pong)) => {}
+            Ok(Err(e)) => return Err(e.into()),
+            Err(_elapsed) => {
+                return Err(LockError::backend(
+                    BACKEND,
+                    format!(
+                        "no answer from {url:?} within the connect timeout of {:?}",
+                        settings.connect_timeout
+                    ),
+                ));
+            }
+        }
+        Ok(RedisConnection {
+            client,
+            commands,
+            settings,
+        })
+    }
+
+    /// The shared, multiplexed command connection (a cheap clone: every clone pipelines on one socket).
+    pub fn commands(&self) -> ConnectionManager {
+        self.commands.clone()
+    }
+
+    /// The parsed client, for opening further connections (pub/sub) to the same server.
+    pub fn client(&self) -> &redis::Client {
+        &self.client
+    }
+
+    /// The timeouts this connection was opened with.
+    pub fn settings(&self) -> ConnectionSettings {
+        self.settings
+    }
+}

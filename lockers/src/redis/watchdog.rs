@@ -1,0 +1,532 @@
+//! `redis-watchdog`: Redisson's `RLock` on one Redis server, with a fencing token, a lost-lease signal,
+//! the safety margin of every renewal, and optional batched renewal.
+//!
+//! - The lock is a hash at `P{name}`; the field is `<client id>:<owner>`, the value the re-entry count.
+//!   Acquire, renew and release are Lua scripts called by SHA (see `scripts/`). A fresh acquire `INCR`s
+//!   the fencing counter `P{name}:fence`; a re-entry returns the holder's token.
+//! - [`LeaseMode::Watchdog`]: TTL = the watchdog timeout, renewed every timeout × ratio until released,
+//!   per lock ([`RenewalMode::PerLock`], the default) or batched ([`RenewalMode::Batched`]). Re-entrant
+//!   holds of one owner share one renewal. [`LeaseMode::Fixed`]: that TTL, never renewed.
+//! - A renewal answered 0 (gone) fires `lost()`; a renewal error emits `RenewFailed` and is retried until
+//!   the conservative local deadline, which then fires `lost()`. Release stops renewal first, whatever
+//!   the release then answers.
+//! - Release by a non-owner (or of an expired lock) is [`LockError::NotHeld`]; the last release deletes
+//!   the key and publishes an unlock message on `P{name}:unlock`.
+//! - Waiters share the client's one pub/sub connection: a waiter subscribes, retries, and then sleeps
+//!   until an unlock message, the holder's remaining TTL, or its own wait deadline.
+//!
+//! Differences from Redisson, on purpose: TTLs set by re-entry and partial release only ever grow (a
+//! short hold re-entering a long one would otherwise cut the server TTL below the long hold's local
+//! deadline); a renewal error does not silently end renewal but retries until the deadline.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use redis::aio::ConnectionManager;
+use tokio::sync::watch;
+
+use super::batch::{BatchRenewer, BatchTarget};
+use super::connection::{BACKEND, RedisConnection};
+use super::deferred::DeferredStarts;
+use super::keys::{LockKeys, owner_field};
+use super::pubsub::{Subscription, Subscriptions};
+use super::scripts::{
+    self, WATCHDOG_ACQUIRE, WATCHDOG_RELEASE, WATCHDOG_RENEW, WATCHDOG_RENEW_BATCH,
+};
+use super::watchdog_config::{RenewalMode, WatchdogConfig};
+use crate::error::LockError;
+use crate::event::{Events, LockEvent};
+use crate::lease::{
+    AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, LeaseState, OwnerId,
+};
+use crate::locker::{Capabilities, Locker};
+use crate::renewal::{HoldTicket, Holds, RenewOutcome, RenewalPlan, StopRenewal, renew_until_lost};
+
+/// The strategy id (per-lock renewal timers, Redisson's classic behaviour).
+pub const ID: &str = "redis-watchdog";
+/// The id of the same strategy with batched renewal ([`RenewalMode::Batched`]).
+pub const BATCHED_ID: &str = "redis-watchdog-batched";
+
+/// The message a release publishes on the lock's channel (Redisson's `UNLOCK_MESSAGE`).
+const UNLOCK_MESSAGE: &str = "0";
+
+/// What the client's leases and renewals share.
+#[derive(Debug)]
+struct Core {
+    connection: RedisConnection,
+    config: WatchdogConfig,
+    events: Events,
+    holds: Holds,
+    renew_calls: Arc<AtomicU64>,
+}
+
+/// One answer of the acquire script.
+enum Attempt {
+    Acquired(FencingToken),
+    /// Held by another owner for this much longer (the PTTL; ≤ 0 when Redis reports no TTL).
+    Busy(i64),
+}
+
+impl Core {
+    async fn try_acquire(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        ttl_ms: u64,
+    ) -> Result<Attempt, LockError> {
+        let mut call = WATCHDOG_ACQUIRE.prepare();
+        call.key(&keys.lock).key(&keys.fence).arg(ttl_ms).arg(owner);
+        let (granted, value): (i64, i64) =
+            scripts::run(&mut self.connection.commands(), &call).await?;
+        match (granted, u64::try_from(value)) {
+            (1, Ok(token)) => Ok(Attempt::Acquired(FencingToken(token))),
+            (0, _) => Ok(Attempt::Busy(value)),
+            _ => Err(unexpected("acquire", &[granted, value])),
+        }
+    }
+
+    /// Releases one hold on the server. `Ok(true)` when it freed the lock.
+    async fn release(&self, keys: &LockKeys, owner: &str, ttl_ms: u64) -> Result<bool, LockError> {
+        let mut call = WATCHDOG_RELEASE.prepare();
+        call.key(&keys.lock)
+            .arg(ttl_ms)
+            .arg(owner)
+            .arg(&keys.channel)
+            .arg(UNLOCK_MESSAGE);
+        let answer: i64 = scripts::run(&mut self.connection.commands(), &call).await?;
+        match answer {
+            1 => {
+                self.events.emit(|| LockEvent::Released {
+                    key: keys.name.clone(),
+                    at: Instant::now(),
+                });
+                Ok(true)
+            }
+            0 => Ok(false),
+            -1 => Err(LockError::NotHeld {
+                key: keys.name.to_string(),
+            }),
+            other => Err(unexpected("release", &[other])),
+        }
+    }
+}
+
+fn unexpected(script: &str, answer: &[i64]) -> LockError {
+    LockError::backend(
+        BACKEND,
+        format!("unexpected answer {answer:?} from the {script} script"),
+    )
+}
+
+/// Reads a renew script's answer: 0 = gone, -1 = extended (the key had no TTL), n > 0 = extended with n ms left.
+fn renew_outcome(answer: i64) -> RenewOutcome {
+    match answer {
+        0 => RenewOutcome::Gone,
+        n if n > 0 => RenewOutcome::Extended {
+            remaining_before: Some(Duration::from_millis(n.unsigned_abs())),
+        },
+        _ => RenewOutcome::Extended {
+            remaining_before: None,
+        },
+    }
+}
+
+async fn renew_one(
+    mut connection: ConnectionManager,
+    key: &str,
+    owner: &str,
+    ttl_ms: u64,
+) -> Result<RenewOutcome, LockError> {
+    let mut call = WATCHDOG_RENEW.prepare();
+    call.key(key).arg(ttl_ms).arg(owner);
+    let answer: i64 = scripts::run(&mut connection, &call).await?;
+    Ok(renew_outcome(answer))
+}
+
+async fn renew_chunk(
+    mut connection: ConnectionManager,
+    targets: Vec<BatchTarget>,
+    ttl_ms: u64,
+) -> Result<Vec<RenewOutcome>, LockError> {
+    let mut call = WATCHDOG_RENEW_BATCH.prepare();
+    for target in &targets {
+        call.key(&*target.key);
+    }
+    call.arg(ttl_ms);
+    for target in &targets {
+        call.arg(&*target.owner);
+    }
+    let answers: Vec<i64> = scripts::run(&mut connection, &call).await?;
+    if answers.len() != targets.len() {
+        return Err(LockError::backend(
+            BACKEND,
+            format!(
+                "batch renewal answered {} results for {} locks",
+                answers.len(),
+                targets.len()
+            ),
+        ));
+    }
+    Ok(answers.into_iter().map(renew_outcome).collect())
+}
+
+/// A TTL in whole milliseconds, rounded up (Redis's granularity), at least 1.
+fn ttl_millis(ttl: Duration) -> u64 {
+    let ms = ttl.as_nanos().div_ceil(1_000_000).max(1);
+    u64::try_from(ms).unwrap_or(u64::MAX)
+}
+
+/// How this client renews: per-lock loops (started lazily) or the batch scheduler.
+#[derive(Debug)]
+enum Renewer {
+    PerLock(DeferredStarts),
+    Batched(BatchRenewer),
+}
+
+/// One client of a Redis server running the `redis-watchdog` strategy. See the module docs.
+#[derive(Debug)]
+pub struct RedisWatchdog {
+    core: Arc<Core>,
+    renewer: Renewer,
+    waiters: Subscriptions,
+    closed: watch::Sender<bool>,
+}
+
+impl RedisWatchdog {
+    /// What every redis-watchdog client can do (known without connecting).
+    pub const CAPABILITIES: Capabilities = Capabilities {
+        reentrant: true,
+        fencing: true,
+        auto_renew: true,
+        fixed_lease: true,
+        wait_notify: true,
+        lost_signal: true,
+        min_ttl: Duration::from_millis(1),
+        ttl_granularity: Duration::from_millis(1),
+    };
+
+    /// Connects to `url` (`redis://127.0.0.1:6379`) and loads the scripts. An invalid `config` is a
+    /// `Config` error; a server that does not answer within the connect timeout is a `Backend` error.
+    pub async fn connect(
+        url: &str,
+        config: WatchdogConfig,
+        events: Events,
+    ) -> Result<Self, LockError> {
+        config.validate()?;
+        let connection = RedisConnection::connect(url, config.connection).await?;
+        scripts::load(
+            &mut connection.commands(),
+            &[
+                &WATCHDOG_ACQUIRE,
+                &WATCHDOG_RENEW,
+                &WATCHDOG_RENEW_BATCH,
+                &WATCHDOG_RELEASE,
+            ],
+        )
+        .await?;
+        let waiters = Subscriptions::start(connection.client().clone(), config.connection);
+        let renew_calls = Arc::new(AtomicU64::new(0));
+        let plan = RenewalPlan::new(config.watchdog_timeout, config.renew_ratio);
+        let renewer = match config.renewal {
+            RenewalMode::PerLock => Renewer::PerLock(DeferredStarts::start()),
+            RenewalMode::Batched { chunk } => {
+                let commands = connection.commands();
+                let calls = renew_calls.clone();
+                let ttl_ms = ttl_millis(config.watchdog_timeout);
+                Renewer::Batched(BatchRenewer::start(
+                    plan,
+                    chunk,
+                    events.clone(),
+                    move |targets| {
+                        let commands = commands.clone();
+                        let calls = calls.clone();
+                        async move {
+                            calls.fetch_add(1, Ordering::Relaxed);
+                            renew_chunk(commands, targets, ttl_ms).await
+                        }
+                    },
+                ))
+            }
+        };
+        Ok(RedisWatchdog {
+            core: Arc::new(Core {
+                connection,
+                config,
+                events,
+                holds: Holds::default(),
+                renew_calls,
+            }),
+            renewer,
+            waiters,
+            closed: watch::Sender::new(false),
+        })
+    }
+
+    /// The settings this client runs with.
+    pub fn config(&self) -> &WatchdogConfig {
+        &self.core.config
+    }
+
+    /// The command connection (shared by every lease of this client).
+    pub fn connection(&self) -> &RedisConnection {
+        &self.core.connection
+    }
+
+    /// The server key of the lock called `name`.
+    pub fn lock_key(&self, name: &str) -> String {
+        format!("{}{{{name}}}", self.core.config.key_prefix)
+    }
+
+    /// Renew script calls this client has made (one per lock per renewal, or one per chunk when batched).
+    pub fn renew_calls(&self) -> u64 {
+        self.core.renew_calls.load(Ordering::Relaxed)
+    }
+
+    /// Locks (key, owner) this client currently holds, re-entrant holds counted once.
+    pub fn held_locks(&self) -> usize {
+        self.core.holds.len()
+    }
+
+    /// Locks in the batch renewal schedule (0 in per-lock mode).
+    pub fn scheduled_renewals(&self) -> usize {
+        match &self.renewer {
+            Renewer::PerLock(_) => 0,
+            Renewer::Batched(batch) => batch.len(),
+        }
+    }
+
+    /// Starts renewing `state`'s lock, the way the configured mode does.
+    fn start_renewal(
+        &self,
+        keys: &LockKeys,
+        owner: &Arc<str>,
+        sent_at: Instant,
+        state: Arc<LeaseState>,
+    ) -> Box<dyn StopRenewal> {
+        let config = &self.core.config;
+        let ttl_ms = ttl_millis(config.watchdog_timeout);
+        let deferred = match &self.renewer {
+            Renewer::Batched(batch) => {
+                let target = BatchTarget {
+                    key: keys.lock.as_str().into(),
+                    owner: owner.clone(),
+                };
+                return batch.schedule(target, state, sent_at);
+            }
+            Renewer::PerLock(deferred) => deferred,
+        };
+        let plan = RenewalPlan::new(config.watchdog_timeout, config.renew_ratio);
+        let commands = self.core.connection.commands();
+        let calls = self.core.renew_calls.clone();
+        let key: Arc<str> = keys.lock.as_str().into();
+        let owner = owner.clone();
+        let renew = move || {
+            let (commands, key, owner) = (commands.clone(), key.clone(), owner.clone());
+            calls.fetch_add(1, Ordering::Relaxed);
+            async move { renew_one(commands, &key, &owner, ttl_ms).await }
+        };
+        let events = self.core.events.clone();
+        let mut closed = self.closed.subscribe();
+        // The loop is spawned only if the lease is still held half a period after the acquire; its
+        // first renewal stays due one period after it.
+        let start = move || {
+            let renewing = renew_until_lost(state, plan, sent_at, events, renew);
+            let task = tokio::spawn(async move {
+                tokio::select! {
+                    _ = renewing => {}
+                    _ = closed.wait_for(|closed| *closed) => {}
+                }
+            });
+            task.abort_handle()
+        };
+        deferred.schedule(sent_at + plan.period / 2, Box::new(start))
+    }
+
+    /// Registers a granted hold and builds its lease. No await: a cancelled acquire either never gets
+    /// here or gets a whole lease.
+    #[allow(clippy::too_many_arguments)]
+    fn grant(
+        &self,
+        keys: LockKeys,
+        owner_id: OwnerId,
+        owner: Arc<str>,
+        token: FencingToken,
+        mode: LeaseMode,
+        ttl: Duration,
+        sent_at: Instant,
+    ) -> Lease {
+        let renew = |state| self.start_renewal(&keys, &owner, sent_at, state);
+        let start: Option<&dyn Fn(Arc<LeaseState>) -> Box<dyn StopRenewal>> = match mode {
+            LeaseMode::Watchdog => Some(&renew),
+            LeaseMode::Fixed(_) => None,
+        };
+        let events = &self.core.events;
+        let (state, ticket) =
+            self.core
+                .holds
+                .enter(&keys.name, &owner, sent_at + ttl, events, start);
+        events.emit(|| LockEvent::Acquired {
+            key: keys.name.clone(),
+            token,
+            mode,
+            sent_at,
+            at: Instant::now(),
+        });
+        let hold = WatchdogHold {
+            core: self.core.clone(),
+            ticket,
+            keys: Arc::new(keys),
+            ttl_ms: ttl_millis(ttl),
+        };
+        Lease::new(owner_id, token, mode, sent_at, state, Box::new(hold))
+    }
+
+    /// Waits for a wake-up: an unlock message (when subscribed) or `until`.
+    async fn wait(
+        waiting: &mut Option<Subscription>,
+        channel: &Subscriptions,
+        name: &str,
+        until: Instant,
+    ) {
+        let sleep = tokio::time::sleep_until(until.into());
+        match waiting {
+            // First miss: subscribe, then retry at once (Redisson: subscribe, then try again), so an
+            // unlock between the failed attempt and the subscription is caught by the retry.
+            None => {
+                let subscription = waiting.insert(channel.join(name));
+                tokio::select! {
+                    _ = subscription.confirmed() => {}
+                    _ = sleep => {}
+                }
+            }
+            Some(_) => sleep.await,
+        }
+    }
+}
+
+#[async_trait]
+impl Locker for RedisWatchdog {
+    fn id(&self) -> &str {
+        match self.config().renewal {
+            RenewalMode::PerLock => ID,
+            RenewalMode::Batched { .. } => BATCHED_ID,
+        }
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Self::CAPABILITIES
+    }
+
+    async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
+        if *self.closed.borrow() {
+            return Err(LockError::backend(BACKEND, "client closed"));
+        }
+        let ttl = match opts.lease {
+            LeaseMode::Watchdog => self.core.config.watchdog_timeout,
+            LeaseMode::Fixed(d) if d.is_zero() => {
+                return Err(LockError::Config("fixed lease must be > 0".into()));
+            }
+            LeaseMode::Fixed(d) => d,
+        };
+        let ttl_ms = ttl_millis(ttl);
+        let keys = LockKeys::new(&self.core.config.key_prefix, key)?;
+        let owner_id = opts.owner.clone().unwrap_or_else(OwnerId::unique);
+        let owner = owner_field(&self.core.config.client_id, &owner_id);
+        let started = Instant::now();
+        let give_up = opts.wait.map(|w| started + w);
+        let mut waiting: Option<Subscription> = None;
+        loop {
+            // Armed before the attempt: an unlock published while it runs still wakes us.
+            let wakeup = waiting.as_ref().map(Subscription::arm);
+            let sent_at = Instant::now();
+            let pttl = match self.core.try_acquire(&keys, &owner, ttl_ms).await? {
+                Attempt::Acquired(token) => {
+                    return Ok(self.grant(keys, owner_id, owner, token, opts.lease, ttl, sent_at));
+                }
+                Attempt::Busy(pttl) => pttl,
+            };
+            let now = Instant::now();
+            let Some(give_up) = give_up.filter(|g| now < *g) else {
+                return Err(LockError::Timeout {
+                    key: key.to_string(),
+                    waited: started.elapsed(),
+                });
+            };
+            let holder_left = match pttl {
+                n if n > 0 => Duration::from_millis(n.unsigned_abs()),
+                // No TTL on the key (set by someone else): only a message or our own deadline helps.
+                -1 => self.core.config.watchdog_timeout,
+                _ => Duration::from_millis(1),
+            };
+            let until = (now + holder_left).min(give_up);
+            match wakeup {
+                Some(wakeup) => {
+                    tokio::select! {
+                        _ = wakeup => {}
+                        _ = tokio::time::sleep_until(until.into()) => {}
+                    }
+                }
+                None => Self::wait(&mut waiting, &self.waiters, &keys.channel, until).await,
+            }
+        }
+    }
+
+    async fn close(&self) {
+        self.shut_down();
+    }
+}
+
+impl RedisWatchdog {
+    /// Stops renewals, the batch scheduler and the pub/sub dispatcher. Idempotent.
+    fn shut_down(&self) {
+        self.closed.send_replace(true);
+        match &self.renewer {
+            Renewer::PerLock(deferred) => deferred.stop(),
+            Renewer::Batched(batch) => batch.stop(),
+        }
+        self.waiters.stop();
+    }
+}
+
+impl Drop for RedisWatchdog {
+    fn drop(&mut self) {
+        self.shut_down();
+    }
+}
+
+/// A watchdog lease's release path.
+#[derive(Debug)]
+struct WatchdogHold {
+    core: Arc<Core>,
+    ticket: HoldTicket,
+    keys: Arc<LockKeys>,
+    ttl_ms: u64,
+}
+
+#[async_trait]
+impl LeaseHandle for WatchdogHold {
+    async fn release(self: Box<Self>) -> Result<(), LockError> {
+        // Renewal stops here, before the server is asked, whatever the answer will be.
+        self.core.holds.leave(&self.ticket);
+        self.core
+            .release(&self.keys, &self.ticket.owner, self.ttl_ms)
+            .await
+            .map(|_freed| ())
+    }
+
+    fn abandon(self: Box<Self>) {
+        self.core.holds.leave(&self.ticket);
+        // Outside a runtime nothing can be sent: the lock expires by its TTL, unrenewed.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                // NotHeld or an error here only means the lease had already gone or will expire.
+                let _ = self
+                    .core
+                    .release(&self.keys, &self.ticket.owner, self.ttl_ms)
+                    .await;
+            });
+        }
+    }
+}

@@ -1,1 +1,0 @@
-//! `zookeeper`: the ephemeral-sequential lock recipe, with the session as the lease.

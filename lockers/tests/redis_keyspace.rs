@@ -1,0 +1,483 @@
+//! `redis-keyspace` against a real redis-server (one per test, started by lockbench-servers): the
+//! conformance suite for the shadow variant, the cases the naive variant can honestly claim, then what
+//! is specific to keyspace notifications — the shadow key holding a lock at `hz 10` and `hz 100` (with
+//! the measured event delays), the naive variant's flaw, a `CLIENT KILL TYPE pubsub` during a hold,
+//! waiters woken by `del`/`expired` events, and the server's `notify-keyspace-events` setting.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use lockbench_servers::{RedisOptions, RedisServer};
+use lockers::conformance::Target;
+use lockers::redis::{KeyspaceConfig, KeyspaceVariant as Variant, RedisKeyspace};
+use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, LossReason};
+
+const TIMEOUT: Duration = Duration::from_millis(600);
+const PREFIX: &str = "lbtest:";
+
+fn config() -> KeyspaceConfig {
+    KeyspaceConfig {
+        watchdog_timeout: TIMEOUT,
+        key_prefix: PREFIX.into(),
+        ..KeyspaceConfig::default()
+    }
+}
+
+fn lock_key(name: &str) -> String {
+    format!("{PREFIX}{{{name}}}")
+}
+
+struct Keyspace {
+    server: RedisServer,
+    variant: Variant,
+}
+
+impl Keyspace {
+    fn start(variant: Variant) -> Self {
+        Self::start_with(variant, RedisOptions::default())
+    }
+
+    fn start_with(variant: Variant, options: RedisOptions) -> Self {
+        Keyspace {
+            server: RedisServer::start_with(options).unwrap(),
+            variant,
+        }
+    }
+
+    async fn connect_with(&self, config: KeyspaceConfig, events: Events) -> Arc<RedisKeyspace> {
+        let url = self.server.url();
+        Arc::new(
+            RedisKeyspace::connect(&url, self.variant, config, events)
+                .await
+                .unwrap(),
+        )
+    }
+
+    async fn connect(&self, events: Events) -> Arc<RedisKeyspace> {
+        self.connect_with(config(), events).await
+    }
+
+    fn redis(&self, args: &[&str]) -> String {
+        self.server.command(args).unwrap()
+    }
+}
+
+#[async_trait]
+impl Target for Keyspace {
+    async fn client(&self, events: Events) -> Arc<dyn Locker> {
+        self.connect(events).await
+    }
+
+    fn watchdog_timeout(&self) -> Duration {
+        TIMEOUT
+    }
+
+    fn short_lease(&self) -> Duration {
+        Duration::from_millis(300)
+    }
+
+    async fn remove_behind_back(&self, lease: &Lease) {
+        assert_eq!(self.redis(&["DEL", &lock_key(lease.key())]), "1");
+    }
+
+    fn slack(&self) -> Duration {
+        Duration::from_millis(200)
+    }
+}
+
+/// The shadow variant claims every case its capabilities declare.
+mod shadow {
+    use super::*;
+
+    lockers::conformance_tests!(Keyspace::start(Variant::Shadow));
+}
+
+/// The naive variant runs every case except the two it fails by design (see the module docs of
+/// `lockers::redis::keyspace`): `watchdog_lease_outlives_timeout` (a contender gets in at each expiry;
+/// [`naive_contender_gets_in_while_the_holder_believes_it_holds`] proves it) and
+/// `lost_when_removed_behind_back` (a `DEL` publishes no `expired` event, so the naive holder never
+/// learns; [`naive_holder_never_learns_of_a_del`] shows it).
+mod naive {
+    use super::*;
+
+    lockers::conformance_tests!(@cases Keyspace::start(Variant::Naive);
+        mutual_exclusion, release_then_reacquire, try_once_on_held_lock, wait_timeout_is_honoured,
+        fixed_lease_expires, tokens_strictly_increase, stale_release_is_not_held,
+        cancelled_acquire_leaks_nothing, reentrant_acquire_and_release, dropped_lease_is_released);
+}
+
+fn unique(name: &str) -> String {
+    format!("{name}:{:08x}", rand::random::<u32>())
+}
+
+async fn expect_busy(locker: &RedisKeyspace, key: &str) {
+    match locker.acquire(key, &AcquireOptions::try_once()).await {
+        Err(LockError::Timeout { .. }) => {}
+        other => panic!("expected the lock to be busy, got {other:?}"),
+    }
+}
+
+/// The `trigger_lag` of every `Renewed` event (each must carry one).
+fn trigger_lags(log: &EventLog) -> Vec<Duration> {
+    log.snapshot()
+        .into_iter()
+        .filter_map(|e| match e {
+            LockEvent::Renewed { trigger_lag, .. } => Some(trigger_lag.expect("a trigger lag")),
+            _ => None,
+        })
+        .collect()
+}
+
+fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// A 600 ms shadow-variant lock stays held for 5 s while another client tries every 20 ms. Returns the
+/// renewals' trigger lags (shadow expiry event arrival − the shadow's nominal deadline).
+async fn shadow_holds_for_5s(hz: u32) -> Vec<Duration> {
+    let t = Keyspace::start_with(
+        Variant::Shadow,
+        RedisOptions {
+            hz: Some(hz),
+            ..RedisOptions::default()
+        },
+    );
+    let log = EventLog::new();
+    let (a, b) = (
+        t.connect(Events::to(log.clone())).await,
+        t.connect(Events::none()).await,
+    );
+    let key = unique("shadow-holds");
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    let until = Instant::now() + Duration::from_secs(5);
+    let mut tries = 0;
+    while Instant::now() < until {
+        expect_busy(&b, &key).await;
+        assert!(
+            lease.is_held(),
+            "hz {hz}: holder lost belief after {tries} tries: {:?}",
+            lease.state()
+        );
+        tries += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(tries >= 100, "only {tries} tries in 5 s");
+    lease.release().await.unwrap();
+    let mut lags = trigger_lags(&log);
+    lags.sort();
+    assert!(!lags.is_empty(), "hz {hz}: no renewal at all");
+    println!(
+        "hz {hz}: {} renewals in 5 s; trigger lag p50 {:?}, max {:?}",
+        lags.len(),
+        quantile(&lags, 0.5),
+        quantile(&lags, 1.0)
+    );
+    // Shadow TTL 400 ms + lag per cycle: ≥ 10 renewals in 5 s when events come within ~100 ms.
+    assert!(lags.len() >= 9, "hz {hz}: {} renewals in 5 s", lags.len());
+    lags
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shadow_holds_at_hz_10() {
+    let lags = shadow_holds_for_5s(10).await;
+    // One active expiry cycle every 100 ms: events up to ~100 ms late (plus scheduling).
+    assert!(
+        quantile(&lags, 1.0) < Duration::from_millis(180),
+        "{lags:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shadow_holds_at_hz_100() {
+    let lags = shadow_holds_for_5s(100).await;
+    // One cycle every 10 ms.
+    assert!(quantile(&lags, 0.5) < Duration::from_millis(30), "{lags:?}");
+}
+
+/// The naive flaw: when the lock key expires, a polling contender takes it (its own `SET NX` makes
+/// Redis delete the expired key) before the naive holder's re-acquire arrives, while the holder still
+/// believes it holds the lock. The holder learns it only afterwards (`TakenOver`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn naive_contender_gets_in_while_the_holder_believes_it_holds() {
+    const TRIES: usize = 5;
+    let t = Keyspace::start(Variant::Naive);
+    let log = EventLog::new();
+    let (a, b) = (
+        t.connect(Events::to(log.clone())).await,
+        t.connect(Events::none()).await,
+    );
+    for attempt in 1..=TRIES {
+        let key = unique("naive-flaw");
+        let held_at = Instant::now();
+        let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+        // Poll for up to 3 lock lifetimes, every 5 ms.
+        let mut taken = None;
+        while held_at.elapsed() < TIMEOUT * 3 {
+            if let Ok(contender) = b.acquire(&key, &AcquireOptions::try_once()).await {
+                taken = Some((Instant::now(), lease.is_held(), contender));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let Some((got_in_at, holder_believed, contender)) = taken else {
+            println!("try {attempt}: the naive holder re-acquired every time; no overlap");
+            continue;
+        };
+        let got_in_after = got_in_at - held_at;
+        assert!(
+            got_in_after >= TIMEOUT,
+            "contender got in after {got_in_after:?}, before the TTL"
+        );
+        if !holder_believed {
+            println!("try {attempt}: the holder had already noticed; trying again");
+            continue;
+        }
+        let reason = tokio::time::timeout(Duration::from_secs(1), lease.lost())
+            .await
+            .unwrap();
+        assert_eq!(reason, LossReason::TakenOver);
+        // `lost()` may resolve a moment before the `Lost` event is recorded.
+        let lost_event = || {
+            log.snapshot().into_iter().find_map(|e| match e {
+                LockEvent::Lost {
+                    key: k,
+                    detected_at,
+                    ..
+                } if *k == *key => Some(detected_at),
+                _ => None,
+            })
+        };
+        let mut noticed_at = lost_event();
+        for _ in 0..50 {
+            if noticed_at.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            noticed_at = lost_event();
+        }
+        let noticed_at = noticed_at.unwrap();
+        assert!(
+            noticed_at > got_in_at,
+            "the holder noticed before the contender got in"
+        );
+        println!(
+            "try {attempt}: contender got in {got_in_after:?} after the naive acquire, while the holder \
+             believed it held the lock; the holder noticed {:?} later (TakenOver)",
+            noticed_at - got_in_at
+        );
+        contender.release().await.unwrap();
+        return;
+    }
+    panic!("the naive flaw did not show in {TRIES} tries");
+}
+
+/// A `DEL` behind the naive holder's back publishes `del`, not `expired`: the naive holder never learns,
+/// and its optimistic belief outlives the lock (the shadow variant passes this conformance case).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn naive_holder_never_learns_of_a_del() {
+    let t = Keyspace::start(Variant::Naive);
+    let (a, b) = (
+        t.connect(Events::none()).await,
+        t.connect(Events::none()).await,
+    );
+    let key = unique("naive-del");
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    assert_eq!(t.redis(&["DEL", &lock_key(&key)]), "1");
+    // A fixed lease: it does not expire (and publish `expired`) during the check.
+    let intruder_lease = AcquireOptions::try_once().fixed(Duration::from_secs(5));
+    let intruder = b.acquire(&key, &intruder_lease).await.unwrap();
+    let lost = tokio::time::timeout(TIMEOUT * 2, lease.lost()).await;
+    assert!(lost.is_err(), "naive holder noticed: {lost:?}");
+    assert!(lease.is_held(), "the naive belief ran out");
+    intruder.release().await.unwrap();
+}
+
+/// `CLIENT KILL TYPE pubsub` during a hold: the events published while the subscription is down are
+/// lost, but the client notices the break, resubscribes, and renews at once, so the shadow-variant lock
+/// is kept while a contender keeps trying.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shadow_keeps_the_lock_through_a_pubsub_kill() {
+    let t = Keyspace::start(Variant::Shadow);
+    let log = EventLog::new();
+    let (a, b) = (
+        t.connect(Events::to(log.clone())).await,
+        t.connect(Events::none()).await,
+    );
+    let expired_channel = "__keyevent@0__:expired";
+    assert_eq!(
+        t.redis(&["PUBSUB", "NUMSUB", expired_channel])
+            .lines()
+            .nth(1),
+        Some("2")
+    );
+    let key = unique("pubsub-kill");
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let killed_at = Instant::now();
+    let killed: u32 = t
+        .redis(&["CLIENT", "KILL", "TYPE", "pubsub"])
+        .parse()
+        .unwrap();
+    assert_eq!(killed, 2, "both clients' subscriptions");
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        expect_busy(&b, &key).await;
+        assert!(lease.is_held(), "lost after the kill: {:?}", lease.state());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(a.subscriber_reconnects(), 1);
+    assert_eq!(
+        t.redis(&["PUBSUB", "NUMSUB", expired_channel])
+            .lines()
+            .nth(1),
+        Some("2")
+    );
+    let after_kill: Vec<(Duration, Duration)> = log
+        .snapshot()
+        .into_iter()
+        .filter_map(|e| match e {
+            LockEvent::Renewed {
+                sent_at,
+                trigger_lag,
+                ..
+            } if sent_at > killed_at => Some((sent_at - killed_at, trigger_lag.unwrap())),
+            _ => None,
+        })
+        .collect();
+    println!("renewals after the kill (sent, from the kill; trigger lag): {after_kill:?}");
+    let renewals_after: Vec<Duration> = after_kill.iter().map(|(sent, _)| *sent).collect();
+    // The resubscription renewal comes within the reconnect back-off; then one per shadow expiry.
+    assert!(
+        renewals_after[0] < Duration::from_millis(250),
+        "{renewals_after:?}"
+    );
+    assert!(renewals_after.len() >= 4, "{renewals_after:?}");
+    lease.release().await.unwrap();
+}
+
+/// Waiters wake on the lock key's `del` (release) and `expired` events, not on their fallback re-check
+/// (set to 5 s here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_wake_on_del_and_expired_events() {
+    let t = Keyspace::start_with(
+        Variant::Shadow,
+        RedisOptions {
+            hz: Some(100),
+            ..RedisOptions::default()
+        },
+    );
+    let slow_recheck = KeyspaceConfig {
+        waiter_recheck: Duration::from_secs(5),
+        ..config()
+    };
+    let a = t.connect(Events::none()).await;
+    let b = t.connect_with(slow_recheck, Events::none()).await;
+    let wait = AcquireOptions::wait(Duration::from_secs(3));
+
+    let key = unique("wake-del");
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    let waiter = {
+        let (b, key, wait) = (b.clone(), key.clone(), wait.clone());
+        tokio::spawn(async move { b.acquire(&key, &wait).await.map(|l| (Instant::now(), l)) })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released_at = Instant::now();
+    lease.release().await.unwrap();
+    let (got_in_at, next) = waiter.await.unwrap().unwrap();
+    let after_del = got_in_at - released_at;
+    assert!(
+        after_del < Duration::from_millis(100),
+        "woke {after_del:?} after the release"
+    );
+    next.release().await.unwrap();
+
+    let key = unique("wake-expired");
+    let ttl = Duration::from_millis(400);
+    let started = Instant::now();
+    let _expiring = a
+        .acquire(&key, &AcquireOptions::try_once().fixed(ttl))
+        .await
+        .unwrap();
+    let next = b.acquire(&key, &wait).await.unwrap();
+    let got_in = started.elapsed();
+    assert!(
+        got_in >= ttl && got_in < ttl + Duration::from_millis(150),
+        "got in after {got_in:?} (lease {ttl:?}, hz 100)"
+    );
+    println!(
+        "waiter woke {after_del:?} after a release, {:?} after a {ttl:?} expiry",
+        got_in - ttl
+    );
+    next.release().await.unwrap();
+}
+
+/// Connecting adds the flags the strategy needs to the user's own `notify-keyspace-events`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_are_added_to_the_users_flags() {
+    let t = Keyspace::start_with(
+        Variant::Naive,
+        RedisOptions {
+            notify_keyspace_events: Some("Kl".into()),
+            ..RedisOptions::default()
+        },
+    );
+    let a = t.connect(Events::none()).await;
+    let reply = t.redis(&["CONFIG", "GET", "notify-keyspace-events"]);
+    let flags = reply.lines().nth(1).unwrap();
+    for flag in ['K', 'l', 'E', 'x', 'g'] {
+        assert!(flags.contains(flag), "{flag} missing from {flags:?}");
+    }
+    assert_eq!(a.notify_keyspace_events(), flags);
+}
+
+/// A client that may not run CONFIG (an ACL here) fails to connect with a `Config` error naming the
+/// setting, rather than running without events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_config_is_a_clear_error() {
+    let t = Keyspace::start(Variant::Shadow);
+    let setup = [
+        "ACL", "SETUSER", "noconfig", "on", ">pw", "~*", "&*", "+@all", "-config",
+    ];
+    assert_eq!(t.redis(&setup), "OK");
+    let url = format!("redis://noconfig:pw@{}/", t.server.addr());
+    let err = RedisKeyspace::connect(&url, Variant::Shadow, config(), Events::none())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "config", "{err}");
+    assert!(err.to_string().contains("notify-keyspace-events"), "{err}");
+    println!("{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_a_clear_error() {
+    let t = Keyspace::start(Variant::Shadow);
+    let a = t.connect(Events::none()).await;
+    assert_eq!(a.id(), "redis-keyspace-shadow");
+    assert_eq!(a.capabilities(), Variant::Shadow.capabilities());
+    let err = a
+        .acquire("", &AcquireOptions::try_once())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "config", "{err}");
+    let bad = KeyspaceConfig {
+        shadow_ratio: 1.5,
+        ..config()
+    };
+    let err = RedisKeyspace::connect(&t.server.url(), Variant::Shadow, bad, Events::none())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("shadow_ratio"), "{err}");
+    let started = Instant::now();
+    let err = RedisKeyspace::connect(
+        "redis://127.0.0.1:1/",
+        Variant::Naive,
+        config(),
+        Events::none(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), "backend", "{err}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+}

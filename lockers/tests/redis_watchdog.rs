@@ -1,0 +1,586 @@
+//! `redis-watchdog` against a real redis-server (one per test, started by lockbench-servers), in both
+//! renewal modes: the conformance suite, then what is specific to the watchdog — renewal seen from the
+//! server (`INFO commandstats`), loss detection after a `DEL` and during a `SIGSTOP` of the server,
+//! re-entrancy counts in the hash, batched renewal costs, pub/sub subscriptions of waiters, bad input.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use lockbench_servers::RedisServer;
+use lockers::conformance::Target;
+use lockers::redis::{RedisWatchdog, RenewalMode, WatchdogConfig};
+use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, OwnerId};
+
+const TIMEOUT: Duration = Duration::from_millis(600);
+/// The renewal period: TIMEOUT × 1/3.
+const PERIOD: Duration = Duration::from_millis(200);
+const PREFIX: &str = "lbtest:";
+
+fn config(mode: RenewalMode) -> WatchdogConfig {
+    WatchdogConfig {
+        watchdog_timeout: TIMEOUT,
+        renewal: mode,
+        key_prefix: PREFIX.into(),
+        ..WatchdogConfig::default()
+    }
+}
+
+fn lock_key(name: &str) -> String {
+    format!("{PREFIX}{{{name}}}")
+}
+
+struct Watchdog {
+    server: RedisServer,
+    mode: RenewalMode,
+}
+
+impl Watchdog {
+    fn start(mode: RenewalMode) -> Self {
+        Watchdog {
+            server: RedisServer::start().unwrap(),
+            mode,
+        }
+    }
+
+    async fn connect(&self, events: Events) -> Arc<RedisWatchdog> {
+        let url = self.server.url();
+        Arc::new(
+            RedisWatchdog::connect(&url, config(self.mode), events)
+                .await
+                .unwrap(),
+        )
+    }
+
+    fn redis(&self, args: &[&str]) -> String {
+        self.server.command(args).unwrap()
+    }
+
+    /// `calls` of `cmdstat_<command>` in `INFO commandstats` (commands run inside scripts included).
+    fn calls(&self, command: &str) -> u64 {
+        let info = self.redis(&["INFO", "commandstats"]);
+        let prefix = format!("cmdstat_{command}:calls=");
+        info.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |n| n.parse().unwrap())
+    }
+
+    fn evalsha_calls(&self) -> u64 {
+        self.calls("evalsha")
+    }
+
+    fn subscribers(&self, channel: &str) -> u64 {
+        let reply = self.redis(&["PUBSUB", "NUMSUB", channel]);
+        reply.lines().nth(1).unwrap().parse().unwrap()
+    }
+}
+
+#[async_trait]
+impl Target for Watchdog {
+    async fn client(&self, events: Events) -> Arc<dyn Locker> {
+        self.connect(events).await
+    }
+
+    fn watchdog_timeout(&self) -> Duration {
+        TIMEOUT
+    }
+
+    fn short_lease(&self) -> Duration {
+        Duration::from_millis(300)
+    }
+
+    async fn remove_behind_back(&self, lease: &Lease) {
+        assert_eq!(self.redis(&["DEL", &lock_key(lease.key())]), "1");
+    }
+
+    fn slack(&self) -> Duration {
+        Duration::from_millis(200)
+    }
+}
+
+/// Resumes a `SIGSTOP`ped server when dropped, also when the test fails.
+struct Frozen<'a>(&'a RedisServer);
+
+impl Drop for Frozen<'_> {
+    fn drop(&mut self) {
+        self.0.resume().unwrap();
+    }
+}
+
+fn unique(name: &str) -> String {
+    format!("{name}:{:08x}", rand::random::<u32>())
+}
+
+async fn expect_busy(locker: &RedisWatchdog, key: &str) {
+    match locker.acquire(key, &AcquireOptions::try_once()).await {
+        Err(LockError::Timeout { .. }) => {}
+        other => panic!("expected the lock to be busy, got {other:?}"),
+    }
+}
+
+/// A 600 ms watchdog lease stays held for 5 s while another client tries every 20 ms; every renewal
+/// reports the TTL it found, within (0, timeout].
+async fn holder_keeps_lock_for_5s(mode: RenewalMode) {
+    let t = Watchdog::start(mode);
+    let log = EventLog::new();
+    let (a, b) = (
+        t.connect(Events::to(log.clone())).await,
+        t.connect(Events::none()).await,
+    );
+    let key = unique("keeps");
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    let until = Instant::now() + Duration::from_secs(5);
+    let mut tries = 0;
+    while Instant::now() < until {
+        expect_busy(&b, &key).await;
+        assert!(lease.is_held(), "holder lost belief after {tries} tries");
+        tries += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(tries >= 100, "only {tries} tries in 5 s");
+    let margins: Vec<Duration> = log
+        .snapshot()
+        .into_iter()
+        .filter_map(|e| match e {
+            LockEvent::Renewed {
+                remaining_ttl_before,
+                ..
+            } => Some(remaining_ttl_before.unwrap()),
+            _ => None,
+        })
+        .collect();
+    // 5 s / 200 ms = 25 renewals; allow for a slow machine but not for a stalled watchdog.
+    assert!(margins.len() >= 18, "{} renewals in 5 s", margins.len());
+    assert!(
+        margins.iter().all(|m| !m.is_zero() && *m <= TIMEOUT),
+        "margins out of range: {margins:?}"
+    );
+    lease.release().await.unwrap();
+    b.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+}
+
+/// After release the key is gone and no renew call reaches the server any more.
+async fn release_stops_renewal_on_the_server(mode: RenewalMode) {
+    let t = Watchdog::start(mode);
+    let a = t.connect(Events::none()).await;
+    let key = unique("stops");
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    let before = t.evalsha_calls();
+    tokio::time::sleep(PERIOD * 3).await;
+    let renewing = t.evalsha_calls() - before;
+    assert!(
+        renewing >= 2,
+        "only {renewing} renew calls in 3 periods while held"
+    );
+    lease.release().await.unwrap();
+    assert_eq!(t.redis(&["EXISTS", &lock_key(&key)]), "0");
+    let (server_after, client_after) = (t.evalsha_calls(), a.renew_calls());
+    tokio::time::sleep(PERIOD * 3).await;
+    assert_eq!(
+        t.evalsha_calls(),
+        server_after,
+        "script calls after release"
+    );
+    assert_eq!(a.renew_calls(), client_after, "renew calls after release");
+    assert_eq!((a.held_locks(), a.scheduled_renewals()), (0, 0));
+    assert_eq!(t.calls("publish"), 0, "an uncontended release published");
+}
+
+/// Deleting the key behind the holder's back fires `lost()` within one renewal period.
+async fn delete_fires_lost_within_a_period(mode: RenewalMode) {
+    let t = Watchdog::start(mode);
+    let a = t.connect(Events::none()).await;
+    let key = unique("deleted");
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    // Past the first renewal: batched mode's first one may come up to 1.5 periods after the acquire.
+    tokio::time::sleep(PERIOD * 2 - PERIOD / 4).await;
+    assert!(lease.is_held());
+    let deleted_at = Instant::now();
+    assert_eq!(t.redis(&["DEL", &lock_key(&key)]), "1");
+    let bound = PERIOD + Duration::from_millis(150);
+    let reason = tokio::time::timeout(bound, lease.lost())
+        .await
+        .unwrap_or_else(|_| panic!("lost() not resolved {bound:?} after the DEL"));
+    eprintln!("noticed after {:?}: {reason}", deleted_at.elapsed());
+    assert_eq!(reason, lockers::LossReason::RenewRejected);
+    assert!(!lease.is_held());
+    assert!(matches!(
+        lease.release().await,
+        Err(LockError::NotHeld { .. })
+    ));
+}
+
+/// While the server is frozen (SIGSTOP) for longer than the timeout, `lost()` fires and `is_held()`
+/// turns false by the local deadline — before the server could answer anything.
+async fn frozen_server_loses_lease_by_deadline(mode: RenewalMode) {
+    let t = Watchdog::start(mode);
+    let log = EventLog::new();
+    let a = t.connect(Events::to(log.clone())).await;
+    let key = unique("frozen");
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    t.server.pause().unwrap();
+    let frozen = Frozen(&t.server);
+    let frozen_at = Instant::now();
+    let deadline = lease.deadline();
+    assert!(deadline <= frozen_at + TIMEOUT, "deadline beyond one TTL");
+    let slack = Duration::from_millis(100);
+    let reason = tokio::time::timeout_at((deadline + slack).into(), lease.lost())
+        .await
+        .unwrap_or_else(|_| panic!("lost() not resolved by the deadline + {slack:?}"));
+    let noticed = Instant::now();
+    assert!(noticed >= deadline, "lost before the deadline");
+    assert!(!lease.is_held(), "still believed held after lost()");
+    assert_eq!(reason, lockers::LossReason::Expired);
+    // The server is still frozen: the loss was detected locally, not by an answer.
+    assert!(frozen_at.elapsed() < TIMEOUT + Duration::from_millis(500));
+    tokio::time::sleep_until((frozen_at + TIMEOUT + Duration::from_millis(300)).into()).await;
+    drop(frozen);
+    let failed = log.count(|e| matches!(e, LockEvent::RenewFailed { .. }));
+    let lost = log.count(|e| matches!(e, LockEvent::Lost { .. }));
+    assert_eq!(lost, 1, "one Lost event");
+    eprintln!(
+        "{failed} RenewFailed events while frozen; lost {:?} after freezing",
+        noticed - frozen_at
+    );
+    // Resumed: the expired lock is free for others.
+    let b = t.connect(Events::none()).await;
+    b.acquire(&key, &AcquireOptions::wait(TIMEOUT))
+        .await
+        .unwrap();
+}
+
+/// Same owner twice: the hash counts 2; one release leaves it held (count 1), the second frees it.
+async fn reentrant_counts_in_the_hash(mode: RenewalMode) {
+    let t = Watchdog::start(mode);
+    let (a, b) = (
+        t.connect(Events::none()).await,
+        t.connect(Events::none()).await,
+    );
+    let key = unique("reentrant");
+    let opts = AcquireOptions::try_once().owner(OwnerId::new("worker-7"));
+    let outer = a.acquire(&key, &opts).await.unwrap();
+    let inner = a.acquire(&key, &opts).await.unwrap();
+    assert_eq!(outer.token(), inner.token());
+    let field = format!("{}:worker-7", a.config().client_id);
+    assert_eq!(t.redis(&["HGET", &lock_key(&key), &field]), "2");
+    assert_eq!(a.held_locks(), 1, "one renewal entry for both holds");
+    inner.release().await.unwrap();
+    assert_eq!(t.redis(&["HGET", &lock_key(&key), &field]), "1");
+    expect_busy(&b, &key).await;
+    tokio::time::sleep(TIMEOUT).await;
+    assert!(
+        outer.is_held(),
+        "outer hold not renewed after the inner release"
+    );
+    expect_busy(&b, &key).await;
+    let outer_token = outer.token();
+    outer.release().await.unwrap();
+    assert_eq!(t.redis(&["EXISTS", &lock_key(&key)]), "0");
+    let next = b.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    assert!(next.token() > outer_token);
+}
+
+/// A release by someone who no longer holds the lock is `NotHeld` and leaves the holder's hash alone.
+async fn non_owner_release_is_an_error(mode: RenewalMode) {
+    let t = Watchdog::start(mode);
+    let (a, b) = (
+        t.connect(Events::none()).await,
+        t.connect(Events::none()).await,
+    );
+    let key = unique("non-owner");
+    let stale = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    t.redis(&["DEL", &lock_key(&key)]);
+    let current = b.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    let before = t.redis(&["HGETALL", &lock_key(&key)]);
+    match stale.release().await {
+        Err(LockError::NotHeld { key: k }) => assert_eq!(k, key),
+        other => panic!("non-owner release gave {other:?}"),
+    }
+    assert_eq!(t.redis(&["HGETALL", &lock_key(&key)]), before);
+    assert!(current.is_held());
+    current.release().await.unwrap();
+}
+
+/// A waiter wakes on the unlock message, long before the holder's TTL would have run out, and does
+/// not poll while it waits.
+async fn waiter_wakes_on_unlock_message(mode: RenewalMode) {
+    let t = Watchdog::start(mode);
+    let (a, b) = (
+        t.connect(Events::none()).await,
+        t.connect(Events::none()).await,
+    );
+    let key = unique("wake");
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    let (server_before, a_before) = (t.evalsha_calls(), a.renew_calls());
+    let waiter = {
+        let (b, key) = (b.clone(), key.clone());
+        tokio::spawn(async move {
+            let lease = b
+                .acquire(&key, &AcquireOptions::wait(Duration::from_secs(10)))
+                .await;
+            (lease, Instant::now())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(t.subscribers(&format!("{}:unlock", lock_key(&key))), 1);
+    let attempts = t.evalsha_calls() - server_before - (a.renew_calls() - a_before);
+    // Retries happen only when the holder's TTL (≥ 400 ms, renewed) would have run out.
+    assert!(
+        attempts <= 6,
+        "{attempts} acquire attempts while waiting 1.2 s"
+    );
+    let released_at = Instant::now();
+    lease.release().await.unwrap();
+    let (next, got_at) = waiter.await.unwrap();
+    assert_eq!(
+        t.calls("publish"),
+        1,
+        "the contended release did not publish once"
+    );
+    let handoff = got_at - released_at;
+    assert!(next.is_ok(), "waiter failed: {next:?}");
+    assert!(
+        handoff < Duration::from_millis(150),
+        "hand-off took {handoff:?}"
+    );
+    next.unwrap().release().await.unwrap();
+}
+
+/// Dropping an acquire that waits on pub/sub unsubscribes its channel and leaves no hold or renewal.
+async fn cancelled_waiter_leaves_no_subscription(mode: RenewalMode) {
+    let t = Watchdog::start(mode);
+    let (a, b) = (
+        t.connect(Events::none()).await,
+        t.connect(Events::none()).await,
+    );
+    let key = unique("cancelled");
+    let channel = format!("{}:unlock", lock_key(&key));
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    let waiter = {
+        let (b, key) = (b.clone(), key.clone());
+        tokio::spawn(async move {
+            b.acquire(&key, &AcquireOptions::wait(Duration::from_secs(30)))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(t.subscribers(&channel), 1, "waiter not subscribed");
+    waiter.abort();
+    assert!(waiter.await.unwrap_err().is_cancelled());
+    let until = Instant::now() + Duration::from_secs(1);
+    while t.subscribers(&channel) != 0 {
+        assert!(
+            Instant::now() < until,
+            "still subscribed 1 s after the waiter was dropped"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(t.redis(&["PUBSUB", "CHANNELS", &format!("{PREFIX}*")]), "");
+    assert_eq!((b.held_locks(), b.scheduled_renewals()), (0, 0));
+    lease.release().await.unwrap();
+    tokio::time::sleep(PERIOD).await;
+    assert_eq!(
+        t.redis(&["EXISTS", &lock_key(&key)]),
+        "0",
+        "the dropped waiter took the lock"
+    );
+    assert_eq!(b.renew_calls(), 0);
+}
+
+macro_rules! watchdog_tests {
+    ($mode:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                super::$case($mode).await;
+            }
+        )*
+    };
+}
+
+macro_rules! both_modes {
+    ($mode:expr) => {
+        use super::*;
+
+        lockers::conformance_tests!(Watchdog::start($mode));
+
+        watchdog_tests!($mode;
+            holder_keeps_lock_for_5s, release_stops_renewal_on_the_server,
+            delete_fires_lost_within_a_period, frozen_server_loses_lease_by_deadline,
+            reentrant_counts_in_the_hash, non_owner_release_is_an_error,
+            waiter_wakes_on_unlock_message, cancelled_waiter_leaves_no_subscription);
+    };
+}
+
+mod per_lock {
+    both_modes!(RenewalMode::PerLock);
+}
+
+mod batched {
+    both_modes!(RenewalMode::BATCHED_DEFAULT);
+
+    /// 1,000 held locks cost ⌈1000 / 100⌉ = 10 renew calls per period, counted by the client and by the
+    /// server alike.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn thousand_locks_cost_one_call_per_chunk_per_period() {
+        const LOCKS: usize = 1000;
+        const CHUNK: usize = 100;
+        const PERIODS: u32 = 5;
+        let t = Watchdog::start(RenewalMode::Batched { chunk: CHUNK });
+        let a = t.connect(Events::none()).await;
+        let base = unique("many");
+        let mut leases = Vec::with_capacity(LOCKS);
+        for i in 0..LOCKS {
+            let key = format!("{base}:{i}");
+            leases.push(a.acquire(&key, &AcquireOptions::try_once()).await.unwrap());
+        }
+        assert_eq!(a.scheduled_renewals(), LOCKS);
+        // Let the first renewals (spread by the acquires) settle onto the shared ticks.
+        tokio::time::sleep(PERIOD * 2).await;
+        let (client0, server0) = (a.renew_calls(), t.evalsha_calls());
+        tokio::time::sleep(PERIOD * PERIODS).await;
+        let (client1, server1) = (a.renew_calls(), t.evalsha_calls());
+        let (client, server) = (client1 - client0, server1 - server0);
+        let per_period = LOCKS.div_ceil(CHUNK) as u64;
+        let expected = per_period * u64::from(PERIODS);
+        eprintln!(
+            "{client} client / {server} server renew calls in {PERIODS} periods (expected {expected})"
+        );
+        assert!(
+            client.abs_diff(expected) <= per_period,
+            "{client} renew calls in {PERIODS} periods, expected {expected} ± {per_period}"
+        );
+        assert!(
+            client.abs_diff(server) <= per_period,
+            "client counted {client}, server {server}"
+        );
+        assert!(leases.iter().all(Lease::is_held));
+        for lease in leases {
+            lease.release().await.unwrap();
+        }
+        assert_eq!(a.scheduled_renewals(), 0);
+    }
+}
+
+#[tokio::test]
+async fn invalid_config_is_a_config_error_naming_the_field() {
+    let cases: [(&str, fn(&mut WatchdogConfig)); 4] = [
+        ("watchdog_timeout", |c| c.watchdog_timeout = Duration::ZERO),
+        ("renew_ratio", |c| c.renew_ratio = 1.5),
+        ("renewal.chunk", |c| {
+            c.renewal = RenewalMode::Batched { chunk: 0 }
+        }),
+        ("key_prefix", |c| c.key_prefix = "x}".into()),
+    ];
+    for (field, spoil) in cases {
+        let mut config = WatchdogConfig::default();
+        spoil(&mut config);
+        // Validation comes before any connect, so no server is needed.
+        let err = RedisWatchdog::connect("redis://127.0.0.1:1/", config, Events::none())
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), "config", "{field}: {err}");
+        assert!(err.to_string().contains(field), "{err} should name {field}");
+    }
+    let bad_url =
+        RedisWatchdog::connect("http://nowhere", WatchdogConfig::default(), Events::none())
+            .await
+            .unwrap_err();
+    assert_eq!(bad_url.kind(), "config", "{bad_url}");
+}
+
+#[tokio::test]
+async fn unreachable_server_is_a_backend_error_within_the_connect_timeout() {
+    let mut config = WatchdogConfig::default();
+    config.connection.connect_timeout = Duration::from_millis(300);
+    // Nothing listens: refused at once.
+    let port = lockbench_servers::free_ports(1).unwrap()[0];
+    let started = Instant::now();
+    let err = RedisWatchdog::connect(
+        &format!("redis://127.0.0.1:{port}/"),
+        config.clone(),
+        Events::none(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), "backend", "{err}");
+    assert!(
+        started.elapsed() < Duration::from_millis(800),
+        "refused after {:?}",
+        started.elapsed()
+    );
+    // Something listens but never answers: cut off by the connect timeout.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("redis://{}/", silent.local_addr().unwrap());
+    let started = Instant::now();
+    let err = RedisWatchdog::connect(&url, config, Events::none())
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(err.kind(), "backend", "{err}");
+    assert!(
+        took >= Duration::from_millis(250) && took < Duration::from_millis(800),
+        "gave up after {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn empty_key_and_zero_fixed_lease_are_config_errors() {
+    let t = Watchdog::start(RenewalMode::PerLock);
+    let a = t.connect(Events::none()).await;
+    let err = a
+        .acquire("", &AcquireOptions::try_once())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "config", "{err}");
+    let err = a
+        .acquire("k", &AcquireOptions::try_once().fixed(Duration::ZERO))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "config", "{err}");
+}
+
+#[tokio::test]
+async fn close_stops_renewal_and_refuses_new_acquires() {
+    let t = Watchdog::start(RenewalMode::PerLock);
+    let a = t.connect(Events::none()).await;
+    let lease = a
+        .acquire("closing", &AcquireOptions::try_once())
+        .await
+        .unwrap();
+    a.close().await;
+    let calls = a.renew_calls();
+    tokio::time::sleep(PERIOD * 2).await;
+    assert_eq!(a.renew_calls(), calls, "renewal kept running after close");
+    assert_eq!(
+        a.acquire("other", &AcquireOptions::try_once())
+            .await
+            .unwrap_err()
+            .kind(),
+        "backend"
+    );
+    // Left to expire: the local belief ends at the deadline.
+    assert_eq!(
+        tokio::time::timeout(TIMEOUT, lease.lost()).await.unwrap(),
+        lockers::LossReason::Expired
+    );
+}
+
+#[tokio::test]
+async fn flushed_script_cache_is_reloaded_on_noscript() {
+    let t = Watchdog::start(RenewalMode::PerLock);
+    let a = t.connect(Events::none()).await;
+    t.redis(&["SCRIPT", "FLUSH"]);
+    let lease = a
+        .acquire("flushed", &AcquireOptions::try_once())
+        .await
+        .unwrap();
+    t.redis(&["SCRIPT", "FLUSH"]);
+    lease.release().await.unwrap();
+    assert_eq!(t.redis(&["EXISTS", &lock_key("flushed")]), "0");
+    // Four scripts loaded at connect, then acquire and release each reloaded after a NOSCRIPT.
+    assert_eq!(t.calls("script|load"), 6, "scripts were not reloaded");
+}

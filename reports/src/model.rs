@@ -1,0 +1,486 @@
+//! The results model: what `lockbench run` writes to `results.json`, as serde types.
+//!
+//! The file is versioned by [`SCHEMA_VERSION`] and described by the JSON schema [`SCHEMA`]
+//! (`reports/schema/results.schema.json`); a test validates real output against it. Conventions:
+//!
+//! - every duration is a float in **milliseconds**, in a field ending in `_ms`;
+//! - rates are per second (`_per_s`), sizes in bytes (`_bytes`);
+//! - counts of the measured window exclude warm-up; the three safety measures cover the whole run,
+//!   warm-up included (a violation is a violation whenever it happens);
+//! - a latency distribution is a [`Summary`]; the raw HdrHistograms (nanoseconds) are kept in
+//!   [`CaseResult::histograms`] as base64 V2-deflate strings, the encoding of HdrHistogram log files.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The results format version. Bumped on any change that is not a pure addition of optional data.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The JSON schema (draft 2020-12) of the results file.
+pub const SCHEMA: &str = include_str!("../schema/results.schema.json");
+
+/// One results file: one scenario run against one or more strategies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// [`SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// False when the run was interrupted (Ctrl-C) or a case could not finish: what was measured is
+    /// kept, but the run is not the one that was asked for.
+    pub complete: bool,
+    /// When the run started, RFC 3339 UTC.
+    pub started_at: String,
+    /// When the results were written, RFC 3339 UTC.
+    pub finished_at: String,
+    /// What was run.
+    pub scenario: Scenario,
+    /// Where it ran.
+    pub environment: Environment,
+    /// One entry per (strategy, lease mode), in run order.
+    pub cases: Vec<CaseResult>,
+}
+
+/// Why a results file could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// Not JSON, or not the shape of a results file.
+    #[error("not a lockbench results file: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Written by a version with a different [`SCHEMA_VERSION`].
+    #[error("results schema_version {found} is not supported (this build reads {SCHEMA_VERSION})")]
+    Version {
+        /// The version in the file.
+        found: u64,
+    },
+}
+
+impl Results {
+    /// Parses a results file, checking its `schema_version` first.
+    pub fn from_json(text: &str) -> Result<Self, ReadError> {
+        #[derive(Deserialize)]
+        struct Head {
+            schema_version: u64,
+        }
+        let head: Head = serde_json::from_str(text)?;
+        if head.schema_version != u64::from(SCHEMA_VERSION) {
+            return Err(ReadError::Version {
+                found: head.schema_version,
+            });
+        }
+        Ok(serde_json::from_str(text)?)
+    }
+
+    /// The file's JSON text (pretty-printed).
+    pub fn to_json(&self) -> String {
+        // Serializing these plain structs cannot fail (string keys, finite or null numbers).
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// The scenario: its name, where it came from and the resolved workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scenario {
+    /// Preset name or file stem, e.g. `long-tail`.
+    pub name: String,
+    /// One line saying what the scenario shows.
+    pub description: String,
+    /// `preset` or the path of the TOML file.
+    pub source: String,
+    /// The workload after the file and the command-line overrides.
+    pub workload: Workload,
+}
+
+/// The resolved workload (see `lockbench run --help` for the meaning of each field).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    /// Strategy ids run, in order.
+    pub strategies: Vec<String>,
+    /// Concurrent clients (each its own `Locker`, one holder at a time).
+    pub clients: u32,
+    /// Distinct lock keys; contention is clients / keys.
+    pub keys: u32,
+    /// Task duration distribution, in the scenario syntax (e.g. `95% 50ms, 5% uniform 3s..5s`).
+    pub task: String,
+    /// Mean of the task distribution.
+    pub task_mean_ms: f64,
+    /// Lease modes run for each strategy: `watchdog` or `fixed:<duration>`.
+    pub leases: Vec<String>,
+    /// TTL of a watchdog lease (renewed every third of it).
+    pub watchdog_timeout_ms: f64,
+    /// How long an acquire waits for a held lock (0 = try once).
+    pub acquire_wait_ms: f64,
+    /// Pause between a release and the next acquire (closed loop).
+    pub think_ms: f64,
+    /// Open-loop schedule: cycles per second per client; null for a closed loop.
+    pub rate_per_client: Option<f64>,
+    /// Measured time per case; null when only `cycles` bounds the run.
+    pub duration_ms: Option<f64>,
+    /// Completed critical sections per case after which it stops; null when only time bounds it.
+    pub cycles: Option<u64>,
+    /// Unmeasured time at the start of each case.
+    pub warmup_ms: f64,
+    /// `tasks` (tokio tasks in one process) or `processes` (one child process per client).
+    pub workers: String,
+    /// What a holder does when `lost()` fires during its task: `abort` or `ignore`.
+    pub on_lost: String,
+    /// Seed of every random choice (keys, task durations).
+    pub seed: u64,
+}
+
+/// The machine, the software and the servers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// lockbench's version.
+    pub lockbench_version: String,
+    /// The git commit lockbench was built from, when known.
+    pub git_commit: Option<String>,
+    /// Operating system (`PRETTY_NAME` of os-release, else the target OS).
+    pub os: String,
+    /// Kernel release.
+    pub kernel: String,
+    /// CPU model name.
+    pub cpu_model: String,
+    /// Logical cores available to lockbench.
+    pub cores: u32,
+    /// Total memory.
+    pub memory_bytes: u64,
+    /// The servers the cases talked to.
+    pub servers: Vec<ServerInfo>,
+}
+
+/// One server used by the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// `redis`, `etcd` or `zookeeper`.
+    pub kind: String,
+    /// The server's own version report, when it answered.
+    pub version: Option<String>,
+    /// Address as given or as started.
+    pub address: String,
+    /// True when lockbench started (and stopped) it; false for a server given on the command line.
+    pub managed: bool,
+    /// Time from start to ready, for managed servers.
+    pub startup_ms: Option<f64>,
+}
+
+/// How a case ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaseStatus {
+    /// Ran for its whole length.
+    Complete,
+    /// Stopped early (Ctrl-C); the figures cover what ran.
+    Interrupted,
+    /// Not run: the strategy cannot do what the case asks (e.g. a fixed lease); see `error`.
+    Skipped,
+    /// Could not start or failed while running; see `error`.
+    Failed,
+}
+
+/// One strategy under one lease mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    /// Strategy id.
+    pub strategy: String,
+    /// `watchdog` or `fixed:<duration>`.
+    pub lease: String,
+    /// How the case ended.
+    pub status: CaseStatus,
+    /// Why it was skipped or failed, one line.
+    pub error: Option<String>,
+    /// What the strategy declared.
+    pub capabilities: Option<Capabilities>,
+    /// The measured window.
+    pub window: Window,
+    /// Counts of what the holders did in the measured window.
+    pub operations: Operations,
+    /// Completed critical sections per second.
+    pub throughput: Throughput,
+    /// Latency distributions of the measured window.
+    pub latency: Latencies,
+    /// Renewal health, from the strategies' events only.
+    pub renewal: Renewal,
+    /// The safety oracle's three measures, over the whole case.
+    pub safety: Safety,
+    /// What the clients cost.
+    pub client_cost: ClientCost,
+    /// What the server did for this case; null when there is no server or it could not be asked.
+    pub server_cost: Option<ServerCost>,
+    /// The driver's own cost per cycle.
+    pub driver: DriverCost,
+    /// Raw HdrHistograms (values in nanoseconds) by name (`acquire`, `handoff`, `hold`, `release`,
+    /// `renew_round_trip`, `renew_lag`, `renew_margin`, `loss_lateness`), base64 V2-deflate.
+    pub histograms: BTreeMap<String, String>,
+}
+
+/// What a strategy declared it can do (`lockers::Capabilities`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Same owner may acquire again while holding.
+    pub reentrant: bool,
+    /// Leases carry strictly increasing fencing tokens.
+    pub fencing: bool,
+    /// Watchdog (renewed) leases.
+    pub auto_renew: bool,
+    /// Fixed leases that expire unrenewed.
+    pub fixed_lease: bool,
+    /// Waiters are woken by the server.
+    pub wait_notify: bool,
+    /// `lost()` resolves as soon as a loss is known.
+    pub lost_signal: bool,
+    /// Smallest TTL honoured.
+    pub min_ttl_ms: f64,
+    /// TTLs are rounded up to a multiple of this.
+    pub ttl_granularity_ms: f64,
+}
+
+/// The measured window of a case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// Warm-up before measuring.
+    pub warmup_ms: f64,
+    /// Length of the measured window (shorter than asked when interrupted or bounded by `cycles`).
+    pub measured_ms: f64,
+}
+
+/// What the holders did in the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Operations {
+    /// Successful acquires.
+    pub acquired: u64,
+    /// Critical sections whose write the resource accepted.
+    pub completed: u64,
+    /// Critical sections abandoned because `lost()` fired (on_lost = abort).
+    pub aborted_on_loss: u64,
+    /// Writes the resource rejected (stale fencing token).
+    pub rejected_writes: u64,
+    /// Critical sections cut short by the end of the case.
+    pub stopped: u64,
+    /// Failed acquires by `LockError` kind (`timeout`, `backend`, ...).
+    pub acquire_errors: BTreeMap<String, u64>,
+    /// Failed releases by kind (`not_held` after an expiry, ...).
+    pub release_errors: BTreeMap<String, u64>,
+}
+
+/// Throughput of completed critical sections.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Completed critical sections per second over the window.
+    pub completed_per_s: f64,
+    /// Completed critical sections in each whole second of the window.
+    pub timeline_per_s: Vec<u64>,
+}
+
+/// A latency distribution. All fields but `count` are null when `count` is 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Samples.
+    pub count: u64,
+    /// Smallest sample.
+    pub min_ms: Option<f64>,
+    /// Mean.
+    pub mean_ms: Option<f64>,
+    /// Median.
+    pub p50_ms: Option<f64>,
+    /// 90th percentile.
+    pub p90_ms: Option<f64>,
+    /// 99th percentile.
+    pub p99_ms: Option<f64>,
+    /// 99.9th percentile.
+    pub p999_ms: Option<f64>,
+    /// Largest sample.
+    pub max_ms: Option<f64>,
+}
+
+/// Latencies of the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Latencies {
+    /// Successful acquires: from the call (closed loop) or from the intended start (open loop,
+    /// `rate`), so a stalled server is not hidden (coordinated omission).
+    pub acquire: Summary,
+    /// Release → next holder: from the release call of one holder to the acquire returning in the
+    /// next holder that was already waiting for the same key.
+    pub handoff: Summary,
+    /// From acquired to the release call (or to noticing a loss).
+    pub hold: Summary,
+    /// The release call.
+    pub release: Summary,
+}
+
+/// Renewal health, built from `LockEvent`s only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Renewal {
+    /// Successful renewals (`Renewed` events) in the window.
+    pub renewals: u64,
+    /// Renewals per second.
+    pub renewals_per_s: f64,
+    /// Failed renewal attempts (`RenewFailed`).
+    pub failures: u64,
+    /// Round trip: `done_at - sent_at`.
+    pub round_trip: Summary,
+    /// Lag: `sent_at - scheduled_at`.
+    pub lag: Summary,
+    /// Margin: the TTL the server still had when the renewal landed (`remaining_ttl_before`).
+    pub margin: Summary,
+    /// `Lost` events by reason, whole case.
+    pub losses: BTreeMap<String, u64>,
+}
+
+/// `safe`, `violated` or `unknown`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// No overlap, no lost update, no stale write accepted.
+    Safe,
+    /// At least one of the three measures found a violation.
+    Violated,
+    /// The case did not run (skipped or failed before its workers started).
+    Unknown,
+}
+
+/// The safety oracle's findings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Safety {
+    /// Violated if any measure found something.
+    pub verdict: Verdict,
+    /// Measure 1: overlapping believed-held intervals.
+    pub overlap: Overlap,
+    /// Measure 2: lost updates of the protected counters.
+    pub lost_updates: LostUpdates,
+    /// Measure 3: fencing at the protected resource.
+    pub fencing: Fencing,
+    /// How often `lost()` came too late.
+    pub lost_signal: LostSignal,
+}
+
+/// Measure 1. A holder believes it holds a key from the acquire returning until it calls release or
+/// notices a loss; two such intervals of different holders on one key that intersect are a violation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Overlap {
+    /// Intersecting pairs of intervals.
+    pub pairs: u64,
+    /// Sum of the pairs' intersection lengths.
+    pub total_ms: f64,
+    /// Longest intersection.
+    pub max_ms: f64,
+    /// Keys with at least one pair.
+    pub keys: u64,
+    /// Pairs whose earlier holder never noticed a loss (it released normally, or ignored `lost()`).
+    pub unnoticed_pairs: u64,
+    /// The first pairs found (at most 20), for timelines.
+    pub examples: Vec<OverlapExample>,
+}
+
+/// One overlapping pair. Times are relative to the start of the case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverlapExample {
+    /// Key index.
+    pub key: u32,
+    /// The holder that acquired first.
+    pub first: HeldInterval,
+    /// The holder that acquired while the first still believed it held the key.
+    pub second: HeldInterval,
+}
+
+/// One believed-held interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldInterval {
+    /// Client index.
+    pub client: u32,
+    /// Acquire returned.
+    pub start_ms: f64,
+    /// Release called or loss noticed.
+    pub end_ms: f64,
+    /// How it ended: `released`, `lost` (noticed `lost()`) or `stopped` (end of case).
+    pub ended_by: String,
+}
+
+/// Measure 2 (Jepsen's lock-set idea): each critical section reads a counter, works, writes counter+1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LostUpdates {
+    /// Writes the resource accepted (whole case).
+    pub completed_writes: u64,
+    /// Sum of the final counters.
+    pub final_counter_sum: u64,
+    /// `completed_writes - final_counter_sum`: updates overwritten by a holder that read before them.
+    pub lost: u64,
+}
+
+/// Measure 3: the resource keeps the highest token written per key and rejects lower ones.
+///
+/// A write is *stale* when, as it reaches the resource, a lease with a higher token has already been
+/// granted on the key and its holder has read the counter (the writer was superseded).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fencing {
+    /// Whether the strategy has fencing tokens (the resource checks them only then).
+    pub enforced: bool,
+    /// Stale writes rejected: fencing saved the data. Null when not enforced.
+    pub stale_rejected: Option<u64>,
+    /// Stale writes accepted: the newer holder had not written yet, so the resource could not tell
+    /// (plus `duplicate_tokens`). Null when not enforced.
+    pub stale_accepted: Option<u64>,
+    /// Writes accepted with a token equal to the highest written one but from another lease: tokens
+    /// that failed to increase (e.g. after a failover). Counted in `stale_accepted` too.
+    pub duplicate_tokens: Option<u64>,
+}
+
+/// How timely `lost()` was. A loss signal is *too late* when another holder had already acquired the
+/// key before the holder noticed `lost()` (its interval overlaps a later holder's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LostSignal {
+    /// Critical sections that ended because the holder noticed `lost()` (whole case).
+    pub fired: u64,
+    /// Of those, how many came after another holder had acquired the key.
+    pub too_late: u64,
+    /// For late signals: notice time minus the other holder's acquire (a lower bound of the
+    /// loss-detection latency).
+    pub lateness: Summary,
+}
+
+/// Client cost over the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientCost {
+    /// `driver_process` (tasks mode: the lockbench process, driver and resource included) or
+    /// `worker_processes` (the sum over the client processes).
+    pub scope: String,
+    /// Most threads seen at once.
+    pub threads_max: u64,
+    /// Largest resident set seen (summed over processes).
+    pub rss_max_bytes: u64,
+    /// CPU time (user + system).
+    pub cpu_seconds: f64,
+    /// Average cores busy: `cpu_seconds / window`.
+    pub cpu_cores: f64,
+}
+
+/// What the server did during a case (deltas over the case).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerCost {
+    /// `redis`, `etcd` or `zookeeper`.
+    pub kind: String,
+    /// Server CPU time, when known (managed servers: from /proc; Redis: `INFO cpu`).
+    pub cpu_seconds: Option<f64>,
+    /// Requests served (Redis: commandstats calls; etcd: gRPC requests handled; ZooKeeper: packets
+    /// received).
+    pub requests: u64,
+    /// Requests per second of the case.
+    pub requests_per_s: f64,
+    /// Requests by command or method.
+    pub by_command: BTreeMap<String, u64>,
+}
+
+/// The driver's own cost, measured per cycle (acquire + task + release and the bookkeeping around it)
+/// in the measured window: the cycle's wall time minus the time spent inside `acquire`, `release`,
+/// the task and the think time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriverCost {
+    /// Cycles measured.
+    pub cycles: u64,
+    /// Mean wall time of a cycle, in nanoseconds.
+    pub cycle_ns: f64,
+    /// Mean time inside the strategy's `acquire` + `release`, in nanoseconds.
+    pub strategy_ns: f64,
+    /// Mean driver time per cycle (timestamps, resource, oracle records, histograms), in nanoseconds.
+    pub overhead_ns: f64,
+}
