@@ -129,6 +129,7 @@ pub fn case_result(run: &CaseRun) -> CaseResult {
             overhead_ns: mean(t.overhead_ns, t.cycles),
         },
         histograms,
+        faults: run.faults.clone(),
     }
 }
 
@@ -220,5 +221,6 @@ fn not_run(run: &CaseRun) -> CaseResult {
             overhead_ns: 0.0,
         },
         histograms: BTreeMap::new(),
+        faults: run.faults.clone(),
     }
 }

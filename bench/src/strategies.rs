@@ -8,7 +8,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
+use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::redis::{
     GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
     RedisWatchdog, RenewalMode, WatchdogConfig,
@@ -155,6 +157,22 @@ pub const STRATEGIES: &[Strategy] = &[
         in_all: true,
         capabilities: |_| Ok(KeyspaceVariant::Shadow.capabilities()),
         connect: connect_redis_keyspace_shadow,
+    },
+    Strategy {
+        id: lockers::etcd::ID,
+        description: "etcd lease kept alive every TTL/3 on one stream per client; concurrency.Mutex queue ordered by create revision",
+        server: ServerKind::Etcd,
+        in_all: true,
+        capabilities: |_| Ok(EtcdLease::CAPABILITIES),
+        connect: connect_etcd,
+    },
+    Strategy {
+        id: lockers::zookeeper::ID,
+        description: "Curator's ephemeral-sequential recipe; the session is the lease, probed every timeout/3",
+        server: ServerKind::ZooKeeper,
+        in_all: true,
+        capabilities: |_| Ok(ZooKeeperLock::CAPABILITIES),
+        connect: connect_zookeeper,
     },
     Strategy {
         id: "memory-unshared",
@@ -322,6 +340,38 @@ fn connect_redis_keyspace_shadow<'a>(
     events: Events,
 ) -> ConnectFuture<'a> {
     connect_redis_keyspace(endpoints, settings, events, KeyspaceVariant::Shadow)
+}
+
+fn connect_etcd<'a>(
+    endpoints: &'a Endpoints,
+    settings: &'a StrategySettings,
+    events: Events,
+) -> ConnectFuture<'a> {
+    Box::pin(async move {
+        let config = EtcdConfig {
+            watchdog_ttl: settings.watchdog_timeout,
+            keep_alive_ratio: settings.renew_ratio,
+            ..EtcdConfig::default()
+        };
+        let client = EtcdLease::connect(endpoints.etcd_endpoints()?, config, events).await?;
+        Ok(Arc::new(client) as Arc<dyn Locker>)
+    })
+}
+
+fn connect_zookeeper<'a>(
+    endpoints: &'a Endpoints,
+    settings: &'a StrategySettings,
+    events: Events,
+) -> ConnectFuture<'a> {
+    Box::pin(async move {
+        let config = ZkConfig {
+            session_timeout: settings.watchdog_timeout,
+            probe_ratio: settings.renew_ratio,
+            ..ZkConfig::default()
+        };
+        let client = ZooKeeperLock::connect(endpoints.zookeeper_connect()?, config, events).await?;
+        Ok(Arc::new(client) as Arc<dyn Locker>)
+    })
 }
 
 #[cfg(test)]

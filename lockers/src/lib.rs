@@ -9,6 +9,11 @@
 //! | id | module | lease | fencing token |
 //! |---|---|---|---|
 //! | `memory` | [`memory`] | in-process TTL + timer renewal | per-key counter |
+//! | `redis-watchdog` (`-batched`) | [`redis::watchdog`] | Redisson's RLock: hash lock, renewal every timeout/3 (per lock or batched) | `INCR` on a companion key |
+//! | `redis-guard-thread` | [`redis::guard_thread`] | `SET NX PX` + one OS thread per held lock | `INCR` on a companion key |
+//! | `redis-keyspace-naive` / `-shadow` | [`redis::keyspace`] | renewal driven by keyspace `expired` events | `INCR` on a companion key |
+//! | `etcd-lease` | [`etcd`] | lease + keep-alive stream, revision-ordered queue | the key's create revision |
+//! | `zookeeper` | [`zookeeper`] | ephemeral-sequential node, the session is the lease | the node's czxid |
 //!
 //! The behaviour every strategy must show is the `conformance` suite (feature `conformance`).
 #![warn(missing_docs)]

@@ -1,4 +1,5 @@
 //! Runs the conformance suite against the in-process `memory` strategy (no server needed).
+#![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 use std::time::Duration;

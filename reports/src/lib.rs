@@ -5,5 +5,6 @@
 //! [`model::SCHEMA_VERSION`] can be read back with [`model::Results::from_json`].
 
 pub mod model;
+pub mod scale;
 
 pub use model::{Results, SCHEMA, SCHEMA_VERSION};

@@ -212,6 +212,38 @@ pub struct CaseResult {
     /// Raw HdrHistograms (values in nanoseconds) by name (`acquire`, `handoff`, `hold`, `release`,
     /// `renew_round_trip`, `renew_lag`, `renew_margin`, `loss_lateness`), base64 V2-deflate.
     pub histograms: BTreeMap<String, String>,
+    /// The faults injected during the case, in start order (empty when the scenario injects none;
+    /// missing in files written before faults existed).
+    #[serde(default)]
+    pub faults: Vec<FaultWindow>,
+}
+
+/// One fault injected during a case. Times are relative to the start of the case, like
+/// [`HeldInterval`], so a timeline can draw the window behind the holders' intervals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultWindow {
+    /// What was injected: `pause_worker` (SIGSTOP/SIGCONT of a client process), `crash_worker`
+    /// (kill -9 of a holder), `starve_worker` (the client's runtime threads blocked), `cpu_hog`,
+    /// `pause_server` (SIGSTOP/SIGCONT of a server), `client_pause` (Redis `CLIENT PAUSE`),
+    /// `pubsub_kill` (Redis `CLIENT KILL TYPE pubsub`), `proxy_delay`, `proxy_blackhole`,
+    /// `proxy_reset` (the TCP proxy between clients and server), `failover` (Redis primary killed,
+    /// replica promoted), `leader_kill` (etcd / ZooKeeper leader killed).
+    pub kind: String,
+    /// What it hit, for people: `client 3`, `redis 127.0.0.1:40123`, `etcd member 1 (leader)`.
+    pub target: String,
+    /// The fault's settings by name (`duration_ms`, `delay_ms`, `direction`, `key`, ...).
+    pub parameters: BTreeMap<String, serde_json::Value>,
+    /// When the fault was applied.
+    pub start_ms: f64,
+    /// When it was lifted; null when it is permanent for the rest of the case (a crash, a killed
+    /// primary or leader) or instantaneous (a dropped connection).
+    pub stop_ms: Option<f64>,
+    /// The lock-unavailable window after the fault: from `start_ms` until another client acquired
+    /// the key the target held (crash), or until any client acquired any key (server-side faults).
+    /// Null when not measured or when no acquire followed before the case ended.
+    pub recovery_ms: Option<f64>,
+    /// One line on anything the reader should know (e.g. a variant this machine could not apply).
+    pub note: Option<String>,
 }
 
 /// What a strategy declared it can do (`lockers::Capabilities`).

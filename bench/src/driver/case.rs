@@ -88,6 +88,8 @@ pub struct CaseRun {
     pub server_cost: Option<ServerCost>,
     /// The warm-up it had.
     pub warmup: Duration,
+    /// The faults injected during the case.
+    pub faults: Vec<model::FaultWindow>,
 }
 
 /// When a case starts, measures and stops (monotonic ns).
@@ -170,6 +172,7 @@ pub async fn run_case(
         output: None,
         server_cost: None,
         warmup: ctx.workload.warmup,
+        faults: Vec::new(),
     };
     let key_prefix = format!("lockbench/{}/{index}/", ctx.run_id);
     let plan = CasePlan::new(ctx.workload, strategy.id, lease, key_prefix);

@@ -119,6 +119,18 @@ impl std::fmt::Debug for EtcdLease {
 }
 
 impl EtcdLease {
+    /// What every client of this strategy can do (known without connecting).
+    pub const CAPABILITIES: Capabilities = Capabilities {
+        reentrant: false,
+        fencing: true,
+        auto_renew: true,
+        fixed_lease: true,
+        wait_notify: true,
+        lost_signal: true,
+        min_ttl: Duration::from_secs(1),
+        ttl_granularity: Duration::from_secs(1),
+    };
+
     /// Connects to the etcd members at `endpoints` (`http://host:port`) and checks that one answers within
     /// [`EtcdConfig::connect_timeout`]; an unreachable cluster is a `Backend` error after at most that
     /// long. Bad settings or endpoints are a `Config` error.
@@ -428,16 +440,7 @@ impl Locker for EtcdLease {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            reentrant: false,
-            fencing: true,
-            auto_renew: true,
-            fixed_lease: true,
-            wait_notify: true,
-            lost_signal: true,
-            min_ttl: Duration::from_secs(1),
-            ttl_granularity: Duration::from_secs(1),
-        }
+        Self::CAPABILITIES
     }
 
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {

@@ -2,9 +2,10 @@
 //!
 //! | what | key | notes |
 //! |---|---|---|
-//! | the lock | `P{name}` | a hash (watchdog) or a string (guard-thread) |
+//! | the lock | `P{name}` | a hash (watchdog) or a string (guard-thread, keyspace) |
 //! | fencing counter | `P{name}:fence` | `INCR`ed on every fresh acquire; never expires |
-//! | unlock channel | `P{name}:unlock` | pub/sub channel the release publishes on |
+//! | unlock channel | `P{name}:unlock` | pub/sub channel the release publishes on (watchdog) |
+//! | shadow key | `P{name}:shadow` | expires before the lock and triggers its renewal (keyspace shadow variant) |
 //!
 //! The `{name}` hash tag puts every key of one lock in one Redis Cluster slot, so the scripts that touch
 //! several of them stay legal on a cluster. The prefix may not contain braces (it would move the tag), and
@@ -28,6 +29,8 @@ pub(crate) struct LockKeys {
     pub(crate) fence: String,
     /// The channel a release publishes an unlock message on.
     pub(crate) channel: String,
+    /// The shadow key whose expiry triggers a renewal.
+    pub(crate) shadow: String,
 }
 
 impl LockKeys {
@@ -36,14 +39,20 @@ impl LockKeys {
         if name.is_empty() {
             return Err(LockError::Config("lock key must not be empty".into()));
         }
-        let lock = format!("{prefix}{{{name}}}");
+        let lock = lock_key(prefix, name);
         Ok(LockKeys {
             name: name.into(),
             fence: format!("{lock}:fence"),
             channel: format!("{lock}:unlock"),
+            shadow: format!("{lock}:shadow"),
             lock,
         })
     }
+}
+
+/// The lock key of `name` under `prefix`: `P{name}`.
+pub(crate) fn lock_key(prefix: &str, name: &str) -> String {
+    format!("{prefix}{{{name}}}")
 }
 
 /// Checks a key prefix: braces would change the hash tag.
@@ -95,6 +104,7 @@ mod tests {
         assert_eq!(keys.lock, "lb:{orders:7}");
         assert_eq!(keys.fence, "lb:{orders:7}:fence");
         assert_eq!(keys.channel, "lb:{orders:7}:unlock");
+        assert_eq!(keys.shadow, "lb:{orders:7}:shadow");
     }
 
     #[test]

@@ -6,16 +6,24 @@
 //! server that never saw it), loads the script and retries once. [`load`] preloads scripts at connect so
 //! the first real call does not pay that round trip.
 //!
+//! Every script's answers follow shared conventions, read here once: acquire scripts answer `{1, token}`
+//! or `{0, pttl}` ([`acquire_attempt`]), renew scripts 0 (gone) or the PTTL found ([`renew_outcome`]),
+//! and every TTL argument is whole milliseconds ([`ttl_millis`]).
+//!
 //! Scripts for another strategy are added the same way: a `.lua` file under `scripts/` and a
-//! [`LuaScript::with_lib`] static.
+//! [`LuaScript::with_lib`] static (the watchdog's are here; the string lock's in `string_lock`).
 
 use std::fmt;
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use redis::aio::ConnectionManager;
 use redis::{FromRedisValue, ScriptInvocation};
 
+use super::connection::BACKEND;
 use crate::error::LockError;
+use crate::lease::FencingToken;
+use crate::renewal::RenewOutcome;
 
 /// Helpers every script starts with.
 const LIB: &str = include_str!("scripts/lib.lua");
@@ -73,6 +81,55 @@ pub(crate) async fn load(
         script.script.load_async(connection).await?;
     }
     Ok(())
+}
+
+/// A TTL in whole milliseconds, rounded up (Redis's granularity), at least 1: what the scripts take.
+pub(crate) fn ttl_millis(ttl: Duration) -> u64 {
+    let ms = ttl.as_nanos().div_ceil(1_000_000).max(1);
+    u64::try_from(ms).unwrap_or(u64::MAX)
+}
+
+/// The `Backend` error for an answer `script` never gives.
+pub(crate) fn unexpected(script: &LuaScript, answer: &[i64]) -> LockError {
+    LockError::backend(
+        BACKEND,
+        format!("unexpected answer {answer:?} from the {} script", script.name),
+    )
+}
+
+/// One answer of an acquire script (every one answers `{1, token}` or `{0, pttl}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attempt {
+    /// Taken (or re-entered), with this fencing token.
+    Acquired(FencingToken),
+    /// Held by someone else for this much longer: the PTTL in ms (≤ 0 when Redis reports no TTL).
+    Busy(i64),
+}
+
+/// Reads an answer of the acquire script `script`.
+pub(crate) fn acquire_attempt(
+    script: &LuaScript,
+    (granted, value): (i64, i64),
+) -> Result<Attempt, LockError> {
+    match (granted, u64::try_from(value)) {
+        (1, Ok(token)) => Ok(Attempt::Acquired(FencingToken(token))),
+        (0, _) => Ok(Attempt::Busy(value)),
+        _ => Err(unexpected(script, &[granted, value])),
+    }
+}
+
+/// Reads a renew script's answer (every one answers alike): 0 = gone, -1 = extended (the key had no
+/// TTL), n > 0 = extended with n ms left.
+pub(crate) fn renew_outcome(answer: i64) -> RenewOutcome {
+    match answer {
+        0 => RenewOutcome::Gone,
+        n if n > 0 => RenewOutcome::Extended {
+            remaining_before: Some(Duration::from_millis(n.unsigned_abs())),
+        },
+        _ => RenewOutcome::Extended {
+            remaining_before: None,
+        },
+    }
 }
 
 /// redis-watchdog acquire: `{1, token}` or `{0, pttl}`.

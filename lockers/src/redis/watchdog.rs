@@ -30,10 +30,11 @@ use tokio::sync::watch;
 use super::batch::{BatchRenewer, BatchTarget};
 use super::connection::{BACKEND, RedisConnection};
 use super::deferred::DeferredStarts;
-use super::keys::{LockKeys, owner_field};
+use super::keys::{LockKeys, lock_key, owner_field};
 use super::pubsub::{Subscription, Subscriptions};
 use super::scripts::{
-    self, WATCHDOG_ACQUIRE, WATCHDOG_RELEASE, WATCHDOG_RENEW, WATCHDOG_RENEW_BATCH,
+    self, Attempt, WATCHDOG_ACQUIRE, WATCHDOG_RELEASE, WATCHDOG_RENEW, WATCHDOG_RENEW_BATCH,
+    acquire_attempt, renew_outcome, ttl_millis, unexpected,
 };
 use super::watchdog_config::{RenewalMode, WatchdogConfig};
 use crate::error::LockError;
@@ -62,13 +63,6 @@ struct Core {
     renew_calls: Arc<AtomicU64>,
 }
 
-/// One answer of the acquire script.
-enum Attempt {
-    Acquired(FencingToken),
-    /// Held by another owner for this much longer (the PTTL; ≤ 0 when Redis reports no TTL).
-    Busy(i64),
-}
-
 impl Core {
     async fn try_acquire(
         &self,
@@ -78,13 +72,8 @@ impl Core {
     ) -> Result<Attempt, LockError> {
         let mut call = WATCHDOG_ACQUIRE.prepare();
         call.key(&keys.lock).key(&keys.fence).arg(ttl_ms).arg(owner);
-        let (granted, value): (i64, i64) =
-            scripts::run(&mut self.connection.commands(), &call).await?;
-        match (granted, u64::try_from(value)) {
-            (1, Ok(token)) => Ok(Attempt::Acquired(FencingToken(token))),
-            (0, _) => Ok(Attempt::Busy(value)),
-            _ => Err(unexpected("acquire", &[granted, value])),
-        }
+        let answer = scripts::run(&mut self.connection.commands(), &call).await?;
+        acquire_attempt(&WATCHDOG_ACQUIRE, answer)
     }
 
     /// Releases one hold on the server. `Ok(true)` when it freed the lock.
@@ -108,28 +97,8 @@ impl Core {
             -1 => Err(LockError::NotHeld {
                 key: keys.name.to_string(),
             }),
-            other => Err(unexpected("release", &[other])),
+            other => Err(unexpected(&WATCHDOG_RELEASE, &[other])),
         }
-    }
-}
-
-fn unexpected(script: &str, answer: &[i64]) -> LockError {
-    LockError::backend(
-        BACKEND,
-        format!("unexpected answer {answer:?} from the {script} script"),
-    )
-}
-
-/// Reads a renew script's answer: 0 = gone, -1 = extended (the key had no TTL), n > 0 = extended with n ms left.
-fn renew_outcome(answer: i64) -> RenewOutcome {
-    match answer {
-        0 => RenewOutcome::Gone,
-        n if n > 0 => RenewOutcome::Extended {
-            remaining_before: Some(Duration::from_millis(n.unsigned_abs())),
-        },
-        _ => RenewOutcome::Extended {
-            remaining_before: None,
-        },
     }
 }
 
@@ -170,12 +139,6 @@ async fn renew_chunk(
         ));
     }
     Ok(answers.into_iter().map(renew_outcome).collect())
-}
-
-/// A TTL in whole milliseconds, rounded up (Redis's granularity), at least 1.
-fn ttl_millis(ttl: Duration) -> u64 {
-    let ms = ttl.as_nanos().div_ceil(1_000_000).max(1);
-    u64::try_from(ms).unwrap_or(u64::MAX)
 }
 
 /// How this client renews: per-lock loops (started lazily) or the batch scheduler.
@@ -276,7 +239,7 @@ impl RedisWatchdog {
 
     /// The server key of the lock called `name`.
     pub fn lock_key(&self, name: &str) -> String {
-        format!("{}{{{name}}}", self.core.config.key_prefix)
+        lock_key(&self.core.config.key_prefix, name)
     }
 
     /// Renew script calls this client has made (one per lock per renewal, or one per chunk when batched).

@@ -77,6 +77,19 @@ pub struct ZooKeeperLock {
 }
 
 impl ZooKeeperLock {
+    /// What every client of this strategy can do (known without connecting).
+    pub const CAPABILITIES: Capabilities = Capabilities {
+        reentrant: true,
+        fencing: true,
+        auto_renew: true,
+        fixed_lease: false,
+        wait_notify: true,
+        lost_signal: true,
+        // The launcher's servers allow sessions down to 200 ms (2 × tickTime); the server decides.
+        min_ttl: Duration::from_millis(200),
+        ttl_granularity: Duration::from_millis(1),
+    };
+
     /// Opens a session to `connect_string` (`host:port[,host:port…]`). An unreachable ensemble is a
     /// `Backend` error after at most [`ZkConfig::connect_timeout`]; bad settings are a `Config` error.
     pub async fn connect(
@@ -251,17 +264,7 @@ impl Locker for ZooKeeperLock {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            reentrant: true,
-            fencing: true,
-            auto_renew: true,
-            fixed_lease: false,
-            wait_notify: true,
-            lost_signal: true,
-            // The launcher's servers allow sessions down to 200 ms (2 × tickTime); the server decides.
-            min_ttl: Duration::from_millis(200),
-            ttl_granularity: Duration::from_millis(1),
-        }
+        Self::CAPABILITIES
     }
 
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {

@@ -1,0 +1,3 @@
+//! Placeholder while the bench is written.
+
+fn main() {}
