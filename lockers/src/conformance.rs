@@ -101,7 +101,10 @@ async fn expect_busy(locker: &dyn Locker, key: &str, case: &str) {
             locker.id(),
             lease.token()
         ),
-        Err(e) => panic!("{case}: {} try-once on a held lock failed: {e}", locker.id()),
+        Err(e) => panic!(
+            "{case}: {} try-once on a held lock failed: {e}",
+            locker.id()
+        ),
     }
 }
 
@@ -143,7 +146,11 @@ pub async fn mutual_exclusion(t: &dyn Target) {
     for task in tasks {
         task.await.expect("contender task panicked");
     }
-    assert_eq!(overlaps.load(Ordering::SeqCst), 0, "{CASE}: holders overlapped");
+    assert_eq!(
+        overlaps.load(Ordering::SeqCst),
+        0,
+        "{CASE}: holders overlapped"
+    );
     assert_eq!(completed.load(Ordering::SeqCst), CONTENDERS * ROUNDS);
 }
 
@@ -151,7 +158,10 @@ pub async fn mutual_exclusion(t: &dyn Target) {
 pub async fn release_then_reacquire(t: &dyn Target) {
     const CASE: &str = "release_then_reacquire";
     let key = unique_key(CASE);
-    let (a, b) = (t.client(Events::none()).await, t.client(Events::none()).await);
+    let (a, b) = (
+        t.client(Events::none()).await,
+        t.client(Events::none()).await,
+    );
     let once = AcquireOptions::try_once();
     let lease = expect_lease(a.as_ref(), &key, &once, CASE).await;
     lease.release().await.expect("release");
@@ -165,7 +175,10 @@ pub async fn release_then_reacquire(t: &dyn Target) {
 pub async fn try_once_on_held_lock(t: &dyn Target) {
     const CASE: &str = "try_once_on_held_lock";
     let key = unique_key(CASE);
-    let (a, b) = (t.client(Events::none()).await, t.client(Events::none()).await);
+    let (a, b) = (
+        t.client(Events::none()).await,
+        t.client(Events::none()).await,
+    );
     let held = expect_lease(a.as_ref(), &key, &AcquireOptions::try_once(), CASE).await;
     let started = Instant::now();
     expect_busy(b.as_ref(), &key, CASE).await;
@@ -182,7 +195,10 @@ pub async fn try_once_on_held_lock(t: &dyn Target) {
 pub async fn wait_timeout_is_honoured(t: &dyn Target) {
     const CASE: &str = "wait_timeout_is_honoured";
     let key = unique_key(CASE);
-    let (a, b) = (t.client(Events::none()).await, t.client(Events::none()).await);
+    let (a, b) = (
+        t.client(Events::none()).await,
+        t.client(Events::none()).await,
+    );
     let held = expect_lease(a.as_ref(), &key, &AcquireOptions::try_once(), CASE).await;
     let wait = Duration::from_millis(400);
     let started = Instant::now();
@@ -211,10 +227,22 @@ pub async fn fixed_lease_expires(t: &dyn Target) {
     let key = unique_key(CASE);
     let ttl = t.short_lease();
     let before = Instant::now();
-    let lease = expect_lease(a.as_ref(), &key, &AcquireOptions::try_once().fixed(ttl), CASE).await;
+    let lease = expect_lease(
+        a.as_ref(),
+        &key,
+        &AcquireOptions::try_once().fixed(ttl),
+        CASE,
+    )
+    .await;
     assert!(lease.deadline() <= before + ttl + Duration::from_millis(1));
     let wait = ttl * 4 + t.slack();
-    let next = expect_lease(b.as_ref(), &key, &AcquireOptions::wait(wait).fixed(ttl), CASE).await;
+    let next = expect_lease(
+        b.as_ref(),
+        &key,
+        &AcquireOptions::wait(wait).fixed(ttl),
+        CASE,
+    )
+    .await;
     let got_in = before.elapsed();
     assert!(
         got_in >= ttl,
@@ -224,7 +252,10 @@ pub async fn fixed_lease_expires(t: &dyn Target) {
         got_in <= ttl + t.slack() * 2,
         "{CASE}: second owner got in only after {got_in:?} (lease {ttl:?})"
     );
-    assert!(!lease.is_held(), "{CASE}: expired lease still believed held");
+    assert!(
+        !lease.is_held(),
+        "{CASE}: expired lease still believed held"
+    );
     tokio::time::timeout(t.slack(), lease.lost())
         .await
         .expect("lost() of an expired lease did not resolve");
@@ -247,7 +278,10 @@ pub async fn watchdog_lease_outlives_timeout(t: &dyn Target) {
     let mut tries = 0;
     while Instant::now() < until {
         expect_busy(b.as_ref(), &key, CASE).await;
-        assert!(lease.is_held(), "{CASE}: holder lost belief after {tries} tries");
+        assert!(
+            lease.is_held(),
+            "{CASE}: holder lost belief after {tries} tries"
+        );
         tries += 1;
         tokio::time::sleep((timeout / 10).max(Duration::from_millis(20))).await;
     }
@@ -293,10 +327,19 @@ pub async fn stale_release_is_not_held(t: &dyn Target) {
     if !a.capabilities().fixed_lease {
         return skip(CASE, a.id(), "fixed_lease");
     }
-    let (b, c) = (t.client(Events::none()).await, t.client(Events::none()).await);
+    let (b, c) = (
+        t.client(Events::none()).await,
+        t.client(Events::none()).await,
+    );
     let key = unique_key(CASE);
     let ttl = t.short_lease();
-    let stale = expect_lease(a.as_ref(), &key, &AcquireOptions::try_once().fixed(ttl), CASE).await;
+    let stale = expect_lease(
+        a.as_ref(),
+        &key,
+        &AcquireOptions::try_once().fixed(ttl),
+        CASE,
+    )
+    .await;
     let wait = ttl * 4 + t.slack();
     let current = expect_lease(b.as_ref(), &key, &AcquireOptions::wait(wait), CASE).await;
     match stale.release().await {
@@ -305,7 +348,10 @@ pub async fn stale_release_is_not_held(t: &dyn Target) {
     }
     expect_busy(c.as_ref(), &key, CASE).await;
     assert!(current.is_held());
-    current.release().await.expect("release by the current holder");
+    current
+        .release()
+        .await
+        .expect("release by the current holder");
 }
 
 /// `lost()` resolves soon after the lock is removed behind the holder's back.
@@ -412,7 +458,10 @@ pub async fn reentrant_acquire_and_release(t: &dyn Target) {
 /// Dropping a lease without releasing it frees the lock soon, well before its TTL.
 pub async fn dropped_lease_is_released(t: &dyn Target) {
     const CASE: &str = "dropped_lease_is_released";
-    let (a, b) = (t.client(Events::none()).await, t.client(Events::none()).await);
+    let (a, b) = (
+        t.client(Events::none()).await,
+        t.client(Events::none()).await,
+    );
     let key = unique_key(CASE);
     let timeout = t.watchdog_timeout();
     let lease = expect_lease(a.as_ref(), &key, &AcquireOptions::try_once(), CASE).await;

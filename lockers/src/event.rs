@@ -120,7 +120,10 @@ impl EventLog {
 
     /// A copy of every event so far.
     pub fn snapshot(&self) -> Vec<LockEvent> {
-        self.events.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// How many recorded events satisfy `pred`.

@@ -17,9 +17,7 @@ use crate::error::LockError;
 use crate::event::{Events, LockEvent};
 use crate::lease::{AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, OwnerId};
 use crate::locker::{Capabilities, Locker};
-use crate::renewal::{
-    HoldTicket, Holds, RenewOutcome, RenewalPlan, StopRenewal, renew_until_lost,
-};
+use crate::renewal::{HoldTicket, Holds, RenewOutcome, RenewalPlan, StopRenewal, renew_until_lost};
 
 /// The strategy id.
 pub const ID: &str = "memory";

@@ -1,7 +1,10 @@
 //! Renewal machinery shared by the renewing strategies: the registry of holds (one renewal entry per key
-//! per owner, re-entrant holds counted on it, as Redisson keeps them) and the watchdog renew loop.
+//! per owner, re-entrant holds counted on it, as Redisson keeps them), the bookkeeping of one renewal
+//! attempt ([`record_renewal`]: every renewer — timer loop, batch scheduler, thread, event-driven task —
+//! extends, reports and gives up the same way) and the watchdog renew loop built on it.
 
 use std::collections::HashMap;
+use std::fmt::Display;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -70,9 +73,7 @@ impl Holds {
     ) -> (Arc<LeaseState>, HoldTicket) {
         let mut entries = self.lock();
         let slot = (key.clone(), owner.clone());
-        let reusable = entries
-            .get(&slot)
-            .is_some_and(|e| e.state.loss().is_none());
+        let reusable = entries.get(&slot).is_some_and(|e| e.state.loss().is_none());
         if !reusable {
             if let Some(old) = entries.remove(&slot)
                 && let Some(r) = old.renewal
@@ -199,19 +200,111 @@ impl RenewalPlan {
     }
 
     /// Retry interval after a failed renewal: often enough to land before the deadline.
-    fn retry(&self) -> Duration {
+    pub(crate) fn retry(&self) -> Duration {
         (self.period / 3).max(Duration::from_millis(5))
     }
 }
 
-/// Renews `state` on `plan` with `renew` until the lease is lost. The caller stops it (aborts the task) on
-/// release. The first renewal is due `plan.period` after `first_due_from`.
+/// Reports that `key`'s next renewal is planned for `due`.
+pub(crate) fn announce_renewal(events: &Events, key: &Arc<str>, due: Instant) {
+    events.emit(|| LockEvent::RenewScheduled {
+        key: key.clone(),
+        at: Instant::now(),
+        due,
+    });
+}
+
+/// When one renewal attempt was due, sent and answered, and (for event-driven renewal) how late its
+/// trigger arrived.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RenewTiming {
+    pub(crate) scheduled_at: Instant,
+    pub(crate) sent_at: Instant,
+    pub(crate) done_at: Instant,
+    pub(crate) trigger_lag: Option<Duration>,
+}
+
+/// What a renewer does after one attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AfterRenewal {
+    /// Extended: plan the next one.
+    Extended,
+    /// The lease is lost (marked): stop.
+    Lost,
+    /// Failed before the deadline: try again at `at` (a retry interval later, never past the deadline).
+    Retry {
+        /// When to try again.
+        at: Instant,
+    },
+}
+
+/// Records one renewal attempt of `state` on `plan`:
 ///
-/// - `Extended`: the deadline moves to `sent_at + ttl`; a `Renewed` event is emitted; next due one period
-///   after the answer.
-/// - `Gone`: the lease is marked lost (`RenewRejected`) and the loop ends.
-/// - An error: `RenewFailed`, then retries until the local deadline, then `Expired`. A call that hangs is
-///   cut off at the deadline as well.
+/// - `Extended`: the deadline moves to `sent_at + ttl` and `Renewed` is emitted.
+/// - `Gone`: the lease is marked lost with `gone` (`RenewRejected`; `TakenOver` for a re-acquire).
+/// - An error: `RenewFailed`, then `Expired` once the local deadline has passed, else a retry
+///   [`RenewalPlan::retry`] later (at the latest at the deadline).
+pub(crate) fn record_renewal(
+    state: &LeaseState,
+    events: &Events,
+    plan: RenewalPlan,
+    timing: RenewTiming,
+    result: Result<RenewOutcome, &dyn Display>,
+    gone: LossReason,
+) -> AfterRenewal {
+    match result {
+        Ok(RenewOutcome::Extended { remaining_before }) => {
+            extended(state, events, timing, remaining_before, plan.ttl);
+            AfterRenewal::Extended
+        }
+        Ok(RenewOutcome::Gone) => {
+            state.mark_lost(gone);
+            AfterRenewal::Lost
+        }
+        Err(error) => {
+            events.emit(|| LockEvent::RenewFailed {
+                key: state.key().clone(),
+                at: timing.done_at,
+                error: error.to_string(),
+            });
+            let deadline = state.deadline();
+            if timing.done_at >= deadline {
+                state.mark_lost(LossReason::Expired);
+                AfterRenewal::Lost
+            } else {
+                AfterRenewal::Retry {
+                    at: (timing.done_at + plan.retry()).min(deadline),
+                }
+            }
+        }
+    }
+}
+
+/// A renewal timed by `timing` granted `granted` (counted from its send time, conservatively): moves
+/// `state`'s deadline there and reports `Renewed` with the TTL found before, when known.
+fn extended(
+    state: &LeaseState,
+    events: &Events,
+    timing: RenewTiming,
+    remaining_before: Option<Duration>,
+    granted: Duration,
+) {
+    state.extend_to(timing.sent_at + granted);
+    events.emit(|| LockEvent::Renewed {
+        key: state.key().clone(),
+        scheduled_at: timing.scheduled_at,
+        sent_at: timing.sent_at,
+        done_at: timing.done_at,
+        remaining_ttl_before: remaining_before,
+        granted_ttl: granted,
+        trigger_lag: timing.trigger_lag,
+    });
+}
+
+/// Renews `state` on `plan` with `renew` until the lease is lost. The caller stops it (aborts the task) on
+/// release. The first renewal is due `plan.period` after `first_due_from`; each attempt is recorded by
+/// [`record_renewal`] (next due one period after a success's answer), and a call that hangs is cut off at
+/// the local deadline.
 pub(crate) async fn renew_until_lost<F, Fut>(
     state: Arc<LeaseState>,
     plan: RenewalPlan,
@@ -222,57 +315,31 @@ pub(crate) async fn renew_until_lost<F, Fut>(
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<RenewOutcome, LockError>>,
 {
-    let key = state.key().clone();
     let mut due = first_due_from + plan.period;
     while state.loss().is_none() {
-        events.emit(|| LockEvent::RenewScheduled {
-            key: key.clone(),
-            at: Instant::now(),
-            due,
-        });
+        announce_renewal(&events, state.key(), due);
         tokio::time::sleep_until(due.into()).await;
         let sent_at = Instant::now();
         let deadline = state.deadline();
         let outcome = tokio::time::timeout_at(deadline.into(), renew()).await;
-        let done_at = Instant::now();
-        match outcome {
-            Ok(Ok(RenewOutcome::Extended { remaining_before })) => {
-                state.extend_to(sent_at + plan.ttl);
-                events.emit(|| LockEvent::Renewed {
-                    key: key.clone(),
-                    scheduled_at: due,
-                    sent_at,
-                    done_at,
-                    remaining_ttl_before: remaining_before,
-                    granted_ttl: plan.ttl,
-                    trigger_lag: None,
-                });
-                due = done_at + plan.period;
-            }
-            Ok(Ok(RenewOutcome::Gone)) => {
-                state.mark_lost(LossReason::RenewRejected);
-            }
-            Ok(Err(error)) => {
-                events.emit(|| LockEvent::RenewFailed {
-                    key: key.clone(),
-                    at: done_at,
-                    error: error.to_string(),
-                });
-                if done_at >= state.deadline() {
-                    state.mark_lost(LossReason::Expired);
-                }
-                due = (done_at + plan.retry()).min(state.deadline());
-            }
+        let timing = RenewTiming {
+            scheduled_at: due,
+            sent_at,
+            done_at: Instant::now(),
+            trigger_lag: None,
+        };
+        let result = match &outcome {
+            Ok(Ok(renewed)) => Ok(*renewed),
+            Ok(Err(error)) => Err(error as &dyn Display),
             Err(_elapsed) => {
-                events.emit(|| LockEvent::RenewFailed {
-                    key: key.clone(),
-                    at: done_at,
-                    error: "renewal got no answer before the local deadline".into(),
-                });
-                if done_at >= state.deadline() {
-                    state.mark_lost(LossReason::Expired);
-                }
+                Err(&"renewal got no answer before the local deadline" as &dyn Display)
             }
+        };
+        let gone = LossReason::RenewRejected;
+        match record_renewal(&state, &events, plan, timing, result, gone) {
+            AfterRenewal::Extended => due = timing.done_at + plan.period,
+            AfterRenewal::Lost => return,
+            AfterRenewal::Retry { at } => due = at,
         }
     }
 }
@@ -414,17 +481,14 @@ impl<P> SessionHolds<P> {
     pub(crate) fn renewed(&self, renewal: SessionRenewed, events: &Events) {
         let until = renewal.sent_at + renewal.granted;
         self.session.extend_to(until);
+        let timing = RenewTiming {
+            scheduled_at: renewal.scheduled_at,
+            sent_at: renewal.sent_at,
+            done_at: renewal.done_at,
+            trigger_lag: None,
+        };
         for state in self.states() {
-            state.extend_to(until);
-            events.emit(|| LockEvent::Renewed {
-                key: state.key().clone(),
-                scheduled_at: renewal.scheduled_at,
-                sent_at: renewal.sent_at,
-                done_at: renewal.done_at,
-                remaining_ttl_before: None,
-                granted_ttl: renewal.granted,
-                trigger_lag: None,
-            });
+            extended(&state, events, timing, None, renewal.granted);
         }
     }
 
@@ -573,7 +637,7 @@ pub(crate) async fn renew_session_until_lost<P: Send + Sync>(
 /// Runs `work` on the current tokio runtime in the background, if there is one. Never blocks and never
 /// panics outside a runtime: then the work is skipped, and what it would have cleaned up expires by its
 /// TTL or session instead.
-#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+#[cfg(any(feature = "etcd", feature = "zookeeper", feature = "redis"))]
 pub(crate) fn in_background(work: impl Future<Output = ()> + Send + 'static) {
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(work);

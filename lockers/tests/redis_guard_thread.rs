@@ -9,15 +9,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use lockbench_servers::RedisServer;
-use lockers::conformance::Target;
 use lockers::redis::{GuardThreadConfig, RedisGuardThread};
 use lockers::{
-    AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, LossReason, OwnerId,
+    AcquireOptions, EventLog, Events, LockError, LockEvent, Locker, LossReason, OwnerId,
 };
 
-const TIMEOUT: Duration = Duration::from_millis(600);
-const PREFIX: &str = "lbtest:";
+#[path = "support/redis.rs"]
+mod support;
+
+use support::{
+    PREFIX, Setup, Strategy, TIMEOUT, assert_margins_in_range, lock_key, renewal_margins, unique,
+};
 
 fn config() -> GuardThreadConfig {
     GuardThreadConfig {
@@ -27,79 +29,37 @@ fn config() -> GuardThreadConfig {
     }
 }
 
-fn lock_key(name: &str) -> String {
-    format!("{PREFIX}{{{name}}}")
-}
-
-struct GuardThread {
-    server: RedisServer,
-}
+/// redis-guard-thread clients with the test settings.
+struct GuardThread;
 
 impl GuardThread {
-    fn start() -> Self {
-        GuardThread {
-            server: RedisServer::start().unwrap(),
-        }
-    }
-
-    async fn connect_with(
-        &self,
-        config: GuardThreadConfig,
-        events: Events,
-    ) -> Arc<RedisGuardThread> {
-        Arc::new(
-            RedisGuardThread::connect(&self.server.url(), config, events)
-                .await
-                .unwrap(),
-        )
-    }
-
-    async fn connect(&self, events: Events) -> Arc<RedisGuardThread> {
-        self.connect_with(config(), events).await
-    }
-
-    fn redis(&self, args: &[&str]) -> String {
-        self.server.command(args).unwrap()
-    }
-
-    /// `calls` of `cmdstat_evalsha` in `INFO commandstats`.
-    fn evalsha_calls(&self) -> u64 {
-        let info = self.redis(&["INFO", "commandstats"]);
-        info.lines()
-            .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-            .and_then(|rest| rest.split(',').next())
-            .map_or(0, |n| n.parse().unwrap())
+    fn start() -> Setup<GuardThread> {
+        Setup::start(GuardThread)
     }
 }
 
 #[async_trait]
-impl Target for GuardThread {
-    async fn client(&self, events: Events) -> Arc<dyn Locker> {
-        self.connect(events).await
-    }
+impl Strategy for GuardThread {
+    type Client = RedisGuardThread;
 
-    fn watchdog_timeout(&self) -> Duration {
-        TIMEOUT
+    async fn connect(&self, url: &str, events: Events) -> Arc<RedisGuardThread> {
+        connect_with(url, config(), events).await
     }
+}
 
-    fn short_lease(&self) -> Duration {
-        Duration::from_millis(300)
-    }
-
-    async fn remove_behind_back(&self, lease: &Lease) {
-        assert_eq!(self.redis(&["DEL", &lock_key(lease.key())]), "1");
-    }
-
-    fn slack(&self) -> Duration {
-        Duration::from_millis(200)
-    }
+async fn connect_with(
+    url: &str,
+    config: GuardThreadConfig,
+    events: Events,
+) -> Arc<RedisGuardThread> {
+    Arc::new(
+        RedisGuardThread::connect(url, config, events)
+            .await
+            .unwrap(),
+    )
 }
 
 lockers::conformance_tests!(GuardThread::start());
-
-fn unique(name: &str) -> String {
-    format!("{name}:{:08x}", rand::random::<u32>())
-}
 
 /// Threads of this process whose OS name is `name` (`/proc/self/task/*/comm`).
 fn threads_named(name: &str) -> usize {
@@ -142,7 +102,7 @@ async fn one_thread_per_held_lock_and_none_after_release_or_drop() {
     let t = GuardThread::start();
     let mut settings = config();
     settings.client_id = format!("t{:05x}", rand::random::<u32>() & 0xf_ffff);
-    let a = t.connect_with(settings, Events::none()).await;
+    let a = connect_with(&t.server.url(), settings, Events::none()).await;
     let name = a.thread_name().to_owned();
     assert_eq!(name.len(), 15, "{name:?} is what the kernel keeps");
     assert_eq!((a.live_threads(), threads_named(&name)), (0, 0));
@@ -196,23 +156,10 @@ async fn renewals_report_their_margin() {
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(lease.is_held());
-    let margins: Vec<Duration> = log
-        .snapshot()
-        .into_iter()
-        .filter_map(|e| match e {
-            LockEvent::Renewed {
-                remaining_ttl_before,
-                ..
-            } => Some(remaining_ttl_before.unwrap()),
-            _ => None,
-        })
-        .collect();
+    let margins = renewal_margins(&log);
     // 2 s / 200 ms = 10 renewals; a slow machine may lose a couple, a stalled thread would lose all.
     assert!(margins.len() >= 7, "{} renewals in 2 s", margins.len());
-    assert!(
-        margins.iter().all(|m| !m.is_zero() && *m <= TIMEOUT),
-        "{margins:?}"
-    );
+    assert_margins_in_range(&margins);
     lease.release().await.unwrap();
 }
 
@@ -246,15 +193,6 @@ async fn replaced_value_is_noticed_by_the_next_renewal() {
     );
 }
 
-/// Resumes a `SIGSTOP`ped server when dropped, also when the test fails.
-struct Frozen<'a>(&'a RedisServer);
-
-impl Drop for Frozen<'_> {
-    fn drop(&mut self) {
-        self.0.resume().unwrap();
-    }
-}
-
 /// With the server frozen, renewals time out (`RenewFailed`) and the lease is lost at its local deadline
 /// (`Expired`), not much later; the thread then exits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,8 +204,7 @@ async fn frozen_server_loses_the_lease_at_its_deadline() {
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
     let deadline = lease.deadline();
-    t.server.pause().unwrap();
-    let frozen = Frozen(&t.server);
+    let frozen = t.freeze();
     let reason = tokio::time::timeout(TIMEOUT * 2, lease.lost())
         .await
         .unwrap();
@@ -296,7 +233,7 @@ async fn dropped_outside_a_runtime_the_thread_releases() {
     let t = GuardThread::start();
     let mut settings = config();
     settings.watchdog_timeout = Duration::from_secs(10);
-    let a = t.connect_with(settings, Events::none()).await;
+    let a = connect_with(&t.server.url(), settings, Events::none()).await;
     let b = t.connect(Events::none()).await;
     let key = unique("no-runtime");
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
@@ -328,10 +265,7 @@ async fn dropped_outside_a_runtime_the_thread_releases() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_poll_with_backoff() {
     let t = GuardThread::start();
-    let (a, b) = (
-        t.connect(Events::none()).await,
-        t.connect(Events::none()).await,
-    );
+    let (a, b) = t.pair().await;
     let key = unique("backoff");
     let hold = Duration::from_secs(1);
     let lease = a

@@ -9,13 +9,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use lockbench_servers::{RedisOptions, RedisServer};
-use lockers::conformance::Target;
+use lockbench_servers::RedisOptions;
 use lockers::redis::{KeyspaceConfig, KeyspaceVariant as Variant, RedisKeyspace};
-use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, LossReason};
+use lockers::{AcquireOptions, EventLog, Events, LockEvent, Locker, LossReason};
 
-const TIMEOUT: Duration = Duration::from_millis(600);
-const PREFIX: &str = "lbtest:";
+#[path = "support/redis.rs"]
+mod support;
+
+use support::{PREFIX, Setup, Strategy, TIMEOUT, expect_busy, lock_key, unique};
 
 fn config() -> KeyspaceConfig {
     KeyspaceConfig {
@@ -25,66 +26,39 @@ fn config() -> KeyspaceConfig {
     }
 }
 
-fn lock_key(name: &str) -> String {
-    format!("{PREFIX}{{{name}}}")
-}
-
-struct Keyspace {
-    server: RedisServer,
-    variant: Variant,
-}
+/// redis-keyspace clients of one variant.
+struct Keyspace(Variant);
 
 impl Keyspace {
-    fn start(variant: Variant) -> Self {
-        Self::start_with(variant, RedisOptions::default())
+    fn start(variant: Variant) -> Setup<Keyspace> {
+        Setup::start(Keyspace(variant))
     }
 
-    fn start_with(variant: Variant, options: RedisOptions) -> Self {
-        Keyspace {
-            server: RedisServer::start_with(options).unwrap(),
-            variant,
-        }
-    }
-
-    async fn connect_with(&self, config: KeyspaceConfig, events: Events) -> Arc<RedisKeyspace> {
-        let url = self.server.url();
-        Arc::new(
-            RedisKeyspace::connect(&url, self.variant, config, events)
-                .await
-                .unwrap(),
-        )
-    }
-
-    async fn connect(&self, events: Events) -> Arc<RedisKeyspace> {
-        self.connect_with(config(), events).await
-    }
-
-    fn redis(&self, args: &[&str]) -> String {
-        self.server.command(args).unwrap()
+    fn start_with(variant: Variant, options: RedisOptions) -> Setup<Keyspace> {
+        Setup::start_with(Keyspace(variant), options)
     }
 }
 
 #[async_trait]
-impl Target for Keyspace {
-    async fn client(&self, events: Events) -> Arc<dyn Locker> {
-        self.connect(events).await
-    }
+impl Strategy for Keyspace {
+    type Client = RedisKeyspace;
 
-    fn watchdog_timeout(&self) -> Duration {
-        TIMEOUT
+    async fn connect(&self, url: &str, events: Events) -> Arc<RedisKeyspace> {
+        connect_with(url, self.0, config(), events).await
     }
+}
 
-    fn short_lease(&self) -> Duration {
-        Duration::from_millis(300)
-    }
-
-    async fn remove_behind_back(&self, lease: &Lease) {
-        assert_eq!(self.redis(&["DEL", &lock_key(lease.key())]), "1");
-    }
-
-    fn slack(&self) -> Duration {
-        Duration::from_millis(200)
-    }
+async fn connect_with(
+    url: &str,
+    variant: Variant,
+    config: KeyspaceConfig,
+    events: Events,
+) -> Arc<RedisKeyspace> {
+    Arc::new(
+        RedisKeyspace::connect(url, variant, config, events)
+            .await
+            .unwrap(),
+    )
 }
 
 /// The shadow variant claims every case its capabilities declare.
@@ -106,17 +80,6 @@ mod naive {
         mutual_exclusion, release_then_reacquire, try_once_on_held_lock, wait_timeout_is_honoured,
         fixed_lease_expires, tokens_strictly_increase, stale_release_is_not_held,
         cancelled_acquire_leaks_nothing, reentrant_acquire_and_release, dropped_lease_is_released);
-}
-
-fn unique(name: &str) -> String {
-    format!("{name}:{:08x}", rand::random::<u32>())
-}
-
-async fn expect_busy(locker: &RedisKeyspace, key: &str) {
-    match locker.acquire(key, &AcquireOptions::try_once()).await {
-        Err(LockError::Timeout { .. }) => {}
-        other => panic!("expected the lock to be busy, got {other:?}"),
-    }
 }
 
 /// The `trigger_lag` of every `Renewed` event (each must carry one).
@@ -154,7 +117,7 @@ async fn shadow_holds_for_5s(hz: u32) -> Vec<Duration> {
     let until = Instant::now() + Duration::from_secs(5);
     let mut tries = 0;
     while Instant::now() < until {
-        expect_busy(&b, &key).await;
+        expect_busy(&*b, &key).await;
         assert!(
             lease.is_held(),
             "hz {hz}: holder lost belief after {tries} tries: {:?}",
@@ -278,10 +241,7 @@ async fn naive_contender_gets_in_while_the_holder_believes_it_holds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn naive_holder_never_learns_of_a_del() {
     let t = Keyspace::start(Variant::Naive);
-    let (a, b) = (
-        t.connect(Events::none()).await,
-        t.connect(Events::none()).await,
-    );
+    let (a, b) = t.pair().await;
     let key = unique("naive-del");
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
     assert_eq!(t.redis(&["DEL", &lock_key(&key)]), "1");
@@ -323,7 +283,7 @@ async fn shadow_keeps_the_lock_through_a_pubsub_kill() {
     assert_eq!(killed, 2, "both clients' subscriptions");
     let until = Instant::now() + Duration::from_secs(2);
     while Instant::now() < until {
-        expect_busy(&b, &key).await;
+        expect_busy(&*b, &key).await;
         assert!(lease.is_held(), "lost after the kill: {:?}", lease.state());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -373,7 +333,8 @@ async fn waiters_wake_on_del_and_expired_events() {
         ..config()
     };
     let a = t.connect(Events::none()).await;
-    let b = t.connect_with(slow_recheck, Events::none()).await;
+    let url = t.server.url();
+    let b = connect_with(&url, Variant::Shadow, slow_recheck, Events::none()).await;
     let wait = AcquireOptions::wait(Duration::from_secs(3));
 
     let key = unique("wake-del");

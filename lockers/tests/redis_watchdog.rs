@@ -8,15 +8,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use lockbench_servers::RedisServer;
-use lockers::conformance::Target;
 use lockers::redis::{RedisWatchdog, RenewalMode, WatchdogConfig};
 use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, OwnerId};
+use tokio::task::JoinHandle;
 
-const TIMEOUT: Duration = Duration::from_millis(600);
+#[path = "support/redis.rs"]
+mod support;
+
+use support::{
+    PREFIX, Setup, Strategy, TIMEOUT, assert_margins_in_range, expect_busy, lock_key,
+    renewal_margins, unique,
+};
+
 /// The renewal period: TIMEOUT × 1/3.
 const PERIOD: Duration = Duration::from_millis(200);
-const PREFIX: &str = "lbtest:";
 
 fn config(mode: RenewalMode) -> WatchdogConfig {
     WatchdogConfig {
@@ -27,96 +32,25 @@ fn config(mode: RenewalMode) -> WatchdogConfig {
     }
 }
 
-fn lock_key(name: &str) -> String {
-    format!("{PREFIX}{{{name}}}")
-}
-
-struct Watchdog {
-    server: RedisServer,
-    mode: RenewalMode,
-}
+/// redis-watchdog clients in one renewal mode.
+struct Watchdog(RenewalMode);
 
 impl Watchdog {
-    fn start(mode: RenewalMode) -> Self {
-        Watchdog {
-            server: RedisServer::start().unwrap(),
-            mode,
-        }
-    }
-
-    async fn connect(&self, events: Events) -> Arc<RedisWatchdog> {
-        let url = self.server.url();
-        Arc::new(
-            RedisWatchdog::connect(&url, config(self.mode), events)
-                .await
-                .unwrap(),
-        )
-    }
-
-    fn redis(&self, args: &[&str]) -> String {
-        self.server.command(args).unwrap()
-    }
-
-    /// `calls` of `cmdstat_<command>` in `INFO commandstats` (commands run inside scripts included).
-    fn calls(&self, command: &str) -> u64 {
-        let info = self.redis(&["INFO", "commandstats"]);
-        let prefix = format!("cmdstat_{command}:calls=");
-        info.lines()
-            .find_map(|l| l.strip_prefix(prefix.as_str()))
-            .and_then(|rest| rest.split(',').next())
-            .map_or(0, |n| n.parse().unwrap())
-    }
-
-    fn evalsha_calls(&self) -> u64 {
-        self.calls("evalsha")
-    }
-
-    fn subscribers(&self, channel: &str) -> u64 {
-        let reply = self.redis(&["PUBSUB", "NUMSUB", channel]);
-        reply.lines().nth(1).unwrap().parse().unwrap()
+    fn start(mode: RenewalMode) -> Setup<Watchdog> {
+        Setup::start(Watchdog(mode))
     }
 }
 
 #[async_trait]
-impl Target for Watchdog {
-    async fn client(&self, events: Events) -> Arc<dyn Locker> {
-        self.connect(events).await
-    }
+impl Strategy for Watchdog {
+    type Client = RedisWatchdog;
 
-    fn watchdog_timeout(&self) -> Duration {
-        TIMEOUT
-    }
-
-    fn short_lease(&self) -> Duration {
-        Duration::from_millis(300)
-    }
-
-    async fn remove_behind_back(&self, lease: &Lease) {
-        assert_eq!(self.redis(&["DEL", &lock_key(lease.key())]), "1");
-    }
-
-    fn slack(&self) -> Duration {
-        Duration::from_millis(200)
-    }
-}
-
-/// Resumes a `SIGSTOP`ped server when dropped, also when the test fails.
-struct Frozen<'a>(&'a RedisServer);
-
-impl Drop for Frozen<'_> {
-    fn drop(&mut self) {
-        self.0.resume().unwrap();
-    }
-}
-
-fn unique(name: &str) -> String {
-    format!("{name}:{:08x}", rand::random::<u32>())
-}
-
-async fn expect_busy(locker: &RedisWatchdog, key: &str) {
-    match locker.acquire(key, &AcquireOptions::try_once()).await {
-        Err(LockError::Timeout { .. }) => {}
-        other => panic!("expected the lock to be busy, got {other:?}"),
+    async fn connect(&self, url: &str, events: Events) -> Arc<RedisWatchdog> {
+        Arc::new(
+            RedisWatchdog::connect(url, config(self.0), events)
+                .await
+                .unwrap(),
+        )
     }
 }
 
@@ -134,29 +68,16 @@ async fn holder_keeps_lock_for_5s(mode: RenewalMode) {
     let until = Instant::now() + Duration::from_secs(5);
     let mut tries = 0;
     while Instant::now() < until {
-        expect_busy(&b, &key).await;
+        expect_busy(&*b, &key).await;
         assert!(lease.is_held(), "holder lost belief after {tries} tries");
         tries += 1;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(tries >= 100, "only {tries} tries in 5 s");
-    let margins: Vec<Duration> = log
-        .snapshot()
-        .into_iter()
-        .filter_map(|e| match e {
-            LockEvent::Renewed {
-                remaining_ttl_before,
-                ..
-            } => Some(remaining_ttl_before.unwrap()),
-            _ => None,
-        })
-        .collect();
+    let margins = renewal_margins(&log);
     // 5 s / 200 ms = 25 renewals; allow for a slow machine but not for a stalled watchdog.
     assert!(margins.len() >= 18, "{} renewals in 5 s", margins.len());
-    assert!(
-        margins.iter().all(|m| !m.is_zero() && *m <= TIMEOUT),
-        "margins out of range: {margins:?}"
-    );
+    assert_margins_in_range(&margins);
     lease.release().await.unwrap();
     b.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
 }
@@ -221,8 +142,7 @@ async fn frozen_server_loses_lease_by_deadline(mode: RenewalMode) {
     let key = unique("frozen");
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
-    t.server.pause().unwrap();
-    let frozen = Frozen(&t.server);
+    let frozen = t.freeze();
     let frozen_at = Instant::now();
     let deadline = lease.deadline();
     assert!(deadline <= frozen_at + TIMEOUT, "deadline beyond one TTL");
@@ -255,10 +175,7 @@ async fn frozen_server_loses_lease_by_deadline(mode: RenewalMode) {
 /// Same owner twice: the hash counts 2; one release leaves it held (count 1), the second frees it.
 async fn reentrant_counts_in_the_hash(mode: RenewalMode) {
     let t = Watchdog::start(mode);
-    let (a, b) = (
-        t.connect(Events::none()).await,
-        t.connect(Events::none()).await,
-    );
+    let (a, b) = t.pair().await;
     let key = unique("reentrant");
     let opts = AcquireOptions::try_once().owner(OwnerId::new("worker-7"));
     let outer = a.acquire(&key, &opts).await.unwrap();
@@ -269,13 +186,13 @@ async fn reentrant_counts_in_the_hash(mode: RenewalMode) {
     assert_eq!(a.held_locks(), 1, "one renewal entry for both holds");
     inner.release().await.unwrap();
     assert_eq!(t.redis(&["HGET", &lock_key(&key), &field]), "1");
-    expect_busy(&b, &key).await;
+    expect_busy(&*b, &key).await;
     tokio::time::sleep(TIMEOUT).await;
     assert!(
         outer.is_held(),
         "outer hold not renewed after the inner release"
     );
-    expect_busy(&b, &key).await;
+    expect_busy(&*b, &key).await;
     let outer_token = outer.token();
     outer.release().await.unwrap();
     assert_eq!(t.redis(&["EXISTS", &lock_key(&key)]), "0");
@@ -286,10 +203,7 @@ async fn reentrant_counts_in_the_hash(mode: RenewalMode) {
 /// A release by someone who no longer holds the lock is `NotHeld` and leaves the holder's hash alone.
 async fn non_owner_release_is_an_error(mode: RenewalMode) {
     let t = Watchdog::start(mode);
-    let (a, b) = (
-        t.connect(Events::none()).await,
-        t.connect(Events::none()).await,
-    );
+    let (a, b) = t.pair().await;
     let key = unique("non-owner");
     let stale = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
     t.redis(&["DEL", &lock_key(&key)]);
@@ -304,26 +218,44 @@ async fn non_owner_release_is_an_error(mode: RenewalMode) {
     current.release().await.unwrap();
 }
 
+/// A waiting acquire of `key` by `client` (up to 10 s), answering with when it returned.
+fn spawn_waiter(
+    client: &Arc<RedisWatchdog>,
+    key: &str,
+) -> JoinHandle<(Result<Lease, LockError>, Instant)> {
+    let (client, key) = (client.clone(), key.to_owned());
+    tokio::spawn(async move {
+        let lease = client
+            .acquire(&key, &AcquireOptions::wait(Duration::from_secs(10)))
+            .await;
+        (lease, Instant::now())
+    })
+}
+
+/// Asserts that `waiter` got the lock within 150 ms of its release at `released_at`, then releases it.
+async fn expect_quick_handoff(
+    waiter: JoinHandle<(Result<Lease, LockError>, Instant)>,
+    released_at: Instant,
+) {
+    let (next, got_at) = waiter.await.unwrap();
+    let handoff = got_at - released_at;
+    assert!(next.is_ok(), "waiter failed: {next:?}");
+    assert!(
+        handoff < Duration::from_millis(150),
+        "hand-off took {handoff:?}"
+    );
+    next.unwrap().release().await.unwrap();
+}
+
 /// A waiter wakes on the unlock message, long before the holder's TTL would have run out, and does
 /// not poll while it waits.
 async fn waiter_wakes_on_unlock_message(mode: RenewalMode) {
     let t = Watchdog::start(mode);
-    let (a, b) = (
-        t.connect(Events::none()).await,
-        t.connect(Events::none()).await,
-    );
+    let (a, b) = t.pair().await;
     let key = unique("wake");
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
     let (server_before, a_before) = (t.evalsha_calls(), a.renew_calls());
-    let waiter = {
-        let (b, key) = (b.clone(), key.clone());
-        tokio::spawn(async move {
-            let lease = b
-                .acquire(&key, &AcquireOptions::wait(Duration::from_secs(10)))
-                .await;
-            (lease, Instant::now())
-        })
-    };
+    let waiter = spawn_waiter(&b, &key);
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(t.subscribers(&format!("{}:unlock", lock_key(&key))), 1);
     let attempts = t.evalsha_calls() - server_before - (a.renew_calls() - a_before);
@@ -334,28 +266,50 @@ async fn waiter_wakes_on_unlock_message(mode: RenewalMode) {
     );
     let released_at = Instant::now();
     lease.release().await.unwrap();
-    let (next, got_at) = waiter.await.unwrap();
+    expect_quick_handoff(waiter, released_at).await;
     assert_eq!(
         t.calls("publish"),
         1,
         "the contended release did not publish once"
     );
-    let handoff = got_at - released_at;
-    assert!(next.is_ok(), "waiter failed: {next:?}");
-    assert!(
-        handoff < Duration::from_millis(150),
-        "hand-off took {handoff:?}"
-    );
-    next.unwrap().release().await.unwrap();
+}
+
+/// `CLIENT KILL TYPE pubsub` while a waiter waits: the dispatcher reconnects and resubscribes the
+/// waiter's channel, so the release's unlock message still hands the lock over at once.
+async fn waiter_survives_a_pubsub_kill(mode: RenewalMode) {
+    let t = Watchdog::start(mode);
+    let (a, b) = t.pair().await;
+    let key = unique("pubsub-kill");
+    let channel = format!("{}:unlock", lock_key(&key));
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    let waiter = spawn_waiter(&b, &key);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(t.subscribers(&channel), 1, "waiter not subscribed");
+    let killed: u32 = t
+        .redis(&["CLIENT", "KILL", "TYPE", "pubsub"])
+        .parse()
+        .unwrap();
+    assert_eq!(killed, 1, "the waiter's client's subscription");
+    let killed_at = Instant::now();
+    let until = killed_at + Duration::from_secs(1);
+    while t.subscribers(&channel) != 1 {
+        assert!(
+            Instant::now() < until,
+            "not resubscribed 1 s after the kill"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    eprintln!("resubscribed {:?} after the kill", killed_at.elapsed());
+    tokio::time::sleep(PERIOD).await;
+    let released_at = Instant::now();
+    lease.release().await.unwrap();
+    expect_quick_handoff(waiter, released_at).await;
 }
 
 /// Dropping an acquire that waits on pub/sub unsubscribes its channel and leaves no hold or renewal.
 async fn cancelled_waiter_leaves_no_subscription(mode: RenewalMode) {
     let t = Watchdog::start(mode);
-    let (a, b) = (
-        t.connect(Events::none()).await,
-        t.connect(Events::none()).await,
-    );
+    let (a, b) = t.pair().await;
     let key = unique("cancelled");
     let channel = format!("{}:unlock", lock_key(&key));
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
@@ -411,7 +365,8 @@ macro_rules! both_modes {
             holder_keeps_lock_for_5s, release_stops_renewal_on_the_server,
             delete_fires_lost_within_a_period, frozen_server_loses_lease_by_deadline,
             reentrant_counts_in_the_hash, non_owner_release_is_an_error,
-            waiter_wakes_on_unlock_message, cancelled_waiter_leaves_no_subscription);
+            waiter_wakes_on_unlock_message, waiter_survives_a_pubsub_kill,
+            cancelled_waiter_leaves_no_subscription);
     };
 }
 
@@ -467,7 +422,8 @@ mod batched {
 
 #[tokio::test]
 async fn invalid_config_is_a_config_error_naming_the_field() {
-    let cases: [(&str, fn(&mut WatchdogConfig)); 4] = [
+    type Spoil = fn(&mut WatchdogConfig);
+    let cases: [(&str, Spoil); 4] = [
         ("watchdog_timeout", |c| c.watchdog_timeout = Duration::ZERO),
         ("renew_ratio", |c| c.renew_ratio = 1.5),
         ("renewal.chunk", |c| {

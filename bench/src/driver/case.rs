@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lockbench_reports::model::{self, CaseStatus, ClientCost, ServerCost};
+use lockbench_reports::model::{self, CaseStatus, ClientCost, FaultWindow, ServerCost, ServerInfo};
 
 use super::oracle::OracleFindings;
 use super::resource::{Resource, ResourceTotals};
@@ -16,6 +16,7 @@ use super::worker::CasePlan;
 use super::{processes, tasks};
 use crate::backends::{Backends, EndpointAddrs, stats};
 use crate::clock::{MonoClock, duration_ns};
+use crate::faults::CaseFaults;
 use crate::progress::{CaseProgress, Progress};
 use crate::strategies::Strategy;
 use crate::workload::{LeaseSpec, WorkerMode, Workload};
@@ -69,6 +70,8 @@ pub struct ModeOutput {
     pub client_cost: ClientCost,
     /// Something went wrong after the start (a worker died, did not stop); figures are partial.
     pub problem: Option<String>,
+    /// The faults injected, as they happened.
+    pub faults: Vec<FaultWindow>,
 }
 
 /// A case as run.
@@ -89,7 +92,9 @@ pub struct CaseRun {
     /// The warm-up it had.
     pub warmup: Duration,
     /// The faults injected during the case.
-    pub faults: Vec<model::FaultWindow>,
+    pub faults: Vec<FaultWindow>,
+    /// Servers started for this case alone (a fault destroys them).
+    pub own_servers: Option<ServerInfo>,
 }
 
 /// When a case starts, measures and stops (monotonic ns).
@@ -154,6 +159,14 @@ pub fn lease_support(
             crate::workload::format_duration(caps.min_ttl)
         ));
     }
+    let granularity = caps.ttl_granularity.as_nanos();
+    if granularity > 1 && ttl.as_nanos() % granularity != 0 {
+        return Err(format!(
+            "a {} TTL is not a multiple of its {} granularity",
+            crate::workload::format_duration(ttl),
+            crate::workload::format_duration(caps.ttl_granularity)
+        ));
+    }
     Ok(())
 }
 
@@ -173,6 +186,7 @@ pub async fn run_case(
         server_cost: None,
         warmup: ctx.workload.warmup,
         faults: Vec::new(),
+        own_servers: None,
     };
     let key_prefix = format!("lockbench/{}/{index}/", ctx.run_id);
     let plan = CasePlan::new(ctx.workload, strategy.id, lease, key_prefix);
@@ -188,10 +202,33 @@ pub async fn run_case(
         run.error = Some(format!("{} {why}", strategy.id));
         return run;
     }
-    let source = ctx
-        .backends
-        .get(strategy.server)
-        .and_then(|b| b.stats_source());
+    let faults = match CaseFaults::prepare(
+        &ctx.workload.faults,
+        strategy,
+        &declared,
+        ctx.workload.clients,
+        ctx.backends,
+        &ctx.endpoints,
+    )
+    .await
+    {
+        Ok(f) => f,
+        Err(CaseError::Skip(why)) => {
+            run.status = CaseStatus::Skipped;
+            run.error = Some(why);
+            return run;
+        }
+        Err(CaseError::Fail(why)) => {
+            run.error = Some(why);
+            return run;
+        }
+    };
+    run.own_servers = faults.server_info();
+    let source = faults.stats_source().or_else(|| {
+        ctx.backends
+            .get(strategy.server)
+            .and_then(|b| b.stats_source())
+    });
     let before = match source {
         Some(s) => s.snapshot_async().await,
         None => None,
@@ -199,8 +236,8 @@ pub async fn run_case(
     let started = ctx.clock.now();
     let label = format!("{} {lease}", strategy.id);
     let result = match ctx.workload.workers {
-        WorkerMode::Tasks => tasks::run(ctx, strategy, &plan, &label).await,
-        WorkerMode::Processes => processes::run(ctx, &plan, &label).await,
+        WorkerMode::Tasks => tasks::run(ctx, strategy, &plan, &label, &faults).await,
+        WorkerMode::Processes => processes::run(ctx, &plan, &label, &faults).await,
     };
     let seconds = (ctx.clock.now() - started) as f64 / 1e9;
     if let (Some(source), Some(before)) = (source, before)
@@ -208,8 +245,9 @@ pub async fn run_case(
     {
         run.server_cost = Some(stats::delta(source.kind(), &before, &after, seconds));
     }
+    drop(faults);
     match result {
-        Ok(output) => {
+        Ok(mut output) => {
             if output.capabilities != capabilities_model(&declared) {
                 // Not fatal: the results record the live client's; the registry entry needs fixing.
                 run.error = Some(format!(
@@ -227,6 +265,7 @@ pub async fn run_case(
             if output.problem.is_some() {
                 run.error = output.problem.clone();
             }
+            run.faults = std::mem::take(&mut output.faults);
             run.output = Some(output);
         }
         Err(CaseError::Skip(why)) => {

@@ -8,13 +8,14 @@
 //! period. A lock is renewed between ½ and 1½ periods after the previous renewal was sent, so with the
 //! default ratio of ⅓ at least half its TTL is still left when the renewal lands.
 //!
-//! Per lock, the scheduler does what `renew_until_lost` does for one: `RenewScheduled` and `Renewed`
-//! (with the TTL found before extending) events, the deadline moved to `sent + ttl` on success, `Lost`
-//! on a 0 answer, `RenewFailed` and a retry a third of a period later on an error, `Lost` once the local
-//! deadline passes. A released lock leaves the schedule at once ([`StopRenewal`]); an answer for it that
-//! was already in flight is ignored.
+//! Per lock, the scheduler records each answer as `renew_until_lost` does for one (`record_renewal`:
+//! `Renewed` with the TTL found before extending and the deadline moved to `sent + ttl` on success,
+//! `Lost` on a 0 answer, `RenewFailed` and a retry a third of a period later on an error, `Lost` once the
+//! local deadline passes) and announces each planned renewal (`RenewScheduled`). A released lock leaves
+//! the schedule at once ([`StopRenewal`]); an answer for it that was already in flight is ignored.
 
 use std::collections::HashMap;
+use std::fmt::Display;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -25,9 +26,12 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 use crate::error::LockError;
-use crate::event::{Events, LockEvent};
+use crate::event::Events;
 use crate::lease::{LeaseState, LossReason};
-use crate::renewal::{RenewOutcome, RenewalPlan, StopRenewal};
+use crate::renewal::{
+    AfterRenewal, RenewOutcome, RenewTiming, RenewalPlan, StopRenewal, announce_renewal,
+    record_renewal,
+};
 
 /// One lock to renew: its server key and owner, as the chunk renewal function needs them.
 #[derive(Debug, Clone)]
@@ -80,16 +84,8 @@ impl Schedule {
         self.origin + Duration::from_nanos(nanos)
     }
 
-    fn retry_after(&self, t: Instant) -> Instant {
-        t + (self.plan.period / 3).max(Duration::from_millis(5))
-    }
-
     fn plan_next(&self, key: &Arc<str>, at: Instant) {
-        self.events.emit(|| LockEvent::RenewScheduled {
-            key: key.clone(),
-            at: Instant::now(),
-            due: at,
-        });
+        announce_renewal(&self.events, key, at);
     }
 
     /// Takes the items due by `now`, dropping those already lost or past their deadline.
@@ -132,62 +128,38 @@ impl Schedule {
         sent_at: Instant,
         done_at: Instant,
     ) {
-        let mut lost = Vec::new();
-        {
-            let mut items = self.lock();
-            for (i, (id, scheduled_at)) in ids.iter().enumerate() {
-                let Some(item) = items.get_mut(id) else {
-                    continue; // released meanwhile
+        let mut items = self.lock();
+        for (i, (id, scheduled_at)) in ids.iter().enumerate() {
+            let Some(item) = items.get_mut(id) else {
+                continue; // released meanwhile
+            };
+            let result = match answers {
+                Ok(answers) => answers.get(i).copied().ok_or(&TOO_FEW as &dyn Display),
+                Err(error) => Err(error as &dyn Display),
+            };
+            let timing = RenewTiming {
+                scheduled_at: *scheduled_at,
+                sent_at,
+                done_at,
+                trigger_lag: None,
+            };
+            let gone = LossReason::RenewRejected;
+            item.attempt_at =
+                match record_renewal(&item.state, &self.events, self.plan, timing, result, gone) {
+                    AfterRenewal::Extended => self.tick_after(done_at),
+                    AfterRenewal::Retry { at } => at,
+                    AfterRenewal::Lost => {
+                        items.remove(id);
+                        continue;
+                    }
                 };
-                let key = item.state.key().clone();
-                match answers.as_ref().map(|a| a.get(i).copied()) {
-                    Ok(Some(RenewOutcome::Extended { remaining_before })) => {
-                        item.state.extend_to(sent_at + self.plan.ttl);
-                        self.events.emit(|| LockEvent::Renewed {
-                            key: key.clone(),
-                            scheduled_at: *scheduled_at,
-                            sent_at,
-                            done_at,
-                            remaining_ttl_before: remaining_before,
-                            granted_ttl: self.plan.ttl,
-                            trigger_lag: None,
-                        });
-                        item.attempt_at = self.tick_after(done_at);
-                        self.plan_next(&key, item.attempt_at);
-                    }
-                    Ok(Some(RenewOutcome::Gone)) => {
-                        if let Some(item) = items.remove(id) {
-                            lost.push((item.state, LossReason::RenewRejected));
-                        }
-                    }
-                    failed => {
-                        let error = match failed {
-                            Err(e) => e.to_string(),
-                            _ => "batch renewal answered with too few results".to_string(),
-                        };
-                        self.events.emit(|| LockEvent::RenewFailed {
-                            key: key.clone(),
-                            at: done_at,
-                            error,
-                        });
-                        let deadline = item.state.deadline();
-                        if done_at >= deadline {
-                            if let Some(item) = items.remove(id) {
-                                lost.push((item.state, LossReason::Expired));
-                            }
-                        } else {
-                            item.attempt_at = self.retry_after(done_at).min(deadline);
-                            self.plan_next(&key, item.attempt_at);
-                        }
-                    }
-                }
-            }
-        }
-        for (state, reason) in lost {
-            state.mark_lost(reason);
+            self.plan_next(item.state.key(), item.attempt_at);
         }
     }
 }
+
+/// The error a lock gets when its chunk's answer has no entry for it.
+const TOO_FEW: &str = "batch renewal answered with too few results";
 
 /// Takes a lock out of the schedule.
 struct Unschedule {

@@ -5,7 +5,7 @@
 //! | the lock | `P{name}` | a hash (watchdog) or a string (guard-thread, keyspace) |
 //! | fencing counter | `P{name}:fence` | `INCR`ed on every fresh acquire; never expires |
 //! | unlock channel | `P{name}:unlock` | pub/sub channel the release publishes on (watchdog) |
-//! | shadow key | `P{name}:shadow` | expires before the lock and triggers its renewal (keyspace shadow variant) |
+//! | shadow key | `P{name}:shadow` | expires before the lock, triggering its renewal (keyspace shadow) |
 //!
 //! The `{name}` hash tag puts every key of one lock in one Redis Cluster slot, so the scripts that touch
 //! several of them stay legal on a cluster. The prefix may not contain braces (it would move the tag), and
@@ -55,8 +55,17 @@ pub(crate) fn lock_key(prefix: &str, name: &str) -> String {
     format!("{prefix}{{{name}}}")
 }
 
+/// The key prefix every Redis strategy uses by default.
+pub(crate) const DEFAULT_PREFIX: &str = "lockbench:";
+
+/// Checks a client's naming settings: the key prefix and the client id.
+pub(crate) fn validate_naming(prefix: &str, client_id: &str) -> Result<(), LockError> {
+    validate_prefix(prefix)?;
+    validate_client_id(client_id)
+}
+
 /// Checks a key prefix: braces would change the hash tag.
-pub(crate) fn validate_prefix(prefix: &str) -> Result<(), LockError> {
+fn validate_prefix(prefix: &str) -> Result<(), LockError> {
     if prefix.contains(['{', '}']) {
         return Err(LockError::Config(format!(
             "key_prefix must not contain '{{' or '}}', got {prefix:?}"
@@ -66,7 +75,7 @@ pub(crate) fn validate_prefix(prefix: &str) -> Result<(), LockError> {
 }
 
 /// Checks a client id: it must be non-empty and free of whitespace.
-pub(crate) fn validate_client_id(client_id: &str) -> Result<(), LockError> {
+fn validate_client_id(client_id: &str) -> Result<(), LockError> {
     if client_id.is_empty() || client_id.contains(char::is_whitespace) {
         return Err(LockError::Config(format!(
             "client_id must be non-empty without whitespace, got {client_id:?}"

@@ -7,17 +7,19 @@
 //! an ACL), connecting fails with a `Config` error naming `notify-keyspace-events`: it never runs
 //! without events.
 //!
-//! The lock is the token-valued string lock of `redis-guard-thread` (`SET NX PX` + fencing `INCR` in
-//! one script, check-and-pexpire, check-and-delete). Each client has one pub/sub connection subscribed
-//! to the two keyevent channels; a dispatcher hands each event to the holders and waiters of that key
-//! in this client. Every client receives every `expired` and `del` event of the database.
+//! The lock is the token-valued string lock it shares with `redis-guard-thread` (`string_lock`: `SET NX
+//! PX` + fencing `INCR` in one script, check-and-pexpire, check-and-delete). Each client has one pub/sub
+//! connection (the `pubsub` dispatcher the watchdog's waiters use too) subscribed to the two keyevent
+//! channels; `keyevents` hands each event to the holders and waiters of that key in this client, and
+//! `keyspace_holder` is what a holder does with it. Every client receives every `expired` and `del`
+//! event of the database.
 //!
 //! - [`Variant::Naive`] (`redis-keyspace-naive`): the holder listens for its lock key's own `expired`
 //!   event and re-acquires (`SET NX PX`, same value, same fencing token). By then the key is gone, so a
 //!   contender can get in first; the holder learns it only when its re-acquire fails (`lost()` with
-//!   [`LossReason::TakenOver`]). **Its belief is optimistic:** the holder trusts the expiry-triggered
-//!   re-acquire to keep the key, so every `timeout / 3` it moves its local deadline to `now + timeout`
-//!   without asking the server. `is_held()` therefore stays true from the moment the key expires until
+//!   [`LossReason::TakenOver`](crate::LossReason::TakenOver)). **Its belief is optimistic:** the
+//!   holder trusts the expiry-triggered re-acquire to keep the key, so every `timeout / 3` it moves its
+//!   local deadline to `now + timeout` without asking the server. `is_held()` therefore stays true from the moment the key expires until
 //!   the re-acquire's answer arrives — and for good when no `expired` event comes (a `DEL` behind its
 //!   back, an event lost while the subscriber was disconnected). This variant fails two conformance
 //!   cases by design: `watchdog_lease_outlives_timeout` (a contender gets in at each expiry) and
@@ -25,10 +27,11 @@
 //! - [`Variant::Shadow`] (`redis-keyspace-shadow`): the acquire script also sets a shadow key
 //!   `P{name}:shadow` with a TTL of `timeout × shadow_ratio` (default ⅔); the shadow's `expired` event
 //!   triggers a check-and-pexpire of the real lock that also re-arms the shadow. A renewal answered 0
-//!   fires `lost()` ([`LossReason::RenewRejected`]); errors are retried until the local deadline
-//!   (`RenewFailed`, then `Expired`). No timer backs it up: if the event comes later than the lock's
-//!   remaining third (it fires only when the server actually deletes the key — lazily on access, or in
-//!   its active expiry cycle, up to ~1/hz late), the local deadline passes and the lease is lost.
+//!   fires `lost()` ([`LossReason::RenewRejected`](crate::LossReason::RenewRejected)); errors are
+//!   retried until the local deadline (`RenewFailed`, then `Expired`). No timer backs it up: if the
+//!   event comes later than the lock's remaining third (it fires only when the server actually deletes
+//!   the key — lazily on access, or in its active expiry cycle, up to ~1/hz late), the local deadline
+//!   passes and the lease is lost.
 //!
 //! Every `Renewed` event carries `trigger_lag`: the arrival of the triggering `expired` event minus the
 //! watched key's nominal deadline (the send time of the command that set it plus its TTL; the server
@@ -36,8 +39,8 @@
 //! that nominal deadline.
 //!
 //! When the pub/sub connection breaks (`CLIENT KILL TYPE pubsub`, a network blip), events published
-//! meanwhile are lost for good. The dispatcher wakes every waiter, reconnects with back-off (50 ms, ×2,
-//! up to 1 s) and resubscribes; then every shadow holder renews at once (its shadow may have expired
+//! meanwhile are lost for good. The dispatcher wakes every waiter, reconnects after 50 ms (failures back
+//! off ×2 up to 1 s) and resubscribes; then every shadow holder renews at once (its shadow may have expired
 //! unseen; `trigger_lag` = resubscription − nominal deadline, zero if not yet due), so a gap shorter
 //! than the lock's remaining third keeps the lock. The naive holder does nothing on a reconnect: it
 //! cannot tell that it missed its key's expiry.
@@ -47,730 +50,26 @@
 //! (default 250 ms) so that a lost event cannot hang them. Not re-entrant (`SET NX`).
 //! [`LeaseMode::Fixed`] leases have no shadow and no listener.
 
-use std::collections::HashMap;
-use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Instant;
 
 use async_trait::async_trait;
-use futures::StreamExt;
-use redis::aio::{ConnectionManager, PubSubSink, PubSubStream};
-use tokio::sync::{Notify, mpsc, watch};
-use tokio::task::AbortHandle;
+use tokio::sync::watch;
 
-use super::connection::{BACKEND, ConnectionSettings, RedisConnection};
-use super::guard_thread::{
-    AfterRenewal, Attempt, RenewTiming, Shadow, holder_value, load_scripts, record_renewal,
-    release, renew, retry_interval, try_acquire, ttl_millis,
-};
-use super::keys::{LockKeys, random_client_id, validate_client_id, validate_prefix};
-use super::pubsub::Wakeup;
+use super::acquire::{self, Request};
+use super::connection::RedisConnection;
+use super::keyevents::{KeyEvents, KeyWatch, ensure_notifications};
+use super::keyspace_holder::{Held, Renewer};
+use super::scripts::Attempt;
+use super::string_lock::{StringLock, load_scripts};
 use crate::error::LockError;
-use crate::event::{Events, LockEvent};
-use crate::lease::{
-    AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, LeaseState, LossReason, OwnerId,
-};
+use crate::event::Events;
+use crate::lease::{AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, LeaseState};
 use crate::locker::{Capabilities, Locker};
-use crate::memory::validate_watchdog;
-use crate::renewal::{HoldTicket, Holds, RenewOutcome, StopRenewal};
+use crate::renewal::{HoldTicket, Holds, RenewalPlan, StopRenewal};
 
-/// The id of the naive variant.
-pub const NAIVE_ID: &str = "redis-keyspace-naive";
-/// The id of the shadow-key variant.
-pub const SHADOW_ID: &str = "redis-keyspace-shadow";
-
-/// The `notify-keyspace-events` flags the strategy needs: keyevent channels, expired events, generic
-/// commands (`DEL`).
-pub const NEEDED_NOTIFY_FLAGS: &str = "Exg";
-
-// ---------------------------------------------------------------------------------------------------------
-// Settings
-// ---------------------------------------------------------------------------------------------------------
-
-/// Which keyspace design a [`RedisKeyspace`] client runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Variant {
-    /// Re-acquire when the lock key's own `expired` event arrives (flawed on purpose).
-    Naive,
-    /// Renew when a shorter-lived shadow key's `expired` event arrives.
-    Shadow,
-}
-
-impl Variant {
-    /// Both variants.
-    pub const ALL: [Variant; 2] = [Variant::Naive, Variant::Shadow];
-
-    /// The strategy id of this variant.
-    pub const fn id(self) -> &'static str {
-        match self {
-            Variant::Naive => NAIVE_ID,
-            Variant::Shadow => SHADOW_ID,
-        }
-    }
-
-    /// What this variant can do, without connecting (for listings). Both declare a lost signal: the naive
-    /// holder learns of a takeover when its re-acquire fails, the shadow holder when a renewal is
-    /// answered "not yours" — each before its local deadline.
-    pub const fn capabilities(self) -> Capabilities {
-        Capabilities {
-            reentrant: false,
-            fencing: true,
-            auto_renew: true,
-            fixed_lease: true,
-            wait_notify: true,
-            lost_signal: true,
-            min_ttl: Duration::from_millis(1),
-            ttl_granularity: Duration::from_millis(1),
-        }
-    }
-}
-
-/// Settings of a [`RedisKeyspace`] client.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KeyspaceConfig {
-    /// TTL of a watchdog lease (default 30 s).
-    pub watchdog_timeout: Duration,
-    /// Shadow key TTL as a fraction of the timeout, in (0, 1) (default 2/3; shadow variant only).
-    pub shadow_ratio: f64,
-    /// A waiter re-checks the lock this often even without an event (default 250 ms), so a lost event
-    /// delays it at most this long.
-    pub waiter_recheck: Duration,
-    /// Prepended to every key (default `lockbench:`); no braces.
-    pub key_prefix: String,
-    /// This client's id, the first part of every holder value; default: a random UUID-shaped string.
-    pub client_id: String,
-    /// Connect and response timeouts.
-    pub connection: ConnectionSettings,
-}
-
-impl Default for KeyspaceConfig {
-    fn default() -> Self {
-        KeyspaceConfig {
-            watchdog_timeout: Duration::from_secs(30),
-            shadow_ratio: 2.0 / 3.0,
-            waiter_recheck: Duration::from_millis(250),
-            key_prefix: "lockbench:".into(),
-            client_id: random_client_id(),
-            connection: ConnectionSettings::default(),
-        }
-    }
-}
-
-impl KeyspaceConfig {
-    /// Checks the settings; a `Config` error names the bad one.
-    pub fn validate(&self) -> Result<(), LockError> {
-        if !(self.shadow_ratio > 0.0 && self.shadow_ratio < 1.0) {
-            return Err(LockError::Config(format!(
-                "shadow_ratio must be in (0, 1), got {}",
-                self.shadow_ratio
-            )));
-        }
-        validate_watchdog(self.watchdog_timeout, self.shadow_ratio)?;
-        if self.shadow_ttl() < Duration::from_millis(1) {
-            return Err(LockError::Config(format!(
-                "watchdog_timeout × shadow_ratio must be ≥ 1 ms, got {:?}",
-                self.shadow_ttl()
-            )));
-        }
-        if self.waiter_recheck.is_zero() {
-            return Err(LockError::Config("waiter_recheck must be > 0".into()));
-        }
-        validate_prefix(&self.key_prefix)?;
-        validate_client_id(&self.client_id)?;
-        self.connection.validate()
-    }
-
-    /// The shadow key's TTL: `watchdog_timeout × shadow_ratio`.
-    pub fn shadow_ttl(&self) -> Duration {
-        self.watchdog_timeout.mul_f64(self.shadow_ratio)
-    }
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Server-side notifications
-// ---------------------------------------------------------------------------------------------------------
-
-/// The flags of [`NEEDED_NOTIFY_FLAGS`] that `current` lacks (`A` stands for every class, `x` and `g`
-/// among them, but not for `E`).
-fn missing_notify_flags(current: &str) -> String {
-    NEEDED_NOTIFY_FLAGS
-        .chars()
-        .filter(|flag| !(current.contains(*flag) || (*flag != 'E' && current.contains('A'))))
-        .collect()
-}
-
-fn notify_config_error(what: &str, error: impl std::fmt::Display) -> LockError {
-    LockError::Config(format!(
-        "redis-keyspace needs the server setting notify-keyspace-events to include \
-         \"{NEEDED_NOTIFY_FLAGS}\"; {what} failed: {error} (set it in redis.conf or allow CONFIG)"
-    ))
-}
-
-async fn read_notify_flags(connection: &mut ConnectionManager) -> Result<String, LockError> {
-    let reply: HashMap<String, String> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("notify-keyspace-events")
-        .query_async(connection)
-        .await
-        .map_err(|e| notify_config_error("CONFIG GET notify-keyspace-events", e))?;
-    reply
-        .get("notify-keyspace-events")
-        .cloned()
-        .ok_or_else(|| notify_config_error("CONFIG GET notify-keyspace-events", "no such setting"))
-}
-
-/// Makes sure the server publishes the events the strategy needs, adding missing flags to the user's.
-/// Returns the setting in force.
-async fn ensure_notifications(connection: &mut ConnectionManager) -> Result<String, LockError> {
-    let current = read_notify_flags(connection).await?;
-    let missing = missing_notify_flags(&current);
-    if missing.is_empty() {
-        return Ok(current);
-    }
-    let wanted = format!("{current}{missing}");
-    redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg(&wanted)
-        .query_async::<()>(connection)
-        .await
-        .map_err(|e| {
-            notify_config_error(&format!("CONFIG SET notify-keyspace-events {wanted}"), e)
-        })?;
-    let now = read_notify_flags(connection).await?;
-    let still_missing = missing_notify_flags(&now);
-    if still_missing.is_empty() {
-        Ok(now)
-    } else {
-        Err(notify_config_error(
-            "CONFIG SET notify-keyspace-events",
-            format!("the server kept {now:?}, without {still_missing:?}"),
-        ))
-    }
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Key events: one pub/sub connection per client, dispatched by key
-// ---------------------------------------------------------------------------------------------------------
-
-/// What the dispatcher tells a holder.
-#[derive(Debug, Clone, Copy)]
-enum Signal {
-    /// The watched key's `expired` event arrived at `at`.
-    Expired { at: Instant },
-    /// The subscription broke: events are being lost.
-    Disconnected,
-    /// Subscribed again at `at`; events published in between are gone.
-    Resubscribed { at: Instant },
-}
-
-#[derive(Default)]
-struct Listeners {
-    waiters: usize,
-    wake: Arc<Notify>,
-    holders: Vec<(u64, mpsc::UnboundedSender<Signal>)>,
-}
-
-/// This client's listeners, by server key.
-#[derive(Default)]
-struct Table {
-    keys: Mutex<HashMap<Arc<str>, Listeners>>,
-    next_holder: AtomicU64,
-}
-
-impl Table {
-    fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, Listeners>> {
-        self.keys.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn expired(&self, key: &str, at: Instant) {
-        if let Some(l) = self.lock().get(key) {
-            l.wake.notify_waiters();
-            for (_, holder) in &l.holders {
-                // A closed receiver is a holder that is leaving.
-                let _ = holder.send(Signal::Expired { at });
-            }
-        }
-    }
-
-    fn deleted(&self, key: &str) {
-        if let Some(l) = self.lock().get(key) {
-            l.wake.notify_waiters();
-        }
-    }
-
-    /// Tells every holder `signal` and wakes every waiter (a release may have been missed).
-    fn broadcast(&self, signal: Signal) {
-        for l in self.lock().values() {
-            l.wake.notify_waiters();
-            for (_, holder) in &l.holders {
-                let _ = holder.send(signal);
-            }
-        }
-    }
-
-    fn forget_if_unused(keys: &mut HashMap<Arc<str>, Listeners>, key: &str) {
-        if keys
-            .get(key)
-            .is_some_and(|l| l.waiters == 0 && l.holders.is_empty())
-        {
-            keys.remove(key);
-        }
-    }
-}
-
-/// A waiter's interest in a key's `del` and `expired` events; dropping it leaves.
-struct KeyWatch {
-    table: Arc<Table>,
-    key: Arc<str>,
-    wake: Arc<Notify>,
-}
-
-impl KeyWatch {
-    /// A wake-up for the key's next event, armed now (before the attempt it must not miss).
-    fn arm(&self) -> Wakeup {
-        let mut wakeup = Box::pin(self.wake.clone().notified_owned());
-        wakeup.as_mut().enable();
-        wakeup
-    }
-}
-
-impl Drop for KeyWatch {
-    fn drop(&mut self) {
-        let mut keys = self.table.lock();
-        if let Some(l) = keys.get_mut(&self.key) {
-            l.waiters -= 1;
-        }
-        Table::forget_if_unused(&mut keys, &self.key);
-    }
-}
-
-/// A holder's registration for a key's `expired` events; dropping it leaves.
-struct HolderWatch {
-    table: Arc<Table>,
-    key: Arc<str>,
-    id: u64,
-}
-
-impl Drop for HolderWatch {
-    fn drop(&mut self) {
-        let mut keys = self.table.lock();
-        if let Some(l) = keys.get_mut(&self.key) {
-            l.holders.retain(|(id, _)| *id != self.id);
-        }
-        Table::forget_if_unused(&mut keys, &self.key);
-    }
-}
-
-/// The two keyevent channels of one database.
-#[derive(Debug, Clone)]
-struct Channels {
-    expired: String,
-    del: String,
-}
-
-impl Channels {
-    fn of_db(db: i64) -> Self {
-        Channels {
-            expired: format!("__keyevent@{db}__:expired"),
-            del: format!("__keyevent@{db}__:del"),
-        }
-    }
-}
-
-/// One live subscription: the sink is kept so the connection stays open.
-type Link = (PubSubSink, PubSubStream);
-
-async fn subscribe(
-    client: &redis::Client,
-    settings: ConnectionSettings,
-    channels: &Channels,
-) -> Result<Link, LockError> {
-    let subscribing = async {
-        let pubsub = client.get_async_pubsub().await?;
-        let (mut sink, stream) = pubsub.split();
-        sink.subscribe(&[&channels.expired, &channels.del]).await?;
-        Ok::<_, LockError>((sink, stream))
-    };
-    match tokio::time::timeout(settings.connect_timeout, subscribing).await {
-        Ok(link) => link,
-        Err(_elapsed) => Err(LockError::backend(
-            BACKEND,
-            format!(
-                "keyevent subscription not confirmed within {:?}",
-                settings.connect_timeout
-            ),
-        )),
-    }
-}
-
-const FIRST_BACKOFF: Duration = Duration::from_millis(50);
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
-
-/// Delivers events by key until the client goes; on a break, tells everyone and resubscribes.
-async fn dispatch(
-    table: Weak<Table>,
-    client: redis::Client,
-    settings: ConnectionSettings,
-    channels: Channels,
-    mut link: Link,
-    reconnects: Arc<AtomicU64>,
-) {
-    loop {
-        let (sink, mut stream) = link;
-        while let Some(message) = stream.next().await {
-            let at = Instant::now();
-            let Some(table) = table.upgrade() else { return };
-            // Keys that are not UTF-8 are not ours.
-            let Ok(key) = std::str::from_utf8(message.get_payload_bytes()) else {
-                continue;
-            };
-            if message.get_channel_name() == channels.expired {
-                table.expired(key, at);
-            } else {
-                table.deleted(key);
-            }
-        }
-        drop(sink);
-        let Some(live) = table.upgrade() else { return };
-        live.broadcast(Signal::Disconnected);
-        drop(live);
-        let mut backoff = FIRST_BACKOFF;
-        link = loop {
-            if table.strong_count() == 0 {
-                return;
-            }
-            match subscribe(&client, settings, &channels).await {
-                Ok(link) => break link,
-                Err(_) => {
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                }
-            }
-        };
-        reconnects.fetch_add(1, Ordering::Relaxed);
-        let Some(live) = table.upgrade() else { return };
-        live.broadcast(Signal::Resubscribed { at: Instant::now() });
-    }
-}
-
-/// One client's keyevent subscription and its listeners.
-struct KeyEvents {
-    table: Arc<Table>,
-    dispatcher: AbortHandle,
-    reconnects: Arc<AtomicU64>,
-}
-
-impl std::fmt::Debug for KeyEvents {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KeyEvents")
-            .field("keys", &self.table.lock().len())
-            .field("reconnects", &self.reconnects.load(Ordering::Relaxed))
-            .finish()
-    }
-}
-
-impl KeyEvents {
-    /// Subscribes (confirmed before it returns) and starts the dispatcher.
-    async fn start(
-        client: redis::Client,
-        settings: ConnectionSettings,
-        db: i64,
-    ) -> Result<Self, LockError> {
-        let channels = Channels::of_db(db);
-        let link = subscribe(&client, settings, &channels).await?;
-        let table = Arc::new(Table::default());
-        let reconnects = Arc::new(AtomicU64::new(0));
-        let dispatcher = tokio::spawn(dispatch(
-            Arc::downgrade(&table),
-            client,
-            settings,
-            channels,
-            link,
-            reconnects.clone(),
-        ));
-        Ok(KeyEvents {
-            table,
-            dispatcher: dispatcher.abort_handle(),
-            reconnects,
-        })
-    }
-
-    fn watch(&self, key: &str) -> KeyWatch {
-        let key: Arc<str> = key.into();
-        let mut keys = self.table.lock();
-        let l = keys.entry(key.clone()).or_default();
-        l.waiters += 1;
-        let wake = l.wake.clone();
-        drop(keys);
-        KeyWatch {
-            table: self.table.clone(),
-            key,
-            wake,
-        }
-    }
-
-    fn hold(&self, key: &str) -> (HolderWatch, mpsc::UnboundedReceiver<Signal>) {
-        let key: Arc<str> = key.into();
-        let id = self.table.next_holder.fetch_add(1, Ordering::Relaxed);
-        let (sender, signals) = mpsc::unbounded_channel();
-        self.table
-            .lock()
-            .entry(key.clone())
-            .or_default()
-            .holders
-            .push((id, sender));
-        let watch = HolderWatch {
-            table: self.table.clone(),
-            key,
-            id,
-        };
-        (watch, signals)
-    }
-}
-
-impl Drop for KeyEvents {
-    fn drop(&mut self) {
-        self.dispatcher.abort();
-    }
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Holders
-// ---------------------------------------------------------------------------------------------------------
-
-/// What a holder task needs (not the client itself, so a dropped client is not kept alive by its holds).
-#[derive(Clone)]
-struct Renewer {
-    commands: ConnectionManager,
-    events: Events,
-    ttl: Duration,
-    shadow_ttl: Duration,
-    period: Duration,
-}
-
-/// One held watchdog lock, as its holder task sees it.
-struct Held {
-    state: Arc<LeaseState>,
-    lock: String,
-    value: Arc<str>,
-    /// The shadow key (shadow variant).
-    shadow: Option<String>,
-    /// Sent time + TTL of the watched key (the shadow, or the lock for the naive variant).
-    nominal: Instant,
-}
-
-/// Why a holder task's wait ended.
-enum Woken {
-    /// The trigger for a renewal (an expiry event or a resubscription) arrived at this time.
-    Trigger(Instant),
-    /// The lease is lost or the client closed: stop.
-    Stop,
-}
-
-impl Renewer {
-    /// The shadow variant: renew on each shadow expiry, until lost or stopped.
-    async fn shadow_loop(
-        self,
-        mut held: Held,
-        mut signals: mpsc::UnboundedReceiver<Signal>,
-        mut closed: watch::Receiver<bool>,
-    ) {
-        let Some(shadow_key) = held.shadow.clone() else {
-            return;
-        };
-        let shadow = Shadow {
-            key: &shadow_key,
-            ttl_ms: ttl_millis(self.shadow_ttl),
-        };
-        loop {
-            self.scheduled(&held);
-            let trigger = match self.wait_shadow(&held, &mut signals, &mut closed).await {
-                Woken::Trigger(at) => at,
-                Woken::Stop => return,
-            };
-            let lag = trigger.saturating_duration_since(held.nominal);
-            let ttl_ms = ttl_millis(self.ttl);
-            let renewing = || {
-                let mut commands = self.commands.clone();
-                let (lock, value) = (held.lock.clone(), held.value.clone());
-                async move { renew(&mut commands, &lock, &value, ttl_ms, Some(shadow)).await }
-            };
-            match self
-                .renew_until_done(&held, lag, &mut closed, renewing, LossReason::RenewRejected)
-                .await
-            {
-                Some(sent_at) => held.nominal = sent_at + self.shadow_ttl,
-                None => return,
-            }
-        }
-    }
-
-    /// Waits for the shadow's expiry (or a resubscription); marks the lease lost if its deadline passes
-    /// first.
-    async fn wait_shadow(
-        &self,
-        held: &Held,
-        signals: &mut mpsc::UnboundedReceiver<Signal>,
-        closed: &mut watch::Receiver<bool>,
-    ) -> Woken {
-        loop {
-            let deadline = held.state.deadline();
-            tokio::select! {
-                signal = signals.recv() => match signal {
-                    Some(Signal::Expired { at } | Signal::Resubscribed { at }) => return Woken::Trigger(at),
-                    Some(Signal::Disconnected) => {}
-                    None => {
-                        let why = "keyspace event subscription ended".to_owned();
-                        held.state.mark_lost(LossReason::ChannelClosed(why));
-                        return Woken::Stop;
-                    }
-                },
-                _ = tokio::time::sleep_until(deadline.into()) => {
-                    if Instant::now() >= held.state.deadline() {
-                        held.state.mark_lost(LossReason::Expired);
-                        return Woken::Stop;
-                    }
-                }
-                _ = closed.wait_for(|closed| *closed) => return Woken::Stop,
-            }
-        }
-    }
-
-    /// The naive variant: re-acquire on each expiry of the lock itself; between expiries, extend the
-    /// local belief without asking the server.
-    async fn naive_loop(
-        self,
-        mut held: Held,
-        mut signals: mpsc::UnboundedReceiver<Signal>,
-        mut closed: watch::Receiver<bool>,
-    ) {
-        let mut belief =
-            tokio::time::interval_at((Instant::now() + self.period).into(), self.period);
-        belief.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            self.scheduled(&held);
-            let trigger = loop {
-                tokio::select! {
-                    signal = signals.recv() => match signal {
-                        Some(Signal::Expired { at }) => break at,
-                        // Naive: it cannot tell that an expiry was missed while disconnected.
-                        Some(Signal::Disconnected | Signal::Resubscribed { .. }) => {}
-                        None => {
-                            let why = "keyspace event subscription ended".to_owned();
-                            held.state.mark_lost(LossReason::ChannelClosed(why));
-                            return;
-                        }
-                    },
-                    _ = belief.tick() => held.state.extend_to(Instant::now() + self.ttl),
-                    _ = closed.wait_for(|closed| *closed) => return,
-                }
-            };
-            let lag = trigger.saturating_duration_since(held.nominal);
-            let ttl_ms = ttl_millis(self.ttl);
-            let reacquiring = || {
-                let mut commands = self.commands.clone();
-                let (lock, value) = (held.lock.clone(), held.value.clone());
-                async move { reacquire(&mut commands, &lock, &value, ttl_ms).await }
-            };
-            match self
-                .renew_until_done(&held, lag, &mut closed, reacquiring, LossReason::TakenOver)
-                .await
-            {
-                Some(sent_at) => held.nominal = sent_at + self.ttl,
-                None => return,
-            }
-        }
-    }
-
-    /// Runs `attempt` until it extends the lease (returns its send time) or the lease is lost or the
-    /// client closes (returns `None`), recording each try.
-    async fn renew_until_done<F, Fut>(
-        &self,
-        held: &Held,
-        lag: Duration,
-        closed: &mut watch::Receiver<bool>,
-        mut attempt: F,
-        gone: LossReason,
-    ) -> Option<Instant>
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<RenewOutcome, LockError>>,
-    {
-        loop {
-            let sent_at = Instant::now();
-            let deadline = held.state.deadline();
-            let result = match tokio::time::timeout_at(deadline.into(), attempt()).await {
-                Ok(result) => result,
-                Err(_elapsed) => Err(LockError::backend(
-                    BACKEND,
-                    "renewal got no answer before the local deadline",
-                )),
-            };
-            let timing = RenewTiming {
-                scheduled_at: held.nominal,
-                sent_at,
-                done_at: Instant::now(),
-                trigger_lag: Some(lag),
-            };
-            match record_renewal(
-                &held.state,
-                &self.events,
-                self.ttl,
-                timing,
-                result,
-                gone.clone(),
-            ) {
-                AfterRenewal::Extended => return Some(sent_at),
-                AfterRenewal::Lost => return None,
-                AfterRenewal::Retry => {
-                    let retry_at =
-                        (timing.done_at + retry_interval(self.period)).min(held.state.deadline());
-                    tokio::select! {
-                        _ = tokio::time::sleep_until(retry_at.into()) => {}
-                        _ = closed.wait_for(|closed| *closed) => return None,
-                    }
-                }
-            }
-        }
-    }
-
-    fn scheduled(&self, held: &Held) {
-        self.events.emit(|| LockEvent::RenewScheduled {
-            key: held.state.key().clone(),
-            at: Instant::now(),
-            due: held.nominal,
-        });
-    }
-}
-
-/// The naive re-acquire: a plain `SET NX PX` with the holder's value (the key is already gone).
-async fn reacquire(
-    commands: &mut ConnectionManager,
-    lock: &str,
-    value: &str,
-    ttl_ms: u64,
-) -> Result<RenewOutcome, LockError> {
-    let set: Option<String> = redis::cmd("SET")
-        .arg(lock)
-        .arg(value)
-        .arg("NX")
-        .arg("PX")
-        .arg(ttl_ms)
-        .query_async(commands)
-        .await?;
-    Ok(match set {
-        Some(_ok) => RenewOutcome::Extended {
-            remaining_before: Some(Duration::ZERO),
-        },
-        None => RenewOutcome::Gone,
-    })
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// The strategy
-// ---------------------------------------------------------------------------------------------------------
+pub use super::keyevents::NEEDED_NOTIFY_FLAGS;
+pub use super::keyspace_config::{KeyspaceConfig, NAIVE_ID, SHADOW_ID, Variant};
 
 /// What the client's leases share.
 #[derive(Debug)]
@@ -780,36 +79,6 @@ struct Core {
     variant: Variant,
     events: Events,
     holds: Holds,
-}
-
-impl Core {
-    async fn release(&self, held: &HeldKeys, value: &str) -> Result<(), LockError> {
-        let mut commands = self.connection.commands();
-        let shadow = held.shadow.as_deref();
-        if release(&mut commands, &held.keys.lock, value, shadow).await? {
-            self.events.emit(|| LockEvent::Released {
-                key: held.keys.name.clone(),
-                at: Instant::now(),
-            });
-            Ok(())
-        } else {
-            Err(LockError::NotHeld {
-                key: held.keys.name.to_string(),
-            })
-        }
-    }
-}
-
-/// A lock's keys, with the shadow key when this hold has one.
-#[derive(Debug)]
-struct HeldKeys {
-    keys: LockKeys,
-    shadow: Option<String>,
-}
-
-/// The shadow key of a lock: `P{name}:shadow`, in the lock's hash slot.
-fn shadow_key(keys: &LockKeys) -> String {
-    format!("{}:shadow", keys.lock)
 }
 
 /// One client of a Redis server running a `redis-keyspace` variant. See the module docs.
@@ -876,7 +145,7 @@ impl RedisKeyspace {
 
     /// How often the keyevent subscription was re-established after a break.
     pub fn subscriber_reconnects(&self) -> u64 {
-        self.key_events.reconnects.load(Ordering::Relaxed)
+        self.key_events.reconnects()
     }
 
     /// Locks this client currently holds.
@@ -894,32 +163,31 @@ impl RedisKeyspace {
         Renewer {
             commands: self.core.connection.commands(),
             events: self.core.events.clone(),
-            ttl: config.watchdog_timeout,
+            plan: RenewalPlan {
+                ttl: config.watchdog_timeout,
+                period: config.watchdog_timeout / 3,
+            },
             shadow_ttl: config.shadow_ttl(),
-            period: config.watchdog_timeout / 3,
         }
     }
 
     /// Registers the holder's listener and starts its task. No await.
     fn start_holder(
         &self,
-        held: &HeldKeys,
-        value: &Arc<str>,
+        lock: &StringLock,
         sent_at: Instant,
         state: Arc<LeaseState>,
     ) -> Box<dyn StopRenewal> {
         let renewer = self.renewer();
         let closed = self.closed.subscribe();
-        let (watched, nominal) = match &held.shadow {
-            Some(shadow) => (shadow.as_str(), sent_at + renewer.shadow_ttl),
-            None => (held.keys.lock.as_str(), sent_at + renewer.ttl),
+        let (watched, nominal) = match lock.shadow_key() {
+            Some(shadow) => (shadow, sent_at + renewer.shadow_ttl),
+            None => (lock.keys.lock.as_str(), sent_at + renewer.plan.ttl),
         };
         let (registration, signals) = self.key_events.hold(watched);
         let task_held = Held {
             state,
-            lock: held.keys.lock.clone(),
-            value: value.clone(),
-            shadow: held.shadow.clone(),
+            lock: lock.clone(),
             nominal,
         };
         let variant = self.core.variant;
@@ -935,41 +203,31 @@ impl RedisKeyspace {
 
     /// Registers a granted hold and builds its lease. No await: a cancelled acquire either never gets
     /// here or gets a whole lease.
-    #[allow(clippy::too_many_arguments)]
     fn grant(
         &self,
-        held: HeldKeys,
-        owner_id: OwnerId,
-        value: Arc<str>,
+        request: Request,
+        lock: StringLock,
         token: FencingToken,
-        mode: LeaseMode,
-        ttl: Duration,
         sent_at: Instant,
     ) -> Lease {
-        let begin = |state| self.start_holder(&held, &value, sent_at, state);
-        let start: Option<&dyn Fn(Arc<LeaseState>) -> Box<dyn StopRenewal>> = match mode {
-            LeaseMode::Watchdog => Some(&begin),
-            LeaseMode::Fixed(_) => None,
-        };
-        let events = &self.core.events;
-        let (state, ticket) =
-            self.core
-                .holds
-                .enter(&held.keys.name, &value, sent_at + ttl, events, start);
-        events.emit(|| LockEvent::Acquired {
-            key: held.keys.name.clone(),
+        let begin = |state| self.start_holder(&lock, sent_at, state);
+        let core = &self.core;
+        let value = lock.value.clone();
+        request.grant(
+            &core.holds,
+            &core.events,
+            &value,
             token,
-            mode,
             sent_at,
-            at: Instant::now(),
-        });
-        let hold = KeyspaceHold {
-            core: self.core.clone(),
-            ticket,
-            held,
-            value,
-        };
-        Lease::new(owner_id, token, mode, sent_at, state, Box::new(hold))
+            Some(begin),
+            |ticket| {
+                Box::new(KeyspaceHold {
+                    core: core.clone(),
+                    ticket,
+                    lock: lock.clone(),
+                })
+            },
+        )
     }
 }
 
@@ -985,52 +243,40 @@ impl Locker for RedisKeyspace {
 
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
         if *self.closed.borrow() {
-            return Err(LockError::backend(BACKEND, "client closed"));
+            return Err(acquire::closed());
         }
         let config = &self.core.config;
-        let ttl = match opts.lease {
-            LeaseMode::Watchdog => config.watchdog_timeout,
-            LeaseMode::Fixed(d) if d.is_zero() => {
-                return Err(LockError::Config("fixed lease must be > 0".into()));
-            }
-            LeaseMode::Fixed(d) => d,
-        };
-        let ttl_ms = ttl_millis(ttl);
-        let keys = LockKeys::new(&config.key_prefix, key)?;
-        let shadow = match (self.core.variant, opts.lease) {
-            (Variant::Shadow, LeaseMode::Watchdog) => Some(shadow_key(&keys)),
+        let request = Request::new(&config.key_prefix, key, opts, config.watchdog_timeout)?;
+        let shadow_ttl = match (self.core.variant, request.mode) {
+            (Variant::Shadow, LeaseMode::Watchdog) => Some(config.shadow_ttl()),
             _ => None,
         };
-        let shadow_arg = shadow.as_deref().map(|key| Shadow {
-            key,
-            ttl_ms: ttl_millis(config.shadow_ttl()),
-        });
-        let owner_id = opts.owner.clone().unwrap_or_else(OwnerId::unique);
-        let value = holder_value(&config.client_id, &owner_id);
-        let started = Instant::now();
-        let give_up = opts.wait.map(|w| started + w);
+        let keys = request.keys.clone();
+        let lock = StringLock::new(keys, &config.client_id, &request.owner, shadow_ttl);
         // Joined before the first attempt, so a release right after it still wakes us.
-        let watch = opts.wait.map(|_| self.key_events.watch(&keys.lock));
+        let watch = request
+            .waits()
+            .then(|| self.key_events.watch(&request.keys.lock));
         loop {
             let wakeup = watch.as_ref().map(KeyWatch::arm);
             let sent_at = Instant::now();
             let mut commands = self.core.connection.commands();
-            if let Attempt::Acquired(token) =
-                try_acquire(&mut commands, &keys, &value, ttl_ms, shadow_arg).await?
-            {
-                let held = HeldKeys { keys, shadow };
-                return Ok(self.grant(held, owner_id, value, token, opts.lease, ttl, sent_at));
+            let attempt = lock.try_acquire(&mut commands, request.ttl_ms).await?;
+            if let Attempt::Acquired(token) = attempt {
+                return Ok(self.grant(request, lock, token, sent_at));
             }
             let now = Instant::now();
-            let (Some(give_up), Some(wakeup)) = (give_up.filter(|g| now < *g), wakeup) else {
-                return Err(LockError::Timeout {
-                    key: key.to_string(),
-                    waited: started.elapsed(),
-                });
-            };
+            let give_up = request.keep_waiting(now)?;
             let recheck_at = (now + config.waiter_recheck).min(give_up);
+            // A request that waits has a watch, so `wakeup` is armed here.
+            let event = async {
+                match wakeup {
+                    Some(wakeup) => wakeup.await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
-                _ = wakeup => {}
+                _ = event => {}
                 _ = tokio::time::sleep_until(recheck_at.into()) => {}
             }
         }
@@ -1045,7 +291,7 @@ impl RedisKeyspace {
     /// Stops every holder task and the dispatcher. Idempotent.
     fn shut_down(&self) {
         self.closed.send_replace(true);
-        self.key_events.dispatcher.abort();
+        self.key_events.stop();
     }
 }
 
@@ -1060,8 +306,7 @@ impl Drop for RedisKeyspace {
 struct KeyspaceHold {
     core: Arc<Core>,
     ticket: HoldTicket,
-    held: HeldKeys,
-    value: Arc<str>,
+    lock: StringLock,
 }
 
 #[async_trait]
@@ -1069,64 +314,17 @@ impl LeaseHandle for KeyspaceHold {
     async fn release(self: Box<Self>) -> Result<(), LockError> {
         // The holder task stops here, before the server is asked, whatever the answer will be.
         self.core.holds.leave(&self.ticket);
-        self.core.release(&self.held, &self.value).await
+        self.lock
+            .release(&self.core.connection, &self.core.events)
+            .await
     }
 
     fn abandon(self: Box<Self>) {
         self.core.holds.leave(&self.ticket);
-        // Outside a runtime nothing can be sent: the lock expires by its TTL, unrenewed.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                // NotHeld or an error here only means the lease had already gone or will expire.
-                let _ = self.core.release(&self.held, &self.value).await;
-            });
-        }
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn missing_flags_respect_what_the_user_set() {
-        assert_eq!(missing_notify_flags(""), "Exg");
-        assert_eq!(missing_notify_flags("Kl"), "Exg");
-        assert_eq!(missing_notify_flags("xE"), "g");
-        assert_eq!(missing_notify_flags("AKE"), "");
-        assert_eq!(missing_notify_flags("AK"), "E");
-        assert_eq!(missing_notify_flags("gxE"), "");
-    }
-
-    #[test]
-    fn each_bad_value_names_its_field() {
-        type Spoil = fn(&mut KeyspaceConfig);
-        let cases: [(&str, Spoil); 7] = [
-            ("watchdog_timeout", |c| c.watchdog_timeout = Duration::ZERO),
-            ("shadow_ratio", |c| c.shadow_ratio = 0.0),
-            ("shadow_ratio", |c| c.shadow_ratio = f64::NAN),
-            ("≥ 1 ms", |c| {
-                c.watchdog_timeout = Duration::from_micros(100)
-            }),
-            ("waiter_recheck", |c| c.waiter_recheck = Duration::ZERO),
-            ("key_prefix", |c| c.key_prefix = "{".into()),
-            ("client_id", |c| c.client_id = String::new()),
-        ];
-        for (field, spoil) in cases {
-            let mut config = KeyspaceConfig::default();
-            spoil(&mut config);
-            let err = config.validate().unwrap_err();
-            assert_eq!(err.kind(), "config");
-            assert!(err.to_string().contains(field), "{err} should name {field}");
-        }
-        KeyspaceConfig::default().validate().unwrap();
-    }
-
-    #[test]
-    fn variants_report_their_ids() {
-        assert_eq!(Variant::Naive.id(), NAIVE_ID);
-        assert_eq!(Variant::Shadow.id(), SHADOW_ID);
-        assert!(Variant::ALL.iter().all(|v| v.capabilities().wait_notify));
+        acquire::release_in_background(async move {
+            self.lock
+                .release(&self.core.connection, &self.core.events)
+                .await
+        });
     }
 }

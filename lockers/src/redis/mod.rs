@@ -1,14 +1,28 @@
-//! Redis strategies over shared connection, script and key code.
+//! Redis strategies over shared connection, script, key, lock and pub/sub code.
 //!
 //! | module | what it holds | used by |
 //! |---|---|---|
 //! | [`connection`] | the multiplexed, reconnecting command connection; timeouts; `RedisError` → `LockError::Backend` | every Redis strategy |
-//! | `keys` | key, fencing-counter and channel names with `{name}` hash tags; client ids; owner fields | every Redis strategy |
-//! | `scripts` | Lua scripts (`scripts/*.lua`, with the shared `lib.lua`: fencing `INCR`, extend-only TTLs) called by SHA with reload on `NOSCRIPT` | every Redis strategy |
-//! | `pubsub` | one pub/sub connection per client, fanning messages out to waiters per channel | waiters (watchdog; keyspace notifications) |
+//! | `keys` | lock, fencing-counter, unlock-channel and shadow key names with `{name}` hash tags; key prefix, client ids, owner fields | every Redis strategy |
+//! | `scripts` | Lua scripts (`scripts/*.lua`, with the shared `lib.lua`: fencing `INCR`, extend-only TTLs) called by SHA with reload on `NOSCRIPT`; the answers every script shares (acquire attempt, renew outcome, TTL in ms); the watchdog's scripts | every Redis strategy |
+//! | `acquire` | capabilities; reading a request (lease TTL, owner, wait); `Timeout`; registering a grant and building its lease; releasing a dropped lease in the background | every Redis strategy |
+//! | `pubsub` | one pub/sub connection per client: waiters woken one per message (unlock channels), listeners handed every message with its arrival time and told of breaks and resubscriptions | `redis-watchdog` waiters; `keyevents` |
+//! | `string_lock` | the token-valued string lock (`SET NX PX` + `INCR`, check-and-pexpire, check-and-delete, optional shadow key) and its holder values | `redis-guard-thread`, `redis-keyspace` |
+//! | `watchdog_config` | [`WatchdogConfig`], [`RenewalMode`] | `redis-watchdog` |
 //! | `batch` | one scheduler per client renewing due locks in chunked script calls | `redis-watchdog` batched mode |
 //! | `deferred` | per-lock renewal loops spawned only once a lease outlives half a period | `redis-watchdog` per-lock mode |
 //! | [`watchdog`] | the `redis-watchdog` strategy ([`RedisWatchdog`]) | |
+//! | `guard_thread_config` | [`GuardThreadConfig`], [`PollBackoff`] | `redis-guard-thread` |
+//! | `renewal_thread` | one OS renewal thread per held lock, on its own blocking connection | `redis-guard-thread` |
+//! | [`guard_thread`] | the `redis-guard-thread` strategy ([`RedisGuardThread`]) | |
+//! | `keyspace_config` | [`KeyspaceConfig`], [`KeyspaceVariant`] | `redis-keyspace` |
+//! | `keyevents` | `notify-keyspace-events` set-up; keyevent `expired`/`del` messages routed by key to holders and waiters | `redis-keyspace` |
+//! | `keyspace_holder` | the holder task: shadow renewal or naive re-acquire on expiry events | `redis-keyspace` |
+//! | [`keyspace`] | the `redis-keyspace-naive` / `-shadow` strategy ([`RedisKeyspace`]) | |
+//!
+//! Renewal bookkeeping (extend the deadline, `Renewed`, "not yours", retry until the deadline) is
+//! `crate::renewal::record_renewal`, shared by every renewer here: the per-lock loop, the batch scheduler,
+//! the guard threads and the keyspace holders.
 //!
 //! Batched renewal timing: locks are renewed on a grid of ticks one renewal period apart; each lock at the
 //! first tick at least half a period after its previous answer. So every held lock is renewed once per
@@ -16,22 +30,30 @@
 //! per period.
 
 pub mod connection;
+pub mod guard_thread;
+pub mod keyspace;
 pub mod watchdog;
 
+mod acquire;
 mod batch;
+#[cfg(test)]
+mod config_checks;
 mod deferred;
+mod guard_thread_config;
+mod keyevents;
 mod keys;
+mod keyspace_config;
+mod keyspace_holder;
 mod pubsub;
+mod renewal_thread;
 mod scripts;
+mod string_lock;
 mod watchdog_config;
 
 pub use connection::{ConnectionSettings, RedisConnection};
 pub use keys::random_client_id;
 pub use watchdog::RedisWatchdog;
 pub use watchdog_config::{RenewalMode, WatchdogConfig};
-
-pub mod guard_thread;
-pub mod keyspace;
 
 pub use guard_thread::{GuardThreadConfig, PollBackoff, RedisGuardThread};
 pub use keyspace::{KeyspaceConfig, RedisKeyspace, Variant as KeyspaceVariant};

@@ -93,7 +93,10 @@ pub(crate) fn ttl_millis(ttl: Duration) -> u64 {
 pub(crate) fn unexpected(script: &LuaScript, answer: &[i64]) -> LockError {
     LockError::backend(
         BACKEND,
-        format!("unexpected answer {answer:?} from the {} script", script.name),
+        format!(
+            "unexpected answer {answer:?} from the {} script",
+            script.name
+        ),
     )
 }
 

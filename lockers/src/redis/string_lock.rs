@@ -10,11 +10,14 @@
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionManager;
 use redis::ScriptInvocation;
+use redis::aio::ConnectionManager;
 
+use super::connection::RedisConnection;
 use super::keys::LockKeys;
-use super::scripts::{self, Attempt, LuaScript, acquire_attempt, renew_outcome, ttl_millis, unexpected};
+use super::scripts::{
+    self, Attempt, LuaScript, acquire_attempt, renew_outcome, ttl_millis, unexpected,
+};
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
 use crate::lease::OwnerId;
@@ -64,16 +67,21 @@ pub(super) struct StringLock {
 impl StringLock {
     /// A claim on `keys` with a fresh holder value for `owner`; with a shadow key living `shadow_ttl`.
     pub(super) fn new(
-        keys: LockKeys,
+        keys: Arc<LockKeys>,
         client_id: &str,
         owner: &OwnerId,
         shadow_ttl: Option<Duration>,
     ) -> Self {
         StringLock {
-            keys: Arc::new(keys),
+            keys,
             value: holder_value(client_id, owner),
             shadow_ttl_ms: shadow_ttl.map(ttl_millis),
         }
+    }
+
+    /// The shadow key, when the claim has one.
+    pub(super) fn shadow_key(&self) -> Option<&str> {
+        self.shadow().map(|(key, _)| key)
     }
 
     /// The shadow key and its TTL in ms, when the claim has one.
@@ -150,10 +158,11 @@ impl StringLock {
     /// [`LockError::NotHeld`] when it did not hold it.
     pub(super) async fn release(
         &self,
-        connection: &mut ConnectionManager,
+        connection: &RedisConnection,
         events: &Events,
     ) -> Result<(), LockError> {
-        let answer = scripts::run(connection, &self.release_call()).await?;
+        let mut commands = connection.commands();
+        let answer = scripts::run(&mut commands, &self.release_call()).await?;
         self.released(answer, events)
     }
 

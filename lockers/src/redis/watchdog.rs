@@ -4,9 +4,10 @@
 //! - The lock is a hash at `P{name}`; the field is `<client id>:<owner>`, the value the re-entry count.
 //!   Acquire, renew and release are Lua scripts called by SHA (see `scripts/`). A fresh acquire `INCR`s
 //!   the fencing counter `P{name}:fence`; a re-entry returns the holder's token.
-//! - [`LeaseMode::Watchdog`]: TTL = the watchdog timeout, renewed every timeout × ratio until released,
-//!   per lock ([`RenewalMode::PerLock`], the default) or batched ([`RenewalMode::Batched`]). Re-entrant
-//!   holds of one owner share one renewal. [`LeaseMode::Fixed`]: that TTL, never renewed.
+//! - [`LeaseMode::Watchdog`](crate::LeaseMode::Watchdog): TTL = the watchdog timeout, renewed every
+//!   timeout × ratio until released, per lock ([`RenewalMode::PerLock`], the default) or batched
+//!   ([`RenewalMode::Batched`]). Re-entrant holds of one owner share one renewal.
+//!   [`LeaseMode::Fixed`](crate::LeaseMode::Fixed): that TTL, never renewed.
 //! - A renewal answered 0 (gone) fires `lost()`; a renewal error emits `RenewFailed` and is retried until
 //!   the conservative local deadline, which then fires `lost()`. Release stops renewal first, whatever
 //!   the release then answers.
@@ -27,11 +28,12 @@ use async_trait::async_trait;
 use redis::aio::ConnectionManager;
 use tokio::sync::watch;
 
+use super::acquire::{self, Request};
 use super::batch::{BatchRenewer, BatchTarget};
 use super::connection::{BACKEND, RedisConnection};
 use super::deferred::DeferredStarts;
 use super::keys::{LockKeys, lock_key, owner_field};
-use super::pubsub::{Subscription, Subscriptions};
+use super::pubsub::{PubSub, Subscription};
 use super::scripts::{
     self, Attempt, WATCHDOG_ACQUIRE, WATCHDOG_RELEASE, WATCHDOG_RENEW, WATCHDOG_RENEW_BATCH,
     acquire_attempt, renew_outcome, ttl_millis, unexpected,
@@ -39,9 +41,7 @@ use super::scripts::{
 use super::watchdog_config::{RenewalMode, WatchdogConfig};
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
-use crate::lease::{
-    AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, LeaseState, OwnerId,
-};
+use crate::lease::{AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseState};
 use crate::locker::{Capabilities, Locker};
 use crate::renewal::{HoldTicket, Holds, RenewOutcome, RenewalPlan, StopRenewal, renew_until_lost};
 
@@ -153,22 +153,13 @@ enum Renewer {
 pub struct RedisWatchdog {
     core: Arc<Core>,
     renewer: Renewer,
-    waiters: Subscriptions,
+    waiters: PubSub,
     closed: watch::Sender<bool>,
 }
 
 impl RedisWatchdog {
     /// What every redis-watchdog client can do (known without connecting).
-    pub const CAPABILITIES: Capabilities = Capabilities {
-        reentrant: true,
-        fencing: true,
-        auto_renew: true,
-        fixed_lease: true,
-        wait_notify: true,
-        lost_signal: true,
-        min_ttl: Duration::from_millis(1),
-        ttl_granularity: Duration::from_millis(1),
-    };
+    pub const CAPABILITIES: Capabilities = acquire::capabilities(true, true);
 
     /// Connects to `url` (`redis://127.0.0.1:6379`) and loads the scripts. An invalid `config` is a
     /// `Config` error; a server that does not answer within the connect timeout is a `Backend` error.
@@ -189,7 +180,7 @@ impl RedisWatchdog {
             ],
         )
         .await?;
-        let waiters = Subscriptions::start(connection.client().clone(), config.connection);
+        let waiters = PubSub::start(connection.client().clone(), config.connection);
         let renew_calls = Arc::new(AtomicU64::new(0));
         let plan = RenewalPlan::new(config.watchdog_timeout, config.renew_ratio);
         let renewer = match config.renewal {
@@ -309,47 +300,39 @@ impl RedisWatchdog {
 
     /// Registers a granted hold and builds its lease. No await: a cancelled acquire either never gets
     /// here or gets a whole lease.
-    #[allow(clippy::too_many_arguments)]
     fn grant(
         &self,
-        keys: LockKeys,
-        owner_id: OwnerId,
+        request: Request,
         owner: Arc<str>,
         token: FencingToken,
-        mode: LeaseMode,
-        ttl: Duration,
         sent_at: Instant,
     ) -> Lease {
+        let keys = request.keys.clone();
         let renew = |state| self.start_renewal(&keys, &owner, sent_at, state);
-        let start: Option<&dyn Fn(Arc<LeaseState>) -> Box<dyn StopRenewal>> = match mode {
-            LeaseMode::Watchdog => Some(&renew),
-            LeaseMode::Fixed(_) => None,
-        };
-        let events = &self.core.events;
-        let (state, ticket) =
-            self.core
-                .holds
-                .enter(&keys.name, &owner, sent_at + ttl, events, start);
-        events.emit(|| LockEvent::Acquired {
-            key: keys.name.clone(),
+        let ttl_ms = request.ttl_ms;
+        let core = &self.core;
+        request.grant(
+            &core.holds,
+            &core.events,
+            &owner,
             token,
-            mode,
             sent_at,
-            at: Instant::now(),
-        });
-        let hold = WatchdogHold {
-            core: self.core.clone(),
-            ticket,
-            keys: Arc::new(keys),
-            ttl_ms: ttl_millis(ttl),
-        };
-        Lease::new(owner_id, token, mode, sent_at, state, Box::new(hold))
+            Some(renew),
+            |ticket| {
+                Box::new(WatchdogHold {
+                    core: core.clone(),
+                    ticket,
+                    keys: keys.clone(),
+                    ttl_ms,
+                })
+            },
+        )
     }
 
     /// Waits for a wake-up: an unlock message (when subscribed) or `until`.
     async fn wait(
         waiting: &mut Option<Subscription>,
-        channel: &Subscriptions,
+        channel: &PubSub,
         name: &str,
         until: Instant,
     ) {
@@ -358,7 +341,7 @@ impl RedisWatchdog {
             // First miss: subscribe, then retry at once (Redisson: subscribe, then try again), so an
             // unlock between the failed attempt and the subscription is caught by the retry.
             None => {
-                let subscription = waiting.insert(channel.join(name));
+                let subscription = waiting.insert(channel.wait_on(name));
                 tokio::select! {
                     _ = subscription.confirmed() => {}
                     _ = sleep => {}
@@ -384,43 +367,27 @@ impl Locker for RedisWatchdog {
 
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
         if *self.closed.borrow() {
-            return Err(LockError::backend(BACKEND, "client closed"));
+            return Err(acquire::closed());
         }
-        let ttl = match opts.lease {
-            LeaseMode::Watchdog => self.core.config.watchdog_timeout,
-            LeaseMode::Fixed(d) if d.is_zero() => {
-                return Err(LockError::Config("fixed lease must be > 0".into()));
-            }
-            LeaseMode::Fixed(d) => d,
-        };
-        let ttl_ms = ttl_millis(ttl);
-        let keys = LockKeys::new(&self.core.config.key_prefix, key)?;
-        let owner_id = opts.owner.clone().unwrap_or_else(OwnerId::unique);
-        let owner = owner_field(&self.core.config.client_id, &owner_id);
-        let started = Instant::now();
-        let give_up = opts.wait.map(|w| started + w);
+        let config = &self.core.config;
+        let request = Request::new(&config.key_prefix, key, opts, config.watchdog_timeout)?;
+        let owner = owner_field(&config.client_id, &request.owner);
         let mut waiting: Option<Subscription> = None;
         loop {
             // Armed before the attempt: an unlock published while it runs still wakes us.
             let wakeup = waiting.as_ref().map(Subscription::arm);
             let sent_at = Instant::now();
-            let pttl = match self.core.try_acquire(&keys, &owner, ttl_ms).await? {
-                Attempt::Acquired(token) => {
-                    return Ok(self.grant(keys, owner_id, owner, token, opts.lease, ttl, sent_at));
-                }
+            let attempt = self.core.try_acquire(&request.keys, &owner, request.ttl_ms);
+            let pttl = match attempt.await? {
+                Attempt::Acquired(token) => return Ok(self.grant(request, owner, token, sent_at)),
                 Attempt::Busy(pttl) => pttl,
             };
             let now = Instant::now();
-            let Some(give_up) = give_up.filter(|g| now < *g) else {
-                return Err(LockError::Timeout {
-                    key: key.to_string(),
-                    waited: started.elapsed(),
-                });
-            };
+            let give_up = request.keep_waiting(now)?;
             let holder_left = match pttl {
                 n if n > 0 => Duration::from_millis(n.unsigned_abs()),
                 // No TTL on the key (set by someone else): only a message or our own deadline helps.
-                -1 => self.core.config.watchdog_timeout,
+                -1 => config.watchdog_timeout,
                 _ => Duration::from_millis(1),
             };
             let until = (now + holder_left).min(give_up);
@@ -431,7 +398,10 @@ impl Locker for RedisWatchdog {
                         _ = tokio::time::sleep_until(until.into()) => {}
                     }
                 }
-                None => Self::wait(&mut waiting, &self.waiters, &keys.channel, until).await,
+                None => {
+                    let channel = &request.keys.channel;
+                    Self::wait(&mut waiting, &self.waiters, channel, until).await;
+                }
             }
         }
     }
@@ -481,15 +451,13 @@ impl LeaseHandle for WatchdogHold {
 
     fn abandon(self: Box<Self>) {
         self.core.holds.leave(&self.ticket);
-        // Outside a runtime nothing can be sent: the lock expires by its TTL, unrenewed.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                // NotHeld or an error here only means the lease had already gone or will expire.
-                let _ = self
-                    .core
-                    .release(&self.keys, &self.ticket.owner, self.ttl_ms)
-                    .await;
-            });
-        }
+        acquire::release_in_background(async move {
+            let hold = self;
+            let owner = &hold.ticket.owner;
+            hold.core
+                .release(&hold.keys, owner, hold.ttl_ms)
+                .await
+                .map(|_freed| ())
+        });
     }
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::connection::ConnectionSettings;
-use super::keys::{random_client_id, validate_client_id, validate_prefix};
+use super::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
 use crate::error::LockError;
 use crate::memory::validate_watchdog;
 
@@ -52,7 +52,7 @@ impl Default for WatchdogConfig {
             watchdog_timeout: Duration::from_secs(30),
             renew_ratio: 1.0 / 3.0,
             renewal: RenewalMode::default(),
-            key_prefix: "lockbench:".into(),
+            key_prefix: DEFAULT_PREFIX.into(),
             client_id: random_client_id(),
             connection: ConnectionSettings::default(),
         }
@@ -66,8 +66,7 @@ impl WatchdogConfig {
         if let RenewalMode::Batched { chunk: 0 } = self.renewal {
             return Err(LockError::Config("renewal.chunk must be > 0".into()));
         }
-        validate_prefix(&self.key_prefix)?;
-        validate_client_id(&self.client_id)?;
+        validate_naming(&self.key_prefix, &self.client_id)?;
         self.connection.validate()
     }
 }
@@ -76,6 +75,7 @@ impl WatchdogConfig {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::redis::config_checks::assert_each_names_its_field;
 
     #[test]
     fn defaults_are_valid_and_redisson_like() {
@@ -87,25 +87,21 @@ mod tests {
 
     #[test]
     fn each_bad_value_names_its_field() {
-        let cases: [(&str, fn(&mut WatchdogConfig)); 7] = [
-            ("watchdog_timeout", |c| c.watchdog_timeout = Duration::ZERO),
-            ("renew_ratio", |c| c.renew_ratio = 1.0),
-            ("renew_ratio", |c| c.renew_ratio = f64::NAN),
-            ("renewal.chunk", |c| {
-                c.renewal = RenewalMode::Batched { chunk: 0 }
-            }),
-            ("key_prefix", |c| c.key_prefix = "a{".into()),
-            ("client_id", |c| c.client_id = String::new()),
-            ("connection.connect_timeout", |c| {
-                c.connection.connect_timeout = Duration::ZERO
-            }),
-        ];
-        for (field, spoil) in cases {
-            let mut config = WatchdogConfig::default();
-            spoil(&mut config);
-            let err = config.validate().unwrap_err();
-            assert_eq!(err.kind(), "config");
-            assert!(err.to_string().contains(field), "{err} should name {field}");
-        }
+        assert_each_names_its_field::<WatchdogConfig>(
+            &[
+                ("watchdog_timeout", |c| c.watchdog_timeout = Duration::ZERO),
+                ("renew_ratio", |c| c.renew_ratio = 1.0),
+                ("renew_ratio", |c| c.renew_ratio = f64::NAN),
+                ("renewal.chunk", |c| {
+                    c.renewal = RenewalMode::Batched { chunk: 0 }
+                }),
+                ("key_prefix", |c| c.key_prefix = "a{".into()),
+                ("client_id", |c| c.client_id = String::new()),
+                ("connection.connect_timeout", |c| {
+                    c.connection.connect_timeout = Duration::ZERO
+                }),
+            ],
+            WatchdogConfig::validate,
+        );
     }
 }

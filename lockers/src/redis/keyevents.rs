@@ -1,0 +1,310 @@
+//! Keyevent notifications for `redis-keyspace`: making the server publish them, and handing each one to
+//! this client's holders and waiters of that key.
+//!
+//! Redis publishes `__keyevent@<db>__:expired` when it deletes an expired key and `__keyevent@<db>__:del`
+//! on `DEL`, if `notify-keyspace-events` has `E` (keyevent channels), `x` (expired) and `g` (generic
+//! commands). [`ensure_notifications`] adds the flags the server lacks, keeping the user's.
+//!
+//! [`KeyEvents`] listens to both channels on the client's [`PubSub`] connection and routes each event by
+//! its payload (the key): an `expired` or `del` event wakes every waiter of that key; an `expired` event
+//! also reaches every holder watching that key as a [`Signal::Expired`] with its arrival time. A break of
+//! the connection reaches every holder as [`Signal::Disconnected`], the resubscription after it as
+//! [`Signal::Resubscribed`] (both also wake every waiter: a release may have been missed).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use redis::aio::ConnectionManager;
+use tokio::sync::{Notify, mpsc};
+
+use super::connection::ConnectionSettings;
+use super::pubsub::{Listener, Listening, PubSub, Wakeup, arm};
+use crate::error::LockError;
+
+/// The `notify-keyspace-events` flags the strategy needs: keyevent channels, expired events, generic
+/// commands (`DEL`).
+pub const NEEDED_NOTIFY_FLAGS: &str = "Exg";
+
+/// The flags of [`NEEDED_NOTIFY_FLAGS`] that `current` lacks (`A` stands for every class, `x` and `g`
+/// among them, but not for `E`).
+fn missing_notify_flags(current: &str) -> String {
+    NEEDED_NOTIFY_FLAGS
+        .chars()
+        .filter(|flag| !(current.contains(*flag) || (*flag != 'E' && current.contains('A'))))
+        .collect()
+}
+
+fn notify_config_error(what: &str, error: impl std::fmt::Display) -> LockError {
+    LockError::Config(format!(
+        "redis-keyspace needs the server setting notify-keyspace-events to include \
+         \"{NEEDED_NOTIFY_FLAGS}\"; {what} failed: {error} (set it in redis.conf or allow CONFIG)"
+    ))
+}
+
+async fn read_notify_flags(connection: &mut ConnectionManager) -> Result<String, LockError> {
+    let reply: HashMap<String, String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("notify-keyspace-events")
+        .query_async(connection)
+        .await
+        .map_err(|e| notify_config_error("CONFIG GET notify-keyspace-events", e))?;
+    reply
+        .get("notify-keyspace-events")
+        .cloned()
+        .ok_or_else(|| notify_config_error("CONFIG GET notify-keyspace-events", "no such setting"))
+}
+
+/// Makes sure the server publishes the events the strategy needs, adding missing flags to the user's.
+/// Returns the setting in force.
+pub(super) async fn ensure_notifications(
+    connection: &mut ConnectionManager,
+) -> Result<String, LockError> {
+    let current = read_notify_flags(connection).await?;
+    let missing = missing_notify_flags(&current);
+    if missing.is_empty() {
+        return Ok(current);
+    }
+    let wanted = format!("{current}{missing}");
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg(&wanted)
+        .query_async::<()>(connection)
+        .await
+        .map_err(|e| {
+            notify_config_error(&format!("CONFIG SET notify-keyspace-events {wanted}"), e)
+        })?;
+    let now = read_notify_flags(connection).await?;
+    let still_missing = missing_notify_flags(&now);
+    if still_missing.is_empty() {
+        Ok(now)
+    } else {
+        Err(notify_config_error(
+            "CONFIG SET notify-keyspace-events",
+            format!("the server kept {now:?}, without {still_missing:?}"),
+        ))
+    }
+}
+
+/// What a holder is told.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Signal {
+    /// The watched key's `expired` event arrived at `at`.
+    Expired { at: Instant },
+    /// The subscription broke: events are being lost.
+    Disconnected,
+    /// Subscribed again at `at`; events published in between are gone.
+    Resubscribed { at: Instant },
+}
+
+#[derive(Default)]
+struct Members {
+    waiters: usize,
+    wake: Arc<Notify>,
+    holders: Vec<(u64, mpsc::UnboundedSender<Signal>)>,
+}
+
+/// This client's holders and waiters, by server key.
+struct Table {
+    keys: Mutex<HashMap<Arc<str>, Members>>,
+    next_holder: AtomicU64,
+    /// The `expired` channel of the client's database (the other one is `del`).
+    expired_channel: String,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyEvents")
+            .field("keys", &self.lock().len())
+            .finish()
+    }
+}
+
+impl Table {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, Members>> {
+        self.keys.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Tells every holder `signal` and wakes every waiter (a release may have been missed).
+    fn broadcast(&self, signal: Signal) {
+        for m in self.lock().values() {
+            m.wake.notify_waiters();
+            for (_, holder) in &m.holders {
+                // A closed receiver is a holder that is leaving.
+                let _ = holder.send(signal);
+            }
+        }
+    }
+
+    fn forget_if_unused(keys: &mut HashMap<Arc<str>, Members>, key: &str) {
+        if keys
+            .get(key)
+            .is_some_and(|m| m.waiters == 0 && m.holders.is_empty())
+        {
+            keys.remove(key);
+        }
+    }
+}
+
+impl Listener for Table {
+    fn message(&self, channel: &str, payload: &[u8], at: Instant) {
+        // Keys that are not UTF-8 are not ours.
+        let Ok(key) = std::str::from_utf8(payload) else {
+            return;
+        };
+        let keys = self.lock();
+        let Some(m) = keys.get(key) else {
+            return;
+        };
+        m.wake.notify_waiters();
+        if channel == self.expired_channel {
+            for (_, holder) in &m.holders {
+                let _ = holder.send(Signal::Expired { at });
+            }
+        }
+    }
+
+    fn disconnected(&self) {
+        self.broadcast(Signal::Disconnected);
+    }
+
+    fn resubscribed(&self, at: Instant) {
+        self.broadcast(Signal::Resubscribed { at });
+    }
+}
+
+/// A waiter's interest in a key's `del` and `expired` events; dropping it leaves.
+pub(super) struct KeyWatch {
+    table: Arc<Table>,
+    key: Arc<str>,
+    wake: Arc<Notify>,
+}
+
+impl KeyWatch {
+    /// A wake-up for the key's next event, armed now (before the attempt it must not miss).
+    pub(super) fn arm(&self) -> Wakeup {
+        arm(&self.wake)
+    }
+}
+
+impl Drop for KeyWatch {
+    fn drop(&mut self) {
+        let mut keys = self.table.lock();
+        if let Some(m) = keys.get_mut(&self.key) {
+            m.waiters -= 1;
+        }
+        Table::forget_if_unused(&mut keys, &self.key);
+    }
+}
+
+/// A holder's registration for a key's `expired` events; dropping it leaves.
+pub(super) struct HolderWatch {
+    table: Arc<Table>,
+    key: Arc<str>,
+    id: u64,
+}
+
+impl Drop for HolderWatch {
+    fn drop(&mut self) {
+        let mut keys = self.table.lock();
+        if let Some(m) = keys.get_mut(&self.key) {
+            m.holders.retain(|(id, _)| *id != self.id);
+        }
+        Table::forget_if_unused(&mut keys, &self.key);
+    }
+}
+
+/// One client's keyevent subscription (on its own pub/sub connection) and its holders and waiters.
+#[derive(Debug)]
+pub(super) struct KeyEvents {
+    table: Arc<Table>,
+    pubsub: PubSub,
+    _listening: Listening,
+}
+
+impl KeyEvents {
+    /// Subscribes to database `db`'s `expired` and `del` events; returns once the server confirmed both
+    /// (a `Backend` error if it did not within the connect timeout).
+    pub(super) async fn start(
+        client: redis::Client,
+        settings: ConnectionSettings,
+        db: i64,
+    ) -> Result<Self, LockError> {
+        let table = Arc::new(Table {
+            keys: Mutex::default(),
+            next_holder: AtomicU64::new(0),
+            expired_channel: format!("__keyevent@{db}__:expired"),
+        });
+        let del_channel = format!("__keyevent@{db}__:del");
+        let pubsub = PubSub::start(client, settings);
+        let channels = [table.expired_channel.as_str(), &del_channel];
+        let mut listening = pubsub.listen(&channels, table.clone());
+        listening.confirmed(settings.connect_timeout).await?;
+        Ok(KeyEvents {
+            table,
+            pubsub,
+            _listening: listening,
+        })
+    }
+
+    /// How often the subscription was re-established after a break.
+    pub(super) fn reconnects(&self) -> u64 {
+        self.pubsub.reconnects()
+    }
+
+    /// Stops the pub/sub dispatcher: no event reaches anyone any more.
+    pub(super) fn stop(&self) {
+        self.pubsub.stop();
+    }
+
+    /// Joins `key`'s waiters.
+    pub(super) fn watch(&self, key: &str) -> KeyWatch {
+        let key: Arc<str> = key.into();
+        let mut keys = self.table.lock();
+        let m = keys.entry(key.clone()).or_default();
+        m.waiters += 1;
+        let wake = m.wake.clone();
+        drop(keys);
+        KeyWatch {
+            table: self.table.clone(),
+            key,
+            wake,
+        }
+    }
+
+    /// Registers a holder of `key`: the signals it will be sent, until the registration is dropped.
+    pub(super) fn hold(&self, key: &str) -> (HolderWatch, mpsc::UnboundedReceiver<Signal>) {
+        let key: Arc<str> = key.into();
+        let id = self.table.next_holder.fetch_add(1, Ordering::Relaxed);
+        let (sender, signals) = mpsc::unbounded_channel();
+        self.table
+            .lock()
+            .entry(key.clone())
+            .or_default()
+            .holders
+            .push((id, sender));
+        let watch = HolderWatch {
+            table: self.table.clone(),
+            key,
+            id,
+        };
+        (watch, signals)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_flags_respect_what_the_user_set() {
+        assert_eq!(missing_notify_flags(""), "Exg");
+        assert_eq!(missing_notify_flags("Kl"), "Exg");
+        assert_eq!(missing_notify_flags("xE"), "g");
+        assert_eq!(missing_notify_flags("AKE"), "");
+        assert_eq!(missing_notify_flags("AK"), "E");
+        assert_eq!(missing_notify_flags("gxE"), "");
+    }
+}
