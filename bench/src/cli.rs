@@ -35,22 +35,17 @@ pub enum Command {
     Scenarios,
     /// Run a scenario against strategies; writes DIR/results.json and prints a summary.
     Run(RunArgs),
-    /// Run the default suite across every strategy and write HTML/Markdown reports (not implemented
-    /// yet).
-    Compare(StubArgs),
-    /// Build reports from results files (not implemented yet).
-    Report(StubArgs),
+    /// Run the default suite across every strategy; writes DIR/results.json, report.html, report.md
+    /// and charts.
+    Compare(crate::compare::CompareArgs),
+    /// Render the reports again from a results file, optionally with changes against a baseline file.
+    Report(crate::report::ReportArgs),
+    /// Hold 1k, 10k, 100k locks per strategy and record what renewal costs the server and the client;
+    /// writes DIR/scale.json.
+    Scale(crate::scale::ScaleArgs),
     /// Internal: one client of a processes-mode run (reads its spec on stdin).
     #[command(hide = true)]
     Worker,
-}
-
-/// Arguments of the commands that do not exist yet (accepted so the message is the same for all).
-#[derive(Debug, Args)]
-pub struct StubArgs {
-    /// Ignored.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub args: Vec<String>,
 }
 
 /// `lockbench run`: a scenario (preset or TOML file) with overrides.
@@ -124,6 +119,14 @@ pub struct RunArgs {
     /// No progress bar (it is shown only when stdout is a terminal anyway).
     #[arg(long)]
     pub no_progress: bool,
+    /// Inject a fault in every case, replacing the scenario's (repeatable; `none` removes them):
+    /// KIND [at=D] [target=holder|client:N|all|server] [duration=D] and the kind's settings, e.g.
+    /// "pause_worker at=1s duration=2s". Kinds: pause_worker, crash_worker, starve_worker, cpu_hog
+    /// (threads=N), cgroup_quota (quota=D period=D), pause_server, client_pause, pubsub_kill
+    /// (every=D), proxy_delay (delay=D direction=upstream|downstream|both), proxy_blackhole,
+    /// proxy_reset (every=D), failover (replication_lag=D), leader_kill.
+    #[arg(long = "fault", value_name = "FAULT")]
+    pub faults: Vec<String>,
 }
 
 fn list(text: &Option<String>) -> Option<Vec<String>> {
@@ -155,6 +158,8 @@ impl RunArgs {
             workers: self.workers.clone(),
             on_lost: self.on_lost.clone(),
             seed: self.seed,
+            // `--fault` text is checked where it is applied (`run::apply_fault_flags`).
+            faults: None,
         }
     }
 }

@@ -10,19 +10,28 @@
 //! | [`strategies`] | the registry: one entry per strategy id |
 //! | [`backends`] | the servers: given addresses (checked) or started here; server cost counters |
 //! | [`driver`] | workers (tasks or processes), the protected resource, the safety oracle, metrics |
+//! | [`faults`] | fault injection: worker pause/crash/starvation, proxies, server freeze, failover, leader loss |
 //! | [`results`], [`output`], [`table`] | the results model, the atomic results file, the summary |
+//! | [`compare`], [`report`] | the default suite and its combined results; the HTML/Markdown reports |
+//! | [`scale`] | `lockbench scale`: the cost of holding 1k → 100k locks |
+//! | [`measure`] | measurement helpers shared with `cargo bench` (histograms, CPU time, Redis commandstats, target checks) |
 
 pub mod backends;
 pub mod cli;
 pub mod clock;
+pub mod compare;
 pub mod driver;
 pub mod environment;
+pub mod faults;
 pub mod error;
+pub mod measure;
 pub mod output;
 pub mod proc_stat;
 pub mod progress;
+pub mod report;
 pub mod results;
 pub mod run;
+pub mod scale;
 pub mod scenarios;
 pub mod strategies;
 pub mod table;
@@ -52,8 +61,9 @@ where
         Command::Strategies => list_strategies(),
         Command::Scenarios => list_scenarios(),
         Command::Run(args) => run_command(args),
-        Command::Compare(_) => Err(not_yet("compare")),
-        Command::Report(_) => Err(not_yet("report")),
+        Command::Compare(args) => compare::command(args),
+        Command::Report(args) => report::command(args),
+        Command::Scale(args) => scale::command(args),
         Command::Worker => return driver::child::worker_main(),
     };
     match result {
@@ -88,12 +98,6 @@ fn clap_exit(e: clap::Error) -> i32 {
             EXIT_USAGE
         }
     }
-}
-
-fn not_yet(command: &str) -> BenchError {
-    BenchError::usage(format!(
-        "`{command}` is not implemented yet; use `lockbench run` and read its results.json"
-    ))
 }
 
 fn list_strategies() -> Result<i32, BenchError> {

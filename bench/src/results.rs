@@ -113,6 +113,7 @@ pub fn case_result(run: &CaseRun) -> CaseResult {
                 stale_rejected: fencing.then_some(r.stale_rejected),
                 stale_accepted: fencing.then_some(r.stale_accepted),
                 duplicate_tokens: fencing.then_some(r.duplicate_tokens),
+                token_regressions: fencing.then_some(r.token_regressions),
             },
             lost_signal: LostSignal {
                 fired: f.lost_fired,
@@ -130,6 +131,7 @@ pub fn case_result(run: &CaseRun) -> CaseResult {
         },
         histograms,
         faults: run.faults.clone(),
+        holder_sample: f.holder_sample.clone(),
     }
 }
 
@@ -199,6 +201,7 @@ fn not_run(run: &CaseRun) -> CaseResult {
                 stale_rejected: None,
                 stale_accepted: None,
                 duplicate_tokens: None,
+                token_regressions: None,
             },
             lost_signal: LostSignal {
                 fired: 0,
@@ -222,5 +225,6 @@ fn not_run(run: &CaseRun) -> CaseResult {
         },
         histograms: BTreeMap::new(),
         faults: run.faults.clone(),
+        holder_sample: None,
     }
 }

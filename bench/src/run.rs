@@ -14,7 +14,10 @@ use crate::driver::processes::kill_all_workers;
 use crate::driver::stop::StopSignal;
 use crate::error::BenchError;
 use crate::progress::Progress;
-use crate::workload::{WorkerMode, Workload};
+use crate::faults::applicability::{self, own_topology};
+use crate::faults::spec::parse_fault_text;
+use crate::strategies::{Strategy, StrategySettings};
+use crate::workload::{ScenarioFile, WorkerMode, Workload};
 use crate::{environment, output, results, scenarios, strategies};
 
 /// Environment variable naming the `lockbench` executable worker processes run (default: the current
@@ -42,9 +45,11 @@ pub async fn run(args: RunArgs) -> Result<RunOutcome, BenchError> {
     let loaded = scenarios::load(&args.scenario).map_err(BenchError::usage)?;
     let mut file = loaded.file;
     file.overlay(args.overrides());
+    apply_fault_flags(&mut file, &args.faults).map_err(BenchError::usage)?;
     let workload =
         Workload::resolve(&loaded.name, &loaded.source, file).map_err(BenchError::usage)?;
     let chosen = strategies::resolve(&workload.strategies).map_err(BenchError::usage)?;
+    let chosen = keep_fault_targets(&workload, chosen).map_err(BenchError::usage)?;
     if workload.workers == WorkerMode::Processes
         && let Some(s) = chosen.iter().find(|s| s.server == ServerKind::InProcess)
     {
@@ -72,10 +77,30 @@ pub async fn run(args: RunArgs) -> Result<RunOutcome, BenchError> {
         etcd: args.etcd.clone(),
         zookeeper: args.zk.clone(),
     };
+    let mut needed = strategies::servers_needed(&chosen);
+    for spec in &workload.faults {
+        let Some(topology) = own_topology(spec.kind) else {
+            continue;
+        };
+        for kind in topology.replaces() {
+            let flag = match kind {
+                ServerKind::Redis => given.redis.as_ref().map(|_| "--redis"),
+                ServerKind::Etcd => given.etcd.as_ref().map(|_| "--etcd"),
+                _ => given.zookeeper.as_ref().map(|_| "--zk"),
+            };
+            if let Some(flag) = flag {
+                return Err(BenchError::usage(format!(
+                    "{flag}: {} starts its own servers for every case (it kills one); leave {flag} out",
+                    spec.kind
+                )));
+            }
+            needed.remove(kind);
+        }
+    }
 
     let interrupt = StopSignal::new();
     let handler = tokio::spawn(handle_ctrl_c(interrupt.clone()));
-    let backends = Backends::prepare(&strategies::servers_needed(&chosen), &given).await;
+    let backends = Backends::prepare(&needed, &given).await;
     let backends = match backends {
         Ok(b) => b,
         Err(e) => {
@@ -123,7 +148,7 @@ pub async fn run(args: RunArgs) -> Result<RunOutcome, BenchError> {
             source: workload.source.clone(),
             workload: workload.to_model(&ids),
         },
-        environment: environment::collect(backends.infos()),
+        environment: environment::collect(with_case_servers(backends.infos(), &runs)),
         cases: runs.iter().map(results::case_result).collect(),
     };
     let written = output::write_atomic(&out_dir, output::RESULTS_FILE, &results.to_json());
@@ -134,6 +159,80 @@ pub async fn run(args: RunArgs) -> Result<RunOutcome, BenchError> {
         path: written?,
         interrupted,
     })
+}
+
+/// Replaces the scenario's faults with the `--fault` flags (`none` alone: no faults).
+fn apply_fault_flags(file: &mut ScenarioFile, flags: &[String]) -> Result<(), String> {
+    if flags.is_empty() {
+        return Ok(());
+    }
+    if flags.iter().any(|f| f.trim() == "none") {
+        if flags.len() > 1 {
+            return Err("--fault none cannot be combined with other --fault flags".into());
+        }
+        file.faults = Some(Vec::new());
+        return Ok(());
+    }
+    let parsed = flags
+        .iter()
+        .map(|f| parse_fault_text(f).map_err(|e| format!("--fault {f:?}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    file.faults = Some(parsed);
+    Ok(())
+}
+
+/// With faults, `all` means every strategy the faults apply to: the others are dropped (a strategy
+/// named explicitly stays, and its case is skipped with the reason). Errors when none is left.
+fn keep_fault_targets(
+    workload: &Workload,
+    chosen: Vec<&'static Strategy>,
+) -> Result<Vec<&'static Strategy>, String> {
+    if workload.faults.is_empty() {
+        return Ok(chosen);
+    }
+    let named: Vec<&str> = workload
+        .strategies
+        .iter()
+        .flat_map(|s| s.split(','))
+        .map(str::trim)
+        .collect();
+    let settings = StrategySettings::new(workload.watchdog_timeout);
+    let applies = |s: &Strategy| {
+        (s.capabilities)(&settings).is_ok_and(|caps| {
+            workload
+                .faults
+                .iter()
+                .all(|f| applicability::applies(f.kind, s, &caps).is_ok())
+        })
+    };
+    let kept: Vec<&'static Strategy> = chosen
+        .into_iter()
+        .filter(|s| named.contains(&s.id) || applies(s))
+        .collect();
+    if kept.is_empty() {
+        let kinds: Vec<String> = workload.faults.iter().map(|f| f.kind.to_string()).collect();
+        return Err(format!(
+            "strategies: none of the selected strategies can take the faults ({})",
+            kinds.join(", ")
+        ));
+    }
+    Ok(kept)
+}
+
+/// The run's servers plus those the cases started for themselves (one entry per kind).
+fn with_case_servers(
+    mut servers: Vec<lockbench_reports::model::ServerInfo>,
+    runs: &[crate::driver::case::CaseRun],
+) -> Vec<lockbench_reports::model::ServerInfo> {
+    for info in runs.iter().filter_map(|r| r.own_servers.as_ref()) {
+        if !servers
+            .iter()
+            .any(|s| s.kind == info.kind && s.address == info.address)
+        {
+            servers.push(info.clone());
+        }
+    }
+    servers
 }
 
 /// First Ctrl-C: stop the run and write what was measured. Second: kill servers and workers, exit 130.

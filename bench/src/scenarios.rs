@@ -32,6 +32,55 @@ pub const PRESETS: &[Preset] = &[
         name: "overhead",
         toml: include_str!("../scenarios/overhead.toml"),
     },
+    // Fault scenarios (DESIGN §6), each injecting one fault (see `crate::faults`).
+    Preset {
+        name: "process-pause",
+        toml: include_str!("../scenarios/process-pause.toml"),
+    },
+    Preset {
+        name: "client-crash",
+        toml: include_str!("../scenarios/client-crash.toml"),
+    },
+    Preset {
+        name: "cpu-starvation",
+        toml: include_str!("../scenarios/cpu-starvation.toml"),
+    },
+    Preset {
+        name: "cpu-quota",
+        toml: include_str!("../scenarios/cpu-quota.toml"),
+    },
+    Preset {
+        name: "cpu-hog",
+        toml: include_str!("../scenarios/cpu-hog.toml"),
+    },
+    Preset {
+        name: "network-delay",
+        toml: include_str!("../scenarios/network-delay.toml"),
+    },
+    Preset {
+        name: "network-partition",
+        toml: include_str!("../scenarios/network-partition.toml"),
+    },
+    Preset {
+        name: "server-freeze",
+        toml: include_str!("../scenarios/server-freeze.toml"),
+    },
+    Preset {
+        name: "redis-client-pause",
+        toml: include_str!("../scenarios/redis-client-pause.toml"),
+    },
+    Preset {
+        name: "pubsub-drop",
+        toml: include_str!("../scenarios/pubsub-drop.toml"),
+    },
+    Preset {
+        name: "redis-failover",
+        toml: include_str!("../scenarios/redis-failover.toml"),
+    },
+    Preset {
+        name: "leader-loss",
+        toml: include_str!("../scenarios/leader-loss.toml"),
+    },
 ];
 
 impl Preset {

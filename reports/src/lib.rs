@@ -1,10 +1,41 @@
 //! `lockbench-reports`: what a lockbench run writes ([`model`], the versioned results file and its JSON
-//! schema) and, later, the charts and reports built from it.
+//! schema; [`comparison`], the file of a whole suite) and the charts and reports built from it.
 //!
 //! Reports know only the results model: a results file written by any version with the same
-//! [`model::SCHEMA_VERSION`] can be read back with [`model::Results::from_json`].
+//! [`model::SCHEMA_VERSION`] can be read back with [`model::Results::from_json`] (one run) or
+//! [`comparison::Comparison::read`] (either kind), and [`write::write_report`] turns it into
+//! `report.html`, `report.md` and `charts/*.{png,svg}`.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`model`], [`comparison`] | the results files (serde types, schemas) |
+//! | [`scale`] | the `lockbench scale` file: cost of holding many locks |
+//! | [`grid`] | rows (scenario × lease) by columns (strategies); facts of one case |
+//! | [`histogram`] | the raw HdrHistograms: percentile curves, spreads |
+//! | [`rules`] | "which strategy when", derived from the numbers by stated rules |
+//! | [`delta`] | changes against a baseline results file |
+//! | [`charts`] | every chart, as SVG and PNG, with the embedded font |
+//! | [`report`] | builds a report: charts, findings, changes |
+//! | [`content`], [`format`] | the cells and figures both formats show |
+//! | [`markdown`], [`html`] | the two layouts |
+//! | [`write`] | writes a report to a directory |
 
+pub mod charts;
+pub mod comparison;
+pub mod content;
+pub mod delta;
+pub mod format;
+pub mod grid;
+pub mod histogram;
+pub mod html;
+pub mod markdown;
 pub mod model;
+pub mod report;
+pub mod rules;
 pub mod scale;
+pub mod write;
 
+pub use comparison::{COMPARISON_SCHEMA, Comparison};
 pub use model::{Results, SCHEMA, SCHEMA_VERSION};
+pub use report::ReportInput;
+pub use write::{WriteError, WrittenReport, write_report};

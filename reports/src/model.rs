@@ -126,6 +126,10 @@ pub struct Workload {
     pub on_lost: String,
     /// Seed of every random choice (keys, task durations).
     pub seed: u64,
+    /// Faults injected in every case, in the `--fault` text form (`pause_worker at=1s
+    /// target=holder duration=2s`); missing in files written before faults existed.
+    #[serde(default)]
+    pub faults: Vec<String>,
 }
 
 /// The machine, the software and the servers.
@@ -216,6 +220,10 @@ pub struct CaseResult {
     /// missing in files written before faults existed).
     #[serde(default)]
     pub faults: Vec<FaultWindow>,
+    /// A stretch of one key's believed-held intervals for the holder timeline; null when the case
+    /// did not run (missing in files written before samples existed).
+    #[serde(default)]
+    pub holder_sample: Option<HolderSample>,
 }
 
 /// One fault injected during a case. Times are relative to the start of the case, like
@@ -242,6 +250,11 @@ pub struct FaultWindow {
     /// the key the target held (crash), or until any client acquired any key (server-side faults).
     /// Null when not measured or when no acquire followed before the case ended.
     pub recovery_ms: Option<f64>,
+    /// For a fault aimed at a holder: from `start_ms` until that holder noticed `lost()` (its
+    /// believed-held interval ended by the loss). Null when it never noticed (it released normally,
+    /// was killed, or the case ended first).
+    #[serde(default)]
+    pub loss_noticed_ms: Option<f64>,
     /// One line on anything the reader should know (e.g. a variant this machine could not apply).
     pub note: Option<String>,
 }
@@ -415,6 +428,19 @@ pub struct OverlapExample {
     pub second: HeldInterval,
 }
 
+/// A stretch of consecutive believed-held intervals on one key (every interval on the key whose start
+/// falls between the first and the last sampled start, in start order), for the holder timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HolderSample {
+    /// Key index.
+    pub key: u32,
+    /// Where the stretch was taken: `first_overlap` (around the first overlapping pair found on the
+    /// first keys) or `start` (the first intervals of key 0, when nothing overlapped there).
+    pub anchor: String,
+    /// The intervals, in start order (at most a hundred or so).
+    pub intervals: Vec<HeldInterval>,
+}
+
 /// One believed-held interval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeldInterval {
@@ -455,6 +481,11 @@ pub struct Fencing {
     /// Writes accepted with a token equal to the highest written one but from another lease: tokens
     /// that failed to increase (e.g. after a failover). Counted in `stale_accepted` too.
     pub duplicate_tokens: Option<u64>,
+    /// Reads announcing a token lower than one already announced on the key: a later lease got a
+    /// smaller token (tokens went backwards, e.g. after a failover lost the counter's last
+    /// increments). Null when not enforced or in files written before this was measured.
+    #[serde(default)]
+    pub token_regressions: Option<u64>,
 }
 
 /// How timely `lost()` was. A loss signal is *too late* when another holder had already acquired the

@@ -104,9 +104,9 @@ pub struct ScalePoint {
     pub renew_calls_bound_per_s: Option<f64>,
     /// Per-lock renewals per second, from the strategy's `Renewed` events.
     pub renewals_per_s: f64,
-    /// Renewal failures (`RenewFailed` events) in the window.
+    /// Renewal failures (`RenewFailed` events) since the step began filling.
     pub renew_failures: u64,
-    /// Leases lost (`Lost` events) in the window.
+    /// Leases lost (`Lost` events) since the step began filling.
     pub lost: u64,
     /// Server CPU time per second of holding, in ms (a whole core is 1000); absent when unknown.
     pub server_cpu_ms_per_s: Option<f64>,
@@ -156,7 +156,9 @@ pub enum ScaleReadError {
     #[error("not a lockbench scale file: {0}")]
     Json(#[from] serde_json::Error),
     /// Written by a version with a different [`SCALE_SCHEMA_VERSION`].
-    #[error("scale schema_version {found} is not supported (this build reads {SCALE_SCHEMA_VERSION})")]
+    #[error(
+        "scale schema_version {found} is not supported (this build reads {SCALE_SCHEMA_VERSION})"
+    )]
     Version {
         /// The version in the file.
         found: u64,
@@ -187,7 +189,10 @@ impl ScaleResults {
 
     /// Cost against held locks, one series per strategy: what the "cost vs held locks" chart draws.
     pub fn cost_series(&self) -> Vec<CostSeries> {
-        self.strategies.iter().map(ScaleSeries::cost_series).collect()
+        self.strategies
+            .iter()
+            .map(ScaleSeries::cost_series)
+            .collect()
     }
 }
 
@@ -299,7 +304,10 @@ mod tests {
         let series = sample().cost_series();
         assert_eq!(series.len(), 1);
         assert_eq!(series[0].strategy, "redis-watchdog-batched");
-        assert_eq!(series[0].stopped.as_deref(), Some("stopped at 1000: budget"));
+        assert_eq!(
+            series[0].stopped.as_deref(),
+            Some("stopped at 1000: budget")
+        );
         let point = series[0].points[0];
         assert_eq!(point.held_locks, 1000);
         assert_eq!(point.rss_mb, 64.0);

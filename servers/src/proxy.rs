@@ -64,7 +64,7 @@ pub struct Proxy {
 
 #[derive(Debug)]
 struct Shared {
-    upstream: SocketAddr,
+    upstream: Mutex<SocketAddr>,
     stopping: AtomicBool,
     refusing: AtomicBool,
     faults: Mutex<[Fault; 2]>,
@@ -97,6 +97,10 @@ impl Shared {
 
     fn faults(&self) -> MutexGuard<'_, [Fault; 2]> {
         self.faults.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn upstream(&self) -> SocketAddr {
+        *self.upstream.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn fault(&self, direction: Direction) -> Fault {
@@ -134,7 +138,7 @@ impl Proxy {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
-            upstream,
+            upstream: Mutex::new(upstream),
             stopping: AtomicBool::new(false),
             refusing: AtomicBool::new(false),
             faults: Mutex::new([Fault::Pass; 2]),
@@ -157,9 +161,16 @@ impl Proxy {
         self.addr
     }
 
-    /// The server the proxy forwards to.
+    /// The server the proxy forwards new connections to.
     pub fn upstream(&self) -> SocketAddr {
-        self.shared.upstream
+        self.shared.upstream()
+    }
+
+    /// Forwards connections accepted from now on to `upstream` (e.g. a replica promoted in a
+    /// failover). Live connections keep their server; [`reset_all`](Self::reset_all) ends them so
+    /// the clients reconnect to the new one.
+    pub fn set_upstream(&self, upstream: SocketAddr) {
+        *self.shared.upstream.lock().unwrap_or_else(|p| p.into_inner()) = upstream;
     }
 
     /// Sets the fault for one direction; it applies to every chunk read from now on, on live
@@ -252,7 +263,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
 
 /// Connects upstream, registers the connection and runs the upstream reader on this thread.
 fn serve(client: TcpStream, shared: Arc<Shared>) {
-    let server = match TcpStream::connect_timeout(&shared.upstream, UPSTREAM_CONNECT_TIMEOUT) {
+    let server = match TcpStream::connect_timeout(&shared.upstream(), UPSTREAM_CONNECT_TIMEOUT) {
         Ok(server) => server,
         Err(_) => {
             set_linger_zero(&client);
@@ -389,4 +400,55 @@ fn close(shared: &Shared, conn: &Conn) {
         let _ = conn.server.shutdown(Shutdown::Both);
     }
     shared.conns().remove(&conn.id);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// Opens a connection through `proxy` and reads one byte: the tag of the upstream listener that
+    /// got it. Returns both ends and the tag.
+    fn tag_through(
+        proxy: &Proxy,
+        upstreams: &[(&TcpListener, u8)],
+    ) -> (TcpStream, TcpStream, u8) {
+        let mut client = TcpStream::connect(proxy.addr()).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        // Whichever listener the proxy connected to accepts; it answers with its tag.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let server = 'accept: loop {
+            for (listener, tag) in upstreams {
+                if let Ok((mut server, _)) = listener.accept() {
+                    server.write_all(&[*tag]).unwrap();
+                    break 'accept server;
+                }
+            }
+            assert!(Instant::now() < deadline, "no upstream got the connection");
+            thread::sleep(Duration::from_millis(5));
+        };
+        let mut byte = [0u8; 1];
+        client.read_exact(&mut byte).unwrap();
+        (client, server, byte[0])
+    }
+
+    #[test]
+    fn set_upstream_moves_new_connections_only() {
+        let a = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let b = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        a.set_nonblocking(true).unwrap();
+        b.set_nonblocking(true).unwrap();
+        let proxy = Proxy::start(a.local_addr().unwrap()).unwrap();
+        let upstreams = [(&a, b'a'), (&b, b'b')];
+        let (_first, _first_server, tag) = tag_through(&proxy, &upstreams);
+        assert_eq!(tag, b'a');
+        proxy.set_upstream(b.local_addr().unwrap());
+        assert_eq!(proxy.upstream(), b.local_addr().unwrap());
+        let (_second, _second_server, tag) = tag_through(&proxy, &upstreams);
+        assert_eq!(tag, b'b', "a connection made after set_upstream goes to the new server");
+        assert_eq!(proxy.connections(), 2, "the first connection stays on its server");
+    }
 }

@@ -43,6 +43,11 @@ impl Backend {
 }
 
 impl StatsSource {
+    /// The counters of the `kind` server at `socket`; with `pid`, its CPU time comes from `/proc`.
+    pub fn new(kind: ServerKind, socket: SocketAddr, pid: Option<u32>) -> Self {
+        StatsSource { kind, socket, pid }
+    }
+
     /// Which server.
     pub fn kind(&self) -> ServerKind {
         self.kind

@@ -2,11 +2,14 @@
 //! [`ChildSpec`] from stdin, builds its client through the registry, connects to the resource socket,
 //! says ready, waits for `go`, runs the same worker loop as tasks mode, streams interval batches and
 //! finally its report as JSON lines on stdout, then exits. It stops on `stop`, at its deadline, or when
-//! stdin closes (the driver is gone).
+//! stdin closes (the driver is gone). In cases with faults it also reports each acquire and end of hold
+//! at once, and obeys fault commands: `starve` blocks every thread of its async runtime for a while,
+//! `hog` runs busy threads (see [`super::protocol::ToChild`]).
 
 use std::io::BufRead;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use lockers::Events;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -117,6 +120,7 @@ async fn run(spec: ChildSpec, out: &mpsc::UnboundedSender<FromChild>) -> Result<
             stop_at_ns,
         }) => (go_ns, measure_from_ns, stop_at_ns),
         Ok(ToChild::Stop) => return Ok(()),
+        Ok(other) => return Err(format!("expected go from the driver, got {other:?}")),
         Err(e) => return Err(format!("bad message from the driver: {e}")),
     };
     measure_from.store(measure, Ordering::Release);
@@ -124,8 +128,15 @@ async fn run(spec: ChildSpec, out: &mpsc::UnboundedSender<FromChild>) -> Result<
     tokio::spawn({
         let stop = stop.clone();
         async move {
-            // Any line after `go` is `stop`; end of input means the driver is gone: stop too.
-            let _ = stdin.next_line().await;
+            // After `go`: fault commands, then `stop`; end of input (or a line that is not a
+            // command) means the driver is gone or confused: stop too.
+            while let Ok(Some(line)) = stdin.next_line().await {
+                match serde_json::from_str::<ToChild>(&line) {
+                    Ok(ToChild::Starve { until_ns }) => starve_runtime(clock, until_ns),
+                    Ok(ToChild::Hog { threads, until_ns }) => hog(clock, threads, until_ns),
+                    _ => break,
+                }
+            }
             stop.set();
         }
     });
@@ -156,6 +167,16 @@ async fn run(spec: ChildSpec, out: &mpsc::UnboundedSender<FromChild>) -> Result<
             }
         }
     });
+    let holds = spec.report_holds.then(|| {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let out = out.clone();
+        tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                let _ = out.send(FromChild::Hold(event));
+            }
+        });
+        tx
+    });
     let worker = Worker {
         client: spec.client,
         locker: locker.clone(),
@@ -167,6 +188,7 @@ async fn run(spec: ChildSpec, out: &mpsc::UnboundedSender<FromChild>) -> Result<
         clock,
         go,
         measure_from: measure,
+        holds,
     };
     let mut tally = worker.run().await;
     worker_done.set();
@@ -175,4 +197,57 @@ async fn run(spec: ChildSpec, out: &mpsc::UnboundedSender<FromChild>) -> Result<
     tally.renewal = recorder.tally();
     let _ = out.send(FromChild::Report(Box::new(tally)));
     Ok(())
+}
+
+/// How long each blocking task waits for the others to be blocking too before it blocks anyway.
+const STARVE_GATHER: Duration = Duration::from_millis(500);
+
+/// Blocks every worker thread of the current runtime until `until_ns`: one blocking task per worker
+/// thread, spawned from outside the runtime (so they land in its shared queue and idle threads take
+/// them), each holding its thread until all have arrived, then sleeping out the time. Timers, I/O
+/// and tasks of this process stall meanwhile; OS threads of its own (a guard thread) do not.
+fn starve_runtime(clock: MonoClock, until_ns: u64) {
+    let handle = tokio::runtime::Handle::current();
+    let threads = handle.metrics().num_workers();
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let spawner = std::thread::Builder::new()
+        .name("lockbench-starve".into())
+        .spawn(move || {
+            for _ in 0..threads {
+                let arrived = arrived.clone();
+                handle.spawn(async move {
+                    arrived.fetch_add(1, Ordering::AcqRel);
+                    let gather_until = Instant::now() + STARVE_GATHER;
+                    while arrived.load(Ordering::Acquire) < threads && Instant::now() < gather_until
+                    {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    let now = clock.now();
+                    if until_ns > now {
+                        std::thread::sleep(Duration::from_nanos(until_ns - now));
+                    }
+                });
+            }
+        });
+    if spawner.is_err() {
+        eprintln!("lockbench worker: cannot start the starvation thread");
+    }
+}
+
+/// Runs `threads` busy-looping OS threads until `until_ns`.
+fn hog(clock: MonoClock, threads: u32, until_ns: u64) {
+    for _ in 0..threads {
+        let spawned = std::thread::Builder::new()
+            .name("lockbench-hog".into())
+            .spawn(move || {
+                let mut spins = 0u64;
+                while clock.now() < until_ns {
+                    spins = std::hint::black_box(spins.wrapping_add(1));
+                }
+            });
+        if spawned.is_err() {
+            eprintln!("lockbench worker: cannot start a CPU hog thread");
+            return;
+        }
+    }
 }

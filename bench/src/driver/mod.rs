@@ -8,6 +8,8 @@
 //! | [`worker`] | one client's load loop |
 //! | [`resource`], [`resource_socket`] | the protected counters with fencing (safety measures 2 and 3) |
 //! | [`oracle`] | overlapping believed-held intervals (safety measure 1), hand-off latency |
+//! | [`holds`] | acquire / end-of-hold events for fault injection |
+//! | [`holder_sample`] | the stretch of one key's intervals the holder timeline shows |
 //! | [`renewal`] | renewal metrics from `LockEvent`s |
 //! | [`tally`], [`histogram`], [`cost`] | per-worker figures, HdrHistograms, client cost |
 //! | [`stop`] | the stop signal |
@@ -16,6 +18,8 @@ pub mod case;
 pub mod child;
 pub mod cost;
 pub mod histogram;
+pub mod holds;
+pub mod holder_sample;
 pub mod oracle;
 pub mod processes;
 pub mod protocol;

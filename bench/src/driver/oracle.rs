@@ -21,10 +21,11 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::{Arc, Mutex};
 
-use lockbench_reports::model::{HeldInterval, OverlapExample};
+use lockbench_reports::model::{HolderSample, OverlapExample};
 use serde::{Deserialize, Serialize};
 
 use super::histogram::{Hist, new_hist, record};
+use super::holder_sample::{HolderSampler, held};
 
 /// How a believed-held interval ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,7 +63,8 @@ impl TryFrom<u8> for EndedBy {
 }
 
 impl EndedBy {
-    fn name(self) -> &'static str {
+    /// The name the results use: `released`, `lost` or `stopped`.
+    pub fn name(self) -> &'static str {
         match self {
             EndedBy::Released => "released",
             EndedBy::Lost => "lost",
@@ -212,6 +214,8 @@ pub struct OracleFindings {
     pub handoff: Hist,
     /// The first pairs (times relative to the case start).
     pub examples: Vec<OverlapExample>,
+    /// A stretch of one key's intervals for the holder timeline.
+    pub holder_sample: Option<HolderSample>,
 }
 
 const MAX_EXAMPLES: usize = 20;
@@ -226,6 +230,7 @@ pub struct Oracle {
     case_start: u64,
     measure_from: u64,
     found: OracleFindings,
+    sampler: HolderSampler,
 }
 
 impl Oracle {
@@ -250,7 +255,9 @@ impl Oracle {
                 lateness: new_hist(),
                 handoff: new_hist(),
                 examples: Vec::new(),
+                holder_sample: None,
             },
+            sampler: HolderSampler::new(keys),
         }
     }
 
@@ -306,6 +313,7 @@ impl Oracle {
     /// Sweeps everything left (every client is done or gone) and returns the findings.
     pub fn finish(mut self) -> OracleFindings {
         self.sweep(u64::MAX);
+        self.found.holder_sample = self.sampler.finish(self.case_start);
         self.found
     }
 
@@ -320,6 +328,7 @@ impl Oracle {
                     break;
                 }
                 state.pending.pop();
+                let pairs_before = self.found.pairs;
                 sweep_one(
                     state,
                     key,
@@ -328,6 +337,8 @@ impl Oracle {
                     self.measure_from,
                     &mut self.found,
                 );
+                let overlapped = self.found.pairs > pairs_before;
+                self.sampler.add(next.client, next.interval, overlapped);
             }
             state.queued = !state.pending.is_empty();
             if state.queued {
@@ -369,16 +380,10 @@ fn sweep_one(
             found.unnoticed_pairs += 1;
         }
         if found.examples.len() < MAX_EXAMPLES {
-            let held = |client: u32, i: &Interval| HeldInterval {
-                client,
-                start_ms: i.start.saturating_sub(case_start) as f64 / 1e6,
-                end_ms: i.end.saturating_sub(case_start) as f64 / 1e6,
-                ended_by: i.ended_by.name().to_owned(),
-            };
             found.examples.push(OverlapExample {
                 key,
-                first: held(a.client, &a.interval),
-                second: held(next.client, &x),
+                first: held(a.client, &a.interval, case_start),
+                second: held(next.client, &x, case_start),
             });
         }
     }

@@ -1,7 +1,9 @@
 //! Processes mode, the driver's side: one `lockbench worker` child per client (so a fault can pause or
 //! kill a single client), each in its own process group (a terminal's Ctrl-C reaches only the driver,
 //! which stops the workers itself), talking JSON lines over stdin/stdout (see [`super::protocol`]) and
-//! reaching the protected resource over a Unix socket this process serves.
+//! reaching the protected resource over a Unix socket this process serves. With faults, the workers
+//! report their holds at once and the fault schedule gets their pids and command channels; a worker a
+//! fault killed is expected to be silent, and its last hold (acquire → kill) goes to the oracle.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -15,7 +17,7 @@ use tokio::sync::mpsc;
 
 use super::case::{CaseContext, CaseError, ModeOutput, Timing, measured_ns, supervise};
 use super::cost::{self, CostScope};
-use super::oracle::Oracle;
+use super::oracle::{EndedBy, Interval, IntervalBatch, Oracle};
 use super::protocol::{ChildSpec, FromChild, ToChild};
 use super::resource::Resource;
 use super::resource_socket::ResourceServer;
@@ -23,6 +25,8 @@ use super::stop::StopSignal;
 use super::tally::WorkerTally;
 use super::tasks::STOP_GRACE;
 use super::worker::CasePlan;
+use crate::faults::workers::WorkerControl;
+use crate::faults::{self, CaseFaults};
 
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -45,7 +49,7 @@ pub fn kill_all_workers() {
 /// A started worker process.
 struct WorkerProcess {
     child: Child,
-    stdin: ChildStdin,
+    stdin: Option<ChildStdin>,
     pid: u32,
 }
 
@@ -109,7 +113,25 @@ fn spawn_worker(
         }
         let _ = events.send(Event::Closed(client));
     });
-    Ok(WorkerProcess { child, stdin, pid })
+    Ok(WorkerProcess {
+        child,
+        stdin: Some(stdin),
+        pid,
+    })
+}
+
+/// Hands `stdin` to a task that writes every command sent on the returned channel; the worker's stdin
+/// closes when every sender is gone.
+fn command_channel(mut stdin: ChildStdin) -> mpsc::UnboundedSender<ToChild> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToChild>();
+    tokio::spawn(async move {
+        while let Some(command) = rx.recv().await {
+            if send(&mut stdin, &command).await.is_err() {
+                return;
+            }
+        }
+    });
+    tx
 }
 
 /// Runs a case with one worker process per client.
@@ -117,6 +139,7 @@ pub async fn run(
     ctx: &CaseContext<'_>,
     plan: &CasePlan,
     label: &str,
+    faults: &CaseFaults,
 ) -> Result<ModeOutput, CaseError> {
     let workload = ctx.workload;
     let dir = tempfile::Builder::new()
@@ -142,9 +165,14 @@ pub async fn run(
             plan: plan.clone(),
             client,
             socket: socket.clone(),
-            endpoints: ctx.endpoints.clone(),
+            endpoints: faults.endpoints(client),
+            report_holds: faults.is_active(),
         };
-        send(&mut worker.stdin, &spec)
+        let stdin = worker
+            .stdin
+            .as_mut()
+            .ok_or_else(|| CaseError::Fail(format!("worker {client}: no stdin")))?;
+        send(stdin, &spec)
             .await
             .map_err(|e| CaseError::Fail(format!("worker {client}: {e}")))?;
         workers.push(worker);
@@ -192,12 +220,20 @@ pub async fn run(
         measure_from_ns: timing.measure_from,
         stop_at_ns: timing.stop_at,
     };
+    let mut commands = Vec::with_capacity(workers.len());
     for (client, worker) in workers.iter_mut().enumerate() {
-        send(&mut worker.stdin, &go)
+        let mut stdin = worker
+            .stdin
+            .take()
+            .ok_or_else(|| CaseError::Fail(format!("worker {client}: no stdin")))?;
+        send(&mut stdin, &go)
             .await
             .map_err(|e| CaseError::Fail(format!("worker {client}: {e}")))?;
+        commands.push(command_channel(stdin));
     }
     let pids: Vec<u32> = workers.iter().map(|w| w.pid).collect();
+    let control = WorkerControl::new(pids.clone(), commands.clone());
+    let schedule = faults.start(ctx.clock, timing.go, stop.clone(), Some(control.clone()));
     let cost_task = tokio::spawn(cost::sample(
         CostScope::Workers(pids),
         ctx.clock,
@@ -232,13 +268,14 @@ pub async fn run(
             result = &mut supervisor, if outcome.is_none() => {
                 outcome = Some(result);
                 grace_end = Some(tokio::time::Instant::now() + STOP_GRACE);
-                for worker in &mut workers {
+                for command in &commands {
                     // A worker that already exited cannot be told; it is counted by its EOF.
-                    let _ = send(&mut worker.stdin, &ToChild::Stop).await;
+                    let _ = command.send(ToChild::Stop);
                 }
             }
             event = events.recv() => match event {
                 Some(Event::Message(_, FromChild::Intervals(batch))) => oracle.add(batch),
+                Some(Event::Message(_, FromChild::Hold(event))) => faults.board().push(event),
                 Some(Event::Message(client, FromChild::Report(tally))) => {
                     reports.insert(client, *tally);
                 }
@@ -264,11 +301,34 @@ pub async fn run(
             (false, ctx.clock.now())
         }
     };
+    let crashes = control.crashes();
+    for crash in &crashes {
+        // Its last hold never reached the driver: it believed it held from the acquire to its death.
+        let intervals = crash
+            .held
+            .map(|(key, since)| Interval {
+                key,
+                acquire_started: since,
+                start: since,
+                end: crash.at_ns.max(since),
+                ended_by: EndedBy::Stopped,
+            })
+            .into_iter()
+            .collect();
+        oracle.add(IntervalBatch {
+            client: crash.client,
+            intervals,
+            low_bound: u64::MAX,
+        });
+    }
     for client in 0..workload.clients {
-        if !reports.contains_key(&client) {
+        let killed = crashes.iter().any(|c| c.client == client);
+        if !reports.contains_key(&client) && !killed {
             problems.push(format!("worker {client} sent no report"));
         }
     }
+    drop(commands);
+    let fault_windows = faults::windows(schedule).await;
     for mut worker in workers {
         let _ = worker.child.start_kill();
         let _ = worker.child.wait().await;
@@ -291,5 +351,6 @@ pub async fn run(
         interrupted,
         client_cost,
         problem: (!problems.is_empty()).then(|| problems.join("; ")),
+        faults: fault_windows,
     })
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use lockbench_reports::model::Capabilities;
 use serde::{Deserialize, Serialize};
 
+use super::holds::HoldEvent;
 use super::oracle::IntervalBatch;
 use super::tally::WorkerTally;
 use super::worker::CasePlan;
@@ -21,8 +22,11 @@ pub struct ChildSpec {
     pub client: u32,
     /// The protected resource's Unix socket.
     pub socket: PathBuf,
-    /// Server addresses.
+    /// Server addresses (this client's: a fault may put a proxy in front of the server).
     pub endpoints: EndpointAddrs,
+    /// Send a [`FromChild::Hold`] for every acquire and end of hold (cases with faults).
+    #[serde(default)]
+    pub report_holds: bool,
 }
 
 /// Driver → worker.
@@ -40,6 +44,18 @@ pub enum ToChild {
     },
     /// Stop now.
     Stop,
+    /// Fault: block every runtime worker thread until `until_ns` (CPU starvation of the client).
+    Starve {
+        /// When the threads are let go (machine-wide monotonic ns).
+        until_ns: u64,
+    },
+    /// Fault: run `threads` busy-looping threads until `until_ns` (a CPU hog).
+    Hog {
+        /// How many.
+        threads: u32,
+        /// When they stop.
+        until_ns: u64,
+    },
 }
 
 /// Worker → driver.
@@ -53,6 +69,8 @@ pub enum FromChild {
     },
     /// Believed-held intervals for the oracle.
     Intervals(IntervalBatch),
+    /// An acquire or the end of a hold, at once (cases with faults).
+    Hold(HoldEvent),
     /// The final figures; the worker exits after it.
     Report(Box<WorkerTally>),
     /// Something failed; one line.

@@ -9,7 +9,9 @@
 //! - *stale* writes: writes arriving after a lease with a higher token was granted on the key and its
 //!   holder read the counter (the writer had been superseded). Rejected ones are what fencing saved;
 //!   accepted ones slipped through because the newer holder had not written yet, or because the token
-//!   did not increase (`duplicate_tokens`: equal to the highest written, from another lease).
+//!   did not increase (`duplicate_tokens`: equal to the highest written, from another lease);
+//! - *token regressions*: reads announcing a token lower than one announced before on the key (a later
+//!   lease got a smaller token: the tokens went backwards, as after a failover that lost increments).
 //!
 //! Strategies without fencing tokens send none; their writes are all accepted and stale writes are not
 //! counted (the overlap and lost-update measures still apply).
@@ -42,6 +44,7 @@ struct Cell {
     written: Option<(u64, u64)>,
     /// Highest token announced by a read.
     granted: u64,
+    token_regressions: u64,
     stale_rejected: u64,
     stale_accepted: u64,
     duplicate_tokens: u64,
@@ -60,6 +63,8 @@ pub struct ResourceTotals {
     pub stale_accepted: u64,
     /// Accepted writes with a token equal to the highest written, from another lease.
     pub duplicate_tokens: u64,
+    /// Reads announcing a token below the highest announced before (tokens went backwards).
+    pub token_regressions: u64,
 }
 
 /// The protected resource of one case.
@@ -103,6 +108,9 @@ impl Resource {
             return 0;
         };
         if let Some(token) = token {
+            if token < cell.granted {
+                cell.token_regressions += 1;
+            }
             cell.granted = cell.granted.max(token);
         }
         cell.counter
@@ -160,6 +168,7 @@ impl Resource {
             totals.stale_rejected += cell.stale_rejected;
             totals.stale_accepted += cell.stale_accepted;
             totals.duplicate_tokens += cell.duplicate_tokens;
+            totals.token_regressions += cell.token_regressions;
         }
         totals
     }
@@ -240,6 +249,17 @@ mod tests {
             "one lost update"
         );
         assert_eq!((t.stale_accepted, t.stale_rejected), (1, 0));
+        assert_eq!(t.token_regressions, 0);
+    }
+
+    #[test]
+    fn a_smaller_token_after_a_larger_one_is_a_regression() {
+        let r = resource();
+        r.read(0, Some(5));
+        r.read(0, Some(3)); // e.g. the counter's last increments were lost in a failover
+        r.read(0, Some(6));
+        r.read(1, Some(1));
+        assert_eq!(r.totals().token_regressions, 1);
     }
 
     #[test]

@@ -19,6 +19,7 @@ use super::resource::{Resource, ResourceClient};
 use super::stop::StopSignal;
 use super::tally::WorkerTally;
 use super::worker::{CasePlan, ReadyPlan, Worker};
+use crate::faults::{self, CaseFaults};
 use crate::strategies::{Endpoints, Strategy};
 
 /// How long workers get to finish after the stop signal (an in-flight release, a server round trip).
@@ -30,15 +31,22 @@ pub async fn run(
     strategy: &'static Strategy,
     plan: &CasePlan,
     label: &str,
+    faults: &CaseFaults,
 ) -> Result<ModeOutput, CaseError> {
     let workload = ctx.workload;
     let ready = Arc::new(ReadyPlan::new(plan).map_err(CaseError::Fail)?);
     let settings = plan.settings();
-    let endpoints = Endpoints::new(ctx.endpoints.clone());
+    // One in-process server for the case (memory), each client with its own addresses (a fault may
+    // put a proxy in front of the server per client).
+    let shared = Endpoints::new(ctx.endpoints.clone());
     let measure_from = Arc::new(AtomicU64::new(u64::MAX));
     let mut clients: Vec<(Arc<dyn Locker>, Arc<RenewalRecorder>)> = Vec::new();
     for client in 0..workload.clients {
         let recorder = RenewalRecorder::new(ctx.clock, measure_from.clone());
+        let endpoints = Endpoints {
+            addrs: faults.endpoints(client),
+            memory: shared.memory.clone(),
+        };
         let locker = (strategy.connect)(&endpoints, &settings, Events::to(recorder.clone()))
             .await
             .map_err(|e| CaseError::Fail(format!("{} client {client}: {e}", strategy.id)))?;
@@ -75,6 +83,7 @@ pub async fn run(
         timing.measure_from,
         stop.clone(),
     ));
+    let hold_sink = faults.hold_sink();
     let mut workers = JoinSet::new();
     for (client, (locker, _)) in clients.iter().enumerate() {
         let worker = Worker {
@@ -88,9 +97,12 @@ pub async fn run(
             clock: ctx.clock,
             go: timing.go,
             measure_from: timing.measure_from,
+            holds: hold_sink.clone(),
         };
         workers.spawn(worker.run());
     }
+    drop(hold_sink);
+    let schedule = faults.start(ctx.clock, timing.go, stop.clone(), None);
 
     let bar = ctx
         .progress
@@ -124,6 +136,7 @@ pub async fn run(
     let client_cost = cost_task
         .await
         .map_err(|e| CaseError::Fail(format!("cost sampler failed: {e}")))?;
+    let fault_windows = faults::windows(schedule).await;
     Ok(ModeOutput {
         capabilities: capabilities_model(&live),
         tally,
@@ -133,5 +146,6 @@ pub async fn run(
         interrupted,
         client_cost,
         problem,
+        faults: fault_windows,
     })
 }

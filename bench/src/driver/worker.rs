@@ -16,6 +16,7 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use super::histogram::record;
+use super::holds::{HoldChange, HoldEvent, HoldSink};
 use super::oracle::{BatchQueue, EndedBy, Interval, IntervalBatch};
 use super::resource::{ResourceClient, WriteVerdict};
 use super::stop::StopSignal;
@@ -138,6 +139,8 @@ pub struct Worker {
     pub go: u64,
     /// When measuring starts (ns).
     pub measure_from: u64,
+    /// Where to report acquires and ends of holds (cases with faults only).
+    pub holds: Option<HoldSink>,
 }
 
 enum Outcome {
@@ -222,6 +225,7 @@ impl Worker {
                     }
                 }
                 Some(Ok(lease)) => {
+                    self.report_hold(key as u32, t1, HoldChange::Acquired);
                     lease_seq += 1;
                     let lease_id = (u64::from(self.client) << 40) | lease_seq;
                     if measured {
@@ -309,6 +313,7 @@ impl Worker {
                             (t3, EndedBy::Stopped)
                         }
                     };
+                    self.report_hold(key_index, end, HoldChange::Ended(ended_by));
                     let released = lease.release().await;
                     let t4 = self.clock.now();
                     release_ns = t4 - t3;
@@ -345,6 +350,19 @@ impl Worker {
         }
         self.flush(&mut batch, u64::MAX);
         tally
+    }
+
+    #[inline]
+    fn report_hold(&self, key: u32, at_ns: u64, change: HoldChange) {
+        if let Some(sink) = &self.holds {
+            // The receiver is gone only when the case is over.
+            let _ = sink.send(HoldEvent {
+                client: self.client,
+                key,
+                at_ns,
+                change,
+            });
+        }
     }
 
     fn flush(&self, batch: &mut Vec<Interval>, low_bound: u64) {

@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::faults::applicability::needs_processes;
+use crate::faults::{FaultFile, FaultSpec};
+
 pub use distribution::TaskDistribution;
 pub use parse::{LeaseSpec, OnLost, WorkerMode, format_duration, parse_duration};
 
@@ -49,6 +52,8 @@ pub struct ScenarioFile {
     pub on_lost: Option<String>,
     /// Random seed.
     pub seed: Option<u64>,
+    /// Faults injected in every case (`[[faults]]` tables; see [`crate::faults::spec`]).
+    pub faults: Option<Vec<FaultFile>>,
 }
 
 impl ScenarioFile {
@@ -87,7 +92,8 @@ impl ScenarioFile {
             warmup,
             workers,
             on_lost,
-            seed
+            seed,
+            faults
         );
     }
 }
@@ -131,6 +137,8 @@ pub struct Workload {
     pub on_lost: OnLost,
     /// Random seed.
     pub seed: u64,
+    /// Faults injected in every case.
+    pub faults: Vec<FaultSpec>,
 }
 
 /// The built-in defaults under every scenario.
@@ -212,6 +220,16 @@ impl Workload {
         if duration_limit.is_none() && cycles.is_none() {
             return Err("duration: must be longer than 0 (or set cycles)".into());
         }
+        let warmup = duration("warmup", merged.warmup)?;
+        let workers: WorkerMode = need("workers", merged.workers)?
+            .parse()
+            .map_err(|e| field("workers", e))?;
+        let faults = resolve_faults(
+            merged.faults.as_deref().unwrap_or_default(),
+            workers,
+            duration_limit.map(|d| d + warmup),
+            clients,
+        )?;
         Ok(Workload {
             name: name.to_owned(),
             description: merged.description.unwrap_or_default(),
@@ -227,14 +245,13 @@ impl Workload {
             rate,
             duration: duration_limit,
             cycles,
-            warmup: duration("warmup", merged.warmup)?,
-            workers: need("workers", merged.workers)?
-                .parse()
-                .map_err(|e| field("workers", e))?,
+            warmup,
+            workers,
             on_lost: need("on_lost", merged.on_lost)?
                 .parse()
                 .map_err(|e| field("on_lost", e))?,
             seed: merged.seed.unwrap_or(1),
+            faults,
         })
     }
 
@@ -258,8 +275,48 @@ impl Workload {
             workers: self.workers.to_string(),
             on_lost: self.on_lost.to_string(),
             seed: self.seed,
+            faults: self.faults.iter().map(ToString::to_string).collect(),
         }
     }
+}
+
+/// Checks the `faults` of a workload: each one (errors name `faults[i]`), that client faults have
+/// worker processes, that a `client:N` target exists, and that each fault starts before the case ends.
+fn resolve_faults(
+    files: &[FaultFile],
+    workers: WorkerMode,
+    case_length: Option<Duration>,
+    clients: u32,
+) -> Result<Vec<FaultSpec>, String> {
+    let mut specs = Vec::with_capacity(files.len());
+    for (i, file) in files.iter().enumerate() {
+        let spec = FaultSpec::resolve(file).map_err(|e| format!("faults[{i}].{e}"))?;
+        if needs_processes(spec.kind) && workers != WorkerMode::Processes {
+            return Err(format!(
+                "faults[{i}].kind: {} needs workers = \"processes\" (it acts on one client's process)",
+                spec.kind
+            ));
+        }
+        if let crate::faults::Target::Client(n) = spec.target
+            && n >= clients
+        {
+            return Err(format!(
+                "faults[{i}].target: client:{n} does not exist ({clients} clients: 0..{})",
+                clients - 1
+            ));
+        }
+        if let Some(length) = case_length
+            && spec.at >= length
+        {
+            return Err(format!(
+                "faults[{i}].at: {} is not before the case ends (warm-up + duration = {})",
+                format_duration(spec.at),
+                format_duration(length)
+            ));
+        }
+        specs.push(spec);
+    }
+    Ok(specs)
 }
 
 #[cfg(test)]
@@ -322,6 +379,41 @@ mod tests {
             let err = resolve(toml).expect_err(toml);
             assert!(err.contains(needle), "{toml}: {err}");
             assert!(!err.contains('\n'), "{toml}: one line: {err}");
+        }
+    }
+
+    #[test]
+    fn faults_are_checked_against_the_workload() {
+        let ok = resolve(
+            "workers = \"processes\"\n[[faults]]\nkind = \"pause_worker\"\nat = \"1s\"\nduration = \"2s\"",
+        )
+        .expect("valid");
+        assert_eq!(ok.faults.len(), 1);
+        assert_eq!(
+            ok.to_model(&[]).faults,
+            ["pause_worker at=1s target=holder duration=2s"]
+        );
+        for (toml, needle) in [
+            (
+                "[[faults]]\nkind = \"pause_worker\"\nduration = \"2s\"",
+                "faults[0].kind: pause_worker needs workers",
+            ),
+            (
+                "[[faults]]\nkind = \"pause_server\"\nduration = \"2s\"\nat = \"1m\"",
+                "faults[0].at: 1m is not before the case ends",
+            ),
+            (
+                "[[faults]]\nkind = \"proxy_reset\"\ntarget = \"client:8\"",
+                "faults[0].target: client:8 does not exist",
+            ),
+            (
+                "[[faults]]\nkind = \"failover\"\ncolour = 1",
+                "unknown field `colour`",
+            ),
+            ("[[faults]]\nat = \"1s\"", "faults[0].kind: missing"),
+        ] {
+            let err = resolve(toml).expect_err(toml);
+            assert!(err.contains(needle), "{toml}: {err}");
         }
     }
 

@@ -1,0 +1,98 @@
+//! What the bench binaries share beyond `lockbench::measure`: the criterion settings that keep
+//! `cargo bench` short, the tokio runtime, and starting an optional server with a clear skip message.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use criterion::Criterion;
+
+/// Criterion with short warm-up and measurement and few samples: the whole `cargo bench` stays within
+/// minutes on a 2-core machine. Command-line flags (`--measurement-time`, a filter, `--test`) still win.
+pub(crate) fn criterion() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(10)
+        .configure_from_args()
+}
+
+/// The multi-threaded runtime every bench runs its clients on.
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// Runs `start` (a server start or a client connect); on failure prints why `what` is skipped and gives
+/// `None`, so one missing server does not cost the other measurements.
+pub(crate) fn or_skip<T, E: std::fmt::Display>(what: &str, started: Result<T, E>) -> Option<T> {
+    match started {
+        Ok(value) => Some(value),
+        Err(e) => {
+            println!("{what}: skipped ({e})");
+            None
+        }
+    }
+}
+
+/// The machine's load average, for the header of every table.
+pub(crate) fn load_line() -> String {
+    match lockbench::measure::load_average() {
+        Some(load) => format!(
+            "load average {load:.2} on {} cores{}",
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            if load > 1.0 {
+                " (others are using the machine: figures are noisier)"
+            } else {
+                ""
+            }
+        ),
+        None => "load average unknown".into(),
+    }
+}
+
+/// The `redis-watchdog` Lua scripts exactly as `lockers` sends them: the shared `lib.lua`, then the
+/// body. `lockers` keeps its script objects private, so the benches build the same text from the same
+/// files to call the scripts directly, without the strategy's client around them.
+pub(crate) mod watchdog_scripts {
+    const LIB: &str = include_str!("../../../lockers/src/redis/scripts/lib.lua");
+
+    fn with_lib(body: &str) -> redis::Script {
+        redis::Script::new(&format!("{LIB}\n{body}"))
+    }
+
+    /// The helpers alone, then `return 1`: what defining them costs per call.
+    pub(crate) fn lib_only() -> redis::Script {
+        with_lib("return 1")
+    }
+
+    /// Acquire: `KEYS` lock, fencing counter; `ARGV` ttl ms, owner field → `{1, token}` or `{0, pttl}`.
+    pub(crate) fn acquire() -> redis::Script {
+        with_lib(include_str!(
+            "../../../lockers/src/redis/scripts/watchdog_acquire.lua"
+        ))
+    }
+
+    /// Release: `KEYS` lock; `ARGV` ttl ms, owner field, channel, message → -1, 0 or 1.
+    pub(crate) fn release() -> redis::Script {
+        with_lib(include_str!(
+            "../../../lockers/src/redis/scripts/watchdog_release.lua"
+        ))
+    }
+
+    /// Renewal of one lock: `KEYS` lock; `ARGV` ttl ms, owner field → 0 or the PTTL found.
+    pub(crate) fn renew() -> redis::Script {
+        with_lib(include_str!(
+            "../../../lockers/src/redis/scripts/watchdog_renew.lua"
+        ))
+    }
+
+    /// Renewal of N locks: `KEYS` locks; `ARGV` ttl ms, then one owner field per lock → N answers.
+    pub(crate) fn renew_batch() -> redis::Script {
+        with_lib(include_str!(
+            "../../../lockers/src/redis/scripts/watchdog_renew_batch.lua"
+        ))
+    }
+}

@@ -1,0 +1,316 @@
+//! `lockbench compare`: the default suite — every scenario of [`SUITE`] against every strategy —
+//! through the same path as `lockbench run` ([`crate::run::run`], which starts the servers each
+//! scenario needs), then one combined results file and the reports.
+//!
+//! Output directory layout:
+//!
+//! ```text
+//! DIR/results.json            the comparison: every scenario's results in one file (comparison.schema.json)
+//! DIR/report.html, report.md  the reports (`lockbench report DIR/results.json` renders them again)
+//! DIR/charts/*.png, *.svg     the charts
+//! DIR/runs/SCENARIO/results.json  each scenario's results as `lockbench run` writes them
+//! ```
+//!
+//! The suite is defined in one place, [`SUITE`]: a scenario is added by adding an entry (its preset
+//! name, its lengths in the default and the quick suite, and what a violation under it means). The
+//! default suite stays within about three minutes on a 2-core machine, the quick one within about a
+//! minute (a unit test checks the planned time).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use lockbench_reports::comparison::{Comparison, StrategyInfo, SuiteRun};
+use lockbench_reports::model::{CaseStatus, SCHEMA_VERSION};
+
+use crate::cli::RunArgs;
+use crate::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::{output, report, run, strategies, table};
+
+/// How long a scenario runs in a suite: measured time and warm-up per case (`None`: the preset's own,
+/// for scenarios whose faults are timed against it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Length {
+    /// Measured time per case.
+    pub duration: Option<&'static str>,
+    /// Warm-up per case.
+    pub warmup: Option<&'static str>,
+}
+
+impl Length {
+    /// The preset's own lengths.
+    pub const PRESET: Length = Length {
+        duration: None,
+        warmup: None,
+    };
+
+    const fn of(duration: &'static str, warmup: &'static str) -> Length {
+        Length {
+            duration: Some(duration),
+            warmup: Some(warmup),
+        }
+    }
+}
+
+/// One scenario of the suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SuiteEntry {
+    /// The scenario preset (see `lockbench scenarios`).
+    pub scenario: &'static str,
+    /// Its length in the default suite.
+    pub default: Length,
+    /// Its length in the quick suite; `None`: left out of it.
+    pub quick: Option<Length>,
+    /// What a violation under this scenario means, one line (quoted by the report's rules).
+    pub if_violated: &'static str,
+}
+
+/// The suite, in run order.
+pub const SUITE: &[SuiteEntry] = &[
+    SuiteEntry {
+        scenario: "baseline",
+        default: Length::of("3s", "500ms"),
+        quick: Some(Length::of("1s", "200ms")),
+        if_violated: "the strategy is not a lock even without faults: do not use it",
+    },
+    SuiteEntry {
+        scenario: "long-tail",
+        default: Length::of("5s", "500ms"),
+        quick: Some(Length::of("1500ms", "200ms")),
+        if_violated: "renewal did not keep long tasks covered: use it only where every task is far shorter than the lease",
+    },
+    SuiteEntry {
+        scenario: "lease-too-short",
+        default: Length::of("3s", "0s"),
+        quick: Some(Length::of("1600ms", "0s")),
+        if_violated: "a lease that can expire before the task ends is no lock: a fixed lease must outlast every task (don't use fixed leases for tasks with tails), and a watchdog lease is only as safe as its renewal",
+    },
+    SuiteEntry {
+        scenario: "process-pause",
+        default: Length::PRESET,
+        quick: None,
+        if_violated: "a paused holder comes back believing it holds the lock: only fencing tokens checked by the resource protect the data",
+    },
+];
+
+/// The default suite's time budget (a unit test holds the planned time under it).
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(180);
+/// The quick suite's time budget.
+pub const QUICK_BUDGET: Duration = Duration::from_secs(55);
+
+/// `lockbench compare`.
+#[derive(Debug, Clone, Default, Args)]
+#[command(after_help = "\
+Runs every scenario of the suite (baseline, long-tail, lease-too-short, and the fault scenarios) against
+every strategy, starting the servers it needs, then writes DIR/results.json (all scenarios in one file),
+DIR/report.html (self-contained), DIR/report.md and DIR/charts/*.png|svg. `lockbench report
+DIR/results.json` renders the reports again. Default run: about 3 minutes; --quick: about 1 minute.
+Exit codes: 0 done, 1 a case or scenario failed (the report shows it), 2 bad input, 130 interrupted.")]
+pub struct CompareArgs {
+    /// The short suite (about a minute, fewer scenarios), for tests and a first look.
+    #[arg(long)]
+    pub quick: bool,
+    /// Output directory [default: results/compare-UTCTIME].
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Strategy ids, comma-separated, or `all` [default: all].
+    #[arg(long, value_name = "LIST")]
+    pub strategies: Option<String>,
+    /// Use this Redis instead of starting one (redis://host:port).
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// Use this etcd instead of starting one (http://host:port, comma-separated).
+    #[arg(long, value_name = "URLS")]
+    pub etcd: Option<String>,
+    /// Use this ZooKeeper instead of starting one (host:port, comma-separated).
+    #[arg(long, value_name = "HOSTS")]
+    pub zk: Option<String>,
+    /// No progress bars (they are shown only when stdout is a terminal anyway).
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// The entries of the chosen suite, with their lengths.
+pub fn entries(quick: bool) -> Vec<(SuiteEntry, Length)> {
+    SUITE
+        .iter()
+        .filter_map(|e| {
+            let length = if quick { e.quick? } else { e.default };
+            Some((*e, length))
+        })
+        .collect()
+}
+
+fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// Runs `lockbench compare`: prints each scenario's summary, writes the results and the reports, and
+/// returns the exit code.
+pub fn command(args: CompareArgs) -> Result<i32, BenchError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| BenchError::failed(format!("tokio runtime: {e}")))?;
+    runtime.block_on(compare(args))
+}
+
+async fn compare(args: CompareArgs) -> Result<i32, BenchError> {
+    let started = Instant::now();
+    let started_at = now_rfc3339();
+    let list = args.strategies.clone().unwrap_or_else(|| "all".to_owned());
+    let chosen = strategies::resolve(std::slice::from_ref(&list))
+        .map_err(|e| BenchError::usage(format!("--strategies: {e}")))?;
+    let out_dir = args.out.clone().unwrap_or_else(|| {
+        let stamp: String = started_at
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect();
+        PathBuf::from("results").join(format!("compare-{stamp}"))
+    });
+    let out_dir = output::prepare_dir(&out_dir)?;
+    let suite = entries(args.quick);
+    let mut runs = Vec::new();
+    let mut notes = Vec::new();
+    let mut interrupted = false;
+    for (index, (entry, length)) in suite.iter().enumerate() {
+        println!(
+            "[{}/{}] {}: {} per case{}",
+            index + 1,
+            suite.len(),
+            entry.scenario,
+            length.duration.unwrap_or("preset length"),
+            length
+                .warmup
+                .map(|w| format!(" after {w} warm-up"))
+                .unwrap_or_default()
+        );
+        let run_args = RunArgs {
+            scenario: entry.scenario.to_owned(),
+            strategies: Some(list.clone()),
+            duration: length.duration.map(str::to_owned),
+            warmup: length.warmup.map(str::to_owned),
+            out: Some(out_dir.join("runs").join(entry.scenario)),
+            redis: args.redis.clone(),
+            etcd: args.etcd.clone(),
+            zk: args.zk.clone(),
+            no_progress: args.no_progress,
+            ..RunArgs::default()
+        };
+        match run::run(run_args).await {
+            Ok(outcome) => {
+                print!("{}", table::render(&outcome.results));
+                interrupted = outcome.interrupted;
+                runs.push(SuiteRun {
+                    if_violated: Some(entry.if_violated.to_owned()),
+                    results: outcome.results,
+                });
+                if interrupted {
+                    break;
+                }
+            }
+            // Bad flags show on the first scenario: nothing was measured, so stop.
+            Err(e @ BenchError::Usage(_)) if runs.is_empty() && notes.is_empty() => return Err(e),
+            Err(e) => {
+                eprintln!("lockbench: {}: {e}", entry.scenario);
+                notes.push(format!("{}: {e}", entry.scenario));
+            }
+        }
+    }
+    if runs.is_empty() {
+        return Err(BenchError::failed(format!(
+            "no scenario could run: {}",
+            notes.join("; ")
+        )));
+    }
+    let complete = !interrupted
+        && notes.is_empty()
+        && runs.len() == suite.len()
+        && runs.iter().all(|r| r.results.complete);
+    let comparison = Comparison {
+        schema_version: SCHEMA_VERSION,
+        suite: if args.quick { "quick" } else { "default" }.to_owned(),
+        complete,
+        started_at,
+        finished_at: now_rfc3339(),
+        strategies: chosen
+            .iter()
+            .map(|s| StrategyInfo {
+                id: s.id.to_owned(),
+                server: s.server.name().to_owned(),
+                description: s.description.to_owned(),
+            })
+            .collect(),
+        runs,
+        notes,
+    };
+    let results_path =
+        output::write_atomic(&out_dir, output::RESULTS_FILE, &comparison.to_json())?;
+    let written = report::render(&out_dir, &comparison, None, &[])?;
+    println!(
+        "\ncompare ({} suite) took {:.0} s",
+        comparison.suite,
+        started.elapsed().as_secs_f64()
+    );
+    println!("results: {}", results_path.display());
+    report::print_written(&written);
+    if interrupted {
+        return Ok(EXIT_INTERRUPTED);
+    }
+    let failed = !comparison.notes.is_empty()
+        || comparison
+            .runs
+            .iter()
+            .flat_map(|r| &r.results.cases)
+            .any(|c| c.status == CaseStatus::Failed);
+    Ok(if failed { EXIT_FAILED } else { EXIT_OK })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios;
+    use crate::workload::{Workload, parse_duration};
+
+    /// Upper bound of a suite's measured time: every case of every scenario at full length, for every
+    /// strategy in `all`.
+    fn planned(quick: bool) -> Duration {
+        let strategies = strategies::STRATEGIES.iter().filter(|s| s.in_all).count() as u32;
+        entries(quick)
+            .iter()
+            .map(|(entry, length)| {
+                let loaded = scenarios::load(entry.scenario).expect("suite scenarios are presets");
+                let w = Workload::resolve(&loaded.name, &loaded.source, loaded.file)
+                    .expect("presets resolve");
+                let duration = length
+                    .duration
+                    .map(|d| parse_duration(d).expect("suite durations parse"))
+                    .or(w.duration)
+                    .expect("suite cases are bounded by time");
+                let warmup = length
+                    .warmup
+                    .map_or(w.warmup, |d| parse_duration(d).expect("suite warm-ups parse"));
+                (duration + warmup) * (w.leases.len() as u32) * strategies
+            })
+            .sum()
+    }
+
+    #[test]
+    fn the_suites_fit_their_budgets() {
+        let default = planned(false);
+        let quick = planned(true);
+        assert!(default <= DEFAULT_BUDGET, "default suite plans {default:?}");
+        assert!(quick <= QUICK_BUDGET, "quick suite plans {quick:?}");
+        assert!(quick < default);
+    }
+
+    #[test]
+    fn the_suite_covers_the_headline_scenarios_and_lessons() {
+        let names: Vec<&str> = SUITE.iter().map(|e| e.scenario).collect();
+        for needed in ["baseline", "long-tail", "lease-too-short"] {
+            assert!(names.contains(&needed), "{needed}");
+            assert!(entries(true).iter().any(|(e, _)| e.scenario == needed));
+        }
+        assert!(SUITE.iter().all(|e| !e.if_violated.is_empty()));
+    }
+}

@@ -1,0 +1,164 @@
+//! The hold board: what the workers' hold events say — who holds which key right now, and every
+//! acquire and end since the case started — so a fault can pick a client that holds a lock and then
+//! wait for what follows (the holder noticing its loss, another client getting the key).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::{Notify, mpsc};
+
+use crate::driver::holds::{HoldChange, HoldEvent, HoldSink};
+use crate::driver::stop::StopSignal;
+
+/// At most this many events are kept (a few seconds of a busy case need far fewer); later ones only
+/// update who holds what.
+const MAX_LOG: usize = 1 << 20;
+
+#[derive(Debug, Default)]
+struct State {
+    /// client → (key, since) while it holds.
+    holding: HashMap<u32, (u32, u64)>,
+    log: Vec<HoldEvent>,
+}
+
+/// Shared by the driver (which posts events) and the fault tasks (which wait on them).
+#[derive(Debug, Default)]
+pub struct HoldBoard {
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+impl HoldBoard {
+    /// An empty board.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Posts one event.
+    pub fn push(&self, event: HoldEvent) {
+        let mut state = self.lock();
+        match event.change {
+            HoldChange::Acquired => {
+                state.holding.insert(event.client, (event.key, event.at_ns));
+            }
+            HoldChange::Ended(_) => {
+                if state
+                    .holding
+                    .get(&event.client)
+                    .is_some_and(|(key, _)| *key == event.key)
+                {
+                    state.holding.remove(&event.client);
+                }
+            }
+        }
+        if state.log.len() < MAX_LOG {
+            state.log.push(event);
+        }
+        drop(state);
+        self.changed.notify_waiters();
+    }
+
+    /// A sink whose events reach this board (through a task that ends when every sender is dropped).
+    pub fn sink(self: &Arc<Self>) -> HoldSink {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let board = self.clone();
+        tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                board.push(event);
+            }
+        });
+        tx
+    }
+
+    /// What `client` holds right now: (key, since).
+    pub fn holding(&self, client: u32) -> Option<(u32, u64)> {
+        self.lock().holding.get(&client).copied()
+    }
+
+    /// Forgets `client`'s hold (it was killed: it will never report the end).
+    pub fn forget(&self, client: u32) {
+        self.lock().holding.remove(&client);
+    }
+
+    /// Where the log ends now: events posted from here on are "new".
+    pub fn cursor(&self) -> usize {
+        self.lock().log.len()
+    }
+
+    /// Waits for the first event at or after `cursor` for which `pick` returns something (advancing
+    /// `cursor` past it); `None` once `stop` is set.
+    pub async fn next<T>(
+        &self,
+        cursor: &mut usize,
+        stop: &StopSignal,
+        mut pick: impl FnMut(&HoldEvent) -> Option<T>,
+    ) -> Option<T> {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let state = self.lock();
+                while let Some(event) = state.log.get(*cursor) {
+                    *cursor += 1;
+                    if let Some(found) = pick(event) {
+                        return Some(found);
+                    }
+                }
+            }
+            if stop.is_set() {
+                return None;
+            }
+            tokio::select! {
+                _ = &mut notified => {}
+                _ = stop.wait() => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::oracle::EndedBy;
+
+    fn event(client: u32, key: u32, at_ns: u64, change: HoldChange) -> HoldEvent {
+        HoldEvent {
+            client,
+            key,
+            at_ns,
+            change,
+        }
+    }
+
+    #[tokio::test]
+    async fn tracks_holders_and_waits_for_events() {
+        let board = HoldBoard::new();
+        let stop = StopSignal::new();
+        board.push(event(0, 1, 10, HoldChange::Acquired));
+        assert_eq!(board.holding(0), Some((1, 10)));
+        let mut cursor = board.cursor();
+        let waiter = tokio::spawn({
+            let (board, stop) = (board.clone(), stop.clone());
+            async move {
+                board
+                    .next(&mut cursor, &stop, |e| {
+                        (e.client != 0 && e.change == HoldChange::Acquired).then_some(e.at_ns)
+                    })
+                    .await
+            }
+        });
+        board.push(event(0, 1, 20, HoldChange::Ended(EndedBy::Released)));
+        assert_eq!(board.holding(0), None);
+        board.push(event(2, 1, 25, HoldChange::Acquired));
+        assert_eq!(waiter.await.expect("joined"), Some(25));
+
+        let mut cursor = board.cursor();
+        stop.set();
+        assert_eq!(board.next(&mut cursor, &stop, |_| Some(())).await, None);
+    }
+}

@@ -1,0 +1,136 @@
+//! A CPU quota for one process, through a cgroup: the process is moved into a fresh cgroup whose CPU
+//! bandwidth is `quota` per `period` (what a container CPU limit does), and moved back when the
+//! [`CpuQuota`] is dropped. cgroup v1 (`cpu.cfs_quota_us`) and v2 (`cpu.max`) are both handled; where
+//! neither can be written (no root, a read-only `/sys/fs/cgroup`), [`CpuQuota::apply`] says why in
+//! one line and nothing is changed.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+const ROOT: &str = "/sys/fs/cgroup";
+
+/// How the kernel exposes CPU bandwidth here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Layout {
+    /// cgroup v1: the `cpu` controller mounted at this directory.
+    V1(PathBuf),
+    /// cgroup v2 with the `cpu` controller at the unified root.
+    V2(PathBuf),
+}
+
+fn layout() -> Result<Layout, String> {
+    let v2 = Path::new(ROOT);
+    if std::fs::read_to_string(v2.join("cgroup.controllers"))
+        .is_ok_and(|c| c.split_whitespace().any(|c| c == "cpu"))
+    {
+        return Ok(Layout::V2(v2.to_path_buf()));
+    }
+    for dir in ["cpu", "cpu,cpuacct", "cpuacct,cpu"] {
+        let v1 = v2.join(dir);
+        if v1.join("cpu.cfs_quota_us").exists() {
+            return Ok(Layout::V1(v1));
+        }
+    }
+    Err(format!(
+        "no cgroup CPU controller under {ROOT} (neither v2 cpu.max nor v1 cpu.cfs_quota_us)"
+    ))
+}
+
+/// The cgroup path of `pid` for the cpu controller (`/` when unknown).
+fn cgroup_of(pid: u32, layout: &Layout) -> String {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    text.lines()
+        .find_map(|line| {
+            let mut parts = line.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            let wanted = match layout {
+                Layout::V2(_) => controllers.is_empty(),
+                Layout::V1(_) => controllers.split(',').any(|c| c == "cpu"),
+            };
+            wanted.then(|| path.to_owned())
+        })
+        .unwrap_or_else(|| "/".to_owned())
+}
+
+/// A process held under a CPU quota until dropped.
+#[derive(Debug)]
+pub struct CpuQuota {
+    pid: u32,
+    dir: PathBuf,
+    home: PathBuf,
+}
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+impl CpuQuota {
+    /// Moves `pid` into a new cgroup allowed `quota` of CPU time per `period`.
+    pub fn apply(pid: u32, quota: Duration, period: Duration) -> Result<Self, String> {
+        let layout = layout()?;
+        let root = match &layout {
+            Layout::V1(p) | Layout::V2(p) => p.clone(),
+        };
+        let home = root.join(cgroup_of(pid, &layout).trim_start_matches('/'));
+        let name = format!(
+            "lockbench-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let dir = root.join(name);
+        std::fs::create_dir(&dir)
+            .map_err(|e| format!("cannot create cgroup {}: {e}", dir.display()))?;
+        let guard = CpuQuota {
+            pid,
+            dir: dir.clone(),
+            home,
+        };
+        let (quota_us, period_us) = (quota.as_micros(), period.as_micros());
+        match &layout {
+            Layout::V1(_) => {
+                write(&dir.join("cpu.cfs_period_us"), &period_us.to_string())?;
+                write(&dir.join("cpu.cfs_quota_us"), &quota_us.to_string())?;
+            }
+            Layout::V2(_) => write(&dir.join("cpu.max"), &format!("{quota_us} {period_us}"))?,
+        }
+        write(&dir.join("cgroup.procs"), &pid.to_string())?;
+        Ok(guard)
+    }
+
+    /// Whether this kernel lets lockbench set CPU quotas (the reason when not).
+    pub fn available() -> Result<(), String> {
+        let layout = layout()?;
+        let root = match &layout {
+            Layout::V1(p) | Layout::V2(p) => p,
+        };
+        let probe = root.join(format!("lockbench-probe-{}", std::process::id()));
+        std::fs::create_dir(&probe)
+            .map_err(|e| format!("cannot create a cgroup under {}: {e}", root.display()))?;
+        let _ = std::fs::remove_dir(&probe);
+        Ok(())
+    }
+}
+
+impl Drop for CpuQuota {
+    fn drop(&mut self) {
+        // Back home first (a cgroup with a process in it cannot be removed); if the process is gone
+        // the write fails and the cgroup is empty anyway.
+        let _ = std::fs::write(self.home.join("cgroup.procs"), self.pid.to_string());
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_cgroup_is_read() {
+        if let Ok(layout) = layout() {
+            assert!(cgroup_of(std::process::id(), &layout).starts_with('/'));
+        }
+    }
+}

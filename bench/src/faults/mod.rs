@@ -1,0 +1,217 @@
+//! Fault injection (DESIGN §6): what a scenario's `[[faults]]` ask for, which strategies each fault
+//! applies to, and the machinery that injects them during a case and records each fault's window
+//! (kind, target, parameters, start and stop relative to the case start, and what followed) in the
+//! results.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`spec`] | the `[[faults]]` tables and `--fault` flags, checked |
+//! | [`applicability`] | which fault applies to which strategy; what each needs (processes, proxies, own servers) |
+//! | [`board`] | the workers' hold events: who holds what now, what happened since |
+//! | [`runner`] | the schedule: pick the target, apply, lift, measure |
+//! | [`workers`] | signals and commands to worker processes |
+//! | [`proxies`] | a TCP proxy per client between it and the server |
+//! | [`topology`] | servers a case starts for itself (primary + replica, 3-member clusters) |
+//! | [`cgroup`] | a CPU quota through a cgroup |
+//!
+//! A case with faults gets a [`CaseFaults`]: the worker modes ask it for each client's endpoints
+//! (proxies in front of the server when a fault needs them), feed it the workers' hold events, start
+//! it when the case starts and collect its windows when the case ends.
+
+pub mod applicability;
+pub mod board;
+pub mod cgroup;
+pub mod proxies;
+pub mod runner;
+pub mod spec;
+pub mod topology;
+pub mod workers;
+
+use std::sync::Arc;
+
+use lockbench_reports::model::{FaultWindow, ServerInfo};
+use tokio::task::JoinHandle;
+
+pub use spec::{FaultFile, FaultKind, FaultSpec, Target};
+
+use self::board::HoldBoard;
+use self::proxies::ClientProxies;
+use self::runner::{FaultEnv, ServerAccess};
+use self::topology::CaseServers;
+use self::workers::WorkerControl;
+use crate::backends::stats::StatsSource;
+use crate::backends::{Backends, EndpointAddrs};
+use crate::clock::MonoClock;
+use crate::driver::case::CaseError;
+use crate::driver::holds::HoldSink;
+use crate::driver::stop::StopSignal;
+use crate::strategies::Strategy;
+
+/// The faults of one case and what they need: the hold board, the clients' endpoints (through
+/// proxies when needed) and the servers started for the case. Dropping it stops those servers and
+/// proxies.
+#[derive(Debug)]
+pub struct CaseFaults {
+    specs: Vec<FaultSpec>,
+    board: Arc<HoldBoard>,
+    base: EndpointAddrs,
+    per_client: Vec<EndpointAddrs>,
+    proxies: Option<Arc<ClientProxies>>,
+    server: ServerAccess,
+    own: Option<Arc<CaseServers>>,
+}
+
+impl CaseFaults {
+    /// A case without faults: every client uses `base`.
+    pub fn none(base: EndpointAddrs) -> Self {
+        CaseFaults {
+            specs: Vec::new(),
+            board: HoldBoard::new(),
+            base,
+            per_client: Vec::new(),
+            proxies: None,
+            server: ServerAccess::None,
+            own: None,
+        }
+    }
+
+    /// Prepares `specs` for a case of `strategy` (declaring `caps`) with `clients` clients: checks
+    /// that every fault applies (else [`CaseError::Skip`]), starts the servers a fault destroys and
+    /// the proxies a fault needs.
+    pub async fn prepare(
+        specs: &[FaultSpec],
+        strategy: &'static Strategy,
+        caps: &lockers::Capabilities,
+        clients: u32,
+        backends: &Backends,
+        endpoints: &EndpointAddrs,
+    ) -> Result<Self, CaseError> {
+        if specs.is_empty() {
+            return Ok(Self::none(endpoints.clone()));
+        }
+        for spec in specs {
+            applicability::applies(spec.kind, strategy, caps).map_err(CaseError::Skip)?;
+        }
+        let fail = |e: String| CaseError::Fail(format!("fault set-up: {e}"));
+        let topology = specs
+            .iter()
+            .find_map(|s| applicability::own_topology(s.kind));
+        let own = match topology {
+            None => None,
+            Some(topology) => {
+                let lag = specs
+                    .iter()
+                    .filter(|s| s.kind == FaultKind::Failover)
+                    .map(|s| s.replication_lag)
+                    .max()
+                    .unwrap_or_default();
+                let kind = strategy.server;
+                let started = tokio::task::spawn_blocking(move || match topology {
+                    applicability::Topology::RedisPair => CaseServers::redis_pair(lag),
+                    applicability::Topology::Cluster => CaseServers::cluster(kind),
+                })
+                .await
+                .map_err(|e| fail(format!("server start task failed: {e}")))?
+                .map_err(fail)?;
+                Some(Arc::new(started))
+            }
+        };
+        let base = match &own {
+            Some(own) => own.endpoints(),
+            None => endpoints.clone(),
+        };
+        let server = match (&own, backends.get(strategy.server)) {
+            (Some(own), _) => ServerAccess::Own(own.clone()),
+            (None, Some(b)) => match b.socket() {
+                Some(socket) => ServerAccess::Shared {
+                    kind: b.kind(),
+                    socket,
+                    pid: b.pid(),
+                },
+                None => ServerAccess::None,
+            },
+            (None, None) => ServerAccess::None,
+        };
+        let (proxies, per_client) = if specs.iter().any(|s| applicability::needs_proxies(s.kind)) {
+            let (proxies, per_client) =
+                ClientProxies::start(clients, strategy.server, &base).map_err(fail)?;
+            (Some(Arc::new(proxies)), per_client)
+        } else {
+            (None, Vec::new())
+        };
+        Ok(CaseFaults {
+            specs: specs.to_vec(),
+            board: HoldBoard::new(),
+            base,
+            per_client,
+            proxies,
+            server,
+            own,
+        })
+    }
+
+    /// Whether the case injects anything.
+    pub fn is_active(&self) -> bool {
+        !self.specs.is_empty()
+    }
+
+    /// The endpoints `client` connects to.
+    pub fn endpoints(&self, client: u32) -> EndpointAddrs {
+        self.per_client
+            .get(client as usize)
+            .unwrap_or(&self.base)
+            .clone()
+    }
+
+    /// The hold board (processes mode posts the workers' events here).
+    pub fn board(&self) -> &Arc<HoldBoard> {
+        &self.board
+    }
+
+    /// A sink for in-process workers' hold events; `None` when the case has no faults.
+    pub fn hold_sink(&self) -> Option<HoldSink> {
+        self.is_active().then(|| self.board.sink())
+    }
+
+    /// Where the server cost is read when the case runs on its own servers.
+    pub fn stats_source(&self) -> Option<StatsSource> {
+        self.own.as_ref().and_then(|o| o.stats_source())
+    }
+
+    /// The servers started for the case, for the results' environment.
+    pub fn server_info(&self) -> Option<ServerInfo> {
+        self.own.as_ref().map(|o| o.info())
+    }
+
+    /// Starts the faults' schedule for a case that started at `go` and ends when `stop` is set;
+    /// the handle yields the windows once the case has ended. `None` when there are no faults.
+    pub fn start(
+        &self,
+        clock: MonoClock,
+        go: u64,
+        stop: StopSignal,
+        workers: Option<WorkerControl>,
+    ) -> Option<JoinHandle<Vec<FaultWindow>>> {
+        if !self.is_active() {
+            return None;
+        }
+        let env = FaultEnv {
+            clock,
+            go,
+            stop,
+            board: self.board.clone(),
+            workers,
+            proxies: self.proxies.clone(),
+            server: self.server.clone(),
+        };
+        Some(tokio::spawn(runner::run_all(self.specs.clone(), env)))
+    }
+}
+
+/// Awaits a started schedule's windows (none when there was no schedule or its task failed).
+pub async fn windows(handle: Option<JoinHandle<Vec<FaultWindow>>>) -> Vec<FaultWindow> {
+    match handle {
+        Some(h) => h.await.unwrap_or_default(),
+        None => Vec::new(),
+    }
+}

@@ -1,0 +1,153 @@
+//! TCP proxies between the clients and the server: one per client and server address, so a network
+//! fault can hit one client (the holder) or all of them, and a failover can re-point every client at
+//! once. Each client is given its proxies' addresses instead of the server's.
+
+use std::net::SocketAddr;
+
+use lockbench_servers::{Direction, Fault, Proxy};
+
+use super::spec::Directions;
+use crate::backends::{EndpointAddrs, ServerKind, address};
+
+/// Every client's proxies, in front of the servers of one kind.
+#[derive(Debug)]
+pub struct ClientProxies {
+    clients: Vec<Vec<Proxy>>,
+}
+
+impl ClientProxies {
+    /// Starts a proxy per client and per `kind` server address in `base`; returns them and each
+    /// client's endpoints (the proxies' addresses in place of the servers').
+    pub fn start(
+        clients: u32,
+        kind: ServerKind,
+        base: &EndpointAddrs,
+    ) -> Result<(Self, Vec<EndpointAddrs>), String> {
+        let sockets = server_sockets(kind, base)?;
+        let mut all = Vec::new();
+        let mut endpoints = Vec::new();
+        for _ in 0..clients {
+            let proxies = sockets
+                .iter()
+                .map(|s| Proxy::start(*s).map_err(|e| format!("cannot start a proxy: {e}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            let addrs: Vec<SocketAddr> = proxies.iter().map(Proxy::addr).collect();
+            endpoints.push(rewrite(kind, base, &addrs));
+            all.push(proxies);
+        }
+        Ok((ClientProxies { clients: all }, endpoints))
+    }
+
+    /// The proxies of `client` (none for an unknown index).
+    pub fn of(&self, client: u32) -> &[Proxy] {
+        self.clients
+            .get(client as usize)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// Every proxy.
+    pub fn all(&self) -> impl Iterator<Item = &Proxy> {
+        self.clients.iter().flatten()
+    }
+}
+
+/// Sets `fault` on `directions` of `proxy`.
+pub fn set(proxy: &Proxy, directions: Directions, fault: Fault) {
+    match directions {
+        Directions::Upstream => proxy.set(Direction::Upstream, fault),
+        Directions::Downstream => proxy.set(Direction::Downstream, fault),
+        Directions::Both => proxy.set_both(fault),
+    }
+}
+
+/// The server sockets of `kind` in `base`, in order.
+fn server_sockets(kind: ServerKind, base: &EndpointAddrs) -> Result<Vec<SocketAddr>, String> {
+    let missing = || format!("no {} address to put a proxy in front of", kind.name());
+    match kind {
+        ServerKind::Redis => Ok(vec![address::redis_socket(
+            base.redis.as_deref().ok_or_else(missing)?,
+        )?]),
+        ServerKind::Etcd if !base.etcd.is_empty() => address::etcd_sockets(&base.etcd.join(",")),
+        ServerKind::ZooKeeper => {
+            address::zk_sockets(base.zookeeper.as_deref().ok_or_else(missing)?)
+        }
+        _ => Err(missing()),
+    }
+}
+
+/// `base` with the `kind` addresses replaced by `proxies` (same order), keeping what surrounds them (a
+/// Redis URL's credentials and database, a ZooKeeper chroot).
+fn rewrite(kind: ServerKind, base: &EndpointAddrs, proxies: &[SocketAddr]) -> EndpointAddrs {
+    let mut out = base.clone();
+    match kind {
+        ServerKind::Redis => {
+            if let (Some(url), Some(proxy)) = (&base.redis, proxies.first()) {
+                out.redis = Some(redis_url_via(url, *proxy));
+            }
+        }
+        ServerKind::Etcd => {
+            out.etcd = proxies.iter().map(|p| format!("http://{p}")).collect();
+        }
+        ServerKind::ZooKeeper => {
+            if let Some(connect) = &base.zookeeper {
+                let chroot = connect.find('/').map(|i| &connect[i..]).unwrap_or("");
+                let hosts: Vec<String> = proxies.iter().map(SocketAddr::to_string).collect();
+                out.zookeeper = Some(format!("{}{chroot}", hosts.join(",")));
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// A Redis URL (`redis://[user:pass@]host:port[/db]` or `host:port`) with its host and port replaced.
+fn redis_url_via(url: &str, proxy: SocketAddr) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (scheme, rest),
+        None => ("redis", url),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, "/"),
+    };
+    let credentials = authority
+        .rsplit_once('@')
+        .map(|(c, _)| format!("{c}@"))
+        .unwrap_or_default();
+    format!("{scheme}://{credentials}{proxy}{path}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_rewritten_in_place() {
+        let p1: SocketAddr = "127.0.0.1:9001".parse().expect("addr");
+        let p2: SocketAddr = "127.0.0.1:9002".parse().expect("addr");
+        assert_eq!(
+            redis_url_via("redis://u:pw@127.0.0.1:6379/3", p1),
+            "redis://u:pw@127.0.0.1:9001/3"
+        );
+        assert_eq!(redis_url_via("127.0.0.1:6379", p1), "redis://127.0.0.1:9001/");
+        let base = EndpointAddrs {
+            redis: None,
+            etcd: vec!["http://127.0.0.1:1".into(), "http://127.0.0.1:2".into()],
+            zookeeper: Some("127.0.0.1:1,127.0.0.1:2/locks".into()),
+        };
+        let etcd = rewrite(ServerKind::Etcd, &base, &[p1, p2]);
+        assert_eq!(etcd.etcd, ["http://127.0.0.1:9001", "http://127.0.0.1:9002"]);
+        assert_eq!(etcd.zookeeper, base.zookeeper, "other servers untouched");
+        let zk = rewrite(ServerKind::ZooKeeper, &base, &[p1, p2]);
+        assert_eq!(
+            zk.zookeeper.as_deref(),
+            Some("127.0.0.1:9001,127.0.0.1:9002/locks")
+        );
+        assert_eq!(
+            server_sockets(ServerKind::ZooKeeper, &base).expect("sockets").len(),
+            2
+        );
+        assert!(server_sockets(ServerKind::Redis, &base).is_err());
+    }
+}

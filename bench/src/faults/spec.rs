@@ -1,0 +1,576 @@
+//! What a scenario asks to inject: the `[[faults]]` tables of a scenario file (or `--fault` flags),
+//! checked into [`FaultSpec`]s. Every field is checked against the fault's kind, so a misspelt or
+//! misplaced setting is one error line naming it.
+//!
+//! ```toml
+//! [[faults]]
+//! kind = "pause_worker"   # what (see FaultKind)
+//! at = "1s"               # when, after the case starts (warm-up included)
+//! duration = "2500ms"     # how long, for faults that are lifted
+//! target = "holder"       # whom: holder | client:N | all | server
+//! ```
+//!
+//! The same fault as a flag: `--fault "pause_worker at=1s duration=2500ms target=holder"`.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::workload::{format_duration, parse_duration};
+
+/// A fault as written in a scenario file: every field optional, unknown fields rejected.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultFile {
+    /// The fault's kind (see [`FaultKind`]).
+    pub kind: Option<String>,
+    /// When it starts, after the case start.
+    pub at: Option<String>,
+    /// How long it lasts (lifted faults).
+    pub duration: Option<String>,
+    /// Whom it hits: `holder`, `client:N`, `all`, `server`.
+    pub target: Option<String>,
+    /// Repeat period of an instantaneous fault (`pubsub_kill`, `proxy_reset`) during `duration`.
+    pub every: Option<String>,
+    /// Added latency (`proxy_delay`).
+    pub delay: Option<String>,
+    /// `upstream`, `downstream` or `both` (proxy faults).
+    pub direction: Option<String>,
+    /// Delay of the replication link from the primary to the replica (`failover`).
+    pub replication_lag: Option<String>,
+    /// Busy threads (`cpu_hog`).
+    pub threads: Option<u32>,
+    /// CPU time allowed per period (`cgroup_quota`).
+    pub quota: Option<String>,
+    /// Quota period (`cgroup_quota`).
+    pub period: Option<String>,
+}
+
+/// What is injected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FaultKind {
+    /// SIGSTOP a client process, SIGCONT it after `duration` (a GC pause).
+    PauseWorker,
+    /// SIGKILL a client process that holds a lock; recovery = until another client gets the key.
+    CrashWorker,
+    /// Block every runtime worker thread of a client process for `duration`.
+    StarveWorker,
+    /// `threads` busy-looping threads in a client process for `duration`, competing for the cores.
+    CpuHog,
+    /// Move a client process into a cgroup with a CPU quota for `duration`.
+    CgroupQuota,
+    /// SIGSTOP the server process, SIGCONT after `duration`.
+    PauseServer,
+    /// Redis `CLIENT PAUSE <duration> ALL`.
+    ClientPause,
+    /// Redis `CLIENT KILL TYPE pubsub`, once or `every` period during `duration`.
+    PubsubKill,
+    /// The TCP proxy delays the bytes of `direction` by `delay` for `duration`.
+    ProxyDelay,
+    /// The TCP proxy drops the bytes of `direction` for `duration` (a partition).
+    ProxyBlackhole,
+    /// The TCP proxy resets the target's connections, once or `every` period during `duration`.
+    ProxyReset,
+    /// Kill the Redis primary, promote its replica, point the clients at it.
+    Failover,
+    /// Kill the leader of the 3-member etcd cluster or ZooKeeper ensemble.
+    LeaderKill,
+}
+
+impl FaultKind {
+    /// Every kind, in listing order.
+    pub const ALL: [FaultKind; 13] = [
+        FaultKind::PauseWorker,
+        FaultKind::CrashWorker,
+        FaultKind::StarveWorker,
+        FaultKind::CpuHog,
+        FaultKind::CgroupQuota,
+        FaultKind::PauseServer,
+        FaultKind::ClientPause,
+        FaultKind::PubsubKill,
+        FaultKind::ProxyDelay,
+        FaultKind::ProxyBlackhole,
+        FaultKind::ProxyReset,
+        FaultKind::Failover,
+        FaultKind::LeaderKill,
+    ];
+
+    /// The name in scenario files and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::PauseWorker => "pause_worker",
+            FaultKind::CrashWorker => "crash_worker",
+            FaultKind::StarveWorker => "starve_worker",
+            FaultKind::CpuHog => "cpu_hog",
+            FaultKind::CgroupQuota => "cgroup_quota",
+            FaultKind::PauseServer => "pause_server",
+            FaultKind::ClientPause => "client_pause",
+            FaultKind::PubsubKill => "pubsub_kill",
+            FaultKind::ProxyDelay => "proxy_delay",
+            FaultKind::ProxyBlackhole => "proxy_blackhole",
+            FaultKind::ProxyReset => "proxy_reset",
+            FaultKind::Failover => "failover",
+            FaultKind::LeaderKill => "leader_kill",
+        }
+    }
+
+    /// What acts on what: a client process, the proxies, or the server.
+    pub fn scope(self) -> FaultScope {
+        match self {
+            FaultKind::PauseWorker
+            | FaultKind::CrashWorker
+            | FaultKind::StarveWorker
+            | FaultKind::CpuHog
+            | FaultKind::CgroupQuota => FaultScope::WorkerProcess,
+            FaultKind::ProxyDelay | FaultKind::ProxyBlackhole | FaultKind::ProxyReset => {
+                FaultScope::Network
+            }
+            FaultKind::PauseServer
+            | FaultKind::ClientPause
+            | FaultKind::PubsubKill
+            | FaultKind::Failover
+            | FaultKind::LeaderKill => FaultScope::Server,
+        }
+    }
+
+    /// The settings this kind takes besides `kind`, `at` and `target`; `duration` is required when
+    /// listed first in [`FaultKind::required`].
+    fn allowed(self) -> &'static [&'static str] {
+        match self {
+            FaultKind::PauseWorker
+            | FaultKind::StarveWorker
+            | FaultKind::PauseServer
+            | FaultKind::ClientPause => &["duration"],
+            FaultKind::CrashWorker | FaultKind::LeaderKill => &[],
+            FaultKind::CpuHog => &["duration", "threads"],
+            FaultKind::CgroupQuota => &["duration", "quota", "period"],
+            FaultKind::PubsubKill | FaultKind::ProxyReset => &["duration", "every"],
+            FaultKind::ProxyDelay => &["duration", "delay", "direction"],
+            FaultKind::ProxyBlackhole => &["duration", "direction"],
+            FaultKind::Failover => &["replication_lag"],
+        }
+    }
+
+    /// The settings this kind cannot do without.
+    fn required(self) -> &'static [&'static str] {
+        match self {
+            FaultKind::PauseWorker
+            | FaultKind::StarveWorker
+            | FaultKind::PauseServer
+            | FaultKind::ClientPause
+            | FaultKind::CpuHog
+            | FaultKind::CgroupQuota
+            | FaultKind::ProxyBlackhole => &["duration"],
+            FaultKind::ProxyDelay => &["duration", "delay"],
+            _ => &[],
+        }
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for FaultKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let wanted = text.trim().replace('-', "_");
+        FaultKind::ALL
+            .into_iter()
+            .find(|k| k.name() == wanted)
+            .ok_or_else(|| {
+                let names: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown fault kind {text:?}; known: {}", names.join(", "))
+            })
+    }
+}
+
+/// Where a fault acts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultScope {
+    /// A client process (needs `workers = "processes"`).
+    WorkerProcess,
+    /// The TCP proxies between the clients and the server.
+    Network,
+    /// The server.
+    Server,
+}
+
+/// Whom a fault hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The first client to acquire a lock at or after the fault's `at` (so it holds when hit). For
+    /// `failover`: fail over right after that acquire.
+    Holder,
+    /// This client.
+    Client(u32),
+    /// Every client (network faults).
+    All,
+    /// The server (server faults).
+    Server,
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Holder => f.write_str("holder"),
+            Target::Client(n) => write!(f, "client:{n}"),
+            Target::All => f.write_str("all"),
+            Target::Server => f.write_str("server"),
+        }
+    }
+}
+
+fn parse_target(text: &str) -> Result<Target, String> {
+    match text.trim() {
+        "holder" => Ok(Target::Holder),
+        "all" => Ok(Target::All),
+        "server" => Ok(Target::Server),
+        other => other
+            .strip_prefix("client:")
+            .and_then(|n| n.parse().ok())
+            .map(Target::Client)
+            .ok_or_else(|| {
+                format!("expected holder, client:<index>, all or server, got {other:?}")
+            }),
+    }
+}
+
+/// Which way a proxy fault acts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Directions {
+    /// Client → server (requests).
+    Upstream,
+    /// Server → client (replies, events).
+    Downstream,
+    /// Both.
+    Both,
+}
+
+impl fmt::Display for Directions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Directions::Upstream => "upstream",
+            Directions::Downstream => "downstream",
+            Directions::Both => "both",
+        })
+    }
+}
+
+fn parse_directions(text: &str) -> Result<Directions, String> {
+    match text.trim() {
+        "upstream" => Ok(Directions::Upstream),
+        "downstream" => Ok(Directions::Downstream),
+        "both" => Ok(Directions::Both),
+        other => Err(format!(
+            "expected upstream, downstream or both, got {other:?}"
+        )),
+    }
+}
+
+/// A checked fault.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultSpec {
+    /// What.
+    pub kind: FaultKind,
+    /// When, after the case start.
+    pub at: Duration,
+    /// Whom.
+    pub target: Target,
+    /// How long (lifted and repeated faults); `None` for one-shot faults.
+    pub duration: Option<Duration>,
+    /// Repeat period (`pubsub_kill`, `proxy_reset`).
+    pub every: Option<Duration>,
+    /// Added latency (`proxy_delay`).
+    pub delay: Duration,
+    /// Proxy direction.
+    pub direction: Directions,
+    /// Replication link delay (`failover`).
+    pub replication_lag: Duration,
+    /// Busy threads (`cpu_hog`).
+    pub threads: u32,
+    /// CPU quota per period (`cgroup_quota`).
+    pub quota: Duration,
+    /// Quota period (`cgroup_quota`).
+    pub period: Duration,
+}
+
+const MAX_HOG_THREADS: u32 = 256;
+
+impl FaultSpec {
+    /// Checks a fault as written; the error is one line naming the field.
+    pub fn resolve(file: &FaultFile) -> Result<Self, String> {
+        let kind: FaultKind = file
+            .kind
+            .as_deref()
+            .ok_or("kind: missing (e.g. kind = \"pause_worker\")")?
+            .parse()
+            .map_err(|e| format!("kind: {e}"))?;
+        let given: [(&str, bool); 8] = [
+            ("duration", file.duration.is_some()),
+            ("every", file.every.is_some()),
+            ("delay", file.delay.is_some()),
+            ("direction", file.direction.is_some()),
+            ("replication_lag", file.replication_lag.is_some()),
+            ("threads", file.threads.is_some()),
+            ("quota", file.quota.is_some()),
+            ("period", file.period.is_some()),
+        ];
+        for (name, set) in given {
+            if set && !kind.allowed().contains(&name) {
+                return Err(format!("{name}: does not apply to {kind}"));
+            }
+        }
+        for name in kind.required() {
+            if !given.iter().any(|(n, set)| n == name && *set) {
+                return Err(format!("{name}: missing (required by {kind})"));
+            }
+        }
+        let duration = |name: &str, text: &Option<String>| -> Result<Option<Duration>, String> {
+            text.as_deref()
+                .map(|t| parse_duration(t).map_err(|e| format!("{name}: {e}")))
+                .transpose()
+        };
+        let positive = |name: &str, d: Option<Duration>| -> Result<Option<Duration>, String> {
+            match d {
+                Some(d) if d.is_zero() => Err(format!("{name}: must be longer than 0")),
+                other => Ok(other),
+            }
+        };
+        let at = duration("at", &file.at)?.unwrap_or_default();
+        let length = positive("duration", duration("duration", &file.duration)?)?;
+        let every = positive("every", duration("every", &file.every)?)?;
+        if every.is_some() && length.is_none() {
+            return Err(format!(
+                "every: needs a duration (how long {kind} repeats)"
+            ));
+        }
+        let target = match &file.target {
+            Some(t) => parse_target(t).map_err(|e| format!("target: {e}"))?,
+            None if kind.scope() == FaultScope::Server => Target::Server,
+            None => Target::Holder,
+        };
+        let target_ok = match kind.scope() {
+            FaultScope::WorkerProcess => matches!(target, Target::Holder | Target::Client(_)),
+            FaultScope::Network => target != Target::Server,
+            // A failover may strike right after a client acquired (its lock is then the newest,
+            // least replicated write).
+            FaultScope::Server => {
+                target == Target::Server || (kind == FaultKind::Failover && target == Target::Holder)
+            }
+        };
+        if !target_ok {
+            return Err(format!("target: {target} does not apply to {kind}"));
+        }
+        let threads = file.threads.unwrap_or(4);
+        if threads == 0 || threads > MAX_HOG_THREADS {
+            return Err(format!(
+                "threads: must be 1..={MAX_HOG_THREADS}, got {threads}"
+            ));
+        }
+        let period = positive("period", duration("period", &file.period)?)?
+            .unwrap_or(Duration::from_millis(100));
+        if period < Duration::from_millis(1) || period > Duration::from_secs(1) {
+            return Err(format!(
+                "period: must be 1ms..=1s (the kernel's bounds), got {}",
+                format_duration(period)
+            ));
+        }
+        let quota = positive("quota", duration("quota", &file.quota)?)?
+            .unwrap_or(Duration::from_millis(5));
+        if quota < Duration::from_millis(1) {
+            return Err(format!(
+                "quota: must be at least 1ms (the kernel's bound), got {}",
+                format_duration(quota)
+            ));
+        }
+        Ok(FaultSpec {
+            kind,
+            at,
+            target,
+            duration: length,
+            every,
+            delay: positive("delay", duration("delay", &file.delay)?)?.unwrap_or_default(),
+            direction: file
+                .direction
+                .as_deref()
+                .map(parse_directions)
+                .transpose()
+                .map_err(|e| format!("direction: {e}"))?
+                .unwrap_or(Directions::Both),
+            replication_lag: duration("replication_lag", &file.replication_lag)?
+                .unwrap_or_default(),
+            threads,
+            quota,
+            period,
+        })
+    }
+
+    /// The fault's settings by name, for the results (`at` and `target` excluded: they are the
+    /// window's start and target).
+    pub fn parameters(&self) -> Vec<(&'static str, serde_json::Value)> {
+        let ms = |d: Duration| serde_json::Value::from(d.as_secs_f64() * 1e3);
+        let mut out = Vec::new();
+        if let Some(d) = self.duration {
+            out.push(("duration_ms", ms(d)));
+        }
+        if let Some(every) = self.every {
+            out.push(("every_ms", ms(every)));
+        }
+        match self.kind {
+            FaultKind::ProxyDelay => {
+                out.push(("delay_ms", ms(self.delay)));
+                out.push(("direction", self.direction.to_string().into()));
+            }
+            FaultKind::ProxyBlackhole => {
+                out.push(("direction", self.direction.to_string().into()));
+            }
+            FaultKind::Failover => out.push(("replication_lag_ms", ms(self.replication_lag))),
+            FaultKind::CpuHog => out.push(("threads", self.threads.into())),
+            FaultKind::CgroupQuota => {
+                out.push(("quota_ms", ms(self.quota)));
+                out.push(("period_ms", ms(self.period)));
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+impl fmt::Display for FaultSpec {
+    /// The `--fault` text form, which [`parse_fault_text`] reads back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} at={} target={}",
+            self.kind,
+            format_duration(self.at),
+            self.target
+        )?;
+        let allowed = self.kind.allowed();
+        let mut put = |name: &str, value: String| -> fmt::Result {
+            if allowed.contains(&name) {
+                write!(f, " {name}={value}")?;
+            }
+            Ok(())
+        };
+        if let Some(d) = self.duration {
+            put("duration", format_duration(d))?;
+        }
+        if let Some(every) = self.every {
+            put("every", format_duration(every))?;
+        }
+        if self.kind == FaultKind::ProxyDelay {
+            put("delay", format_duration(self.delay))?;
+        }
+        put("direction", self.direction.to_string())?;
+        put("replication_lag", format_duration(self.replication_lag))?;
+        put("threads", self.threads.to_string())?;
+        put("quota", format_duration(self.quota))?;
+        put("period", format_duration(self.period))
+    }
+}
+
+/// Parses the `--fault` text form: the kind, then `name=value` settings separated by spaces, e.g.
+/// `pause_worker at=1s duration=2s`.
+pub fn parse_fault_text(text: &str) -> Result<FaultFile, String> {
+    let mut words = text.split_whitespace();
+    let kind = words
+        .next()
+        .ok_or("empty fault (expected e.g. \"pause_worker at=1s duration=2s\")")?;
+    let mut file = FaultFile {
+        kind: Some(kind.to_owned()),
+        ..FaultFile::default()
+    };
+    for word in words {
+        let (name, value) = word
+            .split_once('=')
+            .ok_or_else(|| format!("expected name=value, got {word:?}"))?;
+        let value = value.to_owned();
+        let slot = match name {
+            "at" => &mut file.at,
+            "duration" => &mut file.duration,
+            "target" => &mut file.target,
+            "every" => &mut file.every,
+            "delay" => &mut file.delay,
+            "direction" => &mut file.direction,
+            "replication_lag" => &mut file.replication_lag,
+            "quota" => &mut file.quota,
+            "period" => &mut file.period,
+            "threads" => {
+                file.threads = Some(
+                    value
+                        .parse()
+                        .map_err(|_| format!("threads: expected a count, got {value:?}"))?,
+                );
+                continue;
+            }
+            other => return Err(format!("unknown fault setting {other:?}")),
+        };
+        *slot = Some(value);
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(text: &str) -> Result<FaultSpec, String> {
+        FaultSpec::resolve(&parse_fault_text(text)?)
+    }
+
+    #[test]
+    fn defaults_and_round_trip() {
+        let f = resolve("pause-worker at=1s duration=2500ms").expect("valid");
+        assert_eq!(f.kind, FaultKind::PauseWorker);
+        assert_eq!(f.target, Target::Holder);
+        assert_eq!(f.at, Duration::from_secs(1));
+        assert_eq!(f.duration, Some(Duration::from_millis(2500)));
+        assert_eq!(resolve(&f.to_string()), Ok(f.clone()));
+        let s = resolve("failover at=2s replication_lag=300ms").expect("valid");
+        assert_eq!(s.target, Target::Server);
+        assert_eq!(resolve(&s.to_string()), Ok(s));
+        let d = resolve("proxy_delay at=1s duration=1s delay=200ms direction=downstream target=all")
+            .expect("valid");
+        assert_eq!(d.direction, Directions::Downstream);
+        assert_eq!(resolve(&d.to_string()), Ok(d.clone()));
+        assert!(
+            d.parameters()
+                .iter()
+                .any(|(n, v)| *n == "delay_ms" && v.as_f64() == Some(200.0))
+        );
+    }
+
+    #[test]
+    fn every_bad_setting_is_named() {
+        for (text, needle) in [
+            ("", "empty fault"),
+            ("nap at=1s", "kind: unknown fault kind"),
+            ("pause_worker at=1s", "duration: missing"),
+            ("pause_worker duration=0s", "duration: must be longer than 0"),
+            ("pause_worker duration=1s delay=5ms", "delay: does not apply"),
+            ("crash_worker duration=1s", "duration: does not apply"),
+            ("crash_worker target=server", "target: server does not apply"),
+            ("failover target=all", "target: all does not apply"),
+            ("leader_kill target=holder", "target: holder does not apply"),
+            ("proxy_delay duration=1s", "delay: missing"),
+            ("proxy_reset every=100ms", "every: needs a duration"),
+            ("pause_worker at=soon duration=1s", "at: expected a duration"),
+            ("pause_worker duration=1s target=client:x", "target: expected"),
+            ("cpu_hog duration=1s threads=0", "threads: must be"),
+            ("cgroup_quota duration=1s period=2s", "period: must be"),
+            ("proxy_blackhole duration=1s direction=sideways", "direction:"),
+            ("pause_worker colour=blue", "unknown fault setting"),
+            ("pause_worker duration", "expected name=value"),
+        ] {
+            let err = resolve(text).expect_err(text);
+            assert!(err.contains(needle), "{text}: {err}");
+            assert!(!err.contains('\n'), "{text}: one line");
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! What a fault can do to client processes (processes mode): signal them (SIGSTOP, SIGCONT, SIGKILL),
+//! send them commands (starve your runtime, run a CPU hog), and the record of the ones it killed, so the
+//! driver does not count a killed worker's silence as a failure.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+use crate::driver::protocol::ToChild;
+
+/// A worker process killed by a fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Crash {
+    /// Client index.
+    pub client: u32,
+    /// What it held when killed: (key, since ns).
+    pub held: Option<(u32, u64)>,
+    /// When it was killed (ns).
+    pub at_ns: u64,
+}
+
+/// Handles on the worker processes of one case.
+#[derive(Debug, Clone)]
+pub struct WorkerControl {
+    pids: Arc<Vec<u32>>,
+    commands: Arc<Vec<mpsc::UnboundedSender<ToChild>>>,
+    crashes: Arc<Mutex<Vec<Crash>>>,
+}
+
+impl WorkerControl {
+    /// Control over workers with these pids and command channels (both by client index).
+    pub fn new(pids: Vec<u32>, commands: Vec<mpsc::UnboundedSender<ToChild>>) -> Self {
+        WorkerControl {
+            pids: Arc::new(pids),
+            commands: Arc::new(commands),
+            crashes: Arc::default(),
+        }
+    }
+
+    /// The process id of `client`.
+    pub fn pid(&self, client: u32) -> Option<u32> {
+        self.pids.get(client as usize).copied()
+    }
+
+    /// Sends `signal` to `client`'s process.
+    pub fn signal(&self, client: u32, signal: libc::c_int) -> Result<(), String> {
+        let pid = self
+            .pid(client)
+            .and_then(|p| i32::try_from(p).ok())
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("no worker process for client {client}"))?;
+        // SAFETY: kill(2) has no memory-safety preconditions; the pid is a child the driver has not
+        // reaped yet (it waits for every worker only after the case).
+        if unsafe { libc::kill(pid, signal) } == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "signal {signal} to worker {client}: {}",
+                std::io::Error::last_os_error()
+            ))
+        }
+    }
+
+    /// Sends a command to `client`; false if it is gone.
+    pub fn send(&self, client: u32, command: ToChild) -> bool {
+        self.commands
+            .get(client as usize)
+            .is_some_and(|tx| tx.send(command).is_ok())
+    }
+
+    /// Records a worker the fault killed.
+    pub fn record_crash(&self, crash: Crash) {
+        self.crashes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(crash);
+    }
+
+    /// The workers killed so far.
+    pub fn crashes(&self) -> Vec<Crash> {
+        self.crashes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}

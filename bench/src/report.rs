@@ -1,0 +1,112 @@
+//! `lockbench report RESULTS.json [--baseline OLD.json] [--scale SCALE.json] [--out DIR]`: renders
+//! the reports again from a results file — a comparison (`lockbench compare`) or a single run
+//! (`lockbench run`) — with the changes against an earlier file when `--baseline` is given and the
+//! cost-against-held-locks charts when a `lockbench scale` file is given. Also the one place that
+//! writes reports for `compare`.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use lockbench_reports::Comparison;
+use lockbench_reports::scale::{CostSeries, ScaleResults};
+use lockbench_reports::{ReportInput, WrittenReport, write_report};
+
+use crate::error::{BenchError, EXIT_OK};
+
+/// `lockbench report`.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "\
+RESULTS.json is DIR/results.json of `lockbench compare` or of `lockbench run`. Writes report.html,
+report.md and charts/ into --out (default: the directory of RESULTS.json).
+Exit codes: 0 done, 1 writing failed, 2 bad input (missing file, not JSON, wrong schema_version).")]
+pub struct ReportArgs {
+    /// The results file to report.
+    #[arg(value_name = "RESULTS.json")]
+    pub results: PathBuf,
+    /// An earlier results file: the report adds the changes against it.
+    #[arg(long, value_name = "OLD.json")]
+    pub baseline: Option<PathBuf>,
+    /// A `lockbench scale` file: the report adds cost against held locks.
+    #[arg(long, value_name = "SCALE.json")]
+    pub scale: Option<PathBuf>,
+    /// Output directory [default: the directory of RESULTS.json].
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+fn read_text(path: &Path) -> Result<String, BenchError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| BenchError::usage(format!("{}: cannot read: {e}", path.display())))
+}
+
+/// Reads a results file (comparison or single run); bad input is a one-line usage error.
+pub fn read_results(path: &Path) -> Result<Comparison, BenchError> {
+    let text = read_text(path)?;
+    Comparison::read(&text).map_err(|e| BenchError::usage(format!("{}: {e}", path.display())))
+}
+
+fn read_scale(path: &Path) -> Result<Vec<CostSeries>, BenchError> {
+    let text = read_text(path)?;
+    ScaleResults::from_json(&text)
+        .map(|s| s.cost_series())
+        .map_err(|e| BenchError::usage(format!("{}: {e}", path.display())))
+}
+
+/// Writes the reports of `current` into `dir`.
+pub fn render(
+    dir: &Path,
+    current: &Comparison,
+    baseline: Option<(&Comparison, &str)>,
+    cost: &[CostSeries],
+) -> Result<WrittenReport, BenchError> {
+    write_report(
+        dir,
+        ReportInput {
+            current,
+            baseline,
+            cost,
+        },
+    )
+    .map_err(|e| BenchError::failed(e.to_string()))
+}
+
+/// Prints where the reports are.
+pub fn print_written(written: &WrittenReport) {
+    println!("report: {}", written.html.display());
+    println!("        {}", written.markdown.display());
+    println!(
+        "charts: {} ({} charts, PNG and SVG)",
+        written.charts_dir.display(),
+        written.charts.len()
+    );
+}
+
+/// Runs `lockbench report`.
+pub fn command(args: ReportArgs) -> Result<i32, BenchError> {
+    let current = read_results(&args.results)?;
+    let baseline = match &args.baseline {
+        Some(path) => Some((read_results(path)?, path.display().to_string())),
+        None => None,
+    };
+    let cost = match &args.scale {
+        Some(path) => read_scale(path)?,
+        None => Vec::new(),
+    };
+    let dir = match &args.out {
+        Some(dir) => dir.clone(),
+        None => args
+            .results
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+    };
+    let dir = crate::output::prepare_dir(&dir)?;
+    let written = render(
+        &dir,
+        &current,
+        baseline.as_ref().map(|(c, name)| (c, name.as_str())),
+        &cost,
+    )?;
+    print_written(&written);
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,168 @@
+//! One strategy's scale run in a child process: `lockbench scale --worker --in-process` with the same
+//! settings, the parent's servers given as addresses and their process ids (for server CPU), writing
+//! `scale.json` into a temporary directory that the parent reads back. The child's client RSS, threads
+//! and CPU are then the strategy's alone. A child that fails or overruns its time bound gives a series
+//! that says so.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use lockbench_reports::scale::{ScaleResults, ScaleSeries, ScaleStop};
+
+use super::hold::locks_per_renew_call;
+use super::{SCALE_FILE, ScaleSpec};
+use crate::backends::{Backends, ServerKind};
+use crate::strategies::Strategy;
+use crate::workload::format_duration;
+
+/// Runs `strategy` in a child process of `exe`.
+pub async fn measure_strategy(
+    exe: &Path,
+    strategy: &'static Strategy,
+    spec: &ScaleSpec,
+    backends: &Backends,
+) -> ScaleSeries {
+    let failed = |reason: String| ScaleSeries {
+        strategy: strategy.id.to_owned(),
+        server: strategy.server.name().to_owned(),
+        locks_per_renew_call: locks_per_renew_call(strategy),
+        points: Vec::new(),
+        stopped: Some(ScaleStop {
+            held: 0,
+            step: spec.steps[0],
+            reason,
+        }),
+    };
+    let dir = match tempfile::Builder::new()
+        .prefix("lockbench-scale-")
+        .tempdir()
+    {
+        Ok(dir) => dir,
+        Err(e) => return failed(format!("no temp dir for the worker process: {e}")),
+    };
+    let mut command = tokio::process::Command::new(exe);
+    command
+        .args(worker_args(strategy, spec, backends))
+        .arg("--out")
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => return failed(format!("could not start the worker process: {e}")),
+    };
+    let bound = time_bound(spec);
+    let output = match tokio::time::timeout(bound, child.wait_with_output()).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => return failed(format!("worker process: {e}")),
+        Err(_) => {
+            return failed(format!(
+                "worker process did not finish within {}",
+                format_duration(bound)
+            ));
+        }
+    };
+    let text = std::fs::read_to_string(dir.path().join(SCALE_FILE)).unwrap_or_default();
+    match ScaleResults::from_json(&text)
+        .ok()
+        .and_then(|r| r.strategies.into_iter().next())
+    {
+        Some(series) if output.status.success() => series,
+        _ => {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+            failed(format!(
+                "worker process ended with {}: {}",
+                output.status,
+                last.unwrap_or("no message")
+            ))
+        }
+    }
+}
+
+/// The child's command line: the same settings, one strategy, the parent's servers and their pids.
+fn worker_args(strategy: &Strategy, spec: &ScaleSpec, backends: &Backends) -> Vec<String> {
+    let steps: Vec<String> = spec.steps.iter().map(u64::to_string).collect();
+    let mut args = vec![
+        "scale".to_owned(),
+        "--worker".to_owned(),
+        "--strategies".to_owned(),
+        strategy.id.to_owned(),
+        "--steps".to_owned(),
+        steps.join(","),
+        "--hold".to_owned(),
+        format_duration(spec.hold),
+        "--watchdog-timeout".to_owned(),
+        format_duration(spec.watchdog_timeout),
+        "--concurrency".to_owned(),
+        spec.concurrency.to_string(),
+        "--step-budget".to_owned(),
+        format_duration(spec.step_budget),
+        "--max-threads".to_owned(),
+        spec.max_threads.to_string(),
+        "--max-rss-mib".to_owned(),
+        (spec.max_rss_bytes >> 20).max(1).to_string(),
+    ];
+    let endpoints = backends.endpoints();
+    if let Some(redis) = endpoints.redis {
+        args.extend(["--redis".to_owned(), redis]);
+    }
+    if !endpoints.etcd.is_empty() {
+        args.extend(["--etcd".to_owned(), endpoints.etcd.join(",")]);
+    }
+    if let Some(zk) = endpoints.zookeeper {
+        args.extend(["--zk".to_owned(), zk]);
+    }
+    let pids: Vec<String> = [ServerKind::Redis, ServerKind::Etcd, ServerKind::ZooKeeper]
+        .into_iter()
+        .filter_map(|kind| {
+            let pid = backends.get(kind)?.pid()?;
+            Some(format!("{}={pid}", kind.name()))
+        })
+        .collect();
+    if !pids.is_empty() {
+        args.extend(["--server-pids".to_owned(), pids.join(",")]);
+    }
+    args
+}
+
+/// How long a child may take: per step its fill budget, the settling time and the window, plus the
+/// releases, connecting and start-up.
+fn time_bound(spec: &ScaleSpec) -> Duration {
+    let settle = spec.renew_period().max(Duration::from_millis(500));
+    let per_step = spec.step_budget + settle + spec.hold + Duration::from_secs(5);
+    let steps = u32::try_from(spec.steps.len()).unwrap_or(u32::MAX);
+    per_step.saturating_mul(steps) + spec.step_budget + Duration::from_secs(60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scale::tests::args;
+
+    #[test]
+    fn worker_arguments_round_trip_through_the_parser() {
+        let spec = args(&[
+            "--steps",
+            "10,20k",
+            "--hold",
+            "1500ms",
+            "--max-rss-mib",
+            "512",
+        ])
+        .spec()
+        .unwrap_or_else(|e| panic!("{e}"));
+        let argv = worker_args(spec.strategies[0], &spec, &Backends::default());
+        let rest: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        let child = args(&rest).spec().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(child.steps, [10, 20_000]);
+        assert_eq!(child.hold, Duration::from_millis(1500));
+        assert_eq!(child.max_rss_bytes, 512 << 20);
+        assert_eq!(child.strategies.len(), 1);
+        assert_eq!(child.isolation, crate::scale::Isolation::InProcess);
+        assert!(time_bound(&spec) > spec.step_budget * 2);
+    }
+}

@@ -1,0 +1,510 @@
+//! One strategy's scale run in this process: one client fills each step with fresh keys (bounded by the
+//! caps and the step budget), lets renewal settle, holds still for the measured window while reading the
+//! counters before and after, and finally releases everything.
+//!
+//! Where the numbers come from: Redis `INFO commandstats` (`EVALSHA` calls are the renewals while the
+//! client only holds; their `usec` is the time spent executing commands), etcd `/metrics`
+//! (`grpc_server_msg_received_total` of `LeaseKeepAlive`), ZooKeeper `mntr` (`packets_received`: pings
+//! and probes); server CPU from `/proc/<pid>` when the pid is known (else `INFO cpu` /
+//! `process_cpu_seconds_total`); client CPU from `getrusage`, RSS and threads from `/proc/self/stat`;
+//! per-lock renewals, failures and losses from the strategy's own events.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lockbench_reports::scale::{ScalePoint, ScaleSeries, ScaleStop};
+use lockbench_servers::probe;
+use lockers::redis::RenewalMode;
+use lockers::{AcquireOptions, EventSink, Events, Lease, LockEvent, Locker};
+
+use super::{SERVER_TIMEOUT, ScaleSpec, ms};
+use crate::backends::stats::{StatsSnapshot, StatsSource};
+use crate::backends::{Backend, Backends, ServerKind};
+use crate::measure::{RedisCommandStats, process_cpu_time};
+use crate::proc_stat;
+use crate::strategies::{Endpoints, Strategy};
+use crate::workload::format_duration;
+
+/// Counts the renewal events of one client.
+#[derive(Debug, Default)]
+struct RenewalCounts {
+    renewed: AtomicU64,
+    failed: AtomicU64,
+    lost: AtomicU64,
+}
+
+impl EventSink for RenewalCounts {
+    fn record(&self, event: LockEvent) {
+        let counter = match event {
+            LockEvent::Renewed { .. } => &self.renewed,
+            LockEvent::RenewFailed { .. } => &self.failed,
+            LockEvent::Lost { .. } => &self.lost,
+            _ => return,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl RenewalCounts {
+    /// (renewed, failed, lost) so far.
+    fn now(&self) -> [u64; 3] {
+        [&self.renewed, &self.failed, &self.lost].map(|c| c.load(Ordering::Relaxed))
+    }
+}
+
+/// Locks renewed per server call: `Some(chunk)` for batched renewal, `Some(1)` per lock, `None` when one
+/// call renews every lock of the client (etcd keep-alive, ZooKeeper session) or there is no server.
+pub fn locks_per_renew_call(strategy: &Strategy) -> Option<u64> {
+    use lockers::redis::{guard_thread, keyspace, watchdog};
+    match strategy.id {
+        watchdog::BATCHED_ID => match RenewalMode::BATCHED_DEFAULT {
+            RenewalMode::Batched { chunk } => Some(chunk as u64),
+            RenewalMode::PerLock => Some(1),
+        },
+        watchdog::ID | guard_thread::ID | keyspace::SHADOW_ID | keyspace::NAIVE_ID => Some(1),
+        _ => None,
+    }
+}
+
+/// Where a server's counters are read, and its process for CPU time when known.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerProbe {
+    kind: ServerKind,
+    socket: Option<SocketAddr>,
+    stats: Option<StatsSource>,
+    pid: Option<u32>,
+}
+
+impl ServerProbe {
+    /// The probe of `server`; `pids` gives the process of a server this process did not start.
+    pub fn of(server: &Backend, pids: &BTreeMap<ServerKind, u32>) -> Self {
+        ServerProbe {
+            kind: server.kind(),
+            socket: server.socket(),
+            stats: server.stats_source(),
+            pid: server.pid().or_else(|| pids.get(&server.kind()).copied()),
+        }
+    }
+}
+
+/// Runs `spec.steps` with one client of `strategy`, in this process.
+pub async fn measure_strategy(
+    strategy: &'static Strategy,
+    spec: &ScaleSpec,
+    backends: &Backends,
+    server: Option<ServerProbe>,
+) -> ScaleSeries {
+    let mut series = ScaleSeries {
+        strategy: strategy.id.to_owned(),
+        server: strategy.server.name().to_owned(),
+        locks_per_renew_call: locks_per_renew_call(strategy),
+        points: Vec::new(),
+        stopped: None,
+    };
+    let counts = Arc::new(RenewalCounts::default());
+    let endpoints = Endpoints::new(backends.endpoints());
+    let settings = spec.settings();
+    let connected = (strategy.connect)(&endpoints, &settings, Events::to(counts.clone())).await;
+    let locker = match connected {
+        Ok(locker) => locker,
+        Err(e) => {
+            series.stopped = Some(ScaleStop {
+                held: 0,
+                step: spec.steps[0],
+                reason: format!("could not connect: {e}"),
+            });
+            return series;
+        }
+    };
+    let mut held: Vec<Lease> = Vec::new();
+    let next_key = Arc::new(AtomicUsize::new(0));
+    for &step in &spec.steps {
+        let target = usize::try_from(step).unwrap_or(usize::MAX);
+        let at_start = counts.now();
+        let began = Instant::now();
+        let (leases, stop) = fill(&locker, &next_key, target - held.len(), spec).await;
+        let fill_time = began.elapsed();
+        held.extend(leases);
+        if held.is_empty() {
+            series.stopped = stop.map(|reason| ScaleStop {
+                held: 0,
+                step,
+                reason,
+            });
+            break;
+        }
+        // Let every lock settle into its renewal cycle before measuring.
+        tokio::time::sleep(spec.renew_period().max(Duration::from_millis(500))).await;
+        let window = Window {
+            held: &held,
+            spec,
+            server,
+            counts: &counts,
+            at_start,
+            fill_time,
+            locks_per_call: series.locks_per_renew_call,
+        };
+        series.points.push(window.measure().await);
+        if let Some(reason) = stop {
+            series.stopped = Some(ScaleStop {
+                held: held.len() as u64,
+                step,
+                reason,
+            });
+            break;
+        }
+    }
+    release_all(held, spec).await;
+    locker.close().await;
+    series
+}
+
+/// Starts up to `count` more acquires of fresh keys, `spec.concurrency` at a time; stops early on the
+/// first error, a cap or the step budget, and says why.
+async fn fill(
+    locker: &Arc<dyn Locker>,
+    next_key: &Arc<AtomicUsize>,
+    count: usize,
+    spec: &ScaleSpec,
+) -> (Vec<Lease>, Option<String>) {
+    let remaining = Arc::new(AtomicUsize::new(count));
+    let stop: Arc<Mutex<Option<String>>> = Arc::default();
+    let deadline = Instant::now() + spec.step_budget;
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..spec.concurrency.min(count.max(1)) {
+        let worker = FillWorker {
+            locker: locker.clone(),
+            next_key: next_key.clone(),
+            remaining: remaining.clone(),
+            stop: stop.clone(),
+            deadline,
+            budget: spec.step_budget,
+            max_threads: spec.max_threads,
+            max_rss: spec.max_rss_bytes,
+        };
+        workers.spawn(worker.run());
+    }
+    let mut leases = Vec::with_capacity(count);
+    while let Some(joined) = workers.join_next().await {
+        match joined {
+            Ok(mine) => leases.extend(mine),
+            Err(e) => halt(&stop, format!("acquire task failed: {e}")),
+        }
+    }
+    let stop = stop.lock().unwrap_or_else(|e| e.into_inner()).take();
+    (leases, stop)
+}
+
+/// Records the first reason to stop filling.
+fn halt(stop: &Mutex<Option<String>>, why: String) {
+    stop.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert(why);
+}
+
+/// One of the concurrent acquirers of a step.
+struct FillWorker {
+    locker: Arc<dyn Locker>,
+    next_key: Arc<AtomicUsize>,
+    remaining: Arc<AtomicUsize>,
+    stop: Arc<Mutex<Option<String>>>,
+    deadline: Instant,
+    budget: Duration,
+    max_threads: u64,
+    max_rss: u64,
+}
+
+impl FillWorker {
+    /// Why to stop before the next acquire, if anything.
+    fn why_stop(&self) -> Option<String> {
+        if self
+            .stop
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+        {
+            return Some(String::new());
+        }
+        if Instant::now() >= self.deadline {
+            let budget = format_duration(self.budget);
+            return Some(format!("step not filled within the budget of {budget}"));
+        }
+        let me = proc_stat::sample(None)?;
+        if me.threads >= self.max_threads {
+            return Some(format!("thread cap {} reached", self.max_threads));
+        }
+        if me.rss_bytes >= self.max_rss {
+            return Some(format!("RSS cap {} MiB reached", self.max_rss >> 20));
+        }
+        None
+    }
+
+    async fn run(self) -> Vec<Lease> {
+        let once = AcquireOptions::try_once();
+        let mut mine = Vec::new();
+        loop {
+            if let Some(why) = self.why_stop() {
+                if !why.is_empty() {
+                    halt(&self.stop, why);
+                }
+                break;
+            }
+            let claimed = self
+                .remaining
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+            if claimed.is_err() {
+                break;
+            }
+            let key = format!("scale:{}", self.next_key.fetch_add(1, Ordering::Relaxed));
+            match self.locker.acquire(&key, &once).await {
+                Ok(lease) => mine.push(lease),
+                Err(e) => {
+                    halt(&self.stop, format!("acquire failed: {e}"));
+                    break;
+                }
+            }
+        }
+        mine
+    }
+}
+
+/// One reading of everything a point is made of.
+struct Reading {
+    at: Instant,
+    client_cpu: Duration,
+    counts: [u64; 3],
+    server: Option<StatsSnapshot>,
+    server_cpu: Option<f64>,
+    redis: Option<RedisCommandStats>,
+    etcd_keepalives: Option<u64>,
+}
+
+async fn read(server: Option<ServerProbe>, counts: &RenewalCounts) -> Reading {
+    let blocking = tokio::task::spawn_blocking(move || {
+        let Some(server) = server else {
+            return (None, None, None, None);
+        };
+        let snapshot = server.stats.and_then(|s| s.snapshot());
+        let cpu = match server.pid.and_then(|pid| proc_stat::sample(Some(pid))) {
+            Some(sample) => Some(sample.cpu_seconds),
+            None => snapshot.as_ref().and_then(|s| s.cpu_seconds),
+        };
+        let redis = match (server.kind, server.socket) {
+            (ServerKind::Redis, Some(addr)) => RedisCommandStats::read(addr).ok(),
+            _ => None,
+        };
+        let etcd = match (server.kind, server.socket) {
+            (ServerKind::Etcd, Some(addr)) => probe::http_get(addr, "/metrics", SERVER_TIMEOUT)
+                .ok()
+                .map(|r| etcd_keepalives_received(&r.body)),
+            _ => None,
+        };
+        (snapshot, cpu, redis, etcd)
+    })
+    .await;
+    let (server, server_cpu, redis, etcd_keepalives) = blocking.unwrap_or((None, None, None, None));
+    Reading {
+        at: Instant::now(),
+        client_cpu: process_cpu_time(),
+        counts: counts.now(),
+        server,
+        server_cpu,
+        redis,
+        etcd_keepalives,
+    }
+}
+
+/// `LeaseKeepAlive` messages received (`grpc_server_msg_received_total`; the `handled` counter of a
+/// stream moves only when the stream ends).
+fn etcd_keepalives_received(metrics: &str) -> u64 {
+    metrics
+        .lines()
+        .filter_map(|line| {
+            let labels = line.strip_prefix("grpc_server_msg_received_total{")?;
+            let (labels, value) = labels.rsplit_once("} ")?;
+            if !labels.contains("grpc_method=\"LeaseKeepAlive\"") {
+                return None;
+            }
+            value.trim().parse::<f64>().ok()
+        })
+        .map(|v| v as u64)
+        .sum()
+}
+
+/// Requests the server received that were renewals, between two readings.
+fn renew_calls(before: &Reading, after: &Reading) -> Option<u64> {
+    if let (Some(b), Some(a)) = (&before.redis, &after.redis) {
+        let delta = a.since(b);
+        return Some(delta.get("evalsha").calls + delta.get("eval").calls);
+    }
+    if let (Some(b), Some(a)) = (before.etcd_keepalives, after.etcd_keepalives) {
+        return Some(a.saturating_sub(b));
+    }
+    let (b, a) = (before.server.as_ref()?, after.server.as_ref()?);
+    let now = a.requests.get("packets_received")?;
+    Some(now.saturating_sub(b.requests.get("packets_received").copied().unwrap_or(0)))
+}
+
+/// The measured window of one step.
+struct Window<'a> {
+    held: &'a [Lease],
+    spec: &'a ScaleSpec,
+    server: Option<ServerProbe>,
+    counts: &'a RenewalCounts,
+    /// Counters when the step began filling.
+    at_start: [u64; 3],
+    fill_time: Duration,
+    locks_per_call: Option<u64>,
+}
+
+impl Window<'_> {
+    async fn measure(self) -> ScalePoint {
+        let before = read(self.server, self.counts).await;
+        tokio::time::sleep(self.spec.hold).await;
+        let after = read(self.server, self.counts).await;
+        let seconds = (after.at - before.at).as_secs_f64().max(1e-9);
+        let me = proc_stat::sample(None).unwrap_or_default();
+        let server_cpu = before
+            .server_cpu
+            .zip(after.server_cpu)
+            .map(|(b, a)| (a - b).max(0.0));
+        let command_usec = before
+            .redis
+            .as_ref()
+            .zip(after.redis.as_ref())
+            .map(|(b, a)| a.since(b).total().usec as f64);
+        let held_locks = self.held.len() as u64;
+        let period = self.spec.renew_period().as_secs_f64();
+        let bound = self
+            .locks_per_call
+            .filter(|_| self.server.is_some())
+            .map(|per_call| held_locks.div_ceil(per_call) as f64 / period);
+        ScalePoint {
+            held_locks,
+            held_at_end: self.held.iter().filter(|l| l.is_held()).count() as u64,
+            fill_ms: ms(self.fill_time),
+            window_ms: seconds * 1e3,
+            renew_calls_per_s: renew_calls(&before, &after).map(|n| n as f64 / seconds),
+            renew_calls_bound_per_s: bound,
+            renewals_per_s: after.counts[0].saturating_sub(before.counts[0]) as f64 / seconds,
+            renew_failures: after.counts[1].saturating_sub(self.at_start[1]),
+            lost: after.counts[2].saturating_sub(self.at_start[2]),
+            server_cpu_ms_per_s: server_cpu.map(|s| s * 1e3 / seconds),
+            server_command_ms_per_s: command_usec.map(|us| us / 1e3 / seconds),
+            client_cpu_percent: (after.client_cpu - before.client_cpu).as_secs_f64() * 100.0
+                / seconds,
+            client_rss_bytes: me.rss_bytes,
+            client_threads: me.threads,
+        }
+    }
+}
+
+/// Releases every lease, `spec.concurrency` at a time, within the step budget; whatever is left is
+/// dropped (released in the background or left to expire).
+async fn release_all(held: Vec<Lease>, spec: &ScaleSpec) {
+    let queue = Arc::new(Mutex::new(held));
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..spec.concurrency {
+        let queue = queue.clone();
+        workers.spawn(async move {
+            loop {
+                let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                let Some(lease) = next else { break };
+                // NotHeld (lost meanwhile) or a server error only mean the lock expires by itself.
+                let _ = lease.release().await;
+            }
+        });
+    }
+    let all_done = async { while workers.join_next().await.is_some() {} };
+    if tokio::time::timeout(spec.step_budget, all_done)
+        .await
+        .is_err()
+    {
+        eprintln!(
+            "lockbench scale: releases did not finish within the step budget; the rest expire"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::args;
+    use super::*;
+    use crate::strategies;
+
+    #[test]
+    fn renew_calls_per_strategy_shape() {
+        let id = |id| strategies::find(id).unwrap_or_else(|| panic!("{id}"));
+        assert_eq!(
+            locks_per_renew_call(id("redis-watchdog-batched")),
+            Some(100)
+        );
+        assert_eq!(locks_per_renew_call(id("redis-watchdog")), Some(1));
+        assert_eq!(locks_per_renew_call(id("memory")), None);
+    }
+
+    #[test]
+    fn etcd_keepalive_messages_are_counted() {
+        let metrics = "grpc_server_msg_received_total{grpc_method=\"LeaseKeepAlive\",grpc_service=\"etcdserverpb.Lease\",grpc_type=\"bidi_stream\"} 42\n\
+                       grpc_server_msg_received_total{grpc_method=\"Range\",grpc_service=\"etcdserverpb.KV\",grpc_type=\"unary\"} 7\n\
+                       grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"LeaseKeepAlive\"} 1\n";
+        assert_eq!(etcd_keepalives_received(metrics), 42);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn memory_strategy_end_to_end() {
+        let spec = args(&[
+            "--in-process",
+            "--strategies",
+            "memory",
+            "--steps",
+            "50,200",
+            "--hold",
+            "600ms",
+            "--watchdog-timeout",
+            "300ms",
+        ])
+        .spec()
+        .unwrap_or_else(|e| panic!("{e}"));
+        let strategy = spec.strategies[0];
+        let memory = measure_strategy(strategy, &spec, &Backends::default(), None).await;
+        assert!(memory.stopped.is_none(), "{:?}", memory.stopped);
+        assert_eq!(memory.points.len(), 2);
+        let last = &memory.points[1];
+        assert_eq!(last.held_locks, 200);
+        assert_eq!(last.held_at_end, 200);
+        assert_eq!(last.lost, 0);
+        // 200 locks renewed every 100 ms: about 2000 per second.
+        assert!(
+            (1000.0..3000.0).contains(&last.renewals_per_s),
+            "{}",
+            last.renewals_per_s
+        );
+        assert!(last.renew_calls_per_s.is_none());
+        assert!(last.client_threads >= 1 && last.client_rss_bytes > 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_thread_cap_stops_the_strategy_and_says_why() {
+        let spec = args(&[
+            "--in-process",
+            "--strategies",
+            "memory",
+            "--steps",
+            "100",
+            "--hold",
+            "100ms",
+            "--max-threads",
+            "1",
+        ])
+        .spec()
+        .unwrap_or_else(|e| panic!("{e}"));
+        let series = measure_strategy(spec.strategies[0], &spec, &Backends::default(), None).await;
+        let stop = series.stopped.as_ref().expect("stopped");
+        assert_eq!(stop.held, 0);
+        assert!(stop.reason.contains("thread cap 1"), "{}", stop.reason);
+    }
+}

@@ -1,0 +1,507 @@
+//! `lockbench scale`: what holding many locks costs. One client per strategy holds 1k, then 10k, then
+//! 100k locks (each step adds to the locks already held); after each step it holds still for a measured
+//! window and records the server's renew calls and CPU per second, and the client's CPU, resident set and
+//! threads (DESIGN §3 batched renewal, §5 client/server cost, §8 targets). Writes `DIR/scale.json`
+//! ([`lockbench_reports::scale`]) after every strategy, so an interrupted run keeps what it measured
+//! (`complete: false`), and prints a table.
+//!
+//! Each strategy runs in its own child process (`lockbench scale --worker …`, see [`child`]), so its
+//! client RSS, threads and CPU are its own and not what earlier strategies left behind; the servers
+//! are started once, by the parent, which also empties a managed Redis between strategies.
+//!
+//! Everything is bounded: a step that is not filled within `--step-budget`, a client that reaches
+//! `--max-threads` threads or `--max-rss-mib` resident memory, or an acquire error stops that strategy,
+//! and the stop is recorded with its reason (`stopped at 9984: thread cap 10000 reached`). The locks held
+//! so far are still measured, then released.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`hold`] | one strategy in this process: fill each step, hold, read the counters, release |
+//! | [`child`] | one strategy in a child process |
+//! | [`table`] | the terminal table and the DESIGN §8 checks |
+
+pub mod child;
+pub mod hold;
+pub mod table;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use lockbench_reports::scale::{SCALE_SCHEMA_VERSION, ScaleResults, ScaleSeries, ScaleSettings};
+use lockbench_servers::probe;
+
+use crate::backends::{Backend, Backends, GivenAddresses, ServerKind};
+use crate::error::BenchError;
+use crate::strategies::{Strategy, StrategySettings};
+use crate::workload::{format_duration, parse_duration};
+use crate::{environment, output, strategies};
+
+pub use table::{checks, render};
+
+/// The file a scale run writes in its output directory.
+pub const SCALE_FILE: &str = "scale.json";
+
+/// Left out of the default strategy list: its locks are lost and re-taken at every expiry by design, so
+/// a held count means nothing.
+const NOT_BY_DEFAULT: &[&str] = &[lockers::redis::keyspace::NAIVE_ID];
+
+/// Upper bounds on what may be asked, so a typo cannot take the machine down.
+const MAX_STEP: u64 = 1_000_000;
+const MAX_DURATION: Duration = Duration::from_secs(600);
+const MAX_CONCURRENCY: usize = 1024;
+
+const SERVER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `lockbench scale`: hold 1k → 10k → 100k locks per strategy and record what it costs.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "\
+Each strategy runs with one client, in its own child process; each step adds locks to those already held,
+then the client holds still for --hold while the cost is measured. A strategy stops at the first acquire
+error, at --max-threads threads, at --max-rss-mib resident memory or when a step takes longer than
+--step-budget to fill; the stop and its reason are recorded. Exit codes: 0 done, 1 failed while running,
+2 bad input.")]
+pub struct ScaleArgs {
+    /// Strategy ids, comma-separated, or `all` [default: all but redis-keyspace-naive].
+    #[arg(long, value_name = "LIST")]
+    pub strategies: Option<String>,
+    /// Held-lock counts, ascending, comma-separated (`10k` works).
+    #[arg(long, value_name = "LIST", default_value = "1000,10000,100000")]
+    pub steps: String,
+    /// Measured window per step.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub hold: String,
+    /// TTL of the watchdog leases (renewed every third of it).
+    #[arg(long, value_name = "DURATION", default_value = "3s")]
+    pub watchdog_timeout: String,
+    /// Concurrent acquires while filling a step.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub concurrency: usize,
+    /// Most time a step may take to fill before the strategy stops.
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub step_budget: String,
+    /// Stop a strategy once the client has this many threads (guard threads: one per lock).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub max_threads: u64,
+    /// Stop a strategy once the client's resident set passes this many MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 4096)]
+    pub max_rss_mib: u64,
+    /// Run every strategy in this process (faster; RSS and threads then carry over between strategies).
+    #[arg(long)]
+    pub in_process: bool,
+    /// Output directory [default: results/scale-UTCTIME].
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Use this Redis instead of starting one (redis://host:port).
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// Use this etcd instead of starting one (http://host:port, comma-separated).
+    #[arg(long, value_name = "URLS")]
+    pub etcd: Option<String>,
+    /// Use this ZooKeeper instead of starting one (host:port, comma-separated).
+    #[arg(long, value_name = "HOSTS")]
+    pub zk: Option<String>,
+    /// Internal: run as one strategy's child process (write DIR/scale.json, print nothing).
+    #[arg(long, hide = true)]
+    pub worker: bool,
+    /// Internal: process ids of the servers, for their CPU time (`redis=PID,zookeeper=PID`).
+    #[arg(long, hide = true, value_name = "LIST")]
+    pub server_pids: Option<String>,
+}
+
+/// Where each strategy's client runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Isolation {
+    /// In this process.
+    InProcess,
+    /// In a child process running this `lockbench` executable.
+    ChildProcess(PathBuf),
+}
+
+/// A checked scale request.
+#[derive(Debug, Clone)]
+pub struct ScaleSpec {
+    /// The strategies, in run order.
+    pub strategies: Vec<&'static Strategy>,
+    /// Held-lock counts, strictly ascending, each ≥ 1.
+    pub steps: Vec<u64>,
+    /// Measured window per step.
+    pub hold: Duration,
+    /// TTL of the watchdog leases.
+    pub watchdog_timeout: Duration,
+    /// Concurrent acquires while filling.
+    pub concurrency: usize,
+    /// Most time a step may take to fill.
+    pub step_budget: Duration,
+    /// Thread cap of the client.
+    pub max_threads: u64,
+    /// Resident-set cap of the client.
+    pub max_rss_bytes: u64,
+    /// Where each strategy's client runs.
+    pub isolation: Isolation,
+}
+
+impl ScaleArgs {
+    /// Checks every value; a usage error names the bad flag. Strategies run in child processes of the
+    /// current executable unless `--in-process` (or `--worker`) is given.
+    pub fn spec(&self) -> Result<ScaleSpec, BenchError> {
+        let usage = |flag: &str, why: String| BenchError::usage(format!("--{flag}: {why}"));
+        let strategies = match &self.strategies {
+            Some(list) => strategies::resolve(std::slice::from_ref(list)),
+            None => Ok(strategies::STRATEGIES
+                .iter()
+                .filter(|s| s.in_all && !NOT_BY_DEFAULT.contains(&s.id))
+                .collect()),
+        }
+        .map_err(|e| usage("strategies", e))?;
+        let steps = parse_steps(&self.steps).map_err(|e| usage("steps", e))?;
+        let duration = |flag: &str, text: &str| {
+            let d = parse_duration(text).map_err(|e| usage(flag, e))?;
+            if d.is_zero() || d > MAX_DURATION {
+                return Err(usage(
+                    flag,
+                    format!("must be > 0 and ≤ {}", format_duration(MAX_DURATION)),
+                ));
+            }
+            Ok(d)
+        };
+        let hold = duration("hold", &self.hold)?;
+        let watchdog_timeout = duration("watchdog-timeout", &self.watchdog_timeout)?;
+        let step_budget = duration("step-budget", &self.step_budget)?;
+        if !(1..=MAX_CONCURRENCY).contains(&self.concurrency) {
+            return Err(usage(
+                "concurrency",
+                format!("must be in 1..={MAX_CONCURRENCY}"),
+            ));
+        }
+        if self.max_threads == 0 {
+            return Err(usage("max-threads", "must be ≥ 1".into()));
+        }
+        if self.max_rss_mib == 0 {
+            return Err(usage("max-rss-mib", "must be ≥ 1".into()));
+        }
+        let isolation = if self.in_process || self.worker {
+            Isolation::InProcess
+        } else {
+            let exe = std::env::current_exe().map_err(|e| {
+                BenchError::failed(format!("cannot find the lockbench executable: {e}"))
+            })?;
+            Isolation::ChildProcess(exe)
+        };
+        Ok(ScaleSpec {
+            strategies,
+            steps,
+            hold,
+            watchdog_timeout,
+            concurrency: self.concurrency,
+            step_budget,
+            max_threads: self.max_threads,
+            max_rss_bytes: self.max_rss_mib.saturating_mul(1 << 20),
+            isolation,
+        })
+    }
+}
+
+/// `1000,10000,100000` → strictly ascending counts in 1..=1,000,000 (`10k` and `1m` also accepted).
+fn parse_steps(text: &str) -> Result<Vec<u64>, String> {
+    let mut steps = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let lower = part.to_ascii_lowercase();
+        let (digits, scale) = if let Some(d) = lower.strip_suffix('k') {
+            (d, 1_000)
+        } else if let Some(d) = lower.strip_suffix('m') {
+            (d, 1_000_000)
+        } else {
+            (lower.as_str(), 1)
+        };
+        let n = digits
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(scale))
+            .ok_or_else(|| format!("expected counts like 1000,10k,100k, got {part:?}"))?;
+        if n == 0 || n > MAX_STEP {
+            return Err(format!("{part:?} is out of range 1..={MAX_STEP}"));
+        }
+        if steps.last().is_some_and(|&last| n <= last) {
+            return Err(format!("steps must be strictly ascending, got {text:?}"));
+        }
+        steps.push(n);
+    }
+    if steps.is_empty() {
+        return Err("no step given".into());
+    }
+    Ok(steps)
+}
+
+/// `redis=123,zookeeper=456` → process id by server kind.
+fn parse_server_pids(text: &str) -> Result<BTreeMap<ServerKind, u32>, String> {
+    let mut pids = BTreeMap::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, pid) = part
+            .split_once('=')
+            .ok_or_else(|| format!("expected KIND=PID, got {part:?}"))?;
+        let kind = [ServerKind::Redis, ServerKind::Etcd, ServerKind::ZooKeeper]
+            .into_iter()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| format!("unknown server kind {name:?}"))?;
+        let pid = pid
+            .parse()
+            .map_err(|_| format!("bad process id in {part:?}"))?;
+        pids.insert(kind, pid);
+    }
+    Ok(pids)
+}
+
+impl ScaleSpec {
+    /// The renewal period of the watchdog leases.
+    pub fn renew_period(&self) -> Duration {
+        let settings = self.settings();
+        settings.watchdog_timeout.mul_f64(settings.renew_ratio)
+    }
+
+    /// What every strategy is configured with.
+    pub fn settings(&self) -> StrategySettings {
+        StrategySettings::new(self.watchdog_timeout)
+    }
+
+    /// The settings as the results file records them.
+    pub fn to_model(&self) -> ScaleSettings {
+        ScaleSettings {
+            steps: self.steps.clone(),
+            hold_ms: ms(self.hold),
+            watchdog_timeout_ms: ms(self.watchdog_timeout),
+            renew_period_ms: ms(self.renew_period()),
+            acquire_concurrency: self.concurrency as u64,
+            step_budget_ms: ms(self.step_budget),
+            max_threads: self.max_threads,
+            max_rss_bytes: self.max_rss_bytes,
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// Runs `lockbench scale`: prints the table, writes `DIR/scale.json`, returns the exit code.
+pub fn command(args: ScaleArgs) -> Result<i32, BenchError> {
+    let spec = args.spec()?;
+    let server_pids = match &args.server_pids {
+        Some(text) => {
+            parse_server_pids(text).map_err(|e| BenchError::usage(format!("--server-pids: {e}")))?
+        }
+        None => BTreeMap::new(),
+    };
+    let started_at = now_rfc3339();
+    let out_dir = args.out.clone().unwrap_or_else(|| {
+        let stamp: String = started_at
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect();
+        PathBuf::from("results").join(format!("scale-{stamp}"))
+    });
+    let out_dir = output::prepare_dir(&out_dir)?;
+    let given = GivenAddresses {
+        redis: args.redis.clone(),
+        etcd: args.etcd.clone(),
+        zookeeper: args.zk.clone(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| BenchError::failed(format!("tokio runtime: {e}")))?;
+    runtime.block_on(async {
+        let backends =
+            Backends::prepare(&strategies::servers_needed(&spec.strategies), &given).await?;
+        let mut results = ScaleResults {
+            schema_version: SCALE_SCHEMA_VERSION,
+            complete: false,
+            started_at,
+            finished_at: now_rfc3339(),
+            settings: spec.to_model(),
+            environment: environment::collect(backends.infos()),
+            strategies: Vec::new(),
+        };
+        for strategy in &spec.strategies {
+            if !args.worker {
+                eprintln!("lockbench scale: {} …", strategy.id);
+            }
+            let series = measure_one(strategy, &spec, &backends, &server_pids).await;
+            results.strategies.push(series);
+            results.finished_at = now_rfc3339();
+            // Written after every strategy, so an interrupted run keeps what it measured.
+            output::write_atomic(&out_dir, SCALE_FILE, &results.to_json())?;
+        }
+        results.complete = true;
+        results.finished_at = now_rfc3339();
+        let path = output::write_atomic(&out_dir, SCALE_FILE, &results.to_json())?;
+        if !args.worker {
+            print!("{}", render(&results));
+            println!("results: {}", path.display());
+        }
+        Ok(crate::EXIT_OK)
+    })
+}
+
+/// Holds `spec.steps` locks with one client of each strategy in turn; one series per strategy.
+pub async fn measure(spec: &ScaleSpec, backends: &Backends) -> Vec<ScaleSeries> {
+    let mut all = Vec::new();
+    for strategy in &spec.strategies {
+        all.push(measure_one(strategy, spec, backends, &BTreeMap::new()).await);
+    }
+    all
+}
+
+async fn measure_one(
+    strategy: &'static Strategy,
+    spec: &ScaleSpec,
+    backends: &Backends,
+    server_pids: &BTreeMap<ServerKind, u32>,
+) -> ScaleSeries {
+    let server = backends.get(strategy.server);
+    if let Some(server) = server {
+        prepare_server(server, spec).await;
+    }
+    let series = match &spec.isolation {
+        Isolation::InProcess => {
+            let probe = server.map(|s| hold::ServerProbe::of(s, server_pids));
+            hold::measure_strategy(strategy, spec, backends, probe).await
+        }
+        Isolation::ChildProcess(exe) => {
+            child::measure_strategy(exe, strategy, spec, backends).await
+        }
+    };
+    if let Some(server) = server {
+        clean_server(server).await;
+    }
+    series
+}
+
+/// Runs Redis commands on a server lockbench started (never on one the user gave).
+async fn managed_redis(server: &Backend, commands: Vec<Vec<String>>) {
+    if server.kind() != ServerKind::Redis || server.pid().is_none() {
+        return;
+    }
+    let Some(addr) = server.socket() else { return };
+    let _ = tokio::task::spawn_blocking(move || {
+        for command in &commands {
+            let args: Vec<&str> = command.iter().map(String::as_str).collect();
+            if let Err(e) = probe::resp_command(addr, &args, SERVER_TIMEOUT) {
+                eprintln!("lockbench scale: redis {}: {e}", command.join(" "));
+            }
+        }
+    })
+    .await;
+}
+
+/// A managed Redis gets a clean slate, no keyspace notifications left on by an earlier strategy, and
+/// room for one connection per guard thread (Redis needs maxclients + 32 descriptors and raises its own
+/// limit as far as the hard limit allows).
+async fn prepare_server(server: &Backend, spec: &ScaleSpec) {
+    let maxclients = (spec.max_threads + 1024).min(19_000).to_string();
+    let commands = [
+        vec!["FLUSHALL"],
+        vec!["CONFIG", "SET", "notify-keyspace-events", ""],
+        vec!["CONFIG", "SET", "maxclients", &maxclients],
+    ];
+    managed_redis(
+        server,
+        commands
+            .iter()
+            .map(|c| c.iter().map(|s| s.to_string()).collect())
+            .collect(),
+    )
+    .await;
+}
+
+/// A managed Redis is emptied after a strategy (fencing counters never expire).
+async fn clean_server(server: &Backend) {
+    managed_redis(server, vec![vec!["FLUSHALL".to_owned()]]).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(super) fn args(extra: &[&str]) -> ScaleArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            args: ScaleArgs,
+        }
+        let mut argv = vec!["scale"];
+        argv.extend_from_slice(extra);
+        Wrap::try_parse_from(argv)
+            .map(|w| w.args)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn steps_parse_and_are_checked() {
+        assert_eq!(
+            parse_steps("1000,10k, 100K").ok(),
+            Some(vec![1000, 10_000, 100_000])
+        );
+        assert_eq!(parse_steps("1m").ok(), Some(vec![1_000_000]));
+        for bad in ["", "0", "10,5", "10,10", "2m", "x", "-5"] {
+            assert!(parse_steps(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn server_pids_parse() {
+        let pids = parse_server_pids("redis=12,zookeeper=34").unwrap_or_default();
+        assert_eq!(pids.get(&ServerKind::Redis), Some(&12));
+        assert_eq!(pids.get(&ServerKind::ZooKeeper), Some(&34));
+        assert!(parse_server_pids("mysql=1").is_err());
+        assert!(parse_server_pids("redis").is_err());
+        assert!(parse_server_pids("redis=x").is_err());
+    }
+
+    #[test]
+    fn defaults_are_valid_isolated_and_leave_out_the_naive_variant() {
+        let spec = args(&[]).spec().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(spec.steps, [1000, 10_000, 100_000]);
+        assert_eq!(spec.renew_period(), Duration::from_secs(1));
+        assert!(matches!(spec.isolation, Isolation::ChildProcess(_)));
+        assert!(
+            spec.strategies
+                .iter()
+                .any(|s| s.id == "redis-watchdog-batched")
+        );
+        assert!(
+            !spec
+                .strategies
+                .iter()
+                .any(|s| s.id == lockers::redis::keyspace::NAIVE_ID)
+        );
+        assert_eq!(spec.to_model().max_rss_bytes, 4096 << 20);
+        let spec = args(&["--in-process"])
+            .spec()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(spec.isolation, Isolation::InProcess);
+    }
+
+    #[test]
+    fn bad_values_name_their_flag() {
+        for (flag, value) in [
+            ("--steps", "5,1"),
+            ("--hold", "0"),
+            ("--hold", "1h"),
+            ("--watchdog-timeout", "soon"),
+            ("--concurrency", "0"),
+            ("--max-threads", "0"),
+            ("--strategies", "redis-nope"),
+        ] {
+            let err = args(&[flag, value]).spec().expect_err(value);
+            assert!(matches!(err, BenchError::Usage(_)), "{err}");
+            assert!(err.to_string().contains(flag), "{err} should name {flag}");
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! The terminal view of a scale run: one row per (strategy, step), where strategies stopped and why, and
+//! the DESIGN §8 checks a scale run answers.
+
+use std::fmt::Write as _;
+
+use lockbench_reports::scale::ScaleResults;
+
+use crate::measure::{Bound, Check, render_checks};
+
+const HEADERS: [&str; 14] = [
+    "strategy",
+    "held",
+    "held end",
+    "fill s",
+    "calls/s",
+    "bound/s",
+    "renew/s",
+    "srv CPU ms/s",
+    "srv cmd ms/s",
+    "client CPU %",
+    "RSS MiB",
+    "threads",
+    "failed",
+    "lost",
+];
+
+fn opt(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
+}
+
+/// The table of a scale run, then where strategies stopped, then the DESIGN §8 checks.
+pub fn render(results: &ScaleResults) -> String {
+    let mut rows: Vec<[String; 14]> = Vec::new();
+    for series in &results.strategies {
+        for p in &series.points {
+            rows.push([
+                series.strategy.clone(),
+                p.held_locks.to_string(),
+                p.held_at_end.to_string(),
+                format!("{:.1}", p.fill_ms / 1e3),
+                opt(p.renew_calls_per_s, 1),
+                opt(p.renew_calls_bound_per_s, 1),
+                format!("{:.0}", p.renewals_per_s),
+                opt(p.server_cpu_ms_per_s, 1),
+                opt(p.server_command_ms_per_s, 1),
+                format!("{:.2}", p.client_cpu_percent),
+                format!("{:.1}", p.client_rss_bytes as f64 / f64::from(1 << 20)),
+                p.client_threads.to_string(),
+                p.renew_failures.to_string(),
+                p.lost.to_string(),
+            ]);
+        }
+    }
+    let mut widths = HEADERS.map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &[String]| {
+        let mut text = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i > 0 {
+                text.push_str("  ");
+            }
+            if i == 0 {
+                let _ = write!(text, "{cell:<w$}");
+            } else {
+                let _ = write!(text, "{cell:>w$}");
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&HEADERS.map(str::to_owned));
+    for row in &rows {
+        line(row);
+    }
+    for series in &results.strategies {
+        if let Some(stop) = &series.stopped {
+            let _ = writeln!(
+                out,
+                "{}: stopped at {} held (filling step {}): {}",
+                series.strategy, stop.held, stop.step, stop.reason
+            );
+        }
+    }
+    let s = &results.settings;
+    let _ = writeln!(
+        out,
+        "watchdog timeout {} ms, renewal every {} ms, {} ms window per step. calls/s: renew requests the \
+         server received (Redis EVALSHA, etcd LeaseKeepAlive, ZooKeeper packets); bound/s: held ÷ period ÷ \
+         locks per call; renew/s: per-lock renewals; failed, lost: since the step began filling.",
+        s.watchdog_timeout_ms, s.renew_period_ms, s.hold_ms
+    );
+    let checks = checks(results);
+    if !checks.is_empty() {
+        out.push_str(&render_checks("targets (DESIGN §8)", &checks));
+    }
+    out
+}
+
+/// The DESIGN §8 checks a scale run answers: the batched watchdog's renew calls against held ÷ period ÷
+/// batch size at every step, and its client CPU below 10% of a core at 100k held locks.
+pub fn checks(results: &ScaleResults) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let batched = results
+        .strategies
+        .iter()
+        .filter(|s| s.strategy == lockers::redis::watchdog::BATCHED_ID);
+    for series in batched {
+        for p in &series.points {
+            if let (Some(calls), Some(bound)) = (p.renew_calls_per_s, p.renew_calls_bound_per_s) {
+                // A window holds length ÷ period ticks of calls, give or take the tick at an edge.
+                let edge = results.settings.renew_period_ms / p.window_ms.max(1.0);
+                checks.push(Check {
+                    what: format!("{} renew calls/s at {} held", series.strategy, p.held_locks),
+                    value: calls,
+                    baseline: bound,
+                    unit: "/s",
+                    target: Some(Bound::AtMost(1.0 + edge)),
+                });
+            }
+            if p.held_locks >= 100_000 {
+                checks.push(Check {
+                    what: format!("{} client CPU at {} held", series.strategy, p.held_locks),
+                    value: p.client_cpu_percent,
+                    baseline: 100.0,
+                    unit: "%",
+                    target: Some(Bound::AtMost(0.10)),
+                });
+            }
+        }
+    }
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use lockbench_reports::scale::{SCALE_SCHEMA_VERSION, ScalePoint, ScaleSeries, ScaleStop};
+
+    use super::*;
+    use crate::scale::tests::args;
+
+    fn point(held: u64, calls: f64, cpu: f64) -> ScalePoint {
+        ScalePoint {
+            held_locks: held,
+            held_at_end: held,
+            fill_ms: 100.0,
+            window_ms: 10_000.0,
+            renew_calls_per_s: Some(calls),
+            renew_calls_bound_per_s: Some(held as f64 / 100.0),
+            renewals_per_s: held as f64,
+            renew_failures: 0,
+            lost: 0,
+            server_cpu_ms_per_s: Some(3.0),
+            server_command_ms_per_s: None,
+            client_cpu_percent: cpu,
+            client_rss_bytes: 32 << 20,
+            client_threads: 4,
+        }
+    }
+
+    #[test]
+    fn rows_stops_and_checks() {
+        let spec = args(&["--in-process"])
+            .spec()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let results = ScaleResults {
+            schema_version: SCALE_SCHEMA_VERSION,
+            complete: true,
+            started_at: String::new(),
+            finished_at: String::new(),
+            settings: spec.to_model(),
+            environment: crate::environment::collect(Vec::new()),
+            strategies: vec![
+                ScaleSeries {
+                    strategy: "redis-watchdog-batched".into(),
+                    server: "redis".into(),
+                    locks_per_renew_call: Some(100),
+                    points: vec![point(1000, 10.0, 0.5), point(100_000, 1300.0, 25.0)],
+                    stopped: None,
+                },
+                ScaleSeries {
+                    strategy: "redis-guard-thread".into(),
+                    server: "redis".into(),
+                    locks_per_renew_call: Some(1),
+                    points: vec![point(1000, 1000.0, 3.0)],
+                    stopped: Some(ScaleStop {
+                        held: 9_990,
+                        step: 10_000,
+                        reason: "thread cap 10000 reached".into(),
+                    }),
+                },
+            ],
+        };
+        let table = render(&results);
+        assert!(
+            table.contains(
+                "redis-guard-thread: stopped at 9990 held (filling step 10000): thread cap"
+            ),
+            "{table}"
+        );
+        let checks = checks(&results);
+        // Batched only: calls at both steps, CPU at 100k.
+        assert_eq!(checks.len(), 3, "{checks:?}");
+        assert_eq!(checks[0].met(), Some(true));
+        assert_eq!(
+            checks[1].met(),
+            Some(false),
+            "1300 calls/s against a bound of 1000"
+        );
+        assert_eq!(checks[2].met(), Some(false), "25% of a core");
+        assert!(table.contains("MISSED"), "{table}");
+    }
+}

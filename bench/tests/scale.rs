@@ -1,0 +1,109 @@
+//! `lockbench scale` through the built binary, against a redis-server it starts itself: each strategy in
+//! its own child process, the scale file written and readable, the batched watchdog's renew calls at
+//! the ⌈held ÷ chunk⌉ per period the design promises, guard threads stopped by the thread cap with the
+//! reason recorded, and bad input rejected with exit code 2.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use lockbench_reports::scale::ScaleResults;
+
+fn scale(
+    args: &[&str],
+) -> (
+    std::process::Output,
+    Option<ScaleResults>,
+    tempfile::TempDir,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap().to_owned();
+    let mut argv = vec!["scale", "--out", &out];
+    argv.extend_from_slice(args);
+    let output = support::run(&argv);
+    let results = std::fs::read_to_string(dir.path().join("scale.json"))
+        .ok()
+        .map(|text| ScaleResults::from_json(&text).unwrap());
+    (output, results, dir)
+}
+
+#[test]
+fn batched_renewal_and_the_guard_thread_cap() {
+    let (output, results, _dir) = scale(&[
+        "--strategies",
+        "redis-watchdog-batched,redis-guard-thread",
+        "--steps",
+        "150,400",
+        "--hold",
+        "2s",
+        "--watchdog-timeout",
+        "900ms",
+        "--max-threads",
+        "300",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results = results.unwrap();
+    assert!(results.complete);
+    assert_eq!(results.strategies.len(), 2);
+
+    let batched = &results.strategies[0];
+    assert_eq!(batched.strategy, "redis-watchdog-batched");
+    assert!(batched.stopped.is_none(), "{:?}", batched.stopped);
+    assert_eq!(batched.points.len(), 2);
+    for point in &batched.points {
+        assert_eq!(point.held_at_end, point.held_locks);
+        assert_eq!(point.lost, 0);
+        // ⌈held ÷ 100⌉ calls every 300 ms, give or take the tick at a window edge.
+        let bound = point.renew_calls_bound_per_s.unwrap();
+        let calls = point.renew_calls_per_s.unwrap();
+        assert!(
+            calls <= bound * 1.2 && calls >= bound * 0.6,
+            "{calls} renew calls/s against a bound of {bound}"
+        );
+        // Every lock is renewed about once per period.
+        let per_lock = point.renewals_per_s / point.held_locks as f64;
+        assert!(
+            (2.0..4.5).contains(&per_lock),
+            "{per_lock} renewals per lock per second"
+        );
+        assert!(point.server_cpu_ms_per_s.is_some());
+        assert!(point.client_threads < 50, "{}", point.client_threads);
+    }
+
+    let guard = &results.strategies[1];
+    assert_eq!(guard.strategy, "redis-guard-thread");
+    let stop = guard.stopped.as_ref().unwrap();
+    assert!(stop.reason.contains("thread cap 300"), "{}", stop.reason);
+    assert_eq!(stop.step, 400);
+    // The first step was reached and measured, and the locks held at the cap were measured too.
+    assert_eq!(guard.points.len(), 2);
+    assert_eq!(guard.points[0].held_locks, 150);
+    assert!(guard.points[0].client_threads >= 150);
+    assert!((150..400).contains(&guard.points[1].held_locks));
+    assert!(
+        stdout.contains("redis-guard-thread: stopped at"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("targets (DESIGN §8)"), "{stdout}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_code_2() {
+    for args in [
+        &["--steps", "100,50"][..],
+        &["--hold", "forever"],
+        &["--strategies", "redis-nope"],
+        &["--concurrency", "0"],
+    ] {
+        let (output, results, _dir) = scale(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with("lockbench: --"), "{stderr}");
+        assert!(results.is_none());
+    }
+}

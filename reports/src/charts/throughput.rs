@@ -1,0 +1,144 @@
+//! Throughput per strategy for one row (scenario × lease): horizontal bars, one per strategy, the
+//! value and the verdict written at the bar's end.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::{AXIS_SIZE, LABEL_SIZE, MUTED, Plot, TITLE_SIZE, VIOLATED, err, strategy_color, text};
+use crate::format::rate;
+use crate::grid::{Grid, Row, ran, verdict_word};
+
+/// One bar.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    /// Strategy id.
+    pub strategy: String,
+    /// Colour index (the strategy's column).
+    pub color: usize,
+    /// Completed critical sections per second; None when the case did not run.
+    pub value: Option<f64>,
+    /// `safe`, `VIOLATED`, `skipped`, ...
+    pub verdict: &'static str,
+}
+
+/// The chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThroughputChart {
+    /// Title.
+    pub title: String,
+    /// Bars, top to bottom.
+    pub bars: Vec<Bar>,
+}
+
+impl ThroughputChart {
+    /// The chart of `row`.
+    pub fn of_row(grid: &Grid<'_>, row: &Row<'_>) -> Self {
+        let bars = grid
+            .strategies
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let case = row.case(&s.id)?;
+                Some(Bar {
+                    strategy: s.id.clone(),
+                    color: i,
+                    value: ran(case).then_some(case.throughput.completed_per_s),
+                    verdict: verdict_word(Some(case)),
+                })
+            })
+            .collect();
+        ThroughputChart {
+            title: format!("Throughput — {}", row.label),
+            bars,
+        }
+    }
+}
+
+impl Plot for ThroughputChart {
+    fn size(&self) -> (u32, u32) {
+        (960, 110 + 44 * self.bars.len().max(1) as u32)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let n = self.bars.len().max(1) as i32;
+        let max = self
+            .bars
+            .iter()
+            .filter_map(|b| b.value)
+            .fold(0.0f64, f64::max);
+        // Room right of the longest bar for its label.
+        let x_max = if max > 0.0 { max * 1.45 } else { 1.0 };
+        let label_width = self
+            .bars
+            .iter()
+            .map(|b| {
+                area.estimate_text_size(&b.strategy, &text(LABEL_SIZE))
+                    .map_or(0, |(w, _)| w)
+            })
+            .max()
+            .unwrap_or(0)
+            + 16;
+        let mut chart = ChartBuilder::on(area)
+            .caption(&self.title, text(TITLE_SIZE))
+            .margin(12)
+            .margin_right(24)
+            .x_label_area_size(52)
+            .y_label_area_size(label_width)
+            .build_cartesian_2d(0.0..x_max, (0..n - 1).into_segmented())
+            .map_err(err)?;
+        let names: Vec<String> = self.bars.iter().map(|b| b.strategy.clone()).collect();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .disable_y_axis()
+            .x_desc("completed critical sections per second")
+            .axis_desc_style(text(AXIS_SIZE))
+            .label_style(text(LABEL_SIZE))
+            .light_line_style(WHITE)
+            .x_label_formatter(&|v| super::tick(*v))
+            .draw()
+            .map_err(err)?;
+        super::category_labels(area, &names, |slot| {
+            chart.backend_coord(&(0.0, SegmentValue::CenterOf(slot)))
+        })?;
+        for (i, bar) in self.bars.iter().enumerate() {
+            let slot = n - 1 - i as i32;
+            let value = bar.value.unwrap_or(0.0);
+            let color = if bar.value.is_some() {
+                strategy_color(bar.color)
+            } else {
+                MUTED
+            };
+            let mut rect = Rectangle::new(
+                [
+                    (0.0, SegmentValue::Exact(slot)),
+                    (value, SegmentValue::Exact(slot + 1)),
+                ],
+                color.filled(),
+            );
+            rect.set_margin(8, 8, 0, 0);
+            chart.draw_series(std::iter::once(rect)).map_err(err)?;
+            let label = match bar.value {
+                Some(v) if bar.verdict == "VIOLATED" => format!("{} CS/s · VIOLATED", rate(v)),
+                Some(v) => format!("{} CS/s", rate(v)),
+                None => bar.verdict.to_owned(),
+            };
+            let style = text(LABEL_SIZE)
+                .color(if bar.verdict == "VIOLATED" {
+                    &VIOLATED
+                } else {
+                    &BLACK
+                })
+                .pos(Pos::new(HPos::Left, VPos::Center));
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    label,
+                    (value + x_max * 0.01, SegmentValue::CenterOf(slot)),
+                    style,
+                )))
+                .map_err(err)?;
+        }
+        Ok(())
+    }
+}

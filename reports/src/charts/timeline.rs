@@ -1,0 +1,276 @@
+//! The holder timeline of one case: the sampled key's believed-held intervals as bars, one lane per
+//! client; the parts where two clients believed they held the key at once in red; fault windows shaded
+//! behind; the end of the warm-up marked.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::{
+    AXIS_SIZE, LABEL_SIZE, MUTED, NOTE_SIZE, Plot, TITLE_SIZE, VIOLATED, err, text,
+};
+use crate::model::{CaseResult, HeldInterval, HolderSample};
+
+/// A fault window as the timeline shades it (ms since the case start).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shade {
+    /// Start.
+    pub start_ms: f64,
+    /// End (the end of the view when the fault is permanent).
+    pub stop_ms: Option<f64>,
+    /// Label: `kind target`.
+    pub label: String,
+}
+
+/// The chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimelineChart {
+    /// Title.
+    pub title: String,
+    /// The sample.
+    pub sample: HolderSample,
+    /// Fault windows of the case.
+    pub faults: Vec<Shade>,
+    /// End of the warm-up (ms since the case start).
+    pub warmup_ms: f64,
+}
+
+impl TimelineChart {
+    /// The timeline of `case` in the row labelled `row`; None when the case has no sample.
+    pub fn of_case(case: &CaseResult, row: &str) -> Option<Self> {
+        let sample = case.holder_sample.clone()?;
+        if sample.intervals.is_empty() {
+            return None;
+        }
+        let anchor = match sample.anchor.as_str() {
+            "first_overlap" => "around the first overlap",
+            _ => "from the start",
+        };
+        Some(TimelineChart {
+            title: format!(
+                "{} · {row} — key {}, {} holds {anchor}",
+                case.strategy,
+                sample.key,
+                sample.intervals.len()
+            ),
+            faults: case
+                .faults
+                .iter()
+                .map(|f| Shade {
+                    start_ms: f.start_ms,
+                    stop_ms: f.stop_ms,
+                    label: format!("{} {}", f.kind, f.target),
+                })
+                .collect(),
+            warmup_ms: case.window.warmup_ms,
+            sample,
+        })
+    }
+
+    fn lanes(&self) -> Vec<u32> {
+        let mut clients: Vec<u32> = self.sample.intervals.iter().map(|i| i.client).collect();
+        clients.sort_unstable();
+        clients.dedup();
+        clients
+    }
+
+    fn span(&self) -> (f64, f64) {
+        let start = self
+            .sample
+            .intervals
+            .iter()
+            .map(|i| i.start_ms)
+            .fold(f64::INFINITY, f64::min);
+        let end = self
+            .sample
+            .intervals
+            .iter()
+            .map(|i| i.end_ms)
+            .fold(0.0f64, f64::max);
+        let pad = ((end - start) * 0.03).max(1.0);
+        ((start - pad).max(0.0), end + pad)
+    }
+}
+
+/// The intersections of intervals of different clients: (lane client, start, end) for both sides.
+fn overlaps(intervals: &[HeldInterval]) -> Vec<(u32, f64, f64)> {
+    let mut out = Vec::new();
+    for (i, a) in intervals.iter().enumerate() {
+        for b in &intervals[i + 1..] {
+            if a.client == b.client {
+                continue;
+            }
+            let (s, e) = (a.start_ms.max(b.start_ms), a.end_ms.min(b.end_ms));
+            if e > s {
+                out.push((a.client, s, e));
+                out.push((b.client, s, e));
+            }
+        }
+    }
+    out
+}
+
+impl Plot for TimelineChart {
+    fn size(&self) -> (u32, u32) {
+        (960, 170 + 30 * self.lanes().len().max(1) as u32)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let lanes = self.lanes();
+        let n = lanes.len().max(1) as i32;
+        let slot = |client: u32| {
+            let k = lanes.iter().position(|c| *c == client).unwrap_or(0) as i32;
+            n - 1 - k
+        };
+        let (x0, x1) = self.span();
+        let (body, legend) = area.split_vertically(area.dim_in_pixel().1 - 40);
+        let mut chart = ChartBuilder::on(&body)
+            .caption(&self.title, text(TITLE_SIZE - 4))
+            .margin(12)
+            .margin_right(24)
+            .x_label_area_size(52)
+            .y_label_area_size(96)
+            .build_cartesian_2d(x0..x1, (0..n - 1).into_segmented())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .disable_y_axis()
+            .light_line_style(WHITE)
+            .x_desc("ms since the case started")
+            .axis_desc_style(text(AXIS_SIZE))
+            .label_style(text(LABEL_SIZE))
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .draw()
+            .map_err(err)?;
+        let names: Vec<String> = lanes.iter().map(|c| format!("client {c}")).collect();
+        super::category_labels(&body, &names, |slot| {
+            chart.backend_coord(&(x0, SegmentValue::CenterOf(slot)))
+        })?;
+        let (bottom, top) = (SegmentValue::Exact(0), SegmentValue::Exact(n));
+        let fault_color = RGBColor(0xff, 0xd5, 0x4f);
+        for fault in &self.faults {
+            let start = fault.start_ms.max(x0);
+            if fault.start_ms > x1 || fault.stop_ms.is_some_and(|stop| stop < x0) {
+                continue;
+            }
+            match fault.stop_ms {
+                // A window: shaded.
+                Some(stop) => chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(start, bottom.clone()), (stop.min(x1), top.clone())],
+                        fault_color.mix(0.35).filled(),
+                    )))
+                    .map_err(err)?,
+                // A moment (a kill, a dropped connection): a line.
+                None => chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(start, bottom.clone()), (start, top.clone())],
+                        fault_color.stroke_width(4),
+                    )))
+                    .map_err(err)?,
+            };
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    fault.label.clone(),
+                    (start, top.clone()),
+                    text(NOTE_SIZE).pos(Pos::new(HPos::Left, VPos::Top)),
+                )))
+                .map_err(err)?;
+        }
+        if self.warmup_ms > x0 && self.warmup_ms < x1 {
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(self.warmup_ms, bottom.clone()), (self.warmup_ms, top.clone())],
+                    MUTED.stroke_width(1),
+                )))
+                .map_err(err)?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    " measured →",
+                    (self.warmup_ms, bottom.clone()),
+                    text(NOTE_SIZE)
+                        .color(&MUTED)
+                        .pos(Pos::new(HPos::Left, VPos::Bottom)),
+                )))
+                .map_err(err)?;
+        }
+        // Fixed colours (not the strategy's): the legend must mean the same in every timeline.
+        let held = RGBColor(0x4e, 0x79, 0xa7);
+        let lost = RGBColor(0xf2, 0x8e, 0x2b);
+        let min_width = (x1 - x0) * 0.002;
+        for i in &self.sample.intervals {
+            let s = slot(i.client);
+            let color = match i.ended_by.as_str() {
+                "lost" => lost,
+                "stopped" => MUTED,
+                _ => held,
+            };
+            let mut rect = Rectangle::new(
+                [
+                    (i.start_ms, SegmentValue::Exact(s)),
+                    (i.end_ms.max(i.start_ms + min_width), SegmentValue::Exact(s + 1)),
+                ],
+                color.filled(),
+            );
+            rect.set_margin(7, 7, 0, 0);
+            chart.draw_series(std::iter::once(rect)).map_err(err)?;
+        }
+        for (client, s, e) in overlaps(&self.sample.intervals) {
+            let lane = slot(client);
+            let mut rect = Rectangle::new(
+                [
+                    (s, SegmentValue::Exact(lane)),
+                    (e.max(s + min_width), SegmentValue::Exact(lane + 1)),
+                ],
+                VIOLATED.filled(),
+            );
+            rect.set_margin(3, 3, 0, 0);
+            chart.draw_series(std::iter::once(rect)).map_err(err)?;
+        }
+        let mut x = 24;
+        for (color, label) in [
+            (held, "held, then released"),
+            (lost, "held until lost()"),
+            (MUTED, "held at case end"),
+            (VIOLATED, "two holders at once"),
+            (fault_color, "fault"),
+        ] {
+            legend
+                .draw(&Rectangle::new([(x, 10), (x + 18, 26)], color.filled()))
+                .map_err(err)?;
+            legend
+                .draw(&Text::new(
+                    label,
+                    (x + 24, 18),
+                    text(NOTE_SIZE).pos(Pos::new(HPos::Left, VPos::Center)),
+                ))
+                .map_err(err)?;
+            x += 34 + super::text_width(label, NOTE_SIZE);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(client: u32, start_ms: f64, end_ms: f64) -> HeldInterval {
+        HeldInterval {
+            client,
+            start_ms,
+            end_ms,
+            ended_by: "released".into(),
+        }
+    }
+
+    #[test]
+    fn overlaps_are_marked_on_both_lanes() {
+        let found = overlaps(&[held(0, 0.0, 10.0), held(1, 5.0, 20.0), held(0, 12.0, 15.0)]);
+        assert_eq!(
+            found,
+            vec![(0, 5.0, 10.0), (1, 5.0, 10.0), (1, 12.0, 15.0), (0, 12.0, 15.0)]
+        );
+    }
+}

@@ -1,0 +1,137 @@
+//! The comparison file: what `lockbench compare` writes to `DIR/results.json` — the results of every
+//! scenario of the suite in one file, with what the report needs to know about the suite itself.
+//!
+//! Described by the JSON schema [`COMPARISON_SCHEMA`] (`reports/schema/comparison.schema.json`); each
+//! `runs[].results` is a results file of one run as described by [`crate::SCHEMA`]. Both kinds share
+//! [`SCHEMA_VERSION`]. [`Comparison::read`] takes either kind, so `lockbench report` renders a single
+//! `lockbench run` as well as a whole comparison.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{ReadError, Results, SCHEMA_VERSION};
+
+/// The JSON schema (draft 2020-12) of the comparison file.
+pub const COMPARISON_SCHEMA: &str = include_str!("../schema/comparison.schema.json");
+
+/// The `suite` of a comparison made from a single `lockbench run` results file.
+pub const SINGLE_RUN: &str = "single run";
+
+/// One comparison: the suite's scenarios, each run against the same strategies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// [`SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// Which suite ran: `default` or `quick` ([`SINGLE_RUN`] for a wrapped run file).
+    pub suite: String,
+    /// False when the suite was cut short (Ctrl-C, a scenario that could not run) or a run in it was
+    /// incomplete.
+    pub complete: bool,
+    /// When the suite started, RFC 3339 UTC.
+    pub started_at: String,
+    /// When the file was written, RFC 3339 UTC.
+    pub finished_at: String,
+    /// The strategies compared, in column order.
+    pub strategies: Vec<StrategyInfo>,
+    /// One entry per scenario, in run order.
+    pub runs: Vec<SuiteRun>,
+    /// Scenarios of the suite that could not run, one line each (`process-pause: ...`).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// A strategy as the registry describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StrategyInfo {
+    /// Strategy id.
+    pub id: String,
+    /// Where its lock state lives: `redis`, `etcd`, `zookeeper`, `in-process` (a reference, not a
+    /// distributed lock) or `per-client` (a control without mutual exclusion).
+    pub server: String,
+    /// One line: what it is.
+    pub description: String,
+}
+
+impl StrategyInfo {
+    /// Whether it is a lock a team could deploy across machines (its state lives in a server).
+    pub fn is_distributed(&self) -> bool {
+        matches!(self.server.as_str(), "redis" | "etcd" | "zookeeper")
+    }
+}
+
+/// One scenario of the suite.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteRun {
+    /// What a violation under this scenario means for someone choosing a lock, one line (the
+    /// "which strategy when" rules quote it). Null when the suite says nothing.
+    pub if_violated: Option<String>,
+    /// The run's results, as `lockbench run` writes them.
+    pub results: Results,
+}
+
+impl Comparison {
+    /// Reads a comparison file, or a single run's results file as a comparison of one run.
+    pub fn read(text: &str) -> Result<Self, ReadError> {
+        #[derive(Deserialize)]
+        struct Head {
+            schema_version: u64,
+            runs: Option<serde_json::Value>,
+        }
+        let head: Head = serde_json::from_str(text)?;
+        if head.schema_version != u64::from(SCHEMA_VERSION) {
+            return Err(ReadError::Version {
+                found: head.schema_version,
+            });
+        }
+        if head.runs.is_some() {
+            return Ok(serde_json::from_str(text)?);
+        }
+        Ok(Self::of_run(Results::from_json(text)?))
+    }
+
+    /// A comparison holding one run (strategy servers unknown).
+    pub fn of_run(results: Results) -> Self {
+        let strategies = results
+            .scenario
+            .workload
+            .strategies
+            .iter()
+            .map(|id| StrategyInfo {
+                id: id.clone(),
+                server: String::new(),
+                description: String::new(),
+            })
+            .collect();
+        Comparison {
+            schema_version: SCHEMA_VERSION,
+            suite: SINGLE_RUN.to_owned(),
+            complete: results.complete,
+            started_at: results.started_at.clone(),
+            finished_at: results.finished_at.clone(),
+            strategies,
+            runs: vec![SuiteRun {
+                if_violated: None,
+                results,
+            }],
+            notes: Vec::new(),
+        }
+    }
+
+    /// The file's JSON text (pretty-printed).
+    pub fn to_json(&self) -> String {
+        // Serializing these plain structs cannot fail (string keys, finite or null numbers).
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// What is known about strategy `id` (a placeholder for ids the list lacks).
+    pub fn strategy(&self, id: &str) -> StrategyInfo {
+        self.strategies
+            .iter()
+            .find(|s| s.id == id)
+            .cloned()
+            .unwrap_or_else(|| StrategyInfo {
+                id: id.to_owned(),
+                server: String::new(),
+                description: String::new(),
+            })
+    }
+}

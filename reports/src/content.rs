@@ -1,0 +1,259 @@
+//! The words and figures both report formats show — environment, workload lines, the verdict cells,
+//! the headline table, the changes table — as plain text cells, so Markdown and HTML differ only in
+//! layout.
+
+use crate::comparison::Comparison;
+use crate::delta::CaseDelta;
+use crate::format::{change_pct, ms, rate, signed_count, signed_pct};
+use crate::grid::{Grid, Row, Violations, ran, verdict_word};
+use crate::model::{CaseResult, Results};
+
+/// The report's title.
+pub fn title(c: &Comparison) -> String {
+    if c.runs.len() == 1 && c.suite == crate::comparison::SINGLE_RUN {
+        format!("lockbench run — {}", c.runs[0].results.scenario.name)
+    } else {
+        format!("lockbench comparison — {} suite", c.suite)
+    }
+}
+
+/// One line each: when, what, where (machine, software, servers), and whether it is complete.
+pub fn environment_lines(c: &Comparison) -> Vec<String> {
+    let mut lines = Vec::new();
+    let scenarios: Vec<&str> = c
+        .runs
+        .iter()
+        .map(|r| r.results.scenario.name.as_str())
+        .collect();
+    lines.push(format!(
+        "Run {} → {}: {} scenario(s) ({}), {} strategies.",
+        c.started_at,
+        c.finished_at,
+        scenarios.len(),
+        scenarios.join(", "),
+        c.strategies.len()
+    ));
+    for note in &c.notes {
+        lines.push(format!("Not run: {note}"));
+    }
+    if !c.complete {
+        lines.push(
+            "INCOMPLETE: the suite was cut short or a case did not finish; the figures cover what ran."
+                .to_owned(),
+        );
+    }
+    if let Some(first) = c.runs.first() {
+        let e = &first.results.environment;
+        lines.push(format!(
+            "Machine: {}, kernel {}, {} cores ({}), {:.1} GiB memory.",
+            e.os,
+            e.kernel,
+            e.cores,
+            e.cpu_model,
+            e.memory_bytes as f64 / (1u64 << 30) as f64
+        ));
+        lines.push(format!(
+            "lockbench {}{}.",
+            e.lockbench_version,
+            e.git_commit
+                .as_deref()
+                .map(|c| format!(" (commit {})", &c[..c.len().min(12)]))
+                .unwrap_or_default()
+        ));
+    }
+    let mut servers: Vec<String> = Vec::new();
+    for run in &c.runs {
+        for s in &run.results.environment.servers {
+            let line = format!(
+                "{} {}{}",
+                s.kind,
+                s.version.as_deref().unwrap_or("(version unknown)"),
+                if s.managed {
+                    " (started by lockbench on loopback)"
+                } else {
+                    " (given)"
+                }
+            );
+            if !servers.contains(&line) {
+                servers.push(line);
+            }
+        }
+    }
+    if !servers.is_empty() {
+        lines.push(format!("Servers: {}.", servers.join("; ")));
+    }
+    lines
+}
+
+/// The workload of a run, one line.
+pub fn workload_line(r: &Results) -> String {
+    let w = &r.scenario.workload;
+    let length = match (w.duration_ms, w.cycles) {
+        (Some(d), _) => format!("{} s measured", rate(d / 1e3)),
+        (None, Some(n)) => format!("{n} cycles"),
+        (None, None) => "unbounded".to_owned(),
+    };
+    format!(
+        "{} clients on {} keys, task {}, leases {} (watchdog TTL {} ms), on lost() {}, {} workers; {length} after {} ms warm-up.",
+        w.clients,
+        w.keys,
+        w.task,
+        w.leases.join(", "),
+        ms(Some(w.watchdog_timeout_ms)),
+        w.on_lost,
+        w.workers,
+        ms(Some(w.warmup_ms))
+    )
+}
+
+/// The verdict cell: `safe`, `VIOLATED: 17 ovl · 7 lost · 13 stale`, `skipped`, ...
+pub fn verdict_cell(case: Option<&CaseResult>) -> String {
+    let word = verdict_word(case);
+    match case {
+        Some(c) if word == "VIOLATED" => format!("{word}: {}", Violations::of(c).short()),
+        _ => word.to_owned(),
+    }
+}
+
+/// Cases that produced no figures, with why.
+pub fn not_measured(grid: &Grid<'_>) -> Vec<String> {
+    let mut lines = Vec::new();
+    for row in &grid.rows {
+        for s in &grid.strategies {
+            match row.case(&s.id) {
+                Some(c) if !ran(c) => lines.push(format!(
+                    "{} under {}: {} ({})",
+                    s.id,
+                    row.label,
+                    verdict_word(Some(c)),
+                    c.error.as_deref().unwrap_or("no reason recorded")
+                )),
+                Some(c) if c.error.is_some() => lines.push(format!(
+                    "{} under {}: note: {}",
+                    s.id,
+                    row.label,
+                    c.error.as_deref().unwrap_or_default()
+                )),
+                _ => {}
+            }
+        }
+    }
+    lines
+}
+
+/// Headline table columns.
+pub const HEADLINE_COLUMNS: [&str; 12] = [
+    "strategy",
+    "lease",
+    "CS/s",
+    "acquire p50",
+    "acquire p99",
+    "hand-off p50",
+    "margin min",
+    "margin p50",
+    "overlaps",
+    "lost updates",
+    "stale accepted",
+    "verdict",
+];
+
+/// A headline table row.
+pub fn headline_cells(case: &CaseResult) -> Vec<String> {
+    let v = Violations::of(case);
+    let ran = ran(case);
+    let figure = |s: String| if ran { s } else { "-".to_owned() };
+    vec![
+        case.strategy.clone(),
+        case.lease.clone(),
+        figure(rate(case.throughput.completed_per_s)),
+        ms(case.latency.acquire.p50_ms),
+        ms(case.latency.acquire.p99_ms),
+        ms(case.latency.handoff.p50_ms),
+        ms(case.renewal.margin.min_ms),
+        ms(case.renewal.margin.p50_ms),
+        figure(if v.overlaps > 0 {
+            format!("{} ({} ms)", v.overlaps, ms(Some(v.overlap_ms)))
+        } else {
+            "0".to_owned()
+        }),
+        figure(v.lost_updates.to_string()),
+        figure(
+            v.stale_accepted
+                .map_or_else(|| "no fencing".to_owned(), |n| n.to_string()),
+        ),
+        verdict_word(Some(case)).to_owned(),
+    ]
+}
+
+/// The runs' cases, grouped per run, in column order.
+pub fn cases_by_run<'a>(grid: &Grid<'a>) -> Vec<(&'a Results, Vec<&'a CaseResult>)> {
+    let mut out: Vec<(&Results, Vec<&CaseResult>)> = Vec::new();
+    let rows: Vec<&Row<'a>> = grid.rows.iter().collect();
+    for row in rows {
+        let results = &row.run.results;
+        let cases = grid.in_columns(row);
+        match out.iter_mut().find(|(r, _)| std::ptr::eq(*r, results)) {
+            Some((_, list)) => list.extend(cases),
+            None => out.push((results, cases)),
+        }
+    }
+    for (_, cases) in &mut out {
+        // Strategy-major within a run: each strategy's lease modes together.
+        let order: Vec<&str> = grid.strategies.iter().map(|s| s.id.as_str()).collect();
+        cases.sort_by_key(|c| order.iter().position(|id| *id == c.strategy));
+    }
+    out
+}
+
+/// Changes table columns.
+pub const DELTA_COLUMNS: [&str; 10] = [
+    "scenario",
+    "strategy",
+    "CS/s (old → new)",
+    "CS/s change",
+    "acquire p50 change",
+    "acquire p99 change",
+    "overlaps",
+    "lost updates",
+    "stale accepted",
+    "verdict",
+];
+
+/// A changes table row.
+pub fn delta_cells(d: &CaseDelta) -> Vec<String> {
+    let (old, new) = d.violations;
+    let verdict = if d.verdict.0 == d.verdict.1 {
+        d.verdict.1.to_owned()
+    } else {
+        format!("{} → {}", d.verdict.0, d.verdict.1)
+    };
+    vec![
+        d.row.clone(),
+        d.strategy.clone(),
+        format!("{} → {}", rate(d.throughput.0), rate(d.throughput.1)),
+        signed_pct(change_pct(Some(d.throughput.0), Some(d.throughput.1))),
+        signed_pct(change_pct(d.acquire_p50.0, d.acquire_p50.1)),
+        signed_pct(change_pct(d.acquire_p99.0, d.acquire_p99.1)),
+        format!(
+            "{} → {} ({})",
+            old.overlaps,
+            new.overlaps,
+            signed_count(old.overlaps, new.overlaps)
+        ),
+        format!(
+            "{} → {} ({})",
+            old.lost_updates,
+            new.lost_updates,
+            signed_count(old.lost_updates, new.lost_updates)
+        ),
+        match (old.stale_accepted, new.stale_accepted) {
+            (Some(o), Some(n)) => format!("{o} → {n} ({})", signed_count(o, n)),
+            (o, n) => format!(
+                "{} → {}",
+                o.map_or("-".to_owned(), |v| v.to_string()),
+                n.map_or("-".to_owned(), |v| v.to_string())
+            ),
+        },
+        verdict,
+    ]
+}

@@ -1,0 +1,225 @@
+//! The shape every part of a report shares: rows (one per scenario and lease mode, in run order) by
+//! columns (one per strategy), and the facts read off one case (did it run, what it violated).
+
+use crate::comparison::{Comparison, StrategyInfo, SuiteRun};
+use crate::model::{CaseResult, CaseStatus, Verdict};
+
+/// The report's grid.
+#[derive(Debug)]
+pub struct Grid<'a> {
+    /// The strategies, in column order.
+    pub strategies: Vec<StrategyInfo>,
+    /// The rows, in run order.
+    pub rows: Vec<Row<'a>>,
+}
+
+/// One scenario under one lease mode.
+#[derive(Debug)]
+pub struct Row<'a> {
+    /// The scenario's run.
+    pub run: &'a SuiteRun,
+    /// `watchdog` or `fixed:<duration>`.
+    pub lease: String,
+    /// For people: the scenario name, with the lease mode when the scenario runs several or a
+    /// fixed one (`lease-too-short · fixed:1s`).
+    pub label: String,
+    /// For file names: lowercase letters, digits and dashes.
+    pub slug: String,
+    cases: Vec<&'a CaseResult>,
+}
+
+impl<'a> Grid<'a> {
+    /// The grid of `comparison`.
+    pub fn new(comparison: &'a Comparison) -> Self {
+        let mut strategies = comparison.strategies.clone();
+        let mut rows = Vec::new();
+        for run in &comparison.runs {
+            let results = &run.results;
+            let mut leases: Vec<String> = results.scenario.workload.leases.clone();
+            for case in &results.cases {
+                if !leases.contains(&case.lease) {
+                    leases.push(case.lease.clone());
+                }
+                if !strategies.iter().any(|s| s.id == case.strategy) {
+                    strategies.push(comparison.strategy(&case.strategy));
+                }
+            }
+            let several = leases.len() > 1;
+            for lease in leases {
+                let cases: Vec<&CaseResult> =
+                    results.cases.iter().filter(|c| c.lease == lease).collect();
+                if cases.is_empty() {
+                    continue;
+                }
+                let name = &results.scenario.name;
+                let label = if several || lease != "watchdog" {
+                    format!("{name} · {lease}")
+                } else {
+                    name.clone()
+                };
+                let slug = slug(&if several || lease != "watchdog" {
+                    format!("{name}-{lease}")
+                } else {
+                    name.clone()
+                });
+                rows.push(Row {
+                    run,
+                    lease,
+                    label,
+                    slug,
+                    cases,
+                });
+            }
+        }
+        Grid { strategies, rows }
+    }
+
+    /// Every case that ran, with its row, in row then column order.
+    pub fn cases(&self) -> impl Iterator<Item = (&Row<'a>, &'a CaseResult)> {
+        self.rows
+            .iter()
+            .flat_map(move |row| self.in_columns(row).into_iter().map(move |c| (row, c)))
+    }
+
+    /// The row's cases in column order.
+    pub fn in_columns(&self, row: &Row<'a>) -> Vec<&'a CaseResult> {
+        self.strategies
+            .iter()
+            .filter_map(|s| row.case(&s.id))
+            .collect()
+    }
+}
+
+impl<'a> Row<'a> {
+    /// The case of `strategy` in this row.
+    pub fn case(&self, strategy: &str) -> Option<&'a CaseResult> {
+        self.cases.iter().copied().find(|c| c.strategy == strategy)
+    }
+
+    /// The scenario's name.
+    pub fn scenario(&self) -> &'a str {
+        &self.run.results.scenario.name
+    }
+
+    /// Whether the lease mode is fixed (expires unrenewed).
+    pub fn is_fixed(&self) -> bool {
+        self.lease.starts_with("fixed")
+    }
+}
+
+/// Lowercase ASCII letters and digits, everything else one dash.
+pub fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_owned()
+}
+
+/// What the three safety measures found in one case.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Violations {
+    /// Measure 1: overlapping pairs of believed-held intervals.
+    pub overlaps: u64,
+    /// Their total overlap time.
+    pub overlap_ms: f64,
+    /// Measure 2: lost updates.
+    pub lost_updates: u64,
+    /// Measure 3: stale writes the resource accepted (None: the strategy has no fencing tokens).
+    pub stale_accepted: Option<u64>,
+}
+
+impl Violations {
+    /// The findings of `case`.
+    pub fn of(case: &CaseResult) -> Self {
+        let s = &case.safety;
+        Violations {
+            overlaps: s.overlap.pairs,
+            overlap_ms: s.overlap.total_ms,
+            lost_updates: s.lost_updates.lost,
+            stale_accepted: s.fencing.stale_accepted,
+        }
+    }
+
+    /// Sum of the three counts.
+    pub fn total(&self) -> u64 {
+        self.overlaps + self.lost_updates + self.stale_accepted.unwrap_or(0)
+    }
+
+    /// `17 overlaps (4106 ms), 7 lost updates, 13 stale writes accepted`.
+    pub fn describe(&self) -> String {
+        let mut parts = vec![format!(
+            "{} overlap{} ({:.0} ms)",
+            self.overlaps,
+            if self.overlaps == 1 { "" } else { "s" },
+            self.overlap_ms
+        )];
+        parts.push(format!(
+            "{} lost update{}",
+            self.lost_updates,
+            if self.lost_updates == 1 { "" } else { "s" }
+        ));
+        match self.stale_accepted {
+            Some(n) => parts.push(format!("{n} stale write{} accepted", plural(n))),
+            None => parts.push("no fencing".to_owned()),
+        }
+        parts.join(", ")
+    }
+
+    /// Short form for a matrix cell: `17 ovl · 7 lost · 13 stale`.
+    pub fn short(&self) -> String {
+        let mut parts = vec![
+            format!("{} ovl", self.overlaps),
+            format!("{} lost", self.lost_updates),
+        ];
+        if let Some(n) = self.stale_accepted {
+            parts.push(format!("{n} stale"));
+        }
+        parts.join(" · ")
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Whether the case produced figures (it ran, possibly cut short).
+pub fn ran(case: &CaseResult) -> bool {
+    case.safety.verdict != Verdict::Unknown
+        && matches!(
+            case.status,
+            CaseStatus::Complete | CaseStatus::Interrupted | CaseStatus::Failed
+        )
+}
+
+/// The cell text of the verdict: `safe`, `VIOLATED`, `skipped`, `failed`, `not run`.
+pub fn verdict_word(case: Option<&CaseResult>) -> &'static str {
+    match case {
+        None => "not run",
+        Some(c) => match (c.safety.verdict, c.status) {
+            (Verdict::Safe, _) => "safe",
+            (Verdict::Violated, _) => "VIOLATED",
+            (Verdict::Unknown, CaseStatus::Skipped) => "skipped",
+            (Verdict::Unknown, CaseStatus::Failed) => "failed",
+            (Verdict::Unknown, _) => "not run",
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_file_names() {
+        assert_eq!(
+            slug("lease-too-short · fixed:1s"),
+            "lease-too-short-fixed-1s"
+        );
+        assert_eq!(slug("Baseline"), "baseline");
+    }
+}

@@ -1,0 +1,192 @@
+//! Builds a report from a comparison: every chart, the derived findings and, with a baseline file, the
+//! changes — everything the Markdown and HTML renderers then lay out.
+
+use crate::charts::cost::CostChart;
+use crate::charts::latency::LatencyChart;
+use crate::charts::margin::MarginChart;
+use crate::charts::throughput::ThroughputChart;
+use crate::charts::timeline::TimelineChart;
+use crate::charts::verdicts::VerdictMatrix;
+use crate::charts::{Chart, ChartError, render};
+use crate::comparison::Comparison;
+use crate::delta::{self, Deltas};
+use crate::grid::{Grid, ran, slug};
+use crate::model::Verdict;
+use crate::rules::{self, Finding};
+
+/// What a report is made from.
+#[derive(Debug, Clone, Copy)]
+pub struct ReportInput<'a> {
+    /// The results reported.
+    pub current: &'a Comparison,
+    /// An earlier results file and its name, for the changes section.
+    pub baseline: Option<(&'a Comparison, &'a str)>,
+    /// Cost against held locks, per strategy (from a `lockbench scale` run,
+    /// [`crate::scale::ScaleResults::cost_series`]); the charts are drawn only when there is data.
+    pub cost: &'a [crate::scale::CostSeries],
+}
+
+/// The part of the report a chart belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// The verdict matrix.
+    Verdicts,
+    /// Throughput per row.
+    Throughput,
+    /// Acquire latency percentiles per row.
+    Latency,
+    /// Renewal margins per row.
+    Margin,
+    /// Holder timelines per case.
+    Timeline,
+    /// Cost against held locks.
+    Cost,
+}
+
+impl Section {
+    /// Heading of the section.
+    pub fn heading(self) -> &'static str {
+        match self {
+            Section::Verdicts => "Verdict matrix",
+            Section::Throughput => "Throughput",
+            Section::Latency => "Acquire latency percentiles",
+            Section::Margin => "Renewal margin",
+            Section::Timeline => "Holder timelines",
+            Section::Cost => "Cost against held locks",
+        }
+    }
+}
+
+/// A chart with its place in the report.
+#[derive(Debug, Clone)]
+pub struct PlacedChart {
+    /// Its section.
+    pub section: Section,
+    /// Whether it shows a violation (timelines of violated cases are shown first and open).
+    pub violated: bool,
+    /// The chart.
+    pub chart: Chart,
+}
+
+/// A report, ready to lay out.
+#[derive(Debug)]
+pub struct Report<'a> {
+    /// What it reports.
+    pub input: ReportInput<'a>,
+    /// The rows and columns.
+    pub grid: Grid<'a>,
+    /// "Which strategy when".
+    pub findings: Vec<Finding>,
+    /// Changes against the baseline file, with its name.
+    pub deltas: Option<(Deltas, String)>,
+    /// Every chart, in report order.
+    pub charts: Vec<PlacedChart>,
+}
+
+/// Builds the report: draws every chart (a chart that fails to draw fails the report).
+pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
+    let grid = Grid::new(input.current);
+    let findings = rules::derive(&grid);
+    let deltas = input
+        .baseline
+        .map(|(old, name)| (delta::compare(old, input.current), name.to_owned()));
+    let mut charts = Vec::new();
+    let mut place = |section, violated, chart| {
+        charts.push(PlacedChart {
+            section,
+            violated,
+            chart,
+        })
+    };
+    place(
+        Section::Verdicts,
+        false,
+        render(
+            "verdicts",
+            "Verdicts: scenario × strategy",
+            &VerdictMatrix::of(&grid),
+        )?,
+    );
+    for row in &grid.rows {
+        let plot = ThroughputChart::of_row(&grid, row);
+        let title = plot.title.clone();
+        place(
+            Section::Throughput,
+            false,
+            render(&format!("throughput-{}", row.slug), &title, &plot)?,
+        );
+    }
+    for row in &grid.rows {
+        if let Some(plot) = LatencyChart::of_row(&grid, row) {
+            let title = plot.title.clone();
+            place(
+                Section::Latency,
+                false,
+                render(&format!("latency-{}", row.slug), &title, &plot)?,
+            );
+        }
+    }
+    for row in &grid.rows {
+        if let Some(plot) = MarginChart::of_row(&grid, row) {
+            let title = plot.title.clone();
+            place(
+                Section::Margin,
+                false,
+                render(&format!("margin-{}", row.slug), &title, &plot)?,
+            );
+        }
+    }
+    for row in &grid.rows {
+        for strategy in &grid.strategies {
+            let Some(case) = row.case(&strategy.id).filter(|c| ran(c)) else {
+                continue;
+            };
+            if let Some(plot) = TimelineChart::of_case(case, &row.label) {
+                let title = plot.title.clone();
+                let name = format!("timeline-{}-{}", row.slug, slug(&strategy.id));
+                place(
+                    Section::Timeline,
+                    case.safety.verdict == Verdict::Violated,
+                    render(&name, &title, &plot)?,
+                );
+            }
+        }
+    }
+    for plot in CostChart::of_scale(input.cost) {
+        place(
+            Section::Cost,
+            false,
+            render(&format!("cost-{}", plot.slug), &plot.title, &plot)?,
+        );
+    }
+    Ok(Report {
+        input,
+        grid,
+        findings,
+        deltas,
+        charts,
+    })
+}
+
+impl Report<'_> {
+    /// The sections that have charts, in report order.
+    pub fn sections(&self) -> Vec<Section> {
+        let mut sections: Vec<Section> = Vec::new();
+        for placed in &self.charts {
+            if !sections.contains(&placed.section) {
+                sections.push(placed.section);
+            }
+        }
+        sections
+    }
+
+    /// The charts of `section`, violated timelines first.
+    pub fn charts_in(&self, section: Section) -> impl Iterator<Item = &PlacedChart> {
+        let of = move |violated: bool| {
+            self.charts
+                .iter()
+                .filter(move |p| p.section == section && p.violated == violated)
+        };
+        of(true).chain(of(false))
+    }
+}

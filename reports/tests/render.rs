@@ -1,0 +1,327 @@
+//! Renders the reports from a committed fixture — a real `lockbench compare --quick` run of four
+//! strategies (`tests/fixtures/compare-quick.json`) — and checks every file: the charts exist as SVG
+//! with their labels and as valid PNGs of the declared size, the Markdown has the verdict matrix, the
+//! derived rules and the headline numbers, the HTML is self-contained, and a baseline file adds the
+//! changes.
+
+#![allow(clippy::unwrap_used)]
+
+use std::fs;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use lockbench_reports::grid::Grid;
+use lockbench_reports::charts::cost::CostChart;
+use lockbench_reports::charts::render;
+use lockbench_reports::report::{ReportInput, Section};
+use lockbench_reports::rules;
+use lockbench_reports::scale::{CostPoint, CostSeries};
+use lockbench_reports::{Comparison, WrittenReport, write_report};
+
+const FIXTURE: &str = include_str!("fixtures/compare-quick.json");
+
+fn fixture() -> Comparison {
+    Comparison::read(FIXTURE).unwrap()
+}
+
+/// The fixture's report, drawn once for the tests that only read it (drawing is slow in debug builds).
+fn rendered() -> &'static (Comparison, WrittenReport) {
+    static RENDERED: OnceLock<(Comparison, WrittenReport)> = OnceLock::new();
+    RENDERED.get_or_init(|| {
+        let c = fixture();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("reports-render-fixture");
+        let _ = fs::remove_dir_all(&dir);
+        let written = write_report(&dir, input(&c)).unwrap();
+        (c, written)
+    })
+}
+
+fn input(c: &Comparison) -> ReportInput<'_> {
+    ReportInput {
+        current: c,
+        baseline: None,
+        cost: &[],
+    }
+}
+
+/// Width and height from a PNG's IHDR, after checking the signature and decoding every pixel.
+fn png_size(path: &Path) -> (u32, u32) {
+    let bytes = fs::read(path).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{}", path.display());
+    let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut pixels).unwrap();
+    let inked = pixels.chunks(3).filter(|p| p.iter().any(|c| *c < 200)).count();
+    let share = inked as f64 / (pixels.len() / 3) as f64;
+    assert!(
+        share > 0.005 && share < 0.9,
+        "{}: {share} of the pixels are drawn",
+        path.display()
+    );
+    (info.width, info.height)
+}
+
+#[test]
+fn every_file_is_written_with_its_labels() {
+    let (c, written) = rendered();
+    assert!(written.html.exists() && written.markdown.exists());
+    let strategies: Vec<String> = c.strategies.iter().map(|s| s.id.clone()).collect();
+    assert_eq!(
+        strategies,
+        ["memory", "redis-watchdog", "redis-keyspace-naive", "zookeeper"]
+    );
+    let grid = Grid::new(c);
+    let rows: Vec<&str> = grid.rows.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(
+        rows,
+        [
+            "baseline",
+            "long-tail",
+            "lease-too-short · fixed:1s",
+            "lease-too-short · watchdog"
+        ]
+    );
+    let mut sections = Vec::new();
+    for name in &written.charts {
+        let section = section_of(name);
+        sections.push(section);
+        let svg = fs::read_to_string(written.charts_dir.join(format!("{name}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg"), "{name}");
+        let size = png_size(&written.charts_dir.join(format!("{name}.png")));
+        assert!(
+            svg.contains(&format!("viewBox=\"0 0 {} {}\"", size.0, size.1)),
+            "{name}: the PNG has the SVG's size"
+        );
+        assert!(size.0 >= 900 && size.1 >= 150, "{name}: {size:?}");
+        let expected: Vec<&str> = match section {
+            Section::Verdicts => {
+                let mut labels = vec!["Verdicts", "VIOLATED", "safe", "skipped"];
+                labels.extend(strategies.iter().map(String::as_str));
+                labels.extend(rows.iter().copied());
+                labels
+            }
+            Section::Throughput => {
+                let mut labels = vec!["Throughput", "completed critical sections per second"];
+                labels.extend(["memory", "redis-watchdog", "redis-keyspace-naive"]);
+                labels
+            }
+            Section::Latency => vec![
+                "Acquire latency by percentile",
+                "percentile of acquires",
+                "acquire latency (ms, log scale)",
+                "50%",
+                "redis-watchdog",
+            ],
+            Section::Margin => vec![
+                "Renewal margin",
+                "TTL left on the server when the renewal landed (ms)",
+                "redis-watchdog",
+                "TTL",
+            ],
+            Section::Timeline => vec![
+                "ms since the case started",
+                "client ",
+                "held, then released",
+                "two holders at once",
+            ],
+            Section::Cost => vec!["held locks"],
+        };
+        for label in expected {
+            assert!(
+                svg.contains(label),
+                "{name}.svg lacks the label {label:?}"
+            );
+        }
+    }
+    for section in [
+        Section::Verdicts,
+        Section::Throughput,
+        Section::Latency,
+        Section::Margin,
+        Section::Timeline,
+    ] {
+        assert!(sections.contains(&section), "{section:?}");
+    }
+    assert_eq!(
+        sections.iter().filter(|s| **s == Section::Throughput).count(),
+        rows.len()
+    );
+    assert!(!sections.contains(&Section::Cost), "no scale data, no cost chart");
+}
+
+fn section_of(name: &str) -> Section {
+    match name.split('-').next().unwrap() {
+        "verdicts" => Section::Verdicts,
+        "throughput" => Section::Throughput,
+        "latency" => Section::Latency,
+        "margin" => Section::Margin,
+        "timeline" => Section::Timeline,
+        "cost" => Section::Cost,
+        other => panic!("unknown chart {other}"),
+    }
+}
+
+#[test]
+fn markdown_has_the_matrix_the_rules_and_the_numbers() {
+    let (_, written) = rendered();
+    let md = fs::read_to_string(&written.markdown).unwrap();
+    for needle in [
+        "## Verdicts",
+        "| scenario | memory | redis-watchdog | redis-keyspace-naive | zookeeper |",
+        "| lease-too-short · fixed:1s | **VIOLATED",
+        "## Which strategy when",
+        "**Unsafe under lease-too-short · fixed:1s.**",
+        "don't use fixed leases for tasks with tails",
+        "**Fastest safe strategy under baseline.**",
+        "Rule: highest throughput",
+        "## Headline numbers",
+        "| strategy | lease | CS/s | acquire p50 | acquire p99 | hand-off p50 | margin min | margin p50 | overlaps | lost updates | stale accepted | verdict |",
+        "Machine: ",
+        "zookeeper under lease-too-short · fixed:1s: skipped",
+    ] {
+        assert!(md.contains(needle), "report.md lacks {needle:?}\n{md}");
+    }
+    // Every chart the Markdown links exists.
+    let mut links = 0;
+    for part in md.split("](charts/").skip(1) {
+        let name = &part[..part.find(')').unwrap()];
+        assert!(written.charts_dir.join(name).exists(), "{name}");
+        links += 1;
+    }
+    assert_eq!(links, written.charts.len());
+}
+
+#[test]
+fn the_html_is_one_self_contained_file() {
+    let (_, written) = rendered();
+    let html = fs::read_to_string(&written.html).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("<table id=\"verdicts\">"));
+    assert_eq!(html.matches("<svg").count(), written.charts.len());
+    for banned in ["<script", "<link", "<img", "<iframe", "@import", "url(", "src="] {
+        assert!(!html.contains(banned), "report.html contains {banned}");
+    }
+    // The only URL is the SVG namespace (an identifier, never fetched).
+    let urls = html.matches("http://").count() + html.matches("https://").count();
+    assert_eq!(urls, html.matches("http://www.w3.org/2000/svg").count());
+}
+
+#[test]
+fn a_baseline_adds_the_changes() {
+    let c = fixture();
+    let mut old = fixture();
+    for run in &mut old.runs {
+        for case in &mut run.results.cases {
+            case.throughput.completed_per_s *= 2.0;
+            if case.strategy == "redis-watchdog" && case.lease == "watchdog" {
+                case.safety.overlap.pairs += 3;
+            }
+        }
+    }
+    old.runs.retain(|r| r.results.scenario.name != "long-tail");
+    let dir = tempfile::tempdir().unwrap();
+    let written = write_report(
+        dir.path(),
+        ReportInput {
+            current: &c,
+            baseline: Some((&old, "old.json")),
+            cost: &[],
+        },
+    )
+    .unwrap();
+    let md = fs::read_to_string(&written.markdown).unwrap();
+    let html = fs::read_to_string(&written.html).unwrap();
+    for text in [&md, &html] {
+        assert!(text.contains("Changes against old.json"));
+        assert!(text.contains("-50%"), "throughput halved");
+        assert!(text.contains("3 → 0 (-3)"), "overlaps went away");
+        assert!(text.contains("Only in this run: long-tail memory"));
+    }
+    assert!(html.contains("<table id=\"changes\">"));
+}
+
+#[test]
+fn scale_data_adds_cost_charts() {
+    let point = |held: u64, calls: f64, cpu: f64| CostPoint {
+        held_locks: held,
+        renew_calls_per_s: Some(calls),
+        server_cpu_ms_per_s: Some(cpu),
+        client_cpu_percent: cpu / 2.0,
+        rss_mb: 20.0 + held as f64 / 1000.0,
+        threads: 4,
+    };
+    let cost = vec![
+        CostSeries {
+            strategy: "redis-watchdog".into(),
+            stopped: None,
+            points: vec![point(1000, 1000.0, 5.0), point(10_000, 10_000.0, 40.0)],
+        },
+        CostSeries {
+            strategy: "redis-watchdog-batched".into(),
+            stopped: Some("stopped at 9000: budget".into()),
+            points: vec![point(1000, 10.0, 1.0)],
+        },
+    ];
+    let charts = CostChart::of_scale(&cost);
+    assert_eq!(charts.len(), 5, "renew calls, server CPU, client CPU, RSS, threads");
+    let chart = render("cost-renew-calls", &charts[0].title, &charts[0]).unwrap();
+    assert!(chart.svg.contains("held locks (log scale)"));
+    assert!(chart.svg.contains("renew calls per second"));
+    assert!(chart.svg.contains("redis-watchdog-batched (stopped at 9000: budget)"));
+    assert!(CostChart::of_scale(&[]).is_empty(), "no data, no chart");
+}
+
+#[test]
+fn the_rules_follow_from_the_numbers() {
+    let c = fixture();
+    let grid = Grid::new(&c);
+    let findings = rules::derive(&grid);
+    let titles: Vec<&str> = findings.iter().map(|f| f.title.as_str()).collect();
+    assert!(titles.contains(&"Unsafe under lease-too-short · fixed:1s"), "{titles:?}");
+    assert!(titles.contains(&"Safe with watchdog leases"), "{titles:?}");
+    let fastest = findings
+        .iter()
+        .find(|f| f.title == "Fastest safe strategy under baseline")
+        .unwrap();
+    // The pick is the highest baseline throughput among the safe distributed strategies.
+    let baseline = grid.rows.iter().find(|r| r.label == "baseline").unwrap();
+    let safe = findings
+        .iter()
+        .find(|f| f.title == "Safe with watchdog leases")
+        .unwrap();
+    let best = grid
+        .strategies
+        .iter()
+        .filter(|s| s.is_distributed())
+        .filter(|s| safe.conclusion.contains(&s.id))
+        .filter_map(|s| baseline.case(&s.id))
+        .max_by(|a, b| {
+            a.throughput
+                .completed_per_s
+                .total_cmp(&b.throughput.completed_per_s)
+        })
+        .unwrap();
+    assert!(
+        fastest.conclusion.starts_with(&format!("{}:", best.strategy)),
+        "{fastest:?}"
+    );
+    let refs = findings
+        .iter()
+        .find(|f| f.title == "References")
+        .unwrap();
+    assert!(refs.conclusion.contains("memory (in-process)"));
+    assert!(!safe.conclusion.contains("memory"), "references are never picked");
+}
+
+#[test]
+fn a_single_run_file_renders_too() {
+    let c = fixture();
+    let single = c.runs[2].results.to_json();
+    let read = Comparison::read(&single).unwrap();
+    assert_eq!(read.runs.len(), 1);
+    let dir = tempfile::tempdir().unwrap();
+    let written = write_report(dir.path(), input(&read)).unwrap();
+    let md = fs::read_to_string(&written.markdown).unwrap();
+    assert!(md.starts_with("# lockbench run — lease-too-short"), "{md}");
+}
