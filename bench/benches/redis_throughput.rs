@@ -40,6 +40,20 @@ use redis::aio::ConnectionManager;
 
 const TASKS: usize = 64;
 
+const EVALSHA: &str = "EVALSHA return 1";
+const LIB_ONLY: &str = "EVALSHA lib.lua prefix + return 1";
+const RAW_CYCLE: &str = "acquire+release scripts, raw";
+const LOCK_CYCLE: &str = "redis-watchdog cycle (watchdog lease)";
+const FIXED_CYCLE: &str = "redis-watchdog cycle (fixed lease)";
+const FOUR_CLIENTS: &str = "redis-watchdog cycle, 4 clients × 16 tasks";
+
+/// The measured operation called `name`.
+fn by<'a>(ops: &'a [Measured], name: &str) -> &'a Measured {
+    ops.iter()
+        .find(|m| m.name == name)
+        .expect("a measured operation")
+}
+
 type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// One operation of task `i`.
 type Op = Arc<dyn Fn(usize) -> BoxFuture + Send + Sync>;
@@ -131,7 +145,7 @@ async fn measure(server: &RedisServer, ops: &mut [Measured], rounds: u32, length
             let delta = RedisCommandStats::read(server.addr())
                 .unwrap()
                 .since(&stats);
-            m.command_usec += delta.total().usec;
+            m.command_usec += delta.scripts().usec;
         }
     }
 }
@@ -237,9 +251,7 @@ fn print_table(ops: &[Measured]) {
 fn per_call_cost(ops: &[Measured]) -> Option<(f64, f64)> {
     let points: Vec<(f64, f64)> = ops
         .iter()
-        .filter(|m| {
-            m.scripts == 1.0 && m.name.contains("redis.call") || m.name == "EVALSHA return 1"
-        })
+        .filter(|m| m.scripts == 1.0)
         .filter_map(|m| Some((m.lua_calls?, m.per_op().2)))
         .collect();
     let n = points.len() as f64;
@@ -277,32 +289,40 @@ fn main() {
             redis::Script::new(&format!("{body}return 1"))
         };
         let fixed = AcquireOptions::try_once().fixed(Duration::from_secs(30));
-        let mut ops = vec![
-            Measured::new("EVALSHA return 1", Some(0.0), 1.0, script_op(&connection, k_calls(0))),
-            Measured::new("EVALSHA 1 × redis.call", Some(1.0), 1.0, script_op(&connection, k_calls(1))),
-            Measured::new("EVALSHA 2 × redis.call", Some(2.0), 1.0, script_op(&connection, k_calls(2))),
-            Measured::new("EVALSHA 4 × redis.call", Some(4.0), 1.0, script_op(&connection, k_calls(4))),
-            Measured::new("EVALSHA 6 × redis.call", Some(6.0), 1.0, script_op(&connection, k_calls(6))),
-            Measured::new("acquire+release scripts, raw", Some(6.0), 2.0, raw_cycle(&connection)),
+        let mut ops = vec![Measured::new(
+            EVALSHA,
+            Some(0.0),
+            1.0,
+            script_op(&connection, k_calls(0)),
+        )];
+        for k in [1, 2, 4, 6] {
+            let name = format!("EVALSHA {k} × redis.call");
+            let op = script_op(&connection, k_calls(k));
+            ops.push(Measured::new(&name, Some(k as f64), 1.0, op));
+        }
+        let lib_only = script_op(&connection, support::watchdog_scripts::lib_only());
+        ops.extend([
+            Measured::new(LIB_ONLY, None, 1.0, lib_only),
+            Measured::new(RAW_CYCLE, Some(6.0), 2.0, raw_cycle(&connection)),
             Measured::new(
-                "redis-watchdog cycle (watchdog lease)",
+                LOCK_CYCLE,
                 Some(6.0),
                 2.0,
                 lock_cycle(vec![one.clone()], AcquireOptions::try_once()),
             ),
             Measured::new(
-                "redis-watchdog cycle (fixed lease)",
+                FIXED_CYCLE,
                 Some(6.0),
                 2.0,
                 lock_cycle(vec![one.clone()], fixed),
             ),
             Measured::new(
-                "redis-watchdog cycle, 4 clients × 16 tasks",
+                FOUR_CLIENTS,
                 Some(6.0),
                 2.0,
                 lock_cycle(four.clone(), AcquireOptions::try_once()),
             ),
-        ];
+        ]);
         // Warm-up: scripts loaded, connections open, caches warm.
         measure(&server, &mut ops, 1, Duration::from_millis(100)).await;
         for m in &mut ops {
@@ -320,7 +340,7 @@ fn main() {
         println!("{}", support::load_line());
         print_table(&ops);
 
-        let half_evalsha = ops[0].rate() / 2.0;
+        let half_evalsha = by(&ops, EVALSHA).rate() / 2.0;
         let check = |m: &Measured, target: Option<Bound>| Check {
             what: format!("{} ÷ (EVALSHA rate ÷ 2)", m.name),
             value: m.rate(),
@@ -329,18 +349,17 @@ fn main() {
             target,
         };
         let checks = vec![
-            check(&ops[7], Some(Bound::AtLeast(0.7))),
-            check(&ops[8], None),
-            check(&ops[9], None),
-            check(&ops[6], None),
+            check(by(&ops, LOCK_CYCLE), Some(Bound::AtLeast(0.7))),
+            check(by(&ops, FIXED_CYCLE), None),
+            check(by(&ops, FOUR_CLIENTS), None),
+            check(by(&ops, RAW_CYCLE), None),
         ];
         println!();
         print!("{}", render_checks("throughput on 64 independent keys (DESIGN §8)", &checks));
 
-        let (_, server_evalsha, cmd_evalsha) = ops[0].per_op();
-        let (client_evalsha, ..) = ops[0].per_op();
-        let (client_raw, server_raw, cmd_raw) = ops[6].per_op();
-        let (client_lock, server_lock, cmd_lock) = ops[7].per_op();
+        let (client_evalsha, server_evalsha, cmd_evalsha) = by(&ops, EVALSHA).per_op();
+        let (client_raw, server_raw, cmd_raw) = by(&ops, RAW_CYCLE).per_op();
+        let (client_lock, server_lock, cmd_lock) = by(&ops, LOCK_CYCLE).per_op();
         println!("\nwhere the time goes (µs per lock cycle vs per 2 × EVALSHA):");
         println!(
             "  server CPU {server_lock:.1} vs {:.1}; inside commands {cmd_lock:.1} vs {:.1}; client CPU {client_lock:.1} vs {:.1}",
@@ -351,7 +370,7 @@ fn main() {
         println!(
             "  raw scripts (no strategy client): server CPU {server_raw:.1}, inside commands {cmd_raw:.1}, client CPU {client_raw:.1}"
         );
-        let (_, _, cmd_lib) = ops[4].per_op();
+        let (_, _, cmd_lib) = by(&ops, LIB_ONLY).per_op();
         println!(
             "  defining lib.lua's helpers costs {:.2} µs per script call (lib.lua + return 1 vs return 1)",
             cmd_lib - cmd_evalsha

@@ -172,6 +172,7 @@ async fn compare(args: CompareArgs) -> Result<i32, BenchError> {
     let suite = entries(args.quick);
     let mut runs = Vec::new();
     let mut notes = Vec::new();
+    let mut scenario_failed = false;
     let mut interrupted = false;
     for (index, (entry, length)) in suite.iter().enumerate() {
         println!(
@@ -211,8 +212,12 @@ async fn compare(args: CompareArgs) -> Result<i32, BenchError> {
             }
             // Bad flags show on the first scenario: nothing was measured, so stop.
             Err(e @ BenchError::Usage(_)) if runs.is_empty() && notes.is_empty() => return Err(e),
+            // A later scenario that cannot take these strategies (e.g. a fault needing worker
+            // processes, with only in-process strategies chosen) is noted; a failure also fails the
+            // exit code.
             Err(e) => {
                 eprintln!("lockbench: {}: {e}", entry.scenario);
+                scenario_failed |= matches!(e, BenchError::Failed(_));
                 notes.push(format!("{}: {e}", entry.scenario));
             }
         }
@@ -244,8 +249,7 @@ async fn compare(args: CompareArgs) -> Result<i32, BenchError> {
         runs,
         notes,
     };
-    let results_path =
-        output::write_atomic(&out_dir, output::RESULTS_FILE, &comparison.to_json())?;
+    let results_path = output::write_atomic(&out_dir, output::RESULTS_FILE, &comparison.to_json())?;
     let written = report::render(&out_dir, &comparison, None, &[])?;
     println!(
         "\ncompare ({} suite) took {:.0} s",
@@ -257,7 +261,7 @@ async fn compare(args: CompareArgs) -> Result<i32, BenchError> {
     if interrupted {
         return Ok(EXIT_INTERRUPTED);
     }
-    let failed = !comparison.notes.is_empty()
+    let failed = scenario_failed
         || comparison
             .runs
             .iter()
@@ -287,9 +291,9 @@ mod tests {
                     .map(|d| parse_duration(d).expect("suite durations parse"))
                     .or(w.duration)
                     .expect("suite cases are bounded by time");
-                let warmup = length
-                    .warmup
-                    .map_or(w.warmup, |d| parse_duration(d).expect("suite warm-ups parse"));
+                let warmup = length.warmup.map_or(w.warmup, |d| {
+                    parse_duration(d).expect("suite warm-ups parse")
+                });
                 (duration + warmup) * (w.leases.len() as u32) * strategies
             })
             .sum()

@@ -169,7 +169,29 @@ impl RedisCommandStats {
         self.by_command.get(command).copied().unwrap_or_default()
     }
 
-    /// Calls and time summed over every command.
+    /// Calls and time of the script commands (`EVAL`, `EVALSHA`, `FCALL` and their `_RO` forms). Redis
+    /// counts every `redis.call` a script makes again under that command's own name, inside the script's
+    /// time: when only scripts are sent, this — not [`total`](Self::total) — is the server's time in
+    /// commands.
+    pub fn scripts(&self) -> CommandStat {
+        [
+            "eval",
+            "evalsha",
+            "eval_ro",
+            "evalsha_ro",
+            "fcall",
+            "fcall_ro",
+        ]
+        .iter()
+        .map(|name| self.get(name))
+        .fold(CommandStat::default(), |sum, s| CommandStat {
+            calls: sum.calls + s.calls,
+            usec: sum.usec + s.usec,
+        })
+    }
+
+    /// Calls and time summed over every command (commands run by scripts are counted twice: once under
+    /// their own name and once inside the script's time).
     pub fn total(&self) -> CommandStat {
         self.by_command
             .values()

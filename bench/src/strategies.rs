@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
-use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::redis::{
     GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
     RedisWatchdog, RenewalMode, WatchdogConfig,
 };
+use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{Capabilities, Events, LockError, Locker};
 
 use crate::backends::{EndpointAddrs, ServerKind};

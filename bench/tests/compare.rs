@@ -53,18 +53,33 @@ fn compare_quick_runs_the_suite_and_writes_the_reports() {
     ] {
         assert!(stdout.contains(&line), "stdout lacks {line:?}:\n{stdout}");
     }
-    for file in ["results.json", "report.html", "report.md", "charts/verdicts.png", "charts/verdicts.svg"] {
+    for file in [
+        "results.json",
+        "report.html",
+        "report.md",
+        "charts/verdicts.png",
+        "charts/verdicts.svg",
+    ] {
         assert!(out.join(file).is_file(), "{file}");
     }
     for scenario in ["baseline", "long-tail", "lease-too-short"] {
-        assert!(out.join("runs").join(scenario).join("results.json").is_file());
+        assert!(
+            out.join("runs")
+                .join(scenario)
+                .join("results.json")
+                .is_file()
+        );
     }
     check_schemas(&out.join("results.json"));
 
     let c = Comparison::read(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     assert!(c.complete, "{:?}", c.notes);
     assert_eq!(c.suite, "quick");
-    let scenarios: Vec<&str> = c.runs.iter().map(|r| r.results.scenario.name.as_str()).collect();
+    let scenarios: Vec<&str> = c
+        .runs
+        .iter()
+        .map(|r| r.results.scenario.name.as_str())
+        .collect();
     assert_eq!(scenarios, ["baseline", "long-tail", "lease-too-short"]);
     let ids: Vec<&str> = c.strategies.iter().map(|s| s.id.as_str()).collect();
     for id in WATCHDOG_HOLDS {
@@ -100,11 +115,20 @@ fn compare_quick_runs_the_suite_and_writes_the_reports() {
         .iter()
         .filter(|c| c.lease.starts_with("fixed") && c.safety.verdict == Verdict::Violated)
         .count();
-    assert!(fixed_violations >= 5, "fixed leases ran and violated: {fixed_violations}");
+    assert!(
+        fixed_violations >= 5,
+        "fixed leases ran and violated: {fixed_violations}"
+    );
 
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.contains("**Unsafe under lease-too-short · fixed:"), "{md}");
-    assert!(md.contains("**Fastest safe strategy under baseline.**"), "{md}");
+    assert!(
+        md.contains("**Unsafe under lease-too-short · fixed:"),
+        "{md}"
+    );
+    assert!(
+        md.contains("**Fastest safe strategy under baseline.**"),
+        "{md}"
+    );
 
     // `report` renders the same file again, here with itself as the baseline.
     let again = dir.path().join("again");
@@ -117,7 +141,12 @@ fn compare_quick_runs_the_suite_and_writes_the_reports() {
         "--out",
         again.to_str().unwrap(),
     ]);
-    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let md = std::fs::read_to_string(again.join("report.md")).unwrap();
     assert!(md.contains("## Changes against"), "{md}");
     assert!(md.contains("±0%"), "same file, no change: {md}");
@@ -148,14 +177,24 @@ fn report_refuses_bad_input_in_one_line() {
     let truncated = path("truncated.json", "{\"schema_version\": 1, \"runs\": [");
     one_line_usage_error(&["report", &truncated], "not a lockbench results file");
     let wrong_version = path("v9.json", "{\"schema_version\": 9, \"runs\": []}");
-    one_line_usage_error(&["report", &wrong_version], "schema_version 9 is not supported");
+    one_line_usage_error(
+        &["report", &wrong_version],
+        "schema_version 9 is not supported",
+    );
     let wrong_shape = path("shape.json", "{\"schema_version\": 1, \"cases\": 3}");
     one_line_usage_error(&["report", &wrong_shape], "not a lockbench results file");
     let good = dir.path().join("good.json");
-    std::fs::write(&good, include_str!("../../reports/tests/fixtures/compare-quick.json")).unwrap();
+    std::fs::write(
+        &good,
+        include_str!("../../reports/tests/fixtures/compare-quick.json"),
+    )
+    .unwrap();
     let good = good.to_str().unwrap();
     one_line_usage_error(&["report", good, "--baseline", &not_json], "notjson.json");
-    one_line_usage_error(&["report", good, "--scale", &wrong_version], "scale schema_version 9");
+    one_line_usage_error(
+        &["report", good, "--scale", &wrong_version],
+        "scale schema_version 9",
+    );
     one_line_usage_error(&["report"], "required arguments");
     one_line_usage_error(&["compare", "--strategies", "nope"], "--strategies");
 }

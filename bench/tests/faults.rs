@@ -74,12 +74,13 @@ fn within(what: &str, value: Option<f64>, low: f64, high: f64) -> f64 {
 
 #[test]
 fn a_pause_longer_than_the_ttl_is_taken_over_and_fencing_rejects_the_stale_write() {
-    // process-pause: the holder is SIGSTOPped 2.5 s (TTL 1 s) and writes when it runs again.
+    // process-pause: the holder is SIGSTOPped 2 s (TTL 1 s) and writes when it runs again.
     // Measured: 7-11 overlapping pairs, 1 stale write rejected, 0 lost updates, takeover 920-1016 ms
-    // after the pause began.
+    // after the pause began. The preset's 3.5 s leave room after the pause: a resumed worker may
+    // need another timer period (up to its 300 ms task) before it runs its write (seen: 0-252 ms).
     let results = run(
         "process-pause",
-        &["--strategies", "redis-watchdog,etcd-lease", "--duration", "4s"],
+        &["--strategies", "redis-watchdog,etcd-lease"],
     );
     for strategy in ["redis-watchdog", "etcd-lease"] {
         let c = case(&results, strategy);
@@ -88,7 +89,10 @@ fn a_pause_longer_than_the_ttl_is_taken_over_and_fencing_rejects_the_stale_write
         assert_eq!(w.kind, "pause_worker");
         assert!(w.target.starts_with("client "), "{w:?}");
         let paused = w.stop_ms.unwrap() - w.start_ms;
-        assert!((2450.0..=2900.0).contains(&paused), "{strategy}: paused {paused} ms");
+        assert!(
+            (1950.0..=2400.0).contains(&paused),
+            "{strategy}: paused {paused} ms"
+        );
         // Another client got the key while the paused one still believed it held it.
         within(
             &format!("{strategy} takeover"),
@@ -97,7 +101,10 @@ fn a_pause_longer_than_the_ttl_is_taken_over_and_fencing_rejects_the_stale_write
             paused,
         );
         assert!(s.overlap.pairs > 0, "{strategy}: {s:?}");
-        assert!(s.overlap.unnoticed_pairs > 0, "{strategy}: the paused holder noticed nothing");
+        assert!(
+            s.overlap.unnoticed_pairs > 0,
+            "{strategy}: the paused holder noticed nothing"
+        );
         assert_eq!(s.verdict, Verdict::Violated);
         // Fencing: the stale write arrived after the new holders wrote, and was refused.
         assert!(s.fencing.enforced);
@@ -109,36 +116,40 @@ fn a_pause_longer_than_the_ttl_is_taken_over_and_fencing_rejects_the_stale_write
 #[test]
 fn a_crashed_holder_blocks_its_lock_for_about_the_ttl() {
     // client-crash: kill -9 right after an acquire. The lock is free again once the server expires
-    // it: Redis sets the key's TTL at the acquire (measured 1001-1011 ms); an etcd lease and a
+    // it: Redis sets the key's TTL at the acquire (measured 1001-1045 ms); an etcd lease and a
     // ZooKeeper session are renewed per client, up to a renewal period before the acquire, and
-    // expire on the server's own check (measured etcd 920-1179 ms, ZooKeeper 1011-1016 ms). Bounds:
-    // from TTL − one renewal period (Redis: TTL − 60 ms) to TTL + one renewal period + 250 ms.
+    // expire on the server's own check: ZooKeeper's 100 ms tick, etcd's lessor looks every 500 ms
+    // (measured etcd 920-1402 ms, ZooKeeper 1011-1092 ms). Bounds: from TTL − one renewal period
+    // (Redis: TTL − 60 ms) to TTL + one renewal period + 250 ms (etcd: + its 500 ms check).
     let results = run(
         "client-crash",
-        &[
-            "--strategies",
-            "redis-watchdog,etcd-lease,zookeeper",
-            "--duration",
-            "3s",
-        ],
+        &["--strategies", "redis-watchdog,etcd-lease,zookeeper"],
     );
-    for (strategy, low) in [
-        ("redis-watchdog", TTL_MS - 60.0),
-        ("etcd-lease", TTL_MS - RENEW_MS - 60.0),
-        ("zookeeper", TTL_MS - RENEW_MS - 60.0),
+    for (strategy, low, high) in [
+        ("redis-watchdog", TTL_MS - 60.0, TTL_MS + RENEW_MS + 250.0),
+        (
+            "etcd-lease",
+            TTL_MS - RENEW_MS - 60.0,
+            TTL_MS + 500.0 + 250.0,
+        ),
+        (
+            "zookeeper",
+            TTL_MS - RENEW_MS - 60.0,
+            TTL_MS + RENEW_MS + 250.0,
+        ),
     ] {
         let c = case(&results, strategy);
         let w = window(c);
         assert_eq!(w.kind, "crash_worker");
         assert_eq!(w.stop_ms, None, "a crash is not lifted");
-        within(
-            &format!("{strategy} recovery"),
-            w.recovery_ms,
-            low,
-            TTL_MS + RENEW_MS + 250.0,
-        );
+        within(&format!("{strategy} recovery"), w.recovery_ms, low, high);
         // Nobody got in early, and the killed worker's silence is not a failure.
-        assert_eq!(c.safety.verdict, Verdict::Safe, "{strategy}: {:?}", c.safety);
+        assert_eq!(
+            c.safety.verdict,
+            Verdict::Safe,
+            "{strategy}: {:?}",
+            c.safety
+        );
     }
 }
 
@@ -153,10 +164,19 @@ fn fixed_leases_shorter_than_the_task_violate_and_the_watchdog_does_not() {
         .iter()
         .find(|c| c.lease.starts_with("fixed:"))
         .unwrap();
-    let watchdog = results.cases.iter().find(|c| c.lease == "watchdog").unwrap();
+    let watchdog = results
+        .cases
+        .iter()
+        .find(|c| c.lease == "watchdog")
+        .unwrap();
     assert_eq!(fixed.safety.verdict, Verdict::Violated);
     assert!(fixed.safety.overlap.pairs > 0, "{:?}", fixed.safety);
-    assert_eq!(watchdog.safety.verdict, Verdict::Safe, "{:?}", watchdog.safety);
+    assert_eq!(
+        watchdog.safety.verdict,
+        Verdict::Safe,
+        "{:?}",
+        watchdog.safety
+    );
     assert!(watchdog.renewal.renewals > 0);
 }
 
@@ -165,10 +185,7 @@ fn a_failover_to_a_lagging_replica_repeats_fencing_tokens_and_a_caught_up_one_do
     // redis-failover: the replica replicates 300 ms late; the primary dies right after an acquire.
     // Measured over 15 cases: the replica had every lock key stale, tokens repeated (1-2 duplicate
     // tokens accepted) in all, went back in most, and a waiter held a lost lock twice in some.
-    let results = run(
-        "redis-failover",
-        &["--strategies", "redis-watchdog", "--duration", "3500ms"],
-    );
+    let results = run("redis-failover", &["--strategies", "redis-watchdog"]);
     let c = case(&results, "redis-watchdog");
     let w = window(c);
     let p = |name: &str| w.parameters.get(name).and_then(|v| v.as_u64()).unwrap();
@@ -189,23 +206,26 @@ fn a_failover_to_a_lagging_replica_repeats_fencing_tokens_and_a_caught_up_one_do
         &[
             "--strategies",
             "redis-watchdog",
-            "--duration",
-            "3500ms",
             "--fault",
-            "failover at=1500ms target=holder replication_lag=0s",
+            "failover at=1s target=holder replication_lag=0s",
         ],
     );
     let c = case(&results, "redis-watchdog");
     let w = window(c);
     assert_eq!(
-        w.parameters.get("unreplicated_bytes").and_then(|v| v.as_u64()),
+        w.parameters
+            .get("unreplicated_bytes")
+            .and_then(|v| v.as_u64()),
         Some(0),
         "the replica had replicated everything: {w:?}"
     );
     assert_eq!(c.safety.verdict, Verdict::Safe, "{:?}", c.safety);
     assert_eq!(c.safety.fencing.duplicate_tokens, Some(0));
     assert_eq!(c.safety.fencing.token_regressions, Some(0));
-    assert!(w.recovery_ms.is_some(), "clients acquired on the new primary");
+    assert!(
+        w.recovery_ms.is_some(),
+        "clients acquired on the new primary"
+    );
 }
 
 #[test]
@@ -215,12 +235,7 @@ fn a_starved_runtime_loses_timer_renewed_locks_and_a_guard_thread_keeps_its_own(
     // again); redis-guard-thread's OS thread kept renewing, nobody got in.
     let results = run(
         "cpu-starvation",
-        &[
-            "--strategies",
-            "redis-watchdog,redis-guard-thread",
-            "--duration",
-            "4s",
-        ],
+        &["--strategies", "redis-watchdog,redis-guard-thread"],
     );
     let timer = case(&results, "redis-watchdog");
     let w = window(timer);
@@ -245,7 +260,10 @@ fn a_starved_runtime_loses_timer_renewed_locks_and_a_guard_thread_keeps_its_own(
     assert_eq!(thread.safety.verdict, Verdict::Safe, "{:?}", thread.safety);
     assert_eq!(w.loss_noticed_ms, None, "{w:?}");
     if let Some(r) = w.recovery_ms {
-        assert!(r >= 1950.0, "nobody got in while the holder was starved: {w:?}");
+        assert!(
+            r >= 1950.0,
+            "nobody got in while the holder was starved: {w:?}"
+        );
     }
     assert!(thread.renewal.renewals > 0);
 }
@@ -258,7 +276,7 @@ fn a_partitioned_holder_notices_its_loss_before_another_client_gets_in() {
     // retries exactly when the key expires, so it is not asserted here.)
     let results = run(
         "network-partition",
-        &["--strategies", "zookeeper,etcd-lease", "--duration", "4s"],
+        &["--strategies", "zookeeper,etcd-lease"],
     );
     for strategy in ["zookeeper", "etcd-lease"] {
         let c = case(&results, strategy);
@@ -277,7 +295,12 @@ fn a_partitioned_holder_notices_its_loss_before_another_client_gets_in() {
             TTL_MS + RENEW_MS + 500.0,
         );
         assert!(noticed < recovered, "{strategy}: {w:?}");
-        assert_eq!(c.safety.verdict, Verdict::Safe, "{strategy}: {:?}", c.safety);
+        assert_eq!(
+            c.safety.verdict,
+            Verdict::Safe,
+            "{strategy}: {:?}",
+            c.safety
+        );
         assert!(c.renewal.failures > 0, "{strategy}: renewals failed");
     }
 }
@@ -286,10 +309,7 @@ fn a_partitioned_holder_notices_its_loss_before_another_client_gets_in() {
 fn a_frozen_server_holds_everyone_back_for_the_freeze() {
     // server-freeze: SIGSTOP of redis for 1.5 s. Measured: the next acquire 1502-1517 ms after the
     // freeze began; holders give up at their deadline; safe.
-    let results = run(
-        "server-freeze",
-        &["--strategies", "redis-watchdog", "--duration", "3500ms"],
-    );
+    let results = run("server-freeze", &["--strategies", "redis-watchdog"]);
     let c = case(&results, "redis-watchdog");
     let w = window(c);
     assert_eq!(w.kind, "pause_server");
@@ -300,17 +320,9 @@ fn a_frozen_server_holds_everyone_back_for_the_freeze() {
 
 #[test]
 fn leader_loss_keeps_every_lock_safe_and_a_new_leader_takes_over() {
-    // leader-loss: 3-member etcd cluster / ZooKeeper ensemble, leader killed at 1.5 s. Measured:
+    // leader-loss: 3-member etcd cluster / ZooKeeper ensemble, leader killed at 1 s. Measured:
     // new leader 515-604 ms later; safe.
-    let results = run(
-        "leader-loss",
-        &[
-            "--strategies",
-            "etcd-lease,zookeeper",
-            "--duration",
-            "4s",
-        ],
-    );
+    let results = run("leader-loss", &["--strategies", "etcd-lease,zookeeper"]);
     for strategy in ["etcd-lease", "zookeeper"] {
         let c = case(&results, strategy);
         let w = window(c);
@@ -323,7 +335,12 @@ fn leader_loss_keeps_every_lock_safe_and_a_new_leader_takes_over() {
             .unwrap_or_else(|| panic!("{strategy}: no new leader: {w:?}"));
         assert!(elected < 5000.0, "{strategy}: {elected} ms");
         within(&format!("{strategy} recovery"), w.recovery_ms, 0.0, 5000.0);
-        assert_eq!(c.safety.verdict, Verdict::Safe, "{strategy}: {:?}", c.safety);
+        assert_eq!(
+            c.safety.verdict,
+            Verdict::Safe,
+            "{strategy}: {:?}",
+            c.safety
+        );
     }
     let servers = &results.environment.servers;
     assert!(
@@ -350,17 +367,28 @@ fn faults_apply_only_where_they_can_and_bad_ones_are_one_line_errors() {
         "--out",
         dir.path().to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let results = support::read_results(dir.path());
     let ids: Vec<&str> = results.cases.iter().map(|c| c.strategy.as_str()).collect();
     assert!(ids.contains(&"redis-watchdog"), "{ids:?}");
     for absent in ["memory", "redis-guard-thread", "etcd-lease", "zookeeper"] {
-        assert!(!ids.contains(&absent), "{absent} takes no pub/sub fault: {ids:?}");
+        assert!(
+            !ids.contains(&absent),
+            "{absent} takes no pub/sub fault: {ids:?}"
+        );
     }
     for c in &results.cases {
         let w = window(c);
         assert!(w.parameters["kills"].as_u64().unwrap() >= 5, "{w:?}");
-        assert!(w.parameters["connections_killed"].as_u64().unwrap() > 0, "{w:?}");
+        assert!(
+            w.parameters["connections_killed"].as_u64().unwrap() > 0,
+            "{w:?}"
+        );
     }
     assert_eq!(
         results.scenario.workload.faults,
@@ -382,7 +410,13 @@ fn faults_apply_only_where_they_can_and_bad_ones_are_one_line_errors() {
     assert_eq!(out.status.code(), Some(0));
     let c = &support::read_results(dir.path()).cases[0];
     assert_eq!(c.status, CaseStatus::Skipped);
-    assert!(c.error.as_deref().unwrap().contains("leader_kill does not apply"), "{c:?}");
+    assert!(
+        c.error
+            .as_deref()
+            .unwrap()
+            .contains("leader_kill does not apply"),
+        "{c:?}"
+    );
 
     for (args, needle) in [
         (vec!["--fault", "nap at=1s"], "unknown fault kind \"nap\""),
@@ -391,7 +425,12 @@ fn faults_apply_only_where_they_can_and_bad_ones_are_one_line_errors() {
             "needs workers = \"processes\"",
         ),
         (
-            vec!["--scenario", "redis-failover", "--redis", "redis://127.0.0.1:1"],
+            vec![
+                "--scenario",
+                "redis-failover",
+                "--redis",
+                "redis://127.0.0.1:1",
+            ],
             "--redis: failover starts its own servers",
         ),
         (

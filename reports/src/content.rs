@@ -4,7 +4,7 @@
 
 use crate::comparison::Comparison;
 use crate::delta::CaseDelta;
-use crate::format::{change_pct, ms, rate, signed_count, signed_pct};
+use crate::format::{change_pct, duration_ms, ms, rate, signed_count, signed_pct};
 use crate::grid::{Grid, Row, Violations, ran, verdict_word};
 use crate::model::{CaseResult, Results};
 
@@ -89,20 +89,20 @@ pub fn environment_lines(c: &Comparison) -> Vec<String> {
 pub fn workload_line(r: &Results) -> String {
     let w = &r.scenario.workload;
     let length = match (w.duration_ms, w.cycles) {
-        (Some(d), _) => format!("{} s measured", rate(d / 1e3)),
+        (Some(d), _) => format!("{} measured", duration_ms(d)),
         (None, Some(n)) => format!("{n} cycles"),
         (None, None) => "unbounded".to_owned(),
     };
     format!(
-        "{} clients on {} keys, task {}, leases {} (watchdog TTL {} ms), on lost() {}, {} workers; {length} after {} ms warm-up.",
+        "{} clients on {} keys, task {}, leases {} (watchdog TTL {}), on lost() {}, {} workers; {length} after {} warm-up.",
         w.clients,
         w.keys,
         w.task,
         w.leases.join(", "),
-        ms(Some(w.watchdog_timeout_ms)),
+        duration_ms(w.watchdog_timeout_ms),
         w.on_lost,
         w.workers,
-        ms(Some(w.warmup_ms))
+        duration_ms(w.warmup_ms)
     )
 }
 

@@ -13,6 +13,21 @@ pub fn ms(value: Option<f64>) -> String {
     }
 }
 
+/// A length for people: `0 s`, `500 ms`, `1.5 s`, `10 s`.
+pub fn duration_ms(ms: f64) -> String {
+    if !ms.is_finite() {
+        "-".to_owned()
+    } else if ms == 0.0 {
+        "0 s".to_owned()
+    } else if ms < 1000.0 {
+        let t = format!("{ms:.1}");
+        format!("{} ms", t.trim_end_matches(".0"))
+    } else {
+        let s = format!("{:.3}", ms / 1000.0);
+        format!("{} s", s.trim_end_matches('0').trim_end_matches('.'))
+    }
+}
+
 /// A rate or other positive figure: `0.42`, `4.7`, `52`, `12 345`.
 pub fn rate(value: f64) -> String {
     if !value.is_finite() {
@@ -32,7 +47,7 @@ pub fn group(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push('\u{2009}');
         }
         out.push(c);
@@ -87,5 +102,10 @@ mod tests {
         assert_eq!(signed_pct(change_pct(Some(100.0), Some(103.0))), "+3.0%");
         assert_eq!(signed_pct(change_pct(Some(0.0), Some(1.0))), "-");
         assert_eq!(signed_count(3, 1), "-2");
+        assert_eq!(duration_ms(0.0), "0 s");
+        assert_eq!(duration_ms(500.0), "500 ms");
+        assert_eq!(duration_ms(2.5), "2.5 ms");
+        assert_eq!(duration_ms(1500.0), "1.5 s");
+        assert_eq!(duration_ms(10_000.0), "10 s");
     }
 }

@@ -105,7 +105,10 @@ mod tests {
         let curve = percentile_curve(&hist);
         let percentiles: Vec<f64> = curve.iter().map(|p| p.percentile).collect();
         // 1000 samples resolve up to 99.5; the max closes the curve at 99.9 (the last sample).
-        assert_eq!(percentiles[..8], [0.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5]);
+        assert_eq!(
+            percentiles[..8],
+            [0.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5]
+        );
         let last = *curve.last().unwrap();
         assert!((last.percentile - 99.9).abs() < 1e-9, "{last:?}");
         assert!((last.value_ms - 1.0).abs() < 0.01, "{last:?}");

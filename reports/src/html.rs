@@ -190,9 +190,9 @@ pub fn render(report: &Report<'_>) -> String {
                 escape(&placed.chart.title)
             );
             if section == Section::Timeline {
-                let _ = write!(
+                let _ = writeln!(
                     out,
-                    "<details{}><summary>{}</summary>{figure}</details>\n",
+                    "<details{}><summary>{}</summary>{figure}</details>",
                     if placed.violated { " open" } else { "" },
                     escape(&placed.chart.title)
                 );

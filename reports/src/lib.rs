@@ -16,9 +16,9 @@
 //! | [`delta`] | changes against a baseline results file |
 //! | [`charts`] | every chart, as SVG and PNG, with the embedded font |
 //! | [`report`] | builds a report: charts, findings, changes |
-//! | [`content`], [`format`] | the cells and figures both formats show |
+//! | [`content`], [`mod@format`] | the cells and figures both formats show |
 //! | [`markdown`], [`html`] | the two layouts |
-//! | [`write`] | writes a report to a directory |
+//! | [`mod@write`] | writes a report to a directory |
 
 pub mod charts;
 pub mod comparison;

@@ -17,7 +17,11 @@ fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
     let _ = writeln!(
         out,
         "| {} |",
-        header.iter().map(|h| cell(h)).collect::<Vec<_>>().join(" | ")
+        header
+            .iter()
+            .map(|h| cell(h))
+            .collect::<Vec<_>>()
+            .join(" | ")
     );
     let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
     for row in rows {

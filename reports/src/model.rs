@@ -246,9 +246,12 @@ pub struct FaultWindow {
     /// When it was lifted; null when it is permanent for the rest of the case (a crash, a killed
     /// primary or leader) or instantaneous (a dropped connection).
     pub stop_ms: Option<f64>,
-    /// The lock-unavailable window after the fault: from `start_ms` until another client acquired
-    /// the key the target held (crash), or until any client acquired any key (server-side faults).
-    /// Null when not measured or when no acquire followed before the case ended.
+    /// The lock-unavailable window after the fault. For a fault aimed at a holder (worker faults,
+    /// network faults on one client, a failover right after an acquire): from `start_ms` until
+    /// another client acquired the key that holder held. For a fault on the server or on every
+    /// client: until any client's acquire returned (an acquire already in flight can return just
+    /// after the fault). Null when not measured (`proxy_delay` on every client, `pubsub_kill`) or
+    /// when no acquire followed before the case ended.
     pub recovery_ms: Option<f64>,
     /// For a fault aimed at a holder: from `start_ms` until that holder noticed `lost()` (its
     /// believed-held interval ended by the loss). Null when it never noticed (it released normally,

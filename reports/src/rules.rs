@@ -125,7 +125,11 @@ fn headline_row<'g, 'a>(grid: &'g Grid<'a>) -> Option<&'g Row<'a>> {
 fn violations_by_row(grid: &Grid<'_>) -> Vec<Finding> {
     let mut findings = Vec::new();
     for row in &grid.rows {
-        let cases: Vec<&CaseResult> = grid.in_columns(row).into_iter().filter(|c| ran(c)).collect();
+        let cases: Vec<&CaseResult> = grid
+            .in_columns(row)
+            .into_iter()
+            .filter(|c| ran(c))
+            .collect();
         let violated: Vec<&&CaseResult> = cases
             .iter()
             .filter(|c| c.safety.verdict == Verdict::Violated)
@@ -138,11 +142,9 @@ fn violations_by_row(grid: &Grid<'_>) -> Vec<Finding> {
             .filter(|c| c.safety.verdict == Verdict::Safe)
             .map(|c| c.strategy.as_str())
             .collect();
-        let lesson = row
-            .run
-            .if_violated
-            .clone()
-            .unwrap_or_else(|| "a strategy that violates here is not a lock under this scenario".into());
+        let lesson = row.run.if_violated.clone().unwrap_or_else(|| {
+            "a strategy that violates here is not a lock under this scenario".into()
+        });
         let names: Vec<&str> = violated.iter().map(|c| c.strategy.as_str()).collect();
         let mut conclusion = format!(
             "Violated under {}: {} ({} of {} that ran).",
@@ -368,7 +370,10 @@ fn cheapest_on_server(row: &Row<'_>, safe: &[&str]) -> Option<Finding> {
             "fewest server requests per completed critical section under {} among the safe distributed strategies (Redis counts commands, etcd gRPC calls, ZooKeeper packets: compare within one server kind)",
             row.label
         ),
-        conclusion: format!("{} ({kind}): {value:.1} requests per critical section.", best.strategy),
+        conclusion: format!(
+            "{} ({kind}): {value:.1} requests per critical section.",
+            best.strategy
+        ),
         evidence,
     })
 }

@@ -110,7 +110,9 @@ pub struct ScalePoint {
     pub lost: u64,
     /// Server CPU time per second of holding, in ms (a whole core is 1000); absent when unknown.
     pub server_cpu_ms_per_s: Option<f64>,
-    /// Redis only: time the server spent executing commands (`INFO commandstats` usec) per second, ms.
+    /// Redis only: time the server spent executing the renew scripts (`INFO commandstats` usec of the
+    /// script commands) per second, ms. Redis measures it in wall-clock time, so on a busy machine it can
+    /// exceed the CPU time.
     pub server_command_ms_per_s: Option<f64>,
     /// Client CPU (user + system, the whole process) in percent of one core.
     pub client_cpu_percent: f64,

@@ -87,10 +87,7 @@ pub fn write_report(dir: &Path, input: ReportInput<'_>) -> Result<WrittenReport,
     let mut names = Vec::new();
     for placed in &report.charts {
         let chart = &placed.chart;
-        write_file(
-            &charts_dir.join(format!("{}.png", chart.name)),
-            &chart.png,
-        )?;
+        write_file(&charts_dir.join(format!("{}.png", chart.name)), &chart.png)?;
         write_file(
             &charts_dir.join(format!("{}.svg", chart.name)),
             chart.svg.as_bytes(),
@@ -118,9 +115,7 @@ fn remove_old_charts(dir: &Path) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        let ours = path
-            .extension()
-            .is_some_and(|e| e == "png" || e == "svg")
+        let ours = path.extension().is_some_and(|e| e == "png" || e == "svg")
             && path
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())

@@ -47,7 +47,10 @@ fn load(page: &Path) -> (String, Vec<String>) {
             "--dump-dom",
         ])
         .arg(format!("file://{}", page.display()))
-        .arg(format!("--user-data-dir={}", profile.path().join("profile").display()))
+        .arg(format!(
+            "--user-data-dir={}",
+            profile.path().join("profile").display()
+        ))
         .stdout(std::fs::File::create(&stdout_path).unwrap())
         .stderr(std::fs::File::create(&stderr_path).unwrap())
         .spawn()
@@ -99,10 +102,23 @@ fn the_report_loads_cleanly_and_shows_the_verdicts() {
     .unwrap();
     let (dom, console) = load(&written.html);
     assert!(console.is_empty(), "console messages: {console:?}");
-    let table = &dom[dom.find("<table id=\"verdicts\">").expect("verdict table in the DOM")..];
+    let table = &dom[dom
+        .find("<table id=\"verdicts\">")
+        .expect("verdict table in the DOM")..];
     let table = &table[..table.find("</table>").unwrap()];
-    for text in ["redis-watchdog", "zookeeper", "lease-too-short · fixed:1s", "VIOLATED", "safe", "skipped"] {
+    for text in [
+        "redis-watchdog",
+        "zookeeper",
+        "lease-too-short · fixed:1s",
+        "VIOLATED",
+        "safe",
+        "skipped",
+    ] {
         assert!(table.contains(text), "the verdict table lacks {text:?}");
     }
-    assert_eq!(dom.matches("<svg").count(), written.charts.len(), "every chart rendered inline");
+    assert_eq!(
+        dom.matches("<svg").count(),
+        written.charts.len(),
+        "every chart rendered inline"
+    );
 }

@@ -10,9 +10,9 @@ use std::fs;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use lockbench_reports::grid::Grid;
 use lockbench_reports::charts::cost::CostChart;
 use lockbench_reports::charts::render;
+use lockbench_reports::grid::Grid;
 use lockbench_reports::report::{ReportInput, Section};
 use lockbench_reports::rules;
 use lockbench_reports::scale::{CostPoint, CostSeries};
@@ -52,7 +52,10 @@ fn png_size(path: &Path) -> (u32, u32) {
     let mut reader = decoder.read_info().unwrap();
     let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
     let info = reader.next_frame(&mut pixels).unwrap();
-    let inked = pixels.chunks(3).filter(|p| p.iter().any(|c| *c < 200)).count();
+    let inked = pixels
+        .chunks(3)
+        .filter(|p| p.iter().any(|c| *c < 200))
+        .count();
     let share = inked as f64 / (pixels.len() / 3) as f64;
     assert!(
         share > 0.005 && share < 0.9,
@@ -69,7 +72,12 @@ fn every_file_is_written_with_its_labels() {
     let strategies: Vec<String> = c.strategies.iter().map(|s| s.id.clone()).collect();
     assert_eq!(
         strategies,
-        ["memory", "redis-watchdog", "redis-keyspace-naive", "zookeeper"]
+        [
+            "memory",
+            "redis-watchdog",
+            "redis-keyspace-naive",
+            "zookeeper"
+        ]
     );
     let grid = Grid::new(c);
     let rows: Vec<&str> = grid.rows.iter().map(|r| r.label.as_str()).collect();
@@ -93,11 +101,21 @@ fn every_file_is_written_with_its_labels() {
             svg.contains(&format!("viewBox=\"0 0 {} {}\"", size.0, size.1)),
             "{name}: the PNG has the SVG's size"
         );
-        assert!(size.0 >= 900 && size.1 >= 150, "{name}: {size:?}");
+        assert!(size.0 >= 600 && size.1 >= 150, "{name}: {size:?}");
+        assert!(
+            !svg.contains("height=\"-") && !svg.contains("width=\"-"),
+            "{name}: negative sizes"
+        );
         let expected: Vec<&str> = match section {
             Section::Verdicts => {
                 let mut labels = vec!["Verdicts", "VIOLATED", "safe", "skipped"];
-                labels.extend(strategies.iter().map(String::as_str));
+                // Long ids are split over two lines after their last dash.
+                for id in &strategies {
+                    match id.rfind('-').filter(|_| id.len() > 16) {
+                        Some(i) => labels.extend([&id[..=i], &id[i + 1..]]),
+                        None => labels.push(id),
+                    }
+                }
                 labels.extend(rows.iter().copied());
                 labels
             }
@@ -128,10 +146,7 @@ fn every_file_is_written_with_its_labels() {
             Section::Cost => vec!["held locks"],
         };
         for label in expected {
-            assert!(
-                svg.contains(label),
-                "{name}.svg lacks the label {label:?}"
-            );
+            assert!(svg.contains(label), "{name}.svg lacks the label {label:?}");
         }
     }
     for section in [
@@ -144,10 +159,16 @@ fn every_file_is_written_with_its_labels() {
         assert!(sections.contains(&section), "{section:?}");
     }
     assert_eq!(
-        sections.iter().filter(|s| **s == Section::Throughput).count(),
+        sections
+            .iter()
+            .filter(|s| **s == Section::Throughput)
+            .count(),
         rows.len()
     );
-    assert!(!sections.contains(&Section::Cost), "no scale data, no cost chart");
+    assert!(
+        !sections.contains(&Section::Cost),
+        "no scale data, no cost chart"
+    );
 }
 
 fn section_of(name: &str) -> Section {
@@ -199,7 +220,9 @@ fn the_html_is_one_self_contained_file() {
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("<table id=\"verdicts\">"));
     assert_eq!(html.matches("<svg").count(), written.charts.len());
-    for banned in ["<script", "<link", "<img", "<iframe", "@import", "url(", "src="] {
+    for banned in [
+        "<script", "<link", "<img", "<iframe", "@import", "url(", "src=",
+    ] {
         assert!(!html.contains(banned), "report.html contains {banned}");
     }
     // The only URL is the SVG namespace (an identifier, never fetched).
@@ -264,11 +287,19 @@ fn scale_data_adds_cost_charts() {
         },
     ];
     let charts = CostChart::of_scale(&cost);
-    assert_eq!(charts.len(), 5, "renew calls, server CPU, client CPU, RSS, threads");
+    assert_eq!(
+        charts.len(),
+        5,
+        "renew calls, server CPU, client CPU, RSS, threads"
+    );
     let chart = render("cost-renew-calls", &charts[0].title, &charts[0]).unwrap();
     assert!(chart.svg.contains("held locks (log scale)"));
     assert!(chart.svg.contains("renew calls per second"));
-    assert!(chart.svg.contains("redis-watchdog-batched (stopped at 9000: budget)"));
+    assert!(
+        chart
+            .svg
+            .contains("redis-watchdog-batched (stopped at 9000: budget)")
+    );
     assert!(CostChart::of_scale(&[]).is_empty(), "no data, no chart");
 }
 
@@ -278,7 +309,10 @@ fn the_rules_follow_from_the_numbers() {
     let grid = Grid::new(&c);
     let findings = rules::derive(&grid);
     let titles: Vec<&str> = findings.iter().map(|f| f.title.as_str()).collect();
-    assert!(titles.contains(&"Unsafe under lease-too-short · fixed:1s"), "{titles:?}");
+    assert!(
+        titles.contains(&"Unsafe under lease-too-short · fixed:1s"),
+        "{titles:?}"
+    );
     assert!(titles.contains(&"Safe with watchdog leases"), "{titles:?}");
     let fastest = findings
         .iter()
@@ -303,15 +337,17 @@ fn the_rules_follow_from_the_numbers() {
         })
         .unwrap();
     assert!(
-        fastest.conclusion.starts_with(&format!("{}:", best.strategy)),
+        fastest
+            .conclusion
+            .starts_with(&format!("{}:", best.strategy)),
         "{fastest:?}"
     );
-    let refs = findings
-        .iter()
-        .find(|f| f.title == "References")
-        .unwrap();
+    let refs = findings.iter().find(|f| f.title == "References").unwrap();
     assert!(refs.conclusion.contains("memory (in-process)"));
-    assert!(!safe.conclusion.contains("memory"), "references are never picked");
+    assert!(
+        !safe.conclusion.contains("memory"),
+        "references are never picked"
+    );
 }
 
 #[test]

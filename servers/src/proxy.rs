@@ -170,7 +170,11 @@ impl Proxy {
     /// failover). Live connections keep their server; [`reset_all`](Self::reset_all) ends them so
     /// the clients reconnect to the new one.
     pub fn set_upstream(&self, upstream: SocketAddr) {
-        *self.shared.upstream.lock().unwrap_or_else(|p| p.into_inner()) = upstream;
+        *self
+            .shared
+            .upstream
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = upstream;
     }
 
     /// Sets the fault for one direction; it applies to every chunk read from now on, on live
@@ -410,10 +414,7 @@ mod tests {
 
     /// Opens a connection through `proxy` and reads one byte: the tag of the upstream listener that
     /// got it. Returns both ends and the tag.
-    fn tag_through(
-        proxy: &Proxy,
-        upstreams: &[(&TcpListener, u8)],
-    ) -> (TcpStream, TcpStream, u8) {
+    fn tag_through(proxy: &Proxy, upstreams: &[(&TcpListener, u8)]) -> (TcpStream, TcpStream, u8) {
         let mut client = TcpStream::connect(proxy.addr()).unwrap();
         client
             .set_read_timeout(Some(Duration::from_secs(5)))
@@ -448,7 +449,14 @@ mod tests {
         proxy.set_upstream(b.local_addr().unwrap());
         assert_eq!(proxy.upstream(), b.local_addr().unwrap());
         let (_second, _second_server, tag) = tag_through(&proxy, &upstreams);
-        assert_eq!(tag, b'b', "a connection made after set_upstream goes to the new server");
-        assert_eq!(proxy.connections(), 2, "the first connection stays on its server");
+        assert_eq!(
+            tag, b'b',
+            "a connection made after set_upstream goes to the new server"
+        );
+        assert_eq!(
+            proxy.connections(),
+            2,
+            "the first connection stays on its server"
+        );
     }
 }

@@ -39,7 +39,9 @@ impl HolderSampler {
     /// A sampler for a case with `keys` keys.
     pub fn new(keys: u32) -> Self {
         HolderSampler {
-            recent: (0..keys.min(SAMPLED_KEYS)).map(|_| VecDeque::new()).collect(),
+            recent: (0..keys.min(SAMPLED_KEYS))
+                .map(|_| VecDeque::new())
+                .collect(),
             head: Vec::new(),
             frozen: None,
         }

@@ -130,14 +130,20 @@ mod tests {
             redis_url_via("redis://u:pw@127.0.0.1:6379/3", p1),
             "redis://u:pw@127.0.0.1:9001/3"
         );
-        assert_eq!(redis_url_via("127.0.0.1:6379", p1), "redis://127.0.0.1:9001/");
+        assert_eq!(
+            redis_url_via("127.0.0.1:6379", p1),
+            "redis://127.0.0.1:9001/"
+        );
         let base = EndpointAddrs {
             redis: None,
             etcd: vec!["http://127.0.0.1:1".into(), "http://127.0.0.1:2".into()],
             zookeeper: Some("127.0.0.1:1,127.0.0.1:2/locks".into()),
         };
         let etcd = rewrite(ServerKind::Etcd, &base, &[p1, p2]);
-        assert_eq!(etcd.etcd, ["http://127.0.0.1:9001", "http://127.0.0.1:9002"]);
+        assert_eq!(
+            etcd.etcd,
+            ["http://127.0.0.1:9001", "http://127.0.0.1:9002"]
+        );
         assert_eq!(etcd.zookeeper, base.zookeeper, "other servers untouched");
         let zk = rewrite(ServerKind::ZooKeeper, &base, &[p1, p2]);
         assert_eq!(
@@ -145,7 +151,9 @@ mod tests {
             Some("127.0.0.1:9001,127.0.0.1:9002/locks")
         );
         assert_eq!(
-            server_sockets(ServerKind::ZooKeeper, &base).expect("sockets").len(),
+            server_sockets(ServerKind::ZooKeeper, &base)
+                .expect("sockets")
+                .len(),
             2
         );
         assert!(server_sockets(ServerKind::Redis, &base).is_err());

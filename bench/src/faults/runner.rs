@@ -259,7 +259,7 @@ async fn measure_victim(env: &FaultEnv, victim: Victim, cursor: usize, t0: u64, 
     };
     let (noticed, recovered) = tokio::join!(noticed, recovered);
     rec.noticed = noticed;
-    rec.recovery = recovered;
+    rec.recovery = recovered.filter(|_| rec.kind.measures_recovery());
 }
 
 /// After a server-wide fault at `t0`: when any client acquired any key.
@@ -347,7 +347,9 @@ async fn worker_fault(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             let quota = match CpuQuota::apply(pid, spec.quota, spec.period) {
                 Ok(q) => q,
                 Err(e) => {
-                    rec.note(format!("not applied: cgroup CPU quota unavailable here: {e}"));
+                    rec.note(format!(
+                        "not applied: cgroup CPU quota unavailable here: {e}"
+                    ));
                     return;
                 }
             };
@@ -436,9 +438,8 @@ async fn network_fault(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     }
     match victim {
         Some(v) => measure_victim(env, v, cursor, t0, rec).await,
-        // A slow network is not an outage: nothing to recover from.
-        None if spec.kind == FaultKind::ProxyDelay => {}
-        None => measure_any(env, cursor, t0, rec).await,
+        None if spec.kind.measures_recovery() => measure_any(env, cursor, t0, rec).await,
+        None => {}
     }
 }
 
@@ -495,9 +496,11 @@ async fn server_fault(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     let measure = match spec.kind {
         FaultKind::PauseServer => {
             let target = match &env.server {
-                ServerAccess::Shared { pid: Some(pid), kind, socket } => {
-                    Some((*pid, format!("{} {socket}", kind.name())))
-                }
+                ServerAccess::Shared {
+                    pid: Some(pid),
+                    kind,
+                    socket,
+                } => Some((*pid, format!("{} {socket}", kind.name()))),
                 ServerAccess::Own(own) => {
                     let own = own.clone();
                     blocking(move || Ok(own.serving_pid())).await.ok().flatten()
@@ -505,7 +508,9 @@ async fn server_fault(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 _ => None,
             };
             let Some((pid, what)) = target else {
-                rec.note("not applied: the server was not started by lockbench (no process to pause)");
+                rec.note(
+                    "not applied: the server was not started by lockbench (no process to pause)",
+                );
                 return;
             };
             rec.target = what;
@@ -539,13 +544,19 @@ async fn server_fault(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                     let args = ["CLIENT", "UNPAUSE"].map(str::to_owned).to_vec();
                     let _ = redis_command(socket, args).await;
                 }
-                rec.stop = Some(env.clock.now().min(t0 + duration_ns(spec.duration.unwrap_or_default())));
+                rec.stop = Some(
+                    env.clock
+                        .now()
+                        .min(t0 + duration_ns(spec.duration.unwrap_or_default())),
+                );
                 true
             } else {
                 let (kills, killed) = pubsub_kills(spec, env, socket, t0).await;
                 rec.param("kills", kills);
                 rec.param("connections_killed", killed);
-                rec.stop = spec.duration.map(|d| (t0 + duration_ns(d)).min(env.clock.now()));
+                rec.stop = spec
+                    .duration
+                    .map(|d| (t0 + duration_ns(d)).min(env.clock.now()));
                 false
             }
         }
@@ -574,7 +585,11 @@ async fn server_fault(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 }
             }
             if let Some(v) = &victim {
-                rec.target = format!("{} (right after {} acquired)", rec.target, describe_victim(v));
+                rec.target = format!(
+                    "{} (right after {} acquired)",
+                    rec.target,
+                    describe_victim(v)
+                );
                 rec.param("client", v.client);
                 if let Some((key, _)) = v.held {
                     rec.param("key", key);
@@ -617,7 +632,9 @@ async fn pubsub_kills(spec: &FaultSpec, env: &FaultEnv, socket: SocketAddr, t0: 
     let end = spec.duration.map(|d| t0 + duration_ns(d));
     let (mut kills, mut killed) = (0u64, 0u64);
     loop {
-        let args = ["CLIENT", "KILL", "TYPE", "pubsub"].map(str::to_owned).to_vec();
+        let args = ["CLIENT", "KILL", "TYPE", "pubsub"]
+            .map(str::to_owned)
+            .to_vec();
         if let Ok(reply) = redis_command(socket, args).await {
             kills += 1;
             killed += reply.trim().parse::<u64>().unwrap_or(0);

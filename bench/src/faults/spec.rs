@@ -115,6 +115,16 @@ impl FaultKind {
         }
     }
 
+    /// Whether the fault can make a lock unavailable, so the time until the next acquire is worth
+    /// recording (a CPU hog, a slow network or dropped pub/sub connections slow things down; they do
+    /// not take a lock away by themselves).
+    pub fn measures_recovery(self) -> bool {
+        !matches!(
+            self,
+            FaultKind::CpuHog | FaultKind::ProxyDelay | FaultKind::PubsubKill
+        )
+    }
+
     /// What acts on what: a client process, the proxies, or the server.
     pub fn scope(self) -> FaultScope {
         match self {
@@ -345,9 +355,7 @@ impl FaultSpec {
         let length = positive("duration", duration("duration", &file.duration)?)?;
         let every = positive("every", duration("every", &file.every)?)?;
         if every.is_some() && length.is_none() {
-            return Err(format!(
-                "every: needs a duration (how long {kind} repeats)"
-            ));
+            return Err(format!("every: needs a duration (how long {kind} repeats)"));
         }
         let target = match &file.target {
             Some(t) => parse_target(t).map_err(|e| format!("target: {e}"))?,
@@ -360,7 +368,8 @@ impl FaultSpec {
             // A failover may strike right after a client acquired (its lock is then the newest,
             // least replicated write).
             FaultScope::Server => {
-                target == Target::Server || (kind == FaultKind::Failover && target == Target::Holder)
+                target == Target::Server
+                    || (kind == FaultKind::Failover && target == Target::Holder)
             }
         };
         if !target_ok {
@@ -380,8 +389,8 @@ impl FaultSpec {
                 format_duration(period)
             ));
         }
-        let quota = positive("quota", duration("quota", &file.quota)?)?
-            .unwrap_or(Duration::from_millis(5));
+        let quota =
+            positive("quota", duration("quota", &file.quota)?)?.unwrap_or(Duration::from_millis(5));
         if quota < Duration::from_millis(1) {
             return Err(format!(
                 "quota: must be at least 1ms (the kernel's bound), got {}",
@@ -535,8 +544,9 @@ mod tests {
         let s = resolve("failover at=2s replication_lag=300ms").expect("valid");
         assert_eq!(s.target, Target::Server);
         assert_eq!(resolve(&s.to_string()), Ok(s));
-        let d = resolve("proxy_delay at=1s duration=1s delay=200ms direction=downstream target=all")
-            .expect("valid");
+        let d =
+            resolve("proxy_delay at=1s duration=1s delay=200ms direction=downstream target=all")
+                .expect("valid");
         assert_eq!(d.direction, Directions::Downstream);
         assert_eq!(resolve(&d.to_string()), Ok(d.clone()));
         assert!(
@@ -552,19 +562,37 @@ mod tests {
             ("", "empty fault"),
             ("nap at=1s", "kind: unknown fault kind"),
             ("pause_worker at=1s", "duration: missing"),
-            ("pause_worker duration=0s", "duration: must be longer than 0"),
-            ("pause_worker duration=1s delay=5ms", "delay: does not apply"),
+            (
+                "pause_worker duration=0s",
+                "duration: must be longer than 0",
+            ),
+            (
+                "pause_worker duration=1s delay=5ms",
+                "delay: does not apply",
+            ),
             ("crash_worker duration=1s", "duration: does not apply"),
-            ("crash_worker target=server", "target: server does not apply"),
+            (
+                "crash_worker target=server",
+                "target: server does not apply",
+            ),
             ("failover target=all", "target: all does not apply"),
             ("leader_kill target=holder", "target: holder does not apply"),
             ("proxy_delay duration=1s", "delay: missing"),
             ("proxy_reset every=100ms", "every: needs a duration"),
-            ("pause_worker at=soon duration=1s", "at: expected a duration"),
-            ("pause_worker duration=1s target=client:x", "target: expected"),
+            (
+                "pause_worker at=soon duration=1s",
+                "at: expected a duration",
+            ),
+            (
+                "pause_worker duration=1s target=client:x",
+                "target: expected",
+            ),
             ("cpu_hog duration=1s threads=0", "threads: must be"),
             ("cgroup_quota duration=1s period=2s", "period: must be"),
-            ("proxy_blackhole duration=1s direction=sideways", "direction:"),
+            (
+                "proxy_blackhole duration=1s direction=sideways",
+                "direction:",
+            ),
             ("pause_worker colour=blue", "unknown fault setting"),
             ("pause_worker duration", "expected name=value"),
         ] {

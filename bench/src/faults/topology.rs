@@ -22,8 +22,8 @@ const LEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum CaseServers {
     /// Primary + replica; `lag` is the proxy on the replication link when it is delayed.
     RedisPair {
-        /// The pair.
-        pair: RedisPair,
+        /// The pair (boxed: it is much larger than the other variants).
+        pair: Box<RedisPair>,
         /// The replication link's proxy (primary → replica delayed), when a lag was asked.
         lag: Option<Proxy>,
     },
@@ -91,7 +91,10 @@ impl CaseServers {
             proxy.set(Direction::Downstream, Fault::Delay(replication_lag));
             Some(proxy)
         };
-        Ok(CaseServers::RedisPair { pair, lag })
+        Ok(CaseServers::RedisPair {
+            pair: Box::new(pair),
+            lag,
+        })
     }
 
     /// Starts a 3-member cluster of `kind` (etcd or ZooKeeper). Blocking (seconds).

@@ -2,8 +2,8 @@
 //! caps and the step budget), lets renewal settle, holds still for the measured window while reading the
 //! counters before and after, and finally releases everything.
 //!
-//! Where the numbers come from: Redis `INFO commandstats` (`EVALSHA` calls are the renewals while the
-//! client only holds; their `usec` is the time spent executing commands), etcd `/metrics`
+//! Where the numbers come from: Redis `INFO commandstats` (script calls are the renewals while the
+//! client only holds; their `usec` is the time spent executing them), etcd `/metrics`
 //! (`grpc_server_msg_received_total` of `LeaseKeepAlive`), ZooKeeper `mntr` (`packets_received`: pings
 //! and probes); server CPU from `/proc/<pid>` when the pid is known (else `INFO cpu` /
 //! `process_cpu_seconds_total`); client CPU from `getrusage`, RSS and threads from `/proc/self/stat`;
@@ -220,12 +220,13 @@ struct FillWorker {
 impl FillWorker {
     /// Why to stop before the next acquire, if anything.
     fn why_stop(&self) -> Option<String> {
-        if self
+        // Nothing left to take, or another worker already stopped: end quietly.
+        let stopped = self
             .stop
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .is_some()
-        {
+            .is_some();
+        if stopped || self.remaining.load(Ordering::Acquire) == 0 {
             return Some(String::new());
         }
         if Instant::now() >= self.deadline {
@@ -337,8 +338,7 @@ fn etcd_keepalives_received(metrics: &str) -> u64 {
 /// Requests the server received that were renewals, between two readings.
 fn renew_calls(before: &Reading, after: &Reading) -> Option<u64> {
     if let (Some(b), Some(a)) = (&before.redis, &after.redis) {
-        let delta = a.since(b);
-        return Some(delta.get("evalsha").calls + delta.get("eval").calls);
+        return Some(a.since(b).scripts().calls);
     }
     if let (Some(b), Some(a)) = (before.etcd_keepalives, after.etcd_keepalives) {
         return Some(a.saturating_sub(b));
@@ -375,7 +375,7 @@ impl Window<'_> {
             .redis
             .as_ref()
             .zip(after.redis.as_ref())
-            .map(|(b, a)| a.since(b).total().usec as f64);
+            .map(|(b, a)| a.since(b).scripts().usec as f64);
         let held_locks = self.held.len() as u64;
         let period = self.spec.renew_period().as_secs_f64();
         let bound = self

@@ -32,7 +32,12 @@ pub struct CostChart {
 }
 
 /// The figures a scale run gives per point: (slug, title, y axis, figure).
-type Metric = (&'static str, &'static str, &'static str, fn(&CostPoint) -> Option<f64>);
+type Metric = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&CostPoint) -> Option<f64>,
+);
 
 const METRICS: [Metric; 5] = [
     (

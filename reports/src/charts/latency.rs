@@ -169,7 +169,7 @@ impl Plot for LatencyChart {
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(SeriesLabelPosition::LowerRight)
             .label_font(text(LABEL_SIZE))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.3))

@@ -70,7 +70,10 @@ impl MarginChart {
             })
             .collect();
         (!ranges.is_empty()).then(|| MarginChart {
-            title: format!("Renewal margin (TTL left when renewals land) — {}", row.label),
+            title: format!(
+                "Renewal margin (TTL left when renewals land) — {}",
+                row.label
+            ),
             ttl_ms: row.run.results.scenario.workload.watchdog_timeout_ms,
             ranges,
         })
@@ -84,7 +87,11 @@ impl Plot for MarginChart {
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let n = self.ranges.len().max(1) as i32;
-        let max = self.ranges.iter().map(|r| r.max).fold(self.ttl_ms, f64::max);
+        let max = self
+            .ranges
+            .iter()
+            .map(|r| r.max)
+            .fold(self.ttl_ms, f64::max);
         let x_max = max * 1.08;
         let label_width = self
             .ranges
@@ -159,7 +166,10 @@ impl Plot for MarginChart {
             let mut rect = Rectangle::new(
                 [
                     (r.p10, SegmentValue::Exact(slot)),
-                    (r.p90.max(r.p10 + x_max * 0.003), SegmentValue::Exact(slot + 1)),
+                    (
+                        r.p90.max(r.p10 + x_max * 0.003),
+                        SegmentValue::Exact(slot + 1),
+                    ),
                 ],
                 color.filled(),
             );
@@ -175,10 +185,11 @@ impl Plot for MarginChart {
             median.set_margin(6, 6, 0, 0);
             chart.draw_series(std::iter::once(median)).map_err(err)?;
             let note = format!(
-                "min {} · p50 {} ms · {} renewals",
+                "min {} · p50 {} ms · {} renewal{}",
                 ms(Some(r.min)),
                 ms(Some(r.p50)),
-                r.count
+                r.count,
+                if r.count == 1 { "" } else { "s" }
             );
             let ink = if r.min < third { VIOLATED } else { BLACK };
             // Right of the whisker when there is room, else left of it.

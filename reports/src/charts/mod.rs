@@ -12,9 +12,6 @@
 //! | [`timeline`] | holder timeline of one key per case, overlaps and fault windows marked |
 //! | [`cost`] | cost against held locks (drawn only when such data is given) |
 
-
-
-
 pub mod cost;
 pub mod latency;
 pub mod margin;
@@ -225,4 +222,10 @@ pub(crate) fn category_labels<DB: DrawingBackend>(
         .map_err(err)?;
     }
     Ok(())
+}
+
+/// The segmented range of a chart with `n` category slots (at least two: plotters draws a range of
+/// one value with no height, so a single category gets an empty slot above it).
+pub(crate) fn slots(n: i32) -> std::ops::Range<i32> {
+    0..(n - 1).max(1)
 }

@@ -85,7 +85,7 @@ impl Plot for ThroughputChart {
             .margin_right(24)
             .x_label_area_size(52)
             .y_label_area_size(label_width)
-            .build_cartesian_2d(0.0..x_max, (0..n - 1).into_segmented())
+            .build_cartesian_2d(0.0..x_max, super::slots(n).into_segmented())
             .map_err(err)?;
         let names: Vec<String> = self.bars.iter().map(|b| b.strategy.clone()).collect();
         chart

@@ -6,9 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{
-    AXIS_SIZE, LABEL_SIZE, MUTED, NOTE_SIZE, Plot, TITLE_SIZE, VIOLATED, err, text,
-};
+use super::{AXIS_SIZE, LABEL_SIZE, MUTED, NOTE_SIZE, Plot, TITLE_SIZE, VIOLATED, err, text};
 use crate::model::{CaseResult, HeldInterval, HolderSample};
 
 /// A fault window as the timeline shades it (ms since the case start).
@@ -59,7 +57,10 @@ impl TimelineChart {
                 .map(|f| Shade {
                     start_ms: f.start_ms,
                     stop_ms: f.stop_ms,
-                    label: format!("{} {}", f.kind, f.target),
+                    label: match f.recovery_ms {
+                        Some(r) => format!("{} {} · lock back after {r:.0} ms", f.kind, f.target),
+                        None => format!("{} {}", f.kind, f.target),
+                    },
                 })
                 .collect(),
             warmup_ms: case.window.warmup_ms,
@@ -112,17 +113,23 @@ fn overlaps(intervals: &[HeldInterval]) -> Vec<(u32, f64, f64)> {
 
 impl Plot for TimelineChart {
     fn size(&self) -> (u32, u32) {
-        (960, 170 + 30 * self.lanes().len().max(1) as u32)
+        (960, 200 + 30 * self.lanes().len().max(1) as u32)
     }
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let lanes = self.lanes();
         let n = lanes.len().max(1) as i32;
+        let (x0, x1) = self.span();
+        // A free slot on top for the fault labels when a fault shows.
+        let shown = self
+            .faults
+            .iter()
+            .any(|f| f.start_ms <= x1 && f.stop_ms.is_none_or(|stop| stop >= x0));
+        let range = super::slots(n + i32::from(shown));
         let slot = |client: u32| {
             let k = lanes.iter().position(|c| *c == client).unwrap_or(0) as i32;
             n - 1 - k
         };
-        let (x0, x1) = self.span();
         let (body, legend) = area.split_vertically(area.dim_in_pixel().1 - 40);
         let mut chart = ChartBuilder::on(&body)
             .caption(&self.title, text(TITLE_SIZE - 4))
@@ -130,7 +137,7 @@ impl Plot for TimelineChart {
             .margin_right(24)
             .x_label_area_size(52)
             .y_label_area_size(96)
-            .build_cartesian_2d(x0..x1, (0..n - 1).into_segmented())
+            .build_cartesian_2d(x0..x1, range.clone().into_segmented())
             .map_err(err)?;
         chart
             .configure_mesh()
@@ -147,7 +154,7 @@ impl Plot for TimelineChart {
         super::category_labels(&body, &names, |slot| {
             chart.backend_coord(&(x0, SegmentValue::CenterOf(slot)))
         })?;
-        let (bottom, top) = (SegmentValue::Exact(0), SegmentValue::Exact(n));
+        let (bottom, top) = (SegmentValue::Exact(0), SegmentValue::Exact(range.end + 1));
         let fault_color = RGBColor(0xff, 0xd5, 0x4f);
         for fault in &self.faults {
             let start = fault.start_ms.max(x0);
@@ -181,7 +188,10 @@ impl Plot for TimelineChart {
         if self.warmup_ms > x0 && self.warmup_ms < x1 {
             chart
                 .draw_series(std::iter::once(PathElement::new(
-                    vec![(self.warmup_ms, bottom.clone()), (self.warmup_ms, top.clone())],
+                    vec![
+                        (self.warmup_ms, bottom.clone()),
+                        (self.warmup_ms, top.clone()),
+                    ],
                     MUTED.stroke_width(1),
                 )))
                 .map_err(err)?;
@@ -209,7 +219,10 @@ impl Plot for TimelineChart {
             let mut rect = Rectangle::new(
                 [
                     (i.start_ms, SegmentValue::Exact(s)),
-                    (i.end_ms.max(i.start_ms + min_width), SegmentValue::Exact(s + 1)),
+                    (
+                        i.end_ms.max(i.start_ms + min_width),
+                        SegmentValue::Exact(s + 1),
+                    ),
                 ],
                 color.filled(),
             );
@@ -270,7 +283,12 @@ mod tests {
         let found = overlaps(&[held(0, 0.0, 10.0), held(1, 5.0, 20.0), held(0, 12.0, 15.0)]);
         assert_eq!(
             found,
-            vec![(0, 5.0, 10.0), (1, 5.0, 10.0), (1, 12.0, 15.0), (0, 12.0, 15.0)]
+            vec![
+                (0, 5.0, 10.0),
+                (1, 5.0, 10.0),
+                (1, 12.0, 15.0),
+                (0, 12.0, 15.0)
+            ]
         );
     }
 }
