@@ -10,7 +10,8 @@
 //!    (`redis-watchdog`) and batched (`redis-watchdog-batched`), through `lockbench::scale` (the code of
 //!    `lockbench scale`): client CPU per second of holding, server renew calls per second, server CPU,
 //!    then the DESIGN §8 checks — batched renew calls/s ≤ held ÷ (timeout/3) ÷ batch size, and 100k held
-//!    locks with the client under 10% of a core.
+//!    locks with the client under 10% of a core — with a 3 s watchdog timeout (a renewal per lock per
+//!    second), then batched at 100k with Redisson's default 30 s.
 //!
 //! `cargo test --benches` (no `--bench` flag) runs each criterion bench once and the scheduler at 100
 //! locks only.
@@ -214,24 +215,20 @@ fn print_server_times(times: &[ServerTime]) {
     }
 }
 
-/// The renewal scheduler's cost at 1k, 10k and 100k held locks (100 in a `cargo test` smoke pass).
-async fn scheduler_cost() {
-    let full = full_bench_run();
+/// One client per mode holding `steps` locks with the given watchdog timeout; prints the table and the
+/// DESIGN §8 checks.
+async fn scheduler_cost(
+    backends: &Backends,
+    modes: &[&str],
+    steps: Vec<u64>,
+    timeout: Duration,
+    hold: Duration,
+) {
     let spec = ScaleSpec {
-        strategies: [
-            lockers::redis::watchdog::ID,
-            lockers::redis::watchdog::BATCHED_ID,
-        ]
-        .iter()
-        .filter_map(|id| strategies::find(id))
-        .collect(),
-        steps: if full {
-            vec![1000, 10_000, 100_000]
-        } else {
-            vec![100]
-        },
-        hold: Duration::from_secs(if full { 5 } else { 1 }),
-        watchdog_timeout: Duration::from_secs(3),
+        strategies: modes.iter().filter_map(|id| strategies::find(id)).collect(),
+        steps,
+        hold,
+        watchdog_timeout: timeout,
         concurrency: 64,
         step_budget: Duration::from_secs(60),
         max_threads: 10_000,
@@ -239,12 +236,8 @@ async fn scheduler_cost() {
         // Each mode in its own process, so its RSS and threads are its own.
         isolation: Isolation::ChildProcess(env!("CARGO_BIN_EXE_lockbench").into()),
     };
-    let needed = [ServerKind::Redis].into_iter().collect();
-    let backends = Backends::prepare(&needed, &GivenAddresses::default())
-        .await
-        .unwrap();
     let started = Instant::now();
-    let series = scale::measure(&spec, &backends).await;
+    let series = scale::measure(&spec, backends).await;
     let results = lockbench_reports::scale::ScaleResults {
         schema_version: lockbench_reports::scale::SCALE_SCHEMA_VERSION,
         complete: true,
@@ -255,12 +248,39 @@ async fn scheduler_cost() {
         strategies: series,
     };
     println!(
-        "\nrenewal scheduler: one client holding {:?} locks, per-lock timers vs batched ({:.0} s)",
+        "\nrenewal scheduler: one client holding {:?} locks, watchdog timeout {} s ({:.0} s)",
         spec.steps,
+        timeout.as_secs(),
         started.elapsed().as_secs_f64()
     );
     println!("{}", support::load_line());
     print!("{}", scale::render(&results));
+}
+
+/// The scheduler at 1k, 10k and 100k held locks with a 3 s timeout (100k renewals/s at the top), per-lock
+/// timers vs batched, then batched at 100k with Redisson's default 30 s timeout. A `cargo test` smoke
+/// pass holds 100 locks for a second.
+async fn scheduler_costs() {
+    use lockers::redis::watchdog::{BATCHED_ID, ID};
+    let needed = [ServerKind::Redis].into_iter().collect();
+    let backends = Backends::prepare(&needed, &GivenAddresses::default())
+        .await
+        .unwrap();
+    let second = Duration::from_secs(1);
+    if !full_bench_run() {
+        scheduler_cost(&backends, &[ID, BATCHED_ID], vec![100], 3 * second, second).await;
+        return;
+    }
+    let steps = vec![1000, 10_000, 100_000];
+    scheduler_cost(&backends, &[ID, BATCHED_ID], steps, 3 * second, 5 * second).await;
+    scheduler_cost(
+        &backends,
+        &[BATCHED_ID],
+        vec![100_000],
+        30 * second,
+        20 * second,
+    )
+    .await;
 }
 
 fn main() {
@@ -273,6 +293,6 @@ fn main() {
     print_server_times(&times);
     runtime.block_on(async {
         held.locker.close().await;
-        scheduler_cost().await;
+        scheduler_costs().await;
     });
 }

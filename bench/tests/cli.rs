@@ -96,15 +96,6 @@ fn listings() {
 }
 
 #[test]
-fn unbuilt_commands_say_so() {
-    usage_error(&["compare"], "`compare` is not implemented yet");
-    usage_error(
-        &["report", "results.json", "--baseline", "x"],
-        "`report` is not implemented yet",
-    );
-}
-
-#[test]
 fn unknown_names_and_arguments() {
     usage_error(&["frobnicate"], "unrecognized subcommand");
     usage_error(&["run", "--bogus"], "unexpected argument '--bogus'");

@@ -9,6 +9,7 @@
 //! | [`applicability`] | which fault applies to which strategy; what each needs (processes, proxies, own servers) |
 //! | [`board`] | the workers' hold events: who holds what now, what happened since |
 //! | [`runner`] | the schedule: pick the target, apply, lift, measure |
+//! | [`worker_faults`], [`network_faults`], [`server_faults`] | how each kind is applied and lifted |
 //! | [`workers`] | signals and commands to worker processes |
 //! | [`proxies`] | a TCP proxy per client between it and the server |
 //! | [`topology`] | servers a case starts for itself (primary + replica, 3-member clusters) |
@@ -21,10 +22,13 @@
 pub mod applicability;
 pub mod board;
 pub mod cgroup;
+pub mod network_faults;
 pub mod proxies;
 pub mod runner;
+pub mod server_faults;
 pub mod spec;
 pub mod topology;
+pub mod worker_faults;
 pub mod workers;
 
 use std::sync::Arc;

@@ -1,0 +1,95 @@
+//! Faults on the network between clients and server, through the clients' TCP proxies: added delay
+//! (`proxy_delay`), a partition that drops every byte (`proxy_blackhole`) and reset connections
+//! (`proxy_reset`), on one client (the holder, `client:N`) or all.
+
+use lockbench_servers::Fault;
+
+use super::proxies;
+use super::runner::{
+    FaultEnv, Record, describe_victim, hold_for, measure_any, measure_victim, pick_client,
+    sleep_until,
+};
+use super::spec::{FaultKind, FaultSpec, Target};
+use crate::clock::duration_ns;
+
+/// Applies a network fault, lifts it, and measures what followed.
+pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
+    let Some(all) = env.proxies.clone() else {
+        rec.note("not applied: the case has no proxies");
+        return;
+    };
+    let victim = match spec.target {
+        Target::All => None,
+        target => match pick_client(env, target, rec.start).await {
+            Some(v) => Some(v),
+            None => {
+                rec.note("not applied: no client acquired a lock before the case ended");
+                return;
+            }
+        },
+    };
+    let chosen: Vec<&lockbench_servers::Proxy> = match &victim {
+        Some(v) => {
+            rec.target = describe_victim(v);
+            rec.param("client", v.client);
+            if let Some((key, _)) = v.held {
+                rec.param("key", key);
+            }
+            all.of(v.client).iter().collect()
+        }
+        None => {
+            rec.target = "all clients".into();
+            all.all().collect()
+        }
+    };
+    let cursor = env.board.cursor();
+    let t0 = env.clock.now();
+    rec.start = t0;
+    match spec.kind {
+        FaultKind::ProxyDelay | FaultKind::ProxyBlackhole => {
+            let fault = if spec.kind == FaultKind::ProxyDelay {
+                Fault::Delay(spec.delay)
+            } else {
+                Fault::Blackhole
+            };
+            for p in &chosen {
+                proxies::set(p, spec.direction, fault);
+            }
+            hold_for(env, spec.duration).await;
+            for p in &chosen {
+                proxies::set(p, spec.direction, Fault::Pass);
+                if spec.kind == FaultKind::ProxyBlackhole {
+                    // The bytes dropped meanwhile left these streams unusable: end them, as a
+                    // partition that outlasts the peers' timeouts does.
+                    p.reset_all();
+                }
+            }
+            rec.stop = Some(env.clock.now());
+        }
+        FaultKind::ProxyReset => {
+            let mut resets = 0u64;
+            let end = spec.duration.map(|d| t0 + duration_ns(d));
+            loop {
+                for p in &chosen {
+                    p.reset_all();
+                }
+                resets += 1;
+                let (Some(every), Some(end)) = (spec.every, end) else {
+                    break;
+                };
+                let next = env.clock.now() + duration_ns(every);
+                if next >= end || !sleep_until(env, next).await {
+                    break;
+                }
+            }
+            rec.param("resets", resets);
+            rec.stop = end.map(|e| e.min(env.clock.now()));
+        }
+        _ => return,
+    }
+    match victim {
+        Some(v) => measure_victim(env, v, cursor, t0, rec).await,
+        None if spec.kind.measures_recovery() => measure_any(env, cursor, t0, rec).await,
+        None => {}
+    }
+}

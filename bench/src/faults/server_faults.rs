@@ -1,0 +1,226 @@
+//! Faults on the server: SIGSTOP/SIGCONT of its process (`pause_server`), Redis `CLIENT PAUSE`
+//! (`client_pause`) and `CLIENT KILL TYPE pubsub` (`pubsub_kill`), a Redis failover to the replica
+//! (`failover`) and the kill of a cluster's leader (`leader_kill`).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use lockbench_servers::probe::resp_command;
+
+use super::runner::{
+    FaultEnv, Record, ServerAccess, blocking, describe_victim, hold_for, measure_any,
+    measure_victim, pick_client, sleep_until,
+};
+use super::spec::{FaultKind, FaultSpec, Target};
+use crate::backends::ServerKind;
+use crate::clock::duration_ns;
+
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The Redis address server commands go to.
+fn redis_socket(server: &ServerAccess) -> Option<SocketAddr> {
+    match server {
+        ServerAccess::Shared {
+            kind: ServerKind::Redis,
+            socket,
+            ..
+        } => Some(*socket),
+        ServerAccess::Own(own) => own.redis_primary(),
+        _ => None,
+    }
+}
+
+/// Signals a server's process group.
+fn signal_group(pid: u32, signal: libc::c_int) -> Result<(), String> {
+    let pgid = i32::try_from(pid).map_err(|e| e.to_string())?;
+    // SAFETY: kill(2) has no memory-safety preconditions; servers lockbench starts lead their own
+    // process group and stay alive (unreaped) while the case runs.
+    if unsafe { libc::kill(-pgid, signal) } == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "signal {signal} to server {pid}: {}",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+async fn redis_command(socket: SocketAddr, args: Vec<String>) -> Result<String, String> {
+    blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        resp_command(socket, &args, COMMAND_TIMEOUT).map_err(|e| e.to_string())
+    })
+    .await
+}
+
+/// Applies a server fault, lifts it, and measures what followed.
+pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
+    // A failover aimed at a holder strikes right after that client's acquire.
+    let victim = if spec.target == Target::Holder {
+        let Some(v) = pick_client(env, spec.target, rec.start).await else {
+            rec.note("not applied: no client acquired a lock before the case ended");
+            return;
+        };
+        Some(v)
+    } else {
+        None
+    };
+    let cursor = env.board.cursor();
+    let t0 = env.clock.now();
+    rec.start = t0;
+    let measure = match spec.kind {
+        FaultKind::PauseServer => {
+            let target = match &env.server {
+                ServerAccess::Shared {
+                    pid: Some(pid),
+                    kind,
+                    socket,
+                } => Some((*pid, format!("{} {socket}", kind.name()))),
+                ServerAccess::Own(own) => {
+                    let own = own.clone();
+                    blocking(move || Ok(own.serving_pid())).await.ok().flatten()
+                }
+                _ => None,
+            };
+            let Some((pid, what)) = target else {
+                rec.note(
+                    "not applied: the server was not started by lockbench (no process to pause)",
+                );
+                return;
+            };
+            rec.target = what;
+            rec.start = env.clock.now();
+            if let Err(e) = signal_group(pid, libc::SIGSTOP) {
+                rec.note(e);
+                return;
+            }
+            hold_for(env, spec.duration).await;
+            if let Err(e) = signal_group(pid, libc::SIGCONT) {
+                rec.note(e);
+            }
+            rec.stop = Some(env.clock.now());
+            true
+        }
+        FaultKind::ClientPause | FaultKind::PubsubKill => {
+            let Some(socket) = redis_socket(&env.server) else {
+                rec.note("not applied: no Redis server");
+                return;
+            };
+            rec.target = format!("redis {socket}");
+            if spec.kind == FaultKind::ClientPause {
+                let ms = spec.duration.unwrap_or_default().as_millis().to_string();
+                let args = ["CLIENT", "PAUSE", &ms, "ALL"].map(str::to_owned).to_vec();
+                if let Err(e) = redis_command(socket, args).await {
+                    rec.note(format!("CLIENT PAUSE failed: {e}"));
+                    return;
+                }
+                hold_for(env, spec.duration).await;
+                if env.stop.is_set() {
+                    let args = ["CLIENT", "UNPAUSE"].map(str::to_owned).to_vec();
+                    let _ = redis_command(socket, args).await;
+                }
+                rec.stop = Some(
+                    env.clock
+                        .now()
+                        .min(t0 + duration_ns(spec.duration.unwrap_or_default())),
+                );
+                true
+            } else {
+                let (kills, killed) = pubsub_kills(spec, env, socket, t0).await;
+                rec.param("kills", kills);
+                rec.param("connections_killed", killed);
+                rec.stop = spec
+                    .duration
+                    .map(|d| (t0 + duration_ns(d)).min(env.clock.now()));
+                false
+            }
+        }
+        FaultKind::Failover => {
+            let ServerAccess::Own(own) = env.server.clone() else {
+                rec.note("not applied: failover needs a primary + replica started for the case");
+                return;
+            };
+            let proxies = env.proxies.clone();
+            match blocking(move || own.failover(proxies.as_deref())).await {
+                Ok(report) => {
+                    rec.target = format!(
+                        "redis primary {} → replica {}",
+                        report.old_primary, report.new_primary
+                    );
+                    if let Some(bytes) = report.unreplicated_bytes {
+                        rec.param("unreplicated_bytes", bytes);
+                    }
+                    rec.param("primary_keys", report.primary_keys);
+                    rec.param("keys_missing_on_replica", report.missing_keys);
+                    rec.param("keys_stale_on_replica", report.stale_keys);
+                }
+                Err(e) => {
+                    rec.note(format!("failover failed: {e}"));
+                    return;
+                }
+            }
+            if let Some(v) = &victim {
+                rec.target = format!(
+                    "{} (right after {} acquired)",
+                    rec.target,
+                    describe_victim(v)
+                );
+                rec.param("client", v.client);
+                if let Some((key, _)) = v.held {
+                    rec.param("key", key);
+                }
+            }
+            true
+        }
+        FaultKind::LeaderKill => {
+            let ServerAccess::Own(own) = env.server.clone() else {
+                rec.note("not applied: leader_kill needs a cluster started for the case");
+                return;
+            };
+            match blocking(move || own.kill_leader()).await {
+                Ok((what, election)) => {
+                    rec.target = what;
+                    match election {
+                        Some(d) => rec.param("new_leader_ms", d.as_secs_f64() * 1e3),
+                        None => rec.note("no new leader within 10 s"),
+                    }
+                }
+                Err(e) => {
+                    rec.note(format!("leader kill failed: {e}"));
+                    return;
+                }
+            }
+            true
+        }
+        _ => false,
+    };
+    match victim {
+        Some(v) => measure_victim(env, v, cursor, t0, rec).await,
+        None if measure => measure_any(env, cursor, t0, rec).await,
+        None => {}
+    }
+}
+
+/// `CLIENT KILL TYPE pubsub`, once or every `every` during `duration`; (commands sent, connections
+/// killed).
+async fn pubsub_kills(spec: &FaultSpec, env: &FaultEnv, socket: SocketAddr, t0: u64) -> (u64, u64) {
+    let end = spec.duration.map(|d| t0 + duration_ns(d));
+    let (mut kills, mut killed) = (0u64, 0u64);
+    loop {
+        let args = ["CLIENT", "KILL", "TYPE", "pubsub"]
+            .map(str::to_owned)
+            .to_vec();
+        if let Ok(reply) = redis_command(socket, args).await {
+            kills += 1;
+            killed += reply.trim().parse::<u64>().unwrap_or(0);
+        }
+        let (Some(every), Some(end)) = (spec.every, end) else {
+            break;
+        };
+        let next = env.clock.now() + duration_ns(every);
+        if next >= end || !sleep_until(env, next).await {
+            break;
+        }
+    }
+    (kills, killed)
+}

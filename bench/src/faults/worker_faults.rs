@@ -1,0 +1,95 @@
+//! Faults on one client process (processes mode): SIGSTOP/SIGCONT (`pause_worker`), SIGKILL
+//! (`crash_worker`), a starved runtime (`starve_worker`), busy threads (`cpu_hog`) and a cgroup CPU
+//! quota (`cgroup_quota`).
+
+use std::time::Duration;
+
+use super::cgroup::CpuQuota;
+use super::runner::{FaultEnv, Record, describe_victim, hold_for, measure_victim, pick_client};
+use super::spec::{FaultKind, FaultSpec};
+use super::workers::Crash;
+use crate::clock::duration_ns;
+use crate::driver::protocol::ToChild;
+
+/// Applies a worker fault, lifts it, and measures what followed.
+pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
+    let Some(workers) = env.workers.clone() else {
+        rec.note("not applied: needs workers = processes");
+        return;
+    };
+    let Some(victim) = pick_client(env, spec.target, rec.start).await else {
+        rec.note("not applied: no client acquired a lock before the case ended");
+        return;
+    };
+    rec.target = describe_victim(&victim);
+    rec.param("client", victim.client);
+    if let Some((key, _)) = victim.held {
+        rec.param("key", key);
+    }
+    let cursor = env.board.cursor();
+    let t0 = env.clock.now();
+    rec.start = t0;
+    let until = |d: Option<Duration>| t0 + d.map(duration_ns).unwrap_or(0);
+    match spec.kind {
+        FaultKind::PauseWorker => {
+            if let Err(e) = workers.signal(victim.client, libc::SIGSTOP) {
+                rec.note(e);
+                return;
+            }
+            hold_for(env, spec.duration).await;
+            if let Err(e) = workers.signal(victim.client, libc::SIGCONT) {
+                rec.note(e);
+            }
+            rec.stop = Some(env.clock.now());
+        }
+        FaultKind::CrashWorker => {
+            if let Err(e) = workers.signal(victim.client, libc::SIGKILL) {
+                rec.note(e);
+                return;
+            }
+            env.board.forget(victim.client);
+            workers.record_crash(Crash {
+                client: victim.client,
+                held: victim.held,
+                at_ns: t0,
+            });
+        }
+        FaultKind::StarveWorker | FaultKind::CpuHog => {
+            let until_ns = until(spec.duration);
+            let command = if spec.kind == FaultKind::CpuHog {
+                ToChild::Hog {
+                    threads: spec.threads,
+                    until_ns,
+                }
+            } else {
+                ToChild::Starve { until_ns }
+            };
+            if !workers.send(victim.client, command) {
+                rec.note("the worker is gone");
+                return;
+            }
+            // The worker ends it by itself at `until_ns`, also if the case ends first.
+            rec.stop = Some(until_ns);
+        }
+        FaultKind::CgroupQuota => {
+            let Some(pid) = workers.pid(victim.client) else {
+                rec.note("no worker process");
+                return;
+            };
+            let quota = match CpuQuota::apply(pid, spec.quota, spec.period) {
+                Ok(q) => q,
+                Err(e) => {
+                    rec.note(format!(
+                        "not applied: cgroup CPU quota unavailable here: {e}"
+                    ));
+                    return;
+                }
+            };
+            hold_for(env, spec.duration).await;
+            drop(quota);
+            rec.stop = Some(env.clock.now());
+        }
+        _ => return,
+    }
+    measure_victim(env, victim, cursor, t0, rec).await;
+}
