@@ -37,8 +37,12 @@ pub(crate) fn or_skip<T, E: std::fmt::Display>(what: &str, started: Result<T, E>
     }
 }
 
-/// The machine's load average, for the header of every table.
+/// The machine's load average, for the header of every table (and a warning on a smoke pass, whose
+/// figures are single iterations, not measurements).
 pub(crate) fn load_line() -> String {
+    if !lockbench::measure::full_bench_run() {
+        return "smoke pass (cargo test --benches or --test): one iteration each, the figures and verdicts below mean nothing".into();
+    }
     match lockbench::measure::load_average() {
         Some(load) => format!(
             "load average {load:.2} on {} cores{}",
