@@ -19,6 +19,18 @@ pub(crate) fn run(args: &[&str]) -> Output {
     lockbench().args(args).output().expect("lockbench runs")
 }
 
+/// Runs the binary with `args` and asserts it exited 0, showing its stderr otherwise.
+pub(crate) fn run_ok(args: &[&str]) -> Output {
+    let out = run(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Reads `dir/results.json`, checks it against the committed schema and parses it.
 pub(crate) fn read_results(dir: &Path) -> lockbench_reports::Results {
     let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json written");
