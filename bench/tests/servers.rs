@@ -80,7 +80,7 @@ async fn started_servers_report_versions_and_cost_counters() {
 fn a_given_server_is_used_and_recorded() {
     let redis = RedisServer::start().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let out = support::run_ok(&[
+    support::run_ok(&[
         "run",
         "--strategies",
         "memory",
