@@ -273,8 +273,9 @@ async fn compare(args: CompareArgs) -> Result<i32, BenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::duration::parse_duration;
     use crate::scenarios;
-    use crate::workload::{Workload, parse_duration};
+    use crate::workload::Workload;
 
     /// Upper bound of a suite's measured time: every case of every scenario at full length, for every
     /// strategy in `all`.

@@ -21,9 +21,11 @@ pub mod cli;
 pub mod clock;
 pub mod compare;
 pub mod driver;
+pub mod duration;
 pub mod environment;
 pub mod error;
 pub mod faults;
+pub mod holds;
 pub mod measure;
 pub mod output;
 pub mod proc_stat;
@@ -33,6 +35,7 @@ pub mod results;
 pub mod run;
 pub mod scale;
 pub mod scenarios;
+pub mod stop;
 pub mod strategies;
 pub mod table;
 pub mod workload;
@@ -136,8 +139,8 @@ fn list_strategies() -> Result<i32, BenchError> {
                     "{:width$}  capabilities: {}; min ttl {}, ttl granularity {}",
                     "",
                     flags.join(" "),
-                    workload::format_duration(c.min_ttl),
-                    workload::format_duration(c.ttl_granularity)
+                    duration::format_duration(c.min_ttl),
+                    duration::format_duration(c.ttl_granularity)
                 );
             }
             Err(e) => println!("{:width$}  capabilities: unavailable ({e})", ""),

@@ -4,7 +4,7 @@
 //! finally its report as JSON lines on stdout, then exits. It stops on `stop`, at its deadline, or when
 //! stdin closes (the driver is gone). In cases with faults it also reports each acquire and end of hold
 //! at once, and obeys fault commands: `starve` blocks every thread of its async runtime for a while,
-//! `hog` runs busy threads (see [`super::protocol::ToChild`]).
+//! `hog` runs busy threads (see [`WorkerCommand`]).
 
 use std::io::BufRead;
 use std::sync::Arc;
@@ -15,16 +15,16 @@ use lockers::Events;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use super::case::capabilities_model;
-use super::oracle::{BatchQueue, COLLECT_EVERY};
+use super::mode::capabilities_model;
 use super::protocol::{ChildSpec, FromChild, ToChild};
 use super::renewal::RenewalRecorder;
-use super::resource::ResourceClient;
-use super::resource_socket::RemoteResource;
-use super::stop::StopSignal;
+use super::resource_socket::{RemoteResource, ResourceClient};
 use super::worker::{ReadyPlan, Worker};
 use crate::clock::MonoClock;
 use crate::error::{EXIT_FAILED, EXIT_OK};
+use crate::faults::workers::WorkerCommand;
+use crate::holds::{BatchQueue, COLLECT_EVERY};
+use crate::stop::StopSignal;
 use crate::strategies::{self, Endpoints};
 
 /// Runs the worker command; returns the exit code.
@@ -132,8 +132,12 @@ async fn run(spec: ChildSpec, out: &mpsc::UnboundedSender<FromChild>) -> Result<
             // command) means the driver is gone or confused: stop too.
             while let Ok(Some(line)) = stdin.next_line().await {
                 match serde_json::from_str::<ToChild>(&line) {
-                    Ok(ToChild::Starve { until_ns }) => starve_runtime(clock, until_ns),
-                    Ok(ToChild::Hog { threads, until_ns }) => hog(clock, threads, until_ns),
+                    Ok(ToChild::Fault(WorkerCommand::Starve { until_ns })) => {
+                        starve_runtime(clock, until_ns)
+                    }
+                    Ok(ToChild::Fault(WorkerCommand::Hog { threads, until_ns })) => {
+                        hog(clock, threads, until_ns)
+                    }
                     _ => break,
                 }
             }

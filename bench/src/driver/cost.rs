@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use lockbench_reports::model::ClientCost;
 
-use super::stop::StopSignal;
 use crate::clock::MonoClock;
 use crate::proc_stat::{self, ProcSample};
+use crate::stop::StopSignal;
 
 const PERIOD: Duration = Duration::from_millis(200);
 

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use lockbench_reports::model::{HeldInterval, HolderSample};
 
-use super::oracle::Interval;
+use crate::holds::Interval;
 
 /// Keys watched for a first overlap.
 pub const SAMPLED_KEYS: u32 = 4;
@@ -105,7 +105,7 @@ pub fn held(client: u32, interval: &Interval, case_start: u64) -> HeldInterval {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::oracle::EndedBy;
+    use crate::holds::EndedBy;
 
     fn iv(key: u32, start: u64) -> Interval {
         Interval {

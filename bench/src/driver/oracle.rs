@@ -19,132 +19,12 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::{Arc, Mutex};
 
 use lockbench_reports::model::{HolderSample, OverlapExample};
-use serde::{Deserialize, Serialize};
 
 use super::histogram::{Hist, new_hist, record};
 use super::holder_sample::{HolderSampler, held};
-
-/// How a believed-held interval ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(into = "u8", try_from = "u8")]
-pub enum EndedBy {
-    /// The holder called release.
-    Released,
-    /// The holder noticed `lost()` (or `is_held()` turned false before its write).
-    Lost,
-    /// The case ended while it held.
-    Stopped,
-}
-
-impl From<EndedBy> for u8 {
-    fn from(e: EndedBy) -> u8 {
-        match e {
-            EndedBy::Released => 0,
-            EndedBy::Lost => 1,
-            EndedBy::Stopped => 2,
-        }
-    }
-}
-
-impl TryFrom<u8> for EndedBy {
-    type Error = String;
-
-    fn try_from(v: u8) -> Result<Self, String> {
-        match v {
-            0 => Ok(EndedBy::Released),
-            1 => Ok(EndedBy::Lost),
-            2 => Ok(EndedBy::Stopped),
-            other => Err(format!("bad interval end {other}")),
-        }
-    }
-}
-
-impl EndedBy {
-    /// The name the results use: `released`, `lost` or `stopped`.
-    pub fn name(self) -> &'static str {
-        match self {
-            EndedBy::Released => "released",
-            EndedBy::Lost => "lost",
-            EndedBy::Stopped => "stopped",
-        }
-    }
-}
-
-/// One believed-held interval, times in monotonic nanoseconds. Serialized as a compact array.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "IntervalWire", into = "IntervalWire")]
-pub struct Interval {
-    /// Key index.
-    pub key: u32,
-    /// When the acquire call started.
-    pub acquire_started: u64,
-    /// When the acquire returned (belief starts).
-    pub start: u64,
-    /// When the holder called release or noticed the loss (belief ends).
-    pub end: u64,
-    /// How it ended.
-    pub ended_by: EndedBy,
-}
-
-type IntervalWire = (u32, u64, u64, u64, EndedBy);
-
-impl From<IntervalWire> for Interval {
-    fn from((key, acquire_started, start, end, ended_by): IntervalWire) -> Self {
-        Interval {
-            key,
-            acquire_started,
-            start,
-            end,
-            ended_by,
-        }
-    }
-}
-
-impl From<Interval> for IntervalWire {
-    fn from(i: Interval) -> Self {
-        (i.key, i.acquire_started, i.start, i.end, i.ended_by)
-    }
-}
-
-/// A worker's batch of intervals.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IntervalBatch {
-    /// The client index.
-    pub client: u32,
-    /// Intervals in the client's order.
-    pub intervals: Vec<Interval>,
-    /// No later interval of this client starts before this (u64::MAX: the client is done).
-    pub low_bound: u64,
-}
-
-/// Where workers leave interval batches for the oracle without waking anyone: the oracle (or a worker
-/// process's forwarder) collects them on its own tick. Waking a parked task from the hot path would cost
-/// the worker a futex system call per batch.
-#[derive(Debug, Clone, Default)]
-pub struct BatchQueue(Arc<Mutex<Vec<IntervalBatch>>>);
-
-impl BatchQueue {
-    /// An empty queue.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Leaves a batch.
-    pub fn push(&self, batch: IntervalBatch) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(batch);
-    }
-
-    /// Takes every batch left so far, in arrival order.
-    pub fn take(&self) -> Vec<IntervalBatch> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-
-/// How often batches are collected from a [`BatchQueue`].
-pub const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+use crate::holds::{BatchQueue, COLLECT_EVERY, EndedBy, Interval, IntervalBatch};
 
 /// An interval waiting for the watermark, ordered by (start, arrival).
 #[derive(Debug, Clone, Copy)]
@@ -291,7 +171,7 @@ impl Oracle {
     pub async fn collect(
         mut self,
         queue: BatchQueue,
-        done: super::stop::StopSignal,
+        done: crate::stop::StopSignal,
     ) -> OracleFindings {
         let mut tick = tokio::time::interval(COLLECT_EVERY);
         loop {

@@ -15,18 +15,18 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
-use super::case::{CaseContext, CaseError, ModeOutput, Timing, measured_ns, supervise};
 use super::cost::{self, CostScope};
-use super::oracle::{EndedBy, Interval, IntervalBatch, Oracle};
+use super::mode::{CaseContext, CaseError, ModeOutput, STOP_GRACE, Timing, measured_ns, supervise};
+use super::oracle::Oracle;
 use super::protocol::{ChildSpec, FromChild, ToChild};
 use super::resource::Resource;
 use super::resource_socket::ResourceServer;
-use super::stop::StopSignal;
 use super::tally::WorkerTally;
-use super::tasks::STOP_GRACE;
 use super::worker::CasePlan;
-use crate::faults::workers::WorkerControl;
+use crate::faults::workers::{WorkerCommand, WorkerControl};
 use crate::faults::{self, CaseFaults};
+use crate::holds::{EndedBy, Interval, IntervalBatch};
+use crate::stop::StopSignal;
 
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -134,6 +134,23 @@ fn command_channel(mut stdin: ChildStdin) -> mpsc::UnboundedSender<ToChild> {
     tx
 }
 
+/// A channel for a fault's commands to one worker, wrapped into [`ToChild::Fault`] on its way to the
+/// worker's command channel (which stays open while this channel has senders).
+fn fault_channel(
+    commands: &mpsc::UnboundedSender<ToChild>,
+) -> mpsc::UnboundedSender<WorkerCommand> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<WorkerCommand>();
+    let commands = commands.clone();
+    tokio::spawn(async move {
+        while let Some(command) = rx.recv().await {
+            if commands.send(ToChild::Fault(command)).is_err() {
+                return;
+            }
+        }
+    });
+    tx
+}
+
 /// Runs a case with one worker process per client.
 pub async fn run(
     ctx: &CaseContext<'_>,
@@ -232,7 +249,7 @@ pub async fn run(
         commands.push(command_channel(stdin));
     }
     let pids: Vec<u32> = workers.iter().map(|w| w.pid).collect();
-    let control = WorkerControl::new(pids.clone(), commands.clone());
+    let control = WorkerControl::new(pids.clone(), commands.iter().map(fault_channel).collect());
     let schedule = faults.start(ctx.clock, timing.go, stop.clone(), Some(control.clone()));
     let cost_task = tokio::spawn(cost::sample(
         CostScope::Workers(pids),

@@ -7,11 +7,12 @@ use std::path::PathBuf;
 use lockbench_reports::model::Capabilities;
 use serde::{Deserialize, Serialize};
 
-use super::holds::HoldEvent;
-use super::oracle::IntervalBatch;
 use super::tally::WorkerTally;
 use super::worker::CasePlan;
 use crate::backends::EndpointAddrs;
+use crate::faults::workers::WorkerCommand;
+use crate::holds::HoldEvent;
+use crate::holds::IntervalBatch;
 
 /// The first line a worker process reads: what to run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -44,18 +45,8 @@ pub enum ToChild {
     },
     /// Stop now.
     Stop,
-    /// Fault: block every runtime worker thread until `until_ns` (CPU starvation of the client).
-    Starve {
-        /// When the threads are let go (machine-wide monotonic ns).
-        until_ns: u64,
-    },
-    /// Fault: run `threads` busy-looping threads until `until_ns` (a CPU hog).
-    Hog {
-        /// How many.
-        threads: u32,
-        /// When they stop.
-        until_ns: u64,
-    },
+    /// A fault's command (CPU starvation, a CPU hog).
+    Fault(WorkerCommand),
 }
 
 /// Worker → driver.

@@ -19,13 +19,11 @@
 //! With worker processes, the lockbench process serves the resource over a Unix socket
 //! ([`super::resource_socket`]).
 
-use std::io;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
-use super::resource_socket::RemoteResource;
-use super::stop::StopSignal;
 use crate::clock::MonoClock;
+use crate::stop::StopSignal;
 
 /// The resource's verdict on a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,41 +169,6 @@ impl Resource {
             totals.token_regressions += cell.token_regressions;
         }
         totals
-    }
-}
-
-/// How a worker reaches the resource: directly (tasks) or over the socket (processes).
-#[derive(Debug)]
-pub enum ResourceClient {
-    /// Same process.
-    Local(Arc<Resource>),
-    /// Worker process.
-    Remote(RemoteResource),
-}
-
-impl ResourceClient {
-    /// See [`Resource::read`].
-    #[inline]
-    pub async fn read(&mut self, key: u32, token: Option<u64>) -> io::Result<u64> {
-        match self {
-            ResourceClient::Local(r) => Ok(r.read(key, token)),
-            ResourceClient::Remote(r) => r.read(key, token),
-        }
-    }
-
-    /// See [`Resource::write`].
-    #[inline]
-    pub async fn write(
-        &mut self,
-        key: u32,
-        value: u64,
-        token: Option<u64>,
-        lease: u64,
-    ) -> io::Result<WriteVerdict> {
-        match self {
-            ResourceClient::Local(r) => Ok(r.write(key, value, token, lease)),
-            ResourceClient::Remote(r) => r.write(key, value, token, lease),
-        }
     }
 }
 

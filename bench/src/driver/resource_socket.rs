@@ -1,5 +1,6 @@
 //! The protected resource over a Unix socket, for worker processes: the lockbench process serves it
-//! ([`ResourceServer`]), each worker process connects once ([`RemoteResource`]).
+//! ([`ResourceServer`]), each worker process connects once ([`RemoteResource`]). A worker reaches the
+//! resource through a [`ResourceClient`]: directly in tasks mode, over the socket in processes mode.
 //!
 //! Why a socket rather than shared memory: process workers exist to be paused (SIGSTOP) and killed
 //! (SIGKILL). A worker stopped inside a lock of a shared-memory resource would freeze every other
@@ -224,11 +225,46 @@ impl RemoteResource {
     }
 }
 
+/// How a worker reaches the resource: directly (tasks) or over the socket (processes).
+#[derive(Debug)]
+pub enum ResourceClient {
+    /// Same process.
+    Local(Arc<Resource>),
+    /// Worker process.
+    Remote(RemoteResource),
+}
+
+impl ResourceClient {
+    /// See [`Resource::read`].
+    #[inline]
+    pub async fn read(&mut self, key: u32, token: Option<u64>) -> io::Result<u64> {
+        match self {
+            ResourceClient::Local(r) => Ok(r.read(key, token)),
+            ResourceClient::Remote(r) => r.read(key, token),
+        }
+    }
+
+    /// See [`Resource::write`].
+    #[inline]
+    pub async fn write(
+        &mut self,
+        key: u32,
+        value: u64,
+        token: Option<u64>,
+        lease: u64,
+    ) -> io::Result<WriteVerdict> {
+        match self {
+            ResourceClient::Local(r) => Ok(r.write(key, value, token, lease)),
+            ResourceClient::Remote(r) => r.write(key, value, token, lease),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::clock::MonoClock;
-    use crate::driver::stop::StopSignal;
+    use crate::stop::StopSignal;
 
     #[test]
     fn the_socket_gives_the_same_answers_and_stops() {

@@ -4,26 +4,25 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use lockers::{Events, Locker};
 use tokio::task::JoinSet;
 
-use super::case::{
-    CaseContext, CaseError, ModeOutput, Timing, capabilities_model, measured_ns, supervise,
-};
 use super::cost::{self, CostScope};
-use super::oracle::{BatchQueue, Oracle};
+use super::mode::{
+    CaseContext, CaseError, ModeOutput, STOP_GRACE, Timing, capabilities_model, measured_ns,
+    supervise,
+};
+use super::oracle::Oracle;
 use super::renewal::RenewalRecorder;
-use super::resource::{Resource, ResourceClient};
-use super::stop::StopSignal;
+use super::resource::Resource;
+use super::resource_socket::ResourceClient;
 use super::tally::WorkerTally;
 use super::worker::{CasePlan, ReadyPlan, Worker};
 use crate::faults::{self, CaseFaults};
+use crate::holds::BatchQueue;
+use crate::stop::StopSignal;
 use crate::strategies::{Endpoints, Strategy};
-
-/// How long workers get to finish after the stop signal (an in-flight release, a server round trip).
-pub const STOP_GRACE: Duration = Duration::from_secs(30);
 
 /// Runs a case with tokio-task workers.
 pub async fn run(

@@ -16,12 +16,13 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use super::histogram::record;
-use super::holds::{HoldChange, HoldEvent, HoldSink};
-use super::oracle::{BatchQueue, EndedBy, Interval, IntervalBatch};
-use super::resource::{ResourceClient, WriteVerdict};
-use super::stop::StopSignal;
+use super::resource::WriteVerdict;
+use super::resource_socket::ResourceClient;
 use super::tally::WorkerTally;
 use crate::clock::{MonoClock, duration_ns};
+use crate::holds::{BatchQueue, EndedBy, Interval, IntervalBatch};
+use crate::holds::{HoldChange, HoldEvent, HoldSink};
+use crate::stop::StopSignal;
 use crate::strategies::StrategySettings;
 use crate::workload::{LeaseSpec, OnLost, TaskDistribution, Workload};
 

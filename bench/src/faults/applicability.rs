@@ -1,4 +1,5 @@
-//! Which fault applies to which strategy, and what a fault needs from the run — in one place.
+//! Which fault applies to which strategy (what each kind needs from the run is pure data, in
+//! [`crate::workload::faults`]).
 //!
 //! | fault | applies to | needs |
 //! |---|---|---|
@@ -12,9 +13,9 @@
 
 use lockers::Capabilities;
 
-use super::spec::{FaultKind, FaultScope};
 use crate::backends::ServerKind;
 use crate::strategies::Strategy;
+use crate::workload::faults::{FaultKind, FaultScope};
 
 /// Whether `kind` applies to `strategy` (which declares `caps`); the error says why not, one line.
 pub fn applies(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<(), String> {
@@ -49,44 +50,6 @@ pub fn applies(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Res
         _ => "it has no server to fault",
     };
     Err(format!("{kind} does not apply to {}: {why}", strategy.id))
-}
-
-/// Whether a fault of `kind` needs the clients in worker processes.
-pub fn needs_processes(kind: FaultKind) -> bool {
-    kind.scope() == FaultScope::WorkerProcess
-}
-
-/// Whether a fault of `kind` needs the clients' connections to go through TCP proxies.
-pub fn needs_proxies(kind: FaultKind) -> bool {
-    kind.scope() == FaultScope::Network || kind == FaultKind::Failover
-}
-
-/// The servers of `kind` a case must start for itself (a fault destroys them), if any.
-pub fn own_topology(kind: FaultKind) -> Option<Topology> {
-    match kind {
-        FaultKind::Failover => Some(Topology::RedisPair),
-        FaultKind::LeaderKill => Some(Topology::Cluster),
-        _ => None,
-    }
-}
-
-/// A server set-up a case starts for itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Topology {
-    /// A Redis primary with one asynchronous replica.
-    RedisPair,
-    /// A 3-member etcd cluster or 3-node ZooKeeper ensemble (whichever the strategy uses).
-    Cluster,
-}
-
-impl Topology {
-    /// The server kinds this topology replaces the run's shared servers for.
-    pub fn replaces(self) -> &'static [ServerKind] {
-        match self {
-            Topology::RedisPair => &[ServerKind::Redis],
-            Topology::Cluster => &[ServerKind::Etcd, ServerKind::ZooKeeper],
-        }
-    }
 }
 
 #[cfg(test)]

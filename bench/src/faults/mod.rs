@@ -1,16 +1,16 @@
-//! Fault injection (DESIGN §6): what a scenario's `[[faults]]` ask for, which strategies each fault
-//! applies to, and the machinery that injects them during a case and records each fault's window
+//! Fault injection (DESIGN §6): which strategies each fault of a scenario (the specs,
+//! [`crate::workload::faults`]) applies to, and the machinery that injects them during a case and records each fault's window
 //! (kind, target, parameters, start and stop relative to the case start, and what followed) in the
 //! results.
 //!
 //! | module | job |
 //! |---|---|
-//! | [`spec`] | the `[[faults]]` tables and `--fault` flags, checked |
-//! | [`applicability`] | which fault applies to which strategy; what each needs (processes, proxies, own servers) |
+//! | [`applicability`] | which fault applies to which strategy |
 //! | [`board`] | the workers' hold events: who holds what now, what happened since |
-//! | [`runner`] | the schedule: pick the target, apply, lift, measure |
+//! | [`runner`] | the schedule: wait, apply, lift, collect the windows |
+//! | [`env`] | what the fault tasks share: server access, records, target choice, measuring |
 //! | [`worker_faults`], [`network_faults`], [`server_faults`] | how each kind is applied and lifted |
-//! | [`workers`] | signals and commands to worker processes |
+//! | [`workers`] | signals and commands ([`workers::WorkerCommand`]) to worker processes |
 //! | [`proxies`] | a TCP proxy per client between it and the server |
 //! | [`topology`] | servers a case starts for itself (primary + replica, 3-member clusters) |
 //! | [`cgroup`] | a CPU quota through a cgroup |
@@ -22,11 +22,11 @@
 pub mod applicability;
 pub mod board;
 pub mod cgroup;
+pub mod env;
 pub mod network_faults;
 pub mod proxies;
 pub mod runner;
 pub mod server_faults;
-pub mod spec;
 pub mod topology;
 pub mod worker_faults;
 pub mod workers;
@@ -36,20 +36,27 @@ use std::sync::Arc;
 use lockbench_reports::model::{FaultWindow, ServerInfo};
 use tokio::task::JoinHandle;
 
-pub use spec::{FaultFile, FaultKind, FaultSpec, Target};
-
 use self::board::HoldBoard;
+use self::env::{FaultEnv, ServerAccess};
 use self::proxies::ClientProxies;
-use self::runner::{FaultEnv, ServerAccess};
 use self::topology::CaseServers;
 use self::workers::WorkerControl;
 use crate::backends::stats::StatsSource;
 use crate::backends::{Backends, EndpointAddrs};
 use crate::clock::MonoClock;
-use crate::driver::case::CaseError;
-use crate::driver::holds::HoldSink;
-use crate::driver::stop::StopSignal;
+use crate::holds::HoldSink;
+use crate::stop::StopSignal;
 use crate::strategies::Strategy;
+use crate::workload::faults::{FaultKind, FaultSpec, Topology, needs_proxies, own_topology};
+
+/// Why a case's faults could not be prepared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrepareError {
+    /// A fault does not apply to the strategy: the case is skipped with this reason.
+    Skip(String),
+    /// Starting what a fault needs (servers, proxies) failed.
+    Fail(String),
+}
 
 /// The faults of one case and what they need: the hold board, the clients' endpoints (through
 /// proxies when needed) and the servers started for the case. Dropping it stops those servers and
@@ -80,7 +87,7 @@ impl CaseFaults {
     }
 
     /// Prepares `specs` for a case of `strategy` (declaring `caps`) with `clients` clients: checks
-    /// that every fault applies (else [`CaseError::Skip`]), starts the servers a fault destroys and
+    /// that every fault applies (else [`PrepareError::Skip`]), starts the servers a fault destroys and
     /// the proxies a fault needs.
     pub async fn prepare(
         specs: &[FaultSpec],
@@ -89,17 +96,15 @@ impl CaseFaults {
         clients: u32,
         backends: &Backends,
         endpoints: &EndpointAddrs,
-    ) -> Result<Self, CaseError> {
+    ) -> Result<Self, PrepareError> {
         if specs.is_empty() {
             return Ok(Self::none(endpoints.clone()));
         }
         for spec in specs {
-            applicability::applies(spec.kind, strategy, caps).map_err(CaseError::Skip)?;
+            applicability::applies(spec.kind, strategy, caps).map_err(PrepareError::Skip)?;
         }
-        let fail = |e: String| CaseError::Fail(format!("fault set-up: {e}"));
-        let topology = specs
-            .iter()
-            .find_map(|s| applicability::own_topology(s.kind));
+        let fail = |e: String| PrepareError::Fail(format!("fault set-up: {e}"));
+        let topology = specs.iter().find_map(|s| own_topology(s.kind));
         let own = match topology {
             None => None,
             Some(topology) => {
@@ -111,8 +116,8 @@ impl CaseFaults {
                     .unwrap_or_default();
                 let kind = strategy.server;
                 let started = tokio::task::spawn_blocking(move || match topology {
-                    applicability::Topology::RedisPair => CaseServers::redis_pair(lag),
-                    applicability::Topology::Cluster => CaseServers::cluster(kind),
+                    Topology::RedisPair => CaseServers::redis_pair(lag),
+                    Topology::Cluster => CaseServers::cluster(kind),
                 })
                 .await
                 .map_err(|e| fail(format!("server start task failed: {e}")))?
@@ -136,7 +141,7 @@ impl CaseFaults {
             },
             (None, None) => ServerAccess::None,
         };
-        let (proxies, per_client) = if specs.iter().any(|s| applicability::needs_proxies(s.kind)) {
+        let (proxies, per_client) = if specs.iter().any(|s| needs_proxies(s.kind)) {
             let (proxies, per_client) =
                 ClientProxies::start(clients, strategy.server, &base).map_err(fail)?;
             (Some(Arc::new(proxies)), per_client)

@@ -4,13 +4,13 @@
 
 use lockbench_servers::Fault;
 
-use super::proxies;
-use super::runner::{
+use super::env::{
     FaultEnv, Record, describe_victim, hold_for, measure_any, measure_victim, pick_client,
     sleep_until,
 };
-use super::spec::{FaultKind, FaultSpec, Target};
+use super::proxies;
 use crate::clock::duration_ns;
+use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
 /// Applies a network fault, lifts it, and measures what followed.
 pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {

@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 
 use lockbench_servers::{Direction, Fault, Proxy};
 
-use super::spec::Directions;
 use crate::backends::{EndpointAddrs, ServerKind, address};
+use crate::workload::faults::Directions;
 
 /// Every client's proxies, in front of the servers of one kind.
 #[derive(Debug)]

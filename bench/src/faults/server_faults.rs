@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use lockbench_servers::probe::resp_command;
 
-use super::runner::{
+use super::env::{
     FaultEnv, Record, ServerAccess, blocking, describe_victim, hold_for, measure_any,
     measure_victim, pick_client, sleep_until,
 };
-use super::spec::{FaultKind, FaultSpec, Target};
 use crate::backends::ServerKind;
 use crate::clock::duration_ns;
+use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 

@@ -5,11 +5,10 @@
 use std::time::Duration;
 
 use super::cgroup::CpuQuota;
-use super::runner::{FaultEnv, Record, describe_victim, hold_for, measure_victim, pick_client};
-use super::spec::{FaultKind, FaultSpec};
-use super::workers::Crash;
+use super::env::{FaultEnv, Record, describe_victim, hold_for, measure_victim, pick_client};
+use super::workers::{Crash, WorkerCommand};
 use crate::clock::duration_ns;
-use crate::driver::protocol::ToChild;
+use crate::workload::faults::{FaultKind, FaultSpec};
 
 /// Applies a worker fault, lifts it, and measures what followed.
 pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
@@ -57,12 +56,12 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         FaultKind::StarveWorker | FaultKind::CpuHog => {
             let until_ns = until(spec.duration);
             let command = if spec.kind == FaultKind::CpuHog {
-                ToChild::Hog {
+                WorkerCommand::Hog {
                     threads: spec.threads,
                     until_ns,
                 }
             } else {
-                ToChild::Starve { until_ns }
+                WorkerCommand::Starve { until_ns }
             };
             if !workers.send(victim.client, command) {
                 rec.note("the worker is gone");

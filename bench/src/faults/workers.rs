@@ -4,9 +4,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
-
-use crate::driver::protocol::ToChild;
 
 /// A worker process killed by a fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,17 +18,36 @@ pub struct Crash {
     pub at_ns: u64,
 }
 
+/// What a fault asks a worker process to do to itself; the worker protocol carries it
+/// (`ToChild::Fault` in the driver's protocol).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerCommand {
+    /// Block every runtime worker thread until `until_ns` (CPU starvation of the client).
+    Starve {
+        /// When the threads are let go (machine-wide monotonic ns).
+        until_ns: u64,
+    },
+    /// Run `threads` busy-looping threads until `until_ns` (a CPU hog).
+    Hog {
+        /// How many.
+        threads: u32,
+        /// When they stop.
+        until_ns: u64,
+    },
+}
+
 /// Handles on the worker processes of one case.
 #[derive(Debug, Clone)]
 pub struct WorkerControl {
     pids: Arc<Vec<u32>>,
-    commands: Arc<Vec<mpsc::UnboundedSender<ToChild>>>,
+    commands: Arc<Vec<mpsc::UnboundedSender<WorkerCommand>>>,
     crashes: Arc<Mutex<Vec<Crash>>>,
 }
 
 impl WorkerControl {
     /// Control over workers with these pids and command channels (both by client index).
-    pub fn new(pids: Vec<u32>, commands: Vec<mpsc::UnboundedSender<ToChild>>) -> Self {
+    pub fn new(pids: Vec<u32>, commands: Vec<mpsc::UnboundedSender<WorkerCommand>>) -> Self {
         WorkerControl {
             pids: Arc::new(pids),
             commands: Arc::new(commands),
@@ -62,7 +80,7 @@ impl WorkerControl {
     }
 
     /// Sends a command to `client`; false if it is gone.
-    pub fn send(&self, client: u32, command: ToChild) -> bool {
+    pub fn send(&self, client: u32, command: WorkerCommand) -> bool {
         self.commands
             .get(client as usize)
             .is_some_and(|tx| tx.send(command).is_ok())

@@ -13,8 +13,8 @@ use lockbench_reports::scale::{ScaleResults, ScaleSeries, ScaleStop};
 use super::hold::locks_per_renew_call;
 use super::{SCALE_FILE, ScaleSpec};
 use crate::backends::{Backends, ServerKind};
+use crate::duration::format_duration;
 use crate::strategies::Strategy;
-use crate::workload::format_duration;
 
 /// Runs `strategy` in a child process of `exe`.
 pub async fn measure_strategy(

@@ -23,10 +23,10 @@ use lockers::{AcquireOptions, EventSink, Events, Lease, LockEvent, Locker};
 use super::{SERVER_TIMEOUT, ScaleSpec, ms};
 use crate::backends::stats::{StatsSnapshot, StatsSource};
 use crate::backends::{Backend, Backends, ServerKind};
+use crate::duration::format_duration;
 use crate::measure::{RedisCommandStats, process_cpu_time};
 use crate::proc_stat;
 use crate::strategies::{Endpoints, Strategy};
-use crate::workload::format_duration;
 
 /// Counts the renewal events of one client.
 #[derive(Debug, Default)]

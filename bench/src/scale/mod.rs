@@ -33,9 +33,9 @@ use lockbench_reports::scale::{SCALE_SCHEMA_VERSION, ScaleResults, ScaleSeries, 
 use lockbench_servers::probe;
 
 use crate::backends::{Backend, Backends, GivenAddresses, ServerKind};
+use crate::duration::{format_duration, parse_duration};
 use crate::error::BenchError;
 use crate::strategies::{Strategy, StrategySettings};
-use crate::workload::{format_duration, parse_duration};
 use crate::{environment, output, strategies};
 
 pub use table::{checks, render};

@@ -18,7 +18,7 @@ use std::time::Duration;
 use rand::Rng;
 use rand_distr::{Distribution, Exp, LogNormal};
 
-use super::parse::{format_duration, parse_duration};
+use crate::duration::{format_duration, parse_duration};
 
 const SAMPLE_CAP_NS: f64 = 3_600e9;
 

@@ -1,19 +1,21 @@
 //! The workload spec (DESIGN §5): what a scenario asks for, from a TOML file (a preset or the user's)
 //! overridden by command-line flags, checked field by field so a bad value gets one error line that
-//! names the field.
+//! names the field. The fault specs ([`faults`]) are part of it: pure data, checked here and injected
+//! by [`crate::faults`].
 
 pub mod distribution;
+pub mod faults;
 pub mod parse;
 
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::faults::applicability::needs_processes;
-use crate::faults::{FaultFile, FaultSpec};
+use self::faults::{FaultFile, FaultSpec, needs_processes};
+use crate::duration::{format_duration, parse_duration};
 
 pub use distribution::TaskDistribution;
-pub use parse::{LeaseSpec, OnLost, WorkerMode, format_duration, parse_duration};
+pub use parse::{LeaseSpec, OnLost, WorkerMode};
 
 /// A scenario file as written: every field optional (the built-in default applies), unknown fields
 /// rejected. Durations are humantime strings.
@@ -52,7 +54,7 @@ pub struct ScenarioFile {
     pub on_lost: Option<String>,
     /// Random seed.
     pub seed: Option<u64>,
-    /// Faults injected in every case (`[[faults]]` tables; see [`crate::faults::spec`]).
+    /// Faults injected in every case (`[[faults]]` tables; see [`faults`]).
     pub faults: Option<Vec<FaultFile>>,
 }
 
@@ -297,7 +299,7 @@ fn resolve_faults(
                 spec.kind
             ));
         }
-        if let crate::faults::Target::Client(n) = spec.target
+        if let faults::Target::Client(n) = spec.target
             && n >= clients
         {
             return Err(format!(

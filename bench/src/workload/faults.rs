@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::workload::{format_duration, parse_duration};
+use crate::backends::ServerKind;
+use crate::duration::{format_duration, parse_duration};
 
 /// A fault as written in a scenario file: every field optional, unknown fields rejected.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -523,6 +524,44 @@ pub fn parse_fault_text(text: &str) -> Result<FaultFile, String> {
         *slot = Some(value);
     }
     Ok(file)
+}
+
+/// Whether a fault of `kind` needs the clients in worker processes.
+pub fn needs_processes(kind: FaultKind) -> bool {
+    kind.scope() == FaultScope::WorkerProcess
+}
+
+/// Whether a fault of `kind` needs the clients' connections to go through TCP proxies.
+pub fn needs_proxies(kind: FaultKind) -> bool {
+    kind.scope() == FaultScope::Network || kind == FaultKind::Failover
+}
+
+/// The servers of `kind` a case must start for itself (a fault destroys them), if any.
+pub fn own_topology(kind: FaultKind) -> Option<Topology> {
+    match kind {
+        FaultKind::Failover => Some(Topology::RedisPair),
+        FaultKind::LeaderKill => Some(Topology::Cluster),
+        _ => None,
+    }
+}
+
+/// A server set-up a case starts for itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topology {
+    /// A Redis primary with one asynchronous replica.
+    RedisPair,
+    /// A 3-member etcd cluster or 3-node ZooKeeper ensemble (whichever the strategy uses).
+    Cluster,
+}
+
+impl Topology {
+    /// The server kinds this topology replaces the run's shared servers for.
+    pub fn replaces(self) -> &'static [ServerKind] {
+        match self {
+            Topology::RedisPair => &[ServerKind::Redis],
+            Topology::Cluster => &[ServerKind::Etcd, ServerKind::ZooKeeper],
+        }
+    }
 }
 
 #[cfg(test)]
