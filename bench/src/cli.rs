@@ -1,12 +1,26 @@
-//! The command line (clap derive). Values that need domain checks (durations, lease modes, task
-//! distributions) are taken as text here and checked by the workload, so every bad value gets one error
-//! line naming its field.
+//! The command line, the top layer: every clap struct (the server-address flags defined once, in
+//! [`ServerArgs`], and flattened where a command takes them), their conversion into the commands'
+//! requests, and [`cli_main`], which parses, builds the one tokio runtime and runs the command.
+//! Values that need domain checks (durations, lease modes, task distributions) are taken as text here
+//! and checked by the workload or the command, so every bad value gets one error line naming its
+//! field.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
+use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
-use crate::workload::ScenarioFile;
+use crate::backends::GivenAddresses;
+use crate::compare::CompareRequest;
+use crate::driver::child;
+use crate::duration::format_duration;
+use crate::error::{BenchError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::report::ReportRequest;
+use crate::run::{RunOutcome, RunRequest};
+use crate::scale::{ScaleOptions, ScaleRequest};
+use crate::workload::{ScenarioFile, split_list};
+use crate::{compare, report, scale, scenarios, strategies};
 
 /// lockbench: compare distributed lock strategies on real local servers.
 #[derive(Debug, Parser)]
@@ -37,15 +51,40 @@ pub enum Command {
     Run(RunArgs),
     /// Run the default suite across every strategy; writes DIR/results.json, report.html, report.md
     /// and charts.
-    Compare(crate::compare::CompareArgs),
+    Compare(CompareArgs),
     /// Render the reports again from a results file, optionally with changes against a baseline file.
-    Report(crate::report::ReportArgs),
+    Report(ReportArgs),
     /// Hold 1k, 10k, 100k locks per strategy and record what renewal costs the server and the client;
     /// writes DIR/scale.json.
-    Scale(crate::scale::ScaleArgs),
+    Scale(ScaleArgs),
     /// Internal: one client of a processes-mode run (reads its spec on stdin).
     #[command(hide = true)]
     Worker,
+}
+
+/// The server-address flags: servers the user runs, used instead of starting them.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServerArgs {
+    /// Use this Redis instead of starting one (redis://host:port).
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// Use this etcd instead of starting one (http://host:port, comma-separated).
+    #[arg(long, value_name = "URLS")]
+    pub etcd: Option<String>,
+    /// Use this ZooKeeper instead of starting one (host:port, comma-separated).
+    #[arg(long, value_name = "HOSTS")]
+    pub zk: Option<String>,
+}
+
+impl ServerArgs {
+    /// The addresses as the commands take them.
+    pub fn given(&self) -> GivenAddresses {
+        GivenAddresses {
+            redis: self.redis.clone(),
+            etcd: self.etcd.clone(),
+            zookeeper: self.zk.clone(),
+        }
+    }
 }
 
 /// `lockbench run`: a scenario (preset or TOML file) with overrides.
@@ -107,15 +146,9 @@ pub struct RunArgs {
     /// Output directory [default: results/SCENARIO-UTCTIME].
     #[arg(short, long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Use this Redis instead of starting one (redis://host:port).
-    #[arg(long, value_name = "URL")]
-    pub redis: Option<String>,
-    /// Use this etcd instead of starting one (http://host:port, comma-separated).
-    #[arg(long, value_name = "URLS")]
-    pub etcd: Option<String>,
-    /// Use this ZooKeeper instead of starting one (host:port, comma-separated).
-    #[arg(long, value_name = "HOSTS")]
-    pub zk: Option<String>,
+    /// Servers to use instead of starting them.
+    #[command(flatten)]
+    pub servers: ServerArgs,
     /// No progress bar (it is shown only when stdout is a terminal anyway).
     #[arg(long)]
     pub no_progress: bool,
@@ -129,18 +162,10 @@ pub struct RunArgs {
     pub faults: Vec<String>,
 }
 
-fn list(text: &Option<String>) -> Option<Vec<String>> {
-    text.as_ref().map(|t| {
-        t.split(',')
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-            .collect()
-    })
-}
-
 impl RunArgs {
     /// The flags that override the scenario file.
     pub fn overrides(&self) -> ScenarioFile {
+        let list = |text: &Option<String>| text.as_deref().map(split_list);
         ScenarioFile {
             description: None,
             strategies: list(&self.strategies),
@@ -158,8 +183,386 @@ impl RunArgs {
             workers: self.workers.clone(),
             on_lost: self.on_lost.clone(),
             seed: self.seed,
-            // `--fault` text is checked where it is applied (`run::apply_fault_flags`).
+            // `--fault` text is checked where it is applied (the run, `RunRequest::faults`).
             faults: None,
+        }
+    }
+
+    /// The run these flags ask for.
+    pub fn request(&self) -> RunRequest {
+        RunRequest {
+            scenario: self.scenario.clone(),
+            overrides: self.overrides(),
+            faults: self.faults.clone(),
+            out: self.out.clone(),
+            servers: self.servers.given(),
+            progress: !self.no_progress,
+        }
+    }
+}
+
+/// `lockbench compare`.
+#[derive(Debug, Clone, Default, Args)]
+#[command(after_help = "\
+Runs every scenario of the suite (baseline, long-tail, lease-too-short, and the fault scenarios) against
+every strategy, starting the servers it needs, then writes DIR/results.json (all scenarios in one file),
+DIR/report.html (self-contained), DIR/report.md and DIR/charts/*.png|svg. `lockbench report
+DIR/results.json` renders the reports again. Default run: about 3 minutes; --quick: about 1 minute.
+Exit codes: 0 done, 1 a case or scenario failed (the report shows it), 2 bad input, 130 interrupted.")]
+pub struct CompareArgs {
+    /// The short suite (about a minute, fewer scenarios), for tests and a first look.
+    #[arg(long)]
+    pub quick: bool,
+    /// Output directory [default: results/compare-UTCTIME].
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Strategy ids, comma-separated, or `all` [default: all].
+    #[arg(long, value_name = "LIST")]
+    pub strategies: Option<String>,
+    /// Servers to use instead of starting them.
+    #[command(flatten)]
+    pub servers: ServerArgs,
+    /// No progress bars (they are shown only when stdout is a terminal anyway).
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+impl CompareArgs {
+    /// The comparison these flags ask for.
+    pub fn request(&self) -> CompareRequest {
+        CompareRequest {
+            quick: self.quick,
+            out: self.out.clone(),
+            strategies: self.strategies.clone(),
+            servers: self.servers.given(),
+            progress: !self.no_progress,
+        }
+    }
+}
+
+/// `lockbench report`.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "\
+RESULTS.json is DIR/results.json of `lockbench compare` or of `lockbench run`. Writes report.html,
+report.md and charts/ into --out (default: the directory of RESULTS.json).
+Exit codes: 0 done, 1 writing failed, 2 bad input (missing file, not JSON, wrong schema_version).")]
+pub struct ReportArgs {
+    /// The results file to report.
+    #[arg(value_name = "RESULTS.json")]
+    pub results: PathBuf,
+    /// An earlier results file: the report adds the changes against it.
+    #[arg(long, value_name = "OLD.json")]
+    pub baseline: Option<PathBuf>,
+    /// A `lockbench scale` file: the report adds cost against held locks.
+    #[arg(long, value_name = "SCALE.json")]
+    pub scale: Option<PathBuf>,
+    /// Output directory [default: the directory of RESULTS.json].
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+impl ReportArgs {
+    /// The report these flags ask for.
+    pub fn request(&self) -> ReportRequest {
+        ReportRequest {
+            results: self.results.clone(),
+            baseline: self.baseline.clone(),
+            scale: self.scale.clone(),
+            out: self.out.clone(),
+        }
+    }
+}
+
+/// `lockbench scale`: hold 1k → 10k → 100k locks per strategy and record what it costs.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "\
+Each strategy runs with one client, in its own child process; each step adds locks to those already held,
+then the client holds still for --hold while the cost is measured. A strategy stops at the first acquire
+error, at --max-threads threads, at --max-rss-mib resident memory or when a step takes longer than
+--step-budget to fill; the stop and its reason are recorded. Exit codes: 0 done, 1 failed while running,
+2 bad input.")]
+pub struct ScaleArgs {
+    /// Strategy ids, comma-separated, or `all` [default: all but redis-keyspace-naive].
+    #[arg(long, value_name = "LIST")]
+    pub strategies: Option<String>,
+    /// Held-lock counts, ascending, comma-separated (`10k` works).
+    #[arg(long, value_name = "LIST", default_value = scale::DEFAULT_STEPS)]
+    pub steps: String,
+    /// Measured window per step.
+    #[arg(long, value_name = "DURATION", default_value = scale::DEFAULT_HOLD)]
+    pub hold: String,
+    /// TTL of the watchdog leases (renewed every third of it).
+    #[arg(long, value_name = "DURATION", default_value = scale::DEFAULT_WATCHDOG_TIMEOUT)]
+    pub watchdog_timeout: String,
+    /// Concurrent acquires while filling a step.
+    #[arg(long, value_name = "N", default_value_t = scale::DEFAULT_CONCURRENCY)]
+    pub concurrency: usize,
+    /// Most time a step may take to fill before the strategy stops.
+    #[arg(long, value_name = "DURATION", default_value = scale::DEFAULT_STEP_BUDGET)]
+    pub step_budget: String,
+    /// Stop a strategy once the client has this many threads (guard threads: one per lock).
+    #[arg(long, value_name = "N", default_value_t = scale::DEFAULT_MAX_THREADS)]
+    pub max_threads: u64,
+    /// Stop a strategy once the client's resident set passes this many MiB.
+    #[arg(long, value_name = "MIB", default_value_t = scale::DEFAULT_MAX_RSS_MIB)]
+    pub max_rss_mib: u64,
+    /// Run every strategy in this process (faster; RSS and threads then carry over between strategies).
+    #[arg(long)]
+    pub in_process: bool,
+    /// Output directory [default: results/scale-UTCTIME].
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Servers to use instead of starting them.
+    #[command(flatten)]
+    pub servers: ServerArgs,
+    /// Internal: run as one strategy's child process (write DIR/scale.json, print nothing).
+    #[arg(long, hide = true)]
+    pub worker: bool,
+    /// Internal: process ids of the servers, for their CPU time (`redis=PID,zookeeper=PID`).
+    #[arg(long, hide = true, value_name = "LIST")]
+    pub server_pids: Option<String>,
+}
+
+impl ScaleArgs {
+    /// The scale run these flags ask for (`--worker` runs in this process).
+    pub fn request(&self) -> ScaleRequest {
+        ScaleRequest {
+            options: ScaleOptions {
+                strategies: self.strategies.clone(),
+                steps: self.steps.clone(),
+                hold: self.hold.clone(),
+                watchdog_timeout: self.watchdog_timeout.clone(),
+                concurrency: self.concurrency,
+                step_budget: self.step_budget.clone(),
+                max_threads: self.max_threads,
+                max_rss_mib: self.max_rss_mib,
+                in_process: self.in_process || self.worker,
+            },
+            out: self.out.clone(),
+            servers: self.servers.given(),
+            worker: self.worker,
+            server_pids: self.server_pids.clone(),
+        }
+    }
+}
+
+/// Runs `lockbench run` with `args`, in-process (for tests): the run with the request they make.
+pub async fn run(args: RunArgs) -> Result<RunOutcome, BenchError> {
+    crate::run::run(args.request()).await
+}
+
+/// Parses `args` (program name first), runs the command, prints its output, and returns the exit code.
+/// Every error is one line on stderr, `lockbench: <what>`. Builds the one tokio runtime every
+/// command runs on.
+pub fn cli_main<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(e),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("lockbench: tokio runtime: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let result = match cli.command {
+        Command::Strategies => list_strategies(),
+        Command::Scenarios => list_scenarios(),
+        Command::Run(args) => runtime.block_on(crate::run::command(args.request())),
+        Command::Compare(args) => runtime.block_on(compare::command(args.request())),
+        Command::Report(args) => report::command(args.request()),
+        Command::Scale(args) => runtime.block_on(scale::command(args.request())),
+        Command::Worker => return runtime.block_on(child::worker_main()),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("lockbench: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// Help and version print as clap renders them (exit 0); a usage error prints its first line only.
+fn clap_exit(e: clap::Error) -> i32 {
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            EXIT_OK
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            EXIT_USAGE
+        }
+        _ => {
+            let rendered = e.render().to_string();
+            let first = rendered
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("bad arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("lockbench: {first} (see --help)");
+            EXIT_USAGE
+        }
+    }
+}
+
+fn list_strategies() -> Result<i32, BenchError> {
+    let settings = strategies::StrategySettings::new(std::time::Duration::from_secs(30));
+    let width = strategies::STRATEGIES
+        .iter()
+        .map(|s| s.id.len())
+        .max()
+        .unwrap_or(8);
+    println!(
+        "{:width$}  {:10}  {:6}  description",
+        "id", "server", "in all"
+    );
+    for s in strategies::STRATEGIES {
+        println!(
+            "{:width$}  {:10}  {:6}  {}",
+            s.id,
+            s.server.name(),
+            if s.in_all { "yes" } else { "no" },
+            s.description
+        );
+        match (s.capabilities)(&settings) {
+            Ok(c) => {
+                let flags: Vec<&str> = [
+                    (c.reentrant, "reentrant"),
+                    (c.fencing, "fencing"),
+                    (c.auto_renew, "auto_renew"),
+                    (c.fixed_lease, "fixed_lease"),
+                    (c.wait_notify, "wait_notify"),
+                    (c.lost_signal, "lost_signal"),
+                ]
+                .into_iter()
+                .filter_map(|(on, name)| on.then_some(name))
+                .collect();
+                println!(
+                    "{:width$}  capabilities: {}; min ttl {}, ttl granularity {}",
+                    "",
+                    flags.join(" "),
+                    format_duration(c.min_ttl),
+                    format_duration(c.ttl_granularity)
+                );
+            }
+            Err(e) => println!("{:width$}  capabilities: unavailable ({e})", ""),
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn list_scenarios() -> Result<i32, BenchError> {
+    let width = scenarios::PRESETS
+        .iter()
+        .map(|p| p.name.len())
+        .max()
+        .unwrap_or(8);
+    for preset in scenarios::PRESETS {
+        println!("{:width$}  {}", preset.name, preset.description());
+    }
+    Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::backends::Backends;
+    use crate::scale::Isolation;
+    use crate::scale::child::{time_bound, worker_args};
+
+    fn scale_args(extra: &[&str]) -> ScaleRequest {
+        let mut argv = vec!["lockbench", "scale"];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv).map(|c| c.command) {
+            Ok(Command::Scale(args)) => args.request(),
+            other => panic!("not a scale command: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn scale_flags_default_to_the_scale_defaults() {
+        assert_eq!(scale_args(&[]).options, ScaleOptions::default());
+        assert!(scale_args(&["--in-process"]).options.in_process);
+        assert!(scale_args(&["--worker"]).options.in_process);
+    }
+
+    #[test]
+    fn bad_scale_values_name_their_flag() {
+        for (flag, value) in [
+            ("--steps", "5,1"),
+            ("--hold", "0"),
+            ("--hold", "1h"),
+            ("--watchdog-timeout", "soon"),
+            ("--concurrency", "0"),
+            ("--max-threads", "0"),
+            ("--strategies", "redis-nope"),
+        ] {
+            let err = scale_args(&[flag, value]).options.spec().expect_err(value);
+            assert!(matches!(err, BenchError::Usage(_)), "{err}");
+            assert!(err.to_string().contains(flag), "{err} should name {flag}");
+        }
+    }
+
+    #[test]
+    fn scale_worker_arguments_round_trip_through_the_parser() {
+        let spec = scale_args(&[
+            "--steps",
+            "10,20k",
+            "--hold",
+            "1500ms",
+            "--max-rss-mib",
+            "512",
+        ])
+        .options
+        .spec()
+        .unwrap_or_else(|e| panic!("{e}"));
+        let argv = worker_args(spec.strategies[0], &spec, &Backends::default());
+        let rest: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        let child = scale_args(&rest)
+            .options
+            .spec()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(child.steps, [10, 20_000]);
+        assert_eq!(child.hold, Duration::from_millis(1500));
+        assert_eq!(child.max_rss_bytes, 512 << 20);
+        assert_eq!(child.strategies.len(), 1);
+        assert_eq!(child.isolation, Isolation::InProcess);
+        assert!(time_bound(&spec) > spec.step_budget * 2);
+    }
+
+    #[test]
+    fn server_flags_are_defined_once_and_reach_every_command() {
+        let given = |argv: &[&str]| match Cli::try_parse_from(argv).map(|c| c.command) {
+            Ok(Command::Run(a)) => a.request().servers,
+            Ok(Command::Compare(a)) => a.request().servers,
+            Ok(Command::Scale(a)) => a.request().servers,
+            other => panic!("{other:?}"),
+        };
+        for command in ["run", "compare", "scale"] {
+            let servers = given(&[
+                "lockbench",
+                command,
+                "--redis",
+                "redis://127.0.0.1:1",
+                "--zk",
+                "127.0.0.1:2",
+            ]);
+            assert_eq!(servers.redis.as_deref(), Some("redis://127.0.0.1:1"));
+            assert_eq!(servers.zookeeper.as_deref(), Some("127.0.0.1:2"));
+            assert_eq!(servers.etcd, None);
         }
     }
 }

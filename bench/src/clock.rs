@@ -1,4 +1,5 @@
-//! One monotonic clock for every worker, in-process or not: `CLOCK_MONOTONIC` as nanoseconds.
+//! One monotonic clock for every worker, in-process or not: `CLOCK_MONOTONIC` as nanoseconds; and the
+//! one wall-clock timestamp results record ([`now_rfc3339`]).
 //!
 //! Rust's `Instant` is `CLOCK_MONOTONIC` on Linux but opaque; worker processes and lock events need
 //! plain numbers that compare across processes of one machine. [`MonoClock`] maps an `Instant` to
@@ -6,8 +7,14 @@
 
 use std::time::{Duration, Instant};
 
+/// The wall-clock time now, RFC 3339 UTC to the second (`2025-01-01T00:00:00Z`): what results files
+/// record as their start and end.
+pub(crate) fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
 /// Reads `CLOCK_MONOTONIC` in nanoseconds (the same clock in every process of the machine).
-pub fn mono_now_ns() -> u64 {
+pub(crate) fn mono_now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -21,7 +28,7 @@ pub fn mono_now_ns() -> u64 {
 
 /// Converts `Instant`s to machine-wide monotonic nanoseconds.
 #[derive(Debug, Clone, Copy)]
-pub struct MonoClock {
+pub(crate) struct MonoClock {
     base: Instant,
     base_ns: u64,
 }
@@ -34,7 +41,7 @@ impl Default for MonoClock {
 
 impl MonoClock {
     /// A clock anchored now.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let base = Instant::now();
         let base_ns = mono_now_ns();
         MonoClock { base, base_ns }
@@ -42,13 +49,13 @@ impl MonoClock {
 
     /// Now, in nanoseconds.
     #[inline]
-    pub fn now(&self) -> u64 {
+    pub(crate) fn now(&self) -> u64 {
         self.ns(Instant::now())
     }
 
     /// `at`, in nanoseconds.
     #[inline]
-    pub fn ns(&self, at: Instant) -> u64 {
+    pub(crate) fn ns(&self, at: Instant) -> u64 {
         if at >= self.base {
             self.base_ns
                 .saturating_add(duration_ns(at.duration_since(self.base)))
@@ -59,7 +66,7 @@ impl MonoClock {
     }
 
     /// The `Instant` of `ns` (for timers).
-    pub fn instant(&self, ns: u64) -> Instant {
+    pub(crate) fn instant(&self, ns: u64) -> Instant {
         if ns >= self.base_ns {
             self.base + Duration::from_nanos(ns - self.base_ns)
         } else {
@@ -72,13 +79,8 @@ impl MonoClock {
 
 /// A duration in whole nanoseconds, saturating.
 #[inline]
-pub fn duration_ns(d: Duration) -> u64 {
+pub(crate) fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// Nanoseconds to milliseconds, for results.
-pub fn ns_to_ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
 }
 
 #[cfg(test)]

@@ -17,20 +17,22 @@
 //! minute (a unit test checks the planned time).
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use clap::Args;
 use lockbench_reports::comparison::{Comparison, StrategyInfo, SuiteRun};
 use lockbench_reports::model::{CaseStatus, SCHEMA_VERSION};
 
-use crate::cli::RunArgs;
+use crate::backends::GivenAddresses;
+use crate::clock::now_rfc3339;
 use crate::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
-use crate::{output, report, run, strategies, table};
+use crate::run::{self, RunRequest};
+use crate::workload::{ScenarioFile, split_list};
+use crate::{output, report, strategies, table};
 
 /// How long a scenario runs in a suite: measured time and warm-up per case (`None`: the preset's own,
 /// for scenarios whose faults are timed against it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Length {
+pub(crate) struct Length {
     /// Measured time per case.
     pub duration: Option<&'static str>,
     /// Warm-up per case.
@@ -39,7 +41,7 @@ pub struct Length {
 
 impl Length {
     /// The preset's own lengths.
-    pub const PRESET: Length = Length {
+    pub(crate) const PRESET: Length = Length {
         duration: None,
         warmup: None,
     };
@@ -54,7 +56,7 @@ impl Length {
 
 /// One scenario of the suite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SuiteEntry {
+pub(crate) struct SuiteEntry {
     /// The scenario preset (see `lockbench scenarios`).
     pub scenario: &'static str,
     /// Its length in the default suite.
@@ -66,7 +68,7 @@ pub struct SuiteEntry {
 }
 
 /// The suite, in run order.
-pub const SUITE: &[SuiteEntry] = &[
+pub(crate) const SUITE: &[SuiteEntry] = &[
     SuiteEntry {
         scenario: "baseline",
         default: Length::of("3s", "500ms"),
@@ -93,45 +95,23 @@ pub const SUITE: &[SuiteEntry] = &[
     },
 ];
 
-/// The default suite's time budget (a unit test holds the planned time under it).
-pub const DEFAULT_BUDGET: Duration = Duration::from_secs(180);
-/// The quick suite's time budget.
-pub const QUICK_BUDGET: Duration = Duration::from_secs(55);
-
-/// `lockbench compare`.
-#[derive(Debug, Clone, Default, Args)]
-#[command(after_help = "\
-Runs every scenario of the suite (baseline, long-tail, lease-too-short, and the fault scenarios) against
-every strategy, starting the servers it needs, then writes DIR/results.json (all scenarios in one file),
-DIR/report.html (self-contained), DIR/report.md and DIR/charts/*.png|svg. `lockbench report
-DIR/results.json` renders the reports again. Default run: about 3 minutes; --quick: about 1 minute.
-Exit codes: 0 done, 1 a case or scenario failed (the report shows it), 2 bad input, 130 interrupted.")]
-pub struct CompareArgs {
-    /// The short suite (about a minute, fewer scenarios), for tests and a first look.
-    #[arg(long)]
+/// What `lockbench compare` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct CompareRequest {
+    /// The short suite.
     pub quick: bool,
-    /// Output directory [default: results/compare-UTCTIME].
-    #[arg(short, long, value_name = "DIR")]
+    /// Output directory (default: `results/compare-UTCTIME`).
     pub out: Option<PathBuf>,
-    /// Strategy ids, comma-separated, or `all` [default: all].
-    #[arg(long, value_name = "LIST")]
+    /// Strategy ids, comma-separated, or `all` (default: all).
     pub strategies: Option<String>,
-    /// Use this Redis instead of starting one (redis://host:port).
-    #[arg(long, value_name = "URL")]
-    pub redis: Option<String>,
-    /// Use this etcd instead of starting one (http://host:port, comma-separated).
-    #[arg(long, value_name = "URLS")]
-    pub etcd: Option<String>,
-    /// Use this ZooKeeper instead of starting one (host:port, comma-separated).
-    #[arg(long, value_name = "HOSTS")]
-    pub zk: Option<String>,
-    /// No progress bars (they are shown only when stdout is a terminal anyway).
-    #[arg(long)]
-    pub no_progress: bool,
+    /// Servers the user gave instead of starting them.
+    pub servers: GivenAddresses,
+    /// Show progress bars (when stdout is a terminal).
+    pub progress: bool,
 }
 
 /// The entries of the chosen suite, with their lengths.
-pub fn entries(quick: bool) -> Vec<(SuiteEntry, Length)> {
+pub(crate) fn entries(quick: bool) -> Vec<(SuiteEntry, Length)> {
     SUITE
         .iter()
         .filter_map(|e| {
@@ -141,33 +121,18 @@ pub fn entries(quick: bool) -> Vec<(SuiteEntry, Length)> {
         .collect()
 }
 
-fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
-}
-
 /// Runs `lockbench compare`: prints each scenario's summary, writes the results and the reports, and
 /// returns the exit code.
-pub fn command(args: CompareArgs) -> Result<i32, BenchError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| BenchError::failed(format!("tokio runtime: {e}")))?;
-    runtime.block_on(compare(args))
-}
-
-async fn compare(args: CompareArgs) -> Result<i32, BenchError> {
+pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     let started = Instant::now();
     let started_at = now_rfc3339();
     let list = args.strategies.clone().unwrap_or_else(|| "all".to_owned());
     let chosen = strategies::resolve(std::slice::from_ref(&list))
         .map_err(|e| BenchError::usage(format!("--strategies: {e}")))?;
-    let out_dir = args.out.clone().unwrap_or_else(|| {
-        let stamp: String = started_at
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric())
-            .collect();
-        PathBuf::from("results").join(format!("compare-{stamp}"))
-    });
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| output::default_dir("compare", &started_at));
     let out_dir = output::prepare_dir(&out_dir)?;
     let suite = entries(args.quick);
     let mut runs = Vec::new();
@@ -186,19 +151,20 @@ async fn compare(args: CompareArgs) -> Result<i32, BenchError> {
                 .map(|w| format!(" after {w} warm-up"))
                 .unwrap_or_default()
         );
-        let run_args = RunArgs {
+        let request = RunRequest {
             scenario: entry.scenario.to_owned(),
-            strategies: Some(list.clone()),
-            duration: length.duration.map(str::to_owned),
-            warmup: length.warmup.map(str::to_owned),
+            overrides: ScenarioFile {
+                strategies: Some(split_list(&list)),
+                duration: length.duration.map(str::to_owned),
+                warmup: length.warmup.map(str::to_owned),
+                ..ScenarioFile::default()
+            },
+            faults: Vec::new(),
             out: Some(out_dir.join("runs").join(entry.scenario)),
-            redis: args.redis.clone(),
-            etcd: args.etcd.clone(),
-            zk: args.zk.clone(),
-            no_progress: args.no_progress,
-            ..RunArgs::default()
+            servers: args.servers.clone(),
+            progress: args.progress,
         };
-        match run::run(run_args).await {
+        match run::run(request).await {
             Ok(outcome) => {
                 print!("{}", table::render(&outcome.results));
                 interrupted = outcome.interrupted;
@@ -272,10 +238,17 @@ async fn compare(args: CompareArgs) -> Result<i32, BenchError> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::duration::parse_duration;
     use crate::scenarios;
     use crate::workload::Workload;
+
+    /// The default suite's time budget (a unit test holds the planned time under it).
+    const DEFAULT_BUDGET: Duration = Duration::from_secs(180);
+    /// The quick suite's time budget.
+    const QUICK_BUDGET: Duration = Duration::from_secs(55);
 
     /// Upper bound of a suite's measured time: every case of every scenario at full length, for every
     /// strategy in `all`.

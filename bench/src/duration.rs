@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 /// Parses a non-negative humantime duration (`0` allowed).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if text.starts_with('-') {
         return Err(format!("duration must not be negative, got {text:?}"));
@@ -17,7 +17,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Formats a duration in the largest unit that keeps it exact (`1500ms`, `3s`, `250us`).
-pub fn format_duration(d: Duration) -> String {
+pub(crate) fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
     for (unit, size) in [
         ("h", 3_600_000_000_000u128),

@@ -93,7 +93,7 @@ impl From<Interval> for IntervalWire {
 
 /// A worker's batch of intervals.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IntervalBatch {
+pub(crate) struct IntervalBatch {
     /// The client index.
     pub client: u32,
     /// Intervals in the client's order.
@@ -106,32 +106,32 @@ pub struct IntervalBatch {
 /// process's forwarder) collects them on its own tick. Waking a parked task from the hot path would cost
 /// the worker a futex system call per batch.
 #[derive(Debug, Clone, Default)]
-pub struct BatchQueue(Arc<Mutex<Vec<IntervalBatch>>>);
+pub(crate) struct BatchQueue(Arc<Mutex<Vec<IntervalBatch>>>);
 
 impl BatchQueue {
     /// An empty queue.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Leaves a batch.
-    pub fn push(&self, batch: IntervalBatch) {
+    pub(crate) fn push(&self, batch: IntervalBatch) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).push(batch);
     }
 
     /// Takes every batch left so far, in arrival order.
-    pub fn take(&self) -> Vec<IntervalBatch> {
+    pub(crate) fn take(&self) -> Vec<IntervalBatch> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
 /// How often batches are collected from a [`BatchQueue`].
-pub const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+pub(crate) const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// What happened to a hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum HoldChange {
+pub(crate) enum HoldChange {
     /// The acquire returned: the client holds the key.
     Acquired,
     /// The belief ended (released, loss noticed, or end of case).
@@ -140,7 +140,7 @@ pub enum HoldChange {
 
 /// One change, with the client's monotonic time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HoldEvent {
+pub(crate) struct HoldEvent {
     /// Client index.
     pub client: u32,
     /// Key index.
@@ -152,4 +152,4 @@ pub struct HoldEvent {
 }
 
 /// Where a worker sends its hold events.
-pub type HoldSink = mpsc::UnboundedSender<HoldEvent>;
+pub(crate) type HoldSink = mpsc::UnboundedSender<HoldEvent>;

@@ -9,10 +9,20 @@ use std::path::{Path, PathBuf};
 use crate::error::BenchError;
 
 /// The results file's name inside the output directory.
-pub const RESULTS_FILE: &str = "results.json";
+pub(crate) const RESULTS_FILE: &str = "results.json";
+
+/// The default output directory of a command started at `started_at` (RFC 3339):
+/// `results/NAME-<the timestamp's letters and digits>`.
+pub(crate) fn default_dir(name: &str, started_at: &str) -> PathBuf {
+    let stamp: String = started_at
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    PathBuf::from("results").join(format!("{name}-{stamp}"))
+}
 
 /// Creates `dir` if needed and proves it writable; a usage error otherwise.
-pub fn prepare_dir(dir: &Path) -> Result<PathBuf, BenchError> {
+pub(crate) fn prepare_dir(dir: &Path) -> Result<PathBuf, BenchError> {
     let bad = |why: String| BenchError::usage(format!("output directory {}: {why}", dir.display()));
     if dir.exists() && !dir.is_dir() {
         return Err(bad("exists and is not a directory".into()));
@@ -25,7 +35,7 @@ pub fn prepare_dir(dir: &Path) -> Result<PathBuf, BenchError> {
 }
 
 /// Writes `contents` to `dir/name` through a temp file in the same directory and a rename.
-pub fn write_atomic(dir: &Path, name: &str, contents: &str) -> Result<PathBuf, BenchError> {
+pub(crate) fn write_atomic(dir: &Path, name: &str, contents: &str) -> Result<PathBuf, BenchError> {
     let target = dir.join(name);
     let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let failed =

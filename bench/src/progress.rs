@@ -7,18 +7,18 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 /// Makes a bar per case, or hidden bars when progress is off.
 #[derive(Debug, Clone, Copy)]
-pub struct Progress {
+pub(crate) struct Progress {
     enabled: bool,
 }
 
 impl Progress {
     /// Progress on when `enabled` (callers pass "stdout is a terminal and not disabled").
-    pub fn new(enabled: bool) -> Self {
+    pub(crate) fn new(enabled: bool) -> Self {
         Progress { enabled }
     }
 
     /// A bar for one case of `length` (None: bounded by a count only).
-    pub fn case(&self, label: &str, length: Option<Duration>) -> CaseProgress {
+    pub(crate) fn case(&self, label: &str, length: Option<Duration>) -> CaseProgress {
         if !self.enabled {
             return CaseProgress(ProgressBar::hidden());
         }
@@ -41,11 +41,11 @@ impl Progress {
 
 /// One case's bar.
 #[derive(Debug)]
-pub struct CaseProgress(ProgressBar);
+pub(crate) struct CaseProgress(ProgressBar);
 
 impl CaseProgress {
     /// Shows `elapsed` and the completions so far.
-    pub fn update(&self, elapsed: Duration, completed: u64, measuring: bool) {
+    pub(crate) fn update(&self, elapsed: Duration, completed: u64, measuring: bool) {
         self.0.set_position(elapsed.as_millis() as u64);
         let secs = elapsed.as_secs_f64().max(1e-3);
         if measuring {
@@ -59,7 +59,7 @@ impl CaseProgress {
     }
 
     /// Removes the bar.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.0.finish_and_clear();
     }
 }

@@ -6,31 +6,22 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::Args;
 use lockbench_reports::Comparison;
 use lockbench_reports::scale::{CostSeries, ScaleResults};
 use lockbench_reports::{ReportInput, WrittenReport, write_report};
 
 use crate::error::{BenchError, EXIT_OK};
 
-/// `lockbench report`.
-#[derive(Debug, Clone, Args)]
-#[command(after_help = "\
-RESULTS.json is DIR/results.json of `lockbench compare` or of `lockbench run`. Writes report.html,
-report.md and charts/ into --out (default: the directory of RESULTS.json).
-Exit codes: 0 done, 1 writing failed, 2 bad input (missing file, not JSON, wrong schema_version).")]
-pub struct ReportArgs {
-    /// The results file to report.
-    #[arg(value_name = "RESULTS.json")]
+/// What `lockbench report` is asked to do.
+#[derive(Debug, Clone)]
+pub struct ReportRequest {
+    /// The results file to report (a comparison or a single run).
     pub results: PathBuf,
     /// An earlier results file: the report adds the changes against it.
-    #[arg(long, value_name = "OLD.json")]
     pub baseline: Option<PathBuf>,
     /// A `lockbench scale` file: the report adds cost against held locks.
-    #[arg(long, value_name = "SCALE.json")]
     pub scale: Option<PathBuf>,
-    /// Output directory [default: the directory of RESULTS.json].
-    #[arg(short, long, value_name = "DIR")]
+    /// Output directory (default: the directory of the results file).
     pub out: Option<PathBuf>,
 }
 
@@ -40,7 +31,7 @@ fn read_text(path: &Path) -> Result<String, BenchError> {
 }
 
 /// Reads a results file (comparison or single run); bad input is a one-line usage error.
-pub fn read_results(path: &Path) -> Result<Comparison, BenchError> {
+pub(crate) fn read_results(path: &Path) -> Result<Comparison, BenchError> {
     let text = read_text(path)?;
     Comparison::read(&text).map_err(|e| BenchError::usage(format!("{}: {e}", path.display())))
 }
@@ -53,7 +44,7 @@ fn read_scale(path: &Path) -> Result<Vec<CostSeries>, BenchError> {
 }
 
 /// Writes the reports of `current` into `dir`.
-pub fn render(
+pub(crate) fn render(
     dir: &Path,
     current: &Comparison,
     baseline: Option<(&Comparison, &str)>,
@@ -71,7 +62,7 @@ pub fn render(
 }
 
 /// Prints where the reports are.
-pub fn print_written(written: &WrittenReport) {
+pub(crate) fn print_written(written: &WrittenReport) {
     println!("report: {}", written.html.display());
     println!("        {}", written.markdown.display());
     println!(
@@ -82,7 +73,7 @@ pub fn print_written(written: &WrittenReport) {
 }
 
 /// Runs `lockbench report`.
-pub fn command(args: ReportArgs) -> Result<i32, BenchError> {
+pub(crate) fn command(args: ReportRequest) -> Result<i32, BenchError> {
     let current = read_results(&args.results)?;
     let baseline = match &args.baseline {
         Some(path) => Some((read_results(path)?, path.display().to_string())),

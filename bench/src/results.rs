@@ -24,7 +24,7 @@ fn mean(sum: u64, n: u64) -> f64 {
 }
 
 /// The results entry of one case.
-pub fn case_result(run: &CaseRun) -> CaseResult {
+pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
     let Some(out) = &run.output else {
         return not_run(run);
     };

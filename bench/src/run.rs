@@ -7,23 +7,39 @@ use std::path::PathBuf;
 use lockbench_reports::model::{CaseStatus, Results, SCHEMA_VERSION, Scenario};
 
 use crate::backends::{Backends, GivenAddresses, ServerKind};
-use crate::cli::RunArgs;
-use crate::clock::MonoClock;
+use crate::clock::{MonoClock, now_rfc3339};
 use crate::driver::case::run_case;
 use crate::driver::mode::CaseContext;
 use crate::driver::processes::kill_all_workers;
-use crate::error::BenchError;
+use crate::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::faults::applicability;
 use crate::progress::Progress;
 use crate::stop::StopSignal;
 use crate::strategies::{Strategy, StrategySettings};
 use crate::workload::faults::{own_topology, parse_fault_text};
 use crate::workload::{ScenarioFile, WorkerMode, Workload};
-use crate::{environment, output, results, scenarios, strategies};
+use crate::{environment, output, results, scenarios, strategies, table};
 
 /// Environment variable naming the `lockbench` executable worker processes run (default: the current
 /// executable; tests that call [`run`] in-process set it to the built binary).
-pub const WORKER_EXE_ENV: &str = "LOCKBENCH_WORKER_EXE";
+pub(crate) const WORKER_EXE_ENV: &str = "LOCKBENCH_WORKER_EXE";
+
+/// What `lockbench run` is asked to do: a scenario (preset name or TOML file) with overrides.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// Preset name or path of a scenario TOML file.
+    pub scenario: String,
+    /// Values that override the scenario file's.
+    pub overrides: ScenarioFile,
+    /// `--fault` texts that replace the scenario's faults (`none` alone: no faults); checked here.
+    pub faults: Vec<String>,
+    /// Output directory (default: `results/SCENARIO-UTCTIME`).
+    pub out: Option<PathBuf>,
+    /// Servers the user gave instead of starting them.
+    pub servers: GivenAddresses,
+    /// Show a progress bar (when stdout is a terminal).
+    pub progress: bool,
+}
 
 /// What a finished run produced.
 #[derive(Debug)]
@@ -36,16 +52,29 @@ pub struct RunOutcome {
     pub interrupted: bool,
 }
 
-fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+/// Runs `lockbench run`: prints the summary table and where the results are; returns the exit code.
+pub(crate) async fn command(request: RunRequest) -> Result<i32, BenchError> {
+    let outcome = run(request).await?;
+    print!("{}", table::render(&outcome.results));
+    println!("results: {}", outcome.path.display());
+    if outcome.interrupted {
+        return Ok(EXIT_INTERRUPTED);
+    }
+    let failed = outcome
+        .results
+        .cases
+        .iter()
+        .any(|c| c.status == CaseStatus::Failed);
+    Ok(if failed { EXIT_FAILED } else { EXIT_OK })
 }
 
-/// Runs `lockbench run` with `args`. Bad input is a [`BenchError::Usage`] found before anything runs.
-pub async fn run(args: RunArgs) -> Result<RunOutcome, BenchError> {
+/// Runs the scenario of `request`. Bad input is a [`BenchError::Usage`] found before anything runs.
+pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
+    let args = request;
     let started_at = now_rfc3339();
     let loaded = scenarios::load(&args.scenario).map_err(BenchError::usage)?;
     let mut file = loaded.file;
-    file.overlay(args.overrides());
+    file.overlay(args.overrides.clone());
     apply_fault_flags(&mut file, &args.faults).map_err(BenchError::usage)?;
     let workload =
         Workload::resolve(&loaded.name, &loaded.source, file).map_err(BenchError::usage)?;
@@ -65,19 +94,12 @@ pub async fn run(args: RunArgs) -> Result<RunOutcome, BenchError> {
             BenchError::failed(format!("cannot find the lockbench executable: {e}"))
         })?,
     };
-    let out_dir = args.out.clone().unwrap_or_else(|| {
-        let stamp: String = started_at
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric())
-            .collect();
-        PathBuf::from("results").join(format!("{}-{stamp}", workload.name))
-    });
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| output::default_dir(&workload.name, &started_at));
     let out_dir = output::prepare_dir(&out_dir)?;
-    let given = GivenAddresses {
-        redis: args.redis.clone(),
-        etcd: args.etcd.clone(),
-        zookeeper: args.zk.clone(),
-    };
+    let given = args.servers.clone();
     let mut needed = strategies::servers_needed(&chosen);
     for spec in &workload.faults {
         let Some(topology) = own_topology(spec.kind) else {
@@ -109,7 +131,7 @@ pub async fn run(args: RunArgs) -> Result<RunOutcome, BenchError> {
             return Err(e);
         }
     };
-    let use_bar = !args.no_progress && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let use_bar = args.progress && std::io::IsTerminal::is_terminal(&std::io::stdout());
     let ctx = CaseContext {
         workload: &workload,
         backends: &backends,

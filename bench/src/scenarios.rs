@@ -7,7 +7,7 @@ use crate::workload::ScenarioFile;
 
 /// A preset: its name and its TOML text.
 #[derive(Debug, Clone, Copy)]
-pub struct Preset {
+pub(crate) struct Preset {
     /// The name `--scenario` takes.
     pub name: &'static str,
     /// The TOML text.
@@ -15,7 +15,7 @@ pub struct Preset {
 }
 
 /// Every preset, in the order `lockbench scenarios` lists them.
-pub const PRESETS: &[Preset] = &[
+pub(crate) const PRESETS: &[Preset] = &[
     Preset {
         name: "baseline",
         toml: include_str!("../scenarios/baseline.toml"),
@@ -85,7 +85,7 @@ pub const PRESETS: &[Preset] = &[
 
 impl Preset {
     /// The preset's one-line description.
-    pub fn description(&self) -> String {
+    pub(crate) fn description(&self) -> String {
         ScenarioFile::from_toml(self.toml)
             .ok()
             .and_then(|f| f.description)
@@ -95,7 +95,7 @@ impl Preset {
 
 /// A scenario as loaded: name, source and file contents.
 #[derive(Debug, Clone)]
-pub struct LoadedScenario {
+pub(crate) struct LoadedScenario {
     /// Preset name or file stem.
     pub name: String,
     /// `preset` or the path.
@@ -105,7 +105,7 @@ pub struct LoadedScenario {
 }
 
 /// Loads a preset by name, or a TOML file by path. The error is one line.
-pub fn load(name_or_path: &str) -> Result<LoadedScenario, String> {
+pub(crate) fn load(name_or_path: &str) -> Result<LoadedScenario, String> {
     if let Some(preset) = PRESETS.iter().find(|p| p.name == name_or_path) {
         let file = ScenarioFile::from_toml(preset.toml)
             .map_err(|e| format!("preset {}: {e}", preset.name))?;

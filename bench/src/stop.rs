@@ -8,7 +8,7 @@ use tokio::sync::Notify;
 
 /// Set once; every clone sees it.
 #[derive(Debug, Clone, Default)]
-pub struct StopSignal(Arc<Inner>);
+pub(crate) struct StopSignal(Arc<Inner>);
 
 #[derive(Debug, Default)]
 struct Inner {
@@ -18,24 +18,24 @@ struct Inner {
 
 impl StopSignal {
     /// A signal not yet set.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Sets it and wakes every waiter.
-    pub fn set(&self) {
+    pub(crate) fn set(&self) {
         self.0.set.store(true, Ordering::Release);
         self.0.notify.notify_waiters();
     }
 
     /// Whether it is set (one atomic load).
     #[inline]
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.0.set.load(Ordering::Acquire)
     }
 
     /// Resolves once it is set.
-    pub async fn wait(&self) {
+    pub(crate) async fn wait(&self) {
         loop {
             let notified = self.0.notify.notified();
             tokio::pin!(notified);

@@ -69,7 +69,7 @@ fn row(case: &CaseResult) -> [String; 16] {
 }
 
 /// The table, ready to print (latencies in ms).
-pub fn render(results: &Results) -> String {
+pub(crate) fn render(results: &Results) -> String {
     let rows: Vec<[String; 16]> = results.cases.iter().map(row).collect();
     let mut widths = HEADERS.map(str::len);
     for row in &rows {

@@ -16,7 +16,7 @@ use crate::workload::{LeaseSpec, WorkerMode, Workload};
 
 /// A case as run.
 #[derive(Debug)]
-pub struct CaseRun {
+pub(crate) struct CaseRun {
     /// Strategy id.
     pub strategy: &'static str,
     /// Lease mode.
@@ -38,7 +38,7 @@ pub struct CaseRun {
 }
 
 /// Whether a strategy with `caps` can run `lease` with `workload`'s watchdog timeout.
-pub fn lease_support(
+pub(crate) fn lease_support(
     caps: &lockers::Capabilities,
     lease: LeaseSpec,
     workload: &Workload,
@@ -73,7 +73,7 @@ pub fn lease_support(
 }
 
 /// Runs one case.
-pub async fn run_case(
+pub(crate) async fn run_case(
     ctx: &CaseContext<'_>,
     strategy: &'static Strategy,
     lease: LeaseSpec,
@@ -169,10 +169,6 @@ pub async fn run_case(
             }
             run.faults = std::mem::take(&mut output.faults);
             run.output = Some(output);
-        }
-        Err(CaseError::Skip(why)) => {
-            run.status = CaseStatus::Skipped;
-            run.error = Some(why);
         }
         Err(CaseError::Fail(why)) => run.error = Some(why),
     }

@@ -27,8 +27,8 @@ use crate::holds::{BatchQueue, COLLECT_EVERY};
 use crate::stop::StopSignal;
 use crate::strategies::{self, Endpoints};
 
-/// Runs the worker command; returns the exit code.
-pub fn worker_main() -> i32 {
+/// Runs the worker command on the process's runtime; returns the exit code.
+pub(crate) async fn worker_main() -> i32 {
     let mut first = String::new();
     let spec: Result<ChildSpec, String> = std::io::stdin()
         .lock()
@@ -42,32 +42,18 @@ pub fn worker_main() -> i32 {
             return EXIT_FAILED;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            print_line(&FromChild::Error {
-                message: format!("tokio runtime: {e}"),
-            });
-            return EXIT_FAILED;
+    let (out, lines) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(write_lines(lines));
+    let code = match run(spec, &out).await {
+        Ok(()) => EXIT_OK,
+        Err(message) => {
+            let _ = out.send(FromChild::Error { message });
+            EXIT_FAILED
         }
     };
-    runtime.block_on(async {
-        let (out, lines) = mpsc::unbounded_channel();
-        let writer = tokio::spawn(write_lines(lines));
-        let code = match run(spec, &out).await {
-            Ok(()) => EXIT_OK,
-            Err(message) => {
-                let _ = out.send(FromChild::Error { message });
-                EXIT_FAILED
-            }
-        };
-        drop(out);
-        let _ = writer.await;
-        code
-    })
+    drop(out);
+    let _ = writer.await;
+    code
 }
 
 fn print_line(message: &FromChild) {

@@ -15,7 +15,7 @@ const PERIOD: Duration = Duration::from_millis(200);
 
 /// Whose cost is sampled.
 #[derive(Debug, Clone)]
-pub enum CostScope {
+pub(crate) enum CostScope {
     /// The lockbench process.
     DriverProcess,
     /// These worker processes.
@@ -39,7 +39,7 @@ impl CostScope {
 }
 
 /// Samples `scope` from `measure_from` until `stop`; returns the cost over that window.
-pub async fn sample(
+pub(crate) async fn sample(
     scope: CostScope,
     clock: MonoClock,
     measure_from: u64,

@@ -9,10 +9,10 @@ use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerial
 use lockbench_reports::model::Summary;
 
 /// A latency histogram in nanoseconds. `u32` counts keep per-worker histograms small.
-pub type Hist = Histogram<u32>;
+pub(crate) type Hist = Histogram<u32>;
 
 /// A new histogram: 100 ns to 10 s at 3 significant digits, growing past 10 s when needed.
-pub fn new_hist() -> Hist {
+pub(crate) fn new_hist() -> Hist {
     let mut hist =
         Histogram::new_with_bounds(100, 10_000_000_000, 3).expect("constant bounds are valid");
     hist.auto(true);
@@ -24,7 +24,7 @@ pub fn new_hist() -> Hist {
 
 /// Records `ns`, growing the histogram's range when needed (saturating if even that fails).
 #[inline]
-pub fn record(hist: &mut Hist, ns: u64) {
+pub(crate) fn record(hist: &mut Hist, ns: u64) {
     let ns = ns.max(1);
     if hist.record(ns).is_err() {
         hist.saturating_record(ns);
@@ -32,12 +32,12 @@ pub fn record(hist: &mut Hist, ns: u64) {
 }
 
 /// Adds `from` into `into` (both from [`new_hist`], so the add cannot fail).
-pub fn merge(into: &mut Hist, from: &Hist) {
+pub(crate) fn merge(into: &mut Hist, from: &Hist) {
     let _ = into.add(from);
 }
 
 /// p50/p90/p99/p99.9/max of a histogram, in milliseconds.
-pub fn summary(hist: &Hist) -> Summary {
+pub(crate) fn summary(hist: &Hist) -> Summary {
     let count = hist.len();
     let ms = |ns: u64| (count > 0).then(|| ns as f64 / 1e6);
     Summary {
@@ -53,7 +53,7 @@ pub fn summary(hist: &Hist) -> Summary {
 }
 
 /// Base64 of the V2-deflate serialization.
-pub fn encode(hist: &Hist) -> String {
+pub(crate) fn encode(hist: &Hist) -> String {
     let mut bytes = Vec::new();
     match V2DeflateSerializer::new().serialize(hist, &mut bytes) {
         Ok(_) => STANDARD.encode(bytes),
@@ -62,7 +62,7 @@ pub fn encode(hist: &Hist) -> String {
 }
 
 /// Decodes [`encode`]'s output.
-pub fn decode(text: &str) -> Result<Hist, String> {
+pub(crate) fn decode(text: &str) -> Result<Hist, String> {
     let bytes = STANDARD
         .decode(text)
         .map_err(|e| format!("histogram is not base64: {e}"))?;
@@ -74,17 +74,17 @@ pub fn decode(text: &str) -> Result<Hist, String> {
 }
 
 /// Serde adapter: a histogram as its base64 V2-deflate string.
-pub mod as_base64 {
+pub(crate) mod as_base64 {
     use super::{Hist, decode, encode};
     use serde::{Deserialize, Deserializer, Serializer};
 
     /// Serializes as a string.
-    pub fn serialize<S: Serializer>(hist: &Hist, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(hist: &Hist, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&encode(hist))
     }
 
     /// Deserializes from a string.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Hist, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Hist, D::Error> {
         let text = String::deserialize(d)?;
         decode(&text).map_err(serde::de::Error::custom)
     }

@@ -13,13 +13,13 @@ use lockbench_reports::model::{HeldInterval, HolderSample};
 use crate::holds::Interval;
 
 /// Keys watched for a first overlap.
-pub const SAMPLED_KEYS: u32 = 4;
+pub(crate) const SAMPLED_KEYS: u32 = 4;
 /// Intervals kept before (and including) the first overlapping one.
-pub const BEFORE: usize = 40;
+pub(crate) const BEFORE: usize = 40;
 /// Intervals kept after it.
-pub const AFTER: usize = 40;
+pub(crate) const AFTER: usize = 40;
 /// Intervals of key 0 kept from the start when nothing overlapped.
-pub const HEAD: usize = 80;
+pub(crate) const HEAD: usize = 80;
 
 #[derive(Debug)]
 struct Frozen {
@@ -29,7 +29,7 @@ struct Frozen {
 
 /// Collects the sample; fed by the oracle's sweep.
 #[derive(Debug)]
-pub struct HolderSampler {
+pub(crate) struct HolderSampler {
     recent: Vec<VecDeque<(u32, Interval)>>,
     head: Vec<(u32, Interval)>,
     frozen: Option<Frozen>,
@@ -37,7 +37,7 @@ pub struct HolderSampler {
 
 impl HolderSampler {
     /// A sampler for a case with `keys` keys.
-    pub fn new(keys: u32) -> Self {
+    pub(crate) fn new(keys: u32) -> Self {
         HolderSampler {
             recent: (0..keys.min(SAMPLED_KEYS))
                 .map(|_| VecDeque::new())
@@ -49,7 +49,7 @@ impl HolderSampler {
 
     /// Takes the next swept interval of `client` on its key; `overlapped` says whether it intersects
     /// another client's interval that started before it.
-    pub fn add(&mut self, client: u32, interval: Interval, overlapped: bool) {
+    pub(crate) fn add(&mut self, client: u32, interval: Interval, overlapped: bool) {
         if let Some(frozen) = &mut self.frozen {
             if frozen.key == interval.key && frozen.intervals.len() < BEFORE + AFTER {
                 frozen.intervals.push((client, interval));
@@ -75,7 +75,7 @@ impl HolderSampler {
     }
 
     /// The sample, times relative to `case_start`; `None` when no interval was seen on key 0.
-    pub fn finish(self, case_start: u64) -> Option<HolderSample> {
+    pub(crate) fn finish(self, case_start: u64) -> Option<HolderSample> {
         let (key, anchor, intervals) = match self.frozen {
             Some(frozen) => (frozen.key, "first_overlap", frozen.intervals),
             None if !self.head.is_empty() => (0, "start", self.head),
@@ -93,7 +93,7 @@ impl HolderSampler {
 }
 
 /// An interval as the results show it: milliseconds since the case start.
-pub fn held(client: u32, interval: &Interval, case_start: u64) -> HeldInterval {
+pub(crate) fn held(client: u32, interval: &Interval, case_start: u64) -> HeldInterval {
     HeldInterval {
         client,
         start_ms: interval.start.saturating_sub(case_start) as f64 / 1e6,

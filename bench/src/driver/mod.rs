@@ -13,18 +13,18 @@
 //! | [`renewal`] | renewal metrics from `LockEvent`s |
 //! | [`tally`], [`histogram`], [`cost`] | per-worker figures, HdrHistograms, client cost |
 
-pub mod case;
-pub mod child;
-pub mod cost;
-pub mod histogram;
-pub mod holder_sample;
-pub mod mode;
-pub mod oracle;
-pub mod processes;
-pub mod protocol;
-pub mod renewal;
-pub mod resource;
-pub mod resource_socket;
-pub mod tally;
-pub mod tasks;
-pub mod worker;
+pub(crate) mod case;
+pub(crate) mod child;
+pub(crate) mod cost;
+pub(crate) mod histogram;
+pub(crate) mod holder_sample;
+pub(crate) mod mode;
+pub(crate) mod oracle;
+pub(crate) mod processes;
+pub(crate) mod protocol;
+pub(crate) mod renewal;
+pub(crate) mod resource;
+pub(crate) mod resource_socket;
+pub(crate) mod tally;
+pub(crate) mod tasks;
+pub(crate) mod worker;

@@ -18,11 +18,11 @@ use crate::stop::StopSignal;
 use crate::workload::Workload;
 
 /// How long workers get to finish after the stop signal (an in-flight release, a server round trip).
-pub const STOP_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(30);
 
 /// What every case of a run shares.
 #[derive(Debug)]
-pub struct CaseContext<'a> {
+pub(crate) struct CaseContext<'a> {
     /// The workload.
     pub workload: &'a Workload,
     /// The servers.
@@ -43,16 +43,14 @@ pub struct CaseContext<'a> {
 
 /// Why a case did not produce figures.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CaseError {
-    /// The strategy cannot do what the case asks.
-    Skip(String),
+pub(crate) enum CaseError {
     /// Set-up or the run failed.
     Fail(String),
 }
 
 /// What a worker mode hands back.
 #[derive(Debug)]
-pub struct ModeOutput {
+pub(crate) struct ModeOutput {
     /// What the live client declared.
     pub capabilities: model::Capabilities,
     /// Every worker's figures, merged (renewal included).
@@ -75,7 +73,7 @@ pub struct ModeOutput {
 
 /// When a case starts, measures and stops (monotonic ns).
 #[derive(Debug, Clone, Copy)]
-pub struct Timing {
+pub(crate) struct Timing {
     /// Start.
     pub go: u64,
     /// Start of the measured window.
@@ -86,7 +84,7 @@ pub struct Timing {
 
 impl Timing {
     /// Timing starting now.
-    pub fn starting_now(clock: &MonoClock, workload: &Workload) -> Self {
+    pub(crate) fn starting_now(clock: &MonoClock, workload: &Workload) -> Self {
         let go = clock.now();
         let measure_from = go + duration_ns(workload.warmup);
         Timing {
@@ -98,7 +96,7 @@ impl Timing {
 }
 
 /// The model's capabilities.
-pub fn capabilities_model(c: &lockers::Capabilities) -> model::Capabilities {
+pub(crate) fn capabilities_model(c: &lockers::Capabilities) -> model::Capabilities {
     model::Capabilities {
         reentrant: c.reentrant,
         fencing: c.fencing,
@@ -113,7 +111,7 @@ pub fn capabilities_model(c: &lockers::Capabilities) -> model::Capabilities {
 
 /// Ends the case: at `stop_at`, when `stop` is set (the cycle count was reached) or on `interrupt`.
 /// Updates the progress bar meanwhile. Sets `stop` and returns (interrupted, when it stopped).
-pub async fn supervise(
+pub(crate) async fn supervise(
     ctx: &CaseContext<'_>,
     timing: Timing,
     stop: &StopSignal,
@@ -151,7 +149,7 @@ pub async fn supervise(
 }
 
 /// The measured window's length: from `measure_from` to when the case stopped (or its planned end).
-pub fn measured_ns(timing: Timing, stopped_at: u64) -> u64 {
+pub(crate) fn measured_ns(timing: Timing, stopped_at: u64) -> u64 {
     let end = timing.stop_at.map_or(stopped_at, |at| at.min(stopped_at));
     end.saturating_sub(timing.measure_from)
 }

@@ -73,7 +73,7 @@ struct KeyState {
 
 /// What the oracle found.
 #[derive(Debug)]
-pub struct OracleFindings {
+pub(crate) struct OracleFindings {
     /// Intersecting pairs.
     pub pairs: u64,
     /// Sum of intersections, ns.
@@ -102,7 +102,7 @@ const MAX_EXAMPLES: usize = 20;
 
 /// The streaming sweep of one case.
 #[derive(Debug)]
-pub struct Oracle {
+pub(crate) struct Oracle {
     keys: Vec<KeyState>,
     low_bounds: Vec<u64>,
     queue: Vec<u32>,
@@ -116,7 +116,7 @@ pub struct Oracle {
 impl Oracle {
     /// An oracle for `keys` keys and `clients` clients whose intervals all start after `case_start`;
     /// hand-offs count from `measure_from`.
-    pub fn new(keys: u32, clients: u32, case_start: u64, measure_from: u64) -> Self {
+    pub(crate) fn new(keys: u32, clients: u32, case_start: u64, measure_from: u64) -> Self {
         Oracle {
             keys: (0..keys).map(|_| KeyState::default()).collect(),
             low_bounds: vec![case_start; clients as usize],
@@ -142,7 +142,7 @@ impl Oracle {
     }
 
     /// Takes a batch and sweeps what the new watermark allows.
-    pub fn add(&mut self, batch: IntervalBatch) {
+    pub(crate) fn add(&mut self, batch: IntervalBatch) {
         for interval in batch.intervals {
             let Some(state) = self.keys.get_mut(interval.key as usize) else {
                 continue;
@@ -168,7 +168,7 @@ impl Oracle {
 
     /// Collects batches from `queue` every [`COLLECT_EVERY`] until `done` is set, then takes the rest,
     /// sweeps everything and returns the findings.
-    pub async fn collect(
+    pub(crate) async fn collect(
         mut self,
         queue: BatchQueue,
         done: crate::stop::StopSignal,
@@ -191,7 +191,7 @@ impl Oracle {
     }
 
     /// Sweeps everything left (every client is done or gone) and returns the findings.
-    pub fn finish(mut self) -> OracleFindings {
+    pub(crate) fn finish(mut self) -> OracleFindings {
         self.sweep(u64::MAX);
         self.found.holder_sample = self.sampler.finish(self.case_start);
         self.found

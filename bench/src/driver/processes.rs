@@ -33,7 +33,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 static LIVE_WORKERS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
 /// Kills every worker process still running (for a second Ctrl-C, just before exiting).
-pub fn kill_all_workers() {
+pub(crate) fn kill_all_workers() {
     let pids = LIVE_WORKERS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -152,7 +152,7 @@ fn fault_channel(
 }
 
 /// Runs a case with one worker process per client.
-pub async fn run(
+pub(crate) async fn run(
     ctx: &CaseContext<'_>,
     plan: &CasePlan,
     label: &str,

@@ -16,7 +16,7 @@ use crate::holds::IntervalBatch;
 
 /// The first line a worker process reads: what to run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ChildSpec {
+pub(crate) struct ChildSpec {
     /// The case.
     pub plan: CasePlan,
     /// This worker's client index.
@@ -33,7 +33,7 @@ pub struct ChildSpec {
 /// Driver → worker.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ToChild {
+pub(crate) enum ToChild {
     /// Start now; times are machine-wide monotonic nanoseconds.
     Go {
         /// The case start.
@@ -52,7 +52,7 @@ pub enum ToChild {
 /// Worker → driver.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FromChild {
+pub(crate) enum FromChild {
     /// Connected and ready; what the live client declares.
     Ready {
         /// The client's capabilities.

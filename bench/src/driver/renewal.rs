@@ -16,7 +16,7 @@ use crate::clock::{MonoClock, duration_ns};
 
 /// A client's renewal figures (the measured window, except `losses`: the whole case).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RenewalTally {
+pub(crate) struct RenewalTally {
     /// `Renewed` events.
     pub renewals: u64,
     /// `RenewFailed` events.
@@ -49,7 +49,7 @@ impl Default for RenewalTally {
 
 impl RenewalTally {
     /// Adds another client's tally.
-    pub fn merge(&mut self, other: &RenewalTally) {
+    pub(crate) fn merge(&mut self, other: &RenewalTally) {
         self.renewals += other.renewals;
         self.failures += other.failures;
         for (reason, n) in &other.losses {
@@ -62,7 +62,7 @@ impl RenewalTally {
 }
 
 /// A stable name for a loss reason, for counting.
-pub fn loss_reason_name(reason: &LossReason) -> &'static str {
+pub(crate) fn loss_reason_name(reason: &LossReason) -> &'static str {
     match reason {
         LossReason::RenewRejected => "renew_rejected",
         LossReason::Expired => "expired",
@@ -77,7 +77,7 @@ pub fn loss_reason_name(reason: &LossReason) -> &'static str {
 
 /// One client's event sink.
 #[derive(Debug)]
-pub struct RenewalRecorder {
+pub(crate) struct RenewalRecorder {
     clock: MonoClock,
     measure_from: Arc<AtomicU64>,
     tally: Mutex<Option<RenewalTally>>,
@@ -85,7 +85,7 @@ pub struct RenewalRecorder {
 
 impl RenewalRecorder {
     /// A recorder counting renewals from the (shared, settable) `measure_from` on.
-    pub fn new(clock: MonoClock, measure_from: Arc<AtomicU64>) -> Arc<Self> {
+    pub(crate) fn new(clock: MonoClock, measure_from: Arc<AtomicU64>) -> Arc<Self> {
         Arc::new(RenewalRecorder {
             clock,
             measure_from,
@@ -94,7 +94,7 @@ impl RenewalRecorder {
     }
 
     /// The tally so far.
-    pub fn tally(&self) -> RenewalTally {
+    pub(crate) fn tally(&self) -> RenewalTally {
         self.lock().clone().unwrap_or_default()
     }
 

@@ -27,7 +27,7 @@ use crate::stop::StopSignal;
 
 /// The resource's verdict on a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteVerdict {
+pub(crate) enum WriteVerdict {
     /// Written.
     Accepted,
     /// Refused: a higher token was written before.
@@ -50,7 +50,7 @@ struct Cell {
 
 /// The resource's totals at the end of a case.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ResourceTotals {
+pub(crate) struct ResourceTotals {
     /// Accepted writes.
     pub completed_writes: u64,
     /// Sum of the counters.
@@ -67,7 +67,7 @@ pub struct ResourceTotals {
 
 /// The protected resource of one case.
 #[derive(Debug)]
-pub struct Resource {
+pub(crate) struct Resource {
     cells: Vec<Mutex<Cell>>,
     clock: MonoClock,
     measure_from: AtomicU64,
@@ -79,7 +79,7 @@ pub struct Resource {
 impl Resource {
     /// A resource for `keys` keys. When `target` is set, `stop` is set once that many writes were
     /// accepted in the measured window.
-    pub fn new(keys: u32, clock: MonoClock, target: Option<u64>, stop: StopSignal) -> Self {
+    pub(crate) fn new(keys: u32, clock: MonoClock, target: Option<u64>, stop: StopSignal) -> Self {
         Resource {
             cells: (0..keys).map(|_| Mutex::default()).collect(),
             clock,
@@ -91,7 +91,7 @@ impl Resource {
     }
 
     /// Starts counting writes toward the target from `ns` on.
-    pub fn measure_from(&self, ns: u64) {
+    pub(crate) fn measure_from(&self, ns: u64) {
         self.measure_from.store(ns, Ordering::Release);
     }
 
@@ -101,7 +101,7 @@ impl Resource {
     }
 
     /// Reads `key`'s counter, announcing the reader's token. Unknown keys read 0.
-    pub fn read(&self, key: u32, token: Option<u64>) -> u64 {
+    pub(crate) fn read(&self, key: u32, token: Option<u64>) -> u64 {
         let Some(mut cell) = self.cell(key) else {
             return 0;
         };
@@ -115,7 +115,13 @@ impl Resource {
     }
 
     /// Writes `value` to `key` for lease `lease` with `token` (see the module docs for the rule).
-    pub fn write(&self, key: u32, value: u64, token: Option<u64>, lease: u64) -> WriteVerdict {
+    pub(crate) fn write(
+        &self,
+        key: u32,
+        value: u64,
+        token: Option<u64>,
+        lease: u64,
+    ) -> WriteVerdict {
         let Some(mut cell) = self.cell(key) else {
             return WriteVerdict::Rejected;
         };
@@ -152,12 +158,12 @@ impl Resource {
     }
 
     /// Accepted writes in the measured window so far (for progress).
-    pub fn measured_writes(&self) -> u64 {
+    pub(crate) fn measured_writes(&self) -> u64 {
         self.measured_writes.load(Ordering::Acquire)
     }
 
     /// The totals over every key.
-    pub fn totals(&self) -> ResourceTotals {
+    pub(crate) fn totals(&self) -> ResourceTotals {
         let mut totals = ResourceTotals::default();
         for cell in &self.cells {
             let cell = cell.lock().unwrap_or_else(|e| e.into_inner());

@@ -34,7 +34,7 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves a [`Resource`] on a Unix socket until stopped or dropped.
 #[derive(Debug)]
-pub struct ResourceServer {
+pub(crate) struct ResourceServer {
     path: PathBuf,
     stopping: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
@@ -42,7 +42,7 @@ pub struct ResourceServer {
 
 impl ResourceServer {
     /// Binds `path` and starts accepting connections.
-    pub fn start(path: &Path, resource: Arc<Resource>) -> io::Result<Self> {
+    pub(crate) fn start(path: &Path, resource: Arc<Resource>) -> io::Result<Self> {
         let listener = UnixListener::bind(path)?;
         let stopping = Arc::new(AtomicBool::new(false));
         let accept = std::thread::Builder::new()
@@ -59,7 +59,7 @@ impl ResourceServer {
     }
 
     /// Stops accepting (connection threads end when their worker closes its end).
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(accept) = self.accept.take() {
             self.stopping.store(true, Ordering::Release);
             // Wake the blocked accept; it sees the flag and returns.
@@ -145,7 +145,7 @@ fn answer(resource: &Resource, line: &str) -> Option<String> {
 
 /// A worker process's connection to the resource. Calls block the calling thread for one round trip.
 #[derive(Debug)]
-pub struct RemoteResource {
+pub(crate) struct RemoteResource {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
     request: String,
@@ -163,7 +163,7 @@ fn push_token(out: &mut String, token: Option<u64>) {
 
 impl RemoteResource {
     /// Connects to the socket at `path`.
-    pub fn connect(path: &Path) -> io::Result<Self> {
+    pub(crate) fn connect(path: &Path) -> io::Result<Self> {
         let stream = UnixStream::connect(path)?;
         stream.set_read_timeout(Some(ANSWER_TIMEOUT))?;
         stream.set_write_timeout(Some(ANSWER_TIMEOUT))?;
@@ -188,7 +188,7 @@ impl RemoteResource {
     }
 
     /// Reads `key`'s counter, announcing `token`.
-    pub fn read(&mut self, key: u32, token: Option<u64>) -> io::Result<u64> {
+    pub(crate) fn read(&mut self, key: u32, token: Option<u64>) -> io::Result<u64> {
         self.request.clear();
         let _ = write!(self.request, "r {key} ");
         push_token(&mut self.request, token);
@@ -203,7 +203,7 @@ impl RemoteResource {
     }
 
     /// Writes `value` to `key` for `lease` with `token`.
-    pub fn write(
+    pub(crate) fn write(
         &mut self,
         key: u32,
         value: u64,
@@ -227,7 +227,7 @@ impl RemoteResource {
 
 /// How a worker reaches the resource: directly (tasks) or over the socket (processes).
 #[derive(Debug)]
-pub enum ResourceClient {
+pub(crate) enum ResourceClient {
     /// Same process.
     Local(Arc<Resource>),
     /// Worker process.
@@ -237,7 +237,7 @@ pub enum ResourceClient {
 impl ResourceClient {
     /// See [`Resource::read`].
     #[inline]
-    pub async fn read(&mut self, key: u32, token: Option<u64>) -> io::Result<u64> {
+    pub(crate) async fn read(&mut self, key: u32, token: Option<u64>) -> io::Result<u64> {
         match self {
             ResourceClient::Local(r) => Ok(r.read(key, token)),
             ResourceClient::Remote(r) => r.read(key, token),
@@ -246,7 +246,7 @@ impl ResourceClient {
 
     /// See [`Resource::write`].
     #[inline]
-    pub async fn write(
+    pub(crate) async fn write(
         &mut self,
         key: u32,
         value: u64,

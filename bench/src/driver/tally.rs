@@ -11,7 +11,7 @@ use super::renewal::RenewalTally;
 
 /// One worker's figures for the measured window.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WorkerTally {
+pub(crate) struct WorkerTally {
     /// Successful acquires.
     pub acquired: u64,
     /// Writes accepted.
@@ -83,7 +83,7 @@ fn add_counts(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
 
 impl WorkerTally {
     /// Adds another worker's figures.
-    pub fn merge(&mut self, other: &WorkerTally) {
+    pub(crate) fn merge(&mut self, other: &WorkerTally) {
         self.acquired += other.acquired;
         self.completed += other.completed;
         self.aborted_on_loss += other.aborted_on_loss;
@@ -110,7 +110,7 @@ impl WorkerTally {
 
     /// Counts one completed critical section in second `second` of the window.
     #[inline]
-    pub fn count_completion(&mut self, second: usize) {
+    pub(crate) fn count_completion(&mut self, second: usize) {
         if second >= self.timeline.len() {
             self.timeline.resize(second + 1, 0);
         }

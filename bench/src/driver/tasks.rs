@@ -25,7 +25,7 @@ use crate::stop::StopSignal;
 use crate::strategies::{Endpoints, Strategy};
 
 /// Runs a case with tokio-task workers.
-pub async fn run(
+pub(crate) async fn run(
     ctx: &CaseContext<'_>,
     strategy: &'static Strategy,
     plan: &CasePlan,

@@ -32,7 +32,7 @@ const BACKOFF: Duration = Duration::from_millis(10);
 
 /// What every worker of a case does; shipped to worker processes as JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CasePlan {
+pub(crate) struct CasePlan {
     /// Strategy id.
     pub strategy: String,
     /// Lease mode.
@@ -59,7 +59,12 @@ pub struct CasePlan {
 
 impl CasePlan {
     /// The plan for `strategy` under `lease` in `workload`; keys are named `<key_prefix><index>`.
-    pub fn new(workload: &Workload, strategy: &str, lease: LeaseSpec, key_prefix: String) -> Self {
+    pub(crate) fn new(
+        workload: &Workload,
+        strategy: &str,
+        lease: LeaseSpec,
+        key_prefix: String,
+    ) -> Self {
         CasePlan {
             strategy: strategy.to_owned(),
             lease,
@@ -76,14 +81,14 @@ impl CasePlan {
     }
 
     /// The strategy settings it implies.
-    pub fn settings(&self) -> StrategySettings {
+    pub(crate) fn settings(&self) -> StrategySettings {
         StrategySettings::new(Duration::from_nanos(self.watchdog_timeout_ns))
     }
 }
 
 /// A plan made ready to run: key names built, distribution parsed, options fixed.
 #[derive(Debug)]
-pub struct ReadyPlan {
+pub(crate) struct ReadyPlan {
     keys: Vec<Arc<str>>,
     task: TaskDistribution,
     options: AcquireOptions,
@@ -95,7 +100,7 @@ pub struct ReadyPlan {
 
 impl ReadyPlan {
     /// Prepares `plan`; the error is one line.
-    pub fn new(plan: &CasePlan) -> Result<Self, String> {
+    pub(crate) fn new(plan: &CasePlan) -> Result<Self, String> {
         let task = TaskDistribution::parse(&plan.task)?;
         let wait = Duration::from_nanos(plan.acquire_wait_ns);
         let options = AcquireOptions {
@@ -119,7 +124,7 @@ impl ReadyPlan {
 
 /// Everything one worker needs.
 #[derive(Debug)]
-pub struct Worker {
+pub(crate) struct Worker {
     /// Client index.
     pub client: u32,
     /// The client's strategy instance.
@@ -165,7 +170,7 @@ fn count(map: &mut std::collections::BTreeMap<String, u64>, error: &LockError) {
 impl Worker {
     /// Runs until the stop signal; returns what it measured. The last interval batch carries the low
     /// bound `u64::MAX`.
-    pub async fn run(mut self) -> WorkerTally {
+    pub(crate) async fn run(mut self) -> WorkerTally {
         let mut tally = WorkerTally::default();
         let seed = self.plan.seed ^ u64::from(self.client).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let mut rng = SmallRng::seed_from_u64(seed);

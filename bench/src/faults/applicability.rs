@@ -18,7 +18,11 @@ use crate::strategies::Strategy;
 use crate::workload::faults::{FaultKind, FaultScope};
 
 /// Whether `kind` applies to `strategy` (which declares `caps`); the error says why not, one line.
-pub fn applies(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<(), String> {
+pub(crate) fn applies(
+    kind: FaultKind,
+    strategy: &Strategy,
+    caps: &Capabilities,
+) -> Result<(), String> {
     let server = strategy.server;
     let ok = match kind.scope() {
         FaultScope::WorkerProcess => server != ServerKind::InProcess,

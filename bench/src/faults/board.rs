@@ -23,14 +23,14 @@ struct State {
 
 /// Shared by the driver (which posts events) and the fault tasks (which wait on them).
 #[derive(Debug, Default)]
-pub struct HoldBoard {
+pub(crate) struct HoldBoard {
     state: Mutex<State>,
     changed: Notify,
 }
 
 impl HoldBoard {
     /// An empty board.
-    pub fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self::default())
     }
 
@@ -39,7 +39,7 @@ impl HoldBoard {
     }
 
     /// Posts one event.
-    pub fn push(&self, event: HoldEvent) {
+    pub(crate) fn push(&self, event: HoldEvent) {
         let mut state = self.lock();
         match event.change {
             HoldChange::Acquired => {
@@ -63,7 +63,7 @@ impl HoldBoard {
     }
 
     /// A sink whose events reach this board (through a task that ends when every sender is dropped).
-    pub fn sink(self: &Arc<Self>) -> HoldSink {
+    pub(crate) fn sink(self: &Arc<Self>) -> HoldSink {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let board = self.clone();
         tokio::spawn(async move {
@@ -75,23 +75,23 @@ impl HoldBoard {
     }
 
     /// What `client` holds right now: (key, since).
-    pub fn holding(&self, client: u32) -> Option<(u32, u64)> {
+    pub(crate) fn holding(&self, client: u32) -> Option<(u32, u64)> {
         self.lock().holding.get(&client).copied()
     }
 
     /// Forgets `client`'s hold (it was killed: it will never report the end).
-    pub fn forget(&self, client: u32) {
+    pub(crate) fn forget(&self, client: u32) {
         self.lock().holding.remove(&client);
     }
 
     /// Where the log ends now: events posted from here on are "new".
-    pub fn cursor(&self) -> usize {
+    pub(crate) fn cursor(&self) -> usize {
         self.lock().log.len()
     }
 
     /// Waits for the first event at or after `cursor` for which `pick` returns something (advancing
     /// `cursor` past it); `None` once `stop` is set.
-    pub async fn next<T>(
+    pub(crate) async fn next<T>(
         &self,
         cursor: &mut usize,
         stop: &StopSignal,

@@ -55,7 +55,7 @@ fn cgroup_of(pid: u32, layout: &Layout) -> String {
 
 /// A process held under a CPU quota until dropped.
 #[derive(Debug)]
-pub struct CpuQuota {
+pub(crate) struct CpuQuota {
     pid: u32,
     dir: PathBuf,
     home: PathBuf,
@@ -69,7 +69,7 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 
 impl CpuQuota {
     /// Moves `pid` into a new cgroup allowed `quota` of CPU time per `period`.
-    pub fn apply(pid: u32, quota: Duration, period: Duration) -> Result<Self, String> {
+    pub(crate) fn apply(pid: u32, quota: Duration, period: Duration) -> Result<Self, String> {
         let layout = layout()?;
         let root = match &layout {
             Layout::V1(p) | Layout::V2(p) => p.clone(),
@@ -98,19 +98,6 @@ impl CpuQuota {
         }
         write(&dir.join("cgroup.procs"), &pid.to_string())?;
         Ok(guard)
-    }
-
-    /// Whether this kernel lets lockbench set CPU quotas (the reason when not).
-    pub fn available() -> Result<(), String> {
-        let layout = layout()?;
-        let root = match &layout {
-            Layout::V1(p) | Layout::V2(p) => p,
-        };
-        let probe = root.join(format!("lockbench-probe-{}", std::process::id()));
-        std::fs::create_dir(&probe)
-            .map_err(|e| format!("cannot create a cgroup under {}: {e}", root.display()))?;
-        let _ = std::fs::remove_dir(&probe);
-        Ok(())
     }
 }
 

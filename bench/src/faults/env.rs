@@ -24,7 +24,7 @@ use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
 /// The server a case's faults act on.
 #[derive(Debug, Clone)]
-pub enum ServerAccess {
+pub(crate) enum ServerAccess {
     /// None (the strategy has no server).
     None,
     /// The run's shared server; `pid` when lockbench started it.
@@ -42,7 +42,7 @@ pub enum ServerAccess {
 
 /// Everything the fault tasks of one case share.
 #[derive(Debug, Clone)]
-pub struct FaultEnv {
+pub(crate) struct FaultEnv {
     /// The shared clock.
     pub clock: MonoClock,
     /// The case start (ns); `at` counts from here.

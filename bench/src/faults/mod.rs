@@ -19,17 +19,17 @@
 //! (proxies in front of the server when a fault needs them), feed it the workers' hold events, start
 //! it when the case starts and collect its windows when the case ends.
 
-pub mod applicability;
-pub mod board;
-pub mod cgroup;
-pub mod env;
-pub mod network_faults;
-pub mod proxies;
-pub mod runner;
-pub mod server_faults;
-pub mod topology;
-pub mod worker_faults;
-pub mod workers;
+pub(crate) mod applicability;
+pub(crate) mod board;
+pub(crate) mod cgroup;
+pub(crate) mod env;
+pub(crate) mod network_faults;
+pub(crate) mod proxies;
+pub(crate) mod runner;
+pub(crate) mod server_faults;
+pub(crate) mod topology;
+pub(crate) mod worker_faults;
+pub(crate) mod workers;
 
 use std::sync::Arc;
 
@@ -51,7 +51,7 @@ use crate::workload::faults::{FaultKind, FaultSpec, Topology, needs_proxies, own
 
 /// Why a case's faults could not be prepared.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PrepareError {
+pub(crate) enum PrepareError {
     /// A fault does not apply to the strategy: the case is skipped with this reason.
     Skip(String),
     /// Starting what a fault needs (servers, proxies) failed.
@@ -62,7 +62,7 @@ pub enum PrepareError {
 /// proxies when needed) and the servers started for the case. Dropping it stops those servers and
 /// proxies.
 #[derive(Debug)]
-pub struct CaseFaults {
+pub(crate) struct CaseFaults {
     specs: Vec<FaultSpec>,
     board: Arc<HoldBoard>,
     base: EndpointAddrs,
@@ -74,7 +74,7 @@ pub struct CaseFaults {
 
 impl CaseFaults {
     /// A case without faults: every client uses `base`.
-    pub fn none(base: EndpointAddrs) -> Self {
+    pub(crate) fn none(base: EndpointAddrs) -> Self {
         CaseFaults {
             specs: Vec::new(),
             board: HoldBoard::new(),
@@ -89,7 +89,7 @@ impl CaseFaults {
     /// Prepares `specs` for a case of `strategy` (declaring `caps`) with `clients` clients: checks
     /// that every fault applies (else [`PrepareError::Skip`]), starts the servers a fault destroys and
     /// the proxies a fault needs.
-    pub async fn prepare(
+    pub(crate) async fn prepare(
         specs: &[FaultSpec],
         strategy: &'static Strategy,
         caps: &lockers::Capabilities,
@@ -160,12 +160,12 @@ impl CaseFaults {
     }
 
     /// Whether the case injects anything.
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         !self.specs.is_empty()
     }
 
     /// The endpoints `client` connects to.
-    pub fn endpoints(&self, client: u32) -> EndpointAddrs {
+    pub(crate) fn endpoints(&self, client: u32) -> EndpointAddrs {
         self.per_client
             .get(client as usize)
             .unwrap_or(&self.base)
@@ -173,28 +173,28 @@ impl CaseFaults {
     }
 
     /// The hold board (processes mode posts the workers' events here).
-    pub fn board(&self) -> &Arc<HoldBoard> {
+    pub(crate) fn board(&self) -> &Arc<HoldBoard> {
         &self.board
     }
 
     /// A sink for in-process workers' hold events; `None` when the case has no faults.
-    pub fn hold_sink(&self) -> Option<HoldSink> {
+    pub(crate) fn hold_sink(&self) -> Option<HoldSink> {
         self.is_active().then(|| self.board.sink())
     }
 
     /// Where the server cost is read when the case runs on its own servers.
-    pub fn stats_source(&self) -> Option<StatsSource> {
+    pub(crate) fn stats_source(&self) -> Option<StatsSource> {
         self.own.as_ref().and_then(|o| o.stats_source())
     }
 
     /// The servers started for the case, for the results' environment.
-    pub fn server_info(&self) -> Option<ServerInfo> {
+    pub(crate) fn server_info(&self) -> Option<ServerInfo> {
         self.own.as_ref().map(|o| o.info())
     }
 
     /// Starts the faults' schedule for a case that started at `go` and ends when `stop` is set;
     /// the handle yields the windows once the case has ended. `None` when there are no faults.
-    pub fn start(
+    pub(crate) fn start(
         &self,
         clock: MonoClock,
         go: u64,
@@ -218,7 +218,7 @@ impl CaseFaults {
 }
 
 /// Awaits a started schedule's windows (none when there was no schedule or its task failed).
-pub async fn windows(handle: Option<JoinHandle<Vec<FaultWindow>>>) -> Vec<FaultWindow> {
+pub(crate) async fn windows(handle: Option<JoinHandle<Vec<FaultWindow>>>) -> Vec<FaultWindow> {
     match handle {
         Some(h) => h.await.unwrap_or_default(),
         None => Vec::new(),

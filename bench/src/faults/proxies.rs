@@ -11,14 +11,14 @@ use crate::workload::faults::Directions;
 
 /// Every client's proxies, in front of the servers of one kind.
 #[derive(Debug)]
-pub struct ClientProxies {
+pub(crate) struct ClientProxies {
     clients: Vec<Vec<Proxy>>,
 }
 
 impl ClientProxies {
     /// Starts a proxy per client and per `kind` server address in `base`; returns them and each
     /// client's endpoints (the proxies' addresses in place of the servers').
-    pub fn start(
+    pub(crate) fn start(
         clients: u32,
         kind: ServerKind,
         base: &EndpointAddrs,
@@ -39,7 +39,7 @@ impl ClientProxies {
     }
 
     /// The proxies of `client` (none for an unknown index).
-    pub fn of(&self, client: u32) -> &[Proxy] {
+    pub(crate) fn of(&self, client: u32) -> &[Proxy] {
         self.clients
             .get(client as usize)
             .map(Vec::as_slice)
@@ -47,13 +47,13 @@ impl ClientProxies {
     }
 
     /// Every proxy.
-    pub fn all(&self) -> impl Iterator<Item = &Proxy> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Proxy> {
         self.clients.iter().flatten()
     }
 }
 
 /// Sets `fault` on `directions` of `proxy`.
-pub fn set(proxy: &Proxy, directions: Directions, fault: Fault) {
+pub(crate) fn set(proxy: &Proxy, directions: Directions, fault: Fault) {
     match directions {
         Directions::Upstream => proxy.set(Direction::Upstream, fault),
         Directions::Downstream => proxy.set(Direction::Downstream, fault),

@@ -17,7 +17,7 @@ use crate::clock::duration_ns;
 use crate::workload::faults::{FaultScope, FaultSpec};
 
 /// Runs every fault of `specs`; returns their windows in start order once the case has ended.
-pub async fn run_all(specs: Vec<FaultSpec>, env: FaultEnv) -> Vec<FaultWindow> {
+pub(crate) async fn run_all(specs: Vec<FaultSpec>, env: FaultEnv) -> Vec<FaultWindow> {
     let mut tasks = JoinSet::new();
     for spec in specs {
         tasks.spawn(run_one(spec, env.clone()));

@@ -19,7 +19,7 @@ const LEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The servers of one case.
 #[derive(Debug)]
-pub enum CaseServers {
+pub(crate) enum CaseServers {
     /// Primary + replica; `lag` is the proxy on the replication link when it is delayed.
     RedisPair {
         /// The pair (boxed: it is much larger than the other variants).
@@ -35,7 +35,7 @@ pub enum CaseServers {
 
 /// What a failover found and did.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FailoverReport {
+pub(crate) struct FailoverReport {
     /// The killed primary.
     pub old_primary: SocketAddr,
     /// The promoted replica.
@@ -75,7 +75,7 @@ fn info_u64(info: &str, field: &str) -> Option<u64> {
 impl CaseServers {
     /// Starts a primary + replica; with a `replication_lag`, the replica replicates through a proxy
     /// that delays the primary's stream by it. Blocking (about 0.2 s).
-    pub fn redis_pair(replication_lag: Duration) -> Result<Self, String> {
+    pub(crate) fn redis_pair(replication_lag: Duration) -> Result<Self, String> {
         let pair = RedisPair::start().map_err(|e| format!("redis primary + replica: {e}"))?;
         let lag = if replication_lag.is_zero() {
             None
@@ -98,7 +98,7 @@ impl CaseServers {
     }
 
     /// Starts a 3-member cluster of `kind` (etcd or ZooKeeper). Blocking (seconds).
-    pub fn cluster(kind: ServerKind) -> Result<Self, String> {
+    pub(crate) fn cluster(kind: ServerKind) -> Result<Self, String> {
         match kind {
             ServerKind::Etcd => EtcdCluster::start(3)
                 .map(CaseServers::Etcd)
@@ -111,7 +111,7 @@ impl CaseServers {
     }
 
     /// The server kind.
-    pub fn kind(&self) -> ServerKind {
+    pub(crate) fn kind(&self) -> ServerKind {
         match self {
             CaseServers::RedisPair { .. } => ServerKind::Redis,
             CaseServers::Etcd(_) => ServerKind::Etcd,
@@ -120,7 +120,7 @@ impl CaseServers {
     }
 
     /// Where clients connect: the primary; every member.
-    pub fn endpoints(&self) -> EndpointAddrs {
+    pub(crate) fn endpoints(&self) -> EndpointAddrs {
         let mut out = EndpointAddrs::default();
         match self {
             CaseServers::RedisPair { pair, .. } => out.redis = Some(pair.primary().url()),
@@ -132,7 +132,7 @@ impl CaseServers {
 
     /// Where the case's server cost is read: the primary (its counters die with it in a failover),
     /// or a member that was not the leader at the start (so a leader kill leaves it standing).
-    pub fn stats_source(&self) -> Option<StatsSource> {
+    pub(crate) fn stats_source(&self) -> Option<StatsSource> {
         match self {
             CaseServers::RedisPair { pair, .. } => Some(StatsSource::new(
                 ServerKind::Redis,
@@ -161,7 +161,7 @@ impl CaseServers {
     }
 
     /// What the results say about these servers.
-    pub fn info(&self) -> ServerInfo {
+    pub(crate) fn info(&self) -> ServerInfo {
         let (version, address, startup) = match self {
             CaseServers::RedisPair { pair, lag } => (
                 pair.primary().version().to_owned(),
@@ -196,7 +196,7 @@ impl CaseServers {
     }
 
     /// The process to pause for `pause_server`: the primary, or the current leader. Blocking.
-    pub fn serving_pid(&self) -> Option<(u32, String)> {
+    pub(crate) fn serving_pid(&self) -> Option<(u32, String)> {
         match self {
             CaseServers::RedisPair { pair, .. } => Some((
                 pair.primary().pid(),
@@ -218,7 +218,7 @@ impl CaseServers {
     }
 
     /// The Redis primary's address (for `CLIENT PAUSE`, `CLIENT KILL`).
-    pub fn redis_primary(&self) -> Option<SocketAddr> {
+    pub(crate) fn redis_primary(&self) -> Option<SocketAddr> {
         match self {
             CaseServers::RedisPair { pair, .. } => Some(pair.primary().addr()),
             _ => None,
@@ -231,7 +231,10 @@ impl CaseServers {
     /// primary dies, the replica is promoted and the clients' old connections are reset. The delayed
     /// replication link is cut first: what it still carried is lost, as a crashed primary's unsent
     /// stream is. Blocking.
-    pub fn failover(&self, proxies: Option<&ClientProxies>) -> Result<FailoverReport, String> {
+    pub(crate) fn failover(
+        &self,
+        proxies: Option<&ClientProxies>,
+    ) -> Result<FailoverReport, String> {
         let CaseServers::RedisPair { pair, lag } = self else {
             return Err("failover needs a Redis primary + replica".into());
         };
@@ -282,7 +285,7 @@ impl CaseServers {
     /// Kills the current leader, then watches the survivors until one reports itself leader.
     /// Returns the killed leader's description and how long the election took (`None`: no new
     /// leader within 10 s). Blocking.
-    pub fn kill_leader(&self) -> Result<(String, Option<Duration>), String> {
+    pub(crate) fn kill_leader(&self) -> Result<(String, Option<Duration>), String> {
         let none = || format!("no leader within {LEADER_TIMEOUT:?}");
         let (what, killed_at) = match self {
             CaseServers::Etcd(c) => {

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 /// A worker process killed by a fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Crash {
+pub(crate) struct Crash {
     /// Client index.
     pub client: u32,
     /// What it held when killed: (key, since ns).
@@ -22,7 +22,7 @@ pub struct Crash {
 /// (`ToChild::Fault` in the driver's protocol).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum WorkerCommand {
+pub(crate) enum WorkerCommand {
     /// Block every runtime worker thread until `until_ns` (CPU starvation of the client).
     Starve {
         /// When the threads are let go (machine-wide monotonic ns).
@@ -39,7 +39,7 @@ pub enum WorkerCommand {
 
 /// Handles on the worker processes of one case.
 #[derive(Debug, Clone)]
-pub struct WorkerControl {
+pub(crate) struct WorkerControl {
     pids: Arc<Vec<u32>>,
     commands: Arc<Vec<mpsc::UnboundedSender<WorkerCommand>>>,
     crashes: Arc<Mutex<Vec<Crash>>>,
@@ -47,7 +47,7 @@ pub struct WorkerControl {
 
 impl WorkerControl {
     /// Control over workers with these pids and command channels (both by client index).
-    pub fn new(pids: Vec<u32>, commands: Vec<mpsc::UnboundedSender<WorkerCommand>>) -> Self {
+    pub(crate) fn new(pids: Vec<u32>, commands: Vec<mpsc::UnboundedSender<WorkerCommand>>) -> Self {
         WorkerControl {
             pids: Arc::new(pids),
             commands: Arc::new(commands),
@@ -56,12 +56,12 @@ impl WorkerControl {
     }
 
     /// The process id of `client`.
-    pub fn pid(&self, client: u32) -> Option<u32> {
+    pub(crate) fn pid(&self, client: u32) -> Option<u32> {
         self.pids.get(client as usize).copied()
     }
 
     /// Sends `signal` to `client`'s process.
-    pub fn signal(&self, client: u32, signal: libc::c_int) -> Result<(), String> {
+    pub(crate) fn signal(&self, client: u32, signal: libc::c_int) -> Result<(), String> {
         let pid = self
             .pid(client)
             .and_then(|p| i32::try_from(p).ok())
@@ -80,14 +80,14 @@ impl WorkerControl {
     }
 
     /// Sends a command to `client`; false if it is gone.
-    pub fn send(&self, client: u32, command: WorkerCommand) -> bool {
+    pub(crate) fn send(&self, client: u32, command: WorkerCommand) -> bool {
         self.commands
             .get(client as usize)
             .is_some_and(|tx| tx.send(command).is_ok())
     }
 
     /// Records a worker the fault killed.
-    pub fn record_crash(&self, crash: Crash) {
+    pub(crate) fn record_crash(&self, crash: Crash) {
         self.crashes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -95,7 +95,7 @@ impl WorkerControl {
     }
 
     /// The workers killed so far.
-    pub fn crashes(&self) -> Vec<Crash> {
+    pub(crate) fn crashes(&self) -> Vec<Crash> {
         self.crashes
             .lock()
             .unwrap_or_else(|e| e.into_inner())

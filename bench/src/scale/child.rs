@@ -84,7 +84,11 @@ pub async fn measure_strategy(
 }
 
 /// The child's command line: the same settings, one strategy, the parent's servers and their pids.
-fn worker_args(strategy: &Strategy, spec: &ScaleSpec, backends: &Backends) -> Vec<String> {
+pub(crate) fn worker_args(
+    strategy: &Strategy,
+    spec: &ScaleSpec,
+    backends: &Backends,
+) -> Vec<String> {
     let steps: Vec<String> = spec.steps.iter().map(u64::to_string).collect();
     let mut args = vec![
         "scale".to_owned(),
@@ -131,38 +135,9 @@ fn worker_args(strategy: &Strategy, spec: &ScaleSpec, backends: &Backends) -> Ve
 
 /// How long a child may take: per step its fill budget, the settling time and the window, plus the
 /// releases, connecting and start-up.
-fn time_bound(spec: &ScaleSpec) -> Duration {
+pub(crate) fn time_bound(spec: &ScaleSpec) -> Duration {
     let settle = spec.renew_period().max(Duration::from_millis(500));
     let per_step = spec.step_budget + settle + spec.hold + Duration::from_secs(5);
     let steps = u32::try_from(spec.steps.len()).unwrap_or(u32::MAX);
     per_step.saturating_mul(steps) + spec.step_budget + Duration::from_secs(60)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::scale::tests::args;
-
-    #[test]
-    fn worker_arguments_round_trip_through_the_parser() {
-        let spec = args(&[
-            "--steps",
-            "10,20k",
-            "--hold",
-            "1500ms",
-            "--max-rss-mib",
-            "512",
-        ])
-        .spec()
-        .unwrap_or_else(|e| panic!("{e}"));
-        let argv = worker_args(spec.strategies[0], &spec, &Backends::default());
-        let rest: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-        let child = args(&rest).spec().unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(child.steps, [10, 20_000]);
-        assert_eq!(child.hold, Duration::from_millis(1500));
-        assert_eq!(child.max_rss_bytes, 512 << 20);
-        assert_eq!(child.strategies.len(), 1);
-        assert_eq!(child.isolation, crate::scale::Isolation::InProcess);
-        assert!(time_bound(&spec) > spec.step_budget * 2);
-    }
 }

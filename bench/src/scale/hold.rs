@@ -431,8 +431,8 @@ async fn release_all(held: Vec<Lease>, spec: &ScaleSpec) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::args;
     use super::*;
+    use crate::scale::ScaleOptions;
     use crate::strategies;
 
     #[test]
@@ -456,17 +456,14 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn memory_strategy_end_to_end() {
-        let spec = args(&[
-            "--in-process",
-            "--strategies",
-            "memory",
-            "--steps",
-            "50,200",
-            "--hold",
-            "600ms",
-            "--watchdog-timeout",
-            "300ms",
-        ])
+        let spec = ScaleOptions {
+            in_process: true,
+            strategies: Some("memory".into()),
+            steps: "50,200".into(),
+            hold: "600ms".into(),
+            watchdog_timeout: "300ms".into(),
+            ..ScaleOptions::default()
+        }
         .spec()
         .unwrap_or_else(|e| panic!("{e}"));
         let strategy = spec.strategies[0];

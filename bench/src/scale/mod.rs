@@ -28,11 +28,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Args;
 use lockbench_reports::scale::{SCALE_SCHEMA_VERSION, ScaleResults, ScaleSeries, ScaleSettings};
 use lockbench_servers::probe;
 
 use crate::backends::{Backend, Backends, GivenAddresses, ServerKind};
+use crate::clock::now_rfc3339;
 use crate::duration::{format_duration, parse_duration};
 use crate::error::BenchError;
 use crate::strategies::{Strategy, StrategySettings};
@@ -54,59 +54,73 @@ const MAX_CONCURRENCY: usize = 1024;
 
 const SERVER_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// `lockbench scale`: hold 1k → 10k → 100k locks per strategy and record what it costs.
-#[derive(Debug, Clone, Args)]
-#[command(after_help = "\
-Each strategy runs with one client, in its own child process; each step adds locks to those already held,
-then the client holds still for --hold while the cost is measured. A strategy stops at the first acquire
-error, at --max-threads threads, at --max-rss-mib resident memory or when a step takes longer than
---step-budget to fill; the stop and its reason are recorded. Exit codes: 0 done, 1 failed while running,
-2 bad input.")]
-pub struct ScaleArgs {
-    /// Strategy ids, comma-separated, or `all` [default: all but redis-keyspace-naive].
-    #[arg(long, value_name = "LIST")]
+/// Default of [`ScaleOptions::steps`].
+pub const DEFAULT_STEPS: &str = "1000,10000,100000";
+/// Default of [`ScaleOptions::hold`].
+pub const DEFAULT_HOLD: &str = "10s";
+/// Default of [`ScaleOptions::watchdog_timeout`].
+pub const DEFAULT_WATCHDOG_TIMEOUT: &str = "3s";
+/// Default of [`ScaleOptions::concurrency`].
+pub const DEFAULT_CONCURRENCY: usize = 64;
+/// Default of [`ScaleOptions::step_budget`].
+pub const DEFAULT_STEP_BUDGET: &str = "60s";
+/// Default of [`ScaleOptions::max_threads`].
+pub const DEFAULT_MAX_THREADS: u64 = 10_000;
+/// Default of [`ScaleOptions::max_rss_mib`].
+pub const DEFAULT_MAX_RSS_MIB: u64 = 4096;
+
+/// The settings of a scale run as given (text, checked by [`ScaleOptions::spec`], whose errors name
+/// the flag each value came from).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScaleOptions {
+    /// Strategy ids, comma-separated, or `all` (default: all but redis-keyspace-naive).
     pub strategies: Option<String>,
     /// Held-lock counts, ascending, comma-separated (`10k` works).
-    #[arg(long, value_name = "LIST", default_value = "1000,10000,100000")]
     pub steps: String,
     /// Measured window per step.
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub hold: String,
     /// TTL of the watchdog leases (renewed every third of it).
-    #[arg(long, value_name = "DURATION", default_value = "3s")]
     pub watchdog_timeout: String,
     /// Concurrent acquires while filling a step.
-    #[arg(long, value_name = "N", default_value_t = 64)]
     pub concurrency: usize,
     /// Most time a step may take to fill before the strategy stops.
-    #[arg(long, value_name = "DURATION", default_value = "60s")]
     pub step_budget: String,
-    /// Stop a strategy once the client has this many threads (guard threads: one per lock).
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    /// Stop a strategy once the client has this many threads.
     pub max_threads: u64,
     /// Stop a strategy once the client's resident set passes this many MiB.
-    #[arg(long, value_name = "MIB", default_value_t = 4096)]
     pub max_rss_mib: u64,
-    /// Run every strategy in this process (faster; RSS and threads then carry over between strategies).
-    #[arg(long)]
+    /// Run every strategy in this process.
     pub in_process: bool,
-    /// Output directory [default: results/scale-UTCTIME].
-    #[arg(short, long, value_name = "DIR")]
+}
+
+impl Default for ScaleOptions {
+    fn default() -> Self {
+        ScaleOptions {
+            strategies: None,
+            steps: DEFAULT_STEPS.to_owned(),
+            hold: DEFAULT_HOLD.to_owned(),
+            watchdog_timeout: DEFAULT_WATCHDOG_TIMEOUT.to_owned(),
+            concurrency: DEFAULT_CONCURRENCY,
+            step_budget: DEFAULT_STEP_BUDGET.to_owned(),
+            max_threads: DEFAULT_MAX_THREADS,
+            max_rss_mib: DEFAULT_MAX_RSS_MIB,
+            in_process: false,
+        }
+    }
+}
+
+/// What `lockbench scale` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct ScaleRequest {
+    /// The settings.
+    pub options: ScaleOptions,
+    /// Output directory (default: `results/scale-UTCTIME`).
     pub out: Option<PathBuf>,
-    /// Use this Redis instead of starting one (redis://host:port).
-    #[arg(long, value_name = "URL")]
-    pub redis: Option<String>,
-    /// Use this etcd instead of starting one (http://host:port, comma-separated).
-    #[arg(long, value_name = "URLS")]
-    pub etcd: Option<String>,
-    /// Use this ZooKeeper instead of starting one (host:port, comma-separated).
-    #[arg(long, value_name = "HOSTS")]
-    pub zk: Option<String>,
-    /// Internal: run as one strategy's child process (write DIR/scale.json, print nothing).
-    #[arg(long, hide = true)]
+    /// Servers the user gave instead of starting them.
+    pub servers: GivenAddresses,
+    /// Run as one strategy's child process: write the file, print nothing.
     pub worker: bool,
-    /// Internal: process ids of the servers, for their CPU time (`redis=PID,zookeeper=PID`).
-    #[arg(long, hide = true, value_name = "LIST")]
+    /// Process ids of the servers, for their CPU time (`redis=PID,zookeeper=PID`).
     pub server_pids: Option<String>,
 }
 
@@ -142,9 +156,9 @@ pub struct ScaleSpec {
     pub isolation: Isolation,
 }
 
-impl ScaleArgs {
+impl ScaleOptions {
     /// Checks every value; a usage error names the bad flag. Strategies run in child processes of the
-    /// current executable unless `--in-process` (or `--worker`) is given.
+    /// current executable unless `in_process` is set.
     pub fn spec(&self) -> Result<ScaleSpec, BenchError> {
         let usage = |flag: &str, why: String| BenchError::usage(format!("--{flag}: {why}"));
         let strategies = match &self.strategies {
@@ -181,7 +195,7 @@ impl ScaleArgs {
         if self.max_rss_mib == 0 {
             return Err(usage("max-rss-mib", "must be ≥ 1".into()));
         }
-        let isolation = if self.in_process || self.worker {
+        let isolation = if self.in_process {
             Isolation::InProcess
         } else {
             let exe = std::env::current_exe().map_err(|e| {
@@ -284,13 +298,13 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
-}
-
 /// Runs `lockbench scale`: prints the table, writes `DIR/scale.json`, returns the exit code.
-pub fn command(args: ScaleArgs) -> Result<i32, BenchError> {
-    let spec = args.spec()?;
+pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
+    let spec = ScaleOptions {
+        in_process: args.options.in_process || args.worker,
+        ..args.options.clone()
+    }
+    .spec()?;
     let server_pids = match &args.server_pids {
         Some(text) => {
             parse_server_pids(text).map_err(|e| BenchError::usage(format!("--server-pids: {e}")))?
@@ -298,54 +312,40 @@ pub fn command(args: ScaleArgs) -> Result<i32, BenchError> {
         None => BTreeMap::new(),
     };
     let started_at = now_rfc3339();
-    let out_dir = args.out.clone().unwrap_or_else(|| {
-        let stamp: String = started_at
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric())
-            .collect();
-        PathBuf::from("results").join(format!("scale-{stamp}"))
-    });
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| output::default_dir("scale", &started_at));
     let out_dir = output::prepare_dir(&out_dir)?;
-    let given = GivenAddresses {
-        redis: args.redis.clone(),
-        etcd: args.etcd.clone(),
-        zookeeper: args.zk.clone(),
+    let given = args.servers.clone();
+    let backends = Backends::prepare(&strategies::servers_needed(&spec.strategies), &given).await?;
+    let mut results = ScaleResults {
+        schema_version: SCALE_SCHEMA_VERSION,
+        complete: false,
+        started_at,
+        finished_at: now_rfc3339(),
+        settings: spec.to_model(),
+        environment: environment::collect(backends.infos()),
+        strategies: Vec::new(),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| BenchError::failed(format!("tokio runtime: {e}")))?;
-    runtime.block_on(async {
-        let backends =
-            Backends::prepare(&strategies::servers_needed(&spec.strategies), &given).await?;
-        let mut results = ScaleResults {
-            schema_version: SCALE_SCHEMA_VERSION,
-            complete: false,
-            started_at,
-            finished_at: now_rfc3339(),
-            settings: spec.to_model(),
-            environment: environment::collect(backends.infos()),
-            strategies: Vec::new(),
-        };
-        for strategy in &spec.strategies {
-            if !args.worker {
-                eprintln!("lockbench scale: {} …", strategy.id);
-            }
-            let series = measure_one(strategy, &spec, &backends, &server_pids).await;
-            results.strategies.push(series);
-            results.finished_at = now_rfc3339();
-            // Written after every strategy, so an interrupted run keeps what it measured.
-            output::write_atomic(&out_dir, SCALE_FILE, &results.to_json())?;
-        }
-        results.complete = true;
-        results.finished_at = now_rfc3339();
-        let path = output::write_atomic(&out_dir, SCALE_FILE, &results.to_json())?;
+    for strategy in &spec.strategies {
         if !args.worker {
-            print!("{}", render(&results));
-            println!("results: {}", path.display());
+            eprintln!("lockbench scale: {} …", strategy.id);
         }
-        Ok(crate::EXIT_OK)
-    })
+        let series = measure_one(strategy, &spec, &backends, &server_pids).await;
+        results.strategies.push(series);
+        results.finished_at = now_rfc3339();
+        // Written after every strategy, so an interrupted run keeps what it measured.
+        output::write_atomic(&out_dir, SCALE_FILE, &results.to_json())?;
+    }
+    results.complete = true;
+    results.finished_at = now_rfc3339();
+    let path = output::write_atomic(&out_dir, SCALE_FILE, &results.to_json())?;
+    if !args.worker {
+        print!("{}", render(&results));
+        println!("results: {}", path.display());
+    }
+    Ok(crate::EXIT_OK)
 }
 
 /// Holds `spec.steps` locks with one client of each strategy in turn; one series per strategy.
@@ -428,20 +428,6 @@ async fn clean_server(server: &Backend) {
 mod tests {
     use super::*;
 
-    pub(super) fn args(extra: &[&str]) -> ScaleArgs {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Wrap {
-            #[command(flatten)]
-            args: ScaleArgs,
-        }
-        let mut argv = vec!["scale"];
-        argv.extend_from_slice(extra);
-        Wrap::try_parse_from(argv)
-            .map(|w| w.args)
-            .unwrap_or_else(|e| panic!("{e}"))
-    }
-
     #[test]
     fn steps_parse_and_are_checked() {
         assert_eq!(
@@ -466,7 +452,9 @@ mod tests {
 
     #[test]
     fn defaults_are_valid_isolated_and_leave_out_the_naive_variant() {
-        let spec = args(&[]).spec().unwrap_or_else(|e| panic!("{e}"));
+        let spec = ScaleOptions::default()
+            .spec()
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(spec.steps, [1000, 10_000, 100_000]);
         assert_eq!(spec.renew_period(), Duration::from_secs(1));
         assert!(matches!(spec.isolation, Isolation::ChildProcess(_)));
@@ -482,26 +470,12 @@ mod tests {
                 .any(|s| s.id == lockers::redis::keyspace::NAIVE_ID)
         );
         assert_eq!(spec.to_model().max_rss_bytes, 4096 << 20);
-        let spec = args(&["--in-process"])
-            .spec()
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(spec.isolation, Isolation::InProcess);
-    }
-
-    #[test]
-    fn bad_values_name_their_flag() {
-        for (flag, value) in [
-            ("--steps", "5,1"),
-            ("--hold", "0"),
-            ("--hold", "1h"),
-            ("--watchdog-timeout", "soon"),
-            ("--concurrency", "0"),
-            ("--max-threads", "0"),
-            ("--strategies", "redis-nope"),
-        ] {
-            let err = args(&[flag, value]).spec().expect_err(value);
-            assert!(matches!(err, BenchError::Usage(_)), "{err}");
-            assert!(err.to_string().contains(flag), "{err} should name {flag}");
+        let spec = ScaleOptions {
+            in_process: true,
+            ..ScaleOptions::default()
         }
+        .spec()
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(spec.isolation, Isolation::InProcess);
     }
 }

@@ -141,7 +141,7 @@ mod tests {
     use lockbench_reports::scale::{SCALE_SCHEMA_VERSION, ScalePoint, ScaleSeries, ScaleStop};
 
     use super::*;
-    use crate::scale::tests::args;
+    use crate::scale::ScaleOptions;
 
     fn point(held: u64, calls: f64, cpu: f64) -> ScalePoint {
         ScalePoint {
@@ -164,9 +164,12 @@ mod tests {
 
     #[test]
     fn rows_stops_and_checks() {
-        let spec = args(&["--in-process"])
-            .spec()
-            .unwrap_or_else(|e| panic!("{e}"));
+        let spec = ScaleOptions {
+            in_process: true,
+            ..ScaleOptions::default()
+        }
+        .spec()
+        .unwrap_or_else(|e| panic!("{e}"));
         let results = ScaleResults {
             schema_version: SCALE_SCHEMA_VERSION,
             complete: true,

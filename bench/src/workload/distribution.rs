@@ -24,7 +24,7 @@ const SAMPLE_CAP_NS: f64 = 3_600e9;
 
 /// One shape of task duration.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Shape {
+pub(crate) enum Shape {
     /// Always the same.
     Constant(Duration),
     /// Uniform in `[low, high]`.
@@ -37,7 +37,7 @@ pub enum Shape {
 
 /// A task duration distribution: one shape, or weighted shapes.
 #[derive(Debug, Clone)]
-pub struct TaskDistribution {
+pub(crate) struct TaskDistribution {
     /// `(weight in percent, shape)`; one part with weight 100 for a single shape.
     parts: Vec<(f64, Shape)>,
     /// Cumulative weights in [0, 1], for sampling.
@@ -61,7 +61,7 @@ impl PartialEq for TaskDistribution {
 
 impl TaskDistribution {
     /// Parses the scenario syntax; the error says what is wrong, in one line.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let text = text.trim();
         if text.is_empty() {
             return Err("empty task distribution".into());
@@ -93,15 +93,6 @@ impl TaskDistribution {
         Self::from_parts(parts)
     }
 
-    /// A constant duration.
-    pub fn constant(d: Duration) -> Self {
-        TaskDistribution {
-            parts: vec![(100.0, Shape::Constant(d))],
-            cumulative: vec![1.0],
-            samplers: vec![Sampler::Constant(as_ns(d))],
-        }
-    }
-
     fn from_parts(parts: Vec<(f64, Shape)>) -> Result<Self, String> {
         let mut cumulative = Vec::with_capacity(parts.len());
         let mut samplers = Vec::with_capacity(parts.len());
@@ -123,7 +114,7 @@ impl TaskDistribution {
 
     /// Draws one task duration.
     #[inline]
-    pub fn sample(&self, rng: &mut impl Rng) -> Duration {
+    pub(crate) fn sample(&self, rng: &mut impl Rng) -> Duration {
         let index = if self.samplers.len() == 1 {
             0
         } else {
@@ -143,28 +134,13 @@ impl TaskDistribution {
     }
 
     /// The distribution's mean.
-    pub fn mean(&self) -> Duration {
+    pub(crate) fn mean(&self) -> Duration {
         let ns: f64 = self
             .parts
             .iter()
             .map(|(weight, shape)| weight / 100.0 * shape_mean_ns(shape))
             .sum();
         Duration::from_nanos(ns.min(SAMPLE_CAP_NS) as u64)
-    }
-
-    /// The longest duration it can produce (the cap for unbounded shapes).
-    pub fn max(&self) -> Duration {
-        self.parts
-            .iter()
-            .map(|(_, shape)| match shape {
-                Shape::Constant(d) => *d,
-                Shape::Uniform(_, high) => *high,
-                Shape::Exponential(_) | Shape::LogNormal(..) => {
-                    Duration::from_nanos(SAMPLE_CAP_NS as u64)
-                }
-            })
-            .max()
-            .unwrap_or_default()
     }
 }
 

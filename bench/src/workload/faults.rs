@@ -50,7 +50,7 @@ pub struct FaultFile {
 
 /// What is injected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum FaultKind {
+pub(crate) enum FaultKind {
     /// SIGSTOP a client process, SIGCONT it after `duration` (a GC pause).
     PauseWorker,
     /// SIGKILL a client process that holds a lock; recovery = until another client gets the key.
@@ -81,7 +81,7 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// Every kind, in listing order.
-    pub const ALL: [FaultKind; 13] = [
+    pub(crate) const ALL: [FaultKind; 13] = [
         FaultKind::PauseWorker,
         FaultKind::CrashWorker,
         FaultKind::StarveWorker,
@@ -98,7 +98,7 @@ impl FaultKind {
     ];
 
     /// The name in scenario files and results.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             FaultKind::PauseWorker => "pause_worker",
             FaultKind::CrashWorker => "crash_worker",
@@ -119,7 +119,7 @@ impl FaultKind {
     /// Whether the fault can make a lock unavailable, so the time until the next acquire is worth
     /// recording (a CPU hog, a slow network or dropped pub/sub connections slow things down; they do
     /// not take a lock away by themselves).
-    pub fn measures_recovery(self) -> bool {
+    pub(crate) fn measures_recovery(self) -> bool {
         !matches!(
             self,
             FaultKind::CpuHog | FaultKind::ProxyDelay | FaultKind::PubsubKill
@@ -127,7 +127,7 @@ impl FaultKind {
     }
 
     /// What acts on what: a client process, the proxies, or the server.
-    pub fn scope(self) -> FaultScope {
+    pub(crate) fn scope(self) -> FaultScope {
         match self {
             FaultKind::PauseWorker
             | FaultKind::CrashWorker
@@ -202,7 +202,7 @@ impl std::str::FromStr for FaultKind {
 
 /// Where a fault acts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FaultScope {
+pub(crate) enum FaultScope {
     /// A client process (needs `workers = "processes"`).
     WorkerProcess,
     /// The TCP proxies between the clients and the server.
@@ -213,7 +213,7 @@ pub enum FaultScope {
 
 /// Whom a fault hits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// The first client to acquire a lock at or after the fault's `at` (so it holds when hit). For
     /// `failover`: fail over right after that acquire.
     Holder,
@@ -253,7 +253,7 @@ fn parse_target(text: &str) -> Result<Target, String> {
 
 /// Which way a proxy fault acts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Directions {
+pub(crate) enum Directions {
     /// Client → server (requests).
     Upstream,
     /// Server → client (replies, events).
@@ -285,7 +285,7 @@ fn parse_directions(text: &str) -> Result<Directions, String> {
 
 /// A checked fault.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FaultSpec {
+pub(crate) struct FaultSpec {
     /// What.
     pub kind: FaultKind,
     /// When, after the case start.
@@ -314,7 +314,7 @@ const MAX_HOG_THREADS: u32 = 256;
 
 impl FaultSpec {
     /// Checks a fault as written; the error is one line naming the field.
-    pub fn resolve(file: &FaultFile) -> Result<Self, String> {
+    pub(crate) fn resolve(file: &FaultFile) -> Result<Self, String> {
         let kind: FaultKind = file
             .kind
             .as_deref()
@@ -422,7 +422,7 @@ impl FaultSpec {
 
     /// The fault's settings by name, for the results (`at` and `target` excluded: they are the
     /// window's start and target).
-    pub fn parameters(&self) -> Vec<(&'static str, serde_json::Value)> {
+    pub(crate) fn parameters(&self) -> Vec<(&'static str, serde_json::Value)> {
         let ms = |d: Duration| serde_json::Value::from(d.as_secs_f64() * 1e3);
         let mut out = Vec::new();
         if let Some(d) = self.duration {
@@ -487,7 +487,7 @@ impl fmt::Display for FaultSpec {
 
 /// Parses the `--fault` text form: the kind, then `name=value` settings separated by spaces, e.g.
 /// `pause_worker at=1s duration=2s`.
-pub fn parse_fault_text(text: &str) -> Result<FaultFile, String> {
+pub(crate) fn parse_fault_text(text: &str) -> Result<FaultFile, String> {
     let mut words = text.split_whitespace();
     let kind = words
         .next()
@@ -527,17 +527,17 @@ pub fn parse_fault_text(text: &str) -> Result<FaultFile, String> {
 }
 
 /// Whether a fault of `kind` needs the clients in worker processes.
-pub fn needs_processes(kind: FaultKind) -> bool {
+pub(crate) fn needs_processes(kind: FaultKind) -> bool {
     kind.scope() == FaultScope::WorkerProcess
 }
 
 /// Whether a fault of `kind` needs the clients' connections to go through TCP proxies.
-pub fn needs_proxies(kind: FaultKind) -> bool {
+pub(crate) fn needs_proxies(kind: FaultKind) -> bool {
     kind.scope() == FaultScope::Network || kind == FaultKind::Failover
 }
 
 /// The servers of `kind` a case must start for itself (a fault destroys them), if any.
-pub fn own_topology(kind: FaultKind) -> Option<Topology> {
+pub(crate) fn own_topology(kind: FaultKind) -> Option<Topology> {
     match kind {
         FaultKind::Failover => Some(Topology::RedisPair),
         FaultKind::LeaderKill => Some(Topology::Cluster),
@@ -547,7 +547,7 @@ pub fn own_topology(kind: FaultKind) -> Option<Topology> {
 
 /// A server set-up a case starts for itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Topology {
+pub(crate) enum Topology {
     /// A Redis primary with one asynchronous replica.
     RedisPair,
     /// A 3-member etcd cluster or 3-node ZooKeeper ensemble (whichever the strategy uses).
@@ -556,7 +556,7 @@ pub enum Topology {
 
 impl Topology {
     /// The server kinds this topology replaces the run's shared servers for.
-    pub fn replaces(self) -> &'static [ServerKind] {
+    pub(crate) fn replaces(self) -> &'static [ServerKind] {
         match self {
             Topology::RedisPair => &[ServerKind::Redis],
             Topology::Cluster => &[ServerKind::Etcd, ServerKind::ZooKeeper],

@@ -3,9 +3,9 @@
 //! names the field. The fault specs ([`faults`]) are part of it: pure data, checked here and injected
 //! by [`crate::faults`].
 
-pub mod distribution;
-pub mod faults;
-pub mod parse;
+pub(crate) mod distribution;
+pub(crate) mod faults;
+pub(crate) mod parse;
 
 use std::time::Duration;
 
@@ -14,8 +14,8 @@ use serde::Deserialize;
 use self::faults::{FaultFile, FaultSpec, needs_processes};
 use crate::duration::{format_duration, parse_duration};
 
-pub use distribution::TaskDistribution;
-pub use parse::{LeaseSpec, OnLost, WorkerMode};
+pub(crate) use distribution::TaskDistribution;
+pub(crate) use parse::{LeaseSpec, OnLost, WorkerMode};
 
 /// A scenario file as written: every field optional (the built-in default applies), unknown fields
 /// rejected. Durations are humantime strings.
@@ -100,9 +100,17 @@ impl ScenarioFile {
     }
 }
 
+/// A comma-separated list as flags give it (`a, b,c`), without empty items.
+pub(crate) fn split_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 /// A checked workload.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Workload {
+pub(crate) struct Workload {
     /// Scenario name (preset name or file stem).
     pub name: String,
     /// One line saying what it shows.
@@ -144,7 +152,7 @@ pub struct Workload {
 }
 
 /// The built-in defaults under every scenario.
-pub const DEFAULTS: &str = r#"
+pub(crate) const DEFAULTS: &str = r#"
 description = "custom workload"
 strategies = ["all"]
 clients = 8
@@ -166,7 +174,7 @@ const MAX_CLIENTS: u32 = 10_000;
 impl Workload {
     /// Checks a scenario (already overlaid on [`DEFAULTS`] and by the command line). The error names
     /// the field.
-    pub fn resolve(name: &str, source: &str, file: ScenarioFile) -> Result<Self, String> {
+    pub(crate) fn resolve(name: &str, source: &str, file: ScenarioFile) -> Result<Self, String> {
         let mut merged = ScenarioFile::from_toml(DEFAULTS)?;
         merged.overlay(file);
         let field = |name: &str, e: String| format!("{name}: {e}");
@@ -258,7 +266,7 @@ impl Workload {
     }
 
     /// The results model's view of the workload.
-    pub fn to_model(&self, strategies: &[&str]) -> lockbench_reports::model::Workload {
+    pub(crate) fn to_model(&self, strategies: &[&str]) -> lockbench_reports::model::Workload {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         lockbench_reports::model::Workload {
             strategies: strategies.iter().map(|s| s.to_string()).collect(),

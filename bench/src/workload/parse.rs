@@ -11,7 +11,7 @@ use crate::duration::{format_duration, parse_duration};
 
 /// A lease mode as a workload names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LeaseSpec {
+pub(crate) enum LeaseSpec {
     /// Renewed until released, with the workload's watchdog timeout as TTL.
     Watchdog,
     /// Expires after the given time, never renewed.
@@ -20,7 +20,7 @@ pub enum LeaseSpec {
 
 impl LeaseSpec {
     /// The contract's lease mode.
-    pub fn mode(self) -> lockers::LeaseMode {
+    pub(crate) fn mode(self) -> lockers::LeaseMode {
         match self {
             LeaseSpec::Watchdog => lockers::LeaseMode::Watchdog,
             LeaseSpec::Fixed(d) => lockers::LeaseMode::Fixed(d),
@@ -73,7 +73,7 @@ impl<'de> Deserialize<'de> for LeaseSpec {
 /// Where the clients run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum WorkerMode {
+pub(crate) enum WorkerMode {
     /// One tokio task per client, all in the lockbench process.
     Tasks,
     /// One child process (`lockbench worker`) per client, so a client can be paused or killed.
@@ -104,7 +104,7 @@ impl fmt::Display for WorkerMode {
 /// What a holder does when `lost()` fires during its task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum OnLost {
+pub(crate) enum OnLost {
     /// The careful user: stop the task at once, skip the write (and check `is_held()` before
     /// writing). Violations then come only from loss signals that arrive too late.
     Abort,
