@@ -29,9 +29,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use lockbench::measure::{
-    Bound, Check, RedisCommandStats, full_bench_run, process_cpu_time, render_checks,
-};
+use lockbench::measure::{Bound, Check, RedisCommandStats, full_bench_run, render_checks};
 use lockbench::proc_stat;
 use lockbench_servers::RedisServer;
 use lockers::redis::{RedisWatchdog, WatchdogConfig};
@@ -135,12 +133,16 @@ async fn measure(server: &RedisServer, ops: &mut [Measured], rounds: u32, length
     for _ in 0..rounds {
         for m in ops.iter_mut() {
             let stats = RedisCommandStats::read(server.addr()).unwrap();
-            let (cpu, srv, started) = (process_cpu_time(), server_cpu(server), Instant::now());
+            let (cpu, srv, started) = (
+                proc_stat::process_cpu_time(),
+                server_cpu(server),
+                Instant::now(),
+            );
             let completed = slice(&m.op, length).await;
             // Count only the slice: the time to stop the tasks is not throughput.
             m.seconds += length.as_secs_f64().min(started.elapsed().as_secs_f64());
             m.ops += completed;
-            m.client_cpu += process_cpu_time() - cpu;
+            m.client_cpu += proc_stat::process_cpu_time() - cpu;
             m.server_cpu += server_cpu(server) - srv;
             let delta = RedisCommandStats::read(server.addr())
                 .unwrap()

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use lockbench_servers::probe;
+pub use lockbench_servers::redis::CommandStat;
+use lockbench_servers::redis::commandstats;
 
 /// Latencies of one operation: an HdrHistogram of nanoseconds (1 ns to 60 s, 3 significant digits).
 #[derive(Debug, Clone)]
@@ -72,40 +74,6 @@ pub fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-/// CPU time (user + system) this process has used so far, from `getrusage` (microsecond resolution,
-/// unlike `/proc/self/stat`'s clock ticks).
-pub fn process_cpu_time() -> Duration {
-    // SAFETY: getrusage writes only the struct it is given, which is plain old data.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid `who` and a valid pointer; failure leaves the zeroed struct.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let time = |t: libc::timeval| {
-        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
-            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
-    };
-    time(usage.ru_utime) + time(usage.ru_stime)
-}
-
-/// One command's counters from Redis `INFO commandstats`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CommandStat {
-    /// Calls served.
-    pub calls: u64,
-    /// Microseconds the server spent executing them (not counting reading and replying).
-    pub usec: u64,
-}
-
-impl CommandStat {
-    /// Server time per call, µs (0 without calls).
-    pub fn usec_per_call(&self) -> f64 {
-        if self.calls == 0 {
-            0.0
-        } else {
-            self.usec as f64 / self.calls as f64
-        }
-    }
-}
-
 /// Redis `INFO commandstats` at one moment, by lower-case command name (`evalsha`, `set`, …). The
 /// `info` command itself is left out, so reading the counters does not change them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -122,28 +90,10 @@ impl RedisCommandStats {
         Ok(Self::parse(&info))
     }
 
-    /// Parses `cmdstat_<name>:calls=N,usec=N,…` lines.
+    /// Parses `cmdstat_<name>:calls=N,usec=N,…` lines (`info` left out).
     pub fn parse(info: &str) -> Self {
-        let by_command = info
-            .lines()
-            .filter_map(|line| {
-                let (name, rest) = line.trim().strip_prefix("cmdstat_")?.split_once(':')?;
-                if name == "info" {
-                    return None;
-                }
-                let field = |f: &str| -> Option<u64> {
-                    rest.split(',')
-                        .find_map(|kv| kv.strip_prefix(f)?.strip_prefix('='))?
-                        .parse()
-                        .ok()
-                };
-                let stat = CommandStat {
-                    calls: field("calls")?,
-                    usec: field("usec").unwrap_or(0),
-                };
-                Some((name.to_owned(), stat))
-            })
-            .collect();
+        let mut by_command = commandstats(info);
+        by_command.remove("info");
         RedisCommandStats { by_command }
     }
 
@@ -317,16 +267,6 @@ mod tests {
         assert!(latency.max() >= Duration::from_secs(59));
         latency.clear();
         assert_eq!(latency.count(), 0);
-    }
-
-    #[test]
-    fn cpu_time_grows_with_work() {
-        let before = process_cpu_time();
-        let until = std::time::Instant::now() + Duration::from_millis(50);
-        while std::time::Instant::now() < until {
-            std::hint::black_box(0u64);
-        }
-        assert!(process_cpu_time() - before >= Duration::from_millis(20));
     }
 
     #[test]

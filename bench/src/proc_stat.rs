@@ -1,7 +1,9 @@
-//! Reads a process's CPU time, resident set and thread count from `/proc/<pid>/stat`, for client and
-//! server cost.
+//! The process-CPU reader: a process's CPU time, resident set and thread count from `/proc/<pid>/stat`
+//! (any process, clock-tick resolution), for client and server cost; and this process's CPU time from
+//! `getrusage` ([`process_cpu_time`], microsecond resolution), for the client's own cost.
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// One reading of a process.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -21,6 +23,20 @@ pub fn sample(pid: Option<u32>) -> Option<ProcSample> {
         None => "/proc/self/stat".to_owned(),
     };
     parse_stat(&std::fs::read_to_string(path).ok()?)
+}
+
+/// CPU time (user + system) this process has used so far, from `getrusage` (microsecond resolution,
+/// unlike `/proc/self/stat`'s clock ticks).
+pub fn process_cpu_time() -> Duration {
+    // SAFETY: getrusage writes only the struct it is given, which is plain old data.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid `who` and a valid pointer; failure leaves the zeroed struct.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let time = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 fn parse_stat(text: &str) -> Option<ProcSample> {
@@ -64,6 +80,16 @@ mod tests {
         assert!(me.threads >= 1);
         assert!(me.rss_bytes > 1 << 20, "{me:?}");
         assert!(sample(Some(u32::MAX - 1)).is_none());
+    }
+
+    #[test]
+    fn cpu_time_grows_with_work() {
+        let before = process_cpu_time();
+        let until = std::time::Instant::now() + Duration::from_millis(50);
+        while std::time::Instant::now() < until {
+            std::hint::black_box(0u64);
+        }
+        assert!(process_cpu_time() - before >= Duration::from_millis(20));
     }
 
     #[test]

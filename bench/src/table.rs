@@ -1,8 +1,10 @@
 //! The terminal summary of a results file: one row per case with throughput, latency, renewal and the
-//! three safety measures, then one line per skipped or failed case.
+//! three safety measures, then one line per skipped or failed case. Figures are formatted as the
+//! reports format them ([`lockbench_reports::format`]), so terminal and report agree.
 
 use std::fmt::Write as _;
 
+use lockbench_reports::format::ms;
 use lockbench_reports::model::{CaseResult, Results, Verdict};
 
 const HEADERS: [&str; 16] = [
@@ -23,16 +25,6 @@ const HEADERS: [&str; 16] = [
     "errors",
     "verdict",
 ];
-
-/// Milliseconds with sensible precision; `-` when absent.
-fn ms(value: Option<f64>) -> String {
-    match value {
-        None => "-".to_owned(),
-        Some(v) if v < 10.0 => format!("{v:.3}"),
-        Some(v) if v < 1000.0 => format!("{v:.1}"),
-        Some(v) => format!("{v:.0}"),
-    }
-}
 
 fn row(case: &CaseResult) -> [String; 16] {
     let s = &case.safety;

@@ -1,11 +1,12 @@
-//! Reading the raw HdrHistograms a results file keeps (`CaseResult::histograms`: nanoseconds, base64
-//! of the V2-deflate serialization, the HdrHistogram log encoding) for the charts that need more than
-//! the summaries: percentile curves and distributions.
+//! The raw HdrHistograms a results file keeps (`CaseResult::histograms`: nanoseconds, base64 of the
+//! V2-deflate serialization, the HdrHistogram log encoding): the one codec ([`encode`], [`decode`]),
+//! and what the charts that need more than the summaries read from them: percentile curves and
+//! distributions.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use hdrhistogram::Histogram;
-use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
+use hdrhistogram::{Counter, Histogram};
 
 use crate::model::CaseResult;
 
@@ -14,12 +15,27 @@ pub type Hist = Histogram<u64>;
 
 /// Decodes one base64 V2-deflate histogram.
 pub fn decode(text: &str) -> Result<Hist, String> {
+    decode_as(text)
+}
+
+/// Decodes one base64 V2-deflate histogram into counts of type `T` (the writer's choice: `u32`
+/// keeps per-worker histograms small).
+pub fn decode_as<T: Counter>(text: &str) -> Result<Histogram<T>, String> {
     let bytes = STANDARD
         .decode(text)
         .map_err(|e| format!("histogram is not base64: {e}"))?;
     Deserializer::new()
         .deserialize(&mut bytes.as_slice())
         .map_err(|e| format!("histogram does not decode: {e:?}"))
+}
+
+/// The form [`decode`] reads: base64 of the V2-deflate serialization (empty if serializing fails).
+pub fn encode<T: Counter>(hist: &Histogram<T>) -> String {
+    let mut bytes = Vec::new();
+    match V2DeflateSerializer::new().serialize(hist, &mut bytes) {
+        Ok(_) => STANDARD.encode(bytes),
+        Err(_) => String::new(),
+    }
 }
 
 /// The histogram `name` of a case (`acquire`, `renew_margin`, ...), when present, not empty and
@@ -85,18 +101,13 @@ pub fn spread_ms(hist: &Hist, percentiles: &[f64]) -> (f64, Vec<f64>, f64) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 
     fn encoded(values_us: impl Iterator<Item = u64>) -> String {
         let mut hist = Histogram::<u64>::new_with_bounds(100, 10_000_000_000, 3).unwrap();
         for us in values_us {
             hist.record(us * 1000).unwrap();
         }
-        let mut bytes = Vec::new();
-        V2DeflateSerializer::new()
-            .serialize(&hist, &mut bytes)
-            .unwrap();
-        STANDARD.encode(bytes)
+        encode(&hist)
     }
 
     #[test]

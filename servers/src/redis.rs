@@ -149,6 +149,48 @@ pub fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
     })
 }
 
+/// One command's counters in an `INFO commandstats` reply.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommandStat {
+    /// Calls served (commands run inside scripts included).
+    pub calls: u64,
+    /// Server time inside them, µs.
+    pub usec: u64,
+}
+
+impl CommandStat {
+    /// Server time per call, µs (0 without calls).
+    pub fn usec_per_call(&self) -> f64 {
+        if self.calls == 0 {
+            0.0
+        } else {
+            self.usec as f64 / self.calls as f64
+        }
+    }
+}
+
+/// The counters of an `INFO commandstats` reply (`cmdstat_<name>:calls=N,usec=N,…` lines) by
+/// lower-case command name. A line without `calls` is left out; a missing `usec` reads 0.
+pub fn commandstats(info: &str) -> std::collections::BTreeMap<String, CommandStat> {
+    info.lines()
+        .filter_map(|line| {
+            let (name, rest) = line.trim().strip_prefix("cmdstat_")?.split_once(':')?;
+            let field = |f: &str| -> Option<u64> {
+                rest.split(',')
+                    .find_map(|kv| kv.strip_prefix(f)?.strip_prefix('='))?
+                    .trim()
+                    .parse()
+                    .ok()
+            };
+            let stat = CommandStat {
+                calls: field("calls")?,
+                usec: field("usec").unwrap_or(0),
+            };
+            Some((name.to_owned(), stat))
+        })
+        .collect()
+}
+
 /// Waits until `replica` has received a write made on `primary` after the link came up.
 ///
 /// `master_link_status:up` alone is not enough: after a diskless full sync the primary only

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use lockbench_reports::model::ServerCost;
 use lockbench_servers::probe;
+use lockbench_servers::redis::commandstats;
 
 use super::{Backend, ServerKind};
 use crate::proc_stat;
@@ -128,17 +129,13 @@ pub fn delta(
     }
 }
 
-/// `cmdstat_<name>:calls=N,...` lines; the `INFO` calls of the snapshots themselves are left out.
+/// Calls by command from `INFO commandstats`; the `INFO` calls of the snapshots themselves are left
+/// out.
 fn redis_commandstats(info: &str) -> BTreeMap<String, u64> {
-    info.lines()
-        .filter_map(|line| {
-            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-            if name == "info" {
-                return None;
-            }
-            let calls = rest.split(',').find_map(|kv| kv.strip_prefix("calls="))?;
-            Some((name.to_owned(), calls.trim().parse().ok()?))
-        })
+    commandstats(info)
+        .into_iter()
+        .filter(|(name, _)| name != "info")
+        .map(|(name, stat)| (name, stat.calls))
         .collect()
 }
 

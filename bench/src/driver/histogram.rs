@@ -1,11 +1,9 @@
 //! Latency histograms: HdrHistograms in nanoseconds (3 significant digits), their summaries for the
-//! results, and their base64 V2-deflate encoding (the HdrHistogram log format), also used to ship them
-//! from worker processes.
+//! results, and their base64 V2-deflate encoding (the HdrHistogram log format, the codec of
+//! [`lockbench_reports::histogram`]), also used to ship them from worker processes.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
+use lockbench_reports::histogram;
 use lockbench_reports::model::Summary;
 
 /// A latency histogram in nanoseconds. `u32` counts keep per-worker histograms small.
@@ -52,23 +50,14 @@ pub(crate) fn summary(hist: &Hist) -> Summary {
     }
 }
 
-/// Base64 of the V2-deflate serialization.
+/// Base64 of the V2-deflate serialization (the reports' codec).
 pub(crate) fn encode(hist: &Hist) -> String {
-    let mut bytes = Vec::new();
-    match V2DeflateSerializer::new().serialize(hist, &mut bytes) {
-        Ok(_) => STANDARD.encode(bytes),
-        Err(_) => String::new(),
-    }
+    histogram::encode(hist)
 }
 
-/// Decodes [`encode`]'s output.
+/// Decodes [`encode`]'s output, ready to grow.
 pub(crate) fn decode(text: &str) -> Result<Hist, String> {
-    let bytes = STANDARD
-        .decode(text)
-        .map_err(|e| format!("histogram is not base64: {e}"))?;
-    let mut hist: Hist = Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("histogram does not decode: {e:?}"))?;
+    let mut hist: Hist = histogram::decode_as(text)?;
     hist.auto(true);
     Ok(hist)
 }

@@ -24,7 +24,7 @@ use super::{SERVER_TIMEOUT, ScaleSpec, ms};
 use crate::backends::stats::{StatsSnapshot, StatsSource};
 use crate::backends::{Backend, Backends, ServerKind};
 use crate::duration::format_duration;
-use crate::measure::{RedisCommandStats, process_cpu_time};
+use crate::measure::RedisCommandStats;
 use crate::proc_stat;
 use crate::strategies::{Endpoints, Strategy};
 
@@ -309,7 +309,7 @@ async fn read(server: Option<ServerProbe>, counts: &RenewalCounts) -> Reading {
     let (server, server_cpu, redis, etcd_keepalives) = blocking.unwrap_or((None, None, None, None));
     Reading {
         at: Instant::now(),
-        client_cpu: process_cpu_time(),
+        client_cpu: proc_stat::process_cpu_time(),
         counts: counts.now(),
         server,
         server_cpu,
@@ -486,17 +486,14 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_thread_cap_stops_the_strategy_and_says_why() {
-        let spec = args(&[
-            "--in-process",
-            "--strategies",
-            "memory",
-            "--steps",
-            "100",
-            "--hold",
-            "100ms",
-            "--max-threads",
-            "1",
-        ])
+        let spec = ScaleOptions {
+            in_process: true,
+            strategies: Some("memory".into()),
+            steps: "100".into(),
+            hold: "100ms".into(),
+            max_threads: 1,
+            ..ScaleOptions::default()
+        }
         .spec()
         .unwrap_or_else(|e| panic!("{e}"));
         let series = measure_strategy(spec.strategies[0], &spec, &Backends::default(), None).await;

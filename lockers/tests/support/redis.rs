@@ -108,11 +108,9 @@ impl<S: Strategy> Setup<S> {
     /// `calls` of `cmdstat_<command>` in `INFO commandstats` (commands run inside scripts included).
     pub(crate) fn calls(&self, command: &str) -> u64 {
         let info = self.redis(&["INFO", "commandstats"]);
-        let prefix = format!("cmdstat_{command}:calls=");
-        info.lines()
-            .find_map(|l| l.strip_prefix(prefix.as_str()))
-            .and_then(|rest| rest.split(',').next())
-            .map_or(0, |n| n.parse().unwrap())
+        lockbench_servers::redis::commandstats(&info)
+            .get(command)
+            .map_or(0, |stat| stat.calls)
     }
 
     /// Script calls the server has run.
