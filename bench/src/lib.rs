@@ -1,7 +1,7 @@
 //! `lockbench`: the CLI and load driver that compares distributed lock strategies on real servers.
 //!
 //! The binary is a thin shell around [`cli_main`], which builds the one tokio runtime; tests drive
-//! the same path in-process through [`cli_main`] or, for a run, [`run`]. The benches reuse
+//! the same path in-process through [`cli_main`] or, for a run, [`run()`]. The benches reuse
 //! [`measure`], [`proc_stat`], [`backends`], [`strategies`], [`environment`] and [`scale`]; every other
 //! module is private to the crate.
 //!

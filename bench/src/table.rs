@@ -60,23 +60,24 @@ fn row(case: &CaseResult) -> [String; 16] {
     ]
 }
 
-/// The table, ready to print (latencies in ms).
-pub(crate) fn render(results: &Results) -> String {
-    let rows: Vec<[String; 16]> = results.cases.iter().map(row).collect();
-    let mut widths = HEADERS.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
+/// Aligned columns two spaces apart, the first `left` left-aligned and the rest right-aligned: a line
+/// of `headers`, then one line per row.
+pub(crate) fn grid<R: AsRef<[String]>>(headers: &[&str], rows: &[R], left: usize) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row.as_ref()) {
             *w = (*w).max(cell.chars().count());
         }
     }
+    let header: Vec<String> = headers.iter().map(|h| (*h).to_owned()).collect();
     let mut out = String::new();
-    let mut line = |cells: &[String]| {
+    for cells in std::iter::once(header.as_slice()).chain(rows.iter().map(AsRef::as_ref)) {
         let mut text = String::new();
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+        for (i, (cell, &w)) in cells.iter().zip(&widths).enumerate() {
             if i > 0 {
                 text.push_str("  ");
             }
-            if i < 3 {
+            if i < left {
                 let _ = write!(text, "{cell:<w$}");
             } else {
                 let _ = write!(text, "{cell:>w$}");
@@ -84,11 +85,14 @@ pub(crate) fn render(results: &Results) -> String {
         }
         out.push_str(text.trim_end());
         out.push('\n');
-    };
-    line(&HEADERS.map(str::to_owned));
-    for row in &rows {
-        line(row);
     }
+    out
+}
+
+/// The table, ready to print (latencies in ms).
+pub(crate) fn render(results: &Results) -> String {
+    let rows: Vec<[String; 16]> = results.cases.iter().map(row).collect();
+    let mut out = grid(&HEADERS, &rows, 3);
     for case in &results.cases {
         if let Some(error) = &case.error {
             let _ = writeln!(out, "{} {}: {error}", case.strategy, case.lease);

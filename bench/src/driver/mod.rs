@@ -1,5 +1,7 @@
 //! The load driver (DESIGN §5): workers that run the workload against `dyn Locker`s, the protected
-//! resource, the safety oracle and the metrics.
+//! resource, the safety oracle and the metrics. It sits above fault injection ([`crate::faults`]) and
+//! the workload; the hold intervals and the stop signal it shares with them are leaf types
+//! ([`crate::holds`], [`crate::stop`]).
 //!
 //! | module | job |
 //! |---|---|
@@ -7,7 +9,7 @@
 //! | [`mode`] | what the worker modes share: context, timing, supervision, their output |
 //! | [`tasks`], [`processes`], [`child`], [`protocol`] | the two worker modes |
 //! | [`worker`] | one client's load loop |
-//! | [`resource`], [`resource_socket`] | the protected counters with fencing (safety measures 2 and 3) |
+//! | [`resource`], [`resource_socket`] | the protected counters with fencing (safety measures 2 and 3); a worker's handle on them |
 //! | [`oracle`] | overlapping believed-held intervals (safety measure 1), hand-off latency |
 //! | [`holder_sample`] | the stretch of one key's intervals the holder timeline shows |
 //! | [`renewal`] | renewal metrics from `LockEvent`s |

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use lockbench_reports::scale::ScaleResults;
 
 use crate::measure::{Bound, Check, render_checks};
+use crate::table::grid;
 
 const HEADERS: [&str; 14] = [
     "strategy",
@@ -51,32 +52,7 @@ pub fn render(results: &ScaleResults) -> String {
             ]);
         }
     }
-    let mut widths = HEADERS.map(|h| h.chars().count());
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let mut line = |cells: &[String]| {
-        let mut text = String::new();
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
-            if i > 0 {
-                text.push_str("  ");
-            }
-            if i == 0 {
-                let _ = write!(text, "{cell:<w$}");
-            } else {
-                let _ = write!(text, "{cell:>w$}");
-            }
-        }
-        out.push_str(text.trim_end());
-        out.push('\n');
-    };
-    line(&HEADERS.map(str::to_owned));
-    for row in &rows {
-        line(row);
-    }
+    let mut out = grid(&HEADERS, &rows, 1);
     for series in &results.strategies {
         if let Some(stop) = &series.stopped {
             let _ = writeln!(
