@@ -164,7 +164,11 @@ mod tests {
         use std::time::Duration;
         let at = |s: i64| {
             let offset = Duration::from_secs(s.unsigned_abs());
-            rfc3339(if s < 0 { UNIX_EPOCH - offset } else { UNIX_EPOCH + offset })
+            rfc3339(if s < 0 {
+                UNIX_EPOCH - offset
+            } else {
+                UNIX_EPOCH + offset
+            })
         };
         // Expected values from `date -u -d @N +%Y-%m-%dT%H:%M:%SZ`.
         assert_eq!(at(0), "1970-01-01T00:00:00Z");

@@ -48,7 +48,10 @@ pub mod as_base64 {
     use serde::{Deserialize, Deserializer, Serializer};
 
     /// Serializes as a string.
-    pub fn serialize<T: Counter, S: Serializer>(hist: &Histogram<T>, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<T: Counter, S: Serializer>(
+        hist: &Histogram<T>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         s.serialize_str(&super::encode(hist))
     }
 
@@ -175,7 +178,10 @@ mod tests {
             #[serde(with = "as_base64")]
             hist: Histogram<u32>,
         }
-        let json = serde_json::to_string(&Holder { hist: small.clone() }).unwrap();
+        let json = serde_json::to_string(&Holder {
+            hist: small.clone(),
+        })
+        .unwrap();
         assert_eq!(json, format!("{{\"hist\":\"{text}\"}}"));
         let holder: Holder = serde_json::from_str(&json).unwrap();
         assert_eq!(holder.hist, small);

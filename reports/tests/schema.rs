@@ -101,13 +101,25 @@ fn written_files_validate_as_read_and_as_written_back() {
 
     // What this version writes validates too, older files' missing fields filled in.
     let read = Comparison::read(COMPARISON).unwrap();
-    assert_valid(&comparison, &json(&read.to_json()), "a comparison written back");
+    assert_valid(
+        &comparison,
+        &json(&read.to_json()),
+        "a comparison written back",
+    );
     let run = Results::from_json(RUN).unwrap();
     assert_valid(&results, &json(&run.to_json()), "a run written back");
     let single = Comparison::of_run(run);
-    assert_valid(&comparison, &json(&single.to_json()), "a run as a comparison");
+    assert_valid(
+        &comparison,
+        &json(&single.to_json()),
+        "a run as a comparison",
+    );
     let scale = ScaleResults::from_json(SCALE).unwrap();
-    assert_valid(&schema::scale(), &json(&scale.to_json()), "a scale file written back");
+    assert_valid(
+        &schema::scale(),
+        &json(&scale.to_json()),
+        "a scale file written back",
+    );
 }
 
 #[test]
@@ -120,7 +132,10 @@ fn the_schema_rejects_what_this_version_would_not_write() {
         validate(&schema, &doc)
     };
     let has = |errors: Vec<String>, text: &str| {
-        assert!(errors.iter().any(|e| e.contains(text)), "{text:?} not in {errors:?}");
+        assert!(
+            errors.iter().any(|e| e.contains(text)),
+            "{text:?} not in {errors:?}"
+        );
     };
     has(
         errors_after(&|d| d["schema_version"] = json!(2)),

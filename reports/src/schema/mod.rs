@@ -126,7 +126,13 @@ impl Transform for PlainDescriptions {
 fn plain(doc: &str) -> String {
     let joined = doc
         .split("\n\n")
-        .map(|paragraph| paragraph.split('\n').map(str::trim).collect::<Vec<_>>().join(" "))
+        .map(|paragraph| {
+            paragraph
+                .split('\n')
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .collect::<Vec<_>>()
         .join("\n\n");
     let mut out = String::with_capacity(joined.len());
