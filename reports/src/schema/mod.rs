@@ -47,8 +47,11 @@ pub fn scale() -> Value {
     generate::<ScaleResults>()
 }
 
+/// One of the schema functions: [`results`], [`comparison`], [`scale`].
+pub type SchemaFn = fn() -> Value;
+
 /// Each schema with the name of its committed file in `reports/schema/`.
-pub const FILES: [(&str, fn() -> Value); 3] = [
+pub const FILES: [(&str, SchemaFn); 3] = [
     ("results.schema.json", results),
     ("comparison.schema.json", comparison),
     ("scale.schema.json", scale),
