@@ -255,6 +255,7 @@ pub struct FaultWindow {
     /// What it hit, for people: `client 3`, `redis 127.0.0.1:40123`, `etcd member 1 (leader)`.
     pub target: String,
     /// The fault's settings by name (`duration_ms`, `delay_ms`, `direction`, `key`, ...).
+    #[schemars(extend("additionalProperties" = {"type": ["string", "number", "boolean", "null"]}))]
     pub parameters: BTreeMap<String, serde_json::Value>,
     /// When the fault was applied.
     pub start_ms: f64,
