@@ -1,5 +1,6 @@
-//! `lockbench-reports`: what a lockbench run writes ([`model`], the versioned results file and its JSON
-//! schema; [`comparison`], the file of a whole suite) and the charts and reports built from it.
+//! `lockbench-reports`: what a lockbench run writes ([`model`], the versioned results file, whose JSON
+//! schema [`schema`] derives; [`comparison`], the file of a whole suite) and the charts and reports
+//! built from it.
 //!
 //! Reports know only the results model: a results file written by any version with the same
 //! [`model::SCHEMA_VERSION`] can be read back with [`model::Results::from_json`] (one run) or
@@ -8,15 +9,16 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | [`model`], [`comparison`] | the results files (serde types, schemas) |
+//! | [`model`], [`comparison`] | the results files (serde types) |
 //! | [`scale`] | the `lockbench scale` file: cost of holding many locks |
+//! | [`schema`] | the files' JSON schemas, derived from those types, and a validator |
 //! | [`grid`] | rows (scenario × lease) by columns (strategies); facts of one case |
-//! | [`histogram`] | the raw HdrHistograms: percentile curves, spreads |
+//! | [`histogram`] | the raw HdrHistograms: the codec, summaries, percentile curves, spreads |
 //! | [`rules`] | "which strategy when", derived from the numbers by stated rules |
 //! | [`delta`] | changes against a baseline results file |
 //! | [`charts`] | every chart, as SVG and PNG, with the embedded font |
 //! | [`report`] | builds a report: charts, findings, changes |
-//! | [`content`], [`mod@format`] | the cells and figures both formats show |
+//! | [`content`], [`mod@format`] | the cells and figures both formats show; the RFC 3339 timestamp |
 //! | [`markdown`], [`html`] | the two layouts |
 //! | [`mod@write`] | writes a report to a directory |
 
@@ -33,6 +35,7 @@ pub mod model;
 pub mod report;
 pub mod rules;
 pub mod scale;
+pub mod schema;
 pub mod write;
 
 pub use comparison::{COMPARISON_SCHEMA, Comparison};
