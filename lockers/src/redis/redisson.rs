@@ -15,7 +15,7 @@
 //!   `IllegalMonitorStateException`); renewal is cancelled once the server answered.
 //! - Waiting (`tryLock(wait)`): try, subscribe to the unlock channel, then retry whenever an unlock
 //!   message arrives or the holder's PTTL elapses, until the wait is over.
-//! - With [`Topology::Replicated`], each lock write is followed by `WAIT` as `replica_sync` describes.
+//! - With [`Topology::Replicated`](super::Topology::Replicated), each lock write is followed by `WAIT` as `replica_sync` describes.
 //! - No fencing token: Redisson has none, so [`Capabilities::fencing`] is false and every lease's
 //!   `token()` is 0.
 //! - No lost-lease signal: Redisson never tells the holder that renewal stopped or that the server
