@@ -541,3 +541,43 @@ async fn waiter_wakes_on_the_unlock_message() {
         "waiter took {took:?} after the release"
     );
 }
+
+/// 3.44+: 250 held locks cost ⌈250 / 100⌉ = 3 renew calls per tick, one tick per period, counted by the
+/// client and by the server alike; every lock is renewed on every tick.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduler_renews_every_lock_each_tick_in_chunks_of_100() {
+    const LOCKS: usize = 250;
+    let t = Setup::start(Row(Generation::Scheduler));
+    let log = EventLog::new();
+    let a = t.connect(Events::to(log.clone())).await;
+    let base = unique("chunks");
+    let mut leases = Vec::with_capacity(LOCKS);
+    for i in 0..LOCKS {
+        let key = format!("{base}:{i}");
+        leases.push(a.acquire(&key, &AcquireOptions::try_once()).await.unwrap());
+    }
+    assert_eq!((a.scheduled_renewals(), a.renewal_chains()), (LOCKS, 1));
+    tokio::time::sleep(TIMEOUT / 3).await;
+    let (client0, server0) = (a.renew_calls(), t.evalsha_calls());
+    let renewed0 = log.count(|e| matches!(e, LockEvent::Renewed { .. }));
+    tokio::time::sleep(TIMEOUT).await; // three periods
+    let client = a.renew_calls() - client0;
+    let server = t.evalsha_calls() - server0;
+    let renewed = log.count(|e| matches!(e, LockEvent::Renewed { .. })) - renewed0;
+    eprintln!("{client} client / {server} server renew calls, {renewed} renewals in 3 periods");
+    assert!(
+        (6..=9).contains(&client),
+        "{client} renew calls in 3 periods, expected 3 per tick"
+    );
+    assert_eq!(client, server);
+    // Chunks of 100, 100 and 50: about 250 / 3 renewals per call (a window edge may split a tick).
+    let expected = client as usize * LOCKS / 3;
+    assert!(
+        renewed.abs_diff(expected) <= 100,
+        "{renewed} renewals for {client} calls"
+    );
+    for lease in leases {
+        lease.release().await.unwrap();
+    }
+    assert_eq!(a.scheduled_renewals(), 0);
+}
