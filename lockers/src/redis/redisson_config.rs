@@ -1,7 +1,8 @@
 //! Settings of the faithful Redisson rows ([`RedissonConfig`]): which generation of Redisson's watchdog
 //! runs ([`Generation`]), the topology that decides whether lock writes wait for replicas
 //! ([`Topology`]), and Redisson's own defaults (`lockWatchdogTimeout` 30 s, `lockWatchdogBatchSize` 100,
-//! `checkLockSyncedSlaves` true, `slavesSyncTimeout` 1 s; `org.redisson.config.Config`, 3.43.0 and 4.x).
+//! `checkLockSyncedSlaves` true, `slavesSyncTimeout` 1 s: `org.redisson.config.Config`; `timeout` 3 s,
+//! `retryAttempts` 3, `retryInterval` 1.5 s: `BaseConfig`, 3.43.0).
 
 use std::time::Duration;
 
@@ -53,8 +54,15 @@ pub struct RedissonConfig {
     pub key_prefix: String,
     /// This client's id, prefixed to every owner (Redisson's connection manager id); default random.
     pub client_id: String,
-    /// Connect and response timeouts. With [`Topology::Replicated`] a command may take
-    /// `response_timeout + slaves_sync_timeout` (Redisson's batch timeout for a synced write).
+    /// Extra attempts of a renew call that timed out or lost its connection (`retryAttempts`: 3 up to
+    /// 3.x, 4 in 4.x). Acquire and release are never retried (`syncedEvalNoRetry`).
+    pub retry_attempts: u32,
+    /// Pause before re-sending a renew call whose connection failed (`retryInterval`, 1.5 s); a
+    /// response timeout re-sends at once, the timeout itself being the wait.
+    pub retry_interval: Duration,
+    /// Connect and response timeouts; the default response timeout is Redisson's `timeout` (3 s).
+    /// With [`Topology::Replicated`] a command may take `response_timeout + slaves_sync_timeout`
+    /// (Redisson's batch timeout for a synced write).
     pub connection: ConnectionSettings,
 }
 
@@ -69,7 +77,12 @@ impl Default for RedissonConfig {
             slaves_sync_timeout: Duration::from_secs(1),
             key_prefix: DEFAULT_PREFIX.into(),
             client_id: random_client_id(),
-            connection: ConnectionSettings::default(),
+            retry_attempts: 3,
+            retry_interval: Duration::from_millis(1500),
+            connection: ConnectionSettings {
+                response_timeout: Duration::from_secs(3),
+                ..ConnectionSettings::default()
+            },
         }
     }
 }
@@ -123,6 +136,8 @@ mod tests {
         assert_eq!(config.slaves_sync_timeout, Duration::from_secs(1));
         assert!(config.check_lock_synced_slaves);
         assert_eq!(config.topology, Topology::Single);
+        assert_eq!(config.retry_attempts, 3);
+        assert_eq!(config.connection.response_timeout, Duration::from_secs(3));
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //!   `DEL` that nobody waits for. Renewal is cancelled after the server answered (Redisson cancels in
 //!   the unlock future's handler), also when the release failed or its future was dropped.
 //! - Renew: 1 (the TTL was set to the watchdog timeout) or 0 (no longer held); one lock per call
-//!   (classic) or one chunk per call (3.44+).
+//!   (classic) or one chunk per call (3.44+). A renew call that times out or loses its connection is
+//!   re-sent up to `retryAttempts` (3) more times, as Redisson's `RedisExecutor` does for `syncedEval`;
+//!   only once those are spent does the renewal see an error (acquire and release: `NoRetry`).
 
 use std::sync::Arc;
 use std::sync::LazyLock;
@@ -195,14 +197,17 @@ impl Core {
 
     /// Renews one lock: `Ok(true)` renewed, `Ok(false)` no longer held.
     pub(crate) async fn renew_one(&self, target: &RenewTarget) -> Result<bool, LockError> {
-        self.renew_calls.fetch_add(1, Ordering::Relaxed);
-        let mut connection = self.connection.commands();
-        let mut call = REDISSON_RENEW.prepare();
-        call.key(&*target.key)
-            .arg(ttl_millis(self.config.watchdog_timeout))
-            .arg(&*target.owner);
-        let answer: i64 = scripts::run(&mut connection, &call).await?;
-        self.sync.after_write(&mut connection).await?;
+        let ttl_ms = ttl_millis(self.config.watchdog_timeout);
+        let answer: i64 = self
+            .with_retries(|| {
+                let mut call = REDISSON_RENEW.prepare();
+                call.key(&*target.key).arg(ttl_ms).arg(&*target.owner);
+                call
+            })
+            .await?;
+        self.sync
+            .after_write(&mut self.connection.commands())
+            .await?;
         renewed(&REDISSON_RENEW, answer)
     }
 
@@ -211,18 +216,23 @@ impl Core {
         &self,
         targets: &[RenewTarget],
     ) -> Result<Vec<bool>, LockError> {
-        self.renew_calls.fetch_add(1, Ordering::Relaxed);
-        let mut connection = self.connection.commands();
-        let mut call = REDISSON_RENEW_BATCH.prepare();
-        for target in targets {
-            call.key(&*target.key);
-        }
-        call.arg(ttl_millis(self.config.watchdog_timeout));
-        for target in targets {
-            call.arg(&*target.owner);
-        }
-        let answers: Vec<i64> = scripts::run(&mut connection, &call).await?;
-        self.sync.after_write(&mut connection).await?;
+        let ttl_ms = ttl_millis(self.config.watchdog_timeout);
+        let answers: Vec<i64> = self
+            .with_retries(|| {
+                let mut call = REDISSON_RENEW_BATCH.prepare();
+                for target in targets {
+                    call.key(&*target.key);
+                }
+                call.arg(ttl_ms);
+                for target in targets {
+                    call.arg(&*target.owner);
+                }
+                call
+            })
+            .await?;
+        self.sync
+            .after_write(&mut self.connection.commands())
+            .await?;
         if answers.len() != targets.len() {
             return Err(LockError::backend(
                 BACKEND,
@@ -237,6 +247,36 @@ impl Core {
             .into_iter()
             .map(|a| renewed(&REDISSON_RENEW_BATCH, a))
             .collect()
+    }
+
+    /// Sends the renew call `make` builds as Redisson's `RedisExecutor` sends a retryable write: a
+    /// response timeout re-sends at once, a broken or refused connection re-sends after
+    /// `retry_interval`, up to `retry_attempts` more times; an error answered by the server (`BUSY`,
+    /// `NOSCRIPT` after its reload, ...) is not retried. Each attempt counts as a renew call.
+    async fn with_retries<'s, T: redis::FromRedisValue>(
+        &self,
+        make: impl Fn() -> redis::ScriptInvocation<'s>,
+    ) -> Result<T, LockError> {
+        let mut attempt = 0;
+        loop {
+            self.renew_calls.fetch_add(1, Ordering::Relaxed);
+            let mut connection = self.connection.commands();
+            let error = match make().invoke_async(&mut connection).await {
+                Ok(answer) => return Ok(answer),
+                Err(error) => error,
+            };
+            let retryable = error.is_timeout()
+                || error.is_io_error()
+                || error.is_connection_dropped()
+                || error.is_connection_refusal();
+            if !retryable || attempt >= self.config.retry_attempts {
+                return Err(error.into());
+            }
+            attempt += 1;
+            if !error.is_timeout() {
+                tokio::time::sleep(self.config.retry_interval).await;
+            }
+        }
     }
 }
 
