@@ -10,6 +10,7 @@
 //! |---|---|---|---|
 //! | `memory` | [`memory`] | in-process TTL + timer renewal | per-key counter |
 //! | `redis-watchdog` (`-batched`) | [`redis::watchdog`] | Redisson's RLock: hash lock, renewal every timeout/3 (per lock or batched) | `INCR` on a companion key |
+//! | `redisson-classic` / `redisson` | [`redis::redisson`] | Redisson's RLock as it is: per-lock timers (< 3.44) or one batching scheduler (≥ 3.44); `WAIT` with replicas | none (Redisson has no token) |
 //! | `redis-guard-thread` | [`redis::guard_thread`] | `SET NX PX` + one OS thread per held lock | `INCR` on a companion key |
 //! | `redis-keyspace-naive` / `-shadow` | [`redis::keyspace`] | renewal driven by keyspace `expired` events | `INCR` on a companion key |
 //! | `etcd-lease` | [`etcd`] | lease + keep-alive stream, revision-ordered queue | the key's create revision |

@@ -19,6 +19,12 @@
 //! | `keyevents` | `notify-keyspace-events` set-up; keyevent `expired`/`del` messages routed by key to holders and waiters | `redis-keyspace` |
 //! | `keyspace_holder` | the holder task: shadow renewal or naive re-acquire on expiry events | `redis-keyspace` |
 //! | [`keyspace`] | the `redis-keyspace-naive` / `-shadow` strategy ([`RedisKeyspace`]) | |
+//! | `redisson_config` | [`RedissonConfig`], [`Generation`], [`Topology`] | `redisson-classic`, `redisson` |
+//! | `replica_sync` | Redisson's `WAIT` after lock writes when the topology has replicas | `redisson-classic`, `redisson` |
+//! | `redisson_lock` | Redisson's acquire, release and renew scripts and a lease's release path | `redisson-classic`, `redisson` |
+//! | `redisson_classic` | one renewal timer per lock, ended for good by an error (Redisson < 3.44) | `redisson-classic` |
+//! | `redisson_scheduler` | one renewal scheduler per client, chunks of 100, errors retried at the next tick (Redisson ≥ 3.44) | `redisson` |
+//! | [`redisson`] | the `redisson-classic` / `redisson` strategy ([`Redisson`]) | |
 //!
 //! Renewal bookkeeping (extend the deadline, `Renewed`, "not yours", retry until the deadline) is
 //! `crate::renewal::record_renewal`, shared by every renewer here: the per-lock loop, the batch scheduler,
@@ -32,6 +38,7 @@
 pub mod connection;
 pub mod guard_thread;
 pub mod keyspace;
+pub mod redisson;
 pub mod watchdog;
 
 mod acquire;
@@ -45,7 +52,12 @@ mod keys;
 mod keyspace_config;
 mod keyspace_holder;
 mod pubsub;
+mod redisson_classic;
+mod redisson_config;
+mod redisson_lock;
+mod redisson_scheduler;
 mod renewal_thread;
+mod replica_sync;
 mod scripts;
 mod string_lock;
 mod watchdog_config;
@@ -57,3 +69,5 @@ pub use watchdog_config::{RenewalMode, WatchdogConfig};
 
 pub use guard_thread::{GuardThreadConfig, PollBackoff, RedisGuardThread};
 pub use keyspace::{KeyspaceConfig, RedisKeyspace, Variant as KeyspaceVariant};
+pub use redisson::Redisson;
+pub use redisson_config::{Generation, RedissonConfig, Topology};

@@ -1,0 +1,161 @@
+//! Settings of the faithful Redisson rows ([`RedissonConfig`]): which generation of Redisson's watchdog
+//! runs ([`Generation`]), the topology that decides whether lock writes wait for replicas
+//! ([`Topology`]), and Redisson's own defaults (`lockWatchdogTimeout` 30 s, `lockWatchdogBatchSize` 100,
+//! `checkLockSyncedSlaves` true, `slavesSyncTimeout` 1 s: `org.redisson.config.Config`; `timeout` 3 s,
+//! `retryAttempts` 3, `retryInterval` 1.5 s: `BaseConfig`, 3.43.0).
+
+use std::time::Duration;
+
+use super::connection::ConnectionSettings;
+use super::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
+use crate::error::LockError;
+
+/// Which generation of Redisson's lock watchdog a client reproduces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Generation {
+    /// Redisson 3.x before 3.44 (`RedissonBaseLock.renewExpiration`): one timer per held lock, every
+    /// timeout/3 after the previous answer; a renewal error drops the entry and renewal stops for good.
+    Classic,
+    /// Redisson 3.44 and later (`org.redisson.renewal.LockRenewalScheduler` / `LockTask`): one scheduler
+    /// per client renews every held lock on each tick, in chunks; an error is retried at the next tick.
+    #[default]
+    Scheduler,
+}
+
+/// Where the lock lives, as Redisson's configuration mode tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Topology {
+    /// `useSingleServer()`: Redisson never sends `WAIT`.
+    #[default]
+    Single,
+    /// Master/slave, sentinel, replicated or cluster modes: after every lock write (acquire, renew,
+    /// release) Redisson sends `WAIT <connected replicas> <slavesSyncTimeout>` when the primary reports
+    /// replicas (`INFO replication` `connected_slaves`), and, with `checkLockSyncedSlaves`, fails the
+    /// write when none confirmed.
+    Replicated,
+}
+
+/// Settings of a [`super::Redisson`] client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RedissonConfig {
+    /// Classic (per-lock timers) or scheduler (3.44+) renewal.
+    pub generation: Generation,
+    /// TTL of a watchdog lease (`lockWatchdogTimeout`, default 30 s); renewed every third of it.
+    pub watchdog_timeout: Duration,
+    /// Locks per renew call of the 3.44+ scheduler (`lockWatchdogBatchSize`, default 100).
+    pub batch_size: usize,
+    /// Single server (never `WAIT`) or a topology with replicas.
+    pub topology: Topology,
+    /// Fail a lock write that no replica confirmed (`checkLockSyncedSlaves`, default true).
+    pub check_lock_synced_slaves: bool,
+    /// How long `WAIT` waits for replicas (`slavesSyncTimeout`, default 1 s).
+    pub slaves_sync_timeout: Duration,
+    /// Prepended to every key and channel (default `lockbench:`); no braces.
+    pub key_prefix: String,
+    /// This client's id, prefixed to every owner (Redisson's connection manager id); default random.
+    pub client_id: String,
+    /// Extra attempts of a renew call that timed out or lost its connection (`retryAttempts`: 3 up to
+    /// 3.x, 4 in 4.x). Acquire and release are never retried (`syncedEvalNoRetry`).
+    pub retry_attempts: u32,
+    /// Pause before re-sending a renew call whose connection failed (`retryInterval`, 1.5 s); a
+    /// response timeout re-sends at once, the timeout itself being the wait.
+    pub retry_interval: Duration,
+    /// Connect and response timeouts; the default response timeout is Redisson's `timeout` (3 s).
+    /// With [`Topology::Replicated`] a command may take `response_timeout + slaves_sync_timeout`
+    /// (Redisson's batch timeout for a synced write).
+    pub connection: ConnectionSettings,
+}
+
+impl Default for RedissonConfig {
+    fn default() -> Self {
+        RedissonConfig {
+            generation: Generation::default(),
+            watchdog_timeout: Duration::from_secs(30),
+            batch_size: 100,
+            topology: Topology::default(),
+            check_lock_synced_slaves: true,
+            slaves_sync_timeout: Duration::from_secs(1),
+            key_prefix: DEFAULT_PREFIX.into(),
+            client_id: random_client_id(),
+            retry_attempts: 3,
+            retry_interval: Duration::from_millis(1500),
+            connection: ConnectionSettings {
+                response_timeout: Duration::from_secs(3),
+                ..ConnectionSettings::default()
+            },
+        }
+    }
+}
+
+impl RedissonConfig {
+    /// The defaults for `generation`.
+    pub fn new(generation: Generation) -> Self {
+        RedissonConfig {
+            generation,
+            ..RedissonConfig::default()
+        }
+    }
+
+    /// Checks the settings; a `Config` error names the bad one.
+    pub fn validate(&self) -> Result<(), LockError> {
+        if self.watchdog_timeout < Duration::from_millis(3) {
+            return Err(LockError::Config(
+                "watchdog_timeout must be at least 3 ms".into(),
+            ));
+        }
+        if self.batch_size == 0 {
+            return Err(LockError::Config("batch_size must be > 0".into()));
+        }
+        if self.slaves_sync_timeout.is_zero() {
+            return Err(LockError::Config("slaves_sync_timeout must be > 0".into()));
+        }
+        validate_naming(&self.key_prefix, &self.client_id)?;
+        self.connection.validate()
+    }
+
+    /// The renewal period: a third of the watchdog timeout, as Redisson computes it
+    /// (`internalLockLeaseTime / 3`).
+    pub(crate) fn renewal_period(&self) -> Duration {
+        self.watchdog_timeout / 3
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::redis::config_checks::assert_each_names_its_field;
+
+    #[test]
+    fn defaults_are_redissons() {
+        let config = RedissonConfig::default();
+        config.validate().unwrap();
+        assert_eq!(config.watchdog_timeout, Duration::from_secs(30));
+        assert_eq!(config.renewal_period(), Duration::from_secs(10));
+        assert_eq!(config.batch_size, 100);
+        assert_eq!(config.slaves_sync_timeout, Duration::from_secs(1));
+        assert!(config.check_lock_synced_slaves);
+        assert_eq!(config.topology, Topology::Single);
+        assert_eq!(config.retry_attempts, 3);
+        assert_eq!(config.connection.response_timeout, Duration::from_secs(3));
+    }
+
+    #[test]
+    fn each_bad_value_names_its_field() {
+        assert_each_names_its_field::<RedissonConfig>(
+            &[
+                ("watchdog_timeout", |c| c.watchdog_timeout = Duration::ZERO),
+                ("batch_size", |c| c.batch_size = 0),
+                ("slaves_sync_timeout", |c| {
+                    c.slaves_sync_timeout = Duration::ZERO
+                }),
+                ("key_prefix", |c| c.key_prefix = "a}".into()),
+                ("client_id", |c| c.client_id = " ".into()),
+                ("connection.response_timeout", |c| {
+                    c.connection.response_timeout = Duration::ZERO
+                }),
+            ],
+            RedissonConfig::validate,
+        );
+    }
+}

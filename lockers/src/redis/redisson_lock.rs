@@ -1,0 +1,333 @@
+//! What both Redisson rows send to the server, as Redisson's `RedissonLock` / `RedissonBaseLock` do
+//! (3.43.0 and 4.x alike): the acquire, release and renew scripts (`scripts/redisson_*.lua`), each
+//! followed by the replica sync of `replica_sync` when the topology has replicas, and the release path
+//! of a lease.
+//!
+//! - Acquire: `exists == 0 or hexists` → `HINCRBY` + `PEXPIRE` (the TTL is always re-set, also by a
+//!   re-entry); otherwise the PTTL. If the replica sync fails with "None of slaves were synced", the
+//!   hold is released again and the acquire fails with that error (`handleNoSync`).
+//! - Release: the unlock script with its unlock latch key (a retried release reads the first answer
+//!   from it), always `PUBLISH`ing on the final release; then the latch is deleted by a separate
+//!   `DEL` that nobody waits for. Renewal is cancelled after the server answered (Redisson cancels in
+//!   the unlock future's handler), also when the release failed or its future was dropped.
+//! - Renew: 1 (the TTL was set to the watchdog timeout) or 0 (no longer held); one lock per call
+//!   (classic) or one chunk per call (3.44+). A renew call that times out or loses its connection is
+//!   re-sent up to `retryAttempts` (3) more times, as Redisson's `RedisExecutor` does for `syncedEval`;
+//!   only once those are spent does the renewal see an error (acquire and release: `NoRetry`).
+
+use std::sync::Arc;
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+
+use super::acquire;
+use super::connection::{BACKEND, RedisConnection};
+use super::keys::LockKeys;
+use super::redisson_config::RedissonConfig;
+use super::replica_sync::{ReplicaSync, is_no_synced_slaves};
+use super::scripts::{self, Attempt, LuaScript, acquire_attempt, ttl_millis, unexpected};
+use crate::error::LockError;
+use crate::event::{Events, LockEvent};
+use crate::lease::LeaseHandle;
+use crate::renewal::{HoldTicket, Holds, in_background};
+
+/// The message a release publishes (Redisson's `LockPubSub.UNLOCK_MESSAGE`).
+const UNLOCK_MESSAGE: &str = "0";
+
+/// How long the unlock latch lives: `(timeout + retryInterval) × retryAttempts` with Redisson 3.43's
+/// defaults (3 s, 1.5 s, 3).
+const UNLOCK_LATCH_TTL: Duration = Duration::from_millis(13_500);
+
+/// Redisson's acquire: `{1, 0}` or `{0, pttl}`.
+pub(crate) static REDISSON_ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::with_lib(
+        "redisson_acquire",
+        include_str!("scripts/redisson_acquire.lua"),
+    )
+});
+
+/// Redisson's release: -1 (not held), 0 (holds remain) or 1 (freed and published).
+pub(crate) static REDISSON_RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::with_lib(
+        "redisson_release",
+        include_str!("scripts/redisson_release.lua"),
+    )
+});
+
+/// Redisson's classic renewal of one lock: 1 or 0.
+pub(crate) static REDISSON_RENEW: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::with_lib("redisson_renew", include_str!("scripts/redisson_renew.lua"))
+});
+
+/// Redisson 3.44+'s renewal of a chunk: one 1 or 0 per lock.
+pub(crate) static REDISSON_RENEW_BATCH: LazyLock<LuaScript> = LazyLock::new(|| {
+    LuaScript::with_lib(
+        "redisson_renew_batch",
+        include_str!("scripts/redisson_renew_batch.lua"),
+    )
+});
+
+/// One held lock as a renew call names it.
+#[derive(Debug, Clone)]
+pub(crate) struct RenewTarget {
+    /// The lock key on the server.
+    pub(crate) key: Arc<str>,
+    /// The owner field.
+    pub(crate) owner: Arc<str>,
+}
+
+/// What a client's leases and renewals share.
+#[derive(Debug)]
+pub(crate) struct Core {
+    pub(crate) connection: RedisConnection,
+    pub(crate) config: RedissonConfig,
+    pub(crate) events: Events,
+    pub(crate) holds: Holds,
+    sync: ReplicaSync,
+    renew_calls: AtomicU64,
+}
+
+impl Core {
+    /// Connects (with room for a `WAIT` in the response timeout when replicas may be waited for) and
+    /// loads the scripts.
+    pub(crate) async fn connect(
+        url: &str,
+        config: RedissonConfig,
+        events: Events,
+    ) -> Result<Self, LockError> {
+        config.validate()?;
+        let sync = ReplicaSync::new(
+            config.topology,
+            config.check_lock_synced_slaves,
+            config.slaves_sync_timeout,
+        );
+        let mut settings = config.connection;
+        if sync.enabled() {
+            settings.response_timeout += config.slaves_sync_timeout;
+        }
+        let connection = RedisConnection::connect(url, settings).await?;
+        let all = [
+            &*REDISSON_ACQUIRE,
+            &*REDISSON_RELEASE,
+            &*REDISSON_RENEW,
+            &*REDISSON_RENEW_BATCH,
+        ];
+        scripts::load(&mut connection.commands(), &all).await?;
+        Ok(Core {
+            connection,
+            config,
+            events,
+            holds: Holds::default(),
+            sync,
+            renew_calls: AtomicU64::new(0),
+        })
+    }
+
+    /// Renew script calls so far (one per lock per renewal, or one per chunk).
+    pub(crate) fn renew_calls(&self) -> u64 {
+        self.renew_calls.load(Ordering::Relaxed)
+    }
+
+    /// One acquire attempt with a TTL of `ttl_ms`.
+    pub(crate) async fn try_acquire(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        ttl_ms: u64,
+    ) -> Result<Attempt, LockError> {
+        let mut connection = self.connection.commands();
+        let mut call = REDISSON_ACQUIRE.prepare();
+        call.key(&keys.lock).arg(ttl_ms).arg(owner);
+        let answer = scripts::run(&mut connection, &call).await?;
+        let attempt = acquire_attempt(&REDISSON_ACQUIRE, answer)?;
+        if let Err(error) = self.sync.after_write(&mut connection).await {
+            if is_no_synced_slaves(&error) {
+                // `handleNoSync`: undo the unconfirmed hold; its own outcome is not reported.
+                let _ = self.release(keys, owner, ttl_ms).await;
+            }
+            return Err(error);
+        }
+        Ok(attempt)
+    }
+
+    /// Releases one hold. `Ok(true)` when it freed the lock; `NotHeld` when the owner held none.
+    pub(crate) async fn release(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        ttl_ms: u64,
+    ) -> Result<bool, LockError> {
+        let mut connection = self.connection.commands();
+        let latch = format!("{}:unlock_latch:{:016x}", keys.lock, rand::random::<u64>());
+        let mut call = REDISSON_RELEASE.prepare();
+        call.key(&keys.lock)
+            .key(&keys.channel)
+            .key(&latch)
+            .arg(UNLOCK_MESSAGE)
+            .arg(ttl_ms)
+            .arg(owner)
+            .arg(ttl_millis(UNLOCK_LATCH_TTL));
+        let answer: i64 = scripts::run(&mut connection, &call).await?;
+        self.sync.after_write(&mut connection).await?;
+        // Redisson deletes the latch with a write it does not wait for.
+        let mut background = connection.clone();
+        in_background(async move {
+            let _: Result<i64, _> = redis::cmd("DEL")
+                .arg(&latch)
+                .query_async(&mut background)
+                .await;
+        });
+        match answer {
+            1 => {
+                self.events.emit(|| LockEvent::Released {
+                    key: keys.name.clone(),
+                    at: Instant::now(),
+                });
+                Ok(true)
+            }
+            0 => Ok(false),
+            -1 => Err(LockError::NotHeld {
+                key: keys.name.to_string(),
+            }),
+            other => Err(unexpected(&REDISSON_RELEASE, &[other])),
+        }
+    }
+
+    /// Renews one lock: `Ok(true)` renewed, `Ok(false)` no longer held.
+    pub(crate) async fn renew_one(&self, target: &RenewTarget) -> Result<bool, LockError> {
+        let ttl_ms = ttl_millis(self.config.watchdog_timeout);
+        let answer: i64 = self
+            .with_retries(|| {
+                let mut call = REDISSON_RENEW.prepare();
+                call.key(&*target.key).arg(ttl_ms).arg(&*target.owner);
+                call
+            })
+            .await?;
+        self.sync
+            .after_write(&mut self.connection.commands())
+            .await?;
+        renewed(&REDISSON_RENEW, answer)
+    }
+
+    /// Renews a chunk of locks in one call: per lock, `true` renewed or `false` no longer held.
+    pub(crate) async fn renew_chunk(
+        &self,
+        targets: &[RenewTarget],
+    ) -> Result<Vec<bool>, LockError> {
+        let ttl_ms = ttl_millis(self.config.watchdog_timeout);
+        let answers: Vec<i64> = self
+            .with_retries(|| {
+                let mut call = REDISSON_RENEW_BATCH.prepare();
+                for target in targets {
+                    call.key(&*target.key);
+                }
+                call.arg(ttl_ms);
+                for target in targets {
+                    call.arg(&*target.owner);
+                }
+                call
+            })
+            .await?;
+        self.sync
+            .after_write(&mut self.connection.commands())
+            .await?;
+        if answers.len() != targets.len() {
+            return Err(LockError::backend(
+                BACKEND,
+                format!(
+                    "batch renewal answered {} results for {} locks",
+                    answers.len(),
+                    targets.len()
+                ),
+            ));
+        }
+        answers
+            .into_iter()
+            .map(|a| renewed(&REDISSON_RENEW_BATCH, a))
+            .collect()
+    }
+
+    /// Sends the renew call `make` builds as Redisson's `RedisExecutor` sends a retryable write: a
+    /// response timeout re-sends at once, a broken or refused connection re-sends after
+    /// `retry_interval`, up to `retry_attempts` more times; an error answered by the server (`BUSY`,
+    /// `NOSCRIPT` after its reload, ...) is not retried. Each attempt counts as a renew call.
+    async fn with_retries<'s, T: redis::FromRedisValue>(
+        &self,
+        make: impl Fn() -> redis::ScriptInvocation<'s>,
+    ) -> Result<T, LockError> {
+        let mut attempt = 0;
+        loop {
+            self.renew_calls.fetch_add(1, Ordering::Relaxed);
+            let mut connection = self.connection.commands();
+            let error = match make().invoke_async(&mut connection).await {
+                Ok(answer) => return Ok(answer),
+                Err(error) => error,
+            };
+            let retryable = error.is_timeout()
+                || error.is_io_error()
+                || error.is_connection_dropped()
+                || error.is_connection_refusal();
+            if !retryable || attempt >= self.config.retry_attempts {
+                return Err(error.into());
+            }
+            attempt += 1;
+            if !error.is_timeout() {
+                tokio::time::sleep(self.config.retry_interval).await;
+            }
+        }
+    }
+}
+
+/// Reads a renew answer: 1 renewed, 0 not held.
+fn renewed(script: &LuaScript, answer: i64) -> Result<bool, LockError> {
+    match answer {
+        1 => Ok(true),
+        0 => Ok(false),
+        other => Err(unexpected(script, &[other])),
+    }
+}
+
+/// A Redisson lease's release path.
+#[derive(Debug)]
+pub(crate) struct RedissonHold {
+    pub(crate) core: Arc<Core>,
+    pub(crate) ticket: HoldTicket,
+    pub(crate) keys: Arc<LockKeys>,
+    pub(crate) ttl_ms: u64,
+}
+
+/// Leaves the hold (cancelling renewal on the last one) when dropped: after the release's answer, or
+/// when the release future is dropped before it came.
+struct LeaveOnDrop<'a>(&'a Holds, &'a HoldTicket);
+
+impl Drop for LeaveOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.leave(self.1);
+    }
+}
+
+#[async_trait]
+impl LeaseHandle for RedissonHold {
+    async fn release(self: Box<Self>) -> Result<(), LockError> {
+        let _leave = LeaveOnDrop(&self.core.holds, &self.ticket);
+        let owner = &self.ticket.owner;
+        self.core
+            .release(&self.keys, owner, self.ttl_ms)
+            .await
+            .map(|_freed| ())
+    }
+
+    fn abandon(self: Box<Self>) {
+        self.core.holds.leave(&self.ticket);
+        acquire::release_in_background(async move {
+            let hold = self;
+            let owner = &hold.ticket.owner;
+            hold.core
+                .release(&hold.keys, owner, hold.ttl_ms)
+                .await
+                .map(|_freed| ())
+        });
+    }
+}

@@ -1,0 +1,596 @@
+//! `redisson-classic` and `redisson` against real redis-servers: the conformance suite for both, then
+//! what makes them Redisson — a renewal error ends classic renewal for good (the lock is lost while
+//! `redisson` and `redis-watchdog` keep theirs), `WAIT` after lock writes with a replica (counted by the
+//! primary's `INFO commandstats`), an acquire no replica confirmed fails and is undone, every final
+//! unlock publishes, and no renew call reaches a key after its release (read from `MONITOR`).
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use lockbench_servers::{Direction, Fault, Proxy, RedisPair, RedisServer};
+use lockers::redis::{
+    ConnectionSettings, Generation, RedisWatchdog, Redisson, RedissonConfig, Topology,
+    WatchdogConfig,
+};
+use lockers::{AcquireOptions, EventLog, Events, LockError, LockEvent, Locker, LossReason};
+
+#[path = "support/redis.rs"]
+mod support;
+
+use support::{PREFIX, Setup, Strategy, TIMEOUT, expect_busy, lock_key, unique};
+
+fn config(generation: Generation) -> RedissonConfig {
+    RedissonConfig {
+        watchdog_timeout: TIMEOUT,
+        key_prefix: PREFIX.into(),
+        ..RedissonConfig::new(generation)
+    }
+}
+
+/// Redisson clients of one generation.
+struct Row(Generation);
+
+#[async_trait]
+impl Strategy for Row {
+    type Client = Redisson;
+
+    async fn connect(&self, url: &str, events: Events) -> Arc<Redisson> {
+        Arc::new(
+            Redisson::connect(url, config(self.0), events)
+                .await
+                .unwrap(),
+        )
+    }
+}
+
+mod classic {
+    use super::*;
+    lockers::conformance_tests!(Setup::start(Row(Generation::Classic)));
+}
+
+mod scheduler {
+    use super::*;
+    lockers::conformance_tests!(Setup::start(Row(Generation::Scheduler)));
+}
+
+#[test]
+fn ids_and_capabilities() {
+    let caps = Redisson::CAPABILITIES;
+    assert!(caps.reentrant && caps.auto_renew && caps.fixed_lease && caps.wait_notify);
+    assert!(!caps.fencing, "Redisson has no fencing token");
+    assert!(!caps.lost_signal, "Redisson never tells the holder");
+}
+
+// ---------------------------------------------------------------------------------------------------
+// A renewal error (redisson#2515, #3194).
+// ---------------------------------------------------------------------------------------------------
+
+/// The watchdog timeout of the renewal-error test: long enough that a retry one period after the
+/// failure still lands well before the TTL runs out.
+const LONG: Duration = Duration::from_millis(3000);
+/// Its renewal period.
+const LONG_PERIOD: Duration = Duration::from_millis(1000);
+
+/// Redisson's command timeouts scaled down (3 s → 150 ms, 1.5 s → 50 ms; 3 retries kept), so a
+/// renewal gives up after about 4 × 150 ms of silence.
+fn quick_connection() -> ConnectionSettings {
+    ConnectionSettings {
+        response_timeout: Duration::from_millis(150),
+        ..ConnectionSettings::default()
+    }
+}
+
+/// Connects a holder of the strategy called `row` to `url`.
+async fn holder(row: &str, url: &str, events: Events) -> Arc<dyn Locker> {
+    let redisson = |generation| RedissonConfig {
+        watchdog_timeout: LONG,
+        key_prefix: PREFIX.into(),
+        connection: quick_connection(),
+        retry_interval: Duration::from_millis(50),
+        ..RedissonConfig::new(generation)
+    };
+    match row {
+        "redisson-classic" => Arc::new(
+            Redisson::connect(url, redisson(Generation::Classic), events)
+                .await
+                .unwrap(),
+        ),
+        "redisson" => Arc::new(
+            Redisson::connect(url, redisson(Generation::Scheduler), events)
+                .await
+                .unwrap(),
+        ),
+        _ => {
+            let config = WatchdogConfig {
+                watchdog_timeout: LONG,
+                key_prefix: PREFIX.into(),
+                connection: quick_connection(),
+                ..WatchdogConfig::default()
+            };
+            Arc::new(RedisWatchdog::connect(url, config, events).await.unwrap())
+        }
+    }
+}
+
+/// What a holder whose first renewal hit a blackhole and a connection reset went through.
+struct AfterError {
+    /// `RenewFailed` events.
+    failed: usize,
+    /// `Renewed` events after the failure.
+    renewed_after: usize,
+    /// Whether another client took the lock within 2 timeouts, and when (after the acquire).
+    taken_after: Option<Duration>,
+    /// The holder's `lost()`, if it resolved meanwhile.
+    lost: Option<LossReason>,
+}
+
+/// Holds a watchdog lease through a proxy; the requests of its first renewal and of every retry are
+/// dropped (a blackhole from 0.7 to `until_periods` periods after the acquire, at most a third of
+/// the TTL; Redisson's retries are spent 0.6 periods after the renewal was first sent) and the connection is then reset. Another client, straight
+/// to the server, waits for the lock for 2 timeouts.
+async fn renewal_error(row: &str, until_periods: f64) -> AfterError {
+    let server = RedisServer::start().unwrap();
+    let proxy = Proxy::start(server.addr()).unwrap();
+    let log = EventLog::new();
+    let proxied = format!("redis://{}", proxy.addr());
+    let a = holder(row, &proxied, Events::to(log.clone())).await;
+    let b = holder(row, &server.url(), Events::none()).await;
+    let key = unique("renewal-error");
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    let acquired = Instant::now();
+    tokio::time::sleep_until((acquired + LONG_PERIOD.mul_f64(0.7)).into()).await;
+    proxy.set(Direction::Upstream, Fault::Blackhole);
+    tokio::time::sleep_until((acquired + LONG_PERIOD.mul_f64(until_periods)).into()).await;
+    proxy.reset_all();
+    proxy.set(Direction::Upstream, Fault::Pass);
+    let failed_at = log.count(|e| matches!(e, LockEvent::Renewed { .. }));
+    let taken = b.acquire(&key, &AcquireOptions::wait(LONG * 2)).await;
+    let taken_after = match taken {
+        Ok(lease) => {
+            let at = acquired.elapsed();
+            lease.release().await.unwrap();
+            Some(at)
+        }
+        Err(LockError::Timeout { .. }) => None,
+        Err(e) => panic!("{row}: contender failed: {e}"),
+    };
+    let lost = tokio::time::timeout(Duration::ZERO, lease.lost())
+        .await
+        .ok();
+    let report = AfterError {
+        failed: log.count(|e| matches!(e, LockEvent::RenewFailed { .. })),
+        renewed_after: log.count(|e| matches!(e, LockEvent::Renewed { .. })) - failed_at,
+        taken_after,
+        lost,
+    };
+    eprintln!(
+        "{row}: {} renewal failures, {} renewals after, taken after {:?}, lost {:?}",
+        report.failed, report.renewed_after, report.taken_after, report.lost
+    );
+    let _ = lease.release().await;
+    report
+}
+
+/// Classic Redisson stops renewing after one error: the lock expires a TTL after the last renewal and
+/// another client takes it while the holder never heard of a loss until its deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn classic_stops_renewing_after_one_error() {
+    let r = renewal_error("redisson-classic", 1.7).await;
+    assert_eq!(r.failed, 1, "one failed renewal, then none attempted");
+    assert_eq!(r.renewed_after, 0, "classic renewed after an error");
+    let taken = r.taken_after.expect("the lock outlived its TTL unrenewed");
+    assert!(
+        taken >= LONG - Duration::from_millis(100) && taken < LONG * 2,
+        "taken after {taken:?}, expected about one TTL after the acquire"
+    );
+    assert_eq!(
+        r.lost,
+        Some(LossReason::Expired),
+        "lost() only at the deadline"
+    );
+}
+
+/// An outage shorter than Redisson's retry budget is absorbed by re-sending the renew call: classic
+/// keeps its lock (what #3194's reporters saw fail were outages longer than the retries).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn classic_rides_out_an_outage_within_its_retries() {
+    let r = renewal_error("redisson-classic", 1.25).await;
+    assert_eq!(r.failed, 0, "the renewal failed despite retries");
+    assert!(r.renewed_after >= 2, "renewal stopped: {}", r.renewed_after);
+    assert_eq!(r.taken_after, None, "the lock was taken");
+}
+
+/// Redisson 3.44+ retries at the next tick: the lock stays held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduler_retries_at_the_next_tick() {
+    let r = renewal_error("redisson", 1.7).await;
+    assert!(r.failed >= 1, "the failure is reported");
+    assert!(r.renewed_after >= 2, "renewal resumed: {}", r.renewed_after);
+    assert_eq!(r.taken_after, None, "the lock was taken");
+    assert_eq!(r.lost, None);
+}
+
+/// redis-watchdog retries until its deadline: the lock stays held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_retries_until_the_deadline() {
+    let r = renewal_error("redis-watchdog", 1.7).await;
+    assert!(r.failed >= 1);
+    assert!(r.renewed_after >= 2, "renewal resumed: {}", r.renewed_after);
+    assert_eq!(r.taken_after, None, "the lock was taken");
+    assert_eq!(r.lost, None);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// WAIT with replicas.
+// ---------------------------------------------------------------------------------------------------
+
+/// `calls` of `cmdstat_<command>` on `server`.
+fn calls(server: &RedisServer, command: &str) -> u64 {
+    let info = server.command(&["INFO", "commandstats"]).unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+fn replicated(generation: Generation, topology: Topology) -> RedissonConfig {
+    RedissonConfig {
+        topology,
+        ..config(generation)
+    }
+}
+
+/// With a replica, every lock write is followed by a `WAIT`: the primary counts one probe (`WAIT 0 0`),
+/// then one per acquire, renew call and release. In single-server mode it counts none.
+async fn waits_after_lock_writes(generation: Generation) {
+    let pair = RedisPair::start().unwrap();
+    let primary = pair.primary();
+    for topology in [Topology::Single, Topology::Replicated] {
+        let a = Redisson::connect(
+            &primary.url(),
+            replicated(generation, topology),
+            Events::none(),
+        )
+        .await
+        .unwrap();
+        let before = calls(primary, "wait");
+        let lease = a
+            .acquire(&unique("wait"), &AcquireOptions::try_once())
+            .await
+            .unwrap();
+        tokio::time::sleep(TIMEOUT).await; // about 3 renewals
+        lease.release().await.unwrap();
+        let waits = calls(primary, "wait") - before;
+        let renewals = a.renew_calls();
+        eprintln!("{generation:?} {topology:?}: {waits} WAITs, {renewals} renew calls");
+        match topology {
+            Topology::Single => assert_eq!(waits, 0),
+            Topology::Replicated => {
+                assert!(renewals >= 2, "only {renewals} renew calls");
+                assert_eq!(
+                    waits,
+                    1 + 1 + renewals + 1,
+                    "probe + acquire + renewals + release"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn classic_waits_after_lock_writes() {
+    waits_after_lock_writes(Generation::Classic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduler_waits_after_lock_writes() {
+    waits_after_lock_writes(Generation::Scheduler).await;
+}
+
+/// A replica that confirms nothing (stopped with SIGSTOP, still connected) fails the acquire with
+/// Redisson's error, and the unconfirmed hold is released again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_no_replica_confirmed_fails_and_is_undone() {
+    let pair = RedisPair::start().unwrap();
+    let primary = pair.primary();
+    let config = RedissonConfig {
+        slaves_sync_timeout: Duration::from_millis(300),
+        ..replicated(Generation::Scheduler, Topology::Replicated)
+    };
+    let a = Redisson::connect(&primary.url(), config, Events::none())
+        .await
+        .unwrap();
+    let key = unique("unsynced");
+    pair.replica().pause().unwrap();
+    let started = Instant::now();
+    let result = a.acquire(&key, &AcquireOptions::try_once()).await;
+    let took = started.elapsed();
+    let exists = primary.command(&["EXISTS", &lock_key(&key)]).unwrap();
+    pair.replica().resume().unwrap();
+    match result {
+        Err(LockError::Backend { source, .. }) => {
+            assert!(
+                source.to_string().starts_with("None of slaves were synced"),
+                "{source}"
+            );
+        }
+        other => panic!("expected the sync failure, got {other:?}"),
+    }
+    assert_eq!(exists, "0", "the unconfirmed hold was left on the primary");
+    assert_eq!(a.held_locks(), 0);
+    // The acquire's WAIT and the undoing release's WAIT each waited out the sync timeout.
+    assert!(took >= Duration::from_millis(600), "took {took:?}");
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Unlock messages and renewals after unlock.
+// ---------------------------------------------------------------------------------------------------
+
+/// Every final unlock publishes, with or without waiters (the primary counts `PUBLISH`).
+async fn every_unlock_publishes(generation: Generation) {
+    let t = Setup::start(Row(generation));
+    let a = t.connect(Events::none()).await;
+    let key = unique("publish");
+    for _ in 0..20 {
+        let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+        lease.release().await.unwrap();
+    }
+    assert_eq!(t.calls("publish"), 20);
+    assert_eq!(t.subscribers(&format!("{}:unlock", lock_key(&key))), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn classic_unlock_always_publishes() {
+    every_unlock_publishes(Generation::Classic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduler_unlock_always_publishes() {
+    every_unlock_publishes(Generation::Scheduler).await;
+}
+
+/// The commands a redis-server ran, read from `MONITOR` on a connection of its own.
+struct Monitor {
+    lines: Arc<Mutex<Vec<String>>>,
+    stream: TcpStream,
+}
+
+impl Monitor {
+    fn start(addr: SocketAddr) -> Monitor {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream.write_all(b"MONITOR\r\n").unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                sink.lock().unwrap().push(std::mem::take(&mut line));
+            }
+        });
+        Monitor { lines, stream }
+    }
+
+    /// Top-level `EVALSHA` calls (not commands run inside scripts), as their quoted arguments.
+    fn script_calls(&self) -> Vec<Vec<String>> {
+        let lines = self.lines.lock().unwrap();
+        lines
+            .iter()
+            .filter(|l| !l.contains(" lua]"))
+            .map(|l| {
+                l.split('"')
+                    .skip(1)
+                    .step_by(2)
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .filter(|args| {
+                args.first()
+                    .is_some_and(|c| c.eq_ignore_ascii_case("evalsha"))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// What many short watchdog cycles on fresh keys (most held a few ms, every tenth past a renewal
+/// period) sent, in the server's own order of commands (`MONITOR`).
+struct Cycles {
+    /// Renew calls the server ran.
+    renewals: usize,
+    /// Keys named by a renew call the server ran after that key's release.
+    after_unlock: usize,
+    /// The most scheduler timer chains seen alive.
+    most_chains: usize,
+    /// Lock keys left on the server a timeout after the last release.
+    left: usize,
+}
+
+async fn short_cycles(generation: Generation) -> Cycles {
+    let t = Setup::start(Row(generation));
+    let monitor = Monitor::start(t.server.addr());
+    let a = t.connect(Events::none()).await;
+    let base = unique("cycles");
+    let mut most_chains = 0;
+    for i in 0..150u32 {
+        let key = format!("{base}:{i}");
+        let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+        let hold = if i % 10 == 9 {
+            TIMEOUT / 3 + Duration::from_millis(60)
+        } else {
+            Duration::from_millis(u64::from(i % 7))
+        };
+        tokio::time::sleep(hold).await;
+        most_chains = most_chains.max(a.renewal_chains());
+        lease.release().await.unwrap();
+    }
+    tokio::time::sleep(TIMEOUT).await;
+    let calls = monitor.script_calls();
+    // calls[i] = ["EVALSHA", sha, numkeys, keys..., args...]; the first call is an acquire.
+    let acquire_sha = calls[0][1].clone();
+    let mut released = std::collections::HashSet::new();
+    let (mut renewals, mut after_unlock) = (0, 0);
+    for call in &calls {
+        let numkeys: usize = call[2].parse().unwrap();
+        let keys = &call[3..3 + numkeys];
+        if numkeys == 3 && keys[2].contains(":unlock_latch:") {
+            released.insert(keys[0].clone());
+        } else if call[1] != acquire_sha {
+            renewals += 1;
+            after_unlock += keys.iter().filter(|k| released.contains(*k)).count();
+        }
+    }
+    assert_eq!(released.len(), 150, "MONITOR missed releases");
+    assert_eq!(
+        renewals,
+        a.renew_calls() as usize,
+        "server and client disagree"
+    );
+    let pattern = format!("{}*", lock_key(&base).trim_end_matches('}'));
+    let left = t
+        .redis(&["KEYS", &pattern])
+        .lines()
+        .filter(|l| !l.is_empty())
+        .count();
+    let cycles = Cycles {
+        renewals,
+        after_unlock,
+        most_chains,
+        left,
+    };
+    eprintln!(
+        "{generation:?}: {} script calls, {renewals} renew calls, {after_unlock} on released keys, \
+         at most {most_chains} scheduler chains, {left} lock keys left",
+        calls.len()
+    );
+    cycles
+}
+
+/// Classic: a renewal timer runs only while its lock is held, so no renew call follows a release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn classic_no_renewal_after_unlock() {
+    let c = short_cycles(Generation::Classic).await;
+    assert!(c.renewals >= 15, "only {} renew calls", c.renewals);
+    assert_eq!(c.after_unlock, 0, "renew calls on keys after their release");
+    assert_eq!((c.left, c.most_chains), (0, 0));
+}
+
+/// 3.44+: Redisson cancels a lock's renewal only once the unlock's answer is back, and a tick builds
+/// its chunk from the locks registered when it is sent, so a renew call can reach the server right
+/// after the release; it answers 0 and refreshes nothing (no key outlives the run). With restarted
+/// timer chains (see `timer_chains_pile_up_after_idle`) ticks come often and such calls are common.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduler_renewals_after_unlock_refresh_nothing() {
+    let c = short_cycles(Generation::Scheduler).await;
+    assert!(c.renewals >= 15, "only {} renew calls", c.renewals);
+    assert_eq!(c.left, 0, "a released lock was kept alive");
+    assert!(c.most_chains >= 1);
+}
+
+/// Redisson's scheduler stops by clearing its `running` flag only: a lock taken right after the last
+/// one was released starts a second timer chain while the first one's timer is still pending, and
+/// both keep ticking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timer_chains_pile_up_after_idle() {
+    let t = Setup::start(Row(Generation::Scheduler));
+    let a = t.connect(Events::none()).await;
+    let first = a
+        .acquire(&unique("first"), &AcquireOptions::try_once())
+        .await
+        .unwrap();
+    first.release().await.unwrap();
+    let second = a
+        .acquire(&unique("second"), &AcquireOptions::try_once())
+        .await
+        .unwrap();
+    tokio::time::sleep(TIMEOUT / 3 + TIMEOUT / 6).await; // past the first chain's tick
+    assert_eq!(a.renewal_chains(), 2);
+    let before = a.renew_calls();
+    tokio::time::sleep(TIMEOUT).await; // three periods, two chains
+    let calls = a.renew_calls() - before;
+    assert!((5..=7).contains(&calls), "{calls} renew calls in 3 periods");
+    second.release().await.unwrap();
+    tokio::time::sleep(TIMEOUT / 2).await;
+    assert_eq!(a.renewal_chains(), 0, "chains outlived the last lock");
+}
+
+/// Waiters sleep until the unlock message: a waiter takes the lock soon after the release, long
+/// before the holder's TTL would have run out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiter_wakes_on_the_unlock_message() {
+    let t = Setup::start(Row(Generation::Scheduler));
+    let (a, b) = t.pair().await;
+    let key = unique("wake");
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    expect_busy(&*b, &key).await;
+    let waiter = tokio::spawn({
+        let (b, key) = (b.clone(), key.clone());
+        async move {
+            let lease = b
+                .acquire(&key, &AcquireOptions::wait(TIMEOUT * 10))
+                .await
+                .unwrap();
+            let at = Instant::now();
+            lease.release().await.unwrap();
+            at
+        }
+    });
+    tokio::time::sleep(TIMEOUT * 2).await; // renewed meanwhile; the waiter sleeps on the PTTL
+    let released = Instant::now();
+    lease.release().await.unwrap();
+    let took = waiter.await.unwrap().saturating_duration_since(released);
+    assert!(
+        took < Duration::from_millis(100),
+        "waiter took {took:?} after the release"
+    );
+}
+
+/// 3.44+: 250 held locks cost ⌈250 / 100⌉ = 3 renew calls per tick, one tick per period, counted by the
+/// client and by the server alike; every lock is renewed on every tick.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduler_renews_every_lock_each_tick_in_chunks_of_100() {
+    const LOCKS: usize = 250;
+    let t = Setup::start(Row(Generation::Scheduler));
+    let log = EventLog::new();
+    let a = t.connect(Events::to(log.clone())).await;
+    let base = unique("chunks");
+    let mut leases = Vec::with_capacity(LOCKS);
+    for i in 0..LOCKS {
+        let key = format!("{base}:{i}");
+        leases.push(a.acquire(&key, &AcquireOptions::try_once()).await.unwrap());
+    }
+    assert_eq!((a.scheduled_renewals(), a.renewal_chains()), (LOCKS, 1));
+    tokio::time::sleep(TIMEOUT / 3).await;
+    let (client0, server0) = (a.renew_calls(), t.evalsha_calls());
+    let renewed0 = log.count(|e| matches!(e, LockEvent::Renewed { .. }));
+    tokio::time::sleep(TIMEOUT).await; // three periods
+    let client = a.renew_calls() - client0;
+    let server = t.evalsha_calls() - server0;
+    let renewed = log.count(|e| matches!(e, LockEvent::Renewed { .. })) - renewed0;
+    eprintln!("{client} client / {server} server renew calls, {renewed} renewals in 3 periods");
+    assert!(
+        (6..=9).contains(&client),
+        "{client} renew calls in 3 periods, expected 3 per tick"
+    );
+    assert_eq!(client, server);
+    // Chunks of 100, 100 and 50: about 250 / 3 renewals per call (a window edge may split a tick).
+    let expected = client as usize * LOCKS / 3;
+    assert!(
+        renewed.abs_diff(expected) <= 100,
+        "{renewed} renewals for {client} calls"
+    );
+    for lease in leases {
+        lease.release().await.unwrap();
+    }
+    assert_eq!(a.scheduled_renewals(), 0);
+}
