@@ -19,6 +19,8 @@
 //! | `keyevents` | `notify-keyspace-events` set-up; keyevent `expired`/`del` messages routed by key to holders and waiters | `redis-keyspace` |
 //! | `keyspace_holder` | the holder task: shadow renewal or naive re-acquire on expiry events | `redis-keyspace` |
 //! | [`keyspace`] | the `redis-keyspace-naive` / `-shadow` strategy ([`RedisKeyspace`]) | |
+//! | `redlock_config` | [`RedlockConfig`]; majority and validity arithmetic | `redlock` |
+//! | [`redlock`] | the `redlock` strategy ([`Redlock`]) over N independent masters, using `string_lock`'s value, check-and-pexpire and check-and-delete | |
 //!
 //! Renewal bookkeeping (extend the deadline, `Renewed`, "not yours", retry until the deadline) is
 //! `crate::renewal::record_renewal`, shared by every renewer here: the per-lock loop, the batch scheduler,
@@ -32,6 +34,7 @@
 pub mod connection;
 pub mod guard_thread;
 pub mod keyspace;
+pub mod redlock;
 pub mod watchdog;
 
 mod acquire;
@@ -45,6 +48,7 @@ mod keys;
 mod keyspace_config;
 mod keyspace_holder;
 mod pubsub;
+mod redlock_config;
 mod renewal_thread;
 mod scripts;
 mod string_lock;
@@ -57,3 +61,5 @@ pub use watchdog_config::{RenewalMode, WatchdogConfig};
 
 pub use guard_thread::{GuardThreadConfig, PollBackoff, RedisGuardThread};
 pub use keyspace::{KeyspaceConfig, RedisKeyspace, Variant as KeyspaceVariant};
+pub use redlock::Redlock;
+pub use redlock_config::{RedlockConfig, quorum, validity};
