@@ -7,7 +7,7 @@
 //! | kill 2 of 5 while held | safe: a contender cannot reach a majority; the holder keeps extending on 3 |
 //! | restart a node of the holder's majority at once, no persistence | unsafe: a second client reaches a majority while the first still believes it holds |
 //! | the same restart delayed by ≥ one TTL | safe: the holder's lease is gone before the node is back |
-//! | a clock jump on one node (its copy of the key expires early) | unsafe, as the restart |
+//! | one node's clock runs 10× fast (libfaketime): its copy of the key expires early | unsafe, as the restart |
 //! | a pause of the holder past its validity | unsafe and unfenced: the second holder's lease carries no token to reject the first one's write |
 #![allow(clippy::unwrap_used)]
 
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use lockbench_servers::{OnRestart, RedisNodeOptions, RedisNodes};
+use lockbench_servers::{FakeClock, OnRestart, RedisNodeOptions, RedisNodes};
 use lockers::conformance::Target;
 use lockers::redis::{Redlock, RedlockConfig};
 use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, LossReason};
@@ -64,7 +64,7 @@ impl Setup {
         )
     }
 
-    /// Which nodes hold `name`'s key with the value of `other`'s... any value: `true` per node.
+    /// Per node: whether `name`'s lock key exists there.
     fn holders(&self, name: &str) -> Vec<bool> {
         self.nodes
             .nodes()
@@ -279,30 +279,37 @@ async fn restart_delayed_by_one_ttl_stays_safe() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clock_jump_on_one_node_lets_a_second_client_in() {
-    // libfaketime cannot run Debian's jemalloc-linked redis-server (libfaketime #130), so the jump is
-    // applied as its effect: node 2's clock leaps forward by the lease's TTL, i.e. its copy of the key
-    // has no time left, while the holder's own clock (and validity) is untouched.
-    let setup = Setup::start();
+    // Node 2 runs under libfaketime with a wall clock 10× too fast: its copy of a 3 s key expires
+    // after ~300 ms, while the holder's own clock (and validity) is right.
+    let setup = Setup {
+        nodes: RedisNodes::start(
+            5,
+            RedisNodeOptions::default(),
+            Some((2, FakeClock::faster(10))),
+        )
+        .unwrap(),
+    };
     let a = setup.connect(Events::none()).await;
     let b = setup.connect(Events::none()).await;
     let key = unique("clock-jump");
     let ttl = Duration::from_secs(3);
     let opts = AcquireOptions::try_once().fixed(ttl);
     let lease = hold_on_first_three(&setup, &a, &key, &opts).await;
-    let jumped = setup
-        .nodes
-        .node(2)
-        .command(&["PEXPIRE", &lock_key(&key), "1"])
-        .unwrap();
-    assert_eq!(jumped, "1");
-    tokio::time::sleep(Duration::from_millis(5)).await;
     let second = b
-        .acquire(&key, &AcquireOptions::wait(TIMEOUT / 3).fixed(ttl))
+        .acquire(
+            &key,
+            &AcquireOptions::wait(Duration::from_secs(2)).fixed(ttl),
+        )
         .await
-        .expect("a second client reaches a majority once one node's copy expired early");
+        .expect("a second client reaches a majority once node 2's copy expired early");
+    let got_in = lease.acquired_at().elapsed();
     assert!(
         lease.is_held(),
-        "the first holder still believes (its validity is ~3 s)"
+        "the first holder still believes (validity ~3 s) when B gets in after {got_in:?}"
+    );
+    assert!(
+        got_in < Duration::from_millis(1500),
+        "B got in only after {got_in:?}"
     );
     second.release().await.unwrap();
 }
