@@ -8,7 +8,8 @@
 //!   when a majority (⌊N/2⌋ + 1) said `OK` **and** the validity `ttl − elapsed − drift` is positive,
 //!   drift = 1 % of the TTL + 2 ms. The lease's local deadline is `start + ttl − drift` (measured from
 //!   before the first `SET` was sent), i.e. the attempt's end plus its validity.
-//! - **Miss**: the check-and-delete script runs on every node (undoing the partial votes), then the
+//! - **Miss**: the check-and-delete script runs on every node (undoing the partial votes, also on
+//!   nodes that did not answer: their `SET` may have landed; skipped when every node said no), then the
 //!   client sleeps `retry_delay + random(0..retry_jitter)` (node-redlock's 200 ms + 0–100 ms) and tries
 //!   again until the wait elapses ([`LockError::Timeout`]; a [`LockError::Backend`] instead when fewer
 //!   than a majority of nodes answered at all, so an outage is not reported as contention).
@@ -340,7 +341,9 @@ impl Locker for Redlock {
             if granted >= q && validity(request.ttl, sent_at.elapsed(), drift).is_some() {
                 return Ok(self.grant(request, lock, sent_at));
             }
-            if granted > 0 {
+            // Undo on every node, also those that failed to answer (their SET may have landed);
+            // skipped only when every node said no, so nothing of ours can be anywhere.
+            if !votes.iter().all(|v| matches!(v, Ok(false))) {
                 core.nodes.unlock(&lock, node_timeout).await;
             }
             let now = Instant::now();
