@@ -404,3 +404,37 @@ async fn bad_input_is_a_config_error() {
         .unwrap_err();
     assert!(err.to_string().contains("drift_factor"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: cargo test -p lockers --test redlock -- --ignored --nocapture"]
+async fn cycle_cost() {
+    let setup = Setup::start();
+    let a = setup.connect(Events::none()).await;
+    let once = AcquireOptions::try_once();
+    let mut p50s = Vec::new();
+    let mut rates = Vec::new();
+    for _ in 0..3 {
+        let mut samples = Vec::new();
+        let began = Instant::now();
+        while began.elapsed() < Duration::from_secs(2) {
+            let start = Instant::now();
+            a.acquire("cost", &once)
+                .await
+                .unwrap()
+                .release()
+                .await
+                .unwrap();
+            samples.push(start.elapsed());
+        }
+        rates.push(samples.len() as f64 / began.elapsed().as_secs_f64());
+        samples.sort_unstable();
+        p50s.push(samples[samples.len() / 2]);
+    }
+    p50s.sort_unstable();
+    rates.sort_by(f64::total_cmp);
+    println!(
+        "redlock on 5 nodes, 1 client, 1 key, medians of 3 × 2 s: acquire+release p50 {:.1} µs, {:.0} cycles/s",
+        p50s[1].as_secs_f64() * 1e6,
+        rates[1]
+    );
+}
