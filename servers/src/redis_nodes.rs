@@ -292,8 +292,8 @@ impl RedisNodes {
     /// Redlock's usual number of masters.
     pub const DEFAULT_COUNT: usize = 5;
 
-    /// Starts `n` nodes with `options` each; `fake_clock_on`, if given, names the one node that
-    /// runs under `fake_clock` (the others keep the real clock).
+    /// Starts `n` nodes with `options` each; `fake_clock`, if given, is `(index, clock)`: the one node
+    /// that runs under `clock` (the others keep the real clock).
     pub fn start(
         n: usize,
         options: RedisNodeOptions,
