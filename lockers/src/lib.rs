@@ -13,6 +13,7 @@
 //! | `redisson-classic` / `redisson` | [`redis::redisson`] | Redisson's RLock as it is: per-lock timers (< 3.44) or one batching scheduler (≥ 3.44); `WAIT` with replicas | none (Redisson has no token) |
 //! | `redis-guard-thread` | [`redis::guard_thread`] | `SET NX PX` + one OS thread per held lock | `INCR` on a companion key |
 //! | `redis-keyspace-naive` / `-shadow` | [`redis::keyspace`] | renewal driven by keyspace `expired` events | `INCR` on a companion key |
+//! | `redlock` | [`redis::redlock`] | `SET NX PX` on a majority of N independent masters, validity = TTL − elapsed − drift, extended on a majority | none (`fencing: false`; token 0 is a placeholder) |
 //! | `etcd-lease` | [`etcd`] | lease + keep-alive stream, revision-ordered queue | the key's create revision |
 //! | `zookeeper` | [`zookeeper`] | ephemeral-sequential node, the session is the lease | the node's czxid |
 //!

@@ -16,6 +16,7 @@
 //! |---|---|---|
 //! | one `redis-server` | [`RedisServer`] | `PING` → `PONG` |
 //! | primary + replica | [`RedisPair`] | replica reports `master_link_status:up` |
+//! | a restartable node / N independent nodes (Redlock) | [`RedisNode`] / [`RedisNodes`] | `PING` → `PONG` (after every restart) |
 //! | one etcd member | [`EtcdServer`] | `GET /health` → `{"health":"true"}` |
 //! | etcd cluster | [`EtcdCluster`] | every member healthy |
 //! | one ZooKeeper | [`ZkServer`] | `srvr` answers with `Mode:` |
@@ -41,6 +42,7 @@ pub mod process;
 pub mod programs;
 pub mod proxy;
 pub mod redis;
+pub mod redis_nodes;
 pub mod zookeeper;
 
 pub use etcd::{EtcdCluster, EtcdOptions, EtcdServer};
@@ -49,6 +51,7 @@ pub use process::{ServerProcess, data_parent, kill_all_servers};
 pub use programs::Program;
 pub use proxy::{Direction, Fault, Proxy};
 pub use redis::{RedisOptions, RedisPair, RedisServer};
+pub use redis_nodes::{Durability, FakeClock, OnRestart, RedisNode, RedisNodeOptions, RedisNodes};
 pub use zookeeper::{ZkEnsemble, ZkOptions, ZkServer};
 
 /// Why a server could not be started or asked something.

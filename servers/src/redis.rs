@@ -2,7 +2,7 @@
 //! ([`RedisPair`]), without persistence, bound to 127.0.0.1 on a free port.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -63,35 +63,10 @@ impl RedisServer {
             let port = pick_port()?;
             let dir = make_temp_dir("redis")?;
             let log = dir.path().join("redis.log");
-            let mut command = Command::new(&program);
-            command
-                .arg("--port")
-                .arg(port.to_string())
-                .args(["--bind", "127.0.0.1", "--dir"])
-                .arg(dir.path())
-                .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-                .arg("--logfile")
-                .arg(&log);
-            if let Some(hz) = options.hz {
-                command.arg("--hz").arg(hz.to_string());
-            }
-            if let Some(events) = &options.notify_keyspace_events {
-                command.arg("--notify-keyspace-events").arg(events);
-            }
-            for (name, value) in &options.extra {
-                command.arg(format!("--{name}"));
-                if value.trim().is_empty() {
-                    command.arg(value);
-                } else {
-                    command.args(value.split_whitespace());
-                }
-            }
+            let command = server_command(&program, port, dir.path(), &log, &options);
             let process = ServerProcess::spawn("redis-server", command, dir, "redis.log")?;
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-            process.wait_ready(START_TIMEOUT, Duration::from_millis(3), || {
-                probe::resp_command(addr, &["PING"], PING_TIMEOUT).is_ok_and(|r| r == "PONG")
-                    && process.listens_on(port)
-            })?;
+            wait_serving(&process, addr)?;
             let info = probe::resp_command(addr, &["INFO", "server"], COMMAND_TIMEOUT)?;
             let version = info_field(&info, "redis_version")
                 .unwrap_or_default()
@@ -138,6 +113,49 @@ impl RedisServer {
     }
 
     process_accessors!();
+}
+
+/// The command line of a `redis-server` on 127.0.0.1:`port` keeping its data in `data_dir`, logging
+/// to `log`, without persistence unless `options.extra` turns it on (later settings win).
+pub(crate) fn server_command(
+    program: &Path,
+    port: u16,
+    data_dir: &Path,
+    log: &Path,
+    options: &RedisOptions,
+) -> Command {
+    let mut command = Command::new(program);
+    command
+        .arg("--port")
+        .arg(port.to_string())
+        .args(["--bind", "127.0.0.1", "--dir"])
+        .arg(data_dir)
+        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+        .arg("--logfile")
+        .arg(log);
+    if let Some(hz) = options.hz {
+        command.arg("--hz").arg(hz.to_string());
+    }
+    if let Some(events) = &options.notify_keyspace_events {
+        command.arg("--notify-keyspace-events").arg(events);
+    }
+    for (name, value) in &options.extra {
+        command.arg(format!("--{name}"));
+        if value.trim().is_empty() {
+            command.arg(value);
+        } else {
+            command.args(value.split_whitespace());
+        }
+    }
+    command
+}
+
+/// Waits until the redis-server `process` answers `PING` on `addr` and holds the listening socket.
+pub(crate) fn wait_serving(process: &ServerProcess, addr: SocketAddr) -> Result<()> {
+    process.wait_ready(START_TIMEOUT, Duration::from_millis(3), || {
+        probe::resp_command(addr, &["PING"], PING_TIMEOUT).is_ok_and(|r| r == "PONG")
+            && process.listens_on(addr.port())
+    })
 }
 
 /// The value of `field:value` in an `INFO` reply.

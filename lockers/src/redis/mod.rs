@@ -25,6 +25,8 @@
 //! | `redisson_classic` | one renewal timer per lock, ended for good by an error (Redisson < 3.44) | `redisson-classic` |
 //! | `redisson_scheduler` | one renewal scheduler per client, chunks of 100, errors retried at the next tick (Redisson ≥ 3.44) | `redisson` |
 //! | [`redisson`] | the `redisson-classic` / `redisson` strategy ([`Redisson`]) | |
+//! | `redlock_config` | [`RedlockConfig`]; majority and validity arithmetic | `redlock` |
+//! | [`redlock`] | the `redlock` strategy ([`Redlock`]) over N independent masters, using `string_lock`'s value, check-and-pexpire and check-and-delete | |
 //!
 //! Renewal bookkeeping (extend the deadline, `Renewed`, "not yours", retry until the deadline) is
 //! `crate::renewal::record_renewal`, shared by every renewer here: the per-lock loop, the batch scheduler,
@@ -39,6 +41,7 @@ pub mod connection;
 pub mod guard_thread;
 pub mod keyspace;
 pub mod redisson;
+pub mod redlock;
 pub mod watchdog;
 
 mod acquire;
@@ -56,6 +59,7 @@ mod redisson_classic;
 mod redisson_config;
 mod redisson_lock;
 mod redisson_scheduler;
+mod redlock_config;
 mod renewal_thread;
 mod replica_sync;
 mod scripts;
@@ -71,3 +75,5 @@ pub use guard_thread::{GuardThreadConfig, PollBackoff, RedisGuardThread};
 pub use keyspace::{KeyspaceConfig, RedisKeyspace, Variant as KeyspaceVariant};
 pub use redisson::Redisson;
 pub use redisson_config::{Generation, RedissonConfig, Topology};
+pub use redlock::Redlock;
+pub use redlock_config::{RedlockConfig, quorum, validity};

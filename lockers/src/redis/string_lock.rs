@@ -176,6 +176,19 @@ impl StringLock {
         self.released(answer, events)
     }
 
+    /// Deletes the lock if the value holds it, with no event: whether it did (a redlock node's vote).
+    pub(super) async fn delete_if_ours(
+        &self,
+        connection: &mut ConnectionManager,
+    ) -> Result<bool, LockError> {
+        let answer: i64 = scripts::run(connection, &self.release_call()).await?;
+        match answer {
+            1 => Ok(true),
+            0 => Ok(false),
+            other => Err(unexpected(&STRING_RELEASE, &[other])),
+        }
+    }
+
     fn released(&self, answer: i64, events: &Events) -> Result<(), LockError> {
         match answer {
             1 => {
