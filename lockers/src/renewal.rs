@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
 use crate::lease::{LeaseState, LossReason};
+use crate::settings::Renewal;
 
 /// Stops a running renewal. Implemented by whatever runs it: a task, a thread, a batch scheduler slot.
 pub(crate) trait StopRenewal: Send {
@@ -73,7 +74,7 @@ impl Holds {
     ) -> (Arc<LeaseState>, HoldTicket) {
         let mut entries = self.lock();
         let slot = (key.clone(), owner.clone());
-        let reusable = entries.get(&slot).is_some_and(|e| e.state.loss().is_none());
+        let reusable = entries.get(&slot).is_some_and(|e| !e.state.has_ended());
         if !reusable {
             if let Some(old) = entries.remove(&slot)
                 && let Some(r) = old.renewal
@@ -126,7 +127,7 @@ impl Holds {
         if let Some(r) = entry.renewal {
             r.stop();
         }
-        entry.state.mark_lost(LossReason::Released);
+        entry.state.mark_released();
         true
     }
 
@@ -190,15 +191,17 @@ pub(crate) struct RenewalPlan {
     pub(crate) period: Duration,
 }
 
-impl RenewalPlan {
-    /// The plan for a watchdog `timeout` renewed every `timeout × ratio`.
-    pub(crate) fn new(timeout: Duration, ratio: f64) -> Self {
+impl From<Renewal> for RenewalPlan {
+    /// The plan for a watchdog lease of `renewal.ttl` renewed every `renewal.period()`.
+    fn from(renewal: Renewal) -> Self {
         RenewalPlan {
-            ttl: timeout,
-            period: timeout.mul_f64(ratio),
+            ttl: renewal.ttl,
+            period: renewal.period(),
         }
     }
+}
 
+impl RenewalPlan {
     /// Retry interval after a failed renewal: often enough to land before the deadline.
     pub(crate) fn retry(&self) -> Duration {
         (self.period / 3).max(Duration::from_millis(5))
@@ -316,7 +319,7 @@ pub(crate) async fn renew_until_lost<F, Fut>(
     Fut: Future<Output = Result<RenewOutcome, LockError>>,
 {
     let mut due = first_due_from + plan.period;
-    while state.loss().is_none() {
+    while !state.has_ended() {
         announce_renewal(&events, state.key(), due);
         tokio::time::sleep_until(due.into()).await;
         let sent_at = Instant::now();
@@ -406,7 +409,7 @@ impl<P> SessionHolds<P> {
     pub(crate) fn reenter(&self, key: &Arc<str>, owner: &Arc<str>) -> Option<Arc<SessionHold<P>>> {
         let entries = self.lock();
         let hold = entries.get(&(key.clone(), owner.clone()))?;
-        if hold.state.loss().is_some() {
+        if hold.state.has_ended() {
             return None;
         }
         hold.holds
@@ -457,7 +460,7 @@ impl<P> SessionHolds<P> {
             entries.remove(&slot);
         }
         drop(entries);
-        hold.state.mark_lost(LossReason::Released);
+        hold.state.mark_released();
         true
     }
 
@@ -599,7 +602,7 @@ pub(crate) async fn renew_session_until_lost<P: Send + Sync>(
     let session = holds.session().clone();
     let retry = (plan.period / 3).max(Duration::from_millis(5));
     let mut due = first_due;
-    while session.loss().is_none() {
+    while !session.has_ended() {
         holds.scheduled(due, &events);
         tokio::time::sleep_until(due.into()).await;
         let sent_at = Instant::now();

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use lockbench_servers::RedisOptions;
 use lockers::redis::{KeyspaceConfig, KeyspaceVariant as Variant, RedisKeyspace};
-use lockers::{AcquireOptions, EventLog, Events, LockEvent, Locker, LossReason};
+use lockers::{AcquireOptions, EventLog, Events, LockEvent, Locker, LossReason, Renewal};
 
 #[path = "support/redis.rs"]
 mod support;
@@ -20,7 +20,7 @@ use support::{PREFIX, Setup, Strategy, TIMEOUT, expect_busy, lock_key, unique};
 
 fn config() -> KeyspaceConfig {
     KeyspaceConfig {
-        watchdog_timeout: TIMEOUT,
+        renewal: Renewal::every_third(TIMEOUT),
         key_prefix: PREFIX.into(),
         ..KeyspaceConfig::default()
     }
@@ -120,8 +120,7 @@ async fn shadow_holds_for_5s(hz: u32) -> Vec<Duration> {
         expect_busy(&*b, &key).await;
         assert!(
             lease.is_held(),
-            "hz {hz}: holder lost belief after {tries} tries: {:?}",
-            lease.state()
+            "hz {hz}: holder lost belief after {tries} tries: {lease:?}"
         );
         tries += 1;
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -284,7 +283,7 @@ async fn shadow_keeps_the_lock_through_a_pubsub_kill() {
     let until = Instant::now() + Duration::from_secs(2);
     while Instant::now() < until {
         expect_busy(&*b, &key).await;
-        assert!(lease.is_held(), "lost after the kill: {:?}", lease.state());
+        assert!(lease.is_held(), "lost after the kill: {lease:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(a.subscriber_reconnects(), 1);

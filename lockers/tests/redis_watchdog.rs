@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use lockers::redis::{RedisWatchdog, RenewalMode, WatchdogConfig};
-use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, OwnerId};
+use lockers::{
+    AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, OwnerId, Renewal,
+};
 use tokio::task::JoinHandle;
 
 #[path = "support/redis.rs"]
@@ -25,8 +27,8 @@ const PERIOD: Duration = Duration::from_millis(200);
 
 fn config(mode: RenewalMode) -> WatchdogConfig {
     WatchdogConfig {
-        watchdog_timeout: TIMEOUT,
-        renewal: mode,
+        renewal: Renewal::every_third(TIMEOUT),
+        renewal_mode: mode,
         key_prefix: PREFIX.into(),
         ..WatchdogConfig::default()
     }
@@ -424,10 +426,10 @@ mod batched {
 async fn invalid_config_is_a_config_error_naming_the_field() {
     type Spoil = fn(&mut WatchdogConfig);
     let cases: [(&str, Spoil); 4] = [
-        ("watchdog_timeout", |c| c.watchdog_timeout = Duration::ZERO),
-        ("renew_ratio", |c| c.renew_ratio = 1.5),
-        ("renewal.chunk", |c| {
-            c.renewal = RenewalMode::Batched { chunk: 0 }
+        ("renewal.ttl", |c| c.renewal.ttl = Duration::ZERO),
+        ("renewal.ratio", |c| c.renewal.ratio = 1.5),
+        ("renewal_mode.chunk", |c| {
+            c.renewal_mode = RenewalMode::Batched { chunk: 0 }
         }),
         ("key_prefix", |c| c.key_prefix = "x}".into()),
     ];

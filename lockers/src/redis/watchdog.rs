@@ -182,13 +182,13 @@ impl RedisWatchdog {
         .await?;
         let waiters = PubSub::start(connection.client().clone(), config.connection);
         let renew_calls = Arc::new(AtomicU64::new(0));
-        let plan = RenewalPlan::new(config.watchdog_timeout, config.renew_ratio);
-        let renewer = match config.renewal {
+        let plan = RenewalPlan::from(config.renewal);
+        let renewer = match config.renewal_mode {
             RenewalMode::PerLock => Renewer::PerLock(DeferredStarts::start()),
             RenewalMode::Batched { chunk } => {
                 let commands = connection.commands();
                 let calls = renew_calls.clone();
-                let ttl_ms = ttl_millis(config.watchdog_timeout);
+                let ttl_ms = ttl_millis(config.renewal.ttl);
                 Renewer::Batched(BatchRenewer::start(
                     plan,
                     chunk,
@@ -260,7 +260,7 @@ impl RedisWatchdog {
         state: Arc<LeaseState>,
     ) -> Box<dyn StopRenewal> {
         let config = &self.core.config;
-        let ttl_ms = ttl_millis(config.watchdog_timeout);
+        let ttl_ms = ttl_millis(config.renewal.ttl);
         let deferred = match &self.renewer {
             Renewer::Batched(batch) => {
                 let target = BatchTarget {
@@ -271,7 +271,7 @@ impl RedisWatchdog {
             }
             Renewer::PerLock(deferred) => deferred,
         };
-        let plan = RenewalPlan::new(config.watchdog_timeout, config.renew_ratio);
+        let plan = RenewalPlan::from(config.renewal);
         let commands = self.core.connection.commands();
         let calls = self.core.renew_calls.clone();
         let key: Arc<str> = keys.lock.as_str().into();
@@ -355,7 +355,7 @@ impl RedisWatchdog {
 #[async_trait]
 impl Locker for RedisWatchdog {
     fn id(&self) -> &str {
-        match self.config().renewal {
+        match self.config().renewal_mode {
             RenewalMode::PerLock => ID,
             RenewalMode::Batched { .. } => BATCHED_ID,
         }
@@ -370,7 +370,7 @@ impl Locker for RedisWatchdog {
             return Err(acquire::closed());
         }
         let config = &self.core.config;
-        let request = Request::new(&config.key_prefix, key, opts, config.watchdog_timeout)?;
+        let request = Request::new(&config.key_prefix, key, opts, config.renewal.ttl)?;
         let owner = owner_field(&config.client_id, &request.owner);
         let mut waiting: Option<Subscription> = None;
         loop {
@@ -387,7 +387,7 @@ impl Locker for RedisWatchdog {
             let holder_left = match pttl {
                 n if n > 0 => Duration::from_millis(n.unsigned_abs()),
                 // No TTL on the key (set by someone else): only a message or our own deadline helps.
-                -1 => config.watchdog_timeout,
+                -1 => config.renewal.ttl,
                 _ => Duration::from_millis(1),
             };
             let until = (now + holder_left).min(give_up);
