@@ -122,8 +122,9 @@ impl MemoryServer {
         }
     }
 
-    /// Drops one hold of `owner`; returns whether the lock became free. `NotHeld` if `owner` isn't the holder.
-    fn release(&self, key: &Arc<str>, owner: &Arc<str>) -> Result<bool, LockError> {
+    /// Drops one hold of `owner` granted with `token`; returns whether the lock became free. `NotHeld` if
+    /// `owner` isn't the holder, or holds a newer hold (another token: the lease was lost and taken again).
+    fn release(&self, key: &Arc<str>, owner: &Arc<str>, token: u64) -> Result<bool, LockError> {
         let now = Instant::now();
         let mut slots = self.slots();
         let slot = slots.get_mut(key);
@@ -133,7 +134,7 @@ impl MemoryServer {
             });
         };
         match slot.live_holder(now) {
-            Some(h) if h.owner == *owner => {
+            Some(h) if h.owner == *owner && h.token == token => {
                 h.count -= 1;
                 if h.count > 0 {
                     return Ok(false);
@@ -298,6 +299,7 @@ impl Locker for MemoryLocker {
                         server: self.server.clone(),
                         holds: self.holds.clone(),
                         ticket,
+                        token,
                         events: self.events.clone(),
                     };
                     return Ok(Lease::new(
@@ -333,13 +335,15 @@ struct MemoryHold {
     server: Arc<MemoryServer>,
     holds: Arc<Holds>,
     ticket: HoldTicket,
+    token: FencingToken,
     events: Events,
 }
 
 impl MemoryHold {
     fn finish(&self) -> Result<(), LockError> {
         self.holds.leave(&self.ticket);
-        let freed = self.server.release(&self.ticket.key, &self.ticket.owner)?;
+        let (key, owner) = (&self.ticket.key, &self.ticket.owner);
+        let freed = self.server.release(key, owner, self.token.0)?;
         if freed {
             self.events.emit(|| LockEvent::Released {
                 key: self.ticket.key.clone(),
