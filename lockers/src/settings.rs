@@ -20,13 +20,13 @@ pub struct Renewal {
 
 impl Default for Renewal {
     fn default() -> Self {
-        Renewal::every_third(Duration::from_secs(30))
+        Renewal::new(Duration::from_secs(30))
     }
 }
 
 impl Renewal {
     /// A TTL of `ttl`, renewed every third of it.
-    pub const fn every_third(ttl: Duration) -> Self {
+    pub const fn new(ttl: Duration) -> Self {
         Renewal {
             ttl,
             ratio: 1.0 / 3.0,
@@ -68,7 +68,7 @@ mod tests {
 
     #[test]
     fn each_bad_value_names_its_field() {
-        let zero = Renewal::every_third(Duration::ZERO).validate().unwrap_err();
+        let zero = Renewal::new(Duration::ZERO).validate().unwrap_err();
         assert!(zero.to_string().contains("renewal.ttl"), "{zero}");
         for ratio in [0.0, 1.0, f64::NAN] {
             let bad = Renewal {

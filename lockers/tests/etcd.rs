@@ -23,7 +23,7 @@ const TTL: Duration = Duration::from_secs(2);
 
 fn config() -> EtcdConfig {
     EtcdConfig {
-        renewal: Renewal::every_third(TTL),
+        renewal: Renewal::new(TTL),
         ..EtcdConfig::default()
     }
 }
@@ -116,35 +116,35 @@ lockers::conformance_tests!(start_single().await);
 async fn config_rejects_bad_values() {
     let bad = [
         EtcdConfig {
-            renewal: Renewal::every_third(Duration::from_millis(500)),
+            renewal: Renewal::new(Duration::from_millis(500)),
             ..config()
         },
         EtcdConfig {
-            renewal: Renewal::every_third(Duration::from_millis(1500)),
+            renewal: Renewal::new(Duration::from_millis(1500)),
             ..config()
         },
         EtcdConfig {
-            renewal: Renewal::every_third(Duration::ZERO),
+            renewal: Renewal::new(Duration::ZERO),
             ..config()
         },
         EtcdConfig {
             renewal: Renewal {
                 ratio: 0.0,
-                ..Renewal::every_third(TTL)
+                ..Renewal::new(TTL)
             },
             ..config()
         },
         EtcdConfig {
             renewal: Renewal {
                 ratio: 1.0,
-                ..Renewal::every_third(TTL)
+                ..Renewal::new(TTL)
             },
             ..config()
         },
         EtcdConfig {
             renewal: Renewal {
                 ratio: f64::NAN,
-                ..Renewal::every_third(TTL)
+                ..Renewal::new(TTL)
             },
             ..config()
         },

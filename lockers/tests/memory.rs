@@ -19,7 +19,7 @@ const TIMEOUT: Duration = Duration::from_millis(600);
 impl Target for Memory {
     async fn client(&self, events: Events) -> Arc<dyn Locker> {
         let config = MemoryConfig {
-            renewal: Renewal::every_third(TIMEOUT),
+            renewal: Renewal::new(TIMEOUT),
         };
         Arc::new(MemoryLocker::new(self.server.clone(), config, events).expect("valid config"))
     }

@@ -23,7 +23,7 @@ use support::{
 
 fn config() -> GuardThreadConfig {
     GuardThreadConfig {
-        renewal: Renewal::every_third(TIMEOUT),
+        renewal: Renewal::new(TIMEOUT),
         key_prefix: PREFIX.into(),
         ..GuardThreadConfig::default()
     }

@@ -20,7 +20,7 @@ use support::{PREFIX, Setup, Strategy, TIMEOUT, expect_busy, lock_key, unique};
 
 fn config() -> KeyspaceConfig {
     KeyspaceConfig {
-        renewal: Renewal::every_third(TIMEOUT),
+        renewal: Renewal::new(TIMEOUT),
         key_prefix: PREFIX.into(),
         ..KeyspaceConfig::default()
     }

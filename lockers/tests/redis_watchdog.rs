@@ -27,7 +27,7 @@ const PERIOD: Duration = Duration::from_millis(200);
 
 fn config(mode: RenewalMode) -> WatchdogConfig {
     WatchdogConfig {
-        renewal: Renewal::every_third(TIMEOUT),
+        renewal: Renewal::new(TIMEOUT),
         renewal_mode: mode,
         key_prefix: PREFIX.into(),
         ..WatchdogConfig::default()

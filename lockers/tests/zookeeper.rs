@@ -22,7 +22,7 @@ const SESSION: Duration = Duration::from_secs(1);
 
 fn config() -> ZkConfig {
     ZkConfig {
-        renewal: Renewal::every_third(SESSION),
+        renewal: Renewal::new(SESSION),
         ..ZkConfig::default()
     }
 }
@@ -127,7 +127,7 @@ async fn config_and_input_errors_are_clear() {
         .unwrap_err();
     assert_eq!(err.kind(), "config", "{err}");
     let zero = ZkConfig {
-        renewal: Renewal::every_third(Duration::ZERO),
+        renewal: Renewal::new(Duration::ZERO),
         ..config()
     };
     let err = ZooKeeperLock::connect("127.0.0.1:9", zero, Events::none())
@@ -319,7 +319,7 @@ async fn ensemble_smoke() {
 async fn leader_loss_keeps_mutual_exclusion() {
     let zk = start_ensemble().await;
     let config = ZkConfig {
-        renewal: Renewal::every_third(Duration::from_secs(4)),
+        renewal: Renewal::new(Duration::from_secs(4)),
         ..config()
     };
     let mut clients: Vec<Arc<dyn Locker>> = Vec::new();

@@ -33,7 +33,7 @@ pub struct EtcdConfig {
 impl Default for EtcdConfig {
     fn default() -> Self {
         EtcdConfig {
-            renewal: Renewal::every_third(Duration::from_secs(60)),
+            renewal: Renewal::new(Duration::from_secs(60)),
             prefix: "lockbench/etcd-lease".into(),
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(5),

@@ -33,7 +33,7 @@ pub struct ZkConfig {
 impl Default for ZkConfig {
     fn default() -> Self {
         ZkConfig {
-            renewal: Renewal::every_third(Duration::from_secs(10)),
+            renewal: Renewal::new(Duration::from_secs(10)),
             prefix: "lockbench/zookeeper".into(),
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(5),
@@ -114,7 +114,7 @@ mod tests {
     fn bad_settings_are_config_errors() {
         let bad = [
             ZkConfig {
-                renewal: Renewal::every_third(Duration::ZERO),
+                renewal: Renewal::new(Duration::ZERO),
                 ..ZkConfig::default()
             },
             ZkConfig {
