@@ -284,10 +284,8 @@ impl Locker for MemoryLocker {
                         LeaseMode::Watchdog => Some(&renew),
                         LeaseMode::Fixed(_) => None,
                     };
-                    let (state, ticket) =
-                        self.holds
-                            .enter(&key, &owner, sent_at + ttl, &self.events, start);
                     let token = FencingToken(token);
+                    // Before the renewal starts, so `Acquired` comes before every renewal event.
                     self.events.emit(|| LockEvent::Acquired {
                         key: key.clone(),
                         token,
@@ -295,6 +293,9 @@ impl Locker for MemoryLocker {
                         sent_at,
                         at: Instant::now(),
                     });
+                    let (state, ticket) =
+                        self.holds
+                            .enter(&key, &owner, sent_at + ttl, &self.events, start);
                     let handle = MemoryHold {
                         server: self.server.clone(),
                         holds: self.holds.clone(),

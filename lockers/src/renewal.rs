@@ -232,7 +232,7 @@ pub(crate) struct RenewTiming {
 pub(crate) enum AfterRenewal {
     /// Extended: plan the next one.
     Extended,
-    /// The lease is lost (marked): stop.
+    /// The lease is lost (marked) or has ended: stop.
     Lost,
     /// Failed before the deadline: try again at `at` (a retry interval later, never past the deadline).
     Retry {
@@ -241,7 +241,7 @@ pub(crate) enum AfterRenewal {
     },
 }
 
-/// Records one renewal attempt of `state` on `plan`:
+/// Records one renewal attempt of `state` on `plan` (nothing, and stop, if the lease has ended meanwhile):
 ///
 /// - `Extended`: the deadline moves to `sent_at + ttl` and `Renewed` is emitted.
 /// - `Gone`: the lease is marked lost with `gone` (`RenewRejected`; `TakenOver` for a re-acquire).
@@ -255,6 +255,11 @@ pub(crate) fn record_renewal(
     result: Result<RenewOutcome, &dyn Display>,
     gone: LossReason,
 ) -> AfterRenewal {
+    // A lease that ended (released, or lost) while the call was in flight reports nothing more: its
+    // events end with its one `Released` or `Lost`.
+    if state.has_ended() {
+        return AfterRenewal::Lost;
+    }
     match result {
         Ok(RenewOutcome::Extended { remaining_before }) => {
             extended(state, events, timing, remaining_before, plan.ttl);
@@ -292,6 +297,9 @@ fn extended(
     remaining_before: Option<Duration>,
     granted: Duration,
 ) {
+    if state.has_ended() {
+        return;
+    }
     state.extend_to(timing.sent_at + granted);
     events.emit(|| LockEvent::Renewed {
         key: state.key().clone(),
@@ -418,18 +426,21 @@ impl<P> SessionHolds<P> {
     }
 
     /// Registers a new hold whose deadline is the session's. Fails with the session's loss reason once the
-    /// session is lost, so a lock can never outlive the session that carries it.
+    /// session is lost, so a lock can never outlive the session that carries it. `announce` (which
+    /// reports `Acquired`) runs only when the hold is registered, before any renewal can see it.
     pub(crate) fn insert(
         &self,
         key: &Arc<str>,
         owner: &Arc<str>,
         events: &Events,
         payload: P,
+        announce: impl FnOnce(),
     ) -> Result<Arc<SessionHold<P>>, LossReason> {
         let mut entries = self.lock();
         if let Some(reason) = self.session.loss() {
             return Err(reason);
         }
+        announce();
         let hold = Arc::new(SessionHold {
             state: LeaseState::new(key.clone(), self.session.deadline(), events.clone()),
             payload,

@@ -79,7 +79,9 @@ mod naive {
     lockers::conformance_tests!(@cases Keyspace::start(Variant::Naive);
         mutual_exclusion, release_then_reacquire, try_once_on_held_lock, wait_timeout_is_honoured,
         fixed_lease_expires, tokens_strictly_increase, stale_release_is_not_held,
-        cancelled_acquire_leaks_nothing, reentrant_acquire_and_release, dropped_lease_is_released);
+        stale_release_keeps_newer_hold_of_same_owner, cancelled_acquire_leaks_nothing,
+        reentrant_acquire_and_release, non_reentrant_same_owner_times_out,
+        undeclared_lease_mode_is_unsupported, dropped_lease_is_released);
 }
 
 /// The `trigger_lag` of every `Renewed` event (each must carry one).

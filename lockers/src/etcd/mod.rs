@@ -320,12 +320,22 @@ impl EtcdLease {
         tenure: Tenure,
     ) -> Option<Lease> {
         let owner_name: Arc<str> = owner.as_str().into();
+        let token = FencingToken(entered.key.revision.unsigned_abs());
+        let acquired = || {
+            self.events.emit(|| LockEvent::Acquired {
+                key: key.clone(),
+                token,
+                mode,
+                sent_at: entered.sent_at,
+                at: Instant::now(),
+            })
+        };
         let (state, base, held) = match tenure {
             Tenure::Session(session) => {
                 // A lost session refuses the hold; dropping `entered` deletes its key in the background.
                 let hold = session
                     .holds()
-                    .insert(&key, &owner_name, &self.events, ())
+                    .insert(&key, &owner_name, &self.events, (), acquired)
                     .ok()?;
                 (
                     hold.state.clone(),
@@ -334,6 +344,7 @@ impl EtcdLease {
                 )
             }
             Tenure::Own { lease, ttl, base } => {
+                acquired();
                 let state = LeaseState::new(key.clone(), base + ttl, self.events.clone());
                 (
                     state.clone(),
@@ -346,14 +357,6 @@ impl EtcdLease {
             }
         };
         let (name, revision, slot) = entered.key.keep();
-        let token = FencingToken(revision.unsigned_abs());
-        self.events.emit(|| LockEvent::Acquired {
-            key: key.clone(),
-            token,
-            mode,
-            sent_at: entered.sent_at,
-            at: Instant::now(),
-        });
         let handle = EtcdHold {
             kv: self.queue.kv.clone(),
             name,

@@ -192,9 +192,18 @@ impl ZooKeeperLock {
             token,
             watch: std::sync::Mutex::new(None),
         };
+        let acquired = || {
+            self.events.emit(|| LockEvent::Acquired {
+                key: key.clone(),
+                token,
+                mode: LeaseMode::Watchdog,
+                sent_at,
+                at: Instant::now(),
+            })
+        };
         let hold = session
             .holds()
-            .insert(&key, &owner_name, &self.events, payload)
+            .insert(&key, &owner_name, &self.events, payload, acquired)
             .ok()?;
         node.keep();
         let watcher = tokio::spawn(watch_own_node(
@@ -204,13 +213,6 @@ impl ZooKeeperLock {
         ));
         *hold.payload.watch.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(watcher.abort_handle());
-        self.events.emit(|| LockEvent::Acquired {
-            key: key.clone(),
-            token,
-            mode: LeaseMode::Watchdog,
-            sent_at,
-            at: Instant::now(),
-        });
         let state = hold.state.clone();
         let handle = ZkHold {
             session: session.clone(),
