@@ -386,7 +386,9 @@ pub async fn stale_release_keeps_newer_hold_of_same_owner(t: &dyn Target) {
 }
 
 /// The event protocol every measurement rests on, per lease: `Acquired`, then any number of
-/// `RenewScheduled`/`Renewed`/`RenewFailed`, then exactly one of `Released` or `Lost`, and nothing after.
+/// `RenewScheduled`/`Renewed`/`RenewFailed`, then exactly one of `Released` or `Lost`, and nothing after
+/// (a renewal attempt in flight when a lease is lost may still report its own `RenewFailed`; none is in
+/// flight in these three cases).
 /// Checked on a watchdog lease held past two renewal periods and released, on a fixed lease that expires
 /// (where fixed leases exist), and on a lease removed behind its holder's back (where a lost signal is
 /// declared).

@@ -142,7 +142,7 @@ impl EventSink for EventLog {
     }
 }
 
-/// An optional event sink, as strategies hold it. With no sink, [`Events::emit`] is a branch and nothing
+/// An optional event sink, as strategies hold it. With no sink, emitting is a branch and nothing
 /// else: the event is never built.
 #[derive(Clone, Default)]
 pub struct Events(Option<Arc<dyn EventSink>>);

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
-use crate::lease::{LeaseState, LossReason};
+use crate::lease::{LeaseEnd, LeaseState, LossReason};
 use crate::settings::Renewal;
 
 /// Stops a running renewal. Implemented by whatever runs it: a task, a thread, a batch scheduler slot.
@@ -255,9 +255,17 @@ pub(crate) fn record_renewal(
     result: Result<RenewOutcome, &dyn Display>,
     gone: LossReason,
 ) -> AfterRenewal {
-    // A lease that ended (released, or lost) while the call was in flight reports nothing more: its
-    // events end with its one `Released` or `Lost`.
-    if state.has_ended() {
+    // A lease that ended while the call was in flight is never extended or reported renewed. After a
+    // release nothing more is reported; after a loss only the in-flight attempt's own failure is (a
+    // thread cut off at the deadline says so).
+    if let Some(end) = state.end() {
+        if let (LeaseEnd::Lost(_), Err(error)) = (end, result) {
+            events.emit(|| LockEvent::RenewFailed {
+                key: state.key().clone(),
+                at: timing.done_at,
+                error: error.to_string(),
+            });
+        }
         return AfterRenewal::Lost;
     }
     match result {
