@@ -171,7 +171,7 @@ async fn setup() -> Setup {
     if let Some(server) = &redis {
         for renewal in [RenewalMode::PerLock, RenewalMode::BATCHED_DEFAULT] {
             let config = WatchdogConfig {
-                renewal,
+                renewal_mode: renewal,
                 ..WatchdogConfig::default()
             };
             let connected = RedisWatchdog::connect(&server.url(), config, Events::none()).await;

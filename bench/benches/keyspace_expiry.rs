@@ -17,7 +17,7 @@ use std::time::Duration;
 use lockbench::measure::{Latency, full_bench_run};
 use lockbench_servers::{RedisOptions, RedisServer};
 use lockers::redis::{KeyspaceConfig, KeyspaceVariant, RedisKeyspace};
-use lockers::{AcquireOptions, EventLog, Events, LockEvent, Locker};
+use lockers::{AcquireOptions, EventLog, Events, LockEvent, Locker, Renewal};
 
 /// Holds one shadow-variant lock per timeout in `timeouts`, each on its own client, for `hold`; returns
 /// every renewal's trigger lag and how many of the leases were lost.
@@ -30,7 +30,7 @@ async fn trigger_lags(
     let mut clients = Vec::new();
     for (i, timeout) in timeouts.iter().enumerate() {
         let config = KeyspaceConfig {
-            watchdog_timeout: *timeout,
+            renewal: Renewal::new(*timeout),
             ..KeyspaceConfig::default()
         };
         let client = RedisKeyspace::connect(

@@ -6,7 +6,6 @@ use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
@@ -15,29 +14,14 @@ use lockers::redis::{
     RedisWatchdog, RenewalMode, WatchdogConfig,
 };
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
-use lockers::{Capabilities, Events, LockError, Locker};
+use lockers::{Capabilities, Events, LockError, Locker, Renewal};
 
 use crate::backends::{EndpointAddrs, ServerKind};
 
-/// What every strategy is configured from: the workload's lease settings.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StrategySettings {
-    /// TTL of a watchdog lease (Redisson's lockWatchdogTimeout; ZooKeeper's session timeout; etcd's
-    /// lease TTL, rounded up to whole seconds by the strategy).
-    pub watchdog_timeout: Duration,
-    /// Renewal period as a fraction of the timeout (1/3, as Redisson and etcd's Session do).
-    pub renew_ratio: f64,
-}
-
-impl StrategySettings {
-    /// Settings with the given watchdog timeout, renewed every third of it.
-    pub fn new(watchdog_timeout: Duration) -> Self {
-        StrategySettings {
-            watchdog_timeout,
-            renew_ratio: 1.0 / 3.0,
-        }
-    }
-}
+/// What every strategy is configured from: the workload's renewal setting (the watchdog lease's TTL and
+/// renewal ratio), which each strategy's config embeds as it is (Redisson's lockWatchdogTimeout;
+/// ZooKeeper's session timeout; etcd's lease TTL, rounded up to whole seconds by the strategy).
+pub type StrategySettings = Renewal;
 
 /// What a client is built against: the server addresses of the run and, for `memory`, the one
 /// in-process server every client of a case shares.
@@ -116,7 +100,7 @@ pub const STRATEGIES: &[Strategy] = &[
         server: ServerKind::InProcess,
         in_all: true,
         capabilities: memory_capabilities,
-        connect: connect_memory,
+        connect: CONNECT_MEMORY,
     },
     Strategy {
         id: lockers::redis::watchdog::ID,
@@ -124,7 +108,7 @@ pub const STRATEGIES: &[Strategy] = &[
         server: ServerKind::Redis,
         in_all: true,
         capabilities: |_| Ok(RedisWatchdog::CAPABILITIES),
-        connect: connect_redis_watchdog,
+        connect: CONNECT_REDIS_WATCHDOG,
     },
     Strategy {
         id: lockers::redis::watchdog::BATCHED_ID,
@@ -132,7 +116,7 @@ pub const STRATEGIES: &[Strategy] = &[
         server: ServerKind::Redis,
         in_all: true,
         capabilities: |_| Ok(RedisWatchdog::CAPABILITIES),
-        connect: connect_redis_watchdog_batched,
+        connect: CONNECT_REDIS_WATCHDOG_BATCHED,
     },
     Strategy {
         id: lockers::redis::guard_thread::ID,
@@ -140,7 +124,7 @@ pub const STRATEGIES: &[Strategy] = &[
         server: ServerKind::Redis,
         in_all: true,
         capabilities: |_| Ok(RedisGuardThread::CAPABILITIES),
-        connect: connect_redis_guard_thread,
+        connect: CONNECT_REDIS_GUARD_THREAD,
     },
     Strategy {
         id: lockers::redis::keyspace::NAIVE_ID,
@@ -148,7 +132,7 @@ pub const STRATEGIES: &[Strategy] = &[
         server: ServerKind::Redis,
         in_all: true,
         capabilities: |_| Ok(KeyspaceVariant::Naive.capabilities()),
-        connect: connect_redis_keyspace_naive,
+        connect: CONNECT_REDIS_KEYSPACE_NAIVE,
     },
     Strategy {
         id: lockers::redis::keyspace::SHADOW_ID,
@@ -156,7 +140,7 @@ pub const STRATEGIES: &[Strategy] = &[
         server: ServerKind::Redis,
         in_all: true,
         capabilities: |_| Ok(KeyspaceVariant::Shadow.capabilities()),
-        connect: connect_redis_keyspace_shadow,
+        connect: CONNECT_REDIS_KEYSPACE_SHADOW,
     },
     Strategy {
         id: lockers::etcd::ID,
@@ -164,7 +148,7 @@ pub const STRATEGIES: &[Strategy] = &[
         server: ServerKind::Etcd,
         in_all: true,
         capabilities: |_| Ok(EtcdLease::CAPABILITIES),
-        connect: connect_etcd,
+        connect: CONNECT_ETCD,
     },
     Strategy {
         id: lockers::zookeeper::ID,
@@ -172,7 +156,7 @@ pub const STRATEGIES: &[Strategy] = &[
         server: ServerKind::ZooKeeper,
         in_all: true,
         capabilities: |_| Ok(ZooKeeperLock::CAPABILITIES),
-        connect: connect_zookeeper,
+        connect: CONNECT_ZOOKEEPER,
     },
     Strategy {
         id: "memory-unshared",
@@ -180,7 +164,7 @@ pub const STRATEGIES: &[Strategy] = &[
         server: ServerKind::PerClient,
         in_all: false,
         capabilities: memory_capabilities,
-        connect: connect_memory_unshared,
+        connect: CONNECT_MEMORY_UNSHARED,
     },
 ];
 
@@ -224,155 +208,98 @@ pub fn servers_needed(strategies: &[&Strategy]) -> BTreeSet<ServerKind> {
     strategies.iter().map(|s| s.server).collect()
 }
 
-fn memory_config(settings: &StrategySettings) -> MemoryConfig {
-    MemoryConfig {
-        watchdog_timeout: settings.watchdog_timeout,
-        renew_ratio: settings.renew_ratio,
-    }
+/// A connect function from how one client is built from the endpoints and the renewal setting: every
+/// entry of [`STRATEGIES`] is one call of this helper, so no strategy repeats the boxing.
+macro_rules! connect_with {
+    (|$endpoints:ident, $renewal:ident, $events:ident| $build:expr) => {{
+        fn connect<'a>(
+            $endpoints: &'a Endpoints,
+            settings: &'a StrategySettings,
+            $events: Events,
+        ) -> ConnectFuture<'a> {
+            let $renewal = *settings;
+            Box::pin(async move {
+                let client = $build;
+                Ok(Arc::new(client) as Arc<dyn Locker>)
+            })
+        }
+        connect
+    }};
 }
 
 fn memory_capabilities(settings: &StrategySettings) -> Result<Capabilities, LockError> {
-    let client = MemoryLocker::new(MemoryServer::new(), memory_config(settings), Events::none())?;
+    let config = MemoryConfig { renewal: *settings };
+    let client = MemoryLocker::new(MemoryServer::new(), config, Events::none())?;
     Ok(client.capabilities())
 }
 
-fn connect_memory<'a>(
-    endpoints: &'a Endpoints,
-    settings: &'a StrategySettings,
-    events: Events,
-) -> ConnectFuture<'a> {
-    Box::pin(async move {
-        let client = MemoryLocker::new(endpoints.memory.clone(), memory_config(settings), events)?;
-        Ok(Arc::new(client) as Arc<dyn Locker>)
-    })
-}
+const CONNECT_MEMORY: Connect = connect_with!(|endpoints, renewal, events| {
+    let config = MemoryConfig { renewal };
+    MemoryLocker::new(endpoints.memory.clone(), config, events)?
+});
 
-fn connect_memory_unshared<'a>(
-    _endpoints: &'a Endpoints,
-    settings: &'a StrategySettings,
-    events: Events,
-) -> ConnectFuture<'a> {
-    Box::pin(async move {
-        let client = MemoryLocker::new(MemoryServer::new(), memory_config(settings), events)?;
-        Ok(Arc::new(client) as Arc<dyn Locker>)
-    })
-}
+const CONNECT_MEMORY_UNSHARED: Connect = connect_with!(|_endpoints, renewal, events| {
+    MemoryLocker::new(MemoryServer::new(), MemoryConfig { renewal }, events)?
+});
 
-fn connect_redis_watchdog_with(
-    endpoints: &Endpoints,
-    settings: &StrategySettings,
-    events: Events,
-    renewal: RenewalMode,
-) -> ConnectFuture<'static> {
-    let url = endpoints.redis_url().map(str::to_owned);
-    let config = WatchdogConfig {
-        watchdog_timeout: settings.watchdog_timeout,
-        renew_ratio: settings.renew_ratio,
+fn watchdog_config(renewal: Renewal, renewal_mode: RenewalMode) -> WatchdogConfig {
+    WatchdogConfig {
         renewal,
+        renewal_mode,
         ..WatchdogConfig::default()
+    }
+}
+
+const CONNECT_REDIS_WATCHDOG: Connect = connect_with!(|endpoints, renewal, events| {
+    let config = watchdog_config(renewal, RenewalMode::PerLock);
+    RedisWatchdog::connect(endpoints.redis_url()?, config, events).await?
+});
+
+const CONNECT_REDIS_WATCHDOG_BATCHED: Connect = connect_with!(|endpoints, renewal, events| {
+    let config = watchdog_config(renewal, RenewalMode::BATCHED_DEFAULT);
+    RedisWatchdog::connect(endpoints.redis_url()?, config, events).await?
+});
+
+const CONNECT_REDIS_GUARD_THREAD: Connect = connect_with!(|endpoints, renewal, events| {
+    let config = GuardThreadConfig {
+        renewal,
+        ..GuardThreadConfig::default()
     };
-    Box::pin(async move {
-        let client = RedisWatchdog::connect(&url?, config, events).await?;
-        Ok(Arc::new(client) as Arc<dyn Locker>)
-    })
-}
+    RedisGuardThread::connect(endpoints.redis_url()?, config, events).await?
+});
 
-fn connect_redis_watchdog<'a>(
-    endpoints: &'a Endpoints,
-    settings: &'a StrategySettings,
-    events: Events,
-) -> ConnectFuture<'a> {
-    connect_redis_watchdog_with(endpoints, settings, events, RenewalMode::PerLock)
-}
-
-fn connect_redis_watchdog_batched<'a>(
-    endpoints: &'a Endpoints,
-    settings: &'a StrategySettings,
-    events: Events,
-) -> ConnectFuture<'a> {
-    connect_redis_watchdog_with(endpoints, settings, events, RenewalMode::BATCHED_DEFAULT)
-}
-
-fn connect_redis_guard_thread<'a>(
-    endpoints: &'a Endpoints,
-    settings: &'a StrategySettings,
-    events: Events,
-) -> ConnectFuture<'a> {
-    Box::pin(async move {
-        let config = GuardThreadConfig {
-            watchdog_timeout: settings.watchdog_timeout,
-            renew_ratio: settings.renew_ratio,
-            ..GuardThreadConfig::default()
-        };
-        let client = RedisGuardThread::connect(endpoints.redis_url()?, config, events).await?;
-        Ok(Arc::new(client) as Arc<dyn Locker>)
-    })
-}
-
-fn connect_redis_keyspace(
-    endpoints: &Endpoints,
-    settings: &StrategySettings,
-    events: Events,
-    variant: KeyspaceVariant,
-) -> ConnectFuture<'static> {
-    let url = endpoints.redis_url().map(str::to_owned);
-    let config = KeyspaceConfig {
-        watchdog_timeout: settings.watchdog_timeout,
+fn keyspace_config(renewal: Renewal) -> KeyspaceConfig {
+    KeyspaceConfig {
+        renewal,
         ..KeyspaceConfig::default()
+    }
+}
+
+const CONNECT_REDIS_KEYSPACE_NAIVE: Connect = connect_with!(|endpoints, renewal, events| {
+    let (url, config) = (endpoints.redis_url()?, keyspace_config(renewal));
+    RedisKeyspace::connect(url, KeyspaceVariant::Naive, config, events).await?
+});
+
+const CONNECT_REDIS_KEYSPACE_SHADOW: Connect = connect_with!(|endpoints, renewal, events| {
+    let (url, config) = (endpoints.redis_url()?, keyspace_config(renewal));
+    RedisKeyspace::connect(url, KeyspaceVariant::Shadow, config, events).await?
+});
+
+const CONNECT_ETCD: Connect = connect_with!(|endpoints, renewal, events| {
+    let config = EtcdConfig {
+        renewal,
+        ..EtcdConfig::default()
     };
-    Box::pin(async move {
-        let client = RedisKeyspace::connect(&url?, variant, config, events).await?;
-        Ok(Arc::new(client) as Arc<dyn Locker>)
-    })
-}
+    EtcdLease::connect(endpoints.etcd_endpoints()?, config, events).await?
+});
 
-fn connect_redis_keyspace_naive<'a>(
-    endpoints: &'a Endpoints,
-    settings: &'a StrategySettings,
-    events: Events,
-) -> ConnectFuture<'a> {
-    connect_redis_keyspace(endpoints, settings, events, KeyspaceVariant::Naive)
-}
-
-fn connect_redis_keyspace_shadow<'a>(
-    endpoints: &'a Endpoints,
-    settings: &'a StrategySettings,
-    events: Events,
-) -> ConnectFuture<'a> {
-    connect_redis_keyspace(endpoints, settings, events, KeyspaceVariant::Shadow)
-}
-
-fn connect_etcd<'a>(
-    endpoints: &'a Endpoints,
-    settings: &'a StrategySettings,
-    events: Events,
-) -> ConnectFuture<'a> {
-    Box::pin(async move {
-        let config = EtcdConfig {
-            watchdog_ttl: settings.watchdog_timeout,
-            keep_alive_ratio: settings.renew_ratio,
-            ..EtcdConfig::default()
-        };
-        let client = EtcdLease::connect(endpoints.etcd_endpoints()?, config, events).await?;
-        Ok(Arc::new(client) as Arc<dyn Locker>)
-    })
-}
-
-fn connect_zookeeper<'a>(
-    endpoints: &'a Endpoints,
-    settings: &'a StrategySettings,
-    events: Events,
-) -> ConnectFuture<'a> {
-    Box::pin(async move {
-        let config = ZkConfig {
-            session_timeout: settings.watchdog_timeout,
-            probe_ratio: settings.renew_ratio,
-            ..ZkConfig::default()
-        };
-        let client = ZooKeeperLock::connect(endpoints.zookeeper_connect()?, config, events).await?;
-        Ok(Arc::new(client) as Arc<dyn Locker>)
-    })
-}
+const CONNECT_ZOOKEEPER: Connect = connect_with!(|endpoints, renewal, events| {
+    let config = ZkConfig {
+        renewal,
+        ..ZkConfig::default()
+    };
+    ZooKeeperLock::connect(endpoints.zookeeper_connect()?, config, events).await?
+});
 
 #[cfg(test)]
 mod tests {
@@ -410,7 +337,7 @@ mod tests {
 
     #[tokio::test]
     async fn declared_capabilities_match_the_live_client() {
-        let settings = StrategySettings::new(Duration::from_secs(1));
+        let settings = StrategySettings::new(std::time::Duration::from_secs(1));
         let endpoints = Endpoints::new(EndpointAddrs::default());
         for strategy in STRATEGIES.iter().filter(|s| !s.server.is_external()) {
             let declared = (strategy.capabilities)(&settings).expect("capabilities");

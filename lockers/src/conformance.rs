@@ -40,32 +40,20 @@ pub trait Target: Send + Sync {
     }
 }
 
-/// Every case, in the order [`conformance_tests!`](crate::conformance_tests) generates them.
-pub const CASES: &[&str] = &[
-    "mutual_exclusion",
-    "release_then_reacquire",
-    "try_once_on_held_lock",
-    "wait_timeout_is_honoured",
-    "fixed_lease_expires",
-    "watchdog_lease_outlives_timeout",
-    "tokens_strictly_increase",
-    "stale_release_is_not_held",
-    "lost_when_removed_behind_back",
-    "cancelled_acquire_leaks_nothing",
-    "reentrant_acquire_and_release",
-    "dropped_lease_is_released",
-];
-
-/// Generates one `#[tokio::test]` per conformance case. `$target` is an expression (it may `.await`)
-/// evaluated inside each test, so each test gets its own server.
+/// Generates one `#[tokio::test]` per conformance case: this macro holds the one list of cases. `$target`
+/// is an expression (it may `.await`) evaluated inside each test, so each test gets its own server.
+/// `@cases $target; case, ...` generates a chosen subset.
 #[macro_export]
 macro_rules! conformance_tests {
     ($target:expr) => {
         $crate::conformance_tests!(@cases $target;
             mutual_exclusion, release_then_reacquire, try_once_on_held_lock, wait_timeout_is_honoured,
             fixed_lease_expires, watchdog_lease_outlives_timeout, tokens_strictly_increase,
-            stale_release_is_not_held, lost_when_removed_behind_back, cancelled_acquire_leaks_nothing,
-            reentrant_acquire_and_release, dropped_lease_is_released);
+            stale_release_is_not_held, stale_release_keeps_newer_hold_of_same_owner,
+            lost_when_removed_behind_back, cancelled_acquire_leaks_nothing,
+            reentrant_acquire_and_release, non_reentrant_same_owner_times_out,
+            undeclared_lease_mode_is_unsupported, events_follow_the_lease_protocol,
+            dropped_lease_is_released);
     };
     (@cases $target:expr; $($case:ident),* $(,)?) => {
         $(
@@ -352,6 +340,197 @@ pub async fn stale_release_is_not_held(t: &dyn Target) {
         .release()
         .await
         .expect("release by the current holder");
+}
+
+/// A lease that expired and was then taken again by the same owner on the same client: releasing the
+/// stale lease is `NotHeld` and leaves the newer hold alone (same client and owner id, so only the hold
+/// itself can tell them apart).
+pub async fn stale_release_keeps_newer_hold_of_same_owner(t: &dyn Target) {
+    const CASE: &str = "stale_release_keeps_newer_hold_of_same_owner";
+    let a = t.client(Events::none()).await;
+    if !a.capabilities().fixed_lease {
+        return skip(CASE, a.id(), "fixed_lease");
+    }
+    let b = t.client(Events::none()).await;
+    let key = unique_key(CASE);
+    let ttl = t.short_lease();
+    let owner = OwnerId::new("worker-1");
+    let once = AcquireOptions::try_once().owner(owner.clone());
+    let stale = expect_lease(a.as_ref(), &key, &once.clone().fixed(ttl), CASE).await;
+    tokio::time::timeout(ttl + t.slack(), stale.lost())
+        .await
+        .unwrap_or_else(|_| panic!("{CASE}: lost() of an expired fixed lease did not resolve"));
+    // The server has let it go too once another client gets in.
+    let wait = AcquireOptions::wait(ttl * 4 + t.slack());
+    expect_lease(b.as_ref(), &key, &wait, CASE)
+        .await
+        .release()
+        .await
+        .expect("release by the other client");
+    let current = expect_lease(a.as_ref(), &key, &once, CASE).await;
+    match stale.release().await {
+        Err(LockError::NotHeld { .. }) => {}
+        other => panic!("{CASE}: stale release gave {other:?}, expected NotHeld"),
+    }
+    expect_busy(b.as_ref(), &key, CASE).await;
+    assert!(
+        current.is_held(),
+        "{CASE}: newer hold lost by the stale release"
+    );
+    current.release().await.expect("release of the newer hold");
+    expect_lease(b.as_ref(), &key, &AcquireOptions::try_once(), CASE)
+        .await
+        .release()
+        .await
+        .expect("release");
+}
+
+/// The event protocol every measurement rests on, per lease: `Acquired`, then any number of
+/// `RenewScheduled`/`Renewed`/`RenewFailed`, then exactly one of `Released` or `Lost`, and nothing after
+/// (a renewal attempt in flight when a lease is lost may still report its own `RenewFailed`; none is in
+/// flight in these three cases).
+/// Checked on a watchdog lease held past two renewal periods and released, on a fixed lease that expires
+/// (where fixed leases exist), and on a lease removed behind its holder's back (where a lost signal is
+/// declared).
+pub async fn events_follow_the_lease_protocol(t: &dyn Target) {
+    const CASE: &str = "events_follow_the_lease_protocol";
+    let log = EventLog::new();
+    let a = t.client(Events::to(log.clone())).await;
+    let caps = a.capabilities();
+    let base = unique_key(CASE);
+    let mut keys = Vec::new();
+    if caps.auto_renew {
+        let key = format!("{base}:released");
+        let lease = expect_lease(a.as_ref(), &key, &AcquireOptions::try_once(), CASE).await;
+        tokio::time::sleep(t.watchdog_timeout()).await;
+        lease.release().await.expect("release of a held lease");
+        keys.push((key, "Released"));
+    }
+    if caps.fixed_lease {
+        let key = format!("{base}:expired");
+        let opts = AcquireOptions::try_once().fixed(t.short_lease());
+        let lease = expect_lease(a.as_ref(), &key, &opts, CASE).await;
+        tokio::time::timeout(t.short_lease() + t.slack(), lease.lost())
+            .await
+            .unwrap_or_else(|_| panic!("{CASE}: lost() of an expired fixed lease did not resolve"));
+        tokio::time::sleep(t.slack()).await;
+        let released = lease.release().await;
+        assert!(
+            matches!(released, Err(LockError::NotHeld { .. })),
+            "{CASE}: release of an expired lease gave {released:?}"
+        );
+        keys.push((key, "Lost"));
+    }
+    if caps.auto_renew && caps.lost_signal {
+        let key = format!("{base}:removed");
+        let lease = expect_lease(a.as_ref(), &key, &AcquireOptions::try_once(), CASE).await;
+        t.remove_behind_back(&lease).await;
+        tokio::time::timeout(t.watchdog_timeout() + t.slack(), lease.lost())
+            .await
+            .unwrap_or_else(|_| panic!("{CASE}: lost() after a removal did not resolve"));
+        let released = lease.release().await;
+        assert!(
+            matches!(released, Err(LockError::NotHeld { .. })),
+            "{CASE}: release of a removed lease gave {released:?}"
+        );
+        keys.push((key, "Lost"));
+    }
+    // Late events (a renewal in flight at the end) would land now.
+    tokio::time::sleep(t.watchdog_timeout() / 2).await;
+    let events = log.snapshot();
+    for (key, end) in keys {
+        let names: Vec<&str> = events
+            .iter()
+            .filter(|e| e.key() == key)
+            .map(event_name)
+            .collect();
+        let (first, rest) = names.split_first().unwrap_or((&"none", &[]));
+        let (last, middle) = rest.split_last().unwrap_or((&"none", &[]));
+        assert!(
+            *first == "Acquired"
+                && *last == end
+                && middle
+                    .iter()
+                    .all(|n| matches!(*n, "RenewScheduled" | "Renewed" | "RenewFailed")),
+            "{CASE}: {} events of {key:?} are {names:?}, expected Acquired, renewals, {end}",
+            a.id()
+        );
+    }
+}
+
+fn event_name(event: &LockEvent) -> &'static str {
+    match event {
+        LockEvent::Acquired { .. } => "Acquired",
+        LockEvent::RenewScheduled { .. } => "RenewScheduled",
+        LockEvent::Renewed { .. } => "Renewed",
+        LockEvent::RenewFailed { .. } => "RenewFailed",
+        LockEvent::Lost { .. } => "Lost",
+        LockEvent::Released { .. } => "Released",
+    }
+}
+
+/// A strategy that declares no re-entrancy makes a second acquire by the holding owner wait like anyone
+/// else: a try-once is `Timeout`, and the first hold is untouched.
+pub async fn non_reentrant_same_owner_times_out(t: &dyn Target) {
+    const CASE: &str = "non_reentrant_same_owner_times_out";
+    let a = t.client(Events::none()).await;
+    if a.capabilities().reentrant {
+        return skip(CASE, a.id(), "lack of re-entrancy (it is re-entrant)");
+    }
+    let key = unique_key(CASE);
+    let opts = AcquireOptions::try_once().owner(OwnerId::new("worker-1"));
+    let held = expect_lease(a.as_ref(), &key, &opts, CASE).await;
+    match a.acquire(&key, &opts).await {
+        Err(LockError::Timeout { .. }) => {}
+        other => panic!("{CASE}: same-owner re-acquire gave {other:?}, expected Timeout"),
+    }
+    let wait = AcquireOptions::wait(Duration::from_millis(200)).owner(OwnerId::new("worker-1"));
+    match a.acquire(&key, &wait).await {
+        Err(LockError::Timeout { .. }) => {}
+        other => panic!("{CASE}: same-owner waiting re-acquire gave {other:?}, expected Timeout"),
+    }
+    assert!(held.is_held(), "{CASE}: the first hold was lost");
+    held.release().await.expect("release");
+}
+
+/// A lease mode the strategy declares it lacks (`fixed_lease`, `auto_renew`) is `Unsupported`, with no
+/// lock taken.
+pub async fn undeclared_lease_mode_is_unsupported(t: &dyn Target) {
+    const CASE: &str = "undeclared_lease_mode_is_unsupported";
+    let a = t.client(Events::none()).await;
+    let caps = a.capabilities();
+    let key = unique_key(CASE);
+    let mut lacking = Vec::new();
+    if !caps.fixed_lease {
+        lacking.push(AcquireOptions::try_once().fixed(t.short_lease()));
+    }
+    if !caps.auto_renew {
+        lacking.push(AcquireOptions::try_once());
+    }
+    if lacking.is_empty() {
+        return skip(CASE, a.id(), "lack of a lease mode (it has both)");
+    }
+    for opts in lacking {
+        match a.acquire(&key, &opts).await {
+            Err(LockError::Unsupported { .. }) => {}
+            other => panic!(
+                "{CASE}: {} acquire with {:?} gave {other:?}, expected Unsupported",
+                a.id(),
+                opts.lease
+            ),
+        }
+    }
+    if caps.auto_renew || caps.fixed_lease {
+        let opts = match caps.auto_renew {
+            true => AcquireOptions::try_once(),
+            false => AcquireOptions::try_once().fixed(t.short_lease()),
+        };
+        expect_lease(a.as_ref(), &key, &opts, CASE)
+            .await
+            .release()
+            .await
+            .expect("release");
+    }
 }
 
 /// `lost()` resolves soon after the lock is removed behind the holder's back.

@@ -8,7 +8,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// What went wrong with a lock operation.
 ///
 /// Each kind asks for a different reaction: retry later (`Timeout`), stop the work the lease guarded
-/// (`NotHeld`, `Lost`), pick another strategy or option (`Unsupported`), look at the server or the
+/// (`NotHeld`), pick another strategy or option (`Unsupported`), look at the server or the
 /// network (`Backend`), or fix the settings (`Config`).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -26,14 +26,6 @@ pub enum LockError {
     NotHeld {
         /// The lock key.
         key: String,
-    },
-    /// The lease is known to be gone (see [`crate::LossReason`]).
-    #[error("lease on {key:?} was lost: {reason}")]
-    Lost {
-        /// The lock key.
-        key: String,
-        /// Why the strategy believes the lease is gone.
-        reason: crate::LossReason,
     },
     /// The strategy cannot do what was asked (for example a sub-second etcd lease).
     #[error("{strategy} does not support {what}")]
@@ -71,7 +63,6 @@ impl LockError {
         match self {
             LockError::Timeout { .. } => "timeout",
             LockError::NotHeld { .. } => "not_held",
-            LockError::Lost { .. } => "lost",
             LockError::Unsupported { .. } => "unsupported",
             LockError::Backend { .. } => "backend",
             LockError::Config(_) => "config",

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::lease::{FencingToken, LeaseMode, LossReason};
+use crate::types::{FencingToken, LeaseMode, LossReason};
 
 /// One thing a strategy did or noticed. Timestamps are monotonic [`Instant`]s.
 #[derive(Debug, Clone, PartialEq)]
@@ -142,7 +142,7 @@ impl EventSink for EventLog {
     }
 }
 
-/// An optional event sink, as strategies hold it. With no sink, [`Events::emit`] is a branch and nothing
+/// An optional event sink, as strategies hold it. With no sink, emitting is a branch and nothing
 /// else: the event is never built.
 #[derive(Clone, Default)]
 pub struct Events(Option<Arc<dyn EventSink>>);
@@ -160,13 +160,13 @@ impl Events {
 
     /// Whether a sink is set.
     #[inline]
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.0.is_some()
     }
 
     /// Builds the event with `make` and records it, only if a sink is set.
     #[inline]
-    pub fn emit(&self, make: impl FnOnce() -> LockEvent) {
+    pub(crate) fn emit(&self, make: impl FnOnce() -> LockEvent) {
         if let Some(sink) = &self.0 {
             sink.record(make());
         }

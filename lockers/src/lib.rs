@@ -18,17 +18,29 @@
 //! | `zookeeper` | [`zookeeper`] | ephemeral-sequential node, the session is the lease | the node's czxid |
 //!
 //! The behaviour every strategy must show is the `conformance` suite (feature `conformance`).
+//!
+//! Callers see the contract only: [`Locker`], [`Lease`], [`AcquireOptions`], [`LeaseMode`], [`OwnerId`],
+//! [`FencingToken`], [`LockError`], [`LockEvent`] (with its [`LossReason`]), [`Capabilities`], the event
+//! sink types ([`Events`], [`EventSink`], [`EventLog`]) and each strategy's constructor and settings.
+//! What strategies build leases from (the lease state with its deadline, the release handle, the renewal
+//! registries) is crate-private: no caller can move a deadline or forge a lease.
 #![warn(missing_docs)]
 
-pub mod error;
-pub mod event;
-pub mod lease;
-pub mod locker;
-pub mod memory;
+// The caller API: the contract, its value types, errors and events (re-exported below).
+mod error;
+mod event;
+mod lease;
+mod locker;
+mod settings;
+mod types;
+
+// The implementor kit: renewal registries and loops every strategy builds leases with.
 mod renewal;
 
+// The strategies, each with its public constructor and settings.
 #[cfg(feature = "etcd")]
 pub mod etcd;
+pub mod memory;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "zookeeper")]
@@ -39,7 +51,7 @@ pub mod conformance;
 
 pub use error::{BoxError, LockError};
 pub use event::{EventLog, EventSink, Events, LockEvent};
-pub use lease::{
-    AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, LeaseState, LossReason, OwnerId,
-};
+pub use lease::Lease;
 pub use locker::{Capabilities, Locker};
+pub use settings::Renewal;
+pub use types::{AcquireOptions, FencingToken, LeaseMode, LossReason, OwnerId};

@@ -8,8 +8,11 @@ use async_trait::async_trait;
 use crate::error::LockError;
 use crate::lease::{AcquireOptions, Lease};
 
-/// What a strategy can do. The conformance suite tests a behaviour only where it is declared, and reports
-/// name what a strategy lacks.
+/// What a strategy can do: tested claims. The conformance suite tests each declared "yes"
+/// (`reentrant_acquire_and_release`, `tokens_strictly_increase`, `watchdog_lease_outlives_timeout`,
+/// `fixed_lease_expires`, `lost_when_removed_behind_back`) and each declared "no" that has a behaviour
+/// (`non_reentrant_same_owner_times_out`; `undeclared_lease_mode_is_unsupported` for `fixed_lease` and
+/// `auto_renew`); reports name what a strategy lacks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
     /// The same owner may acquire again while holding; each acquire needs its own release.

@@ -15,9 +15,12 @@ use tokio::sync::Notify;
 
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
-use crate::lease::{AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, OwnerId};
+use crate::lease::{
+    AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, LeaseState, OwnerId,
+};
 use crate::locker::{Capabilities, Locker};
 use crate::renewal::{HoldTicket, Holds, RenewOutcome, RenewalPlan, StopRenewal, renew_until_lost};
+use crate::settings::Renewal;
 
 /// The strategy id.
 pub const ID: &str = "memory";
@@ -119,8 +122,9 @@ impl MemoryServer {
         }
     }
 
-    /// Drops one hold of `owner`; returns whether the lock became free. `NotHeld` if `owner` isn't the holder.
-    fn release(&self, key: &Arc<str>, owner: &Arc<str>) -> Result<bool, LockError> {
+    /// Drops one hold of `owner` granted with `token`; returns whether the lock became free. `NotHeld` if
+    /// `owner` isn't the holder, or holds a newer hold (another token: the lease was lost and taken again).
+    fn release(&self, key: &Arc<str>, owner: &Arc<str>, token: u64) -> Result<bool, LockError> {
         let now = Instant::now();
         let mut slots = self.slots();
         let slot = slots.get_mut(key);
@@ -130,7 +134,7 @@ impl MemoryServer {
             });
         };
         match slot.live_holder(now) {
-            Some(h) if h.owner == *owner => {
+            Some(h) if h.owner == *owner && h.token == token => {
                 h.count -= 1;
                 if h.count > 0 {
                     return Ok(false);
@@ -168,41 +172,17 @@ impl MemoryServer {
 }
 
 /// Settings of a [`MemoryLocker`].
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct MemoryConfig {
-    /// TTL of a watchdog lease (Redisson's lockWatchdogTimeout; default 30 s).
-    pub watchdog_timeout: Duration,
-    /// Renewal period as a fraction of the timeout, in (0, 1) (default 1/3).
-    pub renew_ratio: f64,
-}
-
-impl Default for MemoryConfig {
-    fn default() -> Self {
-        MemoryConfig {
-            watchdog_timeout: Duration::from_secs(30),
-            renew_ratio: 1.0 / 3.0,
-        }
-    }
+    /// The TTL of a watchdog lease and how often it is renewed (default 30 s, every third).
+    pub renewal: Renewal,
 }
 
 impl MemoryConfig {
     /// Checks the settings; a `Config` error names the bad one.
     pub fn validate(&self) -> Result<(), LockError> {
-        validate_watchdog(self.watchdog_timeout, self.renew_ratio)
+        self.renewal.validate()
     }
-}
-
-/// Checks a watchdog timeout and renewal ratio (shared by every renewing strategy's config).
-pub(crate) fn validate_watchdog(timeout: Duration, ratio: f64) -> Result<(), LockError> {
-    if timeout.is_zero() {
-        return Err(LockError::Config("watchdog_timeout must be > 0".into()));
-    }
-    if !(ratio > 0.0 && ratio < 1.0) {
-        return Err(LockError::Config(format!(
-            "renew_ratio must be in (0, 1), got {ratio}"
-        )));
-    }
-    Ok(())
 }
 
 /// One client of a [`MemoryServer`].
@@ -242,12 +222,12 @@ impl MemoryLocker {
         key: Arc<str>,
         owner: Arc<str>,
         sent_at: Instant,
-    ) -> impl Fn(Arc<crate::LeaseState>) -> Box<dyn StopRenewal> + '_ {
+    ) -> impl Fn(Arc<LeaseState>) -> Box<dyn StopRenewal> + '_ {
         move |state| {
             let server = self.server.clone();
             let (key, owner) = (key.clone(), owner.clone());
-            let ttl = self.config.watchdog_timeout;
-            let plan = RenewalPlan::new(ttl, self.config.renew_ratio);
+            let ttl = self.config.renewal.ttl;
+            let plan = RenewalPlan::from(self.config.renewal);
             let task = tokio::spawn(renew_until_lost(
                 state,
                 plan,
@@ -284,7 +264,7 @@ impl Locker for MemoryLocker {
 
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
         let ttl = match opts.lease {
-            LeaseMode::Watchdog => self.config.watchdog_timeout,
+            LeaseMode::Watchdog => self.config.renewal.ttl,
             LeaseMode::Fixed(d) if d.is_zero() => {
                 return Err(LockError::Config("fixed lease must be > 0".into()));
             }
@@ -304,10 +284,8 @@ impl Locker for MemoryLocker {
                         LeaseMode::Watchdog => Some(&renew),
                         LeaseMode::Fixed(_) => None,
                     };
-                    let (state, ticket) =
-                        self.holds
-                            .enter(&key, &owner, sent_at + ttl, &self.events, start);
                     let token = FencingToken(token);
+                    // Before the renewal starts, so `Acquired` comes before every renewal event.
                     self.events.emit(|| LockEvent::Acquired {
                         key: key.clone(),
                         token,
@@ -315,10 +293,14 @@ impl Locker for MemoryLocker {
                         sent_at,
                         at: Instant::now(),
                     });
+                    let (state, ticket) =
+                        self.holds
+                            .enter(&key, &owner, sent_at + ttl, &self.events, start);
                     let handle = MemoryHold {
                         server: self.server.clone(),
                         holds: self.holds.clone(),
                         ticket,
+                        token,
                         events: self.events.clone(),
                     };
                     return Ok(Lease::new(
@@ -354,13 +336,15 @@ struct MemoryHold {
     server: Arc<MemoryServer>,
     holds: Arc<Holds>,
     ticket: HoldTicket,
+    token: FencingToken,
     events: Events,
 }
 
 impl MemoryHold {
     fn finish(&self) -> Result<(), LockError> {
         self.holds.leave(&self.ticket);
-        let freed = self.server.release(&self.ticket.key, &self.ticket.owner)?;
+        let (key, owner) = (&self.ticket.key, &self.ticket.owner);
+        let freed = self.server.release(key, owner, self.token.0)?;
         if freed {
             self.events.emit(|| LockEvent::Released {
                 key: self.ticket.key.clone(),

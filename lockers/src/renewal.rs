@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
-use crate::lease::{LeaseState, LossReason};
+use crate::lease::{LeaseEnd, LeaseState, LossReason};
+use crate::settings::Renewal;
 
 /// Stops a running renewal. Implemented by whatever runs it: a task, a thread, a batch scheduler slot.
 pub(crate) trait StopRenewal: Send {
@@ -73,7 +74,7 @@ impl Holds {
     ) -> (Arc<LeaseState>, HoldTicket) {
         let mut entries = self.lock();
         let slot = (key.clone(), owner.clone());
-        let reusable = entries.get(&slot).is_some_and(|e| e.state.loss().is_none());
+        let reusable = entries.get(&slot).is_some_and(|e| !e.state.has_ended());
         if !reusable {
             if let Some(old) = entries.remove(&slot)
                 && let Some(r) = old.renewal
@@ -126,7 +127,7 @@ impl Holds {
         if let Some(r) = entry.renewal {
             r.stop();
         }
-        entry.state.mark_lost(LossReason::Released);
+        entry.state.mark_released();
         true
     }
 
@@ -190,15 +191,17 @@ pub(crate) struct RenewalPlan {
     pub(crate) period: Duration,
 }
 
-impl RenewalPlan {
-    /// The plan for a watchdog `timeout` renewed every `timeout × ratio`.
-    pub(crate) fn new(timeout: Duration, ratio: f64) -> Self {
+impl From<Renewal> for RenewalPlan {
+    /// The plan for a watchdog lease of `renewal.ttl` renewed every `renewal.period()`.
+    fn from(renewal: Renewal) -> Self {
         RenewalPlan {
-            ttl: timeout,
-            period: timeout.mul_f64(ratio),
+            ttl: renewal.ttl,
+            period: renewal.period(),
         }
     }
+}
 
+impl RenewalPlan {
     /// Retry interval after a failed renewal: often enough to land before the deadline.
     pub(crate) fn retry(&self) -> Duration {
         (self.period / 3).max(Duration::from_millis(5))
@@ -229,7 +232,7 @@ pub(crate) struct RenewTiming {
 pub(crate) enum AfterRenewal {
     /// Extended: plan the next one.
     Extended,
-    /// The lease is lost (marked): stop.
+    /// The lease is lost (marked) or has ended: stop.
     Lost,
     /// Failed before the deadline: try again at `at` (a retry interval later, never past the deadline).
     Retry {
@@ -238,7 +241,7 @@ pub(crate) enum AfterRenewal {
     },
 }
 
-/// Records one renewal attempt of `state` on `plan`:
+/// Records one renewal attempt of `state` on `plan` (nothing, and stop, if the lease has ended meanwhile):
 ///
 /// - `Extended`: the deadline moves to `sent_at + ttl` and `Renewed` is emitted.
 /// - `Gone`: the lease is marked lost with `gone` (`RenewRejected`; `TakenOver` for a re-acquire).
@@ -252,6 +255,19 @@ pub(crate) fn record_renewal(
     result: Result<RenewOutcome, &dyn Display>,
     gone: LossReason,
 ) -> AfterRenewal {
+    // A lease that ended while the call was in flight is never extended or reported renewed. After a
+    // release nothing more is reported; after a loss only the in-flight attempt's own failure is (a
+    // thread cut off at the deadline says so).
+    if let Some(end) = state.end() {
+        if let (LeaseEnd::Lost(_), Err(error)) = (end, result) {
+            events.emit(|| LockEvent::RenewFailed {
+                key: state.key().clone(),
+                at: timing.done_at,
+                error: error.to_string(),
+            });
+        }
+        return AfterRenewal::Lost;
+    }
     match result {
         Ok(RenewOutcome::Extended { remaining_before }) => {
             extended(state, events, timing, remaining_before, plan.ttl);
@@ -289,6 +305,9 @@ fn extended(
     remaining_before: Option<Duration>,
     granted: Duration,
 ) {
+    if state.has_ended() {
+        return;
+    }
     state.extend_to(timing.sent_at + granted);
     events.emit(|| LockEvent::Renewed {
         key: state.key().clone(),
@@ -316,7 +335,7 @@ pub(crate) async fn renew_until_lost<F, Fut>(
     Fut: Future<Output = Result<RenewOutcome, LockError>>,
 {
     let mut due = first_due_from + plan.period;
-    while state.loss().is_none() {
+    while !state.has_ended() {
         announce_renewal(&events, state.key(), due);
         tokio::time::sleep_until(due.into()).await;
         let sent_at = Instant::now();
@@ -406,7 +425,7 @@ impl<P> SessionHolds<P> {
     pub(crate) fn reenter(&self, key: &Arc<str>, owner: &Arc<str>) -> Option<Arc<SessionHold<P>>> {
         let entries = self.lock();
         let hold = entries.get(&(key.clone(), owner.clone()))?;
-        if hold.state.loss().is_some() {
+        if hold.state.has_ended() {
             return None;
         }
         hold.holds
@@ -415,18 +434,21 @@ impl<P> SessionHolds<P> {
     }
 
     /// Registers a new hold whose deadline is the session's. Fails with the session's loss reason once the
-    /// session is lost, so a lock can never outlive the session that carries it.
+    /// session is lost, so a lock can never outlive the session that carries it. `announce` (which
+    /// reports `Acquired`) runs only when the hold is registered, before any renewal can see it.
     pub(crate) fn insert(
         &self,
         key: &Arc<str>,
         owner: &Arc<str>,
         events: &Events,
         payload: P,
+        announce: impl FnOnce(),
     ) -> Result<Arc<SessionHold<P>>, LossReason> {
         let mut entries = self.lock();
         if let Some(reason) = self.session.loss() {
             return Err(reason);
         }
+        announce();
         let hold = Arc::new(SessionHold {
             state: LeaseState::new(key.clone(), self.session.deadline(), events.clone()),
             payload,
@@ -457,7 +479,7 @@ impl<P> SessionHolds<P> {
             entries.remove(&slot);
         }
         drop(entries);
-        hold.state.mark_lost(LossReason::Released);
+        hold.state.mark_released();
         true
     }
 
@@ -599,7 +621,7 @@ pub(crate) async fn renew_session_until_lost<P: Send + Sync>(
     let session = holds.session().clone();
     let retry = (plan.period / 3).max(Duration::from_millis(5));
     let mut due = first_due;
-    while session.loss().is_none() {
+    while !session.has_ended() {
         holds.scheduled(due, &events);
         tokio::time::sleep_until(due.into()).await;
         let sent_at = Instant::now();

@@ -10,7 +10,9 @@ use etcd_client::GetOptions;
 use lockbench_servers::{EtcdCluster, EtcdServer};
 use lockers::conformance::{self, Target};
 use lockers::etcd::{EtcdConfig, EtcdLease};
-use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, LossReason};
+use lockers::{
+    AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, LossReason, Renewal,
+};
 
 #[path = "support/contention.rs"]
 mod contention;
@@ -21,7 +23,7 @@ const TTL: Duration = Duration::from_secs(2);
 
 fn config() -> EtcdConfig {
     EtcdConfig {
-        watchdog_ttl: TTL,
+        renewal: Renewal::new(TTL),
         ..EtcdConfig::default()
     }
 }
@@ -114,27 +116,36 @@ lockers::conformance_tests!(start_single().await);
 async fn config_rejects_bad_values() {
     let bad = [
         EtcdConfig {
-            watchdog_ttl: Duration::from_millis(500),
+            renewal: Renewal::new(Duration::from_millis(500)),
             ..config()
         },
         EtcdConfig {
-            watchdog_ttl: Duration::from_millis(1500),
+            renewal: Renewal::new(Duration::from_millis(1500)),
             ..config()
         },
         EtcdConfig {
-            watchdog_ttl: Duration::ZERO,
+            renewal: Renewal::new(Duration::ZERO),
             ..config()
         },
         EtcdConfig {
-            keep_alive_ratio: 0.0,
+            renewal: Renewal {
+                ratio: 0.0,
+                ..Renewal::new(TTL)
+            },
             ..config()
         },
         EtcdConfig {
-            keep_alive_ratio: 1.0,
+            renewal: Renewal {
+                ratio: 1.0,
+                ..Renewal::new(TTL)
+            },
             ..config()
         },
         EtcdConfig {
-            keep_alive_ratio: f64::NAN,
+            renewal: Renewal {
+                ratio: f64::NAN,
+                ..Renewal::new(TTL)
+            },
             ..config()
         },
         EtcdConfig {

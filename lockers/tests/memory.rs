@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lockers::conformance::Target;
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
-use lockers::{Events, Lease, Locker};
+use lockers::{Events, Lease, Locker, Renewal};
 
 struct Memory {
     server: Arc<MemoryServer>,
@@ -19,8 +19,7 @@ const TIMEOUT: Duration = Duration::from_millis(600);
 impl Target for Memory {
     async fn client(&self, events: Events) -> Arc<dyn Locker> {
         let config = MemoryConfig {
-            watchdog_timeout: TIMEOUT,
-            ..MemoryConfig::default()
+            renewal: Renewal::new(TIMEOUT),
         };
         Arc::new(MemoryLocker::new(self.server.clone(), config, events).expect("valid config"))
     }
@@ -51,8 +50,10 @@ fn config_rejects_bad_values() {
     let server = MemoryServer::new();
     for (timeout, ratio) in [(0, 0.3), (1000, 0.0), (1000, 1.0), (1000, f64::NAN)] {
         let config = MemoryConfig {
-            watchdog_timeout: Duration::from_millis(timeout),
-            renew_ratio: ratio,
+            renewal: Renewal {
+                ttl: Duration::from_millis(timeout),
+                ratio,
+            },
         };
         let err = MemoryLocker::new(server.clone(), config, Events::none()).unwrap_err();
         assert_eq!(err.kind(), "config", "{timeout} ms / {ratio}");

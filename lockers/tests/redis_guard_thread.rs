@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use lockers::redis::{GuardThreadConfig, RedisGuardThread};
 use lockers::{
-    AcquireOptions, EventLog, Events, LockError, LockEvent, Locker, LossReason, OwnerId,
+    AcquireOptions, EventLog, Events, LockError, LockEvent, Locker, LossReason, OwnerId, Renewal,
 };
 
 #[path = "support/redis.rs"]
@@ -23,7 +23,7 @@ use support::{
 
 fn config() -> GuardThreadConfig {
     GuardThreadConfig {
-        watchdog_timeout: TIMEOUT,
+        renewal: Renewal::new(TIMEOUT),
         key_prefix: PREFIX.into(),
         ..GuardThreadConfig::default()
     }
@@ -232,7 +232,7 @@ async fn frozen_server_loses_the_lease_at_its_deadline() {
 async fn dropped_outside_a_runtime_the_thread_releases() {
     let t = GuardThread::start();
     let mut settings = config();
-    settings.watchdog_timeout = Duration::from_secs(10);
+    settings.renewal.ttl = Duration::from_secs(10);
     let a = connect_with(&t.server.url(), settings, Events::none()).await;
     let b = t.connect(Events::none()).await;
     let key = unique("no-runtime");

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use lockbench_servers::RedisOptions;
 use lockers::redis::{KeyspaceConfig, KeyspaceVariant as Variant, RedisKeyspace};
-use lockers::{AcquireOptions, EventLog, Events, LockEvent, Locker, LossReason};
+use lockers::{AcquireOptions, EventLog, Events, LockEvent, Locker, LossReason, Renewal};
 
 #[path = "support/redis.rs"]
 mod support;
@@ -20,7 +20,7 @@ use support::{PREFIX, Setup, Strategy, TIMEOUT, expect_busy, lock_key, unique};
 
 fn config() -> KeyspaceConfig {
     KeyspaceConfig {
-        watchdog_timeout: TIMEOUT,
+        renewal: Renewal::new(TIMEOUT),
         key_prefix: PREFIX.into(),
         ..KeyspaceConfig::default()
     }
@@ -79,7 +79,9 @@ mod naive {
     lockers::conformance_tests!(@cases Keyspace::start(Variant::Naive);
         mutual_exclusion, release_then_reacquire, try_once_on_held_lock, wait_timeout_is_honoured,
         fixed_lease_expires, tokens_strictly_increase, stale_release_is_not_held,
-        cancelled_acquire_leaks_nothing, reentrant_acquire_and_release, dropped_lease_is_released);
+        stale_release_keeps_newer_hold_of_same_owner, cancelled_acquire_leaks_nothing,
+        reentrant_acquire_and_release, non_reentrant_same_owner_times_out,
+        undeclared_lease_mode_is_unsupported, dropped_lease_is_released);
 }
 
 /// The `trigger_lag` of every `Renewed` event (each must carry one).
@@ -120,8 +122,7 @@ async fn shadow_holds_for_5s(hz: u32) -> Vec<Duration> {
         expect_busy(&*b, &key).await;
         assert!(
             lease.is_held(),
-            "hz {hz}: holder lost belief after {tries} tries: {:?}",
-            lease.state()
+            "hz {hz}: holder lost belief after {tries} tries: {lease:?}"
         );
         tries += 1;
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -284,7 +285,7 @@ async fn shadow_keeps_the_lock_through_a_pubsub_kill() {
     let until = Instant::now() + Duration::from_secs(2);
     while Instant::now() < until {
         expect_busy(&*b, &key).await;
-        assert!(lease.is_held(), "lost after the kill: {:?}", lease.state());
+        assert!(lease.is_held(), "lost after the kill: {lease:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(a.subscriber_reconnects(), 1);

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use lockers::redis::{RedisWatchdog, RenewalMode, WatchdogConfig};
-use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, OwnerId};
+use lockers::{
+    AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, OwnerId, Renewal,
+};
 use tokio::task::JoinHandle;
 
 #[path = "support/redis.rs"]
@@ -25,8 +27,8 @@ const PERIOD: Duration = Duration::from_millis(200);
 
 fn config(mode: RenewalMode) -> WatchdogConfig {
     WatchdogConfig {
-        watchdog_timeout: TIMEOUT,
-        renewal: mode,
+        renewal: Renewal::new(TIMEOUT),
+        renewal_mode: mode,
         key_prefix: PREFIX.into(),
         ..WatchdogConfig::default()
     }
@@ -274,6 +276,49 @@ async fn waiter_wakes_on_unlock_message(mode: RenewalMode) {
     );
 }
 
+/// Two waiters of one client on a lock held (with a long fixed lease) by another client: the holder's
+/// unlock message wakes one of them, which gets the lock and releases it at once, uncontended. The
+/// other must get the lock right after that release, not when the first holder's 5 s TTL would have run
+/// out (a lost wake-up: it was never woken, so it never marked the new holder's hash for a publish).
+async fn second_waiter_of_a_client_wakes_after_first_releases(mode: RenewalMode) {
+    let t = Watchdog::start(mode);
+    let (a, b) = t.pair().await;
+    let key = unique("second-waiter");
+    let held = AcquireOptions::try_once().fixed(Duration::from_secs(5));
+    let lease = a.acquire(&key, &held).await.unwrap();
+    let mut waiters = tokio::task::JoinSet::new();
+    for _ in 0..2 {
+        let (b, key) = (b.clone(), key.clone());
+        waiters.spawn(async move {
+            let lease = b
+                .acquire(&key, &AcquireOptions::wait(Duration::from_secs(10)))
+                .await
+                .unwrap();
+            let got_at = Instant::now();
+            lease.release().await.unwrap();
+            got_at
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let released_at = Instant::now();
+    lease.release().await.unwrap();
+    let first = waiters.join_next().await.unwrap().unwrap();
+    let second = tokio::time::timeout(Duration::from_secs(8), waiters.join_next())
+        .await
+        .expect("second waiter never got the lock")
+        .unwrap()
+        .unwrap();
+    let (first, second) = (first - released_at, second - released_at);
+    assert!(
+        first < Duration::from_millis(300),
+        "first waiter after {first:?}"
+    );
+    assert!(
+        second < Duration::from_millis(500),
+        "second waiter got the lock {second:?} after the holder's release (first after {first:?})"
+    );
+}
+
 /// `CLIENT KILL TYPE pubsub` while a waiter waits: the dispatcher reconnects and resubscribes the
 /// waiter's channel, so the release's unlock message still hands the lock over at once.
 async fn waiter_survives_a_pubsub_kill(mode: RenewalMode) {
@@ -366,6 +411,7 @@ macro_rules! both_modes {
             delete_fires_lost_within_a_period, frozen_server_loses_lease_by_deadline,
             reentrant_counts_in_the_hash, non_owner_release_is_an_error,
             waiter_wakes_on_unlock_message, waiter_survives_a_pubsub_kill,
+            second_waiter_of_a_client_wakes_after_first_releases,
             cancelled_waiter_leaves_no_subscription);
     };
 }
@@ -424,10 +470,10 @@ mod batched {
 async fn invalid_config_is_a_config_error_naming_the_field() {
     type Spoil = fn(&mut WatchdogConfig);
     let cases: [(&str, Spoil); 4] = [
-        ("watchdog_timeout", |c| c.watchdog_timeout = Duration::ZERO),
-        ("renew_ratio", |c| c.renew_ratio = 1.5),
-        ("renewal.chunk", |c| {
-            c.renewal = RenewalMode::Batched { chunk: 0 }
+        ("renewal.ttl", |c| c.renewal.ttl = Duration::ZERO),
+        ("renewal.ratio", |c| c.renewal.ratio = 1.5),
+        ("renewal_mode.chunk", |c| {
+            c.renewal_mode = RenewalMode::Batched { chunk: 0 }
         }),
         ("key_prefix", |c| c.key_prefix = "x}".into()),
     ];

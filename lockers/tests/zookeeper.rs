@@ -10,7 +10,9 @@ use async_trait::async_trait;
 use lockbench_servers::{Fault, Proxy, ZkEnsemble, ZkServer};
 use lockers::conformance::{self, Target};
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
-use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, OwnerId};
+use lockers::{
+    AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, OwnerId, Renewal,
+};
 
 #[path = "support/contention.rs"]
 mod contention;
@@ -20,7 +22,7 @@ const SESSION: Duration = Duration::from_secs(1);
 
 fn config() -> ZkConfig {
     ZkConfig {
-        session_timeout: SESSION,
+        renewal: Renewal::new(SESSION),
         ..ZkConfig::default()
     }
 }
@@ -125,7 +127,7 @@ async fn config_and_input_errors_are_clear() {
         .unwrap_err();
     assert_eq!(err.kind(), "config", "{err}");
     let zero = ZkConfig {
-        session_timeout: Duration::ZERO,
+        renewal: Renewal::new(Duration::ZERO),
         ..config()
     };
     let err = ZooKeeperLock::connect("127.0.0.1:9", zero, Events::none())
@@ -317,7 +319,7 @@ async fn ensemble_smoke() {
 async fn leader_loss_keeps_mutual_exclusion() {
     let zk = start_ensemble().await;
     let config = ZkConfig {
-        session_timeout: Duration::from_secs(4),
+        renewal: Renewal::new(Duration::from_secs(4)),
         ..config()
     };
     let mut clients: Vec<Arc<dyn Locker>> = Vec::new();

@@ -70,7 +70,6 @@ pub(crate) fn loss_reason_name(reason: &LossReason) -> &'static str {
         LossReason::LeaseRevoked => "lease_revoked",
         LossReason::ChannelClosed(_) => "channel_closed",
         LossReason::TakenOver => "taken_over",
-        LossReason::Released => "released",
         _ => "other",
     }
 }

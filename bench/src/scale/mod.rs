@@ -270,8 +270,7 @@ fn parse_server_pids(text: &str) -> Result<BTreeMap<ServerKind, u32>, String> {
 impl ScaleSpec {
     /// The renewal period of the watchdog leases.
     pub fn renew_period(&self) -> Duration {
-        let settings = self.settings();
-        settings.watchdog_timeout.mul_f64(settings.renew_ratio)
+        self.settings().period()
     }
 
     /// What every strategy is configured with.

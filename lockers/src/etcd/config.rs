@@ -4,18 +4,17 @@ use std::time::Duration;
 
 use super::error::Retry;
 use crate::error::LockError;
+use crate::settings::Renewal;
 
 /// Settings of an [`EtcdLease`](super::EtcdLease) client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EtcdConfig {
-    /// TTL of the client's session lease, which carries every watchdog lock of the client. A whole number
-    /// of seconds ≥ 1 (etcd leases are whole seconds). Default 60 s, the default of etcd's Go
-    /// `concurrency.Session`. The server raises TTLs below its minimum (about 1.5 × the election timeout);
-    /// the TTL it grants is the one used.
-    pub watchdog_ttl: Duration,
-    /// Keep-alive period as a fraction of the TTL, in (0, 1). Default 1/3, as the Go client keeps a
-    /// session alive.
-    pub keep_alive_ratio: f64,
+    /// The TTL of the client's session lease, which carries every watchdog lock of the client, and the
+    /// keep-alive period as a fraction of it. The TTL is a whole number of seconds ≥ 1 (etcd leases are
+    /// whole seconds). Default 60 s kept alive every third, as etcd's Go `concurrency.Session` does. The
+    /// server raises TTLs below its minimum (about 1.5 × the election timeout); the TTL it grants is the
+    /// one used.
+    pub renewal: Renewal,
     /// Key prefix: lock `k` queues under `<prefix>/<k>/`. Default `lockbench/etcd-lease`.
     pub prefix: String,
     /// How long [`EtcdLease::connect`](super::EtcdLease::connect) waits for a member to answer before it
@@ -34,8 +33,7 @@ pub struct EtcdConfig {
 impl Default for EtcdConfig {
     fn default() -> Self {
         EtcdConfig {
-            watchdog_ttl: Duration::from_secs(60),
-            keep_alive_ratio: 1.0 / 3.0,
+            renewal: Renewal::new(Duration::from_secs(60)),
             prefix: "lockbench/etcd-lease".into(),
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(5),
@@ -47,13 +45,8 @@ impl Default for EtcdConfig {
 impl EtcdConfig {
     /// Checks the settings; a `Config` error names the bad one.
     pub fn validate(&self) -> Result<(), LockError> {
-        lease_seconds("watchdog_ttl", self.watchdog_ttl)?;
-        let ratio = self.keep_alive_ratio;
-        if !(ratio > 0.0 && ratio < 1.0) {
-            return Err(LockError::Config(format!(
-                "keep_alive_ratio must be in (0, 1), got {ratio}"
-            )));
-        }
+        self.renewal.validate()?;
+        lease_seconds("renewal.ttl", self.renewal.ttl)?;
         if self.prefix.is_empty() || self.prefix.ends_with('/') {
             return Err(LockError::Config(format!(
                 "prefix must be non-empty and not end with '/', got {:?}",
@@ -82,7 +75,7 @@ impl EtcdConfig {
 
     /// The keep-alive period: TTL × ratio.
     pub fn keep_alive_period(&self) -> Duration {
-        self.watchdog_ttl.mul_f64(self.keep_alive_ratio)
+        self.renewal.period()
     }
 }
 

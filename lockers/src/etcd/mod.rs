@@ -20,8 +20,8 @@
 //!
 //! # Leases: one per client for watchdog locks, one per lock for fixed leases
 //! - [`LeaseMode::Watchdog`]: every watchdog lock of a client is carried by one lease, the client's
-//!   *session* (Go's `Session` model), granted on first use with [`EtcdConfig::watchdog_ttl`] and kept
-//!   alive over one keep-alive stream every TTL × [`EtcdConfig::keep_alive_ratio`]. Why: an acquire
+//!   *session* (Go's `Session` model), granted on first use with the TTL of [`EtcdConfig::renewal`] and
+//!   kept alive over one keep-alive stream every TTL × its ratio. Why: an acquire
 //!   then costs one txn and a release one txn — no lease grant, no revoke, no keep-alive stream per lock
 //!   — and renewal costs one keep-alive per client per period however many locks it holds. The price:
 //!   the locks of a client share a fate. If the session lease is revoked or expires, every watchdog lock
@@ -218,7 +218,7 @@ impl EtcdLease {
                 let _ = leases.revoke(lease).await;
             });
         }
-        let ttl = lease_seconds("watchdog_ttl", self.config.watchdog_ttl)?;
+        let ttl = lease_seconds("renewal.ttl", self.config.renewal.ttl)?;
         let session = EtcdSession::grant(
             &self.queue.leases,
             ttl,
@@ -320,12 +320,22 @@ impl EtcdLease {
         tenure: Tenure,
     ) -> Option<Lease> {
         let owner_name: Arc<str> = owner.as_str().into();
+        let token = FencingToken(entered.key.revision.unsigned_abs());
+        let acquired = || {
+            self.events.emit(|| LockEvent::Acquired {
+                key: key.clone(),
+                token,
+                mode,
+                sent_at: entered.sent_at,
+                at: Instant::now(),
+            })
+        };
         let (state, base, held) = match tenure {
             Tenure::Session(session) => {
                 // A lost session refuses the hold; dropping `entered` deletes its key in the background.
                 let hold = session
                     .holds()
-                    .insert(&key, &owner_name, &self.events, ())
+                    .insert(&key, &owner_name, &self.events, (), acquired)
                     .ok()?;
                 (
                     hold.state.clone(),
@@ -334,6 +344,7 @@ impl EtcdLease {
                 )
             }
             Tenure::Own { lease, ttl, base } => {
+                acquired();
                 let state = LeaseState::new(key.clone(), base + ttl, self.events.clone());
                 (
                     state.clone(),
@@ -346,14 +357,6 @@ impl EtcdLease {
             }
         };
         let (name, revision, slot) = entered.key.keep();
-        let token = FencingToken(revision.unsigned_abs());
-        self.events.emit(|| LockEvent::Acquired {
-            key: key.clone(),
-            token,
-            mode,
-            sent_at: entered.sent_at,
-            at: Instant::now(),
-        });
         let handle = EtcdHold {
             kv: self.queue.kv.clone(),
             name,
@@ -564,7 +567,7 @@ impl EtcdHold {
                 session.holds().leave(&self.key, &self.owner, hold);
             }
             HeldBy::Own { state, .. } => {
-                state.mark_lost(LossReason::Released);
+                state.mark_released();
             }
         }
     }

@@ -123,7 +123,7 @@ impl Request {
             LeaseMode::Fixed(_) => None,
         };
         let name = &self.keys.name;
-        let (state, ticket) = holds.enter(name, owner, sent_at + self.ttl, events, start);
+        // Before the renewal starts, so `Acquired` comes before every renewal event.
         events.emit(|| LockEvent::Acquired {
             key: name.clone(),
             token,
@@ -131,6 +131,7 @@ impl Request {
             sent_at,
             at: Instant::now(),
         });
+        let (state, ticket) = holds.enter(name, owner, sent_at + self.ttl, events, start);
         Lease::new(self.owner, token, self.mode, sent_at, state, hold(ticket))
     }
 }

@@ -93,7 +93,7 @@ impl Schedule {
         let mut expired = Vec::new();
         let mut due = Vec::new();
         self.lock().retain(|id, item| {
-            if item.state.loss().is_some() {
+            if item.state.has_ended() {
                 return false;
             }
             if now >= item.state.deadline() {

@@ -7,7 +7,7 @@
 //! - [`LeaseMode::Watchdog`]: TTL = the watchdog timeout, renewed by **one dedicated OS thread per held
 //!   lock** (`std::thread`, named `lb-guard-<first 6 chars of the client id>`). The thread opens its own
 //!   blocking connection (`redis::Client::get_connection_with_timeout`) lazily, before its first renewal,
-//!   sleeps `timeout × renew_ratio` (an `mpsc::Receiver::recv_timeout`, so a stop wakes it at once), and
+//!   sleeps `renewal.period()` (an `mpsc::Receiver::recv_timeout`, so a stop wakes it at once), and
 //!   renews with a check-and-pexpire script that answers the PTTL it found, or 0 when the value is no
 //!   longer ours (→ `lost()` with [`LossReason::RenewRejected`](crate::LossReason::RenewRejected)). A
 //!   renewal error emits `RenewFailed`, drops the connection, and is retried every third of a period
@@ -87,7 +87,7 @@ impl RedisGuardThread {
         let threads = RenewalThreads {
             client: connection.client().clone(),
             settings: config.connection,
-            plan: RenewalPlan::new(config.watchdog_timeout, config.renew_ratio),
+            plan: RenewalPlan::from(config.renewal),
             events: events.clone(),
             closed: Arc::default(),
             live: Arc::default(),
@@ -190,7 +190,7 @@ impl Locker for RedisGuardThread {
             return Err(acquire::closed());
         }
         let config = &self.core.config;
-        let request = Request::new(&config.key_prefix, key, opts, config.watchdog_timeout)?;
+        let request = Request::new(&config.key_prefix, key, opts, config.renewal.ttl)?;
         let keys = request.keys.clone();
         let lock = StringLock::new(keys, &config.client_id, &request.owner, None);
         let mut misses = 0;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::connection::ConnectionSettings;
 use super::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
 use crate::error::LockError;
-use crate::memory::validate_watchdog;
+use crate::settings::Renewal;
 
 /// How a waiter polls a held lock: the pause after the n-th miss is `initial × factor^n`, capped at
 /// `max`, then scaled by a random factor in `[1 − jitter, 1 + jitter]`.
@@ -76,10 +76,9 @@ impl PollBackoff {
 /// Settings of a [`super::RedisGuardThread`] client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuardThreadConfig {
-    /// TTL of a watchdog lease (default 30 s, as Redisson's watchdog).
-    pub watchdog_timeout: Duration,
-    /// Renewal period as a fraction of the timeout, in (0, 1) (default 1/3).
-    pub renew_ratio: f64,
+    /// TTL of a watchdog lease and its renewal period (default 30 s, renewed every third, as Redisson's
+    /// watchdog).
+    pub renewal: Renewal,
     /// How waiters poll a held lock.
     pub poll: PollBackoff,
     /// Prepended to every key (default `lockbench:`); no braces.
@@ -93,8 +92,7 @@ pub struct GuardThreadConfig {
 impl Default for GuardThreadConfig {
     fn default() -> Self {
         GuardThreadConfig {
-            watchdog_timeout: Duration::from_secs(30),
-            renew_ratio: 1.0 / 3.0,
+            renewal: Renewal::default(),
             poll: PollBackoff::default(),
             key_prefix: DEFAULT_PREFIX.into(),
             client_id: random_client_id(),
@@ -106,7 +104,7 @@ impl Default for GuardThreadConfig {
 impl GuardThreadConfig {
     /// Checks the settings; a `Config` error names the bad one.
     pub fn validate(&self) -> Result<(), LockError> {
-        validate_watchdog(self.watchdog_timeout, self.renew_ratio)?;
+        self.renewal.validate()?;
         self.poll.validate()?;
         validate_naming(&self.key_prefix, &self.client_id)?;
         self.connection.validate()
@@ -135,8 +133,8 @@ mod tests {
     fn each_bad_value_names_its_field() {
         assert_each_names_its_field::<GuardThreadConfig>(
             &[
-                ("watchdog_timeout", |c| c.watchdog_timeout = Duration::ZERO),
-                ("renew_ratio", |c| c.renew_ratio = 1.0),
+                ("renewal.ttl", |c| c.renewal.ttl = Duration::ZERO),
+                ("renewal.ratio", |c| c.renewal.ratio = 1.0),
                 ("poll.initial", |c| c.poll.initial = Duration::ZERO),
                 ("poll.factor", |c| c.poll.factor = 0.5),
                 ("poll.factor", |c| c.poll.factor = f64::INFINITY),

@@ -163,10 +163,7 @@ impl RedisKeyspace {
         Renewer {
             commands: self.core.connection.commands(),
             events: self.core.events.clone(),
-            plan: RenewalPlan {
-                ttl: config.watchdog_timeout,
-                period: config.watchdog_timeout / 3,
-            },
+            plan: RenewalPlan::from(config.renewal),
             shadow_ttl: config.shadow_ttl(),
         }
     }
@@ -246,7 +243,7 @@ impl Locker for RedisKeyspace {
             return Err(acquire::closed());
         }
         let config = &self.core.config;
-        let request = Request::new(&config.key_prefix, key, opts, config.watchdog_timeout)?;
+        let request = Request::new(&config.key_prefix, key, opts, config.renewal.ttl)?;
         let shadow_ttl = match (self.core.variant, request.mode) {
             (Variant::Shadow, LeaseMode::Watchdog) => Some(config.shadow_ttl()),
             _ => None,

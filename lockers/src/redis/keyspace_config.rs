@@ -7,7 +7,7 @@ use super::connection::ConnectionSettings;
 use super::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
 use crate::error::LockError;
 use crate::locker::Capabilities;
-use crate::memory::validate_watchdog;
+use crate::settings::Renewal;
 
 /// The id of the naive variant.
 pub const NAIVE_ID: &str = "redis-keyspace-naive";
@@ -46,8 +46,10 @@ impl Variant {
 /// Settings of a [`super::RedisKeyspace`] client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyspaceConfig {
-    /// TTL of a watchdog lease (default 30 s).
-    pub watchdog_timeout: Duration,
+    /// TTL of a watchdog lease (default 30 s) and, as the ratio, how often the naive holder moves its
+    /// local belief forward (default every third). The shadow variant renews on its shadow's expiry
+    /// instead (`shadow_ratio`).
+    pub renewal: Renewal,
     /// Shadow key TTL as a fraction of the timeout, in (0, 1) (default 2/3; shadow variant only).
     pub shadow_ratio: f64,
     /// A waiter re-checks the lock this often even without an event (default 250 ms), so a lost event
@@ -64,7 +66,7 @@ pub struct KeyspaceConfig {
 impl Default for KeyspaceConfig {
     fn default() -> Self {
         KeyspaceConfig {
-            watchdog_timeout: Duration::from_secs(30),
+            renewal: Renewal::default(),
             shadow_ratio: 2.0 / 3.0,
             waiter_recheck: Duration::from_millis(250),
             key_prefix: DEFAULT_PREFIX.into(),
@@ -83,10 +85,10 @@ impl KeyspaceConfig {
                 self.shadow_ratio
             )));
         }
-        validate_watchdog(self.watchdog_timeout, self.shadow_ratio)?;
+        self.renewal.validate()?;
         if self.shadow_ttl() < Duration::from_millis(1) {
             return Err(LockError::Config(format!(
-                "watchdog_timeout × shadow_ratio must be ≥ 1 ms, got {:?}",
+                "renewal.ttl × shadow_ratio must be ≥ 1 ms, got {:?}",
                 self.shadow_ttl()
             )));
         }
@@ -97,9 +99,9 @@ impl KeyspaceConfig {
         self.connection.validate()
     }
 
-    /// The shadow key's TTL: `watchdog_timeout × shadow_ratio`.
+    /// The shadow key's TTL: `renewal.ttl × shadow_ratio`.
     pub fn shadow_ttl(&self) -> Duration {
-        self.watchdog_timeout.mul_f64(self.shadow_ratio)
+        self.renewal.ttl.mul_f64(self.shadow_ratio)
     }
 }
 
@@ -112,12 +114,11 @@ mod tests {
     fn each_bad_value_names_its_field() {
         assert_each_names_its_field::<KeyspaceConfig>(
             &[
-                ("watchdog_timeout", |c| c.watchdog_timeout = Duration::ZERO),
+                ("renewal.ttl", |c| c.renewal.ttl = Duration::ZERO),
+                ("renewal.ratio", |c| c.renewal.ratio = 1.0),
                 ("shadow_ratio", |c| c.shadow_ratio = 0.0),
                 ("shadow_ratio", |c| c.shadow_ratio = f64::NAN),
-                ("≥ 1 ms", |c| {
-                    c.watchdog_timeout = Duration::from_micros(100)
-                }),
+                ("≥ 1 ms", |c| c.renewal.ttl = Duration::from_micros(100)),
                 ("waiter_recheck", |c| c.waiter_recheck = Duration::ZERO),
                 ("key_prefix", |c| c.key_prefix = "{".into()),
                 ("client_id", |c| c.client_id = String::new()),

@@ -256,6 +256,15 @@ impl PubSub {
         }
     }
 
+    /// How many waiters wait on `channel` now.
+    pub(crate) fn waiters(&self, channel: &str) -> usize {
+        self.table
+            .lock()
+            .channels
+            .get(channel)
+            .map_or(0, |c| c.waiters)
+    }
+
     /// How many channels have members.
     #[allow(dead_code)]
     pub(crate) fn channels(&self) -> usize {

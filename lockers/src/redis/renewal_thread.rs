@@ -182,7 +182,7 @@ impl RenewalThread {
                 Ok(ToThread::Begin(_)) => continue,
                 Err(RecvTimeoutError::Timeout) => {}
             }
-            if self.closed.load(Ordering::Acquire) || state.loss().is_some() {
+            if self.closed.load(Ordering::Acquire) || state.has_ended() {
                 return;
             }
             let sent_at = Instant::now();

@@ -64,26 +64,42 @@ struct Core {
 }
 
 impl Core {
+    /// One acquire attempt; `others_wait` when other waiters of this client wait on the lock (a fresh
+    /// hold is then marked so that its release publishes).
     async fn try_acquire(
         &self,
         keys: &LockKeys,
         owner: &str,
         ttl_ms: u64,
+        others_wait: bool,
     ) -> Result<Attempt, LockError> {
         let mut call = WATCHDOG_ACQUIRE.prepare();
-        call.key(&keys.lock).key(&keys.fence).arg(ttl_ms).arg(owner);
+        call.key(&keys.lock)
+            .key(&keys.fence)
+            .arg(ttl_ms)
+            .arg(owner)
+            .arg(if others_wait { "1" } else { "0" });
         let answer = scripts::run(&mut self.connection.commands(), &call).await?;
         acquire_attempt(&WATCHDOG_ACQUIRE, answer)
     }
 
-    /// Releases one hold on the server. `Ok(true)` when it freed the lock.
-    async fn release(&self, keys: &LockKeys, owner: &str, ttl_ms: u64) -> Result<bool, LockError> {
+    /// Releases one hold (the one granted with `token`) on the server. `Ok(true)` when it freed the lock;
+    /// `NotHeld` when the owner holds nothing there, or only a newer hold.
+    async fn release(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        ttl_ms: u64,
+        token: FencingToken,
+    ) -> Result<bool, LockError> {
         let mut call = WATCHDOG_RELEASE.prepare();
         call.key(&keys.lock)
+            .key(&keys.fence)
             .arg(ttl_ms)
             .arg(owner)
             .arg(&keys.channel)
-            .arg(UNLOCK_MESSAGE);
+            .arg(UNLOCK_MESSAGE)
+            .arg(token.0);
         let answer: i64 = scripts::run(&mut self.connection.commands(), &call).await?;
         match answer {
             1 => {
@@ -182,13 +198,13 @@ impl RedisWatchdog {
         .await?;
         let waiters = PubSub::start(connection.client().clone(), config.connection);
         let renew_calls = Arc::new(AtomicU64::new(0));
-        let plan = RenewalPlan::new(config.watchdog_timeout, config.renew_ratio);
-        let renewer = match config.renewal {
+        let plan = RenewalPlan::from(config.renewal);
+        let renewer = match config.renewal_mode {
             RenewalMode::PerLock => Renewer::PerLock(DeferredStarts::start()),
             RenewalMode::Batched { chunk } => {
                 let commands = connection.commands();
                 let calls = renew_calls.clone();
-                let ttl_ms = ttl_millis(config.watchdog_timeout);
+                let ttl_ms = ttl_millis(config.renewal.ttl);
                 Renewer::Batched(BatchRenewer::start(
                     plan,
                     chunk,
@@ -260,7 +276,7 @@ impl RedisWatchdog {
         state: Arc<LeaseState>,
     ) -> Box<dyn StopRenewal> {
         let config = &self.core.config;
-        let ttl_ms = ttl_millis(config.watchdog_timeout);
+        let ttl_ms = ttl_millis(config.renewal.ttl);
         let deferred = match &self.renewer {
             Renewer::Batched(batch) => {
                 let target = BatchTarget {
@@ -271,7 +287,7 @@ impl RedisWatchdog {
             }
             Renewer::PerLock(deferred) => deferred,
         };
-        let plan = RenewalPlan::new(config.watchdog_timeout, config.renew_ratio);
+        let plan = RenewalPlan::from(config.renewal);
         let commands = self.core.connection.commands();
         let calls = self.core.renew_calls.clone();
         let key: Arc<str> = keys.lock.as_str().into();
@@ -324,6 +340,7 @@ impl RedisWatchdog {
                     ticket,
                     keys: keys.clone(),
                     ttl_ms,
+                    token,
                 })
             },
         )
@@ -355,7 +372,7 @@ impl RedisWatchdog {
 #[async_trait]
 impl Locker for RedisWatchdog {
     fn id(&self) -> &str {
-        match self.config().renewal {
+        match self.config().renewal_mode {
             RenewalMode::PerLock => ID,
             RenewalMode::Batched { .. } => BATCHED_ID,
         }
@@ -370,14 +387,18 @@ impl Locker for RedisWatchdog {
             return Err(acquire::closed());
         }
         let config = &self.core.config;
-        let request = Request::new(&config.key_prefix, key, opts, config.watchdog_timeout)?;
+        let request = Request::new(&config.key_prefix, key, opts, config.renewal.ttl)?;
         let owner = owner_field(&config.client_id, &request.owner);
         let mut waiting: Option<Subscription> = None;
         loop {
             // Armed before the attempt: an unlock published while it runs still wakes us.
             let wakeup = waiting.as_ref().map(Subscription::arm);
+            let others_wait =
+                self.waiters.waiters(&request.keys.channel) > usize::from(waiting.is_some());
             let sent_at = Instant::now();
-            let attempt = self.core.try_acquire(&request.keys, &owner, request.ttl_ms);
+            let attempt = self
+                .core
+                .try_acquire(&request.keys, &owner, request.ttl_ms, others_wait);
             let pttl = match attempt.await? {
                 Attempt::Acquired(token) => return Ok(self.grant(request, owner, token, sent_at)),
                 Attempt::Busy(pttl) => pttl,
@@ -387,7 +408,7 @@ impl Locker for RedisWatchdog {
             let holder_left = match pttl {
                 n if n > 0 => Duration::from_millis(n.unsigned_abs()),
                 // No TTL on the key (set by someone else): only a message or our own deadline helps.
-                -1 => config.watchdog_timeout,
+                -1 => config.renewal.ttl,
                 _ => Duration::from_millis(1),
             };
             let until = (now + holder_left).min(give_up);
@@ -436,6 +457,8 @@ struct WatchdogHold {
     ticket: HoldTicket,
     keys: Arc<LockKeys>,
     ttl_ms: u64,
+    /// The hold's fencing token: the release frees this hold only, never a newer one of the same owner.
+    token: FencingToken,
 }
 
 #[async_trait]
@@ -444,7 +467,7 @@ impl LeaseHandle for WatchdogHold {
         // Renewal stops here, before the server is asked, whatever the answer will be.
         self.core.holds.leave(&self.ticket);
         self.core
-            .release(&self.keys, &self.ticket.owner, self.ttl_ms)
+            .release(&self.keys, &self.ticket.owner, self.ttl_ms, self.token)
             .await
             .map(|_freed| ())
     }
@@ -455,7 +478,7 @@ impl LeaseHandle for WatchdogHold {
             let hold = self;
             let owner = &hold.ticket.owner;
             hold.core
-                .release(&hold.keys, owner, hold.ttl_ms)
+                .release(&hold.keys, owner, hold.ttl_ms, hold.token)
                 .await
                 .map(|_freed| ())
         });

@@ -1,11 +1,9 @@
 //! Settings of the `redis-watchdog` strategy ([`WatchdogConfig`]) and its renewal modes.
 
-use std::time::Duration;
-
 use super::connection::ConnectionSettings;
 use super::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
 use crate::error::LockError;
-use crate::memory::validate_watchdog;
+use crate::settings::Renewal;
 
 /// How held watchdog leases are renewed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -31,12 +29,11 @@ impl RenewalMode {
 /// Settings of a [`super::RedisWatchdog`] client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WatchdogConfig {
-    /// TTL of a watchdog lease (Redisson's `lockWatchdogTimeout`; default 30 s).
-    pub watchdog_timeout: Duration,
-    /// Renewal period as a fraction of the timeout, in (0, 1) (default 1/3: every 10 s).
-    pub renew_ratio: f64,
+    /// TTL of a watchdog lease (Redisson's `lockWatchdogTimeout`) and its renewal period (default 30 s,
+    /// renewed every 10 s).
+    pub renewal: Renewal,
     /// Per-lock timers (default) or batched renewal.
-    pub renewal: RenewalMode,
+    pub renewal_mode: RenewalMode,
     /// Prepended to every key and channel (default `lockbench:`); no braces.
     pub key_prefix: String,
     /// This client's id, prefixed to every owner (`<client id>:<owner>`); default: a random UUID-shaped
@@ -49,9 +46,8 @@ pub struct WatchdogConfig {
 impl Default for WatchdogConfig {
     fn default() -> Self {
         WatchdogConfig {
-            watchdog_timeout: Duration::from_secs(30),
-            renew_ratio: 1.0 / 3.0,
-            renewal: RenewalMode::default(),
+            renewal: Renewal::default(),
+            renewal_mode: RenewalMode::default(),
             key_prefix: DEFAULT_PREFIX.into(),
             client_id: random_client_id(),
             connection: ConnectionSettings::default(),
@@ -62,9 +58,9 @@ impl Default for WatchdogConfig {
 impl WatchdogConfig {
     /// Checks the settings; a `Config` error names the bad one.
     pub fn validate(&self) -> Result<(), LockError> {
-        validate_watchdog(self.watchdog_timeout, self.renew_ratio)?;
-        if let RenewalMode::Batched { chunk: 0 } = self.renewal {
-            return Err(LockError::Config("renewal.chunk must be > 0".into()));
+        self.renewal.validate()?;
+        if let RenewalMode::Batched { chunk: 0 } = self.renewal_mode {
+            return Err(LockError::Config("renewal_mode.chunk must be > 0".into()));
         }
         validate_naming(&self.key_prefix, &self.client_id)?;
         self.connection.validate()
@@ -74,6 +70,8 @@ impl WatchdogConfig {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::redis::config_checks::assert_each_names_its_field;
 
@@ -81,19 +79,19 @@ mod tests {
     fn defaults_are_valid_and_redisson_like() {
         let config = WatchdogConfig::default();
         config.validate().unwrap();
-        assert_eq!(config.watchdog_timeout, Duration::from_secs(30));
-        assert_eq!(config.renewal, RenewalMode::PerLock);
+        assert_eq!(config.renewal.ttl, Duration::from_secs(30));
+        assert_eq!(config.renewal_mode, RenewalMode::PerLock);
     }
 
     #[test]
     fn each_bad_value_names_its_field() {
         assert_each_names_its_field::<WatchdogConfig>(
             &[
-                ("watchdog_timeout", |c| c.watchdog_timeout = Duration::ZERO),
-                ("renew_ratio", |c| c.renew_ratio = 1.0),
-                ("renew_ratio", |c| c.renew_ratio = f64::NAN),
-                ("renewal.chunk", |c| {
-                    c.renewal = RenewalMode::Batched { chunk: 0 }
+                ("renewal.ttl", |c| c.renewal.ttl = Duration::ZERO),
+                ("renewal.ratio", |c| c.renewal.ratio = 1.0),
+                ("renewal.ratio", |c| c.renewal.ratio = f64::NAN),
+                ("renewal_mode.chunk", |c| {
+                    c.renewal_mode = RenewalMode::Batched { chunk: 0 }
                 }),
                 ("key_prefix", |c| c.key_prefix = "a{".into()),
                 ("client_id", |c| c.client_id = String::new()),

@@ -3,18 +3,18 @@
 use std::time::Duration;
 
 use crate::error::LockError;
+use crate::settings::Renewal;
 
 /// Settings of a [`ZooKeeperLock`](super::ZooKeeperLock) client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ZkConfig {
-    /// Session timeout asked of the server: the session is the lease of every lock the client holds.
-    /// The server clamps it to its `[minSessionTimeout, maxSessionTimeout]`; the negotiated value is the
-    /// one used. Default 10 s (Curator's default is 60 s, the Java client's 30 s; 10 s is a common
-    /// production choice for locks and keeps loss detection within seconds).
-    pub session_timeout: Duration,
-    /// How often the client confirms its session with a probe request, as a fraction of the negotiated
-    /// timeout, in (0, 1). Default 1/3.
-    pub probe_ratio: f64,
+    /// The TTL is the session timeout asked of the server (the session is the lease of every lock the
+    /// client holds); the ratio says how often the client confirms its session with a probe request, as a
+    /// fraction of the negotiated timeout. The server clamps the timeout to its `[minSessionTimeout,
+    /// maxSessionTimeout]`; the negotiated value is the one used. Default 10 s probed every third
+    /// (Curator's default is 60 s, the Java client's 30 s; 10 s is a common production choice for locks
+    /// and keeps loss detection within seconds).
+    pub renewal: Renewal,
     /// Path prefix without leading or trailing `/`: lock `k` queues under `/<prefix>/<k>/`. Default
     /// `lockbench/zookeeper`.
     pub prefix: String,
@@ -33,8 +33,7 @@ pub struct ZkConfig {
 impl Default for ZkConfig {
     fn default() -> Self {
         ZkConfig {
-            session_timeout: Duration::from_secs(10),
-            probe_ratio: 1.0 / 3.0,
+            renewal: Renewal::new(Duration::from_secs(10)),
             prefix: "lockbench/zookeeper".into(),
             connect_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(5),
@@ -46,20 +45,14 @@ impl Default for ZkConfig {
 impl ZkConfig {
     /// Checks the settings; a `Config` error names the bad one.
     pub fn validate(&self) -> Result<(), LockError> {
+        self.renewal.validate()?;
         for (name, value) in [
-            ("session_timeout", self.session_timeout),
             ("connect_timeout", self.connect_timeout),
             ("request_timeout", self.request_timeout),
         ] {
             if value.is_zero() {
                 return Err(LockError::Config(format!("{name} must be > 0")));
             }
-        }
-        let ratio = self.probe_ratio;
-        if !(ratio > 0.0 && ratio < 1.0) {
-            return Err(LockError::Config(format!(
-                "probe_ratio must be in (0, 1), got {ratio}"
-            )));
         }
         let segments_ok = self
             .prefix
@@ -121,11 +114,14 @@ mod tests {
     fn bad_settings_are_config_errors() {
         let bad = [
             ZkConfig {
-                session_timeout: Duration::ZERO,
+                renewal: Renewal::new(Duration::ZERO),
                 ..ZkConfig::default()
             },
             ZkConfig {
-                probe_ratio: 1.0,
+                renewal: Renewal {
+                    ratio: 1.0,
+                    ..Renewal::default()
+                },
                 ..ZkConfig::default()
             },
             ZkConfig {

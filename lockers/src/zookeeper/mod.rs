@@ -15,7 +15,7 @@
 //! client holds ([`LeaseMode::Watchdog`]; the negotiated timeout counts). [`LeaseMode::Fixed`] is not
 //! supported (`Unsupported`): a session cannot end one lock on time (ZooKeeper's TTL nodes are reaped by
 //! a periodic sweep, not on time). What stands in for renewal is described in [`session`]: a probe
-//! request per client every negotiated timeout × [`ZkConfig::probe_ratio`] while it holds locks, each
+//! request per client every negotiated timeout × the ratio of [`ZkConfig::renewal`] while it holds locks, each
 //! answer extending every held lock's deadline and giving one `Renewed` event per lock.
 //!
 //! # Loss
@@ -192,9 +192,18 @@ impl ZooKeeperLock {
             token,
             watch: std::sync::Mutex::new(None),
         };
+        let acquired = || {
+            self.events.emit(|| LockEvent::Acquired {
+                key: key.clone(),
+                token,
+                mode: LeaseMode::Watchdog,
+                sent_at,
+                at: Instant::now(),
+            })
+        };
         let hold = session
             .holds()
-            .insert(&key, &owner_name, &self.events, payload)
+            .insert(&key, &owner_name, &self.events, payload, acquired)
             .ok()?;
         node.keep();
         let watcher = tokio::spawn(watch_own_node(
@@ -204,13 +213,6 @@ impl ZooKeeperLock {
         ));
         *hold.payload.watch.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(watcher.abort_handle());
-        self.events.emit(|| LockEvent::Acquired {
-            key: key.clone(),
-            token,
-            mode: LeaseMode::Watchdog,
-            sent_at,
-            at: Instant::now(),
-        });
         let state = hold.state.clone();
         let handle = ZkHold {
             session: session.clone(),
@@ -234,7 +236,7 @@ impl ZooKeeperLock {
 /// Watches our own lock node while we hold it: a delete behind our back loses the lock (`TakenOver`).
 /// Session events are left to the session's state watcher.
 async fn watch_own_node(client: Client, path: String, state: Arc<LeaseState>) {
-    while state.loss().is_none() {
+    while !state.has_ended() {
         match client.check_and_watch_stat(&path).await {
             Ok((None, _)) => {
                 state.mark_lost(LossReason::TakenOver);

@@ -4,7 +4,7 @@
 //! What stands in for renewal: the session is kept alive by the client library's own pings (sent when the
 //! connection has been idle for 3/20 of the negotiated timeout) and by every request; `zookeeper-client`
 //! does not expose ping replies. So the client sends its own probe (an `exists` on `/`, a local read)
-//! every negotiated timeout × [`ZkConfig::probe_ratio`](super::ZkConfig::probe_ratio).
+//! every negotiated timeout × the ratio of [`ZkConfig::renewal`](super::ZkConfig::renewal).
 //! A probe answer proves the server had the session alive when it received the probe, and the server
 //! restarts the session timeout on every request it receives, so the session, and every lock under it,
 //! lives at least until `sent_at + negotiated timeout`: that is the deadline set, with one `Renewed`
@@ -75,7 +75,7 @@ impl ZkSession {
     ) -> Result<Arc<Self>, LockError> {
         let started = Instant::now();
         let connecting = Client::connector()
-            .with_session_timeout(config.session_timeout)
+            .with_session_timeout(config.renewal.ttl)
             .with_fail_eagerly()
             .connect(connect_string);
         let client = match tokio::time::timeout(config.connect_timeout, connecting).await {
@@ -101,7 +101,7 @@ impl ZkSession {
             &format!("zookeeper session {}", client.session_id()),
             started + timeout,
         ));
-        let period = timeout.mul_f64(config.probe_ratio);
+        let period = timeout.mul_f64(config.renewal.ratio);
         let plan = SessionPlan {
             period,
             deadline_loss: |_| LossReason::Expired,
@@ -153,14 +153,14 @@ impl ZkSession {
 
     /// A request sent at `sent_at` was answered: the session lives at least the timeout from then.
     pub(super) fn confirmed(&self, sent_at: Instant) {
-        if self.holds.session().loss().is_none() {
+        if !self.holds.session().has_ended() {
             self.holds.session().extend_to(sent_at + self.timeout);
         }
     }
 
     /// Usable for new locks: not lost, and the client not in a terminal state.
     pub(super) fn is_live(&self) -> bool {
-        self.holds.session().loss().is_none() && !self.client.state().is_terminated()
+        !self.holds.session().has_ended() && !self.client.state().is_terminated()
     }
 }
 
