@@ -444,6 +444,7 @@ fn list_strategies() -> Result<i32, BenchError> {
                     (c.fixed_lease, "fixed_lease"),
                     (c.wait_notify, "wait_notify"),
                     (c.lost_signal, "lost_signal"),
+                    (c.hold_identity, "hold_identity"),
                 ]
                 .into_iter()
                 .filter_map(|(on, name)| on.then_some(name))

@@ -10,8 +10,9 @@ use crate::lease::{AcquireOptions, Lease};
 
 /// What a strategy can do: tested claims. The conformance suite tests each declared "yes"
 /// (`reentrant_acquire_and_release`, `tokens_strictly_increase`, `watchdog_lease_outlives_timeout`,
-/// `fixed_lease_expires`, `lost_when_removed_behind_back`) and each declared "no" that has a behaviour
-/// (`non_reentrant_same_owner_times_out`; `undeclared_lease_mode_is_unsupported` for `fixed_lease` and
+/// `fixed_lease_expires`, `lost_when_removed_behind_back`, `stale_release_keeps_newer_hold_of_same_owner`) and each declared "no" that has a behaviour
+/// (`non_reentrant_same_owner_times_out`; `stale_release_keeps_newer_hold_of_same_owner` for
+/// `hold_identity`; `undeclared_lease_mode_is_unsupported` for `fixed_lease` and
 /// `auto_renew`); reports name what a strategy lacks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
@@ -27,6 +28,11 @@ pub struct Capabilities {
     pub wait_notify: bool,
     /// [`crate::Lease::lost`] resolves as soon as the strategy learns of a loss (not only at the deadline).
     pub lost_signal: bool,
+    /// A release names the hold it ends, not only its owner: releasing a stale lease never frees a newer
+    /// hold of the same owner on the same client (`stale_release_keeps_newer_hold_of_same_owner`).
+    /// Redisson identifies a hold by client and thread id alone, so its rows declare "no", and the same
+    /// case then checks that the newer hold is indeed freed.
+    pub hold_identity: bool,
     /// The smallest TTL the strategy can honour.
     pub min_ttl: Duration,
     /// TTLs are rounded up to a multiple of this.

@@ -257,6 +257,7 @@ impl Locker for MemoryLocker {
             fixed_lease: true,
             wait_notify: true,
             lost_signal: true,
+            hold_identity: true,
             min_ttl: Duration::from_millis(1),
             ttl_granularity: Duration::from_nanos(1),
         }

@@ -13,7 +13,7 @@ use lockers::{AcquireOptions, Events, FencingToken, Locker};
 
 fn config() -> WatchdogConfig {
     WatchdogConfig {
-        watchdog_timeout: Duration::from_secs(2),
+        renewal: lockers::Renewal::new(Duration::from_secs(2)),
         key_prefix: "lbtest:".into(),
         ..WatchdogConfig::default()
     }

@@ -25,7 +25,7 @@ use support::{PREFIX, Setup, Strategy, TIMEOUT, expect_busy, lock_key, unique};
 
 fn config(generation: Generation) -> RedissonConfig {
     RedissonConfig {
-        watchdog_timeout: TIMEOUT,
+        renewal: lockers::Renewal::new(TIMEOUT),
         key_prefix: PREFIX.into(),
         ..RedissonConfig::new(generation)
     }
@@ -87,7 +87,7 @@ fn quick_connection() -> ConnectionSettings {
 /// Connects a holder of the strategy called `row` to `url`.
 async fn holder(row: &str, url: &str, events: Events) -> Arc<dyn Locker> {
     let redisson = |generation| RedissonConfig {
-        watchdog_timeout: LONG,
+        renewal: lockers::Renewal::new(LONG),
         key_prefix: PREFIX.into(),
         connection: quick_connection(),
         retry_interval: Duration::from_millis(50),
@@ -106,7 +106,7 @@ async fn holder(row: &str, url: &str, events: Events) -> Arc<dyn Locker> {
         ),
         _ => {
             let config = WatchdogConfig {
-                watchdog_timeout: LONG,
+                renewal: lockers::Renewal::new(LONG),
                 key_prefix: PREFIX.into(),
                 connection: quick_connection(),
                 ..WatchdogConfig::default()

@@ -34,7 +34,7 @@ fn unique(name: &str) -> String {
 
 fn config() -> RedlockConfig {
     RedlockConfig {
-        watchdog_timeout: TIMEOUT,
+        renewal: lockers::Renewal::new(TIMEOUT),
         // Generous for a loaded 2-core machine running 5 servers (20 ms missed under load 13); 8 % of
         // the TTL, the default's upper clamp.
         node_timeout: Some(Duration::from_millis(50)),

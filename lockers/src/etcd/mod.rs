@@ -127,6 +127,7 @@ impl EtcdLease {
         fixed_lease: true,
         wait_notify: true,
         lost_signal: true,
+        hold_identity: true,
         min_ttl: Duration::from_secs(1),
         ttl_granularity: Duration::from_secs(1),
     };

@@ -28,6 +28,7 @@ pub(super) const fn capabilities(reentrant: bool, wait_notify: bool) -> Capabili
         fixed_lease: true,
         wait_notify,
         lost_signal: true,
+        hold_identity: true,
         min_ttl: Duration::from_millis(1),
         ttl_granularity: Duration::from_millis(1),
     }

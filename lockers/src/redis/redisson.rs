@@ -84,6 +84,7 @@ impl Redisson {
     pub const CAPABILITIES: Capabilities = Capabilities {
         fencing: false,
         lost_signal: false,
+        hold_identity: false,
         ..acquire::capabilities(true, true)
     };
 
@@ -219,7 +220,7 @@ impl Locker for Redisson {
             return Err(acquire::closed());
         }
         let config = &self.core.config;
-        let request = Request::new(&config.key_prefix, key, opts, config.watchdog_timeout)?;
+        let request = Request::new(&config.key_prefix, key, opts, config.renewal.ttl)?;
         let owner = owner_field(&config.client_id, &request.owner);
         let mut subscription: Option<Subscription> = None;
         loop {

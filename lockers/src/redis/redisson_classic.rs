@@ -64,7 +64,7 @@ async fn renew_until_stopped(
     first_due: Instant,
 ) {
     let plan = RenewalPlan {
-        ttl: core.config.watchdog_timeout,
+        ttl: core.config.renewal.ttl,
         period: core.config.renewal_period(),
     };
     let events = &core.events;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::connection::ConnectionSettings;
 use super::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
 use crate::error::LockError;
+use crate::settings::Renewal;
 
 /// Which generation of Redisson's lock watchdog a client reproduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -40,8 +41,9 @@ pub enum Topology {
 pub struct RedissonConfig {
     /// Classic (per-lock timers) or scheduler (3.44+) renewal.
     pub generation: Generation,
-    /// TTL of a watchdog lease (`lockWatchdogTimeout`, default 30 s); renewed every third of it.
-    pub watchdog_timeout: Duration,
+    /// The TTL of a watchdog lease (`renewal.ttl`: `lockWatchdogTimeout`, default 30 s). Redisson
+    /// hard-codes the renewal at a third of it, so `renewal.ratio` must stay 1/3.
+    pub renewal: Renewal,
     /// Locks per renew call of the 3.44+ scheduler (`lockWatchdogBatchSize`, default 100).
     pub batch_size: usize,
     /// Single server (never `WAIT`) or a topology with replicas.
@@ -70,7 +72,7 @@ impl Default for RedissonConfig {
     fn default() -> Self {
         RedissonConfig {
             generation: Generation::default(),
-            watchdog_timeout: Duration::from_secs(30),
+            renewal: Renewal::default(),
             batch_size: 100,
             topology: Topology::default(),
             check_lock_synced_slaves: true,
@@ -98,10 +100,18 @@ impl RedissonConfig {
 
     /// Checks the settings; a `Config` error names the bad one.
     pub fn validate(&self) -> Result<(), LockError> {
-        if self.watchdog_timeout < Duration::from_millis(3) {
+        self.renewal.validate()?;
+        if self.renewal.ttl < Duration::from_millis(3) {
             return Err(LockError::Config(
-                "watchdog_timeout must be at least 3 ms".into(),
+                "renewal.ttl must be at least 3 ms".into(),
             ));
+        }
+        if (self.renewal.ratio - 1.0 / 3.0).abs() > 1e-9 {
+            return Err(LockError::Config(format!(
+                "renewal.ratio is {}, but Redisson renews at a third of the timeout (hard-coded \
+                 `internalLockLeaseTime / 3`): leave it at 1/3",
+                self.renewal.ratio
+            )));
         }
         if self.batch_size == 0 {
             return Err(LockError::Config("batch_size must be > 0".into()));
@@ -116,7 +126,7 @@ impl RedissonConfig {
     /// The renewal period: a third of the watchdog timeout, as Redisson computes it
     /// (`internalLockLeaseTime / 3`).
     pub(crate) fn renewal_period(&self) -> Duration {
-        self.watchdog_timeout / 3
+        self.renewal.ttl / 3
     }
 }
 
@@ -130,7 +140,7 @@ mod tests {
     fn defaults_are_redissons() {
         let config = RedissonConfig::default();
         config.validate().unwrap();
-        assert_eq!(config.watchdog_timeout, Duration::from_secs(30));
+        assert_eq!(config.renewal.ttl, Duration::from_secs(30));
         assert_eq!(config.renewal_period(), Duration::from_secs(10));
         assert_eq!(config.batch_size, 100);
         assert_eq!(config.slaves_sync_timeout, Duration::from_secs(1));
@@ -144,7 +154,8 @@ mod tests {
     fn each_bad_value_names_its_field() {
         assert_each_names_its_field::<RedissonConfig>(
             &[
-                ("watchdog_timeout", |c| c.watchdog_timeout = Duration::ZERO),
+                ("renewal.ttl", |c| c.renewal.ttl = Duration::ZERO),
+                ("renewal.ratio", |c| c.renewal.ratio = 0.5),
                 ("batch_size", |c| c.batch_size = 0),
                 ("slaves_sync_timeout", |c| {
                     c.slaves_sync_timeout = Duration::ZERO

@@ -197,7 +197,7 @@ impl Core {
 
     /// Renews one lock: `Ok(true)` renewed, `Ok(false)` no longer held.
     pub(crate) async fn renew_one(&self, target: &RenewTarget) -> Result<bool, LockError> {
-        let ttl_ms = ttl_millis(self.config.watchdog_timeout);
+        let ttl_ms = ttl_millis(self.config.renewal.ttl);
         let answer: i64 = self
             .with_retries(|| {
                 let mut call = REDISSON_RENEW.prepare();
@@ -216,7 +216,7 @@ impl Core {
         &self,
         targets: &[RenewTarget],
     ) -> Result<Vec<bool>, LockError> {
-        let ttl_ms = ttl_millis(self.config.watchdog_timeout);
+        let ttl_ms = ttl_millis(self.config.renewal.ttl);
         let answers: Vec<i64> = self
             .with_retries(|| {
                 let mut call = REDISSON_RENEW_BATCH.prepare();

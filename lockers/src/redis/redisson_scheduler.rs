@@ -234,7 +234,7 @@ impl Scheduler {
     /// A scheduler for `core`'s locks (no chain runs until a lock is added).
     pub(crate) fn new(core: Arc<Core>) -> Self {
         let plan = RenewalPlan {
-            ttl: core.config.watchdog_timeout,
+            ttl: core.config.renewal.ttl,
             period: core.config.renewal_period(),
         };
         let batch = core.config.batch_size;

@@ -18,7 +18,7 @@
 //!   client could have held a majority meanwhile). A lease whose local deadline had passed is `NotHeld`
 //!   even if its keys were still there (it was no longer valid), after deleting them. When so many
 //!   nodes failed to answer that neither outcome is certain, the answer is a `Backend` error.
-//! - **Watchdog mode** ([`LeaseMode::Watchdog`]): every `ttl × renew_ratio` (1/3, like every renewing
+//! - **Watchdog mode** ([`LeaseMode::Watchdog`]): every `ttl × renewal.ratio` (1/3, like every renewing
 //!   strategy here) the lease is extended with the check-and-pexpire script on every node. An extension
 //!   reaching a majority moves the local deadline to `extend start + ttl − drift` (the validity computed
 //!   from the extension's start, never more); `Renewed.remaining_ttl_before` is the **majority-th
@@ -29,7 +29,7 @@
 //!   and retried every third of a period until the local deadline, then lost
 //!   ([`LossReason::Expired`](crate::LossReason::Expired)). node-redlock's `using` extends when the
 //!   lock is within `automaticExtensionThreshold` (500 ms) of expiry; lockbench uses the shared
-//!   `renew_ratio` schedule so all renewing rows are compared alike. Redisson's `RedissonRedLock` is
+//!   `renewal.ratio` schedule so all renewing rows are compared alike. Redisson's `RedissonRedLock` is
 //!   deprecated (its javadoc points to `RLock`), so there is no Redisson row for Redlock.
 //!   [`LeaseMode::Fixed`]: that TTL, never extended.
 //! - **No fencing token**: [`Capabilities::fencing`] is false and every lease carries
@@ -193,6 +193,7 @@ impl Redlock {
         fixed_lease: true,
         wait_notify: false,
         lost_signal: true,
+        hold_identity: true,
         min_ttl: Duration::from_millis(10),
         ttl_granularity: Duration::from_millis(1),
     };
@@ -262,7 +263,7 @@ impl Redlock {
         let renewal = |state: Arc<LeaseState>| -> Box<dyn StopRenewal> {
             let plan = RenewalPlan {
                 ttl: valid_for,
-                period: ttl.mul_f64(core.config.renew_ratio),
+                period: ttl.mul_f64(core.config.renewal.ratio),
             };
             let (nodes, lock, events) = (core.nodes.clone(), lock.clone(), core.events.clone());
             let (ttl_ms, timeout) = (request.ttl_ms, core.config.node_timeout_for(ttl));
@@ -324,7 +325,7 @@ impl Locker for Redlock {
         }
         let core = &self.core;
         let config = &core.config;
-        let request = Request::new(&config.key_prefix, key, opts, config.watchdog_timeout)?;
+        let request = Request::new(&config.key_prefix, key, opts, config.renewal.ttl)?;
         let lock = StringLock::new(
             request.keys.clone(),
             &config.client_id,
@@ -391,7 +392,7 @@ struct RedlockHold {
 #[async_trait]
 impl LeaseHandle for RedlockHold {
     async fn release(self: Box<Self>) -> Result<(), LockError> {
-        let still_valid = Instant::now() < self.state.deadline() && self.state.loss().is_none();
+        let still_valid = Instant::now() < self.state.deadline() && !self.state.has_ended();
         // Extensions stop here, before the nodes are asked, whatever they will answer.
         self.core.holds.leave(&self.ticket);
         let votes = self.core.nodes.unlock(&self.lock, self.node_timeout).await;

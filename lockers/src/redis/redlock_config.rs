@@ -6,16 +6,15 @@ use std::time::Duration;
 use super::connection::ConnectionSettings;
 use super::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
 use crate::error::LockError;
-use crate::memory::validate_watchdog;
+use crate::settings::Renewal;
 
 /// Settings of a [`super::Redlock`] client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RedlockConfig {
-    /// TTL set on every node by a watchdog lease and by each extension (default 30 s).
-    pub watchdog_timeout: Duration,
-    /// Extension period as a fraction of the TTL, in (0, 1) (default 1/3, as every renewing strategy
-    /// here; node-redlock's `using` extends 500 ms before expiry instead — see the module docs).
-    pub renew_ratio: f64,
+    /// The TTL set on every node by a watchdog lease and by each extension (default 30 s), and the
+    /// extension period as a fraction of it (default 1/3, as every renewing strategy here;
+    /// node-redlock's `using` extends 500 ms before expiry instead — see the module docs).
+    pub renewal: Renewal,
     /// Bound on one node's answer to one `SET NX PX`, extension or release. `None` (default) derives it
     /// from the TTL: 0.5 % of it, within [5 ms, 50 ms] (the published algorithm: "small compared to the
     /// auto-release time", e.g. 5–50 ms for a 10 s TTL), so a dead node costs little of the validity.
@@ -40,8 +39,7 @@ pub struct RedlockConfig {
 impl Default for RedlockConfig {
     fn default() -> Self {
         RedlockConfig {
-            watchdog_timeout: Duration::from_secs(30),
-            renew_ratio: 1.0 / 3.0,
+            renewal: Renewal::default(),
             node_timeout: None,
             drift_factor: 0.01,
             drift_constant: Duration::from_millis(2),
@@ -57,7 +55,7 @@ impl Default for RedlockConfig {
 impl RedlockConfig {
     /// Checks the settings; a `Config` error names the bad one.
     pub fn validate(&self) -> Result<(), LockError> {
-        validate_watchdog(self.watchdog_timeout, self.renew_ratio)?;
+        self.renewal.validate()?;
         if self.node_timeout.is_some_and(|t| t.is_zero()) {
             return Err(LockError::Config("node_timeout must be > 0".into()));
         }
@@ -140,8 +138,8 @@ mod tests {
     fn each_bad_value_names_its_field() {
         assert_each_names_its_field::<RedlockConfig>(
             &[
-                ("watchdog_timeout", |c| c.watchdog_timeout = Duration::ZERO),
-                ("renew_ratio", |c| c.renew_ratio = 1.0),
+                ("renewal.ttl", |c| c.renewal.ttl = Duration::ZERO),
+                ("renewal.ratio", |c| c.renewal.ratio = 1.0),
                 ("node_timeout", |c| c.node_timeout = Some(Duration::ZERO)),
                 ("drift_factor", |c| c.drift_factor = f64::NAN),
                 ("retry_delay", |c| c.retry_delay = Duration::ZERO),

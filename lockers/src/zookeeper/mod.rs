@@ -85,6 +85,7 @@ impl ZooKeeperLock {
         fixed_lease: false,
         wait_notify: true,
         lost_signal: true,
+        hold_identity: true,
         // The launcher's servers allow sessions down to 200 ms (2 × tickTime); the server decides.
         min_ttl: Duration::from_millis(200),
         ttl_granularity: Duration::from_millis(1),
