@@ -14,6 +14,7 @@
 //! | `redis-keyspace-naive` / `-shadow` | [`redis::keyspace`] | renewal driven by keyspace `expired` events | `INCR` on a companion key |
 //! | `etcd-lease` | [`etcd`] | lease + keep-alive stream, revision-ordered queue | the key's create revision |
 //! | `zookeeper` | [`zookeeper`] | ephemeral-sequential node, the session is the lease | the node's czxid |
+//! | `py-redis-lock`, `node-redlock`, `jvm-curator`, ... | [`peer`] | a peer library in an adapter process (`adapters/PROTOCOL.md`) | the library's, if it has one |
 //!
 //! The behaviour every strategy must show is the `conformance` suite (feature `conformance`).
 #![warn(missing_docs)]
@@ -27,6 +28,8 @@ mod renewal;
 
 #[cfg(feature = "etcd")]
 pub mod etcd;
+#[cfg(feature = "peers")]
+pub mod peer;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "zookeeper")]
