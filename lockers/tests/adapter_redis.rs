@@ -1,0 +1,60 @@
+//! The Python Redis peers (redis-py `Lock`, python-redis-lock) through their adapters on a real
+//! redis-server: the conformance suite, one adapter process per client.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use lockbench_servers::RedisServer;
+
+#[path = "support/peers.rs"]
+mod peers;
+
+use peers::{Peer, spec};
+
+fn on_redis(
+    id: &str,
+    lock_key: fn(&str) -> String,
+    watchdog: Duration,
+    fixed_for_watchdog: Option<Duration>,
+) -> Peer<RedisServer> {
+    let server = RedisServer::start().unwrap();
+    let url = server.url();
+    let addr = server.addr();
+    Peer {
+        spec: spec(id),
+        servers: vec![url],
+        settings: Vec::new(),
+        watchdog,
+        short_lease: watchdog,
+        slack: Duration::from_millis(250),
+        fixed_for_watchdog,
+        remove: Box::new(move |key| {
+            let key = lock_key(key);
+            lockbench_servers::probe::resp_command(addr, &["DEL", &key], Duration::from_secs(2))
+                .unwrap();
+        }),
+        _server: server,
+    }
+}
+
+mod redis_py {
+    use super::*;
+
+    lockers::conformance_tests!(on_redis(
+        "py-redis-py",
+        str::to_owned,
+        Duration::from_millis(300),
+        Some(Duration::from_secs(5))
+    ));
+}
+
+mod python_redis_lock {
+    use super::*;
+
+    lockers::conformance_tests!(on_redis(
+        "py-redis-lock",
+        |k| format!("lock:{k}"),
+        Duration::from_secs(1),
+        None
+    ));
+}
