@@ -6,11 +6,23 @@ leases are offered. No fencing token (the Lock does not keep the revision it wro
 Release is a compare-value-and-delete transaction: False means the lock was no longer ours.
 """
 
+import threading
 from urllib.parse import urlparse
 
 import etcd3
 
-from lockbench_adapter import Peer, Refused, serve, whole_seconds
+from lockbench_adapter import Peer, Refused, now, serve, whole_seconds
+
+
+class StampingClient(etcd3.Etcd3Client):
+    """The library's client, noting (per thread) when each lease grant was sent: the lease's TTL runs
+    from the grant of the attempt that won."""
+
+    stamp = threading.local()
+
+    def lease(self, ttl, lease_id=None):
+        self.stamp.t = now()
+        return super().lease(ttl, lease_id)
 
 
 class Etcd3(Peer):
@@ -23,7 +35,7 @@ class Etcd3(Peer):
 
     def setup(self, config):
         url = urlparse(config["servers"][0])
-        self.client = etcd3.client(host=url.hostname, port=url.port or 2379)
+        self.client = StampingClient(host=url.hostname, port=url.port or 2379)
         self.client.status()
 
     def acquire(self, key, wait, mode, ttl_ms, owner, lease):
@@ -32,6 +44,7 @@ class Etcd3(Peer):
         lock = self.client.lock(key, ttl=whole_seconds(ttl_ms))
         if not lock.acquire(timeout=0 if wait is None else wait):
             raise Refused("timeout", f"{key} is held")
+        lease.sent = self.client.stamp.t
         return lock, None
 
     def release(self, lock):

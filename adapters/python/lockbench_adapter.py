@@ -6,9 +6,11 @@ runs each `acquire` and `release` on its own thread (requests are concurrent), w
 reply or event, and exits on `close` or end of input. Only the standard library is used.
 """
 
+import concurrent.futures
 import itertools
 import json
 import math
+import os
 import sys
 import threading
 import time
@@ -41,6 +43,8 @@ class Lease:
     def __init__(self, out, lease_id):
         self._out = out
         self.id = lease_id
+        # When the request that won the lock (and started its TTL) was sent, if the adapter can tell.
+        self.sent = None
         self._ready = False
         self._early = []
         self._lock = threading.Lock()
@@ -111,11 +115,23 @@ def _error(rid, kind, message):
 
 
 def serve(peer):
-    """Runs the protocol on stdin/stdout until `close` or end of input."""
+    """Runs the protocol on stdin/stdout until `close` or end of input, then exits the process at once
+    (requests still waiting in the library are abandoned; their locks expire by their TTL)."""
+    try:
+        _loop(peer)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def _loop(peer):
     out = _Out()
     leases = {}
     leases_lock = threading.Lock()
     ids = itertools.count(1)
+    # Acquires and releases run concurrently (an acquire may wait); threads are reused between requests.
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=256)
 
     def guarded(rid, work):
         try:
@@ -139,7 +155,10 @@ def serve(peer):
                                          spec["mode"], spec["ttl_ms"], req.get("owner"), lease)
             with leases_lock:
                 leases[lease_id] = handle
-            return {"id": rid, "ok": True, "lease": lease_id, "token": token}
+            reply = {"id": rid, "ok": True, "lease": lease_id, "token": token}
+            if lease.sent is not None:
+                reply["sent"] = lease.sent
+            return reply
 
         out.write(guarded(rid, work))
         lease.granted()
@@ -172,9 +191,9 @@ def serve(peer):
                         "capabilities": peer.CAPABILITIES}
             out.write(guarded(rid, hello))
         elif op == "acquire":
-            threading.Thread(target=do_acquire, args=(req,), daemon=True).start()
+            pool.submit(do_acquire, req)
         elif op == "release":
-            threading.Thread(target=do_release, args=(req,), daemon=True).start()
+            pool.submit(do_release, req)
         elif op == "close":
             peer.close()
             out.write({"id": rid, "ok": True})

@@ -10,10 +10,22 @@ Observed: the renewal thread calls `Lock.extend`; a subclass times each call and
 nothing, so no `lost` is sent (the holder learns at its deadline, as a python-redis-lock user does).
 """
 
+import threading
+
 import redis
 import redis_lock
 
 from lockbench_adapter import Peer, Refused, now, serve, whole_seconds
+
+
+class StampingRedis(redis.Redis):
+    """The redis-py client, noting (per thread) when each SET was sent: the last one is the one that won."""
+
+    stamp = threading.local()
+
+    def set(self, *args, **kwargs):
+        self.stamp.t = now()
+        return super().set(*args, **kwargs)
 
 
 class ObservedLock(redis_lock.Lock):
@@ -42,7 +54,7 @@ class RedisLock(Peer):
                     "min_ttl_ms": 1000, "ttl_granularity_ms": 1000}
 
     def setup(self, config):
-        self.client = redis.Redis.from_url(config["servers"][0])
+        self.client = StampingRedis.from_url(config["servers"][0])
         self.client.ping()
 
     def acquire(self, key, wait, mode, ttl_ms, owner, lease):
@@ -56,6 +68,7 @@ class RedisLock(Peer):
             raise Refused("config", str(e))
         if not ok:
             raise Refused("timeout", f"{key} is held")
+        lease.sent = self.client.stamp.t
         return lock, None
 
     def release(self, lock):

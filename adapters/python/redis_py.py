@@ -9,8 +9,22 @@ the holder learns of expiry only from its own deadline, as a redis-py user does.
 
 import redis
 from redis.exceptions import LockError, LockNotOwnedError
+from redis.lock import Lock
 
-from lockbench_adapter import Peer, Refused, serve
+from lockbench_adapter import Peer, Refused, now, serve
+
+
+class StampedLock(Lock):
+    """The library's Lock, noting when the SET that won was sent (the TTL runs from there)."""
+
+    lease = None
+
+    def do_acquire(self, token):
+        sent = now()
+        won = super().do_acquire(token)
+        if won and self.lease is not None:
+            self.lease.sent = sent
+        return won
 
 
 class RedisPy(Peer):
@@ -29,7 +43,8 @@ class RedisPy(Peer):
         if mode != "fixed":
             raise Refused("unsupported", "redis-py Lock does not renew (watchdog lease)")
         lock = self.client.lock(key, timeout=ttl_ms / 1000, blocking=wait is not None,
-                                blocking_timeout=wait, thread_local=False)
+                                blocking_timeout=wait, thread_local=False, lock_class=StampedLock)
+        lock.lease = lease
         if not lock.acquire():
             raise Refused("timeout", f"{key} is held")
         return lock, None

@@ -55,6 +55,9 @@ pub struct PeerConfig {
     /// How long any request may go unanswered (beyond an acquire's wait) before the adapter is declared
     /// hung (default 5 s).
     pub request_timeout: Duration,
+    /// How long the adapter may take to start and answer `hello` (runtimes such as the JVM take
+    /// seconds; default 30 s).
+    pub start_timeout: Duration,
     /// Where the adapter's stderr log goes; default `<temp>/lockbench-peers/`.
     pub log_dir: Option<PathBuf>,
 }
@@ -69,6 +72,7 @@ impl PeerConfig {
             settings: Vec::new(),
             watchdog_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(5),
+            start_timeout: Duration::from_secs(30),
             log_dir: None,
         }
     }
@@ -149,7 +153,11 @@ impl PeerLocker {
             settings.insert(k.clone(), v.clone().into());
         }
         let hello = adapter
-            .request(|id| wire::hello(id, &settings), None, Duration::ZERO)
+            .request(
+                |id| wire::hello(id, &settings),
+                None,
+                config.start_timeout.saturating_sub(config.request_timeout),
+            )
             .await?
             .map_err(|e| wire_error(&adapter, "", Duration::ZERO, e))?
             .0;
@@ -198,6 +206,11 @@ impl PeerLocker {
         &self.info
     }
 
+    /// The adapter's process id (for fault injection: pause or kill the client).
+    pub fn pid(&self) -> Option<u32> {
+        self.adapter.pid
+    }
+
     /// The adapter's stderr log.
     pub fn log_path(&self) -> &std::path::Path {
         &self.adapter.log_path
@@ -234,10 +247,10 @@ impl Locker for PeerLocker {
         let owner = opts.owner.clone().unwrap_or_else(OwnerId::unique);
         let key: Arc<str> = key.into();
         let sent_at = Instant::now();
-        let deadline = sent_at + if open { OPEN_DEADLINE } else { ttl };
         let wait = AcquireWait {
             key: key.clone(),
-            deadline,
+            sent_at,
+            ttl: if open { OPEN_DEADLINE } else { ttl },
         };
         let reply = self
             .adapter
@@ -259,7 +272,7 @@ impl Locker for PeerLocker {
         let (fields, state) =
             reply.map_err(|e| wire_error(&self.adapter, &key, sent_at.elapsed(), e))?;
         let lease_id = fields.get("lease").and_then(Value::as_str);
-        let (Some(state), Some(lease_id)) = (state, lease_id) else {
+        let (Some((state, sent_at)), Some(lease_id)) = (state, lease_id) else {
             return Err(self
                 .adapter
                 .backend_error("granted an acquire without a lease id"));

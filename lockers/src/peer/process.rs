@@ -37,12 +37,17 @@ pub struct PeerCommand {
 /// event about it is read.
 pub(crate) struct AcquireWait {
     pub(crate) key: Arc<str>,
-    /// The deadline the lease starts with.
-    pub(crate) deadline: Instant,
+    /// When the parent sent the acquire.
+    pub(crate) sent_at: Instant,
+    /// The TTL the lease starts with (measured from the send of the winning attempt).
+    pub(crate) ttl: Duration,
 }
 
+/// A granted lease as the reader registered it: its state and when its winning attempt was sent.
+pub(crate) type Granted = (Arc<LeaseState>, Instant);
+
 /// A reply, with the lease state the reader registered for a granted acquire.
-pub(crate) type Reply = Result<(Map<String, Value>, Option<Arc<LeaseState>>), WireError>;
+pub(crate) type Reply = Result<(Map<String, Value>, Option<Granted>), WireError>;
 
 enum Pending {
     Request {
@@ -67,6 +72,7 @@ pub(crate) struct Adapter {
     offset_ns: AtomicI64,
     pub(crate) log_path: PathBuf,
     pub(crate) request_timeout: Duration,
+    pub(crate) pid: Option<u32>,
     events: Events,
 }
 
@@ -135,6 +141,7 @@ impl Adapter {
             offset_ns: AtomicI64::new(0),
             log_path,
             request_timeout,
+            pid: child.id(),
             events,
         });
         tokio::spawn(write_lines(stdin, rx));
@@ -311,13 +318,18 @@ impl Adapter {
             Pending::Request { tx, acquire } => {
                 let reply = body.map(|fields| {
                     let state = acquire.zip(lease_id(&fields)).map(|(a, lease)| {
-                        let state = LeaseState::new(a.key, a.deadline, self.events.clone());
+                        // The adapter may say when the attempt that won was sent; never before ours.
+                        let start = fields
+                            .get("sent")
+                            .and_then(Value::as_i64)
+                            .map_or(a.sent_at, |t| self.to_instant(t).max(a.sent_at));
+                        let state = LeaseState::new(a.key, start + a.ttl, self.events.clone());
                         lock(&self.leases).insert(lease, state.clone());
-                        state
+                        (state, start)
                     });
                     (fields, state)
                 });
-                if let Err(Ok((fields, Some(state)))) = tx.send(reply) {
+                if let Err(Ok((fields, Some((state, _))))) = tx.send(reply) {
                     // The acquirer went away between the grant and now: give the lock back.
                     if let Some(lease) = lease_id(&fields) {
                         self.forget_lease(&lease);
