@@ -24,7 +24,10 @@ fn assert_backend(result: Result<lockers::Lease, LockError>, what: &str) -> Stri
     match result {
         Err(e @ LockError::Backend { .. }) => {
             let text = e.to_string();
-            assert!(text.contains("py-memory") && text.contains("adapter log"), "{text}");
+            assert!(
+                text.contains("py-memory") && text.contains("adapter log"),
+                "{text}"
+            );
             text
         }
         other => panic!("{what}: expected a Backend error, got {other:?}"),
@@ -57,7 +60,10 @@ async fn hung_adapter_is_a_clear_error_within_the_timeout() {
     let once = AcquireOptions::try_once().fixed(Duration::from_secs(5));
     let text = assert_backend(peer.acquire("k", &once).await, "hung acquire");
     let took = started.elapsed();
-    assert!(took >= timeout && took < timeout * 3, "gave up after {took:?}");
+    assert!(
+        took >= timeout && took < timeout * 3,
+        "gave up after {took:?}"
+    );
     assert!(text.contains("did not answer"), "{text}");
 }
 
@@ -98,7 +104,8 @@ async fn cycles(locker: &dyn Locker, n: usize) -> Vec<Duration> {
 async fn protocol_overhead_per_cycle() {
     const N: usize = 2000;
     let peer = memory_peer(Vec::new(), Duration::from_secs(5)).await;
-    let native = MemoryLocker::new(MemoryServer::new(), MemoryConfig::default(), Events::none()).unwrap();
+    let native =
+        MemoryLocker::new(MemoryServer::new(), MemoryConfig::default(), Events::none()).unwrap();
     cycles(&peer, 200).await;
     let through = median(cycles(&peer, N).await);
     let direct = median(cycles(&native, N).await);

@@ -1,5 +1,5 @@
-//! The Python Redis peers (redis-py `Lock`, python-redis-lock) through their adapters on a real
-//! redis-server: the conformance suite, one adapter process per client.
+//! The Redis peers (redis-py `Lock`, python-redis-lock, node redlock) through their adapters on real
+//! redis-servers: the conformance suite, one adapter process per client.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
@@ -57,4 +57,38 @@ mod python_redis_lock {
         Duration::from_secs(1),
         None
     ));
+}
+
+/// node-redlock over three independent redis-servers (a majority is two).
+fn redlock() -> Peer<Vec<RedisServer>> {
+    let servers: Vec<_> = (0..3).map(|_| RedisServer::start().unwrap()).collect();
+    Peer {
+        spec: spec("node-redlock"),
+        servers: servers.iter().map(RedisServer::url).collect(),
+        settings: Vec::new(),
+        watchdog: Duration::from_secs(1),
+        short_lease: Duration::from_millis(700),
+        slack: Duration::from_millis(300),
+        fixed_for_watchdog: None,
+        remove: {
+            let addrs: Vec<_> = servers.iter().map(RedisServer::addr).collect();
+            Box::new(move |key| {
+                for addr in &addrs {
+                    lockbench_servers::probe::resp_command(
+                        *addr,
+                        &["DEL", key],
+                        Duration::from_secs(2),
+                    )
+                    .unwrap();
+                }
+            })
+        },
+        _server: servers,
+    }
+}
+
+mod node_redlock {
+    use super::*;
+
+    lockers::conformance_tests!(redlock());
 }

@@ -1,5 +1,5 @@
-//! The Python ZooKeeper and etcd peers (kazoo `Lock`, python-etcd3 `Lock`) through their adapters on a
-//! real server: the conformance suite, one adapter process per client.
+//! The ZooKeeper and etcd peers (kazoo `Lock`, Curator `InterProcessMutex`, python-etcd3 `Lock`) through
+//! their adapters on a real server: the conformance suite, one adapter process per client.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
@@ -54,4 +54,17 @@ mod py_etcd3 {
     use super::*;
 
     lockers::conformance_tests!(etcd3());
+}
+
+fn curator() -> Peer<ZkServer> {
+    Peer {
+        spec: spec("jvm-curator"),
+        ..kazoo()
+    }
+}
+
+mod jvm_curator {
+    use super::*;
+
+    lockers::conformance_tests!(curator());
 }

@@ -251,6 +251,7 @@ impl Locker for PeerLocker {
             key: key.clone(),
             sent_at,
             ttl: if open { OPEN_DEADLINE } else { ttl },
+            retries: opts.wait.is_some(),
         };
         let reply = self
             .adapter
@@ -307,12 +308,7 @@ impl Locker for PeerLocker {
         while Instant::now() < until && !self.adapter.is_dead() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        drop(
-            self.child
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take(),
-        );
+        drop(self.child.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 }
 

@@ -41,6 +41,8 @@ pub(crate) struct AcquireWait {
     pub(crate) sent_at: Instant,
     /// The TTL the lease starts with (measured from the send of the winning attempt).
     pub(crate) ttl: Duration,
+    /// Whether the acquire may retry (a wait): then the adapter's `sent` of the winning attempt counts.
+    pub(crate) retries: bool,
 }
 
 /// A granted lease as the reader registered it: its state and when its winning attempt was sent.
@@ -245,7 +247,10 @@ impl Adapter {
         impl Drop for Forget<'_> {
             fn drop(&mut self) {
                 let mut pending = lock(&self.0.pending);
-                if let Some(Pending::Request { acquire: Some(a), .. }) = pending.remove(&self.1) {
+                if let Some(Pending::Request {
+                    acquire: Some(a), ..
+                }) = pending.remove(&self.1)
+                {
                     // An acquire whose reply may still come: mark it so a late grant is released.
                     pending.insert(self.1, Pending::Abandoned { key: a.key });
                 }
@@ -262,9 +267,9 @@ impl Adapter {
                 let why = lock(&self.dead).clone().unwrap_or_else(|| "ended".into());
                 Err(self.backend_error(why))
             }
-            Err(_) => Err(self.backend_error(format_args!(
-                "did not answer within {limit:?} (hung?)"
-            ))),
+            Err(_) => {
+                Err(self.backend_error(format_args!("did not answer within {limit:?} (hung?)")))
+            }
         }
     }
 
@@ -322,6 +327,7 @@ impl Adapter {
                         let start = fields
                             .get("sent")
                             .and_then(Value::as_i64)
+                            .filter(|_| a.retries)
                             .map_or(a.sent_at, |t| self.to_instant(t).max(a.sent_at));
                         let state = LeaseState::new(a.key, start + a.ttl, self.events.clone());
                         lock(&self.leases).insert(lease, state.clone());
@@ -401,7 +407,10 @@ impl Adapter {
 }
 
 fn lease_id(fields: &Map<String, Value>) -> Option<String> {
-    fields.get("lease").and_then(Value::as_str).map(str::to_owned)
+    fields
+        .get("lease")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
 }
 
 fn loss_reason(reason: &str, detail: String) -> LossReason {

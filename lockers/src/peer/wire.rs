@@ -176,17 +176,30 @@ mod tests {
     fn parses_replies_and_events() {
         let ok = parse(r#"{"id":3,"ok":true,"lease":"L1","token":null}"#).unwrap();
         assert!(matches!(ok, Incoming::Reply { id: 3, body: Ok(_) }));
-        let err = parse(r#"{"id":4,"ok":false,"error":{"kind":"not_held","message":"x"}}"#).unwrap();
+        let err =
+            parse(r#"{"id":4,"ok":false,"error":{"kind":"not_held","message":"x"}}"#).unwrap();
         match err {
             Incoming::Reply { body: Err(e), .. } => assert_eq!(e.kind, "not_held"),
             other => panic!("{other:?}"),
         }
-        let ev = r#"{"ev":"renewed","lease":"L1","sent":10,"done":20,"ttl_ms":600,"remaining_ms":null}"#;
+        let ev =
+            r#"{"ev":"renewed","lease":"L1","sent":10,"done":20,"ttl_ms":600,"remaining_ms":null}"#;
         assert!(matches!(
             parse(ev).unwrap(),
-            Incoming::Event(PeerEvent::Renewed { sent: 10, done: 20, remaining: None, .. })
+            Incoming::Event(PeerEvent::Renewed {
+                sent: 10,
+                done: 20,
+                remaining: None,
+                ..
+            })
         ));
-        for bad in ["", "[]", "{}", r#"{"id":1}"#, r#"{"ev":"renewed","lease":"L"}"#] {
+        for bad in [
+            "",
+            "[]",
+            "{}",
+            r#"{"id":1}"#,
+            r#"{"ev":"renewed","lease":"L"}"#,
+        ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
     }
