@@ -53,7 +53,7 @@ public final class CuratorAdapter {
     write(JSON.createObjectNode().put("ev", ev).put("lease", lease).put("t", now()).put(field, value));
   }
 
-  private static void hello(long id, JsonNode config) {
+  private static void hello(long id, JsonNode config) throws InterruptedException {
     StringBuilder servers = new StringBuilder();
     for (JsonNode s : config.path("servers")) {
       servers.append(servers.length() == 0 ? "" : ",").append(s.asText());
@@ -72,6 +72,10 @@ public final class CuratorAdapter {
       }
     });
     client.start();
+    if (!client.blockUntilConnected(15, TimeUnit.SECONDS)) {
+      error(id, "backend", "no ZooKeeper connection to " + servers + " within 15 s");
+      return;
+    }
     ObjectNode reply = ok(id).put("protocol", 1).put("adapter", "jvm-curator")
         .put("library", "Apache Curator InterProcessMutex")
         .put("version", CuratorFramework.class.getPackage().getImplementationVersion());
