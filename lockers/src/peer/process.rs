@@ -343,8 +343,10 @@ impl Adapter {
                     }
                 }
             }
-            Pending::Abandoned { key } => match body {
-                Ok(fields) => match lease_id(&fields) {
+            Pending::Abandoned { key } => {
+                // An error here (not held, gone) has nobody left to tell.
+                let Ok(fields) = body else { return };
+                match lease_id(&fields) {
                     // A grant for an acquire that was dropped: release it.
                     Some(lease) if fields.contains_key("token") => {
                         self.release_in_background(&lease, key)
@@ -353,9 +355,8 @@ impl Adapter {
                         key,
                         at: Instant::now(),
                     }),
-                },
-                Err(_) => {}
-            },
+                }
+            }
         }
     }
 
