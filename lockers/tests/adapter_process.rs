@@ -14,7 +14,11 @@ use lockers::{AcquireOptions, Events, LockError, Locker};
 mod peers;
 
 async fn memory_peer(settings: Vec<(String, String)>, timeout: Duration) -> PeerLocker {
-    let mut config = peers::config(peers::spec("py-memory"), Vec::new());
+    let mut config = peers::config(
+        peers::spec("py-memory"),
+        Vec::new(),
+        Duration::from_secs(30),
+    );
     config.settings = settings;
     config.request_timeout = timeout;
     PeerLocker::start(config, Events::none()).await.unwrap()
@@ -74,7 +78,11 @@ async fn missing_runtime_names_the_install_command() {
         let err = spec.command(&empty).unwrap_err();
         assert!(err.to_string().contains(INSTALL), "{err}");
     }
-    let mut config = peers::config(peers::spec("py-memory"), Vec::new());
+    let mut config = peers::config(
+        peers::spec("py-memory"),
+        Vec::new(),
+        Duration::from_secs(30),
+    );
     config.command.program = "/nonexistent/python3".into();
     let err = PeerLocker::start(config, Events::none()).await.unwrap_err();
     assert!(err.to_string().contains(INSTALL), "{err}");

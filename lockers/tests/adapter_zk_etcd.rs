@@ -19,7 +19,7 @@ fn kazoo() -> Peer<ZkServer> {
     Peer {
         spec: spec("py-kazoo"),
         servers: vec![server.connect_string()],
-        settings: vec![("session_timeout_ms".into(), SESSION.as_millis().to_string())],
+        settings: Vec::new(),
         watchdog: SESSION,
         short_lease: SESSION,
         slack: Duration::from_millis(400),

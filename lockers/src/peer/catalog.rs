@@ -3,9 +3,10 @@
 //! naming the install command, never a silent skip.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::error::LockError;
-use crate::peer::PeerCommand;
+use crate::peer::{PeerCommand, PeerConfig};
 
 /// The command that installs every peer's runtime.
 pub const INSTALL: &str = "bash docker/install-deps.sh --with-peers";
@@ -131,6 +132,23 @@ pub fn adapters_dir() -> PathBuf {
 }
 
 impl PeerSpec {
+    /// A client config for this adapter from [`adapters_dir`], talking to `servers`, with
+    /// `watchdog_timeout` as its watchdog TTL (and, for ZooKeeper peers, as the session timeout asked for,
+    /// since the session is their lease).
+    pub fn config(
+        &self,
+        servers: Vec<String>,
+        watchdog_timeout: Duration,
+    ) -> Result<PeerConfig, LockError> {
+        let mut config = PeerConfig::new(self.id, self.command(&adapters_dir())?, servers);
+        config.watchdog_timeout = watchdog_timeout;
+        if self.backend == PeerBackend::ZooKeeper {
+            let ms = watchdog_timeout.as_millis().to_string();
+            config.settings.push(("session_timeout_ms".into(), ms));
+        }
+        Ok(config)
+    }
+
     /// How to start this adapter from `dir` (the `adapters/` folder). A missing runtime or adapter file
     /// is a `Config` error naming the install command.
     pub fn command(&self, dir: &Path) -> Result<PeerCommand, LockError> {

@@ -33,19 +33,16 @@ pub(crate) fn spec(id: &str) -> &'static PeerSpec {
 }
 
 /// The config of a client of `spec`; panics with the install command if its runtime is missing.
-pub(crate) fn config(spec: &PeerSpec, servers: Vec<String>) -> PeerConfig {
-    let command = spec
-        .command(&catalog::adapters_dir())
-        .unwrap_or_else(|e| panic!("{e}"));
-    PeerConfig::new(spec.id, command, servers)
+pub(crate) fn config(spec: &PeerSpec, servers: Vec<String>, watchdog: Duration) -> PeerConfig {
+    spec.config(servers, watchdog)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 impl<S: Send + Sync> Peer<S> {
     /// A new adapter process.
     pub(crate) async fn start(&self, events: Events) -> PeerLocker {
-        let mut config = config(self.spec, self.servers.clone());
-        config.settings = self.settings.clone();
-        config.watchdog_timeout = self.watchdog;
+        let mut config = config(self.spec, self.servers.clone(), self.watchdog);
+        config.settings.extend(self.settings.iter().cloned());
         PeerLocker::start(config, events)
             .await
             .unwrap_or_else(|e| panic!("{}: {e}", self.spec.id))
