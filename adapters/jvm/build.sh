@@ -3,6 +3,10 @@
 # build/run.args, the java argument file lockbench starts them with. Idempotent.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+if [ -e "$here/build/CuratorAdapter.class" ] && [ "$here/build/run.args" -nt "$here/CuratorAdapter.java" ]; then
+  echo "jvm adapters: up to date ($here/build)"
+  exit 0
+fi
 jars=(curator-recipes curator-framework curator-client zookeeper zookeeper-jute guava slf4j-api slf4j-nop
       jackson-databind jackson-core jackson-annotations)
 cp=""
