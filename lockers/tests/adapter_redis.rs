@@ -1,5 +1,7 @@
 //! The Redis peers (redis-py `Lock`, python-redis-lock, node redlock) through their adapters on real
-//! redis-servers: the conformance suite, one adapter process per client.
+//! redis-servers: the conformance suite, one adapter process per client. A case a library departs from
+//! by design is not left out silently: it runs as a `departs_*` test that asserts the departure and says
+//! why (adapters/README.md lists them).
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
@@ -9,7 +11,8 @@ use lockbench_servers::RedisServer;
 #[path = "support/peers.rs"]
 mod peers;
 
-use peers::{Peer, spec};
+use lockers::conformance;
+use peers::{Peer, expect_departure, spec};
 
 fn on_redis(
     id: &str,
@@ -37,26 +40,65 @@ fn on_redis(
     }
 }
 
-mod redis_py {
-    use super::*;
-
-    lockers::conformance_tests!(on_redis(
+fn redis_py() -> Peer<RedisServer> {
+    on_redis(
         "py-redis-py",
         str::to_owned,
         Duration::from_millis(300),
-        Some(Duration::from_secs(5))
-    ));
+        Some(Duration::from_secs(5)),
+    )
+}
+
+mod redis_py {
+    use super::*;
+
+    lockers::conformance_tests!(@cases redis_py();
+        mutual_exclusion, release_then_reacquire, try_once_on_held_lock, fixed_lease_expires,
+        watchdog_lease_outlives_timeout, tokens_strictly_increase, stale_release_is_not_held,
+        lost_when_removed_behind_back, cancelled_acquire_leaks_nothing, reentrant_acquire_and_release,
+        dropped_lease_is_released);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn departs_wait_timeout_is_honoured() {
+        let case = async { conformance::wait_timeout_is_honoured(&redis_py()).await };
+        let why = "redis-py gives up when its next poll (every 0.1 s) would pass blocking_timeout: \
+                   up to 0.1 s before the wait ends";
+        expect_departure(case, why).await;
+    }
+}
+
+fn python_redis_lock() -> Peer<RedisServer> {
+    on_redis(
+        "py-redis-lock",
+        |k| format!("lock:{k}"),
+        Duration::from_secs(1),
+        None,
+    )
 }
 
 mod python_redis_lock {
     use super::*;
 
-    lockers::conformance_tests!(on_redis(
-        "py-redis-lock",
-        |k| format!("lock:{k}"),
-        Duration::from_secs(1),
-        None
-    ));
+    lockers::conformance_tests!(@cases python_redis_lock();
+        mutual_exclusion, release_then_reacquire, try_once_on_held_lock,
+        watchdog_lease_outlives_timeout, tokens_strictly_increase, stale_release_is_not_held,
+        lost_when_removed_behind_back, cancelled_acquire_leaks_nothing, reentrant_acquire_and_release,
+        dropped_lease_is_released);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn departs_wait_timeout_is_honoured() {
+        let case = async { conformance::wait_timeout_is_honoured(&python_redis_lock()).await };
+        let why = "python-redis-lock takes whole-second timeouts: a 0.4 s wait becomes 1 s";
+        expect_departure(case, why).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn departs_fixed_lease_expires() {
+        let case = async { conformance::fixed_lease_expires(&python_redis_lock()).await };
+        let why = "python-redis-lock refuses a wait longer than a fixed (non-renewed) lease's expire \
+                   (TimeoutTooLarge)";
+        expect_departure(case, why).await;
+    }
 }
 
 /// node-redlock over three independent redis-servers (a majority is two).
@@ -87,8 +129,15 @@ fn redlock() -> Peer<Vec<RedisServer>> {
     }
 }
 
+/// Left out: `wait_timeout_is_honoured`. redlock's wait is its retry loop (retryCount = wait / 200 ms,
+/// each retry 200 ± 100 ms of jitter), not a deadline: it gives up anywhere from about half to one and a
+/// half times the wait, so the case passes or fails by chance.
 mod node_redlock {
     use super::*;
 
-    lockers::conformance_tests!(redlock());
+    lockers::conformance_tests!(@cases redlock();
+        mutual_exclusion, release_then_reacquire, try_once_on_held_lock, fixed_lease_expires,
+        watchdog_lease_outlives_timeout, tokens_strictly_increase, stale_release_is_not_held,
+        lost_when_removed_behind_back, cancelled_acquire_leaks_nothing, reentrant_acquire_and_release,
+        dropped_lease_is_released);
 }
