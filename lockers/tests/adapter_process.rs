@@ -21,7 +21,9 @@ async fn memory_peer(settings: Vec<(String, String)>, timeout: Duration) -> Peer
     );
     config.settings = settings;
     config.request_timeout = timeout;
-    PeerLocker::start(config, Events::none()).await.unwrap()
+    let locker = PeerLocker::start(config, Events::none()).await.unwrap();
+    assert_eq!(locker.capabilities(), peers::spec("py-memory").capabilities);
+    locker
 }
 
 fn assert_backend(result: Result<lockers::Lease, LockError>, what: &str) -> String {

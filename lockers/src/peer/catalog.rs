@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::LockError;
+use crate::locker::Capabilities;
 use crate::peer::{PeerCommand, PeerConfig};
 
 /// The command that installs every peer's runtime.
@@ -53,10 +54,31 @@ pub struct PeerSpec {
     pub backend: PeerBackend,
     /// The native strategy that models it (the report's pairing).
     pub counterpart: &'static str,
+    /// What the adapter declares in `hello` (known without starting it; the tests check they agree).
+    pub capabilities: Capabilities,
     runtime: Runtime,
     /// The adapter's file, relative to `adapters/`.
     entry: &'static str,
 }
+
+/// Nothing declared, millisecond TTLs: what each entry below starts from.
+const BASE: Capabilities = Capabilities {
+    reentrant: false,
+    fencing: false,
+    auto_renew: false,
+    fixed_lease: false,
+    wait_notify: false,
+    lost_signal: false,
+    min_ttl: Duration::from_millis(1),
+    ttl_granularity: Duration::from_millis(1),
+};
+
+/// Whole-second TTLs (python-redis-lock, python-etcd3).
+const SECONDS: Capabilities = Capabilities {
+    min_ttl: Duration::from_secs(1),
+    ttl_granularity: Duration::from_secs(1),
+    ..BASE
+};
 
 /// Every reference adapter.
 pub const PEERS: &[PeerSpec] = &[
@@ -65,6 +87,11 @@ pub const PEERS: &[PeerSpec] = &[
         library: "none (in-memory; the protocol's own cost)",
         backend: PeerBackend::None,
         counterpart: "memory",
+        capabilities: Capabilities {
+            fencing: true,
+            fixed_lease: true,
+            ..BASE
+        },
         runtime: Runtime::SystemPython,
         entry: "python/memory.py",
     },
@@ -73,6 +100,10 @@ pub const PEERS: &[PeerSpec] = &[
         library: "redis-py Lock",
         backend: PeerBackend::Redis,
         counterpart: "redis-guard-thread",
+        capabilities: Capabilities {
+            fixed_lease: true,
+            ..BASE
+        },
         runtime: Runtime::Venv,
         entry: "python/redis_py.py",
     },
@@ -81,6 +112,12 @@ pub const PEERS: &[PeerSpec] = &[
         library: "python-redis-lock",
         backend: PeerBackend::Redis,
         counterpart: "redis-guard-thread",
+        capabilities: Capabilities {
+            auto_renew: true,
+            fixed_lease: true,
+            wait_notify: true,
+            ..SECONDS
+        },
         runtime: Runtime::Venv,
         entry: "python/redis_lock_peer.py",
     },
@@ -89,6 +126,11 @@ pub const PEERS: &[PeerSpec] = &[
         library: "kazoo Lock",
         backend: PeerBackend::ZooKeeper,
         counterpart: "zookeeper",
+        capabilities: Capabilities {
+            auto_renew: true,
+            wait_notify: true,
+            ..BASE
+        },
         runtime: Runtime::Venv,
         entry: "python/kazoo_peer.py",
     },
@@ -97,6 +139,11 @@ pub const PEERS: &[PeerSpec] = &[
         library: "python-etcd3 Lock",
         backend: PeerBackend::Etcd,
         counterpart: "etcd-lease",
+        capabilities: Capabilities {
+            fixed_lease: true,
+            wait_notify: true,
+            ..SECONDS
+        },
         runtime: Runtime::Venv,
         entry: "python/etcd3_peer.py",
     },
@@ -105,6 +152,13 @@ pub const PEERS: &[PeerSpec] = &[
         library: "redlock (npm)",
         backend: PeerBackend::RedisMany,
         counterpart: "redlock",
+        capabilities: Capabilities {
+            auto_renew: true,
+            fixed_lease: true,
+            lost_signal: true,
+            min_ttl: Duration::from_millis(600),
+            ..BASE
+        },
         runtime: Runtime::Node,
         entry: "node/redlock.js",
     },
@@ -113,6 +167,11 @@ pub const PEERS: &[PeerSpec] = &[
         library: "Apache Curator InterProcessMutex",
         backend: PeerBackend::ZooKeeper,
         counterpart: "zookeeper",
+        capabilities: Capabilities {
+            auto_renew: true,
+            wait_notify: true,
+            ..BASE
+        },
         runtime: Runtime::Jvm,
         entry: "jvm/build/run.args",
     },

@@ -43,9 +43,16 @@ impl<S: Send + Sync> Peer<S> {
     pub(crate) async fn start(&self, events: Events) -> PeerLocker {
         let mut config = config(self.spec, self.servers.clone(), self.watchdog);
         config.settings.extend(self.settings.iter().cloned());
-        PeerLocker::start(config, events)
+        let locker = PeerLocker::start(config, events)
             .await
-            .unwrap_or_else(|e| panic!("{}: {e}", self.spec.id))
+            .unwrap_or_else(|e| panic!("{}: {e}", self.spec.id));
+        assert_eq!(
+            locker.capabilities(),
+            self.spec.capabilities,
+            "{}: the adapter's hello and the catalog disagree",
+            self.spec.id
+        );
+        locker
     }
 }
 
