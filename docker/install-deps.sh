@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Installs what lockbench needs on Debian/Ubuntu, skipping whatever is already present.
-# Idempotent: run it as often as you like. Usage: docker/install-deps.sh [--with-browser]
+# Idempotent: run it as often as you like. Usage: docker/install-deps.sh [--with-browser] [--with-peers]
 #   --with-browser  also installs Chromium (the report tests open the HTML report headless).
+#   --with-peers    also installs the peer lock libraries' runtimes (adapters/): a Python venv with the
+#                   pinned packages, the npm lockfile's packages, Debian's Curator jars (compiled adapter).
 set -euo pipefail
 
 want_browser=0
+want_peers=0
 for arg in "$@"; do
   case "$arg" in
     --with-browser) want_browser=1 ;;
-    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
+    --with-peers) want_peers=1 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -47,18 +51,45 @@ if [ "$want_browser" -eq 1 ]; then
   need chromium chromium
 fi
 
-if [ "${#missing[@]}" -eq 0 ]; then
-  echo "install-deps: everything is present"
-  exit 0
-fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-# The Debian packages start system services; lockbench starts its own servers on free ports, so stop them.
-for svc in redis-server etcd zookeeper; do
-  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
-    $sudo systemctl stop "$svc" || true
+if [ "$want_peers" -eq 1 ]; then
+  need /usr/bin/python3 python3
+  if /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1; then
+    echo "install-deps: have python3-venv"
+  else
+    echo "install-deps: need python3-venv"
+    missing+=(python3-venv)
   fi
-done
+  need node nodejs
+  need npm npm
+  need javac default-jdk-headless
+  need /usr/share/java/curator-recipes.jar libcurator-recipes-java
+fi
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: every package is present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # The Debian packages start system services; lockbench starts its own servers on free ports: stop them.
+  for svc in redis-server etcd zookeeper; do
+    if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
+      $sudo systemctl stop "$svc" || true
+    fi
+  done
+fi
+
+if [ "$want_peers" -eq 1 ]; then
+  adapters="$(cd "$(dirname "$0")/../adapters" && pwd)"
+  # Debian's python3 (its venv module); the pinned packages go into adapters/python/.venv.
+  venv="$adapters/python/.venv"
+  [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+  if ! "$venv/bin/pip" freeze | sort | diff -q - <(grep -v '^#' "$adapters/python/requirements.txt" | sort) >/dev/null; then
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$adapters/python/requirements.txt"
+  fi
+  (cd "$adapters/node" && { [ -d node_modules ] && npm ls --silent >/dev/null 2>&1 || npm ci --no-audit --no-fund; })
+  bash "$adapters/jvm/build.sh"
+  echo "install-deps: peers installed under $adapters"
+fi
 echo "install-deps: done"

@@ -16,6 +16,7 @@
 //! | `redlock` | [`redis::redlock`] | `SET NX PX` on a majority of N independent masters, validity = TTL − elapsed − drift, extended on a majority | none (`fencing: false`; token 0 is a placeholder) |
 //! | `etcd-lease` | [`etcd`] | lease + keep-alive stream, revision-ordered queue | the key's create revision |
 //! | `zookeeper` | [`zookeeper`] | ephemeral-sequential node, the session is the lease | the node's czxid |
+//! | `py-redis-lock`, `node-redlock`, `jvm-curator`, ... | [`peer`] | a peer library in an adapter process (`adapters/PROTOCOL.md`) | the library's, if it has one |
 //!
 //! The behaviour every strategy must show is the `conformance` suite (feature `conformance`).
 //!
@@ -41,6 +42,8 @@ mod renewal;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod memory;
+#[cfg(feature = "peers")]
+pub mod peer;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "zookeeper")]

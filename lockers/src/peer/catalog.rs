@@ -1,0 +1,253 @@
+//! The reference adapters shipped in `adapters/`: their ids, what server they need, the native strategy
+//! each is read beside, and how to start each one. A runtime that is not installed is a `Config` error
+//! naming the install command, never a silent skip.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::LockError;
+use crate::locker::Capabilities;
+use crate::peer::{PeerCommand, PeerConfig};
+
+/// The command that installs every peer's runtime.
+pub const INSTALL: &str = "bash docker/install-deps.sh --with-peers";
+
+/// The environment variable that points at the `adapters/` folder (default: the source tree's).
+pub const ADAPTERS_ENV: &str = "LOCKBENCH_ADAPTERS";
+
+/// The server a peer talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerBackend {
+    /// None (the in-memory reference adapter).
+    None,
+    /// One redis-server.
+    Redis,
+    /// N independent redis-servers (Redlock).
+    RedisMany,
+    /// ZooKeeper.
+    ZooKeeper,
+    /// etcd.
+    Etcd,
+}
+
+/// What runs an adapter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Runtime {
+    /// The system `python3`, standard library only.
+    SystemPython,
+    /// The virtual environment `adapters/python/.venv` with the pinned packages.
+    Venv,
+    /// `node` with `adapters/node/node_modules`.
+    Node,
+    /// `java` with the classes compiled at install time (`adapters/jvm/build`).
+    Jvm,
+}
+
+/// One reference adapter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerSpec {
+    /// The peer id.
+    pub id: &'static str,
+    /// The library it drives.
+    pub library: &'static str,
+    /// The server it needs.
+    pub backend: PeerBackend,
+    /// The native strategy that models it (the report's pairing).
+    pub counterpart: &'static str,
+    /// What the adapter declares in `hello` (known without starting it; the tests check they agree).
+    pub capabilities: Capabilities,
+    runtime: Runtime,
+    /// The adapter's file, relative to `adapters/`.
+    entry: &'static str,
+}
+
+/// Nothing declared, millisecond TTLs: what each entry below starts from.
+const BASE: Capabilities = Capabilities {
+    reentrant: false,
+    fencing: false,
+    auto_renew: false,
+    fixed_lease: false,
+    wait_notify: false,
+    lost_signal: false,
+    min_ttl: Duration::from_millis(1),
+    ttl_granularity: Duration::from_millis(1),
+};
+
+/// Whole-second TTLs (python-redis-lock, python-etcd3).
+const SECONDS: Capabilities = Capabilities {
+    min_ttl: Duration::from_secs(1),
+    ttl_granularity: Duration::from_secs(1),
+    ..BASE
+};
+
+/// Every reference adapter.
+pub const PEERS: &[PeerSpec] = &[
+    PeerSpec {
+        id: "py-memory",
+        library: "none (in-memory; the protocol's own cost)",
+        backend: PeerBackend::None,
+        counterpart: "memory",
+        capabilities: Capabilities {
+            fencing: true,
+            fixed_lease: true,
+            ..BASE
+        },
+        runtime: Runtime::SystemPython,
+        entry: "python/memory.py",
+    },
+    PeerSpec {
+        id: "py-redis-py",
+        library: "redis-py Lock",
+        backend: PeerBackend::Redis,
+        counterpart: "redis-guard-thread",
+        capabilities: Capabilities {
+            fixed_lease: true,
+            ..BASE
+        },
+        runtime: Runtime::Venv,
+        entry: "python/redis_py.py",
+    },
+    PeerSpec {
+        id: "py-redis-lock",
+        library: "python-redis-lock",
+        backend: PeerBackend::Redis,
+        counterpart: "redis-guard-thread",
+        capabilities: Capabilities {
+            auto_renew: true,
+            fixed_lease: true,
+            wait_notify: true,
+            ..SECONDS
+        },
+        runtime: Runtime::Venv,
+        entry: "python/redis_lock_peer.py",
+    },
+    PeerSpec {
+        id: "py-kazoo",
+        library: "kazoo Lock",
+        backend: PeerBackend::ZooKeeper,
+        counterpart: "zookeeper",
+        capabilities: Capabilities {
+            auto_renew: true,
+            wait_notify: true,
+            ..BASE
+        },
+        runtime: Runtime::Venv,
+        entry: "python/kazoo_peer.py",
+    },
+    PeerSpec {
+        id: "py-etcd3",
+        library: "python-etcd3 Lock",
+        backend: PeerBackend::Etcd,
+        counterpart: "etcd-lease",
+        capabilities: Capabilities {
+            fixed_lease: true,
+            wait_notify: true,
+            ..SECONDS
+        },
+        runtime: Runtime::Venv,
+        entry: "python/etcd3_peer.py",
+    },
+    PeerSpec {
+        id: "node-redlock",
+        library: "redlock (npm)",
+        backend: PeerBackend::RedisMany,
+        counterpart: "redlock",
+        capabilities: Capabilities {
+            auto_renew: true,
+            fixed_lease: true,
+            lost_signal: true,
+            min_ttl: Duration::from_millis(600),
+            ..BASE
+        },
+        runtime: Runtime::Node,
+        entry: "node/redlock.js",
+    },
+    PeerSpec {
+        id: "jvm-curator",
+        library: "Apache Curator InterProcessMutex",
+        backend: PeerBackend::ZooKeeper,
+        counterpart: "zookeeper",
+        capabilities: Capabilities {
+            auto_renew: true,
+            wait_notify: true,
+            ..BASE
+        },
+        runtime: Runtime::Jvm,
+        entry: "jvm/build/run.args",
+    },
+];
+
+/// The spec of the reference adapter `id`.
+pub fn find(id: &str) -> Option<&'static PeerSpec> {
+    PEERS.iter().find(|p| p.id == id)
+}
+
+/// The `adapters/` folder: `$LOCKBENCH_ADAPTERS`, else the one in this source tree.
+pub fn adapters_dir() -> PathBuf {
+    std::env::var_os(ADAPTERS_ENV).map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../adapters"),
+        PathBuf::from,
+    )
+}
+
+impl PeerSpec {
+    /// A client config for this adapter from [`adapters_dir`], talking to `servers`, with
+    /// `watchdog_timeout` as its watchdog TTL (and, for ZooKeeper peers, as the session timeout asked for,
+    /// since the session is their lease).
+    pub fn config(
+        &self,
+        servers: Vec<String>,
+        watchdog_timeout: Duration,
+    ) -> Result<PeerConfig, LockError> {
+        let mut config = PeerConfig::new(self.id, self.command(&adapters_dir())?, servers);
+        config.watchdog_timeout = watchdog_timeout;
+        if self.backend == PeerBackend::ZooKeeper {
+            let ms = watchdog_timeout.as_millis().to_string();
+            config.settings.push(("session_timeout_ms".into(), ms));
+        }
+        Ok(config)
+    }
+
+    /// How to start this adapter from `dir` (the `adapters/` folder). A missing runtime or adapter file
+    /// is a `Config` error naming the install command.
+    pub fn command(&self, dir: &Path) -> Result<PeerCommand, LockError> {
+        let entry = dir.join(self.entry);
+        let missing = |what: &Path| {
+            LockError::Config(format!(
+                "peer {} is not installed ({} missing); install the peers with: {INSTALL}",
+                self.id,
+                what.display()
+            ))
+        };
+        if !entry.exists() {
+            return Err(missing(&entry));
+        }
+        let (program, args) = match self.runtime {
+            Runtime::SystemPython => (PathBuf::from("python3"), vec![path_arg(&entry)]),
+            Runtime::Venv => {
+                let python = dir.join("python/.venv/bin/python");
+                if !python.exists() {
+                    return Err(missing(&python));
+                }
+                (python, vec![path_arg(&entry)])
+            }
+            Runtime::Node => {
+                let modules = dir.join("node/node_modules");
+                if !modules.exists() {
+                    return Err(missing(&modules));
+                }
+                (PathBuf::from("node"), vec![path_arg(&entry)])
+            }
+            Runtime::Jvm => (PathBuf::from("java"), vec![format!("@{}", entry.display())]),
+        };
+        Ok(PeerCommand {
+            program,
+            args,
+            install_hint: INSTALL.into(),
+        })
+    }
+}
+
+fn path_arg(p: &Path) -> String {
+    p.display().to_string()
+}

@@ -1,0 +1,345 @@
+//! `peer`: a lock library in another language as a strategy. The client is a child process (an
+//! *adapter*) speaking JSON lines on stdin/stdout (`adapters/PROTOCOL.md`); this side turns its replies
+//! and events into the same [`Lease`]s and [`LockEvent`]s the native strategies produce, so the driver and
+//! the oracle see a peer exactly as a native strategy.
+//!
+//! - One [`PeerLocker`] is one adapter process, i.e. one client of the library.
+//! - Ids are `<runtime>-<library>` (`py-redis-lock`, `node-redlock`, `jvm-curator`, see [`catalog`]): the
+//!   runtime prefix names what actually runs the client, keeps peer ids apart from native ids (`redlock`
+//!   vs `node-redlock`) and keeps ids kebab-case, safe in file names, flags and TOML like the native ones.
+//! - The adapter's monotonic timestamps are mapped to this process's [`Instant`]s by a clock sync at
+//!   start (`ping`; the sample with the smallest round trip wins).
+//! - The local deadline follows the same rule as native strategies: from when the acquire (or a renewal
+//!   the adapter reports) was sent, plus the TTL granted. An adapter whose library renews without telling
+//!   (`renew_events: false`, e.g. a ZooKeeper session) has an open deadline; its leases end on a `lost`
+//!   event only.
+//! - Fencing tokens: the library's, where it has one; otherwise the token is 0 and the capability says so.
+//! - An adapter that exits or does not answer within [`PeerConfig::request_timeout`] (plus the acquire's
+//!   wait) is a [`LockError::Backend`] naming the adapter and its log; its leases are lost.
+
+pub mod catalog;
+mod process;
+mod wire;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use crate::error::LockError;
+use crate::event::{Events, LockEvent};
+use crate::lease::{AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, OwnerId};
+use crate::locker::{Capabilities, Locker};
+pub use process::PeerCommand;
+use process::{AcquireWait, Adapter, ChildGuard};
+
+/// An open deadline for leases the adapter renews without reporting it (about 30 years).
+const OPEN_DEADLINE: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
+
+/// Settings of a [`PeerLocker`].
+#[derive(Debug, Clone)]
+pub struct PeerConfig {
+    /// The peer id (`py-redis-lock`, ...); the adapter's `hello` must name the same.
+    pub id: String,
+    /// How to start the adapter.
+    pub command: PeerCommand,
+    /// Server addresses given to the adapter (`redis://127.0.0.1:6379`, `127.0.0.1:2181`,
+    /// `http://127.0.0.1:2379`).
+    pub servers: Vec<String>,
+    /// Further adapter settings, passed in `hello`'s `config` as strings.
+    pub settings: Vec<(String, String)>,
+    /// The TTL of a watchdog lease, sent with each watchdog acquire (default 30 s).
+    pub watchdog_timeout: Duration,
+    /// How long any request may go unanswered (beyond an acquire's wait) before the adapter is declared
+    /// hung (default 5 s).
+    pub request_timeout: Duration,
+    /// How long the adapter may take to start and answer `hello` (runtimes such as the JVM take
+    /// seconds; default 30 s).
+    pub start_timeout: Duration,
+    /// Where the adapter's stderr log goes; default `<temp>/lockbench-peers/`.
+    pub log_dir: Option<PathBuf>,
+}
+
+impl PeerConfig {
+    /// A config for `id` started by `command`, talking to `servers`, with the defaults above.
+    pub fn new(id: impl Into<String>, command: PeerCommand, servers: Vec<String>) -> Self {
+        PeerConfig {
+            id: id.into(),
+            command,
+            servers,
+            settings: Vec::new(),
+            watchdog_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(5),
+            start_timeout: Duration::from_secs(30),
+            log_dir: None,
+        }
+    }
+}
+
+/// What the adapter said about itself in `hello`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerInfo {
+    /// The library's name.
+    pub library: String,
+    /// The library's version, as installed.
+    pub version: String,
+    /// Whether the adapter reports renewals (`renewed` events).
+    pub renew_events: bool,
+    /// The smallest clock-sync round trip at start: a floor for the protocol's cost per request.
+    pub ping_rtt: Duration,
+}
+
+/// A lock library driven through an adapter process.
+#[derive(Debug)]
+pub struct PeerLocker {
+    adapter: Arc<Adapter>,
+    child: Mutex<Option<ChildGuard>>,
+    capabilities: Capabilities,
+    info: PeerInfo,
+    watchdog_timeout: Duration,
+    events: Events,
+}
+
+fn wire_error(adapter: &Adapter, key: &str, waited: Duration, e: wire::WireError) -> LockError {
+    match e.kind.as_str() {
+        "timeout" => LockError::Timeout {
+            key: key.into(),
+            waited,
+        },
+        "not_held" => LockError::NotHeld { key: key.into() },
+        "unsupported" => LockError::Unsupported {
+            strategy: "peer",
+            what: format!("{}: {}", adapter.id, e.message),
+        },
+        "config" => LockError::Config(format!("peer {}: {}", adapter.id, e.message)),
+        _ => adapter.backend_error(format_args!("library error: {}", e.message)),
+    }
+}
+
+fn flag(caps: &Map<String, Value>, name: &str) -> bool {
+    caps.get(name).and_then(Value::as_bool).unwrap_or(false)
+}
+
+fn ms(caps: &Map<String, Value>, name: &str, default: Duration) -> Duration {
+    caps.get(name)
+        .and_then(Value::as_f64)
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map_or(default, |v| Duration::from_secs_f64(v / 1e3))
+}
+
+impl PeerLocker {
+    /// Starts the adapter, checks its `hello` and syncs clocks. A missing runtime is a `Config` error
+    /// naming the install command.
+    pub async fn start(config: PeerConfig, events: Events) -> Result<Self, LockError> {
+        if config.watchdog_timeout.is_zero() || config.request_timeout.is_zero() {
+            return Err(LockError::Config(format!(
+                "peer {}: watchdog_timeout and request_timeout must be > 0",
+                config.id
+            )));
+        }
+        let log = process::default_log_path(config.log_dir.as_deref(), &config.id);
+        let (adapter, child) = Adapter::spawn(
+            &config.id,
+            &config.command,
+            log,
+            config.request_timeout,
+            events.clone(),
+        )?;
+        let mut settings = Map::new();
+        settings.insert("servers".into(), config.servers.clone().into());
+        for (k, v) in &config.settings {
+            settings.insert(k.clone(), v.clone().into());
+        }
+        let hello = adapter
+            .request(
+                |id| wire::hello(id, &settings),
+                None,
+                config.start_timeout.saturating_sub(config.request_timeout),
+            )
+            .await?
+            .map_err(|e| wire_error(&adapter, "", Duration::ZERO, e))?
+            .0;
+        let text = |name: &str| hello.get(name).and_then(Value::as_str).unwrap_or_default();
+        if text("adapter") != config.id {
+            return Err(LockError::Config(format!(
+                "peer {}: the adapter calls itself {:?}",
+                config.id,
+                text("adapter")
+            )));
+        }
+        let empty = Map::new();
+        let caps = hello
+            .get("capabilities")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let capabilities = Capabilities {
+            reentrant: flag(caps, "reentrant"),
+            fencing: flag(caps, "fencing"),
+            auto_renew: flag(caps, "auto_renew"),
+            fixed_lease: flag(caps, "fixed_lease"),
+            wait_notify: flag(caps, "wait_notify"),
+            lost_signal: flag(caps, "lost_signal"),
+            min_ttl: ms(caps, "min_ttl_ms", Duration::from_millis(1)),
+            ttl_granularity: ms(caps, "ttl_granularity_ms", Duration::from_millis(1)),
+        };
+        let ping_rtt = adapter.sync_clock(8).await?;
+        let info = PeerInfo {
+            library: text("library").to_owned(),
+            version: text("version").to_owned(),
+            renew_events: flag(caps, "renew_events"),
+            ping_rtt,
+        };
+        Ok(PeerLocker {
+            adapter,
+            child: Mutex::new(Some(child)),
+            capabilities,
+            info,
+            watchdog_timeout: config.watchdog_timeout,
+            events,
+        })
+    }
+
+    /// What the adapter said about itself.
+    pub fn info(&self) -> &PeerInfo {
+        &self.info
+    }
+
+    /// The adapter's process id (for fault injection: pause or kill the client).
+    pub fn pid(&self) -> Option<u32> {
+        self.adapter.pid
+    }
+
+    /// The adapter's stderr log.
+    pub fn log_path(&self) -> &std::path::Path {
+        &self.adapter.log_path
+    }
+}
+
+#[async_trait]
+impl Locker for PeerLocker {
+    fn id(&self) -> &str {
+        &self.adapter.id
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
+    async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
+        let caps = &self.capabilities;
+        let unsupported = |what: &str| LockError::Unsupported {
+            strategy: "peer",
+            what: format!("{}: {what}", self.adapter.id),
+        };
+        let (ttl, open) = match opts.lease {
+            LeaseMode::Fixed(d) if d.is_zero() => {
+                return Err(LockError::Config("fixed lease must be > 0".into()));
+            }
+            LeaseMode::Fixed(_) if !caps.fixed_lease => return Err(unsupported("a fixed lease")),
+            LeaseMode::Watchdog if !caps.auto_renew => {
+                return Err(unsupported("a renewed (watchdog) lease"));
+            }
+            LeaseMode::Fixed(d) => (d, false),
+            LeaseMode::Watchdog => (self.watchdog_timeout, !self.info.renew_events),
+        };
+        let owner = opts.owner.clone().unwrap_or_else(OwnerId::unique);
+        let key: Arc<str> = key.into();
+        let sent_at = Instant::now();
+        let wait = AcquireWait {
+            key: key.clone(),
+            sent_at,
+            ttl: if open { OPEN_DEADLINE } else { ttl },
+            retries: opts.wait.is_some(),
+        };
+        let reply = self
+            .adapter
+            .request(
+                |id| {
+                    wire::acquire(
+                        id,
+                        &key,
+                        opts.wait,
+                        opts.lease,
+                        self.watchdog_timeout,
+                        owner.as_str(),
+                    )
+                },
+                Some(wait),
+                opts.wait.unwrap_or_default(),
+            )
+            .await?;
+        let (fields, state) =
+            reply.map_err(|e| wire_error(&self.adapter, &key, sent_at.elapsed(), e))?;
+        let lease_id = fields.get("lease").and_then(Value::as_str);
+        let (Some((state, sent_at)), Some(lease_id)) = (state, lease_id) else {
+            return Err(self
+                .adapter
+                .backend_error("granted an acquire without a lease id"));
+        };
+        let token = FencingToken(fields.get("token").and_then(Value::as_u64).unwrap_or(0));
+        self.events.emit(|| LockEvent::Acquired {
+            key: key.clone(),
+            token,
+            mode: opts.lease,
+            sent_at,
+            at: Instant::now(),
+        });
+        let hold = PeerHold {
+            adapter: self.adapter.clone(),
+            lease: lease_id.to_owned(),
+            key,
+            events: self.events.clone(),
+        };
+        Ok(Lease::new(
+            owner,
+            token,
+            opts.lease,
+            sent_at,
+            state,
+            Box::new(hold),
+        ))
+    }
+
+    async fn close(&self) {
+        self.adapter.send_close();
+        let until = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < until && !self.adapter.is_dead() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(self.child.lock().unwrap_or_else(|e| e.into_inner()).take());
+    }
+}
+
+/// A peer lease's release path: a `release` request for the adapter's lease id.
+#[derive(Debug)]
+struct PeerHold {
+    adapter: Arc<Adapter>,
+    lease: String,
+    key: Arc<str>,
+    events: Events,
+}
+
+#[async_trait]
+impl LeaseHandle for PeerHold {
+    async fn release(self: Box<Self>) -> Result<(), LockError> {
+        self.adapter.forget_lease(&self.lease);
+        let reply = self
+            .adapter
+            .request(|id| wire::release(id, &self.lease), None, Duration::ZERO)
+            .await?;
+        reply.map_err(|e| wire_error(&self.adapter, &self.key, Duration::ZERO, e))?;
+        self.events.emit(|| LockEvent::Released {
+            key: self.key.clone(),
+            at: Instant::now(),
+        });
+        Ok(())
+    }
+
+    fn abandon(self: Box<Self>) {
+        self.adapter.forget_lease(&self.lease);
+        self.adapter
+            .release_in_background(&self.lease, self.key.clone());
+    }
+}

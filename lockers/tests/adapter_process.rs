@@ -1,0 +1,128 @@
+//! The adapter machinery itself, with the dependency-free `py-memory` adapter (system `python3`): a dead
+//! adapter and a hung one are clear `Backend` errors within the request timeout, a missing runtime names
+//! the install command, and the protocol's own cost per acquire+release cycle is measured and printed.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
+use lockers::peer::PeerLocker;
+use lockers::peer::catalog::{self, INSTALL};
+use lockers::{AcquireOptions, Events, LockError, Locker};
+
+#[path = "support/peers.rs"]
+mod peers;
+
+async fn memory_peer(settings: Vec<(String, String)>, timeout: Duration) -> PeerLocker {
+    let mut config = peers::config(
+        peers::spec("py-memory"),
+        Vec::new(),
+        Duration::from_secs(30),
+    );
+    config.settings = settings;
+    config.request_timeout = timeout;
+    let locker = PeerLocker::start(config, Events::none()).await.unwrap();
+    assert_eq!(locker.capabilities(), peers::spec("py-memory").capabilities);
+    locker
+}
+
+fn assert_backend(result: Result<lockers::Lease, LockError>, what: &str) -> String {
+    match result {
+        Err(e @ LockError::Backend { .. }) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("py-memory") && text.contains("adapter log"),
+                "{text}"
+            );
+            text
+        }
+        other => panic!("{what}: expected a Backend error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn dead_adapter_is_a_clear_error() {
+    let peer = memory_peer(Vec::new(), Duration::from_secs(5)).await;
+    let once = AcquireOptions::try_once().fixed(Duration::from_secs(5));
+    let lease = peer.acquire("k", &once).await.unwrap();
+    let pid = peer.pid().unwrap();
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let reason = tokio::time::timeout(Duration::from_secs(2), lease.lost())
+        .await
+        .expect("lease not lost when its adapter died");
+    eprintln!("lost: {reason}");
+    let started = Instant::now();
+    let text = assert_backend(peer.acquire("k2", &once).await, "acquire after kill");
+    assert!(started.elapsed() < Duration::from_secs(1));
+    eprintln!("{text}");
+}
+
+#[tokio::test]
+async fn hung_adapter_is_a_clear_error_within_the_timeout() {
+    let timeout = Duration::from_millis(500);
+    let peer = memory_peer(vec![("hang".into(), "acquire".into())], timeout).await;
+    let started = Instant::now();
+    let once = AcquireOptions::try_once().fixed(Duration::from_secs(5));
+    let text = assert_backend(peer.acquire("k", &once).await, "hung acquire");
+    let took = started.elapsed();
+    assert!(
+        took >= timeout && took < timeout * 3,
+        "gave up after {took:?}"
+    );
+    assert!(text.contains("did not answer"), "{text}");
+}
+
+#[tokio::test]
+async fn missing_runtime_names_the_install_command() {
+    let empty = std::env::temp_dir().join("lockbench-no-adapters");
+    for spec in catalog::PEERS {
+        let err = spec.command(&empty).unwrap_err();
+        assert!(err.to_string().contains(INSTALL), "{err}");
+    }
+    let mut config = peers::config(
+        peers::spec("py-memory"),
+        Vec::new(),
+        Duration::from_secs(30),
+    );
+    config.command.program = "/nonexistent/python3".into();
+    let err = PeerLocker::start(config, Events::none()).await.unwrap_err();
+    assert!(err.to_string().contains(INSTALL), "{err}");
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+async fn cycles(locker: &dyn Locker, n: usize) -> Vec<Duration> {
+    let opts = AcquireOptions::try_once().fixed(Duration::from_secs(10));
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let key = format!("k{}", i % 16);
+        let started = Instant::now();
+        let lease = locker.acquire(&key, &opts).await.unwrap();
+        lease.release().await.unwrap();
+        times.push(started.elapsed());
+    }
+    times
+}
+
+/// Not a timed assertion: prints the protocol's cost per acquire+release cycle (two round trips through
+/// the adapter process) beside the same cycle on the in-process `memory` strategy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protocol_overhead_per_cycle() {
+    const N: usize = 2000;
+    let peer = memory_peer(Vec::new(), Duration::from_secs(5)).await;
+    let native =
+        MemoryLocker::new(MemoryServer::new(), MemoryConfig::default(), Events::none()).unwrap();
+    cycles(&peer, 200).await;
+    let through = median(cycles(&peer, N).await);
+    let direct = median(cycles(&native, N).await);
+    eprintln!(
+        "protocol overhead: py-memory acquire+release median {through:?} vs memory {direct:?} \
+         (overhead {:?} per cycle, {N} cycles; clock-sync ping RTT {:?})",
+        through.saturating_sub(direct),
+        peer.info().ping_rtt
+    );
+}

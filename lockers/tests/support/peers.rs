@@ -1,0 +1,129 @@
+//! What the adapter tests share: a conformance [`Target`] over any reference adapter (one adapter process
+//! per client, as separate processes would be) with the server it needs, started by the test. A peer
+//! whose runtime is not installed fails the test with the install command, never a silent skip.
+#![allow(dead_code)] // each test file uses its own part
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lockers::conformance::Target;
+use lockers::peer::catalog::{self, PeerSpec};
+use lockers::peer::{PeerConfig, PeerLocker};
+use lockers::{AcquireOptions, Capabilities, Events, Lease, LeaseMode, LockError, Locker};
+
+/// A reference adapter with its server (kept alive by `_server`).
+pub(crate) struct Peer<S> {
+    pub(crate) spec: &'static PeerSpec,
+    pub(crate) _server: S,
+    pub(crate) servers: Vec<String>,
+    pub(crate) settings: Vec<(String, String)>,
+    pub(crate) watchdog: Duration,
+    pub(crate) short_lease: Duration,
+    pub(crate) slack: Duration,
+    /// For libraries without renewal: the fixed lease that stands in for the suite's watchdog leases.
+    pub(crate) fixed_for_watchdog: Option<Duration>,
+    /// Deletes the lock behind the holder's back, given the lock key.
+    pub(crate) remove: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+/// The catalog entry of `id`.
+pub(crate) fn spec(id: &str) -> &'static PeerSpec {
+    catalog::find(id).unwrap_or_else(|| panic!("no reference adapter {id}"))
+}
+
+/// The config of a client of `spec`; panics with the install command if its runtime is missing.
+pub(crate) fn config(spec: &PeerSpec, servers: Vec<String>, watchdog: Duration) -> PeerConfig {
+    spec.config(servers, watchdog)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+impl<S: Send + Sync> Peer<S> {
+    /// A new adapter process.
+    pub(crate) async fn start(&self, events: Events) -> PeerLocker {
+        let mut config = config(self.spec, self.servers.clone(), self.watchdog);
+        config.settings.extend(self.settings.iter().cloned());
+        let locker = PeerLocker::start(config, events)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", self.spec.id));
+        assert_eq!(
+            locker.capabilities(),
+            self.spec.capabilities,
+            "{}: the adapter's hello and the catalog disagree",
+            self.spec.id
+        );
+        locker
+    }
+}
+
+#[async_trait]
+impl<S: Send + Sync> Target for Peer<S> {
+    async fn client(&self, events: Events) -> Arc<dyn Locker> {
+        let locker = self.start(events).await;
+        match self.fixed_for_watchdog {
+            Some(lease) => Arc::new(FixedOnly { locker, lease }),
+            None => Arc::new(locker),
+        }
+    }
+
+    fn watchdog_timeout(&self) -> Duration {
+        self.watchdog
+    }
+
+    fn short_lease(&self) -> Duration {
+        self.short_lease
+    }
+
+    async fn remove_behind_back(&self, lease: &Lease) {
+        (self.remove)(lease.key());
+    }
+
+    fn slack(&self) -> Duration {
+        self.slack
+    }
+}
+
+/// A library that cannot renew runs the suite with a long fixed lease wherever a case asks for a watchdog
+/// lease (the suite's cases that need renewal are skipped by the capabilities).
+#[derive(Debug)]
+struct FixedOnly {
+    locker: PeerLocker,
+    lease: Duration,
+}
+
+#[async_trait]
+impl Locker for FixedOnly {
+    fn id(&self) -> &str {
+        self.locker.id()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.locker.capabilities()
+    }
+
+    async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
+        let mut opts = opts.clone();
+        if opts.lease == LeaseMode::Watchdog {
+            opts.lease = LeaseMode::Fixed(self.lease);
+        }
+        self.locker.acquire(key, &opts).await
+    }
+
+    async fn close(&self) {
+        self.locker.close().await;
+    }
+}
+
+/// Runs a conformance case the library is known to depart from and asserts that it still does (the case
+/// panics), printing why. If the library ever conforms, this fails so the case moves back to the suite.
+pub(crate) async fn expect_departure<F>(case: F, why: &str)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let outcome = tokio::spawn(case).await;
+    assert!(
+        outcome.is_err(),
+        "the library now passes this case; move it back into the conformance list ({why})"
+    );
+    eprintln!("known departure: {why}");
+}
