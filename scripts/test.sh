@@ -13,7 +13,7 @@ step() { # step <name> <command...>: runs a step and prints how long it took
   echo "==> $name: $((SECONDS - start)) s"
 }
 
-step "install dependencies" bash docker/install-deps.sh --with-browser
+step "install dependencies" bash docker/install-deps.sh --with-browser --with-peers
 if command -v rustup >/dev/null 2>&1; then
   rustup component add clippy rustfmt >/dev/null 2>&1 || true
 fi

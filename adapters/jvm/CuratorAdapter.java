@@ -81,7 +81,7 @@ public final class CuratorAdapter {
         .put("version", CuratorFramework.class.getPackage().getImplementationVersion());
     reply.putObject("capabilities").put("reentrant", false).put("fencing", false)
         .put("auto_renew", true).put("fixed_lease", false).put("wait_notify", true)
-        .put("lost_signal", false).put("renew_events", false).put("min_ttl_ms", 1)
+        .put("lost_signal", false).put("hold_identity", true).put("renew_events", false).put("min_ttl_ms", 1)
         .put("ttl_granularity_ms", 1);
     write(reply);
   }

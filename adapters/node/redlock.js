@@ -86,7 +86,7 @@ async function handle(req) {
         id, ok: true, protocol: 1, adapter: "node-redlock", library: "redlock", version,
         capabilities: {
           reentrant: false, fencing: false, auto_renew: true, fixed_lease: true, wait_notify: false,
-          lost_signal: true, renew_events: true, min_ttl_ms: 600, ttl_granularity_ms: 1,
+          lost_signal: true, hold_identity: true, renew_events: true, min_ttl_ms: 600, ttl_granularity_ms: 1,
         },
       });
     }

@@ -30,7 +30,7 @@ class Etcd3(Peer):
     LIBRARY = "python-etcd3"
     VERSION = etcd3.__version__
     CAPABILITIES = {"reentrant": False, "fencing": False, "auto_renew": False, "fixed_lease": True,
-                    "wait_notify": True, "lost_signal": False, "renew_events": False,
+                    "wait_notify": True, "lost_signal": False, "hold_identity": True, "renew_events": False,
                     "min_ttl_ms": 1000, "ttl_granularity_ms": 1000}
 
     def setup(self, config):

@@ -23,7 +23,7 @@ class Kazoo(Peer):
     LIBRARY = "kazoo"
     VERSION = kazoo.version.__version__
     CAPABILITIES = {"reentrant": False, "fencing": False, "auto_renew": True, "fixed_lease": False,
-                    "wait_notify": True, "lost_signal": False, "renew_events": False,
+                    "wait_notify": True, "lost_signal": False, "hold_identity": True, "renew_events": False,
                     "min_ttl_ms": 1, "ttl_granularity_ms": 1}
 
     def setup(self, config):

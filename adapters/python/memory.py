@@ -15,7 +15,7 @@ class Memory(Peer):
     LIBRARY = "none"
     VERSION = "0"
     CAPABILITIES = {"reentrant": False, "fencing": True, "auto_renew": False, "fixed_lease": True,
-                    "wait_notify": False, "lost_signal": False, "renew_events": False,
+                    "wait_notify": False, "lost_signal": False, "hold_identity": True, "renew_events": False,
                     "min_ttl_ms": 1, "ttl_granularity_ms": 1}
 
     def setup(self, config):

@@ -50,7 +50,7 @@ class RedisLock(Peer):
     LIBRARY = "python-redis-lock"
     VERSION = redis_lock.__version__
     CAPABILITIES = {"reentrant": False, "fencing": False, "auto_renew": True, "fixed_lease": True,
-                    "wait_notify": True, "lost_signal": False, "renew_events": True,
+                    "wait_notify": True, "lost_signal": False, "hold_identity": True, "renew_events": True,
                     "min_ttl_ms": 1000, "ttl_granularity_ms": 1000}
 
     def setup(self, config):

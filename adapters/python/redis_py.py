@@ -32,7 +32,7 @@ class RedisPy(Peer):
     LIBRARY = "redis-py"
     VERSION = redis.__version__
     CAPABILITIES = {"reentrant": False, "fencing": False, "auto_renew": False, "fixed_lease": True,
-                    "wait_notify": False, "lost_signal": False, "renew_events": False,
+                    "wait_notify": False, "lost_signal": False, "hold_identity": True, "renew_events": False,
                     "min_ttl_ms": 1, "ttl_granularity_ms": 1}
 
     def setup(self, config):

@@ -61,7 +61,8 @@ pub struct PeerSpec {
     entry: &'static str,
 }
 
-/// Nothing declared, millisecond TTLs: what each entry below starts from.
+/// Nothing declared but hold identity (every reference adapter's library names each hold: a random
+/// value, a node or a lease per acquire), millisecond TTLs: what each entry below starts from.
 const BASE: Capabilities = Capabilities {
     reentrant: false,
     fencing: false,
@@ -69,6 +70,7 @@ const BASE: Capabilities = Capabilities {
     fixed_lease: false,
     wait_notify: false,
     lost_signal: false,
+    hold_identity: true,
     min_ttl: Duration::from_millis(1),
     ttl_granularity: Duration::from_millis(1),
 };

@@ -181,6 +181,7 @@ impl PeerLocker {
             fixed_lease: flag(caps, "fixed_lease"),
             wait_notify: flag(caps, "wait_notify"),
             lost_signal: flag(caps, "lost_signal"),
+            hold_identity: flag(caps, "hold_identity"),
             min_ttl: ms(caps, "min_ttl_ms", Duration::from_millis(1)),
             ttl_granularity: ms(caps, "ttl_granularity_ms", Duration::from_millis(1)),
         };
