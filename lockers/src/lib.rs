@@ -24,6 +24,8 @@ pub mod lease;
 pub mod locker;
 pub mod memory;
 mod renewal;
+#[cfg(feature = "redis")]
+mod timer_wheel;
 
 #[cfg(feature = "etcd")]
 pub mod etcd;
