@@ -168,15 +168,15 @@ impl Schedule {
                 trigger_lag: None,
             };
             let gone = LossReason::RenewRejected;
-            let next = match record_renewal(&item.state, &self.events, self.plan, timing, result, gone)
-            {
-                AfterRenewal::Extended => item.due + TICKS_PER_PERIOD,
-                AfterRenewal::Retry { at } => self.tick_of(at),
-                AfterRenewal::Lost => {
-                    inner.wheel.remove(id);
-                    continue;
-                }
-            };
+            let next =
+                match record_renewal(&item.state, &self.events, self.plan, timing, result, gone) {
+                    AfterRenewal::Extended => item.due + TICKS_PER_PERIOD,
+                    AfterRenewal::Retry { at } => self.tick_of(at),
+                    AfterRenewal::Lost => {
+                        inner.wheel.remove(id);
+                        continue;
+                    }
+                };
             if let Some(item) = inner.wheel.get_mut(id) {
                 item.due = next;
             }
