@@ -37,6 +37,8 @@ mod types;
 
 // The implementor kit: renewal registries and loops every strategy builds leases with.
 mod renewal;
+#[cfg(feature = "redis")]
+mod timer_wheel;
 
 // The strategies, each with its public constructor and settings.
 #[cfg(feature = "etcd")]

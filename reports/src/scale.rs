@@ -111,6 +111,10 @@ pub struct ScalePoint {
     pub renew_failures: u64,
     /// Leases lost (`Lost` events) since the step began filling.
     pub lost: u64,
+    /// The least remaining TTL any renewal in the window found before extending (`Renewed` events'
+    /// `remaining_ttl_before`), ms: the thinnest safety margin; absent when no renewal reported one.
+    #[serde(default)]
+    pub thinnest_margin_ms: Option<f64>,
     /// Server CPU time per second of holding, in ms (a whole core is 1000); absent when unknown.
     pub server_cpu_ms_per_s: Option<f64>,
     /// Redis only: time the server spent executing the renew scripts (`INFO commandstats` usec of the
@@ -245,6 +249,7 @@ mod tests {
             renewals_per_s: 1000.0,
             renew_failures: 0,
             lost: 0,
+            thinnest_margin_ms: Some(2000.0),
             server_cpu_ms_per_s: Some(4.0),
             server_command_ms_per_s: Some(1.5),
             client_cpu_percent: 0.8,

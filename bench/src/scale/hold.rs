@@ -29,17 +29,40 @@ use crate::proc_stat;
 use crate::strategies::{Endpoints, Strategy};
 
 /// Counts the renewal events of one client.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct RenewalCounts {
     renewed: AtomicU64,
     failed: AtomicU64,
     lost: AtomicU64,
+    /// The least `remaining_ttl_before` reported since the last [`take_thinnest`](Self::take_thinnest),
+    /// in µs (`u64::MAX`: none).
+    thinnest_us: AtomicU64,
+}
+
+impl Default for RenewalCounts {
+    fn default() -> Self {
+        RenewalCounts {
+            renewed: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+            thinnest_us: AtomicU64::new(u64::MAX),
+        }
+    }
 }
 
 impl EventSink for RenewalCounts {
     fn record(&self, event: LockEvent) {
         let counter = match event {
-            LockEvent::Renewed { .. } => &self.renewed,
+            LockEvent::Renewed {
+                remaining_ttl_before,
+                ..
+            } => {
+                if let Some(left) = remaining_ttl_before {
+                    let us = u64::try_from(left.as_micros()).unwrap_or(u64::MAX);
+                    self.thinnest_us.fetch_min(us, Ordering::Relaxed);
+                }
+                &self.renewed
+            }
             LockEvent::RenewFailed { .. } => &self.failed,
             LockEvent::Lost { .. } => &self.lost,
             _ => return,
@@ -52,6 +75,12 @@ impl RenewalCounts {
     /// (renewed, failed, lost) so far.
     fn now(&self) -> [u64; 3] {
         [&self.renewed, &self.failed, &self.lost].map(|c| c.load(Ordering::Relaxed))
+    }
+
+    /// The thinnest margin reported since the last call, in ms, and starts a new minimum.
+    fn take_thinnest(&self) -> Option<f64> {
+        let us = self.thinnest_us.swap(u64::MAX, Ordering::Relaxed);
+        (us != u64::MAX).then(|| us as f64 / 1e3)
     }
 }
 
@@ -363,7 +392,9 @@ struct Window<'a> {
 impl Window<'_> {
     async fn measure(self) -> ScalePoint {
         let before = read(self.server, self.counts).await;
+        self.counts.take_thinnest();
         tokio::time::sleep(self.spec.hold).await;
+        let thinnest_margin_ms = self.counts.take_thinnest();
         let after = read(self.server, self.counts).await;
         let seconds = (after.at - before.at).as_secs_f64().max(1e-9);
         let me = proc_stat::sample(None).unwrap_or_default();
@@ -392,6 +423,7 @@ impl Window<'_> {
             renewals_per_s: after.counts[0].saturating_sub(before.counts[0]) as f64 / seconds,
             renew_failures: after.counts[1].saturating_sub(self.at_start[1]),
             lost: after.counts[2].saturating_sub(self.at_start[2]),
+            thinnest_margin_ms,
             server_cpu_ms_per_s: server_cpu.map(|s| s * 1e3 / seconds),
             server_command_ms_per_s: command_usec.map(|us| us / 1e3 / seconds),
             client_cpu_percent: (after.client_cpu - before.client_cpu).as_secs_f64() * 100.0

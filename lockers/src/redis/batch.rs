@@ -1,27 +1,31 @@
 //! Batched watchdog renewal: one scheduler task per client renews every held lock that is due, in one
-//! script call per chunk of keys (Redisson ≥ 3.44's renewal scheduler), instead of one timer and one call
-//! per lock.
+//! script call per chunk of keys (as Redisson ≥ 3.44's renewal scheduler does), instead of one timer and
+//! one call per lock. Its cost grows with the locks due, not the locks held.
 //!
-//! Renewals run on a grid of ticks one renewal period apart (from the scheduler's start). A lock is
-//! renewed at the first tick at least half a period after its last answer (or its acquire), so each lock
-//! is renewed every period and all locks share the same ticks: N held locks cost ⌈N / chunk⌉ calls per
-//! period. A lock is renewed between ½ and 1½ periods after the previous renewal was sent, so with the
-//! default ratio of ⅓ at least half its TTL is still left when the renewal lands.
+//! Locks sit in a [`TimerWheel`] of ticks [`TICKS_PER_PERIOD`] to a renewal period, bucketed by the tick
+//! their next renewal is due at; a tick expires only its own bucket. A lock's first renewal is due at the
+//! last period tick (a multiple of the period from the scheduler's start) at or before one period after
+//! its acquire was sent, so all locks share one tick per period and N held locks cost ⌈N / chunk⌉ calls
+//! per period. Each next renewal is planned one period after the tick the previous one was *due* at (not
+//! after its answer), so a lock is renewed every period and the thinnest margin is the TTL less one
+//! period less the time to send its chunk: with the default ratio of ⅓, about ⅔ of the TTL.
+//!
+//! Chunk calls are built lazily, at most [`CHUNKS_IN_FLIGHT`] at a time, from the key and owner each
+//! lock was scheduled with (shared, never re-encoded).
 //!
 //! Per lock, the scheduler records each answer as `renew_until_lost` does for one (`record_renewal`:
 //! `Renewed` with the TTL found before extending and the deadline moved to `sent + ttl` on success,
 //! `Lost` on a 0 answer, `RenewFailed` and a retry a third of a period later on an error, `Lost` once the
 //! local deadline passes) and announces each planned renewal (`RenewScheduled`). A released lock leaves
-//! the schedule at once ([`StopRenewal`]); an answer for it that was already in flight is ignored.
+//! the wheel at once ([`StopRenewal`]); an answer for it that was already in flight is ignored.
 
-use std::collections::HashMap;
 use std::fmt::Display;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
@@ -32,6 +36,7 @@ use crate::renewal::{
     AfterRenewal, RenewOutcome, RenewTiming, RenewalPlan, StopRenewal, announce_renewal,
     record_renewal,
 };
+use crate::timer_wheel::{TimerId, TimerWheel};
 
 /// One lock to renew: its server key and owner, as the chunk renewal function needs them.
 #[derive(Debug, Clone)]
@@ -45,92 +50,111 @@ pub(crate) struct BatchTarget {
 struct Item {
     target: BatchTarget,
     state: Arc<LeaseState>,
-    /// When the next renewal is planned (a tick, or a retry time after an error).
-    attempt_at: Instant,
+    /// The tick the next renewal is planned for (the wheel may hold it later, never earlier).
+    due: u64,
 }
 
-/// A scheduled lock whose renewal is due now.
-struct Due {
-    id: u64,
-    target: BatchTarget,
-    attempt_at: Instant,
-    deadline: Instant,
-}
-
+/// Wheel ticks per renewal period: the resolution of retries (a third of a period is 4 ticks).
+const TICKS_PER_PERIOD: u64 = 12;
+/// Wheel slots: four periods, so every first renewal and retry lands within one turn.
+const SLOTS: usize = 4 * TICKS_PER_PERIOD as usize;
 /// How many chunk calls may be in flight at once.
 const CHUNKS_IN_FLIGHT: usize = 16;
 
+struct Inner {
+    wheel: TimerWheel<Item>,
+    /// The tick the scheduler sleeps until (`u64::MAX`: nothing armed), or `None` while it works; a lock
+    /// armed earlier than it wakes the scheduler.
+    sleeping_until: Option<u64>,
+}
+
 struct Schedule {
-    items: Mutex<HashMap<u64, Item>>,
-    next_id: AtomicU64,
+    inner: Mutex<Inner>,
     changed: Arc<Notify>,
     plan: RenewalPlan,
     origin: Instant,
+    tick: Duration,
     events: Events,
 }
 
 impl Schedule {
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Item>> {
-        self.items.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The first tick at least half a period after `t`.
-    fn tick_after(&self, t: Instant) -> Instant {
-        let earliest = t + self.plan.period / 2;
-        let period = self.plan.period.as_nanos().max(1);
-        let since = earliest.saturating_duration_since(self.origin).as_nanos();
-        let ticks = since.div_ceil(period);
-        let nanos = u64::try_from(ticks * period).unwrap_or(u64::MAX);
-        self.origin + Duration::from_nanos(nanos)
+    /// The tick `t` falls in.
+    fn tick_of(&self, t: Instant) -> u64 {
+        let since = t.saturating_duration_since(self.origin).as_nanos();
+        let ticks = since / self.tick.as_nanos().max(1);
+        u64::try_from(ticks).unwrap_or(u64::MAX)
     }
 
-    fn plan_next(&self, key: &Arc<str>, at: Instant) {
-        announce_renewal(&self.events, key, at);
+    /// When tick `n` starts.
+    fn time_of(&self, n: u64) -> Instant {
+        let nanos = self.tick.as_nanos().saturating_mul(u128::from(n));
+        self.origin + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
     }
 
-    /// Takes the items due by `now`, dropping those already lost or past their deadline.
-    fn take_due(&self, now: Instant) -> Vec<Due> {
-        let mut expired = Vec::new();
-        let mut due = Vec::new();
-        self.lock().retain(|id, item| {
-            if item.state.has_ended() {
-                return false;
-            }
-            if now >= item.state.deadline() {
-                expired.push(item.state.clone());
-                return false;
-            }
-            if item.attempt_at <= now {
-                due.push(Due {
-                    id: *id,
-                    target: item.target.clone(),
-                    attempt_at: item.attempt_at,
-                    deadline: item.state.deadline(),
-                });
-            }
-            true
-        });
-        for state in expired {
-            state.mark_lost(LossReason::Expired);
+    /// Arms `id` at `due` and announces it; wakes the scheduler if it sleeps past that tick.
+    fn arm(&self, inner: &mut Inner, id: TimerId, due: u64) {
+        let Some(armed) = inner.wheel.arm(id, due) else {
+            return;
+        };
+        if let Some(item) = inner.wheel.get(id) {
+            announce_renewal(&self.events, item.state.key(), self.time_of(armed));
         }
-        due
+        if inner.sleeping_until.is_some_and(|t| armed < t) {
+            inner.sleeping_until = None;
+            self.changed.notify_one();
+        }
     }
 
-    fn next_attempt(&self) -> Option<Instant> {
-        self.lock().values().map(|i| i.attempt_at).min()
+    /// Takes up to `chunk` live locks from the front of `due` for one call: drops those released
+    /// meanwhile and marks those past their deadline lost. Returns their ids and the earliest deadline.
+    fn take_chunk(
+        &self,
+        due: &mut &[TimerId],
+        chunk: usize,
+    ) -> (MutexGuard<'_, Inner>, Vec<TimerId>, Option<Instant>) {
+        let mut inner = self.lock();
+        let now = Instant::now();
+        let mut ids = Vec::with_capacity(chunk.min(due.len()));
+        let mut cut_off: Option<Instant> = None;
+        while ids.len() < chunk
+            && let Some((&id, rest)) = due.split_first()
+        {
+            *due = rest;
+            let Some(item) = inner.wheel.get(id) else {
+                continue; // released meanwhile
+            };
+            if item.state.has_ended() {
+                inner.wheel.remove(id);
+                continue;
+            }
+            let deadline = item.state.deadline();
+            if now >= deadline {
+                if let Some(item) = inner.wheel.remove(id) {
+                    item.state.mark_lost(LossReason::Expired);
+                }
+                continue;
+            }
+            cut_off = Some(cut_off.map_or(deadline, |c| c.min(deadline)));
+            ids.push(id);
+        }
+        (inner, ids, cut_off)
     }
 
-    /// Applies one chunk's answers (or its error) to the items still scheduled.
+    /// Applies one chunk's answers (or its error) to the locks still scheduled and re-arms them.
     fn apply(
         &self,
-        ids: &[(u64, Instant)],
+        ids: &[TimerId],
         answers: &Result<Vec<RenewOutcome>, LockError>,
         sent_at: Instant,
         done_at: Instant,
     ) {
-        let mut items = self.lock();
-        for (i, (id, scheduled_at)) in ids.iter().enumerate() {
-            let Some(item) = items.get_mut(id) else {
+        let mut inner = self.lock();
+        for (i, &id) in ids.iter().enumerate() {
+            let Some(item) = inner.wheel.get(id) else {
                 continue; // released meanwhile
             };
             let result = match answers {
@@ -138,22 +162,25 @@ impl Schedule {
                 Err(error) => Err(error as &dyn Display),
             };
             let timing = RenewTiming {
-                scheduled_at: *scheduled_at,
+                scheduled_at: self.time_of(item.due),
                 sent_at,
                 done_at,
                 trigger_lag: None,
             };
             let gone = LossReason::RenewRejected;
-            item.attempt_at =
+            let next =
                 match record_renewal(&item.state, &self.events, self.plan, timing, result, gone) {
-                    AfterRenewal::Extended => self.tick_after(done_at),
-                    AfterRenewal::Retry { at } => at,
+                    AfterRenewal::Extended => item.due + TICKS_PER_PERIOD,
+                    AfterRenewal::Retry { at } => self.tick_of(at),
                     AfterRenewal::Lost => {
-                        items.remove(id);
+                        inner.wheel.remove(id);
                         continue;
                     }
                 };
-            self.plan_next(item.state.key(), item.attempt_at);
+            if let Some(item) = inner.wheel.get_mut(id) {
+                item.due = next;
+            }
+            self.arm(&mut inner, id, next);
         }
     }
 }
@@ -164,13 +191,13 @@ const TOO_FEW: &str = "batch renewal answered with too few results";
 /// Takes a lock out of the schedule.
 struct Unschedule {
     schedule: Weak<Schedule>,
-    id: u64,
+    id: TimerId,
 }
 
 impl StopRenewal for Unschedule {
     fn stop(self: Box<Self>) {
         if let Some(schedule) = self.schedule.upgrade() {
-            schedule.lock().remove(&self.id);
+            schedule.lock().wheel.remove(self.id);
         }
     }
 }
@@ -184,13 +211,14 @@ pub(crate) struct BatchRenewer {
 impl std::fmt::Debug for BatchRenewer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BatchRenewer")
-            .field("scheduled", &self.schedule.lock().len())
+            .field("scheduled", &self.len())
             .finish()
     }
 }
 
 impl BatchRenewer {
-    /// Starts the scheduler. `renew_chunk` renews up to `chunk` locks in one call and answers per lock.
+    /// Starts the scheduler. `renew_chunk` builds the call renewing up to `chunk` locks (at once, so it
+    /// may borrow them) and the call answers per lock.
     pub(crate) fn start<F, Fut>(
         plan: RenewalPlan,
         chunk: usize,
@@ -198,15 +226,19 @@ impl BatchRenewer {
         renew_chunk: F,
     ) -> Self
     where
-        F: Fn(Vec<BatchTarget>) -> Fut + Send + Sync + 'static,
+        F: Fn(&[&BatchTarget]) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<RenewOutcome>, LockError>> + Send + 'static,
     {
+        let tick = (plan.period / TICKS_PER_PERIOD as u32).max(Duration::from_micros(100));
         let schedule = Arc::new(Schedule {
-            items: Mutex::default(),
-            next_id: AtomicU64::new(0),
+            inner: Mutex::new(Inner {
+                wheel: TimerWheel::new(SLOTS, 0),
+                sleeping_until: Some(u64::MAX),
+            }),
             changed: Arc::new(Notify::new()),
             plan,
             origin: Instant::now(),
+            tick,
             events,
         });
         let task = tokio::spawn(run(Arc::downgrade(&schedule), chunk.max(1), renew_chunk));
@@ -223,27 +255,23 @@ impl BatchRenewer {
         state: Arc<LeaseState>,
         sent_at: Instant,
     ) -> Box<dyn StopRenewal> {
-        let id = self.schedule.next_id.fetch_add(1, Ordering::Relaxed);
-        let attempt_at = self.schedule.tick_after(sent_at);
-        self.schedule.plan_next(state.key(), attempt_at);
-        self.schedule.lock().insert(
-            id,
-            Item {
-                target,
-                state,
-                attempt_at,
-            },
-        );
-        self.schedule.changed.notify_one();
+        let s = &self.schedule;
+        // The last period tick at or before one period after the send.
+        let latest = s.tick_of(sent_at + s.plan.period);
+        let due = latest - latest % TICKS_PER_PERIOD;
+        let mut inner = s.lock();
+        let id = inner.wheel.insert(Item { target, state, due });
+        s.arm(&mut inner, id, due);
+        drop(inner);
         Box::new(Unschedule {
-            schedule: Arc::downgrade(&self.schedule),
+            schedule: Arc::downgrade(s),
             id,
         })
     }
 
     /// How many locks are scheduled.
     pub(crate) fn len(&self) -> usize {
-        self.schedule.lock().len()
+        self.schedule.lock().wheel.len()
     }
 
     /// Stops the scheduler; scheduled locks are left to expire.
@@ -260,18 +288,25 @@ impl Drop for BatchRenewer {
 
 async fn run<F, Fut>(schedule: Weak<Schedule>, chunk: usize, renew_chunk: F)
 where
-    F: Fn(Vec<BatchTarget>) -> Fut,
+    F: Fn(&[&BatchTarget]) -> Fut,
     Fut: Future<Output = Result<Vec<RenewOutcome>, LockError>>,
 {
+    let mut due = Vec::new();
     loop {
         let Some(s) = schedule.upgrade() else { return };
         let changed = s.changed.clone().notified_owned();
         tokio::pin!(changed);
         changed.as_mut().enable();
-        let next = s.next_attempt();
+        let next = {
+            let mut inner = s.lock();
+            let next = inner.wheel.next_due();
+            inner.sleeping_until = Some(next.unwrap_or(u64::MAX));
+            next
+        };
+        let wake = next.map(|tick| s.time_of(tick));
         // Hold only a weak reference while sleeping, so dropping the client ends the task.
         drop(s);
-        match next {
+        match wake {
             None => changed.await,
             Some(at) => {
                 tokio::select! {
@@ -281,29 +316,45 @@ where
             }
         }
         let Some(s) = schedule.upgrade() else { return };
-        let due = s.take_due(Instant::now());
-        let mut calls = Vec::with_capacity(due.len().div_ceil(chunk));
-        for part in due.chunks(chunk) {
-            let targets: Vec<BatchTarget> = part.iter().map(|d| d.target.clone()).collect();
-            let ids: Vec<(u64, Instant)> = part.iter().map(|d| (d.id, d.attempt_at)).collect();
-            // A call that hangs is cut off when the first lock of the chunk reaches its deadline.
-            let cut_off = part.iter().map(|d| d.deadline).min();
-            let call = renew_chunk(targets);
-            calls.push(async move {
-                let sent_at = Instant::now();
-                let cut_off = cut_off.unwrap_or(sent_at);
-                let answers = match tokio::time::timeout_at(cut_off.into(), call).await {
-                    Ok(answers) => answers,
-                    Err(_elapsed) => Err(LockError::backend(
-                        super::connection::BACKEND,
-                        "batch renewal got no answer before the local deadline",
-                    )),
-                };
-                (ids, answers, sent_at, Instant::now())
-            });
+        due.clear();
+        {
+            let mut inner = s.lock();
+            inner.sleeping_until = None;
+            let now = s.tick_of(Instant::now());
+            inner.wheel.expire(now, &mut due);
         }
-        let mut answers = futures::stream::iter(calls).buffer_unordered(CHUNKS_IN_FLIGHT);
-        while let Some((ids, answers, sent_at, done_at)) = answers.next().await {
+        let mut rest = &due[..];
+        let mut calls = FuturesUnordered::new();
+        loop {
+            while calls.len() < CHUNKS_IN_FLIGHT && !rest.is_empty() {
+                let (inner, ids, cut_off) = s.take_chunk(&mut rest, chunk);
+                if ids.is_empty() {
+                    continue;
+                }
+                let targets: Vec<&BatchTarget> = ids
+                    .iter()
+                    .filter_map(|id| inner.wheel.get(*id).map(|item| &item.target))
+                    .collect();
+                let call = renew_chunk(&targets);
+                drop(targets);
+                drop(inner);
+                calls.push(async move {
+                    let sent_at = Instant::now();
+                    // A call that hangs is cut off when the first lock of the chunk reaches its deadline.
+                    let cut_off = cut_off.unwrap_or(sent_at);
+                    let answers = match tokio::time::timeout_at(cut_off.into(), call).await {
+                        Ok(answers) => answers,
+                        Err(_elapsed) => Err(LockError::backend(
+                            super::connection::BACKEND,
+                            "batch renewal got no answer before the local deadline",
+                        )),
+                    };
+                    (ids, answers, sent_at, Instant::now())
+                });
+            }
+            let Some((ids, answers, sent_at, done_at)) = calls.next().await else {
+                break;
+            };
             s.apply(&ids, &answers, sent_at, done_at);
         }
     }

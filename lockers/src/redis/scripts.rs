@@ -57,10 +57,35 @@ impl LuaScript {
         self.script.prepare_invoke()
     }
 
+    /// An `EVALSHA` of this script with `keys` keys, to which the caller appends keys and arguments. One
+    /// command buffer holds every argument, so a call with many keys costs no allocation per key (unlike
+    /// [`prepare`](Self::prepare)). Run it with [`run_cmd`].
+    pub(crate) fn evalsha(&self, keys: usize) -> redis::Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.script.get_hash()).arg(keys);
+        cmd
+    }
+
     /// The script's SHA1.
     #[allow(dead_code)]
     pub(crate) fn sha(&self) -> &str {
         self.script.get_hash()
+    }
+}
+
+/// Runs `cmd`, an [`evalsha`](LuaScript::evalsha) of `script`, loading the script and sending it again
+/// on `NOSCRIPT`.
+pub(crate) async fn run_cmd<T: FromRedisValue>(
+    connection: &mut ConnectionManager,
+    script: &LuaScript,
+    cmd: &redis::Cmd,
+) -> Result<T, LockError> {
+    match cmd.query_async(connection).await {
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            script.script.load_async(connection).await?;
+            Ok(cmd.query_async(connection).await?)
+        }
+        answer => Ok(answer?),
     }
 }
 

@@ -20,6 +20,7 @@
 //! short hold re-entering a long one would otherwise cut the server TTL below the long hold's local
 //! deadline); a renewal error does not silently end renewal but retries until the deadline.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -130,31 +131,36 @@ async fn renew_one(
     Ok(renew_outcome(answer))
 }
 
-async fn renew_chunk(
+/// The call renewing `targets` in one batch script call, built now (one command buffer, no allocation per
+/// lock) and sent when awaited.
+fn renew_chunk(
     mut connection: ConnectionManager,
-    targets: Vec<BatchTarget>,
+    targets: &[&BatchTarget],
     ttl_ms: u64,
-) -> Result<Vec<RenewOutcome>, LockError> {
-    let mut call = WATCHDOG_RENEW_BATCH.prepare();
-    for target in &targets {
-        call.key(&*target.key);
+) -> impl Future<Output = Result<Vec<RenewOutcome>, LockError>> + use<> {
+    let mut cmd = WATCHDOG_RENEW_BATCH.evalsha(targets.len());
+    for target in targets {
+        cmd.arg(target.key.as_bytes());
     }
-    call.arg(ttl_ms);
-    for target in &targets {
-        call.arg(&*target.owner);
+    cmd.arg(ttl_ms);
+    for target in targets {
+        cmd.arg(target.owner.as_bytes());
     }
-    let answers: Vec<i64> = scripts::run(&mut connection, &call).await?;
-    if answers.len() != targets.len() {
-        return Err(LockError::backend(
-            BACKEND,
-            format!(
-                "batch renewal answered {} results for {} locks",
-                answers.len(),
-                targets.len()
-            ),
-        ));
+    let locks = targets.len();
+    async move {
+        let answers: Vec<i64> =
+            scripts::run_cmd(&mut connection, &WATCHDOG_RENEW_BATCH, &cmd).await?;
+        if answers.len() != locks {
+            return Err(LockError::backend(
+                BACKEND,
+                format!(
+                    "batch renewal answered {} results for {locks} locks",
+                    answers.len(),
+                ),
+            ));
+        }
+        Ok(answers.into_iter().map(renew_outcome).collect())
     }
-    Ok(answers.into_iter().map(renew_outcome).collect())
 }
 
 /// How this client renews: per-lock loops (started lazily) or the batch scheduler.
@@ -210,12 +216,8 @@ impl RedisWatchdog {
                     chunk,
                     events.clone(),
                     move |targets| {
-                        let commands = commands.clone();
-                        let calls = calls.clone();
-                        async move {
-                            calls.fetch_add(1, Ordering::Relaxed);
-                            renew_chunk(commands, targets, ttl_ms).await
-                        }
+                        calls.fetch_add(1, Ordering::Relaxed);
+                        renew_chunk(commands.clone(), targets, ttl_ms)
                     },
                 ))
             }
