@@ -6,9 +6,10 @@
 //! their next renewal is due at; a tick expires only its own bucket. A lock's first renewal is due at the
 //! last period tick (a multiple of the period from the scheduler's start) at or before one period after
 //! its acquire was sent, so all locks share one tick per period and N held locks cost ⌈N / chunk⌉ calls
-//! per period. Each next renewal is planned one period after the tick the previous one was *due* at (not
-//! after its answer), so a lock is renewed every period and the thinnest margin is the TTL less one
-//! period less the time to send its chunk: with the default ratio of ⅓, about ⅔ of the TTL.
+//! per period. Each next renewal is planned [`RENEW_EVERY_TICKS`] (a period less one tick) after the tick
+//! the previous one was *due* at (not after its answer), so a lock is renewed a little more often than
+//! every period, and the thinnest margin stays at least ⅔ of the TTL (default ratio ⅓) while a chunk
+//! goes out no more than one tick later than the previous one did.
 //!
 //! Chunk calls are built lazily, at most [`CHUNKS_IN_FLIGHT`] at a time, from the key and owner each
 //! lock was scheduled with (shared, never re-encoded).
@@ -56,6 +57,10 @@ struct Item {
 
 /// Wheel ticks per renewal period: the resolution of retries (a third of a period is 4 ticks).
 const TICKS_PER_PERIOD: u64 = 12;
+/// Ticks from one due renewal to the next: one tick short of a period, so a chunk sent up to a tick
+/// (1/12 of a period, TTL/36 at the default ratio) later than the previous one still lands with at least
+/// ⅔ of the TTL left. Costs 1/11 more renew calls than a full period would.
+const RENEW_EVERY_TICKS: u64 = TICKS_PER_PERIOD - 1;
 /// Wheel slots: four periods, so every first renewal and retry lands within one turn.
 const SLOTS: usize = 4 * TICKS_PER_PERIOD as usize;
 /// How many chunk calls may be in flight at once.
@@ -170,7 +175,7 @@ impl Schedule {
             let gone = LossReason::RenewRejected;
             let next =
                 match record_renewal(&item.state, &self.events, self.plan, timing, result, gone) {
-                    AfterRenewal::Extended => item.due + TICKS_PER_PERIOD,
+                    AfterRenewal::Extended => item.due + RENEW_EVERY_TICKS,
                     AfterRenewal::Retry { at } => self.tick_of(at),
                     AfterRenewal::Lost => {
                         inner.wheel.remove(id);
