@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use lockbench_reports::scale::{ScalePoint, ScaleSeries, ScaleStop};
 use lockbench_servers::probe;
-use lockers::redis::RenewalMode;
+use lockers::redis::{RenewalMode, watchdog};
 use lockers::{AcquireOptions, EventSink, Events, Lease, LockEvent, Locker};
 
 use super::{SERVER_TIMEOUT, ScaleSpec, ms};
@@ -175,6 +175,10 @@ pub async fn measure_strategy(
             at_start,
             fill_time,
             locks_per_call: series.locks_per_renew_call,
+            renewals_per_period: match series.strategy.as_str() {
+                watchdog::BATCHED_ID => watchdog::BATCHED_RENEWALS_PER_PERIOD,
+                _ => 1.0,
+            },
         };
         series.points.push(window.measure().await);
         if let Some(reason) = stop {
@@ -387,6 +391,8 @@ struct Window<'a> {
     at_start: [u64; 3],
     fill_time: Duration,
     locks_per_call: Option<u64>,
+    /// Renewals of each lock per renewal period (batched renewal: a little more than one).
+    renewals_per_period: f64,
 }
 
 impl Window<'_> {
@@ -408,7 +414,7 @@ impl Window<'_> {
             .zip(after.redis.as_ref())
             .map(|(b, a)| a.since(b).scripts().usec as f64);
         let held_locks = self.held.len() as u64;
-        let period = self.spec.renew_period().as_secs_f64();
+        let period = self.spec.renew_period().as_secs_f64() / self.renewals_per_period;
         let bound = self
             .locks_per_call
             .filter(|_| self.server.is_some())

@@ -61,6 +61,8 @@ const TICKS_PER_PERIOD: u64 = 12;
 /// (1/12 of a period, TTL/36 at the default ratio) later than the previous one still lands with at least
 /// ⅔ of the TTL left. Costs 1/11 more renew calls than a full period would.
 const RENEW_EVERY_TICKS: u64 = TICKS_PER_PERIOD - 1;
+/// Renewals of each lock per renewal period: 12/11.
+pub(crate) const RENEWALS_PER_PERIOD: f64 = TICKS_PER_PERIOD as f64 / RENEW_EVERY_TICKS as f64;
 /// Wheel slots: four periods, so every first renewal and retry lands within one turn.
 const SLOTS: usize = 4 * TICKS_PER_PERIOD as usize;
 /// How many chunk calls may be in flight at once.

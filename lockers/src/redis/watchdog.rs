@@ -50,6 +50,9 @@ use crate::renewal::{HoldTicket, Holds, RenewOutcome, RenewalPlan, StopRenewal, 
 pub const ID: &str = "redis-watchdog";
 /// The id of the same strategy with batched renewal ([`RenewalMode::Batched`]).
 pub const BATCHED_ID: &str = "redis-watchdog-batched";
+/// How many times per renewal period batched renewal renews each lock (a little more than once: see
+/// `batch`), so a caller can bound its server calls.
+pub const BATCHED_RENEWALS_PER_PERIOD: f64 = super::batch::RENEWALS_PER_PERIOD;
 
 /// The message a release publishes on the lock's channel (Redisson's `UNLOCK_MESSAGE`).
 const UNLOCK_MESSAGE: &str = "0";
