@@ -9,8 +9,8 @@ use std::path::Path;
 
 use lockbench_reports::Comparison;
 use lockbench_reports::model::{CaseStatus, Verdict};
+use lockbench_reports::schema::{self, validate};
 use serde_json::Value;
-use support::json_schema::validate;
 
 /// The strategies whose watchdog lease must hold in lease-too-short (redis-keyspace-naive is built to
 /// show how renewal driven only by keyspace events fails, so it is not asserted either way).
@@ -23,15 +23,11 @@ const WATCHDOG_HOLDS: &[&str] = &[
     "zookeeper",
 ];
 
-fn schema(text: &str) -> Value {
-    serde_json::from_str(text).unwrap()
-}
-
 fn check_schemas(path: &Path) {
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let errors = validate(&schema(lockbench_reports::COMPARISON_SCHEMA), &doc);
+    let errors = validate(&schema::comparison(), &doc);
     assert!(errors.is_empty(), "comparison schema: {errors:?}");
-    let results_schema = schema(lockbench_reports::SCHEMA);
+    let results_schema = schema::results();
     for run in doc["runs"].as_array().unwrap() {
         let errors = validate(&results_schema, &run["results"]);
         assert!(errors.is_empty(), "results schema: {errors:?}");

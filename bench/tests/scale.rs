@@ -7,6 +7,7 @@
 mod support;
 
 use lockbench_reports::scale::ScaleResults;
+use lockbench_reports::schema;
 
 fn scale(
     args: &[&str],
@@ -22,7 +23,15 @@ fn scale(
     let output = support::run(&argv);
     let results = std::fs::read_to_string(dir.path().join("scale.json"))
         .ok()
-        .map(|text| ScaleResults::from_json(&text).unwrap());
+        .map(|text| {
+            let doc = serde_json::from_str(&text).unwrap();
+            let errors = schema::validate(&schema::scale(), &doc);
+            assert!(
+                errors.is_empty(),
+                "scale.json violates the schema: {errors:?}"
+            );
+            ScaleResults::from_json(&text).unwrap()
+        });
     (output, results, dir)
 }
 

@@ -1,25 +1,29 @@
 //! The comparison file: what `lockbench compare` writes to `DIR/results.json` — the results of every
 //! scenario of the suite in one file, with what the report needs to know about the suite itself.
 //!
-//! Described by the JSON schema [`COMPARISON_SCHEMA`] (`reports/schema/comparison.schema.json`); each
-//! `runs[].results` is a results file of one run as described by [`crate::SCHEMA`]. Both kinds share
+//! Described by a JSON schema derived from these types ([`crate::schema::comparison`]; committed as
+//! [`COMPARISON_SCHEMA`], `reports/schema/comparison.schema.json`); each `runs[].results` is a results
+//! file of one run as described by [`crate::schema::results`]. Both kinds share
 //! [`SCHEMA_VERSION`]. [`Comparison::read`] takes either kind, so `lockbench report` renders a single
 //! `lockbench run` as well as a whole comparison.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{ReadError, Results, SCHEMA_VERSION};
 
-/// The JSON schema (draft 2020-12) of the comparison file.
+/// The JSON schema (draft 2020-12) of the comparison file as committed: the text of
+/// [`crate::schema::comparison`], which a golden-file test keeps equal.
 pub const COMPARISON_SCHEMA: &str = include_str!("../schema/comparison.schema.json");
 
 /// The `suite` of a comparison made from a single `lockbench run` results file.
 pub const SINGLE_RUN: &str = "single run";
 
 /// One comparison: the suite's scenarios, each run against the same strategies.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Comparison {
     /// [`SCHEMA_VERSION`] of the writer.
+    #[schemars(extend("const" = SCHEMA_VERSION))]
     pub schema_version: u32,
     /// Which suite ran: `default` or `quick` ([`SINGLE_RUN`] for a wrapped run file).
     pub suite: String,
@@ -40,7 +44,7 @@ pub struct Comparison {
 }
 
 /// A strategy as the registry describes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StrategyInfo {
     /// Strategy id.
     pub id: String,
@@ -59,7 +63,7 @@ impl StrategyInfo {
 }
 
 /// One scenario of the suite.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SuiteRun {
     /// What a violation under this scenario means for someone choosing a lock, one line (the
     /// "which strategy when" rules quote it). Null when the suite says nothing.

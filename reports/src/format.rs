@@ -1,5 +1,7 @@
-//! Number formatting shared by the Markdown and HTML reports (and chart labels), so both show the
-//! same figures the same way.
+//! Number formatting shared by the Markdown and HTML reports, chart labels and the terminal tables,
+//! so all show the same figures the same way; and the one RFC 3339 timestamp results files carry.
+
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Milliseconds with sensible precision: `0.046`, `4.21`, `52.2`, `4200`; `-` when absent.
 pub fn ms(value: Option<f64>) -> String {
@@ -11,6 +13,54 @@ pub fn ms(value: Option<f64>) -> String {
         Some(v) if v.abs() < 1000.0 => format!("{v:.1}"),
         Some(v) => format!("{v:.0}"),
     }
+}
+
+/// A moment in RFC 3339 UTC to the second, `2026-11-23T20:18:35Z`: the form of every `started_at` and
+/// `finished_at`. Total: a time before 1970 or past 9999 still formats (with a sign or more digits).
+pub fn rfc3339(time: SystemTime) -> String {
+    let seconds = match time.duration_since(UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_secs()).unwrap_or(i64::MAX),
+        // Round towards the past: 0.5 s before the epoch is 23:59:59 of the day before.
+        Err(before) => {
+            let before = before.duration();
+            let whole = before.as_secs() + u64::from(before.subsec_nanos() > 0);
+            i64::try_from(whole).map_or(-i64::MAX, |s| -s)
+        }
+    };
+    let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
+    let second_of_day = seconds.rem_euclid(86_400);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        second_of_day / 3600,
+        second_of_day / 60 % 60,
+        second_of_day % 60
+    )
+}
+
+/// The current time as [`rfc3339`].
+pub fn now_rfc3339() -> String {
+    rfc3339(SystemTime::now())
+}
+
+/// The proleptic Gregorian date of a day counted from 1970-01-01, by eras of 400 years (146 097
+/// days), each counted from March 1 so the leap day ends the year.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let from_0000_03_01 = days + 719_468;
+    let era = from_0000_03_01.div_euclid(146_097);
+    let day_of_era = from_0000_03_01.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    };
+    let year = era * 400 + year_of_era + i64::from(month <= 2);
+    // Both fit: month is 1..=12, day 1..=31.
+    (year, month as u32, day as u32)
 }
 
 /// A length for people: `0 s`, `500 ms`, `1.5 s`, `10 s`.
@@ -107,5 +157,35 @@ mod tests {
         assert_eq!(duration_ms(2.5), "2.5 ms");
         assert_eq!(duration_ms(1500.0), "1.5 s");
         assert_eq!(duration_ms(10_000.0), "10 s");
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        use std::time::Duration;
+        let at = |s: i64| {
+            let offset = Duration::from_secs(s.unsigned_abs());
+            rfc3339(if s < 0 {
+                UNIX_EPOCH - offset
+            } else {
+                UNIX_EPOCH + offset
+            })
+        };
+        // Expected values from `date -u -d @N +%Y-%m-%dT%H:%M:%SZ`.
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(at(1_795_464_000), "2026-11-23T20:00:00Z");
+        assert_eq!(at(4_102_444_800), "2100-01-01T00:00:00Z");
+        assert_eq!(at(253_402_300_799), "9999-12-31T23:59:59Z");
+        assert_eq!(at(-86_401), "1969-12-30T23:59:59Z");
+        assert_eq!(
+            rfc3339(UNIX_EPOCH - Duration::from_millis(500)),
+            "1969-12-31T23:59:59Z"
+        );
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_millis(1500)),
+            "1970-01-01T00:00:01Z"
+        );
+        assert_eq!(now_rfc3339().len(), "2026-11-23T20:18:35Z".len());
+        assert_eq!(at(1 << 40), "36812-02-20T00:36:16Z");
     }
 }

@@ -1,25 +1,84 @@
-//! Reading the raw HdrHistograms a results file keeps (`CaseResult::histograms`: nanoseconds, base64
-//! of the V2-deflate serialization, the HdrHistogram log encoding) for the charts that need more than
-//! the summaries: percentile curves and distributions.
+//! The raw HdrHistograms a results file keeps (`CaseResult::histograms`: nanoseconds, base64 of the
+//! V2-deflate serialization, the HdrHistogram log encoding): the one codec for them ([`encode`],
+//! [`decode`], [`decode_as`], the serde adapter [`as_base64`]), the [`Summary`] the results show
+//! ([`summary`]), and what the charts need beyond the summaries: percentile curves and spreads.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use hdrhistogram::Histogram;
-use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
+use hdrhistogram::{Counter, Histogram};
 
-use crate::model::CaseResult;
+use crate::model::{CaseResult, Summary};
 
 /// A decoded histogram (values in nanoseconds).
 pub type Hist = Histogram<u64>;
 
-/// Decodes one base64 V2-deflate histogram.
+/// Base64 of the V2-deflate serialization of `hist`, the form results files keep. Empty only if
+/// serialization fails, which it does not for counts below `i64::MAX` (and [`decode`] rejects it).
+pub fn encode<T: Counter>(hist: &Histogram<T>) -> String {
+    let mut bytes = Vec::new();
+    match V2DeflateSerializer::new().serialize(hist, &mut bytes) {
+        Ok(_) => STANDARD.encode(bytes),
+        Err(_) => String::new(),
+    }
+}
+
+/// Decodes one base64 V2-deflate histogram (as [`decode_as`] with `u64` counts).
 pub fn decode(text: &str) -> Result<Hist, String> {
+    decode_as(text)
+}
+
+/// Decodes one base64 V2-deflate histogram with counts of type `T` (`u32` keeps per-worker histograms
+/// small). The result grows its range on demand, so larger values can be recorded or added into it.
+pub fn decode_as<T: Counter>(text: &str) -> Result<Histogram<T>, String> {
     let bytes = STANDARD
         .decode(text)
         .map_err(|e| format!("histogram is not base64: {e}"))?;
-    Deserializer::new()
+    let mut hist: Histogram<T> = Deserializer::new()
         .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("histogram does not decode: {e:?}"))
+        .map_err(|e| format!("histogram does not decode: {e:?}"))?;
+    hist.auto(true);
+    Ok(hist)
+}
+
+/// Serde adapter (`#[serde(with = "lockbench_reports::histogram::as_base64")]`): a histogram as its
+/// base64 V2-deflate string ([`encode`] / [`decode_as`]).
+pub mod as_base64 {
+    use hdrhistogram::{Counter, Histogram};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Serializes as a string.
+    pub fn serialize<T: Counter, S: Serializer>(
+        hist: &Histogram<T>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::encode(hist))
+    }
+
+    /// Deserializes from a string.
+    pub fn deserialize<'de, T: Counter, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Histogram<T>, D::Error> {
+        let text = String::deserialize(d)?;
+        super::decode_as(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The results' view of a histogram of nanoseconds: count, min, mean, p50/p90/p99/p99.9 and max in
+/// milliseconds, all but the count null when it is empty.
+pub fn summary<T: Counter>(hist: &Histogram<T>) -> Summary {
+    let count = hist.len();
+    let ms = |ns: u64| (count > 0).then(|| ns as f64 / 1e6);
+    Summary {
+        count,
+        min_ms: ms(hist.min()),
+        mean_ms: (count > 0).then(|| hist.mean() / 1e6),
+        p50_ms: ms(hist.value_at_quantile(0.5)),
+        p90_ms: ms(hist.value_at_quantile(0.9)),
+        p99_ms: ms(hist.value_at_quantile(0.99)),
+        p999_ms: ms(hist.value_at_quantile(0.999)),
+        max_ms: ms(hist.max()),
+    }
 }
 
 /// The histogram `name` of a case (`acquire`, `renew_margin`, ...), when present, not empty and
@@ -85,18 +144,48 @@ pub fn spread_ms(hist: &Hist, percentiles: &[f64]) -> (f64, Vec<f64>, f64) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 
     fn encoded(values_us: impl Iterator<Item = u64>) -> String {
         let mut hist = Histogram::<u64>::new_with_bounds(100, 10_000_000_000, 3).unwrap();
         for us in values_us {
             hist.record(us * 1000).unwrap();
         }
-        let mut bytes = Vec::new();
-        V2DeflateSerializer::new()
-            .serialize(&hist, &mut bytes)
-            .unwrap();
-        STANDARD.encode(bytes)
+        encode(&hist)
+    }
+
+    #[test]
+    fn the_codec_round_trips_either_count_type_and_summarises_in_ms() {
+        let mut small = Histogram::<u32>::new_with_bounds(100, 10_000_000_000, 3).unwrap();
+        for us in 1..=1000u64 {
+            small.record(us * 1000).unwrap();
+        }
+        let text = encode(&small);
+        let back: Histogram<u32> = decode_as(&text).unwrap();
+        assert_eq!(back, small);
+        let wide = decode(&text).unwrap();
+        assert_eq!(wide.len(), 1000);
+        let mut grown = back;
+        grown.record(30_000_000_000).unwrap();
+        let s = summary(&grown);
+        assert_eq!(s.count, 1001);
+        assert!((s.p50_ms.unwrap() - 0.5).abs() < 0.005, "{s:?}");
+        assert!(s.max_ms.unwrap() > 29_000.0, "{s:?}");
+        let empty = summary(&Histogram::<u32>::new(3).unwrap());
+        assert_eq!((empty.count, empty.p99_ms, empty.mean_ms), (0, None, None));
+
+        #[derive(serde::Serialize, serde::Deserialize)]
+        struct Holder {
+            #[serde(with = "as_base64")]
+            hist: Histogram<u32>,
+        }
+        let json = serde_json::to_string(&Holder {
+            hist: small.clone(),
+        })
+        .unwrap();
+        assert_eq!(json, format!("{{\"hist\":\"{text}\"}}"));
+        let holder: Holder = serde_json::from_str(&json).unwrap();
+        assert_eq!(holder.hist, small);
+        assert!(serde_json::from_str::<Holder>(r#"{"hist":"%%"}"#).is_err());
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub mod model;
 pub mod report;
 pub mod rules;
 pub mod scale;
+pub mod schema;
 pub mod write;
 
 pub use comparison::{COMPARISON_SCHEMA, Comparison};

@@ -1,7 +1,8 @@
 //! The results model: what `lockbench run` writes to `results.json`, as serde types.
 //!
-//! The file is versioned by [`SCHEMA_VERSION`] and described by the JSON schema [`SCHEMA`]
-//! (`reports/schema/results.schema.json`); a test validates real output against it. Conventions:
+//! The file is versioned by [`SCHEMA_VERSION`] and described by a JSON schema derived from these
+//! types ([`crate::schema::results`]; committed as [`SCHEMA`], `reports/schema/results.schema.json`);
+//! tests validate real output against it. Conventions:
 //!
 //! - every duration is a float in **milliseconds**, in a field ending in `_ms`;
 //! - rates are per second (`_per_s`), sizes in bytes (`_bytes`);
@@ -12,18 +13,24 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The results format version. Bumped on any change that is not a pure addition of optional data.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// The JSON schema (draft 2020-12) of the results file.
+/// The JSON schema (draft 2020-12) of the results file as committed: the text of
+/// [`crate::schema::results`], which a golden-file test keeps equal.
 pub const SCHEMA: &str = include_str!("../schema/results.schema.json");
 
 /// One results file: one scenario run against one or more strategies.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Durations are float milliseconds (`_ms`), rates per second (`_per_s`), sizes bytes (`_bytes`); the
+/// raw histograms are nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Results {
     /// [`SCHEMA_VERSION`] of the writer.
+    #[schemars(extend("const" = SCHEMA_VERSION))]
     pub schema_version: u32,
     /// False when the run was interrupted (Ctrl-C) or a case could not finish: what was measured is
     /// kept, but the run is not the one that was asked for.
@@ -79,7 +86,7 @@ impl Results {
 }
 
 /// The scenario: its name, where it came from and the resolved workload.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Scenario {
     /// Preset name or file stem, e.g. `long-tail`.
     pub name: String,
@@ -92,19 +99,22 @@ pub struct Scenario {
 }
 
 /// The resolved workload (see `lockbench run --help` for the meaning of each field).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Workload {
     /// Strategy ids run, in order.
     pub strategies: Vec<String>,
     /// Concurrent clients (each its own `Locker`, one holder at a time).
+    #[schemars(range(min = 1))]
     pub clients: u32,
     /// Distinct lock keys; contention is clients / keys.
+    #[schemars(range(min = 1))]
     pub keys: u32,
     /// Task duration distribution, in the scenario syntax (e.g. `95% 50ms, 5% uniform 3s..5s`).
     pub task: String,
     /// Mean of the task distribution.
     pub task_mean_ms: f64,
     /// Lease modes run for each strategy: `watchdog` or `fixed:<duration>`.
+    #[schemars(length(min = 1))]
     pub leases: Vec<String>,
     /// TTL of a watchdog lease (renewed every third of it).
     pub watchdog_timeout_ms: f64,
@@ -117,12 +127,15 @@ pub struct Workload {
     /// Measured time per case; null when only `cycles` bounds the run.
     pub duration_ms: Option<f64>,
     /// Completed critical sections per case after which it stops; null when only time bounds it.
+    #[schemars(range(min = 1))]
     pub cycles: Option<u64>,
     /// Unmeasured time at the start of each case.
     pub warmup_ms: f64,
     /// `tasks` (tokio tasks in one process) or `processes` (one child process per client).
+    #[schemars(extend("enum" = ["tasks", "processes"]))]
     pub workers: String,
     /// What a holder does when `lost()` fires during its task: `abort` or `ignore`.
+    #[schemars(extend("enum" = ["abort", "ignore"]))]
     pub on_lost: String,
     /// Seed of every random choice (keys, task durations).
     pub seed: u64,
@@ -133,7 +146,7 @@ pub struct Workload {
 }
 
 /// The machine, the software and the servers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Environment {
     /// lockbench's version.
     pub lockbench_version: String,
@@ -146,6 +159,7 @@ pub struct Environment {
     /// CPU model name.
     pub cpu_model: String,
     /// Logical cores available to lockbench.
+    #[schemars(range(min = 1))]
     pub cores: u32,
     /// Total memory.
     pub memory_bytes: u64,
@@ -154,9 +168,10 @@ pub struct Environment {
 }
 
 /// One server used by the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerInfo {
     /// `redis`, `etcd` or `zookeeper`.
+    #[schemars(extend("enum" = ["redis", "etcd", "zookeeper"]))]
     pub kind: String,
     /// The server's own version report, when it answered.
     pub version: Option<String>,
@@ -169,7 +184,7 @@ pub struct ServerInfo {
 }
 
 /// How a case ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CaseStatus {
     /// Ran for its whole length.
@@ -183,7 +198,7 @@ pub enum CaseStatus {
 }
 
 /// One strategy under one lease mode.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CaseResult {
     /// Strategy id.
     pub strategy: String,
@@ -228,7 +243,7 @@ pub struct CaseResult {
 
 /// One fault injected during a case. Times are relative to the start of the case, like
 /// [`HeldInterval`], so a timeline can draw the window behind the holders' intervals.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FaultWindow {
     /// What was injected: `pause_worker` (SIGSTOP/SIGCONT of a client process), `crash_worker`
     /// (kill -9 of a holder), `starve_worker` (the client's runtime threads blocked), `cpu_hog`,
@@ -263,7 +278,7 @@ pub struct FaultWindow {
 }
 
 /// What a strategy declared it can do (`lockers::Capabilities`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Capabilities {
     /// Same owner may acquire again while holding.
     pub reentrant: bool,
@@ -284,7 +299,7 @@ pub struct Capabilities {
 }
 
 /// The measured window of a case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Window {
     /// Warm-up before measuring.
     pub warmup_ms: f64,
@@ -293,7 +308,7 @@ pub struct Window {
 }
 
 /// What the holders did in the measured window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Operations {
     /// Successful acquires.
     pub acquired: u64,
@@ -312,7 +327,7 @@ pub struct Operations {
 }
 
 /// Throughput of completed critical sections.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Throughput {
     /// Completed critical sections per second over the window.
     pub completed_per_s: f64,
@@ -321,7 +336,7 @@ pub struct Throughput {
 }
 
 /// A latency distribution. All fields but `count` are null when `count` is 0.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     /// Samples.
     pub count: u64,
@@ -342,7 +357,7 @@ pub struct Summary {
 }
 
 /// Latencies of the measured window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Latencies {
     /// Successful acquires: from the call (closed loop) or from the intended start (open loop,
     /// `rate`), so a stalled server is not hidden (coordinated omission).
@@ -357,7 +372,7 @@ pub struct Latencies {
 }
 
 /// Renewal health, built from `LockEvent`s only.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Renewal {
     /// Successful renewals (`Renewed` events) in the window.
     pub renewals: u64,
@@ -376,7 +391,7 @@ pub struct Renewal {
 }
 
 /// `safe`, `violated` or `unknown`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// No overlap, no lost update, no stale write accepted.
@@ -388,7 +403,7 @@ pub enum Verdict {
 }
 
 /// The safety oracle's findings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Safety {
     /// Violated if any measure found something.
     pub verdict: Verdict,
@@ -404,7 +419,7 @@ pub struct Safety {
 
 /// Measure 1. A holder believes it holds a key from the acquire returning until it calls release or
 /// notices a loss; two such intervals of different holders on one key that intersect are a violation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Overlap {
     /// Intersecting pairs of intervals.
     pub pairs: u64,
@@ -421,7 +436,7 @@ pub struct Overlap {
 }
 
 /// One overlapping pair. Times are relative to the start of the case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OverlapExample {
     /// Key index.
     pub key: u32,
@@ -433,19 +448,20 @@ pub struct OverlapExample {
 
 /// A stretch of consecutive believed-held intervals on one key (every interval on the key whose start
 /// falls between the first and the last sampled start, in start order), for the holder timeline.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HolderSample {
     /// Key index.
     pub key: u32,
     /// Where the stretch was taken: `first_overlap` (around the first overlapping pair found on the
     /// first keys) or `start` (the first intervals of key 0, when nothing overlapped there).
+    #[schemars(extend("enum" = ["first_overlap", "start"]))]
     pub anchor: String,
     /// The intervals, in start order (at most a hundred or so).
     pub intervals: Vec<HeldInterval>,
 }
 
 /// One believed-held interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HeldInterval {
     /// Client index.
     pub client: u32,
@@ -454,11 +470,12 @@ pub struct HeldInterval {
     /// Release called or loss noticed.
     pub end_ms: f64,
     /// How it ended: `released`, `lost` (noticed `lost()`) or `stopped` (end of case).
+    #[schemars(extend("enum" = ["released", "lost", "stopped"]))]
     pub ended_by: String,
 }
 
 /// Measure 2 (Jepsen's lock-set idea): each critical section reads a counter, works, writes counter+1.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LostUpdates {
     /// Writes the resource accepted (whole case).
     pub completed_writes: u64,
@@ -472,7 +489,7 @@ pub struct LostUpdates {
 ///
 /// A write is *stale* when, as it reaches the resource, a lease with a higher token has already been
 /// granted on the key and its holder has read the counter (the writer was superseded).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Fencing {
     /// Whether the strategy has fencing tokens (the resource checks them only then).
     pub enforced: bool,
@@ -493,7 +510,7 @@ pub struct Fencing {
 
 /// How timely `lost()` was. A loss signal is *too late* when another holder had already acquired the
 /// key before the holder noticed `lost()` (its interval overlaps a later holder's).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LostSignal {
     /// Critical sections that ended because the holder noticed `lost()` (whole case).
     pub fired: u64,
@@ -505,10 +522,11 @@ pub struct LostSignal {
 }
 
 /// Client cost over the measured window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ClientCost {
     /// `driver_process` (tasks mode: the lockbench process, driver and resource included) or
     /// `worker_processes` (the sum over the client processes).
+    #[schemars(extend("enum" = ["driver_process", "worker_processes"]))]
     pub scope: String,
     /// Most threads seen at once.
     pub threads_max: u64,
@@ -521,9 +539,10 @@ pub struct ClientCost {
 }
 
 /// What the server did during a case (deltas over the case).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerCost {
     /// `redis`, `etcd` or `zookeeper`.
+    #[schemars(extend("enum" = ["redis", "etcd", "zookeeper"]))]
     pub kind: String,
     /// Server CPU time, when known (managed servers: from /proc; Redis: `INFO cpu`).
     pub cpu_seconds: Option<f64>,
@@ -539,7 +558,7 @@ pub struct ServerCost {
 /// The driver's own cost, measured per cycle (acquire + task + release and the bookkeeping around it)
 /// in the measured window: the cycle's wall time minus the time spent inside `acquire`, `release`,
 /// the task and the think time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DriverCost {
     /// Cycles measured.
     pub cycles: u64,

@@ -6,10 +6,12 @@
 //! strategy that could not reach a step has a [`ScaleStop`] saying where and why (thread limit, RSS cap,
 //! acquire errors, time budget).
 //!
-//! Conventions are those of the results file ([`crate::model`]): durations are float milliseconds in
+//! Described by a JSON schema derived from these types ([`crate::schema::scale`], committed as
+//! `reports/schema/scale.schema.json`). Conventions are those of the results file ([`crate::model`]): durations are float milliseconds in
 //! `_ms` fields, rates are per second (`_per_s`), sizes are bytes (`_bytes`). The chart of cost against
 //! held locks needs only [`ScaleResults::cost_series`].
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::model::Environment;
@@ -18,9 +20,10 @@ use crate::model::Environment;
 pub const SCALE_SCHEMA_VERSION: u32 = 1;
 
 /// One `lockbench scale` run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScaleResults {
     /// [`SCALE_SCHEMA_VERSION`] of the writer.
+    #[schemars(extend("const" = SCALE_SCHEMA_VERSION))]
     pub schema_version: u32,
     /// False when the run was interrupted: what was measured is kept.
     pub complete: bool,
@@ -37,7 +40,7 @@ pub struct ScaleResults {
 }
 
 /// The settings of a scale run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScaleSettings {
     /// Held-lock counts, ascending; each step adds locks to those already held.
     pub steps: Vec<u64>,
@@ -58,7 +61,7 @@ pub struct ScaleSettings {
 }
 
 /// One strategy's steps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScaleSeries {
     /// Strategy id.
     pub strategy: String,
@@ -75,7 +78,7 @@ pub struct ScaleSeries {
 }
 
 /// Where a strategy stopped.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScaleStop {
     /// Locks held when it stopped.
     pub held: u64,
@@ -86,7 +89,7 @@ pub struct ScaleStop {
 }
 
 /// The cost of holding `held_locks` locks with one client, over one measured window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScalePoint {
     /// Locks held when the window started.
     pub held_locks: u64,

@@ -2,8 +2,6 @@
 
 #![allow(dead_code)]
 
-pub(crate) mod json_schema;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -31,13 +29,11 @@ pub(crate) fn run_ok(args: &[&str]) -> Output {
     out
 }
 
-/// Reads `dir/results.json`, checks it against the committed schema and parses it.
+/// Reads `dir/results.json`, checks it against the schema derived from the model and parses it.
 pub(crate) fn read_results(dir: &Path) -> lockbench_reports::Results {
     let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json written");
-    let schema: serde_json::Value =
-        serde_json::from_str(lockbench_reports::SCHEMA).expect("schema is JSON");
     let doc: serde_json::Value = serde_json::from_str(&text).expect("results are JSON");
-    let errors = json_schema::validate(&schema, &doc);
+    let errors = lockbench_reports::schema::validate(&lockbench_reports::schema::results(), &doc);
     assert!(
         errors.is_empty(),
         "results.json violates the schema:\n{}",

@@ -1,12 +1,22 @@
-//! A small JSON Schema (draft 2020-12) validator for the subset `results.schema.json` uses: `type`,
+//! A small JSON Schema (draft 2020-12) validator for the subset the generated schemas use: `type`,
 //! `properties`, `required`, `additionalProperties`, `items`, `minItems`, `enum`, `const`, `minimum`,
-//! `anyOf` and local `$ref`s (`#/$defs/...`). Anything else in a schema is an error, so the schema
-//! cannot silently grow a keyword this validator ignores. (The `jsonschema` crate would pull some 25
-//! crates into a cold build for this.)
+//! `anyOf`, `oneOf`, boolean schemas and local `$ref`s (`#/$defs/...`); `format`, `default` and the
+//! descriptive keywords are annotations it skips, as draft 2020-12 does by default. Any other keyword
+//! in a schema is an error, so the schema cannot silently grow one this validator ignores. (The
+//! `jsonschema` crate would pull some 25 crates into a cold build for this.)
 
 use serde_json::Value;
 
-const IGNORED: &[&str] = &["$schema", "$id", "$defs", "title", "description"];
+const ANNOTATIONS: &[&str] = &[
+    "$schema",
+    "$id",
+    "$comment",
+    "$defs",
+    "title",
+    "description",
+    "format",
+    "default",
+];
 const KNOWN: &[&str] = &[
     "type",
     "properties",
@@ -18,11 +28,13 @@ const KNOWN: &[&str] = &[
     "const",
     "minimum",
     "anyOf",
+    "oneOf",
     "$ref",
 ];
 
-/// Every violation of `schema` by `doc`, as `path: problem` lines (empty: valid).
-pub(crate) fn validate(schema: &Value, doc: &Value) -> Vec<String> {
+/// Every violation of `schema` by `doc`, as `path: problem` lines (`$.cases[0].status: ...`); empty
+/// when `doc` is valid. A keyword outside the supported subset is reported as a violation too.
+pub fn validate(schema: &Value, doc: &Value) -> Vec<String> {
     let mut errors = Vec::new();
     check(schema, schema, doc, "$", &mut errors);
     errors
@@ -42,12 +54,20 @@ fn type_matches(name: &str, value: &Value) -> bool {
 }
 
 fn check(root: &Value, schema: &Value, doc: &Value, path: &str, errors: &mut Vec<String>) {
-    let Some(rules) = schema.as_object() else {
-        errors.push(format!("{path}: schema is not an object"));
-        return;
+    let rules = match schema {
+        Value::Bool(true) => return,
+        Value::Bool(false) => {
+            errors.push(format!("{path}: no value is allowed here"));
+            return;
+        }
+        Value::Object(rules) => rules,
+        _ => {
+            errors.push(format!("{path}: schema is not an object or a boolean"));
+            return;
+        }
     };
     for key in rules.keys() {
-        if !KNOWN.contains(&key.as_str()) && !IGNORED.contains(&key.as_str()) {
+        if !KNOWN.contains(&key.as_str()) && !ANNOTATIONS.contains(&key.as_str()) {
             errors.push(format!("{path}: unsupported schema keyword {key}"));
         }
     }
@@ -67,19 +87,19 @@ fn check(root: &Value, schema: &Value, doc: &Value, path: &str, errors: &mut Vec
             _ => vec![],
         };
         if !names.iter().any(|n| type_matches(n, doc)) {
-            errors.push(format!("{path}: expected {names:?}, got {doc}"));
+            errors.push(format!("{path}: expected {names:?}, got {}", short(doc)));
             return;
         }
     }
     if let Some(options) = rules.get("enum").and_then(Value::as_array)
         && !options.contains(doc)
     {
-        errors.push(format!("{path}: {doc} is not one of {options:?}"));
+        errors.push(format!("{path}: {} is not one of {options:?}", short(doc)));
     }
     if let Some(expected) = rules.get("const")
         && expected != doc
     {
-        errors.push(format!("{path}: expected {expected}, got {doc}"));
+        errors.push(format!("{path}: expected {expected}, got {}", short(doc)));
     }
     if let (Some(min), Some(value)) = (rules.get("minimum").and_then(Value::as_f64), doc.as_f64())
         && value < min
@@ -89,7 +109,19 @@ fn check(root: &Value, schema: &Value, doc: &Value, path: &str, errors: &mut Vec
     if let Some(options) = rules.get("anyOf").and_then(Value::as_array)
         && !options.iter().any(|o| validate_inner(root, o, doc))
     {
-        errors.push(format!("{path}: matches none of anyOf"));
+        errors.push(format!("{path}: {} matches none of anyOf", short(doc)));
+    }
+    if let Some(options) = rules.get("oneOf").and_then(Value::as_array) {
+        let matching = options
+            .iter()
+            .filter(|o| validate_inner(root, o, doc))
+            .count();
+        if matching != 1 {
+            errors.push(format!(
+                "{path}: {} matches {matching} of oneOf, not exactly one",
+                short(doc)
+            ));
+        }
     }
     if let Some(object) = doc.as_object() {
         let properties = rules.get("properties").and_then(Value::as_object);
@@ -112,7 +144,7 @@ fn check(root: &Value, schema: &Value, doc: &Value, path: &str, errors: &mut Vec
                     Some(Value::Bool(false)) => {
                         errors.push(format!("{child}: not allowed by the schema"))
                     }
-                    Some(extra @ Value::Object(_)) => check(root, extra, value, &child, errors),
+                    Some(extra) => check(root, extra, value, &child, errors),
                     _ => {}
                 },
             }
@@ -129,6 +161,16 @@ fn check(root: &Value, schema: &Value, doc: &Value, path: &str, errors: &mut Vec
                 check(root, schema, item, &format!("{path}[{i}]"), errors);
             }
         }
+    }
+}
+
+/// `value` as JSON, cut to a length that fits in one line of a message.
+fn short(value: &Value) -> String {
+    const MAX: usize = 60;
+    let text = value.to_string();
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
     }
 }
 
