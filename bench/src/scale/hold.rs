@@ -486,17 +486,14 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_thread_cap_stops_the_strategy_and_says_why() {
-        let spec = args(&[
-            "--in-process",
-            "--strategies",
-            "memory",
-            "--steps",
-            "100",
-            "--hold",
-            "100ms",
-            "--max-threads",
-            "1",
-        ])
+        let spec = ScaleOptions {
+            in_process: true,
+            strategies: Some("memory".into()),
+            steps: "100".into(),
+            hold: "100ms".into(),
+            max_threads: 1,
+            ..ScaleOptions::default()
+        }
         .spec()
         .unwrap_or_else(|e| panic!("{e}"));
         let series = measure_strategy(spec.strategies[0], &spec, &Backends::default(), None).await;
