@@ -192,7 +192,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             .iter()
             .map(|p| p.total)
             .sum::<Duration>()
-            + suite::REPORT_WRITING;
+            + suite::report_time(&plan);
         let title = format!("[{}/{}] {}", index + 1, suite.len(), entry.scenario);
         let cases = plan
             .iter()

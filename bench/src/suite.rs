@@ -12,9 +12,10 @@ use std::time::Duration;
 use crate::backends::ServerKind;
 use crate::run::keep_fault_targets;
 use crate::scenarios;
-use crate::strategies::{self, Strategy};
-use crate::workload::faults::own_topology;
-use crate::workload::{ScenarioFile, WorkerMode, Workload};
+use crate::driver::case::lease_support;
+use crate::strategies::{self, Strategy, StrategySettings};
+use crate::workload::faults::{FaultKind, own_topology};
+use crate::workload::{ScenarioFile, Workload};
 
 /// How long a scenario's cases run in a suite: measured time and warm-up per case (`None`: the
 /// preset's own, for scenarios whose faults are timed against it).
@@ -99,9 +100,9 @@ pub(crate) const MANY_LOCKS: &str = "many-locks";
 /// The suite, in run order: one line per scenario. Fault scenarios run at their preset's length (the
 /// faults are timed against it; shortening would cut a fault short).
 pub(crate) const SUITE: &[SuiteEntry] = &[
-    SuiteEntry::of("baseline", "2s", "300ms").quick("1s", "200ms"),
-    SuiteEntry::of("long-tail", "5s", "300ms").quick("1500ms", "200ms"),
-    SuiteEntry::of("lease-too-short", "2500ms", "0s").quick("1600ms", "0s"),
+    SuiteEntry::of("baseline", "1500ms", "300ms").quick("1s", "200ms"),
+    SuiteEntry::of("long-tail", "4s", "300ms").quick("1500ms", "200ms"),
+    SuiteEntry::of("lease-too-short", "2s", "0s").quick("1600ms", "0s"),
     SuiteEntry::preset("process-pause"),
     SuiteEntry::preset("client-crash"),
     SuiteEntry::preset("cpu-starvation").not_quick(),
@@ -119,28 +120,36 @@ pub(crate) const SUITE: &[SuiteEntry] = &[
 
 /// Held-lock steps of the many-locks pass.
 pub(crate) const MANY_LOCKS_STEPS: &str = "1000,10000";
-/// Measured hold per step of the many-locks pass (a few renewal periods at its 3 s timeout).
-pub(crate) const MANY_LOCKS_HOLD: &str = "3s";
+/// Measured hold per step of the many-locks pass (two renewal periods at its 3 s timeout).
+pub(crate) const MANY_LOCKS_HOLD: &str = "2s";
 
-/// Set-up and tear-down around one case's measured window, by how its clients run: connecting the
-/// clients (tasks) or starting one `lockbench` worker process per client and collecting them
-/// (processes). Measured on this 2-core machine from `window.wall_ms - warmup_ms - measured_ms` of
-/// `lockbench compare --quick` (median over cases, machine shared with other builds).
-pub(crate) const CASE_OVERHEAD_TASKS: Duration = Duration::from_millis(400);
-/// See [`CASE_OVERHEAD_TASKS`].
-pub(crate) const CASE_OVERHEAD_PROCESSES: Duration = Duration::from_millis(900);
+// Overheads, measured on this 2-core machine while other helpers were compiling (load average ~10),
+// from `lockbench compare --quick --scenarios baseline,lease-too-short,process-pause,redis-failover,leader-loss`:
+// per case, `window.wall_ms - warmup_ms - measured_ms` of the results file; per scenario, the run's
+// `finished_at - started_at` minus the sum of its cases' `wall_ms`; the report, the time from the
+// comparison file to the written report. Each constant covers what was seen at least 3 cases in 4.
+
+/// Set-up and tear-down around one case's measured window: connecting the clients (tasks; measured
+/// 0.02-0.28 s, median 0.10 s) or starting one `lockbench` worker process per client and collecting
+/// them (processes; 0.08-0.26 s, median 0.16 s).
+pub(crate) const CASE_OVERHEAD: Duration = Duration::from_millis(250);
 /// Extra per case for a fault that starts servers of its own for every case (it destroys them): a
-/// Redis primary + replica with its link (failover), a 3-member etcd cluster or ZooKeeper ensemble
-/// (leader loss). Measured the same way.
-pub(crate) const CASE_OWN_SERVERS: Duration = Duration::from_millis(3000);
-/// Starting a scenario's servers once (the slowest, etcd, takes ~0.5 s; ZooKeeper ~0.4 s) and
-/// stopping them.
-pub(crate) const SCENARIO_SERVERS: Duration = Duration::from_millis(1500);
+/// Redis primary + replica (failover; measured 0.33-0.46 s in all).
+pub(crate) const CASE_OWN_REDIS_PAIR: Duration = Duration::from_millis(600);
+/// The same for a 3-member etcd cluster (leader loss; measured 3.0 s).
+pub(crate) const CASE_OWN_ETCD_CLUSTER: Duration = Duration::from_secs(3);
+/// The same for a 3-node ZooKeeper ensemble (leader loss; measured 8.0 s: three JVMs start slowly on a
+/// loaded machine).
+pub(crate) const CASE_OWN_ZOOKEEPER_ENSEMBLE: Duration = Duration::from_secs(8);
+/// Starting a scenario's servers once (redis 0.1 s, etcd 0.6 s, ZooKeeper up to 1.4 s, in parallel
+/// or not) and stopping them, plus the scenario's results file: measured 2.1-3.0 s.
+pub(crate) const SCENARIO_SERVERS: Duration = Duration::from_secs(3);
 /// The many-locks pass per strategy: filling 1k and 10k locks, holding each step, releasing, in a
-/// child process. Measured from `lockbench scale --steps 1000,10000 --hold 3s`.
+/// child process; measured with `lockbench scale --steps 1000,10000 --hold 3s`.
 pub(crate) const MANY_LOCKS_PER_STRATEGY: Duration = Duration::from_secs(12);
-/// Writing the comparison, the charts and the reports.
-pub(crate) const REPORT_WRITING: Duration = Duration::from_secs(10);
+/// Writing the comparison and the reports, per case (charts include one holder timeline per case):
+/// measured 1.6 s per case with a debug build under load, far less with a release build.
+pub(crate) const REPORT_PER_CASE: Duration = Duration::from_millis(400);
 
 /// The planned time of one scenario.
 #[derive(Debug, Clone)]
@@ -149,7 +158,7 @@ pub(crate) struct PlannedScenario {
     pub scenario: &'static str,
     /// Cases that run (strategy × lease mode), each run `trials` times.
     pub cases: u32,
-    /// One trial of one case, set-up included.
+    /// One trial of the longest case, set-up included.
     pub per_case: Duration,
     /// The whole scenario: its servers and every trial of every case.
     pub total: Duration,
@@ -214,25 +223,42 @@ pub(crate) fn plan(quick: bool, strategies: &str, trials: u32) -> Vec<PlannedSce
             let kept: Vec<&Strategy> = keep_fault_targets(&w, chosen.clone())
                 .map(|(kept, _)| kept)
                 .unwrap_or_default();
-            let own_servers = w.faults.iter().any(|f| own_topology(f.kind).is_some());
-            let per_case = w.duration.unwrap_or_default()
-                + w.warmup
-                + match w.workers {
-                    WorkerMode::Tasks => CASE_OVERHEAD_TASKS,
-                    WorkerMode::Processes => CASE_OVERHEAD_PROCESSES,
-                }
-                + if own_servers {
-                    CASE_OWN_SERVERS
-                } else {
-                    Duration::ZERO
+            let settings = StrategySettings::new(w.watchdog_timeout);
+            let mut cases = 0;
+            let mut case_time = Duration::ZERO;
+            let mut per_case = Duration::ZERO;
+            for s in &kept {
+                let Ok(caps) = (s.capabilities)(&settings) else {
+                    continue;
                 };
-            let cases = (kept.len() * w.leases.len()) as u32;
+                let own_servers: Duration = w
+                    .faults
+                    .iter()
+                    .filter(|f| own_topology(f.kind).is_some())
+                    .map(|f| match (f.kind, s.server) {
+                        (FaultKind::LeaderKill, ServerKind::ZooKeeper) => {
+                            CASE_OWN_ZOOKEEPER_ENSEMBLE
+                        }
+                        (FaultKind::LeaderKill, _) => CASE_OWN_ETCD_CLUSTER,
+                        _ => CASE_OWN_REDIS_PAIR,
+                    })
+                    .sum();
+                let one = w.duration.unwrap_or_default() + w.warmup + CASE_OVERHEAD + own_servers;
+                // A lease mode the strategy cannot take is skipped at once.
+                for lease in &w.leases {
+                    if lease_support(&caps, *lease, &w).is_ok() {
+                        cases += 1;
+                        case_time += one;
+                        per_case = per_case.max(one);
+                    }
+                }
+            }
             let servers = kept.iter().any(|s| s.server != ServerKind::InProcess);
             PlannedScenario {
                 scenario: entry.scenario,
                 cases,
                 per_case,
-                total: per_case * cases * trials
+                total: case_time * trials
                     + if servers {
                         SCENARIO_SERVERS
                     } else {
@@ -245,7 +271,12 @@ pub(crate) fn plan(quick: bool, strategies: &str, trials: u32) -> Vec<PlannedSce
 
 /// The planned time of the whole suite, reports included.
 pub(crate) fn planned_total(plan: &[PlannedScenario]) -> Duration {
-    plan.iter().map(|p| p.total).sum::<Duration>() + REPORT_WRITING
+    plan.iter().map(|p| p.total).sum::<Duration>() + report_time(plan)
+}
+
+/// The planned time of writing the reports.
+pub(crate) fn report_time(plan: &[PlannedScenario]) -> Duration {
+    REPORT_PER_CASE * plan.iter().map(|p| p.cases).sum::<u32>()
 }
 
 #[cfg(test)]
@@ -329,7 +360,7 @@ mod tests {
         assert_eq!(one.cases, 1);
         assert_eq!(
             one.per_case,
-            seconds("2s") + seconds("300ms") + CASE_OVERHEAD_TASKS
+            seconds("1500ms") + seconds("300ms") + CASE_OVERHEAD
         );
         assert_eq!(one.total, one.per_case * 3 + SCENARIO_SERVERS);
         assert!(total > one.total);

@@ -170,7 +170,16 @@ fn violations_by_row(grid: &Grid<'_>) -> Vec<Finding> {
             conclusion,
             evidence: violated
                 .iter()
-                .map(|c| format!("{}: {}", c.strategy, Violations::of(c).describe()))
+                .map(|c| {
+                    format!(
+                        "{}: {}{}",
+                        c.strategy,
+                        Violations::of(c).describe(),
+                        crate::content::trials_line(c)
+                            .map(|t| format!("; {t}"))
+                            .unwrap_or_default()
+                    )
+                })
                 .collect(),
         });
     }
@@ -200,14 +209,23 @@ fn safety_overall(
     let mut evidence = Vec::new();
     for s in candidates {
         let bad = unsafe_watchdog_rows(grid, &s.id);
-        let cases = grid
+        let judged: Vec<&CaseResult> = grid
             .cases()
             .filter(|(row, c)| {
                 !row.is_fixed() && discriminating(grid, row) && c.strategy == s.id && ran(c)
             })
-            .count();
+            .map(|(_, c)| c)
+            .collect();
+        let cases = judged.len();
+        let trials: u32 = judged
+            .iter()
+            .map(|c| crate::content::violated_of(c).1)
+            .sum();
         if bad.is_empty() {
-            evidence.push(format!("{}: 0 violations in {cases} watchdog cases", s.id));
+            evidence.push(format!(
+                "{}: 0 violations in {cases} watchdog cases ({trials} trials)",
+                s.id
+            ));
         } else {
             evidence.push(format!("{}: violated under {}", s.id, bad.join(", ")));
         }
@@ -232,7 +250,7 @@ fn safety_overall(
     Some(Finding {
         title: "Safe with watchdog leases".into(),
         rule: format!(
-            "a strategy is safe when all its watchdog-lease cases ({}){excluded} had 0 overlaps, 0 lost updates and 0 accepted stale writes; only safe strategies are picked below",
+            "a strategy is safe when all its watchdog-lease cases ({}){excluded} had, in every trial, 0 overlaps, 0 lost updates, 0 accepted stale writes and no token that went backwards or repeated; only safe strategies are picked below",
             watchdog_rows.join(", ")
         ),
         conclusion,
