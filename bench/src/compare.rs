@@ -29,7 +29,8 @@ use crate::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::run::{self, RunRequest};
 use crate::scale::{self, ScaleOptions, ScaleRequest};
 use crate::suite::{
-    self, Length, MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_STEPS, PlannedScenario, SUITE, SuiteEntry,
+    self, Length, MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_STEP_BUDGET, MANY_LOCKS_STEPS,
+    PlannedScenario, SUITE, SuiteEntry,
 };
 use crate::workload::split_list;
 use crate::{output, report, scenarios, strategies, table};
@@ -135,6 +136,7 @@ async fn many_locks(
             strategies: (list != "all").then(|| with_server.join(",")),
             steps: MANY_LOCKS_STEPS.to_owned(),
             hold: MANY_LOCKS_HOLD.to_owned(),
+            step_budget: MANY_LOCKS_STEP_BUDGET.to_owned(),
             ..ScaleOptions::default()
         },
         out: Some(dir.clone()),
@@ -197,7 +199,13 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
         let cases = plan
             .iter()
             .find(|p| p.scenario == entry.scenario)
-            .map(|p| format!("{} cases × {trials}, ~{:.1} s each, ", p.cases, p.per_case.as_secs_f64()))
+            .map(|p| {
+                format!(
+                    "{} cases × {trials}, ~{:.1} s each, ",
+                    p.cases,
+                    p.per_case.as_secs_f64()
+                )
+            })
             .unwrap_or_default();
         println!(
             "{title}: {cases}{}{}; about {} left",

@@ -28,7 +28,11 @@ fn mean(sum: u64, n: u64) -> f64 {
 /// updates, and — when the strategy has fencing tokens (`fencing`: the resource's totals) — stale
 /// writes accepted, tokens that went backwards and duplicate tokens. Each is enough on its own: tokens
 /// that regress without any overlap still make fencing reject the legitimate holder's writes.
-pub(crate) fn violations(pairs: u64, lost: u64, fencing: Option<&ResourceTotals>) -> Vec<Violation> {
+pub(crate) fn violations(
+    pairs: u64,
+    lost: u64,
+    fencing: Option<&ResourceTotals>,
+) -> Vec<Violation> {
     let mut found = Vec::new();
     if pairs > 0 {
         found.push(Violation::Overlap);
@@ -299,7 +303,9 @@ mod tests {
         }
         let findings = oracle.finish();
         let totals = resource.totals();
-        let lost = totals.completed_writes.saturating_sub(totals.final_counter_sum);
+        let lost = totals
+            .completed_writes
+            .saturating_sub(totals.final_counter_sum);
         (violations(findings.pairs, lost, Some(&totals)), totals)
     }
 
@@ -309,7 +315,10 @@ mod tests {
         // than the second (as after a failover that lost the counter's last increment).
         let (reasons, totals) = judge(&[(0, 0, 10), (1, 20, 30), (0, 40, 50)], &[5, 6, 4]);
         assert_eq!(totals.stale_accepted, 0, "no stale write slipped through");
-        assert_eq!(totals.stale_rejected, 1, "the legitimate third holder was refused");
+        assert_eq!(
+            totals.stale_rejected, 1,
+            "the legitimate third holder was refused"
+        );
         assert_eq!(reasons, vec![Violation::TokenRegressions]);
         assert_eq!(verdict_of(&reasons), Verdict::Violated);
     }

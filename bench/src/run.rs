@@ -166,10 +166,10 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
                 run_id: run_id.clone(),
                 worker_exe: worker_exe.clone(),
                 progress: Progress::new(use_bar).titled(trial_title(
-                args.progress_title.as_deref(),
-                trial,
-                trials,
-            )),
+                    args.progress_title.as_deref(),
+                    trial,
+                    trials,
+                )),
             };
             // Every trial gets keys of its own, so nothing a trial left behind meets the next.
             let case_index = index * trials as usize + trial as usize;
@@ -180,7 +180,10 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
             pooled.push((seeded.seed, case));
             runs.push(run);
             // A case that cannot run (skipped) will not run in another trial either.
-            if pooled.last().is_some_and(|(_, c)| c.status == CaseStatus::Skipped) {
+            if pooled
+                .last()
+                .is_some_and(|(_, c)| c.status == CaseStatus::Skipped)
+            {
                 break;
             }
         }

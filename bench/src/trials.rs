@@ -186,7 +186,10 @@ fn add_case(into: &mut CaseResult, other: &CaseResult, histograms: &mut BTreeMap
     add_opt(&mut s.fencing.stale_rejected, x.fencing.stale_rejected);
     add_opt(&mut s.fencing.stale_accepted, x.fencing.stale_accepted);
     add_opt(&mut s.fencing.duplicate_tokens, x.fencing.duplicate_tokens);
-    add_opt(&mut s.fencing.token_regressions, x.fencing.token_regressions);
+    add_opt(
+        &mut s.fencing.token_regressions,
+        x.fencing.token_regressions,
+    );
     s.lost_signal.fired += x.lost_signal.fired;
     s.lost_signal.too_late += x.lost_signal.too_late;
     let c = &mut into.client_cost;
@@ -238,21 +241,24 @@ fn add_server(mut a: ServerCost, b: &ServerCost) -> ServerCost {
 /// Recomputes what derives from the pooled counts and histograms.
 fn finish(case: &mut CaseResult, histograms: &BTreeMap<String, Hist>) {
     let seconds = case.window.measured_ms / 1e3;
-    let per_s = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
+    let per_s = |n: u64| {
+        if seconds > 0.0 {
+            n as f64 / seconds
+        } else {
+            0.0
+        }
+    };
     let of = |name: &str| -> Summary {
-        histograms
-            .get(name)
-            .map(summary)
-            .unwrap_or(Summary {
-                count: 0,
-                min_ms: None,
-                mean_ms: None,
-                p50_ms: None,
-                p90_ms: None,
-                p99_ms: None,
-                p999_ms: None,
-                max_ms: None,
-            })
+        histograms.get(name).map(summary).unwrap_or(Summary {
+            count: 0,
+            min_ms: None,
+            mean_ms: None,
+            p50_ms: None,
+            p90_ms: None,
+            p99_ms: None,
+            p999_ms: None,
+            max_ms: None,
+        })
     };
     case.throughput.completed_per_s = per_s(case.operations.completed);
     case.renewal.renewals_per_s = per_s(case.renewal.renewals);

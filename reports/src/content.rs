@@ -6,8 +6,8 @@ use crate::comparison::Comparison;
 use crate::delta::CaseDelta;
 use crate::format::{change_pct, duration_ms, ms, rate, signed_count, signed_pct};
 use crate::grid::{Grid, Row, Violations, ran, verdict_word};
-use crate::rules::Finding;
 use crate::model::{CaseResult, CaseStatus, Expectation, Results, Verdict};
+use crate::rules::Finding;
 
 /// The report's title.
 pub fn title(c: &Comparison) -> String {
@@ -197,7 +197,12 @@ pub fn matrix_cell(row: &Row<'_>, strategy: &str) -> MatrixCell {
         let skipped = case.status == CaseStatus::Skipped;
         return MatrixCell {
             class: if skipped { "na" } else { "other" },
-            text: if skipped { "–" } else { verdict_word(Some(case)) }.to_owned(),
+            text: if skipped {
+                "–"
+            } else {
+                verdict_word(Some(case))
+            }
+            .to_owned(),
             detail: String::new(),
             note: case
                 .error

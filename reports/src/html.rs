@@ -118,12 +118,18 @@ pub fn render(report: &Report<'_>) -> String {
             out,
             "<th title=\"{}\">{}</th>",
             escape(&row.label),
-            escape(&row.label).replace('-', "-<wbr>").replace(" · ", " <wbr>· ")
+            escape(&row.label)
+                .replace('-', "-<wbr>")
+                .replace(" · ", " <wbr>· ")
         );
     }
     out.push_str("</tr></thead><tbody>\n");
     for s in &grid.strategies {
-        let _ = write!(out, "<tr><th class=\"who\">{}</th>", escape(&s.id).replace('-', "-<wbr>"));
+        let _ = write!(
+            out,
+            "<tr><th class=\"who\">{}</th>",
+            escape(&s.id).replace('-', "-<wbr>")
+        );
         for row in &grid.rows {
             let cell = content::matrix_cell(row, &s.id);
             let _ = write!(

@@ -485,7 +485,9 @@ pub enum Verdict {
 }
 
 /// One way a case can fail to be a lock; any of them makes the case violated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Violation {
     /// Believed-held intervals of different holders on one key intersected ([`Overlap`]).

@@ -47,8 +47,11 @@ pub fn scale() -> Value {
     generate::<ScaleResults>()
 }
 
+/// A schema's committed file name and its generator.
+pub type SchemaFile = (&'static str, fn() -> Value);
+
 /// Each schema with the name of its committed file in `reports/schema/`.
-pub const FILES: [(&str, fn() -> Value); 3] = [
+pub const FILES: [SchemaFile; 3] = [
     ("results.schema.json", results),
     ("comparison.schema.json", comparison),
     ("scale.schema.json", scale),
