@@ -225,6 +225,10 @@ fn add_server(mut a: ServerCost, b: &ServerCost) -> ServerCost {
     };
     let total_s = seconds(&a) + seconds(b);
     a.requests += b.requests;
+    a.client_requests = match (a.client_requests, b.client_requests) {
+        (Some(x), Some(y)) => Some(x + y),
+        (x, y) => x.or(y),
+    };
     a.requests_per_s = if total_s > 0.0 {
         a.requests as f64 / total_s
     } else {

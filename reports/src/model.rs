@@ -675,9 +675,17 @@ pub struct ServerCost {
     pub kind: String,
     /// Server CPU time, when known (managed servers: from /proc; Redis: `INFO cpu`).
     pub cpu_seconds: Option<f64>,
-    /// Requests served (Redis: commandstats calls; etcd: gRPC requests handled; ZooKeeper: packets
-    /// received).
+    /// Work the server counted (Redis: commandstats calls, the commands scripts ran included — an
+    /// EVALSHA whose script makes three `redis.call`s counts four; etcd: gRPC calls handled, a stream
+    /// once when it ends; ZooKeeper: packets received and sent).
     pub requests: u64,
+    /// Requests the clients sent, as the server counted them: etcd gRPC messages received
+    /// (`grpc_server_msg_received_total`: unary calls and every stream message, lease keep-alives
+    /// included); ZooKeeper packets received (`zk_packets_received`). Null for Redis (7.0 counts the
+    /// commands inside scripts with the clients' own, so its counters cannot tell them apart) and in
+    /// files written before it was measured. The "least server work" rule reads this figure.
+    #[serde(default)]
+    pub client_requests: Option<u64>,
     /// Requests per second of the case.
     pub requests_per_s: f64,
     /// Requests by command or method.
@@ -697,4 +705,45 @@ pub struct DriverCost {
     pub strategy_ns: f64,
     /// Mean driver time per cycle (timestamps, resource, oracle records, histograms), in nanoseconds.
     pub overhead_ns: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn theory_is_looked_up_by_strategy_then_lease_kind_then_default() {
+        let scenario = Scenario {
+            name: "s".into(),
+            description: String::new(),
+            source: "preset".into(),
+            workload: serde_json::from_value(serde_json::json!({
+                "strategies": [], "clients": 1, "keys": 1, "task": "1ms", "task_mean_ms": 1.0,
+                "leases": ["watchdog"], "watchdog_timeout_ms": 1.0, "acquire_wait_ms": 0.0,
+                "think_ms": 0.0, "rate_per_client": null, "duration_ms": 1.0, "cycles": null,
+                "warmup_ms": 0.0, "workers": "tasks", "on_lost": "abort", "seed": 1
+            }))
+            .expect("a workload"),
+            expect: BTreeMap::from([
+                ("default".into(), Expectation::Safe),
+                ("fixed".into(), Expectation::Violated),
+                ("naive".into(), Expectation::Either),
+            ]),
+            theory: None,
+        };
+        assert_eq!(
+            scenario.expected("naive", "fixed:1s"),
+            Some(Expectation::Either)
+        );
+        assert_eq!(
+            scenario.expected("x", "fixed:1s"),
+            Some(Expectation::Violated)
+        );
+        assert_eq!(scenario.expected("x", "watchdog"), Some(Expectation::Safe));
+        assert!(Expectation::Safe.disagrees(1, 3));
+        assert!(!Expectation::Safe.disagrees(0, 3));
+        assert!(Expectation::Violated.disagrees(0, 3));
+        assert!(!Expectation::Violated.disagrees(1, 3));
+        assert!(!Expectation::Either.disagrees(3, 3));
+    }
 }
