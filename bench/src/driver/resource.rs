@@ -17,12 +17,17 @@
 //! counted (the overlap and lost-update measures still apply).
 //!
 //! With worker processes, the lockbench process serves the resource over a Unix socket
-//! ([`super::resource_socket`]).
+//! ([`super::resource_socket`]), and each worker also tells it, before touching the protected data,
+//! that a hold began, and, before releasing, that it ended: the resource's [`HoldLog`] then knows every
+//! hold of a worker that is SIGKILLed — those it had not yet reported to the oracle, and the one it
+//! held when it died, which is closed at the kill — so no interval is lost or invented.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::clock::MonoClock;
+use crate::holds::{EndedBy, Interval};
 use crate::stop::StopSignal;
 
 /// The resource's verdict on a write.
@@ -65,9 +70,82 @@ pub(crate) struct ResourceTotals {
     pub token_regressions: u64,
 }
 
+/// Holds at most this many ended holds per client (far more than a worker reports between two
+/// interval batches).
+const HOLD_LOG_PER_CLIENT: usize = 4096;
+
+/// The holds each worker announced, as the resource heard of them.
+#[derive(Debug, Default)]
+pub(crate) struct HoldLog {
+    clients: Mutex<HashMap<u32, ClientHolds>>,
+}
+
+#[derive(Debug, Default)]
+struct ClientHolds {
+    open: Option<Interval>,
+    ended: VecDeque<Interval>,
+}
+
+impl HoldLog {
+    fn clients(&self) -> std::sync::MutexGuard<'_, HashMap<u32, ClientHolds>> {
+        self.clients.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `client` acquired `key`: its acquire call started at `acquire_started`, returned at `start`.
+    pub(crate) fn began(&self, client: u32, key: u32, acquire_started: u64, start: u64) {
+        let mut clients = self.clients();
+        let holds = clients.entry(client).or_default();
+        holds.open = Some(Interval {
+            key,
+            acquire_started,
+            start,
+            end: start,
+            ended_by: EndedBy::Stopped,
+        });
+    }
+
+    /// `client`'s hold of `key` ended at `end`.
+    pub(crate) fn ended(&self, client: u32, key: u32, end: u64, ended_by: EndedBy) {
+        let mut clients = self.clients();
+        let holds = clients.entry(client).or_default();
+        if let Some(mut open) = holds.open.take_if(|o| o.key == key) {
+            open.end = end.max(open.start);
+            open.ended_by = ended_by;
+            if holds.ended.len() == HOLD_LOG_PER_CLIENT {
+                holds.ended.pop_front();
+            }
+            holds.ended.push_back(open);
+        }
+    }
+
+    /// The holds of a client killed at `killed_at` that began at or after `since` (the low bound of
+    /// the last batch it reported): the ended ones, and the one open at its death, closed then.
+    pub(crate) fn of_killed(&self, client: u32, since: u64, killed_at: u64) -> Vec<Interval> {
+        let clients = self.clients();
+        let Some(holds) = clients.get(&client) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Interval> = holds
+            .ended
+            .iter()
+            .filter(|i| i.start >= since)
+            .copied()
+            .collect();
+        if let Some(open) = holds.open.filter(|o| o.start >= since) {
+            out.push(Interval {
+                end: killed_at.max(open.start),
+                ..open
+            });
+        }
+        out
+    }
+}
+
 /// The protected resource of one case.
 #[derive(Debug)]
 pub(crate) struct Resource {
+    /// The holds worker processes announced (see [`HoldLog`]).
+    pub holds: HoldLog,
     cells: Vec<Mutex<Cell>>,
     clock: MonoClock,
     measure_from: AtomicU64,
@@ -81,6 +159,7 @@ impl Resource {
     /// accepted in the measured window.
     pub(crate) fn new(keys: u32, clock: MonoClock, target: Option<u64>, stop: StopSignal) -> Self {
         Resource {
+            holds: HoldLog::default(),
             cells: (0..keys).map(|_| Mutex::default()).collect(),
             clock,
             measure_from: AtomicU64::new(u64::MAX),
