@@ -30,7 +30,7 @@ use crate::run::{self, RunRequest};
 use crate::scale::{self, ScaleOptions, ScaleRequest};
 use crate::suite::{
     self, Length, MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_STEP_BUDGET, MANY_LOCKS_STEPS,
-    PlannedScenario, SUITE, SuiteEntry,
+    NOT_IN_MANY_LOCKS, PlannedScenario, SUITE, SuiteEntry,
 };
 use crate::workload::split_list;
 use crate::{output, report, scenarios, strategies, table};
@@ -119,11 +119,11 @@ async fn many_locks(
     out_dir: &Path,
 ) -> Result<Vec<CostSeries>, BenchError> {
     let dir = out_dir.join("runs").join(MANY_LOCKS);
-    // `scale` takes only strategies with a lock server; keep those of the chosen list.
+    // The chosen strategies with a lock server, but those whose held count means nothing.
     let chosen = strategies::resolve(&[list.to_owned()]).map_err(BenchError::usage)?;
     let with_server: Vec<&str> = chosen
         .iter()
-        .filter(|s| s.server.is_external())
+        .filter(|s| s.server.is_external() && !NOT_IN_MANY_LOCKS.contains(&s.id))
         .map(|s| s.id)
         .collect();
     if with_server.is_empty() {
@@ -133,7 +133,7 @@ async fn many_locks(
     }
     let request = ScaleRequest {
         options: ScaleOptions {
-            strategies: (list != "all").then(|| with_server.join(",")),
+            strategies: Some(with_server.join(",")),
             steps: MANY_LOCKS_STEPS.to_owned(),
             hold: MANY_LOCKS_HOLD.to_owned(),
             step_budget: MANY_LOCKS_STEP_BUDGET.to_owned(),
@@ -200,11 +200,19 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             .iter()
             .find(|p| p.scenario == entry.scenario)
             .map(|p| {
-                format!(
-                    "{} cases × {trials}, ~{:.1} s each, ",
-                    p.cases,
-                    p.per_case.as_secs_f64()
-                )
+                if entry.scenario == MANY_LOCKS {
+                    format!(
+                        "{} strategies at {MANY_LOCKS_STEPS} held locks, ~{:.0} s each, ",
+                        p.cases,
+                        p.per_case.as_secs_f64()
+                    )
+                } else {
+                    format!(
+                        "{} cases × {trials} trials, ~{:.1} s each, ",
+                        p.cases,
+                        p.per_case.as_secs_f64()
+                    )
+                }
             })
             .unwrap_or_default();
         println!(
