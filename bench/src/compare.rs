@@ -272,7 +272,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             }
         }
     }
-    if runs.is_empty() {
+    if runs.is_empty() && cost.is_empty() {
         return Err(BenchError::failed(format!(
             "no scenario could run: {}",
             notes.join("; ")

@@ -152,8 +152,9 @@ pub(crate) const CASE_OWN_ZOOKEEPER_ENSEMBLE: Duration = Duration::from_secs(4);
 pub(crate) const SCENARIO_SERVERS: Duration = Duration::from_secs(2);
 /// The many-locks pass per strategy: filling 1k and 10k locks (each step at most
 /// [`MANY_LOCKS_STEP_BUDGET`]), holding each step, releasing, in a child process; measured with
-/// `lockbench scale --steps 1000,10000 --hold 2s`: 138 s for its 6 strategies under load (23 s each).
-pub(crate) const MANY_LOCKS_PER_STRATEGY: Duration = Duration::from_secs(23);
+/// `lockbench compare --scenarios many-locks`: 87 s for 7 strategies (12.4 s each; 23 s each at load
+/// ~10).
+pub(crate) const MANY_LOCKS_PER_STRATEGY: Duration = Duration::from_secs(13);
 /// Longest a many-locks step may take to fill before the strategy stops there (recorded with why).
 pub(crate) const MANY_LOCKS_STEP_BUDGET: &str = "10s";
 /// Writing the comparison and the reports, per case (charts include one holder timeline per case):
