@@ -175,7 +175,7 @@ fn violations_by_row(grid: &Grid<'_>) -> Vec<Finding> {
                         "{}: {}{}",
                         c.strategy,
                         Violations::of(c).describe(),
-                        crate::content::trials_line(c)
+                        crate::grid::trials_line(c)
                             .map(|t| format!("; {t}"))
                             .unwrap_or_default()
                     )
@@ -217,10 +217,7 @@ fn safety_overall(
             .map(|(_, c)| c)
             .collect();
         let cases = judged.len();
-        let trials: u32 = judged
-            .iter()
-            .map(|c| crate::content::violated_of(c).1)
-            .sum();
+        let trials: u32 = judged.iter().map(|c| crate::grid::violated_of(c).1).sum();
         if bad.is_empty() {
             evidence.push(format!(
                 "{}: 0 violations in {cases} watchdog cases ({trials} trials)",
