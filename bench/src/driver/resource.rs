@@ -10,8 +10,9 @@
 //!   holder read the counter (the writer had been superseded). Rejected ones are what fencing saved;
 //!   accepted ones slipped through because the newer holder had not written yet, or because the token
 //!   did not increase (`duplicate_tokens`: equal to the highest written, from another lease);
-//! - *token regressions*: reads announcing a token lower than one announced before on the key (a later
-//!   lease got a smaller token: the tokens went backwards, as after a failover that lost increments).
+//! - *token regressions*: reads announcing a token lower than one announced before on the key by a lease
+//!   acquired earlier (a later lease got a smaller token: the tokens went backwards, as after a
+//!   failover that lost increments); a holder that acquired earlier and reads late is not one.
 //!
 //! Strategies without fencing tokens send none; their writes are all accepted and stale writes are not
 //! counted (the overlap and lost-update measures still apply).
@@ -45,8 +46,9 @@ struct Cell {
     accepted: u64,
     /// Highest token written and the lease that wrote it.
     written: Option<(u64, u64)>,
-    /// Highest token announced by a read.
+    /// Highest token announced by a read, and when its lease was acquired.
     granted: u64,
+    granted_acquired_at: u64,
     token_regressions: u64,
     stale_rejected: u64,
     stale_accepted: u64,
@@ -179,16 +181,30 @@ impl Resource {
         Some(cell.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Reads `key`'s counter, announcing the reader's token. Unknown keys read 0.
+    /// Reads `key`'s counter, announcing the reader's token, for a lease acquired in an unknown
+    /// order (every lower token after a higher one counts as a regression). Unknown keys read 0.
+    #[cfg(test)]
     pub(crate) fn read(&self, key: u32, token: Option<u64>) -> u64 {
+        self.read_acquired(key, token, u64::MAX)
+    }
+
+    /// Reads `key`'s counter, announcing the reader's token and when its lease was acquired
+    /// (`acquired_at`, ns). A *token regression* is a lease acquired after the lease with the
+    /// highest token announced so far, yet with a lower token: the tokens went backwards. A lower
+    /// token from a lease acquired earlier is only a late reader (e.g. a holder paused before its
+    /// read), which fencing handles; it is not counted.
+    pub(crate) fn read_acquired(&self, key: u32, token: Option<u64>, acquired_at: u64) -> u64 {
         let Some(mut cell) = self.cell(key) else {
             return 0;
         };
         if let Some(token) = token {
-            if token < cell.granted {
+            if token < cell.granted && acquired_at >= cell.granted_acquired_at {
                 cell.token_regressions += 1;
             }
-            cell.granted = cell.granted.max(token);
+            if token >= cell.granted {
+                cell.granted = token;
+                cell.granted_acquired_at = acquired_at;
+            }
         }
         cell.counter
     }
@@ -260,6 +276,18 @@ impl Resource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_late_reader_is_not_a_token_regression_but_a_later_lease_with_a_smaller_token_is() {
+        let r = resource();
+        // A acquired at 10 with token 5 and was paused before reading; B acquired at 20 with 6.
+        r.read_acquired(0, Some(6), 20);
+        r.read_acquired(0, Some(5), 10);
+        assert_eq!(r.totals().token_regressions, 0, "A is late, not backwards");
+        // C acquired at 30 after B, yet got token 4.
+        r.read_acquired(0, Some(4), 30);
+        assert_eq!(r.totals().token_regressions, 1);
+    }
 
     fn resource() -> Resource {
         Resource::new(2, MonoClock::new(), None, StopSignal::new())

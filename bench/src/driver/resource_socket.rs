@@ -14,7 +14,7 @@
 //! Wire protocol, one line per request and per answer:
 //!
 //! ```text
-//! r <key> <token|->                   ->  <counter>
+//! r <key> <token|-> [<acquired_at>]  ->  <counter>
 //! w <key> <value> <token|-> <lease>   ->  a (accepted) | x (rejected)
 //! h <client> <key> <acquire_started> <start>   ->  k   (a hold began; sent before the read)
 //! e <client> <key> <end> <ended_by>            ->  k   (it ended; sent before the release)
@@ -154,7 +154,14 @@ fn answer(resource: &Resource, line: &str) -> Option<String> {
     match op {
         "r" => {
             let token = token(words.next()?)?;
-            Some(format!("{}\n", resource.read(key, token)))
+            let acquired_at = match words.next() {
+                Some(word) => word.parse().ok()?,
+                None => u64::MAX,
+            };
+            Some(format!(
+                "{}\n",
+                resource.read_acquired(key, token, acquired_at)
+            ))
         }
         "w" => {
             let value: u64 = words.next()?.parse().ok()?;
@@ -254,10 +261,24 @@ impl RemoteResource {
     }
 
     /// Reads `key`'s counter, announcing `token`.
+    #[cfg(test)]
     pub(crate) fn read(&mut self, key: u32, token: Option<u64>) -> io::Result<u64> {
+        self.read_acquired(key, token, None)
+    }
+
+    /// Reads `key`'s counter, announcing `token` and when its lease was acquired.
+    pub(crate) fn read_acquired(
+        &mut self,
+        key: u32,
+        token: Option<u64>,
+        acquired_at: Option<u64>,
+    ) -> io::Result<u64> {
         self.request.clear();
         let _ = write!(self.request, "r {key} ");
         push_token(&mut self.request, token);
+        if let Some(at) = acquired_at {
+            let _ = write!(self.request, " {at}");
+        }
         self.request.push('\n');
         let answer = self.call()?;
         answer.parse().map_err(|_| {
@@ -331,12 +352,17 @@ impl ResourceClient {
         }
     }
 
-    /// See [`Resource::read`].
+    /// See [`Resource::read_acquired`].
     #[inline]
-    pub(crate) async fn read(&mut self, key: u32, token: Option<u64>) -> io::Result<u64> {
+    pub(crate) async fn read(
+        &mut self,
+        key: u32,
+        token: Option<u64>,
+        acquired_at: u64,
+    ) -> io::Result<u64> {
         match self {
-            ResourceClient::Local(r) => Ok(r.read(key, token)),
-            ResourceClient::Remote(r) => r.read(key, token),
+            ResourceClient::Local(r) => Ok(r.read_acquired(key, token, acquired_at)),
+            ResourceClient::Remote(r) => r.read_acquired(key, token, Some(acquired_at)),
         }
     }
 

@@ -248,7 +248,7 @@ impl Worker {
                         .hold_began(self.client, key_index, t0, t1)
                         .await;
                     let read = match announced {
-                        Ok(()) => self.resource.read(key_index, token).await,
+                        Ok(()) => self.resource.read(key_index, token, t1).await,
                         Err(e) => Err(e),
                     };
                     let outcome = match read {
