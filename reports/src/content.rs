@@ -275,17 +275,26 @@ pub fn mechanisms(c: &Comparison) -> Vec<(String, String)> {
 /// fastest (the headline row's fastest safe strategy), cost (least server work per critical
 /// section), breaking points (how many cells broke, how many disagree with theory).
 pub fn three_answers(grid: &Grid<'_>, findings: &[Finding]) -> Vec<(String, String, &'static str)> {
+    // `Fastest safe strategy under baseline` + its conclusion: `under baseline, x: 480 CS/s.`
     let conclusion = |prefix: &str| {
         findings
             .iter()
             .find(|f| f.title.starts_with(prefix))
-            .map(|f| f.conclusion.clone())
+            .map(|f| {
+                let under = f.title[prefix.len()..].trim();
+                if under.is_empty() {
+                    f.conclusion.clone()
+                } else {
+                    format!("{under}, {}", f.conclusion)
+                }
+            })
     };
     let fastest = conclusion("Fastest safe strategy")
         .unwrap_or_else(|| "no safe distributed strategy ran under the headline scenario.".into());
     let cost = conclusion("Least server work").unwrap_or_else(|| {
         "no server figures to compare (see the headline numbers for client cost).".into()
     });
+    let safe = conclusion("Safe with watchdog leases");
     let (mut cells, mut broke) = (0, 0);
     let mut held_everywhere: Vec<&str> = Vec::new();
     for s in &grid.strategies {
@@ -313,10 +322,10 @@ pub fn three_answers(grid: &Grid<'_>, findings: &[Finding]) -> Vec<(String, Stri
         } else {
             String::new()
         },
-        if held_everywhere.is_empty() {
-            "no distributed strategy held in every scenario".to_owned()
-        } else {
-            format!("held in every scenario: {}", held_everywhere.join(", "))
+        match (safe, held_everywhere.is_empty()) {
+            (Some(safe), _) => safe.trim_end_matches('.').to_owned(),
+            (None, true) => "no distributed strategy held in every scenario".to_owned(),
+            (None, false) => format!("held in every scenario: {}", held_everywhere.join(", ")),
         }
     );
     vec![

@@ -90,16 +90,6 @@ pub fn render(report: &Report<'_>) -> String {
         escape(&title),
         escape(&title)
     );
-    let environment = content::environment_lines(c);
-    for line in &environment {
-        let class = if line.starts_with("INCOMPLETE") {
-            "env incomplete"
-        } else {
-            "env"
-        };
-        let _ = writeln!(out, "<p class=\"{class}\">{}</p>", escape(line));
-    }
-
     let answers = content::three_answers(grid, &report.findings);
     out.push_str("<nav class=\"answers\">\n");
     for (question, answer, anchor) in &answers {
@@ -111,6 +101,15 @@ pub fn render(report: &Report<'_>) -> String {
         );
     }
     out.push_str("</nav>\n");
+    let environment = content::environment_lines(c);
+    for line in &environment {
+        let class = if line.starts_with("INCOMPLETE") {
+            "env incomplete"
+        } else {
+            "env"
+        };
+        let _ = writeln!(out, "<p class=\"{class}\">{}</p>", escape(line));
+    }
 
     out.push_str("<h2 id=\"breaking\">Breaking points: verdicts</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); – = the scenario does not apply (hover for why).</p>\n<table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>");
     for row in &grid.rows {

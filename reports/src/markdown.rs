@@ -40,11 +40,6 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
     let grid = &report.grid;
     let mut out = String::new();
     let _ = writeln!(out, "# {}\n", content::title(c));
-    for line in content::environment_lines(c) {
-        let _ = writeln!(out, "{line}  ");
-    }
-    out.push('\n');
-
     for (question, answer, anchor) in content::three_answers(grid, &report.findings) {
         // The headings' Markdown anchors.
         let anchor = match anchor {
@@ -53,6 +48,10 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
             _ => "breaking-points-verdicts",
         };
         let _ = writeln!(out, "**[{question}](#{anchor})** {answer}  ");
+    }
+    out.push('\n');
+    for line in content::environment_lines(c) {
+        let _ = writeln!(out, "{line}  ");
     }
     out.push('\n');
 
