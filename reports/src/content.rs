@@ -323,7 +323,14 @@ pub fn three_answers(grid: &Grid<'_>, findings: &[Finding]) -> Vec<(String, Stri
             String::new()
         },
         match (safe, held_everywhere.is_empty()) {
-            (Some(safe), _) => safe.trim_end_matches('.').to_owned(),
+            (Some(safe), _) => {
+                let safe = safe.trim_end_matches('.');
+                let mut chars = safe.chars();
+                chars
+                    .next()
+                    .map(|c| c.to_lowercase().chain(chars).collect())
+                    .unwrap_or_default()
+            }
             (None, true) => "no distributed strategy held in every scenario".to_owned(),
             (None, false) => format!("held in every scenario: {}", held_everywhere.join(", ")),
         }
