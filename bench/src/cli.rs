@@ -185,6 +185,9 @@ impl RunArgs {
             seed: self.seed,
             // `--fault` text is checked where it is applied (the run, `RunRequest::faults`).
             faults: None,
+            expect: None,
+            theory: None,
+            if_violated: None,
         }
     }
 
@@ -197,6 +200,8 @@ impl RunArgs {
             out: self.out.clone(),
             servers: self.servers.given(),
             progress: !self.no_progress,
+            trials: 0,
+            progress_title: None,
         }
     }
 }
@@ -204,15 +209,26 @@ impl RunArgs {
 /// `lockbench compare`.
 #[derive(Debug, Clone, Default, Args)]
 #[command(after_help = "\
-Runs every scenario of the suite (baseline, long-tail, lease-too-short, and the fault scenarios) against
-every strategy, starting the servers it needs, then writes DIR/results.json (all scenarios in one file),
+Runs every scenario of the suite (baseline, long-tail, lease-too-short, the fault scenarios and a short
+many-locks scale pass) against every strategy each applies to, every case --trials times with different
+seeds, starting each scenario's servers once; then writes DIR/results.json (all scenarios in one file),
 DIR/report.html (self-contained), DIR/report.md and DIR/charts/*.png|svg. `lockbench report
-DIR/results.json` renders the reports again. Default run: about 3 minutes; --quick: about 1 minute.
+DIR/results.json` renders the reports again. Planned on 2 idle cores: default (3 trials) under 20
+minutes; --quick (fewer scenarios, 1 trial) under 4 minutes; the plan is printed at the start.
 Exit codes: 0 done, 1 a case or scenario failed (the report shows it), 2 bad input, 130 interrupted.")]
 pub struct CompareArgs {
-    /// The short suite (about a minute, fewer scenarios), for tests and a first look.
-    #[arg(long)]
+    /// The short suite (under 4 minutes: fewer scenarios, 1 trial), for a first look.
+    #[arg(long, conflicts_with = "thorough")]
     pub quick: bool,
+    /// 10 trials per case, for tighter violation-rate intervals.
+    #[arg(long)]
+    pub thorough: bool,
+    /// Trials per case, each with its own seed [default: 3; 1 with --quick; 10 with --thorough].
+    #[arg(long, value_name = "N")]
+    pub trials: Option<u32>,
+    /// Only these scenarios of the suite, comma-separated [default: the whole suite].
+    #[arg(long, value_name = "LIST")]
+    pub scenarios: Option<String>,
     /// Output directory [default: results/compare-UTCTIME].
     #[arg(short, long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -232,6 +248,9 @@ impl CompareArgs {
     pub fn request(&self) -> CompareRequest {
         CompareRequest {
             quick: self.quick,
+            thorough: self.thorough,
+            trials: self.trials,
+            scenarios: self.scenarios.clone(),
             out: self.out.clone(),
             strategies: self.strategies.clone(),
             servers: self.servers.given(),

@@ -1,99 +1,39 @@
-//! `lockbench compare`: the default suite — every scenario of [`SUITE`] against every strategy —
-//! through the same path as `lockbench run` ([`crate::run::run`], which starts the servers each
-//! scenario needs), then one combined results file and the reports.
+//! `lockbench compare`: the suite ([`crate::suite::SUITE`]) — every scenario against every strategy
+//! its faults apply to, each case `--trials` times with different seeds — through the same path as
+//! `lockbench run` ([`crate::run::run`], which starts each scenario's servers once and runs its cases
+//! back to back), a short `lockbench scale` pass for the many-locks row, then one combined results file
+//! and the reports.
 //!
 //! Output directory layout:
 //!
 //! ```text
 //! DIR/results.json            the comparison: every scenario's results in one file (comparison.schema.json)
-//! DIR/report.html, report.md  the reports (`lockbench report DIR/results.json` renders them again)
+//! DIR/report.html, report.md  the reports (`lockbench report DIR/results.json --scale DIR/runs/many-locks/scale.json`)
 //! DIR/charts/*.png, *.svg     the charts
-//! DIR/runs/SCENARIO/results.json  each scenario's results as `lockbench run` writes them
+//! DIR/runs/SCENARIO/results.json  each scenario's results (trials pooled per case)
+//! DIR/runs/many-locks/scale.json  the many-locks pass
 //! ```
 //!
-//! The suite is defined in one place, [`SUITE`]: a scenario is added by adding an entry (its preset
-//! name, its lengths in the default and the quick suite, and what a violation under it means). The
-//! default suite stays within about three minutes on a 2-core machine, the quick one within about a
-//! minute (a unit test checks the planned time).
+//! The planned time of the suite and the budgets it is held to are in [`crate::suite`].
 
-use std::path::PathBuf;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use lockbench_reports::comparison::{Comparison, StrategyInfo, SuiteRun};
 use lockbench_reports::model::{CaseStatus, SCHEMA_VERSION};
+use lockbench_reports::scale::{CostSeries, ScaleResults};
 
 use crate::backends::GivenAddresses;
 use crate::clock::now_rfc3339;
 use crate::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::run::{self, RunRequest};
-use crate::workload::{ScenarioFile, split_list};
-use crate::{output, report, strategies, table};
-
-/// How long a scenario runs in a suite: measured time and warm-up per case (`None`: the preset's own,
-/// for scenarios whose faults are timed against it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Length {
-    /// Measured time per case.
-    pub duration: Option<&'static str>,
-    /// Warm-up per case.
-    pub warmup: Option<&'static str>,
-}
-
-impl Length {
-    /// The preset's own lengths.
-    pub(crate) const PRESET: Length = Length {
-        duration: None,
-        warmup: None,
-    };
-
-    const fn of(duration: &'static str, warmup: &'static str) -> Length {
-        Length {
-            duration: Some(duration),
-            warmup: Some(warmup),
-        }
-    }
-}
-
-/// One scenario of the suite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct SuiteEntry {
-    /// The scenario preset (see `lockbench scenarios`).
-    pub scenario: &'static str,
-    /// Its length in the default suite.
-    pub default: Length,
-    /// Its length in the quick suite; `None`: left out of it.
-    pub quick: Option<Length>,
-    /// What a violation under this scenario means, one line (quoted by the report's rules).
-    pub if_violated: &'static str,
-}
-
-/// The suite, in run order.
-pub(crate) const SUITE: &[SuiteEntry] = &[
-    SuiteEntry {
-        scenario: "baseline",
-        default: Length::of("3s", "500ms"),
-        quick: Some(Length::of("1s", "200ms")),
-        if_violated: "the strategy is not a lock even without faults: do not use it",
-    },
-    SuiteEntry {
-        scenario: "long-tail",
-        default: Length::of("5s", "500ms"),
-        quick: Some(Length::of("1500ms", "200ms")),
-        if_violated: "renewal did not keep long tasks covered: use it only where every task is far shorter than the lease",
-    },
-    SuiteEntry {
-        scenario: "lease-too-short",
-        default: Length::of("3s", "0s"),
-        quick: Some(Length::of("1600ms", "0s")),
-        if_violated: "a lease that can expire before the task ends is no lock: a fixed lease must outlast every task (don't use fixed leases for tasks with tails), and a watchdog lease is only as safe as its renewal",
-    },
-    SuiteEntry {
-        scenario: "process-pause",
-        default: Length::PRESET,
-        quick: None,
-        if_violated: "a paused holder comes back believing it holds the lock: only fencing tokens checked by the resource protect the data",
-    },
-];
+use crate::scale::{self, ScaleOptions, ScaleRequest};
+use crate::suite::{
+    self, Length, MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_STEP_BUDGET, MANY_LOCKS_STEPS,
+    NOT_IN_MANY_LOCKS, PlannedScenario, SUITE, SuiteEntry,
+};
+use crate::workload::split_list;
+use crate::{output, report, scenarios, strategies, table};
 
 /// What `lockbench compare` is asked to do.
 #[derive(Debug, Clone, Default)]
@@ -108,17 +48,108 @@ pub struct CompareRequest {
     pub servers: GivenAddresses,
     /// Show progress bars (when stdout is a terminal).
     pub progress: bool,
+    /// More trials per case (10 unless `trials` says otherwise).
+    pub thorough: bool,
+    /// Trials per case (default: 3; 1 with `quick`; 10 with `thorough`).
+    pub trials: Option<u32>,
+    /// Only these scenarios of the suite, comma-separated (default: all of it).
+    pub scenarios: Option<String>,
 }
 
-/// The entries of the chosen suite, with their lengths.
-pub(crate) fn entries(quick: bool) -> Vec<(SuiteEntry, Length)> {
-    SUITE
-        .iter()
-        .filter_map(|e| {
-            let length = if quick { e.quick? } else { e.default };
-            Some((*e, length))
+impl CompareRequest {
+    /// Trials per case.
+    pub(crate) fn trials(&self) -> u32 {
+        self.trials.unwrap_or(if self.thorough {
+            10
+        } else if self.quick {
+            1
+        } else {
+            3
         })
-        .collect()
+    }
+}
+
+/// The chosen entries of the suite: all, or those `--scenarios` names (an unknown name is a usage
+/// error listing the suite).
+fn chosen_entries(
+    quick: bool,
+    names: Option<&str>,
+) -> Result<Vec<(SuiteEntry, Length)>, BenchError> {
+    let all = suite::entries(quick);
+    let Some(names) = names else {
+        return Ok(all);
+    };
+    let names = split_list(names);
+    for name in &names {
+        if !SUITE.iter().any(|e| e.scenario == name) {
+            let known: Vec<&str> = SUITE.iter().map(|e| e.scenario).collect();
+            return Err(BenchError::usage(format!(
+                "--scenarios: {name:?} is not in the suite ({})",
+                known.join(", ")
+            )));
+        }
+    }
+    let kept: Vec<(SuiteEntry, Length)> = all
+        .into_iter()
+        .filter(|(e, _)| names.iter().any(|n| n == e.scenario))
+        .collect();
+    if kept.is_empty() {
+        return Err(BenchError::usage(
+            "--scenarios: none of these scenarios is in the quick suite",
+        ));
+    }
+    Ok(kept)
+}
+
+/// `9m40s`.
+fn minutes(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// Runs the many-locks pass: `lockbench scale` at 1k and 10k held locks for the strategies with a
+/// server; its cost series feed the report's cost-against-held-locks charts.
+async fn many_locks(
+    args: &CompareRequest,
+    list: &str,
+    out_dir: &Path,
+) -> Result<Vec<CostSeries>, BenchError> {
+    let dir = out_dir.join("runs").join(MANY_LOCKS);
+    // The chosen strategies with a lock server, but those whose held count means nothing.
+    let chosen = strategies::resolve(&[list.to_owned()]).map_err(BenchError::usage)?;
+    let with_server: Vec<&str> = chosen
+        .iter()
+        .filter(|s| s.server.is_external() && !NOT_IN_MANY_LOCKS.contains(&s.id))
+        .map(|s| s.id)
+        .collect();
+    if with_server.is_empty() {
+        return Err(BenchError::usage(
+            "many-locks: none of the chosen strategies has a lock server",
+        ));
+    }
+    let request = ScaleRequest {
+        options: ScaleOptions {
+            strategies: Some(with_server.join(",")),
+            steps: MANY_LOCKS_STEPS.to_owned(),
+            hold: MANY_LOCKS_HOLD.to_owned(),
+            step_budget: MANY_LOCKS_STEP_BUDGET.to_owned(),
+            ..ScaleOptions::default()
+        },
+        out: Some(dir.clone()),
+        servers: args.servers.clone(),
+        worker: false,
+        server_pids: None,
+    };
+    scale::command(request).await?;
+    let text = std::fs::read_to_string(dir.join(scale::SCALE_FILE))
+        .map_err(|e| BenchError::failed(format!("many-locks: {e}")))?;
+    ScaleResults::from_json(&text)
+        .map(|s| s.cost_series())
+        .map_err(|e| BenchError::failed(format!("many-locks: {e}")))
 }
 
 /// Runs `lockbench compare`: prints each scenario's summary, writes the results and the reports, and
@@ -129,47 +160,100 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     let list = args.strategies.clone().unwrap_or_else(|| "all".to_owned());
     let chosen = strategies::resolve(std::slice::from_ref(&list))
         .map_err(|e| BenchError::usage(format!("--strategies: {e}")))?;
+    let trials = args.trials();
+    if trials == 0 || trials > 100 {
+        return Err(BenchError::usage(format!(
+            "--trials: must be 1..=100, got {trials}"
+        )));
+    }
+    let suite = chosen_entries(args.quick, args.scenarios.as_deref())?;
     let out_dir = args
         .out
         .clone()
         .unwrap_or_else(|| output::default_dir("compare", &started_at));
     let out_dir = output::prepare_dir(&out_dir)?;
-    let suite = entries(args.quick);
+    let plan: Vec<PlannedScenario> = suite::plan(args.quick, &list, trials)
+        .into_iter()
+        .filter(|p| suite.iter().any(|(e, _)| e.scenario == p.scenario))
+        .collect();
+    let planned = suite::planned_total(&plan);
+    println!(
+        "compare: {} scenarios, {} trial{} per case, planned {} (on 2 idle cores)",
+        suite.len(),
+        trials,
+        if trials == 1 { "" } else { "s" },
+        minutes(planned)
+    );
     let mut runs = Vec::new();
     let mut notes = Vec::new();
+    let mut cost = Vec::new();
     let mut scenario_failed = false;
     let mut interrupted = false;
     for (index, (entry, length)) in suite.iter().enumerate() {
+        let left: Duration = plan[index.min(plan.len())..]
+            .iter()
+            .map(|p| p.total)
+            .sum::<Duration>()
+            + suite::report_time(&plan);
+        let title = format!("[{}/{}] {}", index + 1, suite.len(), entry.scenario);
+        let cases = plan
+            .iter()
+            .find(|p| p.scenario == entry.scenario)
+            .map(|p| {
+                if entry.scenario == MANY_LOCKS {
+                    format!(
+                        "{} strategies at {MANY_LOCKS_STEPS} held locks, ~{:.0} s each, ",
+                        p.cases,
+                        p.per_case.as_secs_f64()
+                    )
+                } else {
+                    format!(
+                        "{} cases × {trials} trials, ~{:.1} s each, ",
+                        p.cases,
+                        p.per_case.as_secs_f64()
+                    )
+                }
+            })
+            .unwrap_or_default();
         println!(
-            "[{}/{}] {}: {} per case{}",
-            index + 1,
-            suite.len(),
-            entry.scenario,
+            "{title}: {cases}{}{}; about {} left",
             length.duration.unwrap_or("preset length"),
             length
                 .warmup
                 .map(|w| format!(" after {w} warm-up"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            minutes(left)
         );
+        if entry.scenario == MANY_LOCKS {
+            match many_locks(&args, &list, &out_dir).await {
+                Ok(series) => cost = series,
+                Err(e) => {
+                    eprintln!("lockbench: {MANY_LOCKS}: {e}");
+                    scenario_failed |= matches!(e, BenchError::Failed(_));
+                    notes.push(format!("{MANY_LOCKS}: {e}"));
+                }
+            }
+            continue;
+        }
+        let if_violated = scenarios::load(entry.scenario)
+            .ok()
+            .and_then(|l| l.file.if_violated);
         let request = RunRequest {
             scenario: entry.scenario.to_owned(),
-            overrides: ScenarioFile {
-                strategies: Some(split_list(&list)),
-                duration: length.duration.map(str::to_owned),
-                warmup: length.warmup.map(str::to_owned),
-                ..ScenarioFile::default()
-            },
+            overrides: suite::overrides(*length, &list),
             faults: Vec::new(),
             out: Some(out_dir.join("runs").join(entry.scenario)),
             servers: args.servers.clone(),
             progress: args.progress,
+            trials,
+            progress_title: Some(format!("{title} ETA {}", minutes(left))),
         };
         match run::run(request).await {
             Ok(outcome) => {
                 print!("{}", table::render(&outcome.results));
                 interrupted = outcome.interrupted;
                 runs.push(SuiteRun {
-                    if_violated: Some(entry.if_violated.to_owned()),
+                    if_violated,
                     results: outcome.results,
                 });
                 if interrupted {
@@ -188,7 +272,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             }
         }
     }
-    if runs.is_empty() {
+    if runs.is_empty() && cost.is_empty() {
         return Err(BenchError::failed(format!(
             "no scenario could run: {}",
             notes.join("; ")
@@ -196,11 +280,18 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     }
     let complete = !interrupted
         && notes.is_empty()
-        && runs.len() == suite.len()
+        && runs.len() + usize::from(!cost.is_empty()) == suite.len()
         && runs.iter().all(|r| r.results.complete);
     let comparison = Comparison {
         schema_version: SCHEMA_VERSION,
-        suite: if args.quick { "quick" } else { "default" }.to_owned(),
+        suite: if args.quick {
+            "quick"
+        } else if args.thorough {
+            "thorough"
+        } else {
+            "default"
+        }
+        .to_owned(),
         complete,
         started_at,
         finished_at: now_rfc3339(),
@@ -216,11 +307,13 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
         notes,
     };
     let results_path = output::write_atomic(&out_dir, output::RESULTS_FILE, &comparison.to_json())?;
-    let written = report::render(&out_dir, &comparison, None, &[])?;
+    let written = report::render(&out_dir, &comparison, None, &cost)?;
     println!(
-        "\ncompare ({} suite) took {:.0} s",
+        "\ncompare ({} suite, {trials} trial{} per case) took {} (planned {})",
         comparison.suite,
-        started.elapsed().as_secs_f64()
+        if trials == 1 { "" } else { "s" },
+        minutes(started.elapsed()),
+        minutes(planned)
     );
     println!("results: {}", results_path.display());
     report::print_written(&written);
@@ -234,61 +327,4 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             .flat_map(|r| &r.results.cases)
             .any(|c| c.status == CaseStatus::Failed);
     Ok(if failed { EXIT_FAILED } else { EXIT_OK })
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-    use crate::duration::parse_duration;
-    use crate::scenarios;
-    use crate::workload::Workload;
-
-    /// The default suite's time budget (a unit test holds the planned time under it).
-    const DEFAULT_BUDGET: Duration = Duration::from_secs(180);
-    /// The quick suite's time budget.
-    const QUICK_BUDGET: Duration = Duration::from_secs(55);
-
-    /// Upper bound of a suite's measured time: every case of every scenario at full length, for every
-    /// strategy in `all`.
-    fn planned(quick: bool) -> Duration {
-        let strategies = strategies::STRATEGIES.iter().filter(|s| s.in_all).count() as u32;
-        entries(quick)
-            .iter()
-            .map(|(entry, length)| {
-                let loaded = scenarios::load(entry.scenario).expect("suite scenarios are presets");
-                let w = Workload::resolve(&loaded.name, &loaded.source, loaded.file)
-                    .expect("presets resolve");
-                let duration = length
-                    .duration
-                    .map(|d| parse_duration(d).expect("suite durations parse"))
-                    .or(w.duration)
-                    .expect("suite cases are bounded by time");
-                let warmup = length.warmup.map_or(w.warmup, |d| {
-                    parse_duration(d).expect("suite warm-ups parse")
-                });
-                (duration + warmup) * (w.leases.len() as u32) * strategies
-            })
-            .sum()
-    }
-
-    #[test]
-    fn the_suites_fit_their_budgets() {
-        let default = planned(false);
-        let quick = planned(true);
-        assert!(default <= DEFAULT_BUDGET, "default suite plans {default:?}");
-        assert!(quick <= QUICK_BUDGET, "quick suite plans {quick:?}");
-        assert!(quick < default);
-    }
-
-    #[test]
-    fn the_suite_covers_the_headline_scenarios_and_lessons() {
-        let names: Vec<&str> = SUITE.iter().map(|e| e.scenario).collect();
-        for needed in ["baseline", "long-tail", "lease-too-short"] {
-            assert!(names.contains(&needed), "{needed}");
-            assert!(entries(true).iter().any(|(e, _)| e.scenario == needed));
-        }
-        assert!(SUITE.iter().all(|e| !e.if_violated.is_empty()));
-    }
 }

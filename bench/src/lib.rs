@@ -14,8 +14,8 @@
 //! | | [`backends`], [`strategies`] | the servers (given or started here) and their cost counters; the registry, one entry per strategy id |
 //! | 2 workload | `workload` (with `workload::faults`), `scenarios` | what a run asks for, fault specs included (pure data): TOML presets and files, flags, checks |
 //! | 3 fault injection | `faults` | which fault applies where; worker pause/crash/starvation, proxies, server freeze, failover, leader loss; its own commands and errors |
-//! | 4 driver | `driver`, `results` | workers (tasks or processes), the protected resource, the safety oracle, metrics; the results model from a run's cases |
-//! | 5 commands | `run`, `compare`, `report`, [`scale`] | each takes a domain request (`RunRequest`, `CompareRequest`, `ReportRequest`, `ScaleRequest`) |
+//! | 4 driver | `driver`, `results`, `trials` | workers (tasks or processes), the protected resource, the safety oracle, metrics; the results model from a run's cases |
+//! | 5 commands | `run`, `suite`, `compare`, `report`, [`scale`] | each takes a domain request (`RunRequest`, `CompareRequest`, `ReportRequest`, `ScaleRequest`) |
 //! | 6 CLI | `cli` | every clap struct, converted into the commands' requests; the runtime |
 
 pub mod backends;
@@ -39,7 +39,9 @@ pub mod scale;
 mod scenarios;
 mod stop;
 pub mod strategies;
+mod suite;
 mod table;
+mod trials;
 mod workload;
 
 pub use cli::{Cli, Command, RunArgs, cli_main, run};

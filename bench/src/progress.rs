@@ -1,20 +1,34 @@
 //! The progress bar of a run (indicatif), shown only when stdout is a terminal: one bar per case with
-//! the elapsed time against the case's length and the completed critical sections per second.
+//! the elapsed time against the case's length and the completed critical sections per second, after a
+//! title the caller sets (`compare`: the scenario, the trial and the suite's ETA).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Makes a bar per case, or hidden bars when progress is off.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Progress {
     enabled: bool,
+    title: Option<Arc<str>>,
 }
 
 impl Progress {
     /// Progress on when `enabled` (callers pass "stdout is a terminal and not disabled").
     pub(crate) fn new(enabled: bool) -> Self {
-        Progress { enabled }
+        Progress {
+            enabled,
+            title: None,
+        }
+    }
+
+    /// The same, with `title` before every case's label.
+    pub(crate) fn titled(self, title: Option<String>) -> Self {
+        Progress {
+            title: title.map(Arc::from),
+            ..self
+        }
     }
 
     /// A bar for one case of `length` (None: bounded by a count only).
@@ -27,14 +41,17 @@ impl Progress {
             None => ProgressBar::new_spinner(),
         };
         let template = if length.is_some() {
-            "{prefix:>32} [{bar:30}] {elapsed:>4} {msg}"
+            "{prefix:>32} [{bar:24}] {elapsed:>4} {msg}"
         } else {
             "{prefix:>32} {spinner} {elapsed:>4} {msg}"
         };
         if let Ok(style) = ProgressStyle::with_template(template) {
             bar.set_style(style.progress_chars("=> "));
         }
-        bar.set_prefix(label.to_owned());
+        bar.set_prefix(match &self.title {
+            Some(title) => format!("{title} {label}"),
+            None => label.to_owned(),
+        });
         CaseProgress(bar)
     }
 }

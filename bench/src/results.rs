@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 
 use lockbench_reports::model::{
     CaseResult, CaseStatus, ClientCost, DriverCost, Fencing, Latencies, LostSignal, LostUpdates,
-    Operations, Overlap, Renewal, Safety, Throughput, Verdict, Window,
+    Operations, Overlap, Renewal, Safety, Throughput, Verdict, Violation, Window,
 };
 
 use crate::driver::case::CaseRun;
 use crate::driver::histogram::{Hist, encode, new_hist, summary};
+use crate::driver::resource::ResourceTotals;
 
 fn per_s(n: u64, seconds: f64) -> f64 {
     if seconds > 0.0 {
@@ -23,6 +24,46 @@ fn mean(sum: u64, n: u64) -> f64 {
     if n > 0 { sum as f64 / n as f64 } else { 0.0 }
 }
 
+/// What makes a case violated (DESIGN §5): overlapping believed-held intervals (`pairs`), lost
+/// updates, and — when the strategy has fencing tokens (`fencing`: the resource's totals) — stale
+/// writes accepted, tokens that went backwards and duplicate tokens. Each is enough on its own: tokens
+/// that regress without any overlap still make fencing reject the legitimate holder's writes.
+pub(crate) fn violations(
+    pairs: u64,
+    lost: u64,
+    fencing: Option<&ResourceTotals>,
+) -> Vec<Violation> {
+    let mut found = Vec::new();
+    if pairs > 0 {
+        found.push(Violation::Overlap);
+    }
+    if lost > 0 {
+        found.push(Violation::LostUpdates);
+    }
+    if let Some(r) = fencing {
+        // `stale_accepted` counts duplicates too; name them once, as duplicates.
+        if r.stale_accepted > r.duplicate_tokens {
+            found.push(Violation::StaleWritesAccepted);
+        }
+        if r.token_regressions > 0 {
+            found.push(Violation::TokenRegressions);
+        }
+        if r.duplicate_tokens > 0 {
+            found.push(Violation::DuplicateTokens);
+        }
+    }
+    found
+}
+
+/// The verdict of a case that ran, from its [`violations`].
+pub(crate) fn verdict_of(reasons: &[Violation]) -> Verdict {
+    if reasons.is_empty() {
+        Verdict::Safe
+    } else {
+        Verdict::Violated
+    }
+}
+
 /// The results entry of one case.
 pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
     let Some(out) = &run.output else {
@@ -34,7 +75,7 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
     let seconds = out.measured_ns as f64 / 1e9;
     let lost = r.completed_writes.saturating_sub(r.final_counter_sum);
     let fencing = out.capabilities.fencing;
-    let violated = f.pairs > 0 || lost > 0 || (fencing && r.stale_accepted > 0);
+    let reasons = violations(f.pairs, lost, fencing.then_some(r));
     let histograms: BTreeMap<String, String> = [
         ("acquire", &t.acquire),
         ("handoff", &f.handoff),
@@ -60,6 +101,7 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
         window: Window {
             warmup_ms: run.warmup.as_secs_f64() * 1e3,
             measured_ms: out.measured_ns as f64 / 1e6,
+            wall_ms: None,
         },
         operations: Operations {
             acquired: t.acquired,
@@ -90,11 +132,8 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
             losses: t.renewal.losses.clone(),
         },
         safety: Safety {
-            verdict: if violated {
-                Verdict::Violated
-            } else {
-                Verdict::Safe
-            },
+            verdict: verdict_of(&reasons),
+            reasons,
             overlap: Overlap {
                 pairs: f.pairs,
                 total_ms: f.total_ns as f64 / 1e6,
@@ -132,6 +171,7 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
         histograms,
         faults: run.faults.clone(),
         holder_sample: f.holder_sample.clone(),
+        trials: None,
     }
 }
 
@@ -152,6 +192,7 @@ fn not_run(run: &CaseRun) -> CaseResult {
         window: Window {
             warmup_ms: 0.0,
             measured_ms: 0.0,
+            wall_ms: None,
         },
         operations: Operations {
             acquired: 0,
@@ -183,6 +224,7 @@ fn not_run(run: &CaseRun) -> CaseResult {
         },
         safety: Safety {
             verdict: Verdict::Unknown,
+            reasons: Vec::new(),
             overlap: Overlap {
                 pairs: 0,
                 total_ms: 0.0,
@@ -226,5 +268,84 @@ fn not_run(run: &CaseRun) -> CaseResult {
         histograms: BTreeMap::new(),
         faults: run.faults.clone(),
         holder_sample: None,
+        trials: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::MonoClock;
+    use crate::driver::oracle::Oracle;
+    use crate::driver::resource::Resource;
+    use crate::holds::{EndedBy, Interval, IntervalBatch};
+    use crate::stop::StopSignal;
+
+    /// The verdict of a hand-made history: `holds` are (client, start, end) on key 0, one lease each,
+    /// the lease's token in `tokens`; each holder reads the counter at its start and writes at its end.
+    fn judge(holds: &[(u32, u64, u64)], tokens: &[u64]) -> (Vec<Violation>, ResourceTotals) {
+        let mut oracle = Oracle::new(1, 2, 0, 0);
+        let resource = Resource::new(1, MonoClock::new(), None, StopSignal::new());
+        for (lease, (&(client, start, end), &token)) in holds.iter().zip(tokens).enumerate() {
+            let value = resource.read(0, Some(token));
+            resource.write(0, value + 1, Some(token), lease as u64);
+            oracle.add(IntervalBatch {
+                client,
+                intervals: vec![Interval {
+                    key: 0,
+                    acquire_started: start,
+                    start,
+                    end,
+                    ended_by: EndedBy::Released,
+                }],
+                low_bound: u64::MAX,
+            });
+        }
+        let findings = oracle.finish();
+        let totals = resource.totals();
+        let lost = totals
+            .completed_writes
+            .saturating_sub(totals.final_counter_sum);
+        (violations(findings.pairs, lost, Some(&totals)), totals)
+    }
+
+    #[test]
+    fn tokens_going_backwards_without_any_overlap_are_violated() {
+        // Three holders one after the other, never overlapping; the third lease got a smaller token
+        // than the second (as after a failover that lost the counter's last increment).
+        let (reasons, totals) = judge(&[(0, 0, 10), (1, 20, 30), (0, 40, 50)], &[5, 6, 4]);
+        assert_eq!(totals.stale_accepted, 0, "no stale write slipped through");
+        assert_eq!(
+            totals.stale_rejected, 1,
+            "the legitimate third holder was refused"
+        );
+        assert_eq!(reasons, vec![Violation::TokenRegressions]);
+        assert_eq!(verdict_of(&reasons), Verdict::Violated);
+    }
+
+    #[test]
+    fn a_repeated_token_without_overlap_is_violated_and_increasing_tokens_are_safe() {
+        let (reasons, _) = judge(&[(0, 0, 10), (1, 20, 30)], &[7, 7]);
+        assert_eq!(reasons, vec![Violation::DuplicateTokens]);
+        let (reasons, _) = judge(&[(0, 0, 10), (1, 20, 30), (0, 40, 50)], &[1, 2, 3]);
+        assert!(reasons.is_empty(), "{reasons:?}");
+        assert_eq!(verdict_of(&reasons), Verdict::Safe);
+    }
+
+    #[test]
+    fn overlap_and_lost_updates_are_named() {
+        assert_eq!(violations(1, 0, None), vec![Violation::Overlap]);
+        assert_eq!(
+            violations(2, 3, None),
+            vec![Violation::Overlap, Violation::LostUpdates]
+        );
+        let stale = ResourceTotals {
+            stale_accepted: 1,
+            ..ResourceTotals::default()
+        };
+        assert_eq!(
+            violations(0, 0, Some(&stale)),
+            vec![Violation::StaleWritesAccepted]
+        );
     }
 }

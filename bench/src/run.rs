@@ -8,7 +8,7 @@ use lockbench_reports::model::{CaseStatus, Results, SCHEMA_VERSION, Scenario};
 
 use crate::backends::{Backends, GivenAddresses, ServerKind};
 use crate::clock::{MonoClock, now_rfc3339};
-use crate::driver::case::run_case;
+use crate::driver::case::{CaseRun, run_case};
 use crate::driver::mode::CaseContext;
 use crate::driver::processes::kill_all_workers;
 use crate::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
@@ -18,7 +18,7 @@ use crate::stop::StopSignal;
 use crate::strategies::{Strategy, StrategySettings};
 use crate::workload::faults::{own_topology, parse_fault_text};
 use crate::workload::{ScenarioFile, WorkerMode, Workload};
-use crate::{environment, output, results, scenarios, strategies, table};
+use crate::{environment, output, results, scenarios, strategies, table, trials};
 
 /// Environment variable naming the `lockbench` executable worker processes run (default: the current
 /// executable; tests that call [`run`] in-process set it to the built binary).
@@ -39,6 +39,12 @@ pub struct RunRequest {
     pub servers: GivenAddresses,
     /// Show a progress bar (when stdout is a terminal).
     pub progress: bool,
+    /// Trials per case, each with its own seed (the scenario's seed plus the trial's index), pooled
+    /// into one results entry that says how many were violated; 0: one run, not marked as trials.
+    pub trials: u32,
+    /// Shown before each case on the progress bar (`compare`: the scenario and the suite's ETA);
+    /// the trial is added when there are several.
+    pub progress_title: Option<String>,
 }
 
 /// What a finished run produced.
@@ -79,7 +85,8 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
     let workload =
         Workload::resolve(&loaded.name, &loaded.source, file).map_err(BenchError::usage)?;
     let chosen = strategies::resolve(&workload.strategies).map_err(BenchError::usage)?;
-    let chosen = keep_fault_targets(&workload, chosen).map_err(BenchError::usage)?;
+    let (chosen, not_applicable) =
+        keep_fault_targets(&workload, chosen).map_err(BenchError::usage)?;
     if workload.workers == WorkerMode::Processes
         && let Some(s) = chosen.iter().find(|s| s.server == ServerKind::InProcess)
     {
@@ -132,33 +139,92 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
         }
     };
     let use_bar = args.progress && std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let ctx = CaseContext {
-        workload: &workload,
-        backends: &backends,
-        endpoints: backends.endpoints(),
-        interrupt: interrupt.clone(),
-        clock: MonoClock::new(),
-        run_id: format!("{:08x}", rand::random::<u32>()),
-        worker_exe,
-        progress: Progress::new(use_bar),
-    };
+    let clock = MonoClock::new();
+    let run_id = format!("{:08x}", rand::random::<u32>());
+    let trials = args.trials.max(1);
     let mut runs = Vec::new();
-    let cases = chosen
+    let mut cases = Vec::new();
+    let planned_cases = chosen
         .iter()
         .flat_map(|s| workload.leases.iter().map(move |l| (*s, *l)));
-    for (index, (strategy, lease)) in cases.enumerate() {
-        if interrupt.is_set() {
-            break;
+    'cases: for (index, (strategy, lease)) in planned_cases.enumerate() {
+        let mut pooled = Vec::new();
+        for trial in 0..trials {
+            if interrupt.is_set() {
+                break;
+            }
+            let seeded = Workload {
+                seed: workload.seed.wrapping_add(u64::from(trial)),
+                ..workload.clone()
+            };
+            let ctx = CaseContext {
+                workload: &seeded,
+                backends: &backends,
+                endpoints: backends.endpoints(),
+                interrupt: interrupt.clone(),
+                clock,
+                run_id: run_id.clone(),
+                worker_exe: worker_exe.clone(),
+                progress: Progress::new(use_bar).titled(trial_title(
+                    args.progress_title.as_deref(),
+                    trial,
+                    trials,
+                )),
+            };
+            // Every trial gets keys of its own, so nothing a trial left behind meets the next.
+            let case_index = index * trials as usize + trial as usize;
+            let wall = std::time::Instant::now();
+            let run = run_case(&ctx, strategy, lease, case_index).await;
+            let mut case = results::case_result(&run);
+            case.window.wall_ms = Some(wall.elapsed().as_secs_f64() * 1e3);
+            pooled.push((seeded.seed, case));
+            runs.push(run);
+            // A case that cannot run (skipped) will not run in another trial either.
+            if pooled
+                .last()
+                .is_some_and(|(_, c)| c.status == CaseStatus::Skipped)
+            {
+                break;
+            }
         }
-        runs.push(run_case(&ctx, strategy, lease, index).await);
+        let case = if args.trials == 0 {
+            pooled.pop().map(|(_, c)| c)
+        } else {
+            trials::pool(pooled)
+        };
+        cases.extend(case);
+        if interrupt.is_set() {
+            break 'cases;
+        }
+    }
+    for (strategy, why) in &not_applicable {
+        for lease in &workload.leases {
+            let skipped = CaseRun {
+                strategy: strategy.id,
+                lease: *lease,
+                status: CaseStatus::Skipped,
+                error: Some(why.clone()),
+                output: None,
+                server_cost: None,
+                warmup: workload.warmup,
+                faults: Vec::new(),
+                own_servers: None,
+            };
+            let case = results::case_result(&skipped);
+            cases.push(if args.trials == 0 {
+                case
+            } else {
+                trials::pool(vec![(workload.seed, case.clone())]).unwrap_or(case)
+            });
+        }
     }
     let interrupted = interrupt.is_set();
-    let planned = chosen.len() * workload.leases.len();
+    let planned = (chosen.len() + not_applicable.len()) * workload.leases.len();
     let complete = !interrupted
-        && runs.len() == planned
-        && runs
+        && cases.len() == planned
+        && cases
             .iter()
-            .all(|r| matches!(r.status, CaseStatus::Complete | CaseStatus::Skipped));
+            .all(|c| matches!(c.status, CaseStatus::Complete | CaseStatus::Skipped));
     let ids: Vec<&str> = chosen.iter().map(|s| s.id).collect();
     let results = Results {
         schema_version: SCHEMA_VERSION,
@@ -170,9 +236,11 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
             description: workload.description.clone(),
             source: workload.source.clone(),
             workload: workload.to_model(&ids),
+            expect: workload.expect.clone(),
+            theory: workload.theory.clone(),
         },
         environment: environment::collect(with_case_servers(backends.infos(), &runs)),
-        cases: runs.iter().map(results::case_result).collect(),
+        cases,
     };
     let written = output::write_atomic(&out_dir, output::RESULTS_FILE, &results.to_json());
     drop(backends);
@@ -182,6 +250,15 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
         path: written?,
         interrupted,
     })
+}
+
+/// The progress bar's title of one trial: `TITLE trial 2/3`.
+fn trial_title(title: Option<&str>, trial: u32, trials: u32) -> Option<String> {
+    let trial = (trials > 1).then(|| format!("trial {}/{trials}", trial + 1));
+    match (title, trial) {
+        (Some(t), Some(n)) => Some(format!("{t} {n}")),
+        (t, n) => t.map(str::to_owned).or(n),
+    }
 }
 
 /// Replaces the scenario's faults with the `--fault` flags (`none` alone: no faults).
@@ -204,14 +281,18 @@ fn apply_fault_flags(file: &mut ScenarioFile, flags: &[String]) -> Result<(), St
     Ok(())
 }
 
-/// With faults, `all` means every strategy the faults apply to: the others are dropped (a strategy
-/// named explicitly stays, and its case is skipped with the reason). Errors when none is left.
-fn keep_fault_targets(
+/// A strategy left out of a run and why.
+pub(crate) type NotApplicable = (&'static Strategy, String);
+
+/// With faults, `all` means every strategy the faults apply to: the others are left out of the run,
+/// and returned with the reason (their cases are listed as skipped); a strategy named explicitly stays,
+/// and its case is skipped with the reason. Errors when none is left.
+pub(crate) fn keep_fault_targets(
     workload: &Workload,
     chosen: Vec<&'static Strategy>,
-) -> Result<Vec<&'static Strategy>, String> {
+) -> Result<(Vec<&'static Strategy>, Vec<NotApplicable>), String> {
     if workload.faults.is_empty() {
-        return Ok(chosen);
+        return Ok((chosen, Vec::new()));
     }
     let named: Vec<&str> = workload
         .strategies
@@ -220,18 +301,21 @@ fn keep_fault_targets(
         .map(str::trim)
         .collect();
     let settings = StrategySettings::new(workload.watchdog_timeout);
-    let applies = |s: &Strategy| {
-        (s.capabilities)(&settings).is_ok_and(|caps| {
-            workload
-                .faults
-                .iter()
-                .all(|f| applicability::applies(f.kind, s, &caps).is_ok())
-        })
+    let applies = |s: &Strategy| -> Result<(), String> {
+        let caps = (s.capabilities)(&settings).map_err(|e| e.to_string())?;
+        workload
+            .faults
+            .iter()
+            .try_for_each(|f| applicability::applies(f.kind, s, &caps))
     };
-    let kept: Vec<&'static Strategy> = chosen
-        .into_iter()
-        .filter(|s| named.contains(&s.id) || applies(s))
-        .collect();
+    let mut kept = Vec::new();
+    let mut left_out = Vec::new();
+    for s in chosen {
+        match applies(s) {
+            Err(why) if !named.contains(&s.id) => left_out.push((s, why)),
+            _ => kept.push(s),
+        }
+    }
     if kept.is_empty() {
         let kinds: Vec<String> = workload.faults.iter().map(|f| f.kind.to_string()).collect();
         return Err(format!(
@@ -239,7 +323,7 @@ fn keep_fault_targets(
             kinds.join(", ")
         ));
     }
-    Ok(kept)
+    Ok((kept, left_out))
 }
 
 /// The run's servers plus those the cases started for themselves (one entry per kind).

@@ -38,7 +38,15 @@ fn check_schemas(path: &Path) {
 fn compare_quick_runs_the_suite_and_writes_the_reports() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cmp");
-    let run = support::run(&["compare", "--quick", "--out", out.to_str().unwrap()]);
+    // The quick suite's first three scenarios (the whole quick suite takes up to 4 minutes).
+    let run = support::run(&[
+        "compare",
+        "--quick",
+        "--scenarios",
+        "baseline,long-tail,lease-too-short",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let stdout = String::from_utf8_lossy(&run.stdout);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{stdout}\n{stderr}");
@@ -80,6 +88,39 @@ fn compare_quick_runs_the_suite_and_writes_the_reports() {
     let ids: Vec<&str> = c.strategies.iter().map(|s| s.id.as_str()).collect();
     for id in WATCHDOG_HOLDS {
         assert!(ids.contains(id), "{id} is compared");
+    }
+    for run in &c.runs {
+        assert!(
+            run.results.scenario.theory.is_some() && !run.results.scenario.expect.is_empty(),
+            "{}: the scenario states what theory predicts",
+            run.results.scenario.name
+        );
+        for case in run
+            .results
+            .cases
+            .iter()
+            .filter(|c| c.status == CaseStatus::Complete)
+        {
+            let trials = case
+                .trials
+                .as_ref()
+                .expect("each case says how many trials it rests on");
+            assert_eq!(
+                (trials.runs, trials.each.len()),
+                (1, 1),
+                "--quick runs one trial"
+            );
+            assert_eq!(
+                trials.violated,
+                u32::from(case.safety.verdict == Verdict::Violated)
+            );
+            assert_eq!(
+                case.safety.reasons.is_empty(),
+                case.safety.verdict == Verdict::Safe,
+                "a violated case names why: {:?}",
+                case.safety
+            );
+        }
     }
     let lease_too_short = &c.runs[2].results;
     for case in &lease_too_short.cases {
@@ -193,4 +234,6 @@ fn report_refuses_bad_input_in_one_line() {
     );
     one_line_usage_error(&["report"], "required arguments");
     one_line_usage_error(&["compare", "--strategies", "nope"], "--strategies");
+    one_line_usage_error(&["compare", "--scenarios", "nope"], "--scenarios");
+    one_line_usage_error(&["compare", "--trials", "0"], "--trials");
 }

@@ -5,8 +5,9 @@
 use crate::comparison::Comparison;
 use crate::delta::CaseDelta;
 use crate::format::{change_pct, duration_ms, ms, rate, signed_count, signed_pct};
-use crate::grid::{Grid, Row, Violations, ran, verdict_word};
-use crate::model::{CaseResult, Results};
+use crate::grid::{Grid, Row, Violations, interval, ran, trials_line, verdict_word, violated_of};
+use crate::model::{CaseResult, CaseStatus, Expectation, Results};
+use crate::rules::Finding;
 
 /// The report's title.
 pub fn title(c: &Comparison) -> String {
@@ -113,6 +114,232 @@ pub fn verdict_cell(case: Option<&CaseResult>) -> String {
         Some(c) if word == "VIOLATED" => format!("{word}: {}", Violations::of(c).short()),
         _ => word.to_owned(),
     }
+}
+
+/// What theory predicts for a case of `row`, and whether the measurement disagrees.
+pub fn theory_check(row: &Row<'_>, case: &CaseResult) -> Option<(Expectation, bool)> {
+    if !ran(case) {
+        return None;
+    }
+    let expected = row
+        .run
+        .results
+        .scenario
+        .expected(&case.strategy, &case.lease)?;
+    let (k, n) = violated_of(case);
+    Some((expected, expected.disagrees(k, n)))
+}
+
+/// One cell of the verdict matrix (strategies as rows, scenarios as columns).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatrixCell {
+    /// `safe`, `violated`, `na` (the scenario does not apply) or `other` (not run, failed).
+    pub class: &'static str,
+    /// The short text: `2/3`, `0/3`, `–`, `failed`.
+    pub text: String,
+    /// The interval (`21–94 %`), empty when there is none.
+    pub detail: String,
+    /// For a tooltip: the trials line, or why it did not run.
+    pub note: String,
+    /// The measurement disagrees with what the scenario says theory predicts.
+    pub against_theory: bool,
+}
+
+/// The matrix cell of `strategy` in `row`.
+pub fn matrix_cell(row: &Row<'_>, strategy: &str) -> MatrixCell {
+    let Some(case) = row.case(strategy) else {
+        return MatrixCell {
+            class: "other",
+            text: "·".to_owned(),
+            detail: String::new(),
+            note: "not run".to_owned(),
+            against_theory: false,
+        };
+    };
+    if !ran(case) {
+        let skipped = case.status == CaseStatus::Skipped;
+        return MatrixCell {
+            class: if skipped { "na" } else { "other" },
+            text: if skipped {
+                "–"
+            } else {
+                verdict_word(Some(case))
+            }
+            .to_owned(),
+            detail: String::new(),
+            note: case
+                .error
+                .clone()
+                .unwrap_or_else(|| "no reason recorded".to_owned()),
+            against_theory: false,
+        };
+    }
+    let (k, n) = violated_of(case);
+    let check = theory_check(row, case);
+    let mut note = trials_line(case).unwrap_or_default();
+    if let Some((expected, _)) = check {
+        let _ = std::fmt::Write::write_fmt(
+            &mut note,
+            format_args!("; theory: {}", expectation_word(expected)),
+        );
+    }
+    MatrixCell {
+        class: if k > 0 { "violated" } else { "safe" },
+        text: if case.trials.is_some() {
+            format!("{k}/{n}")
+        } else {
+            verdict_word(Some(case)).to_owned()
+        },
+        detail: case
+            .trials
+            .as_ref()
+            .map(|t| interval(t.rate_low, t.rate_high))
+            .unwrap_or_default(),
+        note,
+        against_theory: check.is_some_and(|(_, d)| d),
+    }
+}
+
+/// `safe`, `violated`, `either`.
+pub fn expectation_word(e: Expectation) -> &'static str {
+    match e {
+        Expectation::Safe => "safe",
+        Expectation::Violated => "violated",
+        Expectation::Either => "either",
+    }
+}
+
+/// Every case whose measurement disagrees with what its scenario says theory predicts, one
+/// explanation each.
+pub fn against_theory(grid: &Grid<'_>) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (row, case) in grid.cases() {
+        let Some((expected, true)) = theory_check(row, case) else {
+            continue;
+        };
+        let (k, n) = violated_of(case);
+        let measured = trials_line(case).unwrap_or_default();
+        let why = match expected {
+            Expectation::Violated => {
+                let high = case.trials.as_ref().map_or(1.0, |t| t.rate_high);
+                format!(
+                    "theory predicts violations, none showed in {n} trial{}: the fault did not catch a holder at the moment that breaks this strategy (timing the scenario does not control), or the strategy does better than its design suggests; the rate may still be up to {:.0} %, so more trials (--thorough) would tell",
+                    if n == 1 { "" } else { "s" },
+                    high * 100.0
+                )
+            }
+            _ => format!(
+                "theory predicts safe, yet {k} of {n} trial{} violated: the mechanism below did not protect it here (see the overlap examples and the holder timeline){}",
+                if n == 1 { "" } else { "s" },
+                if case.safety.reasons.iter().all(|r| {
+                    matches!(
+                        r,
+                        crate::model::Violation::TokenRegressions
+                            | crate::model::Violation::DuplicateTokens
+                    )
+                }) {
+                    "; only the fencing tokens failed, no holders overlapped"
+                } else {
+                    ""
+                }
+            ),
+        };
+        lines.push(format!(
+            "{} under {}: measured {measured}; {why}.{}",
+            case.strategy,
+            row.label,
+            row.run
+                .results
+                .scenario
+                .theory
+                .as_deref()
+                .map(|t| format!(" Mechanism: {t}"))
+                .unwrap_or_default()
+        ));
+    }
+    lines
+}
+
+/// One sentence per scenario on the mechanism it exercises (from its scenario file).
+pub fn mechanisms(c: &Comparison) -> Vec<(String, String)> {
+    c.runs
+        .iter()
+        .filter_map(|r| {
+            let s = &r.results.scenario;
+            Some((s.name.clone(), s.theory.clone()?))
+        })
+        .collect()
+}
+
+/// The three questions the report answers, one short line each with the anchor of its section:
+/// fastest (the headline row's fastest safe strategy), cost (least server work per critical
+/// section), breaking points (how many cells broke, how many disagree with theory).
+pub fn three_answers(grid: &Grid<'_>, findings: &[Finding]) -> Vec<(String, String, &'static str)> {
+    // `Fastest safe strategy under baseline` + its conclusion: `under baseline, x: 480 CS/s.`
+    let conclusion = |prefix: &str| {
+        findings
+            .iter()
+            .find(|f| f.title.starts_with(prefix))
+            .map(|f| {
+                let under = f.title[prefix.len()..].trim();
+                if under.is_empty() {
+                    f.conclusion.clone()
+                } else {
+                    format!("{under}, {}", f.conclusion)
+                }
+            })
+    };
+    let fastest = conclusion("Fastest safe strategy")
+        .unwrap_or_else(|| "no safe distributed strategy ran under the headline scenario.".into());
+    let cost = conclusion("Least server work").unwrap_or_else(|| {
+        "no server figures to compare (see the headline numbers for client cost).".into()
+    });
+    let safe = conclusion("Safe with watchdog leases");
+    let (mut cells, mut broke) = (0, 0);
+    let mut held_everywhere: Vec<&str> = Vec::new();
+    for s in &grid.strategies {
+        let mut all_safe = true;
+        let mut any = false;
+        for row in &grid.rows {
+            if let Some(case) = row.case(&s.id).filter(|c| ran(c)) {
+                any = true;
+                cells += 1;
+                if violated_of(case).0 > 0 {
+                    broke += 1;
+                    all_safe = false;
+                }
+            }
+        }
+        if any && all_safe && s.is_distributed() {
+            held_everywhere.push(&s.id);
+        }
+    }
+    let against = against_theory(grid).len();
+    let breaking = format!(
+        "{broke} of {cells} strategy × scenario cells violated in at least one trial{}; {}.",
+        if against > 0 {
+            format!(" ({against} against theory, explained)")
+        } else {
+            String::new()
+        },
+        match (safe, held_everywhere.is_empty()) {
+            (Some(safe), _) => {
+                let safe = safe.trim_end_matches('.');
+                let mut chars = safe.chars();
+                chars
+                    .next()
+                    .map(|c| c.to_lowercase().chain(chars).collect())
+                    .unwrap_or_default()
+            }
+            (None, true) => "no distributed strategy held in every scenario".to_owned(),
+            (None, false) => format!("held in every scenario: {}", held_everywhere.join(", ")),
+        }
+    );
+    vec![
+        ("Fastest:".into(), fastest, "fastest"),
+        ("Cost:".into(), cost, "which"),
+        ("Breaking points:".into(), breaking, "breaking"),
+    ]
 }
 
 /// Cases that produced no figures, with why.

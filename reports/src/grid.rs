@@ -187,6 +187,43 @@ fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
+/// `violated in 2 of 3 trials (95 % interval 21–94 %): overlapping holders, lost updates`; for a
+/// single run, `violated: ...` or `safe`; `None` when the case did not run.
+pub fn trials_line(case: &CaseResult) -> Option<String> {
+    if !ran(case) {
+        return None;
+    }
+    let reasons: Vec<&str> = case.safety.reasons.iter().map(|r| r.words()).collect();
+    let why = if reasons.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", reasons.join(", "))
+    };
+    Some(match &case.trials {
+        Some(t) => format!(
+            "violated in {} of {} trial{} (95 % interval {}){why}",
+            t.violated,
+            t.runs,
+            if t.runs == 1 { "" } else { "s" },
+            interval(t.rate_low, t.rate_high)
+        ),
+        None => format!("{}{why}", verdict_word(Some(case))),
+    })
+}
+
+/// `21–94 %`.
+pub fn interval(low: f64, high: f64) -> String {
+    format!("{:.0}–{:.0} %", low * 100.0, high * 100.0)
+}
+
+/// (violated trials, trials) of a case that ran: its trials, or 1 of 1 / 0 of 1 for a single run.
+pub fn violated_of(case: &CaseResult) -> (u32, u32) {
+    match &case.trials {
+        Some(t) => (t.violated, t.runs),
+        None => (u32::from(case.safety.verdict == Verdict::Violated), 1),
+    }
+}
+
 /// Whether the case produced figures (it ran, possibly cut short).
 pub fn ran(case: &CaseResult) -> bool {
     case.safety.verdict != Verdict::Unknown

@@ -4,7 +4,6 @@
 use std::fmt::Write as _;
 
 use crate::content::{self, DELTA_COLUMNS, HEADLINE_COLUMNS};
-use crate::grid::{Violations, verdict_word};
 use crate::report::{Report, Section};
 use crate::rules::TIE_PCT;
 
@@ -24,6 +23,13 @@ ol.findings li { margin-bottom: 0.8rem; } .rule { color: #555; font-style: itali
 figure { margin: 1rem 0 2rem; } figure svg { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #555; font-size: 0.85rem; } details summary { cursor: pointer; margin: 0.4rem 0; }
 .scroll { overflow-x: auto; }
+nav.answers { border-left: 4px solid #1565c0; padding: 0.2rem 0.9rem; margin: 1rem 0 1.5rem; }
+nav.answers p { margin: 0.35rem 0; } nav.answers a { color: #0d47a1; text-decoration: none; }
+table.matrix { table-layout: fixed; width: 100%; font-size: 0.72rem; }
+table.matrix th, table.matrix td { padding: 0.2rem 0.15rem; text-align: center; overflow-wrap: anywhere; }
+table.matrix th.who { width: 9.5rem; text-align: left; } table.matrix td small { font-size: 0.62rem; }
+td.na { background: #fafafa; color: #9e9e9e; text-align: center; }
+.mark { color: #e65100; font-weight: bold; margin-left: 0.15rem; }
 ";
 
 /// Escapes text for HTML content and attribute values.
@@ -84,39 +90,86 @@ pub fn render(report: &Report<'_>) -> String {
         escape(&title),
         escape(&title)
     );
-    for line in content::environment_lines(c) {
+    let answers = content::three_answers(grid, &report.findings);
+    out.push_str("<nav class=\"answers\">\n");
+    for (question, answer, anchor) in &answers {
+        let _ = writeln!(
+            out,
+            "<p><a href=\"#{anchor}\"><strong>{}</strong></a> {}</p>",
+            escape(question),
+            escape(answer)
+        );
+    }
+    out.push_str("</nav>\n");
+    let environment = content::environment_lines(c);
+    for line in &environment {
         let class = if line.starts_with("INCOMPLETE") {
             "env incomplete"
         } else {
             "env"
         };
-        let _ = writeln!(out, "<p class=\"{class}\">{}</p>", escape(&line));
+        let _ = writeln!(out, "<p class=\"{class}\">{}</p>", escape(line));
     }
 
-    out.push_str("<h2 id=\"verdicts-heading\">Verdicts</h2>\n<div class=\"scroll\"><table id=\"verdicts\"><thead><tr><th>scenario</th>");
-    for s in &grid.strategies {
-        let _ = write!(out, "<th>{}</th>", escape(&s.id));
+    out.push_str("<h2 id=\"breaking\">Breaking points: verdicts</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); – = the scenario does not apply (hover for why).</p>\n<table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>");
+    for row in &grid.rows {
+        let _ = write!(
+            out,
+            "<th title=\"{}\">{}</th>",
+            escape(&row.label),
+            escape(&row.label)
+                .replace('-', "-<wbr>")
+                .replace(" · ", " <wbr>· ")
+        );
     }
     out.push_str("</tr></thead><tbody>\n");
-    for row in &grid.rows {
-        let _ = write!(out, "<tr><td>{}</td>", escape(&row.label));
-        for s in &grid.strategies {
-            let case = row.case(&s.id);
-            let word = verdict_word(case);
-            let (class, details) = match case {
-                Some(c) if word == "VIOLATED" => ("violated", Violations::of(c).short()),
-                _ if word == "safe" => ("safe", String::new()),
-                _ => ("other", String::new()),
-            };
-            let _ = write!(out, "<td class=\"{class}\">{}", escape(word));
-            if !details.is_empty() {
-                let _ = write!(out, "<br><small>{}</small>", escape(&details));
+    for s in &grid.strategies {
+        let _ = write!(
+            out,
+            "<tr><th class=\"who\">{}</th>",
+            escape(&s.id).replace('-', "-<wbr>")
+        );
+        for row in &grid.rows {
+            let cell = content::matrix_cell(row, &s.id);
+            let _ = write!(
+                out,
+                "<td class=\"{}\" title=\"{}\">{}",
+                cell.class,
+                escape(&cell.note),
+                escape(&cell.text)
+            );
+            if cell.against_theory {
+                out.push_str("<span class=\"mark\">≠</span>");
+            }
+            if !cell.detail.is_empty() {
+                let _ = write!(out, "<br><small>{}</small>", escape(&cell.detail));
             }
             out.push_str("</td>");
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody></table></div>\n<p class=\"env\">safe = no overlapping holders, no lost update, no stale write accepted; ovl = overlapping holder pairs, lost = lost updates, stale = stale writes accepted although the strategy has fencing tokens.</p>\n");
+    out.push_str("</tbody></table>\n<p class=\"env\">violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens (hover a cell for which, per trial pooled).</p>\n");
+    let against = content::against_theory(grid);
+    if !against.is_empty() {
+        out.push_str("<h3>Where the measurement disagrees with theory</h3>\n<ul>\n");
+        for line in against {
+            let _ = writeln!(out, "<li>{}</li>", escape(&line));
+        }
+        out.push_str("</ul>\n");
+    }
+    let mechanisms = content::mechanisms(c);
+    if !mechanisms.is_empty() {
+        out.push_str("<h3>What each scenario does to a lock</h3>\n<ul>\n");
+        for (name, sentence) in mechanisms {
+            let _ = writeln!(
+                out,
+                "<li><strong>{}</strong>: {}</li>",
+                escape(&name),
+                escape(&sentence)
+            );
+        }
+        out.push_str("</ul>\n");
+    }
     let missing = content::not_measured(grid);
     if !missing.is_empty() {
         out.push_str("<p>Not measured or with notes:</p><ul>\n");
@@ -128,7 +181,7 @@ pub fn render(report: &Report<'_>) -> String {
 
     let _ = write!(
         out,
-        "<h2>Which strategy when</h2>\n<p>Derived from the measured numbers by the stated rules (figures within {TIE_PCT:.0}% of the best are ties on a noisy machine).</p>\n<ol class=\"findings\">\n"
+        "<h2 id=\"which\">Which strategy when</h2>\n<p>Derived from the measured numbers by the stated rules (figures within {TIE_PCT:.0}% of the best are ties on a noisy machine).</p>\n<ol class=\"findings\">\n"
     );
     for f in &report.findings {
         let _ = write!(
@@ -149,7 +202,7 @@ pub fn render(report: &Report<'_>) -> String {
     }
     out.push_str("</ol>\n");
 
-    out.push_str("<h2>Headline numbers</h2>\n<p>Latencies in ms; margin = TTL left when a renewal landed.</p>\n");
+    out.push_str("<h2 id=\"fastest\">Headline numbers</h2>\n<p>Latencies in ms; margin = TTL left when a renewal landed.</p>\n");
     for (results, cases) in content::cases_by_run(grid) {
         let _ = writeln!(
             out,
@@ -181,7 +234,12 @@ pub fn render(report: &Report<'_>) -> String {
     }
 
     for section in report.sections() {
-        let _ = writeln!(out, "<h2>{}</h2>", escape(section.heading()));
+        let _ = writeln!(
+            out,
+            "<h2 id=\"{}\">{}</h2>",
+            crate::grid::slug(section.heading()),
+            escape(section.heading())
+        );
         for placed in report.charts_in(section) {
             let figure = format!(
                 "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>\n",

@@ -40,34 +40,67 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
     let grid = &report.grid;
     let mut out = String::new();
     let _ = writeln!(out, "# {}\n", content::title(c));
+    for (question, answer, anchor) in content::three_answers(grid, &report.findings) {
+        // The headings' Markdown anchors.
+        let anchor = match anchor {
+            "fastest" => "headline-numbers",
+            "which" => "which-strategy-when",
+            _ => "breaking-points-verdicts",
+        };
+        let _ = writeln!(out, "**[{question}](#{anchor})** {answer}  ");
+    }
+    out.push('\n');
     for line in content::environment_lines(c) {
         let _ = writeln!(out, "{line}  ");
     }
     out.push('\n');
 
-    let _ = writeln!(out, "## Verdicts\n");
-    let mut header = vec!["scenario"];
-    header.extend(grid.strategies.iter().map(|s| s.id.as_str()));
+    let _ = writeln!(out, "## Breaking points: verdicts\n");
+    let mut header = vec!["strategy"];
+    header.extend(grid.rows.iter().map(|r| r.label.as_str()));
     let rows: Vec<Vec<String>> = grid
-        .rows
+        .strategies
         .iter()
-        .map(|row| {
-            let mut cells = vec![row.label.clone()];
-            cells.extend(grid.strategies.iter().map(|s| {
-                let text = content::verdict_cell(row.case(&s.id));
-                if text.starts_with("VIOLATED") {
-                    format!("**{text}**")
+        .map(|s| {
+            let mut cells = vec![s.id.clone()];
+            cells.extend(grid.rows.iter().map(|row| {
+                let cell = content::matrix_cell(row, &s.id);
+                let mut text = if cell.class == "violated" {
+                    format!("**{}**", cell.text)
                 } else {
-                    text
+                    cell.text
+                };
+                if !cell.detail.is_empty() {
+                    text = format!("{text} ({})", cell.detail);
                 }
+                if cell.against_theory {
+                    text.push_str(" ≠");
+                }
+                text
             }));
             cells
         })
         .collect();
     table(&mut out, &header, &rows);
     out.push_str(
-        "safe = no overlapping holders, no lost update, no stale write accepted; ovl = overlapping holder pairs, lost = lost updates, stale = stale writes accepted although the strategy has fencing tokens.\n\n",
+        "Each cell: violated trials / trials and the 95 % Wilson interval for the violation rate; ≠ = the measurement disagrees with theory (below); – = the scenario does not apply. Violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens.\n\n",
     );
+    let against = content::against_theory(grid);
+    if !against.is_empty() {
+        out.push_str("Where the measurement disagrees with theory:\n\n");
+        for line in against {
+            let _ = writeln!(out, "- {line}");
+        }
+        out.push('\n');
+    }
+    let mechanisms = content::mechanisms(c);
+    if !mechanisms.is_empty() {
+        out.push_str("What each scenario does to a lock:\n\n");
+        for (name, sentence) in mechanisms {
+            let _ = writeln!(out, "- **{name}**: {sentence}");
+        }
+        out.push('\n');
+    }
     let missing = content::not_measured(grid);
     if !missing.is_empty() {
         out.push_str("Not measured or with notes:\n\n");

@@ -96,6 +96,49 @@ pub struct Scenario {
     pub source: String,
     /// The workload after the file and the command-line overrides.
     pub workload: Workload,
+    /// What theory predicts, by strategy id, lease kind (`fixed`, `watchdog`) or `default` (the
+    /// scenario file's `[expect]` table; looked up in that order by [`Scenario::expected`]). Empty
+    /// when the scenario states nothing (and in files written before it could).
+    #[serde(default)]
+    pub expect: BTreeMap<String, Expectation>,
+    /// One sentence on the mechanism the scenario exercises, and why theory predicts what it does;
+    /// null when the scenario file gives none.
+    #[serde(default)]
+    pub theory: Option<String>,
+}
+
+/// What theory predicts for a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Expectation {
+    /// No trial should violate.
+    Safe,
+    /// Violations are expected (in some or all trials).
+    Violated,
+    /// Theory allows either: it depends on timing the scenario does not control.
+    Either,
+}
+
+impl Expectation {
+    /// Whether a measurement of `violated_trials` violated trials out of `trials` disagrees.
+    pub fn disagrees(self, violated_trials: u32, trials: u32) -> bool {
+        match self {
+            Expectation::Safe => violated_trials > 0,
+            Expectation::Violated => trials > 0 && violated_trials == 0,
+            Expectation::Either => false,
+        }
+    }
+}
+
+impl Scenario {
+    /// What theory predicts for `strategy` under `lease` (`watchdog`, `fixed:1s`): the entry for the
+    /// strategy id, else for the lease kind, else `default`; `None` when the scenario says nothing.
+    pub fn expected(&self, strategy: &str, lease: &str) -> Option<Expectation> {
+        let kind = lease.split(':').next().unwrap_or(lease);
+        [strategy, kind, "default"]
+            .into_iter()
+            .find_map(|k| self.expect.get(k).copied())
+    }
 }
 
 /// The resolved workload (see `lockbench run --help` for the meaning of each field).
@@ -239,6 +282,40 @@ pub struct CaseResult {
     /// did not run (missing in files written before samples existed).
     #[serde(default)]
     pub holder_sample: Option<HolderSample>,
+    /// The trials this case pools (each with its own seed); null for a single run (and in files
+    /// written before trials existed). With trials, every count above is summed over them, every
+    /// distribution comes from their merged histograms, and `safety.verdict` is violated when any
+    /// trial was.
+    #[serde(default)]
+    pub trials: Option<Trials>,
+}
+
+/// Repeated trials of one case and how often they violated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Trials {
+    /// Trials run (that produced figures).
+    pub runs: u32,
+    /// Of those, how many were violated.
+    pub violated: u32,
+    /// Lower end of the 95 % Wilson score interval for the violation rate.
+    pub rate_low: f64,
+    /// Upper end of the 95 % Wilson score interval for the violation rate.
+    pub rate_high: f64,
+    /// Each trial, in run order.
+    pub each: Vec<Trial>,
+}
+
+/// One trial of a case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Trial {
+    /// Its seed.
+    pub seed: u64,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// What made it violated (empty when safe).
+    pub reasons: Vec<Violation>,
+    /// Critical sections completed in its measured window.
+    pub completed: u64,
 }
 
 /// One fault injected during a case. Times are relative to the start of the case, like
@@ -306,6 +383,11 @@ pub struct Window {
     pub warmup_ms: f64,
     /// Length of the measured window (shorter than asked when interrupted or bounded by `cycles`).
     pub measured_ms: f64,
+    /// Wall time of the whole case: set-up (clients, worker processes, servers a fault starts for the
+    /// case), warm-up, measured window and tear-down; summed over trials. What a suite plans with.
+    /// Null in files written before it was recorded.
+    #[serde(default)]
+    pub wall_ms: Option<f64>,
 }
 
 /// What the holders did in the measured window.
@@ -395,19 +477,66 @@ pub struct Renewal {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// No overlap, no lost update, no stale write accepted.
+    /// None of the [`Violation`]s was found.
     Safe,
-    /// At least one of the three measures found a violation.
+    /// At least one [`Violation`] was found ([`Safety::reasons`] names which).
     Violated,
     /// The case did not run (skipped or failed before its workers started).
     Unknown,
 }
 
+/// One way a case can fail to be a lock; any of them makes the case violated.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Violation {
+    /// Believed-held intervals of different holders on one key intersected ([`Overlap`]).
+    Overlap,
+    /// Writes to the protected counters were lost ([`LostUpdates`]).
+    LostUpdates,
+    /// The resource accepted writes from superseded holders ([`Fencing::stale_accepted`]).
+    StaleWritesAccepted,
+    /// A later lease got a smaller token than an earlier one ([`Fencing::token_regressions`]): the
+    /// legitimate holder's writes are rejected, so fencing cannot be trusted.
+    TokenRegressions,
+    /// Two leases carried the same token ([`Fencing::duplicate_tokens`]).
+    DuplicateTokens,
+}
+
+impl Violation {
+    /// The name used in results and reports (`token_regressions`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Violation::Overlap => "overlap",
+            Violation::LostUpdates => "lost_updates",
+            Violation::StaleWritesAccepted => "stale_writes_accepted",
+            Violation::TokenRegressions => "token_regressions",
+            Violation::DuplicateTokens => "duplicate_tokens",
+        }
+    }
+
+    /// A few words for people (`tokens went backwards`).
+    pub fn words(self) -> &'static str {
+        match self {
+            Violation::Overlap => "overlapping holders",
+            Violation::LostUpdates => "lost updates",
+            Violation::StaleWritesAccepted => "stale writes accepted",
+            Violation::TokenRegressions => "tokens went backwards",
+            Violation::DuplicateTokens => "duplicate tokens",
+        }
+    }
+}
+
 /// The safety oracle's findings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Safety {
-    /// Violated if any measure found something.
+    /// Violated if any measure found something (see `reasons`).
     pub verdict: Verdict,
+    /// What made the case violated, in [`Violation`] order; empty when safe (and in files written
+    /// before reasons were recorded).
+    #[serde(default)]
+    pub reasons: Vec<Violation>,
     /// Measure 1: overlapping believed-held intervals.
     pub overlap: Overlap,
     /// Measure 2: lost updates of the protected counters.
@@ -547,9 +676,17 @@ pub struct ServerCost {
     pub kind: String,
     /// Server CPU time, when known (managed servers: from /proc; Redis: `INFO cpu`).
     pub cpu_seconds: Option<f64>,
-    /// Requests served (Redis: commandstats calls; etcd: gRPC requests handled; ZooKeeper: packets
-    /// received).
+    /// Work the server counted (Redis: commandstats calls, the commands scripts ran included — an
+    /// EVALSHA whose script makes three `redis.call`s counts four; etcd: gRPC calls handled, a stream
+    /// once when it ends; ZooKeeper: packets received and sent).
     pub requests: u64,
+    /// Requests the clients sent, as the server counted them: etcd gRPC messages received
+    /// (`grpc_server_msg_received_total`: unary calls and every stream message, lease keep-alives
+    /// included); ZooKeeper packets received (`zk_packets_received`). Null for Redis (7.0 counts the
+    /// commands inside scripts with the clients' own, so its counters cannot tell them apart) and in
+    /// files written before it was measured. The "least server work" rule reads this figure.
+    #[serde(default)]
+    pub client_requests: Option<u64>,
     /// Requests per second of the case.
     pub requests_per_s: f64,
     /// Requests by command or method.
@@ -569,4 +706,45 @@ pub struct DriverCost {
     pub strategy_ns: f64,
     /// Mean driver time per cycle (timestamps, resource, oracle records, histograms), in nanoseconds.
     pub overhead_ns: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn theory_is_looked_up_by_strategy_then_lease_kind_then_default() {
+        let scenario = Scenario {
+            name: "s".into(),
+            description: String::new(),
+            source: "preset".into(),
+            workload: serde_json::from_value(serde_json::json!({
+                "strategies": [], "clients": 1, "keys": 1, "task": "1ms", "task_mean_ms": 1.0,
+                "leases": ["watchdog"], "watchdog_timeout_ms": 1.0, "acquire_wait_ms": 0.0,
+                "think_ms": 0.0, "rate_per_client": null, "duration_ms": 1.0, "cycles": null,
+                "warmup_ms": 0.0, "workers": "tasks", "on_lost": "abort", "seed": 1
+            }))
+            .expect("a workload"),
+            expect: BTreeMap::from([
+                ("default".into(), Expectation::Safe),
+                ("fixed".into(), Expectation::Violated),
+                ("naive".into(), Expectation::Either),
+            ]),
+            theory: None,
+        };
+        assert_eq!(
+            scenario.expected("naive", "fixed:1s"),
+            Some(Expectation::Either)
+        );
+        assert_eq!(
+            scenario.expected("x", "fixed:1s"),
+            Some(Expectation::Violated)
+        );
+        assert_eq!(scenario.expected("x", "watchdog"), Some(Expectation::Safe));
+        assert!(Expectation::Safe.disagrees(1, 3));
+        assert!(!Expectation::Safe.disagrees(0, 3));
+        assert!(Expectation::Violated.disagrees(0, 3));
+        assert!(!Expectation::Violated.disagrees(1, 3));
+        assert!(!Expectation::Either.disagrees(3, 3));
+    }
 }

@@ -1,7 +1,10 @@
 //! Opens the HTML report in headless Chromium: it must load without a console message (the page has
 //! no script, so any message is an error: a blocked fetch, a parse error) and show the verdict table.
-//! A control page that logs an error proves the console check can fail. Chromium is required: a machine
-//! without it fails here with the command that installs it.
+//! A control page that logs an error proves the console check can fail. A report of a full-size suite
+//! (16 scenario columns, every strategy a row, k/n cells) must fit a 1280-px-wide window without
+//! scrolling sideways: measured by the browser's layout, with a screenshot kept, and a control page
+//! that is too wide proves the measure can fail. Chromium is required: a machine without it fails
+//! here with the command that installs it.
 
 #![allow(clippy::unwrap_used)]
 
@@ -9,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use lockbench_reports::model::{Trials, Verdict};
 use lockbench_reports::report::ReportInput;
 use lockbench_reports::{Comparison, write_report};
 
@@ -29,6 +33,11 @@ fn chromium() -> PathBuf {
 
 /// Loads `page` headless; returns (DOM, console lines).
 fn load(page: &Path) -> (String, Vec<String>) {
+    load_with(page, &[])
+}
+
+/// Loads `page` headless with extra flags; returns (DOM, console lines).
+fn load_with(page: &Path, extra: &[String]) -> (String, Vec<String>) {
     let profile = tempfile::tempdir().unwrap();
     // Output goes to files: the DOM is larger than a pipe's buffer.
     let stdout_path = profile.path().join("dom.html");
@@ -46,6 +55,7 @@ fn load(page: &Path) -> (String, Vec<String>) {
             "--v=0",
             "--dump-dom",
         ])
+        .args(extra)
         .arg(format!("file://{}", page.display()))
         .arg(format!(
             "--user-data-dir={}",
@@ -103,22 +113,161 @@ fn the_report_loads_cleanly_and_shows_the_verdicts() {
     let (dom, console) = load(&written.html);
     assert!(console.is_empty(), "console messages: {console:?}");
     let table = &dom[dom
-        .find("<table id=\"verdicts\">")
+        .find("<table id=\"verdicts\"")
         .expect("verdict table in the DOM")..];
     let table = &table[..table.find("</table>").unwrap()];
     for text in [
-        "redis-watchdog",
+        "redis-<wbr>watchdog",
         "zookeeper",
         "lease-too-short · fixed:1s",
         "VIOLATED",
         "safe",
-        "skipped",
+        "–",
     ] {
         assert!(table.contains(text), "the verdict table lacks {text:?}");
+    }
+    for line in ["Fastest:", "Cost:", "Breaking points:"] {
+        assert!(dom.contains(line), "the first screen lacks {line:?}");
     }
     assert_eq!(
         dom.matches("<svg").count(),
         written.charts.len(),
         "every chart rendered inline"
+    );
+}
+
+/// How wide `page` lays out in a 1280-px-wide frame: (document scroll width, frame width, right edge
+/// of the element `id`), measured by a script in a wrapper page (the report itself has none).
+fn layout_width(dir: &Path, page: &str, id: &str) -> (u32, u32, u32) {
+    let wrapper = dir.join(format!("measure-{page}"));
+    std::fs::write(
+        &wrapper,
+        format!(
+            "<!DOCTYPE html><html><body style=\"margin:0\"><iframe id=\"f\" src=\"{page}\" \
+             style=\"width:1280px;height:800px;border:0\"></iframe><script>\
+             document.getElementById('f').addEventListener('load', () => {{\
+               const d = document.getElementById('f').contentDocument;\
+               const e = d.getElementById('{id}');\
+               const p = document.createElement('pre'); p.id = 'measure';\
+               p.textContent = 'width ' + d.documentElement.scrollWidth + ' ' + \
+                 d.documentElement.clientWidth + ' ' + Math.ceil(e.getBoundingClientRect().right) + ' end';\
+               document.body.appendChild(p); }});</script></body></html>"
+        ),
+    )
+    .unwrap();
+    let (dom, _) = load_with(
+        &wrapper,
+        &[
+            "--allow-file-access-from-files".to_owned(),
+            "--window-size=1300,900".to_owned(),
+            "--virtual-time-budget=10000".to_owned(),
+        ],
+    );
+    let marker = "<pre id=\"measure\">width ";
+    let at = dom.find(marker).expect("the measuring script ran");
+    let numbers: Vec<u32> = dom[at + marker.len()..]
+        .split_whitespace()
+        .take(3)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    (numbers[0], numbers[1], numbers[2])
+}
+
+/// The fixture grown to a full suite: every scenario of the default suite as a row, each case with
+/// three trials.
+fn full_suite() -> Comparison {
+    let mut c = Comparison::read(FIXTURE).unwrap();
+    let template = c.runs.clone();
+    c.runs.clear();
+    for (i, name) in [
+        "baseline",
+        "long-tail",
+        "lease-too-short",
+        "process-pause",
+        "client-crash",
+        "cpu-starvation",
+        "cpu-quota",
+        "cpu-hog",
+        "network-delay",
+        "network-partition",
+        "server-freeze",
+        "redis-client-pause",
+        "pubsub-drop",
+        "redis-failover",
+        "leader-loss",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut run = template[if name == "lease-too-short" { 2 } else { i % 2 }].clone();
+        run.results.scenario.name = name.to_owned();
+        for case in &mut run.results.cases {
+            let violated = u32::from(case.safety.verdict == Verdict::Violated) * 2;
+            case.trials = Some(Trials {
+                runs: 3,
+                violated,
+                rate_low: if violated > 0 { 0.2077 } else { 0.0 },
+                rate_high: if violated > 0 { 0.9385 } else { 0.5615 },
+                each: Vec::new(),
+            });
+        }
+        c.runs.push(run);
+    }
+    c
+}
+
+#[test]
+fn the_verdict_matrix_of_a_full_suite_fits_1280_px() {
+    let dir = tempfile::tempdir().unwrap();
+    // Control: a page wider than the frame must measure wider, or the check proves nothing.
+    std::fs::write(
+        dir.path().join("wide.html"),
+        "<!DOCTYPE html><html><body><table id=\"verdicts\" style=\"width:2000px\"><tr><td>x</td></tr></table></body></html>",
+    )
+    .unwrap();
+    let (scroll, client, right) = layout_width(dir.path(), "wide.html", "verdicts");
+    assert!(
+        scroll > client && right > 1280,
+        "the control must overflow: {scroll} {client} {right}"
+    );
+
+    let c = full_suite();
+    let written = write_report(
+        dir.path(),
+        ReportInput {
+            current: &c,
+            baseline: None,
+            cost: &[],
+        },
+    )
+    .unwrap();
+    let page = written
+        .html
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let (scroll, client, right) = layout_width(dir.path(), &page, "verdicts");
+    assert!(
+        scroll <= client && right <= 1280,
+        "the verdict matrix overflows a 1280-px window: document {scroll} px in {client} px, table ends at {right} px"
+    );
+    // The screenshot a reviewer can look at (kept under the target directory).
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("verdict-matrix-1280.png");
+    let _ = std::fs::remove_file(&shot);
+    load_with(
+        &written.html,
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1280,1000".to_owned(),
+        ],
+    );
+    assert!(
+        std::fs::metadata(&shot)
+            .map(|m| m.len() > 10_000)
+            .unwrap_or(false),
+        "no screenshot at {}",
+        shot.display()
     );
 }

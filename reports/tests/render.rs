@@ -188,9 +188,13 @@ fn markdown_has_the_matrix_the_rules_and_the_numbers() {
     let (_, written) = rendered();
     let md = fs::read_to_string(&written.markdown).unwrap();
     for needle in [
-        "## Verdicts",
-        "| scenario | memory | redis-watchdog | redis-keyspace-naive | zookeeper |",
-        "| lease-too-short · fixed:1s | **VIOLATED",
+        "**[Fastest:](#headline-numbers)**",
+        "**[Cost:](#which-strategy-when)**",
+        "**[Breaking points:](#breaking-points-verdicts)**",
+        "## Breaking points: verdicts",
+        "| strategy | baseline | long-tail | lease-too-short · fixed:1s | lease-too-short · watchdog |",
+        "| redis-watchdog | safe | safe | **VIOLATED** | safe |",
+        "| zookeeper | safe | safe | – | safe |",
         "## Which strategy when",
         "**Unsafe under lease-too-short · fixed:1s.**",
         "don't use fixed leases for tasks with tails",
@@ -218,7 +222,10 @@ fn the_html_is_one_self_contained_file() {
     let (_, written) = rendered();
     let html = fs::read_to_string(&written.html).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
-    assert!(html.contains("<table id=\"verdicts\">"));
+    assert!(html.contains("<table id=\"verdicts\" class=\"matrix\">"));
+    for anchor in ["href=\"#fastest\"", "href=\"#which\"", "href=\"#breaking\""] {
+        assert!(html.contains(anchor), "the first screen links {anchor}");
+    }
     assert_eq!(html.matches("<svg").count(), written.charts.len());
     for banned in [
         "<script", "<link", "<img", "<iframe", "@import", "url(", "src=",

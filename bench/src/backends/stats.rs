@@ -20,6 +20,10 @@ const TIMEOUT: Duration = Duration::from_secs(2);
 pub struct StatsSnapshot {
     /// Requests served so far, by command or method.
     pub requests: BTreeMap<String, u64>,
+    /// Requests the clients sent so far, as the server counted them (etcd: gRPC messages received,
+    /// stream messages included; ZooKeeper: packets received); `None` for Redis, whose counters
+    /// include the commands its scripts ran.
+    pub client_requests: Option<u64>,
     /// CPU seconds used so far, when known.
     pub cpu_seconds: Option<f64>,
 }
@@ -63,6 +67,7 @@ impl StatsSource {
                 let cpu = probe::resp_command(socket, &["INFO", "cpu"], TIMEOUT).ok();
                 StatsSnapshot {
                     requests: redis_commandstats(&stats),
+                    client_requests: None,
                     cpu_seconds: cpu.as_deref().map(redis_cpu),
                 }
             }
@@ -72,8 +77,10 @@ impl StatsSource {
             }
             ServerKind::ZooKeeper => {
                 let mntr = probe::four_letter_word(socket, "mntr", TIMEOUT).ok()?;
+                let requests = zk_mntr(&mntr);
                 StatsSnapshot {
-                    requests: zk_mntr(&mntr),
+                    client_requests: requests.get("packets_received").copied(),
+                    requests,
                     cpu_seconds: None,
                 }
             }
@@ -114,6 +121,10 @@ pub fn delta(
         .collect();
     let requests = by_command.values().sum();
     ServerCost {
+        client_requests: before
+            .client_requests
+            .zip(after.client_requests)
+            .map(|(b, a)| a.saturating_sub(b)),
         kind: kind.name().to_owned(),
         cpu_seconds: before
             .cpu_seconds
@@ -150,12 +161,21 @@ fn redis_cpu(info: &str) -> f64 {
         .sum()
 }
 
-/// `grpc_server_handled_total{...grpc_method="Range"...} N`, summed by method; `process_cpu_seconds_total`.
+/// `grpc_server_handled_total{...grpc_method="Range"...} N`, summed by method (calls completed: a
+/// stream counts once, when it ends); `grpc_server_msg_received_total` summed over every method (each
+/// message a client sent, every keep-alive on the lease stream included); `process_cpu_seconds_total`.
 fn etcd_metrics(metrics: &str) -> StatsSnapshot {
     let mut snapshot = StatsSnapshot::default();
     for line in metrics.lines() {
         if let Some(value) = line.strip_prefix("process_cpu_seconds_total ") {
             snapshot.cpu_seconds = value.trim().parse().ok();
+        } else if let Some(labels) = line.strip_prefix("grpc_server_msg_received_total{") {
+            if let Some(Ok(value)) = labels
+                .rsplit_once("} ")
+                .map(|(_, v)| v.trim().parse::<f64>())
+            {
+                *snapshot.client_requests.get_or_insert(0) += value as u64;
+            }
         } else if let Some(labels) = line.strip_prefix("grpc_server_handled_total{") {
             let Some((labels, value)) = labels.rsplit_once("} ") else {
                 continue;
@@ -202,6 +222,14 @@ mod tests {
         let s = etcd_metrics(etcd);
         assert_eq!(s.cpu_seconds, Some(2.5));
         assert_eq!(s.requests, BTreeMap::from([("Range".to_owned(), 8)]));
+        let stream = "grpc_server_msg_received_total{grpc_method=\"LeaseKeepAlive\",grpc_service=\"etcdserverpb.Lease\",grpc_type=\"bidi_stream\"} 40\ngrpc_server_msg_received_total{grpc_method=\"Range\",grpc_service=\"x\",grpc_type=\"unary\"} 8\ngrpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Range\",grpc_service=\"x\",grpc_type=\"unary\"} 8\n";
+        let s = etcd_metrics(stream);
+        assert_eq!(
+            s.client_requests,
+            Some(48),
+            "keep-alive stream messages count"
+        );
+        assert_eq!(s.requests.values().sum::<u64>(), 8);
         let zk = "zk_version\t3.8.0\nzk_packets_received\t100\nzk_packets_sent\t99\n";
         assert_eq!(zk_mntr(zk).get("packets_received"), Some(&100));
     }
@@ -210,10 +238,12 @@ mod tests {
     fn deltas_drop_unchanged_commands() {
         let before = StatsSnapshot {
             requests: BTreeMap::from([("get".into(), 5), ("set".into(), 1)]),
+            client_requests: Some(3),
             cpu_seconds: Some(1.0),
         };
         let after = StatsSnapshot {
             requests: BTreeMap::from([("get".into(), 15), ("set".into(), 1), ("del".into(), 2)]),
+            client_requests: Some(7),
             cpu_seconds: Some(1.5),
         };
         let cost = delta(ServerKind::Redis, &before, &after, 2.0);
@@ -221,5 +251,6 @@ mod tests {
         assert_eq!(cost.requests_per_s, 6.0);
         assert_eq!(cost.by_command.len(), 2);
         assert_eq!(cost.cpu_seconds, Some(0.5));
+        assert_eq!(cost.client_requests, Some(4));
     }
 }

@@ -25,7 +25,7 @@ use super::tally::WorkerTally;
 use super::worker::CasePlan;
 use crate::faults::workers::{WorkerCommand, WorkerControl};
 use crate::faults::{self, CaseFaults};
-use crate::holds::{EndedBy, Interval, IntervalBatch};
+use crate::holds::IntervalBatch;
 use crate::stop::StopSignal;
 
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -268,6 +268,8 @@ pub(crate) async fn run(
         timing.measure_from,
     );
     let mut reports: HashMap<u32, WorkerTally> = HashMap::new();
+    // Per client, the low bound of the last interval batch it reported.
+    let mut reported_to: HashMap<u32, u64> = HashMap::new();
     let mut problems: Vec<String> = Vec::new();
     let mut open = workers.len();
     let supervisor = supervise(ctx, timing, &stop, &resource, &bar);
@@ -291,7 +293,10 @@ pub(crate) async fn run(
                 }
             }
             event = events.recv() => match event {
-                Some(Event::Message(_, FromChild::Intervals(batch))) => oracle.add(batch),
+                Some(Event::Message(_, FromChild::Intervals(batch))) => {
+                    reported_to.insert(batch.client, batch.low_bound);
+                    oracle.add(batch);
+                }
                 Some(Event::Message(_, FromChild::Hold(event))) => faults.board().push(event),
                 Some(Event::Message(client, FromChild::Report(tally))) => {
                     reports.insert(client, *tally);
@@ -320,18 +325,10 @@ pub(crate) async fn run(
     };
     let crashes = control.crashes();
     for crash in &crashes {
-        // Its last hold never reached the driver: it believed it held from the acquire to its death.
-        let intervals = crash
-            .held
-            .map(|(key, since)| Interval {
-                key,
-                acquire_started: since,
-                start: since,
-                end: crash.at_ns.max(since),
-                ended_by: EndedBy::Stopped,
-            })
-            .into_iter()
-            .collect();
+        // What it had not reported yet, as the resource heard of it: every hold it announced since
+        // its last batch, the one open at its death closed at the kill.
+        let since = reported_to.get(&crash.client).copied().unwrap_or(0);
+        let intervals = resource.holds.of_killed(crash.client, since, crash.at_ns);
         oracle.add(IntervalBatch {
             client: crash.client,
             intervals,

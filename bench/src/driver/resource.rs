@@ -10,19 +10,25 @@
 //!   holder read the counter (the writer had been superseded). Rejected ones are what fencing saved;
 //!   accepted ones slipped through because the newer holder had not written yet, or because the token
 //!   did not increase (`duplicate_tokens`: equal to the highest written, from another lease);
-//! - *token regressions*: reads announcing a token lower than one announced before on the key (a later
-//!   lease got a smaller token: the tokens went backwards, as after a failover that lost increments).
+//! - *token regressions*: reads announcing a token lower than one announced before on the key by a lease
+//!   acquired earlier (a later lease got a smaller token: the tokens went backwards, as after a
+//!   failover that lost increments); a holder that acquired earlier and reads late is not one.
 //!
 //! Strategies without fencing tokens send none; their writes are all accepted and stale writes are not
 //! counted (the overlap and lost-update measures still apply).
 //!
 //! With worker processes, the lockbench process serves the resource over a Unix socket
-//! ([`super::resource_socket`]).
+//! ([`super::resource_socket`]), and each worker also tells it, before touching the protected data,
+//! that a hold began, and, before releasing, that it ended: the resource's [`HoldLog`] then knows every
+//! hold of a worker that is SIGKILLed — those it had not yet reported to the oracle, and the one it
+//! held when it died, which is closed at the kill — so no interval is lost or invented.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::clock::MonoClock;
+use crate::holds::{EndedBy, Interval};
 use crate::stop::StopSignal;
 
 /// The resource's verdict on a write.
@@ -40,8 +46,9 @@ struct Cell {
     accepted: u64,
     /// Highest token written and the lease that wrote it.
     written: Option<(u64, u64)>,
-    /// Highest token announced by a read.
+    /// Highest token announced by a read, and when its lease was acquired.
     granted: u64,
+    granted_acquired_at: u64,
     token_regressions: u64,
     stale_rejected: u64,
     stale_accepted: u64,
@@ -65,9 +72,82 @@ pub(crate) struct ResourceTotals {
     pub token_regressions: u64,
 }
 
+/// Holds at most this many ended holds per client (far more than a worker reports between two
+/// interval batches).
+const HOLD_LOG_PER_CLIENT: usize = 4096;
+
+/// The holds each worker announced, as the resource heard of them.
+#[derive(Debug, Default)]
+pub(crate) struct HoldLog {
+    clients: Mutex<HashMap<u32, ClientHolds>>,
+}
+
+#[derive(Debug, Default)]
+struct ClientHolds {
+    open: Option<Interval>,
+    ended: VecDeque<Interval>,
+}
+
+impl HoldLog {
+    fn clients(&self) -> std::sync::MutexGuard<'_, HashMap<u32, ClientHolds>> {
+        self.clients.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `client` acquired `key`: its acquire call started at `acquire_started`, returned at `start`.
+    pub(crate) fn began(&self, client: u32, key: u32, acquire_started: u64, start: u64) {
+        let mut clients = self.clients();
+        let holds = clients.entry(client).or_default();
+        holds.open = Some(Interval {
+            key,
+            acquire_started,
+            start,
+            end: start,
+            ended_by: EndedBy::Stopped,
+        });
+    }
+
+    /// `client`'s hold of `key` ended at `end`.
+    pub(crate) fn ended(&self, client: u32, key: u32, end: u64, ended_by: EndedBy) {
+        let mut clients = self.clients();
+        let holds = clients.entry(client).or_default();
+        if let Some(mut open) = holds.open.take_if(|o| o.key == key) {
+            open.end = end.max(open.start);
+            open.ended_by = ended_by;
+            if holds.ended.len() == HOLD_LOG_PER_CLIENT {
+                holds.ended.pop_front();
+            }
+            holds.ended.push_back(open);
+        }
+    }
+
+    /// The holds of a client killed at `killed_at` that began at or after `since` (the low bound of
+    /// the last batch it reported): the ended ones, and the one open at its death, closed then.
+    pub(crate) fn of_killed(&self, client: u32, since: u64, killed_at: u64) -> Vec<Interval> {
+        let clients = self.clients();
+        let Some(holds) = clients.get(&client) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Interval> = holds
+            .ended
+            .iter()
+            .filter(|i| i.start >= since)
+            .copied()
+            .collect();
+        if let Some(open) = holds.open.filter(|o| o.start >= since) {
+            out.push(Interval {
+                end: killed_at.max(open.start),
+                ..open
+            });
+        }
+        out
+    }
+}
+
 /// The protected resource of one case.
 #[derive(Debug)]
 pub(crate) struct Resource {
+    /// The holds worker processes announced (see [`HoldLog`]).
+    pub holds: HoldLog,
     cells: Vec<Mutex<Cell>>,
     clock: MonoClock,
     measure_from: AtomicU64,
@@ -81,6 +161,7 @@ impl Resource {
     /// accepted in the measured window.
     pub(crate) fn new(keys: u32, clock: MonoClock, target: Option<u64>, stop: StopSignal) -> Self {
         Resource {
+            holds: HoldLog::default(),
             cells: (0..keys).map(|_| Mutex::default()).collect(),
             clock,
             measure_from: AtomicU64::new(u64::MAX),
@@ -100,16 +181,30 @@ impl Resource {
         Some(cell.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Reads `key`'s counter, announcing the reader's token. Unknown keys read 0.
+    /// Reads `key`'s counter, announcing the reader's token, for a lease acquired in an unknown
+    /// order (every lower token after a higher one counts as a regression). Unknown keys read 0.
+    #[cfg(test)]
     pub(crate) fn read(&self, key: u32, token: Option<u64>) -> u64 {
+        self.read_acquired(key, token, u64::MAX)
+    }
+
+    /// Reads `key`'s counter, announcing the reader's token and when its lease was acquired
+    /// (`acquired_at`, ns). A *token regression* is a lease acquired after the lease with the
+    /// highest token announced so far, yet with a lower token: the tokens went backwards. A lower
+    /// token from a lease acquired earlier is only a late reader (e.g. a holder paused before its
+    /// read), which fencing handles; it is not counted.
+    pub(crate) fn read_acquired(&self, key: u32, token: Option<u64>, acquired_at: u64) -> u64 {
         let Some(mut cell) = self.cell(key) else {
             return 0;
         };
         if let Some(token) = token {
-            if token < cell.granted {
+            if token < cell.granted && acquired_at >= cell.granted_acquired_at {
                 cell.token_regressions += 1;
             }
-            cell.granted = cell.granted.max(token);
+            if token >= cell.granted {
+                cell.granted = token;
+                cell.granted_acquired_at = acquired_at;
+            }
         }
         cell.counter
     }
@@ -181,6 +276,18 @@ impl Resource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_late_reader_is_not_a_token_regression_but_a_later_lease_with_a_smaller_token_is() {
+        let r = resource();
+        // A acquired at 10 with token 5 and was paused before reading; B acquired at 20 with 6.
+        r.read_acquired(0, Some(6), 20);
+        r.read_acquired(0, Some(5), 10);
+        assert_eq!(r.totals().token_regressions, 0, "A is late, not backwards");
+        // C acquired at 30 after B, yet got token 4.
+        r.read_acquired(0, Some(4), 30);
+        assert_eq!(r.totals().token_regressions, 1);
+    }
 
     fn resource() -> Resource {
         Resource::new(2, MonoClock::new(), None, StopSignal::new())

@@ -14,8 +14,10 @@
 //! Wire protocol, one line per request and per answer:
 //!
 //! ```text
-//! r <key> <token|->                   ->  <counter>
+//! r <key> <token|-> [<acquired_at>]  ->  <counter>
 //! w <key> <value> <token|-> <lease>   ->  a (accepted) | x (rejected)
+//! h <client> <key> <acquire_started> <start>   ->  k   (a hold began; sent before the read)
+//! e <client> <key> <end> <ended_by>            ->  k   (it ended; sent before the release)
 //! ```
 
 use std::fmt::Write as _;
@@ -28,6 +30,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::resource::{Resource, WriteVerdict};
+use crate::holds::EndedBy;
 
 /// How long a worker waits for one answer before giving up (the driver is gone or stuck).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
@@ -117,6 +120,29 @@ fn serve_connection(stream: UnixStream, resource: &Resource) {
 fn answer(resource: &Resource, line: &str) -> Option<String> {
     let mut words = line.split_ascii_whitespace();
     let op = words.next()?;
+    let mut number = || -> Option<u64> { words.next()?.parse().ok() };
+    match op {
+        "h" => {
+            let (client, key) = (
+                u32::try_from(number()?).ok()?,
+                u32::try_from(number()?).ok()?,
+            );
+            let (acquire_started, start) = (number()?, number()?);
+            resource.holds.began(client, key, acquire_started, start);
+            return Some("k\n".to_owned());
+        }
+        "e" => {
+            let (client, key) = (
+                u32::try_from(number()?).ok()?,
+                u32::try_from(number()?).ok()?,
+            );
+            let end = number()?;
+            let ended_by = EndedBy::try_from(u8::try_from(number()?).ok()?).ok()?;
+            resource.holds.ended(client, key, end, ended_by);
+            return Some("k\n".to_owned());
+        }
+        _ => {}
+    }
     let key: u32 = words.next()?.parse().ok()?;
     let token = |word: &str| -> Option<Option<u64>> {
         if word == "-" {
@@ -128,7 +154,14 @@ fn answer(resource: &Resource, line: &str) -> Option<String> {
     match op {
         "r" => {
             let token = token(words.next()?)?;
-            Some(format!("{}\n", resource.read(key, token)))
+            let acquired_at = match words.next() {
+                Some(word) => word.parse().ok()?,
+                None => u64::MAX,
+            };
+            Some(format!(
+                "{}\n",
+                resource.read_acquired(key, token, acquired_at)
+            ))
         }
         "w" => {
             let value: u64 = words.next()?.parse().ok()?;
@@ -187,11 +220,65 @@ impl RemoteResource {
         Ok(self.answer.trim_end())
     }
 
+    fn acknowledged(&mut self) -> io::Result<()> {
+        match self.call()? {
+            "k" => Ok(()),
+            other => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("bad hold answer {other:?}"),
+            )),
+        }
+    }
+
+    /// Tells the resource `client`'s hold of `key` began (see [`super::resource::HoldLog`]).
+    pub(crate) fn hold_began(
+        &mut self,
+        client: u32,
+        key: u32,
+        acquire_started: u64,
+        start: u64,
+    ) -> io::Result<()> {
+        self.request.clear();
+        let _ = writeln!(self.request, "h {client} {key} {acquire_started} {start}");
+        self.acknowledged()
+    }
+
+    /// Tells the resource `client`'s hold of `key` ended.
+    pub(crate) fn hold_ended(
+        &mut self,
+        client: u32,
+        key: u32,
+        end: u64,
+        ended_by: EndedBy,
+    ) -> io::Result<()> {
+        self.request.clear();
+        let _ = writeln!(
+            self.request,
+            "e {client} {key} {end} {}",
+            u8::from(ended_by)
+        );
+        self.acknowledged()
+    }
+
     /// Reads `key`'s counter, announcing `token`.
+    #[cfg(test)]
     pub(crate) fn read(&mut self, key: u32, token: Option<u64>) -> io::Result<u64> {
+        self.read_acquired(key, token, None)
+    }
+
+    /// Reads `key`'s counter, announcing `token` and when its lease was acquired.
+    pub(crate) fn read_acquired(
+        &mut self,
+        key: u32,
+        token: Option<u64>,
+        acquired_at: Option<u64>,
+    ) -> io::Result<u64> {
         self.request.clear();
         let _ = write!(self.request, "r {key} ");
         push_token(&mut self.request, token);
+        if let Some(at) = acquired_at {
+            let _ = write!(self.request, " {at}");
+        }
         self.request.push('\n');
         let answer = self.call()?;
         answer.parse().map_err(|_| {
@@ -235,12 +322,47 @@ pub(crate) enum ResourceClient {
 }
 
 impl ResourceClient {
-    /// See [`Resource::read`].
+    /// A worker process tells the resource a hold began (in tasks mode nothing: no worker is killed).
     #[inline]
-    pub(crate) async fn read(&mut self, key: u32, token: Option<u64>) -> io::Result<u64> {
+    pub(crate) async fn hold_began(
+        &mut self,
+        client: u32,
+        key: u32,
+        acquire_started: u64,
+        start: u64,
+    ) -> io::Result<()> {
         match self {
-            ResourceClient::Local(r) => Ok(r.read(key, token)),
-            ResourceClient::Remote(r) => r.read(key, token),
+            ResourceClient::Local(_) => Ok(()),
+            ResourceClient::Remote(r) => r.hold_began(client, key, acquire_started, start),
+        }
+    }
+
+    /// A worker process tells the resource the hold ended (in tasks mode nothing).
+    #[inline]
+    pub(crate) async fn hold_ended(
+        &mut self,
+        client: u32,
+        key: u32,
+        end: u64,
+        ended_by: EndedBy,
+    ) -> io::Result<()> {
+        match self {
+            ResourceClient::Local(_) => Ok(()),
+            ResourceClient::Remote(r) => r.hold_ended(client, key, end, ended_by),
+        }
+    }
+
+    /// See [`Resource::read_acquired`].
+    #[inline]
+    pub(crate) async fn read(
+        &mut self,
+        key: u32,
+        token: Option<u64>,
+        acquired_at: u64,
+    ) -> io::Result<u64> {
+        match self {
+            ResourceClient::Local(r) => Ok(r.read_acquired(key, token, acquired_at)),
+            ResourceClient::Remote(r) => r.read_acquired(key, token, Some(acquired_at)),
         }
     }
 
@@ -293,6 +415,124 @@ mod tests {
                 .and_then(|mut c| c.read(0, None))
                 .is_err()
         );
+    }
+
+    /// Set in the child process of `killed_holders_leave_every_hold_on_the_record`: `SOCKET,LOG,CLIENT`.
+    const HOLD_CHILD: &str = "LOCKBENCH_TEST_HOLD_CHILD";
+
+    /// The holder the kill test runs in a child process (the test binary again): announces holds of
+    /// key 0 back to back, and after each acknowledged announcement appends it to its own log with an
+    /// unbuffered write (so what it wrote survives a SIGKILL). Without the variable it does nothing.
+    #[test]
+    fn hold_child() {
+        let Ok(spec) = std::env::var(HOLD_CHILD) else {
+            return;
+        };
+        let parts: Vec<&str> = spec.split(',').collect();
+        let client: u32 = parts[2].parse().expect("client");
+        let mut resource = RemoteResource::connect(Path::new(parts[0])).expect("connects");
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(parts[1])
+            .expect("log");
+        let mut t: u64 = 1_000;
+        loop {
+            resource.hold_began(client, 0, t, t + 1).expect("began");
+            log.write_all(format!("b {}\n", t + 1).as_bytes())
+                .expect("log");
+            std::thread::sleep(Duration::from_micros(300));
+            resource
+                .hold_ended(client, 0, t + 5, EndedBy::Released)
+                .expect("ended");
+            log.write_all(format!("e {}\n", t + 5).as_bytes())
+                .expect("log");
+            t += 10;
+        }
+    }
+
+    #[test]
+    fn killed_holders_leave_every_hold_on_the_record() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("resource.sock");
+        let shared = Arc::new(Resource::new(1, MonoClock::new(), None, StopSignal::new()));
+        let _server = ResourceServer::start(&path, shared.clone()).expect("serves");
+        for client in 0..6u32 {
+            let log = dir.path().join(format!("holds-{client}.log"));
+            std::fs::write(&log, "").expect("log file");
+            let mut child = std::process::Command::new(std::env::current_exe().expect("exe"))
+                .args([
+                    "--exact",
+                    "driver::resource_socket::tests::hold_child",
+                    "--nocapture",
+                ])
+                .env(
+                    HOLD_CHILD,
+                    format!("{},{},{client}", path.display(), log.display()),
+                )
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("child starts");
+            // Let it hold a varying number of times, then SIGKILL it mid-stride.
+            std::thread::sleep(Duration::from_millis(150 + 37 * u64::from(client)));
+            child.kill().expect("SIGKILL");
+            child.wait().expect("reaped");
+            let killed_at = u64::MAX / 2;
+            let text = std::fs::read_to_string(&log).expect("log");
+            let lines: Vec<(&str, u64)> = text
+                .lines()
+                .map(|l| {
+                    let (op, t) = l.split_once(' ').expect("op and time");
+                    (op, t.parse().expect("time"))
+                })
+                .collect();
+            assert!(lines.len() >= 4, "client {client} held a few times: {text}");
+            // What the holder knows it did: ended holds, and an open one if its last line began it.
+            let ended_by_holder: Vec<u64> = lines
+                .iter()
+                .filter(|(op, _)| *op == "b")
+                .map(|(_, t)| *t)
+                .collect();
+            let record = shared.holds.of_killed(client, 0, killed_at);
+            let starts: Vec<u64> = record.iter().map(|i| i.start).collect();
+            // Nothing lost: every hold the holder logged is on the record, in order.
+            assert!(
+                starts.len() >= ended_by_holder.len(),
+                "client {client}: the record has {} holds, the holder logged {}",
+                starts.len(),
+                ended_by_holder.len()
+            );
+            assert_eq!(
+                &starts[..ended_by_holder.len()],
+                &ended_by_holder[..],
+                "client {client}"
+            );
+            // Nothing invented: at most the one hold acknowledged just before the kill, not yet
+            // in the holder's log.
+            assert!(starts.len() <= ended_by_holder.len() + 1, "client {client}");
+            for (i, interval) in record.iter().enumerate() {
+                let logged_end = lines
+                    .iter()
+                    .find(|(op, t)| *op == "e" && *t == interval.start + 4)
+                    .map(|(_, t)| *t);
+                let last = i + 1 == record.len();
+                match logged_end {
+                    Some(end) => {
+                        assert_eq!(interval.end, end);
+                        assert_eq!(interval.ended_by, EndedBy::Released);
+                    }
+                    // Only the last hold can lack its end in the log: ended on the record just
+                    // before the kill, or open at the kill and closed then.
+                    None => {
+                        assert!(last, "client {client}: hold {interval:?} has no end");
+                        assert!(interval.end == interval.start + 4 || interval.end == killed_at);
+                    }
+                }
+                if interval.end == killed_at {
+                    assert!(last && interval.ended_by == EndedBy::Stopped);
+                }
+            }
+        }
     }
 
     #[test]

@@ -241,7 +241,17 @@ impl Worker {
                     let token = self.fencing.then(|| lease.token().0);
                     let key_index = key as u32;
                     let task = self.plan.task.sample(&mut rng);
-                    let outcome = match self.resource.read(key_index, token).await {
+                    // Before anything under the lock: a SIGKILL from here on leaves the hold on
+                    // the resource's record.
+                    let announced = self
+                        .resource
+                        .hold_began(self.client, key_index, t0, t1)
+                        .await;
+                    let read = match announced {
+                        Ok(()) => self.resource.read(key_index, token, t1).await,
+                        Err(e) => Err(e),
+                    };
+                    let outcome = match read {
                         Err(_) => {
                             tally.resource_errors += 1;
                             self.stop.set();
@@ -320,6 +330,15 @@ impl Worker {
                         }
                     };
                     self.report_hold(key_index, end, HoldChange::Ended(ended_by));
+                    if self
+                        .resource
+                        .hold_ended(self.client, key_index, end, ended_by)
+                        .await
+                        .is_err()
+                    {
+                        tally.resource_errors += 1;
+                        self.stop.set();
+                    }
                     let released = lease.release().await;
                     let t4 = self.clock.now();
                     release_ns = t4 - t3;

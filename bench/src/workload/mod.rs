@@ -7,8 +7,10 @@ pub(crate) mod distribution;
 pub(crate) mod faults;
 pub(crate) mod parse;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
+use lockbench_reports::model::Expectation;
 use serde::Deserialize;
 
 use self::faults::{FaultFile, FaultSpec, needs_processes};
@@ -56,6 +58,15 @@ pub struct ScenarioFile {
     pub seed: Option<u64>,
     /// Faults injected in every case (`[[faults]]` tables; see [`faults`]).
     pub faults: Option<Vec<FaultFile>>,
+    /// What theory predicts (`safe`, `violated` or `either`) by strategy id, lease kind (`fixed`,
+    /// `watchdog`) or `default`: the `[expect]` table. The report marks each case whose measurement
+    /// disagrees.
+    pub expect: Option<BTreeMap<String, Expectation>>,
+    /// One sentence on the mechanism and why theory predicts what `expect` says.
+    pub theory: Option<String>,
+    /// What a violation under this scenario means for someone choosing a lock, one line (the report's
+    /// "which strategy when" rules quote it).
+    pub if_violated: Option<String>,
 }
 
 impl ScenarioFile {
@@ -95,7 +106,10 @@ impl ScenarioFile {
             workers,
             on_lost,
             seed,
-            faults
+            faults,
+            expect,
+            theory,
+            if_violated
         );
     }
 }
@@ -149,6 +163,10 @@ pub(crate) struct Workload {
     pub seed: u64,
     /// Faults injected in every case.
     pub faults: Vec<FaultSpec>,
+    /// What theory predicts (the `[expect]` table).
+    pub expect: BTreeMap<String, Expectation>,
+    /// The mechanism, one sentence.
+    pub theory: Option<String>,
 }
 
 /// The built-in defaults under every scenario.
@@ -262,6 +280,8 @@ impl Workload {
                 .map_err(|e| field("on_lost", e))?,
             seed: merged.seed.unwrap_or(1),
             faults,
+            expect: merged.expect.unwrap_or_default(),
+            theory: merged.theory,
         })
     }
 

@@ -1,0 +1,389 @@
+//! What `lockbench compare` runs ([`SUITE`], one line per scenario) and how long it plans to take
+//! ([`plan`]): every case of every scenario for every strategy the scenario's faults apply to, times
+//! the trials, plus the set-up each case and each scenario costs on top of its measured window. The
+//! progress bar's ETA and the budget test read the same plan, so a scenario added to [`SUITE`] is
+//! accounted for without anything else to change.
+//!
+//! What a scenario means for a reader (the mechanism, what theory predicts per strategy or lease kind,
+//! what a violation means) lives in its scenario file (`theory`, `[expect]`, `if_violated`), not here.
+
+use std::time::Duration;
+
+use crate::backends::ServerKind;
+use crate::driver::case::lease_support;
+use crate::run::keep_fault_targets;
+use crate::scenarios;
+use crate::strategies::{self, Strategy, StrategySettings};
+use crate::workload::faults::{FaultKind, own_topology};
+use crate::workload::{ScenarioFile, Workload};
+
+/// How long a scenario's cases run in a suite: measured time and warm-up per case (`None`: the
+/// preset's own, for scenarios whose faults are timed against it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Length {
+    /// Measured time per case.
+    pub duration: Option<&'static str>,
+    /// Warm-up per case.
+    pub warmup: Option<&'static str>,
+}
+
+impl Length {
+    /// The preset's own lengths.
+    pub(crate) const PRESET: Length = Length {
+        duration: None,
+        warmup: None,
+    };
+
+    /// `duration` measured after `warmup`.
+    pub(crate) const fn of(duration: &'static str, warmup: &'static str) -> Length {
+        Length {
+            duration: Some(duration),
+            warmup: Some(warmup),
+        }
+    }
+}
+
+/// One scenario of the suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SuiteEntry {
+    /// The scenario preset (see `lockbench scenarios`), or [`MANY_LOCKS`].
+    pub scenario: &'static str,
+    /// Its length in the default suite.
+    pub default: Length,
+    /// Its length in the quick suite; `None`: left out of it.
+    pub quick: Option<Length>,
+}
+
+impl SuiteEntry {
+    /// A scenario at the preset's own length, in both suites.
+    pub(crate) const fn preset(scenario: &'static str) -> SuiteEntry {
+        SuiteEntry {
+            scenario,
+            default: Length::PRESET,
+            quick: Some(Length::PRESET),
+        }
+    }
+
+    /// A scenario run for `duration` after `warmup` in the default suite (and not in the quick one).
+    pub(crate) const fn of(
+        scenario: &'static str,
+        duration: &'static str,
+        warmup: &'static str,
+    ) -> SuiteEntry {
+        SuiteEntry {
+            scenario,
+            default: Length::of(duration, warmup),
+            quick: None,
+        }
+    }
+
+    /// The same, also in the quick suite with these lengths.
+    pub(crate) const fn quick(self, duration: &'static str, warmup: &'static str) -> SuiteEntry {
+        SuiteEntry {
+            quick: Some(Length::of(duration, warmup)),
+            ..self
+        }
+    }
+
+    /// The same, left out of the quick suite.
+    pub(crate) const fn not_quick(self) -> SuiteEntry {
+        SuiteEntry {
+            quick: None,
+            ..self
+        }
+    }
+}
+
+/// The suite entry that is not a scenario of `lockbench run` but a short `lockbench scale` pass.
+pub(crate) const MANY_LOCKS: &str = "many-locks";
+
+/// The suite, in run order: one line per scenario. Fault scenarios run at their preset's length (the
+/// faults are timed against it; shortening would cut a fault short). The others run just long enough
+/// for their mechanism — a long task renewed several times, a fixed lease expiring under a task — since
+/// the trials of a case are pooled: three 1 s baseline trials give the figures of one 3 s run.
+pub(crate) const SUITE: &[SuiteEntry] = &[
+    SuiteEntry::of("baseline", "1s", "300ms").quick("1s", "200ms"),
+    SuiteEntry::of("long-tail", "3s", "300ms").quick("1500ms", "200ms"),
+    SuiteEntry::of("lease-too-short", "1600ms", "0s").quick("1600ms", "0s"),
+    SuiteEntry::preset("process-pause"),
+    SuiteEntry::preset("client-crash"),
+    SuiteEntry::preset("cpu-starvation").not_quick(),
+    SuiteEntry::preset("cpu-quota").not_quick(),
+    SuiteEntry::preset("cpu-hog").not_quick(),
+    SuiteEntry::preset("network-delay").not_quick(),
+    SuiteEntry::preset("network-partition"),
+    SuiteEntry::preset("server-freeze").not_quick(),
+    SuiteEntry::preset("redis-client-pause").not_quick(),
+    SuiteEntry::preset("pubsub-drop").not_quick(),
+    SuiteEntry::preset("redis-failover"),
+    SuiteEntry::preset("leader-loss"),
+    SuiteEntry::preset(MANY_LOCKS).not_quick(),
+];
+
+/// Strategies `lockbench scale` leaves out by default (a held count means nothing for them).
+pub(crate) const NOT_IN_MANY_LOCKS: &[&str] = &[lockers::redis::keyspace::NAIVE_ID];
+
+/// Held-lock steps of the many-locks pass.
+pub(crate) const MANY_LOCKS_STEPS: &str = "1000,10000";
+/// Measured hold per step of the many-locks pass (two renewal periods at its 3 s timeout).
+pub(crate) const MANY_LOCKS_HOLD: &str = "2s";
+
+// Overheads, measured on this 2-core machine with a debug build while other helpers were compiling
+// (load average ~4), from `lockbench compare --quick`: per case, `window.wall_ms - warmup_ms -
+// measured_ms` of the results file; per scenario, the run's `finished_at - started_at` minus the sum
+// of its cases' `wall_ms`; the reports, the time from the comparison file to the written report. Each
+// constant covers the largest value seen. An earlier run at load average ~10 saw up to 2.5 times these;
+// an idle machine and a release build see less.
+
+/// Set-up and tear-down around one case's measured window: connecting the clients (tasks; measured
+/// 17-183 ms, median 50 ms) or starting one `lockbench` worker process per client and collecting them
+/// (processes; 64-128 ms).
+pub(crate) const CASE_OVERHEAD: Duration = Duration::from_millis(200);
+/// Extra per case for a fault that starts servers of its own for every case (it destroys them): a
+/// Redis primary + replica (failover; measured 170-260 ms in all).
+pub(crate) const CASE_OWN_REDIS_PAIR: Duration = Duration::from_millis(300);
+/// The same for a 3-member etcd cluster (leader loss; measured 0.6 s, 3.0 s at load ~10).
+pub(crate) const CASE_OWN_ETCD_CLUSTER: Duration = Duration::from_millis(1500);
+/// The same for a 3-node ZooKeeper ensemble (leader loss; measured 3.3 s, 8.0 s at load ~10: three
+/// JVMs start slowly on a busy machine).
+pub(crate) const CASE_OWN_ZOOKEEPER_ENSEMBLE: Duration = Duration::from_secs(4);
+/// Starting a scenario's servers once (redis 0.1 s, etcd 0.6 s, ZooKeeper up to 1.4 s) and stopping
+/// them, plus the scenario's results file: measured 0.0-1.6 s.
+pub(crate) const SCENARIO_SERVERS: Duration = Duration::from_secs(2);
+/// The many-locks pass per strategy: filling 1k and 10k locks (each step at most
+/// [`MANY_LOCKS_STEP_BUDGET`]), holding each step, releasing, in a child process; measured with
+/// `lockbench compare --scenarios many-locks`: 87 s for 7 strategies (12.4 s each; 23 s each at load
+/// ~10).
+pub(crate) const MANY_LOCKS_PER_STRATEGY: Duration = Duration::from_secs(13);
+/// Longest a many-locks step may take to fill before the strategy stops there (recorded with why).
+pub(crate) const MANY_LOCKS_STEP_BUDGET: &str = "10s";
+/// Writing the comparison and the reports, per case (charts include one holder timeline per case):
+/// measured 26 s for 61 cases.
+pub(crate) const REPORT_PER_CASE: Duration = Duration::from_millis(450);
+
+/// The planned time of one scenario.
+#[derive(Debug, Clone)]
+pub(crate) struct PlannedScenario {
+    /// The scenario.
+    pub scenario: &'static str,
+    /// Cases that run (strategy × lease mode), each run `trials` times.
+    pub cases: u32,
+    /// One trial of the longest case, set-up included.
+    pub per_case: Duration,
+    /// The whole scenario: its servers and every trial of every case.
+    pub total: Duration,
+}
+
+/// The quick suite or the default one.
+pub(crate) fn entries(quick: bool) -> Vec<(SuiteEntry, Length)> {
+    SUITE
+        .iter()
+        .filter_map(|e| {
+            let length = if quick { e.quick? } else { e.default };
+            Some((*e, length))
+        })
+        .collect()
+}
+
+/// The workload of `entry` at `length` for `strategies` (a list as `--strategies` takes it).
+pub(crate) fn workload(
+    entry: &SuiteEntry,
+    length: Length,
+    strategies: &str,
+) -> Result<Workload, String> {
+    let loaded = scenarios::load(entry.scenario)?;
+    let mut file = loaded.file;
+    file.overlay(overrides(length, strategies));
+    Workload::resolve(&loaded.name, &loaded.source, file)
+}
+
+/// The overrides a suite applies to a scenario file.
+pub(crate) fn overrides(length: Length, strategies: &str) -> ScenarioFile {
+    ScenarioFile {
+        strategies: Some(crate::workload::split_list(strategies)),
+        duration: length.duration.map(str::to_owned),
+        warmup: length.warmup.map(str::to_owned),
+        ..ScenarioFile::default()
+    }
+}
+
+/// The planned time of every scenario of the chosen suite, for `strategies` with `trials` trials.
+pub(crate) fn plan(quick: bool, strategies: &str, trials: u32) -> Vec<PlannedScenario> {
+    let chosen = strategies::resolve(&[strategies.to_owned()]).unwrap_or_default();
+    entries(quick)
+        .iter()
+        .map(|(entry, length)| {
+            if entry.scenario == MANY_LOCKS {
+                let n = chosen
+                    .iter()
+                    .filter(|s| s.server.is_external() && !NOT_IN_MANY_LOCKS.contains(&s.id))
+                    .count() as u32;
+                return PlannedScenario {
+                    scenario: entry.scenario,
+                    cases: n,
+                    per_case: MANY_LOCKS_PER_STRATEGY,
+                    total: SCENARIO_SERVERS + MANY_LOCKS_PER_STRATEGY * n,
+                };
+            }
+            let Ok(w) = workload(entry, *length, strategies) else {
+                return PlannedScenario {
+                    scenario: entry.scenario,
+                    cases: 0,
+                    per_case: Duration::ZERO,
+                    total: Duration::ZERO,
+                };
+            };
+            let kept: Vec<&Strategy> = keep_fault_targets(&w, chosen.clone())
+                .map(|(kept, _)| kept)
+                .unwrap_or_default();
+            let settings = StrategySettings::new(w.watchdog_timeout);
+            let mut cases = 0;
+            let mut case_time = Duration::ZERO;
+            let mut per_case = Duration::ZERO;
+            for s in &kept {
+                let Ok(caps) = (s.capabilities)(&settings) else {
+                    continue;
+                };
+                let own_servers: Duration = w
+                    .faults
+                    .iter()
+                    .filter(|f| own_topology(f.kind).is_some())
+                    .map(|f| match (f.kind, s.server) {
+                        (FaultKind::LeaderKill, ServerKind::ZooKeeper) => {
+                            CASE_OWN_ZOOKEEPER_ENSEMBLE
+                        }
+                        (FaultKind::LeaderKill, _) => CASE_OWN_ETCD_CLUSTER,
+                        _ => CASE_OWN_REDIS_PAIR,
+                    })
+                    .sum();
+                let one = w.duration.unwrap_or_default() + w.warmup + CASE_OVERHEAD + own_servers;
+                // A lease mode the strategy cannot take is skipped at once.
+                for lease in &w.leases {
+                    if lease_support(&caps, *lease, &w).is_ok() {
+                        cases += 1;
+                        case_time += one;
+                        per_case = per_case.max(one);
+                    }
+                }
+            }
+            let servers = kept.iter().any(|s| s.server != ServerKind::InProcess);
+            PlannedScenario {
+                scenario: entry.scenario,
+                cases,
+                per_case,
+                total: case_time * trials
+                    + if servers {
+                        SCENARIO_SERVERS
+                    } else {
+                        Duration::ZERO
+                    },
+            }
+        })
+        .collect()
+}
+
+/// The planned time of the whole suite, reports included.
+pub(crate) fn planned_total(plan: &[PlannedScenario]) -> Duration {
+    plan.iter().map(|p| p.total).sum::<Duration>() + report_time(plan)
+}
+
+/// The planned time of writing the reports.
+pub(crate) fn report_time(plan: &[PlannedScenario]) -> Duration {
+    REPORT_PER_CASE * plan.iter().map(|p| p.cases).sum::<u32>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::duration::parse_duration;
+
+    fn seconds(text: &str) -> Duration {
+        parse_duration(text).expect("a duration")
+    }
+
+    /// `--quick` (one trial) must finish within 4 minutes on a 2-core machine.
+    const QUICK_BUDGET: Duration = Duration::from_secs(240);
+    /// The default suite (three trials) within 20 minutes.
+    const DEFAULT_BUDGET: Duration = Duration::from_secs(1200);
+
+    #[test]
+    fn the_suites_fit_their_budgets() {
+        let default = planned_total(&plan(false, "all", 3));
+        let quick = planned_total(&plan(true, "all", 1));
+        let what = format!("default plans {default:?}, quick {quick:?}");
+        eprintln!("{what}");
+        assert!(
+            default <= DEFAULT_BUDGET,
+            "{what}: {:#?}",
+            plan(false, "all", 3)
+        );
+        assert!(quick <= QUICK_BUDGET, "{what}: {:#?}", plan(true, "all", 1));
+        assert!(quick < default);
+        // Ten trials are the thorough suite's choice, not held to a budget, but planned too.
+        assert!(planned_total(&plan(false, "all", 10)) > default);
+    }
+
+    #[test]
+    fn every_suite_scenario_resolves_and_runs_some_strategy() {
+        for (entry, length) in entries(false) {
+            if entry.scenario == MANY_LOCKS {
+                continue;
+            }
+            let w = workload(&entry, length, "all")
+                .unwrap_or_else(|e| panic!("{}: {e}", entry.scenario));
+            assert!(
+                w.duration.is_some(),
+                "{} is bounded by time",
+                entry.scenario
+            );
+        }
+        for p in plan(false, "all", 1) {
+            assert!(p.cases > 0, "{} runs no case", p.scenario);
+        }
+    }
+
+    #[test]
+    fn the_suite_covers_every_fault_scenario() {
+        let names: Vec<&str> = SUITE.iter().map(|e| e.scenario).collect();
+        for needed in [
+            "baseline",
+            "long-tail",
+            "lease-too-short",
+            "process-pause",
+            "client-crash",
+            "cpu-starvation",
+            "cpu-quota",
+            "cpu-hog",
+            "network-delay",
+            "network-partition",
+            "server-freeze",
+            "redis-client-pause",
+            "pubsub-drop",
+            "redis-failover",
+            "leader-loss",
+            MANY_LOCKS,
+        ] {
+            assert!(names.contains(&needed), "{needed}");
+        }
+        for (entry, _) in entries(true) {
+            assert!(names.contains(&entry.scenario));
+        }
+    }
+
+    #[test]
+    fn a_scenario_added_to_the_suite_adds_its_time_to_the_plan() {
+        let base = plan(false, "redis-watchdog", 3);
+        let total: Duration = base.iter().map(|p| p.total).sum();
+        let one = base
+            .iter()
+            .find(|p| p.scenario == "baseline")
+            .expect("baseline");
+        assert_eq!(one.cases, 1);
+        assert_eq!(
+            one.per_case,
+            seconds("1s") + seconds("300ms") + CASE_OVERHEAD
+        );
+        assert_eq!(one.total, one.per_case * 3 + SCENARIO_SERVERS);
+        assert!(total > one.total);
+    }
+}

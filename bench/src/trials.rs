@@ -1,0 +1,314 @@
+//! Repeated trials of one case (DESIGN §5, verdicts and trials): the 95 % Wilson score interval for a
+//! violation rate, and pooling the trials' results entries into one — counts summed, histograms
+//! merged and summarised again, the verdict violated when any trial was, and `trials` saying how
+//! many were.
+
+use std::collections::BTreeMap;
+
+use lockbench_reports::histogram::{Hist, decode, encode, summary};
+use lockbench_reports::model::{
+    CaseResult, CaseStatus, ServerCost, Summary, Trial, Trials, Verdict,
+};
+
+/// z for a two-sided 95 % interval.
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// Most overlap examples kept after pooling (as one case keeps).
+const MAX_EXAMPLES: usize = 20;
+
+/// The 95 % Wilson score interval for `k` successes in `n` trials, as (low, high); (0, 1) when `n`
+/// is 0. Unlike the normal approximation it stays inside [0, 1] and is not degenerate at 0 of n.
+pub(crate) fn wilson(k: u32, n: u32) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let n = f64::from(n);
+    let p = f64::from(k.min(n as u32)) / n;
+    let z2 = Z95 * Z95;
+    let centre = p + z2 / (2.0 * n);
+    let spread = Z95 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    let denominator = 1.0 + z2 / n;
+    (
+        ((centre - spread) / denominator).max(0.0),
+        ((centre + spread) / denominator).min(1.0),
+    )
+}
+
+/// Pools the trials of one case, given with their seeds in run order (`None` when there are none). Trials that
+/// produced no figures (skipped, failed before starting) count in no rate; when none did, the first
+/// entry stands for the case. The holder timeline comes from the first trial with an overlap.
+pub(crate) fn pool(trials: Vec<(u64, CaseResult)>) -> Option<CaseResult> {
+    let each: Vec<Trial> = trials
+        .iter()
+        .filter(|(_, c)| c.safety.verdict != Verdict::Unknown)
+        .map(|(seed, c)| Trial {
+            seed: *seed,
+            verdict: c.safety.verdict,
+            reasons: c.safety.reasons.clone(),
+            completed: c.operations.completed,
+        })
+        .collect();
+    let runs = each.len() as u32;
+    let violated = each
+        .iter()
+        .filter(|t| t.verdict == Verdict::Violated)
+        .count() as u32;
+    let (rate_low, rate_high) = wilson(violated, runs);
+    let status = pooled_status(trials.iter().map(|(_, c)| c.status));
+    let error = trials.iter().find_map(|(_, c)| c.error.clone());
+    let first = trials.first().map(|(_, c)| c.clone())?;
+    let mut ran: Vec<CaseResult> = trials
+        .into_iter()
+        .map(|(_, c)| c)
+        .filter(|c| c.safety.verdict != Verdict::Unknown)
+        .collect();
+    let sample = ran
+        .iter()
+        .find(|c| c.safety.overlap.pairs > 0)
+        .or(ran.first())
+        .and_then(|c| c.holder_sample.clone());
+    let mut pooled = if ran.is_empty() {
+        first
+    } else {
+        let mut pooled = ran.remove(0);
+        let mut histograms = decode_all(&pooled);
+        for other in &ran {
+            add_case(&mut pooled, other, &mut histograms);
+        }
+        finish(&mut pooled, &histograms);
+        pooled.holder_sample = sample;
+        pooled
+    };
+    pooled.status = status;
+    pooled.error = error;
+    pooled.trials = Some(Trials {
+        runs,
+        violated,
+        rate_low,
+        rate_high,
+        each,
+    });
+    Some(pooled)
+}
+
+/// Interrupted or failed trials mark the pooled case so; skipped ones only when all were.
+fn pooled_status(statuses: impl Iterator<Item = CaseStatus>) -> CaseStatus {
+    let all: Vec<CaseStatus> = statuses.collect();
+    for worst in [CaseStatus::Interrupted, CaseStatus::Failed] {
+        if all.contains(&worst) {
+            return worst;
+        }
+    }
+    if all.iter().all(|s| *s == CaseStatus::Skipped) {
+        CaseStatus::Skipped
+    } else {
+        CaseStatus::Complete
+    }
+}
+
+fn decode_all(case: &CaseResult) -> BTreeMap<String, Hist> {
+    case.histograms
+        .iter()
+        .filter_map(|(name, text)| Some((name.clone(), decode(text).ok()?)))
+        .collect()
+}
+
+fn add_map(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+    for (k, v) in from {
+        *into.entry(k.clone()).or_default() += v;
+    }
+}
+
+fn add_opt(into: &mut Option<u64>, from: Option<u64>) {
+    if let Some(v) = from {
+        *into = Some(into.unwrap_or(0) + v);
+    }
+}
+
+/// Adds `other`'s counts into `into` and its histograms into `histograms`.
+fn add_case(into: &mut CaseResult, other: &CaseResult, histograms: &mut BTreeMap<String, Hist>) {
+    for (name, hist) in decode_all(other) {
+        match histograms.get_mut(&name) {
+            Some(h) => {
+                let _ = h.add(&hist);
+            }
+            None => {
+                histograms.insert(name, hist);
+            }
+        }
+    }
+    if into.capabilities.is_none() {
+        into.capabilities.clone_from(&other.capabilities);
+    }
+    into.window.measured_ms += other.window.measured_ms;
+    into.window.wall_ms = match (into.window.wall_ms, other.window.wall_ms) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    };
+    let (o, x) = (&mut into.operations, &other.operations);
+    o.acquired += x.acquired;
+    o.completed += x.completed;
+    o.aborted_on_loss += x.aborted_on_loss;
+    o.rejected_writes += x.rejected_writes;
+    o.stopped += x.stopped;
+    add_map(&mut o.acquire_errors, &x.acquire_errors);
+    add_map(&mut o.release_errors, &x.release_errors);
+    into.throughput
+        .timeline_per_s
+        .extend_from_slice(&other.throughput.timeline_per_s);
+    let (r, x) = (&mut into.renewal, &other.renewal);
+    r.renewals += x.renewals;
+    r.failures += x.failures;
+    add_map(&mut r.losses, &x.losses);
+    let (s, x) = (&mut into.safety, &other.safety);
+    for reason in &x.reasons {
+        if !s.reasons.contains(reason) {
+            s.reasons.push(*reason);
+        }
+    }
+    s.reasons.sort();
+    if x.verdict == Verdict::Violated {
+        s.verdict = Verdict::Violated;
+    }
+    s.overlap.pairs += x.overlap.pairs;
+    s.overlap.total_ms += x.overlap.total_ms;
+    s.overlap.max_ms = s.overlap.max_ms.max(x.overlap.max_ms);
+    s.overlap.keys += x.overlap.keys;
+    s.overlap.unnoticed_pairs += x.overlap.unnoticed_pairs;
+    let room = MAX_EXAMPLES.saturating_sub(s.overlap.examples.len());
+    s.overlap
+        .examples
+        .extend(x.overlap.examples.iter().take(room).cloned());
+    s.lost_updates.completed_writes += x.lost_updates.completed_writes;
+    s.lost_updates.final_counter_sum += x.lost_updates.final_counter_sum;
+    s.lost_updates.lost += x.lost_updates.lost;
+    s.fencing.enforced |= x.fencing.enforced;
+    add_opt(&mut s.fencing.stale_rejected, x.fencing.stale_rejected);
+    add_opt(&mut s.fencing.stale_accepted, x.fencing.stale_accepted);
+    add_opt(&mut s.fencing.duplicate_tokens, x.fencing.duplicate_tokens);
+    add_opt(
+        &mut s.fencing.token_regressions,
+        x.fencing.token_regressions,
+    );
+    s.lost_signal.fired += x.lost_signal.fired;
+    s.lost_signal.too_late += x.lost_signal.too_late;
+    let c = &mut into.client_cost;
+    c.threads_max = c.threads_max.max(other.client_cost.threads_max);
+    c.rss_max_bytes = c.rss_max_bytes.max(other.client_cost.rss_max_bytes);
+    c.cpu_seconds += other.client_cost.cpu_seconds;
+    into.server_cost = match (into.server_cost.take(), &other.server_cost) {
+        (Some(a), Some(b)) => Some(add_server(a, b)),
+        (a, b) => a.or_else(|| b.clone()),
+    };
+    let d = &mut into.driver;
+    let x = &other.driver;
+    let cycles = d.cycles + x.cycles;
+    if cycles > 0 {
+        let weigh = |a: f64, b: f64| (a * d.cycles as f64 + b * x.cycles as f64) / cycles as f64;
+        (d.cycle_ns, d.strategy_ns, d.overhead_ns) = (
+            weigh(d.cycle_ns, x.cycle_ns),
+            weigh(d.strategy_ns, x.strategy_ns),
+            weigh(d.overhead_ns, x.overhead_ns),
+        );
+    }
+    d.cycles = cycles;
+    into.faults.extend(other.faults.iter().cloned());
+}
+
+fn add_server(mut a: ServerCost, b: &ServerCost) -> ServerCost {
+    let seconds = |c: &ServerCost| {
+        if c.requests_per_s > 0.0 {
+            c.requests as f64 / c.requests_per_s
+        } else {
+            0.0
+        }
+    };
+    let total_s = seconds(&a) + seconds(b);
+    a.requests += b.requests;
+    a.client_requests = match (a.client_requests, b.client_requests) {
+        (Some(x), Some(y)) => Some(x + y),
+        (x, y) => x.or(y),
+    };
+    a.requests_per_s = if total_s > 0.0 {
+        a.requests as f64 / total_s
+    } else {
+        0.0
+    };
+    a.cpu_seconds = match (a.cpu_seconds, b.cpu_seconds) {
+        (Some(x), Some(y)) => Some(x + y),
+        (x, y) => x.or(y),
+    };
+    add_map(&mut a.by_command, &b.by_command);
+    a
+}
+
+/// Recomputes what derives from the pooled counts and histograms.
+fn finish(case: &mut CaseResult, histograms: &BTreeMap<String, Hist>) {
+    let seconds = case.window.measured_ms / 1e3;
+    let per_s = |n: u64| {
+        if seconds > 0.0 {
+            n as f64 / seconds
+        } else {
+            0.0
+        }
+    };
+    let of = |name: &str| -> Summary {
+        histograms.get(name).map(summary).unwrap_or(Summary {
+            count: 0,
+            min_ms: None,
+            mean_ms: None,
+            p50_ms: None,
+            p90_ms: None,
+            p99_ms: None,
+            p999_ms: None,
+            max_ms: None,
+        })
+    };
+    case.throughput.completed_per_s = per_s(case.operations.completed);
+    case.renewal.renewals_per_s = per_s(case.renewal.renewals);
+    case.latency.acquire = of("acquire");
+    case.latency.handoff = of("handoff");
+    case.latency.hold = of("hold");
+    case.latency.release = of("release");
+    case.renewal.round_trip = of("renew_round_trip");
+    case.renewal.lag = of("renew_lag");
+    case.renewal.margin = of("renew_margin");
+    case.safety.lost_signal.lateness = of("loss_lateness");
+    case.client_cost.cpu_cores = if seconds > 0.0 {
+        case.client_cost.cpu_seconds / seconds
+    } else {
+        0.0
+    };
+    case.histograms = histograms
+        .iter()
+        .map(|(name, h)| (name.clone(), encode(h)))
+        .collect();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 5e-4
+    }
+
+    #[test]
+    fn wilson_matches_known_intervals() {
+        // Reference values: Wilson score interval, z = 1.96 (e.g. Newcombe 1998, Table I; R's
+        // prop.test without continuity correction).
+        for (k, n, low, high) in [
+            (0, 3, 0.0, 0.5615),
+            (3, 3, 0.4385, 1.0),
+            (1, 3, 0.0615, 0.7923),
+            (0, 10, 0.0, 0.2775),
+            (5, 10, 0.2366, 0.7634),
+            (81, 263, 0.2553, 0.3662),
+            (1, 1, 0.2065, 1.0),
+        ] {
+            let (l, h) = wilson(k, n);
+            assert!(close(l, low) && close(h, high), "{k}/{n}: ({l:.4}, {h:.4})");
+        }
+        assert_eq!(wilson(0, 0), (0.0, 1.0));
+    }
+}
