@@ -68,6 +68,10 @@ pub struct ServerArgs {
     /// Use this Redis instead of starting one (redis://host:port).
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,
+    /// Use these independent Redis servers as Redlock's nodes instead of starting five
+    /// (redis://host:port, comma-separated).
+    #[arg(long, value_name = "URLS")]
+    pub redis_nodes: Option<String>,
     /// Use this etcd instead of starting one (http://host:port, comma-separated).
     #[arg(long, value_name = "URLS")]
     pub etcd: Option<String>,
@@ -81,6 +85,7 @@ impl ServerArgs {
     pub fn given(&self) -> GivenAddresses {
         GivenAddresses {
             redis: self.redis.clone(),
+            redis_nodes: self.redis_nodes.clone(),
             etcd: self.etcd.clone(),
             zookeeper: self.zk.clone(),
         }

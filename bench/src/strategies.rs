@@ -11,7 +11,7 @@ use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
 use lockers::redis::{
     GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
-    RedisWatchdog, RenewalMode, WatchdogConfig,
+    RedisWatchdog, Redlock, RedlockConfig, RenewalMode, WatchdogConfig,
 };
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{Capabilities, Events, LockError, Locker, Renewal};
@@ -48,6 +48,16 @@ impl Endpoints {
             .redis
             .as_deref()
             .ok_or_else(|| LockError::Config("no redis server in this run".into()))
+    }
+
+    /// The URLs of the independent Redis nodes (Redlock), or a `Config` error.
+    pub fn redis_node_urls(&self) -> Result<&[String], LockError> {
+        if self.addrs.redis_nodes.is_empty() {
+            return Err(LockError::Config(
+                "no independent redis nodes in this run".into(),
+            ));
+        }
+        Ok(&self.addrs.redis_nodes)
     }
 
     /// The etcd endpoints, or a `Config` error.
@@ -141,6 +151,14 @@ pub const STRATEGIES: &[Strategy] = &[
         in_all: true,
         capabilities: |_| Ok(KeyspaceVariant::Shadow.capabilities()),
         connect: CONNECT_REDIS_KEYSPACE_SHADOW,
+    },
+    Strategy {
+        id: lockers::redis::redlock::ID,
+        description: "Redlock: SET NX PX on N independent masters (5), held on a majority within the validity time; extended on a majority; no fencing token",
+        server: ServerKind::RedisNodes,
+        in_all: true,
+        capabilities: |_| Ok(Redlock::CAPABILITIES),
+        connect: CONNECT_REDLOCK,
     },
     Strategy {
         id: lockers::etcd::ID,
@@ -283,6 +301,14 @@ const CONNECT_REDIS_KEYSPACE_NAIVE: Connect = connect_with!(|endpoints, renewal,
 const CONNECT_REDIS_KEYSPACE_SHADOW: Connect = connect_with!(|endpoints, renewal, events| {
     let (url, config) = (endpoints.redis_url()?, keyspace_config(renewal));
     RedisKeyspace::connect(url, KeyspaceVariant::Shadow, config, events).await?
+});
+
+const CONNECT_REDLOCK: Connect = connect_with!(|endpoints, renewal, events| {
+    let config = RedlockConfig {
+        renewal,
+        ..RedlockConfig::default()
+    };
+    Redlock::connect(endpoints.redis_node_urls()?, config, events).await?
 });
 
 const CONNECT_ETCD: Connect = connect_with!(|endpoints, renewal, events| {

@@ -68,6 +68,11 @@ fn server_sockets(kind: ServerKind, base: &EndpointAddrs) -> Result<Vec<SocketAd
         ServerKind::Redis => Ok(vec![address::redis_socket(
             base.redis.as_deref().ok_or_else(missing)?,
         )?]),
+        ServerKind::RedisNodes if !base.redis_nodes.is_empty() => base
+            .redis_nodes
+            .iter()
+            .map(|url| address::redis_socket(url))
+            .collect(),
         ServerKind::Etcd if !base.etcd.is_empty() => address::etcd_sockets(&base.etcd.join(",")),
         ServerKind::ZooKeeper => {
             address::zk_sockets(base.zookeeper.as_deref().ok_or_else(missing)?)
@@ -85,6 +90,14 @@ fn rewrite(kind: ServerKind, base: &EndpointAddrs, proxies: &[SocketAddr]) -> En
             if let (Some(url), Some(proxy)) = (&base.redis, proxies.first()) {
                 out.redis = Some(redis_url_via(url, *proxy));
             }
+        }
+        ServerKind::RedisNodes => {
+            out.redis_nodes = base
+                .redis_nodes
+                .iter()
+                .zip(proxies)
+                .map(|(url, proxy)| redis_url_via(url, *proxy))
+                .collect();
         }
         ServerKind::Etcd => {
             out.etcd = proxies.iter().map(|p| format!("http://{p}")).collect();
