@@ -93,6 +93,42 @@ pub(crate) const SUITE: &[SuiteEntry] = &[
         quick: None,
         if_violated: "a paused holder comes back believing it holds the lock: only fencing tokens checked by the resource protect the data",
     },
+    SuiteEntry {
+        scenario: "redlock-kill-minority",
+        default: Length::PRESET,
+        quick: None,
+        if_violated: "Redlock lost safety with only a minority of its masters down: the quorum arithmetic or the validity check is broken",
+    },
+    SuiteEntry {
+        scenario: "redlock-restart-no-delay",
+        default: Length::PRESET,
+        quick: None,
+        if_violated: "a master that restarts without persistence forgets the locks it granted: run Redlock's masters with appendfsync always or keep a restarted master down for a TTL",
+    },
+    SuiteEntry {
+        scenario: "redlock-restart-delayed",
+        default: Length::PRESET,
+        quick: None,
+        if_violated: "even a master kept down longer than the TTL let a second client in: the delayed restart did not protect the lock",
+    },
+    SuiteEntry {
+        scenario: "redlock-clock-jump",
+        default: Length::PRESET,
+        quick: None,
+        if_violated: "Redlock's safety rests on every master's clock: a clock that jumps or runs fast expires locks early; use a lock with fencing tokens where the data matters",
+    },
+    SuiteEntry {
+        scenario: "server-restart",
+        default: Length::PRESET,
+        quick: None,
+        if_violated: "a Redis without persistence forgets locks and fencing counters on restart: tokens go backwards; persist with appendfsync always or take tokens from a durable store",
+    },
+    SuiteEntry {
+        scenario: "server-restart-fsync",
+        default: Length::PRESET,
+        quick: None,
+        if_violated: "even with appendfsync always the restart lost lock state: check the server's persistence settings",
+    },
 ];
 
 /// What `lockbench compare` is asked to do.
