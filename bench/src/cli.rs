@@ -224,6 +224,11 @@ pub struct CompareArgs {
     /// Strategy ids, comma-separated, or `all` [default: all].
     #[arg(long, value_name = "LIST")]
     pub strategies: Option<String>,
+    /// Add the peers: the real libraries through their adapter processes (py-redis-py,
+    /// py-redis-lock, py-kazoo, py-etcd3, node-redlock, jvm-curator); one whose runtime is missing is
+    /// skipped with the install command.
+    #[arg(long)]
+    pub peers: bool,
     /// Servers to use instead of starting them.
     #[command(flatten)]
     pub servers: ServerArgs,
@@ -239,6 +244,7 @@ impl CompareArgs {
             quick: self.quick,
             out: self.out.clone(),
             strategies: self.strategies.clone(),
+            peers: self.peers,
             servers: self.servers.given(),
             progress: !self.no_progress,
         }
