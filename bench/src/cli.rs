@@ -212,7 +212,7 @@ impl RunArgs {
 Runs every scenario of the suite (baseline, long-tail, lease-too-short, and the fault scenarios) against
 every strategy, starting the servers it needs, then writes DIR/results.json (all scenarios in one file),
 DIR/report.html (self-contained), DIR/report.md and DIR/charts/*.png|svg. `lockbench report
-DIR/results.json` renders the reports again. Default run: about 3 minutes; --quick: about 1 minute.
+DIR/results.json` renders the reports again. Default run: about 4 minutes; --quick: about 1 minute.
 Exit codes: 0 done, 1 a case or scenario failed (the report shows it), 2 bad input, 130 interrupted.")]
 pub struct CompareArgs {
     /// The short suite (about a minute, fewer scenarios), for tests and a first look.

@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
+use lockers::peer::PeerLocker;
+use lockers::peer::catalog::{self, PeerBackend};
 use lockers::redis::{
     GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
     RedisWatchdog, Redlock, RedlockConfig, RenewalMode, WatchdogConfig,
 };
-use lockers::peer::PeerLocker;
-use lockers::peer::catalog::{self, PeerBackend};
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{Capabilities, Events, LockError, Locker, Renewal};
 
@@ -316,7 +316,6 @@ fn peer_servers(endpoints: &Endpoints, backend: PeerBackend) -> Result<Vec<Strin
         PeerBackend::Etcd => endpoints.etcd_endpoints()?.to_vec(),
     })
 }
-
 
 /// A connect function from how one client is built from the endpoints and the renewal setting: every
 /// entry of [`STRATEGIES`] is one call of this helper, so no strategy repeats the boxing.

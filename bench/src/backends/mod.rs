@@ -230,11 +230,13 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
     }
     let first = sockets[0];
     let version = match kind {
-        ServerKind::Redis | ServerKind::RedisNodes => probe::resp_command(first, &["INFO", "server"], PROBE_TIMEOUT)
-            .ok()
-            .and_then(|info| {
-                lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
-            }),
+        ServerKind::Redis | ServerKind::RedisNodes => {
+            probe::resp_command(first, &["INFO", "server"], PROBE_TIMEOUT)
+                .ok()
+                .and_then(|info| {
+                    lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
+                })
+        }
         ServerKind::Etcd => probe::http_get(first, "/version", PROBE_TIMEOUT)
             .ok()
             .and_then(|r| json_field(&r.body, "etcdserver")),
@@ -289,12 +291,14 @@ fn start(kind: ServerKind) -> Result<Backend, BenchError> {
             let nodes =
                 RedisNodes::start(RedisNodes::DEFAULT_COUNT, RedisNodeOptions::default(), None)
                     .map_err(failed)?;
-            let version = probe::resp_command(nodes.node(0).addr(), &["INFO", "server"], PROBE_TIMEOUT)
-                .ok()
-                .and_then(|info| {
-                    lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
-                })
-                .unwrap_or_default();
+            let version =
+                probe::resp_command(nodes.node(0).addr(), &["INFO", "server"], PROBE_TIMEOUT)
+                    .ok()
+                    .and_then(|info| {
+                        lockbench_servers::redis::info_field(&info, "redis_version")
+                            .map(str::to_owned)
+                    })
+                    .unwrap_or_default();
             (
                 nodes.urls().join(","),
                 nodes.nodes().iter().map(|n| n.addr()).collect(),

@@ -100,7 +100,11 @@ mod tests {
         assert!(check(FaultKind::ServerRestart, "redlock").is_err());
         assert!(check(FaultKind::ServerRestart, "redis-watchdog").is_ok());
         for id in ["redis-watchdog", "etcd-lease", "zookeeper", "memory"] {
-            for kind in [FaultKind::NodeKill, FaultKind::NodeRestart, FaultKind::ClockJump] {
+            for kind in [
+                FaultKind::NodeKill,
+                FaultKind::NodeRestart,
+                FaultKind::ClockJump,
+            ] {
                 let why = check(kind, id).expect_err(id);
                 assert!(why.contains("independent Redis nodes"), "{why}");
             }

@@ -149,6 +149,7 @@ mod tests {
         );
         let base = EndpointAddrs {
             redis: None,
+            redis_nodes: vec!["redis://127.0.0.1:1/".into(), "redis://127.0.0.1:2/".into()],
             etcd: vec!["http://127.0.0.1:1".into(), "http://127.0.0.1:2".into()],
             zookeeper: Some("127.0.0.1:1,127.0.0.1:2/locks".into()),
         };
@@ -158,6 +159,11 @@ mod tests {
             ["http://127.0.0.1:9001", "http://127.0.0.1:9002"]
         );
         assert_eq!(etcd.zookeeper, base.zookeeper, "other servers untouched");
+        let nodes = rewrite(ServerKind::RedisNodes, &base, &[p1, p2]);
+        assert_eq!(
+            nodes.redis_nodes,
+            ["redis://127.0.0.1:9001/", "redis://127.0.0.1:9002/"]
+        );
         let zk = rewrite(ServerKind::ZooKeeper, &base, &[p1, p2]);
         assert_eq!(
             zk.zookeeper.as_deref(),

@@ -422,7 +422,10 @@ impl CaseServers {
 /// `redis nodes 3,4 (127.0.0.1:P3, 127.0.0.1:P4)`.
 fn describe_nodes(all: &RedisNodes, nodes: &[usize]) -> String {
     let indices: Vec<String> = nodes.iter().map(usize::to_string).collect();
-    let addrs: Vec<String> = nodes.iter().map(|&i| all.node(i).addr().to_string()).collect();
+    let addrs: Vec<String> = nodes
+        .iter()
+        .map(|&i| all.node(i).addr().to_string())
+        .collect();
     format!("redis nodes {} ({})", indices.join(","), addrs.join(", "))
 }
 

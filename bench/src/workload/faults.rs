@@ -550,7 +550,9 @@ impl FaultSpec {
                 out.push(("quota_ms", ms(self.quota)));
                 out.push(("period_ms", ms(self.period)));
             }
-            FaultKind::NodeKill | FaultKind::NodeRestart => out.push(("nodes", self.nodes_text().into())),
+            FaultKind::NodeKill | FaultKind::NodeRestart => {
+                out.push(("nodes", self.nodes_text().into()))
+            }
             FaultKind::ClockJump => {
                 out.push(("nodes", self.nodes_text().into()));
                 out.push(("rate", self.rate.into()));
@@ -676,7 +678,9 @@ pub(crate) fn own_topology(spec: &FaultSpec) -> Option<Topology> {
     match spec.kind {
         FaultKind::Failover => Some(Topology::RedisPair),
         FaultKind::LeaderKill => Some(Topology::Cluster),
-        FaultKind::NodeKill | FaultKind::NodeRestart => Some(Topology::RedisNodes { fake_clock: None }),
+        FaultKind::NodeKill | FaultKind::NodeRestart => {
+            Some(Topology::RedisNodes { fake_clock: None })
+        }
         FaultKind::ClockJump => Some(Topology::RedisNodes {
             fake_clock: spec.nodes.first().map(|n| (*n, spec.rate)),
         }),
@@ -690,13 +694,10 @@ pub(crate) fn own_topology(spec: &FaultSpec) -> Option<Topology> {
 pub(crate) fn case_topology(specs: &[FaultSpec]) -> Option<Topology> {
     let mut topology = specs.iter().find_map(own_topology)?;
     if let Topology::RedisNodes { fake_clock } = &mut topology {
-        *fake_clock = specs
-            .iter()
-            .filter_map(own_topology)
-            .find_map(|t| match t {
-                Topology::RedisNodes { fake_clock } => fake_clock,
-                _ => None,
-            });
+        *fake_clock = specs.iter().filter_map(own_topology).find_map(|t| match t {
+            Topology::RedisNodes { fake_clock } => fake_clock,
+            _ => None,
+        });
     }
     Some(topology)
 }
