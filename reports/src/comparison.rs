@@ -48,7 +48,7 @@ pub struct Comparison {
 pub struct StrategyInfo {
     /// Strategy id.
     pub id: String,
-    /// Where its lock state lives: `redis`, `etcd`, `zookeeper`, `in-process` (a reference, not a
+    /// Where its lock state lives: `redis`, `redis-nodes`, `etcd`, `zookeeper`, `in-process` (a reference, not a
     /// distributed lock) or `per-client` (a control without mutual exclusion).
     pub server: String,
     /// One line: what it is.
