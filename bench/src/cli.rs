@@ -162,7 +162,8 @@ pub struct RunArgs {
     /// "pause_worker at=1s duration=2s". Kinds: pause_worker, crash_worker, starve_worker, cpu_hog
     /// (threads=N), cgroup_quota (quota=D period=D), pause_server, client_pause, pubsub_kill
     /// (every=D), proxy_delay (delay=D direction=upstream|downstream|both), proxy_blackhole,
-    /// proxy_reset (every=D), failover (replication_lag=D), leader_kill.
+    /// proxy_reset (every=D), failover (replication_lag=D), leader_kill, node_kill (nodes=I,J duration=D),
+    /// node_restart (nodes=I,J), clock_jump (nodes=I rate=N), server_restart (durability=none|aof-always).
     #[arg(long = "fault", value_name = "FAULT")]
     pub faults: Vec<String>,
 }

@@ -763,6 +763,51 @@ mod tests {
     }
 
     #[test]
+    fn node_and_restart_faults_round_trip() {
+        for text in [
+            "node_kill at=1s nodes=3,4 duration=2s",
+            "node_restart at=1200ms nodes=2",
+            "clock_jump nodes=2 rate=10",
+            "server_restart at=1s durability=aof-always",
+        ] {
+            let f = resolve(text).expect(text);
+            assert_eq!(f.target, Target::Server, "{text}");
+            assert_eq!(resolve(&f.to_string()), Ok(f.clone()), "{text}");
+        }
+        let jump = resolve("clock_jump nodes=2 rate=10").expect("valid");
+        assert_eq!(
+            own_topology(&jump),
+            Some(Topology::RedisNodes {
+                fake_clock: Some((2, 10))
+            })
+        );
+        let restart = resolve("node_restart nodes=3,4").expect("valid");
+        assert_eq!(
+            case_topology(&[restart, jump]),
+            Some(Topology::RedisNodes {
+                fake_clock: Some((2, 10))
+            })
+        );
+        let durable = resolve("server_restart durability=aof_always").expect("valid");
+        assert_eq!(durable.durability, Durability::AofAlways);
+        assert_eq!(
+            own_topology(&durable),
+            Some(Topology::RedisNode(Durability::AofAlways))
+        );
+        for (text, needle) in [
+            ("node_kill at=1s", "nodes: missing"),
+            ("node_restart nodes=5", "nodes: expected node indices 0..4"),
+            ("clock_jump nodes=1,2", "nodes: clock_jump takes one node"),
+            ("clock_jump nodes=1 rate=1", "rate: must be"),
+            ("server_restart durability=fast", "durability: expected"),
+            ("server_restart nodes=1", "nodes: does not apply"),
+        ] {
+            let err = resolve(text).expect_err(text);
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
     fn every_bad_setting_is_named() {
         for (text, needle) in [
             ("", "empty fault"),
