@@ -38,8 +38,8 @@ pub(crate) enum CaseServers {
     ZooKeeper(ZkEnsemble),
     /// Redlock's independent nodes.
     RedisNodes(RedisNodes),
-    /// One restartable Redis.
-    RedisNode(RedisNode),
+    /// One restartable Redis (boxed: it is much larger than the other variants).
+    RedisNode(Box<RedisNode>),
 }
 
 /// What a failover found and did.
@@ -124,7 +124,7 @@ impl CaseServers {
             ..RedisNodeOptions::default()
         };
         RedisNode::start(options)
-            .map(CaseServers::RedisNode)
+            .map(|node| CaseServers::RedisNode(Box::new(node)))
             .map_err(|e| format!("restartable redis: {e}"))
     }
 
