@@ -249,10 +249,17 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
             }),
     };
     let address = match kind {
-        // One URL per node, as strategies take them.
+        // One URL per node, as strategies take them (`host:port` becomes `redis://host:port/`).
         ServerKind::RedisNodes => address
             .split(',')
-            .map(|url| url.trim().to_owned())
+            .map(str::trim)
+            .map(|url| {
+                if url.contains("://") {
+                    url.to_owned()
+                } else {
+                    format!("redis://{url}/")
+                }
+            })
             .collect::<Vec<_>>()
             .join(","),
         _ => address.to_owned(),
