@@ -68,6 +68,10 @@ pub struct ServerArgs {
     /// Use this Redis instead of starting one (redis://host:port).
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,
+    /// Use these independent Redis servers as Redlock's nodes instead of starting five
+    /// (redis://host:port, comma-separated).
+    #[arg(long, value_name = "URLS")]
+    pub redis_nodes: Option<String>,
     /// Use this etcd instead of starting one (http://host:port, comma-separated).
     #[arg(long, value_name = "URLS")]
     pub etcd: Option<String>,
@@ -81,6 +85,7 @@ impl ServerArgs {
     pub fn given(&self) -> GivenAddresses {
         GivenAddresses {
             redis: self.redis.clone(),
+            redis_nodes: self.redis_nodes.clone(),
             etcd: self.etcd.clone(),
             zookeeper: self.zk.clone(),
         }
@@ -157,7 +162,8 @@ pub struct RunArgs {
     /// "pause_worker at=1s duration=2s". Kinds: pause_worker, crash_worker, starve_worker, cpu_hog
     /// (threads=N), cgroup_quota (quota=D period=D), pause_server, client_pause, pubsub_kill
     /// (every=D), proxy_delay (delay=D direction=upstream|downstream|both), proxy_blackhole,
-    /// proxy_reset (every=D), failover (replication_lag=D), leader_kill.
+    /// proxy_reset (every=D), failover (replication_lag=D), leader_kill, node_kill (nodes=I,J duration=D),
+    /// node_restart (nodes=I,J), clock_jump (nodes=I rate=N), server_restart (durability=none|aof-always).
     #[arg(long = "fault", value_name = "FAULT")]
     pub faults: Vec<String>,
 }
@@ -235,6 +241,11 @@ pub struct CompareArgs {
     /// Strategy ids, comma-separated, or `all` [default: all].
     #[arg(long, value_name = "LIST")]
     pub strategies: Option<String>,
+    /// Add the peers: the real libraries through their adapter processes (py-redis-py,
+    /// py-redis-lock, py-kazoo, py-etcd3, node-redlock, jvm-curator); one whose runtime is missing is
+    /// skipped with the install command.
+    #[arg(long)]
+    pub peers: bool,
     /// Servers to use instead of starting them.
     #[command(flatten)]
     pub servers: ServerArgs,
@@ -253,6 +264,7 @@ impl CompareArgs {
             scenarios: self.scenarios.clone(),
             out: self.out.clone(),
             strategies: self.strategies.clone(),
+            peers: self.peers,
             servers: self.servers.given(),
             progress: !self.no_progress,
         }

@@ -44,6 +44,8 @@ pub struct CompareRequest {
     pub out: Option<PathBuf>,
     /// Strategy ids, comma-separated, or `all` (default: all).
     pub strategies: Option<String>,
+    /// Add every peer whose runtime is installed (the others are noted as skipped).
+    pub peers: bool,
     /// Servers the user gave instead of starting them.
     pub servers: GivenAddresses,
     /// Show progress bars (when stdout is a terminal).
@@ -157,7 +159,23 @@ async fn many_locks(
 pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     let started = Instant::now();
     let started_at = now_rfc3339();
-    let list = args.strategies.clone().unwrap_or_else(|| "all".to_owned());
+    let mut list = args.strategies.clone().unwrap_or_else(|| "all".to_owned());
+    let mut skipped_peers = Vec::new();
+    if args.peers {
+        for peer in strategies::STRATEGIES
+            .iter()
+            .filter(|s| strategies::is_peer(s.id))
+        {
+            match strategies::peer_available(peer.id) {
+                Ok(()) => list = format!("{list},{}", peer.id),
+                Err(e) => {
+                    let note = format!("peer {} skipped: {e}", peer.id);
+                    eprintln!("lockbench: {note}");
+                    skipped_peers.push(note);
+                }
+            }
+        }
+    }
     let chosen = strategies::resolve(std::slice::from_ref(&list))
         .map_err(|e| BenchError::usage(format!("--strategies: {e}")))?;
     let trials = args.trials();
@@ -282,6 +300,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
         && notes.is_empty()
         && runs.len() + usize::from(!cost.is_empty()) == suite.len()
         && runs.iter().all(|r| r.results.complete);
+    notes.extend(skipped_peers);
     let comparison = Comparison {
         schema_version: SCHEMA_VERSION,
         suite: if args.quick {
@@ -301,6 +320,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
                 id: s.id.to_owned(),
                 server: s.server.name().to_owned(),
                 description: s.description.to_owned(),
+                counterpart: strategies::counterpart(s.id).map(str::to_owned),
             })
             .collect(),
         runs,

@@ -109,12 +109,13 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
     let given = args.servers.clone();
     let mut needed = strategies::servers_needed(&chosen);
     for spec in &workload.faults {
-        let Some(topology) = own_topology(spec.kind) else {
+        let Some(topology) = own_topology(spec) else {
             continue;
         };
         for kind in topology.replaces() {
             let flag = match kind {
                 ServerKind::Redis => given.redis.as_ref().map(|_| "--redis"),
+                ServerKind::RedisNodes => given.redis_nodes.as_ref().map(|_| "--redis-nodes"),
                 ServerKind::Etcd => given.etcd.as_ref().map(|_| "--etcd"),
                 _ => given.zookeeper.as_ref().map(|_| "--zk"),
             };

@@ -81,6 +81,31 @@ pub(crate) const PRESETS: &[Preset] = &[
         name: "leader-loss",
         toml: include_str!("../scenarios/leader-loss.toml"),
     },
+    // Redlock and clocks (issue 15): faults on Redlock's independent nodes; durable fencing.
+    Preset {
+        name: "redlock-kill-minority",
+        toml: include_str!("../scenarios/redlock-kill-minority.toml"),
+    },
+    Preset {
+        name: "redlock-restart-no-delay",
+        toml: include_str!("../scenarios/redlock-restart-no-delay.toml"),
+    },
+    Preset {
+        name: "redlock-restart-delayed",
+        toml: include_str!("../scenarios/redlock-restart-delayed.toml"),
+    },
+    Preset {
+        name: "redlock-clock-jump",
+        toml: include_str!("../scenarios/redlock-clock-jump.toml"),
+    },
+    Preset {
+        name: "server-restart",
+        toml: include_str!("../scenarios/server-restart.toml"),
+    },
+    Preset {
+        name: "server-restart-fsync",
+        toml: include_str!("../scenarios/server-restart-fsync.toml"),
+    },
 ];
 
 impl Preset {

@@ -9,9 +9,11 @@ use std::sync::Arc;
 
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
+use lockers::peer::PeerLocker;
+use lockers::peer::catalog::{self, PeerBackend};
 use lockers::redis::{
     GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
-    RedisWatchdog, RenewalMode, WatchdogConfig,
+    RedisWatchdog, Redlock, RedlockConfig, RenewalMode, WatchdogConfig,
 };
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{Capabilities, Events, LockError, Locker, Renewal};
@@ -48,6 +50,16 @@ impl Endpoints {
             .redis
             .as_deref()
             .ok_or_else(|| LockError::Config("no redis server in this run".into()))
+    }
+
+    /// The URLs of the independent Redis nodes (Redlock), or a `Config` error.
+    pub fn redis_node_urls(&self) -> Result<&[String], LockError> {
+        if self.addrs.redis_nodes.is_empty() {
+            return Err(LockError::Config(
+                "no independent redis nodes in this run".into(),
+            ));
+        }
+        Ok(&self.addrs.redis_nodes)
     }
 
     /// The etcd endpoints, or a `Config` error.
@@ -143,6 +155,14 @@ pub const STRATEGIES: &[Strategy] = &[
         connect: CONNECT_REDIS_KEYSPACE_SHADOW,
     },
     Strategy {
+        id: lockers::redis::redlock::ID,
+        description: "Redlock: SET NX PX on N independent masters (5), held on a majority within the validity time; extended on a majority; no fencing token",
+        server: ServerKind::RedisNodes,
+        in_all: true,
+        capabilities: |_| Ok(Redlock::CAPABILITIES),
+        connect: CONNECT_REDLOCK,
+    },
+    Strategy {
         id: lockers::etcd::ID,
         description: "etcd lease kept alive every TTL/3 on one stream per client; concurrency.Mutex queue ordered by create revision",
         server: ServerKind::Etcd,
@@ -165,6 +185,56 @@ pub const STRATEGIES: &[Strategy] = &[
         in_all: false,
         capabilities: memory_capabilities,
         connect: CONNECT_MEMORY_UNSHARED,
+    },
+    // Peers: the real libraries, each driven by its adapter process (`adapters/`), read beside the
+    // lockbench strategy that models it (`lockbench compare --peers`).
+    Strategy {
+        id: "py-redis-py",
+        description: "peer: redis-py's Lock (Python), fixed lease, no renewal; through its adapter process",
+        server: ServerKind::Redis,
+        in_all: false,
+        capabilities: |_| peer_capabilities("py-redis-py"),
+        connect: CONNECT_PEER_PY_REDIS_PY,
+    },
+    Strategy {
+        id: "py-redis-lock",
+        description: "peer: python-redis-lock with auto_renewal (a renewal thread); through its adapter process",
+        server: ServerKind::Redis,
+        in_all: false,
+        capabilities: |_| peer_capabilities("py-redis-lock"),
+        connect: CONNECT_PEER_PY_REDIS_LOCK,
+    },
+    Strategy {
+        id: "py-kazoo",
+        description: "peer: kazoo's Lock (Python, ZooKeeper recipe); through its adapter process",
+        server: ServerKind::ZooKeeper,
+        in_all: false,
+        capabilities: |_| peer_capabilities("py-kazoo"),
+        connect: CONNECT_PEER_PY_KAZOO,
+    },
+    Strategy {
+        id: "py-etcd3",
+        description: "peer: python-etcd3's Lock (a lease per lock); through its adapter process",
+        server: ServerKind::Etcd,
+        in_all: false,
+        capabilities: |_| peer_capabilities("py-etcd3"),
+        connect: CONNECT_PEER_PY_ETCD3,
+    },
+    Strategy {
+        id: "node-redlock",
+        description: "peer: the redlock npm package with using() auto-extension, on the Redlock nodes; through its adapter process",
+        server: ServerKind::RedisNodes,
+        in_all: false,
+        capabilities: |_| peer_capabilities("node-redlock"),
+        connect: CONNECT_PEER_NODE_REDLOCK,
+    },
+    Strategy {
+        id: "jvm-curator",
+        description: "peer: Apache Curator's InterProcessMutex (JVM); through its adapter process",
+        server: ServerKind::ZooKeeper,
+        in_all: false,
+        capabilities: |_| peer_capabilities("jvm-curator"),
+        connect: CONNECT_PEER_JVM_CURATOR,
     },
 ];
 
@@ -208,6 +278,45 @@ pub fn servers_needed(strategies: &[&Strategy]) -> BTreeSet<ServerKind> {
     strategies.iter().map(|s| s.server).collect()
 }
 
+/// Whether `id` is a peer (a library run through its adapter process).
+pub fn is_peer(id: &str) -> bool {
+    id != "py-memory" && catalog::find(id).is_some()
+}
+
+/// The lockbench strategy that models peer `id` (the report's pairing); `None` for native ids.
+pub fn counterpart(id: &str) -> Option<&'static str> {
+    catalog::find(id)
+        .filter(|_| is_peer(id))
+        .map(|spec| spec.counterpart)
+}
+
+/// Why peer `id` cannot run here (its runtime or adapter is not installed; the message names the
+/// install command), or `Ok` when it can.
+pub fn peer_available(id: &str) -> Result<(), LockError> {
+    let spec = catalog::find(id)
+        .ok_or_else(|| LockError::Config(format!("no reference adapter {id:?}")))?;
+    spec.command(&catalog::adapters_dir()).map(|_| ())
+}
+
+/// What peer `id` declares; a `Config` error naming the install command when its runtime is missing.
+fn peer_capabilities(id: &str) -> Result<Capabilities, LockError> {
+    peer_available(id)?;
+    catalog::find(id)
+        .map(|spec| spec.capabilities)
+        .ok_or_else(|| LockError::Config(format!("no reference adapter {id:?}")))
+}
+
+/// The server addresses a peer's adapter is given, by the server it needs.
+fn peer_servers(endpoints: &Endpoints, backend: PeerBackend) -> Result<Vec<String>, LockError> {
+    Ok(match backend {
+        PeerBackend::None => Vec::new(),
+        PeerBackend::Redis => vec![endpoints.redis_url()?.to_owned()],
+        PeerBackend::RedisMany => endpoints.redis_node_urls()?.to_vec(),
+        PeerBackend::ZooKeeper => vec![endpoints.zookeeper_connect()?.to_owned()],
+        PeerBackend::Etcd => endpoints.etcd_endpoints()?.to_vec(),
+    })
+}
+
 /// A connect function from how one client is built from the endpoints and the renewal setting: every
 /// entry of [`STRATEGIES`] is one call of this helper, so no strategy repeats the boxing.
 macro_rules! connect_with {
@@ -226,6 +335,25 @@ macro_rules! connect_with {
         connect
     }};
 }
+
+/// A connect function that starts peer `$id`'s adapter process.
+macro_rules! connect_peer {
+    ($id:literal) => {
+        connect_with!(|endpoints, renewal, events| {
+            let spec = catalog::find($id)
+                .ok_or_else(|| LockError::Config(format!("no reference adapter {:?}", $id)))?;
+            let servers = peer_servers(endpoints, spec.backend)?;
+            PeerLocker::start(spec.config(servers, renewal.ttl)?, events).await?
+        })
+    };
+}
+
+const CONNECT_PEER_PY_REDIS_PY: Connect = connect_peer!("py-redis-py");
+const CONNECT_PEER_PY_REDIS_LOCK: Connect = connect_peer!("py-redis-lock");
+const CONNECT_PEER_PY_KAZOO: Connect = connect_peer!("py-kazoo");
+const CONNECT_PEER_PY_ETCD3: Connect = connect_peer!("py-etcd3");
+const CONNECT_PEER_NODE_REDLOCK: Connect = connect_peer!("node-redlock");
+const CONNECT_PEER_JVM_CURATOR: Connect = connect_peer!("jvm-curator");
 
 fn memory_capabilities(settings: &StrategySettings) -> Result<Capabilities, LockError> {
     let config = MemoryConfig { renewal: *settings };
@@ -283,6 +411,14 @@ const CONNECT_REDIS_KEYSPACE_NAIVE: Connect = connect_with!(|endpoints, renewal,
 const CONNECT_REDIS_KEYSPACE_SHADOW: Connect = connect_with!(|endpoints, renewal, events| {
     let (url, config) = (endpoints.redis_url()?, keyspace_config(renewal));
     RedisKeyspace::connect(url, KeyspaceVariant::Shadow, config, events).await?
+});
+
+const CONNECT_REDLOCK: Connect = connect_with!(|endpoints, renewal, events| {
+    let config = RedlockConfig {
+        renewal,
+        ..RedlockConfig::default()
+    };
+    Redlock::connect(endpoints.redis_node_urls()?, config, events).await?
 });
 
 const CONNECT_ETCD: Connect = connect_with!(|endpoints, renewal, events| {

@@ -14,7 +14,7 @@ use crate::driver::case::lease_support;
 use crate::run::keep_fault_targets;
 use crate::scenarios;
 use crate::strategies::{self, Strategy, StrategySettings};
-use crate::workload::faults::{FaultKind, own_topology};
+use crate::workload::faults::{Topology, case_topology};
 use crate::workload::{ScenarioFile, Workload};
 
 /// How long a scenario's cases run in a suite: measured time and warm-up per case (`None`: the
@@ -117,6 +117,12 @@ pub(crate) const SUITE: &[SuiteEntry] = &[
     SuiteEntry::preset("pubsub-drop").not_quick(),
     SuiteEntry::preset("redis-failover"),
     SuiteEntry::preset("leader-loss"),
+    SuiteEntry::preset("redlock-kill-minority").not_quick(),
+    SuiteEntry::preset("redlock-restart-no-delay").not_quick(),
+    SuiteEntry::preset("redlock-restart-delayed").not_quick(),
+    SuiteEntry::preset("redlock-clock-jump").not_quick(),
+    SuiteEntry::preset("server-restart").not_quick(),
+    SuiteEntry::preset("server-restart-fsync").not_quick(),
     SuiteEntry::preset(MANY_LOCKS).not_quick(),
 ];
 
@@ -244,18 +250,13 @@ pub(crate) fn plan(quick: bool, strategies: &str, trials: u32) -> Vec<PlannedSce
                 let Ok(caps) = (s.capabilities)(&settings) else {
                     continue;
                 };
-                let own_servers: Duration = w
-                    .faults
-                    .iter()
-                    .filter(|f| own_topology(f.kind).is_some())
-                    .map(|f| match (f.kind, s.server) {
-                        (FaultKind::LeaderKill, ServerKind::ZooKeeper) => {
-                            CASE_OWN_ZOOKEEPER_ENSEMBLE
-                        }
-                        (FaultKind::LeaderKill, _) => CASE_OWN_ETCD_CLUSTER,
-                        _ => CASE_OWN_REDIS_PAIR,
-                    })
-                    .sum();
+                // The servers a case starts for itself, once per case.
+                let own_servers = match (case_topology(&w.faults), s.server) {
+                    (None, _) => Duration::ZERO,
+                    (Some(Topology::Cluster), ServerKind::ZooKeeper) => CASE_OWN_ZOOKEEPER_ENSEMBLE,
+                    (Some(Topology::Cluster), _) => CASE_OWN_ETCD_CLUSTER,
+                    (Some(_), _) => CASE_OWN_REDIS_PAIR,
+                };
                 let one = w.duration.unwrap_or_default() + w.warmup + CASE_OVERHEAD + own_servers;
                 // A lease mode the strategy cannot take is skipped at once.
                 for lease in &w.leases {

@@ -48,17 +48,24 @@ pub struct Comparison {
 pub struct StrategyInfo {
     /// Strategy id.
     pub id: String,
-    /// Where its lock state lives: `redis`, `etcd`, `zookeeper`, `in-process` (a reference, not a
+    /// Where its lock state lives: `redis`, `redis-nodes`, `etcd`, `zookeeper`, `in-process` (a reference, not a
     /// distributed lock) or `per-client` (a control without mutual exclusion).
     pub server: String,
     /// One line: what it is.
     pub description: String,
+    /// For a peer (a real library run through its adapter): the lockbench strategy that models it,
+    /// which the report reads it beside. Null for lockbench's own strategies.
+    #[serde(default)]
+    pub counterpart: Option<String>,
 }
 
 impl StrategyInfo {
     /// Whether it is a lock a team could deploy across machines (its state lives in a server).
     pub fn is_distributed(&self) -> bool {
-        matches!(self.server.as_str(), "redis" | "etcd" | "zookeeper")
+        matches!(
+            self.server.as_str(),
+            "redis" | "redis-nodes" | "etcd" | "zookeeper"
+        )
     }
 }
 
@@ -103,6 +110,7 @@ impl Comparison {
                 id: id.clone(),
                 server: String::new(),
                 description: String::new(),
+                counterpart: None,
             })
             .collect();
         Comparison {
@@ -136,6 +144,7 @@ impl Comparison {
                 id: id.to_owned(),
                 server: String::new(),
                 description: String::new(),
+                counterpart: None,
             })
     }
 }

@@ -213,8 +213,9 @@ pub struct Environment {
 /// One server used by the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerInfo {
-    /// `redis`, `etcd` or `zookeeper`.
-    #[schemars(extend("enum" = ["redis", "etcd", "zookeeper"]))]
+    /// `redis`, `redis-nodes` (N independent Redis servers, Redlock's masters), `etcd` or
+    /// `zookeeper`.
+    #[schemars(extend("enum" = ["redis", "redis-nodes", "etcd", "zookeeper"]))]
     pub kind: String,
     /// The server's own version report, when it answered.
     pub version: Option<String>,

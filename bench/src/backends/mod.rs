@@ -10,7 +10,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use lockbench_reports::model::ServerInfo;
-use lockbench_servers::{EtcdServer, RedisServer, ZkServer, probe};
+use lockbench_servers::{EtcdServer, RedisNodeOptions, RedisNodes, RedisServer, ZkServer, probe};
 use serde::{Deserialize, Serialize};
 
 use crate::error::BenchError;
@@ -27,6 +27,8 @@ pub enum ServerKind {
     PerClient,
     /// A Redis server.
     Redis,
+    /// N independent Redis servers (Redlock's masters; 5 when lockbench starts them).
+    RedisNodes,
     /// An etcd cluster.
     Etcd,
     /// A ZooKeeper ensemble.
@@ -40,6 +42,7 @@ impl ServerKind {
             ServerKind::InProcess => "in-process",
             ServerKind::PerClient => "per-client",
             ServerKind::Redis => "redis",
+            ServerKind::RedisNodes => "redis-nodes",
             ServerKind::Etcd => "etcd",
             ServerKind::ZooKeeper => "zookeeper",
         }
@@ -49,7 +52,7 @@ impl ServerKind {
     pub fn is_external(self) -> bool {
         matches!(
             self,
-            ServerKind::Redis | ServerKind::Etcd | ServerKind::ZooKeeper
+            ServerKind::Redis | ServerKind::RedisNodes | ServerKind::Etcd | ServerKind::ZooKeeper
         )
     }
 }
@@ -59,6 +62,8 @@ impl ServerKind {
 pub struct GivenAddresses {
     /// `--redis`.
     pub redis: Option<String>,
+    /// `--redis-nodes` (comma-separated URLs of independent servers).
+    pub redis_nodes: Option<String>,
     /// `--etcd`.
     pub etcd: Option<String>,
     /// `--zk`.
@@ -71,6 +76,9 @@ pub struct GivenAddresses {
 pub struct EndpointAddrs {
     /// Redis URL (`redis://127.0.0.1:PORT/`).
     pub redis: Option<String>,
+    /// URLs of the independent Redis servers (Redlock's nodes), in order.
+    #[serde(default)]
+    pub redis_nodes: Vec<String>,
     /// etcd endpoints (`http://127.0.0.1:PORT`).
     pub etcd: Vec<String>,
     /// ZooKeeper connect string (`127.0.0.1:PORT`).
@@ -80,6 +88,7 @@ pub struct EndpointAddrs {
 #[derive(Debug)]
 enum Managed {
     Redis(RedisServer),
+    RedisNodes(RedisNodes),
     Etcd(EtcdServer),
     ZooKeeper(ZkServer),
 }
@@ -88,6 +97,7 @@ impl Managed {
     fn pid(&self) -> u32 {
         match self {
             Managed::Redis(s) => s.pid(),
+            Managed::RedisNodes(n) => n.node(0).pid().unwrap_or(0),
             Managed::Etcd(s) => s.pid(),
             Managed::ZooKeeper(s) => s.pid(),
         }
@@ -160,6 +170,7 @@ impl Backends {
         let mut servers = Vec::new();
         for (kind, flag, address) in [
             (ServerKind::Redis, "--redis", &given.redis),
+            (ServerKind::RedisNodes, "--redis-nodes", &given.redis_nodes),
             (ServerKind::Etcd, "--etcd", &given.etcd),
             (ServerKind::ZooKeeper, "--zk", &given.zookeeper),
         ] {
@@ -185,6 +196,9 @@ impl Backends {
         let address = |kind| self.get(kind).map(|s| s.address.clone());
         EndpointAddrs {
             redis: address(ServerKind::Redis),
+            redis_nodes: address(ServerKind::RedisNodes)
+                .map(|a| a.split(',').map(str::to_owned).collect())
+                .unwrap_or_default(),
             etcd: address(ServerKind::Etcd)
                 .map(|a| a.split(',').map(str::to_owned).collect())
                 .unwrap_or_default(),
@@ -202,6 +216,10 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
     let bad = |why: String| BenchError::usage(format!("{flag} {address}: {why}"));
     let sockets = match kind {
         ServerKind::Redis => address::redis_socket(address).map(|a| vec![a]),
+        ServerKind::RedisNodes => address
+            .split(',')
+            .map(|url| address::redis_socket(url.trim()))
+            .collect(),
         ServerKind::Etcd => address::etcd_sockets(address),
         _ => address::zk_sockets(address),
     }
@@ -212,11 +230,13 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
     }
     let first = sockets[0];
     let version = match kind {
-        ServerKind::Redis => probe::resp_command(first, &["INFO", "server"], PROBE_TIMEOUT)
-            .ok()
-            .and_then(|info| {
-                lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
-            }),
+        ServerKind::Redis | ServerKind::RedisNodes => {
+            probe::resp_command(first, &["INFO", "server"], PROBE_TIMEOUT)
+                .ok()
+                .and_then(|info| {
+                    lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
+                })
+        }
         ServerKind::Etcd => probe::http_get(first, "/version", PROBE_TIMEOUT)
             .ok()
             .and_then(|r| json_field(&r.body, "etcdserver")),
@@ -228,9 +248,25 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
                     .map(|v| v.split([',', '-']).next().unwrap_or(v).trim().to_owned())
             }),
     };
+    let address = match kind {
+        // One URL per node, as strategies take them (`host:port` becomes `redis://host:port/`).
+        ServerKind::RedisNodes => address
+            .split(',')
+            .map(str::trim)
+            .map(|url| {
+                if url.contains("://") {
+                    url.to_owned()
+                } else {
+                    format!("redis://{url}/")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => address.to_owned(),
+    };
     Ok(Backend {
         kind,
-        address: address.to_owned(),
+        address,
         sockets,
         version,
         startup: None,
@@ -256,6 +292,26 @@ fn start(kind: ServerKind) -> Result<Backend, BenchError> {
                 s.version().to_owned(),
                 s.startup(),
                 Managed::Redis(s),
+            )
+        }
+        ServerKind::RedisNodes => {
+            let nodes =
+                RedisNodes::start(RedisNodes::DEFAULT_COUNT, RedisNodeOptions::default(), None)
+                    .map_err(failed)?;
+            let version =
+                probe::resp_command(nodes.node(0).addr(), &["INFO", "server"], PROBE_TIMEOUT)
+                    .ok()
+                    .and_then(|info| {
+                        lockbench_servers::redis::info_field(&info, "redis_version")
+                            .map(str::to_owned)
+                    })
+                    .unwrap_or_default();
+            (
+                nodes.urls().join(","),
+                nodes.nodes().iter().map(|n| n.addr()).collect(),
+                version,
+                nodes.nodes().iter().map(|n| n.startup()).sum(),
+                Managed::RedisNodes(nodes),
             )
         }
         ServerKind::Etcd => {

@@ -84,7 +84,8 @@ impl StatsSource {
                     cpu_seconds: None,
                 }
             }
-            ServerKind::InProcess | ServerKind::PerClient => return None,
+            // One node's counters are not the work of N independent nodes (not summed yet).
+            ServerKind::InProcess | ServerKind::PerClient | ServerKind::RedisNodes => return None,
         };
         if let Some(sample) = self.pid.and_then(|pid| proc_stat::sample(Some(pid))) {
             snapshot.cpu_seconds = Some(sample.cpu_seconds);

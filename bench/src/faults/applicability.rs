@@ -10,6 +10,8 @@
 //! | `pubsub_kill` | Redis strategies that use pub/sub (waiters woken by the server, keyspace events) | |
 //! | `failover` | Redis strategies | a primary + replica started per case, clients behind proxies |
 //! | `leader_kill` | etcd and ZooKeeper strategies | a 3-member cluster / ensemble started per case |
+//! | `node_kill`, `node_restart`, `clock_jump` | strategies on independent Redis nodes (`redlock`) | 5 nodes started per case (one under libfaketime for `clock_jump`) |
+//! | `server_restart` | single-Redis strategies | a restartable Redis started per case |
 
 use lockers::Capabilities;
 
@@ -34,6 +36,10 @@ pub(crate) fn applies(
             FaultKind::LeaderKill => {
                 matches!(server, ServerKind::Etcd | ServerKind::ZooKeeper)
             }
+            FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => {
+                server == ServerKind::RedisNodes
+            }
+            FaultKind::ServerRestart => server == ServerKind::Redis,
             _ => false,
         },
     };
@@ -48,6 +54,10 @@ pub(crate) fn applies(
             "it is not a Redis strategy"
         }
         FaultKind::LeaderKill => "it has no etcd or ZooKeeper cluster",
+        FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => {
+            "it does not run on independent Redis nodes (Redlock's masters)"
+        }
+        FaultKind::ServerRestart => "it does not run on one Redis server",
         _ if kind.scope() == FaultScope::WorkerProcess => {
             "its lock server lives in the driver process, so its clients cannot run as worker processes"
         }
@@ -85,6 +95,20 @@ mod tests {
         assert!(check(FaultKind::Failover, "etcd-lease").is_err());
         assert!(check(FaultKind::LeaderKill, "zookeeper").is_ok());
         assert!(check(FaultKind::LeaderKill, "redis-watchdog").is_err());
+        assert!(check(FaultKind::NodeRestart, "redlock").is_ok());
+        assert!(check(FaultKind::ClockJump, "redlock").is_ok());
+        assert!(check(FaultKind::ServerRestart, "redlock").is_err());
+        assert!(check(FaultKind::ServerRestart, "redis-watchdog").is_ok());
+        for id in ["redis-watchdog", "etcd-lease", "zookeeper", "memory"] {
+            for kind in [
+                FaultKind::NodeKill,
+                FaultKind::NodeRestart,
+                FaultKind::ClockJump,
+            ] {
+                let why = check(kind, id).expect_err(id);
+                assert!(why.contains("independent Redis nodes"), "{why}");
+            }
+        }
         // Every kind applies to at least one registered strategy.
         for kind in FaultKind::ALL {
             assert!(

@@ -47,7 +47,7 @@ use crate::clock::MonoClock;
 use crate::holds::HoldSink;
 use crate::stop::StopSignal;
 use crate::strategies::Strategy;
-use crate::workload::faults::{FaultKind, FaultSpec, Topology, needs_proxies, own_topology};
+use crate::workload::faults::{FaultKind, FaultSpec, Topology, case_topology, needs_proxies};
 
 /// Why a case's faults could not be prepared.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,7 +104,7 @@ impl CaseFaults {
             applicability::applies(spec.kind, strategy, caps).map_err(PrepareError::Skip)?;
         }
         let fail = |e: String| PrepareError::Fail(format!("fault set-up: {e}"));
-        let topology = specs.iter().find_map(|s| own_topology(s.kind));
+        let topology = case_topology(specs);
         let own = match topology {
             None => None,
             Some(topology) => {
@@ -118,6 +118,8 @@ impl CaseFaults {
                 let started = tokio::task::spawn_blocking(move || match topology {
                     Topology::RedisPair => CaseServers::redis_pair(lag),
                     Topology::Cluster => CaseServers::cluster(kind),
+                    Topology::RedisNodes { fake_clock } => CaseServers::redis_nodes(fake_clock),
+                    Topology::RedisNode(durability) => CaseServers::redis_node(durability),
                 })
                 .await
                 .map_err(|e| fail(format!("server start task failed: {e}")))?

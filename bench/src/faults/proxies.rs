@@ -68,6 +68,11 @@ fn server_sockets(kind: ServerKind, base: &EndpointAddrs) -> Result<Vec<SocketAd
         ServerKind::Redis => Ok(vec![address::redis_socket(
             base.redis.as_deref().ok_or_else(missing)?,
         )?]),
+        ServerKind::RedisNodes if !base.redis_nodes.is_empty() => base
+            .redis_nodes
+            .iter()
+            .map(|url| address::redis_socket(url))
+            .collect(),
         ServerKind::Etcd if !base.etcd.is_empty() => address::etcd_sockets(&base.etcd.join(",")),
         ServerKind::ZooKeeper => {
             address::zk_sockets(base.zookeeper.as_deref().ok_or_else(missing)?)
@@ -85,6 +90,14 @@ fn rewrite(kind: ServerKind, base: &EndpointAddrs, proxies: &[SocketAddr]) -> En
             if let (Some(url), Some(proxy)) = (&base.redis, proxies.first()) {
                 out.redis = Some(redis_url_via(url, *proxy));
             }
+        }
+        ServerKind::RedisNodes => {
+            out.redis_nodes = base
+                .redis_nodes
+                .iter()
+                .zip(proxies)
+                .map(|(url, proxy)| redis_url_via(url, *proxy))
+                .collect();
         }
         ServerKind::Etcd => {
             out.etcd = proxies.iter().map(|p| format!("http://{p}")).collect();
@@ -136,6 +149,7 @@ mod tests {
         );
         let base = EndpointAddrs {
             redis: None,
+            redis_nodes: vec!["redis://127.0.0.1:1/".into(), "redis://127.0.0.1:2/".into()],
             etcd: vec!["http://127.0.0.1:1".into(), "http://127.0.0.1:2".into()],
             zookeeper: Some("127.0.0.1:1,127.0.0.1:2/locks".into()),
         };
@@ -145,6 +159,11 @@ mod tests {
             ["http://127.0.0.1:9001", "http://127.0.0.1:9002"]
         );
         assert_eq!(etcd.zookeeper, base.zookeeper, "other servers untouched");
+        let nodes = rewrite(ServerKind::RedisNodes, &base, &[p1, p2]);
+        assert_eq!(
+            nodes.redis_nodes,
+            ["redis://127.0.0.1:9001/", "redis://127.0.0.1:9002/"]
+        );
         let zk = rewrite(ServerKind::ZooKeeper, &base, &[p1, p2]);
         assert_eq!(
             zk.zookeeper.as_deref(),

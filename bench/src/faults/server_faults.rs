@@ -1,8 +1,11 @@
 //! Faults on the server: SIGSTOP/SIGCONT of its process (`pause_server`), Redis `CLIENT PAUSE`
 //! (`client_pause`) and `CLIENT KILL TYPE pubsub` (`pubsub_kill`), a Redis failover to the replica
-//! (`failover`) and the kill of a cluster's leader (`leader_kill`).
+//! (`failover`), the kill of a cluster's leader (`leader_kill`), kills and restarts of Redlock's nodes
+//! (`node_kill`, `node_restart`; `clock_jump` is set up when its node starts) and the restart of a
+//! single Redis with or without persistence (`server_restart`).
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use lockbench_servers::probe::resp_command;
@@ -11,6 +14,7 @@ use super::env::{
     FaultEnv, Record, ServerAccess, blocking, describe_victim, hold_for, measure_any,
     measure_victim, pick_client, sleep_until,
 };
+use super::topology::CaseServers;
 use crate::backends::ServerKind;
 use crate::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec, Target};
@@ -192,12 +196,75 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             }
             true
         }
+        FaultKind::NodeKill
+        | FaultKind::NodeRestart
+        | FaultKind::ClockJump
+        | FaultKind::ServerRestart => {
+            let ServerAccess::Own(own) = env.server.clone() else {
+                rec.note(format!(
+                    "not applied: {} needs servers started for the case",
+                    spec.kind
+                ));
+                return;
+            };
+            match node_fault(spec, env, rec, own).await {
+                Ok(measure) => measure,
+                Err(e) => {
+                    rec.note(format!("{} failed: {e}", spec.kind));
+                    return;
+                }
+            }
+        }
         _ => false,
     };
     match victim {
         Some(v) => measure_victim(env, v, cursor, t0, rec).await,
         None if measure => measure_any(env, cursor, t0, rec).await,
         None => {}
+    }
+}
+
+/// Kills, restarts or reports the case's own Redis servers; whether to measure what followed.
+async fn node_fault(
+    spec: &FaultSpec,
+    env: &FaultEnv,
+    rec: &mut Record,
+    own: Arc<CaseServers>,
+) -> Result<bool, String> {
+    let nodes = spec.nodes.clone();
+    match spec.kind {
+        FaultKind::NodeKill => {
+            let killer = own.clone();
+            rec.target = blocking(move || killer.kill_nodes(&nodes)).await?;
+            if spec.duration.is_some() {
+                hold_for(env, spec.duration).await;
+                let nodes = spec.nodes.clone();
+                blocking(move || own.restart_nodes(&nodes)).await?;
+                rec.stop = Some(env.clock.now());
+            }
+            Ok(true)
+        }
+        FaultKind::NodeRestart => {
+            rec.target = blocking(move || own.restart_nodes(&nodes)).await?;
+            rec.stop = Some(env.clock.now());
+            Ok(true)
+        }
+        FaultKind::ServerRestart => {
+            rec.target = blocking(move || own.restart_server()).await?;
+            rec.stop = Some(env.clock.now());
+            rec.param("restart_ms", (env.clock.now() - rec.start) as f64 / 1e6);
+            Ok(true)
+        }
+        _ => {
+            // The node runs under libfaketime from its start: the fault lasts the whole case.
+            rec.start = env.go;
+            rec.target = format!("redis node {}", spec.nodes_text());
+            rec.note(format!(
+                "the node's wall clock ran {}x as fast (libfaketime) from the case start: its keys expire after 1/{} of their TTL",
+                spec.rate, spec.rate
+            ));
+            Ok(false)
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! Servers a case starts for itself because its fault destroys them: a Redis primary with an
 //! asynchronous replica (for `failover`; optionally with a delayed replication link, as across
-//! zones), or a 3-member etcd cluster / ZooKeeper ensemble (for `leader_kill`). Dropped with the case.
+//! zones), a 3-member etcd cluster / ZooKeeper ensemble (for `leader_kill`), Redlock's 5 independent
+//! nodes (for `node_kill`, `node_restart`, `clock_jump`: one of them under libfaketime), or one
+//! restartable Redis with or without durable persistence (for `server_restart`). Dropped with the case.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -8,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use lockbench_reports::model::ServerInfo;
 use lockbench_servers::redis::info_field;
-use lockbench_servers::{Direction, EtcdCluster, Fault, Proxy, RedisPair, ZkEnsemble};
+use lockbench_servers::{
+    Direction, Durability, EtcdCluster, FakeClock, Fault, OnRestart, Proxy, RedisNode,
+    RedisNodeOptions, RedisNodes, RedisPair, ZkEnsemble,
+};
 
 use super::proxies::ClientProxies;
 use crate::backends::stats::StatsSource;
@@ -31,6 +36,10 @@ pub(crate) enum CaseServers {
     Etcd(EtcdCluster),
     /// A 3-node ZooKeeper ensemble.
     ZooKeeper(ZkEnsemble),
+    /// Redlock's independent nodes.
+    RedisNodes(RedisNodes),
+    /// One restartable Redis (boxed: it is much larger than the other variants).
+    RedisNode(Box<RedisNode>),
 }
 
 /// What a failover found and did.
@@ -97,6 +106,65 @@ impl CaseServers {
         })
     }
 
+    /// Starts Redlock's 5 independent nodes, without persistence; `fake_clock` = `(node, rate)` runs
+    /// that node's wall clock `rate` times as fast. Blocking (~0.1 s).
+    pub(crate) fn redis_nodes(fake_clock: Option<(usize, u32)>) -> Result<Self, String> {
+        let fake = fake_clock.map(|(node, rate)| (node, FakeClock::faster(rate)));
+        RedisNodes::start(RedisNodes::DEFAULT_COUNT, RedisNodeOptions::default(), fake)
+            .map(CaseServers::RedisNodes)
+            .map_err(|e| format!("{} independent redis nodes: {e}", RedisNodes::DEFAULT_COUNT))
+    }
+
+    /// Starts one restartable Redis with `durability`; a durable one keeps its AOF on the real disk
+    /// (the system temp dir), so fsync costs what it costs there, not on `/dev/shm`. Blocking.
+    pub(crate) fn redis_node(durability: Durability) -> Result<Self, String> {
+        let options = RedisNodeOptions {
+            durability,
+            data_parent: (durability == Durability::AofAlways).then(std::env::temp_dir),
+            ..RedisNodeOptions::default()
+        };
+        RedisNode::start(options)
+            .map(|node| CaseServers::RedisNode(Box::new(node)))
+            .map_err(|e| format!("restartable redis: {e}"))
+    }
+
+    /// Kills Redlock nodes `nodes`. Blocking.
+    pub(crate) fn kill_nodes(&self, nodes: &[usize]) -> Result<String, String> {
+        let CaseServers::RedisNodes(all) = self else {
+            return Err("no independent redis nodes".into());
+        };
+        for &i in nodes {
+            all.node(i)
+                .kill()
+                .map_err(|e| format!("killing node {i}: {e}"))?;
+        }
+        Ok(describe_nodes(all, nodes))
+    }
+
+    /// (Re)starts Redlock nodes `nodes` on their ports and data dirs (killing them first when they
+    /// run). Blocking.
+    pub(crate) fn restart_nodes(&self, nodes: &[usize]) -> Result<String, String> {
+        let CaseServers::RedisNodes(all) = self else {
+            return Err("no independent redis nodes".into());
+        };
+        for &i in nodes {
+            all.node(i)
+                .restart(OnRestart::KeepData)
+                .map_err(|e| format!("restarting node {i}: {e}"))?;
+        }
+        Ok(describe_nodes(all, nodes))
+    }
+
+    /// Kills the restartable Redis and starts it again on its data dir. Blocking.
+    pub(crate) fn restart_server(&self) -> Result<String, String> {
+        let CaseServers::RedisNode(node) = self else {
+            return Err("no restartable redis".into());
+        };
+        node.restart(OnRestart::KeepData)
+            .map_err(|e| format!("restarting redis: {e}"))?;
+        Ok(format!("redis {}", node.addr()))
+    }
+
     /// Starts a 3-member cluster of `kind` (etcd or ZooKeeper). Blocking (seconds).
     pub(crate) fn cluster(kind: ServerKind) -> Result<Self, String> {
         match kind {
@@ -116,6 +184,8 @@ impl CaseServers {
             CaseServers::RedisPair { .. } => ServerKind::Redis,
             CaseServers::Etcd(_) => ServerKind::Etcd,
             CaseServers::ZooKeeper(_) => ServerKind::ZooKeeper,
+            CaseServers::RedisNodes(_) => ServerKind::RedisNodes,
+            CaseServers::RedisNode(_) => ServerKind::Redis,
         }
     }
 
@@ -126,14 +196,18 @@ impl CaseServers {
             CaseServers::RedisPair { pair, .. } => out.redis = Some(pair.primary().url()),
             CaseServers::Etcd(c) => out.etcd = c.endpoints(),
             CaseServers::ZooKeeper(z) => out.zookeeper = Some(z.connect_string()),
+            CaseServers::RedisNodes(n) => out.redis_nodes = n.urls(),
+            CaseServers::RedisNode(n) => out.redis = Some(n.url()),
         }
         out
     }
 
     /// Where the case's server cost is read: the primary (its counters die with it in a failover),
-    /// or a member that was not the leader at the start (so a leader kill leaves it standing).
+    /// or a member that was not the leader at the start (so a leader kill leaves it standing). None
+    /// for restarted servers (a restart resets the counters) and for Redlock's nodes (not summed).
     pub(crate) fn stats_source(&self) -> Option<StatsSource> {
         match self {
+            CaseServers::RedisNodes(_) | CaseServers::RedisNode(_) => None,
             CaseServers::RedisPair { pair, .. } => Some(StatsSource::new(
                 ServerKind::Redis,
                 pair.primary().addr(),
@@ -185,6 +259,30 @@ impl CaseServers {
                 "3-node ensemble started per case".to_owned(),
                 z.startup(),
             ),
+            CaseServers::RedisNodes(n) => (
+                redis_version(n.node(0)),
+                format!(
+                    "{} independent nodes started per case{}",
+                    n.len(),
+                    n.nodes()
+                        .iter()
+                        .position(|node| node.options().fake_clock.is_some())
+                        .map(|i| format!(" (node {i} under libfaketime)"))
+                        .unwrap_or_default()
+                ),
+                n.nodes().iter().map(RedisNode::startup).sum(),
+            ),
+            CaseServers::RedisNode(n) => (
+                redis_version(n),
+                format!(
+                    "restartable server started per case ({})",
+                    match n.options().durability {
+                        Durability::None => "no persistence",
+                        Durability::AofAlways => "appendonly yes, appendfsync always",
+                    }
+                ),
+                n.startup(),
+            ),
         };
         ServerInfo {
             kind: self.kind().name().to_owned(),
@@ -214,6 +312,11 @@ impl CaseServers {
                     format!("zookeeper leader {}", z.node(i).addr()),
                 )
             }),
+            CaseServers::RedisNodes(n) => n
+                .node(0)
+                .pid()
+                .map(|pid| (pid, format!("redis node 0 {}", n.node(0).addr()))),
+            CaseServers::RedisNode(n) => n.pid().map(|pid| (pid, format!("redis {}", n.addr()))),
         }
     }
 
@@ -221,6 +324,7 @@ impl CaseServers {
     pub(crate) fn redis_primary(&self) -> Option<SocketAddr> {
         match self {
             CaseServers::RedisPair { pair, .. } => Some(pair.primary().addr()),
+            CaseServers::RedisNode(n) => Some(n.addr()),
             _ => None,
         }
     }
@@ -304,17 +408,32 @@ impl CaseServers {
                     Instant::now(),
                 )
             }
-            CaseServers::RedisPair { .. } => {
-                return Err("a Redis pair has no leader election".into());
-            }
+            _ => return Err("these servers have no leader election".into()),
         };
         let elected = match self {
             CaseServers::Etcd(c) => c.wait_for_leader(LEADER_TIMEOUT),
             CaseServers::ZooKeeper(z) => z.wait_for_leader(LEADER_TIMEOUT),
-            CaseServers::RedisPair { .. } => None,
+            _ => None,
         };
         Ok((what, elected.map(|_| killed_at.elapsed())))
     }
+}
+
+/// `redis nodes 3,4 (127.0.0.1:P3, 127.0.0.1:P4)`.
+fn describe_nodes(all: &RedisNodes, nodes: &[usize]) -> String {
+    let indices: Vec<String> = nodes.iter().map(usize::to_string).collect();
+    let addrs: Vec<String> = nodes
+        .iter()
+        .map(|&i| all.node(i).addr().to_string())
+        .collect();
+    format!("redis nodes {} ({})", indices.join(","), addrs.join(", "))
+}
+
+fn redis_version(node: &RedisNode) -> String {
+    node.command(&["INFO", "server"])
+        .ok()
+        .and_then(|info| info_field(&info, "redis_version").map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// Waits until the replica's link to `port` is up and it has caught up with the primary.

@@ -93,32 +93,6 @@ impl TaskDistribution {
         Self::from_parts(parts)
     }
 
-    /// A constant duration.
-    #[cfg(test)]
-    pub(crate) fn constant(d: Duration) -> Self {
-        TaskDistribution {
-            parts: vec![(100.0, Shape::Constant(d))],
-            cumulative: vec![1.0],
-            samplers: vec![Sampler::Constant(as_ns(d))],
-        }
-    }
-
-    /// The longest duration it can produce (the cap for unbounded shapes).
-    #[cfg(test)]
-    pub(crate) fn max(&self) -> Duration {
-        self.parts
-            .iter()
-            .map(|(_, shape)| match shape {
-                Shape::Constant(d) => *d,
-                Shape::Uniform(_, high) => *high,
-                Shape::Exponential(_) | Shape::LogNormal(..) => {
-                    Duration::from_nanos(SAMPLE_CAP_NS as u64)
-                }
-            })
-            .max()
-            .unwrap_or_default()
-    }
-
     fn from_parts(parts: Vec<(f64, Shape)>) -> Result<Self, String> {
         let mut cumulative = Vec::with_capacity(parts.len());
         let mut samplers = Vec::with_capacity(parts.len());

@@ -15,6 +15,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use lockbench_servers::Durability;
 use serde::Deserialize;
 
 use crate::backends::ServerKind;
@@ -46,6 +47,12 @@ pub struct FaultFile {
     pub quota: Option<String>,
     /// Quota period (`cgroup_quota`).
     pub period: Option<String>,
+    /// Redlock node indices, comma-separated (`node_kill`, `node_restart`, `clock_jump`).
+    pub nodes: Option<String>,
+    /// How many times as fast the node's wall clock runs (`clock_jump`, default 10).
+    pub rate: Option<u32>,
+    /// What the server keeps across a restart: `none` or `aof-always` (`server_restart`).
+    pub durability: Option<String>,
 }
 
 /// What is injected.
@@ -77,11 +84,22 @@ pub(crate) enum FaultKind {
     Failover,
     /// Kill the leader of the 3-member etcd cluster or ZooKeeper ensemble.
     LeaderKill,
+    /// SIGKILL Redlock nodes (`nodes`); restart them after `duration` if given (their data dir kept:
+    /// without persistence they come back empty).
+    NodeKill,
+    /// Kill Redlock nodes and start them again at once, without persistence: they come back empty.
+    NodeRestart,
+    /// Run one Redlock node's wall clock `rate` times as fast (libfaketime) for the whole case: its
+    /// keys expire early.
+    ClockJump,
+    /// Kill the Redis server and restart it on its data dir, with or without durable persistence
+    /// (`durability`).
+    ServerRestart,
 }
 
 impl FaultKind {
     /// Every kind, in listing order.
-    pub(crate) const ALL: [FaultKind; 13] = [
+    pub(crate) const ALL: [FaultKind; 17] = [
         FaultKind::PauseWorker,
         FaultKind::CrashWorker,
         FaultKind::StarveWorker,
@@ -95,6 +113,10 @@ impl FaultKind {
         FaultKind::ProxyReset,
         FaultKind::Failover,
         FaultKind::LeaderKill,
+        FaultKind::NodeKill,
+        FaultKind::NodeRestart,
+        FaultKind::ClockJump,
+        FaultKind::ServerRestart,
     ];
 
     /// The name in scenario files and results.
@@ -113,6 +135,10 @@ impl FaultKind {
             FaultKind::ProxyReset => "proxy_reset",
             FaultKind::Failover => "failover",
             FaultKind::LeaderKill => "leader_kill",
+            FaultKind::NodeKill => "node_kill",
+            FaultKind::NodeRestart => "node_restart",
+            FaultKind::ClockJump => "clock_jump",
+            FaultKind::ServerRestart => "server_restart",
         }
     }
 
@@ -141,7 +167,11 @@ impl FaultKind {
             | FaultKind::ClientPause
             | FaultKind::PubsubKill
             | FaultKind::Failover
-            | FaultKind::LeaderKill => FaultScope::Server,
+            | FaultKind::LeaderKill
+            | FaultKind::NodeKill
+            | FaultKind::NodeRestart
+            | FaultKind::ClockJump
+            | FaultKind::ServerRestart => FaultScope::Server,
         }
     }
 
@@ -160,6 +190,10 @@ impl FaultKind {
             FaultKind::ProxyDelay => &["duration", "delay", "direction"],
             FaultKind::ProxyBlackhole => &["duration", "direction"],
             FaultKind::Failover => &["replication_lag"],
+            FaultKind::NodeKill => &["duration", "nodes"],
+            FaultKind::NodeRestart => &["nodes"],
+            FaultKind::ClockJump => &["nodes", "rate"],
+            FaultKind::ServerRestart => &["durability"],
         }
     }
 
@@ -174,6 +208,7 @@ impl FaultKind {
             | FaultKind::CgroupQuota
             | FaultKind::ProxyBlackhole => &["duration"],
             FaultKind::ProxyDelay => &["duration", "delay"],
+            FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => &["nodes"],
             _ => &[],
         }
     }
@@ -308,6 +343,49 @@ pub(crate) struct FaultSpec {
     pub quota: Duration,
     /// Quota period (`cgroup_quota`).
     pub period: Duration,
+    /// Redlock node indices (`node_kill`, `node_restart`, `clock_jump`).
+    pub nodes: Vec<usize>,
+    /// Clock rate (`clock_jump`).
+    pub rate: u32,
+    /// What survives a restart (`server_restart`).
+    pub durability: Durability,
+}
+
+/// How many nodes a Redlock case starts for itself.
+pub(crate) const REDLOCK_NODES: usize = lockbench_servers::RedisNodes::DEFAULT_COUNT;
+
+fn parse_nodes(text: &str) -> Result<Vec<usize>, String> {
+    let nodes = text
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|i| *i < REDLOCK_NODES)
+                .ok_or_else(|| {
+                    format!(
+                        "expected node indices 0..{} separated by commas, got {text:?}",
+                        REDLOCK_NODES - 1
+                    )
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(nodes)
+}
+
+fn parse_durability(text: &str) -> Result<Durability, String> {
+    match text.trim().replace('_', "-").as_str() {
+        "none" => Ok(Durability::None),
+        "aof-always" => Ok(Durability::AofAlways),
+        other => Err(format!("expected none or aof-always, got {other:?}")),
+    }
+}
+
+fn durability_name(d: Durability) -> &'static str {
+    match d {
+        Durability::None => "none",
+        Durability::AofAlways => "aof-always",
+    }
 }
 
 const MAX_HOG_THREADS: u32 = 256;
@@ -321,7 +399,7 @@ impl FaultSpec {
             .ok_or("kind: missing (e.g. kind = \"pause_worker\")")?
             .parse()
             .map_err(|e| format!("kind: {e}"))?;
-        let given: [(&str, bool); 8] = [
+        let given: [(&str, bool); 11] = [
             ("duration", file.duration.is_some()),
             ("every", file.every.is_some()),
             ("delay", file.delay.is_some()),
@@ -330,6 +408,9 @@ impl FaultSpec {
             ("threads", file.threads.is_some()),
             ("quota", file.quota.is_some()),
             ("period", file.period.is_some()),
+            ("nodes", file.nodes.is_some()),
+            ("rate", file.rate.is_some()),
+            ("durability", file.durability.is_some()),
         ];
         for (name, set) in given {
             if set && !kind.allowed().contains(&name) {
@@ -398,6 +479,27 @@ impl FaultSpec {
                 format_duration(quota)
             ));
         }
+        let nodes = file
+            .nodes
+            .as_deref()
+            .map(parse_nodes)
+            .transpose()
+            .map_err(|e| format!("nodes: {e}"))?
+            .unwrap_or_default();
+        if kind == FaultKind::ClockJump && nodes.len() != 1 {
+            return Err("nodes: clock_jump takes one node".into());
+        }
+        let rate = file.rate.unwrap_or(10);
+        if !(2..=1000).contains(&rate) {
+            return Err(format!("rate: must be 2..=1000, got {rate}"));
+        }
+        let durability = file
+            .durability
+            .as_deref()
+            .map(parse_durability)
+            .transpose()
+            .map_err(|e| format!("durability: {e}"))?
+            .unwrap_or_default();
         Ok(FaultSpec {
             kind,
             at,
@@ -417,6 +519,9 @@ impl FaultSpec {
             threads,
             quota,
             period,
+            nodes,
+            rate,
+            durability,
         })
     }
 
@@ -445,9 +550,27 @@ impl FaultSpec {
                 out.push(("quota_ms", ms(self.quota)));
                 out.push(("period_ms", ms(self.period)));
             }
+            FaultKind::NodeKill | FaultKind::NodeRestart => {
+                out.push(("nodes", self.nodes_text().into()))
+            }
+            FaultKind::ClockJump => {
+                out.push(("nodes", self.nodes_text().into()));
+                out.push(("rate", self.rate.into()));
+            }
+            FaultKind::ServerRestart => {
+                out.push(("durability", durability_name(self.durability).into()));
+            }
             _ => {}
         }
         out
+    }
+}
+
+impl FaultSpec {
+    /// The node indices as written (`3,4`).
+    pub(crate) fn nodes_text(&self) -> String {
+        let nodes: Vec<String> = self.nodes.iter().map(usize::to_string).collect();
+        nodes.join(",")
     }
 }
 
@@ -481,7 +604,10 @@ impl fmt::Display for FaultSpec {
         put("replication_lag", format_duration(self.replication_lag))?;
         put("threads", self.threads.to_string())?;
         put("quota", format_duration(self.quota))?;
-        put("period", format_duration(self.period))
+        put("period", format_duration(self.period))?;
+        put("nodes", self.nodes_text())?;
+        put("rate", self.rate.to_string())?;
+        put("durability", durability_name(self.durability).to_owned())
     }
 }
 
@@ -511,6 +637,16 @@ pub(crate) fn parse_fault_text(text: &str) -> Result<FaultFile, String> {
             "replication_lag" => &mut file.replication_lag,
             "quota" => &mut file.quota,
             "period" => &mut file.period,
+            "nodes" => &mut file.nodes,
+            "durability" => &mut file.durability,
+            "rate" => {
+                file.rate = Some(
+                    value
+                        .parse()
+                        .map_err(|_| format!("rate: expected a number, got {value:?}"))?,
+                );
+                continue;
+            }
             "threads" => {
                 file.threads = Some(
                     value
@@ -536,13 +672,34 @@ pub(crate) fn needs_proxies(kind: FaultKind) -> bool {
     kind.scope() == FaultScope::Network || kind == FaultKind::Failover
 }
 
-/// The servers of `kind` a case must start for itself (a fault destroys them), if any.
-pub(crate) fn own_topology(kind: FaultKind) -> Option<Topology> {
-    match kind {
+/// The servers a fault must have a case start for itself (it destroys them or needs them set up
+/// its way), if any.
+pub(crate) fn own_topology(spec: &FaultSpec) -> Option<Topology> {
+    match spec.kind {
         FaultKind::Failover => Some(Topology::RedisPair),
         FaultKind::LeaderKill => Some(Topology::Cluster),
+        FaultKind::NodeKill | FaultKind::NodeRestart => {
+            Some(Topology::RedisNodes { fake_clock: None })
+        }
+        FaultKind::ClockJump => Some(Topology::RedisNodes {
+            fake_clock: spec.nodes.first().map(|n| (*n, spec.rate)),
+        }),
+        FaultKind::ServerRestart => Some(Topology::RedisNode(spec.durability)),
         _ => None,
     }
+}
+
+/// The servers a case with `specs` starts for itself: the first fault's topology, with the fake
+/// clock of a `clock_jump` merged into Redlock nodes.
+pub(crate) fn case_topology(specs: &[FaultSpec]) -> Option<Topology> {
+    let mut topology = specs.iter().find_map(own_topology)?;
+    if let Topology::RedisNodes { fake_clock } = &mut topology {
+        *fake_clock = specs.iter().filter_map(own_topology).find_map(|t| match t {
+            Topology::RedisNodes { fake_clock } => fake_clock,
+            _ => None,
+        });
+    }
+    Some(topology)
 }
 
 /// A server set-up a case starts for itself.
@@ -552,6 +709,14 @@ pub(crate) enum Topology {
     RedisPair,
     /// A 3-member etcd cluster or 3-node ZooKeeper ensemble (whichever the strategy uses).
     Cluster,
+    /// Redlock's 5 independent Redis nodes, optionally one (index) with a wall clock running
+    /// `rate` times as fast.
+    RedisNodes {
+        /// `(node, rate)`.
+        fake_clock: Option<(usize, u32)>,
+    },
+    /// One restartable Redis server with this durability.
+    RedisNode(Durability),
 }
 
 impl Topology {
@@ -560,6 +725,8 @@ impl Topology {
         match self {
             Topology::RedisPair => &[ServerKind::Redis],
             Topology::Cluster => &[ServerKind::Etcd, ServerKind::ZooKeeper],
+            Topology::RedisNodes { .. } => &[ServerKind::RedisNodes],
+            Topology::RedisNode(_) => &[ServerKind::Redis],
         }
     }
 }
@@ -593,6 +760,51 @@ mod tests {
                 .iter()
                 .any(|(n, v)| *n == "delay_ms" && v.as_f64() == Some(200.0))
         );
+    }
+
+    #[test]
+    fn node_and_restart_faults_round_trip() {
+        for text in [
+            "node_kill at=1s nodes=3,4 duration=2s",
+            "node_restart at=1200ms nodes=2",
+            "clock_jump nodes=2 rate=10",
+            "server_restart at=1s durability=aof-always",
+        ] {
+            let f = resolve(text).expect(text);
+            assert_eq!(f.target, Target::Server, "{text}");
+            assert_eq!(resolve(&f.to_string()), Ok(f.clone()), "{text}");
+        }
+        let jump = resolve("clock_jump nodes=2 rate=10").expect("valid");
+        assert_eq!(
+            own_topology(&jump),
+            Some(Topology::RedisNodes {
+                fake_clock: Some((2, 10))
+            })
+        );
+        let restart = resolve("node_restart nodes=3,4").expect("valid");
+        assert_eq!(
+            case_topology(&[restart, jump]),
+            Some(Topology::RedisNodes {
+                fake_clock: Some((2, 10))
+            })
+        );
+        let durable = resolve("server_restart durability=aof_always").expect("valid");
+        assert_eq!(durable.durability, Durability::AofAlways);
+        assert_eq!(
+            own_topology(&durable),
+            Some(Topology::RedisNode(Durability::AofAlways))
+        );
+        for (text, needle) in [
+            ("node_kill at=1s", "nodes: missing"),
+            ("node_restart nodes=5", "nodes: expected node indices 0..4"),
+            ("clock_jump nodes=1,2", "nodes: clock_jump takes one node"),
+            ("clock_jump nodes=1 rate=1", "rate: must be"),
+            ("server_restart durability=fast", "durability: expected"),
+            ("server_restart nodes=1", "nodes: does not apply"),
+        ] {
+            let err = resolve(text).expect_err(text);
+            assert!(err.contains(needle), "{text}: {err}");
+        }
     }
 
     #[test]

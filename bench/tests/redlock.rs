@@ -1,0 +1,91 @@
+//! Redlock and durable fencing on real servers (issue 15): a short Redlock fault scenario end to end
+//! on 5 independent redis-servers, the scenario's applicability to other strategies, and a Redis
+//! restart with and without `appendfsync always` (token regressions counted, or none).
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use lockbench_reports::Results;
+use lockbench_reports::model::{CaseResult, CaseStatus, Verdict};
+
+/// Runs `lockbench run --scenario <scenario> <args>`, asserts it succeeded, returns the results.
+fn run(scenario: &str, args: &[&str]) -> Results {
+    let dir = tempfile::tempdir().unwrap();
+    let mut full = vec![
+        "run",
+        "--scenario",
+        scenario,
+        "--no-progress",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ];
+    full.extend_from_slice(args);
+    let out = support::run(&full);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "lockbench {}: {}",
+        full.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    support::read_results(dir.path())
+}
+
+fn case<'a>(results: &'a Results, strategy: &str) -> &'a CaseResult {
+    results
+        .cases
+        .iter()
+        .find(|c| c.strategy == strategy)
+        .unwrap_or_else(|| panic!("no {strategy} case"))
+}
+
+#[test]
+fn killing_a_minority_of_redlock_nodes_stays_safe_and_skips_other_strategies() {
+    let results = run(
+        "redlock-kill-minority",
+        &[
+            "--strategies",
+            "redlock,redis-watchdog",
+            "--duration",
+            "2500ms",
+        ],
+    );
+    let redlock = case(&results, "redlock");
+    assert_eq!(redlock.status, CaseStatus::Complete, "{:?}", redlock.error);
+    assert_eq!(redlock.safety.verdict, Verdict::Safe);
+    assert!(redlock.operations.completed > 0);
+    assert_eq!(redlock.faults.len(), 1, "{:?}", redlock.faults);
+    let w = &redlock.faults[0];
+    assert_eq!((w.kind.as_str(), w.note.as_deref()), ("node_kill", None));
+    assert!(w.target.contains("nodes 0,1"), "{}", w.target);
+    // Named explicitly, a strategy the faults do not apply to is a skipped case with the reason.
+    let other = case(&results, "redis-watchdog");
+    assert_eq!(other.status, CaseStatus::Skipped);
+    let why = other.error.as_deref().unwrap_or_default();
+    assert!(why.contains("independent Redis nodes"), "{why}");
+}
+
+#[test]
+fn a_restart_without_persistence_regresses_fencing_tokens_and_fsync_keeps_them() {
+    let plain = run("server-restart", &["--strategies", "redis-watchdog"]);
+    let c = case(&plain, "redis-watchdog");
+    assert_eq!(c.status, CaseStatus::Complete, "{:?}", c.error);
+    assert_eq!(c.faults.len(), 2, "{:?}", c.faults);
+    assert!(c.faults.iter().all(|w| w.note.is_none()), "{:?}", c.faults);
+    let regressions = c.safety.fencing.token_regressions.unwrap();
+    assert!(
+        regressions > 0,
+        "no token regression after a restart without persistence"
+    );
+    assert!(
+        c.operations.completed > 0,
+        "the workers did not survive the restart"
+    );
+
+    let durable = run("server-restart-fsync", &["--strategies", "redis-watchdog"]);
+    let c = case(&durable, "redis-watchdog");
+    assert_eq!(c.status, CaseStatus::Complete, "{:?}", c.error);
+    assert_eq!(c.safety.fencing.token_regressions, Some(0));
+    assert_eq!(c.safety.verdict, Verdict::Safe);
+}
