@@ -208,6 +208,7 @@ impl RunArgs {
             progress: !self.no_progress,
             trials: 0,
             progress_title: None,
+            settle_early: false,
         }
     }
 }

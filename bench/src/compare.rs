@@ -190,7 +190,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
         .clone()
         .unwrap_or_else(|| output::default_dir("compare", &started_at));
     let out_dir = output::prepare_dir(&out_dir)?;
-    let plan: Vec<PlannedScenario> = suite::plan(args.quick, &list, trials)
+    let plan: Vec<PlannedScenario> = suite::plan(args.quick, &list, trials, !args.thorough)
         .into_iter()
         .filter(|p| suite.iter().any(|(e, _)| e.scenario == p.scenario))
         .collect();
@@ -265,6 +265,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             progress: args.progress,
             trials,
             progress_title: Some(format!("{title} ETA {}", minutes(left))),
+            settle_early: !args.thorough,
         };
         match run::run(request).await {
             Ok(outcome) => {

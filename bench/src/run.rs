@@ -4,7 +4,9 @@
 
 use std::path::PathBuf;
 
-use lockbench_reports::model::{CaseStatus, Results, SCHEMA_VERSION, Scenario};
+use lockbench_reports::model::{
+    CaseResult, CaseStatus, Expectation, Results, SCHEMA_VERSION, Scenario, Verdict, expected_in,
+};
 
 use crate::backends::{Backends, GivenAddresses, ServerKind};
 use crate::clock::{MonoClock, now_rfc3339};
@@ -45,6 +47,9 @@ pub struct RunRequest {
     /// Shown before each case on the progress bar (`compare`: the scenario and the suite's ETA);
     /// the trial is added when there are several.
     pub progress_title: Option<String>,
+    /// Stop a case's trials at the first one that shows a violation theory predicted ([`settles`]);
+    /// `false` runs every trial.
+    pub settle_early: bool,
 }
 
 /// What a finished run produced.
@@ -187,6 +192,9 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
             {
                 break;
             }
+            if args.settle_early && pooled.last().is_some_and(|(_, c)| settles(&workload, c)) {
+                break;
+            }
         }
         let case = if args.trials == 0 {
             pooled.pop().map(|(_, c)| c)
@@ -251,6 +259,15 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
         path: written?,
         interrupted,
     })
+}
+
+/// Whether a trial settles its case: it was violated and the scenario's `[expect]` table predicts
+/// a violation. One violation makes the case VIOLATED whatever later trials show, so more trials
+/// would only narrow the violation rate; a case that held, or whose outcome theory leaves open, runs
+/// every trial, because only repetition shows how often it breaks.
+pub(crate) fn settles(workload: &Workload, case: &CaseResult) -> bool {
+    case.safety.verdict == Verdict::Violated
+        && expected_in(&workload.expect, &case.strategy, &case.lease) == Some(Expectation::Violated)
 }
 
 /// The progress bar's title of one trial: `TITLE trial 2/3`.

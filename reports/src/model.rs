@@ -134,11 +134,21 @@ impl Scenario {
     /// What theory predicts for `strategy` under `lease` (`watchdog`, `fixed:1s`): the entry for the
     /// strategy id, else for the lease kind, else `default`; `None` when the scenario says nothing.
     pub fn expected(&self, strategy: &str, lease: &str) -> Option<Expectation> {
-        let kind = lease.split(':').next().unwrap_or(lease);
-        [strategy, kind, "default"]
-            .into_iter()
-            .find_map(|k| self.expect.get(k).copied())
+        expected_in(&self.expect, strategy, lease)
     }
+}
+
+/// The lookup of [`Scenario::expected`] in an `[expect]` table: the entry for the strategy id, else
+/// for the lease kind, else `default`.
+pub fn expected_in(
+    expect: &BTreeMap<String, Expectation>,
+    strategy: &str,
+    lease: &str,
+) -> Option<Expectation> {
+    let kind = lease.split(':').next().unwrap_or(lease);
+    [strategy, kind, "default"]
+        .into_iter()
+        .find_map(|k| expect.get(k).copied())
 }
 
 /// The resolved workload (see `lockbench run --help` for the meaning of each field).
