@@ -1,5 +1,5 @@
-//! One monotonic clock for every worker, in-process or not: `CLOCK_MONOTONIC` as nanoseconds; and the
-//! one wall-clock timestamp results record ([`now_rfc3339`]).
+//! One monotonic clock for every worker, in-process or not: `CLOCK_MONOTONIC` as nanoseconds. (The
+//! wall-clock timestamp results record is `lockbench_reports::format::now_rfc3339`, re-exported here.)
 //!
 //! Rust's `Instant` is `CLOCK_MONOTONIC` on Linux but opaque; worker processes and lock events need
 //! plain numbers that compare across processes of one machine. [`MonoClock`] maps an `Instant` to
@@ -7,11 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-/// The wall-clock time now, RFC 3339 UTC to the second (`2025-01-01T00:00:00Z`): what results files
-/// record as their start and end.
-pub(crate) fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
-}
+pub(crate) use lockbench_reports::format::now_rfc3339;
 
 /// Reads `CLOCK_MONOTONIC` in nanoseconds (the same clock in every process of the machine).
 pub(crate) fn mono_now_ns() -> u64 {

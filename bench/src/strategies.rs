@@ -343,7 +343,7 @@ macro_rules! connect_peer {
             let spec = catalog::find($id)
                 .ok_or_else(|| LockError::Config(format!("no reference adapter {:?}", $id)))?;
             let servers = peer_servers(endpoints, spec.backend)?;
-            PeerLocker::start(spec.config(servers, renewal.ttl)?, events).await?
+            PeerLocker::start(spec.config(servers, renewal)?, events).await?
         })
     };
 }

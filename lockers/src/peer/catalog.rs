@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::error::LockError;
 use crate::locker::Capabilities;
 use crate::peer::{PeerCommand, PeerConfig};
+use crate::settings::Renewal;
 
 /// The command that installs every peer's runtime.
 pub const INSTALL: &str = "bash docker/install-deps.sh --with-peers";
@@ -194,17 +195,13 @@ pub fn adapters_dir() -> PathBuf {
 
 impl PeerSpec {
     /// A client config for this adapter from [`adapters_dir`], talking to `servers`, with
-    /// `watchdog_timeout` as its watchdog TTL (and, for ZooKeeper peers, as the session timeout asked for,
+    /// `renewal.ttl` as its watchdog TTL (and, for ZooKeeper peers, as the session timeout asked for,
     /// since the session is their lease).
-    pub fn config(
-        &self,
-        servers: Vec<String>,
-        watchdog_timeout: Duration,
-    ) -> Result<PeerConfig, LockError> {
+    pub fn config(&self, servers: Vec<String>, renewal: Renewal) -> Result<PeerConfig, LockError> {
         let mut config = PeerConfig::new(self.id, self.command(&adapters_dir())?, servers);
-        config.watchdog_timeout = watchdog_timeout;
+        config.renewal = renewal;
         if self.backend == PeerBackend::ZooKeeper {
-            let ms = watchdog_timeout.as_millis().to_string();
+            let ms = renewal.ttl.as_millis().to_string();
             config.settings.push(("session_timeout_ms".into(), ms));
         }
         Ok(config)

@@ -32,6 +32,7 @@ use crate::error::LockError;
 use crate::event::{Events, LockEvent};
 use crate::lease::{AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, OwnerId};
 use crate::locker::{Capabilities, Locker};
+use crate::settings::Renewal;
 pub use process::PeerCommand;
 use process::{AcquireWait, Adapter, ChildGuard};
 
@@ -50,8 +51,9 @@ pub struct PeerConfig {
     pub servers: Vec<String>,
     /// Further adapter settings, passed in `hello`'s `config` as strings.
     pub settings: Vec<(String, String)>,
-    /// The TTL of a watchdog lease, sent with each watchdog acquire (default 30 s).
-    pub watchdog_timeout: Duration,
+    /// The TTL of a watchdog lease (`renewal.ttl`, default 30 s), sent with each watchdog acquire. The
+    /// library renews on its own schedule, so `renewal.ratio` is not sent.
+    pub renewal: Renewal,
     /// How long any request may go unanswered (beyond an acquire's wait) before the adapter is declared
     /// hung (default 5 s).
     pub request_timeout: Duration,
@@ -70,7 +72,7 @@ impl PeerConfig {
             command,
             servers,
             settings: Vec::new(),
-            watchdog_timeout: Duration::from_secs(30),
+            renewal: Renewal::default(),
             request_timeout: Duration::from_secs(5),
             start_timeout: Duration::from_secs(30),
             log_dir: None,
@@ -133,9 +135,10 @@ impl PeerLocker {
     /// Starts the adapter, checks its `hello` and syncs clocks. A missing runtime is a `Config` error
     /// naming the install command.
     pub async fn start(config: PeerConfig, events: Events) -> Result<Self, LockError> {
-        if config.watchdog_timeout.is_zero() || config.request_timeout.is_zero() {
+        config.renewal.validate()?;
+        if config.request_timeout.is_zero() {
             return Err(LockError::Config(format!(
-                "peer {}: watchdog_timeout and request_timeout must be > 0",
+                "peer {}: request_timeout must be > 0",
                 config.id
             )));
         }
@@ -197,7 +200,7 @@ impl PeerLocker {
             child: Mutex::new(Some(child)),
             capabilities,
             info,
-            watchdog_timeout: config.watchdog_timeout,
+            watchdog_timeout: config.renewal.ttl,
             events,
         })
     }
