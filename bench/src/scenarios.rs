@@ -81,6 +81,11 @@ pub(crate) const PRESETS: &[Preset] = &[
         name: "leader-loss",
         toml: include_str!("../scenarios/leader-loss.toml"),
     },
+    // Failures Redisson users reported (issue 14; each file cites the issues).
+    Preset {
+        name: "renewal-error",
+        toml: include_str!("../scenarios/renewal-error.toml"),
+    },
 ];
 
 impl Preset {

@@ -75,6 +75,10 @@ pub struct EndpointAddrs {
     pub etcd: Vec<String>,
     /// ZooKeeper connect string (`127.0.0.1:PORT`).
     pub zookeeper: Option<String>,
+    /// Whether the Redis primary has a replica (the failover topology): Redisson's rows then run in a
+    /// replicated mode and `WAIT` after lock writes.
+    #[serde(default)]
+    pub redis_replicated: bool,
 }
 
 #[derive(Debug)]
@@ -189,6 +193,7 @@ impl Backends {
                 .map(|a| a.split(',').map(str::to_owned).collect())
                 .unwrap_or_default(),
             zookeeper: address(ServerKind::ZooKeeper),
+            redis_replicated: false,
         }
     }
 

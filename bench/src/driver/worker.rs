@@ -131,6 +131,11 @@ pub(crate) struct Worker {
     pub locker: Arc<dyn Locker>,
     /// Whether to send fencing tokens to the resource.
     pub fencing: bool,
+    /// Whether the strategy signals a lost lease (`Capabilities::lost_signal`). Without it the holder
+    /// works on as `OnLost::Ignore` whatever the plan says: the library tells its user nothing (a
+    /// Redisson task runs to its end), and the `lost()` such a row resolves at the local deadline is
+    /// lockbench's addition, which must not save it.
+    pub lost_signal: bool,
     /// The case's plan.
     pub plan: Arc<ReadyPlan>,
     /// The protected resource.
@@ -180,6 +185,11 @@ impl Worker {
         let mut lease_seq = 0u64;
         let mut first = true;
         let mut cycle_top = self.clock.now();
+        let on_lost = if self.lost_signal {
+            self.plan.on_lost
+        } else {
+            OnLost::Ignore
+        };
         while !self.stop.is_set() {
             let mut intended = None;
             let mut wait = None;
@@ -251,7 +261,7 @@ impl Worker {
                             let mut outcome = Outcome::Done;
                             if !task.is_zero() {
                                 let work_start = self.clock.now();
-                                outcome = match self.plan.on_lost {
+                                outcome = match on_lost {
                                     OnLost::Abort => {
                                         let lost = lease.lost();
                                         tokio::select! {
@@ -270,7 +280,7 @@ impl Worker {
                                 idle_ns += self.clock.now() - work_start;
                             }
                             if matches!(outcome, Outcome::Done)
-                                && self.plan.on_lost == OnLost::Abort
+                                && on_lost == OnLost::Abort
                                 && !lease.is_held()
                             {
                                 outcome = Outcome::Lost(self.clock.now());

@@ -34,6 +34,9 @@ pub struct FaultFile {
     pub target: Option<String>,
     /// Repeat period of an instantaneous fault (`pubsub_kill`, `proxy_reset`) during `duration`.
     pub every: Option<String>,
+    /// Network faults on the `holder`: start this long after the holder's acquire instead of at it
+    /// (aims the fault at a renewal: e.g. 0.7 of the renewal period).
+    pub after_acquire: Option<String>,
     /// Added latency (`proxy_delay`).
     pub delay: Option<String>,
     /// `upstream`, `downstream` or `both` (proxy faults).
@@ -156,9 +159,10 @@ impl FaultKind {
             FaultKind::CrashWorker | FaultKind::LeaderKill => &[],
             FaultKind::CpuHog => &["duration", "threads"],
             FaultKind::CgroupQuota => &["duration", "quota", "period"],
-            FaultKind::PubsubKill | FaultKind::ProxyReset => &["duration", "every"],
-            FaultKind::ProxyDelay => &["duration", "delay", "direction"],
-            FaultKind::ProxyBlackhole => &["duration", "direction"],
+            FaultKind::PubsubKill => &["duration", "every"],
+            FaultKind::ProxyReset => &["duration", "every", "after_acquire"],
+            FaultKind::ProxyDelay => &["duration", "delay", "direction", "after_acquire"],
+            FaultKind::ProxyBlackhole => &["duration", "direction", "after_acquire"],
             FaultKind::Failover => &["replication_lag"],
         }
     }
@@ -296,6 +300,8 @@ pub(crate) struct FaultSpec {
     pub duration: Option<Duration>,
     /// Repeat period (`pubsub_kill`, `proxy_reset`).
     pub every: Option<Duration>,
+    /// Network faults on the holder: the wait from its acquire to the fault.
+    pub after_acquire: Option<Duration>,
     /// Added latency (`proxy_delay`).
     pub delay: Duration,
     /// Proxy direction.
@@ -321,9 +327,10 @@ impl FaultSpec {
             .ok_or("kind: missing (e.g. kind = \"pause_worker\")")?
             .parse()
             .map_err(|e| format!("kind: {e}"))?;
-        let given: [(&str, bool); 8] = [
+        let given: [(&str, bool); 9] = [
             ("duration", file.duration.is_some()),
             ("every", file.every.is_some()),
+            ("after_acquire", file.after_acquire.is_some()),
             ("delay", file.delay.is_some()),
             ("direction", file.direction.is_some()),
             ("replication_lag", file.replication_lag.is_some()),
@@ -358,6 +365,7 @@ impl FaultSpec {
         if every.is_some() && length.is_none() {
             return Err(format!("every: needs a duration (how long {kind} repeats)"));
         }
+        let after_acquire = duration("after_acquire", &file.after_acquire)?;
         let target = match &file.target {
             Some(t) => parse_target(t).map_err(|e| format!("target: {e}"))?,
             None if kind.scope() == FaultScope::Server => Target::Server,
@@ -375,6 +383,11 @@ impl FaultSpec {
         };
         if !target_ok {
             return Err(format!("target: {target} does not apply to {kind}"));
+        }
+        if after_acquire.is_some() && target != Target::Holder {
+            return Err(format!(
+                "after_acquire: applies to target = \"holder\" only, not {target}"
+            ));
         }
         let threads = file.threads.unwrap_or(4);
         if threads == 0 || threads > MAX_HOG_THREADS {
@@ -404,6 +417,7 @@ impl FaultSpec {
             target,
             duration: length,
             every,
+            after_acquire,
             delay: positive("delay", duration("delay", &file.delay)?)?.unwrap_or_default(),
             direction: file
                 .direction
@@ -430,6 +444,9 @@ impl FaultSpec {
         }
         if let Some(every) = self.every {
             out.push(("every_ms", ms(every)));
+        }
+        if let Some(after) = self.after_acquire {
+            out.push(("after_acquire_ms", ms(after)));
         }
         match self.kind {
             FaultKind::ProxyDelay => {
@@ -474,6 +491,9 @@ impl fmt::Display for FaultSpec {
         if let Some(every) = self.every {
             put("every", format_duration(every))?;
         }
+        if let Some(after) = self.after_acquire {
+            put("after_acquire", format_duration(after))?;
+        }
         if self.kind == FaultKind::ProxyDelay {
             put("delay", format_duration(self.delay))?;
         }
@@ -506,6 +526,7 @@ pub(crate) fn parse_fault_text(text: &str) -> Result<FaultFile, String> {
             "duration" => &mut file.duration,
             "target" => &mut file.target,
             "every" => &mut file.every,
+            "after_acquire" => &mut file.after_acquire,
             "delay" => &mut file.delay,
             "direction" => &mut file.direction,
             "replication_lag" => &mut file.replication_lag,
