@@ -86,6 +86,10 @@ pub(crate) const PRESETS: &[Preset] = &[
         name: "renewal-error",
         toml: include_str!("../scenarios/renewal-error.toml"),
     },
+    Preset {
+        name: "busy-server",
+        toml: include_str!("../scenarios/busy-server.toml"),
+    },
 ];
 
 impl Preset {

@@ -34,8 +34,8 @@ pub struct FaultFile {
     pub target: Option<String>,
     /// Repeat period of an instantaneous fault (`pubsub_kill`, `proxy_reset`) during `duration`.
     pub every: Option<String>,
-    /// Network faults on the `holder`: start this long after the holder's acquire instead of at it
-    /// (aims the fault at a renewal: e.g. 0.7 of the renewal period).
+    /// Faults on the `holder` (network faults, `busy_script`): start this long after the holder's
+    /// acquire instead of at it (aims the fault at a renewal: e.g. 0.7 of the renewal period).
     pub after_acquire: Option<String>,
     /// Added latency (`proxy_delay`).
     pub delay: Option<String>,
@@ -70,6 +70,9 @@ pub(crate) enum FaultKind {
     ClientPause,
     /// Redis `CLIENT KILL TYPE pubsub`, once or `every` period during `duration`.
     PubsubKill,
+    /// A Lua script that keeps Redis busy for `duration`, with `busy-reply-threshold` lowered to
+    /// 100 ms so other commands get `BUSY` errors meanwhile (redisson#3332).
+    BusyScript,
     /// The TCP proxy delays the bytes of `direction` by `delay` for `duration`.
     ProxyDelay,
     /// The TCP proxy drops the bytes of `direction` for `duration` (a partition).
@@ -84,7 +87,7 @@ pub(crate) enum FaultKind {
 
 impl FaultKind {
     /// Every kind, in listing order.
-    pub(crate) const ALL: [FaultKind; 13] = [
+    pub(crate) const ALL: [FaultKind; 14] = [
         FaultKind::PauseWorker,
         FaultKind::CrashWorker,
         FaultKind::StarveWorker,
@@ -93,6 +96,7 @@ impl FaultKind {
         FaultKind::PauseServer,
         FaultKind::ClientPause,
         FaultKind::PubsubKill,
+        FaultKind::BusyScript,
         FaultKind::ProxyDelay,
         FaultKind::ProxyBlackhole,
         FaultKind::ProxyReset,
@@ -111,6 +115,7 @@ impl FaultKind {
             FaultKind::PauseServer => "pause_server",
             FaultKind::ClientPause => "client_pause",
             FaultKind::PubsubKill => "pubsub_kill",
+            FaultKind::BusyScript => "busy_script",
             FaultKind::ProxyDelay => "proxy_delay",
             FaultKind::ProxyBlackhole => "proxy_blackhole",
             FaultKind::ProxyReset => "proxy_reset",
@@ -143,6 +148,7 @@ impl FaultKind {
             FaultKind::PauseServer
             | FaultKind::ClientPause
             | FaultKind::PubsubKill
+            | FaultKind::BusyScript
             | FaultKind::Failover
             | FaultKind::LeaderKill => FaultScope::Server,
         }
@@ -160,6 +166,7 @@ impl FaultKind {
             FaultKind::CpuHog => &["duration", "threads"],
             FaultKind::CgroupQuota => &["duration", "quota", "period"],
             FaultKind::PubsubKill => &["duration", "every"],
+            FaultKind::BusyScript => &["duration", "after_acquire"],
             FaultKind::ProxyReset => &["duration", "every", "after_acquire"],
             FaultKind::ProxyDelay => &["duration", "delay", "direction", "after_acquire"],
             FaultKind::ProxyBlackhole => &["duration", "direction", "after_acquire"],
@@ -176,6 +183,7 @@ impl FaultKind {
             | FaultKind::ClientPause
             | FaultKind::CpuHog
             | FaultKind::CgroupQuota
+            | FaultKind::BusyScript
             | FaultKind::ProxyBlackhole => &["duration"],
             FaultKind::ProxyDelay => &["duration", "delay"],
             _ => &[],
@@ -300,7 +308,7 @@ pub(crate) struct FaultSpec {
     pub duration: Option<Duration>,
     /// Repeat period (`pubsub_kill`, `proxy_reset`).
     pub every: Option<Duration>,
-    /// Network faults on the holder: the wait from its acquire to the fault.
+    /// Faults on the holder (network faults, `busy_script`): the wait from its acquire to the fault.
     pub after_acquire: Option<Duration>,
     /// Added latency (`proxy_delay`).
     pub delay: Duration,
@@ -378,7 +386,8 @@ impl FaultSpec {
             // least replicated write).
             FaultScope::Server => {
                 target == Target::Server
-                    || (kind == FaultKind::Failover && target == Target::Holder)
+                    || (matches!(kind, FaultKind::Failover | FaultKind::BusyScript)
+                        && target == Target::Holder)
             }
         };
         if !target_ok {
