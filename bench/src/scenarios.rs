@@ -90,6 +90,14 @@ pub(crate) const PRESETS: &[Preset] = &[
         name: "busy-server",
         toml: include_str!("../scenarios/busy-server.toml"),
     },
+    Preset {
+        name: "orphaned-holder",
+        toml: include_str!("../scenarios/orphaned-holder.toml"),
+    },
+    Preset {
+        name: "renewal-after-unlock",
+        toml: include_str!("../scenarios/renewal-after-unlock.toml"),
+    },
 ];
 
 impl Preset {

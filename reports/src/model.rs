@@ -143,6 +143,10 @@ pub struct Workload {
     /// target=holder duration=2s`); missing in files written before faults existed.
     #[serde(default)]
     pub faults: Vec<String>,
+    /// Client 0's first task ending this long after the case start ends without releasing or
+    /// dropping its lease (an orphaned holder); missing when no task is orphaned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orphan_after_ms: Option<f64>,
 }
 
 /// The machine, the software and the servers.
@@ -239,6 +243,37 @@ pub struct CaseResult {
     /// did not run (missing in files written before samples existed).
     #[serde(default)]
     pub holder_sample: Option<HolderSample>,
+    /// Orphaned holds (the workload's `orphan_after`): how long each left its lock unavailable;
+    /// missing when no task was orphaned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orphans: Option<Orphans>,
+    /// Renew calls the server ran on lock keys after their release, counted from `MONITOR` (the
+    /// renewal-after-unlock check, redisson#7272); missing when the case did not count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_after_unlock: Option<RenewAfterUnlock>,
+}
+
+/// Orphaned holds: tasks that ended without releasing or dropping their lease while the process lived.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Orphans {
+    /// Orphaned holds.
+    pub holds: u64,
+    /// Per orphan: from its task's end until another client acquired the key, capped at the end
+    /// of the case when nobody did.
+    pub unavailable_ms: Vec<f64>,
+    /// Of those, how many were still unavailable when the case ended (the figure is then the cap).
+    pub capped: u64,
+}
+
+/// Renew calls after unlock, as the server saw them (`MONITOR`, scripts recognised by their SHA).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RenewAfterUnlock {
+    /// Top-level renew calls the server ran.
+    pub renew_calls: u64,
+    /// Lock keys named by a renew call after the release of that key's last hold.
+    pub on_released_keys: u64,
+    /// Releases the server ran.
+    pub releases: u64,
 }
 
 /// One fault injected during a case. Times are relative to the start of the case, like

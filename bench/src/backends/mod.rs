@@ -3,6 +3,7 @@
 //! kills them, and a Ctrl-C handler can kill them all with `lockbench_servers::kill_all_servers`.
 
 pub mod address;
+pub mod monitor;
 pub mod stats;
 
 use std::collections::BTreeSet;

@@ -77,3 +77,4 @@ pub use redisson::Redisson;
 pub use redisson_config::{Generation, RedissonConfig, Topology};
 pub use redlock::Redlock;
 pub use redlock_config::{RedlockConfig, quorum, validity};
+pub use scripts::{ScriptRole, script_shas};
