@@ -13,8 +13,8 @@
 //!
 //! The suite is defined in one place, [`SUITE`]: a scenario is added by adding an entry (its preset
 //! name, its lengths in the default and the quick suite, and what a violation under it means). The
-//! default suite stays within about three minutes on a 2-core machine, the quick one within about a
-//! minute (a unit test checks the planned time).
+//! default suite stays within about seven minutes on a 2-core machine, the quick one within about a
+//! minute and ten seconds (a unit test checks the planned time).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -92,6 +92,30 @@ pub(crate) const SUITE: &[SuiteEntry] = &[
         default: Length::PRESET,
         quick: None,
         if_violated: "a paused holder comes back believing it holds the lock: only fencing tokens checked by the resource protect the data",
+    },
+    SuiteEntry {
+        scenario: "renewal-error",
+        default: Length::PRESET,
+        quick: None,
+        if_violated: "one failed renewal ended renewal for good and nobody told the holder (Redisson before 3.44): retry renewals until the lease's deadline and signal the loss",
+    },
+    SuiteEntry {
+        scenario: "busy-server",
+        default: Length::PRESET,
+        quick: None,
+        if_violated: "a BUSY answer to one renewal ended renewal for good (Redisson before 3.44): keep long scripts off the lock's Redis, retry renewals until the deadline",
+    },
+    SuiteEntry {
+        scenario: "orphaned-holder",
+        default: Length::PRESET,
+        quick: None,
+        if_violated: "an orphaned hold overlapped another holder: the lease ended while its task still believed it held the lock",
+    },
+    SuiteEntry {
+        scenario: "renewal-after-unlock",
+        default: Length::PRESET,
+        quick: None,
+        if_violated: "short watchdog cycles broke mutual exclusion: renewal and release race",
     },
 ];
 
@@ -245,10 +269,13 @@ mod tests {
     use crate::scenarios;
     use crate::workload::Workload;
 
-    /// The default suite's time budget (a unit test holds the planned time under it).
-    const DEFAULT_BUDGET: Duration = Duration::from_secs(180);
-    /// The quick suite's time budget.
-    const QUICK_BUDGET: Duration = Duration::from_secs(55);
+    /// The default suite's time budget (a unit test holds the planned time under it): the Redisson
+    /// rows and the four Redisson failure scenarios (issue 14) raised it from 3 to 7 minutes, within
+    /// DESIGN §7's 20 (the bound counts every strategy in every scenario; the Redis-only ones run on
+    /// fewer).
+    const DEFAULT_BUDGET: Duration = Duration::from_secs(420);
+    /// The quick suite's time budget (raised from 55 s by the two Redisson rows; DESIGN §7: 4 min).
+    const QUICK_BUDGET: Duration = Duration::from_secs(70);
 
     /// Upper bound of a suite's measured time: every case of every scenario at full length, for every
     /// strategy in `all`.

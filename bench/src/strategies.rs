@@ -14,9 +14,9 @@ use lockers::redis::{
     RedisGuardThread, RedisKeyspace, RedisWatchdog, Redisson, RedissonConfig, RenewalMode,
     Topology, WatchdogConfig,
 };
-use std::time::Duration;
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{Capabilities, Events, LockError, Locker, Renewal};
+use std::time::Duration;
 
 use crate::backends::{EndpointAddrs, ServerKind};
 
@@ -293,7 +293,11 @@ const CONNECT_REDIS_GUARD_THREAD: Connect = connect_with!(|endpoints, renewal, e
 /// retries; floors of 100 ms and 20 ms keep loopback hiccups from counting as outages). The retry
 /// budget is then about a fifth of the TTL, so a renewal error leaves the 3.44+ scheduler a tick before
 /// expiry, as Redisson's defaults do for a 30 s watchdog with a 1.5 s timeout.
-fn redisson_config(endpoints: &Endpoints, renewal: Renewal, generation: Generation) -> RedissonConfig {
+fn redisson_config(
+    endpoints: &Endpoints,
+    renewal: Renewal,
+    generation: Generation,
+) -> RedissonConfig {
     let scaled = |divisor: u32, floor_ms: u64, ceiling: Duration| {
         (renewal.ttl / divisor).clamp(Duration::from_millis(floor_ms), ceiling)
     };

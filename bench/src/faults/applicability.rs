@@ -49,9 +49,7 @@ pub(crate) fn applies(
         FaultKind::ClientPause
         | FaultKind::BusyScript
         | FaultKind::Failover
-        | FaultKind::PubsubKill => {
-            "it is not a Redis strategy"
-        }
+        | FaultKind::PubsubKill => "it is not a Redis strategy",
         FaultKind::LeaderKill => "it has no etcd or ZooKeeper cluster",
         _ if kind.scope() == FaultScope::WorkerProcess => {
             "its lock server lives in the driver process, so its clients cannot run as worker processes"

@@ -42,8 +42,13 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             all.all().collect()
         }
     };
-    if let (Some(after), Some(Victim { held: Some((_, acquired)), .. })) =
-        (spec.after_acquire, &victim)
+    if let (
+        Some(after),
+        Some(Victim {
+            held: Some((_, acquired)),
+            ..
+        }),
+    ) = (spec.after_acquire, &victim)
     {
         // Aimed at a moment of the hold (a renewal): if the hold ended meanwhile, the fault still
         // hits the client, as a late fault would.

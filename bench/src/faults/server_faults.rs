@@ -92,8 +92,13 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     } else {
         None
     };
-    if let (Some(after), Some(Victim { held: Some((_, acquired)), .. })) =
-        (spec.after_acquire, &victim)
+    if let (
+        Some(after),
+        Some(Victim {
+            held: Some((_, acquired)),
+            ..
+        }),
+    ) = (spec.after_acquire, &victim)
         && !sleep_until(env, acquired + duration_ns(after)).await
     {
         rec.note("not applied: the case ended before after_acquire");
