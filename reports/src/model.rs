@@ -144,8 +144,8 @@ pub struct Workload {
     #[serde(default)]
     pub faults: Vec<String>,
     /// Client 0's first task ending this long after the case start ends without releasing or
-    /// dropping its lease (an orphaned holder); missing when no task is orphaned.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// dropping its lease (an orphaned holder); null when no task is orphaned.
+    #[serde(default)]
     pub orphan_after_ms: Option<f64>,
 }
 
@@ -244,12 +244,12 @@ pub struct CaseResult {
     #[serde(default)]
     pub holder_sample: Option<HolderSample>,
     /// Orphaned holds (the workload's `orphan_after`): how long each left its lock unavailable;
-    /// missing when no task was orphaned.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// null when no task was orphaned (missing in older files).
+    #[serde(default)]
     pub orphans: Option<Orphans>,
     /// Renew calls the server ran on lock keys after their release, counted from `MONITOR` (the
     /// renewal-after-unlock check, redisson#7272); missing when the case did not count them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub renew_after_unlock: Option<RenewAfterUnlock>,
 }
 
