@@ -248,7 +248,7 @@ pub struct CaseResult {
     #[serde(default)]
     pub orphans: Option<Orphans>,
     /// Renew calls the server ran on lock keys after their release, counted from `MONITOR` (the
-    /// renewal-after-unlock check, redisson#7272); missing when the case did not count them.
+    /// renewal-after-unlock check, redisson#7272); null when the case did not count them.
     #[serde(default)]
     pub renew_after_unlock: Option<RenewAfterUnlock>,
 }
