@@ -505,8 +505,9 @@ pub struct HeldInterval {
     pub start_ms: f64,
     /// Release called or loss noticed.
     pub end_ms: f64,
-    /// How it ended: `released`, `lost` (noticed `lost()`) or `stopped` (end of case).
-    #[schemars(extend("enum" = ["released", "lost", "stopped"]))]
+    /// How it ended: `released`, `lost` (noticed `lost()`), `stopped` (end of case) or `orphaned`
+    /// (the task ended without releasing or dropping its lease).
+    #[schemars(extend("enum" = ["released", "lost", "stopped", "orphaned"]))]
     pub ended_by: String,
 }
 
