@@ -69,15 +69,26 @@ const BUSY_SCRIPT: &str = "local s = redis.call('TIME') local b = s[1] * 1000 + 
     if n[1] * 1000 + n[2] / 1000 - b >= tonumber(ARGV[1]) then return 1 end end";
 
 /// Keeps the Redis at `socket` busy for `length`: other clients are answered `BUSY` after 100 ms
-/// (`lua-time-limit`, alias of Redis 7's `busy-reply-threshold`, lowered first).
+/// (`lua-time-limit`, alias of Redis 7's `busy-reply-threshold`, lowered for the script and then set
+/// back to what it was).
 async fn busy_script(socket: SocketAddr, length: Duration) -> Result<(), String> {
-    let config = ["CONFIG", "SET", "lua-time-limit", "100"];
-    redis_command(socket, config.map(str::to_owned).to_vec()).await?;
+    let limit = |value: &str| {
+        ["CONFIG", "SET", "lua-time-limit", value]
+            .map(str::to_owned)
+            .to_vec()
+    };
+    let get = ["CONFIG", "GET", "lua-time-limit"]
+        .map(str::to_owned)
+        .to_vec();
+    // The reply is the name and the value, one per line.
+    let before = redis_command(socket, get).await?;
+    let before = before.lines().nth(1).unwrap_or("5000").to_owned();
+    redis_command(socket, limit("100")).await?;
     let ms = length.as_millis().to_string();
     let args = ["EVAL", BUSY_SCRIPT, "0", &ms].map(str::to_owned).to_vec();
-    redis_command_within(socket, args, length + COMMAND_TIMEOUT)
-        .await
-        .map(drop)
+    let ran = redis_command_within(socket, args, length + COMMAND_TIMEOUT).await;
+    redis_command(socket, limit(&before)).await?;
+    ran.map(drop)
 }
 
 /// Applies a server fault, lifts it, and measures what followed.
