@@ -188,6 +188,8 @@ impl RunArgs {
             warmup: self.warmup.clone(),
             workers: self.workers.clone(),
             on_lost: self.on_lost.clone(),
+            orphan_after: None,
+            monitor_renewals: None,
             seed: self.seed,
             // `--fault` text is checked where it is applied (the run, `RunRequest::faults`).
             faults: None,

@@ -19,6 +19,9 @@ pub enum EndedBy {
     Lost,
     /// The case ended while it held.
     Stopped,
+    /// The task ended without releasing or dropping its lease (`orphan_after`): the worker's "thread"
+    /// died while the lease stays referenced, so the strategy may keep renewing it.
+    Orphaned,
 }
 
 impl From<EndedBy> for u8 {
@@ -27,6 +30,7 @@ impl From<EndedBy> for u8 {
             EndedBy::Released => 0,
             EndedBy::Lost => 1,
             EndedBy::Stopped => 2,
+            EndedBy::Orphaned => 3,
         }
     }
 }
@@ -39,18 +43,20 @@ impl TryFrom<u8> for EndedBy {
             0 => Ok(EndedBy::Released),
             1 => Ok(EndedBy::Lost),
             2 => Ok(EndedBy::Stopped),
+            3 => Ok(EndedBy::Orphaned),
             other => Err(format!("bad interval end {other}")),
         }
     }
 }
 
 impl EndedBy {
-    /// The name the results use: `released`, `lost` or `stopped`.
+    /// The name the results use: `released`, `lost`, `stopped` or `orphaned`.
     pub fn name(self) -> &'static str {
         match self {
             EndedBy::Released => "released",
             EndedBy::Lost => "lost",
             EndedBy::Stopped => "stopped",
+            EndedBy::Orphaned => "orphaned",
         }
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use lockbench_reports::model::{
     CaseResult, CaseStatus, ClientCost, DriverCost, Fencing, Latencies, LostSignal, LostUpdates,
-    Operations, Overlap, Renewal, Safety, Throughput, Verdict, Violation, Window,
+    Operations, Orphans, Overlap, Renewal, Safety, Throughput, Verdict, Violation, Window,
 };
 
 use crate::driver::case::CaseRun;
@@ -172,7 +172,28 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
         faults: run.faults.clone(),
         holder_sample: f.holder_sample.clone(),
         trials: None,
+        orphans: orphans(&f.orphan_waits, out.measured_ns),
+        renew_after_unlock: run.renew_after_unlock.clone(),
     }
+}
+
+/// The orphaned holds' lock-unavailable times, capped at the end of the measured window.
+fn orphans(waits: &[(u64, Option<u64>)], measured_ns: u64) -> Option<Orphans> {
+    if waits.is_empty() {
+        return None;
+    }
+    let unavailable_ms = waits
+        .iter()
+        .map(|(at, wait)| {
+            let ns = wait.unwrap_or_else(|| measured_ns.saturating_sub(*at));
+            ns as f64 / 1e6
+        })
+        .collect();
+    Some(Orphans {
+        holds: waits.len() as u64,
+        unavailable_ms,
+        capped: waits.iter().filter(|(_, w)| w.is_none()).count() as u64,
+    })
 }
 
 /// The entry of a case that produced no figures.
@@ -269,6 +290,8 @@ fn not_run(run: &CaseRun) -> CaseResult {
         faults: run.faults.clone(),
         holder_sample: None,
         trials: None,
+        orphans: None,
+        renew_after_unlock: run.renew_after_unlock.clone(),
     }
 }
 

@@ -218,6 +218,7 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
                 warmup: workload.warmup,
                 faults: Vec::new(),
                 own_servers: None,
+                renew_after_unlock: None,
             };
             let case = results::case_result(&skipped);
             cases.push(if args.trials == 0 {

@@ -106,6 +106,23 @@ pub(crate) const PRESETS: &[Preset] = &[
         name: "server-restart-fsync",
         toml: include_str!("../scenarios/server-restart-fsync.toml"),
     },
+    // Failures Redisson users reported (issue 14; each file cites the issues).
+    Preset {
+        name: "renewal-error",
+        toml: include_str!("../scenarios/renewal-error.toml"),
+    },
+    Preset {
+        name: "busy-server",
+        toml: include_str!("../scenarios/busy-server.toml"),
+    },
+    Preset {
+        name: "orphaned-holder",
+        toml: include_str!("../scenarios/orphaned-holder.toml"),
+    },
+    Preset {
+        name: "renewal-after-unlock",
+        toml: include_str!("../scenarios/renewal-after-unlock.toml"),
+    },
 ];
 
 impl Preset {

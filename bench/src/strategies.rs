@@ -12,11 +12,13 @@ use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
 use lockers::peer::PeerLocker;
 use lockers::peer::catalog::{self, PeerBackend};
 use lockers::redis::{
-    GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
-    RedisWatchdog, Redlock, RedlockConfig, RenewalMode, WatchdogConfig,
+    ConnectionSettings, Generation, GuardThreadConfig, KeyspaceConfig, KeyspaceVariant,
+    RedisGuardThread, RedisKeyspace, RedisWatchdog, Redisson, RedissonConfig, Redlock,
+    RedlockConfig, RenewalMode, Topology, WatchdogConfig,
 };
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{Capabilities, Events, LockError, Locker, Renewal};
+use std::time::Duration;
 
 use crate::backends::{EndpointAddrs, ServerKind};
 
@@ -116,7 +118,7 @@ pub const STRATEGIES: &[Strategy] = &[
     },
     Strategy {
         id: lockers::redis::watchdog::ID,
-        description: "Redisson's RLock: Lua hash lock, watchdog renewal every timeout/3, pub/sub wake-up, INCR fencing",
+        description: "lockbench's improved RLock: Redisson's hash lock and timeout/3 watchdog, plus lost() signal, retries until the deadline, INCR fencing",
         server: ServerKind::Redis,
         in_all: true,
         capabilities: |_| Ok(RedisWatchdog::CAPABILITIES),
@@ -129,6 +131,22 @@ pub const STRATEGIES: &[Strategy] = &[
         in_all: true,
         capabilities: |_| Ok(RedisWatchdog::CAPABILITIES),
         connect: CONNECT_REDIS_WATCHDOG_BATCHED,
+    },
+    Strategy {
+        id: lockers::redis::redisson::CLASSIC_ID,
+        description: "Redisson before 3.44, faithfully: one renewal timer per lock; a renewal error stops renewal for good, silently",
+        server: ServerKind::Redis,
+        in_all: true,
+        capabilities: |_| Ok(Redisson::CAPABILITIES),
+        connect: CONNECT_REDISSON_CLASSIC,
+    },
+    Strategy {
+        id: lockers::redis::redisson::ID,
+        description: "Redisson 3.44+, faithfully: one scheduler per client renews every held lock each tick in chunks of 100; WAIT with replicas",
+        server: ServerKind::Redis,
+        in_all: true,
+        capabilities: |_| Ok(Redisson::CAPABILITIES),
+        connect: CONNECT_REDISSON,
     },
     Strategy {
         id: lockers::redis::guard_thread::ID,
@@ -394,6 +412,48 @@ const CONNECT_REDIS_GUARD_THREAD: Connect = connect_with!(|endpoints, renewal, e
         ..GuardThreadConfig::default()
     };
     RedisGuardThread::connect(endpoints.redis_url()?, config, events).await?
+});
+
+/// Redisson's settings for a run: its defaults, except that the command timeouts are scaled with the
+/// watchdog timeout. Redisson's `timeout` 3 s and `retryInterval` 1.5 s are sized for its 30 s
+/// watchdog; at lockbench's second-scale TTLs they would outlast the lease itself, so a run uses
+/// `timeout` = TTL/20 and `retryInterval` = TTL/60 (at a 3 s TTL: 150 ms and 50 ms, with Redisson's 3
+/// retries; floors of 100 ms and 20 ms keep loopback hiccups from counting as outages). The retry
+/// budget is then about a fifth of the TTL, so a renewal error leaves the 3.44+ scheduler a tick before
+/// expiry, as Redisson's defaults do for a 30 s watchdog with a 1.5 s timeout.
+fn redisson_config(
+    endpoints: &Endpoints,
+    renewal: Renewal,
+    generation: Generation,
+) -> RedissonConfig {
+    let scaled = |divisor: u32, floor_ms: u64, ceiling: Duration| {
+        (renewal.ttl / divisor).clamp(Duration::from_millis(floor_ms), ceiling)
+    };
+    let defaults = RedissonConfig::new(generation);
+    RedissonConfig {
+        renewal,
+        topology: if endpoints.addrs.redis_replicated {
+            Topology::Replicated
+        } else {
+            Topology::Single
+        },
+        retry_interval: scaled(60, 20, defaults.retry_interval),
+        connection: ConnectionSettings {
+            response_timeout: scaled(20, 100, defaults.connection.response_timeout),
+            ..defaults.connection
+        },
+        ..defaults
+    }
+}
+
+const CONNECT_REDISSON_CLASSIC: Connect = connect_with!(|endpoints, renewal, events| {
+    let config = redisson_config(endpoints, renewal, Generation::Classic);
+    Redisson::connect(endpoints.redis_url()?, config, events).await?
+});
+
+const CONNECT_REDISSON: Connect = connect_with!(|endpoints, renewal, events| {
+    let config = redisson_config(endpoints, renewal, Generation::Scheduler);
+    Redisson::connect(endpoints.redis_url()?, config, events).await?
 });
 
 fn keyspace_config(renewal: Renewal) -> KeyspaceConfig {

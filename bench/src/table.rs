@@ -109,6 +109,25 @@ pub(crate) fn render(results: &Results) -> String {
                 case.driver.cycles
             );
         }
+        if let Some(o) = &case.orphans {
+            let times: Vec<String> = o.unavailable_ms.iter().map(|t| format!("{t:.0}")).collect();
+            let _ = writeln!(
+                out,
+                "{} {}: {} orphaned hold(s), lock unavailable {} ms after the task ended ({} still at the end)",
+                case.strategy,
+                case.lease,
+                o.holds,
+                times.join(", "),
+                o.capped
+            );
+        }
+        if let Some(r) = &case.renew_after_unlock {
+            let _ = writeln!(
+                out,
+                "{} {}: server saw {} renew calls, {} on released keys, {} releases (MONITOR)",
+                case.strategy, case.lease, r.renew_calls, r.on_released_keys, r.releases
+            );
+        }
     }
     let _ = writeln!(
         out,

@@ -137,6 +137,24 @@ fn add_case(into: &mut CaseResult, other: &CaseResult, histograms: &mut BTreeMap
             }
         }
     }
+    match (&mut into.orphans, &other.orphans) {
+        (Some(a), Some(b)) => {
+            a.holds += b.holds;
+            a.capped += b.capped;
+            a.unavailable_ms.extend_from_slice(&b.unavailable_ms);
+        }
+        (a @ None, b) => a.clone_from(b),
+        (Some(_), None) => {}
+    }
+    match (&mut into.renew_after_unlock, &other.renew_after_unlock) {
+        (Some(a), Some(b)) => {
+            a.renew_calls += b.renew_calls;
+            a.on_released_keys += b.on_released_keys;
+            a.releases += b.releases;
+        }
+        (a @ None, b) => a.clone_from(b),
+        (Some(_), None) => {}
+    }
     if into.capabilities.is_none() {
         into.capabilities.clone_from(&other.capabilities);
     }

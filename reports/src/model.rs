@@ -196,6 +196,10 @@ pub struct Workload {
     /// target=holder duration=2s`); missing in files written before faults existed.
     #[serde(default)]
     pub faults: Vec<String>,
+    /// Client 0's first task ending this long after the case start ends without releasing or
+    /// dropping its lease (an orphaned holder); null when no task is orphaned.
+    #[serde(default)]
+    pub orphan_after_ms: Option<f64>,
 }
 
 /// The machine, the software and the servers.
@@ -299,6 +303,14 @@ pub struct CaseResult {
     /// trial was.
     #[serde(default)]
     pub trials: Option<Trials>,
+    /// Orphaned holds (the workload's `orphan_after`): how long each left its lock unavailable;
+    /// null when no task was orphaned (missing in older files).
+    #[serde(default)]
+    pub orphans: Option<Orphans>,
+    /// Renew calls the server ran on lock keys after their release, counted from `MONITOR` (the
+    /// renewal-after-unlock check, redisson#7272); null when the case did not count them.
+    #[serde(default)]
+    pub renew_after_unlock: Option<RenewAfterUnlock>,
 }
 
 /// Repeated trials of one case and how often they violated.
@@ -327,6 +339,29 @@ pub struct Trial {
     pub reasons: Vec<Violation>,
     /// Critical sections completed in its measured window.
     pub completed: u64,
+}
+
+/// Orphaned holds: tasks that ended without releasing or dropping their lease while the process lived.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Orphans {
+    /// Orphaned holds.
+    pub holds: u64,
+    /// Per orphan: from its task's end until another client acquired the key, capped at the end
+    /// of the case when nobody did.
+    pub unavailable_ms: Vec<f64>,
+    /// Of those, how many were still unavailable when the case ended (the figure is then the cap).
+    pub capped: u64,
+}
+
+/// Renew calls after unlock, as the server saw them (`MONITOR`, scripts recognised by their SHA).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RenewAfterUnlock {
+    /// Top-level renew calls the server ran.
+    pub renew_calls: u64,
+    /// Lock keys named by a renew call after the release of that key's last hold.
+    pub on_released_keys: u64,
+    /// Releases the server ran.
+    pub releases: u64,
 }
 
 /// One fault injected during a case. Times are relative to the start of the case, like
@@ -610,8 +645,9 @@ pub struct HeldInterval {
     pub start_ms: f64,
     /// Release called or loss noticed.
     pub end_ms: f64,
-    /// How it ended: `released`, `lost` (noticed `lost()`) or `stopped` (end of case).
-    #[schemars(extend("enum" = ["released", "lost", "stopped"]))]
+    /// How it ended: `released`, `lost` (noticed `lost()`), `stopped` (end of case) or `orphaned`
+    /// (the task ended without releasing or dropping its lease).
+    #[schemars(extend("enum" = ["released", "lost", "stopped", "orphaned"]))]
     pub ended_by: String,
 }
 

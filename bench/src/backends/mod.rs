@@ -3,6 +3,7 @@
 //! kills them, and a Ctrl-C handler can kill them all with `lockbench_servers::kill_all_servers`.
 
 pub mod address;
+pub mod monitor;
 pub mod stats;
 
 use std::collections::BTreeSet;
@@ -83,6 +84,10 @@ pub struct EndpointAddrs {
     pub etcd: Vec<String>,
     /// ZooKeeper connect string (`127.0.0.1:PORT`).
     pub zookeeper: Option<String>,
+    /// Whether the Redis primary has a replica (the failover topology): Redisson's rows then run in a
+    /// replicated mode and `WAIT` after lock writes.
+    #[serde(default)]
+    pub redis_replicated: bool,
 }
 
 #[derive(Debug)]
@@ -203,6 +208,7 @@ impl Backends {
                 .map(|a| a.split(',').map(str::to_owned).collect())
                 .unwrap_or_default(),
             zookeeper: address(ServerKind::ZooKeeper),
+            redis_replicated: false,
         }
     }
 

@@ -58,6 +58,11 @@ impl StatsSource {
         self.kind
     }
 
+    /// Its address.
+    pub fn socket(&self) -> SocketAddr {
+        self.socket
+    }
+
     /// Reads the server's counters (blocking; a few milliseconds). `None` if it does not answer.
     pub fn snapshot(&self) -> Option<StatsSnapshot> {
         let socket = self.socket;

@@ -4,12 +4,13 @@
 
 use std::time::Duration;
 
-use lockbench_reports::model::{CaseStatus, FaultWindow, ServerCost, ServerInfo};
+use lockbench_reports::model::{CaseStatus, FaultWindow, RenewAfterUnlock, ServerCost, ServerInfo};
 
 use super::mode::{CaseContext, CaseError, ModeOutput, capabilities_model};
 use super::worker::CasePlan;
 use super::{processes, tasks};
-use crate::backends::stats;
+use crate::backends::monitor::RenewMonitor;
+use crate::backends::{ServerKind, stats};
 use crate::faults::{CaseFaults, PrepareError};
 use crate::strategies::Strategy;
 use crate::workload::{LeaseSpec, WorkerMode, Workload};
@@ -35,6 +36,8 @@ pub(crate) struct CaseRun {
     pub faults: Vec<FaultWindow>,
     /// Servers started for this case alone (a fault destroys them).
     pub own_servers: Option<ServerInfo>,
+    /// Renew calls after unlock as the Redis server saw them (`monitor_renewals`).
+    pub renew_after_unlock: Option<RenewAfterUnlock>,
 }
 
 /// Whether a strategy with `caps` can run `lease` with `workload`'s watchdog timeout.
@@ -89,6 +92,7 @@ pub(crate) async fn run_case(
         warmup: ctx.workload.warmup,
         faults: Vec::new(),
         own_servers: None,
+        renew_after_unlock: None,
     };
     let key_prefix = format!("lockbench/{}/{index}/", ctx.run_id);
     let plan = CasePlan::new(ctx.workload, strategy.id, lease, key_prefix);
@@ -135,6 +139,18 @@ pub(crate) async fn run_case(
         Some(s) => s.snapshot_async().await,
         None => None,
     };
+    let monitor = match source {
+        Some(s) if ctx.workload.monitor_renewals && s.kind() == ServerKind::Redis => {
+            match RenewMonitor::start(s.socket()) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    run.error = Some(e);
+                    return run;
+                }
+            }
+        }
+        _ => None,
+    };
     let started = ctx.clock.now();
     let label = format!("{} {lease}", strategy.id);
     let result = match ctx.workload.workers {
@@ -148,6 +164,13 @@ pub(crate) async fn run_case(
         run.server_cost = Some(stats::delta(source.kind(), &before, &after, seconds));
     }
     drop(faults);
+    if let Some(monitor) = monitor {
+        // A renewal sent just before the clients closed still reaches the count.
+        let settle = Duration::from_millis(100);
+        run.renew_after_unlock = tokio::task::spawn_blocking(move || monitor.finish(settle))
+            .await
+            .ok();
+    }
     match result {
         Ok(mut output) => {
             if output.capabilities != capabilities_model(&declared) {

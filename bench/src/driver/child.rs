@@ -171,6 +171,7 @@ async fn run(spec: ChildSpec, out: &mpsc::UnboundedSender<FromChild>) -> Result<
         client: spec.client,
         locker: locker.clone(),
         fencing: capabilities.fencing,
+        lost_signal: capabilities.lost_signal,
         plan: ready,
         resource: ResourceClient::Remote(resource),
         intervals: batches,

@@ -14,6 +14,9 @@
 //! - *too-late loss signal*: an interval that ended because its holder noticed `lost()`, after another
 //!   holder's interval on the key had already started. Its *lateness* is the notice time minus that
 //!   start (the earliest one).
+//! - *orphan wait*: for an interval that ended orphaned (its task ended without release or drop),
+//!   the time from its end until another client's interval on the key starts; `None` when none
+//!   started before the case ended.
 //! - *hand-off*: for an interval whose acquire call started before the key's previous interval ended
 //!   (it was waiting) and that starts after every earlier interval ended: its start minus that end.
 
@@ -67,6 +70,8 @@ struct KeyState {
     pending: BinaryHeap<Reverse<Pending>>,
     active: Vec<Active>,
     max_end: u64,
+    /// The end of the key's orphaned interval no other client has acquired after yet.
+    orphaned_at: Option<u64>,
     overlapped: bool,
     queued: bool,
 }
@@ -96,6 +101,9 @@ pub(crate) struct OracleFindings {
     pub examples: Vec<OverlapExample>,
     /// A stretch of one key's intervals for the holder timeline.
     pub holder_sample: Option<HolderSample>,
+    /// Per orphaned interval: its end (after the start of the measured window), and how long after it
+    /// another client acquired the key (`None`: nobody did before the case ended), ns.
+    pub orphan_waits: Vec<(u64, Option<u64>)>,
 }
 
 const MAX_EXAMPLES: usize = 20;
@@ -136,6 +144,7 @@ impl Oracle {
                 handoff: new_hist(),
                 examples: Vec::new(),
                 holder_sample: None,
+                orphan_waits: Vec::new(),
             },
             sampler: HolderSampler::new(keys),
         }
@@ -193,6 +202,12 @@ impl Oracle {
     /// Sweeps everything left (every client is done or gone) and returns the findings.
     pub(crate) fn finish(mut self) -> OracleFindings {
         self.sweep(u64::MAX);
+        for state in &mut self.keys {
+            if let Some(at) = state.orphaned_at.take() {
+                let since = at.saturating_sub(self.measure_from);
+                self.found.orphan_waits.push((since, None));
+            }
+        }
         self.found.holder_sample = self.sampler.finish(self.case_start);
         self.found
     }
@@ -274,9 +289,20 @@ fn sweep_one(
     {
         record(&mut found.handoff, x.start - state.max_end);
     }
+    // The orphan's worker stops after it, so the next interval to start is another client's.
+    if let Some(at) = state.orphaned_at
+        && x.start >= at
+    {
+        state.orphaned_at = None;
+        found
+            .orphan_waits
+            .push((at.saturating_sub(measure_from), Some(x.start - at)));
+    }
     state.max_end = state.max_end.max(x.end);
-    if x.ended_by == EndedBy::Lost {
-        found.lost_fired += 1;
+    match x.ended_by {
+        EndedBy::Lost => found.lost_fired += 1,
+        EndedBy::Orphaned => state.orphaned_at = Some(x.end),
+        _ => {}
     }
     state.active.push(Active {
         client: next.client,

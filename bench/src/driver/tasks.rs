@@ -89,6 +89,7 @@ pub(crate) async fn run(
             client: client as u32,
             locker: locker.clone(),
             fencing: live.fencing,
+            lost_signal: live.lost_signal,
             plan: ready.clone(),
             resource: ResourceClient::Local(resource.clone()),
             intervals: batches.clone(),

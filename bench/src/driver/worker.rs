@@ -55,6 +55,9 @@ pub(crate) struct CasePlan {
     pub keys: u32,
     /// Seed (each client derives its own).
     pub seed: u64,
+    /// Client 0's first task ending this long (ns) after the case start is orphaned.
+    #[serde(default)]
+    pub orphan_after_ns: Option<u64>,
 }
 
 impl CasePlan {
@@ -77,6 +80,7 @@ impl CasePlan {
             key_prefix,
             keys: workload.keys,
             seed: workload.seed,
+            orphan_after_ns: workload.orphan_after.map(duration_ns),
         }
     }
 
@@ -96,6 +100,7 @@ pub(crate) struct ReadyPlan {
     rate_period_ns: Option<u64>,
     on_lost: OnLost,
     seed: u64,
+    orphan_after_ns: Option<u64>,
 }
 
 impl ReadyPlan {
@@ -118,6 +123,7 @@ impl ReadyPlan {
             rate_period_ns: plan.rate.map(|r| (1e9 / r).max(1.0) as u64),
             on_lost: plan.on_lost,
             seed: plan.seed,
+            orphan_after_ns: plan.orphan_after_ns,
         })
     }
 }
@@ -131,6 +137,11 @@ pub(crate) struct Worker {
     pub locker: Arc<dyn Locker>,
     /// Whether to send fencing tokens to the resource.
     pub fencing: bool,
+    /// Whether the strategy signals a lost lease (`Capabilities::lost_signal`). Without it the holder
+    /// works on as `OnLost::Ignore` whatever the plan says: the library tells its user nothing (a
+    /// Redisson task runs to its end), and the `lost()` such a row resolves at the local deadline is
+    /// lockbench's addition, which must not save it.
+    pub lost_signal: bool,
     /// The case's plan.
     pub plan: Arc<ReadyPlan>,
     /// The protected resource.
@@ -180,6 +191,17 @@ impl Worker {
         let mut lease_seq = 0u64;
         let mut first = true;
         let mut cycle_top = self.clock.now();
+        // Client 0's task that ends at or after this is orphaned.
+        let orphan_at = self
+            .plan
+            .orphan_after_ns
+            .filter(|_| self.client == 0)
+            .map(|after| self.go + after);
+        let on_lost = if self.lost_signal {
+            self.plan.on_lost
+        } else {
+            OnLost::Ignore
+        };
         while !self.stop.is_set() {
             let mut intended = None;
             let mut wait = None;
@@ -261,7 +283,7 @@ impl Worker {
                             let mut outcome = Outcome::Done;
                             if !task.is_zero() {
                                 let work_start = self.clock.now();
-                                outcome = match self.plan.on_lost {
+                                outcome = match on_lost {
                                     OnLost::Abort => {
                                         let lost = lease.lost();
                                         tokio::select! {
@@ -280,7 +302,7 @@ impl Worker {
                                 idle_ns += self.clock.now() - work_start;
                             }
                             if matches!(outcome, Outcome::Done)
-                                && self.plan.on_lost == OnLost::Abort
+                                && on_lost == OnLost::Abort
                                 && !lease.is_held()
                             {
                                 outcome = Outcome::Lost(self.clock.now());
@@ -314,6 +336,25 @@ impl Worker {
                         }
                     };
                     let t3 = self.clock.now();
+                    if matches!(outcome, Outcome::Done) && orphan_at.is_some_and(|at| t3 >= at) {
+                        // The task's thread dies here: the lease is neither released nor dropped
+                        // (it stays referenced until the case ends), and this client does no more.
+                        self.report_hold(key_index, t3, HoldChange::Ended(EndedBy::Orphaned));
+                        if measured {
+                            record(&mut tally.hold, t3.saturating_sub(t1));
+                        }
+                        batch.push(Interval {
+                            key: key_index,
+                            acquire_started: t0,
+                            start: t1,
+                            end: t3,
+                            ended_by: EndedBy::Orphaned,
+                        });
+                        self.flush(&mut batch, u64::MAX);
+                        self.stop.wait().await;
+                        drop(lease);
+                        break;
+                    }
                     let (end, ended_by) = match outcome {
                         Outcome::Done => (t3, EndedBy::Released),
                         Outcome::Lost(noticed) => {

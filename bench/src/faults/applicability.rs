@@ -31,7 +31,9 @@ pub(crate) fn applies(
         FaultScope::Network => server.is_external(),
         FaultScope::Server => match kind {
             FaultKind::PauseServer => server.is_external(),
-            FaultKind::ClientPause | FaultKind::Failover => server == ServerKind::Redis,
+            FaultKind::ClientPause | FaultKind::BusyScript | FaultKind::Failover => {
+                server == ServerKind::Redis
+            }
             FaultKind::PubsubKill => server == ServerKind::Redis && caps.wait_notify,
             FaultKind::LeaderKill => {
                 matches!(server, ServerKind::Etcd | ServerKind::ZooKeeper)
@@ -50,9 +52,10 @@ pub(crate) fn applies(
         FaultKind::PubsubKill if server == ServerKind::Redis => {
             "it uses no pub/sub connection (its waiters poll)"
         }
-        FaultKind::ClientPause | FaultKind::Failover | FaultKind::PubsubKill => {
-            "it is not a Redis strategy"
-        }
+        FaultKind::ClientPause
+        | FaultKind::BusyScript
+        | FaultKind::Failover
+        | FaultKind::PubsubKill => "it is not a Redis strategy",
         FaultKind::LeaderKill => "it has no etcd or ZooKeeper cluster",
         FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => {
             "it does not run on independent Redis nodes (Redlock's masters)"

@@ -157,7 +157,9 @@ pub(super) async fn pick_client(env: &FaultEnv, target: Target, from: u64) -> Op
             held: env.board.holding(client),
         }),
         Target::Holder => {
-            let mut cursor = env.board.cursor();
+            // From the start of the log: an acquire posted just before this fault task looked (the
+            // first one of a case, for a fault at 0 s) still counts.
+            let mut cursor = 0;
             loop {
                 let candidate = env
                     .board

@@ -5,7 +5,7 @@
 use lockbench_servers::Fault;
 
 use super::env::{
-    FaultEnv, Record, describe_victim, hold_for, measure_any, measure_victim, pick_client,
+    FaultEnv, Record, Victim, describe_victim, hold_for, measure_any, measure_victim, pick_client,
     sleep_until,
 };
 use super::proxies;
@@ -42,6 +42,21 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             all.all().collect()
         }
     };
+    if let (
+        Some(after),
+        Some(Victim {
+            held: Some((_, acquired)),
+            ..
+        }),
+    ) = (spec.after_acquire, &victim)
+    {
+        // Aimed at a moment of the hold (a renewal): if the hold ended meanwhile, the fault still
+        // hits the client, as a late fault would.
+        if !sleep_until(env, acquired + duration_ns(after)).await {
+            rec.note("not applied: the case ended before after_acquire");
+            return;
+        }
+    }
     let cursor = env.board.cursor();
     let t0 = env.clock.now();
     rec.start = t0;

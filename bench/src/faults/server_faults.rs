@@ -1,8 +1,9 @@
 //! Faults on the server: SIGSTOP/SIGCONT of its process (`pause_server`), Redis `CLIENT PAUSE`
-//! (`client_pause`) and `CLIENT KILL TYPE pubsub` (`pubsub_kill`), a Redis failover to the replica
-//! (`failover`), the kill of a cluster's leader (`leader_kill`), kills and restarts of Redlock's nodes
-//! (`node_kill`, `node_restart`; `clock_jump` is set up when its node starts) and the restart of a
-//! single Redis with or without persistence (`server_restart`).
+//! (`client_pause`) and `CLIENT KILL TYPE pubsub` (`pubsub_kill`), a Lua script that keeps Redis busy
+//! (`busy_script`), a Redis failover to the replica (`failover`), the kill of a cluster's leader
+//! (`leader_kill`), kills and restarts of Redlock's nodes (`node_kill`, `node_restart`; `clock_jump` is
+//! set up when its node starts) and the restart of a single Redis with or without persistence
+//! (`server_restart`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use std::time::Duration;
 use lockbench_servers::probe::resp_command;
 
 use super::env::{
-    FaultEnv, Record, ServerAccess, blocking, describe_victim, hold_for, measure_any,
+    FaultEnv, Record, ServerAccess, Victim, blocking, describe_victim, hold_for, measure_any,
     measure_victim, pick_client, sleep_until,
 };
 use super::topology::CaseServers;
@@ -50,11 +51,48 @@ fn signal_group(pid: u32, signal: libc::c_int) -> Result<(), String> {
 }
 
 async fn redis_command(socket: SocketAddr, args: Vec<String>) -> Result<String, String> {
+    redis_command_within(socket, args, COMMAND_TIMEOUT).await
+}
+
+async fn redis_command_within(
+    socket: SocketAddr,
+    args: Vec<String>,
+    timeout: Duration,
+) -> Result<String, String> {
     blocking(move || {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        resp_command(socket, &args, COMMAND_TIMEOUT).map_err(|e| e.to_string())
+        resp_command(socket, &args, timeout).map_err(|e| e.to_string())
     })
     .await
+}
+
+/// Busy-loops on the server's own clock until `ARGV[1]` ms have passed (a script that only reads,
+/// as the long scripts of redisson#3332 were to the lock's clients: everything else waits).
+const BUSY_SCRIPT: &str = "local s = redis.call('TIME') local b = s[1] * 1000 + s[2] / 1000 \
+    while true do local n = redis.call('TIME') \
+    if n[1] * 1000 + n[2] / 1000 - b >= tonumber(ARGV[1]) then return 1 end end";
+
+/// Keeps the Redis at `socket` busy for `length`: other clients are answered `BUSY` after 100 ms
+/// (`lua-time-limit`, alias of Redis 7's `busy-reply-threshold`, lowered for the script and then set
+/// back to what it was).
+async fn busy_script(socket: SocketAddr, length: Duration) -> Result<(), String> {
+    let limit = |value: &str| {
+        ["CONFIG", "SET", "lua-time-limit", value]
+            .map(str::to_owned)
+            .to_vec()
+    };
+    let get = ["CONFIG", "GET", "lua-time-limit"]
+        .map(str::to_owned)
+        .to_vec();
+    // The reply is the name and the value, one per line.
+    let before = redis_command(socket, get).await?;
+    let before = before.lines().nth(1).unwrap_or("5000").to_owned();
+    redis_command(socket, limit("100")).await?;
+    let ms = length.as_millis().to_string();
+    let args = ["EVAL", BUSY_SCRIPT, "0", &ms].map(str::to_owned).to_vec();
+    let ran = redis_command_within(socket, args, length + COMMAND_TIMEOUT).await;
+    redis_command(socket, limit(&before)).await?;
+    ran.map(drop)
 }
 
 /// Applies a server fault, lifts it, and measures what followed.
@@ -69,6 +107,18 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     } else {
         None
     };
+    if let (
+        Some(after),
+        Some(Victim {
+            held: Some((_, acquired)),
+            ..
+        }),
+    ) = (spec.after_acquire, &victim)
+        && !sleep_until(env, acquired + duration_ns(after)).await
+    {
+        rec.note("not applied: the case ended before after_acquire");
+        return;
+    }
     let cursor = env.board.cursor();
     let t0 = env.clock.now();
     rec.start = t0;
@@ -138,6 +188,24 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                     .map(|d| (t0 + duration_ns(d)).min(env.clock.now()));
                 false
             }
+        }
+        FaultKind::BusyScript => {
+            let Some(socket) = redis_socket(&env.server) else {
+                rec.note("not applied: no Redis server");
+                return;
+            };
+            rec.target = match &victim {
+                Some(v) => format!("redis {socket} (while {} held)", describe_victim(v)),
+                None => format!("redis {socket}"),
+            };
+            if let Some(v) = &victim {
+                rec.param("client", v.client);
+            }
+            if let Err(e) = busy_script(socket, spec.duration.unwrap_or_default()).await {
+                rec.note(format!("busy script failed: {e}"));
+            }
+            rec.stop = Some(env.clock.now());
+            true
         }
         FaultKind::Failover => {
             let ServerAccess::Own(own) = env.server.clone() else {

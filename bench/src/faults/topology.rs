@@ -193,7 +193,10 @@ impl CaseServers {
     pub(crate) fn endpoints(&self) -> EndpointAddrs {
         let mut out = EndpointAddrs::default();
         match self {
-            CaseServers::RedisPair { pair, .. } => out.redis = Some(pair.primary().url()),
+            CaseServers::RedisPair { pair, .. } => {
+                out.redis = Some(pair.primary().url());
+                out.redis_replicated = true;
+            }
             CaseServers::Etcd(c) => out.etcd = c.endpoints(),
             CaseServers::ZooKeeper(z) => out.zookeeper = Some(z.connect_string()),
             CaseServers::RedisNodes(n) => out.redis_nodes = n.urls(),

@@ -35,6 +35,9 @@ pub struct FaultFile {
     pub target: Option<String>,
     /// Repeat period of an instantaneous fault (`pubsub_kill`, `proxy_reset`) during `duration`.
     pub every: Option<String>,
+    /// Faults on the `holder` (network faults, `busy_script`): start this long after the holder's
+    /// acquire instead of at it (aims the fault at a renewal: e.g. 0.7 of the renewal period).
+    pub after_acquire: Option<String>,
     /// Added latency (`proxy_delay`).
     pub delay: Option<String>,
     /// `upstream`, `downstream` or `both` (proxy faults).
@@ -74,6 +77,9 @@ pub(crate) enum FaultKind {
     ClientPause,
     /// Redis `CLIENT KILL TYPE pubsub`, once or `every` period during `duration`.
     PubsubKill,
+    /// A Lua script that keeps Redis busy for `duration`, with `busy-reply-threshold` lowered to
+    /// 100 ms so other commands get `BUSY` errors meanwhile (redisson#3332).
+    BusyScript,
     /// The TCP proxy delays the bytes of `direction` by `delay` for `duration`.
     ProxyDelay,
     /// The TCP proxy drops the bytes of `direction` for `duration` (a partition).
@@ -99,7 +105,7 @@ pub(crate) enum FaultKind {
 
 impl FaultKind {
     /// Every kind, in listing order.
-    pub(crate) const ALL: [FaultKind; 17] = [
+    pub(crate) const ALL: [FaultKind; 18] = [
         FaultKind::PauseWorker,
         FaultKind::CrashWorker,
         FaultKind::StarveWorker,
@@ -108,6 +114,7 @@ impl FaultKind {
         FaultKind::PauseServer,
         FaultKind::ClientPause,
         FaultKind::PubsubKill,
+        FaultKind::BusyScript,
         FaultKind::ProxyDelay,
         FaultKind::ProxyBlackhole,
         FaultKind::ProxyReset,
@@ -130,6 +137,7 @@ impl FaultKind {
             FaultKind::PauseServer => "pause_server",
             FaultKind::ClientPause => "client_pause",
             FaultKind::PubsubKill => "pubsub_kill",
+            FaultKind::BusyScript => "busy_script",
             FaultKind::ProxyDelay => "proxy_delay",
             FaultKind::ProxyBlackhole => "proxy_blackhole",
             FaultKind::ProxyReset => "proxy_reset",
@@ -166,6 +174,7 @@ impl FaultKind {
             FaultKind::PauseServer
             | FaultKind::ClientPause
             | FaultKind::PubsubKill
+            | FaultKind::BusyScript
             | FaultKind::Failover
             | FaultKind::LeaderKill
             | FaultKind::NodeKill
@@ -186,9 +195,11 @@ impl FaultKind {
             FaultKind::CrashWorker | FaultKind::LeaderKill => &[],
             FaultKind::CpuHog => &["duration", "threads"],
             FaultKind::CgroupQuota => &["duration", "quota", "period"],
-            FaultKind::PubsubKill | FaultKind::ProxyReset => &["duration", "every"],
-            FaultKind::ProxyDelay => &["duration", "delay", "direction"],
-            FaultKind::ProxyBlackhole => &["duration", "direction"],
+            FaultKind::PubsubKill => &["duration", "every"],
+            FaultKind::BusyScript => &["duration", "after_acquire"],
+            FaultKind::ProxyReset => &["duration", "every", "after_acquire"],
+            FaultKind::ProxyDelay => &["duration", "delay", "direction", "after_acquire"],
+            FaultKind::ProxyBlackhole => &["duration", "direction", "after_acquire"],
             FaultKind::Failover => &["replication_lag"],
             FaultKind::NodeKill => &["duration", "nodes"],
             FaultKind::NodeRestart => &["nodes"],
@@ -206,6 +217,7 @@ impl FaultKind {
             | FaultKind::ClientPause
             | FaultKind::CpuHog
             | FaultKind::CgroupQuota
+            | FaultKind::BusyScript
             | FaultKind::ProxyBlackhole => &["duration"],
             FaultKind::ProxyDelay => &["duration", "delay"],
             FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => &["nodes"],
@@ -331,6 +343,8 @@ pub(crate) struct FaultSpec {
     pub duration: Option<Duration>,
     /// Repeat period (`pubsub_kill`, `proxy_reset`).
     pub every: Option<Duration>,
+    /// Faults on the holder (network faults, `busy_script`): the wait from its acquire to the fault.
+    pub after_acquire: Option<Duration>,
     /// Added latency (`proxy_delay`).
     pub delay: Duration,
     /// Proxy direction.
@@ -399,9 +413,10 @@ impl FaultSpec {
             .ok_or("kind: missing (e.g. kind = \"pause_worker\")")?
             .parse()
             .map_err(|e| format!("kind: {e}"))?;
-        let given: [(&str, bool); 11] = [
+        let given: [(&str, bool); 12] = [
             ("duration", file.duration.is_some()),
             ("every", file.every.is_some()),
+            ("after_acquire", file.after_acquire.is_some()),
             ("delay", file.delay.is_some()),
             ("direction", file.direction.is_some()),
             ("replication_lag", file.replication_lag.is_some()),
@@ -439,6 +454,7 @@ impl FaultSpec {
         if every.is_some() && length.is_none() {
             return Err(format!("every: needs a duration (how long {kind} repeats)"));
         }
+        let after_acquire = duration("after_acquire", &file.after_acquire)?;
         let target = match &file.target {
             Some(t) => parse_target(t).map_err(|e| format!("target: {e}"))?,
             None if kind.scope() == FaultScope::Server => Target::Server,
@@ -451,11 +467,17 @@ impl FaultSpec {
             // least replicated write).
             FaultScope::Server => {
                 target == Target::Server
-                    || (kind == FaultKind::Failover && target == Target::Holder)
+                    || (matches!(kind, FaultKind::Failover | FaultKind::BusyScript)
+                        && target == Target::Holder)
             }
         };
         if !target_ok {
             return Err(format!("target: {target} does not apply to {kind}"));
+        }
+        if after_acquire.is_some() && target != Target::Holder {
+            return Err(format!(
+                "after_acquire: applies to target = \"holder\" only, not {target}"
+            ));
         }
         let threads = file.threads.unwrap_or(4);
         if threads == 0 || threads > MAX_HOG_THREADS {
@@ -506,6 +528,7 @@ impl FaultSpec {
             target,
             duration: length,
             every,
+            after_acquire,
             delay: positive("delay", duration("delay", &file.delay)?)?.unwrap_or_default(),
             direction: file
                 .direction
@@ -535,6 +558,9 @@ impl FaultSpec {
         }
         if let Some(every) = self.every {
             out.push(("every_ms", ms(every)));
+        }
+        if let Some(after) = self.after_acquire {
+            out.push(("after_acquire_ms", ms(after)));
         }
         match self.kind {
             FaultKind::ProxyDelay => {
@@ -597,6 +623,9 @@ impl fmt::Display for FaultSpec {
         if let Some(every) = self.every {
             put("every", format_duration(every))?;
         }
+        if let Some(after) = self.after_acquire {
+            put("after_acquire", format_duration(after))?;
+        }
         if self.kind == FaultKind::ProxyDelay {
             put("delay", format_duration(self.delay))?;
         }
@@ -632,6 +661,7 @@ pub(crate) fn parse_fault_text(text: &str) -> Result<FaultFile, String> {
             "duration" => &mut file.duration,
             "target" => &mut file.target,
             "every" => &mut file.every,
+            "after_acquire" => &mut file.after_acquire,
             "delay" => &mut file.delay,
             "direction" => &mut file.direction,
             "replication_lag" => &mut file.replication_lag,

@@ -54,6 +54,11 @@ pub struct ScenarioFile {
     pub workers: Option<String>,
     /// `abort` or `ignore`.
     pub on_lost: Option<String>,
+    /// Client 0's first task ending at or after this point of the case ends without releasing or
+    /// dropping its lease (an orphaned holder: the thread died, the process lives).
+    pub orphan_after: Option<String>,
+    /// Count, at the Redis server (`MONITOR`), renew calls on lock keys after their release.
+    pub monitor_renewals: Option<bool>,
     /// Random seed.
     pub seed: Option<u64>,
     /// Faults injected in every case (`[[faults]]` tables; see [`faults`]).
@@ -105,6 +110,8 @@ impl ScenarioFile {
             warmup,
             workers,
             on_lost,
+            orphan_after,
+            monitor_renewals,
             seed,
             faults,
             expect,
@@ -159,6 +166,10 @@ pub(crate) struct Workload {
     pub workers: WorkerMode,
     /// Reaction to `lost()`.
     pub on_lost: OnLost,
+    /// When client 0's task is orphaned (see [`ScenarioFile::orphan_after`]).
+    pub orphan_after: Option<Duration>,
+    /// Count renew calls after unlock at the Redis server (see [`ScenarioFile::monitor_renewals`]).
+    pub monitor_renewals: bool,
     /// Random seed.
     pub seed: u64,
     /// Faults injected in every case.
@@ -278,6 +289,11 @@ impl Workload {
             on_lost: need("on_lost", merged.on_lost)?
                 .parse()
                 .map_err(|e| field("on_lost", e))?,
+            orphan_after: merged
+                .orphan_after
+                .map(|t| parse_duration(&t).map_err(|e| field("orphan_after", e)))
+                .transpose()?,
+            monitor_renewals: merged.monitor_renewals.unwrap_or(false),
             seed: merged.seed.unwrap_or(1),
             faults,
             expect: merged.expect.unwrap_or_default(),
@@ -306,6 +322,7 @@ impl Workload {
             on_lost: self.on_lost.to_string(),
             seed: self.seed,
             faults: self.faults.iter().map(ToString::to_string).collect(),
+            orphan_after_ms: self.orphan_after.map(ms),
         }
     }
 }

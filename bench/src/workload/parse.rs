@@ -106,7 +106,9 @@ impl fmt::Display for WorkerMode {
 #[serde(rename_all = "snake_case")]
 pub(crate) enum OnLost {
     /// The careful user: stop the task at once, skip the write (and check `is_held()` before
-    /// writing). Violations then come only from loss signals that arrive too late.
+    /// writing). Violations then come only from loss signals that arrive too late. Rows without a
+    /// lost-lease signal (`Capabilities::lost_signal` false, e.g. Redisson) run on as with `Ignore`:
+    /// their users learn nothing, and lockbench's local deadline must not save them.
     Abort,
     /// A task that cannot be interrupted (or code that never looks at the lease, as with Redisson's
     /// `lock(leaseTime)`): it runs to the end and writes. Its interval lasts until the release call.

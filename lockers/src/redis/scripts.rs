@@ -67,7 +67,6 @@ impl LuaScript {
     }
 
     /// The script's SHA1.
-    #[allow(dead_code)]
     pub(crate) fn sha(&self) -> &str {
         self.script.get_hash()
     }

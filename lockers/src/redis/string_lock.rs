@@ -24,16 +24,16 @@ use crate::lease::OwnerId;
 use crate::renewal::RenewOutcome;
 
 /// `SET NX PX` + fencing `INCR` (+ an optional shadow key): `{1, token}` or `{0, pttl}`.
-static STRING_ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| {
+pub(crate) static STRING_ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::with_lib("string_acquire", include_str!("scripts/string_acquire.lua"))
 });
 
 /// Check-and-pexpire (+ re-arm an optional shadow key): 0 (not ours) or the PTTL found before.
-static STRING_RENEW: LazyLock<LuaScript> =
+pub(crate) static STRING_RENEW: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::with_lib("string_renew", include_str!("scripts/string_renew.lua")));
 
 /// Check-and-delete (+ an optional shadow key): 1 (deleted) or 0 (not ours).
-static STRING_RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
+pub(crate) static STRING_RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::with_lib("string_release", include_str!("scripts/string_release.lua"))
 });
 

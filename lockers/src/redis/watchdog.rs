@@ -16,9 +16,22 @@
 //! - Waiters share the client's one pub/sub connection: a waiter subscribes, retries, and then sleeps
 //!   until an unlock message, the holder's remaining TTL, or its own wait deadline.
 //!
-//! Differences from Redisson, on purpose: TTLs set by re-entry and partial release only ever grow (a
-//! short hold re-entering a long one would otherwise cut the server TTL below the long hold's local
-//! deadline); a renewal error does not silently end renewal but retries until the deadline.
+//! Departures from Redisson (the faithful rows are `redisson-classic` and `redisson`,
+//! [`super::redisson`]), each on purpose:
+//! - **lost() signal**: Redisson only logs a failed renewal and never tells the holder; here a renewal
+//!   answered 0 or the local deadline passing resolves `lost()`, so a careful holder can stop.
+//! - **Retries until the deadline**: classic Redisson drops the renewal entry after one error (after its
+//!   command retries) and 3.44+ waits for the next tick; here a failed renewal is retried every third of
+//!   a period until the lease's local deadline (a short outage or one `BUSY` answer costs nothing).
+//! - **Extend-only TTLs**: Redisson re-sets the TTL on re-entry and partial release; here they only
+//!   ever grow (a short hold re-entering a long one would otherwise cut the server TTL below the long
+//!   hold's local deadline).
+//! - **Publish only to registered waiters**: Redisson publishes on every final unlock; here the release
+//!   publishes only when a contender marked the hash while it was held (no message nobody reads).
+//! - **Fencing token**: an `INCR` on `P{name}:fence` in the acquire script (Redisson has none).
+//! - **Hold identity**: a release checks the hold's fencing token, so a stale lease of an owner that
+//!   has since re-acquired cannot free the newer hold (Redisson's owner field alone cannot tell them
+//!   apart).
 
 use std::future::Future;
 use std::sync::Arc;
