@@ -224,6 +224,7 @@ impl<T> TimerWheel<T> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
