@@ -34,20 +34,9 @@ pub(crate) fn merge(into: &mut Hist, from: &Hist) {
     let _ = into.add(from);
 }
 
-/// p50/p90/p99/p99.9/max of a histogram, in milliseconds.
+/// p50/p90/p99/p99.9/max of a histogram, in milliseconds (the reports' summary).
 pub(crate) fn summary(hist: &Hist) -> Summary {
-    let count = hist.len();
-    let ms = |ns: u64| (count > 0).then(|| ns as f64 / 1e6);
-    Summary {
-        count,
-        min_ms: ms(hist.min()),
-        mean_ms: (count > 0).then(|| hist.mean() / 1e6),
-        p50_ms: ms(hist.value_at_quantile(0.5)),
-        p90_ms: ms(hist.value_at_quantile(0.9)),
-        p99_ms: ms(hist.value_at_quantile(0.99)),
-        p999_ms: ms(hist.value_at_quantile(0.999)),
-        max_ms: ms(hist.max()),
-    }
+    histogram::summary(hist)
 }
 
 /// Base64 of the V2-deflate serialization (the reports' codec).

@@ -4,9 +4,9 @@
 //!
 //! Locks sit in a [`TimerWheel`] of ticks [`TICKS_PER_PERIOD`] to a renewal period, bucketed by the tick
 //! their next renewal is due at; a tick expires only its own bucket. A lock's first renewal is due at the
-//! last period tick (a multiple of the period from the scheduler's start) at or before one period after
-//! its acquire was sent, so all locks share one tick per period and N held locks cost ⌈N / chunk⌉ calls
-//! per period. Each next renewal is planned [`RENEW_EVERY_TICKS`] (a period less one tick) after the tick
+//! last grid tick (a multiple of [`RENEW_EVERY_TICKS`] from the scheduler's start) at or before one
+//! period after its acquire was sent, so all locks share one grid tick and N held locks cost
+//! ⌈N / chunk⌉ calls per renewal round. Each next renewal is planned [`RENEW_EVERY_TICKS`] (a period less one tick) after the tick
 //! the previous one was *due* at (not after its answer), so a lock is renewed a little more often than
 //! every period, and the thinnest margin stays at least ⅔ of the TTL (default ratio ⅓) while a chunk
 //! goes out no more than one tick later than the previous one did.
@@ -263,9 +263,10 @@ impl BatchRenewer {
         sent_at: Instant,
     ) -> Box<dyn StopRenewal> {
         let s = &self.schedule;
-        // The last period tick at or before one period after the send.
+        // The last renewal-grid tick (a multiple of RENEW_EVERY_TICKS) at or before one period after
+        // the send: every lock renews on the same grid, so locks taken at different times share chunks.
         let latest = s.tick_of(sent_at + s.plan.period);
-        let due = latest - latest % TICKS_PER_PERIOD;
+        let due = latest - latest % RENEW_EVERY_TICKS;
         let mut inner = s.lock();
         let id = inner.wheel.insert(Item { target, state, due });
         s.arm(&mut inner, id, due);
