@@ -94,12 +94,17 @@ fn k_of_n(case: &CaseResult) -> String {
     format!("{k} of {n}")
 }
 
-/// `2/3`, or the verdict word when the case did not run.
+/// `2/3` (`0/1 (0 CS)` when no critical section completed, so "safe" rests on nothing), or the
+/// verdict word when the case did not run.
 fn k_slash_n(case: Option<&CaseResult>) -> String {
     match case.filter(|c| ran(c)) {
         Some(c) => {
             let (k, n) = violated_of(c);
-            format!("{k}/{n}")
+            if c.operations.completed == 0 {
+                format!("{k}/{n} (0 CS)")
+            } else {
+                format!("{k}/{n}")
+            }
         }
         None => verdict_word(case).to_owned(),
     }

@@ -441,3 +441,27 @@ fn redlock_and_peer_sections_are_absent_without_their_data() {
         assert!(!html.contains(absent), "report.html has {absent:?}");
     }
 }
+
+#[test]
+fn the_process_pause_counts_only_for_redlock() {
+    use lockbench_reports::topics::redlock_faults;
+    let mut c = fixture();
+    c.runs.truncate(1);
+    c.runs[0].results.scenario.name = "process-pause".into();
+    assert!(
+        redlock_faults(&Grid::new(&c)).is_empty(),
+        "no Redlock ran it"
+    );
+    // A peer modelled by redlock is a Redlock row.
+    c.strategies[2].counterpart = Some("redlock".into());
+    let faults = redlock_faults(&Grid::new(&c));
+    assert_eq!(faults.len(), 1);
+    assert_eq!(faults[0].label, "process-pause");
+    let who: Vec<&str> = faults[0].rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(who, ["redis-keyspace-naive"]);
+    assert_eq!(
+        faults[0].columns.len(),
+        3,
+        "no token column outside restarts"
+    );
+}
