@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use crate::content::{self, DELTA_COLUMNS, HEADLINE_COLUMNS};
 use crate::report::{Report, Section};
 use crate::rules::TIE_PCT;
+use crate::topics;
 
 const STYLE: &str = "
 body { font-family: 'DejaVu Sans', Verdana, Arial, sans-serif; margin: 2rem auto; max-width: 1200px;
@@ -99,6 +100,18 @@ pub fn render(report: &Report<'_>) -> String {
             escape(question),
             escape(answer)
         );
+    }
+    let faults = topics::redlock_faults(grid);
+    let pairs = topics::peer_pairs(grid);
+    let mut also = Vec::new();
+    if !faults.is_empty() {
+        also.push("<a href=\"#redlock\">Redlock and clocks</a>");
+    }
+    if !pairs.is_empty() {
+        also.push("<a href=\"#peers\">Peers beside their counterparts</a>");
+    }
+    if !also.is_empty() {
+        let _ = writeln!(out, "<p><strong>Also:</strong> {}</p>", also.join(" · "));
     }
     out.push_str("</nav>\n");
     let environment = content::environment_lines(c);
@@ -201,6 +214,30 @@ pub fn render(report: &Report<'_>) -> String {
         out.push_str("</li>\n");
     }
     out.push_str("</ol>\n");
+
+    if !faults.is_empty() {
+        out.push_str("<h2 id=\"redlock\">Redlock and clocks</h2>\n<p>Each fault: violated trials of the trials run, per strategy that ran it, and the mechanism (from the scenario file).</p>\n");
+        for fault in &faults {
+            let _ = writeln!(out, "<h3>{}</h3>", escape(&fault.label));
+            if let Some(m) = &fault.mechanism {
+                let _ = writeln!(out, "<p>{}</p>", escape(m));
+            }
+            table(&mut out, None, &fault.columns, &fault.rows);
+        }
+    }
+    if !pairs.is_empty() {
+        out.push_str("<h2 id=\"peers\">Peers beside their counterparts</h2>\n<p>Each peer (the real library, through its adapter) beside the lockbench strategy that models it: baseline figures, then the scenarios where their verdicts differ (violated trials / trials).</p>\n");
+        for pair in &pairs {
+            let _ = writeln!(
+                out,
+                "<h3>{} beside {}</h3>",
+                escape(&pair.peer),
+                escape(&pair.counterpart)
+            );
+            let rows: Vec<Vec<String>> = pair.rows.iter().map(|r| r.to_vec()).collect();
+            table(&mut out, None, &topics::pair_columns(pair), &rows);
+        }
+    }
 
     out.push_str("<h2 id=\"fastest\">Headline numbers</h2>\n<p>Latencies in ms; margin = TTL left when a renewal landed.</p>\n");
     for (results, cases) in content::cases_by_run(grid) {

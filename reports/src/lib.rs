@@ -18,6 +18,7 @@
 //! | [`delta`] | changes against a baseline results file |
 //! | [`charts`] | every chart, as SVG and PNG, with the embedded font |
 //! | [`report`] | builds a report: charts, findings, changes |
+//! | [`topics`] | the sections shown only with their data: Redlock and clocks, peers |
 //! | [`content`], [`mod@format`] | the cells and figures both formats show; the RFC 3339 timestamp |
 //! | [`markdown`], [`html`] | the two layouts |
 //! | [`mod@write`] | writes a report to a directory |
@@ -36,6 +37,7 @@ pub mod report;
 pub mod rules;
 pub mod scale;
 pub mod schema;
+pub mod topics;
 pub mod write;
 
 pub use comparison::{COMPARISON_SCHEMA, Comparison};

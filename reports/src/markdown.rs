@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use crate::content::{self, DELTA_COLUMNS, HEADLINE_COLUMNS};
 use crate::report::{Report, Section};
 use crate::rules::TIE_PCT;
+use crate::topics;
 
 /// A Markdown table cell: pipes escaped, line breaks flattened.
 fn cell(text: &str) -> String {
@@ -48,6 +49,18 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
             _ => "breaking-points-verdicts",
         };
         let _ = writeln!(out, "**[{question}](#{anchor})** {answer}  ");
+    }
+    let faults = topics::redlock_faults(grid);
+    let pairs = topics::peer_pairs(grid);
+    let mut also = Vec::new();
+    if !faults.is_empty() {
+        also.push("[Redlock and clocks](#redlock-and-clocks)");
+    }
+    if !pairs.is_empty() {
+        also.push("[Peers beside their counterparts](#peers-beside-their-counterparts)");
+    }
+    if !also.is_empty() {
+        let _ = writeln!(out, "**Also:** {}  ", also.join(" · "));
     }
     out.push('\n');
     for line in content::environment_lines(c) {
@@ -123,6 +136,27 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
         }
     }
     out.push('\n');
+
+    if !faults.is_empty() {
+        let _ = writeln!(out, "## Redlock and clocks\n");
+        out.push_str("Each fault: violated trials of the trials run, per strategy that ran it, and the mechanism (from the scenario file).\n\n");
+        for fault in &faults {
+            let _ = writeln!(out, "### {}\n", fault.label);
+            if let Some(m) = &fault.mechanism {
+                let _ = writeln!(out, "{m}\n");
+            }
+            table(&mut out, &fault.columns, &fault.rows);
+        }
+    }
+    if !pairs.is_empty() {
+        let _ = writeln!(out, "## Peers beside their counterparts\n");
+        out.push_str("Each peer (the real library, through its adapter) beside the lockbench strategy that models it: baseline figures, then the scenarios where their verdicts differ (violated trials / trials).\n\n");
+        for pair in &pairs {
+            let _ = writeln!(out, "### {} beside {}\n", pair.peer, pair.counterpart);
+            let rows: Vec<Vec<String>> = pair.rows.iter().map(|r| r.to_vec()).collect();
+            table(&mut out, &topics::pair_columns(pair), &rows);
+        }
+    }
 
     let _ = writeln!(out, "## Headline numbers\n");
     out.push_str("Latencies in ms; margin = TTL left when a renewal landed.\n\n");

@@ -368,3 +368,100 @@ fn a_single_run_file_renders_too() {
     let md = fs::read_to_string(&written.markdown).unwrap();
     assert!(md.starts_with("# lockbench run — lease-too-short"), "{md}");
 }
+
+/// The fixture with a server restart (redis-watchdog: 2 of 3 trials violated, 4 token regressions)
+/// and redis-keyspace-naive posing as a peer of redis-watchdog.
+fn with_restart_and_peer() -> Comparison {
+    use lockbench_reports::model::{Trials, Verdict};
+    let mut c = fixture();
+    let mut restart = c.runs[0].clone();
+    restart.results.scenario.name = "server-restart".into();
+    restart.results.scenario.theory =
+        Some("A restart without persistence forgets the token counter.".into());
+    for case in &mut restart.results.cases {
+        if case.strategy == "redis-watchdog" {
+            case.safety.verdict = Verdict::Violated;
+            case.safety.fencing.token_regressions = Some(4);
+            case.trials = Some(Trials {
+                runs: 3,
+                violated: 2,
+                rate_low: 0.21,
+                rate_high: 0.94,
+                each: Vec::new(),
+            });
+        }
+    }
+    c.runs = vec![c.runs[0].clone(), c.runs[2].clone(), restart];
+    c.strategies[2].counterpart = Some("redis-watchdog".into());
+    c
+}
+
+#[test]
+fn redlock_and_peer_sections_show_with_their_data() {
+    use lockbench_reports::{html, markdown, report};
+    let c = with_restart_and_peer();
+    let built = report::build(input(&c)).unwrap();
+    let md = markdown::render(&built, "charts");
+    for needle in [
+        "**Also:** [Redlock and clocks](#redlock-and-clocks) · [Peers beside their counterparts](#peers-beside-their-counterparts)",
+        "## Redlock and clocks",
+        "### server-restart\n\nA restart without persistence forgets the token counter.",
+        "| strategy | violated trials | 95 % interval | token regressions |",
+        "| redis-watchdog | 2 of 3 | 21–94 % | 4 |",
+        "## Peers beside their counterparts",
+        "### redis-keyspace-naive beside redis-watchdog",
+        "| figure | redis-keyspace-naive | redis-watchdog |",
+        "| baseline CS/s | 587 | 734 |",
+        "| violated under lease-too-short · watchdog | 1/1 | 0/1 |",
+    ] {
+        assert!(md.contains(needle), "report.md lacks {needle:?}\n{md}");
+    }
+    // Only the scenarios where the verdicts differ are listed.
+    assert!(!md.contains("| violated under lease-too-short · fixed:1s |"));
+    let html = html::render(&built);
+    for needle in [
+        "<a href=\"#redlock\">Redlock and clocks</a>",
+        "<a href=\"#peers\">Peers beside their counterparts</a>",
+        "<h2 id=\"redlock\">Redlock and clocks</h2>",
+        "<td>redis-watchdog</td><td>2 of 3</td><td>21–94 %</td><td>4</td>",
+        "<h2 id=\"peers\">Peers beside their counterparts</h2>",
+        "<td>baseline CS/s</td><td>587</td><td>734</td>",
+    ] {
+        assert!(html.contains(needle), "report.html lacks {needle:?}");
+    }
+}
+
+#[test]
+fn redlock_and_peer_sections_are_absent_without_their_data() {
+    let (_, written) = rendered();
+    let md = fs::read_to_string(&written.markdown).unwrap();
+    let html = fs::read_to_string(&written.html).unwrap();
+    for absent in ["Redlock and clocks", "Peers beside", "**Also:**"] {
+        assert!(!md.contains(absent), "report.md has {absent:?}");
+        assert!(!html.contains(absent), "report.html has {absent:?}");
+    }
+}
+
+#[test]
+fn the_process_pause_counts_only_for_redlock() {
+    use lockbench_reports::topics::redlock_faults;
+    let mut c = fixture();
+    c.runs.truncate(1);
+    c.runs[0].results.scenario.name = "process-pause".into();
+    assert!(
+        redlock_faults(&Grid::new(&c)).is_empty(),
+        "no Redlock ran it"
+    );
+    // A peer modelled by redlock is a Redlock row.
+    c.strategies[2].counterpart = Some("redlock".into());
+    let faults = redlock_faults(&Grid::new(&c));
+    assert_eq!(faults.len(), 1);
+    assert_eq!(faults[0].label, "process-pause");
+    let who: Vec<&str> = faults[0].rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(who, ["redis-keyspace-naive"]);
+    assert_eq!(
+        faults[0].columns.len(),
+        3,
+        "no token column outside restarts"
+    );
+}

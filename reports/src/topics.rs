@@ -1,0 +1,204 @@
+//! The sections a comparison gets only when it holds their data — "Redlock and clocks" (the Redlock
+//! faults and the server restarts, with fencing token regressions) and "Peers beside their
+//! counterparts" (each real library against the lockbench strategy that models it) — as plain text
+//! cells, so Markdown and HTML differ only in layout.
+
+use crate::format::{ms, rate};
+use crate::grid::{Grid, interval, ran, verdict_word, violated_of};
+use crate::model::CaseResult;
+
+/// The scenarios of the "Redlock and clocks" section, in the order the section lists them.
+pub const REDLOCK_SCENARIOS: [&str; 7] = [
+    "redlock-kill-minority",
+    "redlock-restart-no-delay",
+    "redlock-restart-delayed",
+    "redlock-clock-jump",
+    "process-pause",
+    "server-restart",
+    "server-restart-fsync",
+];
+
+/// Scenarios whose restarts show as fencing token regressions.
+const RESTARTS: [&str; 2] = ["server-restart", "server-restart-fsync"];
+
+/// One fault of the "Redlock and clocks" section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fault {
+    /// The row's label (scenario, with its lease mode when it runs several).
+    pub label: String,
+    /// The mechanism, one sentence from the scenario file; None when the file says nothing.
+    pub mechanism: Option<String>,
+    /// The table's columns.
+    pub columns: Vec<&'static str>,
+    /// One row per strategy that ran it.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// The faults of "Redlock and clocks" the comparison holds; empty when it holds none. The process
+/// pause counts only for Redlock (the strategy, or a peer it models).
+pub fn redlock_faults(grid: &Grid<'_>) -> Vec<Fault> {
+    let mut faults = Vec::new();
+    for name in REDLOCK_SCENARIOS {
+        for row in grid.rows.iter().filter(|r| r.scenario() == name) {
+            let restarts = RESTARTS.contains(&name);
+            let mut columns = vec!["strategy", "violated trials", "95 % interval"];
+            if restarts {
+                columns.push("token regressions");
+            }
+            let rows: Vec<Vec<String>> = grid
+                .strategies
+                .iter()
+                .filter(|s| {
+                    name != "process-pause"
+                        || s.id == "redlock"
+                        || s.counterpart.as_deref() == Some("redlock")
+                })
+                .filter_map(|s| row.case(&s.id).filter(|c| ran(c)))
+                .map(|case| {
+                    let mut cells = vec![
+                        case.strategy.clone(),
+                        k_of_n(case),
+                        case.trials
+                            .as_ref()
+                            .map(|t| interval(t.rate_low, t.rate_high))
+                            .unwrap_or_else(|| "-".to_owned()),
+                    ];
+                    if restarts {
+                        cells.push(
+                            case.safety
+                                .fencing
+                                .token_regressions
+                                .map_or_else(|| "no fencing".to_owned(), |n| n.to_string()),
+                        );
+                    }
+                    cells
+                })
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            faults.push(Fault {
+                label: row.label.clone(),
+                mechanism: row.run.results.scenario.theory.clone(),
+                columns,
+                rows,
+            });
+        }
+    }
+    faults
+}
+
+/// `2 of 3` violated trials (a single run: `1 of 1` or `0 of 1`).
+fn k_of_n(case: &CaseResult) -> String {
+    let (k, n) = violated_of(case);
+    format!("{k} of {n}")
+}
+
+/// `2/3` (`0/1 (0 CS)` when no critical section completed, so "safe" rests on nothing), or the
+/// verdict word when the case did not run.
+fn k_slash_n(case: Option<&CaseResult>) -> String {
+    match case.filter(|c| ran(c)) {
+        Some(c) => {
+            let (k, n) = violated_of(c);
+            if c.operations.completed == 0 {
+                format!("{k}/{n} (0 CS)")
+            } else {
+                format!("{k}/{n}")
+            }
+        }
+        None => verdict_word(case).to_owned(),
+    }
+}
+
+/// One peer beside its counterpart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pair {
+    /// The peer's id.
+    pub peer: String,
+    /// The lockbench strategy that models it.
+    pub counterpart: String,
+    /// Rows of `figure | peer | counterpart`.
+    pub rows: Vec<[String; 3]>,
+}
+
+/// Columns of a [`Pair`] table.
+pub fn pair_columns(pair: &Pair) -> [&str; 3] {
+    ["figure", &pair.peer, &pair.counterpart]
+}
+
+/// Every peer with a counterpart, beside it; empty when the comparison has no peers.
+pub fn peer_pairs(grid: &Grid<'_>) -> Vec<Pair> {
+    let baseline = grid.rows.iter().find(|r| r.scenario() == "baseline");
+    grid.strategies
+        .iter()
+        .filter_map(|s| Some((s.id.clone(), s.counterpart.clone()?)))
+        .map(|(peer, counterpart)| {
+            let (p, c) = (
+                baseline.and_then(|r| r.case(&peer)),
+                baseline.and_then(|r| r.case(&counterpart)),
+            );
+            let figure = |case: Option<&CaseResult>, f: &dyn Fn(&CaseResult) -> String| {
+                case.filter(|c| ran(c))
+                    .map_or_else(|| verdict_word(case).to_owned(), f)
+            };
+            // Client requests when the server counts them for both, else all requests for both.
+            let client = [p, c].iter().all(|case| {
+                case.and_then(|c| c.server_cost.as_ref())
+                    .is_some_and(|s| s.client_requests.is_some())
+            });
+            let per_cs = |case: &CaseResult| match &case.server_cost {
+                Some(s) if case.operations.completed > 0 => {
+                    let n = if client {
+                        s.client_requests.unwrap_or(s.requests)
+                    } else {
+                        s.requests
+                    };
+                    rate(n as f64 / case.operations.completed as f64)
+                }
+                _ => "n/a".to_owned(),
+            };
+            let mut rows = vec![
+                [
+                    "baseline CS/s".to_owned(),
+                    figure(p, &|c| rate(c.throughput.completed_per_s)),
+                    figure(c, &|c| rate(c.throughput.completed_per_s)),
+                ],
+                [
+                    "baseline hand-off p50 (ms)".to_owned(),
+                    figure(p, &|c| ms(c.latency.handoff.p50_ms)),
+                    figure(c, &|c| ms(c.latency.handoff.p50_ms)),
+                ],
+                [
+                    format!(
+                        "baseline server {} per CS",
+                        if client {
+                            "client requests"
+                        } else {
+                            "requests"
+                        }
+                    ),
+                    figure(p, &per_cs),
+                    figure(c, &per_cs),
+                ],
+            ];
+            for row in &grid.rows {
+                let (p, c) = (row.case(&peer), row.case(&counterpart));
+                let (Some(pc), Some(cc)) = (p.filter(|x| ran(x)), c.filter(|x| ran(x))) else {
+                    continue;
+                };
+                if (violated_of(pc).0 > 0) != (violated_of(cc).0 > 0) {
+                    rows.push([
+                        format!("violated under {}", row.label),
+                        k_slash_n(p),
+                        k_slash_n(c),
+                    ]);
+                }
+            }
+            Pair {
+                peer,
+                counterpart,
+                rows,
+            }
+        })
+        .collect()
+}
