@@ -253,11 +253,19 @@ impl Lease {
     /// Releases the lock. Renewal stops whatever the outcome; [`LockError::NotHeld`] means it had already
     /// expired or been taken.
     pub async fn release(mut self) -> Result<(), LockError> {
+        // A lease already lost, or past its conservative deadline, was not held up to this release, even
+        // if the server has not let the key go yet (etcd revokes an expired lease up to ~0.5 s late): the
+        // strategy still cleans up, but the answer is `NotHeld`.
+        let held = self.state.is_held();
+        let not_held = || LockError::NotHeld {
+            key: self.key.to_string(),
+        };
         match self.handle.take() {
-            Some(handle) => handle.release().await,
-            None => Err(LockError::NotHeld {
-                key: self.key.to_string(),
-            }),
+            Some(handle) => match handle.release().await {
+                Ok(()) if !held => Err(not_held()),
+                other => other,
+            },
+            None => Err(not_held()),
         }
     }
 }
