@@ -370,10 +370,9 @@ pub async fn stale_release_keeps_newer_hold_of_same_owner(t: &dyn Target) {
         .expect("release by the other client");
     let current = expect_lease(a.as_ref(), &key, &once, CASE).await;
     if !a.capabilities().hold_identity {
-        // The declared "no": the server knows the owner only, so the stale release ends the newer hold.
-        stale.release().await.unwrap_or_else(|e| {
-            panic!("{CASE}: without hold identity the stale release gave {e:?}")
-        });
+        // The declared "no": the server knows the owner only, so the stale release ends the newer hold
+        // (whatever it answers: the lease was lost, so `release` says NotHeld).
+        let _ = stale.release().await;
         expect_lease(b.as_ref(), &key, &AcquireOptions::try_once(), CASE)
             .await
             .release()

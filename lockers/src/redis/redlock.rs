@@ -280,17 +280,18 @@ impl Redlock {
             LeaseMode::Fixed(_) => None,
         };
         let name = &request.keys.name;
-        let (state, ticket) =
-            core.holds
-                .enter(name, &lock.value, sent_at + valid_for, &core.events, start);
-        let token = FencingToken(0);
+        // Before the renewal starts, so `Acquired` comes before every renewal event.
         core.events.emit(|| LockEvent::Acquired {
             key: name.clone(),
-            token,
+            token: FencingToken(0),
             mode: request.mode,
             sent_at,
             at: Instant::now(),
         });
+        let (state, ticket) =
+            core.holds
+                .enter(name, &lock.value, sent_at + valid_for, &core.events, start);
+        let token = FencingToken(0);
         let hold = RedlockHold {
             core: core.clone(),
             ticket,
