@@ -24,25 +24,7 @@ const RENEW_MS: f64 = TTL_MS / 3.0;
 /// (checked against the schema).
 fn run(scenario: &str, args: &[&str]) -> Results {
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let mut full = vec![
-        "run",
-        "--scenario",
-        scenario,
-        "--no-progress",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ];
-    full.extend_from_slice(args);
-    let out = support::run(&full);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "lockbench {}: {}",
-        full.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    support::read_results(dir.path())
+    support::run_scenario(scenario, args)
 }
 
 fn case<'a>(results: &'a Results, strategy: &str) -> &'a CaseResult {

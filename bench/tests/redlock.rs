@@ -11,25 +11,7 @@ use lockbench_reports::model::{CaseResult, CaseStatus, Verdict};
 
 /// Runs `lockbench run --scenario <scenario> <args>`, asserts it succeeded, returns the results.
 fn run(scenario: &str, args: &[&str]) -> Results {
-    let dir = tempfile::tempdir().unwrap();
-    let mut full = vec![
-        "run",
-        "--scenario",
-        scenario,
-        "--no-progress",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ];
-    full.extend_from_slice(args);
-    let out = support::run(&full);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "lockbench {}: {}",
-        full.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    support::read_results(dir.path())
+    support::run_scenario(scenario, args)
 }
 
 fn case<'a>(results: &'a Results, strategy: &str) -> &'a CaseResult {

@@ -41,3 +41,27 @@ pub(crate) fn read_results(dir: &Path) -> lockbench_reports::Results {
     );
     lockbench_reports::Results::from_json(&text).expect("results parse")
 }
+
+/// Runs `lockbench run --scenario <scenario> --no-progress --out <tmp> <args>`, asserts it exited 0
+/// (naming the command and its stderr), and returns the results (checked against the schema).
+pub(crate) fn run_scenario(scenario: &str, args: &[&str]) -> lockbench_reports::Results {
+    let dir = tempfile::tempdir().unwrap();
+    let mut full = vec![
+        "run",
+        "--scenario",
+        scenario,
+        "--no-progress",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ];
+    full.extend_from_slice(args);
+    let out = run(&full);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "lockbench {}: {}",
+        full.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    read_results(dir.path())
+}
