@@ -218,8 +218,8 @@ impl RunArgs {
 /// `lockbench compare`.
 #[derive(Debug, Clone, Default, Args)]
 #[command(after_help = "\
-Runs every scenario of the suite (baseline, long-tail, lease-too-short, the fault scenarios and a short
-many-locks scale pass) against every strategy each applies to, every case --trials times with different
+Runs every scenario of the suite (baseline, long-tail, lease-too-short, every fault kind and a short
+many-locks scale pass; --full adds the library-fidelity scenarios) against every strategy each applies to, every case --trials times with different
 seeds, starting each scenario's servers once; then writes DIR/results.json (all scenarios in one file),
 DIR/report.html (self-contained), DIR/report.md and DIR/charts/*.png|svg. `lockbench report
 DIR/results.json` renders the reports again. Planned on 2 idle cores: default (3 trials) under 20
@@ -229,7 +229,12 @@ pub struct CompareArgs {
     /// The short suite (under 4 minutes: fewer scenarios, 1 trial), for a first look.
     #[arg(long, conflicts_with = "thorough")]
     pub quick: bool,
-    /// 10 trials per case, for tighter violation-rate intervals.
+    /// The full suite: the default one plus the library-fidelity scenarios (Redisson's renewal
+    /// errors, busy server, orphaned holders and renewal after unlock; Redis restarts; Redlock's node
+    /// faults), about 35 minutes at 3 trials.
+    #[arg(long, conflicts_with = "quick")]
+    pub full: bool,
+    /// The full suite at 10 trials per case, for tighter violation-rate intervals.
     #[arg(long)]
     pub thorough: bool,
     /// Trials per case, each with its own seed [default: 3; 1 with --quick; 10 with --thorough].
@@ -262,6 +267,7 @@ impl CompareArgs {
     pub fn request(&self) -> CompareRequest {
         CompareRequest {
             quick: self.quick,
+            full: self.full,
             thorough: self.thorough,
             trials: self.trials,
             scenarios: self.scenarios.clone(),

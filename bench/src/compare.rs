@@ -30,7 +30,7 @@ use crate::run::{self, RunRequest};
 use crate::scale::{self, ScaleOptions, ScaleRequest};
 use crate::suite::{
     self, Length, MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_STEP_BUDGET, MANY_LOCKS_STEPS,
-    NOT_IN_MANY_LOCKS, PlannedScenario, SUITE, SuiteEntry,
+    NOT_IN_MANY_LOCKS, PlannedScenario, SUITE, Suite, SuiteEntry,
 };
 use crate::workload::split_list;
 use crate::{output, report, scenarios, strategies, table};
@@ -50,7 +50,9 @@ pub struct CompareRequest {
     pub servers: GivenAddresses,
     /// Show progress bars (when stdout is a terminal).
     pub progress: bool,
-    /// More trials per case (10 unless `trials` says otherwise).
+    /// The full suite, library-fidelity scenarios included.
+    pub full: bool,
+    /// The full suite with more trials per case (10 unless `trials` says otherwise).
     pub thorough: bool,
     /// Trials per case (default: 3; 1 with `quick`; 10 with `thorough`).
     pub trials: Option<u32>,
@@ -59,6 +61,17 @@ pub struct CompareRequest {
 }
 
 impl CompareRequest {
+    /// Which suite.
+    pub(crate) fn suite(&self) -> Suite {
+        if self.quick {
+            Suite::Quick
+        } else if self.full || self.thorough {
+            Suite::Full
+        } else {
+            Suite::Default
+        }
+    }
+
     /// Trials per case.
     pub(crate) fn trials(&self) -> u32 {
         self.trials.unwrap_or(if self.thorough {
@@ -71,16 +84,25 @@ impl CompareRequest {
     }
 }
 
-/// The chosen entries of the suite: all, or those `--scenarios` names (an unknown name is a usage
-/// error listing the suite).
+/// The suite `--scenarios` picks from: any scenario, at the quick suite's lengths with `--quick`.
+fn named_from(chosen: Suite) -> Suite {
+    if chosen == Suite::Quick {
+        Suite::Quick
+    } else {
+        Suite::Full
+    }
+}
+
+/// The chosen entries: all of `chosen`, or those `--scenarios` names, from any suite but the quick
+/// one's lengths with `--quick` (an unknown name is a usage error listing the suite).
 fn chosen_entries(
-    quick: bool,
+    chosen: Suite,
     names: Option<&str>,
 ) -> Result<Vec<(SuiteEntry, Length)>, BenchError> {
-    let all = suite::entries(quick);
     let Some(names) = names else {
-        return Ok(all);
+        return Ok(suite::entries(chosen));
     };
+    let all = suite::entries(named_from(chosen));
     let names = split_list(names);
     for name in &names {
         if !SUITE.iter().any(|e| e.scenario == name) {
@@ -184,16 +206,25 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             "--trials: must be 1..=100, got {trials}"
         )));
     }
-    let suite = chosen_entries(args.quick, args.scenarios.as_deref())?;
+    let suite = chosen_entries(args.suite(), args.scenarios.as_deref())?;
     let out_dir = args
         .out
         .clone()
         .unwrap_or_else(|| output::default_dir("compare", &started_at));
     let out_dir = output::prepare_dir(&out_dir)?;
-    let plan: Vec<PlannedScenario> = suite::plan(args.quick, &list, trials, !args.thorough)
-        .into_iter()
-        .filter(|p| suite.iter().any(|(e, _)| e.scenario == p.scenario))
-        .collect();
+    let plan: Vec<PlannedScenario> = suite::plan(
+        if args.scenarios.is_some() {
+            named_from(args.suite())
+        } else {
+            args.suite()
+        },
+        &list,
+        trials,
+        !args.thorough,
+    )
+    .into_iter()
+    .filter(|p| suite.iter().any(|(e, _)| e.scenario == p.scenario))
+    .collect();
     let planned = suite::planned_total(&plan);
     println!(
         "compare: {} scenarios, {} trial{} per case, planned {} (on 2 idle cores)",
@@ -304,14 +335,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     notes.extend(skipped_peers);
     let comparison = Comparison {
         schema_version: SCHEMA_VERSION,
-        suite: if args.quick {
-            "quick"
-        } else if args.thorough {
-            "thorough"
-        } else {
-            "default"
-        }
-        .to_owned(),
+        suite: args.suite().name(args.thorough).to_owned(),
         complete,
         started_at,
         finished_at: now_rfc3339(),

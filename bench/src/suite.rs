@@ -15,7 +15,7 @@ use crate::run::keep_fault_targets;
 use crate::scenarios;
 use crate::strategies::{self, Strategy, StrategySettings};
 use crate::workload::faults::{Topology, case_topology};
-use crate::workload::{ScenarioFile, Workload};
+use crate::workload::{ScenarioFile, WorkerMode, Workload};
 use lockbench_reports::model::{Expectation, expected_in};
 
 /// How long a scenario's cases run in a suite: measured time and warm-up per case (`None`: the
@@ -44,15 +44,42 @@ impl Length {
     }
 }
 
+/// Which suite `compare` runs: each is a superset of the one before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub(crate) enum Suite {
+    /// A first look: the scenarios that tell strategies apart fastest (`--quick`).
+    Quick,
+    /// Every fault of the breaking-points matrix, within 20 minutes at 3 trials.
+    #[default]
+    Default,
+    /// The default suite plus the library-fidelity scenarios (Redisson's renewal errors and orphaned
+    /// holders, Redlock's node faults, server restarts): `--full`, and `--thorough` at 10 trials.
+    Full,
+}
+
+impl Suite {
+    /// Its name in the comparison file.
+    pub(crate) fn name(self, thorough: bool) -> &'static str {
+        match (self, thorough) {
+            (Suite::Quick, _) => "quick",
+            (Suite::Default, _) => "default",
+            (Suite::Full, true) => "thorough",
+            (Suite::Full, false) => "full",
+        }
+    }
+}
+
 /// One scenario of the suite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SuiteEntry {
     /// The scenario preset (see `lockbench scenarios`), or [`MANY_LOCKS`].
     pub scenario: &'static str,
-    /// Its length in the default suite.
+    /// Its length in the default and full suites.
     pub default: Length,
     /// Its length in the quick suite; `None`: left out of it.
     pub quick: Option<Length>,
+    /// The smallest suite it is in.
+    pub from: Suite,
 }
 
 impl SuiteEntry {
@@ -62,6 +89,7 @@ impl SuiteEntry {
             scenario,
             default: Length::PRESET,
             quick: Some(Length::PRESET),
+            from: Suite::Quick,
         }
     }
 
@@ -75,6 +103,7 @@ impl SuiteEntry {
             scenario,
             default: Length::of(duration, warmup),
             quick: None,
+            from: Suite::Default,
         }
     }
 
@@ -82,6 +111,7 @@ impl SuiteEntry {
     pub(crate) const fn quick(self, duration: &'static str, warmup: &'static str) -> SuiteEntry {
         SuiteEntry {
             quick: Some(Length::of(duration, warmup)),
+            from: Suite::Quick,
             ..self
         }
     }
@@ -90,6 +120,16 @@ impl SuiteEntry {
     pub(crate) const fn not_quick(self) -> SuiteEntry {
         SuiteEntry {
             quick: None,
+            from: Suite::Default,
+            ..self
+        }
+    }
+
+    /// The same, in the full suite only.
+    pub(crate) const fn full_only(self) -> SuiteEntry {
+        SuiteEntry {
+            quick: None,
+            from: Suite::Full,
             ..self
         }
     }
@@ -102,12 +142,21 @@ pub(crate) const MANY_LOCKS: &str = "many-locks";
 /// faults are timed against it; shortening would cut a fault short). The others run just long enough
 /// for their mechanism — a long task renewed several times, a fixed lease expiring under a task — since
 /// the trials of a case are pooled: three 1 s baseline trials give the figures of one 3 s run.
+///
+/// The default suite is the breaking-points matrix: every fault kind lockbench injects, against every
+/// strategy, 3 trials, within 20 minutes on 2 cores. The library-fidelity scenarios (issues 14 and 15:
+/// they check that a row behaves like its library, or Redlock's node faults) would take it to about 35
+/// minutes, so they run with `--full` or `--thorough`, or by name with `--scenarios`.
 pub(crate) const SUITE: &[SuiteEntry] = &[
     SuiteEntry::of("baseline", "1s", "300ms").quick("1s", "200ms"),
-    SuiteEntry::of("long-tail", "3s", "300ms").quick("1500ms", "200ms"),
+    // Long tasks are 3-5 s against a 2 s timeout: a 2 s window sees each renewed 3+ times, and three
+    // pooled trials see as many long tasks as one 6 s run.
+    SuiteEntry::of("long-tail", "2s", "300ms").quick("1500ms", "200ms"),
     SuiteEntry::of("lease-too-short", "1600ms", "0s").quick("1600ms", "0s"),
     SuiteEntry::preset("process-pause"),
-    SuiteEntry::preset("client-crash"),
+    // The holder is killed at 0.5 s; its 1 s lease expires and the next holder is in by about 1.7 s:
+    // 2.5 s shows the unavailability and the recovery (the preset's 3 s adds only steady state).
+    SuiteEntry::of("client-crash", "2500ms", "0s").quick("2500ms", "0s"),
     SuiteEntry::preset("cpu-starvation").not_quick(),
     SuiteEntry::preset("cpu-quota").not_quick(),
     SuiteEntry::preset("cpu-hog").not_quick(),
@@ -118,17 +167,17 @@ pub(crate) const SUITE: &[SuiteEntry] = &[
     SuiteEntry::preset("pubsub-drop").not_quick(),
     SuiteEntry::preset("redis-failover"),
     SuiteEntry::preset("leader-loss"),
-    SuiteEntry::preset("redlock-kill-minority").not_quick(),
-    SuiteEntry::preset("redlock-restart-no-delay").not_quick(),
-    SuiteEntry::preset("redlock-restart-delayed").not_quick(),
-    SuiteEntry::preset("redlock-clock-jump").not_quick(),
-    SuiteEntry::preset("server-restart").not_quick(),
-    SuiteEntry::preset("server-restart-fsync").not_quick(),
-    SuiteEntry::preset("renewal-error").not_quick(),
-    SuiteEntry::preset("busy-server").not_quick(),
-    SuiteEntry::preset("orphaned-holder").not_quick(),
-    SuiteEntry::preset("renewal-after-unlock").not_quick(),
     SuiteEntry::preset(MANY_LOCKS).not_quick(),
+    SuiteEntry::preset("renewal-error").full_only(),
+    SuiteEntry::preset("busy-server").full_only(),
+    SuiteEntry::preset("orphaned-holder").full_only(),
+    SuiteEntry::preset("renewal-after-unlock").full_only(),
+    SuiteEntry::preset("server-restart").full_only(),
+    SuiteEntry::preset("server-restart-fsync").full_only(),
+    SuiteEntry::preset("redlock-kill-minority").full_only(),
+    SuiteEntry::preset("redlock-restart-no-delay").full_only(),
+    SuiteEntry::preset("redlock-restart-delayed").full_only(),
+    SuiteEntry::preset("redlock-clock-jump").full_only(),
 ];
 
 /// Strategies `lockbench scale` leaves out by default (a held count means nothing for them).
@@ -139,17 +188,19 @@ pub(crate) const MANY_LOCKS_STEPS: &str = "1000,10000";
 /// Measured hold per step of the many-locks pass (two renewal periods at its 3 s timeout).
 pub(crate) const MANY_LOCKS_HOLD: &str = "2s";
 
-// Overheads, measured on this 2-core machine with a debug build while other helpers were compiling
-// (load average ~4), from `lockbench compare --quick`: per case, `window.wall_ms - warmup_ms -
-// measured_ms` of the results file; per scenario, the run's `finished_at - started_at` minus the sum
-// of its cases' `wall_ms`; the reports, the time from the comparison file to the written report. Each
-// constant covers the largest value seen. An earlier run at load average ~10 saw up to 2.5 times these;
-// an idle machine and a release build see less.
+// Overheads, measured on this 2-core machine with a release build (as `scripts/compare.sh` runs it) at
+// load average 0.5-2, from `lockbench compare` of the default suite (18 min 44 s, planned 21 min 51 s
+// with the earlier debug-build constants): per trial, a scenario's `finished_at - started_at` minus its
+// cases' measured and warm-up time, over its trials; the many-locks pass from its `scale.json`; the
+// reports from the comparison file to the written report. Each constant rounds the largest value seen
+// up. A debug build or a busy machine takes longer (up to 2.5 times at load average ~10).
 
-/// Set-up and tear-down around one case's measured window: connecting the clients (tasks; measured
-/// 17-183 ms, median 50 ms) or starting one `lockbench` worker process per client and collecting them
-/// (processes; 64-128 ms).
-pub(crate) const CASE_OVERHEAD: Duration = Duration::from_millis(200);
+/// Set-up and tear-down around one trial of a case in tasks mode: connecting the clients and closing
+/// them (measured 0.23-0.24 s per trial).
+pub(crate) const CASE_OVERHEAD_TASKS: Duration = Duration::from_millis(250);
+/// The same in processes mode: starting one `lockbench` worker process per client and collecting
+/// them (measured 0.03-0.10 s per trial).
+pub(crate) const CASE_OVERHEAD_PROCESSES: Duration = Duration::from_millis(120);
 /// Extra per case for a fault that starts servers of its own for every case (it destroys them): a
 /// Redis primary + replica (failover; measured 170-260 ms in all).
 pub(crate) const CASE_OWN_REDIS_PAIR: Duration = Duration::from_millis(300);
@@ -159,18 +210,18 @@ pub(crate) const CASE_OWN_ETCD_CLUSTER: Duration = Duration::from_millis(1500);
 /// JVMs start slowly on a busy machine).
 pub(crate) const CASE_OWN_ZOOKEEPER_ENSEMBLE: Duration = Duration::from_secs(4);
 /// Starting a scenario's servers once (redis 0.1 s, etcd 0.6 s, ZooKeeper up to 1.4 s) and stopping
-/// them, plus the scenario's results file: measured 0.0-1.6 s.
-pub(crate) const SCENARIO_SERVERS: Duration = Duration::from_secs(2);
+/// them, plus the scenario's results file: at most 1 s between one scenario's end and the next one's
+/// start.
+pub(crate) const SCENARIO_SERVERS: Duration = Duration::from_secs(1);
 /// The many-locks pass per strategy: filling 1k and 10k locks (each step at most
-/// [`MANY_LOCKS_STEP_BUDGET`]), holding each step, releasing, in a child process; measured with
-/// `lockbench compare --scenarios many-locks`: 87 s for 7 strategies (12.4 s each; 23 s each at load
-/// ~10).
-pub(crate) const MANY_LOCKS_PER_STRATEGY: Duration = Duration::from_secs(13);
+/// [`MANY_LOCKS_STEP_BUDGET`]), holding each step, releasing, in a child process; measured 76 s for 9
+/// strategies (8.4 s each).
+pub(crate) const MANY_LOCKS_PER_STRATEGY: Duration = Duration::from_secs(10);
 /// Longest a many-locks step may take to fill before the strategy stops there (recorded with why).
 pub(crate) const MANY_LOCKS_STEP_BUDGET: &str = "10s";
 /// Writing the comparison and the reports, per case (charts include one holder timeline per case):
-/// measured 26 s for 61 cases.
-pub(crate) const REPORT_PER_CASE: Duration = Duration::from_millis(450);
+/// measured 1.6 s for 176 cases (a debug build: 26 s for 61 cases).
+pub(crate) const REPORT_PER_CASE: Duration = Duration::from_millis(50);
 
 /// The planned time of one scenario.
 #[derive(Debug, Clone)]
@@ -185,12 +236,17 @@ pub(crate) struct PlannedScenario {
     pub total: Duration,
 }
 
-/// The quick suite or the default one.
-pub(crate) fn entries(quick: bool) -> Vec<(SuiteEntry, Length)> {
+/// The entries of `suite`, each at its length there.
+pub(crate) fn entries(suite: Suite) -> Vec<(SuiteEntry, Length)> {
     SUITE
         .iter()
+        .filter(|e| e.from <= suite)
         .filter_map(|e| {
-            let length = if quick { e.quick? } else { e.default };
+            let length = if suite == Suite::Quick {
+                e.quick?
+            } else {
+                e.default
+            };
             Some((*e, length))
         })
         .collect()
@@ -222,13 +278,13 @@ pub(crate) fn overrides(length: Length, strategies: &str) -> ScenarioFile {
 /// With `settle_early` (as `compare` runs, but for `--thorough`), a case theory expects to be
 /// violated is planned at one trial: its first violated trial settles it (`run::settles`).
 pub(crate) fn plan(
-    quick: bool,
+    suite: Suite,
     strategies: &str,
     trials: u32,
     settle_early: bool,
 ) -> Vec<PlannedScenario> {
     let chosen = strategies::resolve(&[strategies.to_owned()]).unwrap_or_default();
-    entries(quick)
+    entries(suite)
         .iter()
         .map(|(entry, length)| {
             if entry.scenario == MANY_LOCKS {
@@ -269,7 +325,11 @@ pub(crate) fn plan(
                     (Some(Topology::Cluster), _) => CASE_OWN_ETCD_CLUSTER,
                     (Some(_), _) => CASE_OWN_REDIS_PAIR,
                 };
-                let one = w.duration.unwrap_or_default() + w.warmup + CASE_OVERHEAD + own_servers;
+                let overhead = match w.workers {
+                    WorkerMode::Tasks => CASE_OVERHEAD_TASKS,
+                    WorkerMode::Processes => CASE_OVERHEAD_PROCESSES,
+                };
+                let one = w.duration.unwrap_or_default() + w.warmup + overhead + own_servers;
                 // A lease mode the strategy cannot take is skipped at once.
                 for lease in &w.leases {
                     if lease_support(&caps, *lease, &w).is_ok() {
@@ -322,35 +382,41 @@ mod tests {
 
     /// `--quick` (one trial) must finish within 4 minutes on a 2-core machine.
     const QUICK_BUDGET: Duration = Duration::from_secs(240);
-    /// The default suite (three trials). The target is 20 minutes; with all 11 strategies and the 26
-    /// entries of issues 13–15 the plan is about 36 minutes, so this holds the plan at 40 until the
-    /// suite is re-planned (see the README's "Time budget" note). Lower it back as the plan shrinks.
-    const DEFAULT_BUDGET: Duration = Duration::from_secs(2400);
+    /// The default suite (three trials) must finish within 20 minutes.
+    const DEFAULT_BUDGET: Duration = Duration::from_secs(1200);
 
     #[test]
     fn the_suites_fit_their_budgets() {
-        let default = planned_total(&plan(false, "all", 3, true));
-        let quick = planned_total(&plan(true, "all", 1, true));
+        let default = planned_total(&plan(Suite::Default, "all", 3, true));
+        let quick = planned_total(&plan(Suite::Quick, "all", 1, true));
         let what = format!("default plans {default:?}, quick {quick:?}");
         eprintln!("{what}");
+        for p in plan(Suite::Default, "all", 3, true) {
+            eprintln!(
+                "  {:<24} {:>3} cases  {:>6.1?}",
+                p.scenario, p.cases, p.total
+            );
+        }
         assert!(
             default <= DEFAULT_BUDGET,
             "{what}: {:#?}",
-            plan(false, "all", 3, true)
+            plan(Suite::Default, "all", 3, true)
         );
         assert!(
             quick <= QUICK_BUDGET,
             "{what}: {:#?}",
-            plan(true, "all", 1, true)
+            plan(Suite::Quick, "all", 1, true)
         );
         assert!(quick < default);
-        // Ten trials are the thorough suite's choice, not held to a budget, but planned too.
-        assert!(planned_total(&plan(false, "all", 10, false)) > default);
+        // The full suite and ten trials are a user's choice, not held to a budget, but planned too.
+        let full = planned_total(&plan(Suite::Full, "all", 3, true));
+        assert!(full > default, "full plans {full:?}");
+        assert!(planned_total(&plan(Suite::Full, "all", 10, false)) > full);
     }
 
     #[test]
     fn every_suite_scenario_resolves_and_runs_some_strategy() {
-        for (entry, length) in entries(false) {
+        for (entry, length) in entries(Suite::Full) {
             if entry.scenario == MANY_LOCKS {
                 continue;
             }
@@ -362,14 +428,17 @@ mod tests {
                 entry.scenario
             );
         }
-        for p in plan(false, "all", 1, true) {
+        for p in plan(Suite::Full, "all", 1, true) {
             assert!(p.cases > 0, "{} runs no case", p.scenario);
         }
     }
 
     #[test]
-    fn the_suite_covers_every_fault_scenario() {
-        let names: Vec<&str> = SUITE.iter().map(|e| e.scenario).collect();
+    fn the_default_suite_covers_every_fault_scenario() {
+        let names: Vec<&str> = entries(Suite::Default)
+            .iter()
+            .map(|(e, _)| e.scenario)
+            .collect();
         for needed in [
             "baseline",
             "long-tail",
@@ -390,14 +459,14 @@ mod tests {
         ] {
             assert!(names.contains(&needed), "{needed}");
         }
-        for (entry, _) in entries(true) {
+        for (entry, _) in entries(Suite::Quick) {
             assert!(names.contains(&entry.scenario));
         }
     }
 
     #[test]
     fn a_scenario_added_to_the_suite_adds_its_time_to_the_plan() {
-        let base = plan(false, "redis-watchdog", 3, true);
+        let base = plan(Suite::Default, "redis-watchdog", 3, true);
         let total: Duration = base.iter().map(|p| p.total).sum();
         let one = base
             .iter()
@@ -406,7 +475,7 @@ mod tests {
         assert_eq!(one.cases, 1);
         assert_eq!(
             one.per_case,
-            seconds("1s") + seconds("300ms") + CASE_OVERHEAD
+            seconds("1s") + seconds("300ms") + CASE_OVERHEAD_TASKS
         );
         assert_eq!(one.total, one.per_case * 3 + SCENARIO_SERVERS);
         assert!(total > one.total);

@@ -35,10 +35,15 @@ fn row(case: &CaseResult) -> [String; 16] {
         _ => "n/a".to_owned(),
     };
     let status = format!("{:?}", case.status).to_lowercase();
-    let verdict = match s.verdict {
+    let word = match s.verdict {
         Verdict::Safe => "safe",
         Verdict::Violated => "VIOLATED",
         Verdict::Unknown => "-",
+    };
+    // The verdict says how many trials it rests on: "VIOLATED 1/3".
+    let verdict = match &case.trials {
+        Some(t) if s.verdict != Verdict::Unknown => format!("{word} {}/{}", t.violated, t.runs),
+        _ => word.to_owned(),
     };
     [
         case.strategy.clone(),
@@ -56,7 +61,7 @@ fn row(case: &CaseResult) -> [String; 16] {
         stale,
         format!("{}/{}", s.lost_signal.too_late, s.lost_signal.fired),
         errors.to_string(),
-        verdict.to_owned(),
+        verdict,
     ]
 }
 
@@ -139,6 +144,26 @@ pub(crate) fn render(results: &Results) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_verdict_says_how_many_trials_it_rests_on() {
+        let fixture = include_str!("../../reports/tests/fixtures/run-redis-watchdog.json");
+        let mut results: Results = serde_json::from_str(fixture).expect("the fixture parses");
+        let case = &mut results.cases[0];
+        case.safety.verdict = Verdict::Violated;
+        case.trials = Some(lockbench_reports::model::Trials {
+            runs: 3,
+            violated: 1,
+            rate_low: 0.06,
+            rate_high: 0.79,
+            each: Vec::new(),
+        });
+        assert!(
+            render(&results).contains("VIOLATED 1/3"),
+            "{}",
+            render(&results)
+        );
+    }
 
     #[test]
     fn formats_milliseconds() {
