@@ -20,11 +20,14 @@ pub fn redact(address: &str) -> String {
     while let Some(at) = rest.find('@') {
         // The credentials start after the nearest "://" or ',' before the '@' (or at the start).
         let before = &rest[..at];
-        let start = [before.rfind("://").map(|i| i + 3), before.rfind(',').map(|i| i + 1)]
-            .into_iter()
-            .flatten()
-            .max()
-            .unwrap_or(0);
+        let start = [
+            before.rfind("://").map(|i| i + 3),
+            before.rfind(',').map(|i| i + 1),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(0);
         out.push_str(&rest[..start]);
         out.push_str("***@");
         rest = &rest[at + 1..];
@@ -205,7 +208,10 @@ mod tests {
             .expect("valid");
         assert_eq!(parts.bare, "rediss://127.0.0.1:6380/2?protocol=resp3");
         let credentials = parts.credentials.expect("credentials");
-        assert_eq!((credentials.user.as_str(), credentials.password.as_str()), ("app", "p@ss"));
+        assert_eq!(
+            (credentials.user.as_str(), credentials.password.as_str()),
+            ("app", "p@ss")
+        );
         assert_eq!(parts.tls.ca, Some(PathBuf::from("/tmp/ca.pem")));
         assert!(!format!("{credentials:?}").contains("p@ss"));
         let plain = split("127.0.0.1:2181").expect("valid");

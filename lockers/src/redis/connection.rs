@@ -71,7 +71,8 @@ pub fn open_client(url: &str) -> Result<redis::Client, LockError> {
     let shown = address::redact(url);
     let parts = address::split(url)?;
     let bad = |e: redis::RedisError| LockError::Config(format!("redis url {shown:?}: {e}"));
-    let mut info = redis::IntoConnectionInfo::into_connection_info(parts.bare.as_str()).map_err(bad)?;
+    let mut info =
+        redis::IntoConnectionInfo::into_connection_info(parts.bare.as_str()).map_err(bad)?;
     if let Some(credentials) = parts.credentials {
         let mut settings = info.redis_settings().clone();
         if !credentials.user.is_empty() {
@@ -91,13 +92,12 @@ pub fn open_client(url: &str) -> Result<redis::Client, LockError> {
         )));
     }
     let certificates = redis::TlsCertificates {
-        client_tls: parts
-            .tls
-            .read_client()?
-            .map(|(client_cert, client_key)| redis::ClientTlsConfig {
+        client_tls: parts.tls.read_client()?.map(|(client_cert, client_key)| {
+            redis::ClientTlsConfig {
                 client_cert,
                 client_key,
-            }),
+            }
+        }),
         root_cert: parts.tls.read_ca()?,
     };
     redis::Client::build_with_tls(info, certificates).map_err(bad)

@@ -79,7 +79,10 @@ impl std::fmt::Debug for ZooKeeperLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The connect string may carry a digest password.
         f.debug_struct("ZooKeeperLock")
-            .field("connect_string", &crate::address::redact(&self.connect_string))
+            .field(
+                "connect_string",
+                &crate::address::redact(&self.connect_string),
+            )
             .field("config", &self.config)
             .field("events", &self.events)
             .finish_non_exhaustive()
