@@ -282,33 +282,6 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
         TcpStream::connect_timeout(socket, PROBE_TIMEOUT)
             .map_err(|e| bad(format!("cannot connect to {socket}: {e}")))?;
     }
-    let first = sockets[0];
-    let version = match kind {
-        // A TLS-only server cannot be read by the plain probe: its version is not known.
-        ServerKind::Redis | ServerKind::RedisNodes if address::is_tls(address) => None,
-        ServerKind::Redis | ServerKind::RedisNodes => {
-            let credentials = address::credentials(address.split(',').next().unwrap_or(""));
-            let auth = credentials
-                .as_ref()
-                .map(|c| (c.user.as_str(), c.password.as_str()));
-            probe::resp_command_as(first, auth, &["INFO", "server"], PROBE_TIMEOUT)
-                .ok()
-                .and_then(|info| {
-                    lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
-                })
-        }
-        ServerKind::Etcd if address::is_tls(address) => None,
-        ServerKind::Etcd => probe::http_get(first, "/version", PROBE_TIMEOUT)
-            .ok()
-            .and_then(|r| json_field(&r.body, "etcdserver")),
-        _ => probe::four_letter_word(first, "srvr", PROBE_TIMEOUT)
-            .ok()
-            .and_then(|srvr| {
-                srvr.lines()
-                    .find_map(|l| l.strip_prefix("Zookeeper version: "))
-                    .map(|v| v.split([',', '-']).next().unwrap_or(v).trim().to_owned())
-            }),
-    };
     let address = match kind {
         // One URL per node, as strategies take them (`host:port` becomes `redis://host:port/`).
         ServerKind::RedisNodes => address
@@ -325,6 +298,29 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
             .join(","),
         _ => address.to_owned(),
     };
+    let first = sockets[0];
+    let version = match kind {
+        ServerKind::Redis | ServerKind::RedisNodes => {
+            // Through the strategies' own client (ACL user, TLS): a wrong password or an untrusted
+            // certificate is bad input, reported before anything is measured.
+            let mut version = None;
+            for url in address.split(',').map(str::trim) {
+                version = Some(redis_version(url).map_err(bad)?);
+            }
+            version.flatten()
+        }
+        ServerKind::Etcd if address::is_tls(&address) => None,
+        ServerKind::Etcd => probe::http_get(first, "/version", PROBE_TIMEOUT)
+            .ok()
+            .and_then(|r| json_field(&r.body, "etcdserver")),
+        _ => probe::four_letter_word(first, "srvr", PROBE_TIMEOUT)
+            .ok()
+            .and_then(|srvr| {
+                srvr.lines()
+                    .find_map(|l| l.strip_prefix("Zookeeper version: "))
+                    .map(|v| v.split([',', '-']).next().unwrap_or(v).trim().to_owned())
+            }),
+    };
     Ok(Backend {
         kind,
         address,
@@ -333,6 +329,22 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
         startup: None,
         managed: None,
     })
+}
+
+/// Connects to the Redis at `url` as the strategies do and reads its version (`None` if `INFO` is
+/// not allowed). The error is one line without the password.
+fn redis_version(url: &str) -> Result<Option<String>, String> {
+    let client = lockers::redis::connection::open_client(url).map_err(|e| e.to_string())?;
+    let mut connection = client
+        .get_connection_with_timeout(PROBE_TIMEOUT)
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    let info: Option<String> = redis::cmd("INFO")
+        .arg("server")
+        .query(&mut connection)
+        .ok();
+    Ok(info.and_then(|info| {
+        lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
+    }))
 }
 
 fn json_field(body: &str, field: &str) -> Option<String> {
