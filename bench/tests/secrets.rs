@@ -118,7 +118,10 @@ fn run_and_compare_leave_no_secret_anywhere() {
     );
     assert_no_secret(&out, &run_dir, &["results.json"]);
     let recorded = std::fs::read_to_string(run_dir.join("results.json")).unwrap();
-    assert!(recorded.contains("rediss://***@127.0.0.1:"), "the address is recorded redacted");
+    assert!(
+        recorded.contains("rediss://***@127.0.0.1:"),
+        "the address is recorded redacted"
+    );
 
     // compare, with the password in the URL this time (percent-encoding not needed for it).
     let compare_dir = dir.path().join("compare");
@@ -137,7 +140,11 @@ fn run_and_compare_leave_no_secret_anywhere() {
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert_no_secret(&out, &compare_dir, &["results.json", "report.html", "report.md"]);
+    assert_no_secret(
+        &out,
+        &compare_dir,
+        &["results.json", "report.html", "report.md"],
+    );
 }
 
 #[test]
@@ -161,6 +168,9 @@ fn a_wrong_password_is_one_line_without_the_password() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(!stderr.contains("Wrong-canary-33Xy") && !stderr.contains(PASSWORD), "{stderr}");
+    assert!(
+        !stderr.contains("Wrong-canary-33Xy") && !stderr.contains(PASSWORD),
+        "{stderr}"
+    );
     assert!(stderr.contains("***@"), "{stderr}");
 }

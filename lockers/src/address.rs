@@ -77,14 +77,31 @@ impl TlsFiles {
     }
 
     /// The client certificate and key, if named; one without the other is a `Config` error.
-    pub fn read_client(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>, LockError> {
+    pub fn read_client(&self) -> Result<Option<ClientIdentity>, LockError> {
         match (&self.cert, &self.key) {
             (None, None) => Ok(None),
-            (Some(cert), Some(key)) => Ok(Some((read("cert", cert)?, read("key", key)?))),
+            (Some(cert), Some(key)) => Ok(Some(ClientIdentity {
+                cert: read("cert", cert)?,
+                key: read("key", key)?,
+            })),
             _ => Err(LockError::Config(
                 "a client certificate needs both cert= and key= in the address".into(),
             )),
         }
+    }
+}
+
+/// A client certificate and its key, PEM. `Debug` shows neither.
+pub struct ClientIdentity {
+    /// The certificate (chain).
+    pub cert: Vec<u8>,
+    /// The private key.
+    pub key: Vec<u8>,
+}
+
+impl fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ClientIdentity { .. }")
     }
 }
 

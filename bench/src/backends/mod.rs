@@ -338,10 +338,7 @@ fn redis_version(url: &str) -> Result<Option<String>, String> {
     let mut connection = client
         .get_connection_with_timeout(PROBE_TIMEOUT)
         .map_err(|e| format!("cannot connect: {e}"))?;
-    let info: Option<String> = redis::cmd("INFO")
-        .arg("server")
-        .query(&mut connection)
-        .ok();
+    let info: Option<String> = redis::cmd("INFO").arg("server").query(&mut connection).ok();
     Ok(info.and_then(|info| {
         lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
     }))

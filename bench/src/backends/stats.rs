@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use lockbench_reports::model::ServerCost;
 use lockbench_servers::probe;
-use lockers::address::Credentials;
 use lockbench_servers::redis::commandstats;
+use lockers::address::Credentials;
 
 use super::{Backend, ServerKind};
 use crate::proc_stat;
@@ -99,7 +99,8 @@ impl StatsSource {
         let auth = self.auth();
         let mut snapshot = match self.kind {
             ServerKind::Redis => {
-                let info = |section| probe::resp_command_as(socket, auth, &["INFO", section], TIMEOUT);
+                let info =
+                    |section| probe::resp_command_as(socket, auth, &["INFO", section], TIMEOUT);
                 let stats = info("commandstats").ok()?;
                 let cpu = info("cpu").ok();
                 StatsSnapshot {

@@ -57,8 +57,8 @@ pub(super) fn connect_options(
         if let Some(ca) = tls.read_ca()? {
             config = config.ca_certificate(Certificate::from_pem(ca));
         }
-        if let Some((cert, key)) = tls.read_client()? {
-            config = config.identity(Identity::from_pem(cert, key));
+        if let Some(identity) = tls.read_client()? {
+            config = config.identity(Identity::from_pem(identity.cert, identity.key));
         }
         options = options.with_tls(config);
     }

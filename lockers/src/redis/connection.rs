@@ -92,12 +92,13 @@ pub fn open_client(url: &str) -> Result<redis::Client, LockError> {
         )));
     }
     let certificates = redis::TlsCertificates {
-        client_tls: parts.tls.read_client()?.map(|(client_cert, client_key)| {
-            redis::ClientTlsConfig {
-                client_cert,
-                client_key,
-            }
-        }),
+        client_tls: parts
+            .tls
+            .read_client()?
+            .map(|identity| redis::ClientTlsConfig {
+                client_cert: identity.cert,
+                client_key: identity.key,
+            }),
         root_cert: parts.tls.read_ca()?,
     };
     redis::Client::build_with_tls(info, certificates).map_err(bad)
