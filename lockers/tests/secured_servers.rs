@@ -13,7 +13,9 @@ use lockbench_servers::{
     EtcdOptions, EtcdServer, RedisOptions, RedisSecurity, RedisServer, TestCertificates, ZkServer,
 };
 use lockers::etcd::{EtcdConfig, EtcdLease};
-use lockers::redis::{GuardThreadConfig, RedisGuardThread, RedisWatchdog, WatchdogConfig};
+use lockers::redis::{
+    GuardThreadConfig, RedisGuardThread, RedisWatchdog, Redlock, RedlockConfig, WatchdogConfig,
+};
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{AcquireOptions, EventLog, Events, LockError, LockEvent, Locker, Renewal};
 
@@ -87,9 +89,31 @@ async fn redis_acl_user_over_tls() {
         .unwrap();
     lock_cycle_with_renewals(&first, &second, &log).await;
 
-    // The server saw TLS connections only from the clients (the plain port serves the launcher).
-    let stats = server.command(&["INFO", "stats"]).unwrap();
-    assert!(!stats.contains("total_connections_received:0"), "{stats}");
+    // The port the clients used speaks TLS only: the same address without TLS is refused.
+    assert_ne!(url, format!("rediss://app:{PASSWORD}@{}/", server.addr()));
+    let plain = url.replace("rediss://", "redis://");
+    let plain = plain.split('?').next().unwrap();
+    let refused = RedisWatchdog::connect(plain, WatchdogConfig::default(), Events::none()).await;
+    assert!(refused.is_err(), "a plain connection to the TLS port must fail");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redlock_nodes_with_acl_users_over_tls() {
+    let certificates = TestCertificates::generate().unwrap();
+    let nodes: Vec<RedisServer> = (0..3).map(|_| secured_redis(&certificates)).collect();
+    let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
+    let config = || RedlockConfig {
+        renewal: Renewal::new(TIMEOUT),
+        ..RedlockConfig::default()
+    };
+    let log = EventLog::new();
+    let first = Redlock::connect(&urls, config(), Events::to(log.clone()))
+        .await
+        .unwrap();
+    let second = Redlock::connect(&urls, config(), Events::none())
+        .await
+        .unwrap();
+    lock_cycle_with_renewals(&first, &second, &log).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
