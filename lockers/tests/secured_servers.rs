@@ -94,7 +94,10 @@ async fn redis_acl_user_over_tls() {
     let plain = url.replace("rediss://", "redis://");
     let plain = plain.split('?').next().unwrap();
     let refused = RedisWatchdog::connect(plain, WatchdogConfig::default(), Events::none()).await;
-    assert!(refused.is_err(), "a plain connection to the TLS port must fail");
+    assert!(
+        refused.is_err(),
+        "a plain connection to the TLS port must fail"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use lockbench_reports::model::ServerCost;
@@ -15,6 +16,18 @@ use super::{Backend, ServerKind};
 use crate::proc_stat;
 
 const TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `AUTH`s this process's own probes sent, by Redis server: taken off the server's `auth` count, so the
+/// figures hold the clients' authentications only (as `INFO` itself is left out).
+static PROBE_AUTHS: Mutex<BTreeMap<SocketAddr, u64>> = Mutex::new(BTreeMap::new());
+
+/// Notes one `AUTH` a probe of this process sends to `socket`; returns how many it has sent so far.
+pub fn note_probe_auth(socket: SocketAddr) -> u64 {
+    let mut sent = PROBE_AUTHS.lock().unwrap_or_else(|e| e.into_inner());
+    let count = sent.entry(socket).or_default();
+    *count += 1;
+    *count
+}
 
 /// Counters of a server at one moment.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -99,12 +112,19 @@ impl StatsSource {
         let auth = self.auth();
         let mut snapshot = match self.kind {
             ServerKind::Redis => {
-                let info =
-                    |section| probe::resp_command_as(socket, auth, &["INFO", section], TIMEOUT);
-                let stats = info("commandstats").ok()?;
-                let cpu = info("cpu").ok();
+                let info = |section| {
+                    let sent = auth.map(|_| note_probe_auth(socket)).unwrap_or(0);
+                    let reply = probe::resp_command_as(socket, auth, &["INFO", section], TIMEOUT);
+                    (reply, sent)
+                };
+                let (stats, probe_auths) = info("commandstats");
+                let mut requests = redis_commandstats(&stats.ok()?);
+                if let Some(auths) = requests.get_mut("auth") {
+                    *auths = auths.saturating_sub(probe_auths);
+                }
+                let cpu = info("cpu").0.ok();
                 StatsSnapshot {
-                    requests: redis_commandstats(&stats),
+                    requests,
                     client_requests: None,
                     cpu_seconds: cpu.as_deref().map(redis_cpu),
                 }
