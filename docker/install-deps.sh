@@ -45,6 +45,8 @@ need protoc protobuf-compiler
 # etcd-client's build also needs the well-known types (google/protobuf/*.proto).
 need /usr/include/google/protobuf/descriptor.proto libprotobuf-dev
 need pkg-config pkg-config
+# The auth/TLS tests generate a throw-away certificate authority with the openssl CLI.
+need openssl openssl
 # redlock's clock-jump fault runs one redis-server under libfaketime.
 need /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 faketime
 if [ "$want_browser" -eq 1 ]; then

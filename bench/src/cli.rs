@@ -62,22 +62,36 @@ pub enum Command {
     Worker,
 }
 
-/// The server-address flags: servers the user runs, used instead of starting them.
-#[derive(Debug, Clone, Default, Args)]
+/// The server-address flags: servers the user runs, used instead of starting them. Credentials go in
+/// the address (`user:pass@`, percent-encoded) or, better, in `LOCKBENCH_REDIS_PASSWORD`,
+/// `LOCKBENCH_ETCD_PASSWORD` and `LOCKBENCH_ZK_AUTH`; TLS files go in the query (`?ca=ca.pem`,
+/// optionally `&cert=client.pem&key=client.key`). Addresses are shown and recorded redacted.
+#[derive(Clone, Default, Args)]
 pub struct ServerArgs {
-    /// Use this Redis instead of starting one (redis://host:port).
+    /// Use this Redis instead of starting one: redis://[user[:pass]@]host:port[/db], or
+    /// rediss://…/?ca=ca.pem for TLS. The password may come from LOCKBENCH_REDIS_PASSWORD.
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,
     /// Use these independent Redis servers as Redlock's nodes instead of starting five
-    /// (redis://host:port, comma-separated).
+    /// (URLs as for --redis, comma-separated).
     #[arg(long, value_name = "URLS")]
     pub redis_nodes: Option<String>,
-    /// Use this etcd instead of starting one (http://host:port, comma-separated).
+    /// Use this etcd instead of starting one: http://host:port, or
+    /// https://[user[:pass]@]host:port?ca=ca.pem (comma-separated). The password may come from
+    /// LOCKBENCH_ETCD_PASSWORD.
     #[arg(long, value_name = "URLS")]
     pub etcd: Option<String>,
-    /// Use this ZooKeeper instead of starting one (host:port, comma-separated).
+    /// Use this ZooKeeper instead of starting one: [user:pass@]host:port[,host:port] (digest auth;
+    /// or LOCKBENCH_ZK_AUTH=user:pass).
     #[arg(long, value_name = "HOSTS")]
     pub zk: Option<String>,
+}
+
+impl std::fmt::Debug for ServerArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Redacted, as every address lockbench shows.
+        self.given().fmt(f)
+    }
 }
 
 impl ServerArgs {

@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 // The caller API: the contract, its value types, errors and events (re-exported below).
+pub mod address;
 mod error;
 mod event;
 mod lease;

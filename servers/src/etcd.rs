@@ -15,6 +15,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::certs::TlsFiles;
 use crate::process::{
     ServerProcess, make_temp_dir, process_accessors, retry_on_port_race, wait_all_ready,
 };
@@ -33,6 +34,10 @@ pub struct EtcdOptions {
     pub heartbeat_interval: Duration,
     /// `--election-timeout` (default 500 ms); etcd's minimum lease TTL is about 1.5 × this.
     pub election_timeout: Duration,
+    /// Serve clients over TLS with these files (`--cert-file`, `--key-file`; no `--trusted-ca-file`,
+    /// so client certificates are neither asked for nor required). Health and metrics then move to a plain-HTTP
+    /// `--listen-metrics-urls` port on 127.0.0.1, which the launcher's probes use. Default: none.
+    pub tls: Option<TlsFiles>,
 }
 
 impl Default for EtcdOptions {
@@ -41,6 +46,7 @@ impl Default for EtcdOptions {
             etcd: None,
             heartbeat_interval: Duration::from_millis(50),
             election_timeout: Duration::from_millis(500),
+            tls: None,
         }
     }
 }
@@ -51,6 +57,9 @@ pub struct EtcdServer {
     process: ServerProcess,
     name: String,
     client: SocketAddr,
+    /// Where `/health` and `/metrics` are served over plain HTTP (the client port, unless TLS).
+    metrics: SocketAddr,
+    tls: bool,
     peer: SocketAddr,
     version: String,
     startup: Duration,
@@ -70,9 +79,10 @@ impl EtcdServer {
         })
     }
 
-    /// The client URL, `http://127.0.0.1:PORT`.
+    /// The client URL, `http://127.0.0.1:PORT` (`https://` with TLS).
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.client)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.client)
     }
 
     /// The client address.
@@ -98,13 +108,13 @@ impl EtcdServer {
     /// Whether `GET /health` answers `"health":"true"` within 500 ms (false while paused,
     /// killed, or without a quorum).
     pub fn is_healthy(&self) -> bool {
-        is_healthy(self.client)
+        is_healthy(self.metrics)
     }
 
     /// Whether this member currently is the leader, from `etcd_server_is_leader` in
     /// `GET /metrics`; `None` if it does not answer within 500 ms.
     pub fn is_leader(&self) -> Option<bool> {
-        let metrics = probe::http_get(self.client, "/metrics", PROBE_TIMEOUT).ok()?;
+        let metrics = probe::http_get(self.metrics, "/metrics", PROBE_TIMEOUT).ok()?;
         metrics.body.lines().find_map(|line| {
             line.strip_prefix("etcd_server_is_leader ")
                 .map(|v| v.trim() == "1")
@@ -137,9 +147,21 @@ fn start_members(n: usize, options: &EtcdOptions) -> Result<Vec<EtcdServer>> {
     let program = Program::Etcd.locate(options.etcd.as_deref())?;
     let began = Instant::now();
     retry_on_port_race(|| {
-        let ports = free_ports(2 * n)?;
+        let ports = free_ports(3 * n)?;
         let addr = |port: u16| SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-        let (client_ports, peer_ports) = ports.split_at(n);
+        let (client_ports, rest) = ports.split_at(n);
+        let (peer_ports, metrics_ports) = rest.split_at(n);
+        // Without TLS, health and metrics are asked on the client port, as clients see it.
+        let probe_ports = if options.tls.is_some() {
+            metrics_ports
+        } else {
+            client_ports
+        };
+        let scheme = if options.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         let initial_cluster = peer_ports
             .iter()
             .enumerate()
@@ -150,7 +172,7 @@ fn start_members(n: usize, options: &EtcdOptions) -> Result<Vec<EtcdServer>> {
         let mut processes = Vec::with_capacity(n);
         for (i, (&client, &peer)) in client_ports.iter().zip(peer_ports).enumerate() {
             let dir = make_temp_dir("etcd")?;
-            let client_url = format!("http://127.0.0.1:{client}");
+            let client_url = format!("{scheme}://127.0.0.1:{client}");
             let peer_url = format!("http://127.0.0.1:{peer}");
             let mut command = Command::new(&program);
             command
@@ -170,6 +192,15 @@ fn start_members(n: usize, options: &EtcdOptions) -> Result<Vec<EtcdServer>> {
                 .arg(options.election_timeout.as_millis().to_string())
                 .args(["--logger", "zap", "--log-outputs"])
                 .arg(dir.path().join("etcd.log"));
+            if let Some(tls) = &options.tls {
+                command
+                    .arg("--cert-file")
+                    .arg(&tls.cert)
+                    .arg("--key-file")
+                    .arg(&tls.key)
+                    .arg("--listen-metrics-urls")
+                    .arg(format!("http://127.0.0.1:{}", metrics_ports[i]));
+            }
             let name = if n == 1 {
                 "etcd".to_owned()
             } else {
@@ -179,9 +210,9 @@ fn start_members(n: usize, options: &EtcdOptions) -> Result<Vec<EtcdServer>> {
         }
         let refs: Vec<&ServerProcess> = processes.iter().collect();
         wait_all_ready(&refs, START_TIMEOUT, Duration::from_millis(10), |i| {
-            is_healthy(addr(client_ports[i])) && refs[i].listens_on(client_ports[i])
+            is_healthy(addr(probe_ports[i])) && refs[i].listens_on(client_ports[i])
         })?;
-        let version = probe::http_get(addr(client_ports[0]), "/version", PROBE_TIMEOUT)
+        let version = probe::http_get(addr(probe_ports[0]), "/version", PROBE_TIMEOUT)
             .map(|r| json_string_field(&r.body, "etcdserver").unwrap_or_default())
             .unwrap_or_default();
         let startup = began.elapsed();
@@ -192,6 +223,8 @@ fn start_members(n: usize, options: &EtcdOptions) -> Result<Vec<EtcdServer>> {
                 process,
                 name: format!("n{i}"),
                 client: addr(client_ports[i]),
+                metrics: addr(probe_ports[i]),
+                tls: options.tls.is_some(),
                 peer: addr(peer_ports[i]),
                 version: version.clone(),
                 startup,

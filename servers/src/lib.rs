@@ -35,6 +35,7 @@
 //! # }
 //! ```
 
+pub mod certs;
 pub mod etcd;
 pub mod ports;
 pub mod probe;
@@ -45,12 +46,13 @@ pub mod redis;
 pub mod redis_nodes;
 pub mod zookeeper;
 
+pub use certs::TestCertificates;
 pub use etcd::{EtcdCluster, EtcdOptions, EtcdServer};
 pub use ports::free_ports;
 pub use process::{ServerProcess, data_parent, kill_all_servers};
 pub use programs::Program;
 pub use proxy::{Direction, Fault, Proxy};
-pub use redis::{RedisOptions, RedisPair, RedisServer};
+pub use redis::{RedisOptions, RedisPair, RedisSecurity, RedisServer};
 pub use redis_nodes::{Durability, FakeClock, OnRestart, RedisNode, RedisNodeOptions, RedisNodes};
 pub use zookeeper::{ZkEnsemble, ZkOptions, ZkServer};
 

@@ -27,24 +27,46 @@ fn invalid(what: impl Into<String>) -> io::Error {
 /// A Redis error reply (`-ERR …`) is [`ServerError::Reply`]; `timeout` bounds the connect and
 /// every read and write.
 pub fn resp_command(addr: SocketAddr, args: &[&str], timeout: Duration) -> Result<String> {
+    resp_command_as(addr, None, args, timeout)
+}
+
+/// [`resp_command`] on a connection first authenticated with `AUTH user password` when `auth` is
+/// given (for servers with an ACL user). A refused `AUTH` is [`ServerError::Reply`] with the
+/// server's text, which never contains the password.
+pub fn resp_command_as(
+    addr: SocketAddr,
+    auth: Option<(&str, &str)>,
+    args: &[&str],
+    timeout: Duration,
+) -> Result<String> {
     let mut stream = connect(addr, timeout)?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut exchange = |args: &[&str]| -> Result<String> {
+        stream.write_all(&encode(args))?;
+        let mut lines = Vec::new();
+        read_resp(&mut reader, &mut lines).map_err(|e| match e {
+            RespError::Io(e) => ServerError::Io(e),
+            RespError::Server(message) => ServerError::Reply {
+                server: format!("redis at {addr}"),
+                message,
+            },
+        })?;
+        Ok(lines.join("\n"))
+    };
+    if let Some((user, password)) = auth {
+        exchange(&["AUTH", user, password])?;
+    }
+    exchange(args)
+}
+
+fn encode(args: &[&str]) -> Vec<u8> {
     let mut request = format!("*{}\r\n", args.len()).into_bytes();
     for arg in args {
         request.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
         request.extend_from_slice(arg.as_bytes());
         request.extend_from_slice(b"\r\n");
     }
-    stream.write_all(&request)?;
-    let mut reader = BufReader::new(stream);
-    let mut lines = Vec::new();
-    read_resp(&mut reader, &mut lines).map_err(|e| match e {
-        RespError::Io(e) => ServerError::Io(e),
-        RespError::Server(message) => ServerError::Reply {
-            server: format!("redis at {addr}"),
-            message,
-        },
-    })?;
-    Ok(lines.join("\n"))
+    request
 }
 
 enum RespError {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::certs::TlsFiles;
 use crate::process::{ServerProcess, make_temp_dir, process_accessors, retry_on_port_race};
 use crate::programs::Program;
 use crate::{Result, ServerError, free_ports, probe};
@@ -28,6 +29,32 @@ pub struct RedisOptions {
     pub extra: Vec<(String, String)>,
     /// The `redis-server` to run; overrides `LOCKBENCH_REDIS_SERVER` and `PATH`.
     pub redis_server: Option<PathBuf>,
+    /// An ACL user and optionally TLS, for servers like a production one (default: neither).
+    pub security: Option<RedisSecurity>,
+}
+
+/// How a secured server is reached: the `default` user is switched off and one ACL user with all
+/// permissions is created; with `tls`, clients get a TLS port (the plain port stays for the launcher's
+/// own probes, on 127.0.0.1 and behind the same ACL). `Debug` hides the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedisSecurity {
+    /// The ACL user's name.
+    pub user: String,
+    /// The ACL user's password.
+    pub password: String,
+    /// The server's certificate, key and CA (PEM files), e.g. from
+    /// [`TestCertificates`](crate::certs::TestCertificates); client certificates are not asked for.
+    pub tls: Option<TlsFiles>,
+}
+
+impl std::fmt::Debug for RedisSecurity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisSecurity")
+            .field("user", &self.user)
+            .field("password", &"***")
+            .field("tls", &self.tls)
+            .finish()
+    }
 }
 
 /// A running `redis-server` on 127.0.0.1 with no persistence (`--save ""`, no AOF), killed on
@@ -36,6 +63,9 @@ pub struct RedisOptions {
 pub struct RedisServer {
     process: ServerProcess,
     addr: SocketAddr,
+    /// The TLS port, when the server serves TLS.
+    tls_port: Option<u16>,
+    security: Option<RedisSecurity>,
     version: String,
     startup: Duration,
 }
@@ -61,19 +91,32 @@ impl RedisServer {
         let began = Instant::now();
         retry_on_port_race(|| {
             let port = pick_port()?;
+            let tls_port = match options.security.as_ref().and_then(|s| s.tls.as_ref()) {
+                Some(_) => Some(free_ports(1)?[0]),
+                None => None,
+            };
             let dir = make_temp_dir("redis")?;
             let log = dir.path().join("redis.log");
-            let command = server_command(&program, port, dir.path(), &log, &options);
+            let mut command = server_command(&program, port, dir.path(), &log, &options);
+            if let Some(security) = &options.security {
+                secure(&mut command, security, tls_port);
+            }
             let process = ServerProcess::spawn("redis-server", command, dir, "redis.log")?;
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-            wait_serving(&process, addr)?;
-            let info = probe::resp_command(addr, &["INFO", "server"], COMMAND_TIMEOUT)?;
+            let auth = options
+                .security
+                .as_ref()
+                .map(|s| (s.user.as_str(), s.password.as_str()));
+            wait_serving_as(&process, addr, auth)?;
+            let info = probe::resp_command_as(addr, auth, &["INFO", "server"], COMMAND_TIMEOUT)?;
             let version = info_field(&info, "redis_version")
                 .unwrap_or_default()
                 .to_owned();
             Ok(Self {
                 process,
                 addr,
+                tls_port,
+                security: options.security.clone(),
                 version,
                 startup: began.elapsed(),
             })
@@ -90,21 +133,37 @@ impl RedisServer {
         self.addr.port()
     }
 
-    /// A connection URL, `redis://127.0.0.1:PORT/`.
+    /// A connection URL, `redis://127.0.0.1:PORT/`; for a secured server the one clients use:
+    /// `redis://user:password@127.0.0.1:PORT/`, or with TLS
+    /// `rediss://user:password@127.0.0.1:TLS_PORT/?ca=<CA file>` (the form lockers takes).
     pub fn url(&self) -> String {
-        format!("redis://{}/", self.addr)
+        let Some(security) = &self.security else {
+            return format!("redis://{}/", self.addr);
+        };
+        let user = format!("{}:{}", security.user, security.password);
+        match (&security.tls, self.tls_port) {
+            (Some(tls), Some(port)) => {
+                format!("rediss://{user}@127.0.0.1:{port}/?ca={}", tls.ca.display())
+            }
+            _ => format!("redis://{user}@{}/", self.addr),
+        }
     }
 
     /// Sends one command on a fresh connection and returns the reply as text (see
     /// [`probe::resp_command`]); e.g. `&["CONFIG", "SET", "hz", "100"]`,
-    /// `&["INFO", "commandstats"]`, `&["CLIENT", "KILL", "TYPE", "pubsub"]`.
+    /// `&["INFO", "commandstats"]`, `&["CLIENT", "KILL", "TYPE", "pubsub"]`. On a secured server the
+    /// connection authenticates as its ACL user first (over the plain port).
     pub fn command(&self, args: &[&str]) -> Result<String> {
-        probe::resp_command(self.addr, args, COMMAND_TIMEOUT)
+        self.command_with_timeout(args, COMMAND_TIMEOUT)
     }
 
     /// Like [`command`](Self::command) with a custom connect/read/write timeout.
     pub fn command_with_timeout(&self, args: &[&str], timeout: Duration) -> Result<String> {
-        probe::resp_command(self.addr, args, timeout)
+        let auth = self
+            .security
+            .as_ref()
+            .map(|s| (s.user.as_str(), s.password.as_str()));
+        probe::resp_command_as(self.addr, auth, args, timeout)
     }
 
     /// The server's version (`redis_version` from `INFO server`), e.g. `7.0.15`.
@@ -150,10 +209,40 @@ pub(crate) fn server_command(
     command
 }
 
+/// Adds the ACL user (the default user switched off) and the TLS port of `security` to `command`.
+fn secure(command: &mut Command, security: &RedisSecurity, tls_port: Option<u16>) {
+    command
+        .args(["--user", "default", "off"])
+        .args(["--user", &security.user, "on"])
+        .arg(format!(">{}", security.password))
+        .args(["~*", "&*", "+@all"]);
+    if let (Some(tls), Some(port)) = (&security.tls, tls_port) {
+        command
+            .arg("--tls-port")
+            .arg(port.to_string())
+            .arg("--tls-cert-file")
+            .arg(&tls.cert)
+            .arg("--tls-key-file")
+            .arg(&tls.key)
+            .arg("--tls-ca-cert-file")
+            .arg(&tls.ca)
+            .args(["--tls-auth-clients", "no"]);
+    }
+}
+
 /// Waits until the redis-server `process` answers `PING` on `addr` and holds the listening socket.
 pub(crate) fn wait_serving(process: &ServerProcess, addr: SocketAddr) -> Result<()> {
+    wait_serving_as(process, addr, None)
+}
+
+/// [`wait_serving`], authenticating as `auth` first.
+fn wait_serving_as(
+    process: &ServerProcess,
+    addr: SocketAddr,
+    auth: Option<(&str, &str)>,
+) -> Result<()> {
     process.wait_ready(START_TIMEOUT, Duration::from_millis(3), || {
-        probe::resp_command(addr, &["PING"], PING_TIMEOUT).is_ok_and(|r| r == "PONG")
+        probe::resp_command_as(addr, auth, &["PING"], PING_TIMEOUT).is_ok_and(|r| r == "PONG")
             && process.listens_on(addr.port())
     })
 }

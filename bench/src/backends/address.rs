@@ -1,10 +1,111 @@
 //! Server addresses as users write them (`--redis redis://host:port/0`, `--etcd http://a:2379,http://b:2379`,
-//! `--zk host:2181,host2:2181/chroot`), reduced to the socket addresses lockbench can probe.
+//! `--zk host:2181,host2:2181/chroot`), reduced to the socket addresses lockbench can probe. Credentials
+//! and TLS files in them (`rediss://user:pass@host:port/?ca=ca.pem`, see [`lockers::address`]) are
+//! skipped here; errors never repeat them.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
+use lockers::address::{self, Credentials};
+
+use super::ServerKind;
+
+/// The address without credentials and TLS parameters.
+fn bare(address: &str) -> Result<String, String> {
+    address::split(address)
+        .map(|parts| parts.bare)
+        .map_err(|e| e.to_string())
+}
+
+/// The user and password inside an address, if any.
+pub fn credentials(address: &str) -> Option<Credentials> {
+    address::split(address).ok()?.credentials
+}
+
+/// Whether a Redis URL asks for TLS (`rediss://`): lockbench's plain probes cannot read such a server.
+pub fn is_tls(url: &str) -> bool {
+    url.trim().starts_with("rediss://") || url.trim().starts_with("https://")
+}
+
+/// Environment variables with secrets, so they stay out of shell history and process listings:
+/// `LOCKBENCH_REDIS_PASSWORD` (for `--redis` and `--redis-nodes`), `LOCKBENCH_ETCD_PASSWORD`
+/// (`--etcd`), `LOCKBENCH_ZK_AUTH` (`user:password`, ZooKeeper digest, for `--zk`).
+pub const SECRET_VARIABLES: [&str; 3] = [
+    "LOCKBENCH_REDIS_PASSWORD",
+    "LOCKBENCH_ETCD_PASSWORD",
+    "LOCKBENCH_ZK_AUTH",
+];
+
+/// `address` with the password from the environment filled in where the address has none (see
+/// [`SECRET_VARIABLES`]): a Redis URL's user (`redis://app@host` → `app:<pw>@`, or the `default` user
+/// for `redis://host`), each etcd endpoint's user (`https://root@host`), and ZooKeeper's
+/// `user:password` before a connect string without one. A variable that is set but cannot be used is
+/// an error (the message never contains it).
+pub fn password_from_env(kind: ServerKind, address: &str) -> Result<String, String> {
+    let var = match kind {
+        ServerKind::Redis | ServerKind::RedisNodes => SECRET_VARIABLES[0],
+        ServerKind::Etcd => SECRET_VARIABLES[1],
+        ServerKind::ZooKeeper => SECRET_VARIABLES[2],
+        _ => return Ok(address.to_owned()),
+    };
+    let Some(secret) = std::env::var_os(var) else {
+        return Ok(address.to_owned());
+    };
+    let secret = secret
+        .into_string()
+        .map_err(|_| format!("{var} is not UTF-8"))?;
+    if kind == ServerKind::ZooKeeper {
+        return if address.contains('@') {
+            Ok(address.to_owned())
+        } else if let Some((user, password)) = secret.split_once(':') {
+            Ok(format!("{}:{}@{address}", encode(user), encode(password)))
+        } else {
+            Err(format!("{var} must be user:password"))
+        };
+    }
+    address
+        .split(',')
+        .map(|one| fill(one.trim(), &secret, kind != ServerKind::Etcd))
+        .collect::<Option<Vec<_>>>()
+        .map(|all| all.join(","))
+        .ok_or_else(|| format!("{var} is set but the address names no user (write user@host)"))
+}
+
+/// One address with `password` filled in; `None` when it has no user and `default_user` is false.
+fn fill(address: &str, password: &str, default_user: bool) -> Option<String> {
+    let (scheme, rest) = match address.find("://") {
+        Some(i) => address.split_at(i + 3),
+        None => ("", address),
+    };
+    let end = rest.find('?').unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) if rest[..at].contains(':') => Some(address.to_owned()),
+        Some(at) => Some(format!(
+            "{scheme}{}:{}{}",
+            &rest[..at],
+            encode(password),
+            &rest[at..]
+        )),
+        None if default_user => Some(format!("{scheme}:{}@{rest}", encode(password))),
+        None => None,
+    }
+}
+
+/// Percent-encodes everything but unreserved characters, so a secret fits in an address.
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// The socket address inside a Redis URL (`redis://[user:pass@]host[:port][/db]` or `host:port`).
 pub fn redis_socket(url: &str) -> Result<SocketAddr, String> {
+    let url = bare(url)?;
+    let url = url.as_str();
     let rest = url
         .strip_prefix("redis://")
         .or_else(|| url.strip_prefix("rediss://"))
@@ -19,7 +120,8 @@ pub fn etcd_sockets(endpoints: &str) -> Result<Vec<SocketAddr>, String> {
     endpoints
         .split(',')
         .map(|endpoint| {
-            let endpoint = endpoint.trim();
+            let endpoint = bare(endpoint.trim())?;
+            let endpoint = endpoint.as_str();
             let rest = endpoint
                 .strip_prefix("http://")
                 .or_else(|| endpoint.strip_prefix("https://"))
@@ -31,6 +133,7 @@ pub fn etcd_sockets(endpoints: &str) -> Result<Vec<SocketAddr>, String> {
 
 /// The socket addresses of a ZooKeeper connect string (`host:port[,host:port][/chroot]`).
 pub fn zk_sockets(connect: &str) -> Result<Vec<SocketAddr>, String> {
+    let connect = bare(connect)?;
     let hosts = connect.split('/').next().unwrap_or("");
     hosts.split(',').map(|h| resolve(h.trim(), 2181)).collect()
 }
@@ -59,6 +162,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn secrets_fill_in_where_the_address_has_none() {
+        assert_eq!(
+            fill("redis://app@127.0.0.1:1/?ca=/x", "p@w", true).as_deref(),
+            Some("redis://app:p%40w@127.0.0.1:1/?ca=/x")
+        );
+        assert_eq!(
+            fill("rediss://127.0.0.1:1", "pw", true).as_deref(),
+            Some("rediss://:pw@127.0.0.1:1")
+        );
+        assert_eq!(
+            fill("redis://a:given@h", "pw", true).as_deref(),
+            Some("redis://a:given@h")
+        );
+        assert_eq!(fill("https://h:2379", "pw", false), None);
+    }
+
+    #[test]
     fn addresses_in_every_form() {
         let local = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
         assert_eq!(redis_socket("redis://127.0.0.1:7000/0"), Ok(local(7000)));
@@ -70,6 +190,15 @@ mod tests {
         );
         assert_eq!(zk_sockets("127.0.0.1:5/locks"), Ok(vec![local(5)]));
         assert_eq!(zk_sockets("127.0.0.1"), Ok(vec![local(2181)]));
+        assert_eq!(
+            redis_socket("rediss://app:p%2Fw@127.0.0.1:7001?ca=/tmp/ca.pem"),
+            Ok(local(7001))
+        );
+        assert_eq!(
+            etcd_sockets("https://root:pw@127.0.0.1:3?ca=/x.pem"),
+            Ok(vec![local(3)])
+        );
+        assert_eq!(zk_sockets("app:pw@127.0.0.1:4/locks"), Ok(vec![local(4)]));
         assert!(redis_socket("redis://").is_err());
         assert!(redis_socket("redis://no-such-host.invalid:1").is_err());
     }

@@ -58,8 +58,8 @@ impl ServerKind {
     }
 }
 
-/// Server addresses given on the command line.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Server addresses given on the command line (`Debug` shows them redacted).
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct GivenAddresses {
     /// `--redis`.
     pub redis: Option<String>,
@@ -71,9 +71,21 @@ pub struct GivenAddresses {
     pub zookeeper: Option<String>,
 }
 
+impl std::fmt::Debug for GivenAddresses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown = |a: &Option<String>| a.as_deref().map(lockers::address::redact);
+        f.debug_struct("GivenAddresses")
+            .field("redis", &shown(&self.redis))
+            .field("redis_nodes", &shown(&self.redis_nodes))
+            .field("etcd", &shown(&self.etcd))
+            .field("zookeeper", &shown(&self.zookeeper))
+            .finish()
+    }
+}
+
 /// The addresses strategies connect to, as strategies take them (serializable, so worker processes
-/// get them too).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// get them too; `Debug` shows them redacted).
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EndpointAddrs {
     /// Redis URL (`redis://127.0.0.1:PORT/`).
     pub redis: Option<String>,
@@ -109,8 +121,7 @@ impl Managed {
     }
 }
 
-/// One server in use.
-#[derive(Debug)]
+/// One server in use. Its address may carry credentials: it is shown redacted (results, `Debug`).
 pub struct Backend {
     kind: ServerKind,
     address: String,
@@ -120,7 +131,42 @@ pub struct Backend {
     managed: Option<Managed>,
 }
 
+impl std::fmt::Debug for EndpointAddrs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use lockers::address::redact;
+        f.debug_struct("EndpointAddrs")
+            .field("redis", &self.redis.as_deref().map(redact))
+            .field("redis_nodes", &redact(&self.redis_nodes.join(",")))
+            .field("etcd", &redact(&self.etcd.join(",")))
+            .field("zookeeper", &self.zookeeper.as_deref().map(redact))
+            .field("redis_replicated", &self.redis_replicated)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backend")
+            .field("kind", &self.kind)
+            .field("address", &lockers::address::redact(&self.address))
+            .field("sockets", &self.sockets)
+            .field("version", &self.version)
+            .field("managed", &self.managed.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Backend {
+    /// The user and password in its address (the first one of a list), if any.
+    pub fn credentials(&self) -> Option<lockers::address::Credentials> {
+        address::credentials(self.address.split(',').next().unwrap_or(""))
+    }
+
+    /// Whether its address asks for TLS.
+    pub fn is_tls(&self) -> bool {
+        address::is_tls(&self.address)
+    }
+
     /// Which server.
     pub fn kind(&self) -> ServerKind {
         self.kind
@@ -141,7 +187,7 @@ impl Backend {
         ServerInfo {
             kind: self.kind.name().to_owned(),
             version: self.version.clone(),
-            address: self.address.clone(),
+            address: lockers::address::redact(&self.address),
             managed: self.managed.is_some(),
             startup_ms: self.startup.map(|d| d.as_secs_f64() * 1e3),
         }
@@ -219,7 +265,9 @@ impl Backends {
 }
 
 fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, BenchError> {
-    let bad = |why: String| BenchError::usage(format!("{flag} {address}: {why}"));
+    let shown = lockers::address::redact(address);
+    let bad = |why: String| BenchError::usage(format!("{flag} {shown}: {why}"));
+    let address = &address::password_from_env(kind, address).map_err(bad)?;
     let sockets = match kind {
         ServerKind::Redis => address::redis_socket(address).map(|a| vec![a]),
         ServerKind::RedisNodes => address
@@ -234,26 +282,6 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
         TcpStream::connect_timeout(socket, PROBE_TIMEOUT)
             .map_err(|e| bad(format!("cannot connect to {socket}: {e}")))?;
     }
-    let first = sockets[0];
-    let version = match kind {
-        ServerKind::Redis | ServerKind::RedisNodes => {
-            probe::resp_command(first, &["INFO", "server"], PROBE_TIMEOUT)
-                .ok()
-                .and_then(|info| {
-                    lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
-                })
-        }
-        ServerKind::Etcd => probe::http_get(first, "/version", PROBE_TIMEOUT)
-            .ok()
-            .and_then(|r| json_field(&r.body, "etcdserver")),
-        _ => probe::four_letter_word(first, "srvr", PROBE_TIMEOUT)
-            .ok()
-            .and_then(|srvr| {
-                srvr.lines()
-                    .find_map(|l| l.strip_prefix("Zookeeper version: "))
-                    .map(|v| v.split([',', '-']).next().unwrap_or(v).trim().to_owned())
-            }),
-    };
     let address = match kind {
         // One URL per node, as strategies take them (`host:port` becomes `redis://host:port/`).
         ServerKind::RedisNodes => address
@@ -270,6 +298,29 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
             .join(","),
         _ => address.to_owned(),
     };
+    let first = sockets[0];
+    let version = match kind {
+        ServerKind::Redis | ServerKind::RedisNodes => {
+            // Through the strategies' own client (ACL user, TLS): a wrong password or an untrusted
+            // certificate is bad input, reported before anything is measured.
+            let mut version = None;
+            for url in address.split(',').map(str::trim) {
+                version = Some(redis_version(url).map_err(bad)?);
+            }
+            version.flatten()
+        }
+        ServerKind::Etcd if address::is_tls(&address) => None,
+        ServerKind::Etcd => probe::http_get(first, "/version", PROBE_TIMEOUT)
+            .ok()
+            .and_then(|r| json_field(&r.body, "etcdserver")),
+        _ => probe::four_letter_word(first, "srvr", PROBE_TIMEOUT)
+            .ok()
+            .and_then(|srvr| {
+                srvr.lines()
+                    .find_map(|l| l.strip_prefix("Zookeeper version: "))
+                    .map(|v| v.split([',', '-']).next().unwrap_or(v).trim().to_owned())
+            }),
+    };
     Ok(Backend {
         kind,
         address,
@@ -278,6 +329,19 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
         startup: None,
         managed: None,
     })
+}
+
+/// Connects to the Redis at `url` as the strategies do and reads its version (`None` if `INFO` is
+/// not allowed). The error is one line without the password.
+fn redis_version(url: &str) -> Result<Option<String>, String> {
+    let client = lockers::redis::connection::open_client(url).map_err(|e| e.to_string())?;
+    let mut connection = client
+        .get_connection_with_timeout(PROBE_TIMEOUT)
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    let info: Option<String> = redis::cmd("INFO").arg("server").query(&mut connection).ok();
+    Ok(info.and_then(|info| {
+        lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
+    }))
 }
 
 fn json_field(body: &str, field: &str) -> Option<String> {

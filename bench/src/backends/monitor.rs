@@ -22,10 +22,22 @@ pub struct RenewMonitor {
 }
 
 impl RenewMonitor {
-    /// Opens a `MONITOR` connection to the Redis at `socket`; the error is one line.
-    pub fn start(socket: SocketAddr) -> Result<Self, String> {
+    /// Opens a `MONITOR` connection to the Redis at `socket`, authenticated as `auth` (an ACL user)
+    /// when given; the error is one line and never contains the password.
+    pub fn start(socket: SocketAddr, auth: Option<(&str, &str)>) -> Result<Self, String> {
         let mut stream = TcpStream::connect_timeout(&socket, Duration::from_secs(2))
             .map_err(|e| format!("MONITOR connection to {socket}: {e}"))?;
+        if let Some((user, password)) = auth {
+            super::stats::note_probe_auth(socket);
+            // The `+OK` answer is read (and ignored) as the first line of the stream below.
+            let mut request = b"*3\r\n$4\r\nAUTH\r\n".to_vec();
+            for arg in [user, password] {
+                request.extend_from_slice(format!("${}\r\n{arg}\r\n", arg.len()).as_bytes());
+            }
+            stream
+                .write_all(&request)
+                .map_err(|e| format!("AUTH on {socket}: {e}"))?;
+        }
         stream
             .write_all(b"MONITOR\r\n")
             .map_err(|e| format!("MONITOR on {socket}: {e}"))?;

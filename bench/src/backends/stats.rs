@@ -4,16 +4,30 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use lockbench_reports::model::ServerCost;
 use lockbench_servers::probe;
 use lockbench_servers::redis::commandstats;
+use lockers::address::Credentials;
 
 use super::{Backend, ServerKind};
 use crate::proc_stat;
 
 const TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `AUTH`s this process's own probes sent, by Redis server: taken off the server's `auth` count, so the
+/// figures hold the clients' authentications only (as `INFO` itself is left out).
+static PROBE_AUTHS: Mutex<BTreeMap<SocketAddr, u64>> = Mutex::new(BTreeMap::new());
+
+/// Notes one `AUTH` a probe of this process sends to `socket`; returns how many it has sent so far.
+pub fn note_probe_auth(socket: SocketAddr) -> u64 {
+    let mut sent = PROBE_AUTHS.lock().unwrap_or_else(|e| e.into_inner());
+    let count = sent.entry(socket).or_default();
+    *count += 1;
+    *count
+}
 
 /// Counters of a server at one moment.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -28,12 +42,17 @@ pub struct StatsSnapshot {
     pub cpu_seconds: Option<f64>,
 }
 
-/// Where a server's counters are read: copyable, so the blocking reads can run on another thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a server's counters are read: cheap to clone, so the blocking reads can run on another
+/// thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatsSource {
     kind: ServerKind,
     socket: SocketAddr,
     pid: Option<u32>,
+    /// The ACL user Redis counters are read as.
+    auth: Option<Credentials>,
+    /// The server speaks TLS only: the plain probes cannot read it, so there are no counters.
+    tls: bool,
 }
 
 impl Backend {
@@ -43,6 +62,8 @@ impl Backend {
             kind: self.kind(),
             socket: self.socket()?,
             pid: self.pid(),
+            auth: self.credentials(),
+            tls: self.is_tls(),
         })
     }
 }
@@ -50,7 +71,13 @@ impl Backend {
 impl StatsSource {
     /// The counters of the `kind` server at `socket`; with `pid`, its CPU time comes from `/proc`.
     pub fn new(kind: ServerKind, socket: SocketAddr, pid: Option<u32>) -> Self {
-        StatsSource { kind, socket, pid }
+        StatsSource {
+            kind,
+            socket,
+            pid,
+            auth: None,
+            tls: false,
+        }
     }
 
     /// Which server.
@@ -63,15 +90,41 @@ impl StatsSource {
         self.socket
     }
 
-    /// Reads the server's counters (blocking; a few milliseconds). `None` if it does not answer.
+    /// The user and password probes authenticate with (Redis ACL users).
+    pub fn auth(&self) -> Option<(&str, &str)> {
+        self.auth
+            .as_ref()
+            .map(|c| (c.user.as_str(), c.password.as_str()))
+    }
+
+    /// Whether the server speaks TLS only (plain probes cannot read it).
+    pub fn is_tls(&self) -> bool {
+        self.tls
+    }
+
+    /// Reads the server's counters (blocking; a few milliseconds). `None` if it does not answer, or
+    /// speaks TLS only (not read: the figures are reported as not available).
     pub fn snapshot(&self) -> Option<StatsSnapshot> {
+        if self.tls {
+            return None;
+        }
         let socket = self.socket;
+        let auth = self.auth();
         let mut snapshot = match self.kind {
             ServerKind::Redis => {
-                let stats = probe::resp_command(socket, &["INFO", "commandstats"], TIMEOUT).ok()?;
-                let cpu = probe::resp_command(socket, &["INFO", "cpu"], TIMEOUT).ok();
+                let info = |section| {
+                    let sent = auth.map(|_| note_probe_auth(socket)).unwrap_or(0);
+                    let reply = probe::resp_command_as(socket, auth, &["INFO", section], TIMEOUT);
+                    (reply, sent)
+                };
+                let (stats, probe_auths) = info("commandstats");
+                let mut requests = redis_commandstats(&stats.ok()?);
+                if let Some(auths) = requests.get_mut("auth") {
+                    *auths = auths.saturating_sub(probe_auths);
+                }
+                let cpu = info("cpu").0.ok();
                 StatsSnapshot {
-                    requests: redis_commandstats(&stats),
+                    requests,
                     client_requests: None,
                     cpu_seconds: cpu.as_deref().map(redis_cpu),
                 }
@@ -99,8 +152,9 @@ impl StatsSource {
     }
 
     /// [`snapshot`](Self::snapshot) on a blocking thread.
-    pub async fn snapshot_async(self) -> Option<StatsSnapshot> {
-        tokio::task::spawn_blocking(move || self.snapshot())
+    pub async fn snapshot_async(&self) -> Option<StatsSnapshot> {
+        let source = self.clone();
+        tokio::task::spawn_blocking(move || source.snapshot())
             .await
             .ok()
             .flatten()

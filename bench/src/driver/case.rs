@@ -135,13 +135,17 @@ pub(crate) async fn run_case(
             .get(strategy.server)
             .and_then(|b| b.stats_source())
     });
-    let before = match source {
+    let before = match &source {
         Some(s) => s.snapshot_async().await,
         None => None,
     };
-    let monitor = match source {
+    let monitor = match &source {
+        Some(s) if s.is_tls() && ctx.workload.monitor_renewals => {
+            run.error = Some("counting renewals with MONITOR needs a plain (non-TLS) Redis".into());
+            return run;
+        }
         Some(s) if ctx.workload.monitor_renewals && s.kind() == ServerKind::Redis => {
-            match RenewMonitor::start(s.socket()) {
+            match RenewMonitor::start(s.socket(), s.auth()) {
                 Ok(m) => Some(m),
                 Err(e) => {
                     run.error = Some(e);
@@ -158,7 +162,7 @@ pub(crate) async fn run_case(
         WorkerMode::Processes => processes::run(ctx, &plan, &label, &faults).await,
     };
     let seconds = (ctx.clock.now() - started) as f64 / 1e9;
-    if let (Some(source), Some(before)) = (source, before)
+    if let (Some(source), Some(before)) = (&source, before)
         && let Some(after) = source.snapshot_async().await
     {
         run.server_cost = Some(stats::delta(source.kind(), &before, &after, seconds));

@@ -100,13 +100,30 @@ fn rewrite(kind: ServerKind, base: &EndpointAddrs, proxies: &[SocketAddr]) -> En
                 .collect();
         }
         ServerKind::Etcd => {
-            out.etcd = proxies.iter().map(|p| format!("http://{p}")).collect();
+            out.etcd = base
+                .etcd
+                .iter()
+                .zip(proxies)
+                .map(|(endpoint, proxy)| {
+                    let endpoint = if endpoint.contains("://") {
+                        endpoint.clone()
+                    } else {
+                        format!("http://{endpoint}")
+                    };
+                    address_via(&endpoint, *proxy)
+                })
+                .collect();
         }
         ServerKind::ZooKeeper => {
             if let Some(connect) = &base.zookeeper {
-                let chroot = connect.find('/').map(|i| &connect[i..]).unwrap_or("");
-                let hosts: Vec<String> = proxies.iter().map(SocketAddr::to_string).collect();
-                out.zookeeper = Some(format!("{}{chroot}", hosts.join(",")));
+                // Digest credentials before the hosts, a chroot after them.
+                let (credentials, hosts) = match connect.rfind('@') {
+                    Some(at) => connect.split_at(at + 1),
+                    None => ("", connect.as_str()),
+                };
+                let chroot = hosts.find('/').map(|i| &hosts[i..]).unwrap_or("");
+                let proxies: Vec<String> = proxies.iter().map(SocketAddr::to_string).collect();
+                out.zookeeper = Some(format!("{credentials}{}{chroot}", proxies.join(",")));
             }
         }
         _ => {}
@@ -114,21 +131,41 @@ fn rewrite(kind: ServerKind, base: &EndpointAddrs, proxies: &[SocketAddr]) -> En
     out
 }
 
-/// A Redis URL (`redis://[user:pass@]host:port[/db]` or `host:port`) with its host and port replaced.
+/// A Redis URL (`redis://[user:pass@]host:port[/db][?query]` or `host:port`) with its host and port
+/// replaced.
 fn redis_url_via(url: &str, proxy: SocketAddr) -> String {
-    let (scheme, rest) = match url.split_once("://") {
-        Some((scheme, rest)) => (scheme, rest),
-        None => ("redis", url),
+    let url = if url.contains("://") {
+        url.to_owned()
+    } else {
+        format!("redis://{url}")
     };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, "/"),
+    let via = address_via(&url, proxy);
+    // redis-rs wants a path; `host:port` alone means database 0.
+    let Some((scheme, rest)) = via.split_once("://") else {
+        return via;
     };
-    let credentials = authority
-        .rsplit_once('@')
-        .map(|(c, _)| format!("{c}@"))
-        .unwrap_or_default();
-    format!("{scheme}://{credentials}{proxy}{path}")
+    let (before_query, query) = match rest.split_once('?') {
+        Some((before, query)) => (before, Some(query)),
+        None => (rest, None),
+    };
+    match (before_query.contains('/'), query) {
+        (true, _) => via,
+        (false, Some(query)) => format!("{scheme}://{before_query}/?{query}"),
+        (false, None) => format!("{scheme}://{rest}/"),
+    }
+}
+
+/// One address (`[scheme://][user:pass@]host:port[/path][?query]`) with its host and port replaced by
+/// `proxy`, keeping the scheme, credentials, path and query (TLS files): a proxy on 127.0.0.1 still
+/// matches a certificate issued for 127.0.0.1.
+fn address_via(address: &str, proxy: SocketAddr) -> String {
+    let (scheme, rest) = match address.find("://") {
+        Some(i) => address.split_at(i + 3),
+        None => ("", address),
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let credentials = rest[..end].rfind('@').map(|at| &rest[..=at]).unwrap_or("");
+    format!("{scheme}{credentials}{proxy}{}", &rest[end..])
 }
 
 #[cfg(test)]
@@ -146,6 +183,14 @@ mod tests {
         assert_eq!(
             redis_url_via("127.0.0.1:6379", p1),
             "redis://127.0.0.1:9001/"
+        );
+        assert_eq!(
+            redis_url_via("rediss://u:pw@127.0.0.1:6379?ca=/tmp/ca.pem", p1),
+            "rediss://u:pw@127.0.0.1:9001/?ca=/tmp/ca.pem"
+        );
+        assert_eq!(
+            address_via("https://root:pw@127.0.0.1:2379?ca=/c.pem", p2),
+            "https://root:pw@127.0.0.1:9002?ca=/c.pem"
         );
         let base = EndpointAddrs {
             redis: None,
@@ -170,6 +215,12 @@ mod tests {
             zk.zookeeper.as_deref(),
             Some("127.0.0.1:9001,127.0.0.1:9002/locks")
         );
+        let secured = EndpointAddrs {
+            zookeeper: Some("app:pw@127.0.0.1:1/locks".into()),
+            ..base.clone()
+        };
+        let zk = rewrite(ServerKind::ZooKeeper, &secured, &[p1]);
+        assert_eq!(zk.zookeeper.as_deref(), Some("app:pw@127.0.0.1:9001/locks"));
         assert_eq!(
             server_sockets(ServerKind::ZooKeeper, &base)
                 .expect("sockets")

@@ -99,7 +99,7 @@ pub fn locks_per_renew_call(strategy: &Strategy) -> Option<u64> {
 }
 
 /// Where a server's counters are read, and its process for CPU time when known.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ServerProbe {
     kind: ServerKind,
     socket: Option<SocketAddr>,
@@ -170,7 +170,7 @@ pub async fn measure_strategy(
         let window = Window {
             held: &held,
             spec,
-            server,
+            server: server.clone(),
             counts: &counts,
             at_start,
             fill_time,
@@ -397,11 +397,11 @@ struct Window<'a> {
 
 impl Window<'_> {
     async fn measure(self) -> ScalePoint {
-        let before = read(self.server, self.counts).await;
+        let before = read(self.server.clone(), self.counts).await;
         self.counts.take_thinnest();
         tokio::time::sleep(self.spec.hold).await;
         let thinnest_margin_ms = self.counts.take_thinnest();
-        let after = read(self.server, self.counts).await;
+        let after = read(self.server.clone(), self.counts).await;
         let seconds = (after.at - before.at).as_secs_f64().max(1e-9);
         let me = proc_stat::sample(None).unwrap_or_default();
         let server_cpu = before

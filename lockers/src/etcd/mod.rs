@@ -62,6 +62,7 @@
 //! that a kept-alive session would keep forever. Transient errors while waiting are retried until the
 //! wait ends (the last error is returned if nothing succeeded since).
 
+mod access;
 mod config;
 mod error;
 pub mod names;
@@ -72,7 +73,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use etcd_client::{Client, ConnectOptions, KvClient};
+use etcd_client::{Client, KvClient};
 
 pub use config::EtcdConfig;
 
@@ -132,7 +133,8 @@ impl EtcdLease {
         ttl_granularity: Duration::from_secs(1),
     };
 
-    /// Connects to the etcd members at `endpoints` (`http://host:port`) and checks that one answers within
+    /// Connects to the etcd members at `endpoints` (`http://host:port`, or
+    /// `https://user:pass@host:port?ca=ca.pem`, see [`crate::address`]) and checks that one answers within
     /// [`EtcdConfig::connect_timeout`]; an unreachable cluster is a `Backend` error after at most that
     /// long. Bad settings or endpoints are a `Config` error.
     pub async fn connect(
@@ -145,7 +147,8 @@ impl EtcdLease {
             return Err(LockError::Config("no etcd endpoints given".into()));
         }
         let timeout = config.connect_timeout;
-        let options = ConnectOptions::new().with_connect_timeout(timeout);
+        let (bare, options) = access::connect_options(endpoints, timeout)?;
+        let endpoints = &bare;
         let client = match Client::connect(endpoints, Some(options)).await {
             Ok(client) => client,
             Err(etcd_client::Error::InvalidUri(e)) => {

@@ -5,12 +5,18 @@
 //! A connect to an unreachable address fails within [`ConnectionSettings::connect_timeout`]; it never
 //! hangs and never retries past that bound. Once connected, a broken connection is re-established in the
 //! background by the manager; the command that saw the break fails (and is reported by its caller).
+//!
+//! Every Redis connection of a client (commands, pub/sub, a guard thread's blocking connection, each
+//! Redlock node) comes from the one `redis::Client` built by [`open_client`], so an ACL user
+//! (`redis://user:pass@host`) and TLS (`rediss://host?ca=ca.pem[&cert=c.pem&key=c.key]`, rustls) hold
+//! for all of them. Errors and `Debug` show the address redacted.
 
 use std::fmt;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
+use crate::address;
 use crate::error::LockError;
 
 /// The backend name every Redis error carries.
@@ -57,6 +63,47 @@ impl ConnectionSettings {
     }
 }
 
+/// The client every connection to `url` is opened from: `redis://[user:pass@]host:port[/db]`, or
+/// `rediss://…` for TLS, with `?ca=<pem>` (trusted CAs; default the system's roots) and optionally
+/// `&cert=<pem>&key=<pem>` (a client certificate). TLS files on a `redis://` URL, an unreadable file or
+/// a bad URL are a `Config` error; the error shows the URL redacted.
+pub fn open_client(url: &str) -> Result<redis::Client, LockError> {
+    let shown = address::redact(url);
+    let parts = address::split(url)?;
+    let bad = |e: redis::RedisError| LockError::Config(format!("redis url {shown:?}: {e}"));
+    let mut info =
+        redis::IntoConnectionInfo::into_connection_info(parts.bare.as_str()).map_err(bad)?;
+    if let Some(credentials) = parts.credentials {
+        let mut settings = info.redis_settings().clone();
+        if !credentials.user.is_empty() {
+            settings = settings.set_username(&credentials.user);
+        }
+        if !credentials.password.is_empty() {
+            settings = settings.set_password(&credentials.password);
+        }
+        info = info.set_redis_settings(settings);
+    }
+    if parts.tls.is_empty() {
+        return redis::Client::open(info).map_err(bad);
+    }
+    if !matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. }) {
+        return Err(LockError::Config(format!(
+            "redis url {shown:?}: ca=, cert= and key= need a rediss:// URL"
+        )));
+    }
+    let certificates = redis::TlsCertificates {
+        client_tls: parts
+            .tls
+            .read_client()?
+            .map(|identity| redis::ClientTlsConfig {
+                client_cert: identity.cert,
+                client_key: identity.key,
+            }),
+        root_cert: parts.tls.read_ca()?,
+    };
+    redis::Client::build_with_tls(info, certificates).map_err(bad)
+}
+
 /// One client's link to a Redis server: the parsed address (for further connections such as pub/sub)
 /// and the shared command connection. Cloning is cheap and shares the connection.
 #[derive(Clone)]
@@ -78,12 +125,13 @@ impl fmt::Debug for RedisConnection {
 }
 
 impl RedisConnection {
-    /// Connects to `url` (`redis://host:port[/db]`). A bad URL is a `Config` error; a server that does not
-    /// answer within `settings.connect_timeout` is a `Backend` error.
+    /// Connects to `url` (`redis[s]://[user:pass@]host:port[/db][?ca=…]`, see [`open_client`]). A bad
+    /// URL is a `Config` error; a server that does not answer within `settings.connect_timeout` is a
+    /// `Backend` error.
     pub async fn connect(url: &str, settings: ConnectionSettings) -> Result<Self, LockError> {
         settings.validate()?;
-        let client = redis::Client::open(url)
-            .map_err(|e| LockError::Config(format!("redis url {url:?}: {e}")))?;
+        let client = open_client(url)?;
+        let url = address::redact(url);
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(settings.connect_timeout))
             .set_response_timeout(Some(settings.response_timeout))

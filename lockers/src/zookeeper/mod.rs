@@ -68,12 +68,25 @@ const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
 /// One client (one session at a time) of a ZooKeeper ensemble taking locks with the
 /// `InterProcessMutex` recipe (see the [module docs](self)).
-#[derive(Debug)]
 pub struct ZooKeeperLock {
     connect_string: String,
     config: ZkConfig,
     events: Events,
     session: tokio::sync::Mutex<Option<Arc<ZkSession>>>,
+}
+
+impl std::fmt::Debug for ZooKeeperLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The connect string may carry a digest password.
+        f.debug_struct("ZooKeeperLock")
+            .field(
+                "connect_string",
+                &crate::address::redact(&self.connect_string),
+            )
+            .field("config", &self.config)
+            .field("events", &self.events)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ZooKeeperLock {
@@ -91,7 +104,9 @@ impl ZooKeeperLock {
         ttl_granularity: Duration::from_millis(1),
     };
 
-    /// Opens a session to `connect_string` (`host:port[,host:port…]`). An unreachable ensemble is a
+    /// Opens a session to `connect_string` (`host:port[,host:port…]`, or `user:pass@host:port…` for
+    /// ZooKeeper's digest authentication; the lock nodes are then created with the creator-only ACL, so
+    /// every client of a run must use the same user). An unreachable ensemble is a
     /// `Backend` error after at most [`ZkConfig::connect_timeout`]; bad settings are a `Config` error.
     pub async fn connect(
         connect_string: &str,
@@ -293,7 +308,7 @@ impl Locker for ZooKeeperLock {
                 if let Some(lease) = self.reenter(&session, &key, owner.clone()) {
                     return Ok(Err(lease));
                 }
-                let entered = enqueue(session.client(), &parent, timeout).await?;
+                let entered = enqueue(session.client(), session.acls(), &parent, timeout).await?;
                 session.confirmed(entered.sent_at);
                 Ok::<_, LockError>(Ok((session, entered)))
             };

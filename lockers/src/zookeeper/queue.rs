@@ -209,9 +209,10 @@ async fn find_tagged(
 
 /// Creates our ephemeral-sequential node under `parent` and lists the queue, pipelined: both requests
 /// are sent back to back, so one round trip. Creates missing parents as container nodes (which the
-/// server removes once empty) and retries when one vanishes in between.
+/// server removes once empty) and retries when one vanishes in between. The nodes get `acls`.
 pub(super) async fn enqueue(
     client: &Client,
+    acls: Acls<'static>,
     parent: &str,
     timeout: Duration,
 ) -> Result<Entered, LockError> {
@@ -226,8 +227,8 @@ pub(super) async fn enqueue(
         czxid: 0,
         armed: true,
     };
-    let ephemeral = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
-    let container = CreateMode::Container.with_acls(Acls::anyone_all());
+    let ephemeral = CreateMode::EphemeralSequential.with_acls(acls);
+    let container = CreateMode::Container.with_acls(acls);
     for _ in 0..3 {
         let sent_at = Instant::now();
         // Requests are sent when the methods are called; ZooKeeper answers a session's requests in order,

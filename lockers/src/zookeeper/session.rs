@@ -24,11 +24,12 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use tokio::task::AbortHandle;
-use zookeeper_client::{Client, SessionState, StateWatcher};
+use zookeeper_client::{Acls, Client, SessionState, StateWatcher};
 
 use super::config::ZkConfig;
 use super::error::{within, zk_error};
 use super::queue::{CLEAN_UP_FOR, delete_node};
+use crate::address;
 use crate::error::LockError;
 use crate::event::Events;
 use crate::lease::{FencingToken, LossReason};
@@ -60,6 +61,8 @@ impl HeldNode {
 #[derive(Debug)]
 pub(super) struct ZkSession {
     client: Client,
+    /// The session authenticated with a digest: its nodes are readable and writable by that user only.
+    secured: bool,
     timeout: Duration,
     holds: Arc<SessionHolds<HeldNode>>,
     tasks: [AbortHandle; 3],
@@ -74,10 +77,23 @@ impl ZkSession {
         events: &Events,
     ) -> Result<Arc<Self>, LockError> {
         let started = Instant::now();
-        let connecting = Client::connector()
+        let shown = address::redact(connect_string);
+        let parts = address::split(connect_string)?;
+        if !parts.tls.is_empty() {
+            return Err(LockError::Config(format!(
+                "ZooKeeper connect string {shown:?}: TLS (ca=, cert=, key=) is not supported"
+            )));
+        }
+        let mut connector = Client::connector()
             .with_session_timeout(config.renewal.ttl)
-            .with_fail_eagerly()
-            .connect(connect_string);
+            .with_fail_eagerly();
+        if let Some(credentials) = &parts.credentials {
+            // ZooKeeper's digest scheme: `addauth digest user:password`.
+            let digest = format!("{}:{}", credentials.user, credentials.password);
+            connector = connector.with_auth("digest", digest.as_bytes());
+        }
+        let connect_string = shown.as_str();
+        let connecting = connector.connect(&parts.bare);
         let client = match tokio::time::timeout(config.connect_timeout, connecting).await {
             Ok(Ok(client)) => client,
             Ok(Err(zookeeper_client::Error::BadArguments(why))) => {
@@ -126,6 +142,7 @@ impl ZkSession {
         let clearing = tokio::spawn(clear_when_given_up(client.clone(), holds.clone()));
         Ok(Arc::new(ZkSession {
             client,
+            secured: parts.credentials.is_some(),
             timeout,
             holds,
             tasks: [
@@ -137,6 +154,16 @@ impl ZkSession {
     }
 
     /// The session's client.
+    /// The ACLs of the nodes this session creates: creator-only when it authenticated, else open.
+    pub(super) fn acls(&self) -> Acls<'static> {
+        if self.secured {
+            Acls::creator_all()
+        } else {
+            Acls::anyone_all()
+        }
+    }
+
+    /// The client of this session.
     pub(super) fn client(&self) -> &Client {
         &self.client
     }
