@@ -26,13 +26,13 @@ use lockbench::measure::{Bound, Check, Latency, micros, render_checks};
 use lockbench_servers::{EtcdServer, RedisServer, ZkServer};
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
+use lockers::redis::Commands;
 use lockers::redis::{
     GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
     RedisWatchdog, RenewalMode, WatchdogConfig,
 };
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{AcquireOptions, Events, Locker};
-use redis::aio::ConnectionManager;
 use tokio::runtime::Runtime;
 use tokio::sync::Mutex;
 use zookeeper_client::{Acls, CreateMode};
@@ -46,9 +46,9 @@ const ZK_PARENT: &str = "/lockbench-bench";
 #[derive(Clone)]
 enum Raw {
     /// `EVALSHA` of `return 1`.
-    Evalsha(ConnectionManager, Arc<redis::Script>),
+    Evalsha(Commands, Arc<redis::Script>),
     /// `SET k v NX PX 30000` (the key is deleted afterwards, untimed).
-    SetNxPx(ConnectionManager),
+    SetNxPx(Commands),
     /// A put of one small key.
     EtcdPut(etcd_client::KvClient),
     /// Create an ephemeral-sequential node, list the parent (the node is deleted afterwards, untimed).

@@ -32,9 +32,9 @@ use std::time::{Duration, Instant};
 use lockbench::measure::{Bound, Check, RedisCommandStats, full_bench_run, render_checks};
 use lockbench::proc_stat;
 use lockbench_servers::RedisServer;
+use lockers::redis::Commands;
 use lockers::redis::{RedisWatchdog, WatchdogConfig};
 use lockers::{AcquireOptions, Events, Locker};
-use redis::aio::ConnectionManager;
 
 const TASKS: usize = 64;
 
@@ -152,7 +152,7 @@ async fn measure(server: &RedisServer, ops: &mut [Measured], rounds: u32, length
     }
 }
 
-fn script_op(connection: &ConnectionManager, script: redis::Script) -> Op {
+fn script_op(connection: &Commands, script: redis::Script) -> Op {
     let (connection, script) = (connection.clone(), Arc::new(script));
     Arc::new(move |task| {
         let (mut connection, script) = (connection.clone(), script.clone());
@@ -167,7 +167,7 @@ fn script_op(connection: &ConnectionManager, script: redis::Script) -> Op {
 }
 
 /// The acquire and release scripts called directly, as the strategy would call them.
-fn raw_cycle(connection: &ConnectionManager) -> Op {
+fn raw_cycle(connection: &Commands) -> Op {
     let acquire = Arc::new(support::watchdog_scripts::acquire());
     let release = Arc::new(support::watchdog_scripts::release());
     let connection = connection.clone();

@@ -28,9 +28,9 @@ use lockbench::measure::{RedisCommandStats, full_bench_run};
 use lockbench::scale::{self, Isolation, ScaleSpec};
 use lockbench::strategies;
 use lockbench_servers::RedisServer;
+use lockers::redis::Commands;
 use lockers::redis::{RedisWatchdog, WatchdogConfig};
 use lockers::{AcquireOptions, Events, Locker, OwnerId};
-use redis::aio::ConnectionManager;
 use tokio::runtime::Runtime;
 
 const HELD: usize = 1000;
@@ -70,12 +70,7 @@ async fn hold(server: &RedisServer) -> Held {
     }
 }
 
-async fn renew_one(
-    connection: &mut ConnectionManager,
-    script: &redis::Script,
-    held: &Held,
-    i: usize,
-) {
+async fn renew_one(connection: &mut Commands, script: &redis::Script, held: &Held, i: usize) {
     let left: i64 = script
         .key(&held.keys[i % HELD])
         .arg(TTL_MS)
@@ -86,12 +81,7 @@ async fn renew_one(
     assert!(left != 0, "the lock must still be held");
 }
 
-async fn renew_batch(
-    connection: &mut ConnectionManager,
-    script: &redis::Script,
-    held: &Held,
-    n: usize,
-) {
+async fn renew_batch(connection: &mut Commands, script: &redis::Script, held: &Held, n: usize) {
     let mut call = script.prepare_invoke();
     for key in &held.keys[..n] {
         call.key(key);

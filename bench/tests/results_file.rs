@@ -152,3 +152,43 @@ fn ctrl_c_writes_what_was_measured_marked_incomplete() {
     );
     assert!(c.operations.completed > 0);
 }
+
+/// Redis client requests come from lockers' count of what its clients sent, in both worker modes: a
+/// few per critical section, far fewer than `INFO commandstats` calls (which include the commands the
+/// scripts ran). `lockers/tests/redis_request_count.rs` checks the count against `MONITOR`.
+#[test]
+fn redis_client_requests_are_what_the_clients_sent() {
+    for workers in ["tasks", "processes"] {
+        let dir = tempfile::tempdir().unwrap();
+        support::run_ok(&[
+            "run",
+            "--scenario",
+            "baseline",
+            "--strategies",
+            "redis-watchdog",
+            "--workers",
+            workers,
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]);
+        let results = support::read_results(dir.path());
+        let case = &results.cases[0];
+        let cost = case.server_cost.as_ref().expect("server cost");
+        let sent = cost.client_requests.expect("client requests for Redis");
+        let acquired = case.operations.acquired.max(1);
+        let per_cs = sent as f64 / acquired as f64;
+        assert!(
+            (2.0..20.0).contains(&per_cs),
+            "{workers}: {sent} requests for {acquired} acquires"
+        );
+        assert!(
+            cost.requests as f64 > 1.5 * sent as f64,
+            "{workers}: commandstats {} vs sent {sent}",
+            cost.requests
+        );
+    }
+}

@@ -413,7 +413,7 @@ fn cheapest_on_server(row: &Row<'_>, safe: &[&str], among: &str) -> Option<Findi
     Some(Finding {
         title: format!("Least server work under {}", row.label),
         rule: format!(
-            "fewest requests the clients sent per completed critical section under {} {among}, as the server counted them (etcd: gRPC messages received, keep-alive stream messages included; ZooKeeper: packets received; compare within one server kind). Redis strategies are left out: Redis 7.0 counts the commands inside scripts with the clients' own, so its counters cannot give what the clients sent",
+            "fewest requests the clients sent per completed critical section under {} {among}, as the server counted them (etcd: gRPC messages received, keep-alive stream messages included; ZooKeeper: packets received; Redis: the commands lockers' clients sent, a script call counting once, as MONITOR sees them, since Redis 7.0's own counters include the commands inside scripts; compare within one server kind). Peers on Redis are left out: their commands are not countable from outside their process",
             row.label
         ),
         conclusion: format!(

@@ -177,6 +177,23 @@ impl Backend {
         self.sockets.first().copied()
     }
 
+    /// Every socket with its server's process id (for servers lockbench started): Redlock's nodes,
+    /// or the one server.
+    pub fn nodes(&self) -> Vec<(SocketAddr, Option<u32>)> {
+        self.sockets
+            .iter()
+            .enumerate()
+            .map(|(i, socket)| {
+                let pid = match &self.managed {
+                    Some(Managed::RedisNodes(n)) if i < n.len() => n.node(i).pid(),
+                    _ if i == 0 => self.pid(),
+                    _ => None,
+                };
+                (*socket, pid)
+            })
+            .collect()
+    }
+
     /// The process id, for servers lockbench started.
     pub fn pid(&self) -> Option<u32> {
         self.managed.as_ref().map(Managed::pid)

@@ -36,7 +36,8 @@ pub struct StatsSnapshot {
     pub requests: BTreeMap<String, u64>,
     /// Requests the clients sent so far, as the server counted them (etcd: gRPC messages received,
     /// stream messages included; ZooKeeper: packets received); `None` for Redis, whose counters
-    /// include the commands its scripts ran.
+    /// include the commands its scripts ran: a case fills it from lockers' count of the commands its
+    /// clients sent instead (`driver::case`).
     pub client_requests: Option<u64>,
     /// CPU seconds used so far, when known.
     pub cpu_seconds: Option<f64>,
@@ -53,6 +54,8 @@ pub struct StatsSource {
     auth: Option<Credentials>,
     /// The server speaks TLS only: the plain probes cannot read it, so there are no counters.
     tls: bool,
+    /// Redlock's other independent masters (`RedisNodes`), summed with the first.
+    more_nodes: Vec<(SocketAddr, Option<u32>)>,
 }
 
 impl Backend {
@@ -64,6 +67,7 @@ impl Backend {
             pid: self.pid(),
             auth: self.credentials(),
             tls: self.is_tls(),
+            more_nodes: self.nodes().into_iter().skip(1).collect(),
         })
     }
 }
@@ -77,6 +81,7 @@ impl StatsSource {
             pid,
             auth: None,
             tls: false,
+            more_nodes: Vec::new(),
         }
     }
 
@@ -108,9 +113,30 @@ impl StatsSource {
         if self.tls {
             return None;
         }
-        let socket = self.socket;
+        if self.kind != ServerKind::RedisNodes {
+            return self.read(self.kind, self.socket, self.pid);
+        }
+        // N independent masters: their work is the sum of theirs.
+        let mut sum = self.read(ServerKind::Redis, self.socket, self.pid)?;
+        for &(socket, pid) in &self.more_nodes {
+            let node = self.read(ServerKind::Redis, socket, pid)?;
+            for (command, calls) in node.requests {
+                *sum.requests.entry(command).or_default() += calls;
+            }
+            sum.cpu_seconds = sum.cpu_seconds.zip(node.cpu_seconds).map(|(a, b)| a + b);
+        }
+        Some(sum)
+    }
+
+    /// One server's counters.
+    fn read(
+        &self,
+        kind: ServerKind,
+        socket: SocketAddr,
+        pid: Option<u32>,
+    ) -> Option<StatsSnapshot> {
         let auth = self.auth();
-        let mut snapshot = match self.kind {
+        let mut snapshot = match kind {
             ServerKind::Redis => {
                 let info = |section| {
                     let sent = auth.map(|_| note_probe_auth(socket)).unwrap_or(0);
@@ -142,10 +168,9 @@ impl StatsSource {
                     cpu_seconds: None,
                 }
             }
-            // One node's counters are not the work of N independent nodes (not summed yet).
             ServerKind::InProcess | ServerKind::PerClient | ServerKind::RedisNodes => return None,
         };
-        if let Some(sample) = self.pid.and_then(|pid| proc_stat::sample(Some(pid))) {
+        if let Some(sample) = pid.and_then(|pid| proc_stat::sample(Some(pid))) {
             snapshot.cpu_seconds = Some(sample.cpu_seconds);
         }
         Some(snapshot)

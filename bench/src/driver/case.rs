@@ -12,7 +12,7 @@ use super::{processes, tasks};
 use crate::backends::monitor::RenewMonitor;
 use crate::backends::{ServerKind, stats};
 use crate::faults::{CaseFaults, PrepareError};
-use crate::strategies::Strategy;
+use crate::strategies::{self, Strategy};
 use crate::workload::{LeaseSpec, WorkerMode, Workload};
 
 /// A case as run.
@@ -130,11 +130,15 @@ pub(crate) async fn run_case(
         }
     };
     run.own_servers = faults.server_info();
-    let source = faults.stats_source().or_else(|| {
+    // A case on servers of its own reads only those (none when they restart); the scenario's shared
+    // server saw nothing of it.
+    let source = if run.own_servers.is_some() {
+        faults.stats_source()
+    } else {
         ctx.backends
             .get(strategy.server)
             .and_then(|b| b.stats_source())
-    });
+    };
     let before = match &source {
         Some(s) => s.snapshot_async().await,
         None => None,
@@ -165,7 +169,16 @@ pub(crate) async fn run_case(
     if let (Some(source), Some(before)) = (&source, before)
         && let Some(after) = source.snapshot_async().await
     {
-        run.server_cost = Some(stats::delta(source.kind(), &before, &after, seconds));
+        let mut cost = stats::delta(source.kind(), &before, &after, seconds);
+        // Redis counts the commands scripts run with the clients' own, so the requests the clients
+        // sent are lockers' count (checked against MONITOR in a test); a peer's are not countable.
+        if matches!(source.kind(), ServerKind::Redis | ServerKind::RedisNodes)
+            && !strategies::is_peer(strategy.id)
+            && let Ok(output) = &result
+        {
+            cost.client_requests = Some(output.tally.redis_commands);
+        }
+        run.server_cost = Some(cost);
     }
     drop(faults);
     if let Some(monitor) = monitor {

@@ -186,6 +186,8 @@ async fn run(spec: ChildSpec, out: &mpsc::UnboundedSender<FromChild>) -> Result<
     let _ = forward.await;
     locker.close().await;
     tally.renewal = recorder.tally();
+    // A worker process runs one client: everything it sent is this client's.
+    tally.redis_commands = lockers::redis::commands_sent();
     let _ = out.send(FromChild::Report(Box::new(tally)));
     Ok(())
 }

@@ -49,6 +49,10 @@ pub(crate) struct WorkerTally {
     pub overhead_ns: u64,
     /// The client's renewal figures.
     pub renewal: RenewalTally,
+    /// Commands lockers' Redis clients sent ([`lockers::redis::commands_sent`]), connecting and
+    /// closing included: the requests a Redis server saw from this worker.
+    #[serde(default)]
+    pub redis_commands: u64,
 }
 
 impl Default for WorkerTally {
@@ -71,6 +75,7 @@ impl Default for WorkerTally {
             strategy_ns: 0,
             overhead_ns: 0,
             renewal: RenewalTally::default(),
+            redis_commands: 0,
         }
     }
 }
@@ -106,6 +111,7 @@ impl WorkerTally {
         self.strategy_ns += other.strategy_ns;
         self.overhead_ns += other.overhead_ns;
         self.renewal.merge(&other.renewal);
+        self.redis_commands += other.redis_commands;
     }
 
     /// Counts one completed critical section in second `second` of the window.

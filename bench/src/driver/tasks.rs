@@ -33,6 +33,7 @@ pub(crate) async fn run(
     faults: &CaseFaults,
 ) -> Result<ModeOutput, CaseError> {
     let workload = ctx.workload;
+    let sent_before = lockers::redis::commands_sent();
     let ready = Arc::new(ReadyPlan::new(plan).map_err(CaseError::Fail)?);
     let settings = plan.settings();
     // One in-process server for the case (memory), each client with its own addresses (a fault may
@@ -130,6 +131,8 @@ pub(crate) async fn run(
         tally.renewal.merge(&recorder.tally());
     }
     drop(clients);
+    // The case's clients are the only Redis clients of this process while it runs.
+    tally.redis_commands = lockers::redis::commands_sent() - sent_before;
     let findings = oracle_task
         .await
         .map_err(|e| CaseError::Fail(format!("oracle failed: {e}")))?;

@@ -207,7 +207,7 @@ impl CaseServers {
 
     /// Where the case's server cost is read: the primary (its counters die with it in a failover),
     /// or a member that was not the leader at the start (so a leader kill leaves it standing). None
-    /// for restarted servers (a restart resets the counters) and for Redlock's nodes (not summed).
+    /// for restarted servers (a restart resets the counters), which is what Redlock's node faults do.
     pub(crate) fn stats_source(&self) -> Option<StatsSource> {
         match self {
             CaseServers::RedisNodes(_) | CaseServers::RedisNode(_) => None,

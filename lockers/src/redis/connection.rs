@@ -10,11 +10,20 @@
 //! Redlock node) comes from the one `redis::Client` built by [`open_client`], so an ACL user
 //! (`redis://user:pass@host`) and TLS (`rediss://host?ca=ca.pem[&cert=c.pem&key=c.key]`, rustls) hold
 //! for all of them. Errors and `Debug` show the address redacted.
+//!
+//! Every command a client sends is counted ([`commands_sent`]): the requests the server saw from this
+//! process, a script call counting once however many `redis.call`s it runs (Redis's own `INFO
+//! commandstats` counts those too, so it cannot tell them apart). Commands go through [`Commands`]
+//! (the multiplexed connection), [`count_sent`] (pub/sub subscriptions, a guard thread's blocking
+//! connection) and [`count_handshake`] (`AUTH`/`SELECT` when a connection opens; `CLIENT SETINFO` is
+//! not sent). A test checks the count against what `MONITOR` saw.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use crate::address;
 use crate::error::LockError;
@@ -73,6 +82,9 @@ pub fn open_client(url: &str) -> Result<redis::Client, LockError> {
     let bad = |e: redis::RedisError| LockError::Config(format!("redis url {shown:?}: {e}"));
     let mut info =
         redis::IntoConnectionInfo::into_connection_info(parts.bare.as_str()).map_err(bad)?;
+    // No `CLIENT SETINFO` on connect: every command the server sees is one the strategy sent.
+    let quiet = info.redis_settings().clone().set_skip_set_lib_name();
+    info = info.set_redis_settings(quiet);
     if let Some(credentials) = parts.credentials {
         let mut settings = info.redis_settings().clone();
         if !credentials.user.is_empty() {
@@ -104,12 +116,69 @@ pub fn open_client(url: &str) -> Result<redis::Client, LockError> {
     redis::Client::build_with_tls(info, certificates).map_err(bad)
 }
 
+/// Commands this process's Redis clients sent so far.
+static SENT: AtomicU64 = AtomicU64::new(0);
+
+/// How many commands every Redis client of this process has sent so far (script calls count once;
+/// pipelines count each command, `MULTI`/`EXEC` included). The difference across a case is the
+/// requests its clients sent.
+pub fn commands_sent() -> u64 {
+    SENT.load(Ordering::Relaxed)
+}
+
+/// Counts `n` commands sent outside [`Commands`] (subscriptions, blocking connections).
+pub(crate) fn count_sent(n: u64) {
+    SENT.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Counts the commands a new connection of `client` sends before any of ours: `AUTH` with a
+/// password, `SELECT` for a database other than 0.
+pub(crate) fn count_handshake(client: &redis::Client) {
+    let settings = client.get_connection_info().redis_settings();
+    let auth = u64::from(settings.password().is_some());
+    let select = u64::from(settings.db() != 0);
+    count_sent(auth + select);
+}
+
+/// The shared command connection, counting what it sends (see [`commands_sent`]). Cloning is cheap:
+/// every clone pipelines on the one socket.
+#[derive(Clone)]
+pub struct Commands(ConnectionManager);
+
+impl fmt::Debug for Commands {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Commands")
+    }
+}
+
+impl ConnectionLike for Commands {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        count_sent(1);
+        self.0.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        let wrapper = if pipeline.is_transaction() { 2 } else { 0 };
+        count_sent((pipeline.len() + wrapper) as u64);
+        self.0.req_packed_commands(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.0.get_db()
+    }
+}
+
 /// One client's link to a Redis server: the parsed address (for further connections such as pub/sub)
 /// and the shared command connection. Cloning is cheap and shares the connection.
 #[derive(Clone)]
 pub struct RedisConnection {
     client: redis::Client,
-    commands: ConnectionManager,
+    commands: Commands,
     settings: ConnectionSettings,
 }
 
@@ -139,7 +208,11 @@ impl RedisConnection {
             .set_min_delay(Duration::from_millis(20))
             .set_max_delay(settings.connect_timeout);
         // The manager connects lazily; the first PING proves the server is there, within the bound.
-        let mut commands = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
+        let mut commands = Commands(ConnectionManager::new_lazy_with_config(
+            client.clone(),
+            config,
+        )?);
+        count_handshake(&client);
         let ping_cmd = redis::cmd("PING");
         let ping = ping_cmd.query_async::<String>(&mut commands);
         match tokio::time::timeout(settings.connect_timeout, ping).await {
@@ -163,7 +236,7 @@ impl RedisConnection {
     }
 
     /// The shared, multiplexed command connection (a cheap clone: every clone pipelines on one socket).
-    pub fn commands(&self) -> ConnectionManager {
+    pub fn commands(&self) -> Commands {
         self.commands.clone()
     }
 

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use redis::aio::ConnectionManager;
+use super::connection::Commands;
 use tokio::sync::{Notify, mpsc};
 
 use super::connection::ConnectionSettings;
@@ -43,7 +43,7 @@ fn notify_config_error(what: &str, error: impl std::fmt::Display) -> LockError {
     ))
 }
 
-async fn read_notify_flags(connection: &mut ConnectionManager) -> Result<String, LockError> {
+async fn read_notify_flags(connection: &mut Commands) -> Result<String, LockError> {
     let reply: HashMap<String, String> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("notify-keyspace-events")
@@ -58,9 +58,7 @@ async fn read_notify_flags(connection: &mut ConnectionManager) -> Result<String,
 
 /// Makes sure the server publishes the events the strategy needs, adding missing flags to the user's.
 /// Returns the setting in force.
-pub(super) async fn ensure_notifications(
-    connection: &mut ConnectionManager,
-) -> Result<String, LockError> {
+pub(super) async fn ensure_notifications(connection: &mut Commands) -> Result<String, LockError> {
     let current = read_notify_flags(connection).await?;
     let missing = missing_notify_flags(&current);
     if missing.is_empty() {

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionManager;
+use super::connection::Commands;
 use tokio::sync::{mpsc, watch};
 
 use super::connection::BACKEND;
@@ -26,7 +26,7 @@ use crate::renewal::{
 /// What a holder task needs (not the client itself, so a dropped client is not kept alive by its holds).
 #[derive(Clone)]
 pub(super) struct Renewer {
-    pub(super) commands: ConnectionManager,
+    pub(super) commands: Commands,
     pub(super) events: Events,
     /// The watchdog timeout and, as the period, a third of it (the naive belief's refresh).
     pub(super) plan: RenewalPlan,
@@ -213,7 +213,7 @@ impl Renewer {
 
 /// The naive re-acquire: a plain `SET NX PX` with the holder's value (the key is already gone).
 async fn reacquire(
-    commands: &mut ConnectionManager,
+    commands: &mut Commands,
     lock: &StringLock,
     ttl_ms: u64,
 ) -> Result<RenewOutcome, LockError> {

@@ -67,7 +67,7 @@ mod scripts;
 mod string_lock;
 mod watchdog_config;
 
-pub use connection::{ConnectionSettings, RedisConnection};
+pub use connection::{Commands, ConnectionSettings, RedisConnection, commands_sent};
 pub use keys::random_client_id;
 pub use watchdog::RedisWatchdog;
 pub use watchdog_config::{RenewalMode, WatchdogConfig};

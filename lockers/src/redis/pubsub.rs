@@ -33,7 +33,7 @@ use tokio::sync::futures::OwnedNotified;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::AbortHandle;
 
-use super::connection::ConnectionSettings;
+use super::connection::{ConnectionSettings, count_handshake, count_sent};
 use crate::error::LockError;
 
 /// A wake-up armed before a retry, so a message that arrives during the retry is not missed.
@@ -393,8 +393,10 @@ async fn connect(
     let wanted = table.upgrade().map(|t| t.wanted()).unwrap_or_default();
     let subscribing = async {
         let (mut sink, stream) = client.get_async_pubsub().await?.split();
+        count_handshake(client);
         if !wanted.is_empty() {
             let names: Vec<&str> = wanted.iter().map(|(n, _)| &**n).collect();
+            count_sent(1);
             sink.subscribe(&names).await?;
         }
         Ok::<_, redis::RedisError>((sink, stream))
@@ -486,6 +488,7 @@ async fn serve(
     };
     let carry_out = async {
         while let Some(request) = queue.recv().await {
+            count_sent(1);
             let done = match request {
                 Request::Subscribe(name, confirmed) => {
                     let done = sink.subscribe(&*name).await;

@@ -46,9 +46,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::connection::Commands;
 use async_trait::async_trait;
 use futures::future::join_all;
-use redis::aio::ConnectionManager;
 
 use super::acquire::{self, Request};
 use super::connection::{BACKEND, RedisConnection};
@@ -80,7 +80,7 @@ impl Nodes {
     /// Runs `call` on every node at once, each bounded by `timeout`; answers in node order.
     async fn each<T, F, Fut>(&self, timeout: Duration, call: F) -> Vec<Vote<T>>
     where
-        F: Fn(ConnectionManager) -> Fut,
+        F: Fn(Commands) -> Fut,
         Fut: Future<Output = Vote<T>>,
     {
         let calls = self.connections.iter().enumerate().map(|(i, node)| {

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use super::connection::{BACKEND, ConnectionSettings};
+use super::connection::{BACKEND, ConnectionSettings, count_handshake};
 use super::scripts::ttl_millis;
 use super::string_lock::StringLock;
 use crate::error::LockError;
@@ -140,9 +140,13 @@ impl BlockingLink {
         let bound = self.settings.response_timeout.min(budget);
         let connection = match self.connection.take() {
             Some(connection) => connection,
-            None => self
-                .client
-                .get_connection_with_timeout(self.settings.connect_timeout.min(budget))?,
+            None => {
+                let opened = self
+                    .client
+                    .get_connection_with_timeout(self.settings.connect_timeout.min(budget))?;
+                count_handshake(&self.client);
+                opened
+            }
         };
         connection.set_read_timeout(Some(bound))?;
         connection.set_write_timeout(Some(bound))?;

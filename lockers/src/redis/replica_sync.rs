@@ -18,7 +18,7 @@
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use super::connection::Commands;
 
 use super::connection::BACKEND;
 use super::redisson_config::Topology;
@@ -59,10 +59,7 @@ impl ReplicaSync {
 
     /// Called after a lock write on `connection` succeeded: waits for the replicas as Redisson does.
     /// `Err` when the wait itself failed, or when no replica confirmed and the check is on.
-    pub(crate) async fn after_write(
-        &self,
-        connection: &mut ConnectionManager,
-    ) -> Result<(), LockError> {
+    pub(crate) async fn after_write(&self, connection: &mut Commands) -> Result<(), LockError> {
         if !self.enabled() {
             return Ok(());
         }

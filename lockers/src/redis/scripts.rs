@@ -17,7 +17,7 @@ use std::fmt;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use super::connection::Commands;
 use redis::{FromRedisValue, ScriptInvocation};
 
 use super::connection::BACKEND;
@@ -75,7 +75,7 @@ impl LuaScript {
 /// Runs `cmd`, an [`evalsha`](LuaScript::evalsha) of `script`, loading the script and sending it again
 /// on `NOSCRIPT`.
 pub(crate) async fn run_cmd<T: FromRedisValue>(
-    connection: &mut ConnectionManager,
+    connection: &mut Commands,
     script: &LuaScript,
     cmd: &redis::Cmd,
 ) -> Result<T, LockError> {
@@ -90,7 +90,7 @@ pub(crate) async fn run_cmd<T: FromRedisValue>(
 
 /// Runs a prepared call by SHA (reloading on `NOSCRIPT`) and converts the answer to `T`.
 pub(crate) async fn run<T: FromRedisValue>(
-    connection: &mut ConnectionManager,
+    connection: &mut Commands,
     call: &ScriptInvocation<'_>,
 ) -> Result<T, LockError> {
     Ok(call.invoke_async(connection).await?)
@@ -98,7 +98,7 @@ pub(crate) async fn run<T: FromRedisValue>(
 
 /// Loads `scripts` into the server's script cache (`SCRIPT LOAD`).
 pub(crate) async fn load(
-    connection: &mut ConnectionManager,
+    connection: &mut Commands,
     scripts: &[&LuaScript],
 ) -> Result<(), LockError> {
     for script in scripts {

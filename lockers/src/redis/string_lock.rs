@@ -10,8 +10,8 @@
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
+use super::connection::{Commands, count_sent};
 use redis::ScriptInvocation;
-use redis::aio::ConnectionManager;
 
 use super::connection::RedisConnection;
 use super::keys::LockKeys;
@@ -38,7 +38,7 @@ pub(crate) static STRING_RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
 });
 
 /// Loads the string-lock scripts into the server's cache.
-pub(super) async fn load_scripts(connection: &mut ConnectionManager) -> Result<(), LockError> {
+pub(super) async fn load_scripts(connection: &mut Commands) -> Result<(), LockError> {
     scripts::load(
         connection,
         &[&STRING_ACQUIRE, &STRING_RENEW, &STRING_RELEASE],
@@ -127,7 +127,7 @@ impl StringLock {
     /// Tries to take the lock once, for `ttl_ms`.
     pub(super) async fn try_acquire(
         &self,
-        connection: &mut ConnectionManager,
+        connection: &mut Commands,
         ttl_ms: u64,
     ) -> Result<Attempt, LockError> {
         let answer = scripts::run(connection, &self.acquire_call(ttl_ms)).await?;
@@ -137,7 +137,7 @@ impl StringLock {
     /// Extends the lock to `ttl_ms` if the value still holds it (and re-arms the shadow key).
     pub(super) async fn renew(
         &self,
-        connection: &mut ConnectionManager,
+        connection: &mut Commands,
         ttl_ms: u64,
     ) -> Result<RenewOutcome, LockError> {
         let answer = scripts::run(connection, &self.renew_call(ttl_ms)).await?;
@@ -150,6 +150,7 @@ impl StringLock {
         connection: &mut redis::Connection,
         ttl_ms: u64,
     ) -> Result<RenewOutcome, LockError> {
+        count_sent(1);
         let answer: i64 = self.renew_call(ttl_ms).invoke(connection)?;
         Ok(renew_outcome(answer))
     }
@@ -172,6 +173,7 @@ impl StringLock {
         connection: &mut redis::Connection,
         events: &Events,
     ) -> Result<(), LockError> {
+        count_sent(1);
         let answer: i64 = self.release_call().invoke(connection)?;
         self.released(answer, events)
     }
@@ -179,7 +181,7 @@ impl StringLock {
     /// Deletes the lock if the value holds it, with no event: whether it did (a redlock node's vote).
     pub(super) async fn delete_if_ours(
         &self,
-        connection: &mut ConnectionManager,
+        connection: &mut Commands,
     ) -> Result<bool, LockError> {
         let answer: i64 = scripts::run(connection, &self.release_call()).await?;
         match answer {

@@ -38,8 +38,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use super::connection::Commands;
 use async_trait::async_trait;
-use redis::aio::ConnectionManager;
 use tokio::sync::watch;
 
 use super::acquire::{self, Request};
@@ -136,7 +136,7 @@ impl Core {
 }
 
 async fn renew_one(
-    mut connection: ConnectionManager,
+    mut connection: Commands,
     key: &str,
     owner: &str,
     ttl_ms: u64,
@@ -150,7 +150,7 @@ async fn renew_one(
 /// The call renewing `targets` in one batch script call, built now (one command buffer, no allocation per
 /// lock) and sent when awaited.
 fn renew_chunk(
-    mut connection: ConnectionManager,
+    mut connection: Commands,
     targets: &[&BatchTarget],
     ttl_ms: u64,
 ) -> impl Future<Output = Result<Vec<RenewOutcome>, LockError>> + use<> {
