@@ -37,6 +37,7 @@
 
 pub mod certs;
 pub mod etcd;
+mod etcd_auth;
 pub mod ports;
 pub mod probe;
 pub mod process;
