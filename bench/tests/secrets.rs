@@ -167,7 +167,7 @@ fn run_and_compare_leave_no_secret_anywhere() {
 }
 
 #[test]
-fn a_wrong_password_is_one_line_without_the_password() {
+fn a_wrong_password_is_one_usage_line_without_the_password() {
     let certificates = TestCertificates::generate().unwrap();
     let redis = secured_redis(&certificates);
     let wrong = redis.url().replace(PASSWORD, "Wrong-canary-33Xy");
@@ -192,4 +192,34 @@ fn a_wrong_password_is_one_line_without_the_password() {
         "{stderr}"
     );
     assert!(stderr.contains("***@"), "{stderr}");
+
+    let etcd = EtcdServer::start_with(EtcdOptions {
+        tls: Some(TlsFiles::of(&certificates)),
+        root_password: Some(ETCD_PASSWORD.into()),
+        ..EtcdOptions::default()
+    })
+    .unwrap();
+    let wrong = format!(
+        "{}?ca={}",
+        etcd.endpoint()
+            .replace("https://", "https://root:Wrong-canary-33Xy@"),
+        certificates.ca().display()
+    );
+    let out = support::run(&[
+        "run",
+        "--strategies",
+        "etcd-lease",
+        "--duration",
+        "1s",
+        "--no-progress",
+        "--etcd",
+        &wrong,
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!stderr.contains("Wrong-canary-33Xy"), "{stderr}");
+    assert!(stderr.contains("--etcd https://***@"), "{stderr}");
 }
