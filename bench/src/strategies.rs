@@ -324,8 +324,23 @@ fn peer_capabilities(id: &str) -> Result<Capabilities, LockError> {
         .ok_or_else(|| LockError::Config(format!("no reference adapter {id:?}")))
 }
 
-/// The server addresses a peer's adapter is given, by the server it needs.
+/// The server addresses a peer's adapter is given, by the server it needs. Addresses with credentials
+/// or TLS files are refused: the adapters do not take them yet, and their logs must not see them.
 fn peer_servers(endpoints: &Endpoints, backend: PeerBackend) -> Result<Vec<String>, LockError> {
+    let servers = peer_addresses(endpoints, backend)?;
+    for server in &servers {
+        let parts = lockers::address::split(server)?;
+        if parts.credentials.is_some() || !parts.tls.is_empty() {
+            return Err(LockError::Config(format!(
+                "peer adapters do not support servers with a password or TLS ({})",
+                lockers::address::redact(server)
+            )));
+        }
+    }
+    Ok(servers)
+}
+
+fn peer_addresses(endpoints: &Endpoints, backend: PeerBackend) -> Result<Vec<String>, LockError> {
     Ok(match backend {
         PeerBackend::None => Vec::new(),
         PeerBackend::Redis => vec![endpoints.redis_url()?.to_owned()],

@@ -1,6 +1,6 @@
-//! No secret leaks: `lockbench run` and `lockbench compare` against a Redis with an ACL user over TLS
-//! (started here, with a certificate authority generated for the test) and a ZooKeeper with digest
-//! authentication, each given a distinctive password (on the command line and through the
+//! No secret leaks: `lockbench run` and `lockbench compare` against a Redis with an ACL user over TLS,
+//! an etcd over TLS with authentication (both started here, with a certificate authority generated for
+//! the test) and a ZooKeeper with digest authentication, each given a distinctive password (on the command line and through the
 //! environment); every file they write, stdout and stderr must not contain it. A wrong password is
 //! one error line without the password, exit code 2.
 
@@ -11,10 +11,13 @@ mod support;
 use std::path::Path;
 
 use lockbench_servers::certs::TlsFiles;
-use lockbench_servers::{RedisOptions, RedisSecurity, RedisServer, TestCertificates, ZkServer};
+use lockbench_servers::{
+    EtcdOptions, EtcdServer, RedisOptions, RedisSecurity, RedisServer, TestCertificates, ZkServer,
+};
 
 const PASSWORD: &str = "Leak-canary-5h9Qx2";
 const ZK_PASSWORD: &str = "Zk-canary-71Kp";
+const ETCD_PASSWORD: &str = "Etcd-canary-40Lm";
 
 fn secured_redis(certificates: &TestCertificates) -> RedisServer {
     RedisServer::start_with(RedisOptions {
@@ -64,7 +67,7 @@ fn assert_no_secret(out: &std::process::Output, dir: &Path, expected: &[&str]) {
         ("stderr".to_owned(), out.stderr.clone()),
     ];
     for (name, bytes) in written.iter().chain(&streams) {
-        for secret in [PASSWORD, ZK_PASSWORD] {
+        for secret in [PASSWORD, ZK_PASSWORD, ETCD_PASSWORD] {
             assert!(!contains(bytes, secret), "{name} contains the password");
         }
     }
@@ -79,17 +82,30 @@ fn run_and_compare_leave_no_secret_anywhere() {
     let url_without_password = redis.url().replace(&format!(":{PASSWORD}@"), "@");
     assert!(!url_without_password.contains(PASSWORD));
     let zk_address = format!("app:{ZK_PASSWORD}@{}", zk.connect_string());
+    let etcd = EtcdServer::start_with(EtcdOptions {
+        tls: Some(TlsFiles::of(&certificates)),
+        root_password: Some(ETCD_PASSWORD.into()),
+        ..EtcdOptions::default()
+    })
+    .unwrap();
+    // The user in the address, the password from the environment.
+    let etcd_address = format!(
+        "{}?ca={}",
+        etcd.endpoint().replace("https://", "https://root@"),
+        certificates.ca().display()
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let run_dir = dir.path().join("run");
     let out = support::lockbench()
         .env("LOCKBENCH_REDIS_PASSWORD", PASSWORD)
+        .env("LOCKBENCH_ETCD_PASSWORD", ETCD_PASSWORD)
         .args([
             "run",
             "--scenario",
             "baseline",
             "--strategies",
-            "redis-watchdog,redis-guard-thread,zookeeper",
+            "redis-watchdog,redis-guard-thread,etcd-lease,zookeeper",
             "--duration",
             "1s",
             "--warmup",
@@ -103,6 +119,8 @@ fn run_and_compare_leave_no_secret_anywhere() {
             &url_without_password,
             "--zk",
             &zk_address,
+            "--etcd",
+            &etcd_address,
             "--out",
             run_dir.to_str().unwrap(),
         ])
@@ -111,6 +129,7 @@ fn run_and_compare_leave_no_secret_anywhere() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let results = support::read_results(&run_dir);
+    assert_eq!(results.cases.len(), 4);
     assert!(
         results.cases.iter().all(|c| c.error.is_none()),
         "{:?}",
@@ -148,7 +167,7 @@ fn run_and_compare_leave_no_secret_anywhere() {
 }
 
 #[test]
-fn a_wrong_password_is_one_line_without_the_password() {
+fn a_wrong_password_is_one_usage_line_without_the_password() {
     let certificates = TestCertificates::generate().unwrap();
     let redis = secured_redis(&certificates);
     let wrong = redis.url().replace(PASSWORD, "Wrong-canary-33Xy");
@@ -173,4 +192,34 @@ fn a_wrong_password_is_one_line_without_the_password() {
         "{stderr}"
     );
     assert!(stderr.contains("***@"), "{stderr}");
+
+    let etcd = EtcdServer::start_with(EtcdOptions {
+        tls: Some(TlsFiles::of(&certificates)),
+        root_password: Some(ETCD_PASSWORD.into()),
+        ..EtcdOptions::default()
+    })
+    .unwrap();
+    let wrong = format!(
+        "{}?ca={}",
+        etcd.endpoint()
+            .replace("https://", "https://root:Wrong-canary-33Xy@"),
+        certificates.ca().display()
+    );
+    let out = support::run(&[
+        "run",
+        "--strategies",
+        "etcd-lease",
+        "--duration",
+        "1s",
+        "--no-progress",
+        "--etcd",
+        &wrong,
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!stderr.contains("Wrong-canary-33Xy"), "{stderr}");
+    assert!(stderr.contains("--etcd https://***@"), "{stderr}");
 }

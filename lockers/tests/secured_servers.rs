@@ -159,32 +159,17 @@ async fn redis_wrong_password_or_missing_ca_fails_without_the_password() {
     assert!(!error.to_string().contains(PASSWORD), "{error}");
 }
 
-/// Creates the root user with `password` and switches authentication on.
-async fn enable_etcd_auth(endpoint: &str, ca: &std::path::Path, password: &str) {
-    let tls = etcd_client::TlsOptions::new().ca_certificate(etcd_client::Certificate::from_pem(
-        std::fs::read(ca).unwrap(),
-    ));
-    let options = etcd_client::ConnectOptions::new().with_tls(tls);
-    let mut client = etcd_client::Client::connect([endpoint], Some(options))
-        .await
-        .unwrap();
-    client.user_add("root", password, None).await.unwrap();
-    client.role_add("root").await.unwrap();
-    client.user_grant_role("root", "root").await.unwrap();
-    client.auth_enable().await.unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_over_tls_with_user_and_password() {
     let certificates = TestCertificates::generate().unwrap();
     let server = EtcdServer::start_with(EtcdOptions {
         tls: Some(TlsFiles::of(&certificates)),
+        root_password: Some(PASSWORD.into()),
         ..EtcdOptions::default()
     })
     .unwrap();
     let endpoint = server.endpoint();
     assert!(endpoint.starts_with("https://"), "{endpoint}");
-    enable_etcd_auth(&endpoint, &certificates.ca(), PASSWORD).await;
 
     let ca = certificates.ca().display().to_string();
     let address = |password: &str| {

@@ -25,8 +25,8 @@ use crate::{Result, free_ports, probe};
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 
-/// Settings for [`EtcdServer::start_with`] and [`EtcdCluster::start_with`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Settings for [`EtcdServer::start_with`] and [`EtcdCluster::start_with`]. `Debug` hides the password.
+#[derive(Clone, PartialEq, Eq)]
 pub struct EtcdOptions {
     /// The `etcd` to run; overrides `LOCKBENCH_ETCD` and `PATH`.
     pub etcd: Option<PathBuf>,
@@ -38,6 +38,21 @@ pub struct EtcdOptions {
     /// so client certificates are neither asked for nor required). Health and metrics then move to a plain-HTTP
     /// `--listen-metrics-urls` port on 127.0.0.1, which the launcher's probes use. Default: none.
     pub tls: Option<TlsFiles>,
+    /// Switch authentication on once the cluster is up, with user `root` and this password (which
+    /// clients then give as `https://root:<password>@…`). Default: no authentication.
+    pub root_password: Option<String>,
+}
+
+impl std::fmt::Debug for EtcdOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdOptions")
+            .field("etcd", &self.etcd)
+            .field("heartbeat_interval", &self.heartbeat_interval)
+            .field("election_timeout", &self.election_timeout)
+            .field("tls", &self.tls)
+            .field("root_password", &self.root_password.as_ref().map(|_| "***"))
+            .finish()
+    }
 }
 
 impl Default for EtcdOptions {
@@ -47,6 +62,7 @@ impl Default for EtcdOptions {
             heartbeat_interval: Duration::from_millis(50),
             election_timeout: Duration::from_millis(500),
             tls: None,
+            root_password: None,
         }
     }
 }
@@ -215,6 +231,10 @@ fn start_members(n: usize, options: &EtcdOptions) -> Result<Vec<EtcdServer>> {
         let version = probe::http_get(addr(probe_ports[0]), "/version", PROBE_TIMEOUT)
             .map(|r| json_string_field(&r.body, "etcdserver").unwrap_or_default())
             .unwrap_or_default();
+        if let Some(password) = &options.root_password {
+            let ca = options.tls.as_ref().map(|tls| tls.ca.clone());
+            crate::etcd_auth::enable(addr(client_ports[0]), ca, password.clone())?;
+        }
         let startup = began.elapsed();
         Ok(processes
             .into_iter()

@@ -22,6 +22,10 @@
 //! | one ZooKeeper | [`ZkServer`] | `srvr` answers with `Mode:` |
 //! | ZooKeeper ensemble | [`ZkEnsemble`] | every node is leader or follower |
 //!
+//! Servers secured like production ones: [`RedisOptions::security`] (an ACL user, optionally a TLS
+//! port), [`EtcdOptions::tls`] and [`EtcdOptions::root_password`] (TLS client port, authentication),
+//! with throw-away certificates from [`TestCertificates`] (made with the `openssl` tool).
+//!
 //! Programs are found on `PATH` unless overridden by `LOCKBENCH_REDIS_SERVER`, `LOCKBENCH_ETCD`,
 //! `LOCKBENCH_JAVA` and `LOCKBENCH_ZK_CLASSPATH` (or by the options structs, which win over
 //! both); a missing one gives [`ServerError::Missing`] naming the install command.
@@ -37,6 +41,7 @@
 
 pub mod certs;
 pub mod etcd;
+mod etcd_auth;
 pub mod ports;
 pub mod probe;
 pub mod process;

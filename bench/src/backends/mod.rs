@@ -226,9 +226,15 @@ impl Backends {
     ) -> Result<Self, BenchError> {
         let given = given.clone();
         let needed = needed.clone();
-        tokio::task::spawn_blocking(move || Self::prepare_blocking(&needed, &given))
+        let backends = tokio::task::spawn_blocking(move || Self::prepare_blocking(&needed, &given))
             .await
-            .map_err(|e| BenchError::failed(format!("server set-up task failed: {e}")))?
+            .map_err(|e| BenchError::failed(format!("server set-up task failed: {e}")))??;
+        if let Some(etcd) = backends.servers.iter().find(|s| s.kind == ServerKind::Etcd)
+            && etcd.managed.is_none()
+        {
+            check_etcd_access(&etcd.address).await?;
+        }
+        Ok(backends)
     }
 
     fn prepare_blocking(
@@ -346,6 +352,23 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
         startup: None,
         managed: None,
     })
+}
+
+/// Connects to the user's etcd as the strategy does (user/password, TLS) and asks one member for its
+/// status: wrong credentials or an untrusted certificate are bad input, one line without the password.
+async fn check_etcd_access(address: &str) -> Result<(), BenchError> {
+    use lockers::etcd::{EtcdConfig, EtcdLease};
+    let endpoints: Vec<String> = address.split(',').map(|e| e.trim().to_owned()).collect();
+    let config = EtcdConfig {
+        connect_timeout: Duration::from_secs(3),
+        ..EtcdConfig::default()
+    };
+    EtcdLease::connect(&endpoints, config, lockers::Events::none())
+        .await
+        .map(drop)
+        .map_err(|e| {
+            BenchError::usage(format!("--etcd {}: {e}", lockers::address::redact(address)))
+        })
 }
 
 /// Connects to the Redis at `url` as the strategies do and reads its version (`None` if `INFO` is
