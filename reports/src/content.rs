@@ -337,7 +337,7 @@ pub fn three_answers(grid: &Grid<'_>, findings: &[Finding]) -> Vec<(String, Stri
     );
     vec![
         ("Fastest:".into(), fastest, "fastest"),
-        ("Cost:".into(), cost, "which"),
+        ("Cost:".into(), cost, "cost"),
         ("Breaking points:".into(), breaking, "breaking"),
     ]
 }

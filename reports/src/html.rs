@@ -239,6 +239,17 @@ pub fn render(report: &Report<'_>) -> String {
         }
     }
 
+    if let Some(cost) = topics::cost_table(grid) {
+        out.push_str("<h2 id=\"cost\">Cost under baseline</h2>\n");
+        table(&mut out, None, &topics::COST_COLUMNS, &cost.rows);
+        let _ = writeln!(
+            out,
+            "<p class=\"env\">{} Client CPU scope here: {}.</p>",
+            escape(topics::COST_NOTE),
+            escape(&cost.scope)
+        );
+    }
+
     out.push_str("<h2 id=\"fastest\">Headline numbers</h2>\n<p>Latencies in ms; margin = TTL left when a renewal landed.</p>\n");
     for (results, cases) in content::cases_by_run(grid) {
         let _ = writeln!(

@@ -45,7 +45,7 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
         // The headings' Markdown anchors.
         let anchor = match anchor {
             "fastest" => "headline-numbers",
-            "which" => "which-strategy-when",
+            "cost" => "cost-under-baseline",
             _ => "breaking-points-verdicts",
         };
         let _ = writeln!(out, "**[{question}](#{anchor})** {answer}  ");
@@ -121,6 +121,17 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
             let _ = writeln!(out, "- {line}");
         }
         out.push('\n');
+    }
+
+    if let Some(cost) = topics::cost_table(grid) {
+        let _ = writeln!(out, "## Cost under baseline\n");
+        table(&mut out, &topics::COST_COLUMNS, &cost.rows);
+        let _ = writeln!(
+            out,
+            "{} Client CPU scope here: {}.\n",
+            topics::COST_NOTE,
+            cost.scope
+        );
     }
 
     let _ = writeln!(out, "## Which strategy when\n");

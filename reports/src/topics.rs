@@ -202,3 +202,68 @@ pub fn peer_pairs(grid: &Grid<'_>) -> Vec<Pair> {
         })
         .collect()
 }
+
+/// What each strategy cost under baseline, per critical section completed: the "Cost" question's
+/// table. Empty when the comparison has no baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostTable {
+    /// What the client CPU covers (tasks mode: the whole lockbench process, driver and protected
+    /// resource included; processes mode: the worker processes).
+    pub scope: String,
+    /// One row per strategy that ran baseline, cells as [`COST_COLUMNS`].
+    pub rows: Vec<Vec<String>>,
+}
+
+/// The columns of a [`CostTable`].
+pub const COST_COLUMNS: [&str; 9] = [
+    "strategy",
+    "CS/s",
+    "client CPU ms / CS",
+    "threads",
+    "RSS MiB",
+    "client requests / CS",
+    "server calls / CS",
+    "server CPU ms / CS",
+    "server kind",
+];
+
+/// The cost table of the baseline row, if there is one.
+pub fn cost_table(grid: &Grid<'_>) -> Option<CostTable> {
+    let row = grid.rows.iter().find(|r| r.scenario() == "baseline")?;
+    let mut scope = String::new();
+    let rows: Vec<Vec<String>> = grid
+        .strategies
+        .iter()
+        .filter_map(|s| row.case(&s.id).filter(|c| ran(c)))
+        .map(|c| {
+            scope.clone_from(&c.client_cost.scope);
+            let done = c.operations.completed.max(1) as f64;
+            let server = c.server_cost.as_ref();
+            vec![
+                c.strategy.clone(),
+                rate(c.throughput.completed_per_s),
+                ms(Some(c.client_cost.cpu_seconds * 1e3 / done)),
+                c.client_cost.threads_max.to_string(),
+                format!(
+                    "{:.0}",
+                    c.client_cost.rss_max_bytes as f64 / (1024.0 * 1024.0)
+                ),
+                server
+                    .and_then(|s| s.client_requests)
+                    .map_or_else(|| "n/a".to_owned(), |n| format!("{:.1}", n as f64 / done)),
+                server.map_or_else(
+                    || "n/a".to_owned(),
+                    |s| format!("{:.1}", s.requests as f64 / done),
+                ),
+                server
+                    .and_then(|s| s.cpu_seconds)
+                    .map_or_else(|| "n/a".to_owned(), |cpu| ms(Some(cpu * 1e3 / done))),
+                server.map_or_else(|| "in-process".to_owned(), |s| s.kind.clone()),
+            ]
+        })
+        .collect();
+    (!rows.is_empty()).then_some(CostTable { scope, rows })
+}
+
+/// The sentence under the cost table.
+pub const COST_NOTE: &str = "Per critical section completed under baseline (every trial pooled). Client CPU covers the whole lockbench process in tasks mode (driver and protected resource included, the same for every row) and the worker processes in processes mode. Client requests: what the clients sent as the server saw it (Redis: commands, a script call once; etcd: gRPC messages, keep-alives included; ZooKeeper: packets); server calls: the work the server counted (Redis: the commands inside scripts included). Compare requests within one server kind. Cost against held locks is charted below (Charts).";
