@@ -189,7 +189,9 @@ fn markdown_has_the_matrix_the_rules_and_the_numbers() {
     let md = fs::read_to_string(&written.markdown).unwrap();
     for needle in [
         "**[Fastest:](#headline-numbers)**",
-        "**[Cost:](#which-strategy-when)**",
+        "**[Cost:](#cost-under-baseline)**",
+        "## Cost under baseline",
+        "| strategy | CS/s | client CPU ms / CS | threads | RSS MiB | client requests / CS | server calls / CS | server CPU ms / CS | server kind |",
         "**[Breaking points:](#breaking-points-verdicts)**",
         "## Breaking points: verdicts",
         "| strategy | baseline | long-tail | lease-too-short · fixed:1s | lease-too-short · watchdog |",
@@ -223,8 +225,15 @@ fn the_html_is_one_self_contained_file() {
     let html = fs::read_to_string(&written.html).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("<table id=\"verdicts\" class=\"matrix\">"));
-    for anchor in ["href=\"#fastest\"", "href=\"#which\"", "href=\"#breaking\""] {
-        assert!(html.contains(anchor), "the first screen links {anchor}");
+    for anchor in ["fastest", "cost", "breaking"] {
+        assert!(
+            html.contains(&format!("href=\"#{anchor}\"")),
+            "the first screen links {anchor}"
+        );
+        assert!(
+            html.contains(&format!("id=\"{anchor}\"")),
+            "{anchor} is a section"
+        );
     }
     assert_eq!(html.matches("<svg").count(), written.charts.len());
     for banned in [
