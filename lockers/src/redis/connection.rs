@@ -14,8 +14,8 @@
 //! Every command a client sends is counted ([`commands_sent`]): the requests the server saw from this
 //! process, a script call counting once however many `redis.call`s it runs (Redis's own `INFO
 //! commandstats` counts those too, so it cannot tell them apart). Commands go through [`Commands`]
-//! (the multiplexed connection), [`count_sent`] (pub/sub subscriptions, a guard thread's blocking
-//! connection) and [`count_handshake`] (`AUTH`/`SELECT` when a connection opens; `CLIENT SETINFO` is
+//! (the multiplexed connection), `count_sent` (pub/sub subscriptions, a guard thread's blocking
+//! connection) and `count_handshake` (`AUTH`/`SELECT` when a connection opens; `CLIENT SETINFO` is
 //! not sent). A test checks the count against what `MONITOR` saw.
 
 use std::fmt;
