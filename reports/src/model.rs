@@ -718,8 +718,9 @@ pub struct ClientCost {
 /// What the server did during a case (deltas over the case).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerCost {
-    /// `redis`, `etcd` or `zookeeper`.
-    #[schemars(extend("enum" = ["redis", "etcd", "zookeeper"]))]
+    /// `redis`, `redis-nodes` (Redlock's independent Redis servers: every figure below is summed over
+    /// them), `etcd` or `zookeeper`.
+    #[schemars(extend("enum" = ["redis", "redis-nodes", "etcd", "zookeeper"]))]
     pub kind: String,
     /// Server CPU time, when known (managed servers: from /proc; Redis: `INFO cpu`).
     pub cpu_seconds: Option<f64>,
@@ -727,11 +728,13 @@ pub struct ServerCost {
     /// EVALSHA whose script makes three `redis.call`s counts four; etcd: gRPC calls handled, a stream
     /// once when it ends; ZooKeeper: packets received and sent).
     pub requests: u64,
-    /// Requests the clients sent, as the server counted them: etcd gRPC messages received
+    /// Requests the clients sent: Redis top-level commands as the clients counted them (a script call
+    /// once, however many `redis.call`s it makes; Redis 7.0's own counters count those too, so cannot
+    /// tell them apart; a test checks the count equals what `MONITOR` saw); etcd gRPC messages received
     /// (`grpc_server_msg_received_total`: unary calls and every stream message, lease keep-alives
-    /// included); ZooKeeper packets received (`zk_packets_received`). Null for Redis (7.0 counts the
-    /// commands inside scripts with the clients' own, so its counters cannot tell them apart) and in
-    /// files written before it was measured. The "least server work" rule reads this figure.
+    /// included); ZooKeeper packets received (`zk_packets_received`). Null for peers on Redis (their
+    /// clients are not lockers') and in files written before it was measured. The "least server
+    /// work" rule reads this figure.
     #[serde(default)]
     pub client_requests: Option<u64>,
     /// Requests per second of the case.
