@@ -313,6 +313,15 @@ pub struct CaseResult {
     pub renew_after_unlock: Option<RenewAfterUnlock>,
 }
 
+impl CaseResult {
+    /// A whole-case amount (the server's figures cover warm-up and measured window alike) per critical
+    /// section the resource accepted over the same span; `None` when none completed.
+    pub fn per_critical_section(&self, amount: f64) -> Option<f64> {
+        let done = self.safety.lost_updates.completed_writes;
+        (done > 0).then(|| amount / done as f64)
+    }
+}
+
 /// Repeated trials of one case and how often they violated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Trials {

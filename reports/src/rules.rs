@@ -395,11 +395,8 @@ fn lowest(
 
 fn cheapest_on_server(row: &Row<'_>, safe: &[&str], among: &str) -> Option<Finding> {
     // Client requests over the whole case (every trial) per critical section completed in it.
-    let per_cs = |c: &CaseResult| {
-        let sent = c.server_cost.as_ref()?.client_requests?;
-        let done = c.safety.lost_updates.completed_writes;
-        (done > 0).then(|| sent as f64 / done as f64)
-    };
+    let per_cs =
+        |c: &CaseResult| c.per_critical_section(c.server_cost.as_ref()?.client_requests? as f64);
     let list = ranked(row, safe, per_cs, false);
     let (best, value) = *list.first()?;
     let (evidence, _) = ranking_lines(&list, |v| {

@@ -146,16 +146,13 @@ pub fn peer_pairs(grid: &Grid<'_>) -> Vec<Pair> {
                 case.and_then(|c| c.server_cost.as_ref())
                     .is_some_and(|s| s.client_requests.is_some())
             });
-            let per_cs = |case: &CaseResult| match &case.server_cost {
-                Some(s) if case.operations.completed > 0 => {
-                    let n = if client {
-                        s.client_requests.unwrap_or(s.requests)
-                    } else {
-                        s.requests
-                    };
-                    rate(n as f64 / case.operations.completed as f64)
-                }
-                _ => "n/a".to_owned(),
+            let per_cs = |case: &CaseResult| {
+                let n = case.server_cost.as_ref().map(|s| match s.client_requests {
+                    Some(sent) if client => sent,
+                    _ => s.requests,
+                });
+                n.and_then(|n| case.per_critical_section(n as f64))
+                    .map_or_else(|| "n/a".to_owned(), rate)
             };
             let mut rows = vec![
                 [
@@ -249,15 +246,14 @@ pub fn cost_table(grid: &Grid<'_>) -> Option<CostTable> {
                     c.client_cost.rss_max_bytes as f64 / (1024.0 * 1024.0)
                 ),
                 server
-                    .and_then(|s| s.client_requests)
-                    .map_or_else(|| "n/a".to_owned(), |n| format!("{:.1}", n as f64 / done)),
-                server.map_or_else(
-                    || "n/a".to_owned(),
-                    |s| format!("{:.1}", s.requests as f64 / done),
-                ),
+                    .and_then(|s| c.per_critical_section(s.client_requests? as f64))
+                    .map_or_else(|| "n/a".to_owned(), |n| format!("{n:.1}")),
                 server
-                    .and_then(|s| s.cpu_seconds)
-                    .map_or_else(|| "n/a".to_owned(), |cpu| ms(Some(cpu * 1e3 / done))),
+                    .and_then(|s| c.per_critical_section(s.requests as f64))
+                    .map_or_else(|| "n/a".to_owned(), |n| format!("{n:.1}")),
+                server
+                    .and_then(|s| c.per_critical_section(s.cpu_seconds? * 1e3))
+                    .map_or_else(|| "n/a".to_owned(), |cpu_ms| ms(Some(cpu_ms))),
                 server.map_or_else(|| "in-process".to_owned(), |s| s.kind.clone()),
             ]
         })
@@ -266,4 +262,4 @@ pub fn cost_table(grid: &Grid<'_>) -> Option<CostTable> {
 }
 
 /// The sentence under the cost table.
-pub const COST_NOTE: &str = "Per critical section completed under baseline (every trial pooled). Client CPU covers the whole lockbench process in tasks mode (driver and protected resource included, the same for every row) and the worker processes in processes mode. Client requests: what the clients sent as the server saw it (Redis: commands, a script call once; etcd: gRPC messages, keep-alives included; ZooKeeper: packets); server calls: the work the server counted (Redis: the commands inside scripts included). Compare requests within one server kind. Cost against held locks is charted below (Charts).";
+pub const COST_NOTE: &str = "Per critical section completed under baseline (every trial pooled): client figures over the measured window, server figures over the whole case (warm-up included), each divided by the critical sections of its own span. Client CPU covers the whole lockbench process in tasks mode (driver and protected resource included, the same for every row) and the worker processes in processes mode. Client requests: what the clients sent as the server saw it (Redis: commands, a script call once; etcd: gRPC messages, keep-alives included; ZooKeeper: packets); server calls: the work the server counted (Redis: the commands inside scripts included). Compare requests within one server kind. Cost against held locks is charted below (Charts).";

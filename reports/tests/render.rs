@@ -474,3 +474,57 @@ fn the_process_pause_counts_only_for_redlock() {
         "no token column outside restarts"
     );
 }
+
+#[test]
+fn the_cost_table_and_the_server_work_rule_divide_alike() {
+    // Server counts cover the whole case, so both divide by the critical sections the resource saw
+    // over the whole case; the rule's figure is the table's.
+    let mut c = fixture();
+    for run in &mut c.runs {
+        for case in &mut run.results.cases {
+            if let Some(cost) = case.server_cost.as_mut() {
+                cost.client_requests = Some(cost.requests / 3);
+            }
+        }
+    }
+    let grid = Grid::new(&c);
+    let findings = rules::derive(&grid);
+    let rule = findings
+        .iter()
+        .find(|f| f.title == "Least server work under baseline")
+        .unwrap();
+    let table = lockbench_reports::topics::cost_table(&grid).unwrap();
+    let (pick, figure) = rule.conclusion.split_once(" (").unwrap();
+    let row = table.rows.iter().find(|r| r[0] == pick).unwrap();
+    assert!(
+        figure.contains(&format!(": {} client requests", row[5])),
+        "rule {:?} vs table {row:?}",
+        rule.conclusion
+    );
+}
+
+#[test]
+fn the_fastest_line_names_the_fastest_strategy_that_held() {
+    let c = fixture();
+    let grid = Grid::new(&c);
+    let findings = rules::derive(&grid);
+    let answers = lockbench_reports::content::three_answers(&grid, &findings);
+    let baseline = grid.rows.iter().find(|r| r.label == "baseline").unwrap();
+    let best = grid
+        .strategies
+        .iter()
+        .filter(|s| s.is_distributed())
+        .filter_map(|s| baseline.case(&s.id))
+        .filter(|c| lockbench_reports::grid::violated_of(c).0 == 0)
+        .max_by(|a, b| {
+            a.throughput
+                .completed_per_s
+                .total_cmp(&b.throughput.completed_per_s)
+        })
+        .unwrap();
+    let fastest = &answers[0].1;
+    assert!(
+        fastest.starts_with(&format!("under baseline, {}:", best.strategy)),
+        "{fastest}"
+    );
+}

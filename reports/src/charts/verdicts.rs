@@ -1,5 +1,6 @@
 //! The verdict matrix: one row per scenario (and lease mode), one column per strategy; each cell says
-//! safe or VIOLATED (with the counts of the three measures) in words and colour.
+//! safe or VIOLATED, in how many of its trials (`VIOLATED 1/3`), with the counts of the three measures,
+//! in words and colour.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -8,13 +9,15 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::{
     LABEL_SIZE, LIGHT, MUTED, NOTE_SIZE, Plot, SAFE, TITLE_SIZE, VIOLATED, err, text, text_width,
 };
-use crate::grid::{Grid, Violations, verdict_word};
+use crate::grid::{Grid, Violations, ran, verdict_word, violated_of};
 
 /// One cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
     /// `safe`, `VIOLATED`, `skipped`, `failed`, `not run`.
     pub verdict: &'static str,
+    /// Violated trials / trials (`1/3`) when the case ran, else empty.
+    pub trials: String,
     /// Lines under the verdict (violation counts).
     pub details: Vec<String>,
 }
@@ -67,7 +70,18 @@ impl VerdictMatrix {
                             }
                             _ => Vec::new(),
                         };
-                        Cell { verdict, details }
+                        let trials = case
+                            .filter(|c| ran(c))
+                            .map(|c| {
+                                let (violated, runs) = violated_of(c);
+                                format!("{violated}/{runs}")
+                            })
+                            .unwrap_or_default();
+                        Cell {
+                            verdict,
+                            trials,
+                            details,
+                        }
                     })
                     .collect()
             })
@@ -154,7 +168,9 @@ impl Plot for VerdictMatrix {
                 let mut y = y0 + CELL_H / 2 - (lines - 1) * 9;
                 let x = x0 + CELL_W / 2;
                 area.draw(&Text::new(
-                    cell.verdict,
+                    format!("{} {}", cell.verdict, cell.trials)
+                        .trim_end()
+                        .to_owned(),
                     (x, y),
                     centered(LABEL_SIZE).color(&ink),
                 ))
@@ -180,7 +196,7 @@ impl Plot for VerdictMatrix {
         }
         let (_, h) = self.size();
         area.draw(&Text::new(
-            "overlaps = overlapping holder pairs · lost upd. = lost updates · stale = stale writes accepted despite fencing",
+            "k/n = violated trials / trials · overlaps = overlapping holder pairs (all trials) · lost upd. = lost updates · stale = stale writes accepted despite fencing",
             (PAD, h as i32 - 22),
             text(NOTE_SIZE).color(&MUTED),
         ))
