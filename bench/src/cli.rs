@@ -14,7 +14,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::backends::GivenAddresses;
 use crate::compare::CompareRequest;
 use crate::driver::child;
-use crate::duration::format_duration;
+use crate::duration::{format_duration, parse_duration};
 use crate::error::{BenchError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::report::ReportRequest;
 use crate::run::{RunOutcome, RunRequest};
@@ -57,9 +57,10 @@ pub enum Command {
     /// Hold 1k, 10k, 100k locks per strategy and record what renewal costs the server and the client;
     /// writes DIR/scale.json.
     Scale(ScaleArgs),
-    /// Internal: one client of a processes-mode run (reads its spec on stdin).
-    #[command(hide = true)]
-    Worker,
+    /// A remote worker: `--connect ADDR` serves the clients of a `lockbench run --workers remote`
+    /// driver, case after case (LOCKBENCH_WORKER_TOKEN must match the driver's). Without
+    /// `--connect`: internal, one client of a processes-mode run (reads its spec on stdin).
+    Worker(WorkerArgs),
 }
 
 /// The server-address flags: servers the user runs, used instead of starting them. Credentials go in
@@ -153,9 +154,14 @@ pub struct RunArgs {
     /// Open loop: cycles per second per client; latency then counts from the intended start.
     #[arg(long, value_name = "PER_S")]
     pub rate: Option<f64>,
-    /// Where clients run: tasks (one process) or processes (one child process per client).
+    /// Where clients run: tasks (one process), processes (one child process per client) or remote
+    /// (`lockbench worker --connect` processes that connect over TCP, one per client; the token comes
+    /// from LOCKBENCH_WORKER_TOKEN on both sides).
     #[arg(long, value_name = "MODE")]
     pub workers: Option<String>,
+    /// Where to listen for remote workers [default: 127.0.0.1:7457].
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
     /// When lost() fires during a task: abort (stop, skip the write) or ignore (finish and write).
     #[arg(long, value_name = "abort|ignore")]
     pub on_lost: Option<String>,
@@ -225,6 +231,7 @@ impl RunArgs {
             trials: 0,
             progress_title: None,
             settle_early: false,
+            listen: self.listen.clone(),
         }
     }
 }
@@ -292,6 +299,17 @@ impl CompareArgs {
             progress: !self.no_progress,
         }
     }
+}
+
+/// `lockbench worker`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct WorkerArgs {
+    /// The driver's remote-worker address (`host:port`, as printed by `lockbench run --workers remote`).
+    #[arg(long, value_name = "ADDR")]
+    pub connect: Option<String>,
+    /// Exit once the driver has been unreachable this long (it finished, or never started).
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub wait: String,
 }
 
 /// `lockbench report`.
@@ -434,13 +452,29 @@ where
         Command::Compare(args) => runtime.block_on(compare::command(args.request())),
         Command::Report(args) => report::command(args.request()),
         Command::Scale(args) => runtime.block_on(scale::command(args.request())),
-        Command::Worker => return runtime.block_on(child::worker_main()),
+        Command::Worker(args) => return worker(&runtime, &args),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("lockbench: {e}");
             e.exit_code()
+        }
+    }
+}
+
+/// `lockbench worker`: a remote worker with `--connect`, else one child of a processes-mode run.
+fn worker(runtime: &tokio::runtime::Runtime, args: &WorkerArgs) -> i32 {
+    let Some(connect) = &args.connect else {
+        return runtime.block_on(child::worker_main());
+    };
+    let checked = crate::driver::remote::token_from_env()
+        .and_then(|token| Ok((token, parse_duration(&args.wait)?)));
+    match checked {
+        Ok((token, wait)) => runtime.block_on(child::remote_main(connect, &token, wait)),
+        Err(e) => {
+            eprintln!("lockbench worker: {e}");
+            EXIT_USAGE
         }
     }
 }

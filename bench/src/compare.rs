@@ -297,6 +297,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             trials,
             progress_title: Some(format!("{title} ETA {}", minutes(left))),
             settle_early: !args.thorough,
+            listen: None,
         };
         match run::run(request).await {
             Ok(outcome) => {

@@ -13,6 +13,7 @@ use crate::clock::{MonoClock, now_rfc3339};
 use crate::driver::case::{CaseRun, run_case};
 use crate::driver::mode::CaseContext;
 use crate::driver::processes::kill_all_workers;
+use crate::driver::remote;
 use crate::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::faults::applicability;
 use crate::progress::Progress;
@@ -50,6 +51,8 @@ pub struct RunRequest {
     /// Stop a case's trials at the first one that shows a violation theory predicted ([`settles`]);
     /// `false` runs every trial.
     pub settle_early: bool,
+    /// Where to listen for remote workers (`--workers remote`; default [`remote::DEFAULT_LISTEN`]).
+    pub listen: Option<String>,
 }
 
 /// What a finished run produced.
@@ -92,14 +95,35 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
     let chosen = strategies::resolve(&workload.strategies).map_err(BenchError::usage)?;
     let (chosen, not_applicable) =
         keep_fault_targets(&workload, chosen).map_err(BenchError::usage)?;
-    if workload.workers == WorkerMode::Processes
+    if workload.workers != WorkerMode::Tasks
         && let Some(s) = chosen.iter().find(|s| s.server == ServerKind::InProcess)
     {
         return Err(BenchError::usage(format!(
-            "strategy {} cannot run with workers = processes: its server lives in one process, so each worker would have its own (use workers = tasks)",
-            s.id
+            "strategy {} cannot run with workers = {}: its server lives in one process, so each worker would have its own (use workers = tasks)",
+            s.id, workload.workers
         )));
     }
+    if args.listen.is_some() && workload.workers != WorkerMode::Remote {
+        return Err(BenchError::usage("--listen needs --workers remote"));
+    }
+    let remote = match workload.workers {
+        WorkerMode::Remote => {
+            let token = remote::token_from_env().map_err(BenchError::usage)?;
+            let listen = args.listen.as_deref().unwrap_or(remote::DEFAULT_LISTEN);
+            let pool = remote::WorkerPool::listen(listen, token)
+                .await
+                .map_err(BenchError::usage)?;
+            eprintln!(
+                "lockbench: waiting for {} remote workers on {} ({}=… lockbench worker --connect {})",
+                workload.clients,
+                pool.address(),
+                remote::TOKEN_ENV,
+                pool.address()
+            );
+            Some(std::sync::Arc::new(pool))
+        }
+        _ => None,
+    };
     let worker_exe = match std::env::var_os(WORKER_EXE_ENV) {
         Some(path) => PathBuf::from(path),
         None => std::env::current_exe().map_err(|e| {
@@ -171,6 +195,7 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
                 clock,
                 run_id: run_id.clone(),
                 worker_exe: worker_exe.clone(),
+                remote: remote.clone(),
                 progress: Progress::new(use_bar).titled(trial_title(
                     args.progress_title.as_deref(),
                     trial,

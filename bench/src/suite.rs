@@ -327,7 +327,7 @@ pub(crate) fn plan(
                 };
                 let overhead = match w.workers {
                     WorkerMode::Tasks => CASE_OVERHEAD_TASKS,
-                    WorkerMode::Processes => CASE_OVERHEAD_PROCESSES,
+                    WorkerMode::Processes | WorkerMode::Remote => CASE_OVERHEAD_PROCESSES,
                 };
                 let one = w.duration.unwrap_or_default() + w.warmup + overhead + own_servers;
                 // A lease mode the strategy cannot take is skipped at once.

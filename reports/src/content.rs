@@ -95,14 +95,19 @@ pub fn workload_line(r: &Results) -> String {
         (None, None) => "unbounded".to_owned(),
     };
     format!(
-        "{} clients on {} keys, task {}, leases {} (watchdog TTL {}), on lost() {}, {} workers; {length} after {} warm-up.",
+        "{} clients on {} keys, task {}, leases {} (watchdog TTL {}), on lost() {}, {}; {length} after {} warm-up.",
         w.clients,
         w.keys,
         w.task,
         w.leases.join(", "),
         duration_ms(w.watchdog_timeout_ms),
         w.on_lost,
-        w.workers,
+        if w.workers == "remote" {
+            "remote workers (overlaps judged from when the resource saw each hold begin and end)"
+                .to_owned()
+        } else {
+            format!("{} workers", w.workers)
+        },
         duration_ms(w.warmup_ms)
     )
 }

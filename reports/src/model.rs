@@ -184,8 +184,10 @@ pub struct Workload {
     pub cycles: Option<u64>,
     /// Unmeasured time at the start of each case.
     pub warmup_ms: f64,
-    /// `tasks` (tokio tasks in one process) or `processes` (one child process per client).
-    #[schemars(extend("enum" = ["tasks", "processes"]))]
+    /// `tasks` (tokio tasks in one process), `processes` (one child process per client) or `remote`
+    /// (one remote worker connection per client; overlaps are judged from when the resource saw each
+    /// hold begin and end, since the workers share no clock with the driver).
+    #[schemars(extend("enum" = ["tasks", "processes", "remote"]))]
     pub workers: String,
     /// What a holder does when `lost()` fires during its task: `abort` or `ignore`.
     #[schemars(extend("enum" = ["abort", "ignore"]))]
@@ -711,8 +713,9 @@ pub struct LostSignal {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ClientCost {
     /// `driver_process` (tasks mode: the lockbench process, driver and resource included) or
-    /// `worker_processes` (the sum over the client processes).
-    #[schemars(extend("enum" = ["driver_process", "worker_processes"]))]
+    /// `worker_processes` (the sum over the client processes) or `remote_workers` (the sum of what
+    /// each remote worker measured of its own process).
+    #[schemars(extend("enum" = ["driver_process", "worker_processes", "remote_workers"]))]
     pub scope: String,
     /// Most threads seen at once.
     pub threads_max: u64,

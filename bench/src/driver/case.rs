@@ -163,7 +163,9 @@ pub(crate) async fn run_case(
     let label = format!("{} {lease}", strategy.id);
     let result = match ctx.workload.workers {
         WorkerMode::Tasks => tasks::run(ctx, strategy, &plan, &label, &faults).await,
-        WorkerMode::Processes => processes::run(ctx, &plan, &label, &faults).await,
+        WorkerMode::Processes | WorkerMode::Remote => {
+            processes::run(ctx, &plan, &label, &faults).await
+        }
     };
     let seconds = (ctx.clock.now() - started) as f64 / 1e9;
     if let (Some(source), Some(before)) = (&source, before)

@@ -12,16 +12,17 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use lockers::Events;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, Lines};
 use tokio::sync::mpsc;
 
+use super::cost::{self, CostScope};
 use super::mode::capabilities_model;
-use super::protocol::{ChildSpec, FromChild, ToChild};
+use super::protocol::{ChildSpec, FromChild, Hello, ToChild};
 use super::renewal::RenewalRecorder;
 use super::resource_socket::{RemoteResource, ResourceClient};
 use super::worker::{ReadyPlan, Worker};
 use crate::clock::MonoClock;
-use crate::error::{EXIT_FAILED, EXIT_OK};
+use crate::error::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::faults::workers::WorkerCommand;
 use crate::holds::{BatchQueue, COLLECT_EVERY};
 use crate::stop::StopSignal;
@@ -42,9 +43,20 @@ pub(crate) async fn worker_main() -> i32 {
             return EXIT_FAILED;
         }
     };
+    let input = BufReader::new(tokio::io::stdin()).lines();
+    serve(spec, input, tokio::io::stdout(), false).await
+}
+
+/// Runs one case of `spec`, reading the driver's commands from `input` and writing to `output`;
+/// `own_cost`: measure this process's cost over the window and report it (remote workers).
+pub(crate) async fn serve<R, W>(spec: ChildSpec, input: Lines<R>, output: W, own_cost: bool) -> i32
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (out, lines) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(write_lines(lines));
-    let code = match run(spec, &out).await {
+    let writer = tokio::spawn(write_lines(lines, output));
+    let code = match run(spec, &out, input, own_cost).await {
         Ok(()) => EXIT_OK,
         Err(message) => {
             let _ = out.send(FromChild::Error { message });
@@ -56,27 +68,113 @@ pub(crate) async fn worker_main() -> i32 {
     code
 }
 
+/// How often a remote worker tries to reach the driver while it is not there.
+const RECONNECT_EVERY: Duration = Duration::from_millis(200);
+
+/// `lockbench worker --connect ADDR`: a remote worker. Connects to the driver, presents the token
+/// (`LOCKBENCH_WORKER_TOKEN`), waits for a case, runs it like a worker process, then connects again
+/// for the next one. Returns once the driver has not been reachable for `wait`: exit 0 after at
+/// least one case, 1 if it never got one; a refused token is exit 2 at once.
+pub(crate) async fn remote_main(connect: &str, token: &str, wait: Duration) -> i32 {
+    let mut served = 0u64;
+    let mut last_contact = Instant::now();
+    loop {
+        let stream = match tokio::net::TcpStream::connect(connect).await {
+            Ok(stream) => stream,
+            Err(e) => {
+                if last_contact.elapsed() >= wait {
+                    if served > 0 {
+                        return EXIT_OK;
+                    }
+                    eprintln!("lockbench worker: cannot reach the driver at {connect}: {e}");
+                    return EXIT_FAILED;
+                }
+                tokio::time::sleep(RECONNECT_EVERY).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let (reader, mut writer) = stream.into_split();
+        let mut input = BufReader::new(reader).lines();
+        let hello = serde_json::to_string(&Hello {
+            token: token.to_owned(),
+        })
+        .unwrap_or_default();
+        if writer
+            .write_all(format!("{hello}\n").as_bytes())
+            .await
+            .is_err()
+        {
+            continue;
+        }
+        match input.next_line().await {
+            Ok(Some(answer)) if answer == "ok" => {}
+            Ok(Some(answer)) => {
+                eprintln!("lockbench worker: the driver at {connect} refused: {answer}");
+                return EXIT_USAGE;
+            }
+            _ => {
+                tokio::time::sleep(RECONNECT_EVERY).await;
+                continue;
+            }
+        }
+        // Waits (as long as the driver keeps the connection) for the case this connection serves.
+        let spec = match input.next_line().await {
+            Ok(Some(line)) => serde_json::from_str::<ChildSpec>(&line),
+            _ => {
+                last_contact = Instant::now();
+                continue;
+            }
+        };
+        match spec {
+            Ok(spec) => {
+                serve(spec, input, writer, true).await;
+                served += 1;
+            }
+            Err(e) => eprintln!("lockbench worker: bad case from the driver: {e}"),
+        }
+        last_contact = Instant::now();
+    }
+}
+
 fn print_line(message: &FromChild) {
     if let Ok(text) = serde_json::to_string(message) {
         println!("{text}");
     }
 }
 
-async fn write_lines(mut lines: mpsc::UnboundedReceiver<FromChild>) {
-    let mut stdout = tokio::io::stdout();
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut lines: mpsc::UnboundedReceiver<FromChild>,
+    mut output: W,
+) {
     while let Some(message) = lines.recv().await {
         let Ok(mut text) = serde_json::to_string(&message) else {
             continue;
         };
         text.push('\n');
-        if stdout.write_all(text.as_bytes()).await.is_err() || stdout.flush().await.is_err() {
+        if output.write_all(text.as_bytes()).await.is_err() || output.flush().await.is_err() {
             return;
         }
     }
 }
 
-async fn run(spec: ChildSpec, out: &mpsc::UnboundedSender<FromChild>) -> Result<(), String> {
+async fn run<R>(
+    spec: ChildSpec,
+    out: &mpsc::UnboundedSender<FromChild>,
+    mut stdin: Lines<R>,
+    own_cost: bool,
+) -> Result<(), String>
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+{
     let clock = MonoClock::new();
+    // A remote worker's clock is not the driver's: driver times are moved by the difference seen
+    // when the spec arrived (off by the one-way delay; the resource times the holds itself).
+    let offset = spec
+        .driver_now_ns
+        .map_or(0, |driver| i128::from(driver) - i128::from(clock.now()));
+    let local = move |t: u64| u64::try_from((i128::from(t) - offset).max(0)).unwrap_or(u64::MAX);
+    let commands_before = lockers::redis::commands_sent();
     let strategy = strategies::find(&spec.plan.strategy)
         .ok_or_else(|| format!("unknown strategy {:?}", spec.plan.strategy))?;
     let ready = Arc::new(ReadyPlan::new(&spec.plan)?);
@@ -88,13 +186,12 @@ async fn run(spec: ChildSpec, out: &mpsc::UnboundedSender<FromChild>) -> Result<
         .await
         .map_err(|e| format!("{}: {e}", strategy.id))?;
     let capabilities = locker.capabilities();
-    let resource = RemoteResource::connect(&spec.socket)
-        .map_err(|e| format!("resource socket {}: {e}", spec.socket.display()))?;
+    let resource = RemoteResource::connect_to(&spec.resource)
+        .map_err(|e| format!("resource {:?}: {e}", spec.resource))?;
     let _ = out.send(FromChild::Ready {
         capabilities: capabilities_model(&capabilities),
     });
 
-    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     let line = match stdin.next_line().await {
         Ok(Some(line)) => line,
         _ => return Ok(()), // The driver went away before the start.
@@ -104,7 +201,7 @@ async fn run(spec: ChildSpec, out: &mpsc::UnboundedSender<FromChild>) -> Result<
             go_ns,
             measure_from_ns,
             stop_at_ns,
-        }) => (go_ns, measure_from_ns, stop_at_ns),
+        }) => (local(go_ns), local(measure_from_ns), stop_at_ns.map(local)),
         Ok(ToChild::Stop) => return Ok(()),
         Ok(other) => return Err(format!("expected go from the driver, got {other:?}")),
         Err(e) => return Err(format!("bad message from the driver: {e}")),
@@ -119,10 +216,10 @@ async fn run(spec: ChildSpec, out: &mpsc::UnboundedSender<FromChild>) -> Result<
             while let Ok(Some(line)) = stdin.next_line().await {
                 match serde_json::from_str::<ToChild>(&line) {
                     Ok(ToChild::Fault(WorkerCommand::Starve { until_ns })) => {
-                        starve_runtime(clock, until_ns)
+                        starve_runtime(clock, local(until_ns))
                     }
                     Ok(ToChild::Fault(WorkerCommand::Hog { threads, until_ns })) => {
-                        hog(clock, threads, until_ns)
+                        hog(clock, threads, local(until_ns))
                     }
                     _ => break,
                 }
@@ -167,6 +264,14 @@ async fn run(spec: ChildSpec, out: &mpsc::UnboundedSender<FromChild>) -> Result<
         });
         tx
     });
+    let cost = own_cost.then(|| {
+        tokio::spawn(cost::sample(
+            CostScope::DriverProcess,
+            clock,
+            measure,
+            worker_done.clone(),
+        ))
+    });
     let worker = Worker {
         client: spec.client,
         locker: locker.clone(),
@@ -186,8 +291,11 @@ async fn run(spec: ChildSpec, out: &mpsc::UnboundedSender<FromChild>) -> Result<
     let _ = forward.await;
     locker.close().await;
     tally.renewal = recorder.tally();
-    // A worker process runs one client: everything it sent is this client's.
-    tally.redis_commands = lockers::redis::commands_sent();
+    // A worker process runs one client at a time: everything it sent meanwhile is this client's.
+    tally.redis_commands = lockers::redis::commands_sent() - commands_before;
+    if let Some(cost) = cost {
+        tally.own_cost = cost.await.ok();
+    }
     let _ = out.send(FromChild::Report(Box::new(tally)));
     Ok(())
 }

@@ -7,7 +7,7 @@
 //! |---|---|
 //! | [`case`] | one case: checks, faults, server counters, its figures |
 //! | [`mode`] | what the worker modes share: context, timing, supervision, their output |
-//! | [`tasks`], [`processes`], [`child`], [`protocol`] | the two worker modes |
+//! | [`tasks`], [`processes`], [`child`], [`protocol`], [`remote`] | the worker modes: tasks, worker processes, remote workers over TCP |
 //! | [`worker`] | one client's load loop |
 //! | [`resource`], [`resource_socket`] | the protected counters with fencing (safety measures 2 and 3); a worker's handle on them |
 //! | [`oracle`] | overlapping believed-held intervals (safety measure 1), hand-off latency |
@@ -24,6 +24,7 @@ pub(crate) mod mode;
 pub(crate) mod oracle;
 pub(crate) mod processes;
 pub(crate) mod protocol;
+pub(crate) mod remote;
 pub(crate) mod renewal;
 pub(crate) mod resource;
 pub(crate) mod resource_socket;

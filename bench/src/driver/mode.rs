@@ -39,6 +39,8 @@ pub(crate) struct CaseContext<'a> {
     pub worker_exe: PathBuf,
     /// Progress bars.
     pub progress: Progress,
+    /// Remote workers waiting for cases (`--workers remote`).
+    pub remote: Option<std::sync::Arc<super::remote::WorkerPool>>,
 }
 
 /// Why a case did not produce figures.

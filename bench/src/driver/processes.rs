@@ -1,4 +1,6 @@
-//! Processes mode, the driver's side: one `lockbench worker` child per client (so a fault can pause or
+//! Processes and remote modes, the driver's side: one `lockbench worker` child per client (remote: one
+//! connection of a `lockbench worker --connect` process per client, from [`super::remote`], the rest
+//! alike) (so a fault can pause or
 //! kill a single client), each in its own process group (a terminal's Ctrl-C reaches only the driver,
 //! which stops the workers itself), talking JSON lines over stdin/stdout (see [`super::protocol`]) and
 //! reaching the protected resource over a Unix socket this process serves. With faults, the workers
@@ -6,13 +8,14 @@
 //! fault killed is expected to be silent, and its last hold (acquire → kill) goes to the oracle.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lockbench_reports::model;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
 use super::cost::{self, CostScope};
@@ -20,13 +23,14 @@ use super::mode::{CaseContext, CaseError, ModeOutput, STOP_GRACE, Timing, measur
 use super::oracle::Oracle;
 use super::protocol::{ChildSpec, FromChild, ToChild};
 use super::resource::Resource;
-use super::resource_socket::ResourceServer;
+use super::resource_socket::{ResourceAddress, ResourceServer};
 use super::tally::WorkerTally;
 use super::worker::CasePlan;
 use crate::faults::workers::{WorkerCommand, WorkerControl};
 use crate::faults::{self, CaseFaults};
 use crate::holds::IntervalBatch;
 use crate::stop::StopSignal;
+use crate::workload::WorkerMode;
 
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -46,19 +50,21 @@ pub(crate) fn kill_all_workers() {
     }
 }
 
-/// A started worker process.
-struct WorkerProcess {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    pid: u32,
+/// A worker the case talks to: a child process (processes mode) or a remote worker's connection.
+struct WorkerLink {
+    child: Option<Child>,
+    input: Option<Box<dyn AsyncWrite + Unpin + Send>>,
+    pid: Option<u32>,
 }
 
-impl Drop for WorkerProcess {
+impl Drop for WorkerLink {
     fn drop(&mut self) {
-        LIVE_WORKERS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|p| *p != self.pid);
+        if let Some(pid) = self.pid {
+            LIVE_WORKERS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|p| *p != pid);
+        }
     }
 }
 
@@ -67,18 +73,39 @@ enum Event {
     Closed(u32),
 }
 
-async fn send(stdin: &mut ChildStdin, line: &impl serde::Serialize) -> std::io::Result<()> {
+async fn send<W: AsyncWrite + Unpin + ?Sized>(
+    input: &mut W,
+    line: &impl serde::Serialize,
+) -> std::io::Result<()> {
     let mut text = serde_json::to_string(line).map_err(std::io::Error::other)?;
     text.push('\n');
-    stdin.write_all(text.as_bytes()).await?;
-    stdin.flush().await
+    input.write_all(text.as_bytes()).await?;
+    input.flush().await
+}
+
+/// Forwards what worker `client` says to `events`, then its end.
+fn read_events<R>(client: u32, mut lines: Lines<R>, events: mpsc::UnboundedSender<Event>)
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let message = serde_json::from_str(&line).unwrap_or_else(|e| FromChild::Error {
+                message: format!("unreadable line from worker: {e}"),
+            });
+            if events.send(Event::Message(client, message)).is_err() {
+                return;
+            }
+        }
+        let _ = events.send(Event::Closed(client));
+    });
 }
 
 fn spawn_worker(
     ctx: &CaseContext<'_>,
     client: u32,
     events: mpsc::UnboundedSender<Event>,
-) -> Result<WorkerProcess, CaseError> {
+) -> Result<WorkerLink, CaseError> {
     let mut command = Command::new(&ctx.worker_exe);
     command
         .arg("worker")
@@ -101,28 +128,19 @@ fn spawn_worker(
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(CaseError::Fail("worker process without pipes".into()));
     };
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(stdout).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let message = serde_json::from_str(&line).unwrap_or_else(|e| FromChild::Error {
-                message: format!("unreadable line from worker: {e}"),
-            });
-            if events.send(Event::Message(client, message)).is_err() {
-                return;
-            }
-        }
-        let _ = events.send(Event::Closed(client));
-    });
-    Ok(WorkerProcess {
-        child,
-        stdin: Some(stdin),
-        pid,
+    read_events(client, BufReader::new(stdout).lines(), events);
+    Ok(WorkerLink {
+        child: Some(child),
+        input: Some(Box::new(stdin)),
+        pid: Some(pid),
     })
 }
 
-/// Hands `stdin` to a task that writes every command sent on the returned channel; the worker's stdin
+/// Hands `stdin` to a task that writes every command sent on the returned channel; the worker's input
 /// closes when every sender is gone.
-fn command_channel(mut stdin: ChildStdin) -> mpsc::UnboundedSender<ToChild> {
+fn command_channel(
+    mut stdin: Box<dyn AsyncWrite + Unpin + Send>,
+) -> mpsc::UnboundedSender<ToChild> {
     let (tx, mut rx) = mpsc::unbounded_channel::<ToChild>();
     tokio::spawn(async move {
         while let Some(command) = rx.recv().await {
@@ -171,25 +189,74 @@ pub(crate) async fn run(
         workload.cycles,
         stop.clone(),
     ));
-    let mut server = ResourceServer::start(&socket, resource.clone())
-        .map_err(|e| CaseError::Fail(format!("resource socket {}: {e}", socket.display())))?;
+    let remote = match (workload.workers, &ctx.remote) {
+        (WorkerMode::Remote, Some(pool)) => Some(pool.as_ref()),
+        (WorkerMode::Remote, None) => {
+            return Err(CaseError::Fail(
+                "remote workers: no listener (lockbench run --workers remote)".into(),
+            ));
+        }
+        _ => None,
+    };
+    let (mut server, resource_port) = match remote {
+        None => (
+            ResourceServer::start(&socket, resource.clone()).map_err(|e| {
+                CaseError::Fail(format!("resource socket {}: {e}", socket.display()))
+            })?,
+            0,
+        ),
+        Some(pool) => {
+            let token: Arc<str> = pool.token().into();
+            let (server, address) =
+                ResourceServer::start_tcp(pool.address().ip(), resource.clone(), token)
+                    .map_err(|e| CaseError::Fail(format!("resource port: {e}")))?;
+            (server, address.port())
+        }
+    };
 
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let mut workers = Vec::new();
+    let mut links = match remote {
+        Some(pool) => pool
+            .take(workload.clients as usize, START_TIMEOUT)
+            .await
+            .map_err(CaseError::Fail)?,
+        None => Vec::new(),
+    }
+    .into_iter();
     for client in 0..workload.clients {
-        let mut worker = spawn_worker(ctx, client, events_tx.clone())?;
+        let (mut worker, resource_address) = match links.next() {
+            Some(link) => {
+                read_events(client, link.input, events_tx.clone());
+                let address = ResourceAddress::Tcp {
+                    address: SocketAddr::new(link.local.ip(), resource_port).to_string(),
+                    token: remote.map(|p| p.token().to_owned()).unwrap_or_default(),
+                };
+                let worker = WorkerLink {
+                    child: None,
+                    input: Some(Box::new(link.output)),
+                    pid: None,
+                };
+                (worker, address)
+            }
+            None => (
+                spawn_worker(ctx, client, events_tx.clone())?,
+                ResourceAddress::Unix(socket.clone()),
+            ),
+        };
         let spec = ChildSpec {
             plan: plan.clone(),
             client,
-            socket: socket.clone(),
+            resource: resource_address,
+            driver_now_ns: remote.map(|_| ctx.clock.now()),
             endpoints: faults.endpoints(client),
             report_holds: faults.is_active(),
         };
-        let stdin = worker
-            .stdin
+        let input = worker
+            .input
             .as_mut()
-            .ok_or_else(|| CaseError::Fail(format!("worker {client}: no stdin")))?;
-        send(stdin, &spec)
+            .ok_or_else(|| CaseError::Fail(format!("worker {client}: no input")))?;
+        send(input, &spec)
             .await
             .map_err(|e| CaseError::Fail(format!("worker {client}: {e}")))?;
         workers.push(worker);
@@ -239,24 +306,27 @@ pub(crate) async fn run(
     };
     let mut commands = Vec::with_capacity(workers.len());
     for (client, worker) in workers.iter_mut().enumerate() {
-        let mut stdin = worker
-            .stdin
+        let mut input = worker
+            .input
             .take()
-            .ok_or_else(|| CaseError::Fail(format!("worker {client}: no stdin")))?;
-        send(&mut stdin, &go)
+            .ok_or_else(|| CaseError::Fail(format!("worker {client}: no input")))?;
+        send(&mut input, &go)
             .await
             .map_err(|e| CaseError::Fail(format!("worker {client}: {e}")))?;
-        commands.push(command_channel(stdin));
+        commands.push(command_channel(input));
     }
-    let pids: Vec<u32> = workers.iter().map(|w| w.pid).collect();
+    let pids: Vec<u32> = workers.iter().filter_map(|w| w.pid).collect();
     let control = WorkerControl::new(pids.clone(), commands.iter().map(fault_channel).collect());
     let schedule = faults.start(ctx.clock, timing.go, stop.clone(), Some(control.clone()));
-    let cost_task = tokio::spawn(cost::sample(
-        CostScope::Workers(pids),
-        ctx.clock,
-        timing.measure_from,
-        stop.clone(),
-    ));
+    // Remote workers measure their own processes and report it.
+    let cost_task = remote.is_none().then(|| {
+        tokio::spawn(cost::sample(
+            CostScope::Workers(pids),
+            ctx.clock,
+            timing.measure_from,
+            stop.clone(),
+        ))
+    });
 
     let bar = ctx
         .progress
@@ -293,6 +363,8 @@ pub(crate) async fn run(
                 }
             }
             event = events.recv() => match event {
+                // Remote workers' times are on their own clocks: the resource's record is used.
+                Some(Event::Message(_, FromChild::Intervals(_))) if remote.is_some() => {}
                 Some(Event::Message(_, FromChild::Intervals(batch))) => {
                     reported_to.insert(batch.client, batch.low_bound);
                     oracle.add(batch);
@@ -335,6 +407,15 @@ pub(crate) async fn run(
             low_bound: u64::MAX,
         });
     }
+    if remote.is_some() {
+        for client in 0..workload.clients {
+            oracle.add(IntervalBatch {
+                client,
+                intervals: resource.holds.all(client, stopped_at),
+                low_bound: u64::MAX,
+            });
+        }
+    }
     for client in 0..workload.clients {
         let killed = crashes.iter().any(|c| c.client == client);
         if !reports.contains_key(&client) && !killed {
@@ -344,17 +425,22 @@ pub(crate) async fn run(
     drop(commands);
     let fault_windows = faults::windows(schedule).await;
     for mut worker in workers {
-        let _ = worker.child.start_kill();
-        let _ = worker.child.wait().await;
+        if let Some(child) = worker.child.as_mut() {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+        }
     }
     server.stop();
     let mut tally = WorkerTally::default();
     for report in reports.values() {
         tally.merge(report);
     }
-    let client_cost = cost_task
-        .await
-        .map_err(|e| CaseError::Fail(format!("cost sampler failed: {e}")))?;
+    let client_cost = match cost_task {
+        Some(task) => task
+            .await
+            .map_err(|e| CaseError::Fail(format!("cost sampler failed: {e}")))?,
+        None => remote_cost(reports.values()),
+    };
     problems.dedup();
     Ok(ModeOutput {
         capabilities,
@@ -367,4 +453,23 @@ pub(crate) async fn run(
         problem: (!problems.is_empty()).then(|| problems.join("; ")),
         faults: fault_windows,
     })
+}
+
+/// The remote workers' own costs, summed (the most threads and the largest resident set of each
+/// added up, as for worker processes sampled together).
+fn remote_cost<'a>(reports: impl Iterator<Item = &'a WorkerTally>) -> model::ClientCost {
+    let mut cost = model::ClientCost {
+        scope: "remote_workers".to_owned(),
+        threads_max: 0,
+        rss_max_bytes: 0,
+        cpu_seconds: 0.0,
+        cpu_cores: 0.0,
+    };
+    for own in reports.filter_map(|r| r.own_cost.as_ref()) {
+        cost.threads_max += own.threads_max;
+        cost.rss_max_bytes += own.rss_max_bytes;
+        cost.cpu_seconds += own.cpu_seconds;
+        cost.cpu_cores += own.cpu_cores;
+    }
+    cost
 }

@@ -1,12 +1,12 @@
 //! What the driver and a worker process (`lockbench worker`) say to each other, one JSON object per
-//! line: the driver writes a [`ChildSpec`], then [`ToChild`] messages, on the worker's stdin; the
-//! worker answers with [`FromChild`] messages on its stdout.
-
-use std::path::PathBuf;
+//! line: the driver writes a [`ChildSpec`], then [`ToChild`] messages, on the worker's stdin (a remote
+//! worker's TCP connection); the worker answers with [`FromChild`] messages on its stdout (the same
+//! connection). A remote worker first sends [`Hello`] with the run's token and reads `ok`.
 
 use lockbench_reports::model::Capabilities;
 use serde::{Deserialize, Serialize};
 
+use super::resource_socket::ResourceAddress;
 use super::tally::WorkerTally;
 use super::worker::CasePlan;
 use crate::backends::EndpointAddrs;
@@ -21,8 +21,12 @@ pub(crate) struct ChildSpec {
     pub plan: CasePlan,
     /// This worker's client index.
     pub client: u32,
-    /// The protected resource's Unix socket.
-    pub socket: PathBuf,
+    /// Where the protected resource is.
+    pub resource: ResourceAddress,
+    /// The driver's clock when it sent this spec (remote workers, which share no clock with it:
+    /// the worker takes the difference to its own clock as the offset of every driver time).
+    #[serde(default)]
+    pub driver_now_ns: Option<u64>,
     /// Server addresses (this client's: a fault may put a proxy in front of the server).
     pub endpoints: EndpointAddrs,
     /// Send a [`FromChild::Hold`] for every acquire and end of hold (cases with faults).
@@ -69,4 +73,11 @@ pub(crate) enum FromChild {
         /// What.
         message: String,
     },
+}
+
+/// A remote worker's first line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Hello {
+    /// The run's worker token.
+    pub token: String,
 }

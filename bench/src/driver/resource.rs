@@ -80,6 +80,9 @@ const HOLD_LOG_PER_CLIENT: usize = 4096;
 #[derive(Debug, Default)]
 pub(crate) struct HoldLog {
     clients: Mutex<HashMap<u32, ClientHolds>>,
+    /// Keep every ended hold (remote workers: the log is the oracle's only record), not only the
+    /// last [`HOLD_LOG_PER_CLIENT`].
+    keep_all: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -113,11 +116,21 @@ impl HoldLog {
         if let Some(mut open) = holds.open.take_if(|o| o.key == key) {
             open.end = end.max(open.start);
             open.ended_by = ended_by;
-            if holds.ended.len() == HOLD_LOG_PER_CLIENT {
+            if holds.ended.len() >= HOLD_LOG_PER_CLIENT && !self.keep_all.load(Ordering::Relaxed) {
                 holds.ended.pop_front();
             }
             holds.ended.push_back(open);
         }
+    }
+
+    /// Keeps every hold from now on (see [`HoldLog::all`]).
+    pub(crate) fn keep_all(&self) {
+        self.keep_all.store(true, Ordering::Relaxed);
+    }
+
+    /// Every hold of `client` (with [`HoldLog::keep_all`]), the one still open closed at `now`.
+    pub(crate) fn all(&self, client: u32, now: u64) -> Vec<Interval> {
+        self.of_killed(client, 0, now)
     }
 
     /// The holds of a client killed at `killed_at` that began at or after `since` (the low bound of
@@ -169,6 +182,11 @@ impl Resource {
             target,
             stop,
         }
+    }
+
+    /// Now on the resource's clock.
+    pub(crate) fn now(&self) -> u64 {
+        self.clock.now()
     }
 
     /// Starts counting writes toward the target from `ns` on.

@@ -1,4 +1,6 @@
-//! The protected resource over a Unix socket, for worker processes: the lockbench process serves it
+//! The protected resource over a Unix socket, for worker processes, or over TCP, for remote workers
+//! (which first present the run's worker token, and whose holds are timed by the resource's own clock
+//! as their messages arrive, since they share no clock with it): the lockbench process serves it
 //! ([`ResourceServer`]), each worker process connects once ([`RemoteResource`]). A worker reaches the
 //! resource through a [`ResourceClient`]: directly in tasks mode, over the socket in processes mode.
 //!
@@ -21,7 +23,8 @@
 //! ```
 
 use std::fmt::Write as _;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,33 +32,108 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use super::resource::{Resource, WriteVerdict};
 use crate::holds::EndedBy;
 
 /// How long a worker waits for one answer before giving up (the driver is gone or stuck).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Serves a [`Resource`] on a Unix socket until stopped or dropped.
-#[derive(Debug)]
+/// Serves a [`Resource`] on a Unix socket (worker processes) or a TCP port (remote workers) until
+/// stopped or dropped.
 pub(crate) struct ResourceServer {
-    path: PathBuf,
+    /// Connects to the listener once, so a blocked accept wakes and sees the stop flag.
+    wake: Box<dyn Fn() + Send>,
     stopping: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ResourceServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResourceServer")
+            .field("running", &self.accept.is_some())
+            .finish()
+    }
+}
+
+/// What a connection must do first, and whose clock times its holds.
+#[derive(Clone)]
+struct Access {
+    /// The first line must be `t <token>` (remote workers).
+    token: Option<Arc<str>>,
+    /// Hold beginnings and ends, and each reader's acquire time, are taken from the resource's own
+    /// clock as each message arrives, not from the worker's (remote workers share no clock with it).
+    stamp: bool,
+}
+
+/// A connection both ends of which can be used at once.
+trait Duplex: Read + Write + Send + Sized + 'static {
+    fn duplicate(&self) -> io::Result<Self>;
+}
+
+impl Duplex for UnixStream {
+    fn duplicate(&self) -> io::Result<Self> {
+        self.try_clone()
+    }
+}
+
+impl Duplex for TcpStream {
+    fn duplicate(&self) -> io::Result<Self> {
+        self.set_nodelay(true)?;
+        self.try_clone()
+    }
 }
 
 impl ResourceServer {
     /// Binds `path` and starts accepting connections.
     pub(crate) fn start(path: &Path, resource: Arc<Resource>) -> io::Result<Self> {
         let listener = UnixListener::bind(path)?;
+        let access = Access {
+            token: None,
+            stamp: false,
+        };
+        let path = path.to_path_buf();
+        Self::spawn(
+            move |stopping| accept_loop(listener.incoming(), &resource, &access, &stopping),
+            Box::new(move || drop(UnixStream::connect(&path))),
+        )
+    }
+
+    /// Binds a free TCP port on `ip` for remote workers, whose connections must first present
+    /// `token`; holds are timed by the resource's clock. Returns the server and its address.
+    pub(crate) fn start_tcp(
+        ip: IpAddr,
+        resource: Arc<Resource>,
+        token: Arc<str>,
+    ) -> io::Result<(Self, SocketAddr)> {
+        let listener = TcpListener::bind((ip, 0))?;
+        let address = listener.local_addr()?;
+        resource.holds.keep_all();
+        let access = Access {
+            token: Some(token),
+            stamp: true,
+        };
+        let server = Self::spawn(
+            move |stopping| accept_loop(listener.incoming(), &resource, &access, &stopping),
+            Box::new(move || drop(TcpStream::connect_timeout(&address, ANSWER_TIMEOUT))),
+        )?;
+        Ok((server, address))
+    }
+
+    fn spawn(
+        serve: impl FnOnce(Arc<AtomicBool>) + Send + 'static,
+        wake: Box<dyn Fn() + Send>,
+    ) -> io::Result<Self> {
         let stopping = Arc::new(AtomicBool::new(false));
         let accept = std::thread::Builder::new()
             .name("resource-accept".into())
             .spawn({
                 let stopping = stopping.clone();
-                move || accept_loop(listener, resource, stopping)
+                move || serve(stopping)
             })?;
         Ok(ResourceServer {
-            path: path.to_path_buf(),
+            wake,
             stopping,
             accept: Some(accept),
         })
@@ -66,7 +144,7 @@ impl ResourceServer {
         if let Some(accept) = self.accept.take() {
             self.stopping.store(true, Ordering::Release);
             // Wake the blocked accept; it sees the flag and returns.
-            let _ = UnixStream::connect(&self.path);
+            (self.wake)();
             let _ = accept.join();
         }
     }
@@ -78,34 +156,54 @@ impl Drop for ResourceServer {
     }
 }
 
-fn accept_loop(listener: UnixListener, resource: Arc<Resource>, stopping: Arc<AtomicBool>) {
-    for stream in listener.incoming() {
+fn accept_loop<S: Duplex>(
+    incoming: impl Iterator<Item = io::Result<S>>,
+    resource: &Arc<Resource>,
+    access: &Access,
+    stopping: &AtomicBool,
+) {
+    for stream in incoming {
         if stopping.load(Ordering::Acquire) {
             return;
         }
         let Ok(stream) = stream else { continue };
-        let resource = resource.clone();
+        let (resource, access) = (resource.clone(), access.clone());
         let spawned = std::thread::Builder::new()
             .name("resource-conn".into())
-            .spawn(move || serve_connection(stream, &resource));
+            .spawn(move || serve_connection(stream, &resource, &access));
         if spawned.is_err() {
             return;
         }
     }
 }
 
-fn serve_connection(stream: UnixStream, resource: &Resource) {
-    let Ok(read_half) = stream.try_clone() else {
+fn serve_connection<S: Duplex>(stream: S, resource: &Resource, access: &Access) {
+    let Ok(read_half) = stream.duplicate() else {
         return;
     };
     let mut writer = stream;
     let mut reader = BufReader::new(read_half);
     let mut line = String::new();
+    if let Some(token) = &access.token {
+        // A remote worker's first line is its token; anything else ends the connection unanswered.
+        let presented = reader
+            .read_line(&mut line)
+            .ok()
+            .and_then(|_| line.trim_end().strip_prefix("t "));
+        if !presented.is_some_and(|p| same_secret(p, token)) || writer.write_all(b"k\n").is_err() {
+            return;
+        }
+    }
+    // With `stamp`: when this connection's current hold began, on the resource's clock.
+    let mut began_at = None;
     loop {
         line.clear();
         match reader.read_line(&mut line) {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
+        }
+        if access.stamp {
+            line = stamped(resource, &line, &mut began_at);
         }
         // A malformed request ends the connection; the worker reports the error.
         let Some(answer) = answer(resource, &line) else {
@@ -115,6 +213,37 @@ fn serve_connection(stream: UnixStream, resource: &Resource) {
             return;
         }
     }
+}
+
+/// `line` with the worker's times replaced by the resource's: a hold begins and ends when its
+/// message arrives (its acquire started as long before as the worker says the acquire took), and a
+/// read's acquire time is when this connection's hold began.
+fn stamped(resource: &Resource, line: &str, began_at: &mut Option<u64>) -> String {
+    let words: Vec<&str> = line.split_ascii_whitespace().collect();
+    let now = resource.now();
+    match words.as_slice() {
+        ["h", client, key, acquire_started, start] => {
+            // The acquire's length is the worker's to tell (a duration needs no shared clock).
+            let waited = match (acquire_started.parse::<u64>(), start.parse::<u64>()) {
+                (Ok(a), Ok(b)) => b.saturating_sub(a),
+                _ => 0,
+            };
+            *began_at = Some(now);
+            format!("h {client} {key} {} {now}\n", now.saturating_sub(waited))
+        }
+        ["e", client, key, _, ended_by] => format!("e {client} {key} {now} {ended_by}\n"),
+        ["r", key, token, _] => match began_at {
+            Some(at) => format!("r {key} {token} {at}\n"),
+            None => format!("r {key} {token}\n"),
+        },
+        _ => line.to_owned(),
+    }
+}
+
+/// Compares a presented secret with the expected one in time independent of where they differ.
+pub(crate) fn same_secret(presented: &str, expected: &str) -> bool {
+    let (a, b) = (presented.as_bytes(), expected.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn answer(resource: &Resource, line: &str) -> Option<String> {
@@ -177,12 +306,32 @@ fn answer(resource: &Resource, line: &str) -> Option<String> {
 }
 
 /// A worker process's connection to the resource. Calls block the calling thread for one round trip.
-#[derive(Debug)]
 pub(crate) struct RemoteResource {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
+    reader: BufReader<Box<dyn Read + Send>>,
+    writer: Box<dyn Write + Send>,
     request: String,
     answer: String,
+}
+
+impl std::fmt::Debug for RemoteResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteResource").finish_non_exhaustive()
+    }
+}
+
+/// Where a worker finds the resource.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ResourceAddress {
+    /// The driver's Unix socket (worker processes on its machine).
+    Unix(PathBuf),
+    /// The driver's TCP port and the token to present (remote workers).
+    Tcp {
+        /// `host:port`.
+        address: String,
+        /// Sent first, as `t <token>`.
+        token: String,
+    },
 }
 
 fn push_token(out: &mut String, token: Option<u64>) {
@@ -200,12 +349,37 @@ impl RemoteResource {
         let stream = UnixStream::connect(path)?;
         stream.set_read_timeout(Some(ANSWER_TIMEOUT))?;
         stream.set_write_timeout(Some(ANSWER_TIMEOUT))?;
-        Ok(RemoteResource {
-            reader: BufReader::new(stream.try_clone()?),
-            writer: stream,
+        Ok(Self::over(Box::new(stream.duplicate()?), Box::new(stream)))
+    }
+
+    /// Connects to the resource at `address` (a TCP one is given its token first).
+    pub(crate) fn connect_to(address: &ResourceAddress) -> io::Result<Self> {
+        let (address, token) = match address {
+            ResourceAddress::Unix(path) => return Self::connect(path),
+            ResourceAddress::Tcp { address, token } => (address, token),
+        };
+        let target = address
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| io::Error::other(format!("{address}: no address")))?;
+        let stream = TcpStream::connect_timeout(&target, ANSWER_TIMEOUT)?;
+        stream.set_read_timeout(Some(ANSWER_TIMEOUT))?;
+        stream.set_write_timeout(Some(ANSWER_TIMEOUT))?;
+        let mut resource = Self::over(Box::new(stream.duplicate()?), Box::new(stream));
+        resource.request = format!("t {token}\n");
+        resource
+            .acknowledged()
+            .map_err(|_| io::Error::other("the resource refused the worker token"))?;
+        Ok(resource)
+    }
+
+    fn over(reader: Box<dyn Read + Send>, writer: Box<dyn Write + Send>) -> Self {
+        RemoteResource {
+            reader: BufReader::new(reader),
+            writer,
             request: String::with_capacity(64),
             answer: String::with_capacity(32),
-        })
+        }
     }
 
     fn call(&mut self) -> io::Result<&str> {

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use lockbench_reports::model::ClientCost;
 use serde::{Deserialize, Serialize};
 
 use super::histogram::{Hist, as_base64, merge, new_hist};
@@ -53,6 +54,10 @@ pub(crate) struct WorkerTally {
     /// closing included: the requests a Redis server saw from this worker.
     #[serde(default)]
     pub redis_commands: u64,
+    /// A remote worker's own process cost over the window (the driver cannot sample a process on
+    /// another machine); not merged.
+    #[serde(default)]
+    pub own_cost: Option<ClientCost>,
 }
 
 impl Default for WorkerTally {
@@ -76,6 +81,7 @@ impl Default for WorkerTally {
             overhead_ns: 0,
             renewal: RenewalTally::default(),
             redis_commands: 0,
+            own_cost: None,
         }
     }
 }

@@ -81,9 +81,10 @@ pub fn render(results: &ScaleResults) -> String {
 }
 
 /// The DESIGN §8 checks a scale run answers: the batched watchdog's renew calls against held ÷ period ÷
-/// batch size at every step, its thinnest renewal margin against ⅔ of the TTL, and its client CPU at 100k
-/// held locks or more: at most 10% of a core with a 3 s timeout, scaled by 3 s ÷ timeout for longer ones
-/// (1% at 30 s).
+/// batch size at every step, its thinnest renewal margin against ⅔ of the TTL, and its client CPU per 100k
+/// held locks at 100k or more: at most 10% of a core with a 3 s timeout, scaled by 3 s ÷ timeout for
+/// longer ones (1% at 30 s), so a million locks at 30 s may take 10% (cost grows with the locks due,
+/// never faster).
 pub fn checks(results: &ScaleResults) -> Vec<Check> {
     let mut checks = Vec::new();
     let batched = results
@@ -117,9 +118,13 @@ pub fn checks(results: &ScaleResults) -> Vec<Check> {
             }
             if p.held_locks >= 100_000 {
                 let timeout_ms = results.settings.watchdog_timeout_ms.max(1.0);
+                let per_100k = 100_000.0 / p.held_locks as f64;
                 checks.push(Check {
-                    what: format!("{} client CPU at {} held", series.strategy, p.held_locks),
-                    value: p.client_cpu_percent,
+                    what: format!(
+                        "{} client CPU per 100k held at {} held",
+                        series.strategy, p.held_locks
+                    ),
+                    value: p.client_cpu_percent * per_100k,
                     baseline: 100.0,
                     unit: "%",
                     target: Some(Bound::AtMost(0.10 * (3000.0 / timeout_ms).min(1.0))),

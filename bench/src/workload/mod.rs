@@ -338,6 +338,12 @@ fn resolve_faults(
     let mut specs = Vec::with_capacity(files.len());
     for (i, file) in files.iter().enumerate() {
         let spec = FaultSpec::resolve(file).map_err(|e| format!("faults[{i}].{e}"))?;
+        if workers == WorkerMode::Remote {
+            return Err(format!(
+                "faults[{i}]: remote workers take no faults yet (the driver cannot reach their \
+                 processes or put its proxies in their path): use workers = \"processes\""
+            ));
+        }
         if needs_processes(spec.kind) && workers != WorkerMode::Processes {
             return Err(format!(
                 "faults[{i}].kind: {} needs workers = \"processes\" (it acts on one client's process)",

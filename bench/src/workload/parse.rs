@@ -78,6 +78,9 @@ pub(crate) enum WorkerMode {
     Tasks,
     /// One child process (`lockbench worker`) per client, so a client can be paused or killed.
     Processes,
+    /// One `lockbench worker --connect` process per client, on this or other machines, connected to the
+    /// driver over TCP (see `driver::remote`).
+    Remote,
 }
 
 impl FromStr for WorkerMode {
@@ -87,7 +90,10 @@ impl FromStr for WorkerMode {
         match text.trim() {
             "tasks" => Ok(WorkerMode::Tasks),
             "processes" => Ok(WorkerMode::Processes),
-            other => Err(format!("expected tasks or processes, got {other:?}")),
+            "remote" => Ok(WorkerMode::Remote),
+            other => Err(format!(
+                "expected tasks, processes or remote, got {other:?}"
+            )),
         }
     }
 }
@@ -97,6 +103,7 @@ impl fmt::Display for WorkerMode {
         f.write_str(match self {
             WorkerMode::Tasks => "tasks",
             WorkerMode::Processes => "processes",
+            WorkerMode::Remote => "remote",
         })
     }
 }
