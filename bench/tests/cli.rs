@@ -55,7 +55,14 @@ fn help_and_version() {
     let out = run(&["--help"]);
     assert_eq!(out.status.code(), Some(0));
     let help = String::from_utf8_lossy(&out.stdout);
-    for command in ["strategies", "scenarios", "run", "compare", "report", "worker"] {
+    for command in [
+        "strategies",
+        "scenarios",
+        "run",
+        "compare",
+        "report",
+        "worker",
+    ] {
         assert!(help.contains(command), "{help}");
     }
     let out = run(&["run", "--help"]);
