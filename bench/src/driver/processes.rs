@@ -217,10 +217,14 @@ pub(crate) async fn run(
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let mut workers = Vec::new();
     let mut links = match remote {
-        Some(pool) => pool
-            .take(workload.clients as usize, START_TIMEOUT)
-            .await
-            .map_err(CaseError::Fail)?,
+        Some(pool) => tokio::select! {
+            links = pool.take(workload.clients as usize, START_TIMEOUT) => {
+                links.map_err(CaseError::Fail)?
+            }
+            _ = ctx.interrupt.wait() => {
+                return Err(CaseError::Fail("interrupted while waiting for remote workers".into()));
+            }
+        },
         None => Vec::new(),
     }
     .into_iter();
