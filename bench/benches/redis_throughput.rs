@@ -1,24 +1,24 @@
-//! `cargo bench -p lockbench --bench redis_throughput`: `redis-watchdog` throughput on independent keys
-//! against the raw `EVALSHA` rate ÷ 2 at the same concurrency (DESIGN §8 target: ≥ 0.7), and where the
-//! time goes, against a real local redis-server this bench starts.
+//! `cargo bench -p lockbench --bench redis_throughput`: throughput of the Redis strategies on 64
+//! independent keys (64 tasks share one client, as Redisson shares one client per process) against the
+//! same calls sent raw on the same connection (DESIGN §8 target: ≥ 0.90): redis-watchdog and
+//! redis-watchdog-batched against their acquire + release scripts by SHA, redis-guard-thread against
+//! its `SET NX PX` + `INCR` and check-and-delete scripts. Round 1's ratio against `EVALSHA return 1`
+//! ÷ 2 stays as context, with where the time goes, against a real local redis-server this bench
+//! starts.
 //!
-//! 64 tasks share one client (as Redisson shares one client per process); each works on its own key.
-//! Every operation below runs for a slice, round-robin with the others for several rounds, so all share
-//! the machine's noise; per operation the bench records the rate and, per operation, the client's CPU
-//! (`getrusage`), the server's CPU (`/proc/<pid>`) and the server's time inside commands (`INFO
-//! commandstats`):
+//! Every operation runs for a slice, round-robin with the others for several rounds, so all share the
+//! machine's noise; per operation the bench records the rate, the client's CPU (`getrusage`), the
+//! server's CPU (`/proc/<pid>`) and the server's time inside commands (`INFO commandstats`):
 //!
-//! - `EVALSHA return 1` — the baseline;
-//! - `EVALSHA k × redis.call` (k = 1, 2, 4, 6: `PTTL` of the task's key) — what each `redis.call`
-//!   costs the server;
-//! - `EVALSHA` of `lib.lua` (the helpers every lockers script starts with) + `return 1` — what
-//!   defining the helpers costs on every call;
-//! - the acquire + release scripts called raw (no strategy client around them) — the ceiling any client
-//!   of these scripts can reach;
-//! - the `redis-watchdog` cycle (watchdog lease), the same with a fixed lease (no renewal machinery),
-//!   and with 4 clients of 16 tasks each (a connection per 16 tasks).
+//! - `EVALSHA return 1`, and `EVALSHA k × redis.call` (k = 1, 2, 4, 6: `PTTL` of the task's key) —
+//!   what each `redis.call` costs the server;
+//! - `EVALSHA` of `lib.lua` (the helpers every lockers script starts with) + `return 1`;
+//! - each strategy's scripts called raw, and each strategy's cycle; redis-watchdog also with a fixed
+//!   lease and with 4 clients of 16 tasks each.
 //!
-//! Ratios, ceilings and the per-call cost are printed after the table.
+//! With `LOCKBENCH_PIN=1` the whole pass runs again with redis-server pinned to core 0 and this process
+//! to core 1 (`taskset`), and both are printed.
+
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -33,15 +33,20 @@ use lockbench::measure::{Bound, Check, RedisCommandStats, full_bench_run, render
 use lockbench::proc_stat;
 use lockbench_servers::RedisServer;
 use lockers::redis::Commands;
-use lockers::redis::{RedisWatchdog, WatchdogConfig};
+use lockers::redis::{
+    GuardThreadConfig, RedisGuardThread, RedisWatchdog, RenewalMode, WatchdogConfig,
+};
 use lockers::{AcquireOptions, Events, Locker};
 
 const TASKS: usize = 64;
 
 const EVALSHA: &str = "EVALSHA return 1";
 const LIB_ONLY: &str = "EVALSHA lib.lua prefix + return 1";
-const RAW_CYCLE: &str = "acquire+release scripts, raw";
+const RAW_CYCLE: &str = "watchdog acquire+release scripts, raw";
+const RAW_STRING: &str = "guard-thread acquire+release scripts, raw";
 const LOCK_CYCLE: &str = "redis-watchdog cycle (watchdog lease)";
+const BATCHED_CYCLE: &str = "redis-watchdog-batched cycle";
+const GUARD_CYCLE: &str = "redis-guard-thread cycle";
 const FIXED_CYCLE: &str = "redis-watchdog cycle (fixed lease)";
 const FOUR_CLIENTS: &str = "redis-watchdog cycle, 4 clients × 16 tasks";
 
@@ -166,7 +171,8 @@ fn script_op(connection: &Commands, script: redis::Script) -> Op {
     })
 }
 
-/// The acquire and release scripts called directly, as the strategy would call them.
+/// redis-watchdog's acquire and release scripts called directly, with the arguments the strategy
+/// sends (keys lock and fencing counter; release checks the token it was granted).
 fn raw_cycle(connection: &Commands) -> Op {
     let acquire = Arc::new(support::watchdog_scripts::acquire());
     let release = Arc::new(support::watchdog_scripts::release());
@@ -175,26 +181,27 @@ fn raw_cycle(connection: &Commands) -> Op {
         let (mut connection, acquire, release) =
             (connection.clone(), acquire.clone(), release.clone());
         Box::pin(async move {
-            let (lock, fence) = (
-                format!("bench:tp:{{cycle{task}}}"),
-                format!("bench:tp:{{cycle{task}}}:fence"),
-            );
+            let lock = format!("bench:tp:{{cycle{task}}}");
+            let (fence, channel) = (format!("{lock}:fence"), format!("{lock}:unlock"));
             let owner = format!("raw:{task}");
-            let (granted, _token): (i64, i64) = acquire
+            let (granted, token): (i64, i64) = acquire
                 .key(&lock)
                 .key(&fence)
                 .arg(30_000)
                 .arg(&owner)
+                .arg("0")
                 .invoke_async(&mut connection)
                 .await
                 .unwrap();
             assert_eq!(granted, 1);
             let freed: i64 = release
                 .key(&lock)
+                .key(&fence)
                 .arg(30_000)
                 .arg(&owner)
-                .arg(format!("{lock}:unlock"))
+                .arg(&channel)
                 .arg("0")
+                .arg(token)
                 .invoke_async(&mut connection)
                 .await
                 .unwrap();
@@ -203,7 +210,40 @@ fn raw_cycle(connection: &Commands) -> Op {
     })
 }
 
-fn lock_cycle(clients: Vec<Arc<RedisWatchdog>>, opts: AcquireOptions) -> Op {
+/// redis-guard-thread's acquire (`SET NX PX` + fencing `INCR`) and check-and-delete scripts called
+/// directly, with its arguments.
+fn raw_string_cycle(connection: &Commands) -> Op {
+    let acquire = Arc::new(support::string_scripts::acquire());
+    let release = Arc::new(support::string_scripts::release());
+    let connection = connection.clone();
+    Arc::new(move |task| {
+        let (mut connection, acquire, release) =
+            (connection.clone(), acquire.clone(), release.clone());
+        Box::pin(async move {
+            let lock = format!("bench:tp:{{string{task}}}");
+            let fence = format!("{lock}:fence");
+            let value = format!("raw:{task}");
+            let (granted, _token): (i64, i64) = acquire
+                .key(&lock)
+                .key(&fence)
+                .arg(30_000)
+                .arg(&value)
+                .invoke_async(&mut connection)
+                .await
+                .unwrap();
+            assert_eq!(granted, 1);
+            let freed: i64 = release
+                .key(&lock)
+                .arg(&value)
+                .invoke_async(&mut connection)
+                .await
+                .unwrap();
+            assert_eq!(freed, 1);
+        })
+    })
+}
+
+fn lock_cycle(clients: Vec<Arc<dyn Locker>>, opts: AcquireOptions) -> Op {
     let opts = Arc::new(opts);
     Arc::new(move |task| {
         let (client, opts) = (clients[task % clients.len()].clone(), opts.clone());
@@ -217,9 +257,13 @@ fn lock_cycle(clients: Vec<Arc<RedisWatchdog>>, opts: AcquireOptions) -> Op {
     })
 }
 
-async fn client(server: &RedisServer) -> Arc<RedisWatchdog> {
+async fn client(server: &RedisServer, renewal_mode: RenewalMode) -> Arc<RedisWatchdog> {
+    let config = WatchdogConfig {
+        renewal_mode,
+        ..WatchdogConfig::default()
+    };
     Arc::new(
-        RedisWatchdog::connect(&server.url(), WatchdogConfig::default(), Events::none())
+        RedisWatchdog::connect(&server.url(), config, Events::none())
             .await
             .unwrap(),
     )
@@ -270,6 +314,81 @@ fn per_call_cost(ops: &[Measured]) -> Option<(f64, f64)> {
     Some((my - slope * mx, slope))
 }
 
+/// Resets every operation's figures.
+fn reset(ops: &mut [Measured]) {
+    for m in ops {
+        (m.ops, m.seconds, m.client_cpu, m.server_cpu, m.command_usec) =
+            (0, 0.0, Duration::ZERO, 0.0, 0);
+    }
+}
+
+/// The table, the DESIGN §8 ratios and where the time goes, for one pass.
+fn print_pass(ops: &[Measured]) {
+    print_table(ops);
+    let ratio = |m: &str, baseline: &str, target: Option<Bound>| Check {
+        what: format!("{m} ÷ {baseline}"),
+        value: by(ops, m).rate(),
+        baseline: by(ops, baseline).rate(),
+        unit: "/s",
+        target,
+    };
+    let checks = vec![
+        ratio(LOCK_CYCLE, RAW_CYCLE, Some(Bound::AtLeast(0.9))),
+        ratio(BATCHED_CYCLE, RAW_CYCLE, Some(Bound::AtLeast(0.9))),
+        ratio(GUARD_CYCLE, RAW_STRING, Some(Bound::AtLeast(0.9))),
+        ratio(FIXED_CYCLE, RAW_CYCLE, None),
+        ratio(FOUR_CLIENTS, RAW_CYCLE, None),
+    ];
+    println!();
+    print!(
+        "{}",
+        render_checks(
+            "throughput at 64 tasks on 64 keys ÷ the same calls sent raw (DESIGN §8)",
+            &checks
+        )
+    );
+    let half_evalsha = by(ops, EVALSHA).rate() / 2.0;
+    let context = |m: &Measured| Check {
+        what: format!("{} ÷ (EVALSHA rate ÷ 2)", m.name),
+        value: m.rate(),
+        baseline: half_evalsha,
+        unit: "/s",
+        target: None,
+    };
+    let old = [LOCK_CYCLE, FIXED_CYCLE, FOUR_CLIENTS, RAW_CYCLE].map(|n| context(by(ops, n)));
+    print!(
+        "{}",
+        render_checks("context: round 1's ratio against trivial EVALSHA", &old)
+    );
+
+    let (client_evalsha, server_evalsha, cmd_evalsha) = by(ops, EVALSHA).per_op();
+    let (client_raw, server_raw, cmd_raw) = by(ops, RAW_CYCLE).per_op();
+    let (client_lock, server_lock, cmd_lock) = by(ops, LOCK_CYCLE).per_op();
+    println!("\nwhere the time goes (µs per operation):");
+    println!(
+        "  redis-watchdog cycle: client CPU {client_lock:.1}, server CPU {server_lock:.1}, inside commands {cmd_lock:.1}"
+    );
+    println!(
+        "  the same scripts raw: client CPU {client_raw:.1}, server CPU {server_raw:.1}, inside commands {cmd_raw:.1}"
+    );
+    println!(
+        "  2 × EVALSHA return 1: client CPU {:.1}, server CPU {:.1}, inside commands {:.1}",
+        2.0 * client_evalsha,
+        2.0 * server_evalsha,
+        2.0 * cmd_evalsha
+    );
+    let (_, _, cmd_lib) = by(ops, LIB_ONLY).per_op();
+    println!(
+        "  defining lib.lua's helpers costs {:.2} µs per script call (lib.lua + return 1 vs return 1)",
+        cmd_lib - cmd_evalsha
+    );
+    if let Some((base, per_call)) = per_call_cost(ops) {
+        println!(
+            "  script cost in the server ≈ {base:.2} µs + {per_call:.2} µs per redis.call (fit over k = 0…6)"
+        );
+    }
+}
+
 fn main() {
     let full = full_bench_run();
     let (rounds, length) = if full {
@@ -280,10 +399,16 @@ fn main() {
     let runtime = support::runtime();
     let server = RedisServer::start().unwrap();
     runtime.block_on(async {
-        let one = client(&server).await;
-        let mut four = Vec::new();
+        let one = client(&server, RenewalMode::PerLock).await;
+        let batched = client(&server, RenewalMode::BATCHED_DEFAULT).await;
+        let guard: Arc<dyn Locker> = Arc::new(
+            RedisGuardThread::connect(&server.url(), GuardThreadConfig::default(), Events::none())
+                .await
+                .unwrap(),
+        );
+        let mut four: Vec<Arc<dyn Locker>> = Vec::new();
         for _ in 0..4 {
-            four.push(client(&server).await);
+            four.push(client(&server, RenewalMode::PerLock).await);
         }
         let connection = one.connection().commands();
         let k_calls = |k: usize| {
@@ -303,95 +428,67 @@ fn main() {
             ops.push(Measured::new(&name, Some(k as f64), 1.0, op));
         }
         let lib_only = script_op(&connection, support::watchdog_scripts::lib_only());
+        let only = |locker: Arc<dyn Locker>| vec![locker];
+        let one_dyn: Arc<dyn Locker> = one.clone();
         ops.extend([
             Measured::new(LIB_ONLY, None, 1.0, lib_only),
-            Measured::new(RAW_CYCLE, Some(6.0), 2.0, raw_cycle(&connection)),
+            Measured::new(RAW_CYCLE, None, 2.0, raw_cycle(&connection)),
             Measured::new(
                 LOCK_CYCLE,
-                Some(6.0),
+                None,
                 2.0,
-                lock_cycle(vec![one.clone()], AcquireOptions::try_once()),
+                lock_cycle(only(one_dyn.clone()), AcquireOptions::try_once()),
             ),
             Measured::new(
-                FIXED_CYCLE,
-                Some(6.0),
+                BATCHED_CYCLE,
+                None,
                 2.0,
-                lock_cycle(vec![one.clone()], fixed),
+                lock_cycle(only(batched.clone()), AcquireOptions::try_once()),
             ),
+            Measured::new(RAW_STRING, None, 2.0, raw_string_cycle(&connection)),
+            Measured::new(
+                GUARD_CYCLE,
+                None,
+                2.0,
+                lock_cycle(only(guard.clone()), AcquireOptions::try_once()),
+            ),
+            Measured::new(FIXED_CYCLE, None, 2.0, lock_cycle(only(one_dyn), fixed)),
             Measured::new(
                 FOUR_CLIENTS,
-                Some(6.0),
+                None,
                 2.0,
                 lock_cycle(four.clone(), AcquireOptions::try_once()),
             ),
         ]);
         // Warm-up: scripts loaded, connections open, caches warm.
         measure(&server, &mut ops, 1, Duration::from_millis(100)).await;
-        for m in &mut ops {
-            (m.ops, m.seconds, m.client_cpu, m.server_cpu, m.command_usec) =
-                (0, 0.0, Duration::ZERO, 0.0, 0);
-        }
+        reset(&mut ops);
         let started = Instant::now();
         measure(&server, &mut ops, rounds, length).await;
         println!(
-            "redis-server {}: {rounds} round-robin rounds of {} ms per operation ({:.0} s)",
+            "\nUNPINNED — redis-server {}: {rounds} round-robin rounds of {} ms per operation ({:.0} s)",
             server.version(),
             length.as_millis(),
             started.elapsed().as_secs_f64()
         );
         println!("{}", support::load_line());
-        print_table(&ops);
+        print_pass(&ops);
 
-        let half_evalsha = by(&ops, EVALSHA).rate() / 2.0;
-        let check = |m: &Measured, target: Option<Bound>| Check {
-            what: format!("{} ÷ (EVALSHA rate ÷ 2)", m.name),
-            value: m.rate(),
-            baseline: half_evalsha,
-            unit: "/s",
-            target,
-        };
-        let checks = vec![
-            check(by(&ops, LOCK_CYCLE), Some(Bound::AtLeast(0.7))),
-            check(by(&ops, FIXED_CYCLE), None),
-            check(by(&ops, FOUR_CLIENTS), None),
-            check(by(&ops, RAW_CYCLE), None),
-        ];
-        println!();
-        print!("{}", render_checks("throughput on 64 independent keys (DESIGN §8)", &checks));
-
-        let (client_evalsha, server_evalsha, cmd_evalsha) = by(&ops, EVALSHA).per_op();
-        let (client_raw, server_raw, cmd_raw) = by(&ops, RAW_CYCLE).per_op();
-        let (client_lock, server_lock, cmd_lock) = by(&ops, LOCK_CYCLE).per_op();
-        println!("\nwhere the time goes (µs per lock cycle vs per 2 × EVALSHA):");
-        println!(
-            "  server CPU {server_lock:.1} vs {:.1}; inside commands {cmd_lock:.1} vs {:.1}; client CPU {client_lock:.1} vs {:.1}",
-            2.0 * server_evalsha,
-            2.0 * cmd_evalsha,
-            2.0 * client_evalsha
-        );
-        println!(
-            "  raw scripts (no strategy client): server CPU {server_raw:.1}, inside commands {cmd_raw:.1}, client CPU {client_raw:.1}"
-        );
-        let (_, _, cmd_lib) = by(&ops, LIB_ONLY).per_op();
-        println!(
-            "  defining lib.lua's helpers costs {:.2} µs per script call (lib.lua + return 1 vs return 1)",
-            cmd_lib - cmd_evalsha
-        );
-        if let Some((base, per_call)) = per_call_cost(&ops) {
-            println!(
-                "  script cost in the server ≈ {base:.2} µs + {per_call:.2} µs per redis.call (fit over k = 0…6)"
-            );
+        if support::pin_requested() {
+            match support::Pinned::new(&[server.pid()]) {
+                Ok(pinned) => {
+                    reset(&mut ops);
+                    measure(&server, &mut ops, rounds, length).await;
+                    println!("\nPINNED — redis-server on core 0, this process on core 1");
+                    println!("{}", support::load_line());
+                    print_pass(&ops);
+                    drop(pinned);
+                }
+                Err(e) => println!("\npinned pass skipped: {e}"),
+            }
         }
-        let server_ceiling = 2.0 * server_evalsha / server_raw.max(1e-9);
-        let machine_ceiling =
-            2.0 * (server_evalsha + client_evalsha) / (server_raw + client_raw).max(1e-9);
-        println!(
-            "  ceiling of the ratio for these scripts: {server_ceiling:.2} if the server's core is the limit, \
-             {machine_ceiling:.2} if both cores are (server + client CPU per op, with the thinnest client)"
-        );
-        one.close().await;
-        for c in four {
-            c.close().await;
+        for locker in [one as Arc<dyn Locker>, batched, guard].into_iter().chain(four) {
+            locker.close().await;
         }
     });
 }

@@ -100,3 +100,84 @@ pub(crate) mod watchdog_scripts {
         ))
     }
 }
+
+/// The `redis-guard-thread` Lua scripts exactly as `lockers` sends them (see [`watchdog_scripts`]).
+pub(crate) mod string_scripts {
+    const LIB: &str = include_str!("../../../lockers/src/redis/scripts/lib.lua");
+
+    fn with_lib(body: &str) -> redis::Script {
+        redis::Script::new(&format!("{LIB}\n{body}"))
+    }
+
+    /// Acquire: `KEYS` lock, fencing counter; `ARGV` ttl ms, holder value → `{1, token}` or `{0, pttl}`.
+    pub(crate) fn acquire() -> redis::Script {
+        with_lib(include_str!(
+            "../../../lockers/src/redis/scripts/string_acquire.lua"
+        ))
+    }
+
+    /// Release (check-and-delete): `KEYS` lock; `ARGV` holder value → 1 or 0.
+    pub(crate) fn release() -> redis::Script {
+        with_lib(include_str!(
+            "../../../lockers/src/redis/scripts/string_release.lua"
+        ))
+    }
+}
+
+/// Whether `LOCKBENCH_PIN=1` asks for a second, pinned measurement.
+pub(crate) fn pin_requested() -> bool {
+    std::env::var("LOCKBENCH_PIN").is_ok_and(|v| v == "1")
+}
+
+/// The servers pinned to core 0 and this process (every thread) to core 1, with `taskset`, until
+/// dropped (then every core again), so server and client no longer take turns on one core.
+pub(crate) struct Pinned {
+    pids: Vec<u32>,
+}
+
+fn taskset(cores: &str, pid: u32) -> Result<(), String> {
+    let out = std::process::Command::new("taskset")
+        .args(["-a", "-p", "-c", cores, &pid.to_string()])
+        .output()
+        .map_err(|e| format!("taskset (util-linux) is not available: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "taskset -a -p -c {cores} {pid}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+impl Pinned {
+    /// Pins `server_pids` to core 0 and this process to core 1; needs two cores and `taskset`.
+    pub(crate) fn new(server_pids: &[u32]) -> Result<Self, String> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if cores < 2 {
+            return Err(format!("pinning needs 2 cores, this machine has {cores}"));
+        }
+        let pinned = Pinned {
+            pids: server_pids
+                .iter()
+                .copied()
+                .chain([std::process::id()])
+                .collect(),
+        };
+        for pid in server_pids {
+            taskset("0", *pid)?;
+        }
+        taskset("1", std::process::id())?;
+        Ok(pinned)
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let all = format!("0-{}", cores - 1);
+        for pid in &self.pids {
+            let _ = taskset(&all, *pid);
+        }
+    }
+}
