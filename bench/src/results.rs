@@ -174,6 +174,7 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
         trials: None,
         orphans: orphans(&f.orphan_waits, out.measured_ns),
         renew_after_unlock: run.renew_after_unlock.clone(),
+        protocol_round_trip_ms: out.protocol_round_trip.map(|d| d.as_secs_f64() * 1e3),
     }
 }
 
@@ -292,6 +293,7 @@ fn not_run(run: &CaseRun) -> CaseResult {
         trials: None,
         orphans: None,
         renew_after_unlock: run.renew_after_unlock.clone(),
+        protocol_round_trip_ms: None,
     }
 }
 

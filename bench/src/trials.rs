@@ -158,6 +158,12 @@ fn add_case(into: &mut CaseResult, other: &CaseResult, histograms: &mut BTreeMap
     if into.capabilities.is_none() {
         into.capabilities.clone_from(&other.capabilities);
     }
+    // The protocol's floor: the smallest round trip any trial's client measured.
+    into.protocol_round_trip_ms = match (into.protocol_round_trip_ms, other.protocol_round_trip_ms)
+    {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     into.window.measured_ms += other.window.measured_ms;
     into.window.wall_ms = match (into.window.wall_ms, other.window.wall_ms) {
         (Some(a), Some(b)) => Some(a + b),

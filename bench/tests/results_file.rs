@@ -192,3 +192,29 @@ fn redis_client_requests_are_what_the_clients_sent() {
         );
     }
 }
+
+#[test]
+fn a_peer_case_carries_its_protocol_round_trip() {
+    for workers in ["tasks", "processes"] {
+        let results = support::run_scenario(
+            "baseline",
+            &[
+                "--strategies",
+                "py-redis-lock,redis-guard-thread",
+                "--workers",
+                workers,
+                "--duration",
+                "1s",
+                "--warmup",
+                "200ms",
+            ],
+        );
+        for case in &results.cases {
+            let rtt = case.protocol_round_trip_ms;
+            match case.strategy.as_str() {
+                "py-redis-lock" => assert!(rtt.is_some_and(|ms| ms > 0.0), "{workers}: {rtt:?}"),
+                _ => assert_eq!(rtt, None, "{workers}: {}", case.strategy),
+            }
+        }
+    }
+}

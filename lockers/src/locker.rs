@@ -59,4 +59,12 @@ pub trait Locker: Send + Sync + Debug {
     /// Ends the client's background work and connections. Leases still held are left to expire. The
     /// default does nothing.
     async fn close(&self) {}
+
+    /// The round trip of a transport the strategy's own library does not have, measured when it
+    /// connected: a peer adapter's JSON-lines exchange with its child process. Each acquire and each
+    /// release pays about one, so peer figures carry about twice this per cycle. `None` (the default)
+    /// for lockbench's own strategies.
+    fn protocol_round_trip(&self) -> Option<std::time::Duration> {
+        None
+    }
 }

@@ -125,4 +125,8 @@ async fn protocol_overhead_per_cycle() {
         through.saturating_sub(direct),
         peer.info().ping_rtt
     );
+    // What the results carry for peers (`protocol_round_trip_ms`); lockbench's own strategies have none.
+    assert_eq!(peer.protocol_round_trip(), Some(peer.info().ping_rtt));
+    assert!(peer.info().ping_rtt > Duration::ZERO);
+    assert_eq!(native.protocol_round_trip(), None);
 }

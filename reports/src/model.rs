@@ -313,6 +313,12 @@ pub struct CaseResult {
     /// renewal-after-unlock check, redisson#7272); null when the case did not count them.
     #[serde(default)]
     pub renew_after_unlock: Option<RenewAfterUnlock>,
+    /// Peers: the adapter's JSON-lines round trip to its library's process, in ms, the smallest of 8
+    /// pings when the client connected (`Locker::protocol_round_trip`). Each acquire and each release
+    /// pays about one, so about twice this per cycle is protocol, not library. Null for lockbench's own
+    /// strategies.
+    #[serde(default)]
+    pub protocol_round_trip_ms: Option<f64>,
 }
 
 impl CaseResult {

@@ -177,6 +177,11 @@ pub fn peer_pairs(grid: &Grid<'_>) -> Vec<Pair> {
                     figure(p, &per_cs),
                     figure(c, &per_cs),
                 ],
+                [
+                    "adapter protocol round trip (ms; about 2 per cycle)".to_owned(),
+                    figure(p, &|c| ms(c.protocol_round_trip_ms)),
+                    "none (in process)".to_owned(),
+                ],
             ];
             for row in &grid.rows {
                 let (p, c) = (row.case(&peer), row.case(&counterpart));

@@ -190,6 +190,9 @@ where
         .map_err(|e| format!("resource {:?}: {e}", spec.resource))?;
     let _ = out.send(FromChild::Ready {
         capabilities: capabilities_model(&capabilities),
+        protocol_round_trip_ns: locker
+            .protocol_round_trip()
+            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
     });
 
     let line = match stdin.next_line().await {

@@ -71,6 +71,9 @@ pub(crate) struct ModeOutput {
     pub problem: Option<String>,
     /// The faults injected, as they happened.
     pub faults: Vec<FaultWindow>,
+    /// A peer adapter's protocol round trip ([`lockers::Locker::protocol_round_trip`]), the smallest
+    /// any client measured.
+    pub protocol_round_trip: Option<Duration>,
 }
 
 /// When a case starts, measures and stops (monotonic ns).

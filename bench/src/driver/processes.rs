@@ -269,12 +269,24 @@ pub(crate) async fn run(
 
     // Start-up: every worker connects its client and says ready.
     let mut capabilities: Option<model::Capabilities> = None;
+    let mut protocol_round_trip: Option<Duration> = None;
     let mut ready = 0;
     let started = tokio::time::timeout(START_TIMEOUT, async {
         while ready < workers.len() {
             match events.recv().await {
-                Some(Event::Message(_, FromChild::Ready { capabilities: caps })) => {
+                Some(Event::Message(
+                    _,
+                    FromChild::Ready {
+                        capabilities: caps,
+                        protocol_round_trip_ns,
+                    },
+                )) => {
                     capabilities.get_or_insert(caps);
+                    if let Some(ns) = protocol_round_trip_ns {
+                        let rtt = Duration::from_nanos(ns);
+                        protocol_round_trip =
+                            Some(protocol_round_trip.map_or(rtt, |r: Duration| r.min(rtt)));
+                    }
                     ready += 1;
                 }
                 Some(Event::Message(client, FromChild::Error { message })) => {
@@ -447,6 +459,7 @@ pub(crate) async fn run(
     };
     problems.dedup();
     Ok(ModeOutput {
+        protocol_round_trip,
         capabilities,
         tally,
         findings: oracle.finish(),

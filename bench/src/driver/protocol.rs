@@ -61,6 +61,9 @@ pub(crate) enum FromChild {
     Ready {
         /// The client's capabilities.
         capabilities: Capabilities,
+        /// Its protocol round trip in ns, for peers ([`lockers::Locker::protocol_round_trip`]).
+        #[serde(default)]
+        protocol_round_trip_ns: Option<u64>,
     },
     /// Believed-held intervals for the oracle.
     Intervals(IntervalBatch),

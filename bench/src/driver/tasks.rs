@@ -56,6 +56,10 @@ pub(crate) async fn run(
         .first()
         .map(|(l, _)| l.capabilities())
         .ok_or_else(|| CaseError::Fail("no clients".into()))?;
+    let protocol_round_trip = clients
+        .iter()
+        .filter_map(|(l, _)| l.protocol_round_trip())
+        .min();
 
     let stop = StopSignal::new();
     let resource = Arc::new(Resource::new(
@@ -141,6 +145,7 @@ pub(crate) async fn run(
         .map_err(|e| CaseError::Fail(format!("cost sampler failed: {e}")))?;
     let fault_windows = faults::windows(schedule).await;
     Ok(ModeOutput {
+        protocol_round_trip,
         capabilities: capabilities_model(&live),
         tally,
         findings,

@@ -227,6 +227,10 @@ impl Locker for PeerLocker {
         &self.adapter.id
     }
 
+    fn protocol_round_trip(&self) -> Option<Duration> {
+        Some(self.info.ping_rtt)
+    }
+
     fn capabilities(&self) -> Capabilities {
         self.capabilities
     }
