@@ -132,7 +132,12 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
             losses: t.renewal.losses.clone(),
         },
         safety: Safety {
-            verdict: verdict_of(&reasons),
+            // Nothing held and nothing broken is no evidence either way: no verdict.
+            verdict: if reasons.is_empty() && r.completed_writes == 0 && t.acquired == 0 {
+                Verdict::Unknown
+            } else {
+                verdict_of(&reasons)
+            },
             reasons,
             overlap: Overlap {
                 pairs: f.pairs,

@@ -209,6 +209,10 @@ pub(crate) async fn run_case(
             if output.problem.is_some() {
                 run.error = output.problem.clone();
             }
+            if let Some(why) = &output.tally.config_error {
+                run.status = CaseStatus::Failed;
+                run.error = Some(format!("{} refused the settings: {why}", strategy.id));
+            }
             run.faults = std::mem::take(&mut output.faults);
             run.output = Some(output);
         }

@@ -58,6 +58,9 @@ pub(crate) struct WorkerTally {
     /// another machine); not merged.
     #[serde(default)]
     pub own_cost: Option<ClientCost>,
+    /// Why the strategy refused an acquire as misconfigured (the client then stopped).
+    #[serde(default)]
+    pub config_error: Option<String>,
 }
 
 impl Default for WorkerTally {
@@ -82,6 +85,7 @@ impl Default for WorkerTally {
             renewal: RenewalTally::default(),
             redis_commands: 0,
             own_cost: None,
+            config_error: None,
         }
     }
 }
@@ -118,6 +122,9 @@ impl WorkerTally {
         self.overhead_ns += other.overhead_ns;
         self.renewal.merge(&other.renewal);
         self.redis_commands += other.redis_commands;
+        if self.config_error.is_none() {
+            self.config_error.clone_from(&other.config_error);
+        }
     }
 
     /// Counts one completed critical section in second `second` of the window.

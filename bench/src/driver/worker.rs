@@ -241,6 +241,12 @@ impl Worker {
             let mut release_ns = 0;
             match acquired {
                 None => break,
+                Some(Err(LockError::Config(why))) => {
+                    // The strategy refuses these settings (a peer library's own check): every
+                    // further acquire would too, so the client stops and the case fails with why.
+                    tally.config_error.get_or_insert(why);
+                    break;
+                }
                 Some(Err(error)) => {
                     if measured {
                         count(&mut tally.acquire_errors, &error);
