@@ -25,9 +25,14 @@ use crate::{Result, free_ports, probe};
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 
-/// The JVM flags ZooKeeper runs with (before `-cp`).
-pub const JVM_FLAGS: [&str; 6] = [
-    "-Xmx256m",
+/// The environment variable that sets the ZooKeeper JVM's largest heap (`-Xmx`), e.g. `2g` for a
+/// `lockbench scale` run to a million ephemeral nodes; default [`DEFAULT_HEAP`].
+pub const HEAP_ENV: &str = "LOCKBENCH_ZK_HEAP";
+/// The default largest heap: enough for the suite, about 200k lock nodes before GC stalls the server.
+pub const DEFAULT_HEAP: &str = "256m";
+
+/// The JVM flags ZooKeeper runs with (before `-cp`), after `-Xmx` (see [`HEAP_ENV`]).
+pub const JVM_FLAGS: [&str; 5] = [
     "-XX:+UseSerialGC",
     "-XX:TieredStopAtLevel=1",
     "-XX:-UsePerfData",
@@ -186,7 +191,12 @@ fn start_nodes(n: usize, options: &ZkOptions) -> Result<Vec<ZkServer>> {
             let cfg_path = dir.path().join("zoo.cfg");
             std::fs::write(&cfg_path, zoo_cfg(&data, node.client, &nodes))?;
             let mut command = Command::new(&java);
+            let heap = std::env::var(HEAP_ENV)
+                .ok()
+                .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_alphanumeric()))
+                .unwrap_or_else(|| DEFAULT_HEAP.to_owned());
             command
+                .arg(format!("-Xmx{heap}"))
                 .args(JVM_FLAGS)
                 .arg(format!("-Dzookeeper.log.dir={}", dir.path().display()))
                 .args(["-cp", &classpath])
