@@ -46,7 +46,7 @@ pub(crate) fn load_line() -> String {
     match lockbench::measure::load_average() {
         Some(load) => format!(
             "load average {load:.2} on {} cores{}",
-            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            machine_cores(),
             if load > 1.0 {
                 " (others are using the machine: figures are noisier)"
             } else {
@@ -124,6 +124,15 @@ pub(crate) mod string_scripts {
     }
 }
 
+/// The machine's cores (not this process's affinity, which pinning narrows), from `/proc/cpuinfo`.
+pub(crate) fn machine_cores() -> usize {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .map(|info| info.lines().filter(|l| l.starts_with("processor")).count())
+        .ok()
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Whether `LOCKBENCH_PIN=1` asks for a second, pinned measurement.
 pub(crate) fn pin_requested() -> bool {
     std::env::var("LOCKBENCH_PIN").is_ok_and(|v| v == "1")
@@ -153,7 +162,7 @@ fn taskset(cores: &str, pid: u32) -> Result<(), String> {
 impl Pinned {
     /// Pins `server_pids` to core 0 and this process to core 1; needs two cores and `taskset`.
     pub(crate) fn new(server_pids: &[u32]) -> Result<Self, String> {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = machine_cores();
         if cores < 2 {
             return Err(format!("pinning needs 2 cores, this machine has {cores}"));
         }
@@ -174,8 +183,7 @@ impl Pinned {
 
 impl Drop for Pinned {
     fn drop(&mut self) {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let all = format!("0-{}", cores - 1);
+        let all = format!("0-{}", machine_cores() - 1);
         for pid in &self.pids {
             let _ = taskset(&all, *pid);
         }
