@@ -1,6 +1,7 @@
 //! The process-CPU reader: a process's CPU time, resident set and thread count from `/proc/<pid>/stat`
 //! (any process, clock-tick resolution), for client and server cost; and this process's CPU time from
-//! `getrusage` ([`process_cpu_time`], microsecond resolution), for the client's own cost.
+//! `getrusage` ([`process_cpu_time`], microsecond resolution), for the client's own cost; and the
+//! members of a process group ([`group_members`]).
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -39,6 +40,31 @@ pub fn process_cpu_time() -> Duration {
     time(usage.ru_utime) + time(usage.ru_stime)
 }
 
+/// Every process in process group `pgid` (its leader included): a worker process and the peer adapter
+/// processes it started, which share its group.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return vec![pgid];
+    };
+    let mut members: Vec<u32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|text| {
+                    // After ')': state (field 3), ppid (4), pgrp (5).
+                    let after = &text[text.rfind(')')? + 1..];
+                    after.split_whitespace().nth(2)?.parse::<u32>().ok()
+                })
+                == Some(pgid)
+        })
+        .collect();
+    if !members.contains(&pgid) {
+        members.push(pgid);
+    }
+    members
+}
+
 fn parse_stat(text: &str) -> Option<ProcSample> {
     // The command name (field 2) may hold spaces and parentheses: fields are counted after the last ')'.
     let after = &text[text.rfind(')')? + 1..];
@@ -72,6 +98,16 @@ fn page_size() -> u64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_process_group_has_its_members() {
+        // SAFETY: getpgrp has no preconditions.
+        let group = u32::try_from(unsafe { libc::getpgrp() }).expect("a group");
+        let members = group_members(group);
+        assert!(members.contains(&std::process::id()), "{members:?}");
+        assert!(members.contains(&group), "{members:?}");
+    }
+
     use super::*;
 
     #[test]

@@ -210,8 +210,9 @@ pub(crate) async fn run_case(
                 run.error = output.problem.clone();
             }
             if let Some(why) = &output.tally.config_error {
-                run.status = CaseStatus::Failed;
-                run.error = Some(format!("{} refused the settings: {why}", strategy.id));
+                // Like a lease mode a strategy does not take: the case does not apply, with why.
+                run.status = CaseStatus::Skipped;
+                run.error = Some(format!("{} refuses these settings: {why}", strategy.id));
             }
             run.faults = std::mem::take(&mut output.faults);
             run.output = Some(output);

@@ -1,6 +1,7 @@
 //! Client cost over the measured window: CPU time, the most threads and the largest resident set,
 //! sampled every 200 ms from `/proc` — of the lockbench process itself (tasks mode: clients, driver and
-//! resource together) or summed over the worker processes.
+//! resource together) or summed over the worker processes and the peer adapter processes they started
+//! (each worker's process group).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -26,7 +27,12 @@ impl CostScope {
     fn pids(&self) -> Vec<Option<u32>> {
         match self {
             CostScope::DriverProcess => vec![None],
-            CostScope::Workers(pids) => pids.iter().copied().map(Some).collect(),
+            // Each worker leads a process group that holds the peer adapter processes it started.
+            CostScope::Workers(pids) => pids
+                .iter()
+                .flat_map(|pid| crate::proc_stat::group_members(*pid))
+                .map(Some)
+                .collect(),
         }
     }
 

@@ -3,7 +3,8 @@
 //!
 //! | fault | applies to | needs |
 //! |---|---|---|
-//! | `pause_worker`, `crash_worker`, `starve_worker`, `cpu_hog`, `cgroup_quota` | every strategy with a lock server (not `memory`, whose server lives in the driver) | `workers = "processes"` |
+//! | `pause_worker`, `crash_worker`, `cgroup_quota` | every strategy with a lock server (not `memory`, whose server lives in the driver); for peers they act on the worker's whole process group, adapter included | `workers = "processes"` |
+//! | `starve_worker`, `cpu_hog` | the same, but not peers (their library runs in the adapter's process, out of the worker runtime's reach) | `workers = "processes"` |
 //! | `proxy_delay`, `proxy_blackhole`, `proxy_reset` | every strategy with a real server | a TCP proxy per client and server address |
 //! | `pause_server` | every strategy with a real server | a server lockbench started (its pid) |
 //! | `client_pause` | Redis strategies | |
@@ -26,6 +27,14 @@ pub(crate) fn applies(
     caps: &Capabilities,
 ) -> Result<(), String> {
     let server = strategy.server;
+    if matches!(kind, FaultKind::StarveWorker | FaultKind::CpuHog)
+        && crate::strategies::is_peer(strategy.id)
+    {
+        return Err(format!(
+            "{kind} does not apply to {}: its library runs in the adapter's own process, which the worker's runtime starvation or CPU hog does not reach",
+            strategy.id
+        ));
+    }
     let ok = match kind.scope() {
         FaultScope::WorkerProcess => server != ServerKind::InProcess,
         FaultScope::Network => server.is_external(),
@@ -102,6 +111,14 @@ mod tests {
         assert!(check(FaultKind::ClockJump, "redlock").is_ok());
         assert!(check(FaultKind::ServerRestart, "redlock").is_err());
         assert!(check(FaultKind::ServerRestart, "redis-watchdog").is_ok());
+        // A peer's library lives in its adapter process: signals and cgroups reach it through the
+        // worker's process group, the worker runtime's starvation and hog threads do not.
+        assert!(check(FaultKind::PauseWorker, "py-redis-lock").is_ok());
+        assert!(check(FaultKind::CgroupQuota, "py-kazoo").is_ok());
+        for kind in [FaultKind::StarveWorker, FaultKind::CpuHog] {
+            let why = check(kind, "py-redis-lock").expect_err("peer");
+            assert!(why.contains("adapter's own process"), "{why}");
+        }
         for id in ["redis-watchdog", "etcd-lease", "zookeeper", "memory"] {
             for kind in [
                 FaultKind::NodeKill,

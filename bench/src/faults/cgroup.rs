@@ -53,10 +53,10 @@ fn cgroup_of(pid: u32, layout: &Layout) -> String {
         .unwrap_or_else(|| "/".to_owned())
 }
 
-/// A process held under a CPU quota until dropped.
+/// A process group held under a CPU quota until dropped.
 #[derive(Debug)]
 pub(crate) struct CpuQuota {
-    pid: u32,
+    pids: Vec<u32>,
     dir: PathBuf,
     home: PathBuf,
 }
@@ -68,7 +68,8 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 }
 
 impl CpuQuota {
-    /// Moves `pid` into a new cgroup allowed `quota` of CPU time per `period`.
+    /// Moves process group `pid` (a worker and the peer adapter processes it started) into a new
+    /// cgroup allowed `quota` of CPU time per `period`.
     pub(crate) fn apply(pid: u32, quota: Duration, period: Duration) -> Result<Self, String> {
         let layout = layout()?;
         let root = match &layout {
@@ -84,7 +85,7 @@ impl CpuQuota {
         std::fs::create_dir(&dir)
             .map_err(|e| format!("cannot create cgroup {}: {e}", dir.display()))?;
         let guard = CpuQuota {
-            pid,
+            pids: crate::proc_stat::group_members(pid),
             dir: dir.clone(),
             home,
         };
@@ -96,7 +97,9 @@ impl CpuQuota {
             }
             Layout::V2(_) => write(&dir.join("cpu.max"), &format!("{quota_us} {period_us}"))?,
         }
-        write(&dir.join("cgroup.procs"), &pid.to_string())?;
+        for member in &guard.pids {
+            write(&dir.join("cgroup.procs"), &member.to_string())?;
+        }
         Ok(guard)
     }
 }
@@ -105,7 +108,9 @@ impl Drop for CpuQuota {
     fn drop(&mut self) {
         // Back home first (a cgroup with a process in it cannot be removed); if the process is gone
         // the write fails and the cgroup is empty anyway.
-        let _ = std::fs::write(self.home.join("cgroup.procs"), self.pid.to_string());
+        for pid in &self.pids {
+            let _ = std::fs::write(self.home.join("cgroup.procs"), pid.to_string());
+        }
         let _ = std::fs::remove_dir(&self.dir);
     }
 }

@@ -60,7 +60,8 @@ impl WorkerControl {
         self.pids.get(client as usize).copied()
     }
 
-    /// Sends `signal` to `client`'s process.
+    /// Sends `signal` to `client`'s process group: the worker and any peer adapter process it started
+    /// (the library a peer measures lives there), so a pause or a crash reaches the whole client.
     pub(crate) fn signal(&self, client: u32, signal: libc::c_int) -> Result<(), String> {
         let pid = self
             .pid(client)
@@ -68,8 +69,8 @@ impl WorkerControl {
             .filter(|p| *p > 0)
             .ok_or_else(|| format!("no worker process for client {client}"))?;
         // SAFETY: kill(2) has no memory-safety preconditions; the pid is a child the driver has not
-        // reaped yet (it waits for every worker only after the case).
-        if unsafe { libc::kill(pid, signal) } == 0 {
+        // reaped yet (it waits for every worker only after the case), leading its own process group.
+        if unsafe { libc::kill(-pid, signal) } == 0 {
             Ok(())
         } else {
             Err(format!(
