@@ -564,15 +564,16 @@ impl std::fmt::Debug for EtcdHold {
 }
 
 impl EtcdHold {
-    /// Stops local tracking: the lease state is marked released.
-    fn leave(&self) {
+    /// Stops local tracking: the lease state is marked released. Returns whether the lease was still
+    /// live (not already lost), so that a lost lease never announces `Released` after its `Lost`.
+    fn leave(&self) -> bool {
         match &self.held {
             HeldBy::Session { session, hold } => {
+                let live = hold.state.end().is_none();
                 session.holds().leave(&self.key, &self.owner, hold);
+                live
             }
-            HeldBy::Own { state, .. } => {
-                state.mark_released();
-            }
+            HeldBy::Own { state, .. } => state.mark_released(),
         }
     }
 }
@@ -580,7 +581,9 @@ impl EtcdHold {
 #[async_trait]
 impl LeaseHandle for EtcdHold {
     async fn release(self: Box<Self>) -> Result<(), LockError> {
-        self.leave();
+        // etcd revokes an expired lease up to about half a second late, so the delete below may still
+        // find the key of a lease already reported lost: that is no release to announce.
+        let live = self.leave();
         let mut this = *self;
         let name = this.name.clone();
         let removed = match delete_own_key(&this.kv, name, this.revision, this.retry).await {
@@ -594,7 +597,7 @@ impl LeaseHandle for EtcdHold {
                 return Err(error);
             }
         };
-        if !removed {
+        if !removed || !live {
             return Err(LockError::NotHeld {
                 key: this.key.to_string(),
             });
@@ -607,7 +610,7 @@ impl LeaseHandle for EtcdHold {
     }
 
     fn abandon(self: Box<Self>) {
-        self.leave();
+        let live = self.leave();
         let mut this = *self;
         in_background(async move {
             let name = std::mem::take(&mut this.name);
@@ -616,7 +619,7 @@ impl LeaseHandle for EtcdHold {
                 ..this.retry
             };
             let removed = delete_own_key(&this.kv, name, this.revision, retry).await;
-            if let Ok(true) = removed {
+            if live && let Ok(true) = removed {
                 this.events.emit(|| LockEvent::Released {
                     key: this.key.clone(),
                     at: Instant::now(),
