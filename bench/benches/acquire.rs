@@ -39,6 +39,7 @@ use lockers::redis::{
 };
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{AcquireOptions, Events, Locker};
+use support::watchdog_scripts::{Calls, RawCycle};
 use tokio::runtime::Runtime;
 use tokio::sync::Mutex;
 use zookeeper_client::{Acls, CreateMode};
@@ -59,10 +60,9 @@ enum Raw {
     EtcdPut(etcd_client::KvClient),
     /// Create an ephemeral-sequential node, list the parent (the node is deleted afterwards, untimed).
     ZkCreateList(zookeeper_client::Client),
-    /// redis-watchdog's own calls sent raw: its acquire and release scripts by SHA, with its arguments.
-    WatchdogScripts(Commands, Arc<[redis::Script; 2]>),
-    /// redis-guard-thread's own calls sent raw: `SET NX PX` + fencing `INCR` script, check-and-delete script.
-    StringScripts(Commands, Arc<[redis::Script; 2]>),
+    /// A Redis strategy's own calls sent raw: its acquire and release scripts by SHA, with its
+    /// arguments; recorded as the part named here.
+    OwnScripts(Commands, Arc<RawCycle>, &'static str),
     /// etcd-lease's own calls sent raw: the enqueue txn (put if absent with the lease + read the queue
     /// head) and the delete-if-ours txn, under a lease granted once.
     EtcdTxns(etcd_client::KvClient, i64),
@@ -114,51 +114,10 @@ impl Raw {
                 kv.put("bench-raw-put", "v", None).await.unwrap();
                 timed("etcd put", started);
             }
-            Raw::WatchdogScripts(connection, scripts) => {
-                let (lock, fence) = ("bench:raw-wd{k}", "bench:raw-wd{k}:fence");
+            Raw::OwnScripts(connection, cycle, name) => {
                 let started = Instant::now();
-                let (granted, token): (i64, i64) = scripts[0]
-                    .key(lock)
-                    .key(fence)
-                    .arg(30_000)
-                    .arg("raw:1")
-                    .arg("0")
-                    .invoke_async(connection)
-                    .await
-                    .unwrap();
-                let freed: i64 = scripts[1]
-                    .key(lock)
-                    .key(fence)
-                    .arg(30_000)
-                    .arg("raw:1")
-                    .arg("bench:raw-wd{k}:unlock")
-                    .arg("0")
-                    .arg(token)
-                    .invoke_async(connection)
-                    .await
-                    .unwrap();
-                timed(RAW_WATCHDOG, started);
-                assert_eq!((granted, freed), (1, 1));
-            }
-            Raw::StringScripts(connection, scripts) => {
-                let (lock, fence) = ("bench:raw-str{k}", "bench:raw-str{k}:fence");
-                let started = Instant::now();
-                let (granted, _token): (i64, i64) = scripts[0]
-                    .key(lock)
-                    .key(fence)
-                    .arg(30_000)
-                    .arg("raw:1")
-                    .invoke_async(connection)
-                    .await
-                    .unwrap();
-                let freed: i64 = scripts[1]
-                    .key(lock)
-                    .arg("raw:1")
-                    .invoke_async(connection)
-                    .await
-                    .unwrap();
-                timed(RAW_STRING, started);
-                assert_eq!((granted, freed), (1, 1));
+                cycle.run(connection, "bench:raw-own{k}", "raw:1").await;
+                timed(name, started);
             }
             Raw::EtcdTxns(kv, lease) => {
                 use etcd_client::{
@@ -223,8 +182,7 @@ impl Raw {
             Raw::SetNxPx(_) => "redis SET NX PX",
             Raw::EtcdPut(_) => "etcd put",
             Raw::ZkCreateList(_) => "zk create+getChildren",
-            Raw::WatchdogScripts(..) => RAW_WATCHDOG,
-            Raw::StringScripts(..) => RAW_STRING,
+            Raw::OwnScripts(_, _, name) => name,
             Raw::EtcdTxns(..) => RAW_ETCD,
             Raw::ZkCycle(_) => RAW_ZK,
         }
@@ -290,14 +248,8 @@ async fn setup() -> Setup {
     let mut subjects = Vec::new();
     let mut raws: Vec<Raw> = Vec::new();
     let script = Arc::new(redis::Script::new("return 1"));
-    let watchdog = Arc::new([
-        support::watchdog_scripts::acquire(),
-        support::watchdog_scripts::release(),
-    ]);
-    let strings = Arc::new([
-        support::string_scripts::acquire(),
-        support::string_scripts::release(),
-    ]);
+    let watchdog = Arc::new(RawCycle::new(Calls::Watchdog));
+    let strings = Arc::new(RawCycle::new(Calls::String));
     let memory = MemoryLocker::new(MemoryServer::new(), MemoryConfig::default(), Events::none());
     if let Some(memory) = support::or_skip("memory", memory) {
         subjects.push(Subject::new(Arc::new(memory), Vec::new()));
@@ -313,7 +265,11 @@ async fn setup() -> Setup {
             let connected = RedisWatchdog::connect(&server.url(), config, Events::none()).await;
             if let Some(locker) = support::or_skip("redis-watchdog", connected) {
                 let evalsha = Raw::Evalsha(locker.connection().commands(), script.clone());
-                let own = Raw::WatchdogScripts(locker.connection().commands(), watchdog.clone());
+                let own = Raw::OwnScripts(
+                    locker.connection().commands(),
+                    watchdog.clone(),
+                    RAW_WATCHDOG,
+                );
                 if raws.is_empty() {
                     raws.push(evalsha.clone());
                     raws.push(Raw::SetNxPx(locker.connection().commands()));
@@ -327,7 +283,7 @@ async fn setup() -> Setup {
                 .await;
         if let Some(locker) = support::or_skip("redis-guard-thread", connected) {
             let connection = locker.connection().commands();
-            let own = Raw::StringScripts(connection.clone(), strings.clone());
+            let own = Raw::OwnScripts(connection.clone(), strings.clone(), RAW_STRING);
             raws.push(own.clone());
             let interleaved = vec![
                 Raw::Evalsha(connection.clone(), script.clone()),

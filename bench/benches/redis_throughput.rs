@@ -37,6 +37,7 @@ use lockers::redis::{
     GuardThreadConfig, RedisGuardThread, RedisWatchdog, RenewalMode, WatchdogConfig,
 };
 use lockers::{AcquireOptions, Events, Locker};
+use support::watchdog_scripts::{Calls, RawCycle};
 
 const TASKS: usize = 64;
 
@@ -171,74 +172,18 @@ fn script_op(connection: &Commands, script: redis::Script) -> Op {
     })
 }
 
-/// redis-watchdog's acquire and release scripts called directly, with the arguments the strategy
-/// sends (keys lock and fencing counter; release checks the token it was granted).
-fn raw_cycle(connection: &Commands) -> Op {
-    let acquire = Arc::new(support::watchdog_scripts::acquire());
-    let release = Arc::new(support::watchdog_scripts::release());
+/// A Redis strategy's acquire and release scripts called directly, with the arguments the strategy
+/// sends, each task on its own key.
+fn raw_cycle(connection: &Commands, calls: Calls) -> Op {
+    let cycle = Arc::new(RawCycle::new(calls));
     let connection = connection.clone();
     Arc::new(move |task| {
-        let (mut connection, acquire, release) =
-            (connection.clone(), acquire.clone(), release.clone());
+        let (mut connection, cycle) = (connection.clone(), cycle.clone());
         Box::pin(async move {
             let lock = format!("bench:tp:{{cycle{task}}}");
-            let (fence, channel) = (format!("{lock}:fence"), format!("{lock}:unlock"));
-            let owner = format!("raw:{task}");
-            let (granted, token): (i64, i64) = acquire
-                .key(&lock)
-                .key(&fence)
-                .arg(30_000)
-                .arg(&owner)
-                .arg("0")
-                .invoke_async(&mut connection)
-                .await
-                .unwrap();
-            assert_eq!(granted, 1);
-            let freed: i64 = release
-                .key(&lock)
-                .key(&fence)
-                .arg(30_000)
-                .arg(&owner)
-                .arg(&channel)
-                .arg("0")
-                .arg(token)
-                .invoke_async(&mut connection)
-                .await
-                .unwrap();
-            assert_eq!(freed, 1);
-        })
-    })
-}
-
-/// redis-guard-thread's acquire (`SET NX PX` + fencing `INCR`) and check-and-delete scripts called
-/// directly, with its arguments.
-fn raw_string_cycle(connection: &Commands) -> Op {
-    let acquire = Arc::new(support::string_scripts::acquire());
-    let release = Arc::new(support::string_scripts::release());
-    let connection = connection.clone();
-    Arc::new(move |task| {
-        let (mut connection, acquire, release) =
-            (connection.clone(), acquire.clone(), release.clone());
-        Box::pin(async move {
-            let lock = format!("bench:tp:{{string{task}}}");
-            let fence = format!("{lock}:fence");
-            let value = format!("raw:{task}");
-            let (granted, _token): (i64, i64) = acquire
-                .key(&lock)
-                .key(&fence)
-                .arg(30_000)
-                .arg(&value)
-                .invoke_async(&mut connection)
-                .await
-                .unwrap();
-            assert_eq!(granted, 1);
-            let freed: i64 = release
-                .key(&lock)
-                .arg(&value)
-                .invoke_async(&mut connection)
-                .await
-                .unwrap();
-            assert_eq!(freed, 1);
+            cycle
+                .run(&mut connection, &lock, &format!("raw:{task}"))
+                .await;
         })
     })
 }
@@ -432,7 +377,12 @@ fn main() {
         let one_dyn: Arc<dyn Locker> = one.clone();
         ops.extend([
             Measured::new(LIB_ONLY, None, 1.0, lib_only),
-            Measured::new(RAW_CYCLE, None, 2.0, raw_cycle(&connection)),
+            Measured::new(
+                RAW_CYCLE,
+                None,
+                2.0,
+                raw_cycle(&connection, Calls::Watchdog),
+            ),
             Measured::new(
                 LOCK_CYCLE,
                 None,
@@ -445,7 +395,12 @@ fn main() {
                 2.0,
                 lock_cycle(only(batched.clone()), AcquireOptions::try_once()),
             ),
-            Measured::new(RAW_STRING, None, 2.0, raw_string_cycle(&connection)),
+            Measured::new(
+                RAW_STRING,
+                None,
+                2.0,
+                raw_cycle(&connection, Calls::String),
+            ),
             Measured::new(
                 GUARD_CYCLE,
                 None,

@@ -57,11 +57,15 @@ pub(crate) fn load_line() -> String {
     }
 }
 
-/// The `redis-watchdog` Lua scripts exactly as `lockers` sends them: the shared `lib.lua`, then the
-/// body. `lockers` keeps its script objects private, so the benches build the same text from the same
-/// files to call the scripts directly, without the strategy's client around them.
+/// The `redis-watchdog` and `redis-guard-thread` Lua scripts exactly as `lockers` sends them: the shared
+/// `lib.lua`, then the body. `lockers` keeps its script objects private, so the benches build the same
+/// text from the same files to call the scripts directly, without the strategy's client around them.
 pub(crate) mod watchdog_scripts {
+    use lockers::redis::Commands;
+
     const LIB: &str = include_str!("../../../lockers/src/redis/scripts/lib.lua");
+    /// The TTL every raw call asks for.
+    const TTL_MS: u64 = 30_000;
 
     fn with_lib(body: &str) -> redis::Script {
         redis::Script::new(&format!("{LIB}\n{body}"))
@@ -70,20 +74,6 @@ pub(crate) mod watchdog_scripts {
     /// The helpers alone, then `return 1`: what defining them costs per call.
     pub(crate) fn lib_only() -> redis::Script {
         with_lib("return 1")
-    }
-
-    /// Acquire: `KEYS` lock, fencing counter; `ARGV` ttl ms, owner field → `{1, token}` or `{0, pttl}`.
-    pub(crate) fn acquire() -> redis::Script {
-        with_lib(include_str!(
-            "../../../lockers/src/redis/scripts/watchdog_acquire.lua"
-        ))
-    }
-
-    /// Release: `KEYS` lock; `ARGV` ttl ms, owner field, channel, message → -1, 0 or 1.
-    pub(crate) fn release() -> redis::Script {
-        with_lib(include_str!(
-            "../../../lockers/src/redis/scripts/watchdog_release.lua"
-        ))
     }
 
     /// Renewal of one lock: `KEYS` lock; `ARGV` ttl ms, owner field → 0 or the PTTL found.
@@ -99,28 +89,70 @@ pub(crate) mod watchdog_scripts {
             "../../../lockers/src/redis/scripts/watchdog_renew_batch.lua"
         ))
     }
-}
 
-/// The `redis-guard-thread` Lua scripts exactly as `lockers` sends them (see [`watchdog_scripts`]).
-pub(crate) mod string_scripts {
-    const LIB: &str = include_str!("../../../lockers/src/redis/scripts/lib.lua");
-
-    fn with_lib(body: &str) -> redis::Script {
-        redis::Script::new(&format!("{LIB}\n{body}"))
+    /// Which strategy's calls a [`RawCycle`] sends.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) enum Calls {
+        /// redis-watchdog: acquire (`KEYS` lock, fence; `ARGV` ttl, owner, no other waiter), then
+        /// release with the granted token (`ARGV` ttl, owner, channel, message, token).
+        Watchdog,
+        /// redis-guard-thread: `SET NX PX` + fencing `INCR` (`KEYS` lock, fence; `ARGV` ttl, value), then
+        /// check-and-delete (`KEYS` lock; `ARGV` value).
+        String,
     }
 
-    /// Acquire: `KEYS` lock, fencing counter; `ARGV` ttl ms, holder value → `{1, token}` or `{0, pttl}`.
-    pub(crate) fn acquire() -> redis::Script {
-        with_lib(include_str!(
-            "../../../lockers/src/redis/scripts/string_acquire.lua"
-        ))
+    /// One strategy's acquire and release scripts, built once (their SHA is computed here, not per
+    /// call), sent raw: the baseline a strategy's cycle is a ratio of.
+    #[derive(Debug)]
+    pub(crate) struct RawCycle {
+        calls: Calls,
+        acquire: redis::Script,
+        release: redis::Script,
     }
 
-    /// Release (check-and-delete): `KEYS` lock; `ARGV` holder value → 1 or 0.
-    pub(crate) fn release() -> redis::Script {
-        with_lib(include_str!(
-            "../../../lockers/src/redis/scripts/string_release.lua"
-        ))
+    impl RawCycle {
+        /// The scripts of `calls`.
+        pub(crate) fn new(calls: Calls) -> Self {
+            let (acquire, release) = match calls {
+                Calls::Watchdog => (
+                    include_str!("../../../lockers/src/redis/scripts/watchdog_acquire.lua"),
+                    include_str!("../../../lockers/src/redis/scripts/watchdog_release.lua"),
+                ),
+                Calls::String => (
+                    include_str!("../../../lockers/src/redis/scripts/string_acquire.lua"),
+                    include_str!("../../../lockers/src/redis/scripts/string_release.lua"),
+                ),
+            };
+            RawCycle {
+                calls,
+                acquire: with_lib(acquire),
+                release: with_lib(release),
+            }
+        }
+
+        /// Takes `lock` for `owner` and releases it, as the strategy would; panics unless both succeed.
+        pub(crate) async fn run(&self, connection: &mut Commands, lock: &str, owner: &str) {
+            let fence = format!("{lock}:fence");
+            let mut acquire = self.acquire.key(lock);
+            acquire.key(&fence).arg(TTL_MS).arg(owner);
+            if let Calls::Watchdog = self.calls {
+                acquire.arg("0");
+            }
+            let (granted, token): (i64, i64) = acquire.invoke_async(connection).await.unwrap();
+            let mut release = self.release.key(lock);
+            match self.calls {
+                Calls::Watchdog => release
+                    .key(&fence)
+                    .arg(TTL_MS)
+                    .arg(owner)
+                    .arg(format!("{lock}:unlock"))
+                    .arg("0")
+                    .arg(token),
+                Calls::String => release.arg(owner),
+            };
+            let freed: i64 = release.invoke_async(connection).await.unwrap();
+            assert_eq!((granted, freed), (1, 1), "raw cycle on {lock}");
+        }
     }
 }
 
