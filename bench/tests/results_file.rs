@@ -159,23 +159,7 @@ fn ctrl_c_writes_what_was_measured_marked_incomplete() {
 #[test]
 fn redis_client_requests_are_what_the_clients_sent() {
     for workers in ["tasks", "processes"] {
-        let dir = tempfile::tempdir().unwrap();
-        support::run_ok(&[
-            "run",
-            "--scenario",
-            "baseline",
-            "--strategies",
-            "redis-watchdog",
-            "--workers",
-            workers,
-            "--duration",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ]);
-        let results = support::read_results(dir.path());
+        let results = baseline_second(workers, "redis-watchdog");
         let case = &results.cases[0];
         let cost = case.server_cost.as_ref().expect("server cost");
         let sent = cost.client_requests.expect("client requests for Redis");
@@ -196,19 +180,7 @@ fn redis_client_requests_are_what_the_clients_sent() {
 #[test]
 fn a_peer_case_carries_its_protocol_round_trip() {
     for workers in ["tasks", "processes"] {
-        let results = support::run_scenario(
-            "baseline",
-            &[
-                "--strategies",
-                "py-redis-lock,redis-guard-thread",
-                "--workers",
-                workers,
-                "--duration",
-                "1s",
-                "--warmup",
-                "200ms",
-            ],
-        );
+        let results = baseline_second(workers, "py-redis-lock,redis-guard-thread");
         for case in &results.cases {
             let rtt = case.protocol_round_trip_ms;
             match case.strategy.as_str() {
@@ -217,4 +189,21 @@ fn a_peer_case_carries_its_protocol_round_trip() {
             }
         }
     }
+}
+
+/// One second of baseline (after 200 ms of warm-up) for `strategies` with `workers`.
+fn baseline_second(workers: &str, strategies: &str) -> lockbench_reports::Results {
+    support::run_scenario(
+        "baseline",
+        &[
+            "--strategies",
+            strategies,
+            "--workers",
+            workers,
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+        ],
+    )
 }

@@ -105,6 +105,7 @@ pub(crate) async fn remote_main(connect: &str, token: &str, wait: Duration) -> i
             .await
             .is_err()
         {
+            tokio::time::sleep(RECONNECT_EVERY).await;
             continue;
         }
         match input.next_line().await {
@@ -187,7 +188,7 @@ where
         .map_err(|e| format!("{}: {e}", strategy.id))?;
     let capabilities = locker.capabilities();
     let resource = RemoteResource::connect_to(&spec.resource)
-        .map_err(|e| format!("resource {:?}: {e}", spec.resource))?;
+        .map_err(|e| format!("resource {}: {e}", spec.resource))?;
     let _ = out.send(FromChild::Ready {
         capabilities: capabilities_model(&capabilities),
         protocol_round_trip_ns: locker

@@ -1,11 +1,12 @@
-//! Processes and remote modes, the driver's side: one `lockbench worker` child per client (remote: one
-//! connection of a `lockbench worker --connect` process per client, from [`super::remote`], the rest
-//! alike) (so a fault can pause or
-//! kill a single client), each in its own process group (a terminal's Ctrl-C reaches only the driver,
-//! which stops the workers itself), talking JSON lines over stdin/stdout (see [`super::protocol`]) and
-//! reaching the protected resource over a Unix socket this process serves. With faults, the workers
-//! report their holds at once and the fault schedule gets their pids and command channels; a worker a
-//! fault killed is expected to be silent, and its last hold (acquire → kill) goes to the oracle.
+//! Processes and remote modes, the driver's side. Processes mode starts one `lockbench worker` child
+//! per client (so a fault can pause or kill a single client), each in its own process group (a
+//! terminal's Ctrl-C reaches only the driver, which stops the workers itself), talking JSON lines
+//! over stdin/stdout (see [`super::protocol`]) and reaching the protected resource over a Unix socket
+//! this process serves. With faults, the workers report their holds at once and the fault schedule
+//! gets their pids and command channels; a worker a fault killed is expected to be silent, and its
+//! last hold (acquire → kill) goes to the oracle. Remote mode takes one connection of a
+//! `lockbench worker --connect` process per client from [`super::remote`] instead, serves the
+//! resource over TCP with the workers' token, and is otherwise the same.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -198,19 +199,20 @@ pub(crate) async fn run(
         }
         _ => None,
     };
-    let (mut server, resource_port) = match remote {
+    let (mut server, resource_port, resource_token) = match remote {
         None => (
             ResourceServer::start(&socket, resource.clone()).map_err(|e| {
                 CaseError::Fail(format!("resource socket {}: {e}", socket.display()))
             })?,
             0,
+            String::new(),
         ),
         Some(pool) => {
             let token: Arc<str> = pool.token().into();
             let (server, address) =
                 ResourceServer::start_tcp(pool.address().ip(), resource.clone(), token)
                     .map_err(|e| CaseError::Fail(format!("resource port: {e}")))?;
-            (server, address.port())
+            (server, address.port(), pool.token().to_owned())
         }
     };
 
@@ -234,7 +236,7 @@ pub(crate) async fn run(
                 read_events(client, link.input, events_tx.clone());
                 let address = ResourceAddress::Tcp {
                     address: SocketAddr::new(link.local.ip(), resource_port).to_string(),
-                    token: remote.map(|p| p.token().to_owned()).unwrap_or_default(),
+                    token: resource_token.clone(),
                 };
                 let worker = WorkerLink {
                     child: None,

@@ -79,8 +79,14 @@ pub(crate) enum FromChild {
 }
 
 /// A remote worker's first line.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub(crate) struct Hello {
     /// The run's worker token.
     pub token: String,
+}
+
+impl std::fmt::Debug for Hello {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hello").finish_non_exhaustive()
+    }
 }

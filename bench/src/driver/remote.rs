@@ -137,6 +137,8 @@ async fn accept_loop(
 ) {
     loop {
         let Ok((stream, _peer)) = listener.accept().await else {
+            // Out of descriptors or the like: wait rather than spin.
+            tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
         let (token, links) = (token.clone(), links.clone());

@@ -319,8 +319,8 @@ impl std::fmt::Debug for RemoteResource {
     }
 }
 
-/// Where a worker finds the resource.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Where a worker finds the resource. Its `Debug` and `Display` leave the token out.
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum ResourceAddress {
     /// The driver's Unix socket (worker processes on its machine).
@@ -332,6 +332,21 @@ pub(crate) enum ResourceAddress {
         /// Sent first, as `t <token>`.
         token: String,
     },
+}
+
+impl std::fmt::Display for ResourceAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResourceAddress::Unix(path) => write!(f, "{}", path.display()),
+            ResourceAddress::Tcp { address, .. } => write!(f, "tcp://{address}"),
+        }
+    }
+}
+
+impl std::fmt::Debug for ResourceAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ResourceAddress({self})")
+    }
 }
 
 fn push_token(out: &mut String, token: Option<u64>) {
@@ -561,6 +576,18 @@ mod tests {
     use super::*;
     use crate::clock::MonoClock;
     use crate::stop::StopSignal;
+
+    #[test]
+    fn a_resource_address_never_shows_its_token() {
+        let address = ResourceAddress::Tcp {
+            address: "127.0.0.1:7000".into(),
+            token: "very-secret-worker-token".into(),
+        };
+        for shown in [address.to_string(), format!("{address:?}")] {
+            assert!(shown.contains("127.0.0.1:7000"), "{shown}");
+            assert!(!shown.contains("very-secret"), "{shown}");
+        }
+    }
 
     #[test]
     fn the_socket_gives_the_same_answers_and_stops() {
