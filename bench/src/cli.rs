@@ -182,7 +182,8 @@ pub struct RunArgs {
     /// "pause_worker at=1s duration=2s". Kinds: pause_worker, crash_worker, starve_worker, cpu_hog
     /// (threads=N), cgroup_quota (quota=D period=D), pause_server, client_pause, pubsub_kill
     /// (every=D), proxy_delay (delay=D direction=upstream|downstream|both), proxy_blackhole,
-    /// proxy_reset (every=D), failover (replication_lag=D), leader_kill, node_kill (nodes=I,J duration=D),
+    /// proxy_reset (every=D), failover (replication_lag=D), sentinel_failover, leader_kill,
+    /// node_kill (nodes=I,J duration=D),
     /// node_restart (nodes=I,J), clock_jump (nodes=I rate=N), server_restart (durability=none|aof-always).
     #[arg(long = "fault", value_name = "FAULT")]
     pub faults: Vec<String>,
@@ -252,7 +253,7 @@ pub struct CompareArgs {
     pub quick: bool,
     /// The full suite: the default one plus the library-fidelity scenarios (Redisson's renewal
     /// errors, busy server, orphaned holders and renewal after unlock; Redis restarts; Redlock's node
-    /// faults), about 35 minutes at 3 trials.
+    /// faults; a failover through Sentinel), about 40 minutes at 3 trials.
     #[arg(long, conflicts_with = "quick")]
     pub full: bool,
     /// The full suite at 10 trials per case, for tighter violation-rate intervals.

@@ -78,6 +78,10 @@ pub(crate) const PRESETS: &[Preset] = &[
         toml: include_str!("../scenarios/redis-failover.toml"),
     },
     Preset {
+        name: "redis-sentinel-failover",
+        toml: include_str!("../scenarios/redis-sentinel-failover.toml"),
+    },
+    Preset {
         name: "leader-loss",
         toml: include_str!("../scenarios/leader-loss.toml"),
     },

@@ -325,10 +325,16 @@ fn peer_capabilities(id: &str) -> Result<Capabilities, LockError> {
 }
 
 /// The server addresses a peer's adapter is given, by the server it needs. Addresses with credentials
-/// or TLS files are refused: the adapters do not take them yet, and their logs must not see them.
+/// or TLS files are refused: the adapters do not take them yet, and their logs must not see them. So
+/// are Sentinel addresses: the adapters take one server.
 fn peer_servers(endpoints: &Endpoints, backend: PeerBackend) -> Result<Vec<String>, LockError> {
     let servers = peer_addresses(endpoints, backend)?;
     for server in &servers {
+        if crate::backends::address::is_sentinel(server) {
+            return Err(LockError::Config(
+                "peer adapters take one Redis server, not a Sentinel address".into(),
+            ));
+        }
         let parts = lockers::address::split(server)?;
         if parts.credentials.is_some() || !parts.tls.is_empty() {
             return Err(LockError::Config(format!(

@@ -53,7 +53,8 @@ pub(crate) enum Suite {
     #[default]
     Default,
     /// The default suite plus the library-fidelity scenarios (Redisson's renewal errors and orphaned
-    /// holders, Redlock's node faults, server restarts): `--full`, and `--thorough` at 10 trials.
+    /// holders, Redlock's node faults, server restarts, a failover through Sentinel): `--full`, and
+    /// `--thorough` at 10 trials.
     Full,
 }
 
@@ -144,9 +145,9 @@ pub(crate) const MANY_LOCKS: &str = "many-locks";
 /// the trials of a case are pooled: three 1 s baseline trials give the figures of one 3 s run.
 ///
 /// The default suite is the breaking-points matrix: every fault kind lockbench injects, against every
-/// strategy, 3 trials, within 20 minutes on 2 cores. The library-fidelity scenarios (issues 14 and 15:
-/// they check that a row behaves like its library, or Redlock's node faults) would take it to about 35
-/// minutes, so they run with `--full` or `--thorough`, or by name with `--scenarios`.
+/// strategy, 3 trials, within 20 minutes on 2 cores. The library-fidelity and infrastructure scenarios (issues
+/// 14, 15 and 18: they check that a row behaves like its library, Redlock's node faults, a failover
+/// through Sentinel) would take it to about 40 minutes, so they run with `--full` or `--thorough`, or by name with `--scenarios`.
 pub(crate) const SUITE: &[SuiteEntry] = &[
     SuiteEntry::of("baseline", "1s", "300ms").quick("1s", "200ms"),
     // Long tasks are 3-5 s against a 2 s timeout: a 2 s window sees each renewed 3+ times, and three
@@ -174,6 +175,7 @@ pub(crate) const SUITE: &[SuiteEntry] = &[
     SuiteEntry::preset("renewal-after-unlock").full_only(),
     SuiteEntry::preset("server-restart").full_only(),
     SuiteEntry::preset("server-restart-fsync").full_only(),
+    SuiteEntry::preset("redis-sentinel-failover").full_only(),
     SuiteEntry::preset("redlock-kill-minority").full_only(),
     SuiteEntry::preset("redlock-restart-no-delay").full_only(),
     SuiteEntry::preset("redlock-restart-delayed").full_only(),
@@ -204,6 +206,9 @@ pub(crate) const CASE_OVERHEAD_PROCESSES: Duration = Duration::from_millis(120);
 /// Extra per case for a fault that starts servers of its own for every case (it destroys them): a
 /// Redis primary + replica (failover; measured 170-260 ms in all).
 pub(crate) const CASE_OWN_REDIS_PAIR: Duration = Duration::from_millis(300);
+/// The same for a primary + replica watched by 3 Sentinels (Sentinel failover; measured 2.3 s: the
+/// Sentinels find each other through the primary's hello channel, every 2 s).
+pub(crate) const CASE_OWN_REDIS_SENTINELS: Duration = Duration::from_secs(3);
 /// The same for a 3-member etcd cluster (leader loss; measured 0.6 s, 3.0 s at load ~10).
 pub(crate) const CASE_OWN_ETCD_CLUSTER: Duration = Duration::from_millis(1500);
 /// The same for a 3-node ZooKeeper ensemble (leader loss; measured 3.3 s, 8.0 s at load ~10: three
@@ -323,6 +328,7 @@ pub(crate) fn plan(
                     (None, _) => Duration::ZERO,
                     (Some(Topology::Cluster), ServerKind::ZooKeeper) => CASE_OWN_ZOOKEEPER_ENSEMBLE,
                     (Some(Topology::Cluster), _) => CASE_OWN_ETCD_CLUSTER,
+                    (Some(Topology::RedisSentinel), _) => CASE_OWN_REDIS_SENTINELS,
                     (Some(_), _) => CASE_OWN_REDIS_PAIR,
                 };
                 let overhead = match w.workers {

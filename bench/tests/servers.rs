@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use lockbench::backends::{Backends, GivenAddresses, ServerKind, stats};
-use lockbench_servers::{RedisServer, probe};
+use lockbench_servers::{RedisSentinels, RedisServer, probe};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn started_servers_report_versions_and_cost_counters() {
@@ -100,4 +100,44 @@ fn a_given_server_is_used_and_recorded() {
     assert!(!servers[0].managed);
     assert_eq!(servers[0].version.as_deref(), Some(redis.version()));
     assert!(redis.is_running(), "a given server is left alone");
+}
+
+/// `--redis redis+sentinel://…` runs the Redis strategies on the primary the Sentinels name; the
+/// server cost is read there, and the address is recorded as given.
+#[test]
+fn a_sentinel_address_runs_on_the_primary_it_names() {
+    let group = RedisSentinels::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    support::run_ok(&[
+        "run",
+        "--strategies",
+        "redis-watchdog,redisson",
+        "--duration",
+        "500ms",
+        "--warmup",
+        "0s",
+        "--redis",
+        &group.url(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let results = support::read_results(dir.path());
+    let servers = &results.environment.servers;
+    assert_eq!(servers[0].address, group.url());
+    assert_eq!(
+        servers[0].version.as_deref(),
+        Some(group.pair().primary().version())
+    );
+    for case in &results.cases {
+        assert!(case.operations.acquired > 0, "{}: {case:?}", case.strategy);
+        let cost = case.server_cost.as_ref().unwrap();
+        assert!(cost.requests > 0, "{}: {cost:?}", case.strategy);
+    }
+    // Nothing was sent to the replica but replication.
+    let replica = group
+        .pair()
+        .replica()
+        .command(&["INFO", "commandstats"])
+        .unwrap();
+    assert!(!replica.contains("cmdstat_evalsha"), "{replica}");
 }

@@ -390,7 +390,8 @@ pub struct FaultWindow {
     /// `pause_server` (SIGSTOP/SIGCONT of a server), `client_pause` (Redis `CLIENT PAUSE`),
     /// `pubsub_kill` (Redis `CLIENT KILL TYPE pubsub`), `proxy_delay`, `proxy_blackhole`,
     /// `proxy_reset` (the TCP proxy between clients and server), `failover` (Redis primary killed,
-    /// replica promoted), `leader_kill` (etcd / ZooKeeper leader killed).
+    /// replica promoted), `sentinel_failover` (Redis primary killed, its Sentinels promote the
+    /// replica; `promoted_after_ms`), `leader_kill` (etcd / ZooKeeper leader killed).
     pub kind: String,
     /// What it hit, for people: `client 3`, `redis 127.0.0.1:40123`, `etcd member 1 (leader)`.
     pub target: String,

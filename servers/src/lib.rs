@@ -16,6 +16,7 @@
 //! |---|---|---|
 //! | one `redis-server` | [`RedisServer`] | `PING` → `PONG` |
 //! | primary + replica | [`RedisPair`] | replica reports `master_link_status:up` |
+//! | primary + replica + 3 Sentinels | [`RedisSentinels`] | every Sentinel knows the replica and the other two |
 //! | a restartable node / N independent nodes (Redlock) | [`RedisNode`] / [`RedisNodes`] | `PING` → `PONG` (after every restart) |
 //! | one etcd member | [`EtcdServer`] | `GET /health` → `{"health":"true"}` |
 //! | etcd cluster | [`EtcdCluster`] | every member healthy |
@@ -49,6 +50,7 @@ pub mod programs;
 pub mod proxy;
 pub mod redis;
 pub mod redis_nodes;
+pub mod redis_sentinel;
 pub mod zookeeper;
 
 pub use certs::TestCertificates;
@@ -59,6 +61,7 @@ pub use programs::Program;
 pub use proxy::{Direction, Fault, Proxy};
 pub use redis::{RedisOptions, RedisPair, RedisSecurity, RedisServer};
 pub use redis_nodes::{Durability, FakeClock, OnRestart, RedisNode, RedisNodeOptions, RedisNodes};
+pub use redis_sentinel::RedisSentinels;
 pub use zookeeper::{ZkEnsemble, ZkOptions, ZkServer};
 
 /// Why a server could not be started or asked something.

@@ -1,10 +1,13 @@
 //! Server addresses as users write them (`--redis redis://host:port/0`, `--etcd http://a:2379,http://b:2379`,
 //! `--zk host:2181,host2:2181/chroot`), reduced to the socket addresses lockbench can probe. Credentials
 //! and TLS files in them (`rediss://user:pass@host:port/?ca=ca.pem`, see [`lockers::address`]) are
-//! skipped here; errors never repeat them.
+//! skipped here; errors never repeat them. A Sentinel address (`redis+sentinel://h1,h2/service`) is
+//! reduced to the primary its Sentinels name when asked.
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
 
+use lockbench_servers::probe::resp_command;
 use lockers::address::{self, Credentials};
 
 use super::ServerKind;
@@ -19,6 +22,16 @@ fn bare(address: &str) -> Result<String, String> {
 /// The user and password inside an address, if any.
 pub fn credentials(address: &str) -> Option<Credentials> {
     address::split(address).ok()?.credentials
+}
+
+/// The scheme of a Redis address resolved through Sentinels.
+const SENTINEL_SCHEME: &str = "redis+sentinel://";
+/// How long each Sentinel gets to name the primary.
+const SENTINEL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Whether a Redis URL names Sentinels rather than a server (`redis+sentinel://`).
+pub fn is_sentinel(url: &str) -> bool {
+    url.trim().starts_with(SENTINEL_SCHEME)
 }
 
 /// Whether a Redis URL asks for TLS (`rediss://`): lockbench's plain probes cannot read such a server.
@@ -62,6 +75,11 @@ pub fn password_from_env(kind: ServerKind, address: &str) -> Result<String, Stri
             Err(format!("{var} must be user:password"))
         };
     }
+    if is_sentinel(address) {
+        // One address with many hosts: the primary's password goes in once.
+        return fill(address.trim(), &secret, true)
+            .ok_or_else(|| format!("{var} is set but cannot be filled in"));
+    }
     address
         .split(',')
         .map(|one| fill(one.trim(), &secret, kind != ServerKind::Etcd))
@@ -102,8 +120,12 @@ fn encode(text: &str) -> String {
         .collect()
 }
 
-/// The socket address inside a Redis URL (`redis://[user:pass@]host[:port][/db]` or `host:port`).
+/// The socket address inside a Redis URL (`redis://[user:pass@]host[:port][/db]` or `host:port`);
+/// for a Sentinel address, the primary its Sentinels name now.
 pub fn redis_socket(url: &str) -> Result<SocketAddr, String> {
+    if is_sentinel(url) {
+        return sentinel_primary(url);
+    }
     let url = bare(url)?;
     let url = url.as_str();
     let rest = url
@@ -136,6 +158,46 @@ pub fn zk_sockets(connect: &str) -> Result<Vec<SocketAddr>, String> {
     let connect = bare(connect)?;
     let hosts = connect.split('/').next().unwrap_or("");
     hosts.split(',').map(|h| resolve(h.trim(), 2181)).collect()
+}
+
+/// Asks the Sentinels of `url` in turn which server is the primary of its service
+/// (`SENTINEL GET-MASTER-ADDR-BY-NAME`, without credentials: they are the primary's).
+fn sentinel_primary(url: &str) -> Result<SocketAddr, String> {
+    let url = bare(url)?;
+    let rest = &url[SENTINEL_SCHEME.len()..];
+    let (hosts, path) = rest
+        .split_once('/')
+        .ok_or("the service name is missing (…/service)")?;
+    let service = path.split('/').next().unwrap_or_default();
+    let mut why = Vec::new();
+    for host in hosts.split(',') {
+        let answer = resolve(host.trim(), 26379).and_then(|sentinel| {
+            let ask = ["SENTINEL", "GET-MASTER-ADDR-BY-NAME", service];
+            resp_command(sentinel, &ask, SENTINEL_TIMEOUT).map_err(|e| e.to_string())
+        });
+        match answer.as_deref().map(|text| text.split_once('\n')) {
+            Ok(Some((ip, port))) => return resolve(&format!("{ip}:{port}"), 6379),
+            Ok(None) => why.push(format!("{host}: does not know {service:?}")),
+            Err(e) => why.push(format!("{host}: {e}")),
+        }
+    }
+    Err(format!("no Sentinel named a primary ({})", why.join("; ")))
+}
+
+/// A Sentinel address's current primary as a direct address with the same user, password and
+/// database (what the up-front check connects to).
+pub fn sentinel_primary_url(url: &str) -> Result<String, String> {
+    let primary = sentinel_primary(url)?;
+    let parts = address::split(url).map_err(|e| e.to_string())?;
+    let db = parts.bare[SENTINEL_SCHEME.len()..]
+        .split('/')
+        .nth(2)
+        .unwrap_or("0");
+    let user = parts
+        .credentials
+        .map(|c| format!("{}:{}@", encode(&c.user), encode(&c.password)))
+        .unwrap_or_default();
+    Ok(format!("redis://{user}{primary}/{db}"))
 }
 
 fn resolve(host_port: &str, default_port: u16) -> Result<SocketAddr, String> {

@@ -326,8 +326,15 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
         ServerKind::Redis | ServerKind::RedisNodes => {
             // Through the strategies' own client (ACL user, TLS): a wrong password or an untrusted
             // certificate is bad input, reported before anything is measured.
+            let urls = match kind {
+                ServerKind::Redis if address::is_sentinel(&address) => {
+                    vec![address::sentinel_primary_url(&address).map_err(bad)?]
+                }
+                ServerKind::Redis => vec![address.clone()],
+                _ => address.split(',').map(|u| u.trim().to_owned()).collect(),
+            };
             let mut version = None;
-            for url in address.split(',').map(str::trim) {
+            for url in &urls {
                 version = Some(redis_version(url).map_err(bad)?);
             }
             version.flatten()

@@ -43,6 +43,9 @@ pub(crate) fn applies(
             FaultKind::ClientPause | FaultKind::BusyScript | FaultKind::Failover => {
                 server == ServerKind::Redis
             }
+            FaultKind::SentinelFailover => {
+                server == ServerKind::Redis && !crate::strategies::is_peer(strategy.id)
+            }
             FaultKind::PubsubKill => server == ServerKind::Redis && caps.wait_notify,
             FaultKind::LeaderKill => {
                 matches!(server, ServerKind::Etcd | ServerKind::ZooKeeper)
@@ -58,13 +61,17 @@ pub(crate) fn applies(
         return Ok(());
     }
     let why = match kind {
+        FaultKind::SentinelFailover if server == ServerKind::Redis => {
+            "its library is given one server's address, not the Sentinels'"
+        }
         FaultKind::PubsubKill if server == ServerKind::Redis => {
             "it uses no pub/sub connection (its waiters poll)"
         }
         FaultKind::ClientPause
         | FaultKind::BusyScript
         | FaultKind::Failover
-        | FaultKind::PubsubKill => "it is not a Redis strategy",
+        | FaultKind::SentinelFailover
+        | FaultKind::PubsubKill => "it does not run on a single Redis primary",
         FaultKind::LeaderKill => "it has no etcd or ZooKeeper cluster",
         FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => {
             "it does not run on independent Redis nodes (Redlock's masters)"
@@ -105,6 +112,9 @@ mod tests {
                 .contains("no pub/sub")
         );
         assert!(check(FaultKind::Failover, "etcd-lease").is_err());
+        assert!(check(FaultKind::SentinelFailover, "redisson").is_ok());
+        assert!(check(FaultKind::SentinelFailover, "py-redis-lock").is_err());
+        assert!(check(FaultKind::SentinelFailover, "redlock").is_err());
         assert!(check(FaultKind::LeaderKill, "zookeeper").is_ok());
         assert!(check(FaultKind::LeaderKill, "redis-watchdog").is_err());
         assert!(check(FaultKind::NodeRestart, "redlock").is_ok());

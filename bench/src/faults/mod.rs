@@ -117,6 +117,7 @@ impl CaseFaults {
                 let kind = strategy.server;
                 let started = tokio::task::spawn_blocking(move || match topology {
                     Topology::RedisPair => CaseServers::redis_pair(lag),
+                    Topology::RedisSentinel => CaseServers::redis_sentinel(),
                     Topology::Cluster => CaseServers::cluster(kind),
                     Topology::RedisNodes { fake_clock } => CaseServers::redis_nodes(fake_clock),
                     Topology::RedisNode(durability) => CaseServers::redis_node(durability),

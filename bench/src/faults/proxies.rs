@@ -65,9 +65,17 @@ pub(crate) fn set(proxy: &Proxy, directions: Directions, fault: Fault) {
 fn server_sockets(kind: ServerKind, base: &EndpointAddrs) -> Result<Vec<SocketAddr>, String> {
     let missing = || format!("no {} address to put a proxy in front of", kind.name());
     match kind {
-        ServerKind::Redis => Ok(vec![address::redis_socket(
-            base.redis.as_deref().ok_or_else(missing)?,
-        )?]),
+        ServerKind::Redis => {
+            let url = base.redis.as_deref().ok_or_else(missing)?;
+            if address::is_sentinel(url) {
+                return Err(
+                    "a proxy cannot stand between clients and the primary their Sentinels \
+                            name: network faults need a direct Redis address"
+                        .into(),
+                );
+            }
+            Ok(vec![address::redis_socket(url)?])
+        }
         ServerKind::RedisNodes if !base.redis_nodes.is_empty() => base
             .redis_nodes
             .iter()

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockbench_servers::probe::resp_command;
+use lockbench_servers::redis_sentinel::DOWN_AFTER as SENTINEL_DOWN_AFTER;
 
 use super::env::{
     FaultEnv, Record, ServerAccess, Victim, blocking, describe_victim, hold_for, measure_any,
@@ -207,13 +208,24 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             rec.stop = Some(env.clock.now());
             true
         }
-        FaultKind::Failover => {
+        FaultKind::Failover | FaultKind::SentinelFailover => {
             let ServerAccess::Own(own) = env.server.clone() else {
-                rec.note("not applied: failover needs a primary + replica started for the case");
+                rec.note(format!(
+                    "not applied: {} needs servers started for the case",
+                    spec.kind.name()
+                ));
                 return;
             };
             let proxies = env.proxies.clone();
-            match blocking(move || own.failover(proxies.as_deref())).await {
+            let through_sentinels = spec.kind == FaultKind::SentinelFailover;
+            let failover = move || {
+                if through_sentinels {
+                    own.sentinel_failover()
+                } else {
+                    own.failover(proxies.as_deref())
+                }
+            };
+            match blocking(failover).await {
                 Ok(report) => {
                     rec.target = format!(
                         "redis primary {} → replica {}",
@@ -225,6 +237,13 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                     rec.param("primary_keys", report.primary_keys);
                     rec.param("keys_missing_on_replica", report.missing_keys);
                     rec.param("keys_stale_on_replica", report.stale_keys);
+                    if let Some(after) = report.promoted_after {
+                        rec.param("promoted_after_ms", after.as_secs_f64() * 1e3);
+                        rec.param(
+                            "sentinel_down_after_ms",
+                            SENTINEL_DOWN_AFTER.as_secs_f64() * 1e3,
+                        );
+                    }
                 }
                 Err(e) => {
                     rec.note(format!("failover failed: {e}"));

@@ -1,6 +1,6 @@
 //! Servers a case starts for itself because its fault destroys them: a Redis primary with an
 //! asynchronous replica (for `failover`; optionally with a delayed replication link, as across
-//! zones), a 3-member etcd cluster / ZooKeeper ensemble (for `leader_kill`), Redlock's 5 independent
+//! zones), the same pair watched by 3 Sentinels (for `sentinel_failover`), a 3-member etcd cluster / ZooKeeper ensemble (for `leader_kill`), Redlock's 5 independent
 //! nodes (for `node_kill`, `node_restart`, `clock_jump`: one of them under libfaketime), or one
 //! restartable Redis with or without durable persistence (for `server_restart`). Dropped with the case.
 
@@ -12,7 +12,7 @@ use lockbench_reports::model::ServerInfo;
 use lockbench_servers::redis::info_field;
 use lockbench_servers::{
     Direction, Durability, EtcdCluster, FakeClock, Fault, OnRestart, Proxy, RedisNode,
-    RedisNodeOptions, RedisNodes, RedisPair, ZkEnsemble,
+    RedisNodeOptions, RedisNodes, RedisPair, RedisSentinels, RedisServer, ZkEnsemble,
 };
 
 use super::proxies::ClientProxies;
@@ -21,6 +21,8 @@ use crate::backends::{EndpointAddrs, ServerKind};
 
 const LINK_TIMEOUT: Duration = Duration::from_secs(10);
 const LEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the Sentinels get to promote the replica (they need `down-after` plus an election).
+const PROMOTION_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The servers of one case.
 #[derive(Debug)]
@@ -40,6 +42,8 @@ pub(crate) enum CaseServers {
     RedisNodes(RedisNodes),
     /// One restartable Redis (boxed: it is much larger than the other variants).
     RedisNode(Box<RedisNode>),
+    /// Primary + replica watched by 3 Sentinels; clients connect through the Sentinels (boxed).
+    RedisSentinel(Box<RedisSentinels>),
 }
 
 /// What a failover found and did.
@@ -57,6 +61,41 @@ pub(crate) struct FailoverReport {
     pub missing_keys: usize,
     /// Of those, how many it has with another value (an older owner, a smaller fencing counter).
     pub stale_keys: usize,
+    /// Through Sentinel: from the kill until a majority of the Sentinels named the replica and it
+    /// answered as a master.
+    pub promoted_after: Option<Duration>,
+}
+
+impl FailoverReport {
+    /// Kills `primary` and compares what it held just before with what `replica` holds right after
+    /// (before any promotion, so nothing has written to it yet).
+    fn kill_primary(primary: &RedisServer, replica: &RedisServer) -> Result<Self, String> {
+        let before = snapshot(primary);
+        let written = primary
+            .command(&["INFO", "replication"])
+            .ok()
+            .and_then(|i| info_u64(&i, "master_repl_offset"));
+        primary
+            .kill()
+            .map_err(|e| format!("killing the primary: {e}"))?;
+        let received = replica
+            .command(&["INFO", "replication"])
+            .ok()
+            .and_then(|i| info_u64(&i, "slave_repl_offset"));
+        let after = snapshot(replica);
+        Ok(FailoverReport {
+            old_primary: primary.addr(),
+            new_primary: replica.addr(),
+            unreplicated_bytes: written.zip(received).map(|(w, r)| w.saturating_sub(r)),
+            primary_keys: before.len(),
+            missing_keys: before.keys().filter(|k| !after.contains_key(*k)).count(),
+            stale_keys: before
+                .iter()
+                .filter(|(k, v)| after.get(*k).is_some_and(|a| a != *v))
+                .count(),
+            promoted_after: None,
+        })
+    }
 }
 
 /// Every key of a (small, test) database with a printable form of its value (strings and hashes;
@@ -104,6 +143,14 @@ impl CaseServers {
             pair: Box::new(pair),
             lag,
         })
+    }
+
+    /// Starts a primary + replica and 3 Sentinels, and waits until the Sentinels know the replica and
+    /// each other. Blocking (a few seconds).
+    pub(crate) fn redis_sentinel() -> Result<Self, String> {
+        RedisSentinels::start()
+            .map(|group| CaseServers::RedisSentinel(Box::new(group)))
+            .map_err(|e| format!("redis primary + replica + 3 sentinels: {e}"))
     }
 
     /// Starts Redlock's 5 independent nodes, without persistence; `fake_clock` = `(node, rate)` runs
@@ -185,7 +232,7 @@ impl CaseServers {
             CaseServers::Etcd(_) => ServerKind::Etcd,
             CaseServers::ZooKeeper(_) => ServerKind::ZooKeeper,
             CaseServers::RedisNodes(_) => ServerKind::RedisNodes,
-            CaseServers::RedisNode(_) => ServerKind::Redis,
+            CaseServers::RedisNode(_) | CaseServers::RedisSentinel(_) => ServerKind::Redis,
         }
     }
 
@@ -201,6 +248,10 @@ impl CaseServers {
             CaseServers::ZooKeeper(z) => out.zookeeper = Some(z.connect_string()),
             CaseServers::RedisNodes(n) => out.redis_nodes = n.urls(),
             CaseServers::RedisNode(n) => out.redis = Some(n.url()),
+            CaseServers::RedisSentinel(group) => {
+                out.redis = Some(group.url());
+                out.redis_replicated = true;
+            }
         }
         out
     }
@@ -211,11 +262,8 @@ impl CaseServers {
     pub(crate) fn stats_source(&self) -> Option<StatsSource> {
         match self {
             CaseServers::RedisNodes(_) | CaseServers::RedisNode(_) => None,
-            CaseServers::RedisPair { pair, .. } => Some(StatsSource::new(
-                ServerKind::Redis,
-                pair.primary().addr(),
-                Some(pair.primary().pid()),
-            )),
+            CaseServers::RedisPair { pair, .. } => Some(primary_stats(pair)),
+            CaseServers::RedisSentinel(group) => Some(primary_stats(group.pair())),
             CaseServers::Etcd(c) => {
                 let i = (c.leader().unwrap_or(0) + 1) % c.len();
                 let m = c.member(i);
@@ -275,6 +323,11 @@ impl CaseServers {
                 ),
                 n.nodes().iter().map(RedisNode::startup).sum(),
             ),
+            CaseServers::RedisSentinel(group) => (
+                group.pair().primary().version().to_owned(),
+                "primary + replica + 3 Sentinels started per case".to_owned(),
+                group.startup(),
+            ),
             CaseServers::RedisNode(n) => (
                 redis_version(n),
                 format!(
@@ -299,10 +352,8 @@ impl CaseServers {
     /// The process to pause for `pause_server`: the primary, or the current leader. Blocking.
     pub(crate) fn serving_pid(&self) -> Option<(u32, String)> {
         match self {
-            CaseServers::RedisPair { pair, .. } => Some((
-                pair.primary().pid(),
-                format!("redis primary {}", pair.primary().addr()),
-            )),
+            CaseServers::RedisPair { pair, .. } => Some(primary_pid(pair)),
+            CaseServers::RedisSentinel(group) => Some(primary_pid(group.pair())),
             CaseServers::Etcd(c) => c.wait_for_leader(LEADER_TIMEOUT).map(|i| {
                 (
                     c.member(i).pid(),
@@ -327,6 +378,7 @@ impl CaseServers {
     pub(crate) fn redis_primary(&self) -> Option<SocketAddr> {
         match self {
             CaseServers::RedisPair { pair, .. } => Some(pair.primary().addr()),
+            CaseServers::RedisSentinel(group) => Some(group.pair().primary().addr()),
             CaseServers::RedisNode(n) => Some(n.addr()),
             _ => None,
         }
@@ -356,19 +408,7 @@ impl CaseServers {
                 proxy.set_upstream(replica.addr());
             }
         }
-        let before = snapshot(primary);
-        let written = primary
-            .command(&["INFO", "replication"])
-            .ok()
-            .and_then(|i| info_u64(&i, "master_repl_offset"));
-        primary
-            .kill()
-            .map_err(|e| format!("killing the primary: {e}"))?;
-        let received = replica
-            .command(&["INFO", "replication"])
-            .ok()
-            .and_then(|i| info_u64(&i, "slave_repl_offset"));
-        let after = snapshot(replica);
+        let report = FailoverReport::kill_primary(primary, replica)?;
         pair.promote_replica()
             .map_err(|e| format!("promoting the replica: {e}"))?;
         if let Some(proxies) = proxies {
@@ -376,16 +416,28 @@ impl CaseServers {
                 proxy.reset_all();
             }
         }
+        Ok(report)
+    }
+
+    /// Kills the primary and waits until the Sentinels have promoted the replica. Nothing tells the
+    /// clients: they find the new primary through the Sentinels, as they would in production.
+    /// Blocking (about the Sentinels' `down-after` plus an election).
+    pub(crate) fn sentinel_failover(&self) -> Result<FailoverReport, String> {
+        let CaseServers::RedisSentinel(group) = self else {
+            return Err("sentinel_failover needs a primary + replica watched by Sentinels".into());
+        };
+        let (primary, replica) = (group.pair().primary(), group.pair().replica());
+        let killed_at = Instant::now();
+        let report = FailoverReport::kill_primary(primary, replica)?;
+        let (promoted, seen_at) = group
+            .wait_for_new_primary(primary.addr(), PROMOTION_TIMEOUT)
+            .ok_or_else(|| {
+                format!("the Sentinels promoted no replica within {PROMOTION_TIMEOUT:?}")
+            })?;
         Ok(FailoverReport {
-            old_primary: primary.addr(),
-            new_primary: replica.addr(),
-            unreplicated_bytes: written.zip(received).map(|(w, r)| w.saturating_sub(r)),
-            primary_keys: before.len(),
-            missing_keys: before.keys().filter(|k| !after.contains_key(*k)).count(),
-            stale_keys: before
-                .iter()
-                .filter(|(k, v)| after.get(*k).is_some_and(|a| a != *v))
-                .count(),
+            new_primary: promoted,
+            promoted_after: Some(seen_at - killed_at),
+            ..report
         })
     }
 
@@ -420,6 +472,23 @@ impl CaseServers {
         };
         Ok((what, elected.map(|_| killed_at.elapsed())))
     }
+}
+
+/// Where a pair's server cost is read: its primary as started.
+fn primary_stats(pair: &RedisPair) -> StatsSource {
+    StatsSource::new(
+        ServerKind::Redis,
+        pair.primary().addr(),
+        Some(pair.primary().pid()),
+    )
+}
+
+/// The process `pause_server` stops in a pair: its primary as started.
+fn primary_pid(pair: &RedisPair) -> (u32, String) {
+    (
+        pair.primary().pid(),
+        format!("redis primary {}", pair.primary().addr()),
+    )
 }
 
 /// `redis nodes 3,4 (127.0.0.1:P3, 127.0.0.1:P4)`.

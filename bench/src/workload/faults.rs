@@ -88,6 +88,9 @@ pub(crate) enum FaultKind {
     ProxyReset,
     /// Kill the Redis primary, promote its replica, point the clients at it.
     Failover,
+    /// Kill the Redis primary watched by 3 Sentinels; they agree it is down, promote its replica,
+    /// and the clients find the new primary by asking them.
+    SentinelFailover,
     /// Kill the leader of the 3-member etcd cluster or ZooKeeper ensemble.
     LeaderKill,
     /// SIGKILL Redlock nodes (`nodes`); restart them after `duration` if given (their data dir kept:
@@ -105,7 +108,7 @@ pub(crate) enum FaultKind {
 
 impl FaultKind {
     /// Every kind, in listing order.
-    pub(crate) const ALL: [FaultKind; 18] = [
+    pub(crate) const ALL: [FaultKind; 19] = [
         FaultKind::PauseWorker,
         FaultKind::CrashWorker,
         FaultKind::StarveWorker,
@@ -119,6 +122,7 @@ impl FaultKind {
         FaultKind::ProxyBlackhole,
         FaultKind::ProxyReset,
         FaultKind::Failover,
+        FaultKind::SentinelFailover,
         FaultKind::LeaderKill,
         FaultKind::NodeKill,
         FaultKind::NodeRestart,
@@ -142,6 +146,7 @@ impl FaultKind {
             FaultKind::ProxyBlackhole => "proxy_blackhole",
             FaultKind::ProxyReset => "proxy_reset",
             FaultKind::Failover => "failover",
+            FaultKind::SentinelFailover => "sentinel_failover",
             FaultKind::LeaderKill => "leader_kill",
             FaultKind::NodeKill => "node_kill",
             FaultKind::NodeRestart => "node_restart",
@@ -176,6 +181,7 @@ impl FaultKind {
             | FaultKind::PubsubKill
             | FaultKind::BusyScript
             | FaultKind::Failover
+            | FaultKind::SentinelFailover
             | FaultKind::LeaderKill
             | FaultKind::NodeKill
             | FaultKind::NodeRestart
@@ -192,7 +198,7 @@ impl FaultKind {
             | FaultKind::StarveWorker
             | FaultKind::PauseServer
             | FaultKind::ClientPause => &["duration"],
-            FaultKind::CrashWorker | FaultKind::LeaderKill => &[],
+            FaultKind::CrashWorker | FaultKind::LeaderKill | FaultKind::SentinelFailover => &[],
             FaultKind::CpuHog => &["duration", "threads"],
             FaultKind::CgroupQuota => &["duration", "quota", "period"],
             FaultKind::PubsubKill => &["duration", "every"],
@@ -467,8 +473,10 @@ impl FaultSpec {
             // least replicated write).
             FaultScope::Server => {
                 target == Target::Server
-                    || (matches!(kind, FaultKind::Failover | FaultKind::BusyScript)
-                        && target == Target::Holder)
+                    || (matches!(
+                        kind,
+                        FaultKind::Failover | FaultKind::SentinelFailover | FaultKind::BusyScript
+                    ) && target == Target::Holder)
             }
         };
         if !target_ok {
@@ -707,6 +715,7 @@ pub(crate) fn needs_proxies(kind: FaultKind) -> bool {
 pub(crate) fn own_topology(spec: &FaultSpec) -> Option<Topology> {
     match spec.kind {
         FaultKind::Failover => Some(Topology::RedisPair),
+        FaultKind::SentinelFailover => Some(Topology::RedisSentinel),
         FaultKind::LeaderKill => Some(Topology::Cluster),
         FaultKind::NodeKill | FaultKind::NodeRestart => {
             Some(Topology::RedisNodes { fake_clock: None })
@@ -737,6 +746,8 @@ pub(crate) fn case_topology(specs: &[FaultSpec]) -> Option<Topology> {
 pub(crate) enum Topology {
     /// A Redis primary with one asynchronous replica.
     RedisPair,
+    /// A Redis primary and replica watched by 3 Sentinels.
+    RedisSentinel,
     /// A 3-member etcd cluster or 3-node ZooKeeper ensemble (whichever the strategy uses).
     Cluster,
     /// Redlock's 5 independent Redis nodes, optionally one (index) with a wall clock running
@@ -753,7 +764,7 @@ impl Topology {
     /// The server kinds this topology replaces the run's shared servers for.
     pub(crate) fn replaces(self) -> &'static [ServerKind] {
         match self {
-            Topology::RedisPair => &[ServerKind::Redis],
+            Topology::RedisPair | Topology::RedisSentinel => &[ServerKind::Redis],
             Topology::Cluster => &[ServerKind::Etcd, ServerKind::ZooKeeper],
             Topology::RedisNodes { .. } => &[ServerKind::RedisNodes],
             Topology::RedisNode(_) => &[ServerKind::Redis],

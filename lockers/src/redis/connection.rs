@@ -1,149 +1,45 @@
 //! The connection every Redis strategy client opens: one multiplexed, self-reconnecting command connection
-//! (redis-rs's `ConnectionManager`), the settings that bound how long connecting and answering may take,
-//! and the conversion of redis-rs errors into [`LockError::Backend`] with backend `"redis"`.
+//! (redis-rs's `ConnectionManager`) that counts what it sends, on the client the `client` module builds.
 //!
 //! A connect to an unreachable address fails within [`ConnectionSettings::connect_timeout`]; it never
 //! hangs and never retries past that bound. Once connected, a broken connection is re-established in the
 //! background by the manager; the command that saw the break fails (and is reported by its caller).
 //!
-//! Every Redis connection of a client (commands, pub/sub, a guard thread's blocking connection, each
-//! Redlock node) comes from the one `redis::Client` built by [`open_client`], so an ACL user
-//! (`redis://user:pass@host`) and TLS (`rediss://host?ca=ca.pem[&cert=c.pem&key=c.key]`, rustls) hold
-//! for all of them. Errors and `Debug` show the address redacted.
-//!
-//! Every command a client sends is counted ([`commands_sent`]): the requests the server saw from this
-//! process, a script call counting once however many `redis.call`s it runs (Redis's own `INFO
-//! commandstats` counts those too, so it cannot tell them apart). Commands go through [`Commands`]
-//! (the multiplexed connection), `count_sent` (pub/sub subscriptions, a guard thread's blocking
-//! connection) and `count_handshake` (`AUTH`/`SELECT` when a connection opens; `CLIENT SETINFO` is
-//! not sent). A test checks the count against what `MONITOR` saw.
+//! Further connections of a client (pub/sub, a guard thread's blocking connection) are opened from
+//! [`RedisConnection::client`]. Errors and `Debug` show the address redacted. A `redis+sentinel://`
+//! address sends commands to whichever server the Sentinels name primary, asking them again after an
+//! error a failover causes (see the `sentinel` module). [`Commands`] counts every command it sends
+//! ([`commands_sent`]).
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
+pub use super::client::{BACKEND, ConnectionSettings, commands_sent, open_client};
+pub(crate) use super::client::{count_handshake, count_sent};
+use super::sentinel::{SentinelAddress, SentinelRoute};
 use crate::address;
 use crate::error::LockError;
-
-/// The backend name every Redis error carries.
-pub const BACKEND: &str = "redis";
-
-impl From<redis::RedisError> for LockError {
-    fn from(error: redis::RedisError) -> Self {
-        LockError::backend(BACKEND, error)
-    }
-}
-
-/// How long a Redis client may wait for the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConnectionSettings {
-    /// Bound on establishing a connection, including the first connect (default 1 s).
-    pub connect_timeout: Duration,
-    /// Bound on one command's answer; past it the command fails with a `Backend` error (default 1 s).
-    pub response_timeout: Duration,
-}
-
-impl Default for ConnectionSettings {
-    fn default() -> Self {
-        ConnectionSettings {
-            connect_timeout: Duration::from_secs(1),
-            response_timeout: Duration::from_secs(1),
-        }
-    }
-}
-
-impl ConnectionSettings {
-    /// Checks the settings; a `Config` error names the bad one.
-    pub fn validate(&self) -> Result<(), LockError> {
-        if self.connect_timeout.is_zero() {
-            return Err(LockError::Config(
-                "connection.connect_timeout must be > 0".into(),
-            ));
-        }
-        if self.response_timeout.is_zero() {
-            return Err(LockError::Config(
-                "connection.response_timeout must be > 0".into(),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// The client every connection to `url` is opened from: `redis://[user:pass@]host:port[/db]`, or
-/// `rediss://…` for TLS, with `?ca=<pem>` (trusted CAs; default the system's roots) and optionally
-/// `&cert=<pem>&key=<pem>` (a client certificate). TLS files on a `redis://` URL, an unreadable file or
-/// a bad URL are a `Config` error; the error shows the URL redacted.
-pub fn open_client(url: &str) -> Result<redis::Client, LockError> {
-    let shown = address::redact(url);
-    let parts = address::split(url)?;
-    let bad = |e: redis::RedisError| LockError::Config(format!("redis url {shown:?}: {e}"));
-    let mut info =
-        redis::IntoConnectionInfo::into_connection_info(parts.bare.as_str()).map_err(bad)?;
-    // No `CLIENT SETINFO` on connect: every command the server sees is one the strategy sent.
-    let quiet = info.redis_settings().clone().set_skip_set_lib_name();
-    info = info.set_redis_settings(quiet);
-    if let Some(credentials) = parts.credentials {
-        let mut settings = info.redis_settings().clone();
-        if !credentials.user.is_empty() {
-            settings = settings.set_username(&credentials.user);
-        }
-        if !credentials.password.is_empty() {
-            settings = settings.set_password(&credentials.password);
-        }
-        info = info.set_redis_settings(settings);
-    }
-    if parts.tls.is_empty() {
-        return redis::Client::open(info).map_err(bad);
-    }
-    if !matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. }) {
-        return Err(LockError::Config(format!(
-            "redis url {shown:?}: ca=, cert= and key= need a rediss:// URL"
-        )));
-    }
-    let certificates = redis::TlsCertificates {
-        client_tls: parts
-            .tls
-            .read_client()?
-            .map(|identity| redis::ClientTlsConfig {
-                client_cert: identity.cert,
-                client_key: identity.key,
-            }),
-        root_cert: parts.tls.read_ca()?,
-    };
-    redis::Client::build_with_tls(info, certificates).map_err(bad)
-}
-
-/// Commands this process's Redis clients sent so far.
-static SENT: AtomicU64 = AtomicU64::new(0);
-
-/// How many commands every Redis client of this process has sent so far (script calls count once;
-/// pipelines count each command, `MULTI`/`EXEC` included). The difference across a case is the
-/// requests its clients sent.
-pub fn commands_sent() -> u64 {
-    SENT.load(Ordering::Relaxed)
-}
-
-/// Counts `n` commands sent outside [`Commands`] (subscriptions, blocking connections).
-pub(crate) fn count_sent(n: u64) {
-    SENT.fetch_add(n, Ordering::Relaxed);
-}
-
-/// Counts the commands a new connection of `client` sends before any of ours: `AUTH` with a
-/// password, `SELECT` for a database other than 0.
-pub(crate) fn count_handshake(client: &redis::Client) {
-    let settings = client.get_connection_info().redis_settings();
-    let auth = u64::from(settings.password().is_some());
-    let select = u64::from(settings.db() != 0);
-    count_sent(auth + select);
-}
 
 /// The shared command connection, counting what it sends (see [`commands_sent`]). Cloning is cheap:
 /// every clone pipelines on the one socket.
 #[derive(Clone)]
-pub struct Commands(ConnectionManager);
+pub struct Commands(Route);
+
+/// Where commands go: one server, or whichever the Sentinels name primary.
+// The direct route is every command's path and is cloned per operation: kept inline, unboxed.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone)]
+enum Route {
+    Direct {
+        manager: ConnectionManager,
+        client: redis::Client,
+    },
+    Sentinel(Arc<SentinelRoute>),
+}
 
 impl fmt::Debug for Commands {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -151,10 +47,31 @@ impl fmt::Debug for Commands {
     }
 }
 
+impl Commands {
+    fn client(&self) -> redis::Client {
+        match &self.0 {
+            Route::Direct { client, .. } => client.clone(),
+            Route::Sentinel(route) => route.client(),
+        }
+    }
+}
+
 impl ConnectionLike for Commands {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         count_sent(1);
-        self.0.req_packed_command(cmd)
+        match &mut self.0 {
+            Route::Direct { manager, .. } => manager.req_packed_command(cmd),
+            Route::Sentinel(route) => {
+                let route = route.clone();
+                Box::pin(async move {
+                    let answer = route.manager().req_packed_command(cmd).await;
+                    if let Err(e) = &answer {
+                        route.after_error(e);
+                    }
+                    answer
+                })
+            }
+        }
     }
 
     fn req_packed_commands<'a>(
@@ -165,19 +82,36 @@ impl ConnectionLike for Commands {
     ) -> RedisFuture<'a, Vec<Value>> {
         let wrapper = if pipeline.is_transaction() { 2 } else { 0 };
         count_sent((pipeline.len() + wrapper) as u64);
-        self.0.req_packed_commands(pipeline, offset, count)
+        match &mut self.0 {
+            Route::Direct { manager, .. } => manager.req_packed_commands(pipeline, offset, count),
+            Route::Sentinel(route) => {
+                let route = route.clone();
+                Box::pin(async move {
+                    let answer = route
+                        .manager()
+                        .req_packed_commands(pipeline, offset, count)
+                        .await;
+                    if let Err(e) = &answer {
+                        route.after_error(e);
+                    }
+                    answer
+                })
+            }
+        }
     }
 
     fn get_db(&self) -> i64 {
-        self.0.get_db()
+        match &self.0 {
+            Route::Direct { manager, .. } => manager.get_db(),
+            Route::Sentinel(route) => route.db(),
+        }
     }
 }
 
-/// One client's link to a Redis server: the parsed address (for further connections such as pub/sub)
-/// and the shared command connection. Cloning is cheap and shares the connection.
+/// One client's link to a Redis server: the shared command connection and the client it was opened
+/// from (for further connections such as pub/sub). Cloning is cheap and shares the connection.
 #[derive(Clone)]
 pub struct RedisConnection {
-    client: redis::Client,
     commands: Commands,
     settings: ConnectionSettings,
 }
@@ -185,34 +119,44 @@ pub struct RedisConnection {
 impl fmt::Debug for RedisConnection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The address may carry a password; show only where it points.
-        let addr = &self.client.get_connection_info().addr();
+        let addr = match &self.commands.0 {
+            Route::Direct { client, .. } => client.get_connection_info().addr().to_string(),
+            Route::Sentinel(route) => format!("{} (via Sentinel)", route.primary()),
+        };
         f.debug_struct("RedisConnection")
-            .field("addr", &addr.to_string())
+            .field("addr", &addr)
             .field("settings", &self.settings)
             .finish()
     }
 }
 
 impl RedisConnection {
-    /// Connects to `url` (`redis[s]://[user:pass@]host:port[/db][?ca=…]`, see [`open_client`]). A bad
-    /// URL is a `Config` error; a server that does not answer within `settings.connect_timeout` is a
-    /// `Backend` error.
+    /// Connects to `url` (`redis[s]://[user:pass@]host:port[/db][?ca=…]`, see [`open_client`], or
+    /// `redis+sentinel://[user:pass@]host:port[,host:port…]/service[/db]`, the primary the Sentinels
+    /// name, followed across failovers). A bad URL is a `Config` error; a server that does not answer
+    /// within `settings.connect_timeout` is a `Backend` error.
     pub async fn connect(url: &str, settings: ConnectionSettings) -> Result<Self, LockError> {
         settings.validate()?;
-        let client = open_client(url)?;
-        let url = address::redact(url);
+        let shown = address::redact(url);
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(settings.connect_timeout))
             .set_response_timeout(Some(settings.response_timeout))
             .set_number_of_retries(2)
             .set_min_delay(Duration::from_millis(20))
             .set_max_delay(settings.connect_timeout);
-        // The manager connects lazily; the first PING proves the server is there, within the bound.
-        let mut commands = Commands(ConnectionManager::new_lazy_with_config(
-            client.clone(),
-            config,
-        )?);
-        count_handshake(&client);
+        let route = match SentinelAddress::parse(url)? {
+            Some(sentinel) => Route::Sentinel(
+                SentinelRoute::open(sentinel, shown.clone(), settings, config).await?,
+            ),
+            None => {
+                let client = open_client(url)?;
+                // The manager connects lazily; the first PING proves the server is there.
+                let manager = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
+                count_handshake(&client);
+                Route::Direct { manager, client }
+            }
+        };
+        let mut commands = Commands(route);
         let ping_cmd = redis::cmd("PING");
         let ping = ping_cmd.query_async::<String>(&mut commands);
         match tokio::time::timeout(settings.connect_timeout, ping).await {
@@ -222,17 +166,13 @@ impl RedisConnection {
                 return Err(LockError::backend(
                     BACKEND,
                     format!(
-                        "no answer from {url:?} within the connect timeout of {:?}",
+                        "no answer from {shown:?} within the connect timeout of {:?}",
                         settings.connect_timeout
                     ),
                 ));
             }
         }
-        Ok(RedisConnection {
-            client,
-            commands,
-            settings,
-        })
+        Ok(RedisConnection { commands, settings })
     }
 
     /// The shared, multiplexed command connection (a cheap clone: every clone pipelines on one socket).
@@ -240,9 +180,17 @@ impl RedisConnection {
         self.commands.clone()
     }
 
-    /// The parsed client, for opening further connections (pub/sub) to the same server.
-    pub fn client(&self) -> &redis::Client {
-        &self.client
+    /// A client for the server commands go to now, for opening further connections (pub/sub) to it.
+    pub fn client(&self) -> redis::Client {
+        self.commands.client()
+    }
+
+    /// Says that a further connection to [`Self::client`]'s server broke: behind Sentinel, the
+    /// Sentinels are asked again for the primary (see the `sentinel` module); otherwise nothing.
+    pub(crate) fn connection_broke(&self) {
+        if let Route::Sentinel(route) = &self.commands.0 {
+            route.ask_again();
+        }
     }
 
     /// The timeouts this connection was opened with.

@@ -85,8 +85,7 @@ impl RedisGuardThread {
         string_lock::load_scripts(&mut connection.commands()).await?;
         let tag: String = config.client_id.chars().take(6).collect();
         let threads = RenewalThreads {
-            client: connection.client().clone(),
-            settings: config.connection,
+            connection: connection.clone(),
             plan: RenewalPlan::from(config.renewal),
             events: events.clone(),
             closed: Arc::default(),

@@ -19,7 +19,7 @@ use std::time::Instant;
 use super::connection::Commands;
 use tokio::sync::{Notify, mpsc};
 
-use super::connection::ConnectionSettings;
+use super::connection::RedisConnection;
 use super::pubsub::{Listener, Listening, PubSub, Wakeup, arm};
 use crate::error::LockError;
 
@@ -225,18 +225,15 @@ pub(super) struct KeyEvents {
 impl KeyEvents {
     /// Subscribes to database `db`'s `expired` and `del` events; returns once the server confirmed both
     /// (a `Backend` error if it did not within the connect timeout).
-    pub(super) async fn start(
-        client: redis::Client,
-        settings: ConnectionSettings,
-        db: i64,
-    ) -> Result<Self, LockError> {
+    pub(super) async fn start(connection: &RedisConnection, db: i64) -> Result<Self, LockError> {
+        let settings = connection.settings();
         let table = Arc::new(Table {
             keys: Mutex::default(),
             next_holder: AtomicU64::new(0),
             expired_channel: format!("__keyevent@{db}__:expired"),
         });
         let del_channel = format!("__keyevent@{db}__:del");
-        let pubsub = PubSub::start(client, settings);
+        let pubsub = PubSub::start(connection.clone());
         let channels = [table.expired_channel.as_str(), &del_channel];
         let mut listening = pubsub.listen(&channels, table.clone());
         listening.confirmed(settings.connect_timeout).await?;

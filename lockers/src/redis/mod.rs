@@ -2,7 +2,9 @@
 //!
 //! | module | what it holds | used by |
 //! |---|---|---|
-//! | [`connection`] | the multiplexed, reconnecting command connection; timeouts; `RedisError` → `LockError::Backend` | every Redis strategy |
+//! | `client` | the `redis::Client` an address describes (ACL user, TLS); timeouts; `RedisError` → `LockError::Backend`; the count of commands sent | every connection |
+//! | [`connection`] | the multiplexed, reconnecting command connection, direct or behind Sentinel | every Redis strategy |
+//! | `sentinel` | `redis+sentinel://` addresses: the primary asked of the Sentinels, asked again after a failover-like error | [`connection`] |
 //! | `keys` | lock, fencing-counter, unlock-channel and shadow key names with `{name}` hash tags; key prefix, client ids, owner fields | every Redis strategy |
 //! | `scripts` | Lua scripts (`scripts/*.lua`, with the shared `lib.lua`: fencing `INCR`, extend-only TTLs) called by SHA with reload on `NOSCRIPT`; the answers every script shares (acquire attempt, renew outcome, TTL in ms); the watchdog's scripts | every Redis strategy |
 //! | `acquire` | capabilities; reading a request (lease TTL, owner, wait); `Timeout`; registering a grant and building its lease; releasing a dropped lease in the background | every Redis strategy |
@@ -37,6 +39,7 @@
 //! period, between ½ and 1½ periods after its previous renewal, and N held locks cost ⌈N / chunk⌉ calls
 //! per period.
 
+mod client;
 pub mod connection;
 pub mod guard_thread;
 pub mod keyspace;
@@ -64,6 +67,7 @@ mod renewal_thread;
 mod replica_sync;
 mod script_roles;
 mod scripts;
+mod sentinel;
 mod string_lock;
 mod watchdog_config;
 

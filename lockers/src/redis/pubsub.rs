@@ -33,7 +33,7 @@ use tokio::sync::futures::OwnedNotified;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::AbortHandle;
 
-use super::connection::{ConnectionSettings, count_handshake, count_sent};
+use super::connection::{ConnectionSettings, RedisConnection, count_handshake, count_sent};
 use crate::error::LockError;
 
 /// A wake-up armed before a retry, so a message that arrives during the retry is not missed.
@@ -196,7 +196,7 @@ pub(crate) struct PubSub {
 
 impl PubSub {
     /// Starts the dispatcher (it connects on the first subscription).
-    pub(crate) fn start(client: redis::Client, settings: ConnectionSettings) -> Self {
+    pub(crate) fn start(connection: RedisConnection) -> Self {
         let (requests, queue) = mpsc::unbounded_channel();
         let table = Arc::new(Table {
             state: Mutex::default(),
@@ -204,7 +204,7 @@ impl PubSub {
             reconnects: AtomicU64::new(0),
             last_error: Mutex::default(),
         });
-        let dispatcher = tokio::spawn(dispatch(Arc::downgrade(&table), client, settings, queue));
+        let dispatcher = tokio::spawn(dispatch(Arc::downgrade(&table), connection, queue));
         PubSub {
             table,
             dispatcher: dispatcher.abort_handle(),
@@ -420,8 +420,7 @@ async fn connect(
 /// The dispatcher: (re)connects while channels are wanted, and serves each connection until it breaks.
 async fn dispatch(
     table: Weak<Table>,
-    client: redis::Client,
-    settings: ConnectionSettings,
+    connection: RedisConnection,
     mut queue: mpsc::UnboundedReceiver<Request>,
 ) {
     let mut backoff = FIRST_BACKOFF;
@@ -439,12 +438,15 @@ async fn dispatch(
         if table.strong_count() == 0 {
             return;
         }
-        let link = match connect(&table, &client, settings).await {
+        // Behind Sentinel, the server named primary now.
+        let client = connection.client();
+        let link = match connect(&table, &client, connection.settings()).await {
             Ok(link) => link,
             Err(error) => {
                 if let Some(t) = table.upgrade() {
                     t.failed(error);
                 }
+                connection.connection_broke();
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
@@ -461,6 +463,7 @@ async fn dispatch(
                 if let Some(t) = table.upgrade() {
                     t.disconnected();
                 }
+                connection.connection_broke();
                 tokio::time::sleep(FIRST_BACKOFF).await;
             }
         }

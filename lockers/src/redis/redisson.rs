@@ -101,7 +101,7 @@ impl Redisson {
             Generation::Classic => Renewer::Classic(DeferredStarts::start()),
             Generation::Scheduler => Renewer::Scheduler(Scheduler::new(core.clone())),
         };
-        let waiters = PubSub::start(core.connection.client().clone(), core.connection.settings());
+        let waiters = PubSub::start(core.connection.clone());
         Ok(Redisson {
             core,
             renewer,

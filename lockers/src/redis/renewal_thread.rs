@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use super::connection::{BACKEND, ConnectionSettings, count_handshake};
+use super::connection::{BACKEND, RedisConnection, count_handshake};
 use super::scripts::ttl_millis;
 use super::string_lock::StringLock;
 use crate::error::LockError;
@@ -25,9 +25,9 @@ use crate::renewal::{
 /// What every renewal thread of one client shares, and how to start one.
 #[derive(Debug)]
 pub(super) struct RenewalThreads {
-    /// For each thread's own connection.
-    pub(super) client: redis::Client,
-    pub(super) settings: ConnectionSettings,
+    /// Each thread opens its own connection from this one's client (behind Sentinel, the primary
+    /// named last).
+    pub(super) connection: RedisConnection,
     pub(super) plan: RenewalPlan,
     pub(super) events: Events,
     /// Set when the client closes: threads exit at their next wake-up without renewing.
@@ -49,9 +49,8 @@ impl RenewalThreads {
     ) -> Result<ThreadInbox, LockError> {
         let thread = RenewalThread {
             link: BlockingLink {
-                client: self.client.clone(),
-                settings: self.settings,
-                connection: None,
+                source: self.connection.clone(),
+                open: None,
             },
             lock: lock.clone(),
             plan: self.plan,
@@ -129,33 +128,35 @@ impl Drop for ThreadAlive {
 
 /// A renewal thread's own blocking connection, opened on first use.
 struct BlockingLink {
-    client: redis::Client,
-    settings: ConnectionSettings,
-    connection: Option<redis::Connection>,
+    source: RedisConnection,
+    open: Option<redis::Connection>,
 }
 
 impl BlockingLink {
     /// The connection, opened if needed, with every wait bounded by the response timeout and `budget`.
     fn get(&mut self, budget: Duration) -> Result<&mut redis::Connection, LockError> {
-        let bound = self.settings.response_timeout.min(budget);
-        let connection = match self.connection.take() {
+        let settings = self.source.settings();
+        let bound = settings.response_timeout.min(budget);
+        let connection = match self.open.take() {
             Some(connection) => connection,
             None => {
-                let opened = self
-                    .client
-                    .get_connection_with_timeout(self.settings.connect_timeout.min(budget))?;
-                count_handshake(&self.client);
+                let client = self.source.client();
+                let opened =
+                    client.get_connection_with_timeout(settings.connect_timeout.min(budget))?;
+                count_handshake(&client);
                 opened
             }
         };
         connection.set_read_timeout(Some(bound))?;
         connection.set_write_timeout(Some(bound))?;
-        Ok(self.connection.insert(connection))
+        Ok(self.open.insert(connection))
     }
 
-    /// Drops the connection (it may be half-way through an answer): the next use opens a fresh one.
+    /// Drops the connection after a failed renewal (it may be half-way through an answer): the next use
+    /// opens a fresh one, behind Sentinel to whichever primary the Sentinels name by then.
     fn reset(&mut self) {
-        self.connection = None;
+        self.open = None;
+        self.source.connection_broke();
     }
 }
 
@@ -227,7 +228,7 @@ impl RenewalThread {
     /// The lease was dropped: check-and-delete on this thread's connection. Failure leaves the lock to
     /// expire by its TTL, unrenewed.
     fn release_on_exit(mut self) {
-        let settings = self.link.settings;
+        let settings = self.link.source.settings();
         let budget = settings.connect_timeout + settings.response_timeout;
         let Ok(connection) = self.link.get(budget) else {
             return;

@@ -218,7 +218,7 @@ impl RedisWatchdog {
             ],
         )
         .await?;
-        let waiters = PubSub::start(connection.client().clone(), config.connection);
+        let waiters = PubSub::start(connection.clone());
         let renew_calls = Arc::new(AtomicU64::new(0));
         let plan = RenewalPlan::from(config.renewal);
         let renewer = match config.renewal_mode {

@@ -1,0 +1,141 @@
+//! Below every Redis connection: the `redis::Client` an address describes (ACL user, TLS files), the
+//! settings that bound how long connecting and answering may take, the conversion of redis-rs errors
+//! into [`LockError::Backend`] with backend `"redis"`, and the count of commands this process sent.
+//!
+//! Every Redis connection of a client (commands, pub/sub, a guard thread's blocking connection, each
+//! Redlock node, each primary a Sentinel names) comes from a `redis::Client` built by [`open_client`] or
+//! `open_parts`, so an ACL user (`redis://user:pass@host`) and TLS
+//! (`rediss://host?ca=ca.pem[&cert=c.pem&key=c.key]`, rustls) hold for all of them. Errors show the
+//! address redacted.
+//!
+//! Every command a client sends is counted ([`commands_sent`]): the requests the server saw from this
+//! process, a script call counting once however many `redis.call`s it runs (Redis's own `INFO
+//! commandstats` counts those too, so it cannot tell them apart). Commands are counted by the
+//! multiplexed connection (`connection::Commands`), `count_sent` (pub/sub subscriptions, a guard
+//! thread's blocking connection) and `count_handshake` (`AUTH`/`SELECT` when a connection opens;
+//! `CLIENT SETINFO` is not sent). A test checks the count against what `MONITOR` saw.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::address::{self, Credentials, TlsFiles};
+use crate::error::LockError;
+
+/// The backend name every Redis error carries.
+pub const BACKEND: &str = "redis";
+
+impl From<redis::RedisError> for LockError {
+    fn from(error: redis::RedisError) -> Self {
+        LockError::backend(BACKEND, error)
+    }
+}
+
+/// How long a Redis client may wait for the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionSettings {
+    /// Bound on establishing a connection, including the first connect (default 1 s).
+    pub connect_timeout: Duration,
+    /// Bound on one command's answer; past it the command fails with a `Backend` error (default 1 s).
+    pub response_timeout: Duration,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        ConnectionSettings {
+            connect_timeout: Duration::from_secs(1),
+            response_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+impl ConnectionSettings {
+    /// Checks the settings; a `Config` error names the bad one.
+    pub fn validate(&self) -> Result<(), LockError> {
+        if self.connect_timeout.is_zero() {
+            return Err(LockError::Config(
+                "connection.connect_timeout must be > 0".into(),
+            ));
+        }
+        if self.response_timeout.is_zero() {
+            return Err(LockError::Config(
+                "connection.response_timeout must be > 0".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The client every connection to `url` is opened from: `redis://[user:pass@]host:port[/db]`, or
+/// `rediss://…` for TLS, with `?ca=<pem>` (trusted CAs; default the system's roots) and optionally
+/// `&cert=<pem>&key=<pem>` (a client certificate). TLS files on a `redis://` URL, an unreadable file or
+/// a bad URL are a `Config` error; the error shows the URL redacted.
+pub fn open_client(url: &str) -> Result<redis::Client, LockError> {
+    let shown = address::redact(url);
+    let parts = address::split(url)?;
+    open_parts(&parts.bare, parts.credentials.as_ref(), &parts.tls, &shown)
+}
+
+/// [`open_client`] from an address already taken apart: `bare` without credentials and TLS files;
+/// `shown` is the redacted address for errors.
+pub(crate) fn open_parts(
+    bare: &str,
+    credentials: Option<&Credentials>,
+    tls: &TlsFiles,
+    shown: &str,
+) -> Result<redis::Client, LockError> {
+    let bad = |e: redis::RedisError| LockError::Config(format!("redis url {shown:?}: {e}"));
+    let mut info = redis::IntoConnectionInfo::into_connection_info(bare).map_err(bad)?;
+    // No `CLIENT SETINFO` on connect: every command the server sees is one the strategy sent.
+    let quiet = info.redis_settings().clone().set_skip_set_lib_name();
+    info = info.set_redis_settings(quiet);
+    if let Some(credentials) = credentials {
+        let mut settings = info.redis_settings().clone();
+        if !credentials.user.is_empty() {
+            settings = settings.set_username(&credentials.user);
+        }
+        if !credentials.password.is_empty() {
+            settings = settings.set_password(&credentials.password);
+        }
+        info = info.set_redis_settings(settings);
+    }
+    if tls.is_empty() {
+        return redis::Client::open(info).map_err(bad);
+    }
+    if !matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. }) {
+        return Err(LockError::Config(format!(
+            "redis url {shown:?}: ca=, cert= and key= need a rediss:// URL"
+        )));
+    }
+    let certificates = redis::TlsCertificates {
+        client_tls: tls.read_client()?.map(|identity| redis::ClientTlsConfig {
+            client_cert: identity.cert,
+            client_key: identity.key,
+        }),
+        root_cert: tls.read_ca()?,
+    };
+    redis::Client::build_with_tls(info, certificates).map_err(bad)
+}
+
+/// Commands this process's Redis clients sent so far.
+static SENT: AtomicU64 = AtomicU64::new(0);
+
+/// How many commands every Redis client of this process has sent so far (script calls count once;
+/// pipelines count each command, `MULTI`/`EXEC` included). The difference across a case is the
+/// requests its clients sent.
+pub fn commands_sent() -> u64 {
+    SENT.load(Ordering::Relaxed)
+}
+
+/// Counts `n` commands sent outside [`Commands`] (subscriptions, blocking connections).
+pub(crate) fn count_sent(n: u64) {
+    SENT.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Counts the commands a new connection of `client` sends before any of ours: `AUTH` with a
+/// password, `SELECT` for a database other than 0.
+pub(crate) fn count_handshake(client: &redis::Client) {
+    let settings = client.get_connection_info().redis_settings();
+    let auth = u64::from(settings.password().is_some());
+    let select = u64::from(settings.db() != 0);
+    count_sent(auth + select);
+}

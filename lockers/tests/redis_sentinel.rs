@@ -1,0 +1,115 @@
+//! The Redis strategies behind Sentinel (`redis+sentinel://`), against a primary, a replica and 3
+//! Sentinels started here: a lock taken before the primary dies is still held, renewed and exclusive
+//! on the replica the Sentinels promote, and the clients follow the promotion without being told.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use lockbench_servers::RedisSentinels;
+use lockers::redis::{GuardThreadConfig, RedisGuardThread, RedisWatchdog, WatchdogConfig};
+use lockers::{AcquireOptions, EventLog, Events, LockError, LockEvent, Locker, Renewal};
+
+/// Long enough for the lease to outlive the failover (the Sentinels need ~1 s to agree the primary
+/// is down, then elect and promote).
+const TIMEOUT: Duration = Duration::from_secs(6);
+
+async fn survives_the_failover(
+    group: &RedisSentinels,
+    first: &dyn Locker,
+    second: &dyn Locker,
+    log: &EventLog,
+    key: &str,
+) {
+    let lease = first
+        .acquire(key, &AcquireOptions::try_once())
+        .await
+        .unwrap();
+    // Let the replica receive the lock before its primary dies.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let old = group.pair().primary().addr();
+    group.pair().primary().kill().unwrap();
+    let killed = Instant::now();
+    let promoted =
+        tokio::task::block_in_place(|| group.wait_for_new_primary(old, Duration::from_secs(20)));
+    assert!(promoted.is_some(), "the Sentinels promoted no replica");
+    let renewed_before = log.count(|e| matches!(e, LockEvent::Renewed { .. }));
+    // A renewal on the new primary (renewals run every TIMEOUT / 3).
+    let deadline = Instant::now() + TIMEOUT;
+    while log.count(|e| matches!(e, LockEvent::Renewed { .. })) == renewed_before {
+        assert!(Instant::now() < deadline, "no renewal after the failover");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(lease.is_held(), "the lease was lost in the failover");
+    // The second client has sent nothing since the primary died: its first command finds the old
+    // connection broken (a `Backend` error) and makes it ask the Sentinels; the next ones go to the
+    // new primary.
+    let mut taken = second.acquire(key, &AcquireOptions::try_once()).await;
+    let retry_until = Instant::now() + Duration::from_secs(3);
+    while matches!(taken, Err(LockError::Backend { .. })) && Instant::now() < retry_until {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        taken = second.acquire(key, &AcquireOptions::try_once()).await;
+    }
+    assert!(
+        matches!(taken, Err(LockError::Timeout { .. })),
+        "the promoted replica must still have the lock: {taken:?}"
+    );
+    lease.release().await.unwrap();
+    second
+        .acquire(key, &AcquireOptions::try_once())
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    assert!(killed.elapsed() < Duration::from_secs(30));
+}
+
+async fn watchdog(url: &str, events: Events) -> RedisWatchdog {
+    let renewal = Renewal::new(TIMEOUT);
+    let config = WatchdogConfig {
+        renewal,
+        ..WatchdogConfig::default()
+    };
+    RedisWatchdog::connect(url, config, events).await.unwrap()
+}
+
+async fn guard_thread(url: &str, events: Events) -> RedisGuardThread {
+    let renewal = Renewal::new(TIMEOUT);
+    let config = GuardThreadConfig {
+        renewal,
+        ..GuardThreadConfig::default()
+    };
+    RedisGuardThread::connect(url, config, events)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watchdog_lock_survives_a_sentinel_failover() {
+    let group = RedisSentinels::start().unwrap();
+    let log = EventLog::new();
+    let first = watchdog(&group.url(), Events::to(log.clone())).await;
+    let second = watchdog(&group.url(), Events::none()).await;
+    survives_the_failover(&group, &first, &second, &log, "sentinel-watchdog").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guard_thread_lock_survives_a_sentinel_failover() {
+    let group = RedisSentinels::start().unwrap();
+    let log = EventLog::new();
+    let first = guard_thread(&group.url(), Events::to(log.clone())).await;
+    let second = guard_thread(&group.url(), Events::none()).await;
+    survives_the_failover(&group, &first, &second, &log, "sentinel-guard").await;
+}
+
+#[tokio::test]
+async fn a_sentinel_that_knows_no_such_service_is_a_one_line_error() {
+    let group = RedisSentinels::start().unwrap();
+    let url = group.url().replace("/lockbench", "/unknown");
+    let error = RedisWatchdog::connect(&url, WatchdogConfig::default(), Events::none())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("no Sentinel named a primary"), "{error}");
+    assert!(!error.contains('\n'), "{error}");
+}

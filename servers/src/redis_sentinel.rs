@@ -1,0 +1,237 @@
+//! A Redis primary and replica watched by 3 Sentinels ([`RedisSentinels`]), all on 127.0.0.1: the
+//! setup of a team that runs Redis with automatic failover. Clients find the primary by asking the
+//! Sentinels (`redis+sentinel://…/lockbench`); when the primary dies, the Sentinels agree it is down
+//! after [`DOWN_AFTER`], elect a leader among themselves and promote the replica.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::process::{ServerProcess, make_temp_dir, retry_on_port_race};
+use crate::programs::Program;
+use crate::redis::{RedisPair, wait_serving};
+use crate::{Result, ServerError, free_ports, probe};
+
+/// The name the Sentinels monitor the primary under.
+pub const SERVICE: &str = "lockbench";
+/// How long the primary must be silent before a Sentinel thinks it down (`down-after-milliseconds`;
+/// Redis's default is 30 s, production setups often use 1–5 s).
+pub const DOWN_AFTER: Duration = Duration::from_secs(1);
+/// How many Sentinels must agree the primary is down (of 3).
+const QUORUM: u32 = 2;
+const SENTINELS: usize = 3;
+/// How long the Sentinels get to discover the replica and each other.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(15);
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One `redis-server --sentinel` process.
+#[derive(Debug)]
+pub struct Sentinel {
+    process: ServerProcess,
+    addr: SocketAddr,
+}
+
+impl Sentinel {
+    fn start(program: &std::path::Path, primary: SocketAddr) -> Result<Self> {
+        retry_on_port_race(|| {
+            let port = free_ports(1)?[0];
+            let dir = make_temp_dir("sentinel")?;
+            let config = dir.path().join("sentinel.conf");
+            let log = dir.path().join("sentinel.log");
+            // Sentinel rewrites its config file as it learns the topology, so it must be writable.
+            let text = format!(
+                "port {port}\nbind 127.0.0.1\ndaemonize no\nlogfile \"{log}\"\ndir \"{dir}\"\n\
+                 sentinel resolve-hostnames no\n\
+                 sentinel monitor {SERVICE} {ip} {primary_port} {QUORUM}\n\
+                 sentinel down-after-milliseconds {SERVICE} {down}\n\
+                 sentinel failover-timeout {SERVICE} 10000\n\
+                 sentinel parallel-syncs {SERVICE} 1\n",
+                log = log.display(),
+                dir = dir.path().display(),
+                ip = primary.ip(),
+                primary_port = primary.port(),
+                down = DOWN_AFTER.as_millis(),
+            );
+            std::fs::write(&config, text)?;
+            let mut command = Command::new(program);
+            command.arg(&config).arg("--sentinel");
+            let process = ServerProcess::spawn("redis sentinel", command, dir, "sentinel.log")?;
+            let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+            wait_serving(&process, addr)?;
+            Ok(Self { process, addr })
+        })
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Sends one command (e.g. `&["SENTINEL", "MASTER", "lockbench"]`) and returns the reply as text.
+    pub fn command(&self, args: &[&str]) -> Result<String> {
+        probe::resp_command(self.addr, args, COMMAND_TIMEOUT)
+    }
+
+    /// The primary this Sentinel names for [`SERVICE`] now.
+    pub fn primary(&self) -> Option<SocketAddr> {
+        let reply = self
+            .command(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE])
+            .ok()?;
+        let mut lines = reply.lines();
+        let ip: std::net::IpAddr = lines.next()?.trim().parse().ok()?;
+        let port: u16 = lines.next()?.trim().parse().ok()?;
+        Some(SocketAddr::new(ip, port))
+    }
+
+    /// One field of `SENTINEL MASTER lockbench` (a flat name/value list).
+    fn master_field(&self, field: &str) -> Option<String> {
+        let reply = self.command(&["SENTINEL", "MASTER", SERVICE]).ok()?;
+        let words: Vec<&str> = reply.lines().map(str::trim).collect();
+        words
+            .chunks(2)
+            .find(|pair| pair.first() == Some(&field))
+            .and_then(|pair| pair.get(1))
+            .map(|v| (*v).to_owned())
+    }
+
+    /// The process.
+    pub fn process(&self) -> &ServerProcess {
+        &self.process
+    }
+}
+
+/// A primary + replica ([`RedisPair`], asynchronous replication) and 3 Sentinels monitoring it as
+/// [`SERVICE`] with quorum 2. Everything is killed on drop.
+#[derive(Debug)]
+pub struct RedisSentinels {
+    pair: RedisPair,
+    sentinels: Vec<Sentinel>,
+    startup: Duration,
+}
+
+impl RedisSentinels {
+    /// Starts the pair and the Sentinels and waits until every Sentinel knows the replica and the
+    /// other two Sentinels (they find each other through the primary within a few seconds), so a
+    /// failover can be agreed on.
+    pub fn start() -> Result<Self> {
+        let began = Instant::now();
+        let program = Program::RedisServer.locate(None)?;
+        let pair = RedisPair::start()?;
+        let sentinels = (0..SENTINELS)
+            .map(|_| Sentinel::start(&program, pair.primary().addr()))
+            .collect::<Result<Vec<_>>>()?;
+        let group = Self {
+            pair,
+            sentinels,
+            startup: Duration::ZERO,
+        };
+        group.wait_for_discovery()?;
+        Ok(Self {
+            startup: began.elapsed(),
+            ..group
+        })
+    }
+
+    fn wait_for_discovery(&self) -> Result<()> {
+        let deadline = Instant::now() + DISCOVERY_TIMEOUT;
+        let others = (SENTINELS - 1).to_string();
+        loop {
+            let ready = self.sentinels.iter().all(|s| {
+                s.master_field("num-slaves").as_deref() == Some("1")
+                    && s.master_field("num-other-sentinels").as_deref() == Some(others.as_str())
+            });
+            if ready {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                let sentinel = &self.sentinels[0];
+                return Err(ServerError::Start {
+                    server: "redis sentinels".to_owned(),
+                    reason: format!(
+                        "the Sentinels did not find the replica and each other within {DISCOVERY_TIMEOUT:?}"
+                    ),
+                    log_tail: sentinel.process.log_tail(20),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The client address: `redis+sentinel://127.0.0.1:A,127.0.0.1:B,127.0.0.1:C/lockbench`.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self.sentinels.iter().map(|s| s.addr.to_string()).collect();
+        format!("redis+sentinel://{}/{SERVICE}", hosts.join(","))
+    }
+
+    /// The primary and replica as started (after a failover, the replica is the primary).
+    pub fn pair(&self) -> &RedisPair {
+        &self.pair
+    }
+
+    /// The Sentinels.
+    pub fn sentinels(&self) -> &[Sentinel] {
+        &self.sentinels
+    }
+
+    /// The primary a majority of the Sentinels names now, if they agree.
+    pub fn primary(&self) -> Option<SocketAddr> {
+        let named: Vec<SocketAddr> = self
+            .sentinels
+            .iter()
+            .filter_map(Sentinel::primary)
+            .collect();
+        named
+            .iter()
+            .find(|a| named.iter().filter(|b| b == a).count() * 2 > SENTINELS)
+            .copied()
+    }
+
+    /// Waits until a majority of the Sentinels names a primary other than `old` and that server
+    /// answers `ROLE` as a master; returns it and when that was seen. `None` within `timeout`.
+    pub fn wait_for_new_primary(
+        &self,
+        old: SocketAddr,
+        timeout: Duration,
+    ) -> Option<(SocketAddr, Instant)> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(primary) = self.primary().filter(|p| *p != old) {
+                let role = probe::resp_command(primary, &["ROLE"], COMMAND_TIMEOUT);
+                if role.is_ok_and(|r| r.lines().next().map(str::trim) == Some("master")) {
+                    return Some((primary, Instant::now()));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
+    /// How long `start` took until the Sentinels were ready.
+    pub fn startup(&self) -> Duration {
+        self.startup
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sentinels_promote_the_replica_when_the_primary_dies() {
+        let group = RedisSentinels::start().expect("sentinels");
+        let old = group.pair().primary().addr();
+        assert_eq!(group.primary(), Some(old));
+        assert!(group.url().starts_with("redis+sentinel://127.0.0.1:"));
+        group.pair().primary().kill().expect("kill primary");
+        let killed = Instant::now();
+        let (new, seen) = group
+            .wait_for_new_primary(old, Duration::from_secs(20))
+            .expect("a new primary");
+        assert_eq!(new, group.pair().replica().addr());
+        assert!(
+            seen - killed >= DOWN_AFTER,
+            "promoted after {:?}",
+            seen - killed
+        );
+    }
+}
