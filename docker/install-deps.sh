@@ -47,6 +47,8 @@ need /usr/include/google/protobuf/descriptor.proto libprotobuf-dev
 need pkg-config pkg-config
 # The auth/TLS tests generate a throw-away certificate authority with the openssl CLI.
 need openssl openssl
+# The remote-worker test puts workers in network namespaces of its own (ip netns, veth).
+need ip iproute2
 # redlock's clock-jump fault runs one redis-server under libfaketime.
 need /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 faketime
 if [ "$want_browser" -eq 1 ]; then

@@ -1,17 +1,20 @@
-//! Remote workers over loopback TCP (`lockbench run --workers remote` + `lockbench worker --connect`):
-//! three worker processes serve every case of lease-too-short and give the verdicts tasks mode gives;
-//! the results say how overlaps were judged; the token never reaches an output; a wrong or missing
-//! token is one line and exit 2.
+//! Remote workers over TCP (`lockbench run --workers remote` + `lockbench worker --connect`): three
+//! worker processes over loopback serve every case of lease-too-short and give the verdicts tasks mode
+//! gives; the results say how overlaps were judged; the token never reaches an output; a wrong or
+//! missing token is one line and exit 2. Three workers in a network namespace the test creates (a
+//! second host, joined by a veth pair; root and iproute2 needed) reach the driver, the resource and
+//! Redis only through that link.
 
 #![allow(clippy::unwrap_used)]
 
 mod support;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use lockbench_reports::model::Verdict;
+use lockbench_servers::{RedisOptions, RedisServer};
 
 const TOKEN: &str = "lockbench-test-worker-token-7f3a";
 const CLIENTS: &str = "3";
@@ -24,9 +27,19 @@ fn verdicts(results: &lockbench_reports::Results) -> Vec<(String, String, Verdic
         .collect()
 }
 
-/// Starts `lockbench worker --connect address`.
-fn worker(address: &str) -> Child {
-    support::lockbench()
+/// Starts `lockbench worker --connect address`, inside network namespace `netns` when given.
+fn worker(address: &str, netns: Option<&str>) -> Child {
+    let mut command = match netns {
+        Some(netns) => {
+            let mut command = Command::new("ip");
+            command
+                .args(["netns", "exec", netns])
+                .arg(support::lockbench().get_program());
+            command
+        }
+        None => support::lockbench(),
+    };
+    command
         .args(["worker", "--connect", address, "--wait", "3s"])
         .env("LOCKBENCH_WORKER_TOKEN", TOKEN)
         .stdout(Stdio::piped())
@@ -35,17 +48,18 @@ fn worker(address: &str) -> Child {
         .unwrap()
 }
 
-#[test]
-fn three_tcp_workers_give_the_verdicts_of_tasks_mode() {
-    let strategies = "redis-watchdog";
-    let common = ["--strategies", strategies, "--clients", CLIENTS];
-    let tasks = support::run_scenario("lease-too-short", &common);
-
+/// Runs lease-too-short with `args` and 3 remote workers (in `netns` when given) listening on
+/// `listen`; returns the results, the driver's stderr and the workers' output.
+fn run_with_remote_workers(
+    args: &[&str],
+    listen: &str,
+    netns: Option<&str>,
+) -> (lockbench_reports::Results, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let mut driver = support::lockbench()
         .args(["run", "--scenario", "lease-too-short", "--no-progress"])
-        .args(common)
-        .args(["--workers", "remote", "--listen", "127.0.0.1:0", "--out"])
+        .args(args)
+        .args(["--workers", "remote", "--listen", listen, "--out"])
         .arg(dir.path())
         .env("LOCKBENCH_WORKER_TOKEN", TOKEN)
         .stdout(Stdio::piped())
@@ -56,13 +70,14 @@ fn three_tcp_workers_give_the_verdicts_of_tasks_mode() {
     let mut stderr = BufReader::new(driver.stderr.take().unwrap());
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
+    let ip = listen.rsplit_once(':').unwrap().0;
     let address = line
         .split_whitespace()
-        .find(|w| w.starts_with("127.0.0.1:"))
+        .find(|w| w.starts_with(&format!("{ip}:")))
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_owned();
     assert!(!line.contains(TOKEN), "{line}");
-    let workers: Vec<Child> = (0..3).map(|_| worker(&address)).collect();
+    let workers: Vec<Child> = (0..3).map(|_| worker(&address, netns)).collect();
 
     let deadline = Instant::now() + Duration::from_secs(180);
     let status = loop {
@@ -87,8 +102,18 @@ fn three_tcp_workers_give_the_verdicts_of_tasks_mode() {
         outputs.push_str(&String::from_utf8_lossy(&out.stdout));
         outputs.push_str(&String::from_utf8_lossy(&out.stderr));
     }
+    let results = support::read_results(dir.path());
+    let written = std::fs::read_to_string(dir.path().join("results.json")).unwrap();
+    assert!(!written.contains(TOKEN), "the token reached the results");
+    (results, format!("{line}{rest}"), outputs)
+}
 
-    let remote = support::read_results(dir.path());
+#[test]
+fn three_tcp_workers_give_the_verdicts_of_tasks_mode() {
+    let strategies = "redis-watchdog";
+    let common = ["--strategies", strategies, "--clients", CLIENTS];
+    let tasks = support::run_scenario("lease-too-short", &common);
+    let (remote, driver, outputs) = run_with_remote_workers(&common, "127.0.0.1:0", None);
     assert_eq!(remote.scenario.workload.workers, "remote");
     assert_eq!(verdicts(&remote), verdicts(&tasks));
     let fixed = remote
@@ -102,14 +127,126 @@ fn three_tcp_workers_give_the_verdicts_of_tasks_mode() {
         assert!(case.client_cost.cpu_seconds > 0.0, "{:?}", case.client_cost);
         assert!(case.operations.completed > 0);
     }
-    let written = std::fs::read_to_string(dir.path().join("results.json")).unwrap();
-    for (what, text) in [
-        ("results", &written),
-        ("driver", &rest),
-        ("workers", &outputs),
-    ] {
+    for (what, text) in [("driver", &driver), ("workers", &outputs)] {
         assert!(!text.contains(TOKEN), "the token reached the {what}");
     }
+}
+
+/// A network namespace with a veth link to this one (host side `10.213.<n>.1/24`, namespace side
+/// `.2`), deleted on drop (its end of the link goes with it, and the other end with that).
+struct Netns {
+    name: String,
+    host_ip: String,
+}
+
+impl Netns {
+    /// Creates it, or says why this machine cannot (not root, no iproute2, no netns support).
+    fn create() -> Result<Self, String> {
+        let n = std::process::id() % 200 + 20;
+        let name = format!("lbw{n}");
+        let (host_end, ns_end) = (format!("lbh{n}"), format!("lbn{n}"));
+        let host_ip = format!("10.213.{n}.1");
+        let netns = Netns {
+            name: name.clone(),
+            host_ip: host_ip.clone(),
+        };
+        // Left over from a run that was killed: gone first.
+        let _ = Command::new("ip").args(["netns", "delete", &name]).output();
+        let _ = Command::new("ip")
+            .args(["link", "delete", &host_end])
+            .output();
+        let ns_ip = format!("10.213.{n}.2/24");
+        let host_cidr = format!("{host_ip}/24");
+        let steps: [&[&str]; 7] = [
+            &["netns", "add", &name],
+            &[
+                "link", "add", &host_end, "type", "veth", "peer", "name", &ns_end,
+            ],
+            &["link", "set", &ns_end, "netns", &name],
+            &["addr", "add", &host_cidr, "dev", &host_end],
+            &["link", "set", &host_end, "up"],
+            &["-n", &name, "addr", "add", &ns_ip, "dev", &ns_end],
+            &["-n", &name, "link", "set", &ns_end, "up"],
+        ];
+        for args in steps {
+            let out = Command::new("ip")
+                .args(args)
+                .output()
+                .map_err(|e| format!("ip: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "ip {}: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+        }
+        Ok(netns)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "delete", &self.name])
+            .status();
+    }
+}
+
+#[test]
+fn workers_in_a_network_namespace_reach_everything_through_its_link() {
+    let netns = match Netns::create() {
+        Ok(netns) => netns,
+        // Where the machine allows it: CI (root, iproute2) must; elsewhere say why not.
+        Err(why) if std::env::var_os("CI").is_none() => {
+            eprintln!(
+                "skipped: cannot create a network namespace ({why}); run as root with iproute2"
+            );
+            return;
+        }
+        Err(why) => panic!(
+            "cannot create a network namespace ({why}): run as root, `apt-get install iproute2`"
+        ),
+    };
+    // Redis listens on loopback and on the link, so the workers in the namespace can reach it.
+    let redis = RedisServer::start_with(RedisOptions {
+        extra: vec![
+            ("bind".to_owned(), format!("127.0.0.1 {}", netns.host_ip)),
+            ("protected-mode".to_owned(), "no".to_owned()),
+        ],
+        ..RedisOptions::default()
+    })
+    .unwrap();
+    let url = format!("redis://{}:{}/", netns.host_ip, redis.addr().port());
+    let listen = format!("{}:0", netns.host_ip);
+    let args = [
+        "--strategies",
+        "redis-watchdog",
+        "--clients",
+        CLIENTS,
+        "--redis",
+        &url,
+    ];
+    let (remote, _, _) = run_with_remote_workers(&args, &listen, Some(&netns.name));
+    let tasks = support::run_scenario("lease-too-short", &args);
+    assert_eq!(verdicts(&remote), verdicts(&tasks));
+    for case in &remote.cases {
+        assert!(case.operations.completed > 0, "{case:?}");
+        assert_eq!(case.client_cost.scope, "remote_workers");
+    }
+    // Inside the namespace, this host's loopback is not there: the link was the only way.
+    let port = redis.addr().port();
+    let reach = |ip: &str| {
+        Command::new("ip")
+            .args(["netns", "exec", &netns.name, "bash", "-c"])
+            .arg(format!("exec 3<>/dev/tcp/{ip}/{port}"))
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(!reach("127.0.0.1"));
+    assert!(reach(&netns.host_ip));
 }
 
 #[test]
