@@ -1,11 +1,12 @@
 //! The Redis strategies behind Sentinel (`redis+sentinel://`), against a primary, a replica and 3
 //! Sentinels started here: a lock taken before the primary dies is still held, renewed and exclusive
-//! on the replica the Sentinels promote, and the clients follow the promotion without being told.
+//! on the replica the Sentinels promote, and the clients follow the promotion without being told; also
+//! with an ACL user on the servers (the default user off), and a wrong password is one line without it.
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
 
-use lockbench_servers::RedisSentinels;
+use lockbench_servers::{RedisOptions, RedisSecurity, RedisSentinels};
 use lockers::redis::{GuardThreadConfig, RedisGuardThread, RedisWatchdog, WatchdogConfig};
 use lockers::{AcquireOptions, EventLog, Events, LockError, LockEvent, Locker, Renewal};
 
@@ -111,5 +112,34 @@ async fn a_sentinel_that_knows_no_such_service_is_a_one_line_error() {
         .unwrap_err()
         .to_string();
     assert!(error.contains("no Sentinel named a primary"), "{error}");
+    assert!(!error.contains('\n'), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_an_acl_user_the_clients_log_in_on_every_primary() {
+    const PASSWORD: &str = "sentinel-acl-secret-31";
+    let group = RedisSentinels::start_with(RedisOptions {
+        security: Some(RedisSecurity {
+            user: "app".into(),
+            password: PASSWORD.into(),
+            tls: None,
+        }),
+        ..RedisOptions::default()
+    })
+    .unwrap();
+    let url = group.url();
+    assert!(url.starts_with("redis+sentinel://app:"), "{url}");
+    let log = EventLog::new();
+    let first = watchdog(&url, Events::to(log.clone())).await;
+    let second = watchdog(&url, Events::none()).await;
+    survives_the_failover(&group, &first, &second, &log, "sentinel-acl").await;
+
+    let wrong = url.replace(PASSWORD, "not-the-password");
+    let error = RedisWatchdog::connect(&wrong, WatchdogConfig::default(), Events::none())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("authentication failed"), "{error}");
+    assert!(!error.contains("not-the-password"), "{error}");
     assert!(!error.contains('\n'), "{error}");
 }

@@ -366,7 +366,7 @@ impl RedisPair {
     }
 
     /// Like [`start`](Self::start), with `options` applied to both servers (the replication
-    /// settings are added to them).
+    /// settings are added to them; with an ACL user, the replica authenticates as it).
     pub fn start_with(options: RedisOptions) -> Result<Self> {
         let began = Instant::now();
         let mut primary_options = options.clone();
@@ -380,6 +380,13 @@ impl RedisPair {
             "replicaof".to_owned(),
             format!("127.0.0.1 {}", primary.port()),
         ));
+        // A secured primary lets only its ACL user in, the replica's link included.
+        if let Some(security) = &replica_options.security {
+            replica_options.extra.extend([
+                ("masteruser".to_owned(), security.user.clone()),
+                ("masterauth".to_owned(), security.password.clone()),
+            ]);
+        }
         let replica = RedisServer::start_with(replica_options)?;
         wait_for_replication(&primary, &replica)?;
         Ok(Self {

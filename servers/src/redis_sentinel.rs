@@ -1,7 +1,9 @@
 //! A Redis primary and replica watched by 3 Sentinels ([`RedisSentinels`]), all on 127.0.0.1: the
 //! setup of a team that runs Redis with automatic failover. Clients find the primary by asking the
 //! Sentinels (`redis+sentinel://…/lockbench`); when the primary dies, the Sentinels agree it is down
-//! after [`DOWN_AFTER`], elect a leader among themselves and promote the replica.
+//! after [`DOWN_AFTER`], elect a leader among themselves and promote the replica. With an ACL user
+//! ([`RedisSentinels::start_with`]), the replica and the Sentinels authenticate as it (the Sentinels
+//! themselves take no password).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
@@ -9,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::process::{ServerProcess, make_temp_dir, retry_on_port_race};
 use crate::programs::Program;
-use crate::redis::{RedisPair, wait_serving};
+use crate::redis::{RedisOptions, RedisPair, wait_serving};
 use crate::{Result, ServerError, free_ports, probe};
 
 /// The name the Sentinels monitor the primary under.
@@ -32,7 +34,12 @@ pub struct Sentinel {
 }
 
 impl Sentinel {
-    fn start(program: &std::path::Path, primary: SocketAddr) -> Result<Self> {
+    /// Starts a Sentinel monitoring `primary`, authenticating to it as `auth` (user, password).
+    fn start(
+        program: &std::path::Path,
+        primary: SocketAddr,
+        auth: Option<(&str, &str)>,
+    ) -> Result<Self> {
         retry_on_port_race(|| {
             let port = free_ports(1)?[0];
             let dir = make_temp_dir("sentinel")?;
@@ -45,12 +52,17 @@ impl Sentinel {
                  sentinel monitor {SERVICE} {ip} {primary_port} {QUORUM}\n\
                  sentinel down-after-milliseconds {SERVICE} {down}\n\
                  sentinel failover-timeout {SERVICE} 10000\n\
-                 sentinel parallel-syncs {SERVICE} 1\n",
+                 sentinel parallel-syncs {SERVICE} 1\n{auth}",
                 log = log.display(),
                 dir = dir.path().display(),
                 ip = primary.ip(),
                 primary_port = primary.port(),
                 down = DOWN_AFTER.as_millis(),
+                auth = auth
+                    .map(|(user, password)| format!(
+                        "sentinel auth-user {SERVICE} {user}\nsentinel auth-pass {SERVICE} {password}\n"
+                    ))
+                    .unwrap_or_default(),
             );
             std::fs::write(&config, text)?;
             let mut command = Command::new(program);
@@ -107,6 +119,8 @@ pub struct RedisSentinels {
     pair: RedisPair,
     sentinels: Vec<Sentinel>,
     startup: Duration,
+    /// The ACL user and password clients use (in [`Self::url`]), if any.
+    auth: Option<(String, String)>,
 }
 
 impl RedisSentinels {
@@ -114,16 +128,29 @@ impl RedisSentinels {
     /// other two Sentinels (they find each other through the primary within a few seconds), so a
     /// failover can be agreed on.
     pub fn start() -> Result<Self> {
+        Self::start_with(RedisOptions::default())
+    }
+
+    /// Like [`start`](Self::start), with `options` for the primary and the replica. An ACL user in
+    /// them (without TLS: Sentinel addresses take none) is the one the replica, the Sentinels and
+    /// clients authenticate as.
+    pub fn start_with(options: RedisOptions) -> Result<Self> {
         let began = Instant::now();
         let program = Program::RedisServer.locate(None)?;
-        let pair = RedisPair::start()?;
+        let auth = options
+            .security
+            .as_ref()
+            .map(|s| (s.user.clone(), s.password.clone()));
+        let pair = RedisPair::start_with(options)?;
+        let login = auth.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
         let sentinels = (0..SENTINELS)
-            .map(|_| Sentinel::start(&program, pair.primary().addr()))
+            .map(|_| Sentinel::start(&program, pair.primary().addr(), login))
             .collect::<Result<Vec<_>>>()?;
         let group = Self {
             pair,
             sentinels,
             startup: Duration::ZERO,
+            auth,
         };
         group.wait_for_discovery()?;
         Ok(Self {
@@ -157,10 +184,16 @@ impl RedisSentinels {
         }
     }
 
-    /// The client address: `redis+sentinel://127.0.0.1:A,127.0.0.1:B,127.0.0.1:C/lockbench`.
+    /// The client address: `redis+sentinel://127.0.0.1:A,127.0.0.1:B,127.0.0.1:C/lockbench`, with
+    /// `user:password@` before the hosts when the servers have an ACL user.
     pub fn url(&self) -> String {
         let hosts: Vec<String> = self.sentinels.iter().map(|s| s.addr.to_string()).collect();
-        format!("redis+sentinel://{}/{SERVICE}", hosts.join(","))
+        let login = self
+            .auth
+            .as_ref()
+            .map(|(user, password)| format!("{user}:{password}@"))
+            .unwrap_or_default();
+        format!("redis+sentinel://{login}{}/{SERVICE}", hosts.join(","))
     }
 
     /// The primary and replica as started (after a failover, the replica is the primary).
@@ -196,7 +229,8 @@ impl RedisSentinels {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             if let Some(primary) = self.primary().filter(|p| *p != old) {
-                let role = probe::resp_command(primary, &["ROLE"], COMMAND_TIMEOUT);
+                let login = self.auth.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
+                let role = probe::resp_command_as(primary, login, &["ROLE"], COMMAND_TIMEOUT);
                 if role.is_ok_and(|r| r.lines().next().map(str::trim) == Some("master")) {
                     return Some((primary, Instant::now()));
                 }
