@@ -227,8 +227,9 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     .collect();
     let planned = suite::planned_total(&plan);
     println!(
-        "compare: {} scenarios, {} trial{} per case, planned {} (on 2 idle cores)",
+        "compare: {} scenario{}, {} trial{} per case, planned {} (on 2 idle cores)",
         suite.len(),
+        if suite.len() == 1 { "" } else { "s" },
         trials,
         if trials == 1 { "" } else { "s" },
         minutes(planned)
@@ -354,9 +355,12 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     };
     let results_path = output::write_atomic(&out_dir, output::RESULTS_FILE, &comparison.to_json())?;
     let written = report::render(&out_dir, &comparison, None, &cost)?;
+    let what = match &args.scenarios {
+        Some(names) => format!("--scenarios {names}"),
+        None => format!("{} suite", comparison.suite),
+    };
     println!(
-        "\ncompare ({} suite, {trials} trial{} per case) took {} (planned {})",
-        comparison.suite,
+        "\ncompare ({what}, {trials} trial{} per case) took {} (planned {})",
         if trials == 1 { "" } else { "s" },
         minutes(started.elapsed()),
         minutes(planned)

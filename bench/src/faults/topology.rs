@@ -68,8 +68,13 @@ pub(crate) struct FailoverReport {
 
 impl FailoverReport {
     /// Kills `primary` and compares what it held just before with what `replica` holds right after
-    /// (before any promotion, so nothing has written to it yet).
+    /// (before any promotion, so nothing has written to it yet). Client writes are paused first
+    /// (`CLIENT PAUSE … WRITE`), so that the snapshot is what the primary held when it died: without
+    /// it, a release between the snapshot and the kill counted as a key the replica lacked.
     fn kill_primary(primary: &RedisServer, replica: &RedisServer) -> Result<Self, String> {
+        primary
+            .command(&["CLIENT", "PAUSE", "60000", "WRITE"])
+            .map_err(|e| format!("pausing the primary's writes: {e}"))?;
         let before = snapshot(primary);
         let written = primary
             .command(&["INFO", "replication"])
