@@ -2,12 +2,17 @@
 //! Sentinels started here: a lock taken before the primary dies is still held, renewed and exclusive
 //! on the replica the Sentinels promote, and the clients follow the promotion without being told; also
 //! with an ACL user on the servers (the default user off), and a wrong password is one line without it.
+//! The keyspace strategy sets its notification flags again on the promoted replica (`CONFIG SET` is
+//! not replicated), so its shadow lock is renewed there by events.
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
 
 use lockbench_servers::{RedisOptions, RedisSecurity, RedisSentinels};
-use lockers::redis::{GuardThreadConfig, RedisGuardThread, RedisWatchdog, WatchdogConfig};
+use lockers::redis::{
+    GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
+    RedisWatchdog, WatchdogConfig,
+};
 use lockers::{AcquireOptions, EventLog, Events, LockError, LockEvent, Locker, Renewal};
 
 /// Long enough for the lease to outlive the failover (the Sentinels need ~1 s to agree the primary
@@ -101,6 +106,41 @@ async fn a_guard_thread_lock_survives_a_sentinel_failover() {
     let first = guard_thread(&group.url(), Events::to(log.clone())).await;
     let second = guard_thread(&group.url(), Events::none()).await;
     survives_the_failover(&group, &first, &second, &log, "sentinel-guard").await;
+}
+
+async fn keyspace_shadow(url: &str, events: Events) -> RedisKeyspace {
+    let config = KeyspaceConfig {
+        renewal: Renewal::new(TIMEOUT),
+        ..KeyspaceConfig::default()
+    };
+    RedisKeyspace::connect(url, KeyspaceVariant::Shadow, config, events)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyspace_lock_survives_a_sentinel_failover_with_events_from_the_new_primary() {
+    let group = RedisSentinels::start().unwrap();
+    let replica = group.pair().replica();
+    let flags = || {
+        replica
+            .command(&["CONFIG", "GET", "notify-keyspace-events"])
+            .unwrap()
+    };
+    assert!(
+        !flags().contains('x'),
+        "the replica was never asked: {}",
+        flags()
+    );
+    let log = EventLog::new();
+    let first = keyspace_shadow(&group.url(), Events::to(log.clone())).await;
+    let second = keyspace_shadow(&group.url(), Events::none()).await;
+    survives_the_failover(&group, &first, &second, &log, "sentinel-keyspace").await;
+    assert!(
+        flags().contains('x') && flags().contains('E'),
+        "{}",
+        flags()
+    );
 }
 
 #[tokio::test]

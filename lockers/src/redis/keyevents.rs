@@ -9,7 +9,11 @@
 //! its payload (the key): an `expired` or `del` event wakes every waiter of that key; an `expired` event
 //! also reaches every holder watching that key as a [`Signal::Expired`] with its arrival time. A break of
 //! the connection reaches every holder as [`Signal::Disconnected`], the resubscription after it as
-//! [`Signal::Resubscribed`] (both also wake every waiter: a release may have been missed).
+//! [`Signal::Resubscribed`] (both also wake every waiter: a release may have been missed). After a
+//! resubscription the notification flags are ensured again, in the background: the server may be
+//! another one (a Sentinel failover) or a restarted one, and `CONFIG SET` is neither replicated nor
+//! saved. If that fails (CONFIG refused there), the client goes on without events, as a server
+//! configured without them would leave it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -110,6 +114,8 @@ struct Table {
     next_holder: AtomicU64,
     /// The `expired` channel of the client's database (the other one is `del`).
     expired_channel: String,
+    /// For ensuring the notification flags again after a resubscription.
+    commands: Commands,
 }
 
 impl std::fmt::Debug for Table {
@@ -170,6 +176,11 @@ impl Listener for Table {
 
     fn resubscribed(&self, at: Instant) {
         self.broadcast(Signal::Resubscribed { at });
+        let mut commands = self.commands.clone();
+        tokio::spawn(async move {
+            // An error leaves the server as it is configured (see the module doc).
+            let _ = ensure_notifications(&mut commands).await;
+        });
     }
 }
 
@@ -231,6 +242,7 @@ impl KeyEvents {
             keys: Mutex::default(),
             next_holder: AtomicU64::new(0),
             expired_channel: format!("__keyevent@{db}__:expired"),
+            commands: connection.commands(),
         });
         let del_channel = format!("__keyevent@{db}__:del");
         let pubsub = PubSub::start(connection.clone());

@@ -3,7 +3,8 @@
 //! Redis publishes `__keyevent@<db>__:expired` when it deletes an expired key and `__keyevent@<db>__:del`
 //! on `DEL`, if `notify-keyspace-events` has `E` (keyevent channels), `x` (expired) and `g` (generic
 //! commands, `DEL` among them). At connect the strategy reads the setting (`CONFIG GET`) and adds the
-//! flags it lacks (`CONFIG SET`, keeping the user's flags). When it may not (CONFIG renamed or disabled,
+//! flags it lacks (`CONFIG SET`, keeping the user's flags), and again after each resubscription of its
+//! pub/sub connection (the server may be a newly promoted or a restarted one). When it may not (CONFIG renamed or disabled,
 //! an ACL), connecting fails with a `Config` error naming `notify-keyspace-events`: it never runs
 //! without events.
 //!
