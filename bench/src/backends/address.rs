@@ -126,6 +126,19 @@ pub fn redis_socket(url: &str) -> Result<SocketAddr, String> {
     if is_sentinel(url) {
         return sentinel_primary(url);
     }
+    if let Some((scheme, _)) = url.trim().split_once("://")
+        && !matches!(scheme, "redis" | "rediss")
+    {
+        return Err(match scheme {
+            "redis+cluster" => {
+                "redis+cluster:// (Redis Cluster) is not supported yet: give one server's address"
+                    .into()
+            }
+            _ => {
+                format!("unknown scheme {scheme}:// (use redis://, rediss:// or redis+sentinel://)")
+            }
+        });
+    }
     let url = bare(url)?;
     let url = url.as_str();
     let rest = url
@@ -246,6 +259,12 @@ mod tests {
         assert_eq!(redis_socket("redis://127.0.0.1:7000/0"), Ok(local(7000)));
         assert_eq!(redis_socket("redis://user:pw@127.0.0.1/"), Ok(local(6379)));
         assert_eq!(redis_socket("127.0.0.1:1"), Ok(local(1)));
+        for other in ["redis+cluster://127.0.0.1:1", "http://127.0.0.1:1"] {
+            assert!(
+                redis_socket(other).is_err_and(|e| e.contains("://")),
+                "{other}"
+            );
+        }
         assert_eq!(
             etcd_sockets("http://127.0.0.1:1,127.0.0.1:2"),
             Ok(vec![local(1), local(2)])
