@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use lockbench::backends::{Backends, GivenAddresses, ServerKind, stats};
-use lockbench_servers::{RedisSentinels, RedisServer, probe};
+use lockbench_servers::{RedisOptions, RedisSecurity, RedisSentinels, RedisServer, probe};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn started_servers_report_versions_and_cost_counters() {
@@ -140,4 +140,59 @@ fn a_sentinel_address_runs_on_the_primary_it_names() {
         .command(&["INFO", "commandstats"])
         .unwrap();
     assert!(!replica.contains("cmdstat_evalsha"), "{replica}");
+}
+
+/// Behind Sentinels that ask for the password too (their own `requirepass`), with the password from
+/// `LOCKBENCH_REDIS_PASSWORD`: the run works, and the password reaches neither the results nor the
+/// output.
+#[test]
+fn a_password_protected_sentinel_setup_takes_the_password_from_the_environment() {
+    const PASSWORD: &str = "sentinel-env-secret-58";
+    let group = RedisSentinels::start_with(RedisOptions {
+        security: Some(RedisSecurity {
+            user: "app".into(),
+            password: PASSWORD.into(),
+            tls: None,
+        }),
+        ..RedisOptions::default()
+    })
+    .unwrap();
+    let address = group.url().replace(&format!(":{PASSWORD}@"), "@");
+    assert!(address.starts_with("redis+sentinel://app@"), "{address}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = support::lockbench()
+        .args([
+            "run",
+            "--strategies",
+            "redis-watchdog",
+            "--duration",
+            "300ms",
+        ])
+        .args([
+            "--warmup",
+            "0s",
+            "--no-progress",
+            "--redis",
+            &address,
+            "--out",
+        ])
+        .arg(dir.path())
+        .env("LOCKBENCH_REDIS_PASSWORD", PASSWORD)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    let results = support::read_results(dir.path());
+    assert!(results.cases[0].operations.acquired > 0);
+    let written = std::fs::read_to_string(dir.path().join("results.json")).unwrap();
+    for (what, text) in [
+        ("results", &*written),
+        ("stdout", &stdout),
+        ("stderr", &stderr),
+    ] {
+        assert!(!text.contains(PASSWORD), "the password reached the {what}");
+    }
 }

@@ -236,7 +236,7 @@ pub(crate) fn wait_serving(process: &ServerProcess, addr: SocketAddr) -> Result<
 }
 
 /// [`wait_serving`], authenticating as `auth` first.
-fn wait_serving_as(
+pub(crate) fn wait_serving_as(
     process: &ServerProcess,
     addr: SocketAddr,
     auth: Option<(&str, &str)>,

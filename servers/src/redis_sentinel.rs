@@ -2,8 +2,8 @@
 //! setup of a team that runs Redis with automatic failover. Clients find the primary by asking the
 //! Sentinels (`redis+sentinel://…/lockbench`); when the primary dies, the Sentinels agree it is down
 //! after [`DOWN_AFTER`], elect a leader among themselves and promote the replica. With an ACL user
-//! ([`RedisSentinels::start_with`]), the replica and the Sentinels authenticate as it (the Sentinels
-//! themselves take no password).
+//! ([`RedisSentinels::start_with`]), the replica and the Sentinels authenticate as it, and the
+//! Sentinels ask for its password too (`requirepass`, and `sentinel-pass` among themselves).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::process::{ServerProcess, make_temp_dir, retry_on_port_race};
 use crate::programs::Program;
-use crate::redis::{RedisOptions, RedisPair, wait_serving};
+use crate::redis::{RedisOptions, RedisPair, wait_serving_as};
 use crate::{Result, ServerError, free_ports, probe};
 
 /// The name the Sentinels monitor the primary under.
@@ -31,6 +31,8 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct Sentinel {
     process: ServerProcess,
     addr: SocketAddr,
+    /// Its `requirepass`, if any.
+    password: Option<String>,
 }
 
 impl Sentinel {
@@ -60,7 +62,8 @@ impl Sentinel {
                 down = DOWN_AFTER.as_millis(),
                 auth = auth
                     .map(|(user, password)| format!(
-                        "sentinel auth-user {SERVICE} {user}\nsentinel auth-pass {SERVICE} {password}\n"
+                        "sentinel auth-user {SERVICE} {user}\nsentinel auth-pass {SERVICE} {password}\n\
+                         requirepass {password}\nsentinel sentinel-pass {password}\n"
                     ))
                     .unwrap_or_default(),
             );
@@ -69,8 +72,14 @@ impl Sentinel {
             command.arg(&config).arg("--sentinel");
             let process = ServerProcess::spawn("redis sentinel", command, dir, "sentinel.log")?;
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-            wait_serving(&process, addr)?;
-            Ok(Self { process, addr })
+            let login = auth.map(|(_, password)| ("default", password));
+            wait_serving_as(&process, addr, login)?;
+            let password = auth.map(|(_, password)| password.to_owned());
+            Ok(Self {
+                process,
+                addr,
+                password,
+            })
         })
     }
 
@@ -81,7 +90,8 @@ impl Sentinel {
 
     /// Sends one command (e.g. `&["SENTINEL", "MASTER", "lockbench"]`) and returns the reply as text.
     pub fn command(&self, args: &[&str]) -> Result<String> {
-        probe::resp_command(self.addr, args, COMMAND_TIMEOUT)
+        let login = self.password.as_deref().map(|p| ("default", p));
+        probe::resp_command_as(self.addr, login, args, COMMAND_TIMEOUT)
     }
 
     /// The primary this Sentinel names for [`SERVICE`] now.

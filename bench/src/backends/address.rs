@@ -7,7 +7,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use lockbench_servers::probe::resp_command;
+use lockbench_servers::probe::{resp_command, resp_command_as};
 use lockers::address::{self, Credentials};
 
 use super::ServerKind;
@@ -174,8 +174,10 @@ pub fn zk_sockets(connect: &str) -> Result<Vec<SocketAddr>, String> {
 }
 
 /// Asks the Sentinels of `url` in turn which server is the primary of its service
-/// (`SENTINEL GET-MASTER-ADDR-BY-NAME`, without credentials: they are the primary's).
+/// (`SENTINEL GET-MASTER-ADDR-BY-NAME`, without credentials, or with the address's password when a
+/// Sentinel answers `NOAUTH`).
 fn sentinel_primary(url: &str) -> Result<SocketAddr, String> {
+    let password = credentials(url).map(|c| c.password);
     let url = bare(url)?;
     let rest = &url[SENTINEL_SCHEME.len()..];
     let (hosts, path) = rest
@@ -186,7 +188,14 @@ fn sentinel_primary(url: &str) -> Result<SocketAddr, String> {
     for host in hosts.split(',') {
         let answer = resolve(host.trim(), 26379).and_then(|sentinel| {
             let ask = ["SENTINEL", "GET-MASTER-ADDR-BY-NAME", service];
-            resp_command(sentinel, &ask, SENTINEL_TIMEOUT).map_err(|e| e.to_string())
+            match (resp_command(sentinel, &ask, SENTINEL_TIMEOUT), &password) {
+                (Err(e), Some(password)) if e.to_string().contains("NOAUTH") => {
+                    let login = Some(("default", password.as_str()));
+                    resp_command_as(sentinel, login, &ask, SENTINEL_TIMEOUT)
+                }
+                (answer, _) => answer,
+            }
+            .map_err(|e| e.to_string())
         });
         match answer.as_deref().map(|text| text.split_once('\n')) {
             Ok(Some((ip, port))) => return resolve(&format!("{ip}:{port}"), 6379),

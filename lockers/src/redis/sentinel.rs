@@ -2,7 +2,8 @@
 //!
 //! The client asks the Sentinels, in the order given, which server is the primary of `service`
 //! (`SENTINEL MASTER`, skipping a Sentinel that holds its primary for down) and opens the command connection there, authenticating with
-//! the address's user and password (the Sentinels themselves are asked without them). When a command
+//! the address's user and password (the Sentinels themselves are asked without them, or with the
+//! password alone when one answers `NOAUTH`: its own `requirepass`). When a command
 //! on the primary fails as a failover makes it fail (the connection broke or was refused, an answer
 //! timed out, or the server answers `READONLY` because it was demoted), the Sentinels are asked
 //! again, at most once per [`ASK_AT_MOST_EVERY`], and a newly named primary gets a new connection
@@ -238,7 +239,9 @@ fn connect(
 async fn ask_sentinels(address: &SentinelAddress, timeout: Duration) -> Result<String, LockError> {
     let mut why = Vec::new();
     for sentinel in &address.sentinels {
-        match tokio::time::timeout(timeout, ask_one(sentinel, &address.service)).await {
+        let password = address.credentials.as_ref().map(|c| c.password.as_str());
+        let asking = ask_one(sentinel, &address.service, password);
+        match tokio::time::timeout(timeout, asking).await {
             Ok(Ok(Some(primary))) => return Ok(primary),
             Ok(Ok(None)) => why.push(format!(
                 "{sentinel}: knows no live primary of {:?}",
@@ -258,18 +261,19 @@ async fn ask_sentinels(address: &SentinelAddress, timeout: Duration) -> Result<S
 /// holds its primary for down (`s_down`/`o_down` in its flags). A Sentinel that did not take part in a
 /// promotion learns of it from the others' hello messages, up to 2 s later, and meanwhile names the
 /// dead primary flagged down; skipping it finds one that knows.
-async fn ask_one(sentinel: &str, service: &str) -> redis::RedisResult<Option<String>> {
-    let mut info = redis::IntoConnectionInfo::into_connection_info(format!("redis://{sentinel}"))?;
-    let quiet = info.redis_settings().clone().set_skip_set_lib_name();
-    info = info.set_redis_settings(quiet);
-    let client = redis::Client::open(info)?;
-    let mut connection = client.get_multiplexed_async_connection().await?;
-    let state: HashMap<String, String> = match redis::cmd("SENTINEL")
-        .arg("MASTER")
-        .arg(service)
-        .query_async(&mut connection)
-        .await
-    {
+/// A Sentinel that answers `NOAUTH` (its own `requirepass`) is asked again with the address's password.
+async fn ask_one(
+    sentinel: &str,
+    service: &str,
+    password: Option<&str>,
+) -> redis::RedisResult<Option<String>> {
+    let state = match sentinel_master(sentinel, service, None).await {
+        Err(e) if e.code() == Some("NOAUTH") && password.is_some() => {
+            sentinel_master(sentinel, service, password).await
+        }
+        other => other,
+    };
+    let state = match state {
         Ok(state) => state,
         Err(e) if e.code() == Some("ERR") => return Ok(None),
         Err(e) => return Err(e),
@@ -281,6 +285,28 @@ async fn ask_one(sentinel: &str, service: &str) -> redis::RedisResult<Option<Str
         (Some(ip), Some(port)) if !down => Some(format!("{ip}:{port}")),
         _ => None,
     })
+}
+
+/// `SENTINEL MASTER service` as a field map, on a connection authenticated with `password` (the
+/// default user) when given.
+async fn sentinel_master(
+    sentinel: &str,
+    service: &str,
+    password: Option<&str>,
+) -> redis::RedisResult<HashMap<String, String>> {
+    let mut info = redis::IntoConnectionInfo::into_connection_info(format!("redis://{sentinel}"))?;
+    let mut settings = info.redis_settings().clone().set_skip_set_lib_name();
+    if let Some(password) = password {
+        settings = settings.set_password(password);
+    }
+    info = info.set_redis_settings(settings);
+    let client = redis::Client::open(info)?;
+    let mut connection = client.get_multiplexed_async_connection().await?;
+    redis::cmd("SENTINEL")
+        .arg("MASTER")
+        .arg(service)
+        .query_async(&mut connection)
+        .await
 }
 
 #[cfg(test)]
