@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use lockbench::backends::{Backends, GivenAddresses, ServerKind, stats};
-use lockbench_servers::{RedisOptions, RedisSecurity, RedisSentinels, RedisServer, probe};
+use lockbench_servers::{RedisOptions, RedisSentinels, RedisServer, probe};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn started_servers_report_versions_and_cost_counters() {
@@ -148,15 +148,7 @@ fn a_sentinel_address_runs_on_the_primary_it_names() {
 #[test]
 fn a_password_protected_sentinel_setup_takes_the_password_from_the_environment() {
     const PASSWORD: &str = "sentinel-env-secret-58";
-    let group = RedisSentinels::start_with(RedisOptions {
-        security: Some(RedisSecurity {
-            user: "app".into(),
-            password: PASSWORD.into(),
-            tls: None,
-        }),
-        ..RedisOptions::default()
-    })
-    .unwrap();
+    let group = RedisSentinels::start_with(RedisOptions::with_acl_user("app", PASSWORD)).unwrap();
     let address = group.url().replace(&format!(":{PASSWORD}@"), "@");
     assert!(address.starts_with("redis+sentinel://app@"), "{address}");
     let dir = tempfile::tempdir().unwrap();

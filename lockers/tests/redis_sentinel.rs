@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use lockbench_servers::{RedisOptions, RedisSecurity, RedisSentinels};
+use lockbench_servers::{RedisOptions, RedisSentinels};
 use lockers::redis::{
     GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
     RedisWatchdog, WatchdogConfig,
@@ -158,15 +158,7 @@ async fn a_sentinel_that_knows_no_such_service_is_a_one_line_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_an_acl_user_the_clients_log_in_on_every_primary() {
     const PASSWORD: &str = "sentinel-acl-secret-31";
-    let group = RedisSentinels::start_with(RedisOptions {
-        security: Some(RedisSecurity {
-            user: "app".into(),
-            password: PASSWORD.into(),
-            tls: None,
-        }),
-        ..RedisOptions::default()
-    })
-    .unwrap();
+    let group = RedisSentinels::start_with(RedisOptions::with_acl_user("app", PASSWORD)).unwrap();
     let url = group.url();
     assert!(url.starts_with("redis+sentinel://app:"), "{url}");
     let log = EventLog::new();

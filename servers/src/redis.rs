@@ -33,6 +33,20 @@ pub struct RedisOptions {
     pub security: Option<RedisSecurity>,
 }
 
+impl RedisOptions {
+    /// Default options with one ACL user (the default user off), no TLS.
+    pub fn with_acl_user(user: &str, password: &str) -> Self {
+        RedisOptions {
+            security: Some(RedisSecurity {
+                user: user.to_owned(),
+                password: password.to_owned(),
+                tls: None,
+            }),
+            ..RedisOptions::default()
+        }
+    }
+}
+
 /// How a secured server is reached: the `default` user is switched off and one ACL user with all
 /// permissions is created; with `tls`, clients get a TLS port (the plain port stays for the launcher's
 /// own probes, on 127.0.0.1 and behind the same ACL). `Debug` hides the password.
