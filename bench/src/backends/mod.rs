@@ -277,7 +277,9 @@ impl Backends {
                 .map(|a| a.split(',').map(str::to_owned).collect())
                 .unwrap_or_default(),
             zookeeper: address(ServerKind::ZooKeeper),
-            redis_replicated: false,
+            // Behind Sentinel there are replicas: Redisson's sentinel mode WAITs for them.
+            redis_replicated: address(ServerKind::Redis)
+                .is_some_and(|a| self::address::is_sentinel(&a)),
         }
     }
 
