@@ -2,7 +2,9 @@
 //! observer: `MONITOR` on the same redis-server, which logs every command a client sent and marks the
 //! commands a script ran with `[0 lua]`. Contended watchdog cycles with renewals, for the strategies
 //! whose every command `MONITOR` shows (the keyspace strategies' `CONFIG SET` is an administrative
-//! command, which it leaves out). One test in its own binary: the count is per process.
+//! command, which it leaves out), on one server and on a Redis Cluster (`MONITOR` on each master: the
+//! commands a cluster client sends to each, `CLUSTER SLOTS` and the `SCRIPT LOAD`s every master gets
+//! included). One test in its own binary: the count is per process.
 #![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -11,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use lockbench_servers::RedisServer;
+use lockbench_servers::{RedisCluster, RedisServer};
 use lockers::redis::{
     Generation, GuardThreadConfig, RedisGuardThread, RedisWatchdog, Redisson, RedissonConfig,
     RenewalMode, WatchdogConfig, commands_sent,
@@ -23,6 +25,14 @@ const TIMEOUT: Duration = Duration::from_millis(300);
 /// Cycles per client.
 const CYCLES: usize = 40;
 
+/// Every row this test counts.
+const ROWS: [&str; 4] = [
+    "redis-watchdog",
+    "redis-watchdog-batched",
+    "redis-guard-thread",
+    "redisson",
+];
+
 /// Counts the client commands `MONITOR` logs (those a script ran are left out) on a thread.
 struct Monitor {
     seen: Arc<AtomicU64>,
@@ -31,7 +41,11 @@ struct Monitor {
 
 impl Monitor {
     fn start(server: &RedisServer) -> Monitor {
-        let mut stream = TcpStream::connect(server.addr()).unwrap();
+        Self::start_at(server.addr())
+    }
+
+    fn start_at(addr: std::net::SocketAddr) -> Monitor {
+        let mut stream = TcpStream::connect(addr).unwrap();
         stream.write_all(b"MONITOR\r\n").unwrap();
         let mut reader = BufReader::new(stream);
         let mut ok = String::new();
@@ -144,12 +158,7 @@ async fn clients(row: &str, url: &str) -> [Arc<dyn Locker>; 2] {
 /// commands scripts ran.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_request_counts_agree_with_monitor() {
-    for row in [
-        "redis-watchdog",
-        "redis-watchdog-batched",
-        "redis-guard-thread",
-        "redisson",
-    ] {
+    for row in ROWS {
         let server = RedisServer::start().unwrap();
         let monitor = Monitor::start(&server);
         let before = commands_sent();
@@ -184,5 +193,35 @@ async fn client_request_counts_agree_with_monitor() {
                 "{row}: commandstats ({server_calls}) should count the scripts' own calls too"
             );
         }
+    }
+    cluster_counts_agree_with_monitor().await;
+}
+
+/// On a cluster the count is the sum of what every master's `MONITOR` saw (a fresh cluster: every
+/// request, layout queries included, goes to a master).
+async fn cluster_counts_agree_with_monitor() {
+    let cluster = tokio::task::spawn_blocking(|| RedisCluster::start().unwrap())
+        .await
+        .unwrap();
+    for row in ROWS {
+        let monitors: Vec<Monitor> = cluster.nodes()[..3]
+            .iter()
+            .map(|n| Monitor::start_at(n.addr()))
+            .collect();
+        let before = commands_sent();
+        cycles(clients(row, &cluster.url()).await).await;
+        let counted = commands_sent() - before;
+        let seen: u64 =
+            tokio::task::spawn_blocking(move || monitors.iter().map(Monitor::settled).sum())
+                .await
+                .unwrap();
+        eprintln!("{row} on a cluster: counted {counted}, the masters' MONITOR saw {seen}");
+        assert!(seen > 0, "{row}: MONITOR saw nothing");
+        let off = (counted as f64 - seen as f64).abs() / seen as f64;
+        assert!(
+            off <= 0.10,
+            "{row} on a cluster: counted {counted}, MONITOR saw {seen} ({:.1} % apart)",
+            off * 100.0
+        );
     }
 }

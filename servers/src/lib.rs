@@ -17,6 +17,7 @@
 //! | one `redis-server` | [`RedisServer`] | `PING` → `PONG` |
 //! | primary + replica | [`RedisPair`] | replica reports `master_link_status:up` |
 //! | primary + replica + 3 Sentinels | [`RedisSentinels`] | every Sentinel knows the replica and the other two |
+//! | 3 masters + 3 replicas in one cluster | [`RedisCluster`] | every node says `cluster_state:ok`, every replica online |
 //! | a restartable node / N independent nodes (Redlock) | [`RedisNode`] / [`RedisNodes`] | `PING` → `PONG` (after every restart) |
 //! | one etcd member | [`EtcdServer`] | `GET /health` → `{"health":"true"}` |
 //! | etcd cluster | [`EtcdCluster`] | every member healthy |
@@ -49,6 +50,7 @@ pub mod process;
 pub mod programs;
 pub mod proxy;
 pub mod redis;
+pub mod redis_cluster;
 pub mod redis_nodes;
 pub mod redis_sentinel;
 pub mod zookeeper;
@@ -60,6 +62,7 @@ pub use process::{ServerProcess, data_parent, kill_all_servers};
 pub use programs::Program;
 pub use proxy::{Direction, Fault, Proxy};
 pub use redis::{RedisOptions, RedisPair, RedisSecurity, RedisServer};
+pub use redis_cluster::RedisCluster;
 pub use redis_nodes::{Durability, FakeClock, OnRestart, RedisNode, RedisNodeOptions, RedisNodes};
 pub use redis_sentinel::RedisSentinels;
 pub use zookeeper::{ZkEnsemble, ZkOptions, ZkServer};

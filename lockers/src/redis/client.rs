@@ -116,6 +116,32 @@ pub(crate) fn open_parts(
     redis::Client::build_with_tls(info, certificates).map_err(bad)
 }
 
+/// The error in a command's answer: a failed request, or an error the server answered (redis-rs
+/// hands those back as `Ok(Value::ServerError)`; `query_async` turns them into `Err` only later).
+pub(crate) fn error_of(answer: &redis::RedisResult<redis::Value>) -> Option<redis::RedisError> {
+    match answer {
+        Err(error) => Some(error.clone()),
+        Ok(value) => server_error(value),
+    }
+}
+
+/// [`error_of`] for a pipeline's answers: the first error among them.
+pub(crate) fn error_of_all(
+    answer: &redis::RedisResult<Vec<redis::Value>>,
+) -> Option<redis::RedisError> {
+    match answer {
+        Err(error) => Some(error.clone()),
+        Ok(values) => values.iter().find_map(server_error),
+    }
+}
+
+fn server_error(value: &redis::Value) -> Option<redis::RedisError> {
+    match value {
+        redis::Value::ServerError(error) => Some(error.clone().into()),
+        _ => None,
+    }
+}
+
 /// Commands this process's Redis clients sent so far.
 static SENT: AtomicU64 = AtomicU64::new(0);
 

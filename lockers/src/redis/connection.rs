@@ -8,8 +8,9 @@
 //! Further connections of a client (pub/sub, a guard thread's blocking connection) are opened from
 //! [`RedisConnection::client`]. Errors and `Debug` show the address redacted. A `redis+sentinel://`
 //! address sends commands to whichever server the Sentinels name primary, asking them again after an
-//! error a failover causes (see the `sentinel` module). [`Commands`] counts every command it sends
-//! ([`commands_sent`]).
+//! error a failover causes (see the `sentinel` module). A `redis+cluster://` address sends each
+//! command to the master of its key's slot, following `MOVED` (see the `cluster` module).
+//! [`Commands`] counts every command it sends ([`commands_sent`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -20,6 +21,8 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 pub use super::client::{BACKEND, ConnectionSettings, commands_sent, open_client};
 pub(crate) use super::client::{count_handshake, count_sent};
+use super::client::{error_of, error_of_all};
+use super::cluster::{ClusterAddress, ClusterRoute};
 use super::sentinel::{SentinelAddress, SentinelRoute};
 use crate::address;
 use crate::error::LockError;
@@ -29,7 +32,8 @@ use crate::error::LockError;
 #[derive(Clone)]
 pub struct Commands(Route);
 
-/// Where commands go: one server, or whichever the Sentinels name primary.
+/// Where commands go: one server, whichever the Sentinels name primary, or each key's master in a
+/// cluster.
 // The direct route is every command's path and is cloned per operation: kept inline, unboxed.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
@@ -39,6 +43,7 @@ enum Route {
         client: redis::Client,
     },
     Sentinel(Arc<SentinelRoute>),
+    Cluster(Arc<ClusterRoute>),
 }
 
 impl fmt::Debug for Commands {
@@ -52,21 +57,55 @@ impl Commands {
         match &self.0 {
             Route::Direct { client, .. } => client.clone(),
             Route::Sentinel(route) => route.client(),
+            Route::Cluster(route) => route.client(),
+        }
+    }
+
+    fn client_for(&self, key: &[u8]) -> redis::Client {
+        match &self.0 {
+            Route::Cluster(route) => route.client_for(Some(key)),
+            _ => self.client(),
+        }
+    }
+
+    /// Whether commands go to a Redis Cluster (a batch script call must then name keys of one slot).
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self.0, Route::Cluster(_))
+    }
+
+    /// Commands bound to the server holding `key` now: in a cluster, its slot's master, for a command
+    /// that must follow a write on the same connection (`WAIT`); elsewhere these same commands.
+    pub(crate) fn pinned_to(&self, key: &str) -> Commands {
+        match &self.0 {
+            Route::Cluster(route) => match route.node_of_key(key.as_bytes()) {
+                Ok(node) => Commands(Route::Direct {
+                    manager: node.manager,
+                    client: node.client,
+                }),
+                Err(_) => self.clone(),
+            },
+            _ => self.clone(),
         }
     }
 }
 
 impl ConnectionLike for Commands {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        if let Route::Cluster(route) = &self.0 {
+            // Counted per node the command reaches.
+            let route = route.clone();
+            return Box::pin(async move { route.send(cmd).await });
+        }
         count_sent(1);
         match &mut self.0 {
+            Route::Cluster(_) => unreachable!("sent above"),
             Route::Direct { manager, .. } => manager.req_packed_command(cmd),
             Route::Sentinel(route) => {
                 let route = route.clone();
                 Box::pin(async move {
                     let answer = route.manager().req_packed_command(cmd).await;
-                    if let Err(e) = &answer {
-                        route.after_error(e);
+                    if let Some(e) = error_of(&answer) {
+                        route.after_error(&e);
                     }
                     answer
                 })
@@ -80,9 +119,14 @@ impl ConnectionLike for Commands {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
+        if let Route::Cluster(route) = &self.0 {
+            let route = route.clone();
+            return Box::pin(async move { route.send_pipeline(pipeline, offset, count).await });
+        }
         let wrapper = if pipeline.is_transaction() { 2 } else { 0 };
         count_sent((pipeline.len() + wrapper) as u64);
         match &mut self.0 {
+            Route::Cluster(_) => unreachable!("sent above"),
             Route::Direct { manager, .. } => manager.req_packed_commands(pipeline, offset, count),
             Route::Sentinel(route) => {
                 let route = route.clone();
@@ -91,8 +135,8 @@ impl ConnectionLike for Commands {
                         .manager()
                         .req_packed_commands(pipeline, offset, count)
                         .await;
-                    if let Err(e) = &answer {
-                        route.after_error(e);
+                    if let Some(e) = error_of_all(&answer) {
+                        route.after_error(&e);
                     }
                     answer
                 })
@@ -104,6 +148,7 @@ impl ConnectionLike for Commands {
         match &self.0 {
             Route::Direct { manager, .. } => manager.get_db(),
             Route::Sentinel(route) => route.db(),
+            Route::Cluster(_) => 0,
         }
     }
 }
@@ -122,6 +167,7 @@ impl fmt::Debug for RedisConnection {
         let addr = match &self.commands.0 {
             Route::Direct { client, .. } => client.get_connection_info().addr().to_string(),
             Route::Sentinel(route) => format!("{} (via Sentinel)", route.primary()),
+            Route::Cluster(route) => route.describe(),
         };
         f.debug_struct("RedisConnection")
             .field("addr", &addr)
@@ -133,7 +179,8 @@ impl fmt::Debug for RedisConnection {
 impl RedisConnection {
     /// Connects to `url` (`redis[s]://[user:pass@]host:port[/db][?ca=…]`, see [`open_client`], or
     /// `redis+sentinel://[user:pass@]host:port[,host:port…]/service[/db]`, the primary the Sentinels
-    /// name, followed across failovers). A bad URL is a `Config` error; a server that does not answer
+    /// name, followed across failovers; or `redis+cluster://[user:pass@]host:port[,host:port…]`, a Redis
+    /// Cluster's seeds). A bad URL is a `Config` error; a server that does not answer
     /// within `settings.connect_timeout` is a `Backend` error.
     pub async fn connect(url: &str, settings: ConnectionSettings) -> Result<Self, LockError> {
         settings.validate()?;
@@ -144,11 +191,14 @@ impl RedisConnection {
             .set_number_of_retries(2)
             .set_min_delay(Duration::from_millis(20))
             .set_max_delay(settings.connect_timeout);
-        let route = match SentinelAddress::parse(url)? {
-            Some(sentinel) => Route::Sentinel(
+        let route = match (SentinelAddress::parse(url)?, ClusterAddress::parse(url)?) {
+            (Some(sentinel), _) => Route::Sentinel(
                 SentinelRoute::open(sentinel, shown.clone(), settings, config).await?,
             ),
-            None => {
+            (None, Some(cluster)) => {
+                Route::Cluster(ClusterRoute::open(cluster, shown.clone(), settings, config).await?)
+            }
+            (None, None) => {
                 let client = open_client(url)?;
                 // The manager connects lazily; the first PING proves the server is there.
                 let manager = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
@@ -180,16 +230,31 @@ impl RedisConnection {
         self.commands.clone()
     }
 
-    /// A client for the server commands go to now, for opening further connections (pub/sub) to it.
+    /// A client for the server commands go to now, for opening further connections (pub/sub) to it;
+    /// in a cluster, any master's.
     pub fn client(&self) -> redis::Client {
         self.commands.client()
     }
 
+    /// A client for the server holding `key` now: in a cluster, its slot's master; elsewhere
+    /// [`Self::client`].
+    pub fn client_for(&self, key: &[u8]) -> redis::Client {
+        self.commands.client_for(key)
+    }
+
+    /// Whether this connection goes to a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        self.commands.is_cluster()
+    }
+
     /// Says that a further connection to [`Self::client`]'s server broke: behind Sentinel, the
-    /// Sentinels are asked again for the primary (see the `sentinel` module); otherwise nothing.
+    /// Sentinels are asked again for the primary (see the `sentinel` module); in a cluster, the
+    /// layout is read again (see the `cluster` module); otherwise nothing.
     pub(crate) fn connection_broke(&self) {
-        if let Route::Sentinel(route) = &self.commands.0 {
-            route.ask_again();
+        match &self.commands.0 {
+            Route::Sentinel(route) => route.ask_again(),
+            Route::Cluster(route) => route.refresh(),
+            Route::Direct { .. } => {}
         }
     }
 

@@ -63,6 +63,7 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use super::acquire::{self, Request};
+use super::cluster;
 use super::connection::RedisConnection;
 use super::keyevents::{KeyEvents, KeyWatch, ensure_notifications};
 use super::keyspace_holder::{Held, Renewer};
@@ -100,7 +101,8 @@ impl RedisKeyspace {
     /// Connects to `url` (`redis://127.0.0.1:6379[/db]`), makes sure the server publishes keyevent
     /// notifications (see the module docs), subscribes, and loads the scripts. An invalid `config` or a
     /// server that may not be configured is a `Config` error; a server that does not answer within the
-    /// connect timeout is a `Backend` error.
+    /// connect timeout is a `Backend` error. A Redis Cluster address is a `Config` error: each node
+    /// publishes only its own keys' events, so the strategy would need a subscription per master.
     pub async fn connect(
         url: &str,
         variant: Variant,
@@ -108,6 +110,13 @@ impl RedisKeyspace {
         events: Events,
     ) -> Result<Self, LockError> {
         config.validate()?;
+        if url.starts_with(cluster::SCHEME) {
+            return Err(LockError::Config(
+                "redis-keyspace does not run on a Redis Cluster: keyspace events are published only \
+                 on the node that holds the key"
+                    .into(),
+            ));
+        }
         let connection = RedisConnection::connect(url, config.connection).await?;
         let mut commands = connection.commands();
         let notify_flags = ensure_notifications(&mut commands).await?;

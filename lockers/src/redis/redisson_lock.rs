@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::acquire;
+use super::cluster::by_slot;
 use super::connection::{BACKEND, RedisConnection};
 use super::keys::LockKeys;
 use super::redisson_config::RedissonConfig;
@@ -142,7 +143,7 @@ impl Core {
         call.key(&keys.lock).arg(ttl_ms).arg(owner);
         let answer = scripts::run(&mut connection, &call).await?;
         let attempt = acquire_attempt(&REDISSON_ACQUIRE, answer)?;
-        if let Err(error) = self.sync.after_write(&mut connection).await {
+        if let Err(error) = self.sync.after_write(&connection, &keys.lock).await {
             if is_no_synced_slaves(&error) {
                 // `handleNoSync`: undo the unconfirmed hold; its own outcome is not reported.
                 let _ = self.release(keys, owner, ttl_ms).await;
@@ -170,7 +171,7 @@ impl Core {
             .arg(owner)
             .arg(ttl_millis(UNLOCK_LATCH_TTL));
         let answer: i64 = scripts::run(&mut connection, &call).await?;
-        self.sync.after_write(&mut connection).await?;
+        self.sync.after_write(&connection, &keys.lock).await?;
         // Redisson deletes the latch with a write it does not wait for.
         let mut background = connection.clone();
         in_background(async move {
@@ -206,16 +207,36 @@ impl Core {
             })
             .await?;
         self.sync
-            .after_write(&mut self.connection.commands())
+            .after_write(&self.connection.commands(), &target.key)
             .await?;
         renewed(&REDISSON_RENEW, answer)
     }
 
-    /// Renews a chunk of locks in one call: per lock, `true` renewed or `false` no longer held.
+    /// Renews a chunk of locks: per lock, `true` renewed or `false` no longer held. One call, or in a
+    /// cluster one per slot (a script's keys must share a slot), sent at once; a failed call fails the
+    /// chunk.
     pub(crate) async fn renew_chunk(
         &self,
         targets: &[RenewTarget],
     ) -> Result<Vec<bool>, LockError> {
+        let keys: Vec<&str> = targets.iter().map(|t| &*t.key).collect();
+        let groups = by_slot(&keys, self.connection.is_cluster());
+        let calls = groups.iter().map(|group| {
+            let group: Vec<&RenewTarget> = group.iter().map(|&i| &targets[i]).collect();
+            async move { self.renew_group(&group).await }
+        });
+        let answers = futures::future::join_all(calls).await;
+        let mut renewed = vec![false; targets.len()];
+        for (group, answers) in groups.iter().zip(answers) {
+            for (&i, answer) in group.iter().zip(answers?) {
+                renewed[i] = answer;
+            }
+        }
+        Ok(renewed)
+    }
+
+    /// Renews locks of one slot in one call.
+    async fn renew_group(&self, targets: &[&RenewTarget]) -> Result<Vec<bool>, LockError> {
         let ttl_ms = ttl_millis(self.config.renewal.ttl);
         let answers: Vec<i64> = self
             .with_retries(|| {
@@ -230,8 +251,9 @@ impl Core {
                 call
             })
             .await?;
+        let first = targets.first().map_or("", |t| &*t.key);
         self.sync
-            .after_write(&mut self.connection.commands())
+            .after_write(&self.connection.commands(), first)
             .await?;
         if answers.len() != targets.len() {
             return Err(LockError::backend(

@@ -46,6 +46,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::cluster;
 use super::connection::Commands;
 use async_trait::async_trait;
 use futures::future::join_all;
@@ -210,6 +211,12 @@ impl Redlock {
         if urls.is_empty() {
             return Err(LockError::Config(
                 "redlock needs at least one node url".into(),
+            ));
+        }
+        if urls.iter().any(|url| url.starts_with(cluster::SCHEME)) {
+            return Err(LockError::Config(
+                "redlock runs on independent masters (redis:// each), not on a Redis Cluster"
+                    .into(),
             ));
         }
         let settings = config.connection;

@@ -50,6 +50,7 @@ impl RenewalThreads {
         let thread = RenewalThread {
             link: BlockingLink {
                 source: self.connection.clone(),
+                key: lock.keys.lock.clone(),
                 open: None,
             },
             lock: lock.clone(),
@@ -129,6 +130,8 @@ impl Drop for ThreadAlive {
 /// A renewal thread's own blocking connection, opened on first use.
 struct BlockingLink {
     source: RedisConnection,
+    /// The lock's key: in a cluster, the connection goes to its slot's master.
+    key: String,
     open: Option<redis::Connection>,
 }
 
@@ -140,7 +143,7 @@ impl BlockingLink {
         let connection = match self.open.take() {
             Some(connection) => connection,
             None => {
-                let client = self.source.client();
+                let client = self.source.client_for(self.key.as_bytes());
                 let opened =
                     client.get_connection_with_timeout(settings.connect_timeout.min(budget))?;
                 count_handshake(&client);
@@ -153,7 +156,8 @@ impl BlockingLink {
     }
 
     /// Drops the connection after a failed renewal (it may be half-way through an answer): the next use
-    /// opens a fresh one, behind Sentinel to whichever primary the Sentinels name by then.
+    /// opens a fresh one, behind Sentinel to whichever primary the Sentinels name by then, in a cluster
+    /// to whichever master serves the key's slot by then.
     fn reset(&mut self) {
         self.open = None;
         self.source.connection_broke();

@@ -57,12 +57,20 @@ impl ReplicaSync {
         self.topology == Topology::Replicated
     }
 
-    /// Called after a lock write on `connection` succeeded: waits for the replicas as Redisson does.
-    /// `Err` when the wait itself failed, or when no replica confirmed and the check is on.
-    pub(crate) async fn after_write(&self, connection: &mut Commands) -> Result<(), LockError> {
+    /// Called after a write of the lock at `key` on `connection` succeeded: waits for the replicas
+    /// as Redisson does, on the connection to the server holding `key` (in a cluster, its slot's
+    /// master; `WAIT` counts the writes of its own connection). `Err` when the wait itself failed, or
+    /// when no replica confirmed and the check is on. In a cluster the replica count is the first
+    /// master's asked, as every master of lockbench's clusters has one replica.
+    pub(crate) async fn after_write(
+        &self,
+        connection: &Commands,
+        key: &str,
+    ) -> Result<(), LockError> {
         if !self.enabled() {
             return Ok(());
         }
+        let connection = &mut connection.pinned_to(key);
         if !self.probed.swap(true, Ordering::Relaxed) {
             let _: i64 = redis::cmd("WAIT")
                 .arg(0)

@@ -44,6 +44,7 @@ use tokio::sync::watch;
 
 use super::acquire::{self, Request};
 use super::batch::{BatchRenewer, BatchTarget};
+use super::cluster::by_slot;
 use super::connection::{BACKEND, RedisConnection};
 use super::deferred::DeferredStarts;
 use super::keys::{LockKeys, lock_key, owner_field};
@@ -147,35 +148,61 @@ async fn renew_one(
     Ok(renew_outcome(answer))
 }
 
-/// The call renewing `targets` in one batch script call, built now (one command buffer, no allocation per
-/// lock) and sent when awaited.
+/// The calls renewing `targets`, built now (one command buffer per call, no allocation per lock) and
+/// sent together when awaited: one batch script call, or in a cluster one per slot (a script's keys
+/// must share a slot), sent at once so the calls to one master pipeline on its connection. Counts each
+/// call in `calls`. A failed call fails the chunk (every lock in it is retried at the next tick).
 fn renew_chunk(
-    mut connection: Commands,
+    connection: Commands,
     targets: &[&BatchTarget],
     ttl_ms: u64,
+    calls: &AtomicU64,
 ) -> impl Future<Output = Result<Vec<RenewOutcome>, LockError>> + use<> {
-    let mut cmd = WATCHDOG_RENEW_BATCH.evalsha(targets.len());
-    for target in targets {
-        cmd.arg(target.key.as_bytes());
-    }
-    cmd.arg(ttl_ms);
-    for target in targets {
-        cmd.arg(target.owner.as_bytes());
-    }
+    let keys: Vec<&str> = targets.iter().map(|t| &*t.key).collect();
+    let groups = by_slot(&keys, connection.is_cluster());
+    calls.fetch_add(groups.len() as u64, Ordering::Relaxed);
+    let sends: Vec<(redis::Cmd, Vec<usize>)> = groups
+        .into_iter()
+        .map(|group| {
+            let mut cmd = WATCHDOG_RENEW_BATCH.evalsha(group.len());
+            for &i in &group {
+                cmd.arg(targets[i].key.as_bytes());
+            }
+            cmd.arg(ttl_ms);
+            for &i in &group {
+                cmd.arg(targets[i].owner.as_bytes());
+            }
+            (cmd, group)
+        })
+        .collect();
     let locks = targets.len();
     async move {
-        let answers: Vec<i64> =
-            scripts::run_cmd(&mut connection, &WATCHDOG_RENEW_BATCH, &cmd).await?;
-        if answers.len() != locks {
-            return Err(LockError::backend(
-                BACKEND,
-                format!(
-                    "batch renewal answered {} results for {locks} locks",
-                    answers.len(),
-                ),
-            ));
+        let answers = futures::future::join_all(sends.iter().map(|(cmd, group)| {
+            let mut connection = connection.clone();
+            async move {
+                let answers: Vec<i64> =
+                    scripts::run_cmd(&mut connection, &WATCHDOG_RENEW_BATCH, cmd).await?;
+                if answers.len() != group.len() {
+                    return Err(LockError::backend(
+                        BACKEND,
+                        format!(
+                            "batch renewal answered {} results for {} locks",
+                            answers.len(),
+                            group.len()
+                        ),
+                    ));
+                }
+                Ok(answers)
+            }
+        }))
+        .await;
+        let mut outcomes = vec![None; locks];
+        for ((_, group), answers) in sends.iter().zip(answers) {
+            for (&i, answer) in group.iter().zip(answers?) {
+                outcomes[i] = Some(renew_outcome(answer));
+            }
         }
-        Ok(answers.into_iter().map(renew_outcome).collect())
+        Ok(outcomes.into_iter().flatten().collect())
     }
 }
 
@@ -231,10 +258,7 @@ impl RedisWatchdog {
                     plan,
                     chunk,
                     events.clone(),
-                    move |targets| {
-                        calls.fetch_add(1, Ordering::Relaxed);
-                        renew_chunk(commands.clone(), targets, ttl_ms)
-                    },
+                    move |targets| renew_chunk(commands.clone(), targets, ttl_ms, &calls),
                 ))
             }
         };

@@ -1,0 +1,753 @@
+//! Redis Cluster: `redis+cluster://[user:pass@]host:port[,host:port…]`, the seeds the client first asks
+//! for the cluster's layout.
+//!
+//! The client reads which master serves which of the 16384 hash slots (`CLUSTER SLOTS`, from the first
+//! seed or known node that answers, preferring an answer that covers every slot) and keeps one
+//! multiplexed connection per master, opened lazily, each authenticated with the address's user and
+//! password. A command goes to the master of its key's slot ([`slot`]: CRC16 of the key, or of its
+//! `{hash tag}`; every lock's keys share one tag, so a lock lives on one master). Commands without a
+//! key go to any master, except `SCRIPT`, `CONFIG`, `FLUSHALL` and `FLUSHDB`, which go to every
+//! master (the first answer is returned). A pipeline goes where its first keyed command goes; a batch
+//! script call must name keys of one slot, so batch renewals are split by slot first ([`by_slot`]).
+//!
+//! As cluster clients do (redis-rs's cluster client, Redisson, Lettuce), a `MOVED` answer is followed
+//! at once: the slot is recorded as the named node's and the command is sent there (up to
+//! [`MAX_REDIRECTS`] times); an `ASK` answer sends `ASKING` and the command to the named node without
+//! changing the layout. Neither ran the command, so re-sending never doubles a write. Any other error a
+//! failover causes (a broken, refused or timed-out connection, `CLUSTERDOWN`, `TRYAGAIN`, `READONLY`,
+//! `MASTERDOWN`) fails the command (its caller reports it) and has the layout read again in the
+//! background, at most once per [`REFRESH_AT_MOST_EVERY`].
+//!
+//! Every request the servers see is counted ([`super::client::count_sent`]): each node a command is
+//! sent to, each redirect, `ASKING`, and every `CLUSTER SLOTS` with its connection's handshake. TLS
+//! and databases other than 0 are refused (`Config`): Redis Cluster has one database, and TLS between
+//! lockbench and a cluster is not built yet.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::time::{Duration, Instant};
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, ServerErrorKind, Value};
+
+use super::client::{
+    BACKEND, ConnectionSettings, count_handshake, count_sent, error_of, error_of_all, open_parts,
+};
+use crate::address::{self, Credentials, TlsFiles};
+use crate::error::LockError;
+
+/// The scheme of a cluster address.
+pub(crate) const SCHEME: &str = "redis+cluster://";
+/// The port a node listens on unless the address says otherwise.
+const DEFAULT_PORT: u16 = 6379;
+/// The number of hash slots.
+pub(crate) const SLOTS: u16 = 16384;
+/// The layout is read again after a failed command at most this often.
+pub(crate) const REFRESH_AT_MOST_EVERY: Duration = Duration::from_millis(100);
+/// How many `MOVED`/`ASK` answers one command follows.
+pub(crate) const MAX_REDIRECTS: usize = 3;
+
+/// A parsed cluster address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ClusterAddress {
+    /// `host:port` of each seed, in the order to ask them.
+    pub seeds: Vec<String>,
+    /// The user and password every node is logged in to with.
+    pub credentials: Option<Credentials>,
+}
+
+impl ClusterAddress {
+    /// Parses `url` if it is a cluster address (`None` for any other scheme).
+    pub(crate) fn parse(url: &str) -> Result<Option<Self>, LockError> {
+        if !url.starts_with(SCHEME) {
+            return Ok(None);
+        }
+        let shown = address::redact(url);
+        let bad = |why: &str| LockError::Config(format!("cluster address {shown:?}: {why}"));
+        let parts = address::split(url)?;
+        if !parts.tls.is_empty() {
+            return Err(bad(
+                "TLS (ca=, cert=, key=) is not supported with Redis Cluster yet",
+            ));
+        }
+        let rest = &parts.bare[SCHEME.len()..];
+        if rest.contains('?') {
+            return Err(bad("unknown query parameters"));
+        }
+        let hosts = match rest.split_once('/') {
+            None => rest,
+            Some((hosts, "" | "0")) => hosts,
+            Some(_) => return Err(bad("a Redis Cluster has only database 0")),
+        };
+        let seeds = hosts
+            .split(',')
+            .map(|host| match host.rsplit_once(':') {
+                Some((name, port)) if !name.is_empty() && port.parse::<u16>().is_ok() => {
+                    Ok(host.to_owned())
+                }
+                None if !host.is_empty() => Ok(format!("{host}:{DEFAULT_PORT}")),
+                _ => Err(bad("each node must be host or host:port")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(ClusterAddress {
+            seeds,
+            credentials: parts.credentials,
+        }))
+    }
+}
+
+/// The hash slot of `key`: CRC16 (XModem) of the key, or of the text between its first `{` and the
+/// next `}` when that is not empty, modulo 16384.
+pub(crate) fn slot(key: &[u8]) -> u16 {
+    let tagged = key.iter().position(|&b| b == b'{').and_then(|open| {
+        let rest = &key[open + 1..];
+        let close = rest.iter().position(|&b| b == b'}')?;
+        (close > 0).then(|| &rest[..close])
+    });
+    crc16(tagged.unwrap_or(key)) % SLOTS
+}
+
+/// CRC16-CCITT (XModem): polynomial 0x1021, initial value 0, as the Redis Cluster specification asks.
+fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &byte in bytes {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
+/// Indexes into `keys` grouped by slot, each group in the order given, groups in order of their first
+/// key: the script calls a batch of locks needs in a cluster (one per slot). Outside a cluster
+/// (`clustered` false) one group holds every index.
+pub(crate) fn by_slot<K: AsRef<[u8]>>(keys: &[K], clustered: bool) -> Vec<Vec<usize>> {
+    if !clustered {
+        return vec![(0..keys.len()).collect()];
+    }
+    let mut groups: Vec<(u16, Vec<usize>)> = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        let slot = slot(key.as_ref());
+        match groups.iter_mut().find(|(s, _)| *s == slot) {
+            Some((_, group)) => group.push(i),
+            None => groups.push((slot, vec![i])),
+        }
+    }
+    groups.into_iter().map(|(_, group)| group).collect()
+}
+
+/// One master's connection.
+#[derive(Clone)]
+pub(crate) struct Node {
+    /// `host:port`.
+    pub addr: String,
+    /// For further connections (pub/sub, a renewal thread's blocking one).
+    pub client: redis::Client,
+    /// The multiplexed command connection.
+    pub manager: ConnectionManager,
+}
+
+/// Which node serves which slot.
+struct Layout {
+    /// Every node a command may go to (masters, and nodes a `MOVED` named).
+    nodes: Vec<Node>,
+    /// Per slot, the index into `nodes` of its master (`None`: no master known).
+    owners: Vec<Option<usize>>,
+}
+
+impl Layout {
+    fn node_of(&self, slot: u16) -> Option<&Node> {
+        self.owners[usize::from(slot)].map(|i| &self.nodes[i])
+    }
+
+    /// The nodes that serve at least one slot, in order of their first slot.
+    fn masters(&self) -> Vec<Node> {
+        let mut seen = HashSet::new();
+        self.owners
+            .iter()
+            .flatten()
+            .filter(|&&i| seen.insert(i))
+            .map(|&i| self.nodes[i].clone())
+            .collect()
+    }
+
+    fn index_of(&self, addr: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.addr == addr)
+    }
+}
+
+/// Where a command goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target<'a> {
+    /// The master of this key's slot.
+    Key(&'a [u8]),
+    /// Any master.
+    Any,
+    /// Every master.
+    Every,
+}
+
+/// Commands that carry no key (their first argument is not one).
+const KEYLESS: &[&str] = &[
+    "PING", "INFO", "WAIT", "WAITAOF", "CLIENT", "PUBLISH", "CLUSTER", "DBSIZE", "TIME", "MULTI",
+    "EXEC", "DISCARD", "ROLE", "MEMORY", "SLOWLOG", "COMMAND", "ECHO", "HELLO",
+];
+/// Commands that every master must see.
+const EVERYWHERE: &[&str] = &["SCRIPT", "CONFIG", "FLUSHALL", "FLUSHDB"];
+
+/// Where `cmd` goes: its key's master, any master, or every master.
+fn target_of(cmd: &Cmd) -> Target<'_> {
+    let mut args = cmd.args_iter().map(|arg| match arg {
+        redis::Arg::Simple(bytes) => bytes,
+        _ => &b""[..],
+    });
+    let Some(name) = args.next() else {
+        return Target::Any;
+    };
+    let name = String::from_utf8_lossy(name).to_ascii_uppercase();
+    if EVERYWHERE.contains(&name.as_str()) {
+        return Target::Every;
+    }
+    if KEYLESS.contains(&name.as_str()) {
+        return Target::Any;
+    }
+    if matches!(
+        name.as_str(),
+        "EVAL" | "EVALSHA" | "EVAL_RO" | "EVALSHA_RO" | "FCALL" | "FCALL_RO"
+    ) {
+        let _script = args.next();
+        let keys = args
+            .next()
+            .and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok());
+        return match (keys, args.next()) {
+            (Some(n), Some(key)) if n > 0 => Target::Key(key),
+            _ => Target::Any,
+        };
+    }
+    args.next().map_or(Target::Any, Target::Key)
+}
+
+/// Where `pipeline` goes: where its first command with a key goes, else any master.
+fn target_of_pipeline(pipeline: &Pipeline) -> Target<'_> {
+    pipeline
+        .cmd_iter()
+        .map(target_of)
+        .find(|t| matches!(t, Target::Key(_)))
+        .unwrap_or(Target::Any)
+}
+
+/// The command connections to a cluster's masters (see the module doc).
+pub(crate) struct ClusterRoute {
+    address: ClusterAddress,
+    shown: String,
+    settings: ConnectionSettings,
+    config: ConnectionManagerConfig,
+    layout: RwLock<Layout>,
+    refreshing: AtomicBool,
+    last_refresh: Mutex<Option<Instant>>,
+    /// Where refreshes run, also when a renewal thread (no runtime of its own) calls for one.
+    runtime: tokio::runtime::Handle,
+}
+
+impl ClusterRoute {
+    /// Reads the layout from the seeds and opens a lazy connection to each master.
+    pub(crate) async fn open(
+        address: ClusterAddress,
+        shown: String,
+        settings: ConnectionSettings,
+        config: ConnectionManagerConfig,
+    ) -> Result<Arc<Self>, LockError> {
+        let route = Arc::new(ClusterRoute {
+            address,
+            shown,
+            settings,
+            config,
+            layout: RwLock::new(Layout {
+                nodes: Vec::new(),
+                owners: vec![None; usize::from(SLOTS)],
+            }),
+            refreshing: AtomicBool::new(false),
+            last_refresh: Mutex::new(Some(Instant::now())),
+            runtime: tokio::runtime::Handle::current(),
+        });
+        route.reload().await?;
+        Ok(route)
+    }
+
+    fn layout(&self) -> RwLockReadGuard<'_, Layout> {
+        self.layout.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The node `target` goes to now.
+    fn node_for(&self, target: Target<'_>) -> RedisResult<Node> {
+        let layout = self.layout();
+        let node = match target {
+            Target::Key(key) => layout.node_of(slot(key)),
+            Target::Any | Target::Every => layout
+                .owners
+                .iter()
+                .flatten()
+                .next()
+                .map(|&i| &layout.nodes[i]),
+        };
+        node.cloned().ok_or_else(|| {
+            let what = match target {
+                Target::Key(key) => format!("slot {}", slot(key)),
+                _ => "any slot".to_owned(),
+            };
+            RedisError::from((
+                ErrorKind::Server(ServerErrorKind::ClusterDown),
+                "no master known",
+                format!("the cluster layout names no master for {what}"),
+            ))
+        })
+    }
+
+    /// A client for any master, for connections that need no particular one (pub/sub: a cluster
+    /// delivers every `PUBLISH` on every node).
+    pub(crate) fn client(&self) -> redis::Client {
+        self.client_for(None)
+    }
+
+    /// A client for the master of `key`'s slot (any master for `None`).
+    pub(crate) fn client_for(&self, key: Option<&[u8]>) -> redis::Client {
+        let target = key.map_or(Target::Any, Target::Key);
+        match self.node_for(target) {
+            Ok(node) => node.client,
+            // No master known for the slot: the first node known (`open` found at least one); a
+            // connection there is redirected or fails, and its owner asks for a refresh.
+            Err(_) => self.layout().nodes[0].client.clone(),
+        }
+    }
+
+    /// The master of `key`'s slot now, for commands that must follow a write on the same connection
+    /// (`WAIT`).
+    pub(crate) fn node_of_key(&self, key: &[u8]) -> RedisResult<Node> {
+        self.node_for(Target::Key(key))
+    }
+
+    /// The masters now.
+    pub(crate) fn masters(&self) -> Vec<Node> {
+        self.layout().masters()
+    }
+
+    /// Sends `cmd` where it goes, following redirects.
+    pub(crate) async fn send(self: &Arc<Self>, cmd: &Cmd) -> RedisResult<Value> {
+        let target = target_of(cmd);
+        if target == Target::Every {
+            let masters = self.masters();
+            let mut first = None;
+            for mut node in masters {
+                count_sent(1);
+                let answer = node.manager.req_packed_command(cmd).await;
+                if let Some(e) = error_of(&answer) {
+                    self.after_error(&e);
+                    return answer;
+                }
+                first.get_or_insert(answer);
+            }
+            return first.unwrap_or_else(|| self.node_for(Target::Any).map(|_| Value::Nil));
+        }
+        let mut node = self.node_for(target)?;
+        let mut redirects = 0;
+        loop {
+            count_sent(1);
+            let answer = node.manager.req_packed_command(cmd).await;
+            let redirect = match &answer {
+                Err(e) if redirects < MAX_REDIRECTS => e.redirect_node().map(|(addr, slot)| {
+                    (
+                        addr.to_owned(),
+                        slot,
+                        e.kind() == ErrorKind::Server(ServerErrorKind::Ask),
+                    )
+                }),
+                _ => None,
+            };
+            match redirect {
+                Some((addr, slot, ask)) => {
+                    redirects += 1;
+                    if ask {
+                        let mut asked = self.node_at(&addr)?;
+                        let mut pipeline = redis::pipe();
+                        pipeline.cmd("ASKING").ignore().add_command(cmd.clone());
+                        count_sent(2);
+                        let answer = asked.manager.req_packed_commands(&pipeline, 1, 1).await;
+                        let answer = answer.map(|mut v| v.pop().unwrap_or(Value::Nil));
+                        if let Some(e) = error_of(&answer) {
+                            self.after_error(&e);
+                        }
+                        return answer;
+                    }
+                    node = self.moved(slot, &addr)?;
+                }
+                None => {
+                    if let Some(e) = error_of(&answer) {
+                        self.after_error(&e);
+                    }
+                    return answer;
+                }
+            }
+        }
+    }
+
+    /// Sends `pipeline` where it goes, following `MOVED` redirects.
+    pub(crate) async fn send_pipeline(
+        self: &Arc<Self>,
+        pipeline: &Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        let target = target_of_pipeline(pipeline);
+        let mut node = self.node_for(target)?;
+        let wrapper = if pipeline.is_transaction() { 2 } else { 0 };
+        let mut redirects = 0;
+        loop {
+            count_sent((pipeline.len() + wrapper) as u64);
+            let answer = node
+                .manager
+                .req_packed_commands(pipeline, offset, count)
+                .await;
+            let error = error_of_all(&answer);
+            let moved = match &error {
+                Some(e)
+                    if redirects < MAX_REDIRECTS
+                        && e.kind() == ErrorKind::Server(ServerErrorKind::Moved) =>
+                {
+                    e.redirect_node()
+                        .map(|(addr, slot)| (addr.to_owned(), slot))
+                }
+                _ => None,
+            };
+            match moved {
+                Some((addr, slot)) => {
+                    redirects += 1;
+                    node = self.moved(slot, &addr)?;
+                }
+                None => {
+                    if let Some(e) = error {
+                        self.after_error(&e);
+                    }
+                    return answer;
+                }
+            }
+        }
+    }
+
+    /// After a failed command: reads the layout again ([`Self::refresh`]) when `error` is one a
+    /// failover causes.
+    pub(crate) fn after_error(self: &Arc<Self>, error: &RedisError) {
+        let failover_like = error.is_io_error()
+            || error.is_connection_dropped()
+            || error.is_connection_refusal()
+            || error.is_timeout()
+            || error.is_cluster_error()
+            || matches!(
+                error.kind(),
+                ErrorKind::Server(ServerErrorKind::ReadOnly | ServerErrorKind::MasterDown)
+            );
+        if failover_like {
+            self.refresh();
+        }
+    }
+
+    /// Records `slot` as served by `addr` (after `MOVED`) and returns that node.
+    fn moved(self: &Arc<Self>, slot: u16, addr: &str) -> RedisResult<Node> {
+        let node = self.node_at(addr)?;
+        let mut layout = self.layout.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = layout.index_of(addr) {
+            layout.owners[usize::from(slot)] = Some(i);
+        }
+        drop(layout);
+        // One slot moved; others may have moved with it.
+        self.refresh();
+        Ok(node)
+    }
+
+    /// The node at `addr`, connected (lazily) and added to the layout if new.
+    fn node_at(&self, addr: &str) -> RedisResult<Node> {
+        if let Some(i) = self.layout().index_of(addr) {
+            return Ok(self.layout().nodes[i].clone());
+        }
+        let node = self
+            .connect(addr)
+            .map_err(|e| RedisError::from((ErrorKind::Io, "cannot connect", e.to_string())))?;
+        let mut layout = self.layout.write().unwrap_or_else(|e| e.into_inner());
+        match layout.index_of(addr) {
+            Some(i) => Ok(layout.nodes[i].clone()),
+            None => {
+                layout.nodes.push(node.clone());
+                Ok(node)
+            }
+        }
+    }
+
+    /// Reads the layout again, in the background, unless it was read less than
+    /// [`REFRESH_AT_MOST_EVERY`] ago or is being read now. Also for connections that broke outside
+    /// the command connections (pub/sub, a renewal thread's own).
+    pub(crate) fn refresh(self: &Arc<Self>) {
+        {
+            let mut last = self.last_refresh.lock().unwrap_or_else(|e| e.into_inner());
+            if last.is_some_and(|at| at.elapsed() < REFRESH_AT_MOST_EVERY) {
+                return;
+            }
+            if self.refreshing.swap(true, Ordering::AcqRel) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        let route = self.clone();
+        self.runtime.spawn(async move {
+            let _ = route.reload().await;
+            route.refreshing.store(false, Ordering::Release);
+        });
+    }
+
+    /// Asks the known nodes, then the seeds, for `CLUSTER SLOTS` and installs the first answer that
+    /// covers every slot (or, failing that, the one covering most).
+    async fn reload(&self) -> Result<(), LockError> {
+        let mut candidates: Vec<String> =
+            self.layout().nodes.iter().map(|n| n.addr.clone()).collect();
+        for seed in &self.address.seeds {
+            if !candidates.contains(seed) {
+                candidates.push(seed.clone());
+            }
+        }
+        let mut best: Option<Vec<(u16, u16, String)>> = None;
+        let mut why = Vec::new();
+        for candidate in &candidates {
+            match self.ask_slots(candidate).await {
+                Ok(ranges) => {
+                    let covered = covered(&ranges);
+                    if covered == usize::from(SLOTS) {
+                        best = Some(ranges);
+                        break;
+                    }
+                    if best.as_ref().is_none_or(|b| covered > self::covered(b)) {
+                        best = Some(ranges);
+                    }
+                }
+                Err(e) => why.push(format!("{candidate}: {e}")),
+            }
+        }
+        let Some(ranges) = best.filter(|r| !r.is_empty()) else {
+            return Err(LockError::backend(
+                BACKEND,
+                format!(
+                    "no node of {} told the cluster layout ({})",
+                    self.shown,
+                    why.join("; ")
+                ),
+            ));
+        };
+        let mut nodes: Vec<Node> = self.layout().nodes.clone();
+        let mut owners = vec![None; usize::from(SLOTS)];
+        for (first, last, addr) in &ranges {
+            let i = match nodes.iter().position(|n| &n.addr == addr) {
+                Some(i) => i,
+                None => {
+                    nodes.push(self.connect(addr)?);
+                    nodes.len() - 1
+                }
+            };
+            for slot in *first..=*last {
+                owners[usize::from(slot)] = Some(i);
+            }
+        }
+        *self.layout.write().unwrap_or_else(|e| e.into_inner()) = Layout { nodes, owners };
+        Ok(())
+    }
+
+    /// `CLUSTER SLOTS` of the node at `addr`: `(first, last, master)` per range.
+    async fn ask_slots(&self, addr: &str) -> Result<Vec<(u16, u16, String)>, LockError> {
+        let client = self.client_at(addr)?;
+        let timeout = self.settings.connect_timeout + self.settings.response_timeout;
+        let asking = async {
+            let mut connection = client.get_multiplexed_async_connection().await?;
+            count_handshake(&client);
+            count_sent(1);
+            connection
+                .req_packed_command(redis::cmd("CLUSTER").arg("SLOTS"))
+                .await
+        };
+        let answer = tokio::time::timeout(timeout, asking)
+            .await
+            .map_err(|_| LockError::backend(BACKEND, format!("no answer within {timeout:?}")))??;
+        let host = addr.rsplit_once(':').map_or(addr, |(host, _)| host);
+        parse_slots(&answer, host)
+            .ok_or_else(|| LockError::backend(BACKEND, "unexpected CLUSTER SLOTS answer"))
+    }
+
+    fn client_at(&self, addr: &str) -> Result<redis::Client, LockError> {
+        open_parts(
+            &format!("redis://{addr}"),
+            self.address.credentials.as_ref(),
+            &TlsFiles::default(),
+            &self.shown,
+        )
+    }
+
+    /// A lazy connection to the node at `addr`.
+    fn connect(&self, addr: &str) -> Result<Node, LockError> {
+        let client = self.client_at(addr)?;
+        let manager = ConnectionManager::new_lazy_with_config(client.clone(), self.config.clone())?;
+        count_handshake(&client);
+        Ok(Node {
+            addr: addr.to_owned(),
+            client,
+            manager,
+        })
+    }
+
+    /// The seeds and masters, for `Debug`.
+    pub(crate) fn describe(&self) -> String {
+        let masters: Vec<String> = self.masters().into_iter().map(|n| n.addr).collect();
+        format!("cluster, masters {}", masters.join(","))
+    }
+}
+
+/// How many slots `ranges` cover.
+fn covered(ranges: &[(u16, u16, String)]) -> usize {
+    ranges
+        .iter()
+        .map(|(first, last, _)| usize::from(last.saturating_sub(*first)) + 1)
+        .sum()
+}
+
+/// Reads a `CLUSTER SLOTS` answer: per range its first and last slot and its master's `host:port`
+/// (an empty host means the node asked, `host`).
+fn parse_slots(answer: &Value, host: &str) -> Option<Vec<(u16, u16, String)>> {
+    let Value::Array(entries) = answer else {
+        return None;
+    };
+    let int = |v: &Value| match v {
+        Value::Int(n) => u16::try_from(*n).ok(),
+        _ => None,
+    };
+    let text = |v: &Value| match v {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    };
+    entries
+        .iter()
+        .map(|entry| {
+            let Value::Array(fields) = entry else {
+                return None;
+            };
+            let (first, last) = (int(fields.first()?)?, int(fields.get(1)?)?);
+            let Value::Array(master) = fields.get(2)? else {
+                return None;
+            };
+            let ip = text(master.first()?)?;
+            let port = int(master.get(1)?)?;
+            let ip = if ip.is_empty() || ip == "?" {
+                host.to_owned()
+            } else {
+                ip
+            };
+            Some((first, last, format!("{ip}:{port}")))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_follow_the_cluster_specification() {
+        // The specification's example: CRC16 of "123456789" is 0x31C3.
+        assert_eq!(crc16(b"123456789"), 0x31C3);
+        assert_eq!(slot(b"foo"), 12182);
+        assert_eq!(slot(b"{user1000}.following"), slot(b"{user1000}.followers"));
+        assert_eq!(slot(b"{user1000}.following"), slot(b"user1000"));
+        // An empty tag is no tag: the whole key is hashed.
+        assert_eq!(slot(b"foo{}{bar}"), crc16(b"foo{}{bar}") % SLOTS);
+        assert_eq!(slot(b"foo{{bar}}zap"), slot(b"{bar"));
+    }
+
+    #[test]
+    fn batches_split_by_slot_in_a_cluster_only() {
+        let keys = ["{a}:1", "{b}:1", "{a}:2", "{c}"];
+        assert_eq!(by_slot(&keys, false), vec![vec![0, 1, 2, 3]]);
+        assert_eq!(by_slot(&keys, true), vec![vec![0, 2], vec![1], vec![3]]);
+    }
+
+    #[test]
+    fn commands_go_to_their_keys_master() {
+        let mut eval = redis::cmd("EVALSHA");
+        eval.arg("abc").arg(2).arg("{x}:lock").arg("{x}:ch").arg(5);
+        assert_eq!(target_of(&eval), Target::Key(b"{x}:lock"));
+        let mut no_keys = redis::cmd("EVALSHA");
+        no_keys.arg("abc").arg(0).arg(5);
+        assert_eq!(target_of(&no_keys), Target::Any);
+        assert_eq!(
+            target_of(redis::cmd("SET").arg("k").arg(1)),
+            Target::Key(b"k")
+        );
+        assert_eq!(target_of(redis::cmd("WAIT").arg(1).arg(0)), Target::Any);
+        assert_eq!(
+            target_of(redis::cmd("SCRIPT").arg("LOAD").arg("x")),
+            Target::Every
+        );
+        let mut pipeline = redis::pipe();
+        pipeline.cmd("PING").cmd("GET").arg("g");
+        assert_eq!(target_of_pipeline(&pipeline), Target::Key(b"g"));
+    }
+
+    #[test]
+    fn cluster_addresses_parse() {
+        let parsed = ClusterAddress::parse("redis+cluster://app:p%40w@10.0.0.1:7000,h2/")
+            .expect("valid")
+            .expect("a cluster address");
+        assert_eq!(parsed.seeds, ["10.0.0.1:7000", "h2:6379"]);
+        assert_eq!(parsed.credentials.expect("credentials").password, "p@w");
+        assert!(
+            ClusterAddress::parse("redis://h:1")
+                .expect("other")
+                .is_none()
+        );
+        for bad in [
+            "redis+cluster://u:secret@h:1/3",
+            "redis+cluster://u:secret@h:x",
+            "redis+cluster://u:secret@h:1?ca=/tmp/ca.pem",
+            "redis+cluster://u:secret@h:1,",
+        ] {
+            let error = ClusterAddress::parse(bad).expect_err(bad).to_string();
+            assert!(!error.contains("secret"), "{error}");
+        }
+    }
+
+    #[test]
+    fn reads_cluster_slots() {
+        let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let answer = Value::Array(vec![
+            Value::Array(vec![
+                Value::Int(0),
+                Value::Int(5460),
+                Value::Array(vec![bulk("127.0.0.1"), Value::Int(7000), bulk("id0")]),
+                Value::Array(vec![bulk("127.0.0.1"), Value::Int(7003), bulk("id3")]),
+            ]),
+            Value::Array(vec![
+                Value::Int(5461),
+                Value::Int(16383),
+                Value::Array(vec![bulk(""), Value::Int(7001), bulk("id1")]),
+            ]),
+        ]);
+        let ranges = parse_slots(&answer, "10.1.1.1").expect("parsed");
+        assert_eq!(
+            ranges,
+            vec![
+                (0, 5460, "127.0.0.1:7000".to_owned()),
+                (5461, 16383, "10.1.1.1:7001".to_owned())
+            ]
+        );
+        assert_eq!(covered(&ranges), 16384);
+    }
+}

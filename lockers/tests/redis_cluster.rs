@@ -1,0 +1,362 @@
+//! The Redis strategies on a Redis Cluster (`redis+cluster://`) of 3 masters and 3 replicas started
+//! here, shared by every test of this file (each test uses its own keys, spread over the masters by
+//! their hash tags): the conformance suite for `redis-watchdog` (per-lock and batched),
+//! `redis-guard-thread`, `redisson` and `redisson-classic` (in Redisson's cluster mode, `WAIT` after
+//! each lock write on the key's master); batched renewal split by slot (one call per slot, no
+//! `CROSSSLOT`); a lock held through a master kill and through a manual `CLUSTER FAILOVER`; and the
+//! strategies that cannot run on a cluster saying so in one line.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use lockbench_servers::RedisCluster;
+use lockers::conformance::Target;
+use lockers::redis::{
+    GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
+    RedisWatchdog, Redisson, RedissonConfig, Redlock, RedlockConfig, RenewalMode, Topology,
+    WatchdogConfig,
+};
+use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, Renewal};
+
+const TIMEOUT: Duration = Duration::from_millis(600);
+const PREFIX: &str = "lbcluster:";
+
+/// The cluster every test shares (started by the first test that needs it).
+static CLUSTER: LazyLock<RedisCluster> = LazyLock::new(|| RedisCluster::start().unwrap());
+
+/// Failover tests change which node serves a slot; they run one at a time, and the conformance cases
+/// meanwhile wait (a case's lock must not see a failover it did not ask for).
+static FAILOVERS: LazyLock<tokio::sync::RwLock<()>> =
+    LazyLock::new(|| tokio::sync::RwLock::new(()));
+
+fn lock_key(name: &str) -> String {
+    format!("{PREFIX}{{{name}}}")
+}
+
+fn unique(name: &str) -> String {
+    format!("{name}:{:08x}", rand::random::<u32>())
+}
+
+/// A strategy's clients of the shared cluster.
+#[derive(Clone, Copy)]
+enum Row {
+    Watchdog(RenewalMode),
+    GuardThread,
+    Redisson(lockers::redis::Generation),
+}
+
+async fn connect(row: Row, timeout: Duration, events: Events) -> Arc<dyn Locker> {
+    let url = CLUSTER.url();
+    let renewal = Renewal::new(timeout);
+    match row {
+        Row::Watchdog(renewal_mode) => {
+            let config = WatchdogConfig {
+                renewal,
+                renewal_mode,
+                key_prefix: PREFIX.into(),
+                ..WatchdogConfig::default()
+            };
+            Arc::new(RedisWatchdog::connect(&url, config, events).await.unwrap())
+        }
+        Row::GuardThread => {
+            let config = GuardThreadConfig {
+                renewal,
+                key_prefix: PREFIX.into(),
+                ..GuardThreadConfig::default()
+            };
+            Arc::new(
+                RedisGuardThread::connect(&url, config, events)
+                    .await
+                    .unwrap(),
+            )
+        }
+        Row::Redisson(generation) => {
+            let config = RedissonConfig {
+                renewal,
+                key_prefix: PREFIX.into(),
+                topology: Topology::Replicated,
+                ..RedissonConfig::new(generation)
+            };
+            Arc::new(Redisson::connect(&url, config, events).await.unwrap())
+        }
+    }
+}
+
+/// The conformance target: a row on the shared cluster, holding off failover tests while it runs.
+struct OnCluster {
+    row: Row,
+    _no_failover: tokio::sync::RwLockReadGuard<'static, ()>,
+}
+
+impl OnCluster {
+    async fn start(row: Row) -> Self {
+        tokio::task::block_in_place(|| LazyLock::force(&CLUSTER));
+        OnCluster {
+            row,
+            _no_failover: FAILOVERS.read().await,
+        }
+    }
+}
+
+#[async_trait]
+impl Target for OnCluster {
+    async fn client(&self, events: Events) -> Arc<dyn Locker> {
+        connect(self.row, TIMEOUT, events).await
+    }
+
+    fn watchdog_timeout(&self) -> Duration {
+        TIMEOUT
+    }
+
+    fn short_lease(&self) -> Duration {
+        Duration::from_millis(300)
+    }
+
+    async fn remove_behind_back(&self, lease: &Lease) {
+        let key = lock_key(lease.key());
+        let master = CLUSTER.master_of(&key).unwrap();
+        assert_eq!(master.command(&["DEL", &key]).unwrap(), "1");
+    }
+
+    fn slack(&self) -> Duration {
+        Duration::from_millis(200)
+    }
+}
+
+mod watchdog_per_lock {
+    use super::*;
+    lockers::conformance_tests!(OnCluster::start(Row::Watchdog(RenewalMode::PerLock)).await);
+}
+
+mod watchdog_batched {
+    use super::*;
+    lockers::conformance_tests!(
+        OnCluster::start(Row::Watchdog(RenewalMode::Batched { chunk: 100 })).await
+    );
+}
+
+mod guard_thread {
+    use super::*;
+    lockers::conformance_tests!(OnCluster::start(Row::GuardThread).await);
+}
+
+mod redisson {
+    use super::*;
+    lockers::conformance_tests!(
+        OnCluster::start(Row::Redisson(lockers::redis::Generation::Scheduler)).await
+    );
+}
+
+mod redisson_classic {
+    use super::*;
+    lockers::conformance_tests!(
+        OnCluster::start(Row::Redisson(lockers::redis::Generation::Classic)).await
+    );
+}
+
+/// The hash slot of `key`, as the cluster computes it.
+fn slot_of(key: &str) -> u16 {
+    CLUSTER.nodes()[0]
+        .command(&["CLUSTER", "KEYSLOT", key])
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_renewal_sends_one_call_per_slot() {
+    let _no_failover = OnCluster::start(Row::GuardThread).await;
+    let log = EventLog::new();
+    let config = WatchdogConfig {
+        renewal: Renewal::new(TIMEOUT),
+        renewal_mode: RenewalMode::Batched { chunk: 100 },
+        key_prefix: PREFIX.into(),
+        ..WatchdogConfig::default()
+    };
+    let client = RedisWatchdog::connect(&CLUSTER.url(), config, Events::to(log.clone()))
+        .await
+        .unwrap();
+    // Names spread over several slots (and so over the masters).
+    let names: Vec<String> = (0..12).map(|i| unique(&format!("batch{i}"))).collect();
+    let mut slots: Vec<u16> = names.iter().map(|n| slot_of(&lock_key(n))).collect();
+    slots.sort_unstable();
+    slots.dedup();
+    let masters: std::collections::HashSet<_> = names
+        .iter()
+        .map(|n| CLUSTER.master_of(&lock_key(n)).unwrap().port())
+        .collect();
+    assert!(masters.len() > 1, "the keys landed on one master only");
+    let mut leases = Vec::new();
+    for name in &names {
+        leases.push(
+            client
+                .acquire(name, &AcquireOptions::try_once())
+                .await
+                .unwrap(),
+        );
+    }
+    let before = client.renew_calls();
+    tokio::time::sleep(TIMEOUT * 3).await;
+    let calls = client.renew_calls() - before;
+    let renewed = log.count(|e| matches!(e, LockEvent::Renewed { .. }));
+    let failed = log.count(|e| matches!(e, LockEvent::RenewFailed { .. }));
+    assert_eq!(
+        failed,
+        0,
+        "renewals failed (CROSSSLOT?): {:?}",
+        log.snapshot()
+    );
+    assert!(leases.iter().all(Lease::is_held));
+    assert!(
+        renewed >= names.len(),
+        "{renewed} renewals for {} locks",
+        names.len()
+    );
+    // Each tick sends one call per slot: calls are a whole multiple of the slots.
+    assert!(
+        calls > 0 && calls % slots.len() as u64 == 0,
+        "{calls} calls for {} slots",
+        slots.len()
+    );
+    for lease in leases {
+        lease.release().await.unwrap();
+    }
+}
+
+/// Waits until the replica of `key`'s master has as many keys in its slot as the master (the lock and
+/// its fencing counter): replication is asynchronous, and a replica that just synced gets the stream
+/// only after its first acknowledgement (up to a second later), so a master killed sooner loses the
+/// lock with it.
+fn wait_replicated(key: &str) {
+    let slot = slot_of(key).to_string();
+    let count = |node: &lockbench_servers::RedisNode| {
+        node.command(&["CLUSTER", "COUNTKEYSINSLOT", &slot])
+            .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let master = CLUSTER.master_of(key).unwrap();
+        let replica = CLUSTER.replica_of(master).unwrap();
+        if count(master) == count(replica) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the replica never got {key}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A lock taken by `row` before `fail` fails its master over is still held and renewed afterwards, and
+/// a second client finds it busy.
+async fn survives(row: Row, name: &str, fail: impl FnOnce(&str) -> std::net::SocketAddr) {
+    let _alone = FAILOVERS.write().await;
+    let _restart = RestartKilled;
+    let log = EventLog::new();
+    let timeout = Duration::from_secs(6);
+    let first = connect(row, timeout, Events::to(log.clone())).await;
+    let second = connect(row, timeout, Events::none()).await;
+    let name = unique(name);
+    let key = lock_key(&name);
+    let lease = first
+        .acquire(&name, &AcquireOptions::try_once())
+        .await
+        .unwrap();
+    let old = CLUSTER.master_of(&key).unwrap().addr();
+    tokio::task::block_in_place(|| wait_replicated(&key));
+    let failed_at = Instant::now();
+    tokio::task::block_in_place(|| fail(&key));
+    let promoted = tokio::task::block_in_place(|| {
+        CLUSTER.wait_for_new_master(&key, old, Duration::from_secs(20))
+    });
+    assert!(promoted.is_some(), "no replica took over the slot");
+    let renewed_before = log.count(|e| matches!(e, LockEvent::Renewed { .. }));
+    let deadline = Instant::now() + timeout;
+    while log.count(|e| matches!(e, LockEvent::Renewed { .. })) == renewed_before {
+        assert!(
+            Instant::now() < deadline,
+            "no renewal after the failover: {:?}",
+            log.snapshot()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(lease.is_held(), "the lease was lost in the failover");
+    let mut taken = second.acquire(&name, &AcquireOptions::try_once()).await;
+    let retry_until = Instant::now() + Duration::from_secs(3);
+    while matches!(taken, Err(LockError::Backend { .. })) && Instant::now() < retry_until {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        taken = second.acquire(&name, &AcquireOptions::try_once()).await;
+    }
+    assert!(
+        matches!(taken, Err(LockError::Timeout { .. })),
+        "the new master must still have the lock: {taken:?}"
+    );
+    lease.release().await.unwrap();
+    second
+        .acquire(&name, &AcquireOptions::try_once())
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    assert!(failed_at.elapsed() < Duration::from_secs(30));
+}
+
+/// Brings a killed master back as a replica when dropped (also when the test fails), so later tests
+/// find every slot served with a replica.
+struct RestartKilled;
+
+impl Drop for RestartKilled {
+    fn drop(&mut self) {
+        tokio::task::block_in_place(|| CLUSTER.restart_killed()).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watchdog_lock_survives_a_master_kill() {
+    survives(
+        Row::Watchdog(RenewalMode::PerLock),
+        "kill-watchdog",
+        |key| CLUSTER.kill_master_of(key).unwrap(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guard_thread_lock_survives_a_master_kill() {
+    survives(Row::GuardThread, "kill-guard", |key| {
+        CLUSTER.kill_master_of(key).unwrap()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redisson_lock_survives_a_manual_failover() {
+    let row = Row::Redisson(lockers::redis::Generation::Scheduler);
+    survives(row, "manual-redisson", |key| {
+        CLUSTER.manual_failover_of(key).unwrap()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strategies_that_need_one_server_refuse_a_cluster_in_one_line() {
+    let url = "redis+cluster://app:secret@127.0.0.1:1";
+    let keyspace = RedisKeyspace::connect(
+        url,
+        KeyspaceVariant::Shadow,
+        KeyspaceConfig::default(),
+        Events::none(),
+    )
+    .await
+    .unwrap_err();
+    let redlock = Redlock::connect(&[url.to_owned()], RedlockConfig::default(), Events::none())
+        .await
+        .unwrap_err();
+    for error in [keyspace, redlock] {
+        let text = error.to_string();
+        assert!(matches!(error, LockError::Config(_)), "{text}");
+        assert!(text.contains("Cluster") && !text.contains('\n') && !text.contains("secret"));
+    }
+}
