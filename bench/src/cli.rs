@@ -69,8 +69,10 @@ pub enum Command {
 /// optionally `&cert=client.pem&key=client.key`). Addresses are shown and recorded redacted.
 #[derive(Clone, Default, Args)]
 pub struct ServerArgs {
-    /// Use this Redis instead of starting one: redis://[user[:pass]@]host:port[/db], or
-    /// rediss://…/?ca=ca.pem for TLS. The password may come from LOCKBENCH_REDIS_PASSWORD.
+    /// Use this Redis instead of starting one: redis://[user[:pass]@]host:port[/db],
+    /// rediss://…/?ca=ca.pem for TLS, redis+sentinel://host:port[,…]/service (the primary its
+    /// Sentinels name) or redis+cluster://host:port[,…] (a Redis Cluster's nodes). The password may
+    /// come from LOCKBENCH_REDIS_PASSWORD.
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,
     /// Use these independent Redis servers as Redlock's nodes instead of starting five
@@ -182,7 +184,8 @@ pub struct RunArgs {
     /// "pause_worker at=1s duration=2s". Kinds: pause_worker, crash_worker, starve_worker, cpu_hog
     /// (threads=N), cgroup_quota (quota=D period=D), pause_server, client_pause, pubsub_kill
     /// (every=D), proxy_delay (delay=D direction=upstream|downstream|both), proxy_blackhole,
-    /// proxy_reset (every=D), failover (replication_lag=D), sentinel_failover, leader_kill,
+    /// proxy_reset (every=D), failover (replication_lag=D), sentinel_failover,
+    /// cluster_master_kill, cluster_failover, leader_kill,
     /// node_kill (nodes=I,J duration=D),
     /// node_restart (nodes=I,J), clock_jump (nodes=I rate=N), server_restart (durability=none|aof-always).
     #[arg(long = "fault", value_name = "FAULT")]
@@ -253,7 +256,7 @@ pub struct CompareArgs {
     pub quick: bool,
     /// The full suite: the default one plus the library-fidelity scenarios (Redisson's renewal
     /// errors, busy server, orphaned holders and renewal after unlock; Redis restarts; Redlock's node
-    /// faults; a failover through Sentinel), about 40 minutes at 3 trials.
+    /// faults; failovers through Sentinel and in a Redis Cluster), about 40 minutes at 3 trials.
     #[arg(long, conflicts_with = "quick")]
     pub full: bool,
     /// The full suite at 10 trials per case, for tighter violation-rate intervals.

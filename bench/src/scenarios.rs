@@ -82,6 +82,14 @@ pub(crate) const PRESETS: &[Preset] = &[
         toml: include_str!("../scenarios/redis-sentinel-failover.toml"),
     },
     Preset {
+        name: "redis-cluster-master-kill",
+        toml: include_str!("../scenarios/redis-cluster-master-kill.toml"),
+    },
+    Preset {
+        name: "redis-cluster-failover",
+        toml: include_str!("../scenarios/redis-cluster-failover.toml"),
+    },
+    Preset {
         name: "leader-loss",
         toml: include_str!("../scenarios/leader-loss.toml"),
     },

@@ -296,6 +296,17 @@ pub fn servers_needed(strategies: &[&Strategy]) -> BTreeSet<ServerKind> {
     strategies.iter().map(|s| s.server).collect()
 }
 
+/// Why the Redis strategies that cannot run on a Redis Cluster cannot.
+pub const NOT_ON_REDIS_CLUSTER: &str = "a peer's adapter takes one server, and keyspace events \
+     are published only on the node holding the key";
+
+/// Whether the Redis strategy `id` runs on a Redis Cluster (see [`NOT_ON_REDIS_CLUSTER`]).
+pub fn runs_on_redis_cluster(id: &str) -> bool {
+    !is_peer(id)
+        && id != lockers::redis::keyspace::NAIVE_ID
+        && id != lockers::redis::keyspace::SHADOW_ID
+}
+
 /// Whether `id` is a peer (a library run through its adapter process).
 pub fn is_peer(id: &str) -> bool {
     id != "py-memory" && catalog::find(id).is_some()
@@ -330,9 +341,11 @@ fn peer_capabilities(id: &str) -> Result<Capabilities, LockError> {
 fn peer_servers(endpoints: &Endpoints, backend: PeerBackend) -> Result<Vec<String>, LockError> {
     let servers = peer_addresses(endpoints, backend)?;
     for server in &servers {
-        if crate::backends::address::is_sentinel(server) {
+        if crate::backends::address::is_sentinel(server)
+            || crate::backends::address::is_cluster(server)
+        {
             return Err(LockError::Config(
-                "peer adapters take one Redis server, not a Sentinel address".into(),
+                "peer adapters take one Redis server, not a Sentinel or cluster address".into(),
             ));
         }
         let parts = lockers::address::split(server)?;

@@ -53,7 +53,8 @@ pub(crate) enum Suite {
     #[default]
     Default,
     /// The default suite plus the library-fidelity scenarios (Redisson's renewal errors and orphaned
-    /// holders, Redlock's node faults, server restarts, a failover through Sentinel): `--full`, and
+    /// holders, Redlock's node faults, server restarts, failovers through Sentinel and in a Redis
+    /// Cluster): `--full`, and
     /// `--thorough` at 10 trials.
     Full,
 }
@@ -176,6 +177,8 @@ pub(crate) const SUITE: &[SuiteEntry] = &[
     SuiteEntry::preset("server-restart").full_only(),
     SuiteEntry::preset("server-restart-fsync").full_only(),
     SuiteEntry::preset("redis-sentinel-failover").full_only(),
+    SuiteEntry::preset("redis-cluster-master-kill").full_only(),
+    SuiteEntry::preset("redis-cluster-failover").full_only(),
     SuiteEntry::preset("redlock-kill-minority").full_only(),
     SuiteEntry::preset("redlock-restart-no-delay").full_only(),
     SuiteEntry::preset("redlock-restart-delayed").full_only(),
@@ -209,6 +212,9 @@ pub(crate) const CASE_OWN_REDIS_PAIR: Duration = Duration::from_millis(300);
 /// The same for a primary + replica watched by 3 Sentinels (Sentinel failover; measured 2.3 s: the
 /// Sentinels find each other through the primary's hello channel, every 2 s).
 pub(crate) const CASE_OWN_REDIS_SENTINELS: Duration = Duration::from_secs(3);
+/// The same for a Redis Cluster of 3 masters + 3 replicas (cluster failovers; measured 2.08-2.11 s:
+/// six servers, slot assignment, `CLUSTER MEET` gossip and the replicas' first sync).
+pub(crate) const CASE_OWN_REDIS_CLUSTER: Duration = Duration::from_millis(2500);
 /// The same for a 3-member etcd cluster (leader loss; measured 0.6 s, 3.0 s at load ~10).
 pub(crate) const CASE_OWN_ETCD_CLUSTER: Duration = Duration::from_millis(1500);
 /// The same for a 3-node ZooKeeper ensemble (leader loss; measured 3.3 s, 8.0 s at load ~10: three
@@ -329,6 +335,7 @@ pub(crate) fn plan(
                     (Some(Topology::Cluster), ServerKind::ZooKeeper) => CASE_OWN_ZOOKEEPER_ENSEMBLE,
                     (Some(Topology::Cluster), _) => CASE_OWN_ETCD_CLUSTER,
                     (Some(Topology::RedisSentinel), _) => CASE_OWN_REDIS_SENTINELS,
+                    (Some(Topology::RedisCluster), _) => CASE_OWN_REDIS_CLUSTER,
                     (Some(_), _) => CASE_OWN_REDIS_PAIR,
                 };
                 let overhead = match w.workers {

@@ -210,6 +210,31 @@ fn a_failover_to_a_lagging_replica_repeats_fencing_tokens_and_a_caught_up_one_do
     );
 }
 
+/// A failover `kind` promoted the replica no sooner than `bound` (the time the servers wait before they
+/// call a master failed), lost no key, kept `strategy` safe, and the one lock was taken again after the
+/// promotion.
+fn followed_the_failover(results: &Results, strategy: &str, kind: &str, bound: &str) {
+    let c = case(results, strategy);
+    let w = window(c);
+    let p = |name: &str| w.parameters.get(name).and_then(|v| v.as_f64()).unwrap();
+    assert_eq!(w.kind, kind);
+    assert!(p("promoted_after_ms") >= p(bound), "{w:?}");
+    assert_eq!(p("keys_missing_on_replica"), 0.0, "{w:?}");
+    assert!(w.target.contains('→'), "{w:?}");
+    assert_eq!(
+        c.safety.verdict,
+        Verdict::Safe,
+        "{strategy}: {:?}",
+        c.safety
+    );
+    let promoted_at = w.start_ms + p("promoted_after_ms");
+    let sample = c.holder_sample.as_ref().unwrap();
+    assert!(
+        sample.intervals.iter().any(|i| i.start_ms > promoted_at),
+        "{strategy}: no acquire after the promotion at {promoted_at} ms: {sample:?}"
+    );
+}
+
 #[test]
 fn a_sentinel_failover_keeps_the_lock_safe_and_clients_follow_the_promoted_replica() {
     // redis-sentinel-failover: 3 Sentinels (down-after 1 s) promote the replica after the primary
@@ -221,27 +246,31 @@ fn a_sentinel_failover_keeps_the_lock_safe_and_clients_follow_the_promoted_repli
         &["--strategies", "redis-watchdog,redis-guard-thread"],
     );
     for strategy in ["redis-watchdog", "redis-guard-thread"] {
-        let c = case(&results, strategy);
-        let w = window(c);
-        let p = |name: &str| w.parameters.get(name).and_then(|v| v.as_f64()).unwrap();
-        assert!(
-            p("promoted_after_ms") >= p("sentinel_down_after_ms"),
-            "{w:?}"
+        followed_the_failover(
+            &results,
+            strategy,
+            "sentinel_failover",
+            "sentinel_down_after_ms",
         );
-        assert_eq!(p("keys_missing_on_replica"), 0.0, "{w:?}");
-        assert!(w.target.contains('→'), "{w:?}");
-        assert_eq!(
-            c.safety.verdict,
-            Verdict::Safe,
-            "{strategy}: {:?}",
-            c.safety
-        );
-        // The one lock was taken again on the new primary.
-        let promoted_at = w.start_ms + p("promoted_after_ms");
-        let sample = c.holder_sample.as_ref().unwrap();
-        assert!(
-            sample.intervals.iter().any(|i| i.start_ms > promoted_at),
-            "{strategy}: no acquire after the promotion at {promoted_at} ms: {sample:?}"
+    }
+}
+
+#[test]
+fn a_cluster_master_kill_keeps_the_lock_safe_and_clients_follow_the_new_master() {
+    // redis-cluster-master-kill: the master of the lock's slot is killed; the other masters fail it
+    // after the 1 s node timeout and its replica takes the slots over; nothing tells the clients.
+    // Measured over 3 runs of 5 strategies: taken over 2.0-2.9 s after the kill (median 2.3 s), no
+    // key missing or stale on the replica, every case safe.
+    let results = run(
+        "redis-cluster-master-kill",
+        &["--strategies", "redis-watchdog,redisson"],
+    );
+    for strategy in ["redis-watchdog", "redisson"] {
+        followed_the_failover(
+            &results,
+            strategy,
+            "cluster_master_kill",
+            "cluster_node_timeout_ms",
         );
     }
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use lockbench::backends::{Backends, GivenAddresses, ServerKind, stats};
-use lockbench_servers::{RedisOptions, RedisSentinels, RedisServer, probe};
+use lockbench_servers::{RedisCluster, RedisOptions, RedisSentinels, RedisServer, probe};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn started_servers_report_versions_and_cost_counters() {
@@ -140,6 +140,80 @@ fn a_sentinel_address_runs_on_the_primary_it_names() {
         .command(&["INFO", "commandstats"])
         .unwrap();
     assert!(!replica.contains("cmdstat_evalsha"), "{replica}");
+}
+
+/// `--redis redis+cluster://…` runs the Redis strategies on a cluster: each case's server cost is its
+/// masters' summed (`INFO commandstats`), the Redisson rows run in cluster mode (`WAIT` for each
+/// master's replica), and nothing but replication reaches the replicas.
+#[test]
+fn a_cluster_address_runs_on_its_masters() {
+    let cluster = RedisCluster::start().unwrap();
+    let masters = || &cluster.nodes()[..3];
+    let evalsha = |node: &lockbench_servers::RedisNode| {
+        let info = node.command(&["INFO", "commandstats"]).unwrap();
+        lockbench_servers::redis::commandstats(&info)
+            .get("evalsha")
+            .map_or(0, |s| s.calls)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    support::run_ok(&[
+        "run",
+        "--strategies",
+        "redis-watchdog,redis-guard-thread,redisson,redis-keyspace-shadow",
+        "--keys",
+        "8",
+        "--duration",
+        "500ms",
+        "--warmup",
+        "0s",
+        "--redis",
+        &cluster.url(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let results = support::read_results(dir.path());
+    assert_eq!(results.environment.servers[0].address, cluster.url());
+    let mut scripts = 0;
+    let (ran, skipped): (Vec<_>, Vec<_>) = results
+        .cases
+        .iter()
+        .partition(|c| c.strategy != "redis-keyspace-shadow");
+    assert_eq!(
+        skipped[0].status,
+        lockbench_reports::model::CaseStatus::Skipped
+    );
+    assert!(
+        skipped[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("does not run on a Redis Cluster")),
+        "{:?}",
+        skipped[0].error
+    );
+    for case in ran {
+        assert!(case.operations.acquired > 0, "{}: {case:?}", case.strategy);
+        assert_eq!(
+            case.safety.verdict,
+            lockbench_reports::model::Verdict::Safe,
+            "{}",
+            case.strategy
+        );
+        let cost = case.server_cost.as_ref().unwrap();
+        scripts += cost.by_command.get("evalsha").copied().unwrap_or(0);
+        if case.strategy == "redisson" {
+            assert!(
+                cost.by_command.get("wait").copied().unwrap_or(0) > 0,
+                "{cost:?}"
+            );
+        }
+    }
+    // The cases' costs are every master's script calls (8 keys spread over the masters).
+    let used = masters().iter().filter(|m| evalsha(m) > 0).count();
+    assert!(used > 1, "the keys landed on one master only");
+    assert_eq!(scripts, masters().iter().map(evalsha).sum::<u64>());
+    for replica in &cluster.nodes()[3..] {
+        assert_eq!(evalsha(replica), 0, "a replica ran scripts");
+    }
 }
 
 /// Behind Sentinels that ask for the password too (their own `requirepass`), with the password from

@@ -39,6 +39,17 @@ pub fn resp_command_as(
     args: &[&str],
     timeout: Duration,
 ) -> Result<String> {
+    resp_commands_as(addr, auth, &[args], timeout)
+}
+
+/// [`resp_command_as`] for several commands on one connection (e.g. `READONLY` before a read on a
+/// cluster replica); returns the last one's reply, and the first error.
+pub fn resp_commands_as(
+    addr: SocketAddr,
+    auth: Option<(&str, &str)>,
+    commands: &[&[&str]],
+    timeout: Duration,
+) -> Result<String> {
     let mut stream = connect(addr, timeout)?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut exchange = |args: &[&str]| -> Result<String> {
@@ -56,7 +67,11 @@ pub fn resp_command_as(
     if let Some((user, password)) = auth {
         exchange(&["AUTH", user, password])?;
     }
-    exchange(args)
+    let mut last = String::new();
+    for args in commands {
+        last = exchange(args)?;
+    }
+    Ok(last)
 }
 
 fn encode(args: &[&str]) -> Vec<u8> {

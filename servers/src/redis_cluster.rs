@@ -54,6 +54,9 @@ impl RedisCluster {
                         NODE_TIMEOUT.as_millis().to_string(),
                     ),
                     ("cluster-port".into(), bus.to_string()),
+                    // A replica's full sync starts at once (Redis waits 5 s by default for more
+                    // replicas to share one transfer).
+                    ("repl-diskless-sync-delay".into(), "0".into()),
                 ];
                 RedisNode::start(options)
             })

@@ -34,6 +34,14 @@ pub fn is_sentinel(url: &str) -> bool {
     url.trim().starts_with(SENTINEL_SCHEME)
 }
 
+/// The scheme of a Redis Cluster address (its nodes as seeds).
+const CLUSTER_SCHEME: &str = "redis+cluster://";
+
+/// Whether a Redis URL names a Redis Cluster's nodes (`redis+cluster://`).
+pub fn is_cluster(url: &str) -> bool {
+    url.trim().starts_with(CLUSTER_SCHEME)
+}
+
 /// Whether a Redis URL asks for TLS (`rediss://`): lockbench's plain probes cannot read such a server.
 pub fn is_tls(url: &str) -> bool {
     url.trim().starts_with("rediss://") || url.trim().starts_with("https://")
@@ -75,8 +83,8 @@ pub fn password_from_env(kind: ServerKind, address: &str) -> Result<String, Stri
             Err(format!("{var} must be user:password"))
         };
     }
-    if is_sentinel(address) {
-        // One address with many hosts: the primary's password goes in once.
+    if is_sentinel(address) || is_cluster(address) {
+        // One address with many hosts: the servers' password goes in once.
         return fill(address.trim(), &secret, true)
             .ok_or_else(|| format!("{var} is set but cannot be filled in"));
     }
@@ -121,23 +129,21 @@ fn encode(text: &str) -> String {
 }
 
 /// The socket address inside a Redis URL (`redis://[user:pass@]host[:port][/db]` or `host:port`);
-/// for a Sentinel address, the primary its Sentinels name now.
+/// for a Sentinel address, the primary its Sentinels name now; for a cluster address, its first
+/// master now.
 pub fn redis_socket(url: &str) -> Result<SocketAddr, String> {
     if is_sentinel(url) {
         return sentinel_primary(url);
     }
+    if is_cluster(url) {
+        return cluster_masters(url).map(|masters| masters[0]);
+    }
     if let Some((scheme, _)) = url.trim().split_once("://")
         && !matches!(scheme, "redis" | "rediss")
     {
-        return Err(match scheme {
-            "redis+cluster" => {
-                "redis+cluster:// (Redis Cluster) is not supported yet: give one server's address"
-                    .into()
-            }
-            _ => {
-                format!("unknown scheme {scheme}:// (use redis://, rediss:// or redis+sentinel://)")
-            }
-        });
+        return Err(format!(
+            "unknown scheme {scheme}:// (use redis://, rediss://, redis+sentinel:// or redis+cluster://)"
+        ));
     }
     let url = bare(url)?;
     let url = url.as_str();
@@ -206,6 +212,63 @@ fn sentinel_primary(url: &str) -> Result<SocketAddr, String> {
     Err(format!("no Sentinel named a primary ({})", why.join("; ")))
 }
 
+/// The masters of the cluster at `url` now (serving at least one slot, not failed), as the first
+/// seed that answers `CLUSTER NODES` lists them (logged in with the address's user and password).
+pub fn cluster_masters(url: &str) -> Result<Vec<SocketAddr>, String> {
+    let login = credentials(url);
+    let auth = login
+        .as_ref()
+        .map(|c| (c.user.as_str(), c.password.as_str()));
+    let auth =
+        auth.map(|(user, password)| (if user.is_empty() { "default" } else { user }, password));
+    let url = bare(url)?;
+    let hosts = url[CLUSTER_SCHEME.len()..].split('/').next().unwrap_or("");
+    let mut why = Vec::new();
+    for host in hosts.split(',') {
+        let answer = resolve(host.trim(), 6379).and_then(|seed| {
+            resp_command_as(seed, auth, &["CLUSTER", "NODES"], SENTINEL_TIMEOUT)
+                .map_err(|e| e.to_string())
+        });
+        match answer.map(|nodes| masters_in(&nodes)) {
+            Ok(masters) if !masters.is_empty() => return Ok(masters),
+            Ok(_) => why.push(format!("{host}: names no master serving slots")),
+            Err(e) => why.push(format!("{host}: {e}")),
+        }
+    }
+    Err(format!(
+        "no cluster node named its masters ({})",
+        why.join("; ")
+    ))
+}
+
+/// The masters serving slots in a `CLUSTER NODES` answer (`id ip:port@bus flags master ping pong
+/// epoch state slots…`), failed ones left out.
+fn masters_in(nodes: &str) -> Vec<SocketAddr> {
+    nodes
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let flags = fields.get(2)?;
+            let serving = fields.len() > 8
+                && flags.split(',').any(|f| f == "master")
+                && !flags.split(',').any(|f| f == "fail" || f == "fail?");
+            let addr = fields.get(1)?.split('@').next()?;
+            serving.then(|| addr.parse().ok()).flatten()
+        })
+        .collect()
+}
+
+/// A cluster node as a direct address with the cluster address's user and password (what the
+/// up-front check connects to).
+pub fn cluster_node_url(url: &str, node: SocketAddr) -> Result<String, String> {
+    let parts = address::split(url).map_err(|e| e.to_string())?;
+    let user = parts
+        .credentials
+        .map(|c| format!("{}:{}@", encode(&c.user), encode(&c.password)))
+        .unwrap_or_default();
+    Ok(format!("redis://{user}{node}/"))
+}
+
 /// A Sentinel address's current primary as a direct address with the same user, password and
 /// database (what the up-front check connects to).
 pub fn sentinel_primary_url(url: &str) -> Result<String, String> {
@@ -268,12 +331,17 @@ mod tests {
         assert_eq!(redis_socket("redis://127.0.0.1:7000/0"), Ok(local(7000)));
         assert_eq!(redis_socket("redis://user:pw@127.0.0.1/"), Ok(local(6379)));
         assert_eq!(redis_socket("127.0.0.1:1"), Ok(local(1)));
-        for other in ["redis+cluster://127.0.0.1:1", "http://127.0.0.1:1"] {
-            assert!(
-                redis_socket(other).is_err_and(|e| e.contains("://")),
-                "{other}"
-            );
-        }
+        assert!(redis_socket("http://127.0.0.1:1").is_err_and(|e| e.contains("://")));
+        assert!(
+            redis_socket("redis+cluster://u:secret@127.0.0.1:1")
+                .is_err_and(|e| e.contains("no cluster node") && !e.contains("secret"))
+        );
+        let nodes = "a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460\n\
+                     a2 127.0.0.1:7001@17001 slave a1 0 0 1 connected\n\
+                     a3 127.0.0.1:7002@17002 master,fail - 0 0 2 disconnected 5461-16383\n\
+                     a4 127.0.0.1:7003@17003 master - 0 0 3 connected 5461-16383\n\
+                     a5 127.0.0.1:7004@17004 master - 0 0 0 connected\n";
+        assert_eq!(masters_in(nodes), vec![local(7000), local(7003)]);
         assert_eq!(
             etcd_sockets("http://127.0.0.1:1,127.0.0.1:2"),
             Ok(vec![local(1), local(2)])

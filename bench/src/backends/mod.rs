@@ -277,9 +277,10 @@ impl Backends {
                 .map(|a| a.split(',').map(str::to_owned).collect())
                 .unwrap_or_default(),
             zookeeper: address(ServerKind::ZooKeeper),
-            // Behind Sentinel there are replicas: Redisson's sentinel mode WAITs for them.
+            // Behind Sentinel and in a cluster there are replicas: Redisson's sentinel and cluster
+            // modes WAIT for them.
             redis_replicated: address(ServerKind::Redis)
-                .is_some_and(|a| self::address::is_sentinel(&a)),
+                .is_some_and(|a| self::address::is_sentinel(&a) || self::address::is_cluster(&a)),
         }
     }
 
@@ -294,6 +295,8 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
     let bad = |why: String| BenchError::usage(format!("{flag} {shown}: {why}"));
     let address = &address::password_from_env(kind, address).map_err(bad)?;
     let sockets = match kind {
+        // A cluster's counters are its masters' summed.
+        ServerKind::Redis if address::is_cluster(address) => address::cluster_masters(address),
         ServerKind::Redis => address::redis_socket(address).map(|a| vec![a]),
         ServerKind::RedisNodes => address
             .split(',')
@@ -332,6 +335,11 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
                 ServerKind::Redis if address::is_sentinel(&address) => {
                     vec![address::sentinel_primary_url(&address).map_err(bad)?]
                 }
+                ServerKind::Redis if address::is_cluster(&address) => sockets
+                    .iter()
+                    .map(|&master| address::cluster_node_url(&address, master))
+                    .collect::<Result<_, _>>()
+                    .map_err(bad)?,
                 ServerKind::Redis => vec![address.clone()],
                 _ => address.split(',').map(|u| u.trim().to_owned()).collect(),
             };

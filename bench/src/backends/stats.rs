@@ -113,10 +113,10 @@ impl StatsSource {
         if self.tls {
             return None;
         }
-        if self.kind != ServerKind::RedisNodes {
+        if self.more_nodes.is_empty() {
             return self.read(self.kind, self.socket, self.pid);
         }
-        // N independent masters: their work is the sum of theirs.
+        // N masters (Redlock's independent ones, a cluster's): their work is the sum of theirs.
         let mut sum = self.read(ServerKind::Redis, self.socket, self.pid)?;
         for &(socket, pid) in &self.more_nodes {
             let node = self.read(ServerKind::Redis, socket, pid)?;

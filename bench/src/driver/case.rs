@@ -108,6 +108,23 @@ pub(crate) async fn run_case(
         run.error = Some(format!("{} {why}", strategy.id));
         return run;
     }
+    let on_cluster = ctx
+        .endpoints
+        .redis
+        .as_deref()
+        .is_some_and(crate::backends::address::is_cluster);
+    if strategy.server == ServerKind::Redis
+        && on_cluster
+        && !crate::strategies::runs_on_redis_cluster(strategy.id)
+    {
+        run.status = CaseStatus::Skipped;
+        run.error = Some(format!(
+            "{} does not run on a Redis Cluster: {}",
+            strategy.id,
+            strategies::NOT_ON_REDIS_CLUSTER
+        ));
+        return run;
+    }
     let faults = match CaseFaults::prepare(
         &ctx.workload.faults,
         strategy,
@@ -118,7 +135,7 @@ pub(crate) async fn run_case(
     )
     .await
     {
-        Ok(f) => f,
+        Ok(f) => f.with_key_prefix(&plan.key_prefix),
         Err(PrepareError::Skip(why)) => {
             run.status = CaseStatus::Skipped;
             run.error = Some(why);

@@ -10,6 +10,8 @@
 //! | `client_pause` | Redis strategies | |
 //! | `pubsub_kill` | Redis strategies that use pub/sub (waiters woken by the server, keyspace events) | |
 //! | `failover` | Redis strategies | a primary + replica started per case, clients behind proxies |
+//! | `sentinel_failover` | Redis strategies but peers | a primary + replica + 3 Sentinels started per case |
+//! | `cluster_master_kill`, `cluster_failover` | Redis strategies that run on a cluster (not peers, not `redis-keyspace-*`) | 3 masters + 3 replicas started per case |
 //! | `leader_kill` | etcd and ZooKeeper strategies | a 3-member cluster / ensemble started per case |
 //! | `node_kill`, `node_restart`, `clock_jump` | strategies on independent Redis nodes (`redlock`) | 5 nodes started per case (one under libfaketime for `clock_jump`) |
 //! | `server_restart` | single-Redis strategies | a restartable Redis started per case |
@@ -46,6 +48,9 @@ pub(crate) fn applies(
             FaultKind::SentinelFailover => {
                 server == ServerKind::Redis && !crate::strategies::is_peer(strategy.id)
             }
+            FaultKind::ClusterMasterKill | FaultKind::ClusterFailover => {
+                server == ServerKind::Redis && crate::strategies::runs_on_redis_cluster(strategy.id)
+            }
             FaultKind::PubsubKill => server == ServerKind::Redis && caps.wait_notify,
             FaultKind::LeaderKill => {
                 matches!(server, ServerKind::Etcd | ServerKind::ZooKeeper)
@@ -64,6 +69,15 @@ pub(crate) fn applies(
         FaultKind::SentinelFailover if server == ServerKind::Redis => {
             "its library is given one server's address, not the Sentinels'"
         }
+        FaultKind::ClusterMasterKill | FaultKind::ClusterFailover
+            if server == ServerKind::Redis =>
+        {
+            return Err(format!(
+                "{kind} does not apply to {}: it does not run on a Redis Cluster ({})",
+                strategy.id,
+                crate::strategies::NOT_ON_REDIS_CLUSTER
+            ));
+        }
         FaultKind::PubsubKill if server == ServerKind::Redis => {
             "it uses no pub/sub connection (its waiters poll)"
         }
@@ -71,6 +85,8 @@ pub(crate) fn applies(
         | FaultKind::BusyScript
         | FaultKind::Failover
         | FaultKind::SentinelFailover
+        | FaultKind::ClusterMasterKill
+        | FaultKind::ClusterFailover
         | FaultKind::PubsubKill => "it does not run on a single Redis primary",
         FaultKind::LeaderKill => "it has no etcd or ZooKeeper cluster",
         FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => {
@@ -115,6 +131,10 @@ mod tests {
         assert!(check(FaultKind::SentinelFailover, "redisson").is_ok());
         assert!(check(FaultKind::SentinelFailover, "py-redis-lock").is_err());
         assert!(check(FaultKind::SentinelFailover, "redlock").is_err());
+        assert!(check(FaultKind::ClusterMasterKill, "redisson").is_ok());
+        assert!(check(FaultKind::ClusterFailover, "redis-guard-thread").is_ok());
+        assert!(check(FaultKind::ClusterMasterKill, "redis-keyspace-shadow").is_err());
+        assert!(check(FaultKind::ClusterMasterKill, "py-redis-lock").is_err());
         assert!(check(FaultKind::LeaderKill, "zookeeper").is_ok());
         assert!(check(FaultKind::LeaderKill, "redis-watchdog").is_err());
         assert!(check(FaultKind::NodeRestart, "redlock").is_ok());

@@ -57,6 +57,8 @@ pub(crate) struct FaultEnv {
     pub proxies: Option<Arc<ClientProxies>>,
     /// The server.
     pub server: ServerAccess,
+    /// What the case's lock names start with (key `k` is `{key_prefix}{k}`).
+    pub key_prefix: String,
 }
 
 /// One fault's record while it runs (ns), turned into a [`FaultWindow`] at the end.

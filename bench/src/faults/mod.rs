@@ -70,6 +70,8 @@ pub(crate) struct CaseFaults {
     proxies: Option<Arc<ClientProxies>>,
     server: ServerAccess,
     own: Option<Arc<CaseServers>>,
+    /// What the case's lock names start with (key `k` is `{key_prefix}{k}`).
+    key_prefix: String,
 }
 
 impl CaseFaults {
@@ -83,6 +85,16 @@ impl CaseFaults {
             proxies: None,
             server: ServerAccess::None,
             own: None,
+            key_prefix: String::new(),
+        }
+    }
+
+    /// The same, told what the case's lock names start with (a cluster fault fails over the master
+    /// of the target's lock).
+    pub(crate) fn with_key_prefix(self, key_prefix: &str) -> Self {
+        CaseFaults {
+            key_prefix: key_prefix.to_owned(),
+            ..self
         }
     }
 
@@ -118,6 +130,7 @@ impl CaseFaults {
                 let started = tokio::task::spawn_blocking(move || match topology {
                     Topology::RedisPair => CaseServers::redis_pair(lag),
                     Topology::RedisSentinel => CaseServers::redis_sentinel(),
+                    Topology::RedisCluster => CaseServers::redis_cluster(),
                     Topology::Cluster => CaseServers::cluster(kind),
                     Topology::RedisNodes { fake_clock } => CaseServers::redis_nodes(fake_clock),
                     Topology::RedisNode(durability) => CaseServers::redis_node(durability),
@@ -159,6 +172,7 @@ impl CaseFaults {
             proxies,
             server,
             own,
+            key_prefix: String::new(),
         })
     }
 
@@ -215,6 +229,7 @@ impl CaseFaults {
             workers,
             proxies: self.proxies.clone(),
             server: self.server.clone(),
+            key_prefix: self.key_prefix.clone(),
         };
         Some(tokio::spawn(runner::run_all(self.specs.clone(), env)))
     }

@@ -74,6 +74,13 @@ fn server_sockets(kind: ServerKind, base: &EndpointAddrs) -> Result<Vec<SocketAd
                         .into(),
                 );
             }
+            if address::is_cluster(url) {
+                return Err(
+                    "a proxy cannot stand between clients and a cluster's nodes (MOVED answers \
+                     name the nodes themselves): network faults need a direct Redis address"
+                        .into(),
+                );
+            }
             Ok(vec![address::redis_socket(url)?])
         }
         ServerKind::RedisNodes if !base.redis_nodes.is_empty() => base

@@ -1,6 +1,8 @@
 //! Faults on the server: SIGSTOP/SIGCONT of its process (`pause_server`), Redis `CLIENT PAUSE`
 //! (`client_pause`) and `CLIENT KILL TYPE pubsub` (`pubsub_kill`), a Lua script that keeps Redis busy
-//! (`busy_script`), a Redis failover to the replica (`failover`), the kill of a cluster's leader
+//! (`busy_script`), a Redis failover to the replica (`failover`, through Sentinel:
+//! `sentinel_failover`), a Redis Cluster master's failover by kill or by `CLUSTER FAILOVER`
+//! (`cluster_master_kill`, `cluster_failover`), the kill of a cluster's leader
 //! (`leader_kill`), kills and restarts of Redlock's nodes (`node_kill`, `node_restart`; `clock_jump` is
 //! set up when its node starts) and the restart of a single Redis with or without persistence
 //! (`server_restart`).
@@ -10,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockbench_servers::probe::resp_command;
+use lockbench_servers::redis_cluster::NODE_TIMEOUT as CLUSTER_NODE_TIMEOUT;
 use lockbench_servers::redis_sentinel::DOWN_AFTER as SENTINEL_DOWN_AFTER;
 
 use super::env::{
@@ -208,45 +211,70 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             rec.stop = Some(env.clock.now());
             true
         }
-        FaultKind::Failover | FaultKind::SentinelFailover => {
+        FaultKind::Failover
+        | FaultKind::SentinelFailover
+        | FaultKind::ClusterMasterKill
+        | FaultKind::ClusterFailover => {
             let ServerAccess::Own(own) = env.server.clone() else {
                 rec.note(format!(
                     "not applied: {} needs servers started for the case",
-                    spec.kind.name()
+                    spec.kind
                 ));
                 return;
             };
+            let kind = spec.kind;
             let proxies = env.proxies.clone();
-            let through_sentinels = spec.kind == FaultKind::SentinelFailover;
-            let failover = move || {
-                if through_sentinels {
-                    own.sentinel_failover()
-                } else {
-                    own.failover(proxies.as_deref())
-                }
+            // In a cluster, the master of the target's lock (lock 0 for `target = "server"`): every
+            // lockbench Redis strategy tags a lock's keys with `{name}`, so this key shares their slot.
+            let key = victim
+                .as_ref()
+                .and_then(|v| v.held)
+                .map_or(0, |(key, _)| key);
+            let slot_key = format!("{{{}{key}}}", env.key_prefix);
+            let failover = move || match kind {
+                FaultKind::SentinelFailover => own.sentinel_failover(),
+                FaultKind::ClusterMasterKill => own.cluster_failover(&slot_key, true),
+                FaultKind::ClusterFailover => own.cluster_failover(&slot_key, false),
+                _ => own.failover(proxies.as_deref()),
             };
+            let cluster = matches!(
+                kind,
+                FaultKind::ClusterMasterKill | FaultKind::ClusterFailover
+            );
             match blocking(failover).await {
                 Ok(report) => {
-                    rec.target = format!(
-                        "redis primary {} → replica {}",
-                        report.old_primary, report.new_primary
-                    );
-                    if let Some(bytes) = report.unreplicated_bytes {
-                        rec.param("unreplicated_bytes", bytes);
+                    rec.target = if cluster {
+                        format!(
+                            "redis cluster master {} → replica {} (slot of lock {key})",
+                            report.old_primary, report.new_primary
+                        )
+                    } else {
+                        format!(
+                            "redis primary {} → replica {}",
+                            report.old_primary, report.new_primary
+                        )
+                    };
+                    // A manual cluster failover kills nothing: the replica has every write.
+                    if kind != FaultKind::ClusterFailover {
+                        if let Some(bytes) = report.unreplicated_bytes {
+                            rec.param("unreplicated_bytes", bytes);
+                        }
+                        rec.param("primary_keys", report.primary_keys);
+                        rec.param("keys_missing_on_replica", report.missing_keys);
+                        rec.param("keys_stale_on_replica", report.stale_keys);
                     }
-                    rec.param("primary_keys", report.primary_keys);
-                    rec.param("keys_missing_on_replica", report.missing_keys);
-                    rec.param("keys_stale_on_replica", report.stale_keys);
                     if let Some(after) = report.promoted_after {
                         rec.param("promoted_after_ms", after.as_secs_f64() * 1e3);
-                        rec.param(
-                            "sentinel_down_after_ms",
-                            SENTINEL_DOWN_AFTER.as_secs_f64() * 1e3,
-                        );
+                        let (name, bound) = if cluster {
+                            ("cluster_node_timeout_ms", CLUSTER_NODE_TIMEOUT)
+                        } else {
+                            ("sentinel_down_after_ms", SENTINEL_DOWN_AFTER)
+                        };
+                        rec.param(name, bound.as_secs_f64() * 1e3);
                     }
                 }
                 Err(e) => {
-                    rec.note(format!("failover failed: {e}"));
+                    rec.note(format!("{kind} failed: {e}"));
                     return;
                 }
             }

@@ -1,6 +1,8 @@
 //! Servers a case starts for itself because its fault destroys them: a Redis primary with an
 //! asynchronous replica (for `failover`; optionally with a delayed replication link, as across
-//! zones), the same pair watched by 3 Sentinels (for `sentinel_failover`), a 3-member etcd cluster / ZooKeeper ensemble (for `leader_kill`), Redlock's 5 independent
+//! zones), the same pair watched by 3 Sentinels (for `sentinel_failover`), a Redis Cluster of 3
+//! masters and 3 replicas (for `cluster_master_kill`, `cluster_failover`), a 3-member etcd cluster /
+//! ZooKeeper ensemble (for `leader_kill`), Redlock's 5 independent
 //! nodes (for `node_kill`, `node_restart`, `clock_jump`: one of them under libfaketime), or one
 //! restartable Redis with or without durable persistence (for `server_restart`). Dropped with the case.
 
@@ -11,8 +13,8 @@ use std::time::{Duration, Instant};
 use lockbench_reports::model::ServerInfo;
 use lockbench_servers::redis::info_field;
 use lockbench_servers::{
-    Direction, Durability, EtcdCluster, FakeClock, Fault, OnRestart, Proxy, RedisNode,
-    RedisNodeOptions, RedisNodes, RedisPair, RedisSentinels, RedisServer, ZkEnsemble,
+    Direction, Durability, EtcdCluster, FakeClock, Fault, OnRestart, Proxy, RedisCluster,
+    RedisNode, RedisNodeOptions, RedisNodes, RedisPair, RedisSentinels, RedisServer, ZkEnsemble,
 };
 
 use super::proxies::ClientProxies;
@@ -44,6 +46,8 @@ pub(crate) enum CaseServers {
     RedisNode(Box<RedisNode>),
     /// Primary + replica watched by 3 Sentinels; clients connect through the Sentinels (boxed).
     RedisSentinel(Box<RedisSentinels>),
+    /// 3 masters and 3 replicas in one cluster; clients connect with every node as a seed (boxed).
+    RedisCluster(Box<RedisCluster>),
 }
 
 /// What a failover found and did.
@@ -61,36 +65,40 @@ pub(crate) struct FailoverReport {
     pub missing_keys: usize,
     /// Of those, how many it has with another value (an older owner, a smaller fencing counter).
     pub stale_keys: usize,
-    /// Through Sentinel: from the kill until a majority of the Sentinels named the replica and it
-    /// answered as a master.
+    /// Through Sentinel or in a cluster: from the kill (or `CLUSTER FAILOVER`) until the replica
+    /// answered as the master (named so by a majority of the Sentinels; serving the slot with every
+    /// node reporting `cluster_state:ok`).
     pub promoted_after: Option<Duration>,
 }
 
+/// Sends one command to a server and answers its reply as text.
+type Ask<'a> = &'a dyn Fn(&[&str]) -> lockbench_servers::Result<String>;
+
 impl FailoverReport {
-    /// Kills `primary` and compares what it held just before with what `replica` holds right after
-    /// (before any promotion, so nothing has written to it yet). Client writes are paused first
-    /// (`CLIENT PAUSE … WRITE`), so that the snapshot is what the primary held when it died: without
-    /// it, a release between the snapshot and the kill counted as a key the replica lacked.
-    fn kill_primary(primary: &RedisServer, replica: &RedisServer) -> Result<Self, String> {
-        primary
-            .command(&["CLIENT", "PAUSE", "60000", "WRITE"])
+    /// Kills the primary (`kill`, asked through `primary`) and compares what it held just before with
+    /// what the replica (asked through `replica`) holds right after (before any promotion, so nothing
+    /// has written to it yet). Client writes are paused first (`CLIENT PAUSE … WRITE`), so that the
+    /// snapshot is what the primary held when it died: without it, a release between the snapshot
+    /// and the kill counted as a key the replica lacked.
+    fn kill_primary(
+        (old, primary): (SocketAddr, Ask<'_>),
+        (new, replica): (SocketAddr, Ask<'_>),
+        kill: &dyn Fn() -> std::io::Result<()>,
+    ) -> Result<Self, String> {
+        primary(&["CLIENT", "PAUSE", "60000", "WRITE"])
             .map_err(|e| format!("pausing the primary's writes: {e}"))?;
         let before = snapshot(primary);
-        let written = primary
-            .command(&["INFO", "replication"])
+        let written = primary(&["INFO", "replication"])
             .ok()
             .and_then(|i| info_u64(&i, "master_repl_offset"));
-        primary
-            .kill()
-            .map_err(|e| format!("killing the primary: {e}"))?;
-        let received = replica
-            .command(&["INFO", "replication"])
+        kill().map_err(|e| format!("killing the primary: {e}"))?;
+        let received = replica(&["INFO", "replication"])
             .ok()
             .and_then(|i| info_u64(&i, "slave_repl_offset"));
         let after = snapshot(replica);
         Ok(FailoverReport {
-            old_primary: primary.addr(),
-            new_primary: replica.addr(),
+            old_primary: old,
+            new_primary: new,
             unreplicated_bytes: written.zip(received).map(|(w, r)| w.saturating_sub(r)),
             primary_keys: before.len(),
             missing_keys: before.keys().filter(|k| !after.contains_key(*k)).count(),
@@ -101,18 +109,27 @@ impl FailoverReport {
             promoted_after: None,
         })
     }
+
+    /// [`Self::kill_primary`] for a pair's primary and replica.
+    fn kill_pair_primary(primary: &RedisServer, replica: &RedisServer) -> Result<Self, String> {
+        Self::kill_primary(
+            (primary.addr(), &|args| primary.command(args)),
+            (replica.addr(), &|args| replica.command(args)),
+            &|| primary.kill(),
+        )
+    }
 }
 
 /// Every key of a (small, test) database with a printable form of its value (strings and hashes;
 /// other types by their type name).
-fn snapshot(server: &lockbench_servers::RedisServer) -> BTreeMap<String, String> {
-    let keys = server.command(&["KEYS", "*"]).unwrap_or_default();
+fn snapshot(server: Ask<'_>) -> BTreeMap<String, String> {
+    let keys = server(&["KEYS", "*"]).unwrap_or_default();
     keys.lines()
         .filter(|k| !k.is_empty())
         .map(|key| {
-            let value = match server.command(&["TYPE", key]).as_deref() {
-                Ok("string") => server.command(&["GET", key]).unwrap_or_default(),
-                Ok("hash") => server.command(&["HGETALL", key]).unwrap_or_default(),
+            let value = match server(&["TYPE", key]).as_deref() {
+                Ok("string") => server(&["GET", key]).unwrap_or_default(),
+                Ok("hash") => server(&["HGETALL", key]).unwrap_or_default(),
                 Ok(other) => other.to_owned(),
                 Err(_) => String::new(),
             };
@@ -156,6 +173,13 @@ impl CaseServers {
         RedisSentinels::start()
             .map(|group| CaseServers::RedisSentinel(Box::new(group)))
             .map_err(|e| format!("redis primary + replica + 3 sentinels: {e}"))
+    }
+
+    /// Starts a Redis Cluster of 3 masters and 3 replicas. Blocking (about 2 s).
+    pub(crate) fn redis_cluster() -> Result<Self, String> {
+        RedisCluster::start()
+            .map(|cluster| CaseServers::RedisCluster(Box::new(cluster)))
+            .map_err(|e| format!("redis cluster of 3 masters + 3 replicas: {e}"))
     }
 
     /// Starts Redlock's 5 independent nodes, without persistence; `fake_clock` = `(node, rate)` runs
@@ -237,7 +261,9 @@ impl CaseServers {
             CaseServers::Etcd(_) => ServerKind::Etcd,
             CaseServers::ZooKeeper(_) => ServerKind::ZooKeeper,
             CaseServers::RedisNodes(_) => ServerKind::RedisNodes,
-            CaseServers::RedisNode(_) | CaseServers::RedisSentinel(_) => ServerKind::Redis,
+            CaseServers::RedisNode(_)
+            | CaseServers::RedisSentinel(_)
+            | CaseServers::RedisCluster(_) => ServerKind::Redis,
         }
     }
 
@@ -257,16 +283,25 @@ impl CaseServers {
                 out.redis = Some(group.url());
                 out.redis_replicated = true;
             }
+            CaseServers::RedisCluster(cluster) => {
+                out.redis = Some(cluster.url());
+                out.redis_replicated = true;
+            }
         }
         out
     }
 
     /// Where the case's server cost is read: the primary (its counters die with it in a failover),
     /// or a member that was not the leader at the start (so a leader kill leaves it standing). None
-    /// for restarted servers (a restart resets the counters), which is what Redlock's node faults do.
+    /// for restarted servers (a restart resets the counters), which is what Redlock's node faults do,
+    /// and for a cluster (see below).
     pub(crate) fn stats_source(&self) -> Option<StatsSource> {
         match self {
             CaseServers::RedisNodes(_) | CaseServers::RedisNode(_) => None,
+            // A failover changes roles: a demoted master's counters take in the new master's
+            // replicated writes, and the fault's own probes (`CLUSTER NODES`, `CLUSTER INFO`) land on
+            // the masters; no figure read there would be the clients' alone.
+            CaseServers::RedisCluster(_) => None,
             CaseServers::RedisPair { pair, .. } => Some(primary_stats(pair)),
             CaseServers::RedisSentinel(group) => Some(primary_stats(group.pair())),
             CaseServers::Etcd(c) => {
@@ -333,6 +368,11 @@ impl CaseServers {
                 "primary + replica + 3 Sentinels started per case".to_owned(),
                 group.startup(),
             ),
+            CaseServers::RedisCluster(cluster) => (
+                redis_version(&cluster.nodes()[0]),
+                "cluster of 3 masters + 3 replicas started per case".to_owned(),
+                cluster.startup(),
+            ),
             CaseServers::RedisNode(n) => (
                 redis_version(n),
                 format!(
@@ -359,6 +399,11 @@ impl CaseServers {
         match self {
             CaseServers::RedisPair { pair, .. } => Some(primary_pid(pair)),
             CaseServers::RedisSentinel(group) => Some(primary_pid(group.pair())),
+            CaseServers::RedisCluster(cluster) => {
+                let node = &cluster.nodes()[0];
+                node.pid()
+                    .map(|pid| (pid, format!("redis cluster master {}", node.addr())))
+            }
             CaseServers::Etcd(c) => c.wait_for_leader(LEADER_TIMEOUT).map(|i| {
                 (
                     c.member(i).pid(),
@@ -413,7 +458,7 @@ impl CaseServers {
                 proxy.set_upstream(replica.addr());
             }
         }
-        let report = FailoverReport::kill_primary(primary, replica)?;
+        let report = FailoverReport::kill_pair_primary(primary, replica)?;
         pair.promote_replica()
             .map_err(|e| format!("promoting the replica: {e}"))?;
         if let Some(proxies) = proxies {
@@ -433,7 +478,7 @@ impl CaseServers {
         };
         let (primary, replica) = (group.pair().primary(), group.pair().replica());
         let killed_at = Instant::now();
-        let report = FailoverReport::kill_primary(primary, replica)?;
+        let report = FailoverReport::kill_pair_primary(primary, replica)?;
         let (promoted, seen_at) = group
             .wait_for_new_primary(primary.addr(), PROMOTION_TIMEOUT)
             .ok_or_else(|| {
@@ -442,6 +487,65 @@ impl CaseServers {
         Ok(FailoverReport {
             new_primary: promoted,
             promoted_after: Some(seen_at - killed_at),
+            ..report
+        })
+    }
+
+    /// Fails over the master serving `slot_key`'s slot, as `kill` says: by killing it (its replica
+    /// takes over once the other masters agree it failed) or by `CLUSTER FAILOVER` on its replica (no
+    /// write lost). Waits until the slot is served by the new master and every node reports
+    /// `cluster_state:ok`. Nothing tells the clients: they follow `MOVED` answers and read the layout
+    /// again after errors. Blocking (about 2 s after a kill).
+    pub(crate) fn cluster_failover(
+        &self,
+        slot_key: &str,
+        kill: bool,
+    ) -> Result<FailoverReport, String> {
+        let CaseServers::RedisCluster(cluster) = self else {
+            return Err("cluster faults need a Redis Cluster".into());
+        };
+        let master = cluster
+            .master_of(slot_key)
+            .ok_or_else(|| format!("no master serves {slot_key:?}"))?;
+        let replica = cluster
+            .replica_of(master)
+            .ok_or_else(|| format!("the master {} has no replica", master.addr()))?;
+        let began = Instant::now();
+        let report = if kill {
+            let (raddr, timeout) = (replica.addr(), Duration::from_secs(2));
+            let on_replica = move |args: &[&str]| {
+                lockbench_servers::probe::resp_commands_as(
+                    raddr,
+                    None,
+                    &[&["READONLY"], args],
+                    timeout,
+                )
+            };
+            FailoverReport::kill_primary(
+                (master.addr(), &|args| master.command(args)),
+                (replica.addr(), &on_replica),
+                &|| master.kill(),
+            )?
+        } else {
+            replica
+                .command(&["CLUSTER", "FAILOVER"])
+                .map_err(|e| format!("CLUSTER FAILOVER on {}: {e}", replica.addr()))?;
+            FailoverReport {
+                old_primary: master.addr(),
+                new_primary: replica.addr(),
+                unreplicated_bytes: None,
+                primary_keys: 0,
+                missing_keys: 0,
+                stale_keys: 0,
+                promoted_after: None,
+            }
+        };
+        let (promoted, seen_at) = cluster
+            .wait_for_new_master(slot_key, master.addr(), PROMOTION_TIMEOUT)
+            .ok_or_else(|| format!("no replica took over within {PROMOTION_TIMEOUT:?}"))?;
+        Ok(FailoverReport {
+            new_primary: promoted,
+            promoted_after: Some(seen_at - began),
             ..report
         })
     }

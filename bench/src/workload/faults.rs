@@ -91,6 +91,12 @@ pub(crate) enum FaultKind {
     /// Kill the Redis primary watched by 3 Sentinels; they agree it is down, promote its replica,
     /// and the clients find the new primary by asking them.
     SentinelFailover,
+    /// SIGKILL the master of a Redis Cluster serving the target's lock (key 0 for `target =
+    /// "server"`); the other masters fail it and its replica takes over.
+    ClusterMasterKill,
+    /// `CLUSTER FAILOVER` on the replica of the master serving the target's lock: the roles swap
+    /// once the replica has every write.
+    ClusterFailover,
     /// Kill the leader of the 3-member etcd cluster or ZooKeeper ensemble.
     LeaderKill,
     /// SIGKILL Redlock nodes (`nodes`); restart them after `duration` if given (their data dir kept:
@@ -108,7 +114,7 @@ pub(crate) enum FaultKind {
 
 impl FaultKind {
     /// Every kind, in listing order.
-    pub(crate) const ALL: [FaultKind; 19] = [
+    pub(crate) const ALL: [FaultKind; 21] = [
         FaultKind::PauseWorker,
         FaultKind::CrashWorker,
         FaultKind::StarveWorker,
@@ -123,6 +129,8 @@ impl FaultKind {
         FaultKind::ProxyReset,
         FaultKind::Failover,
         FaultKind::SentinelFailover,
+        FaultKind::ClusterMasterKill,
+        FaultKind::ClusterFailover,
         FaultKind::LeaderKill,
         FaultKind::NodeKill,
         FaultKind::NodeRestart,
@@ -147,6 +155,8 @@ impl FaultKind {
             FaultKind::ProxyReset => "proxy_reset",
             FaultKind::Failover => "failover",
             FaultKind::SentinelFailover => "sentinel_failover",
+            FaultKind::ClusterMasterKill => "cluster_master_kill",
+            FaultKind::ClusterFailover => "cluster_failover",
             FaultKind::LeaderKill => "leader_kill",
             FaultKind::NodeKill => "node_kill",
             FaultKind::NodeRestart => "node_restart",
@@ -182,6 +192,8 @@ impl FaultKind {
             | FaultKind::BusyScript
             | FaultKind::Failover
             | FaultKind::SentinelFailover
+            | FaultKind::ClusterMasterKill
+            | FaultKind::ClusterFailover
             | FaultKind::LeaderKill
             | FaultKind::NodeKill
             | FaultKind::NodeRestart
@@ -198,7 +210,11 @@ impl FaultKind {
             | FaultKind::StarveWorker
             | FaultKind::PauseServer
             | FaultKind::ClientPause => &["duration"],
-            FaultKind::CrashWorker | FaultKind::LeaderKill | FaultKind::SentinelFailover => &[],
+            FaultKind::CrashWorker
+            | FaultKind::LeaderKill
+            | FaultKind::SentinelFailover
+            | FaultKind::ClusterMasterKill
+            | FaultKind::ClusterFailover => &[],
             FaultKind::CpuHog => &["duration", "threads"],
             FaultKind::CgroupQuota => &["duration", "quota", "period"],
             FaultKind::PubsubKill => &["duration", "every"],
@@ -475,7 +491,11 @@ impl FaultSpec {
                 target == Target::Server
                     || (matches!(
                         kind,
-                        FaultKind::Failover | FaultKind::SentinelFailover | FaultKind::BusyScript
+                        FaultKind::Failover
+                            | FaultKind::SentinelFailover
+                            | FaultKind::ClusterMasterKill
+                            | FaultKind::ClusterFailover
+                            | FaultKind::BusyScript
                     ) && target == Target::Holder)
             }
         };
@@ -716,6 +736,7 @@ pub(crate) fn own_topology(spec: &FaultSpec) -> Option<Topology> {
     match spec.kind {
         FaultKind::Failover => Some(Topology::RedisPair),
         FaultKind::SentinelFailover => Some(Topology::RedisSentinel),
+        FaultKind::ClusterMasterKill | FaultKind::ClusterFailover => Some(Topology::RedisCluster),
         FaultKind::LeaderKill => Some(Topology::Cluster),
         FaultKind::NodeKill | FaultKind::NodeRestart => {
             Some(Topology::RedisNodes { fake_clock: None })
@@ -748,6 +769,8 @@ pub(crate) enum Topology {
     RedisPair,
     /// A Redis primary and replica watched by 3 Sentinels.
     RedisSentinel,
+    /// A Redis Cluster of 3 masters with one replica each.
+    RedisCluster,
     /// A 3-member etcd cluster or 3-node ZooKeeper ensemble (whichever the strategy uses).
     Cluster,
     /// Redlock's 5 independent Redis nodes, optionally one (index) with a wall clock running
@@ -764,7 +787,9 @@ impl Topology {
     /// The server kinds this topology replaces the run's shared servers for.
     pub(crate) fn replaces(self) -> &'static [ServerKind] {
         match self {
-            Topology::RedisPair | Topology::RedisSentinel => &[ServerKind::Redis],
+            Topology::RedisPair | Topology::RedisSentinel | Topology::RedisCluster => {
+                &[ServerKind::Redis]
+            }
             Topology::Cluster => &[ServerKind::Etcd, ServerKind::ZooKeeper],
             Topology::RedisNodes { .. } => &[ServerKind::RedisNodes],
             Topology::RedisNode(_) => &[ServerKind::Redis],
