@@ -142,12 +142,17 @@ fn a_sentinel_address_runs_on_the_primary_it_names() {
     assert!(!replica.contains("cmdstat_evalsha"), "{replica}");
 }
 
-/// `--redis redis+cluster://…` runs the Redis strategies on a cluster: each case's server cost is its
-/// masters' summed (`INFO commandstats`), the Redisson rows run in cluster mode (`WAIT` for each
-/// master's replica), and nothing but replication reaches the replicas.
+/// `--redis redis+cluster://…` runs the Redis strategies on a cluster whose nodes take an ACL user,
+/// with the password from `LOCKBENCH_REDIS_PASSWORD`: each case's server cost is its masters' summed
+/// (`INFO commandstats`), the Redisson rows run in cluster mode (`WAIT` for each master's replica),
+/// nothing but replication reaches the replicas, the keyspace rows are skipped with the reason, and the
+/// password reaches neither the results nor the output.
 #[test]
 fn a_cluster_address_runs_on_its_masters() {
-    let cluster = RedisCluster::start().unwrap();
+    const PASSWORD: &str = "cluster-env-secret-91";
+    let cluster = RedisCluster::start_with(RedisOptions::with_acl_user("app", PASSWORD)).unwrap();
+    let address = cluster.url().replace(&format!(":{PASSWORD}@"), "@");
+    assert!(address.starts_with("redis+cluster://app@"), "{address}");
     let masters = || &cluster.nodes()[..3];
     let evalsha = |node: &lockbench_servers::RedisNode| {
         let info = node.command(&["INFO", "commandstats"]).unwrap();
@@ -156,23 +161,46 @@ fn a_cluster_address_runs_on_its_masters() {
             .map_or(0, |s| s.calls)
     };
     let dir = tempfile::tempdir().unwrap();
-    support::run_ok(&[
-        "run",
-        "--strategies",
-        "redis-watchdog,redis-guard-thread,redisson,redis-keyspace-shadow",
-        "--keys",
-        "8",
-        "--duration",
-        "500ms",
-        "--warmup",
-        "0s",
-        "--redis",
-        &cluster.url(),
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let out = support::lockbench()
+        .args([
+            "run",
+            "--strategies",
+            "redis-watchdog,redis-guard-thread,redisson,redis-keyspace-shadow",
+            "--keys",
+            "8",
+            "--duration",
+            "500ms",
+        ])
+        .args([
+            "--warmup",
+            "0s",
+            "--no-progress",
+            "--redis",
+            &address,
+            "--out",
+        ])
+        .arg(dir.path())
+        .env("LOCKBENCH_REDIS_PASSWORD", PASSWORD)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    let written = std::fs::read_to_string(dir.path().join("results.json")).unwrap();
+    for (what, text) in [
+        ("results", &*written),
+        ("stdout", &stdout),
+        ("stderr", &stderr),
+    ] {
+        assert!(!text.contains(PASSWORD), "the password reached the {what}");
+    }
     let results = support::read_results(dir.path());
-    assert_eq!(results.environment.servers[0].address, cluster.url());
+    assert_eq!(
+        results.environment.servers[0].address,
+        address.replace("app@", "***@")
+    );
     let mut scripts = 0;
     let (ran, skipped): (Vec<_>, Vec<_>) = results
         .cases

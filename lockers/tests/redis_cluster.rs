@@ -3,7 +3,8 @@
 //! their hash tags): the conformance suite for `redis-watchdog` (per-lock and batched),
 //! `redis-guard-thread`, `redisson` and `redisson-classic` (in Redisson's cluster mode, `WAIT` after
 //! each lock write on the key's master); batched renewal split by slot (one call per slot, no
-//! `CROSSSLOT`); a lock held through a master kill and through a manual `CLUSTER FAILOVER`; and the
+//! `CROSSSLOT`); a lock held through a master kill and through a manual `CLUSTER FAILOVER`; a cluster
+//! with an ACL user (a wrong password is one line without it); and the
 //! strategies that cannot run on a cluster saying so in one line.
 #![allow(clippy::unwrap_used)]
 
@@ -11,7 +12,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use lockbench_servers::RedisCluster;
+use lockbench_servers::{RedisCluster, RedisOptions};
 use lockers::conformance::Target;
 use lockers::redis::{
     GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
@@ -338,6 +339,52 @@ async fn a_redisson_lock_survives_a_manual_failover() {
         CLUSTER.manual_failover_of(key).unwrap()
     })
     .await;
+}
+
+/// A cluster whose nodes switch the default user off and take an ACL user: a batch of locks on several
+/// masters is taken, renewed and released through it; a wrong password is one line without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_with_an_acl_user_serves_locks_and_a_wrong_password_is_one_line() {
+    const PASSWORD: &str = "cluster-acl-secret-33";
+    let cluster = tokio::task::block_in_place(|| {
+        RedisCluster::start_with(RedisOptions::with_acl_user("app", PASSWORD))
+    })
+    .unwrap();
+    let config = || WatchdogConfig {
+        renewal: Renewal::new(TIMEOUT),
+        renewal_mode: RenewalMode::Batched { chunk: 100 },
+        key_prefix: PREFIX.into(),
+        ..WatchdogConfig::default()
+    };
+    let log = EventLog::new();
+    let client = RedisWatchdog::connect(&cluster.url(), config(), Events::to(log.clone()))
+        .await
+        .unwrap();
+    let mut leases = Vec::new();
+    for i in 0..6 {
+        let name = unique(&format!("acl{i}"));
+        leases.push(
+            client
+                .acquire(&name, &AcquireOptions::try_once())
+                .await
+                .unwrap(),
+        );
+    }
+    tokio::time::sleep(TIMEOUT * 2).await;
+    assert!(leases.iter().all(Lease::is_held));
+    assert!(log.count(|e| matches!(e, LockEvent::Renewed { .. })) >= leases.len());
+    for lease in leases {
+        lease.release().await.unwrap();
+    }
+    let wrong = cluster.url().replace(PASSWORD, "not-the-password");
+    let error = RedisWatchdog::connect(&wrong, config(), Events::none())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        !error.contains('\n') && !error.contains("not-the-password") && !error.contains(PASSWORD),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -224,7 +224,7 @@ pub(crate) fn server_command(
 }
 
 /// Adds the ACL user (the default user switched off) and the TLS port of `security` to `command`.
-fn secure(command: &mut Command, security: &RedisSecurity, tls_port: Option<u16>) {
+pub(crate) fn secure(command: &mut Command, security: &RedisSecurity, tls_port: Option<u16>) {
     command
         .args(["--user", "default", "off"])
         .args(["--user", &security.user, "on"])
@@ -244,12 +244,8 @@ fn secure(command: &mut Command, security: &RedisSecurity, tls_port: Option<u16>
     }
 }
 
-/// Waits until the redis-server `process` answers `PING` on `addr` and holds the listening socket.
-pub(crate) fn wait_serving(process: &ServerProcess, addr: SocketAddr) -> Result<()> {
-    wait_serving_as(process, addr, None)
-}
-
-/// [`wait_serving`], authenticating as `auth` first.
+/// Waits until the redis-server `process` answers `PING` on `addr` (authenticating as `auth` first,
+/// when given) and holds the listening socket.
 pub(crate) fn wait_serving_as(
     process: &ServerProcess,
     addr: SocketAddr,

@@ -4,6 +4,9 @@
 //! (`CLUSTER MEET`), makes node 3 + i the replica of master i (`CLUSTER REPLICATE`) and returns once
 //! every node reports `cluster_state:ok` and every master has its replica connected.
 //!
+//! With an ACL user ([`RedisCluster::start_with`]), every node switches the default user off, and the
+//! replicas log in to their masters as that user.
+//!
 //! Failover, both kinds a cluster knows: a killed master ([`RedisCluster::kill_master_of`]) is
 //! declared failed by the others after [`NODE_TIMEOUT`] and its replica takes over; a manual
 //! `CLUSTER FAILOVER` on a replica ([`RedisCluster::manual_failover_of`]) swaps the roles without
@@ -14,7 +17,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use crate::redis::info_field;
+use crate::redis::{RedisOptions, info_field};
 use crate::redis_nodes::{OnRestart, RedisNode, RedisNodeOptions};
 use crate::{Result, ServerError, free_ports};
 
@@ -31,6 +34,8 @@ const FORM_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct RedisCluster {
     /// Masters as started (0..3), then their replicas (3..6); roles change with failovers.
     nodes: Vec<RedisNode>,
+    /// The ACL user and password clients use (in [`Self::url`]), if any.
+    auth: Option<(String, String)>,
     /// Each node's cluster bus port (`cluster-port`, chosen free rather than port + 10000).
     bus_ports: Vec<u16>,
     startup: Duration,
@@ -40,13 +45,39 @@ impl RedisCluster {
     /// Starts 6 nodes, forms the cluster and waits until it serves every slot with every replica
     /// attached.
     pub fn start() -> Result<Self> {
+        Self::start_with(RedisOptions::default())
+    }
+
+    /// Like [`start`](Self::start), with `options` for every node. An ACL user in them (TLS is not
+    /// offered for a cluster) is the one replicas and clients log in as (`masteruser`/`masterauth`).
+    pub fn start_with(options: RedisOptions) -> Result<Self> {
         let began = Instant::now();
+        if options.security.as_ref().is_some_and(|s| s.tls.is_some()) {
+            return Err(ServerError::Start {
+                server: "redis cluster".to_owned(),
+                reason: "TLS is not offered for a cluster".to_owned(),
+                log_tail: String::new(),
+            });
+        }
+        let auth = options
+            .security
+            .as_ref()
+            .map(|s| (s.user.clone(), s.password.clone()));
         let bus_ports = free_ports(2 * MASTERS)?;
         let nodes = bus_ports
             .iter()
             .map(|bus| {
-                let mut options = RedisNodeOptions::default();
-                options.redis.extra = vec![
+                let mut options = RedisNodeOptions {
+                    redis: options.clone(),
+                    ..RedisNodeOptions::default()
+                };
+                if let Some((user, password)) = &auth {
+                    options.redis.extra.extend([
+                        ("masteruser".into(), user.clone()),
+                        ("masterauth".into(), password.clone()),
+                    ]);
+                }
+                options.redis.extra.extend([
                     ("cluster-enabled".into(), "yes".into()),
                     ("cluster-config-file".into(), "nodes.conf".into()),
                     (
@@ -57,12 +88,13 @@ impl RedisCluster {
                     // A replica's full sync starts at once (Redis waits 5 s by default for more
                     // replicas to share one transfer).
                     ("repl-diskless-sync-delay".into(), "0".into()),
-                ];
+                ]);
                 RedisNode::start(options)
             })
             .collect::<Result<Vec<_>>>()?;
         let cluster = RedisCluster {
             nodes,
+            auth,
             bus_ports,
             startup: Duration::ZERO,
         };
@@ -130,10 +162,16 @@ impl RedisCluster {
         Ok(())
     }
 
-    /// The client address: `redis+cluster://127.0.0.1:A,127.0.0.1:B,…` (every node as a seed).
+    /// The client address: `redis+cluster://127.0.0.1:A,127.0.0.1:B,…` (every node as a seed), with
+    /// `user:password@` before the hosts when the nodes have an ACL user.
     pub fn url(&self) -> String {
         let hosts: Vec<String> = self.nodes.iter().map(|n| n.addr().to_string()).collect();
-        format!("redis+cluster://{}", hosts.join(","))
+        let login = self
+            .auth
+            .as_ref()
+            .map(|(user, password)| format!("{user}:{password}@"))
+            .unwrap_or_default();
+        format!("redis+cluster://{login}{}", hosts.join(","))
     }
 
     /// Every node, masters as started first.
@@ -218,17 +256,39 @@ impl RedisCluster {
     }
 
     /// Restarts every killed node on its data (its `nodes.conf`), so it rejoins the cluster as a
-    /// replica of the master that replaced it, and waits until each one's link to its master is up.
+    /// replica of the master that replaced it, and waits until each one's link to its master is up and
+    /// every node knows it as a healthy replica (so a later `CLUSTER FAILOVER` gets the masters'
+    /// votes).
     pub fn restart_killed(&self) -> Result<()> {
         let killed: Vec<&RedisNode> = self.nodes.iter().filter(|n| !n.is_running()).collect();
         for node in &killed {
             node.restart(OnRestart::KeepData)?;
         }
-        self.wait("restarted nodes to sync with their masters", |_| {
-            killed.iter().all(|node| {
+        let ids = killed
+            .iter()
+            .map(|node| {
+                node.command(&["CLUSTER", "MYID"])
+                    .map(|id| id.trim().to_owned())
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.wait("restarted nodes to rejoin as replicas", |cluster| {
+            let synced = killed.iter().all(|node| {
                 node.command(&["INFO", "replication"])
                     .is_ok_and(|info| info_field(&info, "master_link_status") == Some("up"))
-            })
+            });
+            synced
+                && cluster.nodes.iter().all(|node| {
+                    node.command(&["CLUSTER", "NODES"]).is_ok_and(|nodes| {
+                        ids.iter().all(|id| {
+                            nodes.lines().any(|line| {
+                                let flags = line.split_whitespace().nth(2).unwrap_or("");
+                                line.starts_with(id.as_str())
+                                    && flags.contains("slave")
+                                    && !flags.contains("fail")
+                            })
+                        })
+                    })
+                })
         })
     }
 

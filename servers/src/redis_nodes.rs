@@ -17,7 +17,7 @@ use tempfile::TempDir;
 
 use crate::process::{ServerProcess, make_temp_dir, retry_on_port_race};
 use crate::programs::Program;
-use crate::redis::{RedisOptions, server_command, wait_serving};
+use crate::redis::{RedisOptions, secure, server_command, wait_serving_as};
 use crate::{Result, ServerError, free_ports, probe};
 
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -139,6 +139,10 @@ impl RedisNode {
         }
         let mut command =
             server_command(&self.program, self.port(), self.data.path(), &log, &options);
+        if let Some(security) = &options.security {
+            // An ACL user only: a restartable node offers no TLS port.
+            secure(&mut command, security, None);
+        }
         if let Some(clock) = &self.options.fake_clock {
             if !Path::new(LIBFAKETIME).exists() {
                 return Err(ServerError::Missing {
@@ -161,7 +165,7 @@ impl RedisNode {
             );
         }
         let process = ServerProcess::spawn("redis-server node", command, logs, "redis.log")?;
-        wait_serving(&process, self.addr)?;
+        wait_serving_as(&process, self.addr, self.login())?;
         *self.lock() = Some(process);
         Ok(())
     }
@@ -259,9 +263,16 @@ impl RedisNode {
             .unwrap_or_default()
     }
 
-    /// Sends one command on a fresh connection and returns the reply as text.
+    /// Sends one command on a fresh connection (logged in as the ACL user, when the node has one) and
+    /// returns the reply as text.
     pub fn command(&self, args: &[&str]) -> Result<String> {
-        probe::resp_command(self.addr, args, COMMAND_TIMEOUT)
+        probe::resp_command_as(self.addr, self.login(), args, COMMAND_TIMEOUT)
+    }
+
+    /// The ACL user and password, when the node has one.
+    fn login(&self) -> Option<(&str, &str)> {
+        let security = self.options.redis.security.as_ref()?;
+        Some((security.user.as_str(), security.password.as_str()))
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<ServerProcess>> {
