@@ -160,43 +160,18 @@ fn a_cluster_address_runs_on_its_masters() {
             .get("evalsha")
             .map_or(0, |s| s.calls)
     };
-    let dir = tempfile::tempdir().unwrap();
-    let out = support::lockbench()
-        .args([
-            "run",
+    let results = run_with_password_from_env(
+        &[
             "--strategies",
             "redis-watchdog,redis-guard-thread,redisson,redis-keyspace-shadow",
             "--keys",
             "8",
             "--duration",
             "500ms",
-        ])
-        .args([
-            "--warmup",
-            "0s",
-            "--no-progress",
-            "--redis",
-            &address,
-            "--out",
-        ])
-        .arg(dir.path())
-        .env("LOCKBENCH_REDIS_PASSWORD", PASSWORD)
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+        ],
+        &address,
+        PASSWORD,
     );
-    assert!(out.status.success(), "{stderr}");
-    let written = std::fs::read_to_string(dir.path().join("results.json")).unwrap();
-    for (what, text) in [
-        ("results", &*written),
-        ("stdout", &stdout),
-        ("stderr", &stderr),
-    ] {
-        assert!(!text.contains(PASSWORD), "the password reached the {what}");
-    }
-    let results = support::read_results(dir.path());
     assert_eq!(
         results.environment.servers[0].address,
         address.replace("app@", "***@")
@@ -253,25 +228,36 @@ fn a_password_protected_sentinel_setup_takes_the_password_from_the_environment()
     let group = RedisSentinels::start_with(RedisOptions::with_acl_user("app", PASSWORD)).unwrap();
     let address = group.url().replace(&format!(":{PASSWORD}@"), "@");
     assert!(address.starts_with("redis+sentinel://app@"), "{address}");
+    let results = run_with_password_from_env(
+        &["--strategies", "redis-watchdog", "--duration", "300ms"],
+        &address,
+        PASSWORD,
+    );
+    assert!(results.cases[0].operations.acquired > 0);
+}
+
+/// `lockbench run` with `args` on the Redis at `address`, the password coming from
+/// `LOCKBENCH_REDIS_PASSWORD`: asserts that it succeeded and that the password reached neither the
+/// results nor the output, and returns the results.
+fn run_with_password_from_env(
+    args: &[&str],
+    address: &str,
+    password: &str,
+) -> lockbench_reports::Results {
     let dir = tempfile::tempdir().unwrap();
     let out = support::lockbench()
-        .args([
-            "run",
-            "--strategies",
-            "redis-watchdog",
-            "--duration",
-            "300ms",
-        ])
+        .arg("run")
+        .args(args)
         .args([
             "--warmup",
             "0s",
             "--no-progress",
             "--redis",
-            &address,
+            address,
             "--out",
         ])
         .arg(dir.path())
-        .env("LOCKBENCH_REDIS_PASSWORD", PASSWORD)
+        .env("LOCKBENCH_REDIS_PASSWORD", password)
         .output()
         .unwrap();
     let (stdout, stderr) = (
@@ -279,14 +265,13 @@ fn a_password_protected_sentinel_setup_takes_the_password_from_the_environment()
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stderr}");
-    let results = support::read_results(dir.path());
-    assert!(results.cases[0].operations.acquired > 0);
     let written = std::fs::read_to_string(dir.path().join("results.json")).unwrap();
     for (what, text) in [
         ("results", &*written),
         ("stdout", &stdout),
         ("stderr", &stderr),
     ] {
-        assert!(!text.contains(PASSWORD), "the password reached the {what}");
+        assert!(!text.contains(password), "the password reached the {what}");
     }
+    support::read_results(dir.path())
 }
