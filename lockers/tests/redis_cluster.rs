@@ -387,6 +387,72 @@ async fn a_cluster_with_an_acl_user_serves_locks_and_a_wrong_password_is_one_lin
     );
 }
 
+/// Redisson counts each master's replicas on its own (one `MasterSlaveEntry` per shard): a master that
+/// lost its replica takes writes without `WAIT`, and another master's writes still wait for its one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_waits_for_each_masters_own_replicas() {
+    let cluster = tokio::task::block_in_place(RedisCluster::start).unwrap();
+    let master_port = |name: &str| cluster.master_of(&lock_key(name)).unwrap().port();
+    let lone = unique("lone");
+    let paired = (0..)
+        .map(|i| unique(&format!("paired{i}")))
+        .find(|n| master_port(n) != master_port(&lone))
+        .unwrap();
+    let lone_master = cluster.master_of(&lock_key(&lone)).unwrap();
+    tokio::task::block_in_place(|| cluster.replica_of(lone_master).unwrap().kill()).unwrap();
+    let waits = |name: &str| {
+        let info = cluster
+            .master_of(&lock_key(name))
+            .unwrap()
+            .command(&["INFO", "commandstats"]);
+        lockbench_servers::redis::commandstats(&info.unwrap())
+            .get("wait")
+            .map_or(0, |s| s.calls)
+    };
+    let config = RedissonConfig {
+        renewal: Renewal::new(TIMEOUT),
+        key_prefix: PREFIX.into(),
+        topology: Topology::Replicated,
+        ..RedissonConfig::new(lockers::redis::Generation::Scheduler)
+    };
+    let client = Redisson::connect(&cluster.url(), config, Events::none())
+        .await
+        .unwrap();
+    // The replica's master may still count it connected for a moment: wait until it does not.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while lone_master
+        .command(&["INFO", "replication"])
+        .unwrap()
+        .contains("connected_slaves:1")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the master still counts its dead replica"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (lone_before, paired_before) = (waits(&lone), waits(&paired));
+    let first = client
+        .acquire(&lone, &AcquireOptions::try_once())
+        .await
+        .unwrap();
+    let second = client
+        .acquire(&paired, &AcquireOptions::try_once())
+        .await
+        .unwrap();
+    // The probe `WAIT 0 0` goes to whichever master the first write went to.
+    assert!(
+        waits(&lone) - lone_before <= 1,
+        "no WAIT on a master without replicas"
+    );
+    assert!(
+        waits(&paired) > paired_before,
+        "the other master's write waited for its replica"
+    );
+    first.release().await.unwrap();
+    second.release().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strategies_that_need_one_server_refuse_a_cluster_in_one_line() {
     let url = "redis+cluster://app:secret@127.0.0.1:1";

@@ -7,7 +7,7 @@
 //! password. A command goes to the master of its key's slot ([`slot`]: CRC16 of the key, or of its
 //! `{hash tag}`; every lock's keys share one tag, so a lock lives on one master). Commands without a
 //! key go to any master, except `SCRIPT`, `CONFIG`, `FLUSHALL` and `FLUSHDB`, which go to every
-//! master (the first answer is returned). A pipeline goes where its first keyed command goes; a batch
+//! master (the first error, else the first answer, is returned). A pipeline goes where its first keyed command goes; a batch
 //! script call must name keys of one slot, so batch renewals are split by slot first ([`by_slot`]).
 //!
 //! As cluster clients do (redis-rs's cluster client, Redisson, Lettuce), a `MOVED` answer is followed
@@ -341,18 +341,26 @@ impl ClusterRoute {
     pub(crate) async fn send(self: &Arc<Self>, cmd: &Cmd) -> RedisResult<Value> {
         let target = target_of(cmd);
         if target == Target::Every {
-            let masters = self.masters();
-            let mut first = None;
-            for mut node in masters {
+            // Every master gets it, also when one fails (a dead master must not keep a script from
+            // the others); the first error, else the first answer, is the command's.
+            let mut first_answer = None;
+            let mut first_error = None;
+            for mut node in self.masters() {
                 count_sent(1);
                 let answer = node.manager.req_packed_command(cmd).await;
-                if let Some(e) = error_of(&answer) {
-                    self.after_error(&e);
-                    return answer;
+                match error_of(&answer) {
+                    Some(e) => {
+                        self.after_error(&e);
+                        first_error.get_or_insert(answer);
+                    }
+                    None => {
+                        first_answer.get_or_insert(answer);
+                    }
                 }
-                first.get_or_insert(answer);
             }
-            return first.unwrap_or_else(|| self.node_for(Target::Any).map(|_| Value::Nil));
+            return first_error
+                .or(first_answer)
+                .unwrap_or_else(|| self.node_for(Target::Any).map(|_| Value::Nil));
         }
         let mut node = self.node_for(target)?;
         let mut redirects = 0;

@@ -68,6 +68,11 @@ impl Commands {
         }
     }
 
+    /// The server commands go to now, `host:port` (in a cluster, the first master).
+    pub(crate) fn server(&self) -> String {
+        self.client().get_connection_info().addr().to_string()
+    }
+
     /// Whether commands go to a Redis Cluster (a batch script call must then name keys of one slot).
     pub(crate) fn is_cluster(&self) -> bool {
         matches!(self.0, Route::Cluster(_))

@@ -6,8 +6,9 @@
 //! As Redisson does it:
 //! - single-server mode never waits;
 //! - the first synced write of a client probes `WAIT 0 0` (is the command supported?);
-//! - the number of replicas comes from `INFO replication` (`connected_slaves`) and is cached; a `WAIT`
-//!   that confirmed a different number clears the cache, so the next write asks again;
+//! - the number of replicas comes from `INFO replication` (`connected_slaves`) and is cached per
+//!   master (per `MasterSlaveEntry` in Redisson: a cluster has one per shard); a `WAIT` that confirmed
+//!   a different number clears that master's entry, so its next write asks again;
 //! - no replica connected (0): the write is not followed by `WAIT`.
 //!
 //! Departures: Redisson pipelines the script and `WAIT` in one batch; here `WAIT` is sent after the
@@ -15,7 +16,9 @@
 //! Redisson 4.x also probes `WAITAOF` and uses it when the primary has AOF on; lockbench's servers run
 //! without AOF, so `WAITAOF` is never sent here.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::connection::Commands;
@@ -35,8 +38,8 @@ pub(crate) struct ReplicaSync {
     check: bool,
     timeout_ms: u64,
     probed: AtomicBool,
-    /// Replicas last seen connected; -1 = ask the server.
-    replicas: AtomicI64,
+    /// Replicas last seen connected, by master (`host:port`); none = ask the server.
+    replicas: Mutex<HashMap<String, i64>>,
 }
 
 impl ReplicaSync {
@@ -48,7 +51,7 @@ impl ReplicaSync {
             check,
             timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             probed: AtomicBool::new(false),
-            replicas: AtomicI64::new(-1),
+            replicas: Mutex::new(HashMap::new()),
         }
     }
 
@@ -60,8 +63,7 @@ impl ReplicaSync {
     /// Called after a write of the lock at `key` on `connection` succeeded: waits for the replicas
     /// as Redisson does, on the connection to the server holding `key` (in a cluster, its slot's
     /// master; `WAIT` counts the writes of its own connection). `Err` when the wait itself failed, or
-    /// when no replica confirmed and the check is on. In a cluster the replica count is the first
-    /// master's asked, as every master of lockbench's clusters has one replica.
+    /// when no replica confirmed and the check is on.
     pub(crate) async fn after_write(
         &self,
         connection: &Commands,
@@ -71,6 +73,7 @@ impl ReplicaSync {
             return Ok(());
         }
         let connection = &mut connection.pinned_to(key);
+        let master = connection.server();
         if !self.probed.swap(true, Ordering::Relaxed) {
             let _: i64 = redis::cmd("WAIT")
                 .arg(0)
@@ -78,15 +81,16 @@ impl ReplicaSync {
                 .query_async(connection)
                 .await?;
         }
-        let replicas = match self.replicas.load(Ordering::Relaxed) {
-            n if n >= 0 => n,
-            _ => {
+        let known = self.known().get(&master).copied();
+        let replicas = match known {
+            Some(n) => n,
+            None => {
                 let info: String = redis::cmd("INFO")
                     .arg("replication")
                     .query_async(connection)
                     .await?;
                 let n = connected_replicas(&info);
-                self.replicas.store(n, Ordering::Relaxed);
+                self.known().insert(master.clone(), n);
                 n
             }
         };
@@ -99,12 +103,18 @@ impl ReplicaSync {
             .query_async(connection)
             .await?;
         if synced != replicas {
-            self.replicas.store(-1, Ordering::Relaxed);
+            self.known().remove(&master);
         }
         if self.check && synced == 0 {
             return Err(LockError::backend(BACKEND, NO_SYNCED_SLAVES));
         }
         Ok(())
+    }
+}
+
+impl ReplicaSync {
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<String, i64>> {
+        self.replicas.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
