@@ -231,7 +231,7 @@ async fn batched_renewal_sends_one_call_per_slot() {
 /// its fencing counter): replication is asynchronous, and a replica that just synced gets the stream
 /// only after its first acknowledgement (up to a second later), so a master killed sooner loses the
 /// lock with it.
-fn wait_replicated(key: &str) {
+fn wait_replicated(cluster: &RedisCluster, key: &str) {
     let slot = slot_of(key).to_string();
     let count = |node: &lockbench_servers::RedisNode| {
         node.command(&["CLUSTER", "COUNTKEYSINSLOT", &slot])
@@ -239,8 +239,8 @@ fn wait_replicated(key: &str) {
     };
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let master = CLUSTER.master_of(key).unwrap();
-        let replica = CLUSTER.replica_of(master).unwrap();
+        let master = cluster.master_of(key).unwrap();
+        let replica = cluster.replica_of(master).unwrap();
         if count(master) == count(replica) {
             return;
         }
@@ -265,7 +265,7 @@ async fn survives(row: Row, name: &str, fail: impl FnOnce(&str) -> std::net::Soc
         .await
         .unwrap();
     let old = CLUSTER.master_of(&key).unwrap().addr();
-    tokio::task::block_in_place(|| wait_replicated(&key));
+    tokio::task::block_in_place(|| wait_replicated(&CLUSTER, &key));
     let failed_at = Instant::now();
     tokio::task::block_in_place(|| fail(&key));
     let promoted = tokio::task::block_in_place(|| {
@@ -385,6 +385,62 @@ async fn a_cluster_with_an_acl_user_serves_locks_and_a_wrong_password_is_one_lin
         !error.contains('\n') && !error.contains("not-the-password") && !error.contains(PASSWORD),
         "{error}"
     );
+}
+
+/// A cluster that speaks TLS to clients, between its nodes and to its replicas (`rediss+cluster://`
+/// with the test CA), with an ACL user: locks on several masters are taken, renewed and released,
+/// and a master kill is followed over TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_cluster_serves_locks_through_a_master_kill() {
+    const PASSWORD: &str = "cluster-tls-secret-12";
+    let certificates = lockbench_servers::TestCertificates::generate().unwrap();
+    let tls = lockbench_servers::certs::TlsFiles::of(&certificates);
+    let options = RedisOptions::with_acl_user_and_tls("app", PASSWORD, tls);
+    let cluster = tokio::task::block_in_place(|| RedisCluster::start_with(options)).unwrap();
+    assert!(cluster.url().starts_with("rediss+cluster://app:"));
+    let config = WatchdogConfig {
+        renewal: Renewal::new(Duration::from_secs(6)),
+        renewal_mode: RenewalMode::Batched { chunk: 100 },
+        key_prefix: PREFIX.into(),
+        ..WatchdogConfig::default()
+    };
+    let log = EventLog::new();
+    let client = RedisWatchdog::connect(&cluster.url(), config, Events::to(log.clone()))
+        .await
+        .unwrap();
+    let names: Vec<String> = (0..6).map(|i| unique(&format!("tls{i}"))).collect();
+    let mut leases = Vec::new();
+    for name in &names {
+        leases.push(
+            client
+                .acquire(name, &AcquireOptions::try_once())
+                .await
+                .unwrap(),
+        );
+    }
+    let key = lock_key(&names[0]);
+    let old = cluster.master_of(&key).unwrap().addr();
+    tokio::task::block_in_place(|| {
+        wait_replicated(&cluster, &key);
+        cluster.kill_master_of(&key).unwrap();
+        cluster
+            .wait_for_new_master(&key, old, Duration::from_secs(20))
+            .expect("a new master");
+    });
+    let renewed = log.count(|e| matches!(e, LockEvent::Renewed { .. }));
+    let deadline = Instant::now() + Duration::from_secs(6);
+    while log.count(|e| matches!(e, LockEvent::Renewed { .. })) < renewed + names.len() {
+        assert!(
+            Instant::now() < deadline,
+            "no renewals after the failover: {:?}",
+            log.snapshot()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(leases.iter().all(Lease::is_held));
+    for lease in leases {
+        lease.release().await.unwrap();
+    }
 }
 
 /// Redisson counts each master's replicas on its own (one `MasterSlaveEntry` per shard): a master that

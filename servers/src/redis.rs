@@ -34,6 +34,15 @@ pub struct RedisOptions {
 }
 
 impl RedisOptions {
+    /// Default options with one ACL user (the default user off) and a TLS port serving `tls`.
+    pub fn with_acl_user_and_tls(user: &str, password: &str, tls: TlsFiles) -> Self {
+        let mut options = Self::with_acl_user(user, password);
+        if let Some(security) = &mut options.security {
+            security.tls = Some(tls);
+        }
+        options
+    }
+
     /// Default options with one ACL user (the default user off), no TLS.
     pub fn with_acl_user(user: &str, password: &str) -> Self {
         RedisOptions {

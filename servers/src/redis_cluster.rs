@@ -36,6 +36,8 @@ pub struct RedisCluster {
     nodes: Vec<RedisNode>,
     /// The ACL user and password clients use (in [`Self::url`]), if any.
     auth: Option<(String, String)>,
+    /// The CA clients trust, when the nodes speak TLS.
+    ca: Option<std::path::PathBuf>,
     /// Each node's cluster bus port (`cluster-port`, chosen free rather than port + 10000).
     bus_ports: Vec<u16>,
     startup: Duration,
@@ -48,17 +50,14 @@ impl RedisCluster {
         Self::start_with(RedisOptions::default())
     }
 
-    /// Like [`start`](Self::start), with `options` for every node. An ACL user in them (TLS is not
-    /// offered for a cluster) is the one replicas and clients log in as (`masteruser`/`masterauth`).
+    /// Like [`start`](Self::start), with `options` for every node. An ACL user in them is the one
+    /// replicas and clients log in as (`masteruser`/`masterauth`). With TLS, clients, replication and
+    /// the cluster bus all speak it (`tls-cluster`, `tls-replication`): every node announces its TLS
+    /// port, and [`Self::url`] is a `rediss+cluster://` address with the CA; the plain ports stay for
+    /// the launcher's own probes.
     pub fn start_with(options: RedisOptions) -> Result<Self> {
         let began = Instant::now();
-        if options.security.as_ref().is_some_and(|s| s.tls.is_some()) {
-            return Err(ServerError::Start {
-                server: "redis cluster".to_owned(),
-                reason: "TLS is not offered for a cluster".to_owned(),
-                log_tail: String::new(),
-            });
-        }
+        let tls = options.security.as_ref().and_then(|s| s.tls.clone());
         let auth = options
             .security
             .as_ref()
@@ -75,6 +74,12 @@ impl RedisCluster {
                     options.redis.extra.extend([
                         ("masteruser".into(), user.clone()),
                         ("masterauth".into(), password.clone()),
+                    ]);
+                }
+                if tls.is_some() {
+                    options.redis.extra.extend([
+                        ("tls-cluster".into(), "yes".into()),
+                        ("tls-replication".into(), "yes".into()),
                     ]);
                 }
                 options.redis.extra.extend([
@@ -95,6 +100,7 @@ impl RedisCluster {
         let cluster = RedisCluster {
             nodes,
             auth,
+            ca: tls.map(|files| files.ca),
             bus_ports,
             startup: Duration::ZERO,
         };
@@ -163,15 +169,30 @@ impl RedisCluster {
     }
 
     /// The client address: `redis+cluster://127.0.0.1:A,127.0.0.1:B,…` (every node as a seed), with
-    /// `user:password@` before the hosts when the nodes have an ACL user.
+    /// `user:password@` before the hosts when the nodes have an ACL user; with TLS,
+    /// `rediss+cluster://…` on the TLS ports and `?ca=` the CA.
     pub fn url(&self) -> String {
-        let hosts: Vec<String> = self.nodes.iter().map(|n| n.addr().to_string()).collect();
+        let hosts: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| match (&self.ca, n.tls_port()) {
+                (Some(_), Some(port)) => format!("127.0.0.1:{port}"),
+                _ => n.addr().to_string(),
+            })
+            .collect();
         let login = self
             .auth
             .as_ref()
             .map(|(user, password)| format!("{user}:{password}@"))
             .unwrap_or_default();
-        format!("redis+cluster://{login}{}", hosts.join(","))
+        match &self.ca {
+            Some(ca) => format!(
+                "rediss+cluster://{login}{}?ca={}",
+                hosts.join(","),
+                ca.display()
+            ),
+            None => format!("redis+cluster://{login}{}", hosts.join(",")),
+        }
     }
 
     /// Every node, masters as started first.
@@ -193,12 +214,18 @@ impl RedisCluster {
 
     /// The replica of `master` now (a running node that replicates from it).
     pub fn replica_of(&self, master: &RedisNode) -> Option<&RedisNode> {
-        let port = master.port().to_string();
+        // Over TLS, replicas connect to the TLS port.
+        let ports: Vec<String> = [Some(master.port()), master.tls_port()]
+            .into_iter()
+            .flatten()
+            .map(|p| p.to_string())
+            .collect();
         self.nodes.iter().find(|node| {
             node.is_running()
                 && node.command(&["INFO", "replication"]).is_ok_and(|info| {
                     info_field(&info, "role") == Some("slave")
-                        && info_field(&info, "master_port") == Some(port.as_str())
+                        && info_field(&info, "master_port")
+                            .is_some_and(|p| ports.iter().any(|q| q == p))
                 })
         })
     }

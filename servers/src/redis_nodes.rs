@@ -97,6 +97,8 @@ pub struct RedisNode {
     program: PathBuf,
     options: RedisNodeOptions,
     addr: SocketAddr,
+    /// The TLS port, when the options ask for TLS (the same across restarts).
+    tls_port: Option<u16>,
     data: TempDir,
     process: Mutex<Option<ServerProcess>>,
     startup: Duration,
@@ -108,12 +110,18 @@ impl RedisNode {
         let program = Program::RedisServer.locate(options.redis.redis_server.as_deref())?;
         let began = Instant::now();
         retry_on_port_race(|| {
-            let port = free_ports(1)?[0];
+            let ports = free_ports(2)?;
             let data = make_data_dir(options.data_parent.as_deref())?;
+            let tls = options
+                .redis
+                .security
+                .as_ref()
+                .is_some_and(|s| s.tls.is_some());
             let node = RedisNode {
                 program: program.clone(),
                 options: options.clone(),
-                addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+                addr: SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0])),
+                tls_port: tls.then_some(ports[1]),
                 data,
                 process: Mutex::new(None),
                 startup: Duration::ZERO,
@@ -140,8 +148,7 @@ impl RedisNode {
         let mut command =
             server_command(&self.program, self.port(), self.data.path(), &log, &options);
         if let Some(security) = &options.security {
-            // An ACL user only: a restartable node offers no TLS port.
-            secure(&mut command, security, None);
+            secure(&mut command, security, self.tls_port);
         }
         if let Some(clock) = &self.options.fake_clock {
             if !Path::new(LIBFAKETIME).exists() {
@@ -233,6 +240,12 @@ impl RedisNode {
     /// The port the node listens on.
     pub fn port(&self) -> u16 {
         self.addr.port()
+    }
+
+    /// The TLS port, when the node serves TLS (its plain port stays, on 127.0.0.1, behind the same
+    /// ACL user).
+    pub fn tls_port(&self) -> Option<u16> {
+        self.tls_port
     }
 
     /// A connection URL, `redis://127.0.0.1:PORT/`.

@@ -36,15 +36,27 @@ pub fn is_sentinel(url: &str) -> bool {
 
 /// The scheme of a Redis Cluster address (its nodes as seeds).
 const CLUSTER_SCHEME: &str = "redis+cluster://";
+/// The same over TLS.
+const TLS_CLUSTER_SCHEME: &str = "rediss+cluster://";
 
-/// Whether a Redis URL names a Redis Cluster's nodes (`redis+cluster://`).
+/// Whether a Redis URL names a Redis Cluster's nodes (`redis+cluster://`, `rediss+cluster://`).
 pub fn is_cluster(url: &str) -> bool {
-    url.trim().starts_with(CLUSTER_SCHEME)
+    url.trim().starts_with(CLUSTER_SCHEME) || url.trim().starts_with(TLS_CLUSTER_SCHEME)
+}
+
+/// The seeds of a cluster address, resolved.
+pub fn cluster_seeds(url: &str) -> Result<Vec<SocketAddr>, String> {
+    let url = bare(url)?;
+    let rest = url.split_once("://").map_or("", |(_, rest)| rest);
+    let hosts = rest.split(['/', '?']).next().unwrap_or("");
+    hosts.split(',').map(|h| resolve(h.trim(), 6379)).collect()
 }
 
 /// Whether a Redis URL asks for TLS (`rediss://`): lockbench's plain probes cannot read such a server.
 pub fn is_tls(url: &str) -> bool {
-    url.trim().starts_with("rediss://") || url.trim().starts_with("https://")
+    ["rediss://", "rediss+cluster://", "https://"]
+        .iter()
+        .any(|scheme| url.trim().starts_with(scheme))
 }
 
 /// Environment variables with secrets, so they stay out of shell history and process listings:
@@ -221,18 +233,14 @@ pub fn cluster_masters(url: &str) -> Result<Vec<SocketAddr>, String> {
         .map(|c| (c.user.as_str(), c.password.as_str()));
     let auth =
         auth.map(|(user, password)| (if user.is_empty() { "default" } else { user }, password));
-    let url = bare(url)?;
-    let hosts = url[CLUSTER_SCHEME.len()..].split('/').next().unwrap_or("");
     let mut why = Vec::new();
-    for host in hosts.split(',') {
-        let answer = resolve(host.trim(), 6379).and_then(|seed| {
-            resp_command_as(seed, auth, &["CLUSTER", "NODES"], SENTINEL_TIMEOUT)
-                .map_err(|e| e.to_string())
-        });
-        match answer.map(|nodes| masters_in(&nodes)) {
+    for seed in cluster_seeds(url)? {
+        match resp_command_as(seed, auth, &["CLUSTER", "NODES"], SENTINEL_TIMEOUT)
+            .map(|nodes| masters_in(&nodes))
+        {
             Ok(masters) if !masters.is_empty() => return Ok(masters),
-            Ok(_) => why.push(format!("{host}: names no master serving slots")),
-            Err(e) => why.push(format!("{host}: {e}")),
+            Ok(_) => why.push(format!("{seed}: names no master serving slots")),
+            Err(e) => why.push(format!("{seed}: {e}")),
         }
     }
     Err(format!(
@@ -256,17 +264,6 @@ fn masters_in(nodes: &str) -> Vec<SocketAddr> {
             serving.then(|| addr.parse().ok()).flatten()
         })
         .collect()
-}
-
-/// A cluster node as a direct address with the cluster address's user and password (what the
-/// up-front check connects to).
-pub fn cluster_node_url(url: &str, node: SocketAddr) -> Result<String, String> {
-    let parts = address::split(url).map_err(|e| e.to_string())?;
-    let user = parts
-        .credentials
-        .map(|c| format!("{}:{}@", encode(&c.user), encode(&c.password)))
-        .unwrap_or_default();
-    Ok(format!("redis://{user}{node}/"))
 }
 
 /// A Sentinel address's current primary as a direct address with the same user, password and

@@ -226,9 +226,15 @@ impl Backends {
     ) -> Result<Self, BenchError> {
         let given = given.clone();
         let needed = needed.clone();
-        let backends = tokio::task::spawn_blocking(move || Self::prepare_blocking(&needed, &given))
-            .await
-            .map_err(|e| BenchError::failed(format!("server set-up task failed: {e}")))??;
+        let mut backends =
+            tokio::task::spawn_blocking(move || Self::prepare_blocking(&needed, &given))
+                .await
+                .map_err(|e| BenchError::failed(format!("server set-up task failed: {e}")))??;
+        for redis in backends.servers.iter_mut().filter(|s| {
+            s.kind == ServerKind::Redis && s.managed.is_none() && address::is_cluster(&s.address)
+        }) {
+            redis.version = check_redis_cluster_access(&redis.address).await?;
+        }
         if let Some(etcd) = backends.servers.iter().find(|s| s.kind == ServerKind::Etcd)
             && etcd.managed.is_none()
         {
@@ -295,7 +301,11 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
     let bad = |why: String| BenchError::usage(format!("{flag} {shown}: {why}"));
     let address = &address::password_from_env(kind, address).map_err(bad)?;
     let sockets = match kind {
-        // A cluster's counters are its masters' summed.
+        // A cluster's counters are its masters' summed (over TLS the plain probes cannot read them:
+        // its seeds only).
+        ServerKind::Redis if address::is_cluster(address) && address::is_tls(address) => {
+            address::cluster_seeds(address)
+        }
         ServerKind::Redis if address::is_cluster(address) => address::cluster_masters(address),
         ServerKind::Redis => address::redis_socket(address).map(|a| vec![a]),
         ServerKind::RedisNodes => address
@@ -335,11 +345,8 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
                 ServerKind::Redis if address::is_sentinel(&address) => {
                     vec![address::sentinel_primary_url(&address).map_err(bad)?]
                 }
-                ServerKind::Redis if address::is_cluster(&address) => sockets
-                    .iter()
-                    .map(|&master| address::cluster_node_url(&address, master))
-                    .collect::<Result<_, _>>()
-                    .map_err(bad)?,
+                // Checked through the strategies' own cluster client, once the run is set up.
+                ServerKind::Redis if address::is_cluster(&address) => Vec::new(),
                 ServerKind::Redis => vec![address.clone()],
                 _ => address.split(',').map(|u| u.trim().to_owned()).collect(),
             };
@@ -369,6 +376,33 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
         startup: None,
         managed: None,
     })
+}
+
+/// Connects to the user's Redis Cluster as the strategies do (user/password, TLS, the layout read from
+/// the seeds) and reads a master's version (`None` if `INFO` is not allowed): wrong credentials or an
+/// untrusted certificate are bad input, one line without the password.
+async fn check_redis_cluster_access(address: &str) -> Result<Option<String>, BenchError> {
+    let bad = |e: lockers::LockError| {
+        BenchError::usage(format!(
+            "--redis {}: {e}",
+            lockers::address::redact(address)
+        ))
+    };
+    let settings = lockers::redis::ConnectionSettings {
+        connect_timeout: PROBE_TIMEOUT,
+        response_timeout: PROBE_TIMEOUT,
+    };
+    let connection = lockers::redis::RedisConnection::connect(address, settings)
+        .await
+        .map_err(bad)?;
+    let info: Option<String> = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut connection.commands())
+        .await
+        .ok();
+    Ok(info.and_then(|info| {
+        lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
+    }))
 }
 
 /// Connects to the user's etcd as the strategy does (user/password, TLS) and asks one member for its

@@ -1,5 +1,6 @@
 //! Redis Cluster: `redis+cluster://[user:pass@]host:port[,host:port…]`, the seeds the client first asks
-//! for the cluster's layout.
+//! for the cluster's layout; `rediss+cluster://…[?ca=ca.pem[&cert=c.pem&key=c.key]]` over TLS (every
+//! node then, with the same files).
 //!
 //! The client reads which master serves which of the 16384 hash slots (`CLUSTER SLOTS`, from the first
 //! seed or known node that answers, preferring an answer that covers every slot) and keeps one
@@ -19,9 +20,9 @@
 //! background, at most once per [`REFRESH_AT_MOST_EVERY`].
 //!
 //! Every request the servers see is counted ([`super::client::count_sent`]): each node a command is
-//! sent to, each redirect, `ASKING`, and every `CLUSTER SLOTS` with its connection's handshake. TLS
-//! and databases other than 0 are refused (`Config`): Redis Cluster has one database, and TLS between
-//! lockbench and a cluster is not built yet.
+//! sent to, each redirect, `ASKING`, and every `CLUSTER SLOTS` with its connection's handshake.
+//! Databases other than 0 are refused (`Config`): Redis Cluster has one database. Over TLS, the nodes
+//! name their TLS ports in `CLUSTER SLOTS` (asked over TLS, a node with `tls-cluster` answers those).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,6 +40,13 @@ use crate::error::LockError;
 
 /// The scheme of a cluster address.
 pub(crate) const SCHEME: &str = "redis+cluster://";
+/// The scheme of a cluster address over TLS.
+pub(crate) const TLS_SCHEME: &str = "rediss+cluster://";
+
+/// Whether `url` names a Redis Cluster.
+pub(crate) fn is_cluster(url: &str) -> bool {
+    url.starts_with(SCHEME) || url.starts_with(TLS_SCHEME)
+}
 /// The port a node listens on unless the address says otherwise.
 const DEFAULT_PORT: u16 = 6379;
 /// The number of hash slots.
@@ -55,23 +63,25 @@ pub(crate) struct ClusterAddress {
     pub seeds: Vec<String>,
     /// The user and password every node is logged in to with.
     pub credentials: Option<Credentials>,
+    /// TLS to every node (`rediss+cluster://`), with these files (none: the system's roots).
+    pub tls: Option<TlsFiles>,
 }
 
 impl ClusterAddress {
     /// Parses `url` if it is a cluster address (`None` for any other scheme).
     pub(crate) fn parse(url: &str) -> Result<Option<Self>, LockError> {
-        if !url.starts_with(SCHEME) {
+        if !is_cluster(url) {
             return Ok(None);
         }
         let shown = address::redact(url);
         let bad = |why: &str| LockError::Config(format!("cluster address {shown:?}: {why}"));
         let parts = address::split(url)?;
-        if !parts.tls.is_empty() {
-            return Err(bad(
-                "TLS (ca=, cert=, key=) is not supported with Redis Cluster yet",
-            ));
+        let over_tls = url.starts_with(TLS_SCHEME);
+        if !over_tls && !parts.tls.is_empty() {
+            return Err(bad("ca=, cert= and key= need a rediss+cluster:// address"));
         }
-        let rest = &parts.bare[SCHEME.len()..];
+        let scheme = if over_tls { TLS_SCHEME } else { SCHEME };
+        let rest = &parts.bare[scheme.len()..];
         if rest.contains('?') {
             return Err(bad("unknown query parameters"));
         }
@@ -93,6 +103,7 @@ impl ClusterAddress {
         Ok(Some(ClusterAddress {
             seeds,
             credentials: parts.credentials,
+            tls: over_tls.then_some(parts.tls),
         }))
     }
 }
@@ -592,10 +603,15 @@ impl ClusterRoute {
     }
 
     fn client_at(&self, addr: &str) -> Result<redis::Client, LockError> {
+        let plain = TlsFiles::default();
+        let (scheme, tls) = match &self.address.tls {
+            Some(tls) => ("rediss", tls),
+            None => ("redis", &plain),
+        };
         open_parts(
-            &format!("redis://{addr}"),
+            &format!("{scheme}://{addr}"),
             self.address.credentials.as_ref(),
-            &TlsFiles::default(),
+            tls,
             &self.shown,
         )
     }
@@ -720,6 +736,14 @@ mod tests {
             ClusterAddress::parse("redis://h:1")
                 .expect("other")
                 .is_none()
+        );
+        let tls = ClusterAddress::parse("rediss+cluster://h1:7000,h2:7001?ca=/tmp/ca.pem")
+            .expect("valid")
+            .expect("a cluster address");
+        assert_eq!(tls.seeds, ["h1:7000", "h2:7001"]);
+        assert_eq!(
+            tls.tls.and_then(|files| files.ca),
+            Some(std::path::PathBuf::from("/tmp/ca.pem"))
         );
         for bad in [
             "redis+cluster://u:secret@h:1/3",

@@ -110,7 +110,7 @@ impl RedisKeyspace {
         events: Events,
     ) -> Result<Self, LockError> {
         config.validate()?;
-        if url.starts_with(cluster::SCHEME) {
+        if cluster::is_cluster(url) {
             return Err(LockError::Config(
                 "redis-keyspace does not run on a Redis Cluster: keyspace events are published only \
                  on the node that holds the key"

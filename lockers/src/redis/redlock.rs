@@ -213,7 +213,7 @@ impl Redlock {
                 "redlock needs at least one node url".into(),
             ));
         }
-        if urls.iter().any(|url| url.starts_with(cluster::SCHEME)) {
+        if urls.iter().any(|url| cluster::is_cluster(url)) {
             return Err(LockError::Config(
                 "redlock runs on independent masters (redis:// each), not on a Redis Cluster"
                     .into(),
