@@ -157,6 +157,20 @@ mod redisson_classic {
     );
 }
 
+/// Takes every lock of `names` at once (try-once).
+async fn acquire_all(client: &dyn Locker, names: &[String]) -> Vec<Lease> {
+    let mut leases = Vec::new();
+    for name in names {
+        leases.push(
+            client
+                .acquire(name, &AcquireOptions::try_once())
+                .await
+                .unwrap(),
+        );
+    }
+    leases
+}
+
 /// The hash slot of `key`, as the cluster computes it.
 fn slot_of(key: &str) -> u16 {
     CLUSTER.nodes()[0]
@@ -190,15 +204,7 @@ async fn batched_renewal_sends_one_call_per_slot() {
         .map(|n| CLUSTER.master_of(&lock_key(n)).unwrap().port())
         .collect();
     assert!(masters.len() > 1, "the keys landed on one master only");
-    let mut leases = Vec::new();
-    for name in &names {
-        leases.push(
-            client
-                .acquire(name, &AcquireOptions::try_once())
-                .await
-                .unwrap(),
-        );
-    }
+    let leases = acquire_all(&client, &names).await;
     let before = client.renew_calls();
     tokio::time::sleep(TIMEOUT * 3).await;
     let calls = client.renew_calls() - before;
@@ -360,16 +366,8 @@ async fn a_cluster_with_an_acl_user_serves_locks_and_a_wrong_password_is_one_lin
     let client = RedisWatchdog::connect(&cluster.url(), config(), Events::to(log.clone()))
         .await
         .unwrap();
-    let mut leases = Vec::new();
-    for i in 0..6 {
-        let name = unique(&format!("acl{i}"));
-        leases.push(
-            client
-                .acquire(&name, &AcquireOptions::try_once())
-                .await
-                .unwrap(),
-        );
-    }
+    let names: Vec<String> = (0..6).map(|i| unique(&format!("acl{i}"))).collect();
+    let leases = acquire_all(&client, &names).await;
     tokio::time::sleep(TIMEOUT * 2).await;
     assert!(leases.iter().all(Lease::is_held));
     assert!(log.count(|e| matches!(e, LockEvent::Renewed { .. })) >= leases.len());
@@ -409,15 +407,7 @@ async fn a_tls_cluster_serves_locks_through_a_master_kill() {
         .await
         .unwrap();
     let names: Vec<String> = (0..6).map(|i| unique(&format!("tls{i}"))).collect();
-    let mut leases = Vec::new();
-    for name in &names {
-        leases.push(
-            client
-                .acquire(name, &AcquireOptions::try_once())
-                .await
-                .unwrap(),
-        );
-    }
+    let leases = acquire_all(&client, &names).await;
     let key = lock_key(&names[0]);
     let old = cluster.master_of(&key).unwrap().addr();
     tokio::task::block_in_place(|| {
