@@ -71,8 +71,8 @@ pub enum Command {
 pub struct ServerArgs {
     /// Use this Redis instead of starting one: redis://[user[:pass]@]host:port[/db],
     /// rediss://…/?ca=ca.pem for TLS, redis+sentinel://host:port[,…]/service (the primary its
-    /// Sentinels name) or redis+cluster://host:port[,…] (a Redis Cluster's nodes; rediss+cluster://…
-    /// for TLS). The password may come from LOCKBENCH_REDIS_PASSWORD.
+    /// Sentinels name) or redis+cluster://host:port[,…] (a Redis Cluster's nodes); rediss+sentinel://
+    /// and rediss+cluster:// with ?ca= for TLS. The password may come from LOCKBENCH_REDIS_PASSWORD.
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,
     /// Use these independent Redis servers as Redlock's nodes instead of starting five

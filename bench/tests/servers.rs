@@ -219,57 +219,75 @@ fn a_cluster_address_runs_on_its_masters() {
     }
 }
 
-/// `--redis rediss+cluster://…?ca=…`: a cluster that speaks TLS everywhere, with an ACL user whose
-/// password comes from the environment: the strategies run on it, the version is read through their
-/// own client, and a wrong password is one usage line (exit code 2) without the password.
+/// `--redis rediss+cluster://…?ca=…` and `rediss+sentinel://…?ca=…`: servers that speak TLS everywhere,
+/// with an ACL user whose password comes from the environment: the strategies run on them, the
+/// version is read through their own client, and a wrong password is one usage line (exit code 2)
+/// without the password.
 #[test]
-fn a_tls_cluster_address_runs_and_a_wrong_password_is_one_usage_line() {
-    const PASSWORD: &str = "tls-cluster-env-secret-64";
+fn tls_cluster_and_sentinel_addresses_run_and_a_wrong_password_is_one_usage_line() {
+    const PASSWORD: &str = "tls-env-secret-64";
     let certificates = lockbench_servers::TestCertificates::generate().unwrap();
-    let tls = lockbench_servers::certs::TlsFiles::of(&certificates);
-    let options = RedisOptions::with_acl_user_and_tls("app", PASSWORD, tls);
-    let cluster = RedisCluster::start_with(options).unwrap();
-    let address = cluster.url().replace(&format!(":{PASSWORD}@"), "@");
-    assert!(address.starts_with("rediss+cluster://app@"), "{address}");
-    let results = run_with_password_from_env(
-        &[
-            "--strategies",
-            "redis-watchdog,redisson",
-            "--keys",
-            "4",
-            "--duration",
-            "300ms",
-        ],
-        &address,
-        PASSWORD,
-    );
-    let info = cluster.nodes()[0].command(&["INFO", "server"]).unwrap();
-    assert_eq!(
-        results.environment.servers[0].version.as_deref(),
-        lockbench_servers::redis::info_field(&info, "redis_version")
-    );
-    for case in &results.cases {
-        assert!(case.operations.acquired > 0, "{}: {case:?}", case.strategy);
+    let options = || {
+        let tls = lockbench_servers::certs::TlsFiles::of(&certificates);
+        RedisOptions::with_acl_user_and_tls("app", PASSWORD, tls)
+    };
+    let cluster = RedisCluster::start_with(options()).unwrap();
+    let group = RedisSentinels::start_with(options()).unwrap();
+    let setups = [
+        (
+            cluster.url(),
+            cluster.nodes()[0].command(&["INFO", "server"]),
+        ),
+        (
+            group.url(),
+            group.pair().primary().command(&["INFO", "server"]),
+        ),
+    ];
+    for (url, info) in setups {
+        let address = url.replace(&format!(":{PASSWORD}@"), "@");
+        assert!(
+            address.contains("+") && address.starts_with("rediss"),
+            "{address}"
+        );
+        let results = run_with_password_from_env(
+            &[
+                "--strategies",
+                "redis-watchdog,redisson",
+                "--keys",
+                "4",
+                "--duration",
+                "300ms",
+            ],
+            &address,
+            PASSWORD,
+        );
+        assert_eq!(
+            results.environment.servers[0].version.as_deref(),
+            lockbench_servers::redis::info_field(&info.unwrap(), "redis_version")
+        );
+        for case in &results.cases {
+            assert!(case.operations.acquired > 0, "{address}: {case:?}");
+        }
+        let out = support::lockbench()
+            .args([
+                "run",
+                "--strategies",
+                "redis-watchdog",
+                "--duration",
+                "300ms",
+            ])
+            .args(["--no-progress", "--redis", &address])
+            .env("LOCKBENCH_REDIS_PASSWORD", "not-the-password-7")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            !stderr.contains("not-the-password-7") && !stderr.contains(PASSWORD),
+            "{stderr}"
+        );
     }
-    let out = support::lockbench()
-        .args([
-            "run",
-            "--strategies",
-            "redis-watchdog",
-            "--duration",
-            "300ms",
-        ])
-        .args(["--no-progress", "--redis", &address])
-        .env("LOCKBENCH_REDIS_PASSWORD", "not-the-password-7")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(
-        !stderr.contains("not-the-password-7") && !stderr.contains(PASSWORD),
-        "{stderr}"
-    );
 }
 
 /// Behind Sentinels that ask for the password too (their own `requirepass`), with the password from

@@ -2,7 +2,7 @@
 //! Sentinels started here: a lock taken before the primary dies is still held, renewed and exclusive
 //! on the replica the Sentinels promote, and the clients follow the promotion without being told; also
 //! with an ACL user on the servers (the default user off), and a wrong password is one line without it.
-//! The keyspace strategy sets its notification flags again on the promoted replica (`CONFIG SET` is
+//! Also over TLS everywhere. The keyspace strategy sets its notification flags again on the promoted replica (`CONFIG SET` is
 //! not replicated), so its shadow lock is renewed there by events.
 #![allow(clippy::unwrap_used)]
 
@@ -97,6 +97,25 @@ async fn a_watchdog_lock_survives_a_sentinel_failover() {
     let first = watchdog(&group.url(), Events::to(log.clone())).await;
     let second = watchdog(&group.url(), Events::none()).await;
     survives_the_failover(&group, &first, &second, &log, "sentinel-watchdog").await;
+}
+
+/// The same over TLS everywhere (clients to the Sentinels and the primary, the Sentinels to the servers,
+/// replication), with an ACL user: `rediss+sentinel://…?ca=` with the test CA.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watchdog_lock_survives_a_sentinel_failover_over_tls() {
+    let certificates = lockbench_servers::TestCertificates::generate().unwrap();
+    let tls = lockbench_servers::certs::TlsFiles::of(&certificates);
+    let options = RedisOptions::with_acl_user_and_tls("app", "sentinel-tls-secret-8", tls);
+    let group = RedisSentinels::start_with(options).unwrap();
+    assert!(
+        group.url().starts_with("rediss+sentinel://app:"),
+        "{}",
+        group.url()
+    );
+    let log = EventLog::new();
+    let first = watchdog(&group.url(), Events::to(log.clone())).await;
+    let second = watchdog(&group.url(), Events::none()).await;
+    survives_the_failover(&group, &first, &second, &log, "sentinel-tls-watchdog").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -146,6 +146,14 @@ impl RedisServer {
         })
     }
 
+    /// Where clients connect: the TLS port when the server serves TLS, else [`Self::addr`].
+    pub fn client_addr(&self) -> SocketAddr {
+        match self.tls_port {
+            Some(port) => SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            None => self.addr,
+        }
+    }
+
     /// The address the server listens on (127.0.0.1).
     pub fn addr(&self) -> SocketAddr {
         self.addr
@@ -385,7 +393,8 @@ impl RedisPair {
     }
 
     /// Like [`start`](Self::start), with `options` applied to both servers (the replication
-    /// settings are added to them; with an ACL user, the replica authenticates as it).
+    /// settings are added to them; with an ACL user, the replica authenticates as it; with TLS, it
+    /// replicates over TLS, from the primary's TLS port).
     pub fn start_with(options: RedisOptions) -> Result<Self> {
         let began = Instant::now();
         let mut primary_options = options.clone();
@@ -393,12 +402,24 @@ impl RedisPair {
             ("repl-diskless-sync".to_owned(), "no".to_owned()),
             ("repl-diskless-sync-delay".to_owned(), "0".to_owned()),
         ]);
+        let tls = options.security.as_ref().is_some_and(|s| s.tls.is_some());
+        if tls {
+            // Replication speaks TLS too, also once a failover has turned the primary into a replica.
+            primary_options
+                .extra
+                .push(("tls-replication".to_owned(), "yes".to_owned()));
+        }
         let primary = RedisServer::start_with(primary_options)?;
         let mut replica_options = options;
         replica_options.extra.push((
             "replicaof".to_owned(),
-            format!("127.0.0.1 {}", primary.port()),
+            format!("127.0.0.1 {}", primary.client_addr().port()),
         ));
+        if tls {
+            replica_options
+                .extra
+                .push(("tls-replication".to_owned(), "yes".to_owned()));
+        }
         // A secured primary lets only its ACL user in, the replica's link included.
         if let Some(security) = &replica_options.security {
             replica_options.extra.extend([

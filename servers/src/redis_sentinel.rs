@@ -3,12 +3,14 @@
 //! Sentinels (`redis+sentinel://…/lockbench`); when the primary dies, the Sentinels agree it is down
 //! after [`DOWN_AFTER`], elect a leader among themselves and promote the replica. With an ACL user
 //! ([`RedisSentinels::start_with`]), the replica and the Sentinels authenticate as it, and the
-//! Sentinels ask for its password too (`requirepass`, and `sentinel-pass` among themselves).
+//! Sentinels ask for its password too (`requirepass`, and `sentinel-pass` among themselves). With TLS
+//! as well, replication, the Sentinels' links and clients' links all speak TLS.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::certs::TlsFiles;
 use crate::process::{ServerProcess, make_temp_dir, retry_on_port_race};
 use crate::programs::Program;
 use crate::redis::{RedisOptions, RedisPair, wait_serving_as};
@@ -31,19 +33,24 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct Sentinel {
     process: ServerProcess,
     addr: SocketAddr,
+    /// Its TLS port, when the group speaks TLS (the plain port stays for the launcher's probes).
+    tls_port: Option<u16>,
     /// Its `requirepass`, if any.
     password: Option<String>,
 }
 
 impl Sentinel {
-    /// Starts a Sentinel monitoring `primary`, authenticating to it as `auth` (user, password).
+    /// Starts a Sentinel monitoring `primary`, authenticating to it as `auth` (user, password), over
+    /// TLS with `tls` (then it also serves clients on a TLS port).
     fn start(
         program: &std::path::Path,
         primary: SocketAddr,
         auth: Option<(&str, &str)>,
+        tls: Option<&TlsFiles>,
     ) -> Result<Self> {
         retry_on_port_race(|| {
-            let port = free_ports(1)?[0];
+            let ports = free_ports(2)?;
+            let (port, tls_port) = (ports[0], tls.map(|_| ports[1]));
             let dir = make_temp_dir("sentinel")?;
             let config = dir.path().join("sentinel.conf");
             let log = dir.path().join("sentinel.log");
@@ -54,7 +61,7 @@ impl Sentinel {
                  sentinel monitor {SERVICE} {ip} {primary_port} {QUORUM}\n\
                  sentinel down-after-milliseconds {SERVICE} {down}\n\
                  sentinel failover-timeout {SERVICE} 10000\n\
-                 sentinel parallel-syncs {SERVICE} 1\n{auth}",
+                 sentinel parallel-syncs {SERVICE} 1\n{auth}{tls}",
                 log = log.display(),
                 dir = dir.path().display(),
                 ip = primary.ip(),
@@ -64,6 +71,16 @@ impl Sentinel {
                     .map(|(user, password)| format!(
                         "sentinel auth-user {SERVICE} {user}\nsentinel auth-pass {SERVICE} {password}\n\
                          requirepass {password}\nsentinel sentinel-pass {password}\n"
+                    ))
+                    .unwrap_or_default(),
+                tls = tls
+                    .zip(tls_port)
+                    .map(|(files, tls_port)| format!(
+                        "tls-port {tls_port}\ntls-cert-file \"{}\"\ntls-key-file \"{}\"\n\
+                         tls-ca-cert-file \"{}\"\ntls-auth-clients no\ntls-replication yes\n",
+                        files.cert.display(),
+                        files.key.display(),
+                        files.ca.display()
                     ))
                     .unwrap_or_default(),
             );
@@ -78,6 +95,7 @@ impl Sentinel {
             Ok(Self {
                 process,
                 addr,
+                tls_port,
                 password,
             })
         })
@@ -94,7 +112,15 @@ impl Sentinel {
         probe::resp_command_as(self.addr, login, args, COMMAND_TIMEOUT)
     }
 
-    /// The primary this Sentinel names for [`SERVICE`] now.
+    /// Where clients connect: its TLS port when the group speaks TLS, else [`Self::addr`].
+    pub fn client_addr(&self) -> SocketAddr {
+        match self.tls_port {
+            Some(port) => SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            None => self.addr,
+        }
+    }
+
+    /// The primary this Sentinel names for [`SERVICE`] now (its TLS address when the group speaks TLS).
     pub fn primary(&self) -> Option<SocketAddr> {
         let reply = self
             .command(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE])
@@ -131,6 +157,8 @@ pub struct RedisSentinels {
     startup: Duration,
     /// The ACL user and password clients use (in [`Self::url`]), if any.
     auth: Option<(String, String)>,
+    /// The CA clients trust, when the group speaks TLS.
+    ca: Option<std::path::PathBuf>,
 }
 
 impl RedisSentinels {
@@ -142,8 +170,9 @@ impl RedisSentinels {
     }
 
     /// Like [`start`](Self::start), with `options` for the primary and the replica. An ACL user in
-    /// them (without TLS: Sentinel addresses take none) is the one the replica, the Sentinels and
-    /// clients authenticate as.
+    /// them is the one the replica, the Sentinels and clients authenticate as; with TLS, replication,
+    /// the Sentinels' links to the servers and clients' links to the Sentinels and the primary all
+    /// speak it (the Sentinels name the servers' TLS ports).
     pub fn start_with(options: RedisOptions) -> Result<Self> {
         let began = Instant::now();
         let program = Program::RedisServer.locate(None)?;
@@ -151,16 +180,19 @@ impl RedisSentinels {
             .security
             .as_ref()
             .map(|s| (s.user.clone(), s.password.clone()));
+        let tls = options.security.as_ref().and_then(|s| s.tls.clone());
         let pair = RedisPair::start_with(options)?;
         let login = auth.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
+        let primary = pair.primary().client_addr();
         let sentinels = (0..SENTINELS)
-            .map(|_| Sentinel::start(&program, pair.primary().addr(), login))
+            .map(|_| Sentinel::start(&program, primary, login, tls.as_ref()))
             .collect::<Result<Vec<_>>>()?;
         let group = Self {
             pair,
             sentinels,
             startup: Duration::ZERO,
             auth,
+            ca: tls.map(|files| files.ca),
         };
         group.wait_for_discovery()?;
         Ok(Self {
@@ -195,15 +227,27 @@ impl RedisSentinels {
     }
 
     /// The client address: `redis+sentinel://127.0.0.1:A,127.0.0.1:B,127.0.0.1:C/lockbench`, with
-    /// `user:password@` before the hosts when the servers have an ACL user.
+    /// `user:password@` before the hosts when the servers have an ACL user; with TLS,
+    /// `rediss+sentinel://…` on the Sentinels' TLS ports and `?ca=` the CA.
     pub fn url(&self) -> String {
-        let hosts: Vec<String> = self.sentinels.iter().map(|s| s.addr.to_string()).collect();
+        let hosts: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|s| s.client_addr().to_string())
+            .collect();
         let login = self
             .auth
             .as_ref()
             .map(|(user, password)| format!("{user}:{password}@"))
             .unwrap_or_default();
-        format!("redis+sentinel://{login}{}/{SERVICE}", hosts.join(","))
+        match &self.ca {
+            Some(ca) => format!(
+                "rediss+sentinel://{login}{}/{SERVICE}?ca={}",
+                hosts.join(","),
+                ca.display()
+            ),
+            None => format!("redis+sentinel://{login}{}/{SERVICE}", hosts.join(",")),
+        }
     }
 
     /// The primary and replica as started (after a failover, the replica is the primary).
@@ -230,19 +274,33 @@ impl RedisSentinels {
     }
 
     /// Waits until a majority of the Sentinels names a primary other than `old` and that server
-    /// answers `ROLE` as a master; returns it and when that was seen. `None` within `timeout`.
+    /// answers `ROLE` as a master; returns it (its plain address, as
+    /// [`RedisServer::addr`](crate::RedisServer::addr)) and when
+    /// that was seen. `None` within `timeout`.
     pub fn wait_for_new_primary(
         &self,
         old: SocketAddr,
         timeout: Duration,
     ) -> Option<(SocketAddr, Instant)> {
         let deadline = Instant::now() + timeout;
+        let servers = [self.pair.primary(), self.pair.replica()];
+        // The Sentinels name a server by the address clients use (its TLS port with TLS).
+        let server_of = |named: SocketAddr| {
+            servers
+                .iter()
+                .find(|s| s.addr() == named || s.client_addr() == named)
+        };
         while Instant::now() < deadline {
-            if let Some(primary) = self.primary().filter(|p| *p != old) {
+            if let Some(primary) = self
+                .primary()
+                .and_then(server_of)
+                .filter(|s| s.addr() != old && s.client_addr() != old)
+            {
                 let login = self.auth.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
-                let role = probe::resp_command_as(primary, login, &["ROLE"], COMMAND_TIMEOUT);
+                let role =
+                    probe::resp_command_as(primary.addr(), login, &["ROLE"], COMMAND_TIMEOUT);
                 if role.is_ok_and(|r| r.lines().next().map(str::trim) == Some("master")) {
-                    return Some((primary, Instant::now()));
+                    return Some((primary.addr(), Instant::now()));
                 }
             }
             std::thread::sleep(Duration::from_millis(10));

@@ -29,9 +29,10 @@ const SENTINEL_SCHEME: &str = "redis+sentinel://";
 /// How long each Sentinel gets to name the primary.
 const SENTINEL_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Whether a Redis URL names Sentinels rather than a server (`redis+sentinel://`).
+/// Whether a Redis URL names Sentinels rather than a server (`redis+sentinel://`,
+/// `rediss+sentinel://`).
 pub fn is_sentinel(url: &str) -> bool {
-    url.trim().starts_with(SENTINEL_SCHEME)
+    url.trim().starts_with(SENTINEL_SCHEME) || url.trim().starts_with("rediss+sentinel://")
 }
 
 /// The scheme of a Redis Cluster address (its nodes as seeds).
@@ -44,19 +45,28 @@ pub fn is_cluster(url: &str) -> bool {
     url.trim().starts_with(CLUSTER_SCHEME) || url.trim().starts_with(TLS_CLUSTER_SCHEME)
 }
 
-/// The seeds of a cluster address, resolved.
-pub fn cluster_seeds(url: &str) -> Result<Vec<SocketAddr>, String> {
+/// The hosts of a cluster or Sentinel address (a cluster's seeds, the Sentinels), resolved.
+pub fn hosts_of(url: &str) -> Result<Vec<SocketAddr>, String> {
+    let default_port = if is_sentinel(url) { 26379 } else { 6379 };
     let url = bare(url)?;
     let rest = url.split_once("://").map_or("", |(_, rest)| rest);
     let hosts = rest.split(['/', '?']).next().unwrap_or("");
-    hosts.split(',').map(|h| resolve(h.trim(), 6379)).collect()
+    hosts
+        .split(',')
+        .map(|h| resolve(h.trim(), default_port))
+        .collect()
 }
 
 /// Whether a Redis URL asks for TLS (`rediss://`): lockbench's plain probes cannot read such a server.
 pub fn is_tls(url: &str) -> bool {
-    ["rediss://", "rediss+cluster://", "https://"]
-        .iter()
-        .any(|scheme| url.trim().starts_with(scheme))
+    [
+        "rediss://",
+        "rediss+cluster://",
+        "rediss+sentinel://",
+        "https://",
+    ]
+    .iter()
+    .any(|scheme| url.trim().starts_with(scheme))
 }
 
 /// Environment variables with secrets, so they stay out of shell history and process listings:
@@ -234,7 +244,7 @@ pub fn cluster_masters(url: &str) -> Result<Vec<SocketAddr>, String> {
     let auth =
         auth.map(|(user, password)| (if user.is_empty() { "default" } else { user }, password));
     let mut why = Vec::new();
-    for seed in cluster_seeds(url)? {
+    for seed in hosts_of(url)? {
         match resp_command_as(seed, auth, &["CLUSTER", "NODES"], SENTINEL_TIMEOUT)
             .map(|nodes| masters_in(&nodes))
         {

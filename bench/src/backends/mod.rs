@@ -231,9 +231,9 @@ impl Backends {
                 .await
                 .map_err(|e| BenchError::failed(format!("server set-up task failed: {e}")))??;
         for redis in backends.servers.iter_mut().filter(|s| {
-            s.kind == ServerKind::Redis && s.managed.is_none() && address::is_cluster(&s.address)
+            s.kind == ServerKind::Redis && s.managed.is_none() && checked_by_client(&s.address)
         }) {
-            redis.version = check_redis_cluster_access(&redis.address).await?;
+            redis.version = check_redis_access(&redis.address).await?;
         }
         if let Some(etcd) = backends.servers.iter().find(|s| s.kind == ServerKind::Etcd)
             && etcd.managed.is_none()
@@ -301,10 +301,12 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
     let bad = |why: String| BenchError::usage(format!("{flag} {shown}: {why}"));
     let address = &address::password_from_env(kind, address).map_err(bad)?;
     let sockets = match kind {
-        // A cluster's counters are its masters' summed (over TLS the plain probes cannot read them:
-        // its seeds only).
-        ServerKind::Redis if address::is_cluster(address) && address::is_tls(address) => {
-            address::cluster_seeds(address)
+        // A cluster's counters are its masters' summed. Over TLS the plain probes can read neither
+        // a cluster nor Sentinels: their hosts only.
+        ServerKind::Redis
+            if address::is_tls(address) && !address.trim().starts_with("rediss://") =>
+        {
+            address::hosts_of(address)
         }
         ServerKind::Redis if address::is_cluster(address) => address::cluster_masters(address),
         ServerKind::Redis => address::redis_socket(address).map(|a| vec![a]),
@@ -342,11 +344,11 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
             // Through the strategies' own client (ACL user, TLS): a wrong password or an untrusted
             // certificate is bad input, reported before anything is measured.
             let urls = match kind {
+                // Checked through the strategies' own client, once the run is set up.
+                ServerKind::Redis if checked_by_client(&address) => Vec::new(),
                 ServerKind::Redis if address::is_sentinel(&address) => {
                     vec![address::sentinel_primary_url(&address).map_err(bad)?]
                 }
-                // Checked through the strategies' own cluster client, once the run is set up.
-                ServerKind::Redis if address::is_cluster(&address) => Vec::new(),
                 ServerKind::Redis => vec![address.clone()],
                 _ => address.split(',').map(|u| u.trim().to_owned()).collect(),
             };
@@ -378,10 +380,17 @@ fn check_given(kind: ServerKind, flag: &str, address: &str) -> Result<Backend, B
     })
 }
 
-/// Connects to the user's Redis Cluster as the strategies do (user/password, TLS, the layout read from
-/// the seeds) and reads a master's version (`None` if `INFO` is not allowed): wrong credentials or an
-/// untrusted certificate are bad input, one line without the password.
-async fn check_redis_cluster_access(address: &str) -> Result<Option<String>, BenchError> {
+/// Whether a Redis address is checked through the strategies' own client rather than a plain probe: a
+/// cluster (its layout comes from the seeds) and Sentinels over TLS.
+fn checked_by_client(address: &str) -> bool {
+    address::is_cluster(address) || (address::is_sentinel(address) && address::is_tls(address))
+}
+
+/// Connects to the user's Redis cluster or Sentinel setup as the strategies do (user/password, TLS,
+/// the layout read from the seeds or the primary asked of the Sentinels) and reads a server's version
+/// (`None` if `INFO` is not allowed): wrong credentials or an untrusted certificate are bad input, one
+/// line without the password.
+async fn check_redis_access(address: &str) -> Result<Option<String>, BenchError> {
     let bad = |e: lockers::LockError| {
         BenchError::usage(format!(
             "--redis {}: {e}",

@@ -4,8 +4,8 @@
 //! |---|---|---|
 //! | `client` | the `redis::Client` an address describes (ACL user, TLS); timeouts; `RedisError` → `LockError::Backend`; the count of commands sent | every connection |
 //! | [`connection`] | the multiplexed, reconnecting command connection, direct, behind Sentinel or to a cluster | every Redis strategy |
-//! | `cluster` | `redis+cluster://` addresses: hash slots, the slot → master layout, `MOVED`/`ASK`, batches split by slot | [`connection`], batch renewals |
-//! | `sentinel` | `redis+sentinel://` addresses: the primary asked of the Sentinels, asked again after a failover-like error | [`connection`] |
+//! | `cluster` | `redis+cluster://` (`rediss+cluster://` over TLS) addresses: hash slots, the slot → master layout, `MOVED`/`ASK`, batches split by slot | [`connection`], batch renewals |
+//! | `sentinel` | `redis+sentinel://` (`rediss+sentinel://` over TLS) addresses: the primary asked of the Sentinels, asked again after a failover-like error | [`connection`] |
 //! | `keys` | lock, fencing-counter, unlock-channel and shadow key names with `{name}` hash tags; key prefix, client ids, owner fields | every Redis strategy |
 //! | `scripts` | Lua scripts (`scripts/*.lua`, with the shared `lib.lua`: fencing `INCR`, extend-only TTLs) called by SHA with reload on `NOSCRIPT`; the answers every script shares (acquire attempt, renew outcome, TTL in ms); the watchdog's scripts | every Redis strategy |
 //! | `acquire` | capabilities; reading a request (lease TTL, owner, wait); `Timeout`; registering a grant and building its lease; releasing a dropped lease in the background | every Redis strategy |

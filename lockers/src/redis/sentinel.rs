@@ -1,4 +1,6 @@
-//! Redis behind Sentinel: `redis+sentinel://[user:pass@]host:port[,host:port…]/service[/db]`.
+//! Redis behind Sentinel: `redis+sentinel://[user:pass@]host:port[,host:port…]/service[/db]`;
+//! `rediss+sentinel://…/service[/db][?ca=ca.pem[&cert=c.pem&key=c.key]]` speaks TLS to the Sentinels
+//! and to every primary they name, with the same files.
 //!
 //! The client asks the Sentinels, in the order given, which server is the primary of `service`
 //! (`SENTINEL MASTER`, skipping a Sentinel that holds its primary for down) and opens the command connection there, authenticating with
@@ -12,8 +14,7 @@
 //! Further connections (pub/sub, a guard thread's blocking connection) are opened from
 //! [`SentinelRoute::client`], the primary named last; when one of them breaks, its owner calls
 //! [`SentinelRoute::ask_again`] and opens the next one wherever the Sentinels point by then. Sentinel
-//! queries go to the Sentinels, so they are not counted among the requests the Redis servers saw. TLS is not offered
-//! for Sentinel addresses yet (a `Config` error).
+//! queries go to the Sentinels, so they are not counted among the requests the Redis servers saw.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,6 +29,8 @@ use crate::error::LockError;
 
 /// The scheme of a Sentinel address.
 pub(crate) const SCHEME: &str = "redis+sentinel://";
+/// The scheme of a Sentinel address over TLS.
+pub(crate) const TLS_SCHEME: &str = "rediss+sentinel://";
 /// The port a Sentinel listens on unless the address says otherwise.
 const DEFAULT_PORT: u16 = 26379;
 /// The Sentinels are asked again after a failed command at most this often.
@@ -44,23 +47,47 @@ pub(crate) struct SentinelAddress {
     pub db: i64,
     /// The primary's user and password.
     pub credentials: Option<Credentials>,
+    /// TLS to the Sentinels and the primaries (`rediss+sentinel://`), with these files (none: the
+    /// system's roots).
+    pub tls: Option<TlsFiles>,
 }
 
 impl SentinelAddress {
+    /// A client of the server at `host_port` (a primary, with its database; a Sentinel, with db 0
+    /// as given) over TLS when the address asks for it, logged in with `credentials`.
+    fn client_of(
+        &self,
+        host_port: &str,
+        credentials: Option<&Credentials>,
+        shown: &str,
+    ) -> Result<redis::Client, LockError> {
+        let plain = TlsFiles::default();
+        let (scheme, tls) = match &self.tls {
+            Some(tls) => ("rediss", tls),
+            None => ("redis", &plain),
+        };
+        open_parts(
+            &format!("{scheme}://{host_port}/{}", self.db),
+            credentials,
+            tls,
+            shown,
+        )
+    }
+
     /// Parses `url` if it is a Sentinel address (`None` for any other scheme).
     pub(crate) fn parse(url: &str) -> Result<Option<Self>, LockError> {
-        if !url.starts_with(SCHEME) {
+        let over_tls = url.starts_with(TLS_SCHEME);
+        if !url.starts_with(SCHEME) && !over_tls {
             return Ok(None);
         }
         let shown = address::redact(url);
         let bad = |why: &str| LockError::Config(format!("sentinel address {shown:?}: {why}"));
         let parts = address::split(url)?;
-        if !parts.tls.is_empty() {
-            return Err(bad(
-                "TLS (ca=, cert=, key=) is not supported with Sentinel yet",
-            ));
+        if !over_tls && !parts.tls.is_empty() {
+            return Err(bad("ca=, cert= and key= need a rediss+sentinel:// address"));
         }
-        let rest = &parts.bare[SCHEME.len()..];
+        let scheme = if over_tls { TLS_SCHEME } else { SCHEME };
+        let rest = &parts.bare[scheme.len()..];
         if rest.contains('?') {
             return Err(bad("unknown query parameters"));
         }
@@ -93,6 +120,7 @@ impl SentinelAddress {
             service: service.to_owned(),
             db,
             credentials: parts.credentials,
+            tls: over_tls.then_some(parts.tls),
         }))
     }
 }
@@ -218,13 +246,7 @@ fn connect(
     primary: &str,
     config: &ConnectionManagerConfig,
 ) -> Result<Current, LockError> {
-    let bare = format!("redis://{primary}/{}", address.db);
-    let client = open_parts(
-        &bare,
-        address.credentials.as_ref(),
-        &TlsFiles::default(),
-        shown,
-    )?;
+    let client = address.client_of(primary, address.credentials.as_ref(), shown)?;
     let manager = ConnectionManager::new_lazy_with_config(client.clone(), config.clone())?;
     count_handshake(&client);
     Ok(Current {
@@ -239,8 +261,7 @@ fn connect(
 async fn ask_sentinels(address: &SentinelAddress, timeout: Duration) -> Result<String, LockError> {
     let mut why = Vec::new();
     for sentinel in &address.sentinels {
-        let password = address.credentials.as_ref().map(|c| c.password.as_str());
-        let asking = ask_one(sentinel, &address.service, password);
+        let asking = ask_one(address, sentinel);
         match tokio::time::timeout(timeout, asking).await {
             Ok(Ok(Some(primary))) => return Ok(primary),
             Ok(Ok(None)) => why.push(format!(
@@ -262,14 +283,11 @@ async fn ask_sentinels(address: &SentinelAddress, timeout: Duration) -> Result<S
 /// promotion learns of it from the others' hello messages, up to 2 s later, and meanwhile names the
 /// dead primary flagged down; skipping it finds one that knows.
 /// A Sentinel that answers `NOAUTH` (its own `requirepass`) is asked again with the address's password.
-async fn ask_one(
-    sentinel: &str,
-    service: &str,
-    password: Option<&str>,
-) -> redis::RedisResult<Option<String>> {
-    let state = match sentinel_master(sentinel, service, None).await {
+async fn ask_one(address: &SentinelAddress, sentinel: &str) -> redis::RedisResult<Option<String>> {
+    let password = address.credentials.as_ref().map(|c| c.password.as_str());
+    let state = match sentinel_master(address, sentinel, None).await {
         Err(e) if e.code() == Some("NOAUTH") && password.is_some() => {
-            sentinel_master(sentinel, service, password).await
+            sentinel_master(address, sentinel, password).await
         }
         other => other,
     };
@@ -287,24 +305,34 @@ async fn ask_one(
     })
 }
 
-/// `SENTINEL MASTER service` as a field map, on a connection authenticated with `password` (the
-/// default user) when given.
+/// `SENTINEL MASTER service` of the Sentinel at `sentinel` as a field map, on a connection
+/// authenticated with `password` (the default user) when given, over TLS when the address asks.
 async fn sentinel_master(
+    address: &SentinelAddress,
     sentinel: &str,
-    service: &str,
     password: Option<&str>,
 ) -> redis::RedisResult<HashMap<String, String>> {
-    let mut info = redis::IntoConnectionInfo::into_connection_info(format!("redis://{sentinel}"))?;
-    let mut settings = info.redis_settings().clone().set_skip_set_lib_name();
-    if let Some(password) = password {
-        settings = settings.set_password(password);
-    }
-    info = info.set_redis_settings(settings);
-    let client = redis::Client::open(info)?;
+    let login = password.map(|password| Credentials {
+        user: String::new(),
+        password: password.to_owned(),
+    });
+    let sentinel_address = SentinelAddress {
+        db: 0,
+        ..address.clone()
+    };
+    let client = sentinel_address
+        .client_of(sentinel, login.as_ref(), sentinel)
+        .map_err(|e| {
+            redis::RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "bad sentinel address",
+                e.to_string(),
+            ))
+        })?;
     let mut connection = client.get_multiplexed_async_connection().await?;
     redis::cmd("SENTINEL")
         .arg("MASTER")
-        .arg(service)
+        .arg(&address.service)
         .query_async(&mut connection)
         .await
 }
@@ -327,6 +355,11 @@ mod tests {
                 .expect("other scheme")
                 .is_none()
         );
+        let tls = SentinelAddress::parse("rediss+sentinel://h:1/orders?ca=/tmp/ca.pem")
+            .expect("valid")
+            .expect("a sentinel address");
+        assert_eq!(tls.service, "orders");
+        assert!(tls.tls.is_some_and(|files| files.ca.is_some()));
         for bad in [
             "redis+sentinel://h:1",
             "redis+sentinel://h:1/",
