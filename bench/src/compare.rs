@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use lockbench_reports::comparison::{Comparison, StrategyInfo, SuiteRun};
+use lockbench_reports::comparison::{Comparison, SELECTED, StrategyInfo, SuiteRun};
 use lockbench_reports::model::{CaseStatus, SCHEMA_VERSION};
 use lockbench_reports::scale::{CostSeries, ScaleResults};
 
@@ -337,7 +337,11 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     notes.extend(skipped_peers);
     let comparison = Comparison {
         schema_version: SCHEMA_VERSION,
-        suite: args.suite().name(args.thorough).to_owned(),
+        suite: match args.scenarios {
+            Some(_) => SELECTED,
+            None => args.suite().name(args.thorough),
+        }
+        .to_owned(),
         complete,
         started_at,
         finished_at: now_rfc3339(),

@@ -78,7 +78,14 @@ fn compare_quick_runs_the_suite_and_writes_the_reports() {
 
     let c = Comparison::read(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     assert!(c.complete, "{:?}", c.notes);
-    assert_eq!(c.suite, "quick");
+    // Three scenarios named from the quick suite are not the quick suite, and the report says so.
+    assert_eq!(c.suite, "selected");
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        markdown.starts_with("# lockbench comparison — selected scenarios\n"),
+        "{}",
+        markdown.lines().next().unwrap_or_default()
+    );
     let scenarios: Vec<&str> = c
         .runs
         .iter()

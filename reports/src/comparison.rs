@@ -19,13 +19,18 @@ pub const COMPARISON_SCHEMA: &str = include_str!("../schema/comparison.schema.js
 /// The `suite` of a comparison made from a single `lockbench run` results file.
 pub const SINGLE_RUN: &str = "single run";
 
+/// The `suite` of a comparison whose scenarios were named (`lockbench compare --scenarios`): a part
+/// of a suite, which its title must not pass off as the whole.
+pub const SELECTED: &str = "selected";
+
 /// One comparison: the suite's scenarios, each run against the same strategies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Comparison {
     /// [`SCHEMA_VERSION`] of the writer.
     #[schemars(extend("const" = SCHEMA_VERSION))]
     pub schema_version: u32,
-    /// Which suite ran: `default` or `quick` ([`SINGLE_RUN`] for a wrapped run file).
+    /// Which suite ran: `quick`, `default`, `full` or `thorough`; [`SELECTED`] when `--scenarios`
+    /// named the scenarios; [`SINGLE_RUN`] for a wrapped run file.
     pub suite: String,
     /// False when the suite was cut short (Ctrl-C, a scenario that could not run) or a run in it was
     /// incomplete.

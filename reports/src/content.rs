@@ -13,6 +13,8 @@ use crate::rules::Finding;
 pub fn title(c: &Comparison) -> String {
     if c.runs.len() == 1 && c.suite == crate::comparison::SINGLE_RUN {
         format!("lockbench run — {}", c.runs[0].results.scenario.name)
+    } else if c.suite == crate::comparison::SELECTED {
+        "lockbench comparison — selected scenarios".to_owned()
     } else {
         format!("lockbench comparison — {} suite", c.suite)
     }
