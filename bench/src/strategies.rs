@@ -296,15 +296,12 @@ pub fn servers_needed(strategies: &[&Strategy]) -> BTreeSet<ServerKind> {
     strategies.iter().map(|s| s.server).collect()
 }
 
-/// Why the Redis strategies that cannot run on a Redis Cluster cannot.
-pub const NOT_ON_REDIS_CLUSTER: &str = "a peer's adapter takes one server, and keyspace events \
-     are published only on the node holding the key";
+/// Why the Redis strategies that cannot run on a Redis Cluster (the peers) cannot.
+pub const NOT_ON_REDIS_CLUSTER: &str = "a peer's adapter takes one server address";
 
 /// Whether the Redis strategy `id` runs on a Redis Cluster (see [`NOT_ON_REDIS_CLUSTER`]).
 pub fn runs_on_redis_cluster(id: &str) -> bool {
     !is_peer(id)
-        && id != lockers::redis::keyspace::NAIVE_ID
-        && id != lockers::redis::keyspace::SHADOW_ID
 }
 
 /// Whether `id` is a peer (a library run through its adapter process).

@@ -145,8 +145,9 @@ fn a_sentinel_address_runs_on_the_primary_it_names() {
 /// `--redis redis+cluster://…` runs the Redis strategies on a cluster whose nodes take an ACL user,
 /// with the password from `LOCKBENCH_REDIS_PASSWORD`: each case's server cost is its masters' summed
 /// (`INFO commandstats`), the Redisson rows run in cluster mode (`WAIT` for each master's replica),
-/// nothing but replication reaches the replicas, the keyspace rows are skipped with the reason, and the
-/// password reaches neither the results nor the output.
+/// nothing but replication reaches the replicas, the keyspace rows run with a subscription per master
+/// (which they configure to publish keyevents), and the password reaches neither the results nor the
+/// output.
 #[test]
 fn a_cluster_address_runs_on_its_masters() {
     const PASSWORD: &str = "cluster-env-secret-91";
@@ -177,23 +178,8 @@ fn a_cluster_address_runs_on_its_masters() {
         address.replace("app@", "***@")
     );
     let mut scripts = 0;
-    let (ran, skipped): (Vec<_>, Vec<_>) = results
-        .cases
-        .iter()
-        .partition(|c| c.strategy != "redis-keyspace-shadow");
-    assert_eq!(
-        skipped[0].status,
-        lockbench_reports::model::CaseStatus::Skipped
-    );
-    assert!(
-        skipped[0]
-            .error
-            .as_deref()
-            .is_some_and(|e| e.contains("does not run on a Redis Cluster")),
-        "{:?}",
-        skipped[0].error
-    );
-    for case in ran {
+    assert_eq!(results.cases.len(), 4);
+    for case in &results.cases {
         assert!(case.operations.acquired > 0, "{}: {case:?}", case.strategy);
         assert_eq!(
             case.safety.verdict,
@@ -216,6 +202,12 @@ fn a_cluster_address_runs_on_its_masters() {
     assert_eq!(scripts, masters().iter().map(evalsha).sum::<u64>());
     for replica in &cluster.nodes()[3..] {
         assert_eq!(evalsha(replica), 0, "a replica ran scripts");
+    }
+    for master in masters() {
+        let flags = master
+            .command(&["CONFIG", "GET", "notify-keyspace-events"])
+            .unwrap();
+        assert!(flags.contains('E') && flags.contains('x'), "{flags}");
     }
 }
 

@@ -24,7 +24,7 @@
 //! Databases other than 0 are refused (`Config`): Redis Cluster has one database. Over TLS, the nodes
 //! name their TLS ports in `CLUSTER SLOTS` (asked over TLS, a node with `tls-cluster` answers those).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
@@ -198,6 +198,8 @@ impl Layout {
 enum Target<'a> {
     /// The master of this key's slot.
     Key(&'a [u8]),
+    /// The master of this slot.
+    Slot(u16),
     /// Any master.
     Any,
     /// Every master.
@@ -300,6 +302,7 @@ impl ClusterRoute {
         let layout = self.layout();
         let node = match target {
             Target::Key(key) => layout.node_of(slot(key)),
+            Target::Slot(slot) => layout.node_of(slot),
             Target::Any | Target::Every => layout
                 .owners
                 .iter()
@@ -310,6 +313,7 @@ impl ClusterRoute {
         node.cloned().ok_or_else(|| {
             let what = match target {
                 Target::Key(key) => format!("slot {}", slot(key)),
+                Target::Slot(slot) => format!("slot {slot}"),
                 _ => "any slot".to_owned(),
             };
             RedisError::from((
@@ -328,19 +332,43 @@ impl ClusterRoute {
 
     /// A client for the master of `key`'s slot (any master for `None`).
     pub(crate) fn client_for(&self, key: Option<&[u8]>) -> redis::Client {
-        let target = key.map_or(Target::Any, Target::Key);
-        match self.node_for(target) {
-            Ok(node) => node.client,
-            // No master known for the slot: the first node known (`open` found at least one); a
-            // connection there is redirected or fails, and its owner asks for a refresh.
-            Err(_) => self.layout().nodes[0].client.clone(),
-        }
+        self.client_of_slot(key.map(slot))
     }
 
-    /// The master of `key`'s slot now, for commands that must follow a write on the same connection
-    /// (`WAIT`).
-    pub(crate) fn node_of_key(&self, key: &[u8]) -> RedisResult<Node> {
-        self.node_for(Target::Key(key))
+    /// A client for the master of `slot` now (any master for `None`).
+    pub(crate) fn client_of_slot(&self, slot: Option<u16>) -> redis::Client {
+        let layout = self.layout();
+        let node = match slot {
+            Some(slot) => layout.node_of(slot),
+            None => layout
+                .owners
+                .iter()
+                .flatten()
+                .next()
+                .map(|&i| &layout.nodes[i]),
+        };
+        // No master known for the slot: the first node known (`open` found at least one); a
+        // connection there is redirected or fails, and its owner asks for a refresh.
+        node.unwrap_or(&layout.nodes[0]).client.clone()
+    }
+
+    /// The master of `slot` now.
+    pub(crate) fn node_of_slot(&self, slot: u16) -> RedisResult<Node> {
+        self.node_for(Target::Slot(slot))
+    }
+
+    /// The shards now, each named by the first slot its master serves (a failover hands a master's
+    /// slots to its replica whole, so the name outlives it): per slot, its shard (`None`: no master
+    /// known).
+    pub(crate) fn shard_of_slots(&self) -> Vec<Option<u16>> {
+        let layout = self.layout();
+        let mut first = HashMap::new();
+        layout
+            .owners
+            .iter()
+            .zip(0..SLOTS)
+            .map(|(owner, slot)| owner.map(|i| *first.entry(i).or_insert(slot)))
+            .collect()
     }
 
     /// The masters now.

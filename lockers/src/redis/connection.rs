@@ -12,6 +12,7 @@
 //! command to the master of its key's slot, following `MOVED` (see the `cluster` module).
 //! [`Commands`] counts every command it sends ([`commands_sent`]).
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +23,7 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 pub use super::client::{BACKEND, ConnectionSettings, commands_sent, open_client};
 pub(crate) use super::client::{count_handshake, count_sent};
 use super::client::{error_of, error_of_all};
-use super::cluster::{ClusterAddress, ClusterRoute};
+use super::cluster::{ClusterAddress, ClusterRoute, slot};
 use super::sentinel::{SentinelAddress, SentinelRoute};
 use crate::address;
 use crate::error::LockError;
@@ -61,9 +62,9 @@ impl Commands {
         }
     }
 
-    fn client_for(&self, key: &[u8]) -> redis::Client {
+    fn client_of_shard(&self, shard: Option<u16>) -> redis::Client {
         match &self.0 {
-            Route::Cluster(route) => route.client_for(Some(key)),
+            Route::Cluster(route) => route.client_of_slot(shard),
             _ => self.client(),
         }
     }
@@ -81,8 +82,14 @@ impl Commands {
     /// Commands bound to the server holding `key` now: in a cluster, its slot's master, for a command
     /// that must follow a write on the same connection (`WAIT`); elsewhere these same commands.
     pub(crate) fn pinned_to(&self, key: &str) -> Commands {
-        match &self.0 {
-            Route::Cluster(route) => match route.node_of_key(key.as_bytes()) {
+        self.pinned_to_shard(Some(slot(key.as_bytes())))
+    }
+
+    /// Commands bound to the master serving `shard` now (a slot, see [`RedisConnection::shards`]);
+    /// outside a cluster, these same commands.
+    pub(crate) fn pinned_to_shard(&self, shard: Option<u16>) -> Commands {
+        match (&self.0, shard) {
+            (Route::Cluster(route), Some(shard)) => match route.node_of_slot(shard) {
                 Ok(node) => Commands(Route::Direct {
                     manager: node.manager,
                     client: node.client,
@@ -244,7 +251,31 @@ impl RedisConnection {
     /// A client for the server holding `key` now: in a cluster, its slot's master; elsewhere
     /// [`Self::client`].
     pub fn client_for(&self, key: &[u8]) -> redis::Client {
-        self.commands.client_for(key)
+        self.commands.client_of_shard(Some(slot(key)))
+    }
+
+    /// The shards commands go to: in a cluster, one per master, each named by the first slot it
+    /// serves now (see [`Self::shard_of_slots`]); elsewhere one, `None`.
+    pub(crate) fn shards(&self) -> Vec<Option<u16>> {
+        let Some(of_slots) = self.shard_of_slots() else {
+            return vec![None];
+        };
+        let shards: BTreeSet<u16> = of_slots.into_iter().flatten().collect();
+        shards.into_iter().map(Some).collect()
+    }
+
+    /// In a cluster, per slot, the shard serving it now (`None`: no master known); elsewhere `None`.
+    pub(crate) fn shard_of_slots(&self) -> Option<Vec<Option<u16>>> {
+        match &self.commands.0 {
+            Route::Cluster(route) => Some(route.shard_of_slots()),
+            _ => None,
+        }
+    }
+
+    /// A client for the master serving `shard` now (see [`Self::shards`]); [`Self::client`] for
+    /// `None`.
+    pub(crate) fn client_of_shard(&self, shard: Option<u16>) -> redis::Client {
+        self.commands.client_of_shard(shard)
     }
 
     /// Whether this connection goes to a Redis Cluster.

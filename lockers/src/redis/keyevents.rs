@@ -14,6 +14,11 @@
 //! another one (a Sentinel failover) or a restarted one, and `CONFIG SET` is neither replicated nor
 //! saved. If that fails (CONFIG refused there), the client goes on without events, as a server
 //! configured without them would leave it.
+//!
+//! A Redis Cluster node publishes only the events of its own keys (they are not broadcast as `PUBLISH`
+//! is), so in a cluster every master is configured and has its own subscription, one per shard: it
+//! reconnects to whichever master serves the shard's slots then, and its breaks and resubscriptions
+//! reach only the holders and waiters of those slots' keys.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +28,7 @@ use std::time::Instant;
 use super::connection::Commands;
 use tokio::sync::{Notify, mpsc};
 
+use super::cluster::slot;
 use super::connection::RedisConnection;
 use super::pubsub::{Listener, Listening, PubSub, Wakeup, arm};
 use crate::error::LockError;
@@ -62,7 +68,7 @@ async fn read_notify_flags(connection: &mut Commands) -> Result<String, LockErro
 
 /// Makes sure the server publishes the events the strategy needs, adding missing flags to the user's.
 /// Returns the setting in force.
-pub(super) async fn ensure_notifications(connection: &mut Commands) -> Result<String, LockError> {
+async fn ensure_notifications(connection: &mut Commands) -> Result<String, LockError> {
     let current = read_notify_flags(connection).await?;
     let missing = missing_notify_flags(&current);
     if missing.is_empty() {
@@ -114,8 +120,8 @@ struct Table {
     next_holder: AtomicU64,
     /// The `expired` channel of the client's database (the other one is `del`).
     expired_channel: String,
-    /// For ensuring the notification flags again after a resubscription.
-    commands: Commands,
+    /// In a cluster, per slot, the shard whose subscription carries its keys' events.
+    shard_of_slots: Option<Vec<Option<u16>>>,
 }
 
 impl std::fmt::Debug for Table {
@@ -131,9 +137,23 @@ impl Table {
         self.keys.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Tells every holder `signal` and wakes every waiter (a release may have been missed).
-    fn broadcast(&self, signal: Signal) {
-        for m in self.lock().values() {
+    /// Whether `key`'s events come through `shard`'s subscription.
+    fn in_shard(&self, key: &str, shard: Option<u16>) -> bool {
+        match (&self.shard_of_slots, shard) {
+            (Some(of_slots), Some(shard)) => {
+                of_slots[usize::from(slot(key.as_bytes()))] == Some(shard)
+            }
+            _ => true,
+        }
+    }
+
+    /// Tells every holder of a key in `shard` `signal` and wakes every waiter of one (a release may
+    /// have been missed).
+    fn broadcast(&self, signal: Signal, shard: Option<u16>) {
+        for (key, m) in self.lock().iter() {
+            if !self.in_shard(key, shard) {
+                continue;
+            }
             m.wake.notify_waiters();
             for (_, holder) in &m.holders {
                 // A closed receiver is a holder that is leaving.
@@ -152,8 +172,9 @@ impl Table {
     }
 }
 
-impl Listener for Table {
-    fn message(&self, channel: &str, payload: &[u8], at: Instant) {
+impl Table {
+    /// Hands an event to the waiters and holders of its key.
+    fn deliver(&self, channel: &str, payload: &[u8], at: Instant) {
         // Keys that are not UTF-8 are not ours.
         let Ok(key) = std::str::from_utf8(payload) else {
             return;
@@ -169,14 +190,30 @@ impl Listener for Table {
             }
         }
     }
+}
+
+/// One shard's subscription (the one server's outside a cluster): its events go to the table, its
+/// breaks and resubscriptions to the holders and waiters of its keys.
+struct ShardListener {
+    table: Arc<Table>,
+    shard: Option<u16>,
+    /// For ensuring the notification flags again after a resubscription.
+    commands: Commands,
+}
+
+impl Listener for ShardListener {
+    fn message(&self, channel: &str, payload: &[u8], at: Instant) {
+        self.table.deliver(channel, payload, at);
+    }
 
     fn disconnected(&self) {
-        self.broadcast(Signal::Disconnected);
+        self.table.broadcast(Signal::Disconnected, self.shard);
     }
 
     fn resubscribed(&self, at: Instant) {
-        self.broadcast(Signal::Resubscribed { at });
-        let mut commands = self.commands.clone();
+        self.table
+            .broadcast(Signal::Resubscribed { at }, self.shard);
+        let mut commands = self.commands.pinned_to_shard(self.shard);
         tokio::spawn(async move {
             // An error leaves the server as it is configured (see the module doc).
             let _ = ensure_notifications(&mut commands).await;
@@ -225,45 +262,69 @@ impl Drop for HolderWatch {
     }
 }
 
-/// One client's keyevent subscription (on its own pub/sub connection) and its holders and waiters.
+/// One client's keyevent subscriptions (on their own pub/sub connections: one, or in a cluster one
+/// per master) and its holders and waiters.
 #[derive(Debug)]
 pub(super) struct KeyEvents {
     table: Arc<Table>,
-    pubsub: PubSub,
-    _listening: Listening,
+    subscriptions: Vec<(PubSub, Listening)>,
+    notify_flags: String,
 }
 
 impl KeyEvents {
-    /// Subscribes to database `db`'s `expired` and `del` events; returns once the server confirmed both
-    /// (a `Backend` error if it did not within the connect timeout).
+    /// Makes every master publish the events the strategy needs (see [`ensure_notifications`]), and
+    /// subscribes to database `db`'s `expired` and `del` events on each; returns once every server
+    /// confirmed both (a `Backend` error if one did not within the connect timeout). A Redis Cluster
+    /// node publishes only its own keys' events, so there is a subscription per master (per shard:
+    /// after a failover it goes to the shard's new master).
     pub(super) async fn start(connection: &RedisConnection, db: i64) -> Result<Self, LockError> {
         let settings = connection.settings();
         let table = Arc::new(Table {
             keys: Mutex::default(),
             next_holder: AtomicU64::new(0),
             expired_channel: format!("__keyevent@{db}__:expired"),
-            commands: connection.commands(),
+            shard_of_slots: connection.shard_of_slots(),
         });
         let del_channel = format!("__keyevent@{db}__:del");
-        let pubsub = PubSub::start(connection.clone());
         let channels = [table.expired_channel.as_str(), &del_channel];
-        let mut listening = pubsub.listen(&channels, table.clone());
-        listening.confirmed(settings.connect_timeout).await?;
+        let mut notify_flags = None;
+        let mut subscriptions = Vec::new();
+        for shard in connection.shards() {
+            let commands = connection.commands();
+            let flags = ensure_notifications(&mut commands.pinned_to_shard(shard)).await?;
+            notify_flags.get_or_insert(flags);
+            let pubsub = PubSub::start_on(connection.clone(), shard);
+            let listener = Arc::new(ShardListener {
+                table: table.clone(),
+                shard,
+                commands,
+            });
+            let mut listening = pubsub.listen(&channels, listener);
+            listening.confirmed(settings.connect_timeout).await?;
+            subscriptions.push((pubsub, listening));
+        }
         Ok(KeyEvents {
             table,
-            pubsub,
-            _listening: listening,
+            subscriptions,
+            notify_flags: notify_flags.unwrap_or_default(),
         })
     }
 
-    /// How often the subscription was re-established after a break.
-    pub(super) fn reconnects(&self) -> u64 {
-        self.pubsub.reconnects()
+    /// The first server's `notify-keyspace-events` as [`Self::start`] left it.
+    pub(super) fn notify_flags(&self) -> &str {
+        &self.notify_flags
     }
 
-    /// Stops the pub/sub dispatcher: no event reaches anyone any more.
+    /// How often the subscriptions were re-established after a break.
+    pub(super) fn reconnects(&self) -> u64 {
+        self.subscriptions.iter().map(|(p, _)| p.reconnects()).sum()
+    }
+
+    /// Stops the pub/sub dispatchers: no event reaches anyone any more.
     pub(super) fn stop(&self) {
-        self.pubsub.stop();
+        for (pubsub, _) in &self.subscriptions {
+            pubsub.stop();
+        }
     }
 
     /// Joins `key`'s waiters.

@@ -63,9 +63,8 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use super::acquire::{self, Request};
-use super::cluster;
 use super::connection::RedisConnection;
-use super::keyevents::{KeyEvents, KeyWatch, ensure_notifications};
+use super::keyevents::{KeyEvents, KeyWatch};
 use super::keyspace_holder::{Held, Renewer};
 use super::scripts::Attempt;
 use super::string_lock::{StringLock, load_scripts};
@@ -101,8 +100,8 @@ impl RedisKeyspace {
     /// Connects to `url` (`redis://127.0.0.1:6379[/db]`), makes sure the server publishes keyevent
     /// notifications (see the module docs), subscribes, and loads the scripts. An invalid `config` or a
     /// server that may not be configured is a `Config` error; a server that does not answer within the
-    /// connect timeout is a `Backend` error. A Redis Cluster address is a `Config` error: each node
-    /// publishes only its own keys' events, so the strategy would need a subscription per master.
+    /// connect timeout is a `Backend` error. On a Redis Cluster every master is configured and
+    /// subscribed to (each publishes only its own keys' events).
     pub async fn connect(
         url: &str,
         variant: Variant,
@@ -110,23 +109,15 @@ impl RedisKeyspace {
         events: Events,
     ) -> Result<Self, LockError> {
         config.validate()?;
-        if cluster::is_cluster(url) {
-            return Err(LockError::Config(
-                "redis-keyspace does not run on a Redis Cluster: keyspace events are published only \
-                 on the node that holds the key"
-                    .into(),
-            ));
-        }
         let connection = RedisConnection::connect(url, config.connection).await?;
-        let mut commands = connection.commands();
-        let notify_flags = ensure_notifications(&mut commands).await?;
-        load_scripts(&mut commands).await?;
         let db = connection
             .client()
             .get_connection_info()
             .redis_settings()
             .db();
         let key_events = KeyEvents::start(&connection, db).await?;
+        let notify_flags = key_events.notify_flags().to_owned();
+        load_scripts(&mut connection.commands()).await?;
         Ok(RedisKeyspace {
             core: Arc::new(Core {
                 connection,

@@ -1,4 +1,5 @@
-//! One pub/sub connection per client, shared by everything of that client that listens (Redisson's
+//! One pub/sub connection per client (in a cluster, per master for keyspace events: see
+//! [`PubSub::start_on`]), shared by everything of that client that listens (Redisson's
 //! `LockPubSub`, generalised): a dispatcher task subscribes a channel when its first member arrives,
 //! unsubscribes it when its last member leaves (leaving is a member's `Drop`, so also when a waiting
 //! acquire future is dropped), and hands each message to the channel's members. A channel has two kinds
@@ -197,6 +198,13 @@ pub(crate) struct PubSub {
 impl PubSub {
     /// Starts the dispatcher (it connects on the first subscription).
     pub(crate) fn start(connection: RedisConnection) -> Self {
+        Self::start_on(connection, None)
+    }
+
+    /// Starts a dispatcher whose connection goes to the master serving `shard` (see
+    /// [`RedisConnection::shards`]) whenever it connects: in a cluster, for channels a node publishes
+    /// only to its own subscribers (keyspace notifications). `None`: any server, as [`Self::start`].
+    pub(crate) fn start_on(connection: RedisConnection, shard: Option<u16>) -> Self {
         let (requests, queue) = mpsc::unbounded_channel();
         let table = Arc::new(Table {
             state: Mutex::default(),
@@ -204,7 +212,7 @@ impl PubSub {
             reconnects: AtomicU64::new(0),
             last_error: Mutex::default(),
         });
-        let dispatcher = tokio::spawn(dispatch(Arc::downgrade(&table), connection, queue));
+        let dispatcher = tokio::spawn(dispatch(Arc::downgrade(&table), connection, shard, queue));
         PubSub {
             table,
             dispatcher: dispatcher.abort_handle(),
@@ -421,6 +429,7 @@ async fn connect(
 async fn dispatch(
     table: Weak<Table>,
     connection: RedisConnection,
+    shard: Option<u16>,
     mut queue: mpsc::UnboundedReceiver<Request>,
 ) {
     let mut backoff = FIRST_BACKOFF;
@@ -438,8 +447,8 @@ async fn dispatch(
         if table.strong_count() == 0 {
             return;
         }
-        // Behind Sentinel, the server named primary now.
-        let client = connection.client();
+        // Behind Sentinel, the server named primary now; in a cluster, the shard's master now.
+        let client = connection.client_of_shard(shard);
         let link = match connect(&table, &client, connection.settings()).await {
             Ok(link) => link,
             Err(error) => {
