@@ -560,3 +560,66 @@ async fn redlock_refuses_a_cluster_in_one_line() {
     assert!(matches!(error, LockError::Config(_)), "{text}");
     assert!(text.contains("Cluster") && !text.contains('\n') && !text.contains("secret"));
 }
+
+/// `CLUSTER SLOTS` calls the nodes of `cluster` have answered so far (their own count).
+fn layout_reads(cluster: &RedisCluster) -> u64 {
+    cluster
+        .nodes()
+        .iter()
+        .map(|node| {
+            let info = node.command(&["INFO", "commandstats"]).unwrap();
+            lockbench_servers::redis::commandstats(&info)
+                .get("cluster|slots")
+                .map_or(0, |s| s.calls)
+        })
+        .sum()
+}
+
+/// Redisson's `scanInterval`: an idle Redisson client reads the layout again on its timer (here
+/// every 300 ms), as many times as the nodes count; a watchdog client reads it only after errors,
+/// and the timer stops with its client. On a cluster of its own, so no other test's reads count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_reads_the_layout_on_its_scan_timer() {
+    const SCAN: Duration = Duration::from_millis(300);
+    const IDLE: Duration = Duration::from_millis(1650);
+    let cluster = tokio::task::block_in_place(|| RedisCluster::start().unwrap());
+    let reads_while_idle = || async {
+        let before = tokio::task::block_in_place(|| layout_reads(&cluster));
+        tokio::time::sleep(IDLE).await;
+        tokio::task::block_in_place(|| layout_reads(&cluster)) - before
+    };
+    let config = WatchdogConfig {
+        key_prefix: PREFIX.into(),
+        ..WatchdogConfig::default()
+    };
+    let watchdog = RedisWatchdog::connect(&cluster.url(), config, Events::none())
+        .await
+        .unwrap();
+    assert_eq!(
+        reads_while_idle().await,
+        0,
+        "the watchdog row has no scan timer"
+    );
+    drop(watchdog);
+    let config = RedissonConfig {
+        key_prefix: PREFIX.into(),
+        topology: Topology::Replicated,
+        cluster_scan_interval: SCAN,
+        ..RedissonConfig::new(lockers::redis::Generation::Scheduler)
+    };
+    let redisson = Redisson::connect(&cluster.url(), config, Events::none())
+        .await
+        .unwrap();
+    let reads = reads_while_idle().await;
+    assert!(
+        (4..=6).contains(&reads),
+        "{reads} layout reads in {IDLE:?}, one per {SCAN:?} expected"
+    );
+    drop(redisson);
+    tokio::time::sleep(SCAN * 2).await;
+    assert_eq!(
+        reads_while_idle().await,
+        0,
+        "the scan timer outlived its client"
+    );
+}

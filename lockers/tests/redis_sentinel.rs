@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use lockbench_servers::{RedisOptions, RedisSentinels};
 use lockers::redis::{
     GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
-    RedisWatchdog, WatchdogConfig,
+    RedisWatchdog, Redisson, RedissonConfig, Topology, WatchdogConfig,
 };
 use lockers::{AcquireOptions, EventLog, Events, LockError, LockEvent, Locker, Renewal};
 
@@ -193,4 +193,65 @@ async fn with_an_acl_user_the_clients_log_in_on_every_primary() {
     assert!(error.contains("authentication failed"), "{error}");
     assert!(!error.contains("not-the-password"), "{error}");
     assert!(!error.contains('\n'), "{error}");
+}
+
+/// Connections the Sentinels of `group` have accepted so far (their own count, `INFO stats`;
+/// Sentinels keep no command statistics). Each call opens one on each Sentinel, counted too.
+fn connections_received(group: &RedisSentinels) -> u64 {
+    group
+        .sentinels()
+        .iter()
+        .map(|sentinel| {
+            let info = sentinel.command(&["INFO", "stats"]).unwrap();
+            info.lines()
+                .find_map(|line| line.trim().strip_prefix("total_connections_received:"))
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap()
+        })
+        .sum()
+}
+
+/// Redisson's `scanInterval` behind Sentinel: an idle Redisson client asks the Sentinels for the
+/// primary on its timer (here every 300 ms, each question on a connection of its own), as many times
+/// as the Sentinels count; a watchdog client asks only after errors, and the timer stops with its
+/// client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_asks_the_sentinels_on_its_scan_timer() {
+    const SCAN: Duration = Duration::from_millis(300);
+    const IDLE: Duration = Duration::from_millis(1650);
+    let group = RedisSentinels::start().unwrap();
+    let asked_while_idle = || async {
+        let before = tokio::task::block_in_place(|| connections_received(&group));
+        tokio::time::sleep(IDLE).await;
+        let after = tokio::task::block_in_place(|| connections_received(&group));
+        // Less the connection each Sentinel counted for the second reading.
+        after - before - group.sentinels().len() as u64
+    };
+    let watchdog = watchdog(&group.url(), Events::none()).await;
+    assert_eq!(
+        asked_while_idle().await,
+        0,
+        "the watchdog row has no scan timer"
+    );
+    drop(watchdog);
+    let config = RedissonConfig {
+        topology: Topology::Replicated,
+        sentinel_scan_interval: SCAN,
+        ..RedissonConfig::new(lockers::redis::Generation::Scheduler)
+    };
+    let redisson = Redisson::connect(&group.url(), config, Events::none())
+        .await
+        .unwrap();
+    let asked = asked_while_idle().await;
+    assert!(
+        (4..=6).contains(&asked),
+        "{asked} questions in {IDLE:?}, one per {SCAN:?} expected"
+    );
+    drop(redisson);
+    tokio::time::sleep(SCAN * 2).await;
+    assert_eq!(
+        asked_while_idle().await,
+        0,
+        "the scan timer outlived its client"
+    );
 }

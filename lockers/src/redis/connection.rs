@@ -294,8 +294,33 @@ impl RedisConnection {
         }
     }
 
+    /// Reads the layout again every `cluster` in a cluster, and asks the Sentinels for the primary
+    /// again every `sentinel` behind Sentinel, without waiting for an error (Redisson's
+    /// `scanInterval`), until the last clone of this connection is gone; nothing on one server.
+    pub(crate) fn rescan_every(&self, cluster: Duration, sentinel: Duration) {
+        match &self.commands.0 {
+            Route::Cluster(route) => repeat(route, cluster, ClusterRoute::refresh),
+            Route::Sentinel(route) => repeat(route, sentinel, SentinelRoute::ask_again),
+            Route::Direct { .. } => {}
+        }
+    }
+
     /// The timeouts this connection was opened with.
     pub fn settings(&self) -> ConnectionSettings {
         self.settings
     }
+}
+
+/// Calls `act` on `route` every `interval` until the route is gone.
+fn repeat<R: Send + Sync + 'static>(route: &Arc<R>, interval: Duration, act: fn(&Arc<R>)) {
+    let route = Arc::downgrade(route);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(interval).await;
+            let Some(route) = route.upgrade() else {
+                return;
+            };
+            act(&route);
+        }
+    });
 }

@@ -2,7 +2,8 @@
 //! runs ([`Generation`]), the topology that decides whether lock writes wait for replicas
 //! ([`Topology`]), and Redisson's own defaults (`lockWatchdogTimeout` 30 s, `lockWatchdogBatchSize` 100,
 //! `checkLockSyncedSlaves` true, `slavesSyncTimeout` 1 s: `org.redisson.config.Config`; `timeout` 3 s,
-//! `retryAttempts` 3, `retryInterval` 1.5 s: `BaseConfig`, 3.43.0).
+//! `retryAttempts` 3, `retryInterval` 1.5 s: `BaseConfig`, 3.43.0; `scanInterval` 5 s in
+//! `ClusterServersConfig`, 1 s in `SentinelServersConfig`).
 
 use std::time::Duration;
 
@@ -62,6 +63,12 @@ pub struct RedissonConfig {
     /// Pause before re-sending a renew call whose connection failed (`retryInterval`, 1.5 s); a
     /// response timeout re-sends at once, the timeout itself being the wait.
     pub retry_interval: Duration,
+    /// How often a client of a Redis Cluster reads the layout again without waiting for an error
+    /// (`ClusterServersConfig` `scanInterval`, default 5 s).
+    pub cluster_scan_interval: Duration,
+    /// How often a client behind Sentinel asks the Sentinels for the primary again without waiting
+    /// for an error (`SentinelServersConfig` `scanInterval`, default 1 s).
+    pub sentinel_scan_interval: Duration,
     /// Connect and response timeouts; the default response timeout is Redisson's `timeout` (3 s).
     /// With [`Topology::Replicated`] a command may take `response_timeout + slaves_sync_timeout`
     /// (Redisson's batch timeout for a synced write).
@@ -81,6 +88,8 @@ impl Default for RedissonConfig {
             client_id: random_client_id(),
             retry_attempts: 3,
             retry_interval: Duration::from_millis(1500),
+            cluster_scan_interval: Duration::from_secs(5),
+            sentinel_scan_interval: Duration::from_secs(1),
             connection: ConnectionSettings {
                 response_timeout: Duration::from_secs(3),
                 ..ConnectionSettings::default()
@@ -116,8 +125,14 @@ impl RedissonConfig {
         if self.batch_size == 0 {
             return Err(LockError::Config("batch_size must be > 0".into()));
         }
-        if self.slaves_sync_timeout.is_zero() {
-            return Err(LockError::Config("slaves_sync_timeout must be > 0".into()));
+        for (name, interval) in [
+            ("slaves_sync_timeout", self.slaves_sync_timeout),
+            ("cluster_scan_interval", self.cluster_scan_interval),
+            ("sentinel_scan_interval", self.sentinel_scan_interval),
+        ] {
+            if interval.is_zero() {
+                return Err(LockError::Config(format!("{name} must be > 0")));
+            }
         }
         validate_naming(&self.key_prefix, &self.client_id)?;
         self.connection.validate()
@@ -148,6 +163,8 @@ mod tests {
         assert_eq!(config.topology, Topology::Single);
         assert_eq!(config.retry_attempts, 3);
         assert_eq!(config.connection.response_timeout, Duration::from_secs(3));
+        assert_eq!(config.cluster_scan_interval, Duration::from_secs(5));
+        assert_eq!(config.sentinel_scan_interval, Duration::from_secs(1));
     }
 
     #[test]
@@ -159,6 +176,12 @@ mod tests {
                 ("batch_size", |c| c.batch_size = 0),
                 ("slaves_sync_timeout", |c| {
                     c.slaves_sync_timeout = Duration::ZERO
+                }),
+                ("cluster_scan_interval", |c| {
+                    c.cluster_scan_interval = Duration::ZERO
+                }),
+                ("sentinel_scan_interval", |c| {
+                    c.sentinel_scan_interval = Duration::ZERO
                 }),
                 ("key_prefix", |c| c.key_prefix = "a}".into()),
                 ("client_id", |c| c.client_id = " ".into()),

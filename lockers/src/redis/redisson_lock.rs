@@ -109,6 +109,7 @@ impl Core {
             settings.response_timeout += config.slaves_sync_timeout;
         }
         let connection = RedisConnection::connect(url, settings).await?;
+        connection.rescan_every(config.cluster_scan_interval, config.sentinel_scan_interval);
         let all = [
             &*REDISSON_ACQUIRE,
             &*REDISSON_RELEASE,
