@@ -327,29 +327,17 @@ impl ClusterRoute {
     /// A client for any master, for connections that need no particular one (pub/sub: a cluster
     /// delivers every `PUBLISH` on every node).
     pub(crate) fn client(&self) -> redis::Client {
-        self.client_for(None)
-    }
-
-    /// A client for the master of `key`'s slot (any master for `None`).
-    pub(crate) fn client_for(&self, key: Option<&[u8]>) -> redis::Client {
-        self.client_of_slot(key.map(slot))
+        self.client_of_slot(None)
     }
 
     /// A client for the master of `slot` now (any master for `None`).
     pub(crate) fn client_of_slot(&self, slot: Option<u16>) -> redis::Client {
-        let layout = self.layout();
-        let node = match slot {
-            Some(slot) => layout.node_of(slot),
-            None => layout
-                .owners
-                .iter()
-                .flatten()
-                .next()
-                .map(|&i| &layout.nodes[i]),
-        };
-        // No master known for the slot: the first node known (`open` found at least one); a
-        // connection there is redirected or fails, and its owner asks for a refresh.
-        node.unwrap_or(&layout.nodes[0]).client.clone()
+        match self.node_for(slot.map_or(Target::Any, Target::Slot)) {
+            Ok(node) => node.client,
+            // No master known for the slot: the first node known (`open` found at least one); a
+            // connection there is redirected or fails, and its owner asks for a refresh.
+            Err(_) => self.layout().nodes[0].client.clone(),
+        }
     }
 
     /// The master of `slot` now.

@@ -12,7 +12,6 @@
 //! command to the master of its key's slot, following `MOVED` (see the `cluster` module).
 //! [`Commands`] counts every command it sends ([`commands_sent`]).
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,7 +84,7 @@ impl Commands {
         self.pinned_to_shard(Some(slot(key.as_bytes())))
     }
 
-    /// Commands bound to the master serving `shard` now (a slot, see [`RedisConnection::shards`]);
+    /// Commands bound to the master serving `shard` now (see [`RedisConnection::shard_of_slots`]);
     /// outside a cluster, these same commands.
     pub(crate) fn pinned_to_shard(&self, shard: Option<u16>) -> Commands {
         match (&self.0, shard) {
@@ -254,17 +253,8 @@ impl RedisConnection {
         self.commands.client_of_shard(Some(slot(key)))
     }
 
-    /// The shards commands go to: in a cluster, one per master, each named by the first slot it
-    /// serves now (see [`Self::shard_of_slots`]); elsewhere one, `None`.
-    pub(crate) fn shards(&self) -> Vec<Option<u16>> {
-        let Some(of_slots) = self.shard_of_slots() else {
-            return vec![None];
-        };
-        let shards: BTreeSet<u16> = of_slots.into_iter().flatten().collect();
-        shards.into_iter().map(Some).collect()
-    }
-
-    /// In a cluster, per slot, the shard serving it now (`None`: no master known); elsewhere `None`.
+    /// In a cluster, per slot, the shard serving it now, named by its master's first slot (`None`:
+    /// no master known); elsewhere `None`.
     pub(crate) fn shard_of_slots(&self) -> Option<Vec<Option<u16>>> {
         match &self.commands.0 {
             Route::Cluster(route) => Some(route.shard_of_slots()),
@@ -272,8 +262,8 @@ impl RedisConnection {
         }
     }
 
-    /// A client for the master serving `shard` now (see [`Self::shards`]); [`Self::client`] for
-    /// `None`.
+    /// A client for the master serving `shard` now (see [`Self::shard_of_slots`]); [`Self::client`]
+    /// for `None`.
     pub(crate) fn client_of_shard(&self, shard: Option<u16>) -> redis::Client {
         self.commands.client_of_shard(shard)
     }

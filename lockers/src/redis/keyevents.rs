@@ -20,7 +20,7 @@
 //! reconnects to whichever master serves the shard's slots then, and its breaks and resubscriptions
 //! reach only the holders and waiters of those slots' keys.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -170,9 +170,7 @@ impl Table {
             keys.remove(key);
         }
     }
-}
 
-impl Table {
     /// Hands an event to the waiters and holders of its key.
     fn deliver(&self, channel: &str, payload: &[u8], at: Instant) {
         // Keys that are not UTF-8 are not ours.
@@ -279,17 +277,26 @@ impl KeyEvents {
     /// after a failover it goes to the shard's new master).
     pub(super) async fn start(connection: &RedisConnection, db: i64) -> Result<Self, LockError> {
         let settings = connection.settings();
+        let shard_of_slots = connection.shard_of_slots();
+        // One subscription per shard of that one reading (the server itself outside a cluster).
+        let shards: Vec<Option<u16>> = match &shard_of_slots {
+            Some(of_slots) => {
+                let named: BTreeSet<u16> = of_slots.iter().flatten().copied().collect();
+                named.into_iter().map(Some).collect()
+            }
+            None => vec![None],
+        };
         let table = Arc::new(Table {
             keys: Mutex::default(),
             next_holder: AtomicU64::new(0),
             expired_channel: format!("__keyevent@{db}__:expired"),
-            shard_of_slots: connection.shard_of_slots(),
+            shard_of_slots,
         });
         let del_channel = format!("__keyevent@{db}__:del");
         let channels = [table.expired_channel.as_str(), &del_channel];
         let mut notify_flags = None;
         let mut subscriptions = Vec::new();
-        for shard in connection.shards() {
+        for shard in shards {
             let commands = connection.commands();
             let flags = ensure_notifications(&mut commands.pinned_to_shard(shard)).await?;
             notify_flags.get_or_insert(flags);

@@ -202,7 +202,7 @@ impl PubSub {
     }
 
     /// Starts a dispatcher whose connection goes to the master serving `shard` (see
-    /// [`RedisConnection::shards`]) whenever it connects: in a cluster, for channels a node publishes
+    /// [`RedisConnection::shard_of_slots`]) whenever it connects: in a cluster, for channels a node publishes
     /// only to its own subscribers (keyspace notifications). `None`: any server, as [`Self::start`].
     pub(crate) fn start_on(connection: RedisConnection, shard: Option<u16>) -> Self {
         let (requests, queue) = mpsc::unbounded_channel();
