@@ -327,7 +327,11 @@ fn run_with_password_from_env(
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
-    assert!(out.status.success(), "{stderr}");
+    assert!(
+        out.status.success(),
+        "{}: stdout {stdout}; stderr {stderr}",
+        out.status
+    );
     let written = std::fs::read_to_string(dir.path().join("results.json")).unwrap();
     for (what, text) in [
         ("results", &*written),
