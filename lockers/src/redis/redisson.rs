@@ -33,8 +33,10 @@
 //!   contract's drop rule; a Java `RLock` has no drop). A lease neither released nor dropped is renewed
 //!   forever, as in Redisson.
 //! - The acquire script answers `{1, 0}` where Redisson's answers nil (same server work).
-//! - Cluster mode's per-slot grouping of the 3.44+ scheduler is not modelled (lockbench's Redis rows run
-//!   on one primary).
+//! - In a cluster, the 3.44+ scheduler groups held locks by slot and renews one slot after the other, in
+//!   chunks of 100 within a slot; here a tick's chunks of 100 span slots and each chunk is split by slot,
+//!   its calls sent together (`cluster::by_slot`): the same script, but more calls when a chunk spans
+//!   slots, and the slots renewed at once rather than in turn.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
