@@ -3,10 +3,11 @@ predecessor). One KazooClient per process; its session is every lock's lease and
 the renewal, which kazoo does not expose: no `renewed` events (`renew_events: false`), the holder's lease
 stays open until a `lost` event. Fixed leases do not exist in ZooKeeper.
 
-Loss: the session listener's LOST state loses every held lock (`session_expired`); SUSPENDED (connection
-lost, session maybe alive) is reported as `renew_failed`. A lock node deleted behind the holder's back goes
-unnoticed by kazoo's Lock, so `lost_signal` is false. No fencing token (the recipe does not expose the
-node's czxid). Setting: `session_timeout_ms` (default 10000, kazoo's default).
+Loss: kazoo tells its user when the session, every lock's lease, is gone: the session listener's LOST
+state loses every held lock (`session_expired`), so `lost_signal` is true. SUSPENDED (connection lost,
+session maybe alive) is reported as `renew_failed`. A lock node deleted behind the holder's back (the
+session alive) goes unnoticed by kazoo's Lock: no `lost` then. No fencing token (the recipe does not expose
+the node's czxid). Setting: `session_timeout_ms` (default 10000, kazoo's default).
 """
 
 import threading
@@ -23,7 +24,7 @@ class Kazoo(Peer):
     LIBRARY = "kazoo"
     VERSION = kazoo.version.__version__
     CAPABILITIES = {"reentrant": False, "fencing": False, "auto_renew": True, "fixed_lease": False,
-                    "wait_notify": True, "lost_signal": False, "hold_identity": True, "renew_events": False,
+                    "wait_notify": True, "lost_signal": True, "hold_identity": True, "renew_events": False,
                     "min_ttl_ms": 1, "ttl_granularity_ms": 1}
 
     def setup(self, config):

@@ -2,7 +2,9 @@
 itself costs per acquire/release (lockbench's `memory` strategy is the same work without a process
 boundary). One process is one client, so it is a lock only among that client's owners.
 
-Test setting: `hang` = "acquire" never answers acquires (a hung adapter, as lockbench must detect it).
+Test settings: `hang` = "acquire" never answers acquires (a hung adapter, as lockbench must detect it);
+`undeclared_lost` = "1" sends `lost` 100 ms after each grant although `lost_signal` is declared false (a
+declaration that hides what the library does, which lockbench must refuse).
 """
 
 import threading
@@ -20,6 +22,7 @@ class Memory(Peer):
 
     def setup(self, config):
         self.hang = config.get("hang") == "acquire"
+        self.undeclared_lost = config.get("undeclared_lost") == "1"
         self.held = {}
         self.tokens = {}
         self.lock = threading.Lock()
@@ -33,6 +36,8 @@ class Memory(Peer):
             token = self.tokens.get(key, 0) + 1
             self.tokens[key] = token
             self.held[key] = token
+        if self.undeclared_lost:
+            threading.Timer(0.1, lease.lost, ("expired", "undeclared")).start()
         return (key, token), token
 
     def release(self, handle):

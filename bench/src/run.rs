@@ -347,10 +347,7 @@ pub(crate) fn keep_fault_targets(
     let settings = StrategySettings::new(workload.watchdog_timeout);
     let applies = |s: &Strategy| -> Result<(), String> {
         let caps = (s.capabilities)(&settings).map_err(|e| e.to_string())?;
-        workload
-            .faults
-            .iter()
-            .try_for_each(|f| applicability::applies(f.kind, s, &caps))
+        applicability::applies_all(workload.faults.iter().map(|f| f.kind), s, &caps)
     };
     let mut kept = Vec::new();
     let mut left_out = Vec::new();

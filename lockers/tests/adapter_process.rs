@@ -1,6 +1,7 @@
 //! The adapter machinery itself, with the dependency-free `py-memory` adapter (system `python3`): a dead
-//! adapter and a hung one are clear `Backend` errors within the request timeout, a missing runtime names
-//! the install command, and the protocol's own cost per acquire+release cycle is measured and printed.
+//! adapter, a hung one and one that sends an undeclared `lost` are clear `Backend` errors (the hung one
+//! within the request timeout), a missing runtime names the install command, and the protocol's own
+//! cost per acquire+release cycle is measured and printed.
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
@@ -56,6 +57,26 @@ async fn dead_adapter_is_a_clear_error() {
     let text = assert_backend(peer.acquire("k2", &once).await, "acquire after kill");
     assert!(started.elapsed() < Duration::from_secs(1));
     eprintln!("{text}");
+}
+
+/// An adapter that sends `lost` while declaring `lost_signal: false` breaks the protocol: the driver acts
+/// on losses only where the signal is declared, so such a loss would go unseen. The parent fails the
+/// adapter instead, naming the breach.
+#[tokio::test]
+async fn an_undeclared_lost_signal_breaks_the_protocol() {
+    let settings = vec![("undeclared_lost".into(), "1".into())];
+    let peer = memory_peer(settings, Duration::from_secs(5)).await;
+    let once = AcquireOptions::try_once().fixed(Duration::from_secs(5));
+    let lease = peer.acquire("k", &once).await.unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(2), lease.lost())
+        .await
+        .expect("the adapter's lost event did not end the lease");
+    assert!(
+        reason.to_string().contains("declared lost_signal: false"),
+        "{reason}"
+    );
+    let text = assert_backend(peer.acquire("k2", &once).await, "acquire after the breach");
+    assert!(text.contains("broke the protocol"), "{text}");
 }
 
 #[tokio::test]

@@ -24,7 +24,7 @@ fn kazoo() -> Peer<ZkServer> {
         short_lease: SESSION,
         slack: Duration::from_millis(400),
         fixed_for_watchdog: None,
-        remove: Box::new(|_| unreachable!("kazoo declares no lost_signal")),
+        remove: Box::new(|_| unreachable!("no case left in removes a ZooKeeper peer's lock node")),
         _server: server,
     }
 }
@@ -47,19 +47,25 @@ fn etcd3() -> Peer<EtcdServer> {
 /// Left out of both ZooKeeper peers: `watchdog_lease_outlives_timeout`, which counts `Renewed` events.
 /// The lease (the session) does outlive five timeouts, but neither kazoo nor Curator exposes its
 /// heartbeats, so these adapters report no renewals (`renew_events: false`); `holds_past_timeouts` checks
-/// the hold itself.
+/// the hold itself. Left out of kazoo: `lost_when_removed_behind_back`, which deletes the lock node while
+/// the session lives; kazoo's `Lock` never watches its own node, so nothing tells its user. Its loss
+/// signal is the session's (`session_lost_reaches_the_holder`).
 mod py_kazoo {
     use super::*;
 
     lockers::conformance_tests!(@cases kazoo();
         mutual_exclusion, release_then_reacquire, try_once_on_held_lock, wait_timeout_is_honoured,
         fixed_lease_expires, tokens_strictly_increase, stale_release_is_not_held,
-        lost_when_removed_behind_back, cancelled_acquire_leaks_nothing, reentrant_acquire_and_release,
-        dropped_lease_is_released);
+        cancelled_acquire_leaks_nothing, reentrant_acquire_and_release, dropped_lease_is_released);
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn holds_past_timeouts() {
         super::holds_past_timeouts(&kazoo()).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn session_lost_reaches_the_holder() {
+        super::session_lost_reaches_the_holder(&kazoo()).await;
     }
 }
 
@@ -127,4 +133,33 @@ async fn holds_past_timeouts(t: &Peer<ZkServer>) {
         .release()
         .await
         .unwrap();
+}
+
+/// A ZooKeeper peer whose session expires tells its holder: the adapter is stopped (`SIGSTOP`) for two
+/// session timeouts, so the server expires its session; woken, the library learns it (kazoo's LOST) and
+/// the adapter's `lost` resolves the holder's `lost()` with `SessionExpired`. The peer must declare
+/// `lost_signal` for this (the driver acts on a loss only then; an undeclared `lost` breaks the protocol).
+async fn session_lost_reaches_the_holder(t: &Peer<ZkServer>) {
+    use lockers::{AcquireOptions, Events, Locker, LossReason};
+    let locker = t.start(Events::none()).await;
+    assert!(
+        locker.capabilities().lost_signal,
+        "{} declares no lost_signal",
+        t.spec.id
+    );
+    let lease = locker
+        .acquire("session-lost", &AcquireOptions::try_once())
+        .await
+        .unwrap();
+    let pid = i32::try_from(locker.pid().unwrap()).unwrap();
+    // SAFETY: signals to the adapter process this test started.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    tokio::time::sleep(SESSION * 2).await;
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let reason = tokio::time::timeout(SESSION * 3, lease.lost())
+        .await
+        .expect("lost() did not resolve after the session expired");
+    assert!(matches!(reason, LossReason::SessionExpired), "{reason}");
+    assert!(!lease.is_held());
 }

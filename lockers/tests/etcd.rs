@@ -418,3 +418,43 @@ async fn queue_key_names_are_reused() {
     }
     assert!(names.len() <= 2, "{} names for 40 acquires", names.len());
 }
+
+/// A key left under our name by an earlier hold (its background delete gave up) carries another lease.
+/// The next acquire on that name must not adopt it: when the leftover's lease ends, a second client would
+/// get the lock while the first still holds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leftover_key_under_another_lease_is_not_adopted() {
+    let etcd = start_single().await;
+    let (first, second) = (
+        etcd.locker(Events::none()).await,
+        etcd.locker(Events::none()).await,
+    );
+    let try_once = AcquireOptions::try_once();
+    // Learn the name the first client's next acquire reuses.
+    let lease = first.acquire("leftover", &try_once).await.unwrap();
+    let prefix = first.queue_prefix("leftover");
+    let mut admin = etcd.admin.clone();
+    let listed = admin
+        .get(prefix.clone(), Some(GetOptions::new().with_prefix()))
+        .await
+        .unwrap();
+    let name = listed.kvs()[0].key().to_vec();
+    lease.release().await.unwrap();
+    // The leftover: same name, a 1 s lease nobody keeps alive.
+    let stale = admin.lease_grant(1, None).await.unwrap().id();
+    let put = etcd_client::PutOptions::new().with_lease(stale);
+    admin.put(name.clone(), "", Some(put)).await.unwrap();
+
+    let held = first.acquire("leftover", &try_once).await.unwrap();
+    let found = admin.get(name, None).await.unwrap();
+    let leases: Vec<i64> = found.kvs().iter().map(|kv| kv.lease()).collect();
+    assert!(!leases.contains(&stale), "the holder's key is the leftover");
+    // Past the leftover's lease (etcd expires leases up to ~0.5 s late), the lock is still held.
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    let intruder = second.acquire("leftover", &try_once).await;
+    assert!(
+        matches!(intruder, Err(LockError::Timeout { .. })),
+        "a second holder while the first holds: {intruder:?}"
+    );
+    held.release().await.unwrap();
+}

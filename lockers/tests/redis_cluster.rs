@@ -7,7 +7,8 @@
 //! slot (one call per slot, no `CROSSSLOT`); a lock held through a master kill (a keyspace-shadow one
 //! too: its subscription follows the slot to the promoted replica, which it configures) and through a
 //! manual `CLUSTER FAILOVER`; a cluster with an ACL user (a wrong password is one line without it);
-//! and Redlock, which needs independent servers, saying so in one line.
+//! Redisson's `WAIT` on the connection that wrote while a slot migrates (`ASK`); and Redlock, which
+//! needs independent servers, saying so in one line.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::{Arc, LazyLock};
@@ -622,4 +623,75 @@ async fn redisson_reads_the_layout_on_its_scan_timer() {
         0,
         "the scan timer outlived its client"
     );
+}
+
+/// Resumes a paused node when dropped (also when the test fails).
+struct Resume<'a>(&'a lockbench_servers::RedisNode);
+
+impl Drop for Resume<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.resume();
+    }
+}
+
+/// `WAIT` counts only the writes of its own connection, so Redisson's replica sync must run it on the
+/// connection that wrote. A slot being migrated sends the write to the importing master (`ASK`) without
+/// changing the layout: a `WAIT` sent to the slot's master by the layout would find nothing to wait for
+/// and report every replica synced. Here the importing master's replica is stopped, so the write, there,
+/// is confirmed by no replica and the acquire fails with Redisson's "None of slaves were synced".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redisson_waits_on_the_connection_that_wrote() {
+    let _alone = FAILOVERS.write().await;
+    let name = unique("asked");
+    let key = lock_key(&name);
+    let source = CLUSTER.master_of(&key).unwrap();
+    let target = (0..)
+        .filter_map(|i| CLUSTER.master_of(&lock_key(&unique(&format!("other{i}")))))
+        .find(|node| node.port() != source.port())
+        .unwrap();
+    let id = |node: &lockbench_servers::RedisNode| {
+        node.command(&["CLUSTER", "MYID"])
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let slot = slot_of(&key).to_string();
+    let (source_id, target_id) = (id(source), id(target));
+    let setslot = |node: &lockbench_servers::RedisNode, args: &[&str]| {
+        let mut command = vec!["CLUSTER", "SETSLOT", &slot];
+        command.extend_from_slice(args);
+        node.command(&command).unwrap();
+    };
+    setslot(target, &["IMPORTING", &source_id]);
+    setslot(source, &["MIGRATING", &target_id]);
+    let replica = CLUSTER.replica_of(target).unwrap();
+    replica.pause().unwrap();
+    let resume = Resume(replica);
+
+    let config = RedissonConfig {
+        renewal: Renewal::new(TIMEOUT),
+        key_prefix: PREFIX.into(),
+        topology: Topology::Replicated,
+        slaves_sync_timeout: Duration::from_millis(300),
+        ..RedissonConfig::new(lockers::redis::Generation::Scheduler)
+    };
+    let client = Redisson::connect(&CLUSTER.url(), config, Events::none())
+        .await
+        .unwrap();
+    let outcome = client.acquire(&name, &AcquireOptions::try_once()).await;
+
+    drop(resume);
+    setslot(source, &["STABLE"]);
+    setslot(target, &["STABLE"]);
+    let _ = target.command(&["DEL", &key]);
+    match outcome {
+        Err(error) => assert!(
+            error.to_string().contains("None of slaves were synced"),
+            "{error}"
+        ),
+        Ok(lease) => panic!(
+            "acquired on {} with its only replica stopped: {lease:?}",
+            target.addr()
+        ),
+    }
 }

@@ -22,20 +22,51 @@ use crate::backends::ServerKind;
 use crate::strategies::Strategy;
 use crate::workload::faults::{FaultKind, FaultScope};
 
-/// Whether `kind` applies to `strategy` (which declares `caps`); the error says why not, one line.
-pub(crate) fn applies(
-    kind: FaultKind,
+/// Whether every fault of `kinds` (a scenario's) applies to `strategy` (which declares `caps`); the
+/// error names each fault that does not, with why, one line: "cpu_hog and cgroup_quota do not apply to
+/// memory: …".
+pub(crate) fn applies_all(
+    kinds: impl IntoIterator<Item = FaultKind>,
     strategy: &Strategy,
     caps: &Capabilities,
 ) -> Result<(), String> {
+    // Faults that do not apply, grouped by reason, in the scenario's order.
+    let mut refused: Vec<(String, Vec<FaultKind>)> = Vec::new();
+    for kind in kinds {
+        let Err(why) = why_not(kind, strategy, caps) else {
+            continue;
+        };
+        match refused.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, group)) if group.contains(&kind) => {}
+            Some((_, group)) => group.push(kind),
+            None => refused.push((why, vec![kind])),
+        }
+    }
+    if refused.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = refused
+        .iter()
+        .map(|(why, group)| {
+            let names: Vec<String> = group.iter().map(ToString::to_string).collect();
+            let verb = if group.len() == 1 { "does" } else { "do" };
+            format!(
+                "{} {verb} not apply to {}: {why}",
+                names.join(" and "),
+                strategy.id
+            )
+        })
+        .collect();
+    Err(lines.join("; "))
+}
+
+/// Why `kind` does not apply to `strategy`.
+fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<(), String> {
     let server = strategy.server;
     if matches!(kind, FaultKind::StarveWorker | FaultKind::CpuHog)
         && crate::strategies::is_peer(strategy.id)
     {
-        return Err(format!(
-            "{kind} does not apply to {}: its library runs in the adapter's own process, which the worker's runtime starvation or CPU hog does not reach",
-            strategy.id
-        ));
+        return Err("its library runs in the adapter's own process, which the worker's runtime starvation or CPU hog does not reach".to_owned());
     }
     let ok = match kind.scope() {
         FaultScope::WorkerProcess => server != ServerKind::InProcess,
@@ -73,8 +104,7 @@ pub(crate) fn applies(
             if server == ServerKind::Redis =>
         {
             return Err(format!(
-                "{kind} does not apply to {}: it does not run on a Redis Cluster ({})",
-                strategy.id,
+                "it does not run on a Redis Cluster ({})",
                 crate::strategies::NOT_ON_REDIS_CLUSTER
             ));
         }
@@ -98,7 +128,7 @@ pub(crate) fn applies(
         }
         _ => "it has no server to fault",
     };
-    Err(format!("{kind} does not apply to {}: {why}", strategy.id))
+    Err(why.to_owned())
 }
 
 #[cfg(test)]
@@ -110,7 +140,7 @@ mod tests {
         let s = find(id).expect("registered");
         let caps = (s.capabilities)(&StrategySettings::new(std::time::Duration::from_secs(1)))
             .expect("caps");
-        applies(kind, s, &caps)
+        applies_all([kind], s, &caps)
     }
 
     #[test]
@@ -159,6 +189,29 @@ mod tests {
                 assert!(why.contains("independent Redis nodes"), "{why}");
             }
         }
+        // A scenario's skip names each of its faults that does not apply, not only the first.
+        let memory = find("memory").expect("registered");
+        let caps = (memory.capabilities)(&StrategySettings::new(std::time::Duration::from_secs(1)))
+            .expect("caps");
+        let why = applies_all([FaultKind::CpuHog, FaultKind::CgroupQuota], memory, &caps)
+            .expect_err("memory");
+        assert!(
+            why.starts_with("cpu_hog and cgroup_quota do not apply to memory: "),
+            "{why}"
+        );
+        let kazoo = find("py-kazoo").expect("registered");
+        let caps = (kazoo.capabilities)(&StrategySettings::new(std::time::Duration::from_secs(1)))
+            .expect("caps");
+        let why = applies_all(
+            [FaultKind::CpuHog, FaultKind::CgroupQuota, FaultKind::CpuHog],
+            kazoo,
+            &caps,
+        )
+        .expect_err("peer");
+        assert!(
+            why.starts_with("cpu_hog does not apply to py-kazoo: "),
+            "{why}"
+        );
         // Every kind applies to at least one registered strategy.
         for kind in FaultKind::ALL {
             assert!(

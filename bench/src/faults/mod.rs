@@ -112,9 +112,8 @@ impl CaseFaults {
         if specs.is_empty() {
             return Ok(Self::none(endpoints.clone()));
         }
-        for spec in specs {
-            applicability::applies(spec.kind, strategy, caps).map_err(PrepareError::Skip)?;
-        }
+        applicability::applies_all(specs.iter().map(|s| s.kind), strategy, caps)
+            .map_err(PrepareError::Skip)?;
         let fail = |e: String| PrepareError::Fail(format!("fault set-up: {e}"));
         let topology = case_topology(specs);
         let own = match topology {

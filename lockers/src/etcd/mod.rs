@@ -4,7 +4,10 @@
 //! # Lock
 //! A contender puts its queue key `<prefix>/<lock>/<name>` with its lease, in a txn that puts only if the
 //! key does not exist yet (else reads it) and reads the head of the queue (the key with the smallest create
-//! revision) — one round trip, as Go's `Mutex.tryAcquire`. The head holds the lock. A waiter reads the key
+//! revision) — one round trip, as Go's `Mutex.tryAcquire`. An existing key is adopted only under our own
+//! lease (Go's name is its lease, so it adopts only those): a key under another lease is a leftover of an
+//! earlier hold whose clean-up gave up, whose lease could end under a new holder, so it is deleted and ours
+//! put in its place (a new create revision, so a new fencing token). The head holds the lock. A waiter reads the key
 //! with the greatest create revision below its own (`max_create_revision`), watches that key's delete
 //! from the revision it read at (so a delete in between is not missed), and re-checks, as Go's
 //! `waitDeletes`; the same read-only txn also checks that its own key still exists. Each waiter watches

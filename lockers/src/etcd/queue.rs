@@ -221,15 +221,49 @@ fn unexpected(what: &str) -> LockError {
 }
 
 impl Queue {
-    /// Puts `name` (with `lease`) in `queue` unless it exists, and reads the head of the queue, in one txn
-    /// (as Go's `Mutex.tryAcquire`). If this future is dropped mid-request, the request finishes in the
-    /// background and deletes the key it created, so nothing is left behind.
+    /// Puts our key (with `lease`) in `queue` unless it exists, and reads the head of the queue, in one txn
+    /// (as Go's `Mutex.tryAcquire`). An existing key is ours only under `lease` (Go's key name is its
+    /// lease, so it adopts only keys of its own lease): one under another lease is a leftover of an earlier
+    /// hold whose clean-up gave up, and its lease could end while we hold; it is deleted and ours put
+    /// instead. If this future is dropped mid-request, the request finishes in the background and deletes
+    /// the key it created, so nothing is left behind.
     pub(super) async fn enqueue(
         &self,
         queue: &str,
         slot: Slot,
         lease: i64,
     ) -> Result<Enqueued, LockError> {
+        let mut slot = slot;
+        // One leftover at most: while we hold the slot, nobody else puts a key under its name.
+        for _ in 0..2 {
+            let (enqueued, found) = self.enqueue_once(queue, slot, lease).await?;
+            if found.lease == lease {
+                return Ok(enqueued);
+            }
+            let (name, revision, kept) = enqueued.key.keep();
+            let Some(kept) = kept else {
+                return Err(unexpected("enqueue txn (slot given up)"));
+            };
+            match delete_own_key(&self.kv, name.clone(), revision, self.retry).await {
+                Ok(_) => slot = kept,
+                Err(error) => {
+                    delete_in_background(&self.kv, name, revision, self.retry, kept);
+                    return Err(error);
+                }
+            }
+        }
+        Err(unexpected(
+            "enqueue txn (a key under another lease came back)",
+        ))
+    }
+
+    /// One enqueue txn; returns the key (ours or a leftover) and the lease it was found under.
+    async fn enqueue_once(
+        &self,
+        queue: &str,
+        slot: Slot,
+        lease: i64,
+    ) -> Result<(Enqueued, Found), LockError> {
         let name = slot.key_in(queue);
         let absent = Compare::create_revision(name.clone(), CompareOp::Equal, 0);
         let put = TxnOp::put(name.clone(), "", Some(PutOptions::new().with_lease(lease)));
@@ -256,22 +290,23 @@ impl Queue {
         };
         let answer = (&mut in_flight).await?;
         let slot = in_flight.slot.take();
-        let revision = created_revision(&answer)?;
+        let found = found_key(&answer, lease)?;
         let head = ranges(&answer)
             .last()
             .and_then(|r| r.kvs().first().map(|kv| kv.create_revision()))
             .ok_or_else(|| unexpected("enqueue txn (empty queue)"))?;
-        Ok(Enqueued {
+        let enqueued = Enqueued {
             key: QueueKey {
                 name,
-                revision,
+                revision: found.revision,
                 kv: self.kv.clone(),
                 retry,
                 slot,
             },
             head,
             sent_at,
-        })
+        };
+        Ok((enqueued, found))
     }
 
     /// The key just below ours (greatest create revision smaller than ours) and whether ours still exists,
@@ -377,8 +412,8 @@ impl Drop for InFlightEnqueue {
         };
         let (kv, name, retry) = (self.kv.clone(), std::mem::take(&mut self.name), self.retry);
         in_background(async move {
-            match request.await.ok().and_then(|a| created_revision(&a).ok()) {
-                Some(revision) => delete_in_background(&kv, name, revision, retry, slot),
+            match request.await.ok().and_then(|a| found_key(&a, 0).ok()) {
+                Some(found) => delete_in_background(&kv, name, found.revision, retry, slot),
                 // Unknown outcome: the slot is still ours, so nobody else's key has this name.
                 None => delete_name_in_background(&kv, name, retry, slot),
             }
@@ -386,18 +421,29 @@ impl Drop for InFlightEnqueue {
     }
 }
 
-/// The create revision of our key from an enqueue answer: the txn's revision when it put the key, else the
-/// revision the existing key was created at.
-fn created_revision(answer: &TxnResponse) -> Result<i64, LockError> {
+/// The key an enqueue txn put or found under our name.
+#[derive(Debug, Clone, Copy)]
+struct Found {
+    revision: i64,
+    lease: i64,
+}
+
+/// The key from an enqueue answer: put by the txn (at its revision, under `lease`), else the existing one.
+fn found_key(answer: &TxnResponse, lease: i64) -> Result<Found, LockError> {
     if answer.succeeded() {
-        return answer
+        let revision = answer
             .header()
             .map(|h| h.revision())
-            .ok_or_else(|| unexpected("enqueue txn (no header)"));
+            .ok_or_else(|| unexpected("enqueue txn (no header)"))?;
+        return Ok(Found { revision, lease });
     }
     ranges(answer)
         .first()
-        .and_then(|r| r.kvs().first().map(|kv| kv.create_revision()))
+        .and_then(|r| r.kvs().first())
+        .map(|kv| Found {
+            revision: kv.create_revision(),
+            lease: kv.lease(),
+        })
         .ok_or_else(|| unexpected("enqueue txn (key neither created nor found)"))
 }
 

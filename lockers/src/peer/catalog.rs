@@ -129,9 +129,11 @@ pub const PEERS: &[PeerSpec] = &[
         library: "kazoo Lock",
         backend: PeerBackend::ZooKeeper,
         counterpart: "zookeeper",
+        // kazoo's session listener tells its user the session (every lock's lease) is LOST.
         capabilities: Capabilities {
             auto_renew: true,
             wait_notify: true,
+            lost_signal: true,
             ..BASE
         },
         runtime: Runtime::Venv,

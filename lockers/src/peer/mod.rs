@@ -14,6 +14,9 @@
 //!   (`renew_events: false`, e.g. a ZooKeeper session) has an open deadline; its leases end on a `lost`
 //!   event only.
 //! - Fencing tokens: the library's, where it has one; otherwise the token is 0 and the capability says so.
+//! - A `lost` event from an adapter that declared `lost_signal: false` breaks the protocol: the driver
+//!   acts on losses only where the signal is declared, so a declaration that hides what the library
+//!   does fails the adapter (its leases are lost, naming the breach) instead of passing unseen.
 //! - An adapter that exits or does not answer within [`PeerConfig::request_timeout`] (plus the acquire's
 //!   wait) is a [`LockError::Backend`] naming the adapter and its log; its leases are lost.
 
@@ -188,6 +191,7 @@ impl PeerLocker {
             min_ttl: ms(caps, "min_ttl_ms", Duration::from_millis(1)),
             ttl_granularity: ms(caps, "ttl_granularity_ms", Duration::from_millis(1)),
         };
+        adapter.declare_lost_signal(capabilities.lost_signal);
         let ping_rtt = adapter.sync_clock(8).await?;
         let info = PeerInfo {
             library: text("library").to_owned(),

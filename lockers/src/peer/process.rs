@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -76,6 +76,9 @@ pub(crate) struct Adapter {
     pub(crate) request_timeout: Duration,
     pub(crate) pid: Option<u32>,
     events: Events,
+    /// Whether `hello` declared `lost_signal`: a `lost` event from an adapter that did not is a breach
+    /// of the protocol (its declaration does not match its library), not a signal to act on quietly.
+    declares_lost: AtomicBool,
 }
 
 impl std::fmt::Debug for Adapter {
@@ -141,6 +144,7 @@ impl Adapter {
             dead: Mutex::new(None),
             base: Instant::now(),
             offset_ns: AtomicI64::new(0),
+            declares_lost: AtomicBool::new(false),
             log_path,
             request_timeout,
             pid: child.id(),
@@ -292,6 +296,11 @@ impl Adapter {
     }
 
     /// Stops routing events to `lease` (it was released).
+    /// Records what `hello` declared about loss signals.
+    pub(crate) fn declare_lost_signal(&self, declared: bool) {
+        self.declares_lost.store(declared, Ordering::Relaxed);
+    }
+
     pub(crate) fn forget_lease(&self, lease: &str) {
         lock(&self.leases).remove(lease);
     }
@@ -399,6 +408,13 @@ impl Adapter {
                 reason,
                 detail,
             } => {
+                if !self.declares_lost.load(Ordering::Relaxed) {
+                    // The driver acts on a loss only when the row declares the signal; one it would
+                    // ignore must not pass unseen.
+                    return self.mark_dead(format!(
+                        "broke the protocol: sent `lost` ({reason}) but declared lost_signal: false"
+                    ));
+                }
                 if let Some(state) = lock(&self.leases).remove(&lease) {
                     state.mark_lost(loss_reason(&reason, detail));
                 }

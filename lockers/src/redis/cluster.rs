@@ -14,7 +14,8 @@
 //! As cluster clients do (redis-rs's cluster client, Redisson, Lettuce), a `MOVED` answer is followed
 //! at once: the slot is recorded as the named node's and the command is sent there (up to
 //! [`MAX_REDIRECTS`] times); an `ASK` answer sends `ASKING` and the command to the named node without
-//! changing the layout. Neither ran the command, so re-sending never doubles a write. Any other error a
+//! changing the layout (a pipeline with one keyed command goes there whole, after `ASKING`). Neither ran
+//! the command, so re-sending never doubles a write. Any other error a
 //! failover causes (a broken, refused or timed-out connection, `CLUSTERDOWN`, `TRYAGAIN`, `READONLY`,
 //! `MASTERDOWN`) fails the command (its caller reports it) and has the layout read again in the
 //! background, at most once per [`REFRESH_AT_MOST_EVERY`].
@@ -247,6 +248,14 @@ fn target_of(cmd: &Cmd) -> Target<'_> {
 }
 
 /// Where `pipeline` goes: where its first command with a key goes, else any master.
+/// How many commands of `pipeline` carry a key.
+fn keyed_commands(pipeline: &Pipeline) -> usize {
+    pipeline
+        .cmd_iter()
+        .filter(|cmd| matches!(target_of(cmd), Target::Key(_)))
+        .count()
+}
+
 fn target_of_pipeline(pipeline: &Pipeline) -> Target<'_> {
     pipeline
         .cmd_iter()
@@ -394,8 +403,9 @@ impl ClusterRoute {
         loop {
             count_sent(1);
             let answer = node.manager.req_packed_command(cmd).await;
-            let redirect = match &answer {
-                Err(e) if redirects < MAX_REDIRECTS => e.redirect_node().map(|(addr, slot)| {
+            // A server's error answer comes as `Ok(Value::ServerError)`, a broken link as `Err`.
+            let redirect = match error_of(&answer) {
+                Some(e) if redirects < MAX_REDIRECTS => e.redirect_node().map(|(addr, slot)| {
                     (
                         addr.to_owned(),
                         slot,
@@ -431,7 +441,10 @@ impl ClusterRoute {
         }
     }
 
-    /// Sends `pipeline` where it goes, following `MOVED` redirects.
+    /// Sends `pipeline` where it goes, following `MOVED` redirects, and `ASK` when the pipeline has one
+    /// keyed command (`ASKING` admits only the command after it): it is sent, after `ASKING`, to the
+    /// named node without changing the layout, so a command that must follow the keyed one on its
+    /// connection (`WAIT` after a lock write) still does.
     pub(crate) async fn send_pipeline(
         self: &Arc<Self>,
         pipeline: &Pipeline,
@@ -449,6 +462,30 @@ impl ClusterRoute {
                 .req_packed_commands(pipeline, offset, count)
                 .await;
             let error = error_of_all(&answer);
+            let ask = |e: &RedisError| e.kind() == ErrorKind::Server(ServerErrorKind::Ask);
+            if let Some(e) = &error
+                && redirects < MAX_REDIRECTS
+                && ask(e)
+                && wrapper == 0
+                && keyed_commands(pipeline) == 1
+                && let Some((addr, _)) = e.redirect_node()
+            {
+                let mut asked = self.node_at(addr)?;
+                let mut asking = redis::pipe();
+                asking.cmd("ASKING").ignore();
+                for cmd in pipeline.cmd_iter() {
+                    asking.add_command(cmd.clone());
+                }
+                count_sent(asking.len() as u64);
+                let answer = asked
+                    .manager
+                    .req_packed_commands(&asking, offset + 1, count)
+                    .await;
+                if let Some(e) = error_of_all(&answer) {
+                    self.after_error(&e);
+                }
+                return answer;
+            }
             let moved = match &error {
                 Some(e)
                     if redirects < MAX_REDIRECTS

@@ -15,7 +15,8 @@
 //!   `IllegalMonitorStateException`); renewal is cancelled once the server answered.
 //! - Waiting (`tryLock(wait)`): try, subscribe to the unlock channel, then retry whenever an unlock
 //!   message arrives or the holder's PTTL elapses, until the wait is over.
-//! - With [`Topology::Replicated`](super::Topology::Replicated), each lock write is followed by `WAIT` as `replica_sync` describes.
+//! - With [`Topology::Replicated`](super::Topology::Replicated), each lock write is followed by `WAIT` on
+//!   its connection, as `replica_sync` describes.
 //! - No fencing token: Redisson has none, so [`Capabilities::fencing`] is false and every lease's
 //!   `token()` is 0.
 //! - No lost-lease signal: Redisson never tells the holder that renewal stopped or that the server
@@ -31,10 +32,11 @@
 //! - A lease dropped without release stops its renewal at once and releases in the background (the
 //!   contract's drop rule; a Java `RLock` has no drop). A lease neither released nor dropped is renewed
 //!   forever, as in Redisson.
-//! - `WAIT` follows the script's answer instead of being pipelined with it (`replica_sync`).
 //! - The acquire script answers `{1, 0}` where Redisson's answers nil (same server work).
-//! - Cluster mode's per-slot grouping of the 3.44+ scheduler is not modelled (lockbench's Redis rows run
-//!   on one primary).
+//! - In a cluster, the 3.44+ scheduler groups held locks by slot and renews one slot after the other, in
+//!   chunks of 100 within a slot; here a tick's chunks of 100 span slots and each chunk is split by slot,
+//!   its calls sent together (`cluster::by_slot`): the same script, but more calls when a chunk spans
+//!   slots, and the slots renewed at once rather than in turn.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -142,16 +142,18 @@ impl Core {
         let mut connection = self.connection.commands();
         let mut call = REDISSON_ACQUIRE.prepare();
         call.key(&keys.lock).arg(ttl_ms).arg(owner);
-        let answer = scripts::run(&mut connection, &call).await?;
-        let attempt = acquire_attempt(&REDISSON_ACQUIRE, answer)?;
-        if let Err(error) = self.sync.after_write(&connection, &keys.lock).await {
-            if is_no_synced_slaves(&error) {
-                // `handleNoSync`: undo the unconfirmed hold; its own outcome is not reported.
-                let _ = self.release(keys, owner, ttl_ms).await;
+        let written = self.sync.write(&mut connection, &keys.lock, &call).await?;
+        let answer = match self.sync.confirmed(written) {
+            Ok(answer) => answer,
+            Err(error) => {
+                if is_no_synced_slaves(&error) {
+                    // `handleNoSync`: undo the unconfirmed hold; its own outcome is not reported.
+                    let _ = self.release(keys, owner, ttl_ms).await;
+                }
+                return Err(error);
             }
-            return Err(error);
-        }
-        Ok(attempt)
+        };
+        acquire_attempt(&REDISSON_ACQUIRE, answer)
     }
 
     /// Releases one hold. `Ok(true)` when it freed the lock; `NotHeld` when the owner held none.
@@ -171,8 +173,8 @@ impl Core {
             .arg(ttl_ms)
             .arg(owner)
             .arg(ttl_millis(UNLOCK_LATCH_TTL));
-        let answer: i64 = scripts::run(&mut connection, &call).await?;
-        self.sync.after_write(&connection, &keys.lock).await?;
+        let written = self.sync.write(&mut connection, &keys.lock, &call).await?;
+        let answer: i64 = self.sync.confirmed(written)?;
         // Redisson deletes the latch with a write it does not wait for.
         let mut background = connection.clone();
         in_background(async move {
@@ -201,14 +203,11 @@ impl Core {
     pub(crate) async fn renew_one(&self, target: &RenewTarget) -> Result<bool, LockError> {
         let ttl_ms = ttl_millis(self.config.renewal.ttl);
         let answer: i64 = self
-            .with_retries(|| {
+            .with_retries(&target.key, || {
                 let mut call = REDISSON_RENEW.prepare();
                 call.key(&*target.key).arg(ttl_ms).arg(&*target.owner);
                 call
             })
-            .await?;
-        self.sync
-            .after_write(&self.connection.commands(), &target.key)
             .await?;
         renewed(&REDISSON_RENEW, answer)
     }
@@ -239,8 +238,9 @@ impl Core {
     /// Renews locks of one slot in one call.
     async fn renew_group(&self, targets: &[&RenewTarget]) -> Result<Vec<bool>, LockError> {
         let ttl_ms = ttl_millis(self.config.renewal.ttl);
+        let first = targets.first().map_or("", |t| &*t.key);
         let answers: Vec<i64> = self
-            .with_retries(|| {
+            .with_retries(first, || {
                 let mut call = REDISSON_RENEW_BATCH.prepare();
                 for target in targets {
                     call.key(&*target.key);
@@ -251,10 +251,6 @@ impl Core {
                 }
                 call
             })
-            .await?;
-        let first = targets.first().map_or("", |t| &*t.key);
-        self.sync
-            .after_write(&self.connection.commands(), first)
             .await?;
         if answers.len() != targets.len() {
             return Err(LockError::backend(
@@ -275,17 +271,19 @@ impl Core {
     /// Sends the renew call `make` builds as Redisson's `RedisExecutor` sends a retryable write: a
     /// response timeout re-sends at once, a broken or refused connection re-sends after
     /// `retry_interval`, up to `retry_attempts` more times; an error answered by the server (`BUSY`,
-    /// `NOSCRIPT` after its reload, ...) is not retried. Each attempt counts as a renew call.
+    /// `NOSCRIPT` after its reload, ...) is not retried. Each attempt counts as a renew call. The call
+    /// is a write of the lock at `key`, synced as [`ReplicaSync::write`] does.
     async fn with_retries<'s, T: redis::FromRedisValue>(
         &self,
+        key: &str,
         make: impl Fn() -> redis::ScriptInvocation<'s>,
     ) -> Result<T, LockError> {
         let mut attempt = 0;
         loop {
             self.renew_calls.fetch_add(1, Ordering::Relaxed);
             let mut connection = self.connection.commands();
-            let error = match make().invoke_async(&mut connection).await {
-                Ok(answer) => return Ok(answer),
+            let error = match self.sync.write(&mut connection, key, &make()).await {
+                Ok(written) => return self.sync.confirmed(written),
                 Err(error) => error,
             };
             let retryable = error.is_timeout()

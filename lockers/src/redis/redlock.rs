@@ -10,8 +10,8 @@
 //!   before the first `SET` was sent), i.e. the attempt's end plus its validity.
 //! - **Miss**: the check-and-delete script runs on every node (undoing the partial votes, also on
 //!   nodes that did not answer: their `SET` may have landed; skipped when every node said no), then the
-//!   client sleeps `retry_delay + random(0..retry_jitter)` (node-redlock's 200 ms + 0–100 ms) and tries
-//!   again until the wait elapses ([`LockError::Timeout`]; a [`LockError::Backend`] instead when fewer
+//!   client sleeps `retry_delay + random(0..retry_jitter)`, 200 ms + 0..+100 ms by default (node-redlock
+//!   sleeps 200 ± 100 ms: its jitter also shortens the pause), and tries again until the wait elapses ([`LockError::Timeout`]; a [`LockError::Backend`] instead when fewer
 //!   than a majority of nodes answered at all, so an outage is not reported as contention).
 //! - **Release**: the check-and-delete script on every node. It succeeds only when a majority confirmed
 //!   the value was still ours and deleted it; otherwise the lease is [`LockError::NotHeld`] (some other

@@ -25,8 +25,9 @@ pub struct RedlockConfig {
     pub drift_constant: Duration,
     /// Base pause before another attempt after a miss (default 200 ms, node-redlock's `retryDelay`).
     pub retry_delay: Duration,
-    /// Random extra pause in [0, `retry_jitter`] (default 100 ms, node-redlock's `retryJitter`), so
-    /// contenders that split the votes do not collide again.
+    /// Random extra pause in [0, `retry_jitter`] (default 100 ms), so contenders that split the votes do
+    /// not collide again. Only added: node-redlock's `retryJitter` (also 100 ms) moves the pause either
+    /// way, 200 ± 100 ms.
     pub retry_jitter: Duration,
     /// Prepended to every key (default `lockbench:`); no braces.
     pub key_prefix: String,

@@ -11,9 +11,12 @@
 //!   a different number clears that master's entry, so its next write asks again;
 //! - no replica connected (0): the write is not followed by `WAIT`.
 //!
-//! Departures: Redisson pipelines the script and `WAIT` in one batch; here `WAIT` is sent after the
-//! script's answer (one more loopback round trip, tens of µs, beside a `WAIT` of up to a second).
-//! Redisson 4.x also probes `WAITAOF` and uses it when the primary has AOF on; lockbench's servers run
+//! As Redisson's batch does, the script and its `WAIT` go in one pipeline: `WAIT` counts only the writes
+//! of its own connection, so on any other (a route that moved to another server or node between the two,
+//! a reconnect) it would return at once with every replica "synced". A `MOVED` or `ASK` answer to the
+//! script sends the pipeline whole to the named node; a broken connection fails the write.
+//!
+//! Departure: Redisson 4.x also probes `WAITAOF` and uses it when the primary has AOF on; lockbench's servers run
 //! without AOF, so `WAITAOF` is never sent here.
 
 use std::collections::HashMap;
@@ -21,9 +24,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::connection::Commands;
+use redis::{ErrorKind, FromRedisValue, RedisResult, ScriptInvocation, ServerErrorKind};
 
-use super::connection::BACKEND;
+use super::connection::{BACKEND, Commands};
 use super::redisson_config::Topology;
 use crate::error::LockError;
 
@@ -60,17 +63,66 @@ impl ReplicaSync {
         self.topology == Topology::Replicated
     }
 
-    /// Called after a write of the lock at `key` on `connection` succeeded: waits for the replicas
-    /// as Redisson does, on the connection to the server holding `key` (in a cluster, its slot's
-    /// master; `WAIT` counts the writes of its own connection). `Err` when the wait itself failed, or
-    /// when no replica confirmed and the check is on.
-    pub(crate) async fn after_write(
+    /// Runs the lock write `call` on the lock at `key` and, when its server has replicas, `WAIT`s for
+    /// them on the same connection (one pipeline), as Redisson does. The probe and the replica count are
+    /// asked first, of the server holding `key` (in a cluster, its slot's master). Check the answer with
+    /// [`confirmed`](Self::confirmed).
+    pub(crate) async fn write<T: FromRedisValue>(
+        &self,
+        connection: &mut Commands,
+        key: &str,
+        call: &ScriptInvocation<'_>,
+    ) -> RedisResult<Written<T>> {
+        let Some((master, replicas)) = self.replicas_of(connection, key).await? else {
+            let answer = call.invoke_async(connection).await?;
+            return Ok(Written { answer, wait: None });
+        };
+        let mut pipeline = redis::pipe();
+        pipeline
+            .invoke_script(call)
+            .cmd("WAIT")
+            .arg(replicas)
+            .arg(self.timeout_ms);
+        let (answer, synced) = match pipeline.query_async(connection).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                call.load_async(connection).await?;
+                pipeline.query_async(connection).await?
+            }
+            answer => answer?,
+        };
+        let wait = Wait {
+            master,
+            replicas,
+            synced,
+        };
+        Ok(Written {
+            answer,
+            wait: Some(wait),
+        })
+    }
+
+    /// The answer of a write, once its `WAIT` is read as Redisson reads it: a count other than asked
+    /// clears that master's cached count; no replica confirmed with the check on is an `Err`.
+    pub(crate) fn confirmed<T>(&self, written: Written<T>) -> Result<T, LockError> {
+        if let Some(wait) = written.wait {
+            if wait.synced != wait.replicas {
+                self.known().remove(&wait.master);
+            }
+            if self.check && wait.synced == 0 {
+                return Err(LockError::backend(BACKEND, NO_SYNCED_SLAVES));
+            }
+        }
+        Ok(written.answer)
+    }
+
+    /// The master holding `key` and how many replicas a write there waits for; `None` when none.
+    async fn replicas_of(
         &self,
         connection: &Commands,
         key: &str,
-    ) -> Result<(), LockError> {
+    ) -> RedisResult<Option<(String, i64)>> {
         if !self.enabled() {
-            return Ok(());
+            return Ok(None);
         }
         let connection = &mut connection.pinned_to(key);
         let master = connection.server();
@@ -94,22 +146,23 @@ impl ReplicaSync {
                 n
             }
         };
-        if replicas == 0 {
-            return Ok(());
-        }
-        let synced: i64 = redis::cmd("WAIT")
-            .arg(replicas)
-            .arg(self.timeout_ms)
-            .query_async(connection)
-            .await?;
-        if synced != replicas {
-            self.known().remove(&master);
-        }
-        if self.check && synced == 0 {
-            return Err(LockError::backend(BACKEND, NO_SYNCED_SLAVES));
-        }
-        Ok(())
+        Ok((replicas > 0).then_some((master, replicas)))
     }
+}
+
+/// A lock write's answer and, when it was followed by `WAIT`, what the wait found.
+#[derive(Debug)]
+pub(crate) struct Written<T> {
+    answer: T,
+    wait: Option<Wait>,
+}
+
+/// One `WAIT` after a write: on which master, for how many replicas, how many confirmed.
+#[derive(Debug)]
+struct Wait {
+    master: String,
+    replicas: i64,
+    synced: i64,
 }
 
 impl ReplicaSync {
