@@ -14,7 +14,7 @@ fn stderr(out: &std::process::Output) -> String {
 }
 
 /// Runs `args`, expects exit code 2, nothing on stdout, one line on stderr containing `needle`, no
-/// results file, and a quick exit (nothing was measured).
+/// output directory left behind (not even an empty one), and a quick exit (nothing was measured).
 fn usage_error(args: &[&str], needle: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("out");
@@ -40,8 +40,8 @@ fn usage_error(args: &[&str], needle: &str) {
     assert!(err.starts_with("lockbench: "), "{args:?}: {err}");
     assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
     assert!(
-        !out_dir.join("results.json").exists(),
-        "{args:?} wrote results"
+        !out_dir.exists(),
+        "{args:?} left its output directory behind"
     );
     assert!(
         began.elapsed() < Duration::from_secs(10),
@@ -104,13 +104,61 @@ fn unknown_names_and_arguments() {
     usage_error(&["run", "--bogus"], "unexpected argument '--bogus'");
     usage_error(
         &["run", "--strategies", "redis-nope"],
-        "unknown strategy \"redis-nope\"",
+        "unknown strategy 'redis-nope'; known: memory",
     );
     usage_error(&["run", "--strategies", ""], "strategies:");
     usage_error(
         &["run", "--scenario", "no-such-scenario"],
-        "unknown scenario \"no-such-scenario\"",
+        "unknown scenario 'no-such-scenario'",
     );
+}
+
+#[test]
+fn clap_errors_keep_the_argument_and_the_suggestion() {
+    usage_error(
+        &["report"],
+        "the following required arguments were not provided: <RESULTS.json> (see --help)",
+    );
+    usage_error(
+        &["run", "--clinets", "3"],
+        "unexpected argument '--clinets' found; tip: a similar argument exists: '--clients'",
+    );
+    usage_error(&["reprot"], "tip: a similar subcommand exists: 'report'");
+}
+
+#[test]
+fn misspelled_names_get_a_suggestion() {
+    usage_error(
+        &["run", "--strategies", "memory,redis-watchdg"],
+        "unknown strategy 'redis-watchdg'; did you mean 'redis-watchdog'?",
+    );
+    usage_error(
+        &["run", "--scenario", "proces-pause"],
+        "did you mean 'process-pause'?",
+    );
+    usage_error(
+        &["compare", "--scenarios", "lease-to-short"],
+        "--scenarios: 'lease-to-short' is not in the suite; did you mean 'lease-too-short'?",
+    );
+}
+
+#[test]
+fn negative_numbers_are_named_as_such() {
+    usage_error(
+        &["run", "--clients", "-1"],
+        "invalid value '-1' for '--clients <N>': must not be negative",
+    );
+    usage_error(&["run", "--keys=-2"], "'--keys <N>': must not be negative");
+    usage_error(&["run", "--rate", "-5"], "rate: must be a positive number");
+    usage_error(
+        &["compare", "--trials", "-3"],
+        "'--trials <N>': must not be negative",
+    );
+    usage_error(
+        &["scale", "--concurrency", "-1"],
+        "'--concurrency <N>': must not be negative",
+    );
+    usage_error(&["scale", "--hold", "-1s"], "--hold");
 }
 
 #[test]
@@ -126,7 +174,10 @@ fn bad_values_name_their_field() {
         &["run", "--duration", "soon"],
         "duration: expected a duration",
     );
-    usage_error(&["run", "--warmup", "-1s"], "unexpected argument '-1'");
+    usage_error(
+        &["run", "--warmup", "-1s"],
+        "warmup: duration must not be negative",
+    );
     usage_error(&["run", "--think", "5 parsecs"], "think:");
     usage_error(
         &["run", "--task", "50% 1ms"],
@@ -164,6 +215,11 @@ fn bad_scenario_files() {
     usage_error(
         &["run", "--scenario", file.to_str().unwrap()],
         "line 1 (clients = -3)",
+    );
+    std::fs::write(&file, "# to do\n\n").unwrap();
+    usage_error(
+        &["run", "--scenario", file.to_str().unwrap()],
+        "mine.toml: empty",
     );
 }
 
