@@ -16,7 +16,7 @@ use crate::compare::CompareRequest;
 use crate::driver::child;
 use crate::duration::{format_duration, parse_duration};
 use crate::error::{BenchError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use crate::report::ReportRequest;
+use crate::report::{FailOn, ReportRequest};
 use crate::run::{RunOutcome, RunRequest};
 use crate::scale::{ScaleOptions, ScaleRequest};
 use crate::workload::{ScenarioFile, split_list};
@@ -325,8 +325,11 @@ pub struct WorkerArgs {
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "\
 RESULTS.json is DIR/results.json of `lockbench compare` or of `lockbench run`. Writes report.html,
-report.md and charts/ into --out (default: the directory of RESULTS.json).
-Exit codes: 0 done, 1 writing failed, 2 bad input (missing file, not JSON, wrong schema_version).")]
+report.md and charts/ into --out (default: the directory of RESULTS.json). With --baseline, prints one
+line: how many cases changed beyond noise (a verdict changed, or throughput moved by more than the two
+cases' trial spread, at least 10%) and how many are new violations; the report lists only those cases.
+Exit codes: 0 done, 1 writing failed or --fail-on found what it names, 2 bad input (missing file, not
+JSON, wrong schema_version).")]
 pub struct ReportArgs {
     /// The results file to report.
     #[arg(value_name = "RESULTS.json")]
@@ -334,6 +337,16 @@ pub struct ReportArgs {
     /// An earlier results file: the report adds the changes against it.
     #[arg(long, value_name = "OLD.json")]
     pub baseline: Option<PathBuf>,
+    /// With --baseline: exit 1 when the changes hold a regression (a new violation, or throughput
+    /// down beyond noise) or a violation (a case violated that was not before); comma-separated.
+    #[arg(
+        long,
+        value_name = "regression|violation",
+        value_delimiter = ',',
+        value_parser = ["regression", "violation"],
+        requires = "baseline"
+    )]
+    pub fail_on: Vec<String>,
     /// A `lockbench scale` file: the report adds cost against held locks.
     #[arg(long, value_name = "SCALE.json")]
     pub scale: Option<PathBuf>,
@@ -350,6 +363,14 @@ impl ReportArgs {
             baseline: self.baseline.clone(),
             scale: self.scale.clone(),
             out: self.out.clone(),
+            fail_on: self
+                .fail_on
+                .iter()
+                .map(|name| match name.as_str() {
+                    "violation" => FailOn::Violation,
+                    _ => FailOn::Regression,
+                })
+                .collect(),
         }
     }
 }

@@ -291,3 +291,78 @@ fn unwritable_output_is_caught_before_running() {
         "exists and is not a directory",
     );
 }
+
+/// `report NEW --baseline OLD --fail-on …`: the CI gate. The fixture's baseline scenario (kept
+/// alone: fewer charts to draw) against itself changes nothing; a copy with one case violated fails
+/// `--fail-on violation`; a copy with one case at half the throughput fails only
+/// `--fail-on regression`.
+#[test]
+fn baseline_changes_gate_ci() {
+    let fixture = include_str!("../../reports/tests/fixtures/compare-quick.json");
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut doc: serde_json::Value = serde_json::from_str(fixture).unwrap();
+        doc["runs"].as_array_mut().unwrap().truncate(1);
+        edit(&mut doc["runs"][0]["results"]["cases"][1]);
+        let path = dir.path().join(name);
+        std::fs::write(&path, doc.to_string()).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let old = write("old.json", &|_| {});
+    let broken = write("broken.json", &|case| {
+        case["safety"]["verdict"] = "violated".into();
+        case["safety"]["overlap"]["pairs"] = 1.into();
+    });
+    let slower = write("slower.json", &|case| {
+        let half = case["throughput"]["completed_per_s"].as_f64().unwrap() / 2.0;
+        case["throughput"]["completed_per_s"] = half.into();
+    });
+    let out = dir.path().join("out").to_string_lossy().into_owned();
+    let report = |new: &str, fail_on: &str| {
+        let result = run(&[
+            "report",
+            new,
+            "--baseline",
+            &old,
+            "--fail-on",
+            fail_on,
+            "--out",
+            &out,
+        ]);
+        let stdout = String::from_utf8_lossy(&result.stdout).into_owned();
+        (result.status.code(), stdout, stderr(&result))
+    };
+
+    let (code, stdout, err) = report(&old, "violation");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        stdout.contains("0 of 4 cases changed beyond noise; 0 new violations"),
+        "{stdout}"
+    );
+
+    let (code, stdout, err) = report(&broken, "violation");
+    assert_eq!(code, Some(1), "{stdout}{err}");
+    assert!(
+        stdout.contains("1 of 4 cases changed beyond noise; 1 new violation\n"),
+        "{stdout}"
+    );
+    assert!(err.contains("--fail-on violation: 1 found"), "{err}");
+    let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
+    assert!(
+        html.contains("3 within noise are not"),
+        "only the changed row"
+    );
+
+    let (code, stdout, err) = report(&slower, "violation");
+    assert_eq!(code, Some(0), "a slowdown is no violation: {stdout}{err}");
+    assert!(stdout.contains("1 of 4 cases changed beyond noise (1 slower)"));
+    let (code, _, err) = report(&slower, "regression");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("--fail-on regression: 1 found"), "{err}");
+
+    usage_error(&["report", &old, "--fail-on", "violation"], "--baseline");
+    usage_error(
+        &["report", &old, "--baseline", &old, "--fail-on", "violatoin"],
+        "[possible values: regression, violation]",
+    );
+}
