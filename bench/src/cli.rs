@@ -16,7 +16,7 @@ use crate::compare::CompareRequest;
 use crate::driver::child;
 use crate::duration::{format_duration, parse_duration};
 use crate::error::{BenchError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use crate::report::ReportRequest;
+use crate::report::{FailOn, ReportRequest};
 use crate::run::{RunOutcome, RunRequest};
 use crate::scale::{ScaleOptions, ScaleRequest};
 use crate::workload::{ScenarioFile, split_list};
@@ -124,19 +124,19 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST")]
     pub strategies: Option<String>,
     /// Measured time per case (`0`: bounded by --cycles only).
-    #[arg(short, long, value_name = "DURATION")]
+    #[arg(short, long, value_name = "DURATION", allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// Stop a case after this many completed critical sections (after warm-up).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u64>)]
     pub cycles: Option<u64>,
     /// Unmeasured time at the start of each case.
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub warmup: Option<String>,
     /// Concurrent clients (each its own lock client, one holder at a time).
-    #[arg(short, long, value_name = "N")]
+    #[arg(short, long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u32>)]
     pub clients: Option<u32>,
     /// Distinct lock keys (contention = clients / keys).
-    #[arg(short, long, value_name = "N")]
+    #[arg(short, long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u32>)]
     pub keys: Option<u32>,
     /// Task duration distribution inside the critical section.
     #[arg(long, value_name = "DIST")]
@@ -145,16 +145,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST")]
     pub lease: Option<String>,
     /// TTL of watchdog leases (renewed every third of it).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub watchdog_timeout: Option<String>,
     /// How long an acquire waits for a held lock (`0`: try once).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub acquire_wait: Option<String>,
     /// Pause between a release and the next acquire (closed loop).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub think: Option<String>,
     /// Open loop: cycles per second per client; latency then counts from the intended start.
-    #[arg(long, value_name = "PER_S")]
+    #[arg(long, value_name = "PER_S", allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Where clients run: tasks (one process), processes (one child process per client) or remote
     /// (`lockbench worker --connect` processes that connect over TCP, one per client; the token comes
@@ -168,7 +168,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "abort|ignore")]
     pub on_lost: Option<String>,
     /// Seed for key choice and task durations.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u64>)]
     pub seed: Option<u64>,
     /// Output directory [default: results/SCENARIO-UTCTIME].
     #[arg(short, long, value_name = "DIR")]
@@ -263,7 +263,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub thorough: bool,
     /// Trials per case, each with its own seed [default: 3; 1 with --quick; 10 with --thorough].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u32>)]
     pub trials: Option<u32>,
     /// Only these scenarios of the suite, comma-separated [default: the whole suite].
     #[arg(long, value_name = "LIST")]
@@ -312,7 +312,12 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "ADDR")]
     pub connect: Option<String>,
     /// Exit once the driver has been unreachable this long (it finished, or never started).
-    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "30s",
+        allow_hyphen_values = true
+    )]
     pub wait: String,
 }
 
@@ -320,8 +325,11 @@ pub struct WorkerArgs {
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "\
 RESULTS.json is DIR/results.json of `lockbench compare` or of `lockbench run`. Writes report.html,
-report.md and charts/ into --out (default: the directory of RESULTS.json).
-Exit codes: 0 done, 1 writing failed, 2 bad input (missing file, not JSON, wrong schema_version).")]
+report.md and charts/ into --out (default: the directory of RESULTS.json). With --baseline, prints one
+line: how many cases changed beyond noise (a verdict changed, or throughput moved by more than the two
+cases' trial spread, at least 10%) and how many are new violations; the report lists only those cases.
+Exit codes: 0 done, 1 writing failed or --fail-on found what it names, 2 bad input (missing file, not
+JSON, wrong schema_version).")]
 pub struct ReportArgs {
     /// The results file to report.
     #[arg(value_name = "RESULTS.json")]
@@ -329,6 +337,16 @@ pub struct ReportArgs {
     /// An earlier results file: the report adds the changes against it.
     #[arg(long, value_name = "OLD.json")]
     pub baseline: Option<PathBuf>,
+    /// With --baseline: exit 1 when the changes hold a regression (a new violation, or throughput
+    /// down beyond noise) or a violation (a case violated that was not before); comma-separated.
+    #[arg(
+        long,
+        value_name = "regression|violation",
+        value_delimiter = ',',
+        value_parser = ["regression", "violation"],
+        requires = "baseline"
+    )]
+    pub fail_on: Vec<String>,
     /// A `lockbench scale` file: the report adds cost against held locks.
     #[arg(long, value_name = "SCALE.json")]
     pub scale: Option<PathBuf>,
@@ -345,6 +363,14 @@ impl ReportArgs {
             baseline: self.baseline.clone(),
             scale: self.scale.clone(),
             out: self.out.clone(),
+            fail_on: self
+                .fail_on
+                .iter()
+                .map(|name| match name.as_str() {
+                    "violation" => FailOn::Violation,
+                    _ => FailOn::Regression,
+                })
+                .collect(),
         }
     }
 }
@@ -365,22 +391,22 @@ pub struct ScaleArgs {
     #[arg(long, value_name = "LIST", default_value = scale::DEFAULT_STEPS)]
     pub steps: String,
     /// Measured window per step.
-    #[arg(long, value_name = "DURATION", default_value = scale::DEFAULT_HOLD)]
+    #[arg(long, value_name = "DURATION", default_value = scale::DEFAULT_HOLD, allow_hyphen_values = true)]
     pub hold: String,
     /// TTL of the watchdog leases (renewed every third of it).
-    #[arg(long, value_name = "DURATION", default_value = scale::DEFAULT_WATCHDOG_TIMEOUT)]
+    #[arg(long, value_name = "DURATION", default_value = scale::DEFAULT_WATCHDOG_TIMEOUT, allow_hyphen_values = true)]
     pub watchdog_timeout: String,
     /// Concurrent acquires while filling a step.
-    #[arg(long, value_name = "N", default_value_t = scale::DEFAULT_CONCURRENCY)]
+    #[arg(long, value_name = "N", default_value_t = scale::DEFAULT_CONCURRENCY, allow_negative_numbers = true, value_parser = whole_number::<usize>)]
     pub concurrency: usize,
     /// Most time a step may take to fill before the strategy stops.
-    #[arg(long, value_name = "DURATION", default_value = scale::DEFAULT_STEP_BUDGET)]
+    #[arg(long, value_name = "DURATION", default_value = scale::DEFAULT_STEP_BUDGET, allow_hyphen_values = true)]
     pub step_budget: String,
     /// Stop a strategy once the client has this many threads (guard threads: one per lock).
-    #[arg(long, value_name = "N", default_value_t = scale::DEFAULT_MAX_THREADS)]
+    #[arg(long, value_name = "N", default_value_t = scale::DEFAULT_MAX_THREADS, allow_negative_numbers = true, value_parser = whole_number::<u64>)]
     pub max_threads: u64,
     /// Stop a strategy once the client's resident set passes this many MiB.
-    #[arg(long, value_name = "MIB", default_value_t = scale::DEFAULT_MAX_RSS_MIB)]
+    #[arg(long, value_name = "MIB", default_value_t = scale::DEFAULT_MAX_RSS_MIB, allow_negative_numbers = true, value_parser = whole_number::<u64>)]
     pub max_rss_mib: u64,
     /// Run every strategy in this process (faster; RSS and threads then carry over between strategies).
     #[arg(long)]
@@ -483,7 +509,8 @@ fn worker(runtime: &tokio::runtime::Runtime, args: &WorkerArgs) -> i32 {
     }
 }
 
-/// Help and version print as clap renders them (exit 0); a usage error prints its first line only.
+/// Help and version print as clap renders them (exit 0); a usage error prints clap's whole message
+/// on one line: what is wrong, the argument it concerns and clap's "did you mean" tip.
 fn clap_exit(e: clap::Error) -> i32 {
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -495,17 +522,47 @@ fn clap_exit(e: clap::Error) -> i32 {
             EXIT_USAGE
         }
         _ => {
-            let rendered = e.render().to_string();
-            let first = rendered
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .unwrap_or("bad arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("lockbench: {first} (see --help)");
+            eprintln!(
+                "lockbench: {} (see --help)",
+                one_line(&e.render().to_string())
+            );
             EXIT_USAGE
         }
     }
+}
+
+/// clap's rendered error as one line: its lines up to the usage summary, joined; a tip is set off
+/// with `;`.
+fn one_line(rendered: &str) -> String {
+    let mut line = String::new();
+    for part in rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+    {
+        let part = part.strip_prefix("error: ").unwrap_or(part);
+        if !line.is_empty() {
+            line.push_str(if part.starts_with("tip:") { "; " } else { " " });
+        }
+        line.push_str(part);
+    }
+    if line.is_empty() {
+        line.push_str("bad arguments");
+    }
+    line
+}
+
+/// A whole number flag's value: a negative one is named as such (clap alone would call `-1` an
+/// unknown flag, or a parse error of the type).
+fn whole_number<T: std::str::FromStr>(text: &str) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    if text.trim_start().starts_with('-') {
+        return Err("must not be negative".into());
+    }
+    text.parse().map_err(|e: T::Err| e.to_string())
 }
 
 fn list_strategies() -> Result<i32, BenchError> {

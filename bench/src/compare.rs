@@ -33,7 +33,7 @@ use crate::suite::{
     NOT_IN_MANY_LOCKS, PlannedScenario, SUITE, Suite, SuiteEntry,
 };
 use crate::workload::split_list;
-use crate::{output, report, scenarios, strategies, table};
+use crate::{output, report, scenarios, strategies, suggest, table};
 
 /// What `lockbench compare` is asked to do.
 #[derive(Debug, Clone, Default)]
@@ -106,11 +106,16 @@ fn chosen_entries(
     let names = split_list(names);
     for name in &names {
         if !SUITE.iter().any(|e| e.scenario == name) {
-            let known: Vec<&str> = SUITE.iter().map(|e| e.scenario).collect();
-            return Err(BenchError::usage(format!(
-                "--scenarios: {name:?} is not in the suite ({})",
-                known.join(", ")
-            )));
+            let known = SUITE.iter().map(|e| e.scenario);
+            return Err(BenchError::usage(
+                match suggest::did_you_mean(name, known.clone()) {
+                    Some(hint) => format!("--scenarios: '{name}' is not in the suite{hint}"),
+                    None => format!(
+                        "--scenarios: '{name}' is not in the suite ({})",
+                        known.collect::<Vec<_>>().join(", ")
+                    ),
+                },
+            ));
         }
     }
     let kept: Vec<(SuiteEntry, Length)> = all

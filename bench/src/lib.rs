@@ -9,7 +9,7 @@
 //!
 //! | layer | module | job |
 //! |---|---|---|
-//! | 1 leaf types | `clock`, `duration`, `stop`, `holds` | the monotonic clock and the RFC 3339 timestamp; durations as text; the stop signal; hold intervals (`Interval`, `EndedBy`, `IntervalBatch`) and hold events |
+//! | 1 leaf types | `clock`, `duration`, `stop`, `holds`, `suggest` | the monotonic clock and the RFC 3339 timestamp; durations as text; the stop signal; hold intervals (`Interval`, `EndedBy`, `IntervalBatch`) and hold events; "did you mean" for misspelled names |
 //! | | `error`, `output`, `progress`, `table`, [`proc_stat`], [`measure`], [`environment`] | errors and exit codes; the atomic results file; progress bars; the summary table; process CPU; measurement helpers shared with `cargo bench`; the machine |
 //! | | [`backends`], [`strategies`] | the servers (given or started here) and their cost counters; the registry, one entry per strategy id |
 //! | 2 workload | `workload` (with `workload::faults`), `scenarios` | what a run asks for, fault specs included (pure data): TOML presets and files, flags, checks |
@@ -39,6 +39,7 @@ pub mod scale;
 mod scenarios;
 mod stop;
 pub mod strategies;
+mod suggest;
 mod suite;
 mod table;
 mod trials;

@@ -1,6 +1,6 @@
 //! The output directory: checked (created and probed for writing) before a run starts so no
-//! measurement is wasted, and written atomically (temp file + rename) so a reader never sees half a
-//! results file.
+//! measurement is wasted, removed again if the command ends with it still empty, and written
+//! atomically (temp file + rename) so a reader never sees half a results file.
 
 use std::fs;
 use std::io::Write;
@@ -21,17 +21,61 @@ pub(crate) fn default_dir(name: &str, started_at: &str) -> PathBuf {
     PathBuf::from("results").join(format!("{name}-{stamp}"))
 }
 
+/// An output directory made ready for writing. Dropped while still empty (the command measured
+/// nothing, e.g. a server was unreachable), it removes the directories [`prepare_dir`] created for it;
+/// a directory holding anything, or one that existed before, is left alone.
+#[derive(Debug)]
+pub(crate) struct OutputDir {
+    path: PathBuf,
+    /// The directories `prepare_dir` created, deepest first.
+    created: Vec<PathBuf>,
+}
+
+impl std::ops::Deref for OutputDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for OutputDir {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for OutputDir {
+    fn drop(&mut self) {
+        // `remove_dir` removes empty directories only, so results are never touched.
+        for dir in &self.created {
+            if fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
+    }
+}
+
 /// Creates `dir` if needed and proves it writable; a usage error otherwise.
-pub(crate) fn prepare_dir(dir: &Path) -> Result<PathBuf, BenchError> {
+pub(crate) fn prepare_dir(dir: &Path) -> Result<OutputDir, BenchError> {
     let bad = |why: String| BenchError::usage(format!("output directory {}: {why}", dir.display()));
     if dir.exists() && !dir.is_dir() {
         return Err(bad("exists and is not a directory".into()));
     }
+    let created: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    let prepared = OutputDir {
+        path: dir.to_path_buf(),
+        created,
+    };
     fs::create_dir_all(dir).map_err(|e| bad(e.to_string()))?;
     let probe = dir.join(format!(".lockbench-probe-{}", std::process::id()));
     fs::write(&probe, b"probe").map_err(|e| bad(format!("not writable: {e}")))?;
     let _ = fs::remove_file(&probe);
-    Ok(dir.to_path_buf())
+    Ok(prepared)
 }
 
 /// Writes `contents` to `dir/name` through a temp file in the same directory and a rename.
@@ -75,5 +119,23 @@ mod tests {
         assert_eq!(fs::read_to_string(path).expect("read"), "two");
         let leftovers = fs::read_dir(&out).expect("list").count();
         assert_eq!(leftovers, 1, "no temp files left");
+    }
+
+    #[test]
+    fn an_empty_directory_it_created_goes_and_results_stay() {
+        let dir = tempfile::tempdir().expect("temp");
+        let nested = dir.path().join("results/run-1");
+        drop(prepare_dir(&nested).expect("creates"));
+        assert!(
+            !dir.path().join("results").exists(),
+            "empty directories left"
+        );
+        let kept = prepare_dir(&nested).expect("creates");
+        write_atomic(&kept, RESULTS_FILE, "{}").expect("writes");
+        drop(kept);
+        assert!(nested.join(RESULTS_FILE).exists());
+        let existing = prepare_dir(dir.path()).expect("exists");
+        drop(existing);
+        assert!(dir.path().exists(), "a directory that existed stays");
     }
 }

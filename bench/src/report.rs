@@ -1,16 +1,18 @@
-//! `lockbench report RESULTS.json [--baseline OLD.json] [--scale SCALE.json] [--out DIR]`: renders
-//! the reports again from a results file — a comparison (`lockbench compare`) or a single run
-//! (`lockbench run`) — with the changes against an earlier file when `--baseline` is given and the
-//! cost-against-held-locks charts when a `lockbench scale` file is given. Also the one place that
-//! writes reports for `compare`.
+//! `lockbench report RESULTS.json [--baseline OLD.json [--fail-on regression|violation]]
+//! [--scale SCALE.json] [--out DIR]`: renders the reports again from a results file — a comparison
+//! (`lockbench compare`) or a single run (`lockbench run`) — with the changes against an earlier file
+//! when `--baseline` is given (one summary line printed; with `--fail-on`, exit 1 when the changes
+//! hold what it names: the CI gate) and the cost-against-held-locks charts when a `lockbench scale`
+//! file is given. Also the one place that writes reports for `compare`.
 
 use std::path::{Path, PathBuf};
 
 use lockbench_reports::Comparison;
+use lockbench_reports::delta::{self, Deltas};
 use lockbench_reports::scale::{CostSeries, ScaleResults};
 use lockbench_reports::{ReportInput, WrittenReport, write_report};
 
-use crate::error::{BenchError, EXIT_OK};
+use crate::error::{BenchError, EXIT_FAILED, EXIT_OK};
 
 /// What `lockbench report` is asked to do.
 #[derive(Debug, Clone)]
@@ -23,6 +25,35 @@ pub struct ReportRequest {
     pub scale: Option<PathBuf>,
     /// Output directory (default: the directory of the results file).
     pub out: Option<PathBuf>,
+    /// What in the changes against the baseline fails the command (exit 1).
+    pub fail_on: Vec<FailOn>,
+}
+
+/// A kind of change against the baseline that `--fail-on` turns into exit code 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailOn {
+    /// A new violation, or throughput down by more than the noise ([`delta::CaseDelta::regression`]).
+    Regression,
+    /// A case violated now that was not before.
+    Violation,
+}
+
+impl FailOn {
+    /// Its flag value.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailOn::Regression => "regression",
+            FailOn::Violation => "violation",
+        }
+    }
+
+    /// How many of the changes are of this kind.
+    fn count(self, deltas: &Deltas) -> usize {
+        match self {
+            FailOn::Regression => deltas.regressions(),
+            FailOn::Violation => deltas.new_violations(),
+        }
+    }
 }
 
 fn read_text(path: &Path) -> Result<String, BenchError> {
@@ -99,5 +130,21 @@ pub(crate) fn command(args: ReportRequest) -> Result<i32, BenchError> {
         &cost,
     )?;
     print_written(&written);
-    Ok(EXIT_OK)
+    let Some((old, name)) = &baseline else {
+        return Ok(EXIT_OK);
+    };
+    let deltas = delta::compare(old, &current);
+    println!("changes against {name}: {}", deltas.summary());
+    let mut code = EXIT_OK;
+    for fail_on in &args.fail_on {
+        let found = fail_on.count(&deltas);
+        if found > 0 {
+            eprintln!(
+                "lockbench: --fail-on {}: {found} found against {name}",
+                fail_on.name()
+            );
+            code = EXIT_FAILED;
+        }
+    }
+    Ok(code)
 }

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::suggest;
 use crate::workload::ScenarioFile;
 
 /// A preset: its name and its TOML text.
@@ -171,14 +172,26 @@ pub(crate) fn load(name_or_path: &str) -> Result<LoadedScenario, String> {
     }
     let path = Path::new(name_or_path);
     if !path.exists() {
-        let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
-        return Err(format!(
-            "unknown scenario {name_or_path:?}: not a preset ({}) nor an existing file",
-            names.join(", ")
-        ));
+        let names = PRESETS.iter().map(|p| p.name);
+        return Err(match suggest::did_you_mean(name_or_path, names.clone()) {
+            Some(hint) => {
+                format!(
+                    "unknown scenario '{name_or_path}': not a preset nor an existing file{hint}"
+                )
+            }
+            None => format!(
+                "unknown scenario '{name_or_path}': not a preset ({}) nor an existing file",
+                names.collect::<Vec<_>>().join(", ")
+            ),
+        });
     }
     let text =
         std::fs::read_to_string(path).map_err(|e| format!("scenario file {name_or_path}: {e}"))?;
+    if is_blank_toml(&text) {
+        return Err(format!(
+            "scenario file {name_or_path}: empty (no settings; name a preset, or see `lockbench scenarios`)"
+        ));
+    }
     let file =
         ScenarioFile::from_toml(&text).map_err(|e| format!("scenario file {name_or_path}: {e}"))?;
     let name = path
@@ -190,6 +203,13 @@ pub(crate) fn load(name_or_path: &str) -> Result<LoadedScenario, String> {
         source: name_or_path.to_owned(),
         file,
     })
+}
+
+/// Whether TOML text sets nothing: only blank lines and comments.
+fn is_blank_toml(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .all(|line| line.is_empty() || line.starts_with('#'))
 }
 
 #[cfg(test)]
@@ -211,5 +231,18 @@ mod tests {
     fn unknown_names_list_the_presets() {
         let err = load("no-such-thing").expect_err("unknown");
         assert!(err.contains("baseline, long-tail"), "{err}");
+        let err = load("proces-pause").expect_err("misspelled");
+        assert!(err.ends_with("did you mean 'process-pause'?"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_file_is_an_error() {
+        let dir = tempfile::tempdir().expect("temp");
+        let file = dir.path().join("empty.toml");
+        for text in ["", "\n  \n", "# nothing yet\n"] {
+            std::fs::write(&file, text).expect("write");
+            let err = load(&file.to_string_lossy()).expect_err("empty");
+            assert!(err.contains("empty"), "{text:?}: {err}");
+        }
     }
 }

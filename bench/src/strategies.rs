@@ -21,6 +21,7 @@ use lockers::{Capabilities, Events, LockError, Locker, Renewal};
 use std::time::Duration;
 
 use crate::backends::{EndpointAddrs, ServerKind};
+use crate::suggest;
 
 /// What every strategy is configured from: the workload's renewal setting (the watchdog lease's TTL and
 /// renewal ratio), which each strategy's config embeds as it is (Redisson's lockWatchdogTimeout;
@@ -262,7 +263,7 @@ pub fn find(id: &str) -> Option<&'static Strategy> {
 }
 
 /// Resolves a list of ids (`all` expands to every entry with `in_all`), keeping order and dropping
-/// repeats. An unknown id is an error naming the known ones.
+/// repeats. An unknown id is an error suggesting the closest known id, or else naming them all.
 pub fn resolve(ids: &[String]) -> Result<Vec<&'static Strategy>, String> {
     let mut chosen: Vec<&'static Strategy> = Vec::new();
     for id in ids
@@ -275,8 +276,14 @@ pub fn resolve(ids: &[String]) -> Result<Vec<&'static Strategy>, String> {
             STRATEGIES.iter().filter(|s| s.in_all).collect()
         } else {
             vec![find(id).ok_or_else(|| {
-                let known: Vec<&str> = STRATEGIES.iter().map(|s| s.id).collect();
-                format!("unknown strategy {id:?}; known: {}, all", known.join(", "))
+                let known = STRATEGIES.iter().map(|s| s.id).chain(["all"]);
+                match suggest::did_you_mean(id, known.clone()) {
+                    Some(hint) => format!("unknown strategy '{id}'{hint}"),
+                    None => format!(
+                        "unknown strategy '{id}'; known: {}",
+                        known.collect::<Vec<_>>().join(", ")
+                    ),
+                }
             })?]
         };
         for entry in entries {
@@ -560,6 +567,11 @@ mod tests {
         );
         let err = resolve(&["redis-nope".into()]).expect_err("unknown");
         assert!(err.contains("known: memory"), "{err}");
+        let err = resolve(&["redis-watchdg".into()]).expect_err("misspelled");
+        assert_eq!(
+            err,
+            "unknown strategy 'redis-watchdg'; did you mean 'redis-watchdog'?"
+        );
     }
 
     #[tokio::test]

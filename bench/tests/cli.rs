@@ -14,7 +14,7 @@ fn stderr(out: &std::process::Output) -> String {
 }
 
 /// Runs `args`, expects exit code 2, nothing on stdout, one line on stderr containing `needle`, no
-/// results file, and a quick exit (nothing was measured).
+/// output directory left behind (not even an empty one), and a quick exit (nothing was measured).
 fn usage_error(args: &[&str], needle: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("out");
@@ -40,8 +40,8 @@ fn usage_error(args: &[&str], needle: &str) {
     assert!(err.starts_with("lockbench: "), "{args:?}: {err}");
     assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
     assert!(
-        !out_dir.join("results.json").exists(),
-        "{args:?} wrote results"
+        !out_dir.exists(),
+        "{args:?} left its output directory behind"
     );
     assert!(
         began.elapsed() < Duration::from_secs(10),
@@ -104,13 +104,61 @@ fn unknown_names_and_arguments() {
     usage_error(&["run", "--bogus"], "unexpected argument '--bogus'");
     usage_error(
         &["run", "--strategies", "redis-nope"],
-        "unknown strategy \"redis-nope\"",
+        "unknown strategy 'redis-nope'; known: memory",
     );
     usage_error(&["run", "--strategies", ""], "strategies:");
     usage_error(
         &["run", "--scenario", "no-such-scenario"],
-        "unknown scenario \"no-such-scenario\"",
+        "unknown scenario 'no-such-scenario'",
     );
+}
+
+#[test]
+fn clap_errors_keep_the_argument_and_the_suggestion() {
+    usage_error(
+        &["report"],
+        "the following required arguments were not provided: <RESULTS.json> (see --help)",
+    );
+    usage_error(
+        &["run", "--clinets", "3"],
+        "unexpected argument '--clinets' found; tip: a similar argument exists: '--clients'",
+    );
+    usage_error(&["reprot"], "tip: a similar subcommand exists: 'report'");
+}
+
+#[test]
+fn misspelled_names_get_a_suggestion() {
+    usage_error(
+        &["run", "--strategies", "memory,redis-watchdg"],
+        "unknown strategy 'redis-watchdg'; did you mean 'redis-watchdog'?",
+    );
+    usage_error(
+        &["run", "--scenario", "proces-pause"],
+        "did you mean 'process-pause'?",
+    );
+    usage_error(
+        &["compare", "--scenarios", "lease-to-short"],
+        "--scenarios: 'lease-to-short' is not in the suite; did you mean 'lease-too-short'?",
+    );
+}
+
+#[test]
+fn negative_numbers_are_named_as_such() {
+    usage_error(
+        &["run", "--clients", "-1"],
+        "invalid value '-1' for '--clients <N>': must not be negative",
+    );
+    usage_error(&["run", "--keys=-2"], "'--keys <N>': must not be negative");
+    usage_error(&["run", "--rate", "-5"], "rate: must be a positive number");
+    usage_error(
+        &["compare", "--trials", "-3"],
+        "'--trials <N>': must not be negative",
+    );
+    usage_error(
+        &["scale", "--concurrency", "-1"],
+        "'--concurrency <N>': must not be negative",
+    );
+    usage_error(&["scale", "--hold", "-1s"], "--hold");
 }
 
 #[test]
@@ -126,7 +174,10 @@ fn bad_values_name_their_field() {
         &["run", "--duration", "soon"],
         "duration: expected a duration",
     );
-    usage_error(&["run", "--warmup", "-1s"], "unexpected argument '-1'");
+    usage_error(
+        &["run", "--warmup", "-1s"],
+        "warmup: duration must not be negative",
+    );
     usage_error(&["run", "--think", "5 parsecs"], "think:");
     usage_error(
         &["run", "--task", "50% 1ms"],
@@ -164,6 +215,11 @@ fn bad_scenario_files() {
     usage_error(
         &["run", "--scenario", file.to_str().unwrap()],
         "line 1 (clients = -3)",
+    );
+    std::fs::write(&file, "# to do\n\n").unwrap();
+    usage_error(
+        &["run", "--scenario", file.to_str().unwrap()],
+        "mine.toml: empty",
     );
 }
 
@@ -233,5 +289,80 @@ fn unwritable_output_is_caught_before_running() {
             file.to_str().unwrap(),
         ],
         "exists and is not a directory",
+    );
+}
+
+/// `report NEW --baseline OLD --fail-on …`: the CI gate. The fixture's baseline scenario (kept
+/// alone: fewer charts to draw) against itself changes nothing; a copy with one case violated fails
+/// `--fail-on violation`; a copy with one case at half the throughput fails only
+/// `--fail-on regression`.
+#[test]
+fn baseline_changes_gate_ci() {
+    let fixture = include_str!("../../reports/tests/fixtures/compare-quick.json");
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut doc: serde_json::Value = serde_json::from_str(fixture).unwrap();
+        doc["runs"].as_array_mut().unwrap().truncate(1);
+        edit(&mut doc["runs"][0]["results"]["cases"][1]);
+        let path = dir.path().join(name);
+        std::fs::write(&path, doc.to_string()).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let old = write("old.json", &|_| {});
+    let broken = write("broken.json", &|case| {
+        case["safety"]["verdict"] = "violated".into();
+        case["safety"]["overlap"]["pairs"] = 1.into();
+    });
+    let slower = write("slower.json", &|case| {
+        let half = case["throughput"]["completed_per_s"].as_f64().unwrap() / 2.0;
+        case["throughput"]["completed_per_s"] = half.into();
+    });
+    let out = dir.path().join("out").to_string_lossy().into_owned();
+    let report = |new: &str, fail_on: &str| {
+        let result = run(&[
+            "report",
+            new,
+            "--baseline",
+            &old,
+            "--fail-on",
+            fail_on,
+            "--out",
+            &out,
+        ]);
+        let stdout = String::from_utf8_lossy(&result.stdout).into_owned();
+        (result.status.code(), stdout, stderr(&result))
+    };
+
+    let (code, stdout, err) = report(&old, "violation");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        stdout.contains("0 of 4 cases changed beyond noise; 0 new violations"),
+        "{stdout}"
+    );
+
+    let (code, stdout, err) = report(&broken, "violation");
+    assert_eq!(code, Some(1), "{stdout}{err}");
+    assert!(
+        stdout.contains("1 of 4 cases changed beyond noise; 1 new violation\n"),
+        "{stdout}"
+    );
+    assert!(err.contains("--fail-on violation: 1 found"), "{err}");
+    let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
+    assert!(
+        html.contains("3 within noise are not"),
+        "only the changed row"
+    );
+
+    let (code, stdout, err) = report(&slower, "violation");
+    assert_eq!(code, Some(0), "a slowdown is no violation: {stdout}{err}");
+    assert!(stdout.contains("1 of 4 cases changed beyond noise (1 slower)"));
+    let (code, _, err) = report(&slower, "regression");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("--fail-on regression: 1 found"), "{err}");
+
+    usage_error(&["report", &old, "--fail-on", "violation"], "--baseline");
+    usage_error(
+        &["report", &old, "--baseline", &old, "--fail-on", "violatoin"],
+        "[possible values: regression, violation]",
     );
 }

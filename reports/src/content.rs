@@ -3,7 +3,7 @@
 //! layout.
 
 use crate::comparison::Comparison;
-use crate::delta::CaseDelta;
+use crate::delta::{CaseDelta, Deltas, NOISE_FLOOR_PCT};
 use crate::format::{change_pct, duration_ms, ms, rate, signed_count, signed_pct};
 use crate::grid::{Grid, Row, Violations, interval, ran, trials_line, verdict_word, violated_of};
 use crate::model::{CaseResult, CaseStatus, Expectation, Results};
@@ -466,11 +466,12 @@ pub fn cases_by_run<'a>(grid: &Grid<'a>) -> Vec<(&'a Results, Vec<&'a CaseResult
 }
 
 /// Changes table columns.
-pub const DELTA_COLUMNS: [&str; 10] = [
+pub const DELTA_COLUMNS: [&str; 11] = [
     "scenario",
     "strategy",
     "CS/s (old → new)",
     "CS/s change",
+    "noise",
     "acquire p50 change",
     "acquire p99 change",
     "overlaps",
@@ -478,6 +479,14 @@ pub const DELTA_COLUMNS: [&str; 10] = [
     "stale accepted",
     "verdict",
 ];
+
+/// Under the changes summary: what the table leaves out and how noise is judged.
+pub fn delta_note(deltas: &Deltas) -> String {
+    let unchanged = deltas.matched.len() - deltas.changed().count();
+    format!(
+        "Only cases that changed beyond noise are listed ({unchanged} within noise are not). A case changed when its verdict changed or its throughput moved by more than the noise: the larger relative spread (max − min over mean) of the two cases' trials, at least {NOISE_FLOOR_PCT:.0}%."
+    )
+}
 
 /// A changes table row.
 pub fn delta_cells(d: &CaseDelta) -> Vec<String> {
@@ -491,7 +500,8 @@ pub fn delta_cells(d: &CaseDelta) -> Vec<String> {
         d.row.clone(),
         d.strategy.clone(),
         format!("{} → {}", rate(d.throughput.0), rate(d.throughput.1)),
-        signed_pct(change_pct(Some(d.throughput.0), Some(d.throughput.1))),
+        signed_pct(d.throughput_change_pct()),
+        format!("±{:.0}%", d.noise_pct),
         signed_pct(change_pct(d.acquire_p50.0, d.acquire_p50.1)),
         signed_pct(change_pct(d.acquire_p99.0, d.acquire_p99.1)),
         format!(

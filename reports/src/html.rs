@@ -265,11 +265,19 @@ pub fn render(report: &Report<'_>) -> String {
 
     if let Some((deltas, name)) = &report.deltas {
         let _ = writeln!(out, "<h2>Changes against {}</h2>", escape(name));
-        let rows: Vec<Vec<String>> = deltas.matched.iter().map(content::delta_cells).collect();
-        if rows.is_empty() {
+        let rows: Vec<Vec<String>> = deltas.changed().map(content::delta_cells).collect();
+        if deltas.matched.is_empty() {
             out.push_str("<p>No case of this run matches a case of the baseline file.</p>\n");
         } else {
-            table(&mut out, Some("changes"), &DELTA_COLUMNS, &rows);
+            let _ = writeln!(
+                out,
+                "<p><strong>{}.</strong> {}</p>",
+                escape(&deltas.summary()),
+                escape(&content::delta_note(deltas))
+            );
+            if !rows.is_empty() {
+                table(&mut out, Some("changes"), &DELTA_COLUMNS, &rows);
+            }
         }
         for (what, list) in [
             ("Only in this run", &deltas.only_new),

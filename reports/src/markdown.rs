@@ -184,11 +184,19 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
 
     if let Some((deltas, name)) = &report.deltas {
         let _ = writeln!(out, "## Changes against {name}\n");
-        let rows: Vec<Vec<String>> = deltas.matched.iter().map(content::delta_cells).collect();
-        if rows.is_empty() {
+        let rows: Vec<Vec<String>> = deltas.changed().map(content::delta_cells).collect();
+        if deltas.matched.is_empty() {
             out.push_str("No case of this run matches a case of the baseline file.\n\n");
         } else {
-            table(&mut out, &DELTA_COLUMNS, &rows);
+            let _ = writeln!(
+                out,
+                "**{}.** {}\n",
+                deltas.summary(),
+                content::delta_note(deltas)
+            );
+            if !rows.is_empty() {
+                table(&mut out, &DELTA_COLUMNS, &rows);
+            }
         }
         for (what, list) in [
             ("Only in this run", &deltas.only_new),

@@ -4,6 +4,7 @@
 use crate::charts::cost::CostChart;
 use crate::charts::latency::LatencyChart;
 use crate::charts::margin::MarginChart;
+use crate::charts::palette::Palette;
 use crate::charts::throughput::ThroughputChart;
 use crate::charts::timeline::TimelineChart;
 use crate::charts::verdicts::VerdictMatrix;
@@ -83,6 +84,17 @@ pub struct Report<'a> {
     pub charts: Vec<PlacedChart>,
 }
 
+/// Every strategy's look in a report's charts: the report's strategies in their order, then any
+/// strategy only the cost data has.
+pub fn palette(grid: &Grid<'_>, cost: &[crate::scale::CostSeries]) -> Palette {
+    Palette::new(
+        grid.strategies
+            .iter()
+            .map(|s| s.id.as_str())
+            .chain(cost.iter().map(|c| c.strategy.as_str())),
+    )
+}
+
 /// Builds the report: draws every chart (a chart that fails to draw fails the report).
 pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
     let grid = Grid::new(input.current);
@@ -90,6 +102,7 @@ pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
     let deltas = input
         .baseline
         .map(|(old, name)| (delta::compare(old, input.current), name.to_owned()));
+    let palette = palette(&grid, input.cost);
     let mut charts = Vec::new();
     let mut place = |section, violated, chart| {
         charts.push(PlacedChart {
@@ -108,7 +121,7 @@ pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
         )?,
     );
     for row in &grid.rows {
-        let plot = ThroughputChart::of_row(&grid, row);
+        let plot = ThroughputChart::of_row(&grid, row, &palette);
         let title = plot.title.clone();
         place(
             Section::Throughput,
@@ -117,7 +130,7 @@ pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
         );
     }
     for row in &grid.rows {
-        if let Some(plot) = LatencyChart::of_row(&grid, row) {
+        if let Some(plot) = LatencyChart::of_row(&grid, row, &palette) {
             let title = plot.title.clone();
             place(
                 Section::Latency,
@@ -127,7 +140,7 @@ pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
         }
     }
     for row in &grid.rows {
-        if let Some(plot) = MarginChart::of_row(&grid, row) {
+        if let Some(plot) = MarginChart::of_row(&grid, row, &palette) {
             let title = plot.title.clone();
             place(
                 Section::Margin,
@@ -152,7 +165,7 @@ pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
             }
         }
     }
-    for plot in CostChart::of_scale(input.cost) {
+    for plot in CostChart::of_scale(input.cost, &palette) {
         place(
             Section::Cost,
             false,

@@ -11,9 +11,13 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use lockbench_reports::charts::cost::CostChart;
+use lockbench_reports::charts::latency::LatencyChart;
+use lockbench_reports::charts::margin::MarginChart;
+use lockbench_reports::charts::palette::{Palette, SeriesStyle};
 use lockbench_reports::charts::render;
+use lockbench_reports::charts::throughput::ThroughputChart;
 use lockbench_reports::grid::Grid;
-use lockbench_reports::report::{ReportInput, Section};
+use lockbench_reports::report::{self, ReportInput, Section};
 use lockbench_reports::rules;
 use lockbench_reports::scale::{CostPoint, CostSeries};
 use lockbench_reports::{Comparison, WrittenReport, write_report};
@@ -276,6 +280,10 @@ fn a_baseline_adds_the_changes() {
         assert!(text.contains("-50%"), "throughput halved");
         assert!(text.contains("3 → 0 (-3)"), "overlaps went away");
         assert!(text.contains("Only in this run: long-tail memory"));
+        assert!(
+            text.contains("11 of 11 cases changed beyond noise (11 slower); 0 new violations"),
+            "every matched case ran at half its old throughput"
+        );
     }
     assert!(html.contains("<table id=\"changes\">"));
 }
@@ -302,7 +310,7 @@ fn scale_data_adds_cost_charts() {
             points: vec![point(1000, 10.0, 1.0)],
         },
     ];
-    let charts = CostChart::of_scale(&cost);
+    let charts = CostChart::of_scale(&cost, &Palette::default());
     assert_eq!(
         charts.len(),
         5,
@@ -316,7 +324,95 @@ fn scale_data_adds_cost_charts() {
             .svg
             .contains("redis-watchdog-batched (stopped at 9000: budget)")
     );
-    assert!(CostChart::of_scale(&[]).is_empty(), "no data, no chart");
+    assert!(
+        CostChart::of_scale(&[], &Palette::default()).is_empty(),
+        "no data, no chart"
+    );
+    // The held-locks axis is labelled at round values only (once "9 00010 000" overlapped).
+    let label = |text: &str| format!(">{}\n</text>", text.replace(',', "\u{2009}"));
+    let labels = chart
+        .svg
+        .replace(['\n', ' '], "")
+        .replace("</text>", "\n</text>");
+    assert!(labels.contains(&label("5,000")) && labels.contains(&label("10,000")));
+    assert!(!labels.contains(&label("9,000")), "no label per thousand");
+}
+
+/// Every chart of a report draws a strategy in the same look — its place in the report's strategy
+/// list — and no two strategies alike: the throughput bars, latency curves and margin ranges of
+/// every row and the cost lines, whose series come in another order and add a strategy.
+#[test]
+fn each_strategy_keeps_its_colour_in_every_chart() {
+    let c = fixture();
+    let grid = Grid::new(&c);
+    let series = |strategy: &str| CostSeries {
+        strategy: strategy.into(),
+        stopped: None,
+        points: vec![CostPoint {
+            held_locks: 1000,
+            renew_calls_per_s: Some(100.0),
+            server_cpu_ms_per_s: Some(3.0),
+            client_cpu_percent: 1.0,
+            rss_mb: 20.0,
+            threads: 4,
+        }],
+    };
+    let cost = vec![
+        series("zookeeper"),
+        series("redis-guard-thread"),
+        series("memory"),
+    ];
+    let palette = report::palette(&grid, &cost);
+    let mut seen: Vec<(String, SeriesStyle, &str)> = Vec::new();
+    for row in &grid.rows {
+        let bars = ThroughputChart::of_row(&grid, row, &palette).bars;
+        seen.extend(
+            bars.into_iter()
+                .map(|b| (b.strategy, b.style, "throughput")),
+        );
+        if let Some(chart) = LatencyChart::of_row(&grid, row, &palette) {
+            seen.extend(
+                chart
+                    .curves
+                    .into_iter()
+                    .map(|c| (c.strategy, c.style, "latency")),
+            );
+        }
+        if let Some(chart) = MarginChart::of_row(&grid, row, &palette) {
+            seen.extend(
+                chart
+                    .ranges
+                    .into_iter()
+                    .map(|r| (r.strategy, r.style, "margin")),
+            );
+        }
+    }
+    for chart in CostChart::of_scale(&cost, &palette) {
+        seen.extend(
+            chart
+                .lines
+                .into_iter()
+                .map(|l| (l.strategy, l.style, "cost")),
+        );
+    }
+    for kind in ["throughput", "latency", "margin", "cost"] {
+        assert!(seen.iter().any(|(_, _, k)| *k == kind), "no {kind} chart");
+    }
+    for (id, style, kind) in &seen {
+        for (other, other_style, other_kind) in &seen {
+            assert_eq!(
+                id == other,
+                style == other_style,
+                "{id} in {kind} and {other} in {other_kind}"
+            );
+        }
+    }
+    let ids: std::collections::BTreeSet<&str> = seen.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(
+        ids.len(),
+        5,
+        "the fixture's four and the cost data's extra one"
+    );
 }
 
 #[test]

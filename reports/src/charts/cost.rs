@@ -1,19 +1,25 @@
 //! Cost against held locks: one line per strategy, held locks on a log x axis, a cost figure (server
 //! renew calls and CPU, client CPU, memory and threads) on a log y axis. The data comes from a
 //! `lockbench scale` run ([`crate::scale::ScaleResults::cost_series`]); [`CostChart::of_scale`] makes
-//! one chart per figure, and a report draws them only when it is given such data.
+//! one chart per figure, and a report draws them only when it is given such data. Log axes are
+//! labelled at a few round values per decade, with no minor grid; the legend sits right of the plot.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{AXIS_SIZE, LABEL_SIZE, Plot, TITLE_SIZE, err, strategy_color, text, tick};
+use super::palette::{Palette, SeriesStyle};
+use super::{AXIS_SIZE, LABEL_SIZE, LEGEND_ROW, Plot, TITLE_SIZE, err, text, tick};
 use crate::scale::{CostPoint, CostSeries};
 
 /// One strategy's line: (held locks, cost) pairs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CostLine {
+    /// Strategy id.
+    pub strategy: String,
     /// Legend text (strategy id, and where it stopped short).
     pub label: String,
+    /// The strategy's look in this report.
+    pub style: SeriesStyle,
     /// Points with a positive cost, ascending by held locks.
     pub points: Vec<(f64, f64)>,
 }
@@ -73,8 +79,9 @@ const METRICS: [Metric; 5] = [
 ];
 
 impl CostChart {
-    /// One chart per figure of a scale run that has data (none when `series` is empty).
-    pub fn of_scale(series: &[CostSeries]) -> Vec<CostChart> {
+    /// One chart per figure of a scale run that has data (none when `series` is empty), each line
+    /// in its strategy's look from `palette`.
+    pub fn of_scale(series: &[CostSeries], palette: &Palette) -> Vec<CostChart> {
         METRICS
             .iter()
             .map(|(slug, title, y_desc, figure)| CostChart {
@@ -84,6 +91,8 @@ impl CostChart {
                 lines: series
                     .iter()
                     .map(|s| CostLine {
+                        strategy: s.strategy.clone(),
+                        style: palette.style(&s.strategy),
                         label: match &s.stopped {
                             Some(why) => format!("{} ({why})", s.strategy),
                             None => s.strategy.clone(),
@@ -108,11 +117,24 @@ impl CostChart {
     pub fn has_data(&self) -> bool {
         self.lines.iter().any(|s| !s.points.is_empty())
     }
+
+    /// The lines with points, each with its legend entry.
+    fn drawn(&self) -> impl Iterator<Item = &CostLine> {
+        self.lines.iter().filter(|l| !l.points.is_empty())
+    }
+
+    fn legend_width(&self) -> i32 {
+        super::legend_width(self.drawn().map(|l| l.label.as_str()))
+    }
 }
 
 impl Plot for CostChart {
     fn size(&self) -> (u32, u32) {
-        (960, 560)
+        let legend_height = 120 + LEGEND_ROW * self.drawn().count() as i32;
+        (
+            (760 + self.legend_width()) as u32,
+            legend_height.max(560) as u32,
+        )
     }
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
@@ -128,15 +150,17 @@ impl Plot for CostChart {
         if !x_lo.is_finite() || !y_lo.is_finite() {
             (x_lo, y_lo, y_hi) = (1.0, 0.1, 1.0);
         }
-        let mut chart = ChartBuilder::on(area)
-            .caption(&self.title, text(TITLE_SIZE))
+        let body = area.titled(&self.title, text(TITLE_SIZE)).map_err(err)?;
+        let (width, _) = body.dim_in_pixel();
+        let (plot_area, legend_area) = body.split_horizontally(width as i32 - self.legend_width());
+        let mut chart = ChartBuilder::on(&plot_area)
             .margin(14)
-            .margin_right(28)
+            .margin_right(24)
             .x_label_area_size(56)
             .y_label_area_size(84)
             .build_cartesian_2d(
-                (x_lo / 1.5..x_hi * 1.5).log_scale(),
-                (y_lo / 2.0..y_hi * 2.0).log_scale(),
+                super::log_axis(x_lo / 1.5, x_hi * 1.5),
+                super::log_axis(y_lo / 2.0, y_hi * 2.0),
             )
             .map_err(err)?;
         chart
@@ -149,32 +173,17 @@ impl Plot for CostChart {
             .y_label_formatter(&|y| tick(*y))
             .draw()
             .map_err(err)?;
-        for (i, series) in self.lines.iter().enumerate() {
-            if series.points.is_empty() {
-                continue;
-            }
-            let color = strategy_color(i);
+        for series in self.drawn() {
+            let color = series.style.color;
             let mut data = series.points.clone();
             data.sort_by(|a, b| a.0.total_cmp(&b.0));
-            chart
-                .draw_series(LineSeries::new(data.clone(), color.stroke_width(3)))
-                .map_err(err)?
-                .label(series.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
-                });
+            super::draw_line(&mut chart, data.clone(), series.style, 3)?;
             chart
                 .draw_series(data.iter().map(|&p| Circle::new(p, 4, color.filled())))
                 .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font(text(LABEL_SIZE))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(err)?;
-        Ok(())
+        let entries: Vec<(String, SeriesStyle)> =
+            self.drawn().map(|l| (l.label.clone(), l.style)).collect();
+        super::draw_legend(&legend_area, &entries, 14)
     }
 }

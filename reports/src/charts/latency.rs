@@ -1,22 +1,26 @@
 //! Acquire-latency percentile curves for one row, from the raw HdrHistograms: x is the percentile as
 //! its number of nines, log10(1 / (1 − p)), so 90%, 99%, 99.9% are evenly spaced; y is the latency on
-//! a log scale; each curve ends at the max.
+//! a log scale; each curve ends at the max. The axis always reaches 99.9 % so the 99 and 99.9 ticks are
+//! labelled even when a curve ends before them; the legend sits right of the plot.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{AXIS_SIZE, LABEL_SIZE, Plot, TITLE_SIZE, err, strategy_color, text};
+use super::palette::{Palette, SeriesStyle};
+use super::{AXIS_SIZE, LABEL_SIZE, LEGEND_ROW, Plot, TITLE_SIZE, err, text};
 use crate::grid::{Grid, Row, ran, verdict_word};
 use crate::histogram::{self, PercentilePoint};
 
 /// One strategy's curve.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Curve {
+    /// Strategy id.
+    pub strategy: String,
     /// Legend text.
     pub label: String,
-    /// Colour index.
-    pub color: usize,
+    /// The strategy's look in this report.
+    pub style: SeriesStyle,
     /// Points, in percentile order.
     pub points: Vec<PercentilePoint>,
 }
@@ -33,28 +37,35 @@ pub struct LatencyChart {
 }
 
 impl LatencyChart {
-    /// Acquire latency curves of `row`; None when no case recorded an acquire.
-    pub fn of_row(grid: &Grid<'_>, row: &Row<'_>) -> Option<Self> {
-        Self::of_histogram(grid, row, "acquire", "acquire latency")
+    /// Acquire latency curves of `row`, each in its strategy's look from `palette`; None when no
+    /// case recorded an acquire.
+    pub fn of_row(grid: &Grid<'_>, row: &Row<'_>, palette: &Palette) -> Option<Self> {
+        Self::of_histogram(grid, row, palette, "acquire", "acquire latency")
     }
 
     /// Curves of histogram `name` in `row`.
-    pub fn of_histogram(grid: &Grid<'_>, row: &Row<'_>, name: &str, what: &str) -> Option<Self> {
+    pub fn of_histogram(
+        grid: &Grid<'_>,
+        row: &Row<'_>,
+        palette: &Palette,
+        name: &str,
+        what: &str,
+    ) -> Option<Self> {
         let curves: Vec<Curve> = grid
             .strategies
             .iter()
-            .enumerate()
-            .filter_map(|(i, s)| {
+            .filter_map(|s| {
                 let case = row.case(&s.id).filter(|c| ran(c))?;
                 let hist = histogram::of_case(case, name)?;
                 let verdict = verdict_word(Some(case));
                 Some(Curve {
+                    strategy: s.id.clone(),
                     label: if verdict == "VIOLATED" {
                         format!("{} (VIOLATED)", s.id)
                     } else {
                         s.id.clone()
                     },
-                    color: i,
+                    style: palette.style(&s.id),
                     points: histogram::percentile_curve(&hist),
                 })
             })
@@ -80,6 +91,9 @@ fn percentile_label(x: f64) -> String {
     format!("{text}%")
 }
 
+/// The x axis always reaches this many nines (99.9 %).
+const MIN_NINES: f64 = 3.0;
+
 /// Where the x ticks go: 0%, 50%, 75%, then every nine (90%, 99%, ...) up to `x_hi`.
 fn ticks(x_hi: f64) -> Vec<f64> {
     let mut ticks = vec![0.0, x_of(50.0), x_of(75.0)];
@@ -91,14 +105,24 @@ fn ticks(x_hi: f64) -> Vec<f64> {
     ticks
 }
 
+impl LatencyChart {
+    fn legend_width(&self) -> i32 {
+        super::legend_width(self.curves.iter().map(|c| c.label.as_str()))
+    }
+}
+
 impl Plot for LatencyChart {
     fn size(&self) -> (u32, u32) {
-        (960, 560)
+        let legend_height = 120 + LEGEND_ROW * self.curves.len() as i32;
+        (
+            (760 + self.legend_width()) as u32,
+            legend_height.max(560) as u32,
+        )
     }
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let points = self.curves.iter().flat_map(|c| c.points.iter());
-        let (mut lo, mut hi, mut x_hi) = (f64::INFINITY, 0.0f64, 1.0f64);
+        let (mut lo, mut hi, mut x_hi) = (f64::INFINITY, 0.0f64, MIN_NINES);
         for p in points {
             if p.value_ms > 0.0 {
                 lo = lo.min(p.value_ms);
@@ -111,13 +135,15 @@ impl Plot for LatencyChart {
             hi = 1.0;
         }
         let (y_lo, y_hi) = (lo / 1.6, hi * 2.0);
-        let mut chart = ChartBuilder::on(area)
-            .caption(&self.title, text(TITLE_SIZE))
+        let body = area.titled(&self.title, text(TITLE_SIZE)).map_err(err)?;
+        let (width, _) = body.dim_in_pixel();
+        let (plot_area, legend_area) = body.split_horizontally(width as i32 - self.legend_width());
+        let mut chart = ChartBuilder::on(&plot_area)
             .margin(14)
-            .margin_right(36)
+            .margin_right(24)
             .x_label_area_size(64)
             .y_label_area_size(84)
-            .build_cartesian_2d(0.0..x_hi * 1.04, (y_lo..y_hi).log_scale())
+            .build_cartesian_2d(0.0..x_hi * 1.04, super::log_axis(y_lo, y_hi))
             .map_err(err)?;
         chart
             .configure_mesh()
@@ -147,19 +173,13 @@ impl Plot for LatencyChart {
             .map_err(err)?;
         }
         for curve in &self.curves {
-            let color = strategy_color(curve.color);
+            let color = curve.style.color;
             let data: Vec<(f64, f64)> = curve
                 .points
                 .iter()
                 .map(|p| (x_of(p.percentile), p.value_ms.max(y_lo)))
                 .collect();
-            chart
-                .draw_series(LineSeries::new(data.clone(), color.stroke_width(3)))
-                .map_err(err)?
-                .label(curve.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
-                });
+            super::draw_line(&mut chart, data.clone(), curve.style, 3)?;
             chart
                 .draw_series(
                     data.iter()
@@ -167,15 +187,12 @@ impl Plot for LatencyChart {
                 )
                 .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font(text(LABEL_SIZE))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(err)?;
-        Ok(())
+        let entries: Vec<(String, SeriesStyle)> = self
+            .curves
+            .iter()
+            .map(|c| (c.label.clone(), c.style))
+            .collect();
+        super::draw_legend(&legend_area, &entries, 14)
     }
 }
 

@@ -7,9 +7,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{
-    AXIS_SIZE, LABEL_SIZE, NOTE_SIZE, Plot, TITLE_SIZE, VIOLATED, err, strategy_color, text,
-};
+use super::palette::{Palette, SeriesStyle};
+use super::{AXIS_SIZE, LABEL_SIZE, NOTE_SIZE, Plot, TITLE_SIZE, VIOLATED, err, text};
 use crate::format::ms;
 use crate::grid::{Grid, Row, ran};
 use crate::histogram;
@@ -19,8 +18,8 @@ use crate::histogram;
 pub struct MarginRange {
     /// Strategy id.
     pub strategy: String,
-    /// Colour index.
-    pub color: usize,
+    /// The strategy's look in this report.
+    pub style: SeriesStyle,
     /// Renewals measured.
     pub count: u64,
     /// Smallest margin.
@@ -47,19 +46,19 @@ pub struct MarginChart {
 }
 
 impl MarginChart {
-    /// The chart of `row`; None when no strategy renewed there.
-    pub fn of_row(grid: &Grid<'_>, row: &Row<'_>) -> Option<Self> {
+    /// The chart of `row`, each range in its strategy's colour from `palette`; None when no
+    /// strategy renewed there.
+    pub fn of_row(grid: &Grid<'_>, row: &Row<'_>, palette: &Palette) -> Option<Self> {
         let ranges: Vec<MarginRange> = grid
             .strategies
             .iter()
-            .enumerate()
-            .filter_map(|(i, s)| {
+            .filter_map(|s| {
                 let case = row.case(&s.id).filter(|c| ran(c))?;
                 let hist = histogram::of_case(case, "renew_margin")?;
                 let (min, p, max) = histogram::spread_ms(&hist, &[10.0, 50.0, 90.0]);
                 Some(MarginRange {
                     strategy: s.id.clone(),
-                    color: i,
+                    style: palette.style(&s.id),
                     count: hist.len(),
                     min,
                     p10: p[0],
@@ -155,7 +154,7 @@ impl Plot for MarginChart {
         }
         for (i, r) in self.ranges.iter().enumerate() {
             let slot = n - 1 - i as i32;
-            let color = strategy_color(r.color);
+            let color = r.style.color;
             let mid = || SegmentValue::CenterOf(slot);
             chart
                 .draw_series(std::iter::once(PathElement::new(

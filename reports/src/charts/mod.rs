@@ -11,10 +11,15 @@
 //! | [`margin`] | renewal margin distribution (TTL left when renewals land) |
 //! | [`timeline`] | holder timeline of one key per case, overlaps and fault windows marked |
 //! | [`cost`] | cost against held locks (drawn only when such data is given) |
+//! | [`palette`] | one colour and line style per strategy, the same in every chart of a report |
+//!
+//! Line charts put their legend right of the plot (`draw_legend`); log axes are labelled at 1, 2, 5
+//! (or fewer) per decade with no minor grid (`log_ticks`).
 
 pub mod cost;
 pub mod latency;
 pub mod margin;
+pub mod palette;
 pub mod throughput;
 pub mod timeline;
 pub mod verdicts;
@@ -22,9 +27,13 @@ pub mod verdicts;
 use std::sync::OnceLock;
 
 use plotters::coord::Shift;
+use plotters::coord::combinators::WithKeyPoints;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use self::palette::{Dash, SeriesStyle};
 
 /// DejaVu Sans (Bitstream Vera license, see `reports/assets/DejaVuSans-LICENSE.txt`).
 pub const FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
@@ -155,25 +164,6 @@ pub(crate) fn text(size: u32) -> TextStyle<'static> {
     (FAMILY, size).into_font().color(&BLACK)
 }
 
-/// Colours of strategies, by column index (no red: red marks violations).
-const PALETTE: [RGBColor; 10] = [
-    RGBColor(0x4e, 0x79, 0xa7),
-    RGBColor(0xf2, 0x8e, 0x2b),
-    RGBColor(0x76, 0xb7, 0xb2),
-    RGBColor(0x59, 0xa1, 0x4f),
-    RGBColor(0xb0, 0x7a, 0xa1),
-    RGBColor(0x9c, 0x75, 0x5f),
-    RGBColor(0xed, 0xc9, 0x48),
-    RGBColor(0x17, 0x3f, 0x5f),
-    RGBColor(0xba, 0xb0, 0xac),
-    RGBColor(0x6b, 0x8e, 0x23),
-];
-
-/// The colour of the strategy in column `index`.
-pub fn strategy_color(index: usize) -> RGBColor {
-    PALETTE[index % PALETTE.len()]
-}
-
 /// Violations.
 pub const VIOLATED: RGBColor = RGBColor(0xc6, 0x28, 0x28);
 /// Safe.
@@ -194,13 +184,143 @@ pub(crate) fn text_width(s: &str, size: u32) -> i32 {
 }
 
 /// An axis tick: whole numbers without decimals (thousands grouped), others with up to three
-/// significant decimals and no trailing zeros.
+/// decimals — more below 0.001, down to the value's first significant digit — and no trailing zeros.
 pub(crate) fn tick(v: f64) -> String {
     if v.fract().abs() < 1e-9 {
         return crate::format::group(v.round() as i64);
     }
-    let text = format!("{v:.3}");
+    let decimals = if v.abs() < 0.001 {
+        (-v.abs().log10()).ceil() as usize + 1
+    } else {
+        3
+    };
+    let text = format!("{v:.decimals$}");
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// The labelled values of a log axis over `lo..hi`: 1, 1.5, 2, 3, 5 and 7 times each power of ten
+/// within one decade, 1, 2 and 5 within a couple, 1 and 3 over up to five, powers of ten beyond (every other one past ten
+/// decades), so labels never crowd.
+pub(crate) fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo && lo.is_finite() && hi.is_finite()) {
+        return Vec::new();
+    }
+    let decades = (hi / lo).log10();
+    let (mantissas, step): (&[f64], i32) = if decades <= 1.0 {
+        (&[1.0, 1.5, 2.0, 3.0, 5.0, 7.0], 1)
+    } else if decades <= 2.5 {
+        (&[1.0, 2.0, 5.0], 1)
+    } else if decades <= 5.0 {
+        (&[1.0, 3.0], 1)
+    } else if decades <= 10.0 {
+        (&[1.0], 1)
+    } else {
+        (&[1.0], 2)
+    };
+    let first = lo.log10().floor() as i32;
+    let last = hi.log10().ceil() as i32;
+    let mut ticks = Vec::new();
+    for exponent in (first..=last).step_by(step as usize) {
+        for m in mantissas {
+            // Rounded so 0.1 × 3 prints as 0.3, not 0.30000000000000004.
+            let value = format!("{:.2e}", m * 10f64.powi(exponent))
+                .parse::<f64>()
+                .unwrap_or(0.0);
+            if value >= lo && value <= hi {
+                ticks.push(value);
+            }
+        }
+    }
+    ticks
+}
+
+/// A log axis over `lo..hi` whose labels and grid lines are [`log_ticks`] only.
+pub(crate) fn log_axis(lo: f64, hi: f64) -> WithKeyPoints<LogCoord<f64>> {
+    (lo..hi).log_scale().with_key_points(log_ticks(lo, hi))
+}
+
+/// Draws one strategy's line in its style (`width` pixels wide).
+pub(crate) fn draw_line<DB, X, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    data: Vec<(X::ValueType, Y::ValueType)>,
+    style: SeriesStyle,
+    width: u32,
+) -> Result<(), String>
+where
+    DB: DrawingBackend,
+    X: Ranged,
+    Y: Ranged,
+    X::ValueType: Clone + 'static,
+    Y::ValueType: Clone + 'static,
+{
+    let shape = style.color.stroke_width(width);
+    match dash_pattern(style.dash) {
+        None => chart
+            .draw_series(LineSeries::new(data, shape))
+            .map(|_| ())
+            .map_err(err),
+        Some((dash, gap)) => chart
+            .draw_series(DashedLineSeries::new(data, dash, gap, shape))
+            .map(|_| ())
+            .map_err(err),
+    }
+}
+
+/// Dash and gap lengths in pixels; `None` for a solid line.
+fn dash_pattern(dash: Dash) -> Option<(u32, u32)> {
+    match dash {
+        Dash::Solid => None,
+        Dash::Dashed => Some((12, 6)),
+        Dash::Dotted => Some((3, 5)),
+    }
+}
+
+/// Gap between the plot and its legend, and around a legend entry's line sample.
+const LEGEND_PAD: i32 = 16;
+/// Length of a legend entry's line sample.
+const LEGEND_SAMPLE: i32 = 30;
+/// Height of one legend entry.
+pub(crate) const LEGEND_ROW: i32 = 24;
+
+/// The width a legend of `labels` needs right of the plot.
+pub(crate) fn legend_width<'a>(labels: impl IntoIterator<Item = &'a str>) -> i32 {
+    let widest = labels
+        .into_iter()
+        .map(|l| text_width(l, LABEL_SIZE))
+        .max()
+        .unwrap_or(0);
+    LEGEND_PAD + LEGEND_SAMPLE + 8 + widest + LEGEND_PAD
+}
+
+/// Draws a legend in `area` (the strip right of the plot): one row per entry, a line sample in the
+/// entry's style and its label, from `top` down.
+pub(crate) fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    entries: &[(String, SeriesStyle)],
+    top: i32,
+) -> Result<(), String> {
+    for (i, (label, style)) in entries.iter().enumerate() {
+        let y = top + LEGEND_ROW / 2 + i as i32 * LEGEND_ROW;
+        let (x0, x1) = (LEGEND_PAD, LEGEND_PAD + LEGEND_SAMPLE);
+        let shape = style.color.stroke_width(3);
+        match dash_pattern(style.dash) {
+            None => area.draw(&PathElement::new(vec![(x0, y), (x1, y)], shape)),
+            Some((dash, gap)) => area.draw(&DashedPathElement::new(
+                vec![(x0, y), (x1, y)],
+                dash,
+                gap,
+                shape,
+            )),
+        }
+        .map_err(err)?;
+        area.draw(&Text::new(
+            label.clone(),
+            (x1 + 8, y),
+            text(LABEL_SIZE).pos(Pos::new(HPos::Left, VPos::Center)),
+        ))
+        .map_err(err)?;
+    }
+    Ok(())
 }
 
 /// Writes the names of a chart's categories (bars, lanes) left of the plot, top to bottom, centred
@@ -228,4 +348,33 @@ pub(crate) fn category_labels<DB: DrawingBackend>(
 /// one value with no height, so a single category gets an empty slot above it).
 pub(crate) fn slots(n: i32) -> std::ops::Range<i32> {
     0..(n - 1).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_ticks_stay_sparse_and_readable() {
+        // The cost charts' held-locks axis: 1k..10k, once labelled every thousand.
+        let held = log_ticks(1000.0 / 1.5, 10_000.0 * 1.5);
+        assert_eq!(held, [1000.0, 2000.0, 5000.0, 10_000.0]);
+        let labels: Vec<String> = held.iter().map(|v| tick(*v)).collect();
+        assert_eq!(
+            labels,
+            [
+                "1\u{2009}000",
+                "2\u{2009}000",
+                "5\u{2009}000",
+                "10\u{2009}000"
+            ]
+        );
+        assert_eq!(
+            log_ticks(0.05, 800.0),
+            [0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0]
+        );
+        assert_eq!(log_ticks(1.0, 1e12).len(), 7, "every other power of ten");
+        assert_eq!(tick(0.0002), "0.0002");
+        assert_eq!(tick(0.3), "0.3");
+    }
 }

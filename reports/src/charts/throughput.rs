@@ -5,7 +5,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{AXIS_SIZE, LABEL_SIZE, MUTED, Plot, TITLE_SIZE, VIOLATED, err, strategy_color, text};
+use super::palette::{Palette, SeriesStyle};
+use super::{AXIS_SIZE, LABEL_SIZE, MUTED, Plot, TITLE_SIZE, VIOLATED, err, text};
 use crate::format::rate;
 use crate::grid::{Grid, Row, ran, verdict_word};
 
@@ -14,8 +15,8 @@ use crate::grid::{Grid, Row, ran, verdict_word};
 pub struct Bar {
     /// Strategy id.
     pub strategy: String,
-    /// Colour index (the strategy's column).
-    pub color: usize,
+    /// The strategy's look in this report.
+    pub style: SeriesStyle,
     /// Completed critical sections per second; None when the case did not run.
     pub value: Option<f64>,
     /// `safe`, `VIOLATED`, `skipped`, ...
@@ -32,17 +33,16 @@ pub struct ThroughputChart {
 }
 
 impl ThroughputChart {
-    /// The chart of `row`.
-    pub fn of_row(grid: &Grid<'_>, row: &Row<'_>) -> Self {
+    /// The chart of `row`, each bar in its strategy's colour from `palette`.
+    pub fn of_row(grid: &Grid<'_>, row: &Row<'_>, palette: &Palette) -> Self {
         let bars = grid
             .strategies
             .iter()
-            .enumerate()
-            .filter_map(|(i, s)| {
+            .filter_map(|s| {
                 let case = row.case(&s.id)?;
                 Some(Bar {
                     strategy: s.id.clone(),
-                    color: i,
+                    style: palette.style(&s.id),
                     value: ran(case).then_some(case.throughput.completed_per_s),
                     verdict: verdict_word(Some(case)),
                 })
@@ -106,7 +106,7 @@ impl Plot for ThroughputChart {
             let slot = n - 1 - i as i32;
             let value = bar.value.unwrap_or(0.0);
             let color = if bar.value.is_some() {
-                strategy_color(bar.color)
+                bar.style.color
             } else {
                 MUTED
             };
