@@ -1,7 +1,8 @@
 //! The process-CPU reader: a process's CPU time, resident set and thread count from `/proc/<pid>/stat`
 //! (any process, clock-tick resolution), for client and server cost; and this process's CPU time from
 //! `getrusage` ([`process_cpu_time`], microsecond resolution), for the client's own cost; and the
-//! members of a process group ([`group_members`]).
+//! members of a process group ([`group_members`]) and a process's scheduler state ([`state`]), the
+//! evidence that a pause stopped it.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -65,6 +66,17 @@ pub fn group_members(pgid: u32) -> Vec<u32> {
     members
 }
 
+/// The scheduler state of `pid` (`/proc/<pid>/stat` field 3: `R`, `S`, `T` stopped, `Z` zombie, …);
+/// `None` when the process is gone.
+pub fn state(pid: u32) -> Option<char> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    text[text.rfind(')')? + 1..]
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
 fn parse_stat(text: &str) -> Option<ProcSample> {
     // The command name (field 2) may hold spaces and parentheses: fields are counted after the last ')'.
     let after = &text[text.rfind(')')? + 1..];
@@ -112,6 +124,8 @@ mod tests {
 
     #[test]
     fn reads_this_process() {
+        assert!(matches!(state(std::process::id()), Some('R' | 'S')));
+        assert_eq!(state(u32::MAX - 1), None);
         let me = sample(None).expect("/proc/self/stat");
         assert!(me.threads >= 1);
         assert!(me.rss_bytes > 1 << 20, "{me:?}");

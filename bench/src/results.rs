@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use lockbench_reports::model::{
-    CaseResult, CaseStatus, ClientCost, DriverCost, Fencing, Latencies, LostSignal, LostUpdates,
-    Operations, Orphans, Overlap, Renewal, Safety, Throughput, Verdict, Violation, Window,
+    CaseResult, CaseStatus, ClientCost, DataState, DriverCost, FaultWindow, Fencing, Latencies,
+    LostSignal, LostUpdates, Operations, Orphans, Overlap, Renewal, Safety, Throughput, Verdict,
+    Violation, Window,
 };
 
 use crate::driver::case::CaseRun;
@@ -64,6 +65,35 @@ pub(crate) fn verdict_of(reasons: &[Violation]) -> Verdict {
     }
 }
 
+/// Why a case has no verdict although it ran: the first of its faults whose own evidence says it did
+/// not take effect (`fault not applied: pause_worker: …`). What the case saw anyway is named, so
+/// nothing measured is hidden; but without the fault it says nothing about the lock under it.
+pub(crate) fn fault_not_applied(faults: &[FaultWindow], reasons: &[Violation]) -> Option<String> {
+    let window = faults.iter().find(|w| w.applied == Some(false))?;
+    let why = window
+        .evidence
+        .as_deref()
+        .or(window.note.as_deref())
+        .unwrap_or("no evidence it took effect");
+    let seen = if reasons.is_empty() {
+        String::new()
+    } else {
+        let words: Vec<&str> = reasons.iter().map(|r| r.words()).collect();
+        format!(" (seen without it: {})", words.join(", "))
+    };
+    Some(format!("fault not applied: {}: {why}{seen}", window.kind))
+}
+
+/// The verdict of a case that ran: [`verdict_of`] its reasons, but none (unknown) when nothing was
+/// held and nothing broke (no evidence either way) or when its fault did not take effect.
+pub(crate) fn judged(reasons: &[Violation], held_anything: bool, not_applied: bool) -> Verdict {
+    if not_applied || (reasons.is_empty() && !held_anything) {
+        Verdict::Unknown
+    } else {
+        verdict_of(reasons)
+    }
+}
+
 /// The results entry of one case.
 pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
     let Some(out) = &run.output else {
@@ -76,6 +106,13 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
     let lost = r.completed_writes.saturating_sub(r.final_counter_sum);
     let fencing = out.capabilities.fencing;
     let reasons = violations(f.pairs, lost, fencing.then_some(r));
+    let not_applied = fault_not_applied(&run.faults, &reasons);
+    let verdict = judged(
+        &reasons,
+        r.completed_writes > 0 || t.acquired > 0,
+        not_applied.is_some(),
+    );
+    let stale_accepted = fencing.then_some(r.stale_accepted);
     let histograms: BTreeMap<String, String> = [
         ("acquire", &t.acquire),
         ("handoff", &f.handoff),
@@ -132,12 +169,8 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
             losses: t.renewal.losses.clone(),
         },
         safety: Safety {
-            // Nothing held and nothing broken is no evidence either way: no verdict.
-            verdict: if reasons.is_empty() && r.completed_writes == 0 && t.acquired == 0 {
-                Verdict::Unknown
-            } else {
-                verdict_of(&reasons)
-            },
+            verdict,
+            data: (verdict != Verdict::Unknown).then(|| DataState::of(lost, stale_accepted)),
             reasons,
             overlap: Overlap {
                 pairs: f.pairs,
@@ -155,7 +188,7 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
             fencing: Fencing {
                 enforced: fencing,
                 stale_rejected: fencing.then_some(r.stale_rejected),
-                stale_accepted: fencing.then_some(r.stale_accepted),
+                stale_accepted,
                 duplicate_tokens: fencing.then_some(r.duplicate_tokens),
                 token_regressions: fencing.then_some(r.token_regressions),
             },
@@ -180,6 +213,7 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
         orphans: orphans(&f.orphan_waits, out.measured_ns),
         renew_after_unlock: run.renew_after_unlock.clone(),
         protocol_round_trip_ms: out.protocol_round_trip.map(|d| d.as_secs_f64() * 1e3),
+        fault_not_applied: not_applied,
     }
 }
 
@@ -277,6 +311,7 @@ fn not_run(run: &CaseRun) -> CaseResult {
                 too_late: 0,
                 lateness: none,
             },
+            data: None,
         },
         client_cost: ClientCost {
             scope: "driver_process".to_owned(),
@@ -299,6 +334,7 @@ fn not_run(run: &CaseRun) -> CaseResult {
         orphans: None,
         renew_after_unlock: run.renew_after_unlock.clone(),
         protocol_round_trip_ms: None,
+        fault_not_applied: None,
     }
 }
 
@@ -360,6 +396,105 @@ mod tests {
         let (reasons, _) = judge(&[(0, 0, 10), (1, 20, 30), (0, 40, 50)], &[1, 2, 3]);
         assert!(reasons.is_empty(), "{reasons:?}");
         assert_eq!(verdict_of(&reasons), Verdict::Safe);
+    }
+
+    /// A paused holder (lease 0, token 1) read the counter, the next holder (lease 1, token 2) read
+    /// and wrote while the first still believed it held the key, then the paused one wrote: the
+    /// violations and what became of the data, with and without fencing tokens.
+    fn paused_holder_writes_late(fencing: bool) -> (Vec<Violation>, DataState, ResourceTotals) {
+        let mut oracle = Oracle::new(1, 2, 0, 0);
+        let resource = Resource::new(1, MonoClock::new(), None, StopSignal::new());
+        let token = |t: u64| fencing.then_some(t);
+        let paused = resource.read(0, token(1));
+        let next = resource.read(0, token(2));
+        resource.write(0, next + 1, token(2), 1);
+        resource.write(0, paused + 1, token(1), 0);
+        for (client, start, end) in [(0, 0, 100), (1, 50, 150)] {
+            oracle.add(IntervalBatch {
+                client,
+                intervals: vec![Interval {
+                    key: 0,
+                    acquire_started: start,
+                    start,
+                    end,
+                    ended_by: EndedBy::Released,
+                }],
+                low_bound: u64::MAX,
+            });
+        }
+        let findings = oracle.finish();
+        let totals = resource.totals();
+        let lost = totals
+            .completed_writes
+            .saturating_sub(totals.final_counter_sum);
+        let fenced = fencing.then_some(&totals);
+        let data = DataState::of(lost, fenced.map(|r| r.stale_accepted));
+        (violations(findings.pairs, lost, fenced), data, totals)
+    }
+
+    #[test]
+    fn overlapping_holders_break_the_lock_but_fencing_keeps_the_data_intact() {
+        let (reasons, data, totals) = paused_holder_writes_late(true);
+        assert_eq!(
+            reasons,
+            vec![Violation::Overlap],
+            "the lock's promise broke"
+        );
+        assert_eq!(verdict_of(&reasons), Verdict::Violated);
+        assert_eq!(totals.stale_rejected, 1, "fencing refused the stale write");
+        assert_eq!(data, DataState::Intact);
+
+        let (reasons, data, _) = paused_holder_writes_late(false);
+        assert_eq!(
+            reasons,
+            vec![Violation::Overlap, Violation::LostUpdates],
+            "without tokens the stale write overwrote the newer one"
+        );
+        assert_eq!(data, DataState::Harmed);
+        assert_eq!(
+            DataState::of(0, Some(1)),
+            DataState::Harmed,
+            "stale accepted"
+        );
+    }
+
+    fn window(applied: Option<bool>) -> FaultWindow {
+        FaultWindow {
+            kind: "pause_worker".into(),
+            target: "client 1".into(),
+            parameters: BTreeMap::new(),
+            start_ms: 500.0,
+            stop_ms: Some(2500.0),
+            recovery_ms: None,
+            loss_noticed_ms: None,
+            note: None,
+            applied,
+            evidence: Some("worker process 4242 was already gone".into()),
+        }
+    }
+
+    #[test]
+    fn a_case_whose_fault_did_not_apply_has_no_verdict() {
+        let failed = [window(Some(true)), window(Some(false))];
+        let why = fault_not_applied(&failed, &[]).expect("a reason");
+        assert_eq!(
+            why,
+            "fault not applied: pause_worker: worker process 4242 was already gone"
+        );
+        assert_eq!(judged(&[], true, true), Verdict::Unknown, "never safe");
+        let seen = fault_not_applied(&failed, &[Violation::Overlap]).expect("a reason");
+        assert!(
+            seen.ends_with("(seen without it: overlapping holders)"),
+            "{seen}"
+        );
+        assert_eq!(judged(&[Violation::Overlap], true, true), Verdict::Unknown);
+        // Applied, or not checked: the verdict stands.
+        assert_eq!(
+            fault_not_applied(&[window(Some(true)), window(None)], &[]),
+            None
+        );
+        assert_eq!(judged(&[], true, false), Verdict::Safe);
+        assert_eq!(judged(&[], false, false), Verdict::Unknown, "nothing held");
     }
 
     #[test]

@@ -179,6 +179,7 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
         .flat_map(|s| workload.leases.iter().map(move |l| (*s, *l)));
     'cases: for (index, (strategy, lease)) in planned_cases.enumerate() {
         let mut pooled = Vec::new();
+        let mut stopped_early = false;
         for trial in 0..trials {
             if interrupt.is_set() {
                 break;
@@ -218,13 +219,14 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
                 break;
             }
             if args.settle_early && pooled.last().is_some_and(|(_, c)| settles(&workload, c)) {
+                stopped_early = trial + 1 < trials;
                 break;
             }
         }
         let case = if args.trials == 0 {
             pooled.pop().map(|(_, c)| c)
         } else {
-            trials::pool(pooled)
+            trials::pool(pooled, stopped_early)
         };
         cases.extend(case);
         if interrupt.is_set() {
@@ -249,7 +251,7 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
             cases.push(if args.trials == 0 {
                 case
             } else {
-                trials::pool(vec![(workload.seed, case.clone())]).unwrap_or(case)
+                trials::pool(vec![(workload.seed, case.clone())], false).unwrap_or(case)
             });
         }
     }

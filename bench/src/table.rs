@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use lockbench_reports::format::ms;
+use lockbench_reports::grid::data_words;
 use lockbench_reports::model::{CaseResult, Results, Verdict};
 
 const HEADERS: [&str; 16] = [
@@ -38,13 +39,21 @@ fn row(case: &CaseResult) -> [String; 16] {
     let word = match s.verdict {
         Verdict::Safe => "safe",
         Verdict::Violated => "VIOLATED",
+        Verdict::Unknown if case.fault_not_applied.is_some() => "fault not applied",
         Verdict::Unknown => "-",
     };
-    // The verdict says how many trials it rests on: "VIOLATED 1/3".
-    let verdict = match &case.trials {
+    // The verdict says how many trials it rests on ("VIOLATED 1/3", or "VIOLATED at trial 1" when
+    // the trials stopped there) and what became of the data ("· data harmed").
+    let mut verdict = match &case.trials {
+        Some(t) if s.verdict != Verdict::Unknown && t.stopped_early => {
+            format!("{word} at trial {}", t.runs)
+        }
         Some(t) if s.verdict != Verdict::Unknown => format!("{word} {}/{}", t.violated, t.runs),
         _ => word.to_owned(),
     };
+    if let Some(data) = data_words(case) {
+        verdict = format!("{verdict} · {data}");
+    }
     [
         case.strategy.clone(),
         case.lease.clone(),
@@ -102,6 +111,9 @@ pub(crate) fn render(results: &Results) -> String {
         if let Some(error) = &case.error {
             let _ = writeln!(out, "{} {}: {error}", case.strategy, case.lease);
         }
+        if let Some(why) = &case.fault_not_applied {
+            let _ = writeln!(out, "{} {}: no verdict, {why}", case.strategy, case.lease);
+        }
         if case.driver.cycles > 0 {
             let _ = writeln!(
                 out,
@@ -154,8 +166,10 @@ mod tests {
         case.trials = Some(lockbench_reports::model::Trials {
             runs: 3,
             violated: 1,
-            rate_low: 0.06,
-            rate_high: 0.79,
+            rate_low: Some(0.06),
+            rate_high: Some(0.79),
+            stopped_early: false,
+            fault_not_applied: 0,
             each: Vec::new(),
         });
         assert!(
@@ -163,6 +177,32 @@ mod tests {
             "{}",
             render(&results)
         );
+    }
+
+    #[test]
+    fn a_violated_verdict_says_whether_the_data_came_through() {
+        let fixture = include_str!("../../reports/tests/fixtures/run-redis-watchdog.json");
+        let mut results: Results = serde_json::from_str(fixture).expect("the fixture parses");
+        results.cases.truncate(1);
+        let s = &mut results.cases[0].safety;
+        s.verdict = Verdict::Violated;
+        s.fencing.enforced = true;
+        s.fencing.stale_rejected = Some(1);
+        s.fencing.stale_accepted = Some(0);
+        s.lost_updates.lost = 0;
+        s.data = Some(lockbench_reports::model::DataState::Intact);
+        let text = render(&results);
+        assert!(text.contains("VIOLATED · data intact (fenced)"), "{text}");
+        let s = &mut results.cases[0].safety;
+        s.lost_updates.lost = 2;
+        s.data = None; // as an older file: read off the counts
+        let text = render(&results);
+        assert!(text.contains("VIOLATED · data harmed"), "{text}");
+        results.cases[0].safety.verdict = Verdict::Unknown;
+        results.cases[0].fault_not_applied = Some("fault not applied: pause_worker: gone".into());
+        let text = render(&results);
+        assert!(text.contains("no verdict, fault not applied"), "{text}");
+        assert!(!text.contains("safe"), "{text}");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use lockbench_reports::histogram::{Hist, decode, encode, summary};
 use lockbench_reports::model::{
-    CaseResult, CaseStatus, ServerCost, Summary, Trial, Trials, Verdict,
+    CaseResult, CaseStatus, DataState, ServerCost, Summary, Trial, Trials, Verdict,
 };
 
 /// z for a two-sided 95 % interval.
@@ -35,9 +35,11 @@ pub(crate) fn wilson(k: u32, n: u32) -> (f64, f64) {
 }
 
 /// Pools the trials of one case, given with their seeds in run order (`None` when there are none). Trials that
-/// produced no figures (skipped, failed before starting) count in no rate; when none did, the first
-/// entry stands for the case. The holder timeline comes from the first trial with an overlap.
-pub(crate) fn pool(trials: Vec<(u64, CaseResult)>) -> Option<CaseResult> {
+/// produced no verdict (skipped, failed before starting, their fault did not take effect) count in no
+/// rate; when none has one, the first entry stands for the case. The holder timeline comes from the
+/// first trial with an overlap. `stopped_early`: the trials stopped at the first violated one before
+/// all planned ran (sequential sampling), so they give no rate interval.
+pub(crate) fn pool(trials: Vec<(u64, CaseResult)>, stopped_early: bool) -> Option<CaseResult> {
     let each: Vec<Trial> = trials
         .iter()
         .filter(|(_, c)| c.safety.verdict != Verdict::Unknown)
@@ -56,6 +58,10 @@ pub(crate) fn pool(trials: Vec<(u64, CaseResult)>) -> Option<CaseResult> {
     let (rate_low, rate_high) = wilson(violated, runs);
     let status = pooled_status(trials.iter().map(|(_, c)| c.status));
     let error = trials.iter().find_map(|(_, c)| c.error.clone());
+    let not_applied: Vec<String> = trials
+        .iter()
+        .filter_map(|(_, c)| c.fault_not_applied.clone())
+        .collect();
     let first = trials.first().map(|(_, c)| c.clone())?;
     let mut ran: Vec<CaseResult> = trials
         .into_iter()
@@ -81,11 +87,19 @@ pub(crate) fn pool(trials: Vec<(u64, CaseResult)>) -> Option<CaseResult> {
     };
     pooled.status = status;
     pooled.error = error;
+    // With a verdict from other trials, the ones whose fault failed are only counted.
+    pooled.fault_not_applied = if runs == 0 {
+        not_applied.first().cloned()
+    } else {
+        None
+    };
     pooled.trials = Some(Trials {
         runs,
         violated,
-        rate_low,
-        rate_high,
+        rate_low: (!stopped_early).then_some(rate_low),
+        rate_high: (!stopped_early).then_some(rate_high),
+        stopped_early,
+        fault_not_applied: not_applied.len() as u32,
         each,
     });
     Some(pooled)
@@ -193,6 +207,9 @@ fn add_case(into: &mut CaseResult, other: &CaseResult, histograms: &mut BTreeMap
     s.reasons.sort();
     if x.verdict == Verdict::Violated {
         s.verdict = Verdict::Violated;
+    }
+    if x.data == Some(DataState::Harmed) || s.data.is_none() {
+        s.data = x.data;
     }
     s.overlap.pairs += x.overlap.pairs;
     s.overlap.total_ms += x.overlap.total_ms;
@@ -315,6 +332,75 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 5e-4
+    }
+
+    /// A results entry of a case that ran, from a real run's file, with `verdict`.
+    fn trial(verdict: Verdict, fault_not_applied: bool) -> CaseResult {
+        let fixture = include_str!("../../reports/tests/fixtures/run-redis-watchdog.json");
+        let results: lockbench_reports::model::Results =
+            serde_json::from_str(fixture).expect("the fixture parses");
+        let mut case = results.cases[0].clone();
+        case.trials = None;
+        case.safety.verdict = verdict;
+        case.fault_not_applied =
+            fault_not_applied.then(|| "fault not applied: pause_worker: gone".to_owned());
+        case
+    }
+
+    #[test]
+    fn trials_stopped_at_their_first_violation_give_no_rate() {
+        let stopped = pool(
+            vec![
+                (1, trial(Verdict::Safe, false)),
+                (2, trial(Verdict::Violated, false)),
+            ],
+            true,
+        )
+        .expect("pooled");
+        let t = stopped.trials.expect("trials");
+        assert!(t.stopped_early);
+        assert_eq!((t.violated, t.runs), (1, 2));
+        assert_eq!((t.rate_low, t.rate_high, t.interval()), (None, None, None));
+        let full = pool(
+            vec![
+                (1, trial(Verdict::Violated, false)),
+                (2, trial(Verdict::Safe, false)),
+            ],
+            false,
+        )
+        .expect("pooled");
+        let t = full.trials.expect("trials");
+        assert!(!t.stopped_early);
+        assert!(
+            t.interval()
+                .is_some_and(|(low, high)| low > 0.0 && high < 1.0)
+        );
+    }
+
+    #[test]
+    fn trials_whose_fault_did_not_apply_count_in_no_rate() {
+        let some = pool(
+            vec![
+                (1, trial(Verdict::Unknown, true)),
+                (2, trial(Verdict::Safe, false)),
+            ],
+            false,
+        )
+        .expect("pooled");
+        let t = some.trials.as_ref().expect("trials");
+        assert_eq!((t.violated, t.runs, t.fault_not_applied), (0, 1, 1));
+        assert_eq!(some.safety.verdict, Verdict::Safe);
+        assert_eq!(some.fault_not_applied, None);
+        let none = pool(
+            vec![
+                (1, trial(Verdict::Unknown, true)),
+                (2, trial(Verdict::Unknown, true)),
+            ],
+            false,
+        )
+        .expect("pooled");
+        assert_eq!(none.safety.verdict, Verdict::Unknown, "never safe");
+        assert!(none.fault_not_applied.is_some());
     }
 
     #[test]

@@ -10,7 +10,7 @@ mod support;
 use std::sync::Mutex;
 
 use lockbench_reports::Results;
-use lockbench_reports::model::{CaseResult, CaseStatus, FaultWindow, Verdict};
+use lockbench_reports::model::{CaseResult, CaseStatus, DataState, FaultWindow, Verdict};
 
 /// One fault run at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -60,15 +60,34 @@ fn a_pause_longer_than_the_ttl_is_taken_over_and_fencing_rejects_the_stale_write
     // Measured: 7-11 overlapping pairs, 1 stale write rejected, 0 lost updates, takeover 920-1016 ms
     // after the pause began. The preset's 3.5 s leave room after the pause: a resumed worker may
     // need another timer period (up to its 300 ms task) before it runs its write (seen: 0-252 ms).
+    // redisson-classic has no fencing tokens: the resumed holder's write overwrites what the
+    // holders after it wrote (measured: 1 lost update), so the lock broke and the data was harmed.
     let results = run(
         "process-pause",
-        &["--strategies", "redis-watchdog,etcd-lease"],
+        &["--strategies", "redis-watchdog,etcd-lease,redisson-classic"],
     );
+    let unfenced = case(&results, "redisson-classic");
+    let s = &unfenced.safety;
+    assert_eq!(s.verdict, Verdict::Violated, "{s:?}");
+    assert!(s.overlap.pairs > 0, "{s:?}");
+    assert!(
+        s.lost_updates.lost > 0,
+        "the stale write went through: {s:?}"
+    );
+    assert_eq!(s.data, Some(DataState::Harmed));
+    assert_eq!(window(unfenced).applied, Some(true));
     for strategy in ["redis-watchdog", "etcd-lease"] {
         let c = case(&results, strategy);
         let s = &c.safety;
         let w = window(c);
         assert_eq!(w.kind, "pause_worker");
+        assert_eq!(w.applied, Some(true), "{w:?}");
+        assert!(
+            w.evidence
+                .as_deref()
+                .is_some_and(|e| e.ends_with("stopped (/proc state T)")),
+            "{w:?}"
+        );
         assert!(w.target.starts_with("client "), "{w:?}");
         let paused = w.stop_ms.unwrap() - w.start_ms;
         assert!(
@@ -92,7 +111,44 @@ fn a_pause_longer_than_the_ttl_is_taken_over_and_fencing_rejects_the_stale_write
         assert!(s.fencing.enforced);
         assert!(s.fencing.stale_rejected.unwrap() >= 1, "{strategy}: {s:?}");
         assert_eq!(s.lost_updates.lost, 0, "{strategy}: fencing saved the data");
+        assert_eq!(
+            s.data,
+            Some(DataState::Intact),
+            "{strategy}: lock broken, data intact"
+        );
+        assert!(s.fenced(), "{strategy}: {s:?}");
     }
+}
+
+#[test]
+fn a_fault_that_never_took_effect_gives_no_verdict() {
+    // The case stops after 2 critical sections (under a second here), before the pause is due at
+    // 2.5 s: nothing was paused, so the case says nothing about a pause (it used to read "safe").
+    let results = run(
+        "process-pause",
+        &[
+            "--strategies",
+            "redis-watchdog",
+            "--fault",
+            "pause_worker at=2500ms duration=500ms",
+            "--cycles",
+            "2",
+        ],
+    );
+    let c = case(&results, "redis-watchdog");
+    assert_eq!(c.faults.len(), 1, "{:?}", c.faults);
+    assert_eq!(c.faults[0].applied, Some(false), "{:?}", c.faults);
+    assert_eq!(
+        c.safety.verdict,
+        Verdict::Unknown,
+        "never safe: {:?}",
+        c.safety
+    );
+    assert_eq!(c.safety.data, None);
+    assert_eq!(
+        c.fault_not_applied.as_deref(),
+        Some("fault not applied: pause_worker: the case ended first")
+    );
 }
 
 #[test]

@@ -5,8 +5,11 @@
 use crate::comparison::Comparison;
 use crate::delta::{CaseDelta, Deltas, NOISE_FLOOR_PCT};
 use crate::format::{change_pct, duration_ms, ms, rate, signed_count, signed_pct};
-use crate::grid::{Grid, Row, Violations, interval, ran, trials_line, verdict_word, violated_of};
-use crate::model::{CaseResult, CaseStatus, Expectation, Results};
+use crate::grid::{
+    Grid, Row, Violations, data_words, ran, rate_interval, trials_line, verdict_with_data,
+    verdict_word, violated_of, why_not,
+};
+use crate::model::{CaseResult, CaseStatus, Expectation, Results, Verdict};
 use crate::rules::Finding;
 
 /// The report's title.
@@ -116,10 +119,12 @@ pub fn workload_line(r: &Results) -> String {
 
 /// The verdict cell: `safe`, `VIOLATED: 17 ovl · 7 lost · 13 stale`, `skipped`, ...
 pub fn verdict_cell(case: Option<&CaseResult>) -> String {
-    let word = verdict_word(case);
+    let word = verdict_with_data(case);
     match case {
-        Some(c) if word == "VIOLATED" => format!("{word}: {}", Violations::of(c).short()),
-        _ => word.to_owned(),
+        Some(c) if c.safety.verdict == Verdict::Violated && ran(c) => {
+            format!("{word}: {}", Violations::of(c).short())
+        }
+        _ => word,
     }
 }
 
@@ -174,10 +179,7 @@ pub fn matrix_cell(row: &Row<'_>, strategy: &str) -> MatrixCell {
             }
             .to_owned(),
             detail: String::new(),
-            note: case
-                .error
-                .clone()
-                .unwrap_or_else(|| "no reason recorded".to_owned()),
+            note: why_not(case).unwrap_or("no reason recorded").to_owned(),
             against_theory: false,
         };
     }
@@ -190,18 +192,19 @@ pub fn matrix_cell(row: &Row<'_>, strategy: &str) -> MatrixCell {
             format_args!("; theory: {}", expectation_word(expected)),
         );
     }
+    // Trials stopped at their first violation say when the case broke, not how often: no interval.
+    let verdict = match &case.trials {
+        Some(t) if t.stopped_early => format!("broke at trial {}", t.runs),
+        Some(_) => format!("{k}/{n}"),
+        None => verdict_word(Some(case)).to_owned(),
+    };
     MatrixCell {
         class: if k > 0 { "violated" } else { "safe" },
-        text: if case.trials.is_some() {
-            format!("{k}/{n}")
-        } else {
-            verdict_word(Some(case)).to_owned()
+        text: match data_words(case) {
+            Some(data) => format!("{verdict} · {data}"),
+            None => verdict,
         },
-        detail: case
-            .trials
-            .as_ref()
-            .map(|t| interval(t.rate_low, t.rate_high))
-            .unwrap_or_default(),
+        detail: rate_interval(case).unwrap_or_default(),
         note,
         against_theory: check.is_some_and(|(_, d)| d),
     }
@@ -228,7 +231,11 @@ pub fn against_theory(grid: &Grid<'_>) -> Vec<String> {
         let measured = trials_line(case).unwrap_or_default();
         let why = match expected {
             Expectation::Violated => {
-                let high = case.trials.as_ref().map_or(1.0, |t| t.rate_high);
+                let high = case
+                    .trials
+                    .as_ref()
+                    .and_then(|t| t.interval())
+                    .map_or(1.0, |(_, high)| high);
                 format!(
                     "theory predicts violations, none showed in {n} trial{}: the fault did not catch a holder at the moment that breaks this strategy (timing the scenario does not control), or the strategy does better than its design suggests; the rate may still be up to {:.0} %, so more trials (--thorough) would tell",
                     if n == 1 { "" } else { "s" },
@@ -386,8 +393,17 @@ pub fn not_measured(grid: &Grid<'_>) -> Vec<String> {
                     s.id,
                     row.label,
                     verdict_word(Some(c)),
-                    c.error.as_deref().unwrap_or("no reason recorded")
+                    why_not(c).unwrap_or("no reason recorded")
                 )),
+                Some(c) if c.trials.as_ref().is_some_and(|t| t.fault_not_applied > 0) => {
+                    let skipped = c.trials.as_ref().map_or(0, |t| t.fault_not_applied);
+                    lines.push(format!(
+                        "{} under {}: {skipped} trial{} without a verdict (fault not applied), not counted",
+                        s.id,
+                        row.label,
+                        if skipped == 1 { "" } else { "s" }
+                    ));
+                }
                 Some(c) if c.error.is_some() => lines.push(format!(
                     "{} under {}: note: {}",
                     s.id,
@@ -441,7 +457,7 @@ pub fn headline_cells(case: &CaseResult) -> Vec<String> {
             v.stale_accepted
                 .map_or_else(|| "no fencing".to_owned(), |n| n.to_string()),
         ),
-        verdict_word(Some(case)).to_owned(),
+        verdict_with_data(Some(case)),
     ]
 }
 

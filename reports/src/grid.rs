@@ -187,28 +187,67 @@ fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// `violated in 2 of 3 trials (95 % interval 21–94 %): overlapping holders, lost updates`; for a
-/// single run, `violated: ...` or `safe`; `None` when the case did not run.
+/// `violated in 2 of 3 trials (95 % interval 21–94 %): overlapping holders, lost updates; data
+/// harmed`; trials stopped at their first violation: `broke at trial 1 (stopped there, so no rate):
+/// ...`; for a single run, `VIOLATED: ...` or `safe`; `None` when the case did not run.
 pub fn trials_line(case: &CaseResult) -> Option<String> {
     if !ran(case) {
         return None;
     }
     let reasons: Vec<&str> = case.safety.reasons.iter().map(|r| r.words()).collect();
-    let why = if reasons.is_empty() {
+    let mut why = if reasons.is_empty() {
         String::new()
     } else {
         format!(": {}", reasons.join(", "))
     };
+    if let Some(data) = data_words(case) {
+        why = format!("{why}; {data}");
+    }
     Some(match &case.trials {
+        Some(t) if t.stopped_early => {
+            format!("broke at trial {} (stopped there, so no rate){why}", t.runs)
+        }
         Some(t) => format!(
-            "violated in {} of {} trial{} (95 % interval {}){why}",
+            "violated in {} of {} trial{}{}{why}",
             t.violated,
             t.runs,
             if t.runs == 1 { "" } else { "s" },
-            interval(t.rate_low, t.rate_high)
+            t.interval()
+                .map(|(low, high)| format!(" (95 % interval {})", interval(low, high)))
+                .unwrap_or_default()
         ),
         None => format!("{}{why}", verdict_word(Some(case))),
     })
+}
+
+/// What became of the data in a violated case: `data harmed`, `data intact (fenced)` (fencing
+/// rejected the stale writes) or `data intact`; `None` for a case that is not violated.
+pub fn data_words(case: &CaseResult) -> Option<String> {
+    if case.safety.verdict != Verdict::Violated {
+        return None;
+    }
+    let data = case.safety.data_state()?;
+    Some(if case.safety.fenced() {
+        format!("{} (fenced)", data.words())
+    } else {
+        data.words().to_owned()
+    })
+}
+
+/// The verdict with what became of the data: `VIOLATED · data harmed`, `VIOLATED · data intact
+/// (fenced)`; otherwise the [`verdict_word`].
+pub fn verdict_with_data(case: Option<&CaseResult>) -> String {
+    let word = verdict_word(case);
+    match case.and_then(data_words) {
+        Some(data) => format!("{word} · {data}"),
+        None => word.to_owned(),
+    }
+}
+
+/// The 95 % interval of the violation rate of `case`, when its trials give one (all ran).
+pub fn rate_interval(case: &CaseResult) -> Option<String> {
+    let (low, high) = case.trials.as_ref()?.interval()?;
+    Some(interval(low, high))
 }
 
 /// `21–94 %`.
@@ -233,7 +272,8 @@ pub fn ran(case: &CaseResult) -> bool {
         )
 }
 
-/// The cell text of the verdict: `safe`, `VIOLATED`, `skipped`, `failed`, `not run`.
+/// The cell text of the verdict: `safe`, `VIOLATED`, `skipped`, `failed`, `fault not applied` (no
+/// verdict: its fault did not take effect), `not run`.
 pub fn verdict_word(case: Option<&CaseResult>) -> &'static str {
     match case {
         None => "not run",
@@ -242,9 +282,15 @@ pub fn verdict_word(case: Option<&CaseResult>) -> &'static str {
             (Verdict::Violated, _) => "VIOLATED",
             (Verdict::Unknown, CaseStatus::Skipped) => "skipped",
             (Verdict::Unknown, CaseStatus::Failed) => "failed",
+            (Verdict::Unknown, _) if c.fault_not_applied.is_some() => "fault not applied",
             (Verdict::Unknown, _) => "not run",
         },
     }
+}
+
+/// Why a case has no figures or no verdict: its error, else why its fault did not take effect.
+pub fn why_not(case: &CaseResult) -> Option<&str> {
+    case.error.as_deref().or(case.fault_not_applied.as_deref())
 }
 
 #[cfg(test)]

@@ -124,7 +124,7 @@ pub fn render(report: &Report<'_>) -> String {
         let _ = writeln!(out, "<p class=\"{class}\">{}</p>", escape(line));
     }
 
-    out.push_str("<h2 id=\"breaking\">Breaking points: verdicts</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); – = the scenario does not apply (hover for why).</p>\n<table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>");
+    out.push_str("<h2 id=\"breaking\">Breaking points: verdicts</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \u{201c}fault not applied\u{201d}: the fault did not take effect, so no verdict; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); – = the scenario does not apply (hover for why).</p>\n<table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>");
     for row in &grid.rows {
         let _ = write!(
             out,

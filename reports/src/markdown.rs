@@ -96,7 +96,7 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
         .collect();
     table(&mut out, &header, &rows);
     out.push_str(
-        "Each cell: violated trials / trials and the 95 % Wilson interval for the violation rate; ≠ = the measurement disagrees with theory (below); – = the scenario does not apply. Violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens.\n\n",
+        "Each cell: violated trials / trials and the 95 % Wilson interval for the violation rate when every trial ran; \"broke at trial k\": the case stopped at its first violation, so it has no rate (`--thorough` gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \"fault not applied\": the fault did not take effect, so no verdict (listed below); ≠ = the measurement disagrees with theory (below); – = the scenario does not apply. Violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens.\n\n",
     );
     let against = content::against_theory(grid);
     if !against.is_empty() {

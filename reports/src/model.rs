@@ -319,6 +319,12 @@ pub struct CaseResult {
     /// strategies.
     #[serde(default)]
     pub protocol_round_trip_ms: Option<f64>,
+    /// Why a case that ran has no verdict: a fault it injects did not take effect
+    /// (`fault not applied: pause_worker: …`, from [`FaultWindow::applied`]); with trials, every
+    /// trial's fault failed so. A case whose fault did not apply says nothing about the lock under
+    /// that fault, so it is neither safe nor violated. Null otherwise (and in older files).
+    #[serde(default)]
+    pub fault_not_applied: Option<String>,
 }
 
 impl CaseResult {
@@ -337,12 +343,36 @@ pub struct Trials {
     pub runs: u32,
     /// Of those, how many were violated.
     pub violated: u32,
-    /// Lower end of the 95 % Wilson score interval for the violation rate.
-    pub rate_low: f64,
-    /// Upper end of the 95 % Wilson score interval for the violation rate.
-    pub rate_high: f64,
+    /// Lower end of the 95 % Wilson score interval for the violation rate; null when the trials
+    /// stopped early (`stopped_early`): the interval assumes a fixed number of trials.
+    #[serde(default)]
+    pub rate_low: Option<f64>,
+    /// Upper end of the 95 % Wilson score interval for the violation rate; null when the trials
+    /// stopped early.
+    #[serde(default)]
+    pub rate_high: Option<f64>,
+    /// The case stopped at its first violated trial, before all its planned trials ran (the
+    /// violation theory predicted settles it; `compare` without `--thorough`). That is sequential
+    /// sampling, so it says when the case broke, not how often: no rate interval. False in files
+    /// written before it was recorded.
+    #[serde(default)]
+    pub stopped_early: bool,
+    /// Trials that ran but have no verdict because their fault did not take effect
+    /// ([`CaseResult::fault_not_applied`]); they count in no rate. 0 in older files.
+    #[serde(default)]
+    pub fault_not_applied: u32,
     /// Each trial, in run order.
     pub each: Vec<Trial>,
+}
+
+impl Trials {
+    /// The 95 % interval of the violation rate, when the trials give one (all of them ran).
+    pub fn interval(&self) -> Option<(f64, f64)> {
+        if self.stopped_early {
+            return None;
+        }
+        Some((self.rate_low?, self.rate_high?))
+    }
 }
 
 /// One trial of a case.
@@ -417,6 +447,16 @@ pub struct FaultWindow {
     pub loss_noticed_ms: Option<f64>,
     /// One line on anything the reader should know (e.g. a variant this machine could not apply).
     pub note: Option<String>,
+    /// Whether the fault took effect, from its own evidence (`evidence`): a paused process was seen
+    /// stopped in `/proc`, the proxy blackholed bytes, the cgroup throttled the process, the replica
+    /// was promoted, the server accepted `CLIENT PAUSE`. False makes the case's verdict unknown
+    /// ([`CaseResult::fault_not_applied`]). Null when the kind gives no evidence to check (and in
+    /// older files).
+    #[serde(default)]
+    pub applied: Option<bool>,
+    /// The evidence `applied` rests on, or why the fault did not take effect (one line).
+    #[serde(default)]
+    pub evidence: Option<String>,
 }
 
 /// What a strategy declared it can do (`lockers::Capabilities`).
@@ -609,6 +649,65 @@ pub struct Safety {
     pub fencing: Fencing,
     /// How often `lost()` came too late.
     pub lost_signal: LostSignal,
+    /// Whether the protected data came through, beside the verdict (which also counts a broken
+    /// promise, overlapping holders, that fencing may have made harmless): `intact` when no update
+    /// was lost and no stale write accepted, else `harmed`. Null when there is no verdict; missing in
+    /// older files ([`Safety::data_state`] reads it off their counts).
+    #[serde(default)]
+    pub data: Option<DataState>,
+}
+
+impl Safety {
+    /// `data`, or for files written before it was recorded, what their counts say; `None` when the
+    /// case has no verdict.
+    pub fn data_state(&self) -> Option<DataState> {
+        if self.verdict == Verdict::Unknown {
+            return None;
+        }
+        self.data.or_else(|| {
+            Some(DataState::of(
+                self.lost_updates.lost,
+                self.fencing.stale_accepted,
+            ))
+        })
+    }
+
+    /// Whether fencing tokens protected the data: it is intact, the strategy has fencing and the
+    /// resource rejected stale writes.
+    pub fn fenced(&self) -> bool {
+        self.data_state() == Some(DataState::Intact)
+            && self.fencing.enforced
+            && self.fencing.stale_rejected.unwrap_or(0) > 0
+    }
+}
+
+/// What became of the protected data in a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DataState {
+    /// No update was lost and no stale write was accepted.
+    Intact,
+    /// Updates were lost, or the resource accepted stale writes.
+    Harmed,
+}
+
+impl DataState {
+    /// From `lost` updates and `stale_accepted` writes (None: no fencing, so none counted).
+    pub fn of(lost: u64, stale_accepted: Option<u64>) -> Self {
+        if lost > 0 || stale_accepted.unwrap_or(0) > 0 {
+            DataState::Harmed
+        } else {
+            DataState::Intact
+        }
+    }
+
+    /// `data intact`, `data harmed`.
+    pub fn words(self) -> &'static str {
+        match self {
+            DataState::Intact => "data intact",
+            DataState::Harmed => "data harmed",
+        }
+    }
 }
 
 /// Measure 1. A holder believes it holds a key from the acquire returning until it calls release or

@@ -4,7 +4,7 @@
 //! cells, so Markdown and HTML differ only in layout.
 
 use crate::format::{ms, rate};
-use crate::grid::{Grid, interval, ran, verdict_word, violated_of};
+use crate::grid::{Grid, ran, rate_interval, verdict_word, violated_of};
 use crate::model::CaseResult;
 
 /// The scenarios of the "Redlock and clocks" section, in the order the section lists them.
@@ -58,10 +58,7 @@ pub fn redlock_faults(grid: &Grid<'_>) -> Vec<Fault> {
                     let mut cells = vec![
                         case.strategy.clone(),
                         k_of_n(case),
-                        case.trials
-                            .as_ref()
-                            .map(|t| interval(t.rate_low, t.rate_high))
-                            .unwrap_or_else(|| "-".to_owned()),
+                        rate_interval(case).unwrap_or_else(|| "-".to_owned()),
                     ];
                     if restarts {
                         cells.push(

@@ -206,8 +206,10 @@ fn full_suite() -> Comparison {
             case.trials = Some(Trials {
                 runs: 3,
                 violated,
-                rate_low: if violated > 0 { 0.2077 } else { 0.0 },
-                rate_high: if violated > 0 { 0.9385 } else { 0.5615 },
+                rate_low: Some(if violated > 0 { 0.2077 } else { 0.0 }),
+                rate_high: Some(if violated > 0 { 0.9385 } else { 0.5615 }),
+                stopped_early: false,
+                fault_not_applied: 0,
                 each: Vec::new(),
             });
         }

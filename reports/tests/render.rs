@@ -199,7 +199,7 @@ fn markdown_has_the_matrix_the_rules_and_the_numbers() {
         "**[Breaking points:](#breaking-points-verdicts)**",
         "## Breaking points: verdicts",
         "| strategy | baseline | long-tail | lease-too-short · fixed:1s | lease-too-short · watchdog |",
-        "| redis-watchdog | safe | safe | **VIOLATED** | safe |",
+        "| redis-watchdog | safe | safe | **VIOLATED · data harmed** | safe |",
         "| zookeeper | safe | safe | – | safe |",
         "## Which strategy when",
         "**Unsafe under lease-too-short · fixed:1s.**",
@@ -490,8 +490,10 @@ fn with_restart_and_peer() -> Comparison {
             case.trials = Some(Trials {
                 runs: 3,
                 violated: 2,
-                rate_low: 0.21,
-                rate_high: 0.94,
+                rate_low: Some(0.21),
+                rate_high: Some(0.94),
+                stopped_early: false,
+                fault_not_applied: 0,
                 each: Vec::new(),
             });
         }
@@ -629,4 +631,75 @@ fn the_fastest_line_names_the_fastest_strategy_that_held() {
         fastest.starts_with(&format!("under baseline, {}:", best.strategy)),
         "{fastest}"
     );
+}
+
+/// The fixture with the violated redis-watchdog case of lease-too-short · fixed:1s given `trials`.
+fn with_trials(trials: lockbench_reports::model::Trials) -> Comparison {
+    let mut c = fixture();
+    for run in &mut c.runs {
+        for case in &mut run.results.cases {
+            if case.strategy == "redis-watchdog" && case.lease == "fixed:1s" {
+                case.trials = Some(trials.clone());
+            }
+        }
+    }
+    c
+}
+
+#[test]
+fn a_stopped_cell_has_no_interval_and_a_full_one_has() {
+    use lockbench_reports::content::matrix_cell;
+    use lockbench_reports::model::Trials;
+    let cell = |c: &Comparison| {
+        let grid = Grid::new(c);
+        let row = grid
+            .rows
+            .iter()
+            .find(|r| r.label == "lease-too-short · fixed:1s")
+            .unwrap();
+        matrix_cell(row, "redis-watchdog")
+    };
+    // Stopped at its first (violated) trial: when it broke, no rate.
+    let stopped = with_trials(Trials {
+        runs: 1,
+        violated: 1,
+        rate_low: None,
+        rate_high: None,
+        stopped_early: true,
+        fault_not_applied: 0,
+        each: Vec::new(),
+    });
+    let stopped_cell = cell(&stopped);
+    assert_eq!(stopped_cell.text, "broke at trial 1 · data harmed");
+    assert_eq!(
+        stopped_cell.detail, "",
+        "a stopped cell carries no interval"
+    );
+    assert!(
+        stopped_cell
+            .note
+            .starts_with("broke at trial 1 (stopped there, so no rate)"),
+        "{}",
+        stopped_cell.note
+    );
+    let built = lockbench_reports::report::build(input(&stopped)).unwrap();
+    let md = lockbench_reports::markdown::render(&built, "charts");
+    assert!(
+        md.contains("**broke at trial 1 · data harmed** |"),
+        "report.md lacks the stopped cell\n{md}"
+    );
+    assert!(!md.contains("21–100 %"), "an interval over-claims\n{md}");
+    // Every trial ran: the rate and its interval.
+    let full = with_trials(Trials {
+        runs: 3,
+        violated: 1,
+        rate_low: Some(0.0615),
+        rate_high: Some(0.7923),
+        stopped_early: false,
+        fault_not_applied: 0,
+        each: Vec::new(),
+    });
+    let full_cell = cell(&full);
+    assert_eq!(full_cell.text, "1/3 · data harmed");
+    assert_eq!(full_cell.detail, "6–79 %");
 }

@@ -70,6 +70,10 @@ struct Shared {
     faults: Mutex<[Fault; 2]>,
     conns: Mutex<HashMap<u64, Arc<Conn>>>,
     next_id: AtomicU64,
+    /// Bytes read and dropped under [`Fault::Blackhole`], both directions.
+    blackholed: AtomicU64,
+    /// Bytes forwarded late under [`Fault::Delay`], both directions.
+    delayed: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -144,6 +148,8 @@ impl Proxy {
             faults: Mutex::new([Fault::Pass; 2]),
             conns: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
+            blackholed: AtomicU64::new(0),
+            delayed: AtomicU64::new(0),
         });
         let acceptor_shared = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
@@ -199,10 +205,23 @@ impl Proxy {
         self.shared.refusing.store(refuse, Ordering::Release);
     }
 
+    /// Bytes dropped so far under [`Fault::Blackhole`] (both directions, since the start): the
+    /// evidence that a partition took effect.
+    pub fn blackholed_bytes(&self) -> u64 {
+        self.shared.blackholed.load(Ordering::Relaxed)
+    }
+
+    /// Bytes forwarded late so far under [`Fault::Delay`] (both directions, since the start).
+    pub fn delayed_bytes(&self) -> u64 {
+        self.shared.delayed.load(Ordering::Relaxed)
+    }
+
     /// Closes every live connection with a reset (`SO_LINGER` 0), on both the client and the
-    /// server side, so both peers see "connection reset". New connections are still accepted.
-    pub fn reset_all(&self) {
+    /// server side, so both peers see "connection reset"; returns how many were live. New
+    /// connections are still accepted.
+    pub fn reset_all(&self) -> usize {
         let conns: Vec<Arc<Conn>> = self.shared.conns().drain().map(|(_, c)| c).collect();
+        let live = conns.len();
         for conn in conns {
             conn.reset.store(true, Ordering::Release);
             set_linger_zero(&conn.client);
@@ -212,6 +231,7 @@ impl Proxy {
             let _ = conn.client.shutdown(Shutdown::Read);
             let _ = conn.server.shutdown(Shutdown::Read);
         }
+        live
     }
 
     /// How many proxied connections are open right now.
@@ -338,8 +358,14 @@ fn read_loop(
         let read_at = Instant::now();
         let due = match shared.fault(direction) {
             Fault::Pass => read_at,
-            Fault::Delay(delay) => read_at + delay,
-            Fault::Blackhole => continue,
+            Fault::Delay(delay) => {
+                shared.delayed.fetch_add(n as u64, Ordering::Relaxed);
+                read_at + delay
+            }
+            Fault::Blackhole => {
+                shared.blackholed.fetch_add(n as u64, Ordering::Relaxed);
+                continue;
+            }
         };
         if queue.send((due, buf[..n].to_vec())).is_err() {
             return;

@@ -125,12 +125,15 @@ fn blackhole_makes_reads_time_out_and_keeps_the_connection_open() {
     let redis = RedisServer::start().unwrap();
     let proxy = Proxy::start(redis.addr()).unwrap();
     let mut stream = connected(&proxy);
+    let before = proxy.blackholed_bytes();
 
     proxy.set(Direction::Upstream, Fault::Blackhole);
     stream
         .set_read_timeout(Some(Duration::from_millis(300)))
         .unwrap();
     let err = ping(&mut stream).unwrap_err();
+    // The evidence that the partition took effect: the request's bytes.
+    assert_eq!(proxy.blackholed_bytes() - before, PING.len() as u64);
     assert!(
         matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
         "{err:?}"
@@ -165,7 +168,7 @@ fn reset_all_resets_live_connections() {
     let mut stream = connected(&proxy);
     let clients_before = redis.command(&["CLIENT", "LIST"]).unwrap().lines().count();
 
-    proxy.reset_all();
+    assert_eq!(proxy.reset_all(), 1, "one live connection reset");
     let mut buf = [0u8; 16];
     let err = stream.read(&mut buf).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ConnectionReset, "{err:?}");

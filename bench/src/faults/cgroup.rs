@@ -2,7 +2,8 @@
 //! bandwidth is `quota` per `period` (what a container CPU limit does), and moved back when the
 //! [`CpuQuota`] is dropped. cgroup v1 (`cpu.cfs_quota_us`) and v2 (`cpu.max`) are both handled; where
 //! neither can be written (no root, a read-only `/sys/fs/cgroup`), [`CpuQuota::apply`] says why in
-//! one line and nothing is changed.
+//! one line and nothing is changed. [`CpuQuota::throttled`] reads from `cpu.stat` how long the quota held
+//! the process back: the evidence that it bit.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -104,6 +105,30 @@ impl CpuQuota {
     }
 }
 
+impl CpuQuota {
+    /// How long the kernel has throttled the cgroup so far (`cpu.stat`: v2 `throttled_usec`, v1
+    /// `throttled_time` in ns): the evidence that the quota bit.
+    pub(crate) fn throttled(&self) -> Result<Duration, String> {
+        let path = self.dir.join("cpu.stat");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        throttled_in(&text).ok_or_else(|| format!("no throttled time in {}", path.display()))
+    }
+}
+
+/// The throttled time in a `cpu.stat` text.
+fn throttled_in(text: &str) -> Option<Duration> {
+    text.lines().find_map(|line| {
+        let (name, value) = line.split_once(' ')?;
+        let value: u64 = value.trim().parse().ok()?;
+        match name {
+            "throttled_usec" => Some(Duration::from_micros(value)),
+            "throttled_time" => Some(Duration::from_nanos(value)),
+            _ => None,
+        }
+    })
+}
+
 impl Drop for CpuQuota {
     fn drop(&mut self) {
         // Back home first (a cgroup with a process in it cannot be removed); if the process is gone
@@ -118,6 +143,15 @@ impl Drop for CpuQuota {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn throttled_time_is_read_from_either_layout() {
+        let v2 = "usage_usec 100\nnr_periods 4\nnr_throttled 2\nthrottled_usec 1500\n";
+        assert_eq!(throttled_in(v2), Some(Duration::from_micros(1500)));
+        let v1 = "nr_periods 4\nnr_throttled 0\nthrottled_time 0\n";
+        assert_eq!(throttled_in(v1), Some(Duration::ZERO));
+        assert_eq!(throttled_in("usage_usec 1\n"), None);
+    }
 
     #[test]
     fn own_cgroup_is_read() {

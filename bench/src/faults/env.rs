@@ -72,6 +72,9 @@ pub(super) struct Record {
     pub(super) recovery: Option<u64>,
     pub(super) noticed: Option<u64>,
     pub(super) notes: Vec<String>,
+    /// Whether the fault took effect, by its own evidence (`None`: not checked).
+    pub(super) applied: Option<bool>,
+    pub(super) evidence: Option<String>,
 }
 
 impl Record {
@@ -89,6 +92,31 @@ impl Record {
             recovery: None,
             noticed: None,
             notes: Vec::new(),
+            applied: None,
+            evidence: None,
+        }
+    }
+
+    /// The fault took effect: `evidence` says how that is known.
+    pub(super) fn took_effect(&mut self, evidence: impl Into<String>) {
+        self.applied = Some(true);
+        self.evidence = Some(evidence.into());
+    }
+
+    /// The fault did not take effect, for the reason `why` (also a note: `not applied: why`). The
+    /// case then has no verdict.
+    pub(super) fn not_applied(&mut self, why: impl Into<String>) {
+        let why = why.into();
+        self.notes.push(format!("not applied: {why}"));
+        self.applied = Some(false);
+        self.evidence = Some(why);
+    }
+
+    /// [`took_effect`](Self::took_effect) or [`not_applied`](Self::not_applied), as `evidence` says.
+    pub(super) fn evidence(&mut self, evidence: Result<String, String>) {
+        match evidence {
+            Ok(e) => self.took_effect(e),
+            Err(why) => self.not_applied(why),
         }
     }
 
@@ -112,7 +140,32 @@ impl Record {
             recovery_ms: self.recovery.map(rel),
             loss_noticed_ms: self.noticed.map(rel),
             note: (!self.notes.is_empty()).then(|| self.notes.join("; ")),
+            applied: self.applied,
+            evidence: self.evidence,
         }
+    }
+}
+
+/// Waits (up to half a second) for process `pid` to be seen in `state` (`T` stopped after SIGSTOP, `Z`
+/// or gone after SIGKILL): the evidence that a signal took effect, or why not.
+pub(super) async fn seen_in_state(pid: u32, wanted: char, what: &str) -> Result<String, String> {
+    let deadline = std::time::Instant::now() + Duration::from_millis(500);
+    loop {
+        let state = crate::proc_stat::state(pid);
+        if state == Some(wanted) || (wanted == 'Z' && state.is_none()) {
+            return Ok(format!(
+                "{what} {pid} {} (/proc state {})",
+                if wanted == 'T' { "stopped" } else { "killed" },
+                state.unwrap_or('-')
+            ));
+        }
+        if state.is_none() || std::time::Instant::now() >= deadline {
+            return Err(match state {
+                None => format!("{what} {pid} was already gone"),
+                Some(s) => format!("{what} {pid} never showed /proc state {wanted} (state {s})"),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
@@ -238,5 +291,39 @@ pub(super) fn describe_victim(victim: &Victim) -> String {
     match victim.held {
         Some((key, _)) => format!("client {} (holding key {key})", victim.client),
         None => format!("client {}", victim.client),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_pause_of_a_process_already_gone_did_not_take_effect() {
+        let mut child = std::process::Command::new("true").spawn().expect("spawns");
+        let pid = child.id();
+        child.wait().expect("reaped");
+        let seen = seen_in_state(pid, 'T', "worker process").await;
+        assert_eq!(seen, Err(format!("worker process {pid} was already gone")));
+    }
+
+    #[tokio::test]
+    async fn a_stopped_process_is_seen_stopped() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("spawns");
+        let pid = child.id();
+        let running = seen_in_state(pid, 'T', "worker process").await;
+        assert!(running.is_err(), "{running:?}");
+        // SAFETY: kill(2) has no memory-safety preconditions; the child is ours and unreaped.
+        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        let stopped = seen_in_state(pid, 'T', "worker process").await;
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(
+            stopped,
+            Ok(format!("worker process {pid} stopped (/proc state T)"))
+        );
     }
 }

@@ -15,7 +15,7 @@ use crate::workload::faults::{FaultKind, FaultSpec, Target};
 /// Applies a network fault, lifts it, and measures what followed.
 pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     let Some(all) = env.proxies.clone() else {
-        rec.note("not applied: the case has no proxies");
+        rec.not_applied("the case has no proxies");
         return;
     };
     let victim = match spec.target {
@@ -23,7 +23,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         target => match pick_client(env, target, rec.start).await {
             Some(v) => Some(v),
             None => {
-                rec.note("not applied: no client acquired a lock before the case ended");
+                rec.not_applied("no client acquired a lock before the case ended");
                 return;
             }
         },
@@ -53,7 +53,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         // Aimed at a moment of the hold (a renewal): if the hold ended meanwhile, the fault still
         // hits the client, as a late fault would.
         if !sleep_until(env, acquired + duration_ns(after)).await {
-            rec.note("not applied: the case ended before after_acquire");
+            rec.not_applied("the case ended before after_acquire");
             return;
         }
     }
@@ -67,10 +67,37 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             } else {
                 Fault::Blackhole
             };
+            let affected = |chosen: &[&lockbench_servers::Proxy]| -> u64 {
+                chosen
+                    .iter()
+                    .map(|p| {
+                        if spec.kind == FaultKind::ProxyDelay {
+                            p.delayed_bytes()
+                        } else {
+                            p.blackholed_bytes()
+                        }
+                    })
+                    .sum()
+            };
+            let before = affected(&chosen);
             for p in &chosen {
                 proxies::set(p, spec.direction, fault);
             }
             hold_for(env, spec.duration).await;
+            let bytes = affected(&chosen) - before;
+            let verb = if spec.kind == FaultKind::ProxyDelay {
+                "delayed"
+            } else {
+                "blackholed"
+            };
+            rec.param(&format!("{verb}_bytes"), bytes);
+            rec.evidence(if bytes > 0 {
+                Ok(format!("the proxy {verb} {bytes} bytes"))
+            } else {
+                Err(format!(
+                    "the proxy {verb} no bytes (no traffic while the fault was on)"
+                ))
+            });
             for p in &chosen {
                 proxies::set(p, spec.direction, Fault::Pass);
                 if spec.kind == FaultKind::ProxyBlackhole {
@@ -83,10 +110,11 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         }
         FaultKind::ProxyReset => {
             let mut resets = 0u64;
+            let mut connections = 0usize;
             let end = spec.duration.map(|d| t0 + duration_ns(d));
             loop {
                 for p in &chosen {
-                    p.reset_all();
+                    connections += p.reset_all();
                 }
                 resets += 1;
                 let (Some(every), Some(end)) = (spec.every, end) else {
@@ -98,6 +126,12 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 }
             }
             rec.param("resets", resets);
+            rec.param("connections_reset", connections as u64);
+            rec.evidence(if connections > 0 {
+                Ok(format!("the proxy reset {connections} connections"))
+            } else {
+                Err("the proxy had no connection to reset".to_owned())
+            });
             rec.stop = end.map(|e| e.min(env.clock.now()));
         }
         _ => return,

@@ -35,6 +35,8 @@ pub(crate) async fn run_all(specs: Vec<FaultSpec>, env: FaultEnv) -> Vec<FaultWi
                 recovery_ms: None,
                 loss_noticed_ms: None,
                 note: Some(format!("the fault task failed: {e}")),
+                applied: Some(false),
+                evidence: Some(format!("the fault task failed: {e}")),
             }),
         }
     }
@@ -46,7 +48,7 @@ async fn run_one(spec: FaultSpec, env: FaultEnv) -> FaultWindow {
     let planned = env.go + duration_ns(spec.at);
     let mut rec = Record::new(&spec, planned);
     if !sleep_until(&env, planned).await {
-        rec.note("not applied: the case ended first");
+        rec.not_applied("the case ended first");
         return rec.window(env.go);
     }
     match spec.kind.scope() {

@@ -17,7 +17,7 @@ use lockbench_servers::redis_sentinel::DOWN_AFTER as SENTINEL_DOWN_AFTER;
 
 use super::env::{
     FaultEnv, Record, ServerAccess, Victim, blocking, describe_victim, hold_for, measure_any,
-    measure_victim, pick_client, sleep_until,
+    measure_victim, pick_client, seen_in_state, sleep_until,
 };
 use super::topology::CaseServers;
 use crate::backends::ServerKind;
@@ -104,7 +104,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     // A failover aimed at a holder strikes right after that client's acquire.
     let victim = if spec.target == Target::Holder {
         let Some(v) = pick_client(env, spec.target, rec.start).await else {
-            rec.note("not applied: no client acquired a lock before the case ended");
+            rec.not_applied("no client acquired a lock before the case ended");
             return;
         };
         Some(v)
@@ -120,7 +120,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     ) = (spec.after_acquire, &victim)
         && !sleep_until(env, acquired + duration_ns(after)).await
     {
-        rec.note("not applied: the case ended before after_acquire");
+        rec.not_applied("the case ended before after_acquire");
         return;
     }
     let cursor = env.board.cursor();
@@ -141,17 +141,16 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 _ => None,
             };
             let Some((pid, what)) = target else {
-                rec.note(
-                    "not applied: the server was not started by lockbench (no process to pause)",
-                );
+                rec.not_applied("the server was not started by lockbench (no process to pause)");
                 return;
             };
             rec.target = what;
             rec.start = env.clock.now();
             if let Err(e) = signal_group(pid, libc::SIGSTOP) {
-                rec.note(e);
+                rec.not_applied(e);
                 return;
             }
+            rec.evidence(seen_in_state(pid, 'T', "server process").await);
             hold_for(env, spec.duration).await;
             if let Err(e) = signal_group(pid, libc::SIGCONT) {
                 rec.note(e);
@@ -161,16 +160,22 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         }
         FaultKind::ClientPause | FaultKind::PubsubKill => {
             let Some(socket) = redis_socket(&env.server) else {
-                rec.note("not applied: no Redis server");
+                rec.not_applied("no Redis server");
                 return;
             };
             rec.target = format!("redis {socket}");
             if spec.kind == FaultKind::ClientPause {
                 let ms = spec.duration.unwrap_or_default().as_millis().to_string();
                 let args = ["CLIENT", "PAUSE", &ms, "ALL"].map(str::to_owned).to_vec();
-                if let Err(e) = redis_command(socket, args).await {
-                    rec.note(format!("CLIENT PAUSE failed: {e}"));
-                    return;
+                match redis_command(socket, args).await {
+                    Ok(reply) => rec.took_effect(format!(
+                        "the server answered {} to CLIENT PAUSE",
+                        reply.trim()
+                    )),
+                    Err(e) => {
+                        rec.not_applied(format!("CLIENT PAUSE failed: {e}"));
+                        return;
+                    }
                 }
                 hold_for(env, spec.duration).await;
                 if env.stop.is_set() {
@@ -187,6 +192,11 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 let (kills, killed) = pubsub_kills(spec, env, socket, t0).await;
                 rec.param("kills", kills);
                 rec.param("connections_killed", killed);
+                rec.evidence(if killed > 0 {
+                    Ok(format!("the server killed {killed} pub/sub connections"))
+                } else {
+                    Err("the server killed no pub/sub connection".to_owned())
+                });
                 rec.stop = spec
                     .duration
                     .map(|d| (t0 + duration_ns(d)).min(env.clock.now()));
@@ -195,7 +205,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         }
         FaultKind::BusyScript => {
             let Some(socket) = redis_socket(&env.server) else {
-                rec.note("not applied: no Redis server");
+                rec.not_applied("no Redis server");
                 return;
             };
             rec.target = match &victim {
@@ -205,9 +215,14 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             if let Some(v) = &victim {
                 rec.param("client", v.client);
             }
-            if let Err(e) = busy_script(socket, spec.duration.unwrap_or_default()).await {
-                rec.note(format!("busy script failed: {e}"));
-            }
+            let length = spec.duration.unwrap_or_default();
+            rec.evidence(match busy_script(socket, length).await {
+                Ok(()) => Ok(format!(
+                    "the script kept the server busy for {} ms",
+                    length.as_millis()
+                )),
+                Err(e) => Err(format!("busy script failed: {e}")),
+            });
             rec.stop = Some(env.clock.now());
             true
         }
@@ -216,10 +231,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         | FaultKind::ClusterMasterKill
         | FaultKind::ClusterFailover => {
             let ServerAccess::Own(own) = env.server.clone() else {
-                rec.note(format!(
-                    "not applied: {} needs servers started for the case",
-                    spec.kind
-                ));
+                rec.not_applied(format!("{} needs servers started for the case", spec.kind));
                 return;
             };
             let kind = spec.kind;
@@ -243,6 +255,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             );
             match blocking(failover).await {
                 Ok(report) => {
+                    rec.took_effect(format!("replica {} promoted", report.new_primary));
                     rec.target = if cluster {
                         format!(
                             "redis cluster master {} → replica {} (slot of lock {key})",
@@ -274,7 +287,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                     }
                 }
                 Err(e) => {
-                    rec.note(format!("{kind} failed: {e}"));
+                    rec.not_applied(format!("{kind} failed: {e}"));
                     return;
                 }
             }
@@ -293,11 +306,12 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         }
         FaultKind::LeaderKill => {
             let ServerAccess::Own(own) = env.server.clone() else {
-                rec.note("not applied: leader_kill needs a cluster started for the case");
+                rec.not_applied("leader_kill needs a cluster started for the case");
                 return;
             };
             match blocking(move || own.kill_leader()).await {
                 Ok((what, election)) => {
+                    rec.took_effect(format!("killed {what}"));
                     rec.target = what;
                     match election {
                         Some(d) => rec.param("new_leader_ms", d.as_secs_f64() * 1e3),
@@ -305,7 +319,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                     }
                 }
                 Err(e) => {
-                    rec.note(format!("leader kill failed: {e}"));
+                    rec.not_applied(format!("leader kill failed: {e}"));
                     return;
                 }
             }
@@ -316,16 +330,13 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         | FaultKind::ClockJump
         | FaultKind::ServerRestart => {
             let ServerAccess::Own(own) = env.server.clone() else {
-                rec.note(format!(
-                    "not applied: {} needs servers started for the case",
-                    spec.kind
-                ));
+                rec.not_applied(format!("{} needs servers started for the case", spec.kind));
                 return;
             };
             match node_fault(spec, env, rec, own).await {
                 Ok(measure) => measure,
                 Err(e) => {
-                    rec.note(format!("{} failed: {e}", spec.kind));
+                    rec.not_applied(format!("{} failed: {e}", spec.kind));
                     return;
                 }
             }
@@ -351,6 +362,7 @@ async fn node_fault(
         FaultKind::NodeKill => {
             let killer = own.clone();
             rec.target = blocking(move || killer.kill_nodes(&nodes)).await?;
+            rec.took_effect(format!("killed {}", rec.target));
             if spec.duration.is_some() {
                 hold_for(env, spec.duration).await;
                 let nodes = spec.nodes.clone();
@@ -361,11 +373,13 @@ async fn node_fault(
         }
         FaultKind::NodeRestart => {
             rec.target = blocking(move || own.restart_nodes(&nodes)).await?;
+            rec.took_effect(format!("restarted {}", rec.target));
             rec.stop = Some(env.clock.now());
             Ok(true)
         }
         FaultKind::ServerRestart => {
             rec.target = blocking(move || own.restart_server()).await?;
+            rec.took_effect(format!("restarted {}", rec.target));
             rec.stop = Some(env.clock.now());
             rec.param("restart_ms", (env.clock.now() - rec.start) as f64 / 1e6);
             Ok(true)

@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use super::cgroup::CpuQuota;
-use super::env::{FaultEnv, Record, describe_victim, hold_for, measure_victim, pick_client};
+use super::env::{
+    FaultEnv, Record, describe_victim, hold_for, measure_victim, pick_client, seen_in_state,
+};
 use super::workers::{Crash, WorkerCommand};
 use crate::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec};
@@ -13,11 +15,11 @@ use crate::workload::faults::{FaultKind, FaultSpec};
 /// Applies a worker fault, lifts it, and measures what followed.
 pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     let Some(workers) = env.workers.clone() else {
-        rec.note("not applied: needs workers = processes");
+        rec.not_applied("needs workers = processes");
         return;
     };
     let Some(victim) = pick_client(env, spec.target, rec.start).await else {
-        rec.note("not applied: no client acquired a lock before the case ended");
+        rec.not_applied("no client acquired a lock before the case ended");
         return;
     };
     rec.target = describe_victim(&victim);
@@ -32,8 +34,11 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     match spec.kind {
         FaultKind::PauseWorker => {
             if let Err(e) = workers.signal(victim.client, libc::SIGSTOP) {
-                rec.note(e);
+                rec.not_applied(e);
                 return;
+            }
+            if let Some(pid) = workers.pid(victim.client) {
+                rec.evidence(seen_in_state(pid, 'T', "worker process").await);
             }
             hold_for(env, spec.duration).await;
             if let Err(e) = workers.signal(victim.client, libc::SIGCONT) {
@@ -43,8 +48,11 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         }
         FaultKind::CrashWorker => {
             if let Err(e) = workers.signal(victim.client, libc::SIGKILL) {
-                rec.note(e);
+                rec.not_applied(e);
                 return;
+            }
+            if let Some(pid) = workers.pid(victim.client) {
+                rec.evidence(seen_in_state(pid, 'Z', "worker process").await);
             }
             env.board.forget(victim.client);
             workers.record_crash(Crash {
@@ -64,7 +72,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 WorkerCommand::Starve { until_ns }
             };
             if !workers.send(victim.client, command) {
-                rec.note("the worker is gone");
+                rec.not_applied("the worker is gone");
                 return;
             }
             // The worker ends it by itself at `until_ns`, also if the case ends first.
@@ -72,19 +80,25 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         }
         FaultKind::CgroupQuota => {
             let Some(pid) = workers.pid(victim.client) else {
-                rec.note("no worker process");
+                rec.not_applied("no worker process");
                 return;
             };
             let quota = match CpuQuota::apply(pid, spec.quota, spec.period) {
                 Ok(q) => q,
                 Err(e) => {
-                    rec.note(format!(
-                        "not applied: cgroup CPU quota unavailable here: {e}"
-                    ));
+                    rec.not_applied(format!("cgroup CPU quota unavailable here: {e}"));
                     return;
                 }
             };
             hold_for(env, spec.duration).await;
+            rec.evidence(match quota.throttled() {
+                Ok(t) if !t.is_zero() => Ok(format!(
+                    "the cgroup throttled the worker for {:.0} ms (cpu.stat)",
+                    t.as_secs_f64() * 1e3
+                )),
+                Ok(_) => Err("the cgroup never throttled the worker (cpu.stat: 0 ms)".to_owned()),
+                Err(e) => Err(e),
+            });
             drop(quota);
             rec.stop = Some(env.clock.now());
         }

@@ -9,7 +9,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::{
     LABEL_SIZE, LIGHT, MUTED, NOTE_SIZE, Plot, SAFE, TITLE_SIZE, VIOLATED, err, text, text_width,
 };
-use crate::grid::{Grid, Violations, ran, verdict_word, violated_of};
+use crate::grid::{Grid, Violations, data_words, ran, verdict_word, violated_of};
 
 /// One cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,8 +61,9 @@ impl VerdictMatrix {
                                     v.overlaps,
                                     if v.overlaps == 1 { "" } else { "s" }
                                 )];
-                                let mut second = format!("{} lost upd.", v.lost_updates);
-                                if let Some(n) = v.stale_accepted {
+                                lines[0].push_str(&format!(" · {} lost upd.", v.lost_updates));
+                                let mut second = data_words(c).unwrap_or_default();
+                                if let Some(n) = v.stale_accepted.filter(|n| *n > 0) {
                                     second.push_str(&format!(" · {n} stale"));
                                 }
                                 lines.push(second);
@@ -72,9 +73,12 @@ impl VerdictMatrix {
                         };
                         let trials = case
                             .filter(|c| ran(c))
-                            .map(|c| {
-                                let (violated, runs) = violated_of(c);
-                                format!("{violated}/{runs}")
+                            .map(|c| match &c.trials {
+                                Some(t) if t.stopped_early => format!("at trial {}", t.runs),
+                                _ => {
+                                    let (violated, runs) = violated_of(c);
+                                    format!("{violated}/{runs}")
+                                }
                             })
                             .unwrap_or_default();
                         Cell {
