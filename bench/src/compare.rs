@@ -19,7 +19,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use lockbench_reports::comparison::{Comparison, SELECTED, StrategyInfo, SuiteRun};
+use lockbench_reports::comparison::{
+    Comparison, SELECTED, StrategyInfo, SuiteRun, UserWorkload as UserWorkloadNote,
+};
 use lockbench_reports::model::{CaseStatus, SCHEMA_VERSION};
 use lockbench_reports::scale::{CostSeries, ScaleResults};
 
@@ -32,7 +34,8 @@ use crate::suite::{
     self, Length, MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_STEP_BUDGET, MANY_LOCKS_STEPS,
     NOT_IN_MANY_LOCKS, PlannedScenario, SUITE, Suite, SuiteEntry,
 };
-use crate::workload::split_list;
+use crate::workload::user::UserWorkload;
+use crate::workload::{ScenarioFile, split_list};
 use crate::{output, report, scenarios, strategies, table};
 
 /// What `lockbench compare` is asked to do.
@@ -58,6 +61,12 @@ pub struct CompareRequest {
     pub trials: Option<u32>,
     /// Only these scenarios of the suite, comma-separated (default: all of it).
     pub scenarios: Option<String>,
+    /// The user's workload file (`--workload`).
+    pub workload: Option<PathBuf>,
+    /// The workload flags, over the file's fields.
+    pub workload_fields: ScenarioFile,
+    /// `--time-scale`: run at 1/N time.
+    pub time_scale: Option<u32>,
 }
 
 impl CompareRequest {
@@ -135,6 +144,104 @@ fn minutes(d: Duration) -> String {
     }
 }
 
+/// The smallest `--time-scale`, a multiple of the user's, whose plan fits `budget`, with that plan.
+fn fitting_scale(
+    user: &UserWorkload,
+    budget: Duration,
+    planned: impl Fn(&UserWorkload) -> Duration,
+) -> Option<(u32, Duration)> {
+    [2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000]
+        .into_iter()
+        .map(|k| user.time_scale.saturating_mul(k))
+        .filter(|n| *n <= 1000)
+        .find_map(|n| {
+            let scaled = UserWorkload {
+                time_scale: n,
+                ..user.clone()
+            };
+            let total = planned(&scaled);
+            (total <= budget).then_some((n, total))
+        })
+}
+
+/// A round trip above this share of a case's TTL breaks the ratio of a compressed workload.
+const ROUND_TRIP_SHARE: f64 = 0.01;
+
+/// What the report says about the user's workload: the scale in words, the cases where what does
+/// not scale breaks the ratio, and the scenarios that kept part of their own workload.
+fn workload_note(
+    user: &UserWorkload,
+    suite: &[(SuiteEntry, Length)],
+    runs: &[SuiteRun],
+    no_many_locks: bool,
+) -> UserWorkloadNote {
+    let mut notes: Vec<String> = user.scale_line().into_iter().collect();
+    if user.time_scale > 1 {
+        // Per strategy: how many cases, and the worst share of its TTL one round trip took.
+        let mut broken: Vec<(&str, u32, f64, f64, &str)> = Vec::new();
+        for run in runs {
+            let ttl_ms = run.results.scenario.workload.watchdog_timeout_ms;
+            for case in &run.results.cases {
+                let Some(round_trip) =
+                    [case.latency.release.p50_ms, case.renewal.round_trip.p50_ms]
+                        .into_iter()
+                        .flatten()
+                        .reduce(f64::max)
+                else {
+                    continue;
+                };
+                let share = round_trip / ttl_ms;
+                if share <= ROUND_TRIP_SHARE {
+                    continue;
+                }
+                let name = run.results.scenario.name.as_str();
+                match broken.iter_mut().find(|b| b.0 == case.strategy) {
+                    Some(b) if share > b.3 => *b = (b.0, b.1 + 1, round_trip, share, name),
+                    Some(b) => b.1 += 1,
+                    None => broken.push((&case.strategy, 1, round_trip, share, name)),
+                }
+            }
+        }
+        for (strategy, cases, round_trip, share, worst) in broken {
+            notes.push(format!(
+                "Ratio broken for {strategy} in {cases} case(s): a round trip (median release or \
+                 renewal) of up to {round_trip:.1} ms is {:.1} % of the compressed TTL, above {} % \
+                 (worst: {worst}); its figures there are not those of your workload at real time.",
+                share * 100.0,
+                ROUND_TRIP_SHARE * 100.0
+            ));
+        }
+    }
+    for (entry, _) in suite {
+        if entry.scenario == MANY_LOCKS {
+            if !no_many_locks {
+                notes.push(format!("{}.", suite::MANY_LOCKS_OWN_WORKLOAD));
+            }
+            continue;
+        }
+        let (own, why) = suite::own_workload(entry);
+        if own.is_empty() {
+            continue;
+        }
+        let time = if user.time_scale_for(&own) != user.time_scale {
+            ", at real time"
+        } else {
+            ""
+        };
+        notes.push(format!(
+            "{} keeps its own {}{time}: {}",
+            entry.scenario,
+            own.join(", "),
+            why.unwrap_or_default()
+        ));
+    }
+    UserWorkloadNote {
+        summary: user.summary(),
+        time_scale: user.time_scale,
+        notes,
+    }
+}
+
 /// Runs the many-locks pass: `lockbench scale` at 1k and 10k held locks for the strategies with a
 /// server; its cost series feed the report's cost-against-held-locks charts.
 async fn many_locks(
@@ -207,25 +314,36 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
         )));
     }
     let suite = chosen_entries(args.suite(), args.scenarios.as_deref())?;
-    let out_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| output::default_dir("compare", &started_at));
-    let out_dir = output::prepare_dir(&out_dir)?;
-    let plan: Vec<PlannedScenario> = suite::plan(
-        if args.scenarios.is_some() {
-            named_from(args.suite())
-        } else {
-            args.suite()
-        },
-        &list,
-        trials,
-        !args.thorough,
+    let user = UserWorkload::new(
+        args.workload.as_deref(),
+        args.workload_fields.clone(),
+        args.time_scale,
     )
-    .into_iter()
-    .filter(|p| suite.iter().any(|(e, _)| e.scenario == p.scenario))
-    .collect();
+    .map_err(BenchError::usage)?;
+    let plan_for = |user: Option<&UserWorkload>| -> Vec<PlannedScenario> {
+        suite::plan(
+            if args.scenarios.is_some() {
+                named_from(args.suite())
+            } else {
+                args.suite()
+            },
+            &list,
+            trials,
+            !args.thorough,
+            user,
+        )
+        .into_iter()
+        .filter(|p| suite.iter().any(|(e, _)| e.scenario == p.scenario))
+        .collect()
+    };
+    let plan = plan_for(user.as_ref());
     let planned = suite::planned_total(&plan);
+    if let Some(user) = &user {
+        println!("{}", user.summary());
+        if let Some(line) = user.scale_line() {
+            println!("{line}");
+        }
+    }
     println!(
         "compare: {} scenario{}, {} trial{} per case, planned {} (on 2 idle cores)",
         suite.len(),
@@ -234,6 +352,35 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
         if trials == 1 { "" } else { "s" },
         minutes(planned)
     );
+    if let (Some(user), Some(budget)) = (&user, suite::budget(args.suite()))
+        && planned > budget
+    {
+        for p in &plan {
+            println!(
+                "  {:<24} {:>3} cases, ~{:.1} s each, {} in all",
+                p.scenario,
+                p.cases,
+                p.per_case.as_secs_f64(),
+                minutes(p.total)
+            );
+        }
+        let fits = fitting_scale(user, budget, |u| suite::planned_total(&plan_for(Some(u))));
+        println!(
+            "compare: the plan exceeds the {} suite's budget of {}; {}; running as asked",
+            args.suite().name(false),
+            minutes(budget),
+            match fits {
+                Some((n, total)) =>
+                    format!("--time-scale {n} would fit (planned {})", minutes(total)),
+                None => "no --time-scale up to 1000 fits (set-up costs do not scale)".to_owned(),
+            }
+        );
+    }
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| output::default_dir("compare", &started_at));
+    let out_dir = output::prepare_dir(&out_dir)?;
     let mut runs = Vec::new();
     let mut notes = Vec::new();
     let mut cost = Vec::new();
@@ -290,7 +437,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             .and_then(|l| l.file.if_violated);
         let request = RunRequest {
             scenario: entry.scenario.to_owned(),
-            overrides: suite::overrides(*length, &list),
+            overrides: suite::overrides(entry, *length, &list, user.as_ref()),
             faults: Vec::new(),
             out: Some(out_dir.join("runs").join(entry.scenario)),
             servers: args.servers.clone(),
@@ -299,6 +446,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             progress_title: Some(format!("{title} ETA {}", minutes(left))),
             settle_early: !args.thorough,
             listen: None,
+            fit: suite::fit(entry, user.as_ref()),
         };
         match run::run(request).await {
             Ok(outcome) => {
@@ -354,6 +502,9 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
                 counterpart: strategies::counterpart(s.id).map(str::to_owned),
             })
             .collect(),
+        workload: user
+            .as_ref()
+            .map(|u| workload_note(u, &suite, &runs, cost.is_empty())),
         runs,
         notes,
     };
