@@ -664,6 +664,50 @@ mod tests {
     }
 
     #[test]
+    fn workload_flags_are_defined_once_and_reach_run_and_compare() {
+        let argv = |command: &'static str| {
+            vec![
+                "lockbench",
+                command,
+                "--clients",
+                "5",
+                "--keys",
+                "2",
+                "--task",
+                "uniform 20ms..60ms",
+                "--lease",
+                "watchdog,fixed:1s",
+                "--watchdog-timeout",
+                "1500ms",
+                "--on-lost",
+                "ignore",
+            ]
+        };
+        let run = match Cli::try_parse_from(argv("run")).map(|c| c.command) {
+            Ok(Command::Run(a)) => a.request().overrides,
+            other => panic!("{other:?}"),
+        };
+        let mut compare_argv = argv("compare");
+        compare_argv.extend(["--workload", "w.toml", "--time-scale", "10"]);
+        let compare = match Cli::try_parse_from(compare_argv).map(|c| c.command) {
+            Ok(Command::Compare(a)) => a.request(),
+            other => panic!("{other:?}"),
+        };
+        for fields in [&run, &compare.workload_fields] {
+            assert_eq!((fields.clients, fields.keys), (Some(5), Some(2)));
+            assert_eq!(fields.task.as_deref(), Some("uniform 20ms..60ms"));
+            assert_eq!(
+                fields.leases.as_deref(),
+                Some(&["watchdog".to_owned(), "fixed:1s".to_owned()][..])
+            );
+            assert_eq!(fields.watchdog_timeout.as_deref(), Some("1500ms"));
+            assert_eq!(fields.on_lost.as_deref(), Some("ignore"));
+        }
+        assert_eq!(compare.workload, Some(PathBuf::from("w.toml")));
+        assert_eq!(compare.time_scale, Some(10));
+    }
+
+    #[test]
     fn server_flags_are_defined_once_and_reach_every_command() {
         let given = |argv: &[&str]| match Cli::try_parse_from(argv).map(|c| c.command) {
             Ok(Command::Run(a)) => a.request().servers,

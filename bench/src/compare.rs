@@ -27,6 +27,7 @@ use lockbench_reports::scale::{CostSeries, ScaleResults};
 
 use crate::backends::GivenAddresses;
 use crate::clock::now_rfc3339;
+use crate::duration::format_duration;
 use crate::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::run::{self, RunRequest};
 use crate::scale::{self, ScaleOptions, ScaleRequest};
@@ -144,24 +145,33 @@ fn minutes(d: Duration) -> String {
     }
 }
 
-/// The smallest `--time-scale`, a multiple of the user's, whose plan fits `budget`, with that plan.
+/// The `--time-scale` to suggest, a multiple of the user's that still runs every case of `asked` (a
+/// TTL compressed below a strategy's smallest would skip cases), with its planned time: the smallest
+/// whose plan fits `budget`, else the one that plans least (set-up costs do not scale).
 fn fitting_scale(
     user: &UserWorkload,
     budget: Duration,
-    planned: impl Fn(&UserWorkload) -> Duration,
+    asked: &[PlannedScenario],
+    plan: impl Fn(&UserWorkload) -> Vec<PlannedScenario>,
 ) -> Option<(u32, Duration)> {
-    [2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000]
+    let cases = |p: &[PlannedScenario]| p.iter().map(|s| s.cases).sum::<u32>();
+    let candidates: Vec<(u32, Duration)> = [2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000]
         .into_iter()
         .map(|k| user.time_scale.saturating_mul(k))
         .filter(|n| *n <= 1000)
-        .find_map(|n| {
-            let scaled = UserWorkload {
+        .filter_map(|n| {
+            let scaled = plan(&UserWorkload {
                 time_scale: n,
                 ..user.clone()
-            };
-            let total = planned(&scaled);
-            (total <= budget).then_some((n, total))
+            });
+            (cases(&scaled) == cases(asked)).then(|| (n, suite::planned_total(&scaled)))
         })
+        .collect();
+    candidates
+        .iter()
+        .find(|(_, total)| *total <= budget)
+        .or_else(|| candidates.iter().min_by_key(|(_, total)| *total))
+        .copied()
 }
 
 /// A round trip above this share of a case's TTL breaks the ratio of a compressed workload.
@@ -180,6 +190,14 @@ fn workload_note(
         // Per strategy: how many cases, and the worst share of its TTL one round trip took.
         let mut broken: Vec<(&str, u32, f64, f64, &str)> = Vec::new();
         for run in runs {
+            // A scenario that keeps its own TTL ran at real time: nothing was compressed.
+            let compressed = suite.iter().any(|(entry, _)| {
+                entry.scenario == run.results.scenario.name
+                    && user.time_scale_for(&suite::own_workload(entry).0) > 1
+            });
+            if !compressed {
+                continue;
+            }
             let ttl_ms = run.results.scenario.workload.watchdog_timeout_ms;
             for case in &run.results.cases {
                 let Some(round_trip) =
@@ -364,15 +382,20 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
                 minutes(p.total)
             );
         }
-        let fits = fitting_scale(user, budget, |u| suite::planned_total(&plan_for(Some(u))));
+        let fits = fitting_scale(user, budget, &plan, |u| plan_for(Some(u)));
         println!(
             "compare: the plan exceeds the {} suite's budget of {}; {}; running as asked",
             args.suite().name(false),
             minutes(budget),
             match fits {
-                Some((n, total)) =>
+                Some((n, total)) if total <= budget =>
                     format!("--time-scale {n} would fit (planned {})", minutes(total)),
-                None => "no --time-scale up to 1000 fits (set-up costs do not scale)".to_owned(),
+                Some((n, total)) => format!(
+                    "none fits: --time-scale {n} plans least without skipping cases ({}; set-up \
+                     costs do not scale)",
+                    minutes(total)
+                ),
+                None => "no larger --time-scale runs every case".to_owned(),
             }
         );
     }
@@ -412,15 +435,19 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
                 }
             })
             .unwrap_or_default();
-        println!(
-            "{title}: {cases}{}{}; about {} left",
-            length.duration.unwrap_or("preset length"),
-            length
-                .warmup
-                .map(|w| format!(" after {w} warm-up"))
-                .unwrap_or_default(),
-            minutes(left)
-        );
+        // The case's length as it runs (TTL units, the user's tasks and the time scale applied).
+        let shown = suite::workload(entry, *length, &list, user.as_ref())
+            .ok()
+            .and_then(|w| Some((w.duration?, w.warmup)))
+            .map(|(d, w)| {
+                format!(
+                    "{} after {} warm-up",
+                    format_duration(d),
+                    format_duration(w)
+                )
+            })
+            .unwrap_or_else(|| "preset length".to_owned());
+        println!("{title}: {cases}{shown}; about {} left", minutes(left));
         if entry.scenario == MANY_LOCKS {
             match many_locks(&args, &list, &out_dir).await {
                 Ok(series) => cost = series,
@@ -532,4 +559,88 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             .flat_map(|r| &r.results.cases)
             .any(|c| c.status == CaseStatus::Failed);
     Ok(if failed { EXIT_FAILED } else { EXIT_OK })
+}
+
+#[cfg(test)]
+mod tests {
+    use lockbench_reports::comparison::Comparison;
+
+    use super::*;
+    use crate::workload::ScenarioFile;
+
+    const FIXTURE: &str = include_str!("../../reports/tests/fixtures/compare-quick.json");
+
+    fn user(time_scale: u32) -> UserWorkload {
+        let fields = ScenarioFile {
+            watchdog_timeout: Some("30s".into()),
+            task: Some("uniform 2s..20s".into()),
+            ..ScenarioFile::default()
+        };
+        UserWorkload::new(None, fields, Some(time_scale))
+            .expect("valid")
+            .expect("given")
+    }
+
+    #[test]
+    fn the_note_names_exceptions_and_broken_ratios() {
+        let mut c = Comparison::read(FIXTURE).expect("fixture");
+        // A 150 ms round trip against the baseline's 10 s TTL: 1.5 %, broken; long-tail and
+        // lease-too-short keep their own TTL and run at real time, so nothing is compressed there.
+        for run in &mut c.runs {
+            for case in &mut run.results.cases {
+                if case.strategy == "redis-watchdog" {
+                    case.latency.release.p50_ms = Some(150.0);
+                }
+            }
+        }
+        let suite = suite::entries(Suite::Default);
+        let note = workload_note(&user(10), &suite, &c.runs, false);
+        let text = note.notes.join("\n");
+        assert_eq!(note.time_scale, 10);
+        assert!(note.summary.contains("TTL 30s"), "{}", note.summary);
+        assert!(
+            text.starts_with("Your workload at 1/10 time: a 30s TTL run as 3s"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Ratio broken for redis-watchdog in 1 case(s)")
+                && text.contains("is 1.5 % of the compressed TTL")
+                && text.contains("(worst: baseline)"),
+            "{text}"
+        );
+        assert!(!text.contains("Ratio broken for memory"), "{text}");
+        assert!(
+            text.contains("long-tail keeps its own task, watchdog_timeout, at real time: its tail"),
+            "{text}"
+        );
+        assert!(
+            text.contains("lease-too-short keeps its own task, leases"),
+            "{text}"
+        );
+        assert!(text.contains("many-locks keeps its own workload"), "{text}");
+        // At real time nothing is compressed, so no ratio is broken.
+        let real = workload_note(&user(1), &suite, &c.runs, true);
+        assert!(
+            !real.notes.iter().any(|n| n.contains("Ratio")),
+            "{:?}",
+            real.notes
+        );
+        assert!(!real.notes.iter().any(|n| n.contains("many-locks")));
+    }
+
+    #[test]
+    fn the_suggested_scale_fits_the_budget_and_keeps_every_case() {
+        let plan = |u: &UserWorkload| suite::plan(Suite::Default, "all", 3, true, Some(u));
+        let asked = plan(&user(1));
+        let total = suite::planned_total(&asked);
+        assert!(total > Duration::from_secs(1200), "{total:?}");
+        let (n, fitted) =
+            fitting_scale(&user(1), Duration::from_secs(3600), &asked, plan).expect("a scale");
+        assert!(
+            fitted <= Duration::from_secs(3600) && n > 1,
+            "{n}: {fitted:?}"
+        );
+        let cases = |p: &[PlannedScenario]| p.iter().map(|s| s.cases).sum::<u32>();
+        assert_eq!(cases(&plan(&user(n))), cases(&asked));
+    }
 }
