@@ -460,6 +460,47 @@ mod tests {
     const DEFAULT_BUDGET: Duration = Duration::from_secs(1200);
 
     #[test]
+    fn fault_scenarios_keep_their_meaning_under_the_users_ttl() {
+        let user = |ttl: &str, scale: u32| {
+            let fields = ScenarioFile {
+                watchdog_timeout: Some(ttl.into()),
+                task: Some("uniform 20ms..60ms".into()),
+                clients: Some(5),
+                ..ScenarioFile::default()
+            };
+            UserWorkload::new(None, fields, Some(scale))
+                .expect("valid")
+                .expect("given")
+        };
+        let entry = |name: &str| {
+            entries(Suite::Default)
+                .into_iter()
+                .find(|(e, _)| e.scenario == name)
+                .expect(name)
+        };
+        let (pause, length) = entry("process-pause");
+        for u in [user("3s", 1), user("30s", 10)] {
+            let w = workload(&pause, length, "redis-watchdog", Some(&u)).expect("resolves");
+            assert_eq!(
+                w.to_model(&[]).faults,
+                ["pause_worker at=1500ms target=holder duration=6s"]
+            );
+            assert_eq!(w.duration, Some(seconds("10500ms")));
+            assert_eq!(
+                (w.clients, w.keys, w.workers),
+                (5, 1, WorkerMode::Processes)
+            );
+        }
+        // lease-too-short keeps its own lease, tasks and TTL, at real time.
+        let (short, length) = entry("lease-too-short");
+        let w = workload(&short, length, "redis-watchdog", Some(&user("30s", 10))).expect("ok");
+        assert_eq!(w.watchdog_timeout, seconds("1s"));
+        assert_eq!(w.task.to_string(), "uniform 1200ms..1600ms");
+        assert_eq!(w.clients, 5);
+        assert_eq!(w.duration, Some(seconds("1600ms")));
+    }
+
+    #[test]
     fn budgets_are_the_ones_the_suites_promise() {
         assert_eq!(budget(Suite::Quick), Some(QUICK_BUDGET));
         assert_eq!(budget(Suite::Default), Some(DEFAULT_BUDGET));
