@@ -19,7 +19,7 @@ use crate::error::{BenchError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::report::{FailOn, ReportRequest};
 use crate::run::{RunOutcome, RunRequest};
 use crate::scale::{ScaleOptions, ScaleRequest};
-use crate::workload::{ScenarioFile, split_list};
+use crate::workload::{Fit, ScenarioFile, split_list};
 use crate::{compare, report, scale, scenarios, strategies};
 
 /// lockbench: compare distributed lock strategies on real local servers.
@@ -109,29 +109,10 @@ impl ServerArgs {
     }
 }
 
-/// `lockbench run`: a scenario (preset or TOML file) with overrides.
+/// The workload flags of `run` and `compare` (defined once): each overrides the scenario's field, or,
+/// for `compare`, the `--workload` file's.
 #[derive(Debug, Clone, Default, Args)]
-#[command(after_help = "\
-DURATIONS are humantime: 500ms, 20s, 1m 30s.
-TASK distributions: 50ms | uniform 10ms..100ms | exp 50ms | lognormal 50ms 0.5 | \"95% 50ms, 5% uniform 3s..5s\".
-LEASES: watchdog | fixed:<duration>, comma-separated; each lease mode runs as its own case per strategy.
-Exit codes: 0 done, 1 failed while running, 2 bad input (nothing measured), 130 interrupted (partial results written).")]
-pub struct RunArgs {
-    /// Preset name (see `lockbench scenarios`) or path of a scenario TOML file.
-    #[arg(short, long, value_name = "NAME|FILE", default_value = "baseline")]
-    pub scenario: String,
-    /// Strategy ids, comma-separated, or `all` (see `lockbench strategies`).
-    #[arg(long, value_name = "LIST")]
-    pub strategies: Option<String>,
-    /// Measured time per case (`0`: bounded by --cycles only).
-    #[arg(short, long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub duration: Option<String>,
-    /// Stop a case after this many completed critical sections (after warm-up).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u64>)]
-    pub cycles: Option<u64>,
-    /// Unmeasured time at the start of each case.
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub warmup: Option<String>,
+pub struct WorkloadFlags {
     /// Concurrent clients (each its own lock client, one holder at a time).
     #[arg(short, long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u32>)]
     pub clients: Option<u32>,
@@ -156,6 +137,55 @@ pub struct RunArgs {
     /// Open loop: cycles per second per client; latency then counts from the intended start.
     #[arg(long, value_name = "PER_S", allow_negative_numbers = true)]
     pub rate: Option<f64>,
+    /// When lost() fires during a task: abort (stop, skip the write) or ignore (finish and write).
+    #[arg(long, value_name = "abort|ignore")]
+    pub on_lost: Option<String>,
+}
+
+impl WorkloadFlags {
+    /// The workload fields these flags set.
+    pub fn fields(&self) -> ScenarioFile {
+        ScenarioFile {
+            clients: self.clients,
+            keys: self.keys,
+            task: self.task.clone(),
+            leases: self.lease.as_deref().map(split_list),
+            watchdog_timeout: self.watchdog_timeout.clone(),
+            acquire_wait: self.acquire_wait.clone(),
+            think: self.think.clone(),
+            rate: self.rate,
+            on_lost: self.on_lost.clone(),
+            ..ScenarioFile::default()
+        }
+    }
+}
+
+/// `lockbench run`: a scenario (preset or TOML file) with overrides.
+#[derive(Debug, Clone, Default, Args)]
+#[command(after_help = "\
+DURATIONS are humantime: 500ms, 20s, 1m 30s.
+TASK distributions: 50ms | uniform 10ms..100ms | exp 50ms | lognormal 50ms 0.5 | \"95% 50ms, 5% uniform 3s..5s\".
+LEASES: watchdog | fixed:<duration>, comma-separated; each lease mode runs as its own case per strategy.
+Exit codes: 0 done, 1 failed while running, 2 bad input (nothing measured), 130 interrupted (partial results written).")]
+pub struct RunArgs {
+    /// Preset name (see `lockbench scenarios`) or path of a scenario TOML file.
+    #[arg(short, long, value_name = "NAME|FILE", default_value = "baseline")]
+    pub scenario: String,
+    /// Strategy ids, comma-separated, or `all` (see `lockbench strategies`).
+    #[arg(long, value_name = "LIST")]
+    pub strategies: Option<String>,
+    /// Measured time per case (`0`: bounded by --cycles only).
+    #[arg(short, long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub duration: Option<String>,
+    /// Stop a case after this many completed critical sections (after warm-up).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u64>)]
+    pub cycles: Option<u64>,
+    /// Unmeasured time at the start of each case.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub warmup: Option<String>,
+    /// The workload: clients, keys, task, leases, TTL, acquire wait, think time or rate, on lost().
+    #[command(flatten)]
+    pub workload: WorkloadFlags,
     /// Where clients run: tasks (one process), processes (one child process per client) or remote
     /// (`lockbench worker --connect` processes that connect over TCP, one per client; the token comes
     /// from LOCKBENCH_WORKER_TOKEN on both sides).
@@ -164,9 +194,6 @@ pub struct RunArgs {
     /// Where to listen for remote workers [default: 127.0.0.1:7457].
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
-    /// When lost() fires during a task: abort (stop, skip the write) or ignore (finish and write).
-    #[arg(long, value_name = "abort|ignore")]
-    pub on_lost: Option<String>,
     /// Seed for key choice and task durations.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u64>)]
     pub seed: Option<u64>,
@@ -195,31 +222,15 @@ pub struct RunArgs {
 impl RunArgs {
     /// The flags that override the scenario file.
     pub fn overrides(&self) -> ScenarioFile {
-        let list = |text: &Option<String>| text.as_deref().map(split_list);
+        // `--fault` text is checked where it is applied (the run, `RunRequest::faults`).
         ScenarioFile {
-            description: None,
-            strategies: list(&self.strategies),
-            clients: self.clients,
-            keys: self.keys,
-            task: self.task.clone(),
-            leases: list(&self.lease),
-            watchdog_timeout: self.watchdog_timeout.clone(),
-            acquire_wait: self.acquire_wait.clone(),
-            think: self.think.clone(),
-            rate: self.rate,
+            strategies: self.strategies.as_deref().map(split_list),
             duration: self.duration.clone(),
             cycles: self.cycles,
             warmup: self.warmup.clone(),
             workers: self.workers.clone(),
-            on_lost: self.on_lost.clone(),
-            orphan_after: None,
-            monitor_renewals: None,
             seed: self.seed,
-            // `--fault` text is checked where it is applied (the run, `RunRequest::faults`).
-            faults: None,
-            expect: None,
-            theory: None,
-            if_violated: None,
+            ..self.workload.fields()
         }
     }
 
@@ -236,6 +247,7 @@ impl RunArgs {
             progress_title: None,
             settle_early: false,
             listen: self.listen.clone(),
+            fit: Fit::default(),
         }
     }
 }
@@ -285,6 +297,18 @@ pub struct CompareArgs {
     /// No progress bars (they are shown only when stdout is a terminal anyway).
     #[arg(long)]
     pub no_progress: bool,
+    /// Run every scenario with this workload (a TOML file of workload fields: clients, keys, task,
+    /// leases, watchdog_timeout, acquire_wait, think, rate, on_lost; see bench/workloads/); each
+    /// scenario keeps its own fault, and the few that need part of their own workload keep it.
+    #[arg(long, value_name = "FILE")]
+    pub workload: Option<PathBuf>,
+    /// The workload's fields as flags, over the --workload file's.
+    #[command(flatten)]
+    pub workload_flags: WorkloadFlags,
+    /// Run at 1/N time: every duration of the workload, the faults and the cases divided by N
+    /// (a 30s TTL runs as 3s with N = 10); round trips, server latency and GC do not scale.
+    #[arg(long, value_name = "N")]
+    pub time_scale: Option<u32>,
 }
 
 impl CompareArgs {
@@ -301,6 +325,9 @@ impl CompareArgs {
             peers: self.peers,
             servers: self.servers.given(),
             progress: !self.no_progress,
+            workload: self.workload.clone(),
+            workload_fields: self.workload_flags.fields(),
+            time_scale: self.time_scale,
         }
     }
 }
@@ -691,6 +718,50 @@ mod tests {
         assert_eq!(child.strategies.len(), 1);
         assert_eq!(child.isolation, Isolation::InProcess);
         assert!(time_bound(&spec) > spec.step_budget * 2);
+    }
+
+    #[test]
+    fn workload_flags_are_defined_once_and_reach_run_and_compare() {
+        let argv = |command: &'static str| {
+            vec![
+                "lockbench",
+                command,
+                "--clients",
+                "5",
+                "--keys",
+                "2",
+                "--task",
+                "uniform 20ms..60ms",
+                "--lease",
+                "watchdog,fixed:1s",
+                "--watchdog-timeout",
+                "1500ms",
+                "--on-lost",
+                "ignore",
+            ]
+        };
+        let run = match Cli::try_parse_from(argv("run")).map(|c| c.command) {
+            Ok(Command::Run(a)) => a.request().overrides,
+            other => panic!("{other:?}"),
+        };
+        let mut compare_argv = argv("compare");
+        compare_argv.extend(["--workload", "w.toml", "--time-scale", "10"]);
+        let compare = match Cli::try_parse_from(compare_argv).map(|c| c.command) {
+            Ok(Command::Compare(a)) => a.request(),
+            other => panic!("{other:?}"),
+        };
+        for fields in [&run, &compare.workload_fields] {
+            assert_eq!((fields.clients, fields.keys), (Some(5), Some(2)));
+            assert_eq!(fields.task.as_deref(), Some("uniform 20ms..60ms"));
+            assert_eq!(
+                fields.leases.as_deref(),
+                Some(&["watchdog".to_owned(), "fixed:1s".to_owned()][..])
+            );
+            assert_eq!(fields.watchdog_timeout.as_deref(), Some("1500ms"));
+            assert_eq!(fields.on_lost.as_deref(), Some("ignore"));
+        }
+        assert_eq!(compare.workload, Some(PathBuf::from("w.toml")));
+        assert_eq!(compare.time_scale, Some(10));
     }
 
     #[test]

@@ -19,12 +19,15 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use lockbench_reports::comparison::{Comparison, SELECTED, StrategyInfo, SuiteRun};
+use lockbench_reports::comparison::{
+    Comparison, SELECTED, StrategyInfo, SuiteRun, UserWorkload as UserWorkloadNote,
+};
 use lockbench_reports::model::{CaseStatus, SCHEMA_VERSION};
 use lockbench_reports::scale::{CostSeries, ScaleResults};
 
 use crate::backends::GivenAddresses;
 use crate::clock::now_rfc3339;
+use crate::duration::format_duration;
 use crate::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::run::{self, RunRequest};
 use crate::scale::{self, ScaleOptions, ScaleRequest};
@@ -32,7 +35,8 @@ use crate::suite::{
     self, Length, MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_STEP_BUDGET, MANY_LOCKS_STEPS,
     NOT_IN_MANY_LOCKS, PlannedScenario, SUITE, Suite, SuiteEntry,
 };
-use crate::workload::split_list;
+use crate::workload::user::UserWorkload;
+use crate::workload::{ScenarioFile, split_list};
 use crate::{output, report, scenarios, strategies, suggest, table};
 
 /// What `lockbench compare` is asked to do.
@@ -58,6 +62,12 @@ pub struct CompareRequest {
     pub trials: Option<u32>,
     /// Only these scenarios of the suite, comma-separated (default: all of it).
     pub scenarios: Option<String>,
+    /// The user's workload file (`--workload`).
+    pub workload: Option<PathBuf>,
+    /// The workload flags, over the file's fields.
+    pub workload_fields: ScenarioFile,
+    /// `--time-scale`: run at 1/N time.
+    pub time_scale: Option<u32>,
 }
 
 impl CompareRequest {
@@ -140,6 +150,121 @@ fn minutes(d: Duration) -> String {
     }
 }
 
+/// The `--time-scale` to suggest, a multiple of the user's that still runs every case of `asked` (a
+/// TTL compressed below a strategy's smallest would skip cases), with its planned time: the smallest
+/// whose plan fits `budget`, else the one that plans least (set-up costs do not scale).
+fn fitting_scale(
+    user: &UserWorkload,
+    budget: Duration,
+    asked: &[PlannedScenario],
+    plan: impl Fn(&UserWorkload) -> Vec<PlannedScenario>,
+) -> Option<(u32, Duration)> {
+    let cases = |p: &[PlannedScenario]| p.iter().map(|s| s.cases).sum::<u32>();
+    let candidates: Vec<(u32, Duration)> = [2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000]
+        .into_iter()
+        .map(|k| user.time_scale.saturating_mul(k))
+        .filter(|n| *n <= 1000)
+        .filter_map(|n| {
+            let scaled = plan(&UserWorkload {
+                time_scale: n,
+                ..user.clone()
+            });
+            (cases(&scaled) == cases(asked)).then(|| (n, suite::planned_total(&scaled)))
+        })
+        .collect();
+    candidates
+        .iter()
+        .find(|(_, total)| *total <= budget)
+        .or_else(|| candidates.iter().min_by_key(|(_, total)| *total))
+        .copied()
+}
+
+/// A round trip above this share of a case's TTL breaks the ratio of a compressed workload.
+const ROUND_TRIP_SHARE: f64 = 0.01;
+
+/// What the report says about the user's workload: the scale in words, the cases where what does
+/// not scale breaks the ratio, and the scenarios that kept part of their own workload.
+fn workload_note(
+    user: &UserWorkload,
+    suite: &[(SuiteEntry, Length)],
+    runs: &[SuiteRun],
+    no_many_locks: bool,
+) -> UserWorkloadNote {
+    let mut notes: Vec<String> = user.scale_line().into_iter().collect();
+    if user.time_scale > 1 {
+        // Per strategy: how many cases, and the worst share of its TTL one round trip took.
+        let mut broken: Vec<(&str, u32, f64, f64, &str)> = Vec::new();
+        for run in runs {
+            // A scenario that keeps its own TTL ran at real time: nothing was compressed.
+            let compressed = suite.iter().any(|(entry, _)| {
+                entry.scenario == run.results.scenario.name
+                    && user.time_scale_for(&suite::own_workload(entry).0) > 1
+            });
+            if !compressed {
+                continue;
+            }
+            let ttl_ms = run.results.scenario.workload.watchdog_timeout_ms;
+            for case in &run.results.cases {
+                let Some(round_trip) =
+                    [case.latency.release.p50_ms, case.renewal.round_trip.p50_ms]
+                        .into_iter()
+                        .flatten()
+                        .reduce(f64::max)
+                else {
+                    continue;
+                };
+                let share = round_trip / ttl_ms;
+                if share <= ROUND_TRIP_SHARE {
+                    continue;
+                }
+                let name = run.results.scenario.name.as_str();
+                match broken.iter_mut().find(|b| b.0 == case.strategy) {
+                    Some(b) if share > b.3 => *b = (b.0, b.1 + 1, round_trip, share, name),
+                    Some(b) => b.1 += 1,
+                    None => broken.push((&case.strategy, 1, round_trip, share, name)),
+                }
+            }
+        }
+        for (strategy, cases, round_trip, share, worst) in broken {
+            notes.push(format!(
+                "Ratio broken for {strategy} in {cases} case(s): a round trip (median release or \
+                 renewal) of up to {round_trip:.1} ms is {:.1} % of the compressed TTL, above {} % \
+                 (worst: {worst}); its figures there are not those of your workload at real time.",
+                share * 100.0,
+                ROUND_TRIP_SHARE * 100.0
+            ));
+        }
+    }
+    for (entry, _) in suite {
+        if entry.scenario == MANY_LOCKS {
+            if !no_many_locks {
+                notes.push(format!("{}.", suite::MANY_LOCKS_OWN_WORKLOAD));
+            }
+            continue;
+        }
+        let (own, why) = suite::own_workload(entry);
+        if own.is_empty() {
+            continue;
+        }
+        let time = if user.time_scale_for(&own) != user.time_scale {
+            ", at real time"
+        } else {
+            ""
+        };
+        notes.push(format!(
+            "{} keeps its own {}{time}: {}",
+            entry.scenario,
+            own.join(", "),
+            why.unwrap_or_default()
+        ));
+    }
+    UserWorkloadNote {
+        summary: user.summary(),
+        time_scale: user.time_scale,
+        notes,
+    }
+}
+
 /// Runs the many-locks pass: `lockbench scale` at 1k and 10k held locks for the strategies with a
 /// server; its cost series feed the report's cost-against-held-locks charts.
 async fn many_locks(
@@ -212,25 +337,36 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
         )));
     }
     let suite = chosen_entries(args.suite(), args.scenarios.as_deref())?;
-    let out_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| output::default_dir("compare", &started_at));
-    let out_dir = output::prepare_dir(&out_dir)?;
-    let plan: Vec<PlannedScenario> = suite::plan(
-        if args.scenarios.is_some() {
-            named_from(args.suite())
-        } else {
-            args.suite()
-        },
-        &list,
-        trials,
-        !args.thorough,
+    let user = UserWorkload::new(
+        args.workload.as_deref(),
+        args.workload_fields.clone(),
+        args.time_scale,
     )
-    .into_iter()
-    .filter(|p| suite.iter().any(|(e, _)| e.scenario == p.scenario))
-    .collect();
+    .map_err(BenchError::usage)?;
+    let plan_for = |user: Option<&UserWorkload>| -> Vec<PlannedScenario> {
+        suite::plan(
+            if args.scenarios.is_some() {
+                named_from(args.suite())
+            } else {
+                args.suite()
+            },
+            &list,
+            trials,
+            !args.thorough,
+            user,
+        )
+        .into_iter()
+        .filter(|p| suite.iter().any(|(e, _)| e.scenario == p.scenario))
+        .collect()
+    };
+    let plan = plan_for(user.as_ref());
     let planned = suite::planned_total(&plan);
+    if let Some(user) = &user {
+        println!("{}", user.summary());
+        if let Some(line) = user.scale_line() {
+            println!("{line}");
+        }
+    }
     println!(
         "compare: {} scenario{}, {} trial{} per case, planned {} (on 2 idle cores)",
         suite.len(),
@@ -239,6 +375,40 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
         if trials == 1 { "" } else { "s" },
         minutes(planned)
     );
+    if let (Some(user), Some(budget)) = (&user, suite::budget(args.suite()))
+        && planned > budget
+    {
+        for p in &plan {
+            println!(
+                "  {:<24} {:>3} cases, ~{:.1} s each, {} in all",
+                p.scenario,
+                p.cases,
+                p.per_case.as_secs_f64(),
+                minutes(p.total)
+            );
+        }
+        let fits = fitting_scale(user, budget, &plan, |u| plan_for(Some(u)));
+        println!(
+            "compare: the plan exceeds the {} suite's budget of {}; {}; running as asked",
+            args.suite().name(false),
+            minutes(budget),
+            match fits {
+                Some((n, total)) if total <= budget =>
+                    format!("--time-scale {n} would fit (planned {})", minutes(total)),
+                Some((n, total)) => format!(
+                    "none fits: --time-scale {n} plans least without skipping cases ({}; set-up \
+                     costs do not scale)",
+                    minutes(total)
+                ),
+                None => "no larger --time-scale runs every case".to_owned(),
+            }
+        );
+    }
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| output::default_dir("compare", &started_at));
+    let out_dir = output::prepare_dir(&out_dir)?;
     let mut runs = Vec::new();
     let mut notes = Vec::new();
     let mut cost = Vec::new();
@@ -270,15 +440,19 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
                 }
             })
             .unwrap_or_default();
-        println!(
-            "{title}: {cases}{}{}; about {} left",
-            length.duration.unwrap_or("preset length"),
-            length
-                .warmup
-                .map(|w| format!(" after {w} warm-up"))
-                .unwrap_or_default(),
-            minutes(left)
-        );
+        // The case's length as it runs (TTL units, the user's tasks and the time scale applied).
+        let shown = suite::workload(entry, *length, &list, user.as_ref())
+            .ok()
+            .and_then(|w| Some((w.duration?, w.warmup)))
+            .map(|(d, w)| {
+                format!(
+                    "{} after {} warm-up",
+                    format_duration(d),
+                    format_duration(w)
+                )
+            })
+            .unwrap_or_else(|| "preset length".to_owned());
+        println!("{title}: {cases}{shown}; about {} left", minutes(left));
         if entry.scenario == MANY_LOCKS {
             match many_locks(&args, &list, &out_dir).await {
                 Ok(series) => cost = series,
@@ -295,7 +469,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             .and_then(|l| l.file.if_violated);
         let request = RunRequest {
             scenario: entry.scenario.to_owned(),
-            overrides: suite::overrides(*length, &list),
+            overrides: suite::overrides(entry, *length, &list, user.as_ref()),
             faults: Vec::new(),
             out: Some(out_dir.join("runs").join(entry.scenario)),
             servers: args.servers.clone(),
@@ -304,6 +478,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             progress_title: Some(format!("{title} ETA {}", minutes(left))),
             settle_early: !args.thorough,
             listen: None,
+            fit: suite::fit(entry, user.as_ref()),
         };
         match run::run(request).await {
             Ok(outcome) => {
@@ -359,6 +534,9 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
                 counterpart: strategies::counterpart(s.id).map(str::to_owned),
             })
             .collect(),
+        workload: user
+            .as_ref()
+            .map(|u| workload_note(u, &suite, &runs, cost.is_empty())),
         runs,
         notes,
     };
@@ -386,4 +564,88 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             .flat_map(|r| &r.results.cases)
             .any(|c| c.status == CaseStatus::Failed);
     Ok(if failed { EXIT_FAILED } else { EXIT_OK })
+}
+
+#[cfg(test)]
+mod tests {
+    use lockbench_reports::comparison::Comparison;
+
+    use super::*;
+    use crate::workload::ScenarioFile;
+
+    const FIXTURE: &str = include_str!("../../reports/tests/fixtures/compare-quick.json");
+
+    fn user(time_scale: u32) -> UserWorkload {
+        let fields = ScenarioFile {
+            watchdog_timeout: Some("30s".into()),
+            task: Some("uniform 2s..20s".into()),
+            ..ScenarioFile::default()
+        };
+        UserWorkload::new(None, fields, Some(time_scale))
+            .expect("valid")
+            .expect("given")
+    }
+
+    #[test]
+    fn the_note_names_exceptions_and_broken_ratios() {
+        let mut c = Comparison::read(FIXTURE).expect("fixture");
+        // A 150 ms round trip against the baseline's 10 s TTL: 1.5 %, broken; long-tail and
+        // lease-too-short keep their own TTL and run at real time, so nothing is compressed there.
+        for run in &mut c.runs {
+            for case in &mut run.results.cases {
+                if case.strategy == "redis-watchdog" {
+                    case.latency.release.p50_ms = Some(150.0);
+                }
+            }
+        }
+        let suite = suite::entries(Suite::Default);
+        let note = workload_note(&user(10), &suite, &c.runs, false);
+        let text = note.notes.join("\n");
+        assert_eq!(note.time_scale, 10);
+        assert!(note.summary.contains("TTL 30s"), "{}", note.summary);
+        assert!(
+            text.starts_with("Your workload at 1/10 time: a 30s TTL run as 3s"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Ratio broken for redis-watchdog in 1 case(s)")
+                && text.contains("is 1.5 % of the compressed TTL")
+                && text.contains("(worst: baseline)"),
+            "{text}"
+        );
+        assert!(!text.contains("Ratio broken for memory"), "{text}");
+        assert!(
+            text.contains("long-tail keeps its own task, watchdog_timeout, at real time: its tail"),
+            "{text}"
+        );
+        assert!(
+            text.contains("lease-too-short keeps its own task, leases"),
+            "{text}"
+        );
+        assert!(text.contains("many-locks keeps its own workload"), "{text}");
+        // At real time nothing is compressed, so no ratio is broken.
+        let real = workload_note(&user(1), &suite, &c.runs, true);
+        assert!(
+            !real.notes.iter().any(|n| n.contains("Ratio")),
+            "{:?}",
+            real.notes
+        );
+        assert!(!real.notes.iter().any(|n| n.contains("many-locks")));
+    }
+
+    #[test]
+    fn the_suggested_scale_fits_the_budget_and_keeps_every_case() {
+        let plan = |u: &UserWorkload| suite::plan(Suite::Default, "all", 3, true, Some(u));
+        let asked = plan(&user(1));
+        let total = suite::planned_total(&asked);
+        assert!(total > Duration::from_secs(1200), "{total:?}");
+        let (n, fitted) =
+            fitting_scale(&user(1), Duration::from_secs(3600), &asked, plan).expect("a scale");
+        assert!(
+            fitted <= Duration::from_secs(3600) && n > 1,
+            "{n}: {fitted:?}"
+        );
+        let cases = |p: &[PlannedScenario]| p.iter().map(|s| s.cases).sum::<u32>();
+        assert_eq!(cases(&plan(&user(n))), cases(&asked));
+    }
 }

@@ -1,19 +1,66 @@
 //! Durations as text: humantime in (`500ms`, `20s`, `1m 30s`; never negative) and the exact form out
-//! (`1500ms`, `3s`, `250us`), the same in scenario files, flags, results and messages.
+//! (`1500ms`, `3s`, `250us`), the same in scenario files, flags, results and messages. A fault's
+//! timing or a case's length may instead be relative ([`parse_timing`]): `2ttl` is twice the case's
+//! watchdog TTL, `0.5task` half its median task, so a scenario keeps its meaning at any TTL.
 
 use std::time::Duration;
 
-/// Parses a non-negative humantime duration (`0` allowed).
+/// The lengths relative timings refer to: the case's watchdog TTL and its median task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Units {
+    /// What `1ttl` is.
+    pub ttl: Duration,
+    /// What `1task` is.
+    pub task: Duration,
+}
+
+/// The relative units, by name.
+const RELATIVE_UNITS: [&str; 2] = ["ttl", "task"];
+
+/// Splits `2.5ttl` into `(2.5, "ttl")` when the text ends with a relative unit.
+fn relative(text: &str) -> Option<(&str, &'static str)> {
+    RELATIVE_UNITS
+        .into_iter()
+        .find_map(|unit| Some((text.strip_suffix(unit)?.trim(), unit)))
+}
+
+/// Parses a non-negative humantime duration (`0` allowed). A relative unit (`2ttl`) is refused: a
+/// workload field has no TTL to refer to.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if text.starts_with('-') {
         return Err(format!("duration must not be negative, got {text:?}"));
+    }
+    if let Some((_, unit)) = relative(text) {
+        return Err(format!(
+            "{text:?} is relative to a case's {}, which a workload field does not have: give an \
+             absolute duration like 500ms (only fault timings and case lengths take ttl or task)",
+            if unit == "ttl" { "TTL" } else { "tasks" }
+        ));
     }
     if text == "0" {
         return Ok(Duration::ZERO);
     }
     humantime::parse_duration(text)
         .map_err(|e| format!("expected a duration like 500ms or 20s, got {text:?} ({e})"))
+}
+
+/// Parses a fault timing or a case length: an absolute duration, or a non-negative multiple of the
+/// case's TTL (`2ttl`, `0.5 ttl`) or median task (`0.5task`), rounded to the microsecond.
+pub(crate) fn parse_timing(text: &str, units: Units) -> Result<Duration, String> {
+    let text = text.trim();
+    let Some((factor, unit)) = relative(text) else {
+        return parse_duration(text);
+    };
+    let factor: f64 = factor
+        .parse()
+        .map_err(|_| format!("expected a duration like 500ms, 2ttl or 0.5task, got {text:?}"))?;
+    if !(factor >= 0.0 && factor.is_finite()) {
+        return Err(format!("duration must not be negative, got {text:?}"));
+    }
+    let base = if unit == "ttl" { units.ttl } else { units.task };
+    let micros = (base.as_secs_f64() * factor * 1e6).round();
+    Ok(Duration::from_micros(micros as u64))
 }
 
 /// Formats a duration in the largest unit that keeps it exact (`1500ms`, `3s`, `250us`).
@@ -65,6 +112,43 @@ mod tests {
         ] {
             assert_eq!(format_duration(d), text);
             assert_eq!(parse_duration(text), Ok(d));
+        }
+    }
+
+    #[test]
+    fn timings_take_ttl_and_task_units() {
+        let units = Units {
+            ttl: Duration::from_millis(1500),
+            task: Duration::from_millis(40),
+        };
+        for (text, ms) in [
+            ("2ttl", 3000),
+            ("0.5 ttl", 750),
+            ("0.1ttl", 150),
+            ("1.75ttl", 2625),
+            ("0ttl", 0),
+            ("0.5task", 20),
+            ("3task", 120),
+            ("250ms", 250),
+        ] {
+            assert_eq!(
+                parse_timing(text, units),
+                Ok(Duration::from_millis(ms)),
+                "{text}"
+            );
+        }
+        for (text, needle) in [
+            ("-2ttl", "negative"),
+            ("fewttl", "2ttl or 0.5task"),
+            ("soon", "500ms"),
+        ] {
+            let err = parse_timing(text, units).expect_err(text);
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+        // A workload field has no TTL to refer to.
+        for text in ["2ttl", "0.5task"] {
+            let err = parse_duration(text).expect_err(text);
+            assert!(err.contains("absolute duration"), "{text}: {err}");
         }
     }
 }

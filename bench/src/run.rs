@@ -20,7 +20,7 @@ use crate::progress::Progress;
 use crate::stop::StopSignal;
 use crate::strategies::{Strategy, StrategySettings};
 use crate::workload::faults::{own_topology, parse_fault_text};
-use crate::workload::{ScenarioFile, WorkerMode, Workload};
+use crate::workload::{Fit, ScenarioFile, WorkerMode, Workload};
 use crate::{environment, output, results, scenarios, strategies, table, trials};
 
 /// Environment variable naming the `lockbench` executable worker processes run (default: the current
@@ -53,6 +53,9 @@ pub struct RunRequest {
     pub settle_early: bool,
     /// Where to listen for remote workers (`--workers remote`; default [`remote::DEFAULT_LISTEN`]).
     pub listen: Option<String>,
+    /// How `compare` fits the scenario to the user's workload (time scale, window floor); the
+    /// default changes nothing.
+    pub fit: Fit,
 }
 
 /// What a finished run produced.
@@ -90,8 +93,9 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
     let mut file = loaded.file;
     file.overlay(args.overrides.clone());
     apply_fault_flags(&mut file, &args.faults).map_err(BenchError::usage)?;
-    let workload =
-        Workload::resolve(&loaded.name, &loaded.source, file).map_err(BenchError::usage)?;
+    let workload = Workload::resolve(&loaded.name, &loaded.source, file)
+        .map_err(BenchError::usage)?
+        .fitted(args.fit);
     let chosen = strategies::resolve(&workload.strategies).map_err(BenchError::usage)?;
     let (chosen, not_applicable) =
         keep_fault_targets(&workload, chosen).map_err(BenchError::usage)?;

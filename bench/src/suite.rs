@@ -15,7 +15,8 @@ use crate::run::keep_fault_targets;
 use crate::scenarios;
 use crate::strategies::{self, Strategy, StrategySettings};
 use crate::workload::faults::{Topology, case_topology};
-use crate::workload::{ScenarioFile, WorkerMode, Workload};
+use crate::workload::user::{MIN_WINDOW_TASKS, UserWorkload};
+use crate::workload::{Fit, ScenarioFile, WorkerMode, Workload};
 use lockbench_reports::model::{Expectation, expected_in};
 
 /// How long a scenario's cases run in a suite: measured time and warm-up per case (`None`: the
@@ -150,15 +151,18 @@ pub(crate) const MANY_LOCKS: &str = "many-locks";
 /// 14, 15 and 18: they check that a row behaves like its library, Redlock's node faults, a failover
 /// through Sentinel) would take it to about 40 minutes, so they run with `--full` or `--thorough`, or by name with `--scenarios`.
 pub(crate) const SUITE: &[SuiteEntry] = &[
+    // The baseline's window is absolute (nothing in it is timed against the TTL); under the user's
+    // workload it is at least a few of the user's tasks (`fit`). Lengths in TTL units are the presets'
+    // at their TTL and in proportion under the user's.
     SuiteEntry::of("baseline", "1s", "300ms").quick("1s", "200ms"),
     // Long tasks are 3-5 s against a 2 s timeout: a 2 s window sees each renewed 3+ times, and three
     // pooled trials see as many long tasks as one 6 s run.
-    SuiteEntry::of("long-tail", "2s", "300ms").quick("1500ms", "200ms"),
-    SuiteEntry::of("lease-too-short", "1600ms", "0s").quick("1600ms", "0s"),
+    SuiteEntry::of("long-tail", "1ttl", "0.15ttl").quick("0.75ttl", "0.1ttl"),
+    SuiteEntry::of("lease-too-short", "1.6ttl", "0s").quick("1.6ttl", "0s"),
     SuiteEntry::preset("process-pause"),
     // The holder is killed at 0.5 s; its 1 s lease expires and the next holder is in by about 1.7 s:
     // 2.5 s shows the unavailability and the recovery (the preset's 3 s adds only steady state).
-    SuiteEntry::of("client-crash", "2500ms", "0s").quick("2500ms", "0s"),
+    SuiteEntry::of("client-crash", "2.5ttl", "0s").quick("2.5ttl", "0s"),
     SuiteEntry::preset("cpu-starvation").not_quick(),
     SuiteEntry::preset("cpu-quota").not_quick(),
     SuiteEntry::preset("cpu-hog").not_quick(),
@@ -184,6 +188,50 @@ pub(crate) const SUITE: &[SuiteEntry] = &[
     SuiteEntry::preset("redlock-restart-delayed").full_only(),
     SuiteEntry::preset("redlock-clock-jump").full_only(),
 ];
+
+/// Why the many-locks pass keeps its own workload under the user's (the report says so).
+pub(crate) const MANY_LOCKS_OWN_WORKLOAD: &str = "many-locks keeps its own workload (one client \
+     holding 1,000 then 10,000 locks at a 3s watchdog TTL, at real time): it measures what holding \
+     many locks costs, not the user's cycle";
+
+/// The most a suite may plan to take on 2 idle cores, if it is held to a budget (the full suite and
+/// `--thorough` are a user's choice).
+pub(crate) fn budget(suite: Suite) -> Option<Duration> {
+    match suite {
+        Suite::Quick => Some(Duration::from_secs(240)),
+        Suite::Default => Some(Duration::from_secs(1200)),
+        Suite::Full => None,
+    }
+}
+
+/// The workload fields `entry`'s scenario keeps under the user's workload (`own_workload`), and why.
+pub(crate) fn own_workload(entry: &SuiteEntry) -> (Vec<String>, Option<String>) {
+    scenarios::load(entry.scenario)
+        .map(|l| {
+            (
+                l.file.own_workload.unwrap_or_default(),
+                l.file.own_workload_why,
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// How `entry` is fitted to the user's workload: its time scale (1 for a scenario that keeps its
+/// own TTL) and, when it runs the user's tasks, a window of at least [`MIN_WINDOW_TASKS`] of them.
+pub(crate) fn fit(entry: &SuiteEntry, user: Option<&UserWorkload>) -> Fit {
+    let Some(user) = user else {
+        return Fit::default();
+    };
+    let (own, _) = own_workload(entry);
+    Fit {
+        time_scale: user.time_scale_for(&own),
+        min_window_tasks: if user.fields.task.is_some() && !own.iter().any(|f| f == "task") {
+            MIN_WINDOW_TASKS
+        } else {
+            0
+        },
+    }
+}
 
 /// Strategies `lockbench scale` leaves out by default (a held count means nothing for them).
 pub(crate) const NOT_IN_MANY_LOCKS: &[&str] = &[lockers::redis::keyspace::NAIVE_ID];
@@ -263,25 +311,37 @@ pub(crate) fn entries(suite: Suite) -> Vec<(SuiteEntry, Length)> {
         .collect()
 }
 
-/// The workload of `entry` at `length` for `strategies` (a list as `--strategies` takes it).
+/// The workload of `entry` at `length` for `strategies` (a list as `--strategies` takes it), under
+/// the user's workload if any, as the run resolves and fits it.
 pub(crate) fn workload(
     entry: &SuiteEntry,
     length: Length,
     strategies: &str,
+    user: Option<&UserWorkload>,
 ) -> Result<Workload, String> {
     let loaded = scenarios::load(entry.scenario)?;
     let mut file = loaded.file;
-    file.overlay(overrides(length, strategies));
-    Workload::resolve(&loaded.name, &loaded.source, file)
+    file.overlay(overrides(entry, length, strategies, user));
+    Ok(Workload::resolve(&loaded.name, &loaded.source, file)?.fitted(fit(entry, user)))
 }
 
-/// The overrides a suite applies to a scenario file.
-pub(crate) fn overrides(length: Length, strategies: &str) -> ScenarioFile {
+/// The overrides a suite applies to a scenario file: its length, the strategies and the user's
+/// workload but the fields the scenario keeps.
+pub(crate) fn overrides(
+    entry: &SuiteEntry,
+    length: Length,
+    strategies: &str,
+    user: Option<&UserWorkload>,
+) -> ScenarioFile {
+    let workload = match user {
+        Some(user) => user.overrides_for(&own_workload(entry).0),
+        None => ScenarioFile::default(),
+    };
     ScenarioFile {
         strategies: Some(crate::workload::split_list(strategies)),
         duration: length.duration.map(str::to_owned),
         warmup: length.warmup.map(str::to_owned),
-        ..ScenarioFile::default()
+        ..workload
     }
 }
 
@@ -293,6 +353,7 @@ pub(crate) fn plan(
     strategies: &str,
     trials: u32,
     settle_early: bool,
+    user: Option<&UserWorkload>,
 ) -> Vec<PlannedScenario> {
     let chosen = strategies::resolve(&[strategies.to_owned()]).unwrap_or_default();
     entries(suite)
@@ -310,7 +371,7 @@ pub(crate) fn plan(
                     total: SCENARIO_SERVERS + MANY_LOCKS_PER_STRATEGY * n,
                 };
             }
-            let Ok(w) = workload(entry, *length, strategies) else {
+            let Ok(w) = workload(entry, *length, strategies, user) else {
                 return PlannedScenario {
                     scenario: entry.scenario,
                     cases: 0,
@@ -399,12 +460,60 @@ mod tests {
     const DEFAULT_BUDGET: Duration = Duration::from_secs(1200);
 
     #[test]
+    fn fault_scenarios_keep_their_meaning_under_the_users_ttl() {
+        let user = |ttl: &str, scale: u32| {
+            let fields = ScenarioFile {
+                watchdog_timeout: Some(ttl.into()),
+                task: Some("uniform 20ms..60ms".into()),
+                clients: Some(5),
+                ..ScenarioFile::default()
+            };
+            UserWorkload::new(None, fields, Some(scale))
+                .expect("valid")
+                .expect("given")
+        };
+        let entry = |name: &str| {
+            entries(Suite::Default)
+                .into_iter()
+                .find(|(e, _)| e.scenario == name)
+                .expect(name)
+        };
+        let (pause, length) = entry("process-pause");
+        for u in [user("3s", 1), user("30s", 10)] {
+            let w = workload(&pause, length, "redis-watchdog", Some(&u)).expect("resolves");
+            assert_eq!(
+                w.to_model(&[]).faults,
+                ["pause_worker at=1500ms target=holder duration=6s"]
+            );
+            assert_eq!(w.duration, Some(seconds("10500ms")));
+            assert_eq!(
+                (w.clients, w.keys, w.workers),
+                (5, 1, WorkerMode::Processes)
+            );
+        }
+        // lease-too-short keeps its own lease, tasks and TTL, at real time.
+        let (short, length) = entry("lease-too-short");
+        let w = workload(&short, length, "redis-watchdog", Some(&user("30s", 10))).expect("ok");
+        assert_eq!(w.watchdog_timeout, seconds("1s"));
+        assert_eq!(w.task.to_string(), "uniform 1200ms..1600ms");
+        assert_eq!(w.clients, 5);
+        assert_eq!(w.duration, Some(seconds("1600ms")));
+    }
+
+    #[test]
+    fn budgets_are_the_ones_the_suites_promise() {
+        assert_eq!(budget(Suite::Quick), Some(QUICK_BUDGET));
+        assert_eq!(budget(Suite::Default), Some(DEFAULT_BUDGET));
+        assert_eq!(budget(Suite::Full), None);
+    }
+
+    #[test]
     fn the_suites_fit_their_budgets() {
-        let default = planned_total(&plan(Suite::Default, "all", 3, true));
-        let quick = planned_total(&plan(Suite::Quick, "all", 1, true));
+        let default = planned_total(&plan(Suite::Default, "all", 3, true, None));
+        let quick = planned_total(&plan(Suite::Quick, "all", 1, true, None));
         let what = format!("default plans {default:?}, quick {quick:?}");
         eprintln!("{what}");
-        for p in plan(Suite::Default, "all", 3, true) {
+        for p in plan(Suite::Default, "all", 3, true, None) {
             eprintln!(
                 "  {:<24} {:>3} cases  {:>6.1?}",
                 p.scenario, p.cases, p.total
@@ -413,18 +522,18 @@ mod tests {
         assert!(
             default <= DEFAULT_BUDGET,
             "{what}: {:#?}",
-            plan(Suite::Default, "all", 3, true)
+            plan(Suite::Default, "all", 3, true, None)
         );
         assert!(
             quick <= QUICK_BUDGET,
             "{what}: {:#?}",
-            plan(Suite::Quick, "all", 1, true)
+            plan(Suite::Quick, "all", 1, true, None)
         );
         assert!(quick < default);
         // The full suite and ten trials are a user's choice, not held to a budget, but planned too.
-        let full = planned_total(&plan(Suite::Full, "all", 3, true));
+        let full = planned_total(&plan(Suite::Full, "all", 3, true, None));
         assert!(full > default, "full plans {full:?}");
-        assert!(planned_total(&plan(Suite::Full, "all", 10, false)) > full);
+        assert!(planned_total(&plan(Suite::Full, "all", 10, false, None)) > full);
     }
 
     #[test]
@@ -433,7 +542,7 @@ mod tests {
             if entry.scenario == MANY_LOCKS {
                 continue;
             }
-            let w = workload(&entry, length, "all")
+            let w = workload(&entry, length, "all", None)
                 .unwrap_or_else(|e| panic!("{}: {e}", entry.scenario));
             assert!(
                 w.duration.is_some(),
@@ -441,7 +550,7 @@ mod tests {
                 entry.scenario
             );
         }
-        for p in plan(Suite::Full, "all", 1, true) {
+        for p in plan(Suite::Full, "all", 1, true, None) {
             assert!(p.cases > 0, "{} runs no case", p.scenario);
         }
     }
@@ -479,7 +588,7 @@ mod tests {
 
     #[test]
     fn a_scenario_added_to_the_suite_adds_its_time_to_the_plan() {
-        let base = plan(Suite::Default, "redis-watchdog", 3, true);
+        let base = plan(Suite::Default, "redis-watchdog", 3, true, None);
         let total: Duration = base.iter().map(|p| p.total).sum();
         let one = base
             .iter()

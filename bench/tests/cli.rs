@@ -366,3 +366,44 @@ fn baseline_changes_gate_ci() {
         "[possible values: regression, violation]",
     );
 }
+
+#[test]
+fn bad_workloads_for_compare_are_caught_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    for (name, text, needle) in [
+        (
+            "unknown.toml",
+            "clients = 4\ncolour = \"blue\"",
+            "unknown field `colour`",
+        ),
+        ("bad.toml", "think = \"soon\"", "think: expected a duration"),
+        (
+            "negative.toml",
+            "acquire_wait = \"-1s\"",
+            "acquire_wait: duration must not be negative",
+        ),
+        (
+            "ttl.toml",
+            "watchdog_timeout = \"2ttl\"",
+            "watchdog_timeout: \"2ttl\" is relative",
+        ),
+    ] {
+        let path = file(name, text);
+        usage_error(&["compare", "--workload", &path, "--out", out], needle);
+    }
+    usage_error(
+        &["compare", "--time-scale", "0", "--out", out],
+        "--time-scale: must be at least 1",
+    );
+    usage_error(
+        &["compare", "--think", "0.5task", "--out", out],
+        "think: \"0.5task\" is relative",
+    );
+}

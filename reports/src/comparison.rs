@@ -46,6 +46,23 @@ pub struct Comparison {
     /// Scenarios of the suite that could not run, one line each (`process-pause: ...`).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The user's workload every scenario ran (`compare --workload` or the workload flags); null
+    /// when each scenario ran its own (missing in older files).
+    #[serde(default)]
+    pub workload: Option<UserWorkload>,
+}
+
+/// The user's workload as the report's first screen names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UserWorkload {
+    /// One line: the workload's name, clients, keys, task distribution, leases, TTL.
+    pub summary: String,
+    /// `--time-scale`: every duration was divided by it (1 = real time).
+    pub time_scale: u32,
+    /// What else a reader must know, one line each: the time compression in words and what does not
+    /// scale, the cases where that breaks the ratio, the scenarios that kept part of their own
+    /// workload and why.
+    pub notes: Vec<String>,
 }
 
 /// A strategy as the registry describes it.
@@ -130,6 +147,7 @@ impl Comparison {
                 results,
             }],
             notes: Vec::new(),
+            workload: None,
         }
     }
 

@@ -23,6 +23,15 @@ pub fn title(c: &Comparison) -> String {
     }
 }
 
+/// The user's workload, one line, then its notes (time compression, broken ratios, exceptions); empty
+/// when each scenario ran its own.
+pub fn user_workload_lines(c: &Comparison) -> Vec<String> {
+    c.workload
+        .iter()
+        .flat_map(|w| std::iter::once(w.summary.clone()).chain(w.notes.iter().cloned()))
+        .collect()
+}
+
 /// One line each: when, what, where (machine, software, servers), and whether it is complete.
 pub fn environment_lines(c: &Comparison) -> Vec<String> {
     let mut lines = Vec::new();

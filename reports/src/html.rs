@@ -91,6 +91,9 @@ pub fn render(report: &Report<'_>) -> String {
         escape(&title),
         escape(&title)
     );
+    for line in content::user_workload_lines(c) {
+        let _ = writeln!(out, "<p class=\"workload\">{}</p>", escape(&line));
+    }
     let answers = content::three_answers(grid, &report.findings);
     out.push_str("<nav class=\"answers\">\n");
     for (question, answer, anchor) in &answers {

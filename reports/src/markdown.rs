@@ -41,6 +41,13 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
     let grid = &report.grid;
     let mut out = String::new();
     let _ = writeln!(out, "# {}\n", content::title(c));
+    let workload = content::user_workload_lines(c);
+    if !workload.is_empty() {
+        for line in workload {
+            let _ = writeln!(out, "{line}  ");
+        }
+        out.push('\n');
+    }
     for (question, answer, anchor) in content::three_answers(grid, &report.findings) {
         // The headings' Markdown anchors.
         let anchor = match anchor {

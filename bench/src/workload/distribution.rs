@@ -15,7 +15,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use rand::Rng;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp, LogNormal};
 
 use crate::duration::{format_duration, parse_duration};
@@ -142,6 +143,43 @@ impl TaskDistribution {
             .sum();
         Duration::from_nanos(ns.min(SAMPLE_CAP_NS) as u64)
     }
+
+    /// The distribution's median (what `1task` means in a fault's timing): exact for one shape,
+    /// from 10,001 seeded samples for a mix.
+    pub(crate) fn median(&self) -> Duration {
+        if let [(_, shape)] = self.parts.as_slice() {
+            return match shape {
+                Shape::Constant(d) => *d,
+                Shape::Uniform(low, high) => (*low + *high) / 2,
+                Shape::Exponential(mean) => mean.mul_f64(std::f64::consts::LN_2),
+                Shape::LogNormal(median, _) => *median,
+            };
+        }
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut samples: Vec<Duration> = (0..10_001).map(|_| self.sample(&mut rng)).collect();
+        samples.sort_unstable();
+        samples[samples.len() / 2]
+    }
+
+    /// The same distribution with every duration divided by `factor` (≥ 1; σ and weights kept).
+    pub(crate) fn scaled(&self, factor: u32) -> Self {
+        let parts = self
+            .parts
+            .iter()
+            .map(|(weight, shape)| {
+                let shape = match shape {
+                    Shape::Constant(d) => Shape::Constant(*d / factor),
+                    Shape::Uniform(low, high) => Shape::Uniform(*low / factor, *high / factor),
+                    Shape::Exponential(mean) => Shape::Exponential(*mean / factor),
+                    Shape::LogNormal(median, sigma) => Shape::LogNormal(*median / factor, *sigma),
+                };
+                (*weight, shape)
+            })
+            .collect();
+        // The shapes were valid and stay so: only a zero mean or median could fail, and
+        // `Duration / factor` of a positive duration is positive until 1 ns over `factor`.
+        Self::from_parts(parts).unwrap_or_else(|_| self.clone())
+    }
 }
 
 fn shape_mean_ns(shape: &Shape) -> f64 {
@@ -249,8 +287,6 @@ impl fmt::Display for TaskDistribution {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
-    use rand::rngs::SmallRng;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
@@ -309,6 +345,28 @@ mod tests {
         );
         let mean_ms = dist.mean().as_secs_f64() * 1e3;
         assert!((mean_ms - 159.0).abs() < 0.01, "{mean_ms}");
+    }
+
+    #[test]
+    fn medians_and_scaling() {
+        for (text, median) in [
+            ("50ms", ms(50)),
+            ("uniform 20ms..60ms", ms(40)),
+            ("lognormal 30ms 0.4", ms(30)),
+            ("95% 50ms, 5% uniform 3s..5s", ms(50)),
+        ] {
+            let dist = TaskDistribution::parse(text).expect(text);
+            assert_eq!(dist.median(), median, "{text}");
+        }
+        let dist = TaskDistribution::parse("95% 2s, 5% uniform 20s..40s").expect("mix");
+        assert_eq!(dist.scaled(10).to_string(), "95% 200ms, 5% uniform 2s..4s");
+        assert_eq!(
+            TaskDistribution::parse("lognormal 30ms 0.4")
+                .expect("lognormal")
+                .scaled(3)
+                .to_string(),
+            "lognormal 10ms 0.4"
+        );
     }
 
     #[test]

@@ -10,6 +10,9 @@
 //! target = "holder"       # whom: holder | client:N | all | server
 //! ```
 //!
+//! Every timing may be relative to the case (see [`crate::duration::parse_timing`]): `at = "0.5ttl"`,
+//! `duration = "2ttl"` pause the holder for twice the TTL, whatever the TTL.
+//!
 //! The same fault as a flag: `--fault "pause_worker at=1s duration=2500ms target=holder"`.
 
 use std::fmt;
@@ -19,7 +22,7 @@ use lockbench_servers::Durability;
 use serde::Deserialize;
 
 use crate::backends::ServerKind;
-use crate::duration::{format_duration, parse_duration};
+use crate::duration::{Units, format_duration, parse_timing};
 
 /// A fault as written in a scenario file: every field optional, unknown fields rejected.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -427,8 +430,9 @@ fn durability_name(d: Durability) -> &'static str {
 const MAX_HOG_THREADS: u32 = 256;
 
 impl FaultSpec {
-    /// Checks a fault as written; the error is one line naming the field.
-    pub(crate) fn resolve(file: &FaultFile) -> Result<Self, String> {
+    /// Checks a fault as written, its relative timings (`2ttl`) taken in `units`; the error is one
+    /// line naming the field.
+    pub(crate) fn resolve(file: &FaultFile, units: Units) -> Result<Self, String> {
         let kind: FaultKind = file
             .kind
             .as_deref()
@@ -461,7 +465,7 @@ impl FaultSpec {
         }
         let duration = |name: &str, text: &Option<String>| -> Result<Option<Duration>, String> {
             text.as_deref()
-                .map(|t| parse_duration(t).map_err(|e| format!("{name}: {e}")))
+                .map(|t| parse_timing(t, units).map_err(|e| format!("{name}: {e}")))
                 .transpose()
         };
         let positive = |name: &str, d: Option<Duration>| -> Result<Option<Duration>, String> {
@@ -621,6 +625,22 @@ impl FaultSpec {
 }
 
 impl FaultSpec {
+    /// The same fault with every timing divided by `factor` (`--time-scale`); counts, targets and
+    /// kinds kept.
+    pub(crate) fn scaled(&self, factor: u32) -> Self {
+        FaultSpec {
+            at: self.at / factor,
+            duration: self.duration.map(|d| d / factor),
+            every: self.every.map(|d| d / factor),
+            after_acquire: self.after_acquire.map(|d| d / factor),
+            delay: self.delay / factor,
+            replication_lag: self.replication_lag / factor,
+            quota: self.quota / factor,
+            period: self.period / factor,
+            ..self.clone()
+        }
+    }
+
     /// The node indices as written (`3,4`).
     pub(crate) fn nodes_text(&self) -> String {
         let nodes: Vec<String> = self.nodes.iter().map(usize::to_string).collect();
@@ -801,8 +821,49 @@ impl Topology {
 mod tests {
     use super::*;
 
+    const UNITS: Units = Units {
+        ttl: Duration::from_millis(1500),
+        task: Duration::from_millis(40),
+    };
+
     fn resolve(text: &str) -> Result<FaultSpec, String> {
-        FaultSpec::resolve(&parse_fault_text(text)?)
+        FaultSpec::resolve(&parse_fault_text(text)?, UNITS)
+    }
+
+    #[test]
+    fn timings_in_ttl_units_and_scaled() {
+        let f = resolve("pause_worker at=0.5ttl duration=2ttl").expect("valid");
+        assert_eq!(f.at, Duration::from_millis(750));
+        assert_eq!(f.duration, Some(Duration::from_secs(3)));
+        assert_eq!(
+            f.to_string(),
+            "pause_worker at=750ms target=holder duration=3s"
+        );
+        let p = resolve("pubsub_kill at=1ttl duration=3ttl every=0.1ttl").expect("valid");
+        assert_eq!(p.every, Some(Duration::from_millis(150)));
+        let d = resolve("proxy_delay at=2task duration=1s delay=0.25ttl").expect("valid");
+        assert_eq!(
+            (d.at, d.delay),
+            (Duration::from_millis(80), Duration::from_millis(375))
+        );
+        let s = d.scaled(5);
+        assert_eq!(
+            (s.at, s.duration, s.delay),
+            (
+                Duration::from_millis(16),
+                Some(Duration::from_millis(200)),
+                Duration::from_millis(75)
+            )
+        );
+        assert_eq!(
+            (s.kind, s.target, s.direction),
+            (d.kind, d.target, d.direction)
+        );
+        let err = resolve("pause_worker duration=-2ttl").expect_err("negative");
+        assert!(
+            err.starts_with("duration: ") && err.contains("negative"),
+            "{err}"
+        );
     }
 
     #[test]

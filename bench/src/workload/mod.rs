@@ -6,6 +6,7 @@
 pub(crate) mod distribution;
 pub(crate) mod faults;
 pub(crate) mod parse;
+pub(crate) mod user;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -14,18 +15,25 @@ use lockbench_reports::model::Expectation;
 use serde::Deserialize;
 
 use self::faults::{FaultFile, FaultSpec, needs_processes};
-use crate::duration::{format_duration, parse_duration};
+use crate::duration::{Units, format_duration, parse_duration, parse_timing};
 
 pub(crate) use distribution::TaskDistribution;
 pub(crate) use parse::{LeaseSpec, OnLost, WorkerMode};
 
 /// A scenario file as written: every field optional (the built-in default applies), unknown fields
-/// rejected. Durations are humantime strings.
+/// rejected. Durations are humantime strings; the case's length (`duration`, `warmup`,
+/// `orphan_after`) and the faults' timings may also be relative (`3.5ttl`, `0.5task`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioFile {
     /// One line saying what the scenario shows.
     pub description: Option<String>,
+    /// The workload fields ([`WORKLOAD_FIELDS`]) this scenario keeps when `compare --workload` runs the
+    /// user's workload, because its mechanism needs them (lease-too-short's fixed lease under longer
+    /// tasks).
+    pub own_workload: Option<Vec<String>>,
+    /// Why it keeps them, one sentence (the report quotes it).
+    pub own_workload_why: Option<String>,
     /// Strategy ids, or `["all"]`.
     pub strategies: Option<Vec<String>>,
     /// Concurrent clients.
@@ -77,16 +85,7 @@ pub struct ScenarioFile {
 impl ScenarioFile {
     /// Parses TOML; the error is one line with the line number.
     pub fn from_toml(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| {
-            let message = e.message().trim().replace('\n', " ");
-            let Some(span) = e.span() else {
-                return message;
-            };
-            let start = span.start.min(text.len());
-            let number = text[..start].matches('\n').count() + 1;
-            let line = text.lines().nth(number - 1).unwrap_or("").trim();
-            format!("line {number} ({line}): {message}")
-        })
+        parse_toml(text)
     }
 
     /// Applies `other`'s set fields over this one's.
@@ -96,6 +95,8 @@ impl ScenarioFile {
         }
         take!(
             description,
+            own_workload,
+            own_workload_why,
             strategies,
             clients,
             keys,
@@ -120,6 +121,34 @@ impl ScenarioFile {
         );
     }
 }
+
+/// Parses TOML into `T`; the error is one line with the line number and the line.
+pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    toml::from_str(text).map_err(|e| {
+        let message = e.message().trim().replace('\n', " ");
+        let Some(span) = e.span() else {
+            return message;
+        };
+        let start = span.start.min(text.len());
+        let number = text[..start].matches('\n').count() + 1;
+        let line = text.lines().nth(number - 1).unwrap_or("").trim();
+        format!("line {number} ({line}): {message}")
+    })
+}
+
+/// The fields of a workload (what `compare --workload` takes; each is also a `run` flag): the
+/// others belong to a scenario (its length, workers, faults, theory).
+pub(crate) const WORKLOAD_FIELDS: [&str; 9] = [
+    "clients",
+    "keys",
+    "task",
+    "leases",
+    "watchdog_timeout",
+    "acquire_wait",
+    "think",
+    "rate",
+    "on_lost",
+];
 
 /// A comma-separated list as flags give it (`a, b,c`), without empty items.
 pub(crate) fn split_list(text: &str) -> Vec<String> {
@@ -178,6 +207,25 @@ pub(crate) struct Workload {
     pub expect: BTreeMap<String, Expectation>,
     /// The mechanism, one sentence.
     pub theory: Option<String>,
+}
+
+/// How a scenario is fitted to the user's workload once resolved ([`Workload::fitted`]); the
+/// default changes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fit {
+    /// Every duration divided by this (`--time-scale`; 1 = real time).
+    pub time_scale: u32,
+    /// The measured window is at least this many mean tasks (0: as the scenario says).
+    pub min_window_tasks: u32,
+}
+
+impl Default for Fit {
+    fn default() -> Self {
+        Fit {
+            time_scale: 1,
+            min_window_tasks: 0,
+        }
+    }
 }
 
 /// The built-in defaults under every scenario.
@@ -242,6 +290,22 @@ impl Workload {
         if watchdog_timeout.is_zero() {
             return Err("watchdog_timeout: must be longer than 0".into());
         }
+        for name in merged.own_workload.iter().flatten() {
+            if !WORKLOAD_FIELDS.contains(&name.as_str()) {
+                return Err(format!(
+                    "own_workload: {name:?} is not a workload field ({})",
+                    WORKLOAD_FIELDS.join(", ")
+                ));
+            }
+        }
+        // The case's length and the faults' timings may be relative to this case's TTL and tasks.
+        let units = Units {
+            ttl: watchdog_timeout,
+            task: task.median(),
+        };
+        let timing = |name: &str, value: Option<String>| -> Result<Duration, String> {
+            parse_timing(&need(name, value)?, units).map_err(|e| field(name, e))
+        };
         let rate = match merged.rate {
             Some(r) if !(r > 0.0 && r.is_finite()) => {
                 return Err(format!(
@@ -250,7 +314,7 @@ impl Workload {
             }
             other => other,
         };
-        let run_time = duration("duration", merged.duration)?;
+        let run_time = timing("duration", merged.duration)?;
         let cycles = match merged.cycles {
             Some(0) => return Err("cycles: must be at least 1".into()),
             other => other,
@@ -259,7 +323,7 @@ impl Workload {
         if duration_limit.is_none() && cycles.is_none() {
             return Err("duration: must be longer than 0 (or set cycles)".into());
         }
-        let warmup = duration("warmup", merged.warmup)?;
+        let warmup = timing("warmup", merged.warmup)?;
         let workers: WorkerMode = need("workers", merged.workers)?
             .parse()
             .map_err(|e| field("workers", e))?;
@@ -268,6 +332,7 @@ impl Workload {
             workers,
             duration_limit.map(|d| d + warmup),
             clients,
+            units,
         )?;
         Ok(Workload {
             name: name.to_owned(),
@@ -291,7 +356,7 @@ impl Workload {
                 .map_err(|e| field("on_lost", e))?,
             orphan_after: merged
                 .orphan_after
-                .map(|t| parse_duration(&t).map_err(|e| field("orphan_after", e)))
+                .map(|t| parse_timing(&t, units).map_err(|e| field("orphan_after", e)))
                 .transpose()?,
             monitor_renewals: merged.monitor_renewals.unwrap_or(false),
             seed: merged.seed.unwrap_or(1),
@@ -299,6 +364,40 @@ impl Workload {
             expect: merged.expect.unwrap_or_default(),
             theory: merged.theory,
         })
+    }
+
+    /// The workload as `compare` runs it under the user's workload ([`Fit`]): its window lengthened
+    /// to `min_window_tasks` mean tasks, then scaled.
+    pub(crate) fn fitted(self, fit: Fit) -> Workload {
+        let floor = self.task.mean() * fit.min_window_tasks;
+        let duration = self.duration.map(|d| d.max(floor));
+        Workload { duration, ..self }.scaled(fit.time_scale)
+    }
+
+    /// The same workload at 1/`factor` time (`--time-scale`): every duration of the workload, its
+    /// faults and the case divided by `factor`, the open-loop rate multiplied by it (its period
+    /// divided); everything else kept.
+    pub(crate) fn scaled(&self, factor: u32) -> Workload {
+        Workload {
+            task: self.task.scaled(factor),
+            leases: self
+                .leases
+                .iter()
+                .map(|l| match l {
+                    LeaseSpec::Fixed(d) => LeaseSpec::Fixed(*d / factor),
+                    LeaseSpec::Watchdog => LeaseSpec::Watchdog,
+                })
+                .collect(),
+            watchdog_timeout: self.watchdog_timeout / factor,
+            acquire_wait: self.acquire_wait / factor,
+            think: self.think / factor,
+            rate: self.rate.map(|r| r * f64::from(factor)),
+            duration: self.duration.map(|d| d / factor),
+            warmup: self.warmup / factor,
+            orphan_after: self.orphan_after.map(|d| d / factor),
+            faults: self.faults.iter().map(|f| f.scaled(factor)).collect(),
+            ..self.clone()
+        }
     }
 
     /// The results model's view of the workload.
@@ -334,10 +433,11 @@ fn resolve_faults(
     workers: WorkerMode,
     case_length: Option<Duration>,
     clients: u32,
+    units: Units,
 ) -> Result<Vec<FaultSpec>, String> {
     let mut specs = Vec::with_capacity(files.len());
     for (i, file) in files.iter().enumerate() {
-        let spec = FaultSpec::resolve(file).map_err(|e| format!("faults[{i}].{e}"))?;
+        let spec = FaultSpec::resolve(file, units).map_err(|e| format!("faults[{i}].{e}"))?;
         if workers == WorkerMode::Remote {
             return Err(format!(
                 "faults[{i}]: remote workers take no faults yet (the driver cannot reach their \
@@ -468,6 +568,74 @@ mod tests {
             let err = resolve(toml).expect_err(toml);
             assert!(err.contains(needle), "{toml}: {err}");
         }
+    }
+
+    #[test]
+    fn case_lengths_and_faults_take_ttl_units_workload_fields_do_not() {
+        let w = resolve(
+            "watchdog_timeout = \"1500ms\"\ntask = \"uniform 20ms..60ms\"\nworkers = \"processes\"\n\
+             duration = \"3.5ttl\"\nwarmup = \"5task\"\n\
+             [[faults]]\nkind = \"pause_worker\"\nat = \"0.5ttl\"\nduration = \"2ttl\"",
+        )
+        .expect("valid");
+        assert_eq!(w.duration, Some(Duration::from_millis(5250)));
+        assert_eq!(w.warmup, Duration::from_millis(200));
+        assert_eq!(w.faults[0].at, Duration::from_millis(750));
+        assert_eq!(w.faults[0].duration, Some(Duration::from_secs(3)));
+        for field in ["watchdog_timeout", "acquire_wait", "think"] {
+            let err = resolve(&format!("{field} = \"2ttl\"")).expect_err(field);
+            assert!(
+                err.starts_with(&format!("{field}: ")) && err.contains("absolute duration"),
+                "{err}"
+            );
+        }
+        let err = resolve("task = \"uniform 1ttl..2ttl\"").expect_err("task");
+        assert!(err.starts_with("task: "), "{err}");
+        let err = resolve("own_workload = [\"duration\"]").expect_err("own_workload");
+        assert!(err.starts_with("own_workload: "), "{err}");
+    }
+
+    #[test]
+    fn time_scale_divides_every_duration_and_nothing_else() {
+        let w = resolve(
+            "clients = 5\nkeys = 3\ntask = \"95% 2s, 5% uniform 20s..40s\"\n\
+             leases = [\"watchdog\", \"fixed:20s\"]\nwatchdog_timeout = \"30s\"\n\
+             acquire_wait = \"1m\"\nthink = \"500ms\"\nrate = 0.5\nduration = \"3ttl\"\n\
+             warmup = \"1s\"\norphan_after = \"2s\"\nworkers = \"processes\"\nseed = 9\n\
+             [[faults]]\nkind = \"pause_worker\"\nat = \"0.5ttl\"\nduration = \"2ttl\"",
+        )
+        .expect("valid");
+        let s = w.scaled(10);
+        let ms = Duration::from_millis;
+        assert_eq!(s.task.to_string(), "95% 200ms, 5% uniform 2s..4s");
+        assert_eq!(s.leases, [LeaseSpec::Watchdog, LeaseSpec::Fixed(ms(2000))]);
+        assert_eq!(s.watchdog_timeout, ms(3000));
+        assert_eq!(s.acquire_wait, ms(6000));
+        assert_eq!(s.think, ms(50));
+        assert_eq!(s.rate, Some(5.0));
+        assert_eq!(s.duration, Some(ms(9000)));
+        assert_eq!(s.warmup, ms(100));
+        assert_eq!(s.orphan_after, Some(ms(200)));
+        assert_eq!(
+            (s.faults[0].at, s.faults[0].duration),
+            (ms(1500), Some(ms(6000)))
+        );
+        // Nothing else changes.
+        let back = Workload {
+            task: w.task.clone(),
+            leases: w.leases.clone(),
+            watchdog_timeout: w.watchdog_timeout,
+            acquire_wait: w.acquire_wait,
+            think: w.think,
+            rate: w.rate,
+            duration: w.duration,
+            warmup: w.warmup,
+            orphan_after: w.orphan_after,
+            faults: w.faults.clone(),
+            ..s.clone()
+        };
+        assert_eq!(back, w);
+        assert_eq!(w.scaled(1), w);
     }
 
     #[test]
