@@ -184,9 +184,17 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     let mut list = args.strategies.clone().unwrap_or_else(|| "all".to_owned());
     let mut skipped_peers = Vec::new();
     if args.peers {
+        // With --strategies, the peers read beside the chosen rows (the model-against-library pairs).
+        let named = (args.strategies.as_deref().map(split_list))
+            .filter(|named| !named.iter().any(|n| n == "all"));
+        let wanted = |id: &str| {
+            named.as_ref().is_none_or(|named| {
+                strategies::counterpart(id).is_some_and(|c| named.iter().any(|n| n == c))
+            })
+        };
         for peer in strategies::STRATEGIES
             .iter()
-            .filter(|s| strategies::is_peer(s.id))
+            .filter(|s| strategies::is_peer(s.id) && wanted(s.id))
         {
             match strategies::peer_available(peer.id) {
                 Ok(()) => list = format!("{list},{}", peer.id),
