@@ -218,6 +218,7 @@ impl RunArgs {
             on_lost: self.on_lost.clone(),
             orphan_after: None,
             monitor_renewals: None,
+            monitor_commands: None,
             seed: self.seed,
             // `--fault` text is checked where it is applied (the run, `RunRequest::faults`).
             faults: None,

@@ -32,7 +32,7 @@ use crate::suite::{
     self, Length, MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_STEP_BUDGET, MANY_LOCKS_STEPS,
     NOT_IN_MANY_LOCKS, PlannedScenario, SUITE, Suite, SuiteEntry,
 };
-use crate::workload::split_list;
+use crate::workload::{ScenarioFile, split_list};
 use crate::{output, report, scenarios, strategies, table};
 
 /// What `lockbench compare` is asked to do.
@@ -44,7 +44,9 @@ pub struct CompareRequest {
     pub out: Option<PathBuf>,
     /// Strategy ids, comma-separated, or `all` (default: all).
     pub strategies: Option<String>,
-    /// Add every peer whose runtime is installed (the others are noted as skipped).
+    /// Add every peer whose runtime is installed (the others are noted as skipped); with
+    /// `strategies`, only the peers read beside a chosen strategy. The Redis servers are then followed
+    /// with `MONITOR` (commands and scripts per case, for the models-against-libraries section).
     pub peers: bool,
     /// Servers the user gave instead of starting them.
     pub servers: GivenAddresses,
@@ -298,7 +300,12 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             .and_then(|l| l.file.if_violated);
         let request = RunRequest {
             scenario: entry.scenario.to_owned(),
-            overrides: suite::overrides(*length, &list),
+            overrides: ScenarioFile {
+                // With the peers, MONITOR follows the Redis servers: the commands and scripts each
+                // row ran, for holding the models against their libraries.
+                monitor_commands: args.peers.then_some(true),
+                ..suite::overrides(*length, &list)
+            },
             faults: Vec::new(),
             out: Some(out_dir.join("runs").join(entry.scenario)),
             servers: args.servers.clone(),
