@@ -3,7 +3,8 @@
 # Idempotent: run it as often as you like. Usage: docker/install-deps.sh [--with-browser] [--with-peers]
 #   --with-browser  also installs Chromium (the report tests open the HTML report headless).
 #   --with-peers    also installs the peer lock libraries' runtimes (adapters/): a Python venv with the
-#                   pinned packages, the npm lockfile's packages, Debian's Curator jars (compiled adapter).
+#                   pinned packages, the npm lockfile's packages, Debian's Curator jars (compiled adapter),
+#                   the Go adapters (go.mod/go.sum, built into adapters/go/build/; needs Go >= 1.26 as `go`).
 set -euo pipefail
 
 want_browser=0
@@ -94,6 +95,14 @@ if [ "$want_peers" -eq 1 ]; then
   fi
   (cd "$adapters/node" && { [ -d node_modules ] && npm ls --silent >/dev/null 2>&1 || npm ci --no-audit --no-fund; })
   bash "$adapters/jvm/build.sh"
+  # The Go adapters: modules from the Go module proxy (go.sum pins them), built into adapters/go/build/.
+  # Debian's golang-go is too old for go.mod; without a Go toolchain the go-* peers are left out.
+  if command -v go >/dev/null 2>&1; then
+    (cd "$adapters/go" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go build -trimpath -o build/ ./cmd/...)
+    echo "install-deps: built the Go adapters in $adapters/go/build"
+  else
+    echo "install-deps: no Go toolchain (go >= 1.26) on PATH: the go-* peers are not built" >&2
+  fi
   echo "install-deps: peers installed under $adapters"
 fi
 echo "install-deps: done"

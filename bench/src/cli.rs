@@ -44,7 +44,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List the lock strategies, the server each needs and what each can do.
-    Strategies,
+    Strategies {
+        /// Only the peers (the real libraries), each with the strategy that models it.
+        #[arg(long)]
+        peers: bool,
+    },
     /// List the scenario presets.
     Scenarios,
     /// Run a scenario against strategies; writes DIR/results.json and prints a summary.
@@ -287,7 +291,8 @@ pub struct CompareArgs {
     #[arg(long, value_name = "LIST")]
     pub strategies: Option<String>,
     /// Add the peers: the real libraries through their adapter processes (py-redis-py,
-    /// py-redis-lock, py-kazoo, py-etcd3, node-redlock, jvm-curator); one whose runtime is missing is
+    /// py-redis-lock, py-kazoo, py-etcd3, node-redlock, jvm-curator, go-etcd-mutex, go-redsync);
+    /// with --strategies, only those read beside a chosen strategy. One whose runtime is missing is
     /// skipped with the install command.
     #[arg(long)]
     pub peers: bool,
@@ -503,7 +508,7 @@ where
         }
     };
     let result = match cli.command {
-        Command::Strategies => list_strategies(),
+        Command::Strategies { peers } => list_strategies(peers),
         Command::Scenarios => list_scenarios(),
         Command::Run(args) => runtime.block_on(crate::run::command(args.request())),
         Command::Compare(args) => runtime.block_on(compare::command(args.request())),
@@ -592,7 +597,7 @@ where
     text.parse().map_err(|e: T::Err| e.to_string())
 }
 
-fn list_strategies() -> Result<i32, BenchError> {
+fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
     let settings = strategies::StrategySettings::new(std::time::Duration::from_secs(30));
     let width = strategies::STRATEGIES
         .iter()
@@ -603,7 +608,10 @@ fn list_strategies() -> Result<i32, BenchError> {
         "{:width$}  {:10}  {:6}  description",
         "id", "server", "in all"
     );
-    for s in strategies::STRATEGIES {
+    for s in strategies::STRATEGIES
+        .iter()
+        .filter(|s| !only_peers || strategies::is_peer(s.id))
+    {
         println!(
             "{:width$}  {:10}  {:6}  {}",
             s.id,
@@ -611,6 +619,9 @@ fn list_strategies() -> Result<i32, BenchError> {
             if s.in_all { "yes" } else { "no" },
             s.description
         );
+        if let Some(model) = strategies::counterpart(s.id) {
+            println!("{:width$}  modelled by: {model}", "");
+        }
         match (s.capabilities)(&settings) {
             Ok(c) => {
                 let flags: Vec<&str> = [

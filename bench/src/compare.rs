@@ -48,7 +48,9 @@ pub struct CompareRequest {
     pub out: Option<PathBuf>,
     /// Strategy ids, comma-separated, or `all` (default: all).
     pub strategies: Option<String>,
-    /// Add every peer whose runtime is installed (the others are noted as skipped).
+    /// Add every peer whose runtime is installed (the others are noted as skipped); with
+    /// `strategies`, only the peers read beside a chosen strategy. The Redis servers are then followed
+    /// with `MONITOR` (commands and scripts per case, for the models-against-libraries section).
     pub peers: bool,
     /// Servers the user gave instead of starting them.
     pub servers: GivenAddresses,
@@ -314,9 +316,17 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     let mut list = args.strategies.clone().unwrap_or_else(|| "all".to_owned());
     let mut skipped_peers = Vec::new();
     if args.peers {
+        // With --strategies, the peers read beside the chosen rows (the model-against-library pairs).
+        let named = (args.strategies.as_deref().map(split_list))
+            .filter(|named| !named.iter().any(|n| n == "all"));
+        let wanted = |id: &str| {
+            named.as_ref().is_none_or(|named| {
+                strategies::counterpart(id).is_some_and(|c| named.iter().any(|n| n == c))
+            })
+        };
         for peer in strategies::STRATEGIES
             .iter()
-            .filter(|s| strategies::is_peer(s.id))
+            .filter(|s| strategies::is_peer(s.id) && wanted(s.id))
         {
             match strategies::peer_available(peer.id) {
                 Ok(()) => list = format!("{list},{}", peer.id),
@@ -469,7 +479,12 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             .and_then(|l| l.file.if_violated);
         let request = RunRequest {
             scenario: entry.scenario.to_owned(),
-            overrides: suite::overrides(entry, *length, &list, user.as_ref()),
+            overrides: ScenarioFile {
+                // With the peers, MONITOR follows the Redis servers: the commands and scripts each
+                // row ran, for holding the models against their libraries.
+                monitor_commands: args.peers.then_some(true),
+                ..suite::overrides(entry, *length, &list, user.as_ref())
+            },
             faults: Vec::new(),
             out: Some(out_dir.join("runs").join(entry.scenario)),
             servers: args.servers.clone(),

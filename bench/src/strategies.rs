@@ -255,6 +255,22 @@ pub const STRATEGIES: &[Strategy] = &[
         capabilities: |_| peer_capabilities("jvm-curator"),
         connect: CONNECT_PEER_JVM_CURATOR,
     },
+    Strategy {
+        id: "go-etcd-mutex",
+        description: "peer: etcd's Go concurrency.Mutex on a Session (the recipe etcd-lease models); through its adapter process",
+        server: ServerKind::Etcd,
+        in_all: false,
+        capabilities: |_| peer_capabilities("go-etcd-mutex"),
+        connect: CONNECT_PEER_GO_ETCD_MUTEX,
+    },
+    Strategy {
+        id: "go-redsync",
+        description: "peer: go-redsync (Redlock for Go), fixed leases, on the Redlock nodes; through its adapter process",
+        server: ServerKind::RedisNodes,
+        in_all: false,
+        capabilities: |_| peer_capabilities("go-redsync"),
+        connect: CONNECT_PEER_GO_REDSYNC,
+    },
 ];
 
 /// The entry for `id`.
@@ -410,6 +426,8 @@ const CONNECT_PEER_PY_KAZOO: Connect = connect_peer!("py-kazoo");
 const CONNECT_PEER_PY_ETCD3: Connect = connect_peer!("py-etcd3");
 const CONNECT_PEER_NODE_REDLOCK: Connect = connect_peer!("node-redlock");
 const CONNECT_PEER_JVM_CURATOR: Connect = connect_peer!("jvm-curator");
+const CONNECT_PEER_GO_ETCD_MUTEX: Connect = connect_peer!("go-etcd-mutex");
+const CONNECT_PEER_GO_REDSYNC: Connect = connect_peer!("go-redsync");
 
 fn memory_capabilities(settings: &StrategySettings) -> Result<Capabilities, LockError> {
     let config = MemoryConfig { renewal: *settings };

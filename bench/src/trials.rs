@@ -270,6 +270,11 @@ fn add_server(mut a: ServerCost, b: &ServerCost) -> ServerCost {
         (Some(x), Some(y)) => Some(x + y),
         (x, y) => x.or(y),
     };
+    a.renew_calls = match (a.renew_calls, b.renew_calls) {
+        (Some(x), Some(y)) => Some(x + y),
+        (x, y) => x.or(y),
+    };
+    add_map(&mut a.scripts, &b.scripts);
     a.requests_per_s = if total_s > 0.0 {
         a.requests as f64 / total_s
     } else {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::content::{self, DELTA_COLUMNS, HEADLINE_COLUMNS};
 use crate::report::{Report, Section};
 use crate::rules::TIE_PCT;
-use crate::topics;
+use crate::{pairing, topics};
 
 const STYLE: &str = "
 body { font-family: 'DejaVu Sans', Verdana, Arial, sans-serif; margin: 2rem auto; max-width: 1200px;
@@ -112,6 +112,10 @@ pub fn render(report: &Report<'_>) -> String {
     }
     if !pairs.is_empty() {
         also.push("<a href=\"#peers\">Peers beside their counterparts</a>");
+    }
+    let models = pairing::models_against_libraries(grid);
+    if !models.is_empty() {
+        also.push("<a href=\"#models\">Models against their libraries</a>");
     }
     if !also.is_empty() {
         let _ = writeln!(out, "<p><strong>Also:</strong> {}</p>", also.join(" · "));
@@ -239,6 +243,22 @@ pub fn render(report: &Report<'_>) -> String {
             );
             let rows: Vec<Vec<String>> = pair.rows.iter().map(|r| r.to_vec()).collect();
             table(&mut out, None, &topics::pair_columns(pair), &rows);
+        }
+    }
+    if !models.is_empty() {
+        let _ = writeln!(
+            out,
+            "<h2 id=\"models\">Models against their libraries</h2>\n<p>{}</p>",
+            escape(pairing::INTRO)
+        );
+        for model in &models {
+            let _ = writeln!(
+                out,
+                "<h3>{} against its libraries</h3>",
+                escape(&model.model)
+            );
+            let columns: Vec<&str> = model.columns.iter().map(String::as_str).collect();
+            table(&mut out, None, &columns, &model.rows);
         }
     }
 

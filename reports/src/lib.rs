@@ -19,6 +19,7 @@
 //! | [`charts`] | every chart, as SVG and PNG, with the embedded font |
 //! | [`report`] | builds a report: charts, findings, changes |
 //! | [`topics`] | the sections shown only with their data: Redlock and clocks, peers |
+//! | [`pairing`] | the section "Models against their libraries" (each model row against its libraries) |
 //! | [`content`], [`mod@format`] | the cells and figures both formats show; the RFC 3339 timestamp |
 //! | [`markdown`], [`html`] | the two layouts |
 //! | [`mod@write`] | writes a report to a directory |
@@ -33,6 +34,7 @@ pub mod histogram;
 pub mod html;
 pub mod markdown;
 pub mod model;
+pub mod pairing;
 pub mod report;
 pub mod rules;
 pub mod scale;

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::content::{self, DELTA_COLUMNS, HEADLINE_COLUMNS};
 use crate::report::{Report, Section};
 use crate::rules::TIE_PCT;
-use crate::topics;
+use crate::{pairing, topics};
 
 /// A Markdown table cell: pipes escaped, line breaks flattened.
 fn cell(text: &str) -> String {
@@ -65,6 +65,10 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
     }
     if !pairs.is_empty() {
         also.push("[Peers beside their counterparts](#peers-beside-their-counterparts)");
+    }
+    let models = pairing::models_against_libraries(grid);
+    if !models.is_empty() {
+        also.push("[Models against their libraries](#models-against-their-libraries)");
     }
     if !also.is_empty() {
         let _ = writeln!(out, "**Also:** {}  ", also.join(" · "));
@@ -173,6 +177,15 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
             let _ = writeln!(out, "### {} beside {}\n", pair.peer, pair.counterpart);
             let rows: Vec<Vec<String>> = pair.rows.iter().map(|r| r.to_vec()).collect();
             table(&mut out, &topics::pair_columns(pair), &rows);
+        }
+    }
+    if !models.is_empty() {
+        let _ = writeln!(out, "## Models against their libraries\n");
+        let _ = writeln!(out, "{}\n", pairing::INTRO);
+        for model in &models {
+            let _ = writeln!(out, "### {} against its libraries\n", model.model);
+            let columns: Vec<&str> = model.columns.iter().map(String::as_str).collect();
+            table(&mut out, &columns, &model.rows);
         }
     }
 

@@ -855,6 +855,15 @@ pub struct ServerCost {
     /// work" rule reads this figure.
     #[serde(default)]
     pub client_requests: Option<u64>,
+    /// Renewal calls the server saw: etcd `LeaseKeepAlive` messages received; on Redis, when
+    /// `MONITOR` followed the case (`lockbench compare --peers`), calls of a script known to renew a
+    /// lock (lockbench's own, redsync's Extend, node redlock's extend). Null where not told apart.
+    #[serde(default)]
+    pub renew_calls: Option<u64>,
+    /// Redis, when `MONITOR` followed the case: script calls (`EVALSHA`, `EVAL`) by the SHA1 of the
+    /// script's text, so two rows can be checked for running the same scripts. Empty otherwise.
+    #[serde(default)]
+    pub scripts: BTreeMap<String, u64>,
     /// Requests per second of the case.
     pub requests_per_s: f64,
     /// Requests by command or method.

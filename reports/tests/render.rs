@@ -549,7 +549,12 @@ fn redlock_and_peer_sections_are_absent_without_their_data() {
     let (_, written) = rendered();
     let md = fs::read_to_string(&written.markdown).unwrap();
     let html = fs::read_to_string(&written.html).unwrap();
-    for absent in ["Redlock and clocks", "Peers beside", "**Also:**"] {
+    for absent in [
+        "Redlock and clocks",
+        "Peers beside",
+        "Models against",
+        "**Also:**",
+    ] {
         assert!(!md.contains(absent), "report.md has {absent:?}");
         assert!(!html.contains(absent), "report.html has {absent:?}");
     }
@@ -702,4 +707,63 @@ fn a_stopped_cell_has_no_interval_and_a_full_one_has() {
     let full_cell = cell(&full);
     assert_eq!(full_cell.text, "1/3 · data harmed");
     assert_eq!(full_cell.detail, "6–79 %");
+
+/// The section "Models against their libraries" from a hand-made file: the fixture's baseline with
+/// redis-keyspace-naive posing as a library modelled by redis-watchdog, and what the server saw of
+/// each (100 critical sections of 10 ms each: one held lock-second).
+#[test]
+fn models_against_libraries_renders_from_a_hand_made_file() {
+    use lockbench_reports::{html, markdown, report};
+    let mut c = fixture();
+    c.runs.truncate(1);
+    c.strategies[2].counterpart = Some("redis-watchdog".into());
+    for case in &mut c.runs[0].results.cases {
+        let (renewals, sent, scripts): (u64, u64, &[&str]) = match case.strategy.as_str() {
+            "redis-watchdog" => (5, 300, &["aaaaaaaaaa", "bbbbbbbbbb"]),
+            "redis-keyspace-naive" => (12, 450, &["aaaaaaaaaa", "cccccccccc"]),
+            _ => continue,
+        };
+        case.safety.lost_updates.completed_writes = 100;
+        case.latency.hold.mean_ms = Some(10.0);
+        let cost = case.server_cost.as_mut().unwrap();
+        cost.renew_calls = Some(renewals);
+        cost.client_requests = Some(sent);
+        cost.scripts = scripts.iter().map(|s| ((*s).to_owned(), 1)).collect();
+    }
+    let built = report::build(input(&c)).unwrap();
+    let md = markdown::render(&built, "charts");
+    for needle in [
+        "[Models against their libraries](#models-against-their-libraries)",
+        "## Models against their libraries",
+        "### redis-watchdog against its libraries",
+        "| scenario | figure | redis-watchdog | redis-keyspace-naive |",
+        "| baseline | violated / trials | 0/1 | 0/1 |",
+        "| baseline | renewal calls / held lock / s | 5.0 | 12 |",
+        "| baseline | client requests / CS | 3.0 | 4.5 |",
+        "| baseline | scripts (SHA1) | aaaaaaa bbbbbbb | aaaaaaa ccccccc (1 of 2 the model's) |",
+    ] {
+        assert!(md.contains(needle), "report.md lacks {needle:?}\n{md}");
+    }
+    let html = html::render(&built);
+    for needle in [
+        "<h2 id=\"models\">Models against their libraries</h2>",
+        "<td>baseline</td><td>renewal calls / held lock / s</td><td>5.0</td><td>12</td>",
+    ] {
+        assert!(html.contains(needle), "report.html lacks {needle:?}");
+    }
+    // The same scripts read "same".
+    for case in &mut c.runs[0].results.cases {
+        if case.strategy == "redis-keyspace-naive" {
+            let cost = case.server_cost.as_mut().unwrap();
+            cost.scripts = ["aaaaaaaaaa", "bbbbbbbbbb"]
+                .iter()
+                .map(|s| ((*s).to_owned(), 3))
+                .collect();
+        }
+    }
+    let md = markdown::render(&report::build(input(&c)).unwrap(), "charts");
+    assert!(
+        md.contains("| baseline | scripts (SHA1) | aaaaaaa bbbbbbb | same |"),
+        "{md}"
+    );
 }

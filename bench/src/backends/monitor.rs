@@ -4,8 +4,13 @@
 //! ([`lockers::redis::script_shas`]). A lock key is free from a release call naming it until the next
 //! acquire call naming it; a renew call naming a free key is a renewal after unlock. Commands run
 //! inside scripts (`[0 lua]` lines) are not top-level calls and are skipped.
+//!
+//! The same connection also counts what holding a model row against its library needs
+//! ([`Followed`]): the top-level commands the clients sent, the scripts they ran by SHA1 (an `EVAL`'s
+//! text is hashed as Redis would), and the calls of scripts known to renew a lock (lockbench's own and
+//! the libraries' in [`LIBRARY_RENEW_SCRIPTS`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::thread::JoinHandle;
@@ -14,11 +19,42 @@ use std::time::Duration;
 use lockbench_reports::model::RenewAfterUnlock;
 use lockers::redis::{ScriptRole, script_shas};
 
+/// The renewal scripts of the peer libraries, by SHA1 of their text (from each pinned version's
+/// source): redsync v4.18.1's `touchScript` and `touchWithSetNXScript` (Extend), node redlock
+/// 5.0.0-beta.2's `EXTEND_SCRIPT`.
+pub const LIBRARY_RENEW_SCRIPTS: &[&str] = &[
+    "d75bb8b5bd13532ddedd17762e772346e39b321e",
+    "b6b55c439e02c6f52ffb8be7ec8c0d0ac816ea79",
+    "aed6f382e410db8ba7926d4e5e9aab410bf2a78a",
+];
+
+/// What `MONITOR` showed of a case's top-level commands.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Followed {
+    /// Top-level commands, but lockbench's own `INFO` probes.
+    pub commands: u64,
+    /// Script calls (`EVALSHA`, `EVAL`) by the script's SHA1.
+    pub scripts: BTreeMap<String, u64>,
+    /// Of those, calls of a script known to renew a lock.
+    pub renew_calls: u64,
+}
+
+impl Followed {
+    /// Adds another node's count.
+    pub fn add(&mut self, other: &Followed) {
+        self.commands += other.commands;
+        self.renew_calls += other.renew_calls;
+        for (sha, n) in &other.scripts {
+            *self.scripts.entry(sha.clone()).or_default() += n;
+        }
+    }
+}
+
 /// A running count; [`RenewMonitor::finish`] ends it.
 #[derive(Debug)]
 pub struct RenewMonitor {
     stream: TcpStream,
-    reader: JoinHandle<RenewAfterUnlock>,
+    reader: JoinHandle<(RenewAfterUnlock, Followed)>,
 }
 
 impl RenewMonitor {
@@ -53,21 +89,59 @@ impl RenewMonitor {
                 count.line(&line);
                 line.clear();
             }
-            count.total
+            (count.total, count.followed)
         });
         Ok(RenewMonitor { stream, reader })
     }
 
     /// Stops following (after `settle`, so commands still in flight are seen) and returns the count.
-    pub fn finish(self, settle: Duration) -> RenewAfterUnlock {
+    pub fn finish(self, settle: Duration) -> (RenewAfterUnlock, Followed) {
         std::thread::sleep(settle);
         let _ = self.stream.shutdown(Shutdown::Both);
-        self.reader.join().unwrap_or(RenewAfterUnlock {
-            renew_calls: 0,
-            on_released_keys: 0,
-            releases: 0,
+        self.reader.join().unwrap_or_else(|_| {
+            let none = RenewAfterUnlock {
+                renew_calls: 0,
+                on_released_keys: 0,
+                releases: 0,
+            };
+            (none, Followed::default())
         })
     }
+}
+
+/// The quoted arguments of a `MONITOR` line, unescaped as Redis escapes them (`\"`, `\\`, `\n`,
+/// `\r`, `\t`, `\a`, `\b`, `\xHH`).
+fn arguments(line: &str) -> Vec<Vec<u8>> {
+    let mut args = Vec::new();
+    let mut bytes = line.bytes();
+    while let Some(b) = bytes.next() {
+        if b != b'"' {
+            continue;
+        }
+        let mut arg = Vec::new();
+        while let Some(b) = bytes.next() {
+            match b {
+                b'"' => break,
+                b'\\' => match bytes.next() {
+                    Some(b'n') => arg.push(b'\n'),
+                    Some(b'r') => arg.push(b'\r'),
+                    Some(b't') => arg.push(b'\t'),
+                    Some(b'a') => arg.push(7),
+                    Some(b'b') => arg.push(8),
+                    Some(b'x') => {
+                        let hex = [bytes.next().unwrap_or(b'0'), bytes.next().unwrap_or(b'0')];
+                        let text = std::str::from_utf8(&hex).unwrap_or("00");
+                        arg.push(u8::from_str_radix(text, 16).unwrap_or(0));
+                    }
+                    Some(other) => arg.push(other),
+                    None => break,
+                },
+                other => arg.push(other),
+            }
+        }
+        args.push(arg);
+    }
+    args
 }
 
 /// The count over the lines seen so far.
@@ -75,6 +149,7 @@ struct Count {
     roles: HashMap<&'static str, ScriptRole>,
     free: HashSet<String>,
     total: RenewAfterUnlock,
+    followed: Followed,
 }
 
 impl Count {
@@ -87,6 +162,7 @@ impl Count {
                 on_released_keys: 0,
                 releases: 0,
             },
+            followed: Followed::default(),
         }
     }
 
@@ -95,33 +171,58 @@ impl Count {
         if line.contains(" lua]") {
             return;
         }
-        let args: Vec<&str> = line.split('"').skip(1).step_by(2).collect();
-        let [command, sha, numkeys, rest @ ..] = args.as_slice() else {
+        let args = arguments(line);
+        let Some(command) = args
+            .first()
+            .map(|c| String::from_utf8_lossy(c).to_lowercase())
+        else {
             return;
         };
-        if !command.eq_ignore_ascii_case("evalsha") {
+        if command == "info" {
             return;
         }
-        let Some(role) = self.roles.get(sha) else {
+        self.followed.commands += 1;
+        let [_, script, numkeys, rest @ ..] = args.as_slice() else {
             return;
         };
-        let n = numkeys.parse::<usize>().unwrap_or(0).min(rest.len());
-        let keys = &rest[..n];
+        let sha = match command.as_str() {
+            "evalsha" => String::from_utf8_lossy(script).to_lowercase(),
+            "eval" => redis::Script::new(&String::from_utf8_lossy(script))
+                .get_hash()
+                .to_owned(),
+            _ => return,
+        };
+        *self.followed.scripts.entry(sha.clone()).or_default() += 1;
+        if LIBRARY_RENEW_SCRIPTS.contains(&sha.as_str()) {
+            self.followed.renew_calls += 1;
+        }
+        let Some(role) = self.roles.get(sha.as_str()) else {
+            return;
+        };
+        let n = String::from_utf8_lossy(numkeys)
+            .parse::<usize>()
+            .unwrap_or(0)
+            .min(rest.len());
+        let keys: Vec<String> = rest[..n]
+            .iter()
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect();
         match role {
             ScriptRole::Acquire => {
                 if let Some(key) = keys.first() {
-                    self.free.remove(*key);
+                    self.free.remove(key);
                 }
             }
             ScriptRole::Release => {
                 if let Some(key) = keys.first() {
                     self.total.releases += 1;
-                    self.free.insert((*key).to_owned());
+                    self.free.insert(key.clone());
                 }
             }
             ScriptRole::Renew => {
                 self.total.renew_calls += 1;
-                let stale = keys.iter().filter(|k| self.free.contains(**k)).count();
+                self.followed.renew_calls += 1;
+                let stale = keys.iter().filter(|k| self.free.contains(*k)).count();
                 self.total.on_released_keys += stale as u64;
             }
         }
@@ -165,5 +266,29 @@ mod tests {
         assert_eq!(count.total.renew_calls, 3);
         assert_eq!(count.total.on_released_keys, 1);
         assert_eq!(count.total.releases, 1);
+    }
+
+    #[test]
+    fn commands_and_scripts_are_followed_by_sha1_of_their_text() {
+        let mut count = Count::new();
+        let touch = LIBRARY_RENEW_SCRIPTS[0];
+        for line in [
+            // An EVAL's text, escaped as MONITOR shows it, is hashed as Redis would.
+            "1.0 [0 127.0.0.1:1] \"EVAL\" \"return redis.call(\\\"GET\\\", KEYS[1])\\n\" \"1\" \"k\"\n",
+            &format!("1.0 [0 127.0.0.1:1] \"evalsha\" \"{touch}\" \"1\" \"k\" \"v\" \"1000\"\n"),
+            "1.0 [0 127.0.0.1:1] \"SET\" \"k\" \"v\" \"PX\" \"1000\" \"NX\"\n",
+            "1.0 [0 lua] \"get\" \"k\"\n",
+            "1.0 [0 127.0.0.1:2] \"INFO\" \"commandstats\"\n",
+        ] {
+            count.line(line);
+        }
+        let text = "return redis.call(\"GET\", KEYS[1])\n";
+        let eval_sha = redis::Script::new(text).get_hash().to_owned();
+        assert_eq!(count.followed.commands, 3);
+        assert_eq!(count.followed.renew_calls, 1);
+        assert_eq!(
+            count.followed.scripts,
+            BTreeMap::from([(eval_sha, 1), (touch.to_owned(), 1)])
+        );
     }
 }

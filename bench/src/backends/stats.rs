@@ -39,6 +39,9 @@ pub struct StatsSnapshot {
     /// include the commands its scripts ran: a case fills it from lockers' count of the commands its
     /// clients sent instead (`driver::case`).
     pub client_requests: Option<u64>,
+    /// Renewal calls received so far, where the counters tell them apart (etcd: `LeaseKeepAlive`
+    /// stream messages).
+    pub renew_calls: Option<u64>,
     /// CPU seconds used so far, when known.
     pub cpu_seconds: Option<f64>,
 }
@@ -102,6 +105,13 @@ impl StatsSource {
             .map(|c| (c.user.as_str(), c.password.as_str()))
     }
 
+    /// Its address and those of the other nodes it sums (Redlock's masters).
+    pub fn sockets(&self) -> Vec<SocketAddr> {
+        std::iter::once(self.socket)
+            .chain(self.more_nodes.iter().map(|&(socket, _)| socket))
+            .collect()
+    }
+
     /// Whether the server speaks TLS only (plain probes cannot read it).
     pub fn is_tls(&self) -> bool {
         self.tls
@@ -152,6 +162,7 @@ impl StatsSource {
                 StatsSnapshot {
                     requests,
                     client_requests: None,
+                    renew_calls: None,
                     cpu_seconds: cpu.as_deref().map(redis_cpu),
                 }
             }
@@ -164,6 +175,7 @@ impl StatsSource {
                 let requests = zk_mntr(&mntr);
                 StatsSnapshot {
                     client_requests: requests.get("packets_received").copied(),
+                    renew_calls: None,
                     requests,
                     cpu_seconds: None,
                 }
@@ -210,6 +222,11 @@ pub fn delta(
             .client_requests
             .zip(after.client_requests)
             .map(|(b, a)| a.saturating_sub(b)),
+        renew_calls: before
+            .renew_calls
+            .zip(after.renew_calls)
+            .map(|(b, a)| a.saturating_sub(b)),
+        scripts: BTreeMap::new(),
         kind: kind.name().to_owned(),
         cpu_seconds: before
             .cpu_seconds
@@ -260,6 +277,9 @@ fn etcd_metrics(metrics: &str) -> StatsSnapshot {
                 .map(|(_, v)| v.trim().parse::<f64>())
             {
                 *snapshot.client_requests.get_or_insert(0) += value as u64;
+                if labels.contains("grpc_method=\"LeaseKeepAlive\"") {
+                    *snapshot.renew_calls.get_or_insert(0) += value as u64;
+                }
             }
         } else if let Some(labels) = line.strip_prefix("grpc_server_handled_total{") {
             let Some((labels, value)) = labels.rsplit_once("} ") else {
@@ -314,6 +334,7 @@ mod tests {
             Some(48),
             "keep-alive stream messages count"
         );
+        assert_eq!(s.renew_calls, Some(40), "the keep-alives are the renewals");
         assert_eq!(s.requests.values().sum::<u64>(), 8);
         let zk = "zk_version\t3.8.0\nzk_packets_received\t100\nzk_packets_sent\t99\n";
         assert_eq!(zk_mntr(zk).get("packets_received"), Some(&100));
@@ -324,11 +345,13 @@ mod tests {
         let before = StatsSnapshot {
             requests: BTreeMap::from([("get".into(), 5), ("set".into(), 1)]),
             client_requests: Some(3),
+            renew_calls: None,
             cpu_seconds: Some(1.0),
         };
         let after = StatsSnapshot {
             requests: BTreeMap::from([("get".into(), 15), ("set".into(), 1), ("del".into(), 2)]),
             client_requests: Some(7),
+            renew_calls: None,
             cpu_seconds: Some(1.5),
         };
         let cost = delta(ServerKind::Redis, &before, &after, 2.0);

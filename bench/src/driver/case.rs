@@ -9,7 +9,7 @@ use lockbench_reports::model::{CaseStatus, FaultWindow, RenewAfterUnlock, Server
 use super::mode::{CaseContext, CaseError, ModeOutput, capabilities_model};
 use super::worker::CasePlan;
 use super::{processes, tasks};
-use crate::backends::monitor::RenewMonitor;
+use crate::backends::monitor::{Followed, RenewMonitor};
 use crate::backends::{ServerKind, stats};
 use crate::faults::{CaseFaults, PrepareError};
 use crate::strategies::{self, Strategy};
@@ -160,21 +160,31 @@ pub(crate) async fn run_case(
         Some(s) => s.snapshot_async().await,
         None => None,
     };
-    let monitor = match &source {
+    let follow = ctx.workload.monitor_renewals || ctx.workload.monitor_commands;
+    let monitors = match &source {
         Some(s) if s.is_tls() && ctx.workload.monitor_renewals => {
             run.error = Some("counting renewals with MONITOR needs a plain (non-TLS) Redis".into());
             return run;
         }
-        Some(s) if ctx.workload.monitor_renewals && s.kind() == ServerKind::Redis => {
-            match RenewMonitor::start(s.socket(), s.auth()) {
-                Ok(m) => Some(m),
+        Some(s)
+            if follow
+                && !s.is_tls()
+                && matches!(s.kind(), ServerKind::Redis | ServerKind::RedisNodes) =>
+        {
+            let started: Result<Vec<RenewMonitor>, String> = s
+                .sockets()
+                .into_iter()
+                .map(|socket| RenewMonitor::start(socket, s.auth()))
+                .collect();
+            match started {
+                Ok(m) => m,
                 Err(e) => {
                     run.error = Some(e);
                     return run;
                 }
             }
         }
-        _ => None,
+        _ => Vec::new(),
     };
     let started = ctx.clock.now();
     let label = format!("{} {lease}", strategy.id);
@@ -200,12 +210,31 @@ pub(crate) async fn run_case(
         run.server_cost = Some(cost);
     }
     drop(faults);
-    if let Some(monitor) = monitor {
+    if !monitors.is_empty() {
         // A renewal sent just before the clients closed still reaches the count.
         let settle = Duration::from_millis(100);
-        run.renew_after_unlock = tokio::task::spawn_blocking(move || monitor.finish(settle))
-            .await
-            .ok();
+        let counts = tokio::task::spawn_blocking(move || {
+            monitors
+                .into_iter()
+                .map(|m| m.finish(settle))
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        let mut followed = Followed::default();
+        for (after_unlock, node) in &counts {
+            followed.add(node);
+            if ctx.workload.monitor_renewals {
+                run.renew_after_unlock = Some(after_unlock.clone());
+            }
+        }
+        if let Some(cost) = &mut run.server_cost {
+            if strategies::is_peer(strategy.id) {
+                cost.client_requests = Some(followed.commands);
+            }
+            cost.renew_calls = Some(followed.renew_calls);
+            cost.scripts = followed.scripts;
+        }
     }
     match result {
         Ok(mut output) => {

@@ -67,6 +67,9 @@ pub struct ScenarioFile {
     pub orphan_after: Option<String>,
     /// Count, at the Redis server (`MONITOR`), renew calls on lock keys after their release.
     pub monitor_renewals: Option<bool>,
+    /// Follow the Redis servers with `MONITOR` for the commands and scripts the clients ran
+    /// (`lockbench compare --peers` sets it, to hold each model row against its library).
+    pub monitor_commands: Option<bool>,
     /// Random seed.
     pub seed: Option<u64>,
     /// Faults injected in every case (`[[faults]]` tables; see [`faults`]).
@@ -113,6 +116,7 @@ impl ScenarioFile {
             on_lost,
             orphan_after,
             monitor_renewals,
+            monitor_commands,
             seed,
             faults,
             expect,
@@ -199,6 +203,8 @@ pub(crate) struct Workload {
     pub orphan_after: Option<Duration>,
     /// Count renew calls after unlock at the Redis server (see [`ScenarioFile::monitor_renewals`]).
     pub monitor_renewals: bool,
+    /// Follow the Redis servers with `MONITOR` (see [`ScenarioFile::monitor_commands`]).
+    pub monitor_commands: bool,
     /// Random seed.
     pub seed: u64,
     /// Faults injected in every case.
@@ -359,6 +365,7 @@ impl Workload {
                 .map(|t| parse_timing(&t, units).map_err(|e| field("orphan_after", e)))
                 .transpose()?,
             monitor_renewals: merged.monitor_renewals.unwrap_or(false),
+            monitor_commands: merged.monitor_commands.unwrap_or(false),
             seed: merged.seed.unwrap_or(1),
             faults,
             expect: merged.expect.unwrap_or_default(),

@@ -42,6 +42,8 @@ enum Runtime {
     Node,
     /// `java` with the classes compiled at install time (`adapters/jvm/build`).
     Jvm,
+    /// A Go binary built at install time (`adapters/go/build`): the entry is the program itself.
+    GoBinary,
 }
 
 /// One reference adapter.
@@ -76,7 +78,7 @@ const BASE: Capabilities = Capabilities {
     ttl_granularity: Duration::from_millis(1),
 };
 
-/// Whole-second TTLs (python-redis-lock, python-etcd3).
+/// Whole-second TTLs (python-redis-lock, python-etcd3, etcd's Go Session).
 const SECONDS: Capabilities = Capabilities {
     min_ttl: Duration::from_secs(1),
     ttl_granularity: Duration::from_secs(1),
@@ -180,6 +182,33 @@ pub const PEERS: &[PeerSpec] = &[
         runtime: Runtime::Jvm,
         entry: "jvm/build/run.args",
     },
+    PeerSpec {
+        id: "go-etcd-mutex",
+        library: "etcd concurrency.Mutex (Go)",
+        backend: PeerBackend::Etcd,
+        counterpart: "etcd-lease",
+        capabilities: Capabilities {
+            fencing: true,
+            auto_renew: true,
+            wait_notify: true,
+            lost_signal: true,
+            ..SECONDS
+        },
+        runtime: Runtime::GoBinary,
+        entry: "go/build/go-etcd-mutex",
+    },
+    PeerSpec {
+        id: "go-redsync",
+        library: "redsync (Go)",
+        backend: PeerBackend::RedisMany,
+        counterpart: "redlock",
+        capabilities: Capabilities {
+            fixed_lease: true,
+            ..BASE
+        },
+        runtime: Runtime::GoBinary,
+        entry: "go/build/go-redsync",
+    },
 ];
 
 /// The spec of the reference adapter `id`.
@@ -240,6 +269,7 @@ impl PeerSpec {
                 (PathBuf::from("node"), vec![path_arg(&entry)])
             }
             Runtime::Jvm => (PathBuf::from("java"), vec![format!("@{}", entry.display())]),
+            Runtime::GoBinary => (entry, Vec::new()),
         };
         Ok(PeerCommand {
             program,
