@@ -707,6 +707,7 @@ fn a_stopped_cell_has_no_interval_and_a_full_one_has() {
     let full_cell = cell(&full);
     assert_eq!(full_cell.text, "1/3 · data harmed");
     assert_eq!(full_cell.detail, "6–79 %");
+}
 
 /// The section "Models against their libraries" from a hand-made file: the fixture's baseline with
 /// redis-keyspace-naive posing as a library modelled by redis-watchdog, and what the server saw of
