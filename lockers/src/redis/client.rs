@@ -11,9 +11,10 @@
 //! Every command a client sends is counted ([`commands_sent`]): the requests the server saw from this
 //! process, a script call counting once however many `redis.call`s it runs (Redis's own `INFO
 //! commandstats` counts those too, so it cannot tell them apart). Commands are counted by the
-//! multiplexed connection (`connection::Commands`), `count_sent` (pub/sub subscriptions, a guard
-//! thread's blocking connection) and `count_handshake` (`AUTH`/`SELECT` when a connection opens;
-//! `CLIENT SETINFO` is not sent). A test checks the count against what `MONITOR` saw.
+//! multiplexed connection's manager (`counted`: answered or timed-out requests, and every connection's
+//! handshake, after a reconnect too), `count_sent` (pub/sub subscriptions, a guard thread's blocking
+//! connection) and `count_handshake` (`AUTH`/`SELECT` when a connection opens; `CLIENT SETINFO` is not
+//! sent). Tests check the count against what `MONITOR` saw, also through a server restart.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -155,6 +156,11 @@ pub fn commands_sent() -> u64 {
 /// Counts `n` commands sent outside [`Commands`] (subscriptions, blocking connections).
 pub(crate) fn count_sent(n: u64) {
     SENT.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Takes back `n` commands counted when sent that never reached a server (their link was broken).
+pub(crate) fn uncount_sent(n: u64) {
+    SENT.fetch_sub(n, Ordering::Relaxed);
 }
 
 /// Counts the commands a new connection of `client` sends before any of ours: `AUTH` with a

@@ -21,7 +21,8 @@
 //! background, at most once per [`REFRESH_AT_MOST_EVERY`].
 //!
 //! Every request the servers see is counted ([`super::client::count_sent`]): each node a command is
-//! sent to, each redirect, `ASKING`, and every `CLUSTER SLOTS` with its connection's handshake.
+//! sent to, each redirect, `ASKING` (by each node's connection, see `counted`), and every `CLUSTER
+//! SLOTS` with its connection's handshake.
 //! Databases other than 0 are refused (`Config`): Redis Cluster has one database. Over TLS, the nodes
 //! name their TLS ports in `CLUSTER SLOTS` (asked over TLS, a node with `tls-cluster` answers those).
 
@@ -30,12 +31,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike, ConnectionManagerConfig};
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, ServerErrorKind, Value};
 
 use super::client::{
     BACKEND, ConnectionSettings, count_handshake, count_sent, error_of, error_of_all, open_parts,
 };
+use super::counted::CountedManager;
 use crate::address::{self, Credentials, TlsFiles};
 use crate::error::LockError;
 
@@ -161,8 +163,8 @@ pub(crate) struct Node {
     pub addr: String,
     /// For further connections (pub/sub, a renewal thread's blocking one).
     pub client: redis::Client,
-    /// The multiplexed command connection.
-    pub manager: ConnectionManager,
+    /// The multiplexed command connection (counting what it sends).
+    pub manager: CountedManager,
 }
 
 /// Which node serves which slot.
@@ -382,7 +384,6 @@ impl ClusterRoute {
             let mut first_answer = None;
             let mut first_error = None;
             for mut node in self.masters() {
-                count_sent(1);
                 let answer = node.manager.req_packed_command(cmd).await;
                 match error_of(&answer) {
                     Some(e) => {
@@ -401,7 +402,6 @@ impl ClusterRoute {
         let mut node = self.node_for(target)?;
         let mut redirects = 0;
         loop {
-            count_sent(1);
             let answer = node.manager.req_packed_command(cmd).await;
             // A server's error answer comes as `Ok(Value::ServerError)`, a broken link as `Err`.
             let redirect = match error_of(&answer) {
@@ -421,7 +421,6 @@ impl ClusterRoute {
                         let mut asked = self.node_at(&addr)?;
                         let mut pipeline = redis::pipe();
                         pipeline.cmd("ASKING").ignore().add_command(cmd.clone());
-                        count_sent(2);
                         let answer = asked.manager.req_packed_commands(&pipeline, 1, 1).await;
                         let answer = answer.map(|mut v| v.pop().unwrap_or(Value::Nil));
                         if let Some(e) = error_of(&answer) {
@@ -456,7 +455,6 @@ impl ClusterRoute {
         let wrapper = if pipeline.is_transaction() { 2 } else { 0 };
         let mut redirects = 0;
         loop {
-            count_sent((pipeline.len() + wrapper) as u64);
             let answer = node
                 .manager
                 .req_packed_commands(pipeline, offset, count)
@@ -476,7 +474,6 @@ impl ClusterRoute {
                 for cmd in pipeline.cmd_iter() {
                     asking.add_command(cmd.clone());
                 }
-                count_sent(asking.len() as u64);
                 let answer = asked
                     .manager
                     .req_packed_commands(&asking, offset + 1, count)
@@ -672,8 +669,7 @@ impl ClusterRoute {
     /// A lazy connection to the node at `addr`.
     fn connect(&self, addr: &str) -> Result<Node, LockError> {
         let client = self.client_at(addr)?;
-        let manager = ConnectionManager::new_lazy_with_config(client.clone(), self.config.clone())?;
-        count_handshake(&client);
+        let manager = CountedManager::new_lazy(client.clone(), self.config.clone())?;
         Ok(Node {
             addr: addr.to_owned(),
             client,

@@ -16,13 +16,14 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike, ConnectionManagerConfig};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 pub use super::client::{BACKEND, ConnectionSettings, commands_sent, open_client};
 pub(crate) use super::client::{count_handshake, count_sent};
 use super::client::{error_of, error_of_all};
 use super::cluster::{ClusterAddress, ClusterRoute, slot};
+use super::counted::CountedManager;
 use super::sentinel::{SentinelAddress, SentinelRoute};
 use crate::address;
 use crate::error::LockError;
@@ -38,10 +39,7 @@ pub struct Commands(Route);
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
 enum Route {
-    Direct {
-        manager: ConnectionManager,
-        client: redis::Client,
-    },
+    Direct(CountedManager),
     Sentinel(Arc<SentinelRoute>),
     Cluster(Arc<ClusterRoute>),
 }
@@ -55,7 +53,7 @@ impl fmt::Debug for Commands {
 impl Commands {
     fn client(&self) -> redis::Client {
         match &self.0 {
-            Route::Direct { client, .. } => client.clone(),
+            Route::Direct(manager) => manager.client().clone(),
             Route::Sentinel(route) => route.client(),
             Route::Cluster(route) => route.client(),
         }
@@ -89,10 +87,7 @@ impl Commands {
     pub(crate) fn pinned_to_shard(&self, shard: Option<u16>) -> Commands {
         match (&self.0, shard) {
             (Route::Cluster(route), Some(shard)) => match route.node_of_slot(shard) {
-                Ok(node) => Commands(Route::Direct {
-                    manager: node.manager,
-                    client: node.client,
-                }),
+                Ok(node) => Commands(Route::Direct(node.manager)),
                 Err(_) => self.clone(),
             },
             _ => self.clone(),
@@ -107,10 +102,10 @@ impl ConnectionLike for Commands {
             let route = route.clone();
             return Box::pin(async move { route.send(cmd).await });
         }
-        count_sent(1);
+        // Counted by the connection it goes over.
         match &mut self.0 {
             Route::Cluster(_) => unreachable!("sent above"),
-            Route::Direct { manager, .. } => manager.req_packed_command(cmd),
+            Route::Direct(manager) => manager.req_packed_command(cmd),
             Route::Sentinel(route) => {
                 let route = route.clone();
                 Box::pin(async move {
@@ -134,11 +129,9 @@ impl ConnectionLike for Commands {
             let route = route.clone();
             return Box::pin(async move { route.send_pipeline(pipeline, offset, count).await });
         }
-        let wrapper = if pipeline.is_transaction() { 2 } else { 0 };
-        count_sent((pipeline.len() + wrapper) as u64);
         match &mut self.0 {
             Route::Cluster(_) => unreachable!("sent above"),
-            Route::Direct { manager, .. } => manager.req_packed_commands(pipeline, offset, count),
+            Route::Direct(manager) => manager.req_packed_commands(pipeline, offset, count),
             Route::Sentinel(route) => {
                 let route = route.clone();
                 Box::pin(async move {
@@ -157,7 +150,7 @@ impl ConnectionLike for Commands {
 
     fn get_db(&self) -> i64 {
         match &self.0 {
-            Route::Direct { manager, .. } => manager.get_db(),
+            Route::Direct(manager) => manager.get_db(),
             Route::Sentinel(route) => route.db(),
             Route::Cluster(_) => 0,
         }
@@ -176,7 +169,7 @@ impl fmt::Debug for RedisConnection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The address may carry a password; show only where it points.
         let addr = match &self.commands.0 {
-            Route::Direct { client, .. } => client.get_connection_info().addr().to_string(),
+            Route::Direct(manager) => manager.client().get_connection_info().addr().to_string(),
             Route::Sentinel(route) => format!("{} (via Sentinel)", route.primary()),
             Route::Cluster(route) => route.describe(),
         };
@@ -210,11 +203,8 @@ impl RedisConnection {
                 Route::Cluster(ClusterRoute::open(cluster, shown.clone(), settings, config).await?)
             }
             (None, None) => {
-                let client = open_client(url)?;
                 // The manager connects lazily; the first PING proves the server is there.
-                let manager = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
-                count_handshake(&client);
-                Route::Direct { manager, client }
+                Route::Direct(CountedManager::new_lazy(open_client(url)?, config)?)
             }
         };
         let mut commands = Commands(route);

@@ -3,6 +3,7 @@
 //! | module | what it holds | used by |
 //! |---|---|---|
 //! | `client` | the `redis::Client` an address describes (ACL user, TLS); timeouts; `RedisError` → `LockError::Backend`; the count of commands sent | every connection |
+//! | `counted` | one server's self-reconnecting connection manager, counting the requests the server sees, each reconnect's handshake included | [`connection`], `sentinel`, `cluster` |
 //! | [`connection`] | the multiplexed, reconnecting command connection, direct, behind Sentinel or to a cluster | every Redis strategy |
 //! | `cluster` | `redis+cluster://` (`rediss+cluster://` over TLS) addresses: hash slots, the slot → master layout, `MOVED`/`ASK`, batches split by slot | [`connection`], batch renewals |
 //! | `sentinel` | `redis+sentinel://` (`rediss+sentinel://` over TLS) addresses: the primary asked of the Sentinels, asked again after a failover-like error | [`connection`] |
@@ -43,6 +44,7 @@
 mod client;
 mod cluster;
 pub mod connection;
+mod counted;
 pub mod guard_thread;
 pub mod keyspace;
 pub mod redisson;

@@ -21,9 +21,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManagerConfig;
 
-use super::client::{BACKEND, ConnectionSettings, count_handshake, open_parts};
+use super::client::{BACKEND, ConnectionSettings, open_parts};
+use super::counted::CountedManager;
 use crate::address::{self, Credentials, TlsFiles};
 use crate::error::LockError;
 
@@ -129,7 +130,7 @@ impl SentinelAddress {
 struct Current {
     primary: String,
     client: redis::Client,
-    manager: ConnectionManager,
+    manager: CountedManager,
 }
 
 /// The command connection to whichever server the Sentinels name primary (see the module doc).
@@ -168,7 +169,7 @@ impl SentinelRoute {
     }
 
     /// The connection to the current primary (a cheap clone).
-    pub(crate) fn manager(&self) -> ConnectionManager {
+    pub(crate) fn manager(&self) -> CountedManager {
         self.read().manager.clone()
     }
 
@@ -247,8 +248,7 @@ fn connect(
     config: &ConnectionManagerConfig,
 ) -> Result<Current, LockError> {
     let client = address.client_of(primary, address.credentials.as_ref(), shown)?;
-    let manager = ConnectionManager::new_lazy_with_config(client.clone(), config.clone())?;
-    count_handshake(&client);
+    let manager = CountedManager::new_lazy(client.clone(), config.clone())?;
     Ok(Current {
         primary: primary.to_owned(),
         client,

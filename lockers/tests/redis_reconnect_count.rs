@@ -1,0 +1,142 @@
+//! The requests a Redis client counts ([`lockers::redis::commands_sent`]) through a server restart, against
+//! `MONITOR`: the server runs with an ACL user, so every connection the client's connection manager opens
+//! again starts with `AUTH`, which `MONITOR` logs (its arguments redacted) and the count must include
+//! like the first connection's. One test in its own binary: the count is per process.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use lockbench_servers::{OnRestart, RedisNode, RedisNodeOptions, RedisOptions};
+use lockers::redis::{RedisWatchdog, WatchdogConfig, commands_sent};
+use lockers::{AcquireOptions, Events, LockError, Locker, Renewal};
+
+const USER: &str = "app";
+const PASSWORD: &str = "s3cret-pw";
+
+/// Counts the client commands one `MONITOR` connection logs (script calls left out) and the `AUTH`s.
+struct Monitor {
+    seen: Arc<AtomicU64>,
+    auths: Arc<AtomicU64>,
+    lines: Arc<AtomicU64>,
+}
+
+impl Monitor {
+    fn start(addr: SocketAddr) -> Monitor {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        let auth = format!(
+            "*3\r\n$4\r\nAUTH\r\n${}\r\n{USER}\r\n${}\r\n{PASSWORD}\r\n*1\r\n$7\r\nMONITOR\r\n",
+            USER.len(),
+            PASSWORD.len()
+        );
+        stream.write_all(auth.as_bytes()).unwrap();
+        let mut reader = BufReader::new(stream);
+        for _ in 0..2 {
+            let mut ok = String::new();
+            reader.read_line(&mut ok).unwrap();
+            assert_eq!(ok.trim_end(), "+OK");
+        }
+        let (seen, auths, lines) = (Arc::default(), Arc::default(), Arc::default());
+        let (s, a, l): (Arc<AtomicU64>, Arc<AtomicU64>, Arc<AtomicU64>) =
+            (Arc::clone(&seen), Arc::clone(&auths), Arc::clone(&lines));
+        std::thread::spawn(move || {
+            for line in reader.lines() {
+                let Ok(line) = line else { return };
+                l.fetch_add(1, Ordering::Relaxed);
+                if !line.contains(" lua] ") {
+                    s.fetch_add(1, Ordering::Relaxed);
+                }
+                if line.contains("] \"AUTH\"") {
+                    a.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        Monitor { seen, auths, lines }
+    }
+
+    /// (client commands, `AUTH`s) seen so far, once the log has been quiet for 200 ms.
+    fn settled(&self) -> (u64, u64) {
+        let mut last = self.lines.load(Ordering::Relaxed);
+        loop {
+            std::thread::sleep(Duration::from_millis(200));
+            let now = self.lines.load(Ordering::Relaxed);
+            if now == last {
+                return (
+                    self.seen.load(Ordering::Relaxed),
+                    self.auths.load(Ordering::Relaxed),
+                );
+            }
+            last = now;
+        }
+    }
+}
+
+/// `n` try-once acquire + release cycles; an acquire the restart broke is tried again (bounded). Returns
+/// how many failed.
+async fn cycles(client: &RedisWatchdog, n: usize) -> usize {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    let (mut done, mut failed) = (0, 0);
+    while done < n {
+        match client.acquire("count", &AcquireOptions::try_once()).await {
+            Ok(lease) => {
+                lease.release().await.unwrap();
+                done += 1;
+            }
+            Err(LockError::Backend { .. }) if Instant::now() < give_up => {
+                failed += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("acquire: {e}"),
+        }
+    }
+    failed
+}
+
+/// The count agrees exactly with `MONITOR` across a restart: the reconnect's `AUTH` is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counts_agree_with_monitor_through_a_restart() {
+    let options = RedisNodeOptions {
+        redis: RedisOptions::with_acl_user(USER, PASSWORD),
+        ..RedisNodeOptions::default()
+    };
+    let node = tokio::task::spawn_blocking(move || RedisNode::start(options).unwrap())
+        .await
+        .unwrap();
+    // Database 1: each connection also sends `SELECT`.
+    let url = format!("redis://{USER}:{PASSWORD}@{}/1", node.addr());
+    let before_connect = Monitor::start(node.addr());
+    let before = commands_sent();
+    let config = WatchdogConfig {
+        // Long enough that no renewal falls in the test.
+        renewal: Renewal::new(Duration::from_secs(30)),
+        ..WatchdogConfig::default()
+    };
+    let client = RedisWatchdog::connect(&url, config, Events::none())
+        .await
+        .unwrap();
+    assert_eq!(cycles(&client, 5).await, 0);
+    let node = tokio::task::spawn_blocking(move || {
+        node.restart(OnRestart::DiscardData).unwrap();
+        node
+    })
+    .await
+    .unwrap();
+    let after_restart = Monitor::start(node.addr());
+    let failed = cycles(&client, 5).await;
+    client.close().await;
+    let counted = commands_sent() - before;
+    let ((seen_before, auths_before), (seen_after, auths_after)) =
+        tokio::task::spawn_blocking(move || (before_connect.settled(), after_restart.settled()))
+            .await
+            .unwrap();
+    let seen = seen_before + seen_after;
+    eprintln!(
+        "counted {counted}, MONITOR saw {seen} ({seen_before} before the restart, {seen_after} after; \
+         AUTH {auths_before} + {auths_after}); {failed} acquires failed on the broken connection"
+    );
+    assert!(auths_after >= 1, "no AUTH after the restart");
+    assert_eq!(counted, seen, "counted vs MONITOR through a restart");
+}
