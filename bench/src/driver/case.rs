@@ -160,17 +160,18 @@ pub(crate) async fn run_case(
         Some(s) => s.snapshot_async().await,
         None => None,
     };
-    let follow = ctx.workload.monitor_renewals || ctx.workload.monitor_commands;
+    // MONITOR on the one Redis for either count; on Redlock's nodes only for the commands.
+    let follow = |kind: ServerKind| match kind {
+        ServerKind::Redis => ctx.workload.monitor_renewals || ctx.workload.monitor_commands,
+        ServerKind::RedisNodes => ctx.workload.monitor_commands,
+        _ => false,
+    };
     let monitors = match &source {
         Some(s) if s.is_tls() && ctx.workload.monitor_renewals => {
             run.error = Some("counting renewals with MONITOR needs a plain (non-TLS) Redis".into());
             return run;
         }
-        Some(s)
-            if follow
-                && !s.is_tls()
-                && matches!(s.kind(), ServerKind::Redis | ServerKind::RedisNodes) =>
-        {
+        Some(s) if follow(s.kind()) && !s.is_tls() => {
             let started: Result<Vec<RenewMonitor>, String> = s
                 .sockets()
                 .into_iter()
@@ -222,11 +223,23 @@ pub(crate) async fn run_case(
         .await
         .unwrap_or_default();
         let mut followed = Followed::default();
-        for (after_unlock, node) in &counts {
+        let mut after_unlock = RenewAfterUnlock {
+            renew_calls: 0,
+            on_released_keys: 0,
+            releases: 0,
+        };
+        for (unlock, node) in &counts {
             followed.add(node);
-            if ctx.workload.monitor_renewals {
-                run.renew_after_unlock = Some(after_unlock.clone());
-            }
+            after_unlock.renew_calls += unlock.renew_calls;
+            after_unlock.on_released_keys += unlock.on_released_keys;
+            after_unlock.releases += unlock.releases;
+        }
+        // Renewals after unlock are counted on one Redis or a cluster's masters (each key lives on
+        // one), not on Redlock's nodes (a key freed on one says nothing of a majority).
+        if ctx.workload.monitor_renewals
+            && source.as_ref().map(|s| s.kind()) == Some(ServerKind::Redis)
+        {
+            run.renew_after_unlock = Some(after_unlock);
         }
         if let Some(cost) = &mut run.server_cost {
             if strategies::is_peer(strategy.id) {
