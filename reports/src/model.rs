@@ -339,7 +339,7 @@ impl CaseResult {
 /// Repeated trials of one case and how often they violated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Trials {
-    /// Trials run (that produced figures).
+    /// Trials run that have a verdict (they produced figures and their fault took effect).
     pub runs: u32,
     /// Of those, how many were violated.
     pub violated: u32,
