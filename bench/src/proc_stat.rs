@@ -1,8 +1,9 @@
 //! The process-CPU reader: a process's CPU time, resident set and thread count from `/proc/<pid>/stat`
 //! (any process, clock-tick resolution), for client and server cost; and this process's CPU time from
 //! `getrusage` ([`process_cpu_time`], microsecond resolution), for the client's own cost; and the
-//! members of a process group ([`group_members`]) and a process's scheduler state ([`state`]), the
-//! evidence that a pause stopped it.
+//! members of a process group ([`group_members`]); and the evidence that a fault took effect: a
+//! process's scheduler state ([`state`], stopped after a pause) and its threads by name
+//! ([`threads_named`], a CPU hog's busy threads).
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -77,6 +78,17 @@ pub fn state(pid: u32) -> Option<char> {
         .next()
 }
 
+/// How many threads of `pid` are named `name` (their `comm`, at most 15 bytes) right now.
+pub fn threads_named(pid: u32, name: &str) -> u32 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == name)
+        .count() as u32
+}
+
 fn parse_stat(text: &str) -> Option<ProcSample> {
     // The command name (field 2) may hold spaces and parentheses: fields are counted after the last ')'.
     let after = &text[text.rfind(')')? + 1..];
@@ -121,6 +133,23 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn threads_are_counted_by_name() {
+        let pid = std::process::id();
+        assert_eq!(threads_named(pid, "lb-test-named"), 0);
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("lb-test-named".into())
+            .spawn(move || {
+                let _ = rx.recv();
+            })
+            .expect("spawns");
+        assert_eq!(threads_named(pid, "lb-test-named"), 1);
+        drop(tx);
+        thread.join().expect("joins");
+        assert_eq!(threads_named(u32::MAX - 1, "lb-test-named"), 0);
+    }
 
     #[test]
     fn reads_this_process() {

@@ -339,7 +339,7 @@ impl CaseResult {
 /// Repeated trials of one case and how often they violated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Trials {
-    /// Trials run (that produced figures).
+    /// Trials run that have a verdict (they produced figures and their fault took effect).
     pub runs: u32,
     /// Of those, how many were violated.
     pub violated: u32,
@@ -448,8 +448,8 @@ pub struct FaultWindow {
     /// One line on anything the reader should know (e.g. a variant this machine could not apply).
     pub note: Option<String>,
     /// Whether the fault took effect, from its own evidence (`evidence`): a paused process was seen
-    /// stopped in `/proc`, the proxy blackholed bytes, the cgroup throttled the process, the replica
-    /// was promoted, the server accepted `CLIENT PAUSE`. False makes the case's verdict unknown
+    /// stopped in `/proc`, the proxy blackholed bytes, the cgroup throttled the process, a CPU hog's
+    /// threads ran, the replica was promoted, the server accepted `CLIENT PAUSE`. False makes the case's verdict unknown
     /// ([`CaseResult::fault_not_applied`]). Null when the kind gives no evidence to check (and in
     /// older files).
     #[serde(default)]

@@ -23,7 +23,7 @@ use super::resource_socket::{RemoteResource, ResourceClient};
 use super::worker::{ReadyPlan, Worker};
 use crate::clock::MonoClock;
 use crate::error::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use crate::faults::workers::WorkerCommand;
+use crate::faults::workers::{HOG_THREAD, WorkerCommand};
 use crate::holds::{BatchQueue, COLLECT_EVERY};
 use crate::stop::StopSignal;
 use crate::strategies::{self, Endpoints};
@@ -339,11 +339,11 @@ fn starve_runtime(clock: MonoClock, until_ns: u64) {
     }
 }
 
-/// Runs `threads` busy-looping OS threads until `until_ns`.
+/// Runs `threads` busy-looping OS threads (named [`HOG_THREAD`]) until `until_ns`.
 fn hog(clock: MonoClock, threads: u32, until_ns: u64) {
     for _ in 0..threads {
         let spawned = std::thread::Builder::new()
-            .name("lockbench-hog".into())
+            .name(HOG_THREAD.into())
             .spawn(move || {
                 let mut spins = 0u64;
                 while clock.now() < until_ns {

@@ -8,7 +8,7 @@ use super::cgroup::CpuQuota;
 use super::env::{
     FaultEnv, Record, describe_victim, hold_for, measure_victim, pick_client, seen_in_state,
 };
-use super::workers::{Crash, WorkerCommand};
+use super::workers::{Crash, HOG_THREAD, WorkerCommand};
 use crate::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec};
 
@@ -75,6 +75,9 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 rec.not_applied("the worker is gone");
                 return;
             }
+            if let (FaultKind::CpuHog, Some(pid)) = (spec.kind, workers.pid(victim.client)) {
+                rec.evidence(hog_threads_seen(env, pid, until_ns).await);
+            }
             // The worker ends it by itself at `until_ns`, also if the case ends first.
             rec.stop = Some(until_ns);
         }
@@ -105,4 +108,24 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         _ => return,
     }
     measure_victim(env, victim, cursor, t0, rec).await;
+}
+
+/// Waits (until the hog ends, at most 1.5 s: a worker under a CPU quota may wait most of a period
+/// to run) for the worker's hog threads to show in `/proc`: the evidence that the hog ran.
+async fn hog_threads_seen(env: &FaultEnv, pid: u32, until_ns: u64) -> Result<String, String> {
+    let deadline = std::time::Instant::now() + Duration::from_millis(1500);
+    loop {
+        let running = crate::proc_stat::threads_named(pid, HOG_THREAD);
+        if running > 0 {
+            return Ok(format!(
+                "{running} busy threads ran in worker process {pid} (/proc/{pid}/task)"
+            ));
+        }
+        if std::time::Instant::now() >= deadline || env.clock.now() >= until_ns {
+            return Err(format!(
+                "no busy thread showed in worker process {pid} (/proc/{pid}/task)"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }

@@ -7,6 +7,10 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+/// The name of a CPU hog's threads in the worker ([`WorkerCommand::Hog`]): the driver counts them in
+/// `/proc` as the evidence that the hog ran.
+pub(crate) const HOG_THREAD: &str = "lockbench-hog";
+
 /// A worker process killed by a fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Crash {
