@@ -263,8 +263,10 @@ mod tests {
         case.trials = Some(Trials {
             runs: 3,
             violated: 0,
-            rate_low: 0.0,
-            rate_high: 0.7,
+            rate_low: Some(0.0),
+            rate_high: Some(0.7),
+            stopped_early: false,
+            fault_not_applied: 0,
             each: vec![trial(795), trial(761), trial(745)],
         });
         let spread = trial_spread_pct(&case);
