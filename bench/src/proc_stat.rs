@@ -139,12 +139,16 @@ mod tests {
         let pid = std::process::id();
         assert_eq!(threads_named(pid, "lb-test-named"), 0);
         let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("lb-test-named".into())
             .spawn(move || {
+                // The new thread names itself as it starts: say so only once it runs.
+                let _ = started_tx.send(());
                 let _ = rx.recv();
             })
             .expect("spawns");
+        started.recv().expect("the thread started");
         assert_eq!(threads_named(pid, "lb-test-named"), 1);
         drop(tx);
         thread.join().expect("joins");
