@@ -22,10 +22,14 @@ fn redisson(id: &str) -> Peer<&'static RedisServer> {
     Peer {
         spec: spec(id),
         servers: vec![server.url()],
-        // Redisson's response timeout, scaled to 100 ms for a 1 s TTL, is passed now and then on a
-        // loaded test machine; acquires are not retried, so the tests give it 1 s.
-        settings: vec![("timeout_ms".into(), "1000".into())],
-        watchdog: Duration::from_secs(1),
+        // The scaled timeouts (100 ms and 20 ms at this TTL) are passed now and then on a loaded test
+        // machine, where a JVM may stall for a second; acquires are not retried. The cases test the
+        // lock, so they run with Redisson's default timeouts and a 2 s watchdog.
+        settings: vec![
+            ("timeout_ms".into(), "3000".into()),
+            ("retry_interval_ms".into(), "1500".into()),
+        ],
+        watchdog: Duration::from_secs(2),
         short_lease: Duration::from_millis(600),
         // A JVM waiter woken by the unlock message can be slow on a loaded machine.
         slack: Duration::from_millis(800),
