@@ -29,8 +29,13 @@ for spec in "${rows[@]}"; do
   fi
   rm -rf "$out"
   mkdir -p "$out/lib"
-  mvn -B -q -f "$here/pom.xml" -P "$row" dependency:copy-dependencies -DoutputDirectory="$out/lib" \
-    || { echo "jvm adapters: mvn could not fetch $row's jars (pom.xml profile $row)" >&2; exit 1; }
+  # Maven's output is shown only when it fails.
+  if ! log="$(mvn -B -q -f "$here/pom.xml" -P "$row" dependency:copy-dependencies \
+      -DoutputDirectory="$out/lib" 2>&1)"; then
+    printf '%s\n' "$log" >&2
+    echo "jvm adapters: mvn could not fetch $row's jars (pom.xml profile $row)" >&2
+    exit 1
+  fi
   javac -nowarn -d "$out" -cp "$out/lib/*" "$here/Protocol.java" "$here/$main.java"
   # The log (stderr) keeps warnings and errors only.
   printf -- '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn\n-cp\n%s\n%s\n%s\n' \
