@@ -3,7 +3,8 @@
 # Idempotent: run it as often as you like. Usage: docker/install-deps.sh [--with-browser] [--with-peers]
 #   --with-browser  also installs Chromium (the report tests open the HTML report headless).
 #   --with-peers    also installs the peer lock libraries' runtimes (adapters/): a Python venv with the
-#                   pinned packages, the npm lockfile's packages, Debian's Curator jars (compiled adapter),
+#                   pinned packages, the npm lockfile's packages, the JVM peers' pinned jars from Maven
+#                   Central (adapters/jvm/pom.xml, one classpath per row) with their adapters compiled,
 #                   the Go adapters (go.mod/go.sum, built into adapters/go/build/; needs Go >= 1.26 as `go`).
 set -euo pipefail
 
@@ -13,7 +14,7 @@ for arg in "$@"; do
   case "$arg" in
     --with-browser) want_browser=1 ;;
     --with-peers) want_peers=1 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "install-deps: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -67,7 +68,7 @@ if [ "$want_peers" -eq 1 ]; then
   need node nodejs
   need npm npm
   need javac default-jdk-headless
-  need /usr/share/java/curator-recipes.jar libcurator-recipes-java
+  need mvn maven
 fi
 
 if [ "${#missing[@]}" -eq 0 ]; then

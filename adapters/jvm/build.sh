@@ -1,21 +1,44 @@
 #!/usr/bin/env bash
-# Compiles the JVM adapters against Debian's jars (libcurator-recipes-java) into build/, and writes
-# build/run.args, the java argument file lockbench starts them with. Idempotent.
+# Builds the JVM peers: for each row (a profile of pom.xml), copies its pinned jars from Maven Central into
+# build/<row>/lib, compiles the shared protocol and the row's adapter against them into build/<row>, and
+# writes build/<row>/run.args, the java argument file lockbench starts the row with. Runs after this need
+# no network. Idempotent: a row whose run.args is newer than pom.xml and every source is skipped.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-if [ -e "$here/build/CuratorAdapter.class" ] && [ "$here/build/run.args" -nt "$here/CuratorAdapter.java" ]; then
-  echo "jvm adapters: up to date ($here/build)"
-  exit 0
-fi
-jars=(curator-recipes curator-framework curator-client zookeeper zookeeper-jute guava slf4j-api slf4j-nop
-      jackson-databind jackson-core jackson-annotations)
-cp=""
-for jar in "${jars[@]}"; do
-  path="/usr/share/java/$jar.jar"
-  [ -e "$path" ] || { echo "jvm adapters: missing $path (apt-get install libcurator-recipes-java)" >&2; exit 2; }
-  cp="$cp:$path"
+for tool in java javac mvn; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    echo "jvm adapters: no $tool (install it with: bash docker/install-deps.sh --with-peers)" >&2
+    exit 2
+  }
 done
-mkdir -p "$here/build"
-javac -d "$here/build" -cp "${cp#:}" "$here"/*.java
-printf -- '-cp\n%s\nCuratorAdapter\n' "$here/build$cp" > "$here/build/run.args"
-echo "jvm adapters: built $here/build"
+
+# row, main class (its source is <main class>.java), arguments
+rows=(
+  "jvm-curator CuratorAdapter"
+  "jvm-redisson-3.43 RedissonAdapter jvm-redisson-3.43"
+  "jvm-redisson RedissonAdapter jvm-redisson"
+  "jvm-redisson-4 RedissonAdapter jvm-redisson-4"
+)
+for spec in "${rows[@]}"; do
+  read -r row main args <<<"$spec"
+  out="$here/build/$row"
+  if [ -e "$out/run.args" ] && [ "$out/run.args" -nt "$here/pom.xml" ] \
+      && [ "$out/run.args" -nt "$here/Protocol.java" ] && [ "$out/run.args" -nt "$here/$main.java" ]; then
+    echo "jvm adapters: $row up to date ($out)"
+    continue
+  fi
+  rm -rf "$out"
+  mkdir -p "$out/lib"
+  # Maven's output is shown only when it fails.
+  if ! log="$(mvn -B -q -f "$here/pom.xml" -P "$row" dependency:copy-dependencies \
+      -DoutputDirectory="$out/lib" 2>&1)"; then
+    printf '%s\n' "$log" >&2
+    echo "jvm adapters: mvn could not fetch $row's jars (pom.xml profile $row)" >&2
+    exit 1
+  fi
+  javac -nowarn -d "$out" -cp "$out/lib/*" "$here/Protocol.java" "$here/$main.java"
+  # The log (stderr) keeps warnings and errors only.
+  printf -- '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn\n-cp\n%s\n%s\n%s\n' \
+    "$out:$out/lib/*" "$main" "${args:-}" > "$out/run.args"
+  echo "jvm adapters: built $row ($out)"
+done

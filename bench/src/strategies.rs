@@ -14,11 +14,10 @@ use lockers::peer::catalog::{self, PeerBackend};
 use lockers::redis::{
     ConnectionSettings, Generation, GuardThreadConfig, KeyspaceConfig, KeyspaceVariant,
     RedisGuardThread, RedisKeyspace, RedisWatchdog, Redisson, RedissonConfig, Redlock,
-    RedlockConfig, RenewalMode, Topology, WatchdogConfig,
+    RedlockConfig, RenewalMode, ScaledTimeouts, Topology, WatchdogConfig,
 };
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{Capabilities, Events, LockError, Locker, Renewal};
-use std::time::Duration;
 
 use crate::backends::{EndpointAddrs, ServerKind};
 use crate::suggest;
@@ -256,6 +255,30 @@ pub const STRATEGIES: &[Strategy] = &[
         connect: CONNECT_PEER_JVM_CURATOR,
     },
     Strategy {
+        id: "jvm-redisson-3.43",
+        description: "peer: Redisson 3.43.0's RLock (JVM), one renewal timer per lock; through its adapter process",
+        server: ServerKind::Redis,
+        in_all: false,
+        capabilities: |_| peer_capabilities("jvm-redisson-3.43"),
+        connect: CONNECT_PEER_JVM_REDISSON_3_43,
+    },
+    Strategy {
+        id: "jvm-redisson",
+        description: "peer: Redisson 3.52.0's RLock (JVM), the 3.44+ renewal scheduler; through its adapter process",
+        server: ServerKind::Redis,
+        in_all: false,
+        capabilities: |_| peer_capabilities("jvm-redisson"),
+        connect: CONNECT_PEER_JVM_REDISSON,
+    },
+    Strategy {
+        id: "jvm-redisson-4",
+        description: "peer: Redisson 4.7.0's RLock (JVM); through its adapter process",
+        server: ServerKind::Redis,
+        in_all: false,
+        capabilities: |_| peer_capabilities("jvm-redisson-4"),
+        connect: CONNECT_PEER_JVM_REDISSON_4,
+    },
+    Strategy {
         id: "go-etcd-mutex",
         description: "peer: etcd's Go concurrency.Mutex on a Session (the recipe etcd-lease models); through its adapter process",
         server: ServerKind::Etcd,
@@ -426,6 +449,9 @@ const CONNECT_PEER_PY_KAZOO: Connect = connect_peer!("py-kazoo");
 const CONNECT_PEER_PY_ETCD3: Connect = connect_peer!("py-etcd3");
 const CONNECT_PEER_NODE_REDLOCK: Connect = connect_peer!("node-redlock");
 const CONNECT_PEER_JVM_CURATOR: Connect = connect_peer!("jvm-curator");
+const CONNECT_PEER_JVM_REDISSON_3_43: Connect = connect_peer!("jvm-redisson-3.43");
+const CONNECT_PEER_JVM_REDISSON: Connect = connect_peer!("jvm-redisson");
+const CONNECT_PEER_JVM_REDISSON_4: Connect = connect_peer!("jvm-redisson-4");
 const CONNECT_PEER_GO_ETCD_MUTEX: Connect = connect_peer!("go-etcd-mutex");
 const CONNECT_PEER_GO_REDSYNC: Connect = connect_peer!("go-redsync");
 
@@ -471,20 +497,13 @@ const CONNECT_REDIS_GUARD_THREAD: Connect = connect_with!(|endpoints, renewal, e
 });
 
 /// Redisson's settings for a run: its defaults, except that the command timeouts are scaled with the
-/// watchdog timeout. Redisson's `timeout` 3 s and `retryInterval` 1.5 s are sized for its 30 s
-/// watchdog; at lockbench's second-scale TTLs they would outlast the lease itself, so a run uses
-/// `timeout` = TTL/20 and `retryInterval` = TTL/60 (at a 3 s TTL: 150 ms and 50 ms, with Redisson's 3
-/// retries; floors of 100 ms and 20 ms keep loopback hiccups from counting as outages). The retry
-/// budget is then about a fifth of the TTL, so a renewal error leaves the 3.44+ scheduler a tick before
-/// expiry, as Redisson's defaults do for a 30 s watchdog with a 1.5 s timeout.
+/// watchdog timeout ([`ScaledTimeouts`]).
 fn redisson_config(
     endpoints: &Endpoints,
     renewal: Renewal,
     generation: Generation,
 ) -> RedissonConfig {
-    let scaled = |divisor: u32, floor_ms: u64, ceiling: Duration| {
-        (renewal.ttl / divisor).clamp(Duration::from_millis(floor_ms), ceiling)
-    };
+    let scaled = ScaledTimeouts::for_ttl(renewal.ttl);
     let defaults = RedissonConfig::new(generation);
     RedissonConfig {
         renewal,
@@ -493,9 +512,9 @@ fn redisson_config(
         } else {
             Topology::Single
         },
-        retry_interval: scaled(60, 20, defaults.retry_interval),
+        retry_interval: scaled.retry_interval,
         connection: ConnectionSettings {
-            response_timeout: scaled(20, 100, defaults.connection.response_timeout),
+            response_timeout: scaled.response_timeout,
             ..defaults.connection
         },
         ..defaults

@@ -84,21 +84,64 @@ mod py_etcd3 {
         reentrant_acquire_and_release);
 }
 
+/// Curator declares a lost signal (its connection state LOST); removing a lock deletes Curator's lock
+/// nodes under `/lockbench/<key>`.
 fn curator() -> Peer<ZkServer> {
+    let peer = kazoo();
+    let connect = peer.servers[0].clone();
     Peer {
         spec: spec("jvm-curator"),
-        ..kazoo()
+        remove: Box::new(move |key| delete_children(&connect, &format!("/lockbench/{key}"))),
+        ..peer
     }
 }
 
+/// Deletes every child of `parent` on the ZooKeeper server at `connect`.
+fn delete_children(connect: &str, parent: &str) {
+    tokio::task::block_in_place(|| {
+        tokio::runtime::Handle::current().block_on(async {
+            let client = zookeeper_client::Client::connect(connect).await.unwrap();
+            let children = client.list_children(parent).await.unwrap();
+            assert!(!children.is_empty(), "no lock node under {parent}");
+            for child in children {
+                client
+                    .delete(&format!("{parent}/{child}"), None)
+                    .await
+                    .unwrap();
+            }
+        });
+    });
+}
+
+/// Curator's own lost signal (session LOST) is tested in `adapter_jvm.rs`.
 mod jvm_curator {
     use super::*;
 
     lockers::conformance_tests!(@cases curator();
         mutual_exclusion, release_then_reacquire, try_once_on_held_lock, wait_timeout_is_honoured,
         fixed_lease_expires, tokens_strictly_increase, stale_release_is_not_held,
-        lost_when_removed_behind_back, cancelled_acquire_leaks_nothing, reentrant_acquire_and_release,
-        dropped_lease_is_released);
+        cancelled_acquire_leaks_nothing, reentrant_acquire_and_release, dropped_lease_is_released);
+
+    /// Curator watches its session, not its own lock node: a node deleted behind the holder's back
+    /// goes unnoticed (the LOST it forwards is for a lost session).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn departs_lost_when_removed_behind_back() {
+        use lockers::conformance::Target;
+        use lockers::{AcquireOptions, Events};
+        let t = curator();
+        let a = t.client(Events::none()).await;
+        let lease = a
+            .acquire("removed", &AcquireOptions::try_once())
+            .await
+            .unwrap();
+        (t.remove)("removed");
+        tokio::time::sleep(t.watchdog + t.slack).await;
+        assert!(
+            lease.is_held(),
+            "Curator now reports a deleted lock node: move lost_when_removed_behind_back back into \
+             the conformance list"
+        );
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn holds_past_timeouts() {

@@ -224,6 +224,73 @@ async fn watchdog_retries_until_the_deadline() {
     assert_eq!(r.lost, None);
 }
 
+/// A Lua script that keeps Redis busy for `ARGV[1]` ms (the busy-server scenario's).
+const BUSY_SCRIPT: &str = "local s = redis.call('TIME') local b = s[1] * 1000 + s[2] / 1000 \
+    while true do local n = redis.call('TIME') \
+    if n[1] * 1000 + n[2] / 1000 - b >= tonumber(ARGV[1]) then return 1 end end";
+
+/// A `BUSY` spell at the first renewal, as measured with the real Redisson 3.43.0 (`jvm-redisson-3.43`,
+/// adapters/README.md): Redisson re-sends a renewal answered `BUSY` after `retryInterval`, up to
+/// `retryAttempts` (3) times, so classic renewal survives a spell shorter than that budget and stops
+/// for good after a longer one. Two holders, `retryInterval` 500 ms and 20 ms, meet one 1 s script
+/// (`BUSY` answers from about 0.9 to 1.8 s after the acquire; the first renewals are due at 1 s): the
+/// first renews again, the second's lock expires a TTL after the acquire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn classic_renewal_retries_busy() {
+    let server = RedisServer::start().unwrap();
+    let addr = server.addr();
+    let classic = |retry_ms| RedissonConfig {
+        renewal: lockers::Renewal::new(LONG),
+        key_prefix: PREFIX.into(),
+        connection: quick_connection(),
+        retry_interval: Duration::from_millis(retry_ms),
+        ..RedissonConfig::new(Generation::Classic)
+    };
+    let url = server.url();
+    let patient = Redisson::connect(&url, classic(500), Events::none())
+        .await
+        .unwrap();
+    let hasty = Redisson::connect(&url, classic(20), Events::none())
+        .await
+        .unwrap();
+    let (patient_key, hasty_key) = (unique("busy-patient"), unique("busy-hasty"));
+    let once = AcquireOptions::try_once();
+    let patient_lease = patient.acquire(&patient_key, &once).await.unwrap();
+    let hasty_lease = hasty.acquire(&hasty_key, &once).await.unwrap();
+    let acquired = Instant::now();
+    tokio::time::sleep_until((acquired + LONG_PERIOD.mul_f64(0.8)).into()).await;
+    let command = |args: &[&str]| {
+        lockbench_servers::probe::resp_command(addr, args, Duration::from_secs(5)).unwrap()
+    };
+    command(&["CONFIG", "SET", "lua-time-limit", "100"]);
+    tokio::task::spawn_blocking(move || {
+        lockbench_servers::probe::resp_command(
+            addr,
+            &["EVAL", BUSY_SCRIPT, "0", "1000"],
+            Duration::from_secs(5),
+        )
+        .unwrap()
+    })
+    .await
+    .unwrap();
+    command(&["CONFIG", "SET", "lua-time-limit", "5000"]);
+    tokio::time::sleep_until((acquired + LONG + LONG_PERIOD / 2).into()).await;
+    let exists = |key: &str| command(&["EXISTS", &lock_key(key)]);
+    eprintln!("{}", command(&["INFO", "errorstats"]));
+    assert_eq!(
+        exists(&patient_key),
+        "1",
+        "a BUSY spell shorter than the retries ended classic renewal"
+    );
+    assert_eq!(
+        exists(&hasty_key),
+        "0",
+        "a BUSY spell longer than the retries did not end classic renewal"
+    );
+    patient_lease.release().await.unwrap();
+    drop(hasty_lease);
+}
+
 // ---------------------------------------------------------------------------------------------------
 // WAIT with replicas.
 // ---------------------------------------------------------------------------------------------------

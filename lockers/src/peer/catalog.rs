@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::error::LockError;
 use crate::locker::Capabilities;
 use crate::peer::{PeerCommand, PeerConfig};
+use crate::redis::ScaledTimeouts;
 use crate::settings::Renewal;
 
 /// The command that installs every peer's runtime.
@@ -47,7 +48,7 @@ enum Runtime {
 }
 
 /// One reference adapter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct PeerSpec {
     /// The peer id.
     pub id: &'static str,
@@ -62,6 +63,33 @@ pub struct PeerSpec {
     runtime: Runtime,
     /// The adapter's file, relative to `adapters/`.
     entry: &'static str,
+    /// The adapter settings a run with this watchdog setup passes in `hello`.
+    settings: fn(Renewal) -> Vec<(String, String)>,
+}
+
+/// No settings.
+fn no_settings(_: Renewal) -> Vec<(String, String)> {
+    Vec::new()
+}
+
+/// ZooKeeper peers: the session is their lease, so the watchdog TTL is the session timeout asked for.
+fn session_timeout(renewal: Renewal) -> Vec<(String, String)> {
+    vec![("session_timeout_ms".into(), millis(renewal.ttl))]
+}
+
+/// The Redisson peers: `lockWatchdogTimeout` is the watchdog TTL, and `timeout` and `retryInterval` are
+/// scaled with it as the Redisson rows' are ([`ScaledTimeouts`]).
+fn redisson_settings(renewal: Renewal) -> Vec<(String, String)> {
+    let scaled = ScaledTimeouts::for_ttl(renewal.ttl);
+    vec![
+        ("lock_watchdog_timeout_ms".into(), millis(renewal.ttl)),
+        ("timeout_ms".into(), millis(scaled.response_timeout)),
+        ("retry_interval_ms".into(), millis(scaled.retry_interval)),
+    ]
+}
+
+fn millis(d: Duration) -> String {
+    d.as_millis().to_string()
 }
 
 /// Nothing declared but hold identity (every reference adapter's library names each hold: a random
@@ -99,6 +127,7 @@ pub const PEERS: &[PeerSpec] = &[
         },
         runtime: Runtime::SystemPython,
         entry: "python/memory.py",
+        settings: no_settings,
     },
     PeerSpec {
         id: "py-redis-py",
@@ -111,6 +140,7 @@ pub const PEERS: &[PeerSpec] = &[
         },
         runtime: Runtime::Venv,
         entry: "python/redis_py.py",
+        settings: no_settings,
     },
     PeerSpec {
         id: "py-redis-lock",
@@ -125,6 +155,7 @@ pub const PEERS: &[PeerSpec] = &[
         },
         runtime: Runtime::Venv,
         entry: "python/redis_lock_peer.py",
+        settings: no_settings,
     },
     PeerSpec {
         id: "py-kazoo",
@@ -140,6 +171,7 @@ pub const PEERS: &[PeerSpec] = &[
         },
         runtime: Runtime::Venv,
         entry: "python/kazoo_peer.py",
+        settings: session_timeout,
     },
     PeerSpec {
         id: "py-etcd3",
@@ -153,6 +185,7 @@ pub const PEERS: &[PeerSpec] = &[
         },
         runtime: Runtime::Venv,
         entry: "python/etcd3_peer.py",
+        settings: no_settings,
     },
     PeerSpec {
         id: "node-redlock",
@@ -168,6 +201,7 @@ pub const PEERS: &[PeerSpec] = &[
         },
         runtime: Runtime::Node,
         entry: "node/redlock.js",
+        settings: no_settings,
     },
     PeerSpec {
         id: "jvm-curator",
@@ -177,11 +211,28 @@ pub const PEERS: &[PeerSpec] = &[
         capabilities: Capabilities {
             auto_renew: true,
             wait_notify: true,
+            lost_signal: true,
             ..BASE
         },
         runtime: Runtime::Jvm,
-        entry: "jvm/build/run.args",
+        entry: "jvm/build/jvm-curator/run.args",
+        settings: session_timeout,
     },
+    redisson(
+        "jvm-redisson-3.43",
+        "redisson-classic",
+        "jvm/build/jvm-redisson-3.43/run.args",
+    ),
+    redisson(
+        "jvm-redisson",
+        "redisson",
+        "jvm/build/jvm-redisson/run.args",
+    ),
+    redisson(
+        "jvm-redisson-4",
+        "redisson",
+        "jvm/build/jvm-redisson-4/run.args",
+    ),
     PeerSpec {
         id: "go-etcd-mutex",
         library: "etcd concurrency.Mutex (Go)",
@@ -196,6 +247,7 @@ pub const PEERS: &[PeerSpec] = &[
         },
         runtime: Runtime::GoBinary,
         entry: "go/build/go-etcd-mutex",
+        settings: no_settings,
     },
     PeerSpec {
         id: "go-redsync",
@@ -208,8 +260,33 @@ pub const PEERS: &[PeerSpec] = &[
         },
         runtime: Runtime::GoBinary,
         entry: "go/build/go-redsync",
+        settings: no_settings,
     },
 ];
+
+/// A Redisson row: `RLock` of the version its profile in `adapters/jvm/pom.xml` pins, one adapter source
+/// (`RedissonAdapter.java`) built against each version's classpath into `entry`'s folder. It declares what Redisson does:
+/// re-entrant per owner, watchdog and fixed leases, waiters woken by the unlock message; no fencing, no
+/// lost signal, a release that names only the owner.
+const fn redisson(id: &'static str, counterpart: &'static str, entry: &'static str) -> PeerSpec {
+    PeerSpec {
+        id,
+        library: "Redisson RLock",
+        backend: PeerBackend::Redis,
+        counterpart,
+        capabilities: Capabilities {
+            reentrant: true,
+            auto_renew: true,
+            fixed_lease: true,
+            wait_notify: true,
+            hold_identity: false,
+            ..BASE
+        },
+        runtime: Runtime::Jvm,
+        entry,
+        settings: redisson_settings,
+    }
+}
 
 /// The spec of the reference adapter `id`.
 pub fn find(id: &str) -> Option<&'static PeerSpec> {
@@ -226,15 +303,12 @@ pub fn adapters_dir() -> PathBuf {
 
 impl PeerSpec {
     /// A client config for this adapter from [`adapters_dir`], talking to `servers`, with
-    /// `renewal.ttl` as its watchdog TTL (and, for ZooKeeper peers, as the session timeout asked for,
-    /// since the session is their lease).
+    /// `renewal.ttl` as its watchdog TTL and the settings it implies (for ZooKeeper peers the session
+    /// timeout asked for, since the session is their lease; for Redisson its watchdog and timeouts).
     pub fn config(&self, servers: Vec<String>, renewal: Renewal) -> Result<PeerConfig, LockError> {
         let mut config = PeerConfig::new(self.id, self.command(&adapters_dir())?, servers);
         config.renewal = renewal;
-        if self.backend == PeerBackend::ZooKeeper {
-            let ms = renewal.ttl.as_millis().to_string();
-            config.settings.push(("session_timeout_ms".into(), ms));
-        }
+        config.settings = (self.settings)(renewal);
         Ok(config)
     }
 

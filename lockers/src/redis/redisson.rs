@@ -25,8 +25,9 @@
 //!
 //! Renewal: `redisson_classic` (one timer per lock, stops for good on an error) or `redisson_scheduler`
 //! (one scheduler per client, chunks of 100, retries at the next tick). Either way an "error" is what
-//! is left after Redisson's command retries (`retryAttempts` 3 re-sends of a renew call that timed out
-//! or lost its connection): an outage shorter than that budget costs nothing.
+//! is left after Redisson's command retries (`retryAttempts` 3 re-sends of a renew call that timed out,
+//! lost its connection or was answered `BUSY` or another error Redisson retries): an outage shorter
+//! than that budget costs nothing.
 //!
 //! Departures, each forced by lockbench's contract or harmless to what is measured:
 //! - A lease dropped without release stops its renewal at once and releases in the background (the

@@ -7,8 +7,9 @@
 //!   (`Renewed`, with no remaining TTL: Redisson's script does not read it).
 //! - Answer 0: the entry is cancelled (`cancelExpirationRenewal`): renewal ends and the holder is not
 //!   told. Its `lost()` resolves at the local deadline.
-//! - An error (connection reset, timeout, `BUSY`, no replica synced): Redisson logs "Can't update lock
-//!   … expiration" and removes the entry, so renewal stops for good. Here: one `RenewFailed` event (the
+//! - An error left after Redisson's command retries (a reset, timeout or `BUSY` answer still there after
+//!   `retryAttempts` re-sends, or no replica synced): Redisson logs "Can't update lock … expiration" and
+//!   removes the entry, so renewal stops for good. Here: one `RenewFailed` event (the
 //!   log line) and the loop ends; nobody retries and the holder is not told: `lost()` resolves only at
 //!   the local deadline, when the server's TTL runs out too.
 //!

@@ -145,6 +145,36 @@ impl RedissonConfig {
     }
 }
 
+/// Redisson's command timeouts for a run whose watchdog timeout is `ttl`, as both the Redisson rows and
+/// the real Redisson peers (`jvm-redisson*`) are configured. Redisson's `timeout` 3 s and
+/// `retryInterval` 1.5 s are sized for its 30 s watchdog; at lockbench's second-scale TTLs they would
+/// outlast the lease itself, so a run uses `timeout` = TTL/20 and `retryInterval` = TTL/60 (at a 3 s
+/// TTL: 150 ms and 50 ms; floors of 100 ms and 20 ms keep loopback hiccups from counting as outages,
+/// and Redisson's defaults are the ceilings). With Redisson's 3 retries the retry budget is then about a
+/// fifth of the TTL, so a renewal error leaves the 3.44+ scheduler a tick before expiry, as Redisson's
+/// defaults do for a 30 s watchdog with a 1.5 s timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScaledTimeouts {
+    /// Redisson's `timeout` (the response timeout).
+    pub response_timeout: Duration,
+    /// Redisson's `retryInterval`.
+    pub retry_interval: Duration,
+}
+
+impl ScaledTimeouts {
+    /// The timeouts for watchdog timeout `ttl`.
+    pub fn for_ttl(ttl: Duration) -> Self {
+        let defaults = RedissonConfig::default();
+        let scaled = |divisor: u32, floor_ms: u64, ceiling: Duration| {
+            (ttl / divisor).clamp(Duration::from_millis(floor_ms), ceiling)
+        };
+        ScaledTimeouts {
+            response_timeout: scaled(20, 100, defaults.connection.response_timeout),
+            retry_interval: scaled(60, 20, defaults.retry_interval),
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -165,6 +195,33 @@ mod tests {
         assert_eq!(config.connection.response_timeout, Duration::from_secs(3));
         assert_eq!(config.cluster_scan_interval, Duration::from_secs(5));
         assert_eq!(config.sentinel_scan_interval, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn timeouts_scale_with_the_ttl_between_floors_and_defaults() {
+        let at = |ms| ScaledTimeouts::for_ttl(Duration::from_millis(ms));
+        let ms = Duration::from_millis;
+        assert_eq!(
+            at(3000),
+            ScaledTimeouts {
+                response_timeout: ms(150),
+                retry_interval: ms(50)
+            }
+        );
+        assert_eq!(
+            at(600),
+            ScaledTimeouts {
+                response_timeout: ms(100),
+                retry_interval: ms(20)
+            }
+        );
+        assert_eq!(
+            at(600_000),
+            ScaledTimeouts {
+                response_timeout: ms(3000),
+                retry_interval: ms(1500)
+            }
+        );
     }
 
     #[test]

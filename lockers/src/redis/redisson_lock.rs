@@ -11,9 +11,10 @@
 //!   `DEL` that nobody waits for. Renewal is cancelled after the server answered (Redisson cancels in
 //!   the unlock future's handler), also when the release failed or its future was dropped.
 //! - Renew: 1 (the TTL was set to the watchdog timeout) or 0 (no longer held); one lock per call
-//!   (classic) or one chunk per call (3.44+). A renew call that times out or loses its connection is
-//!   re-sent up to `retryAttempts` (3) more times, as Redisson's `RedisExecutor` does for `syncedEval`;
-//!   only once those are spent does the renewal see an error (acquire and release: `NoRetry`).
+//!   (classic) or one chunk per call (3.44+). A renew call that times out, loses its connection or is
+//!   answered `BUSY` (or another error Redisson retries) is re-sent up to `retryAttempts` (3) more times,
+//!   as Redisson's `RedisExecutor` does for `syncedEval`; only once those are spent does the renewal see
+//!   an error (acquire and release: `NoRetry`).
 
 use std::sync::Arc;
 use std::sync::LazyLock;
@@ -269,10 +270,11 @@ impl Core {
     }
 
     /// Sends the renew call `make` builds as Redisson's `RedisExecutor` sends a retryable write: a
-    /// response timeout re-sends at once, a broken or refused connection re-sends after
-    /// `retry_interval`, up to `retry_attempts` more times; an error answered by the server (`BUSY`,
-    /// `NOSCRIPT` after its reload, ...) is not retried. Each attempt counts as a renew call. The call
-    /// is a write of the lock at `key`, synced as [`ReplicaSync::write`] does.
+    /// response timeout re-sends at once; a broken or refused connection, and a server error of
+    /// Redisson's `RedisRetryException` family or `READONLY` ([`RETRIED_SERVER_ERRORS`]), re-send after
+    /// `retry_interval`; up to `retry_attempts` more times. Other server errors (`NOSCRIPT` after its
+    /// reload, ...) are not retried. Each attempt counts as a renew call. The call is a write of the
+    /// lock at `key`, synced as [`ReplicaSync::write`] does.
     async fn with_retries<'s, T: redis::FromRedisValue>(
         &self,
         key: &str,
@@ -289,7 +291,10 @@ impl Core {
             let retryable = error.is_timeout()
                 || error.is_io_error()
                 || error.is_connection_dropped()
-                || error.is_connection_refusal();
+                || error.is_connection_refusal()
+                || error
+                    .code()
+                    .is_some_and(|code| RETRIED_SERVER_ERRORS.contains(&code));
             if !retryable || attempt >= self.config.retry_attempts {
                 return Err(error.into());
             }
@@ -300,6 +305,21 @@ impl Core {
         }
     }
 }
+
+/// The server errors Redisson's `RedisExecutor` re-sends after `retryInterval` (3.43.0: the subclasses of
+/// `RedisRetryException`, and `RedisReadonlyException`). Measured with the real 3.43.0 under a `BUSY`
+/// server: a renewal answered `BUSY` is re-sent `retryAttempts` times before "Can't update lock
+/// expiration" (`lockers/tests/redisson.rs`, `classic_renewal_retries_busy`).
+pub(crate) const RETRIED_SERVER_ERRORS: &[&str] = &[
+    "BUSY",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+    "MASTERDOWN",
+    "LOADING",
+    "NOREPLICAS",
+    "WAIT",
+    "READONLY",
+];
 
 /// Reads a renew answer: 1 renewed, 0 not held.
 fn renewed(script: &LuaScript, answer: i64) -> Result<bool, LockError> {

@@ -1,0 +1,203 @@
+// jvm-redisson-3.43, jvm-redisson, jvm-redisson-4: Redisson's RLock (the version pinned in pom.xml's
+// profile of the row named by the first argument), the protocol in adapters/PROTOCOL.md (Protocol.java).
+//
+// One RedissonClient per process (useSingleServer(), the first address in `servers`), configured from
+// hello's settings as lockbench's Redisson rows are: `lock_watchdog_timeout_ms` (lockWatchdogTimeout,
+// the run's TTL), `timeout_ms` (timeout) and `retry_interval_ms` (retryInterval; versions with a
+// retryDelay strategy keep their default strategy, its delays scaled by retry_interval_ms over the
+// default retryInterval). retryAttempts stays the library's default. Lock names are lockbench's
+// (`lockbench:{key}`).
+//
+// Redisson ties a hold to its connection manager's id and the Java thread that locked it, so each
+// protocol `owner` is one Java thread of its own: the same owner locks and unlocks on the same thread,
+// and re-entry counts as it does in Redisson (`reentrant: true`; a release names only the owner,
+// `hold_identity: false`). An owner's requests therefore run one after another, as a thread's would.
+// Watchdog leases: tryLock() / tryLock(wait) without a lease time (the watchdog renews every
+// lockWatchdogTimeout / 3); fixed leases: tryLock(wait, lease). Waiters are woken by the unlock message
+// (pub/sub, `wait_notify`). Redisson exposes neither its renewals (`renew_events: false`) nor a lost
+// lock: it logs a failed renewal and tells the holder nothing (`lost_signal: false`), so this adapter
+// sends no events at all. No fencing token.
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.redisson.Redisson;
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+import org.redisson.config.SingleServerConfig;
+
+public final class RedissonAdapter implements Protocol.Library {
+  /** One protocol owner: its Java thread, and how many acquires and holds still use it. */
+  private static final class Owner {
+    final String name;
+    final ExecutorService thread;
+    int uses; // guarded by owners
+
+    Owner(String name) {
+      this.name = name;
+      this.thread = Executors.newSingleThreadExecutor(run -> {
+        Thread t = new Thread(run, "owner " + name);
+        t.setDaemon(true);
+        return t;
+      });
+    }
+  }
+
+  private record Hold(RLock lock, Owner owner) {}
+
+  private final String row;
+  private final Map<String, Owner> owners = new HashMap<>();
+  private final Map<String, Hold> leases = new ConcurrentHashMap<>();
+  private RedissonClient client;
+  private long watchdogMs;
+
+  private RedissonAdapter(String row) {
+    this.row = row;
+  }
+
+  public static void main(String[] args) throws Exception {
+    Protocol.serve(new RedissonAdapter(args[0]));
+  }
+
+  @Override
+  public void hello(long id, JsonNode config) throws Exception {
+    watchdogMs = Long.parseLong(config.path("lock_watchdog_timeout_ms").asText("30000"));
+    Config redisson = new Config().setLockWatchdogTimeout(watchdogMs);
+    SingleServerConfig server = redisson.useSingleServer()
+        .setAddress(config.path("servers").path(0).asText());
+    if (config.has("timeout_ms")) {
+      server.setTimeout(Integer.parseInt(config.path("timeout_ms").asText()));
+    }
+    if (config.has("retry_interval_ms")) {
+      setRetryInterval(server, Integer.parseInt(config.path("retry_interval_ms").asText()));
+    }
+    client = Redisson.create(redisson);
+    ObjectNode reply = Protocol.hello(id, row, "Redisson RLock", version());
+    reply.putObject("capabilities").put("reentrant", true).put("fencing", false)
+        .put("auto_renew", true).put("fixed_lease", true).put("wait_notify", true)
+        .put("lost_signal", false).put("hold_identity", false).put("renew_events", false)
+        .put("min_ttl_ms", 1).put("ttl_granularity_ms", 1);
+    Protocol.write(reply);
+  }
+
+  /**
+   * Sets the pause before a retry. Up to 3.4x that is retryInterval; later versions default to a
+   * jittered retryDelay strategy (EqualJitterDelay), whose delays are scaled by the same factor.
+   */
+  private static void setRetryInterval(SingleServerConfig server, int ms) throws Exception {
+    int defaultMs = server.getRetryInterval();
+    Object delay;
+    try {
+      delay = server.getClass().getMethod("getRetryDelay").invoke(server);
+    } catch (NoSuchMethodException e) {
+      server.setRetryInterval(ms);
+      return;
+    }
+    Class<?> jitter = Class.forName("org.redisson.config.EqualJitterDelay");
+    if (!jitter.isInstance(delay)) {
+      server.setRetryInterval(ms);
+      return;
+    }
+    Duration base = (Duration) jitter.getMethod("getBaseDelay").invoke(delay);
+    Duration max = (Duration) jitter.getMethod("getMaxDelay").invoke(delay);
+    Object scaled = jitter.getConstructor(Duration.class, Duration.class)
+        .newInstance(base.multipliedBy(ms).dividedBy(defaultMs), max.multipliedBy(ms).dividedBy(defaultMs));
+    Class<?> strategy = Class.forName("org.redisson.config.DelayStrategy");
+    server.getClass().getMethod("setRetryDelay", strategy).invoke(server, scaled);
+  }
+
+  private static String version() {
+    String version = Redisson.class.getPackage().getImplementationVersion();
+    return version != null ? version : "unknown";
+  }
+
+  private Owner enter(String name) {
+    synchronized (owners) {
+      Owner owner = owners.computeIfAbsent(name, Owner::new);
+      owner.uses++;
+      return owner;
+    }
+  }
+
+  private void leave(Owner owner) {
+    synchronized (owners) {
+      if (--owner.uses == 0) {
+        owners.remove(owner.name);
+        owner.thread.shutdown();
+      }
+    }
+  }
+
+  @Override
+  public void acquire(long id, JsonNode req) {
+    Owner owner = enter(req.path("owner").asText());
+    owner.thread.execute(() -> {
+      boolean granted = false;
+      try {
+        granted = lock(id, req, owner);
+      } catch (Exception e) {
+        Protocol.error(id, "backend", e.toString());
+      } finally {
+        if (!granted) {
+          leave(owner);
+        }
+      }
+    });
+  }
+
+  /** Runs on the owner's thread; true when the lock was granted (the hold keeps the owner). */
+  private boolean lock(long id, JsonNode req, Owner owner) throws InterruptedException {
+    String key = req.path("key").asText();
+    RLock lock = client.getLock("lockbench:{" + key + "}");
+    JsonNode lease = req.path("lease");
+    long ttl = lease.path("ttl_ms").asLong();
+    boolean won;
+    if ("watchdog".equals(lease.path("mode").asText())) {
+      if (ttl != watchdogMs) {
+        Protocol.error(id, "config", "a watchdog lease lasts lockWatchdogTimeout (" + watchdogMs
+            + " ms, set for the client), not " + ttl + " ms");
+        return false;
+      }
+      won = req.path("wait_ms").isNull()
+          ? lock.tryLock()
+          : lock.tryLock(Protocol.waitMs(req), TimeUnit.MILLISECONDS);
+    } else {
+      won = lock.tryLock(Protocol.waitMs(req), ttl, TimeUnit.MILLISECONDS);
+    }
+    if (!won) {
+      Protocol.error(id, "timeout", key + " is held");
+      return false;
+    }
+    String leaseId = Protocol.newLease();
+    leases.put(leaseId, new Hold(lock, owner));
+    Protocol.granted(id, leaseId);
+    return true;
+  }
+
+  @Override
+  public void release(long id, String lease) {
+    Hold hold = leases.remove(lease);
+    if (hold == null) {
+      Protocol.error(id, "not_held", "unknown lease " + lease);
+      return;
+    }
+    hold.owner.thread.execute(() -> {
+      try {
+        hold.lock.unlock();
+        Protocol.write(Protocol.ok(id));
+      } catch (IllegalMonitorStateException e) {
+        Protocol.error(id, "not_held", e.getMessage());
+      } catch (Exception e) {
+        Protocol.error(id, "backend", e.toString());
+      } finally {
+        leave(hold.owner);
+      }
+    });
+  }
+}
