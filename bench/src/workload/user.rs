@@ -220,7 +220,7 @@ impl UserWorkload {
             "Your workload at 1/{n} time{ttl}. Every duration of the workload, the faults and the \
              cases is divided by {n} (open-loop rates multiplied by it). Network round trips, server \
              latency, GC, process and server start-up, elections and failover detection do not scale: \
-             where they are a large part of the compressed TTL the ratio is broken (flagged below)."
+             each case where they break the ratio to the compressed TTL is flagged here."
         ))
     }
 
