@@ -343,6 +343,15 @@ fn a_starved_runtime_loses_timer_renewed_locks_and_a_guard_thread_keeps_its_own(
     let timer = case(&results, "redis-watchdog");
     let w = window(timer);
     assert_eq!(w.kind, "starve_worker");
+    assert_eq!(w.applied, Some(true), "{w:?}");
+    // The worker's runtime threads were seen held for about the 2 s of starvation.
+    let held = w.evidence.as_deref().unwrap_or_default();
+    let held_ms: f64 = held
+        .split(" were held for ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{w:?}"));
+    assert!((1800.0..=2100.0).contains(&held_ms), "{w:?}");
     within(
         "redis-watchdog takeover",
         w.recovery_ms,
