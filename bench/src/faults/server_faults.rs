@@ -392,8 +392,35 @@ async fn node_fault(
                 "the node's wall clock ran {}x as fast (libfaketime) from the case start: its keys expire after 1/{} of their TTL",
                 spec.rate, spec.rate
             ));
+            rec.evidence(clock_ahead(own, &spec.nodes).await);
             Ok(false)
         }
+    }
+}
+
+/// Below this, a node's clock is not said to have jumped (a real clock reads the same to within the
+/// command's round trip).
+const CLOCK_AHEAD_MIN_MS: f64 = 50.0;
+
+/// The evidence that the faked nodes' wall clocks ran ahead: each node's `TIME` against the real
+/// clock, now (the fault's `at`).
+async fn clock_ahead(own: Arc<CaseServers>, nodes: &[usize]) -> Result<String, String> {
+    let nodes = nodes.to_vec();
+    let ahead = blocking(move || {
+        nodes
+            .iter()
+            .map(|&n| own.node_clock_ahead_ms(n).map(|ms| (n, ms)))
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await?;
+    let text: Vec<String> = ahead
+        .iter()
+        .map(|(n, ms)| format!("node {n}'s TIME was {ms:.0} ms ahead of the real clock"))
+        .collect();
+    if ahead.iter().all(|(_, ms)| *ms >= CLOCK_AHEAD_MIN_MS) {
+        Ok(text.join("; "))
+    } else {
+        Err(format!("the clock did not jump: {}", text.join("; ")))
     }
 }
 
