@@ -431,6 +431,21 @@ fn a_frozen_server_holds_everyone_back_for_the_freeze() {
 }
 
 #[test]
+fn a_client_pause_is_seen_holding_back_another_connection() {
+    // redis-client-pause: CLIENT PAUSE ALL for 1.5 s. Measured: a PING sent on a fresh connection
+    // right after the pause began waited 1554 ms.
+    let results = run("redis-client-pause", &["--strategies", "redis-watchdog"]);
+    let w = window(case(&results, "redis-watchdog"));
+    assert_eq!((w.kind.as_str(), w.applied), ("client_pause", Some(true)));
+    let waited: f64 = w
+        .evidence
+        .as_deref()
+        .and_then(|e| e.split(" waited ").nth(1)?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{w:?}"));
+    assert!((1300.0..=2500.0).contains(&waited), "{w:?}");
+}
+
+#[test]
 fn leader_loss_keeps_every_lock_safe_and_a_new_leader_takes_over() {
     // leader-loss: 3-member etcd cluster / ZooKeeper ensemble, leader killed at 1 s. Measured:
     // new leader 515-604 ms later; safe.
