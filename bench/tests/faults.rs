@@ -592,3 +592,41 @@ fn faults_apply_only_where_they_can_and_bad_ones_are_one_line_errors() {
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     }
 }
+
+#[test]
+fn a_py_kazoo_holder_whose_session_expires_aborts_before_its_write() {
+    // One py-kazoo client holds for a 3 s task; its traffic is blackholed 0.3-1.8 s, past its 1 s
+    // session. Measured: kazoo reports the session LOST when it reconnects, 1774 ms after the
+    // partition began (about 2.1 s in), and the holder aborts: no write. Without the lost signal
+    // (or with on_lost = ignore) the task ends at 3 s and writes.
+    let results = run(
+        "baseline",
+        &[
+            "--strategies",
+            "py-kazoo",
+            "--clients",
+            "1",
+            "--keys",
+            "1",
+            "--task",
+            "3s",
+            "--watchdog-timeout",
+            "1s",
+            "--on-lost",
+            "abort",
+            "--duration",
+            "4s",
+            "--warmup",
+            "0s",
+            "--fault",
+            "proxy_blackhole at=300ms target=client:0 duration=1500ms direction=both",
+        ],
+    );
+    let c = case(&results, "py-kazoo");
+    let w = window(c);
+    assert_eq!(w.applied, Some(true), "{w:?}");
+    within("loss noticed", w.loss_noticed_ms, 1000.0, 3000.0);
+    assert_eq!(c.safety.lost_signal.fired, 1, "{:?}", c.safety);
+    assert_eq!(c.safety.lost_updates.completed_writes, 0, "{:?}", c.safety);
+    assert_eq!(c.safety.data, Some(DataState::Intact));
+}
