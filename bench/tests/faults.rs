@@ -343,6 +343,15 @@ fn a_starved_runtime_loses_timer_renewed_locks_and_a_guard_thread_keeps_its_own(
     let timer = case(&results, "redis-watchdog");
     let w = window(timer);
     assert_eq!(w.kind, "starve_worker");
+    assert_eq!(w.applied, Some(true), "{w:?}");
+    // The worker's runtime threads were seen held for about the 2 s of starvation.
+    let held = w.evidence.as_deref().unwrap_or_default();
+    let held_ms: f64 = held
+        .split(" were held for ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{w:?}"));
+    assert!((1800.0..=2100.0).contains(&held_ms), "{w:?}");
     within(
         "redis-watchdog takeover",
         w.recovery_ms,
@@ -419,6 +428,21 @@ fn a_frozen_server_holds_everyone_back_for_the_freeze() {
     let frozen = w.stop_ms.unwrap() - w.start_ms;
     within("recovery", w.recovery_ms, frozen - 5.0, frozen + 500.0);
     assert_eq!(c.safety.verdict, Verdict::Safe, "{:?}", c.safety);
+}
+
+#[test]
+fn a_client_pause_is_seen_holding_back_another_connection() {
+    // redis-client-pause: CLIENT PAUSE ALL for 1.5 s. Measured: a PING sent on a fresh connection
+    // right after the pause began waited 1554 ms.
+    let results = run("redis-client-pause", &["--strategies", "redis-watchdog"]);
+    let w = window(case(&results, "redis-watchdog"));
+    assert_eq!((w.kind.as_str(), w.applied), ("client_pause", Some(true)));
+    let waited: f64 = w
+        .evidence
+        .as_deref()
+        .and_then(|e| e.split(" waited ").nth(1)?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{w:?}"));
+    assert!((1300.0..=2500.0).contains(&waited), "{w:?}");
 }
 
 #[test]
@@ -567,4 +591,42 @@ fn faults_apply_only_where_they_can_and_bad_ones_are_one_line_errors() {
         assert!(stderr.contains(needle), "{full:?}: {stderr}");
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     }
+}
+
+#[test]
+fn a_py_kazoo_holder_whose_session_expires_aborts_before_its_write() {
+    // One py-kazoo client holds for a 3 s task; its traffic is blackholed 0.3-1.8 s, past its 1 s
+    // session. Measured: kazoo reports the session LOST when it reconnects, 1774 ms after the
+    // partition began (about 2.1 s in), and the holder aborts: no write. Without the lost signal
+    // (or with on_lost = ignore) the task ends at 3 s and writes.
+    let results = run(
+        "baseline",
+        &[
+            "--strategies",
+            "py-kazoo",
+            "--clients",
+            "1",
+            "--keys",
+            "1",
+            "--task",
+            "3s",
+            "--watchdog-timeout",
+            "1s",
+            "--on-lost",
+            "abort",
+            "--duration",
+            "4s",
+            "--warmup",
+            "0s",
+            "--fault",
+            "proxy_blackhole at=300ms target=client:0 duration=1500ms direction=both",
+        ],
+    );
+    let c = case(&results, "py-kazoo");
+    let w = window(c);
+    assert_eq!(w.applied, Some(true), "{w:?}");
+    within("loss noticed", w.loss_noticed_ms, 1000.0, 3000.0);
+    assert_eq!(c.safety.lost_signal.fired, 1, "{:?}", c.safety);
+    assert_eq!(c.safety.lost_updates.completed_writes, 0, "{:?}", c.safety);
+    assert_eq!(c.safety.data, Some(DataState::Intact));
 }

@@ -71,3 +71,37 @@ fn a_restart_without_persistence_regresses_fencing_tokens_and_fsync_keeps_them()
     assert_eq!(c.safety.fencing.token_regressions, Some(0));
     assert_eq!(c.safety.verdict, Verdict::Safe);
 }
+
+#[test]
+fn a_fast_clock_is_seen_ahead_of_the_real_one() {
+    // redlock-clock-jump's node 2 under libfaketime at 10x, read when the fault is recorded (the case
+    // start). Measured: 2333 ms ahead (the node ran fast from its own start, before the case).
+    let results = run(
+        "redlock-clock-jump",
+        &[
+            "--strategies",
+            "redlock",
+            "--fault",
+            "clock_jump nodes=2 rate=10",
+            "--duration",
+            "1s",
+        ],
+    );
+    let c = case(&results, "redlock");
+    assert_eq!(c.status, CaseStatus::Complete, "{:?}", c.error);
+    let w = &c.faults[0];
+    assert_eq!((w.kind.as_str(), w.applied), ("clock_jump", Some(true)));
+    let ahead: f64 = w
+        .evidence
+        .as_deref()
+        .and_then(|e| {
+            e.split("'s TIME was ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("{w:?}"));
+    assert!(ahead >= 50.0, "{w:?}");
+}

@@ -449,9 +449,10 @@ pub struct FaultWindow {
     pub note: Option<String>,
     /// Whether the fault took effect, from its own evidence (`evidence`): a paused process was seen
     /// stopped in `/proc`, the proxy blackholed bytes, the cgroup throttled the process, a CPU hog's
-    /// threads ran, the replica was promoted, the server accepted `CLIENT PAUSE`. False makes the case's verdict unknown
-    /// ([`CaseResult::fault_not_applied`]). Null when the kind gives no evidence to check (and in
-    /// older files).
+    /// threads ran, a starved worker's runtime threads were seen held, the replica was promoted, a
+    /// PING from another connection waited through `CLIENT PAUSE`, a faked node's `TIME` ran ahead of
+    /// the real clock. False makes the case's verdict unknown ([`CaseResult::fault_not_applied`]).
+    /// Null when the kind gives no evidence to check (and in older files).
     #[serde(default)]
     pub applied: Option<bool>,
     /// The evidence `applied` rests on, or why the fault did not take effect (one line).

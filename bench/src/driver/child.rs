@@ -23,7 +23,7 @@ use super::resource_socket::{RemoteResource, ResourceClient};
 use super::worker::{ReadyPlan, Worker};
 use crate::clock::MonoClock;
 use crate::error::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use crate::faults::workers::{HOG_THREAD, WorkerCommand};
+use crate::faults::workers::{HOG_THREAD, STARVED_THREAD, WorkerCommand};
 use crate::holds::{BatchQueue, COLLECT_EVERY};
 use crate::stop::StopSignal;
 use crate::strategies::{self, Endpoints};
@@ -309,8 +309,9 @@ const STARVE_GATHER: Duration = Duration::from_millis(500);
 
 /// Blocks every worker thread of the current runtime until `until_ns`: one blocking task per worker
 /// thread, spawned from outside the runtime (so they land in its shared queue and idle threads take
-/// them), each holding its thread until all have arrived, then sleeping out the time. Timers, I/O
-/// and tasks of this process stall meanwhile; OS threads of its own (a guard thread) do not.
+/// them), each holding its thread until all have arrived, then sleeping out the time under the name
+/// [`STARVED_THREAD`] (the driver's evidence). Timers, I/O and tasks of this process stall
+/// meanwhile; OS threads of its own (a guard thread) do not.
 fn starve_runtime(clock: MonoClock, until_ns: u64) {
     let handle = tokio::runtime::Handle::current();
     let threads = handle.metrics().num_workers();
@@ -329,7 +330,11 @@ fn starve_runtime(clock: MonoClock, until_ns: u64) {
                     }
                     let now = clock.now();
                     if until_ns > now {
+                        let own_name = set_thread_name(STARVED_THREAD);
                         std::thread::sleep(Duration::from_nanos(until_ns - now));
+                        if let Some(name) = own_name {
+                            set_thread_name(&name);
+                        }
                     }
                 });
             }
@@ -337,6 +342,19 @@ fn starve_runtime(clock: MonoClock, until_ns: u64) {
     if spawner.is_err() {
         eprintln!("lockbench worker: cannot start the starvation thread");
     }
+}
+
+/// Names the calling thread `name` (its `comm` in `/proc`, at most 15 bytes); its name before, if
+/// it could be read.
+fn set_thread_name(name: &str) -> Option<String> {
+    let before = std::fs::read_to_string("/proc/thread-self/comm")
+        .ok()
+        .map(|n| n.trim_end().to_owned());
+    if let Ok(name) = std::ffi::CString::new(name) {
+        // SAFETY: PR_SET_NAME reads a NUL-terminated string of which it keeps at most 16 bytes.
+        unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+    }
+    before
 }
 
 /// Runs `threads` busy-looping OS threads (named [`HOG_THREAD`]) until `until_ns`.

@@ -167,21 +167,29 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             if spec.kind == FaultKind::ClientPause {
                 let ms = spec.duration.unwrap_or_default().as_millis().to_string();
                 let args = ["CLIENT", "PAUSE", &ms, "ALL"].map(str::to_owned).to_vec();
-                match redis_command(socket, args).await {
-                    Ok(reply) => rec.took_effect(format!(
-                        "the server answered {} to CLIENT PAUSE",
-                        reply.trim()
-                    )),
-                    Err(e) => {
-                        rec.not_applied(format!("CLIENT PAUSE failed: {e}"));
-                        return;
-                    }
+                if let Err(e) = redis_command(socket, args).await {
+                    rec.not_applied(format!("CLIENT PAUSE failed: {e}"));
+                    return;
                 }
+                let length = spec.duration.unwrap_or_default();
+                let ping = tokio::spawn(ping_wait(socket, length));
                 hold_for(env, spec.duration).await;
                 if env.stop.is_set() {
                     let args = ["CLIENT", "UNPAUSE"].map(str::to_owned).to_vec();
                     let _ = redis_command(socket, args).await;
                 }
+                rec.evidence(match ping.await {
+                    Ok(Ok(waited)) if waited >= (length / 2).min(PAUSED_PING_MIN) => Ok(format!(
+                        "a PING from another connection waited {:.0} ms for its answer",
+                        waited.as_secs_f64() * 1e3
+                    )),
+                    Ok(Ok(waited)) => Err(format!(
+                        "a PING from another connection was answered in {:.0} ms: the server did not pause",
+                        waited.as_secs_f64() * 1e3
+                    )),
+                    Ok(Err(e)) => Err(format!("PING during CLIENT PAUSE: {e}")),
+                    Err(e) => Err(format!("PING during CLIENT PAUSE: {e}")),
+                });
                 rec.stop = Some(
                     env.clock
                         .now()
@@ -392,8 +400,47 @@ async fn node_fault(
                 "the node's wall clock ran {}x as fast (libfaketime) from the case start: its keys expire after 1/{} of their TTL",
                 spec.rate, spec.rate
             ));
+            rec.evidence(clock_ahead(own, &spec.nodes).await);
             Ok(false)
         }
+    }
+}
+
+/// A PING answered faster than this (or half the pause, if shorter) was not held by `CLIENT PAUSE`
+/// (one on loopback takes well under a millisecond).
+const PAUSED_PING_MIN: Duration = Duration::from_millis(50);
+
+/// How long a PING from a fresh connection waits for its answer (at most `pause` and
+/// [`COMMAND_TIMEOUT`]): the evidence that `CLIENT PAUSE` held clients back.
+async fn ping_wait(socket: SocketAddr, pause: Duration) -> Result<Duration, String> {
+    let sent = std::time::Instant::now();
+    redis_command_within(socket, vec!["PING".to_owned()], pause + COMMAND_TIMEOUT).await?;
+    Ok(sent.elapsed())
+}
+
+/// Below this, a node's clock is not said to have jumped (a real clock reads the same to within the
+/// command's round trip).
+const CLOCK_AHEAD_MIN_MS: f64 = 50.0;
+
+/// The evidence that the faked nodes' wall clocks ran ahead: each node's `TIME` against the real
+/// clock, now (the fault's `at`).
+async fn clock_ahead(own: Arc<CaseServers>, nodes: &[usize]) -> Result<String, String> {
+    let nodes = nodes.to_vec();
+    let ahead = blocking(move || {
+        nodes
+            .iter()
+            .map(|&n| own.node_clock_ahead_ms(n).map(|ms| (n, ms)))
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await?;
+    let text: Vec<String> = ahead
+        .iter()
+        .map(|(n, ms)| format!("node {n}'s TIME was {ms:.0} ms ahead of the real clock"))
+        .collect();
+    if ahead.iter().all(|(_, ms)| *ms >= CLOCK_AHEAD_MIN_MS) {
+        Ok(text.join("; "))
+    } else {
+        Err(format!("the clock did not jump: {}", text.join("; ")))
     }
 }
 

@@ -231,6 +231,30 @@ impl CaseServers {
         Ok(describe_nodes(all, nodes))
     }
 
+    /// How far Redlock node `node`'s wall clock (its `TIME`) is ahead of the real one, in ms (negative:
+    /// behind; off by at most the command's round trip). Blocking.
+    pub(crate) fn node_clock_ahead_ms(&self, node: usize) -> Result<f64, String> {
+        let CaseServers::RedisNodes(all) = self else {
+            return Err("no independent redis nodes".into());
+        };
+        if node >= all.len() {
+            return Err(format!("no redis node {node}"));
+        }
+        let reply = all
+            .node(node)
+            .command(&["TIME"])
+            .map_err(|e| format!("TIME on node {node}: {e}"))?;
+        let real = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|e| e.to_string())?;
+        // The reply is the seconds and the microseconds, one per line.
+        let mut parts = reply.lines().map(|l| l.trim().parse::<f64>());
+        let (Some(Ok(secs)), Some(Ok(micros))) = (parts.next(), parts.next()) else {
+            return Err(format!("TIME on node {node}: unexpected reply {reply:?}"));
+        };
+        Ok((secs - real.as_secs_f64()) * 1e3 + micros / 1e3)
+    }
+
     /// Kills the restartable Redis and starts it again on its data dir. Blocking.
     pub(crate) fn restart_server(&self) -> Result<String, String> {
         let CaseServers::RedisNode(node) = self else {

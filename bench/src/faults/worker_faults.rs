@@ -8,7 +8,7 @@ use super::cgroup::CpuQuota;
 use super::env::{
     FaultEnv, Record, describe_victim, hold_for, measure_victim, pick_client, seen_in_state,
 };
-use super::workers::{Crash, HOG_THREAD, WorkerCommand};
+use super::workers::{Crash, HOG_THREAD, STARVED_THREAD, WorkerCommand};
 use crate::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec};
 
@@ -75,8 +75,12 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 rec.not_applied("the worker is gone");
                 return;
             }
-            if let (FaultKind::CpuHog, Some(pid)) = (spec.kind, workers.pid(victim.client)) {
-                rec.evidence(hog_threads_seen(env, pid, until_ns).await);
+            if let Some(pid) = workers.pid(victim.client) {
+                rec.evidence(if spec.kind == FaultKind::CpuHog {
+                    hog_threads_seen(env, pid, until_ns).await
+                } else {
+                    starved_threads_seen(env, pid, until_ns).await
+                });
             }
             // The worker ends it by itself at `until_ns`, also if the case ends first.
             rec.stop = Some(until_ns);
@@ -127,5 +131,35 @@ async fn hog_threads_seen(env: &FaultEnv, pid: u32, until_ns: u64) -> Result<Str
             ));
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Watches the worker's runtime threads until the starvation ends: how many were held at most
+/// (renamed [`STARVED_THREAD`] while held), and for how long at least one was, as `/proc` showed them
+/// (every 5 ms). The evidence that the runtime was starved.
+async fn starved_threads_seen(env: &FaultEnv, pid: u32, until_ns: u64) -> Result<String, String> {
+    let (mut most, mut first, mut last) = (0, None, 0);
+    // The worker lets go at `until_ns` by itself; a little after it, it must have.
+    let watch_until = until_ns + duration_ns(Duration::from_millis(200));
+    while env.clock.now() < watch_until {
+        let held = crate::proc_stat::threads_named(pid, STARVED_THREAD);
+        if held > 0 {
+            let now = env.clock.now();
+            most = most.max(held);
+            first.get_or_insert(now);
+            last = now;
+        } else if first.is_some() || env.stop.is_set() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    match first {
+        Some(first) => Ok(format!(
+            "{most} runtime threads of worker process {pid} were held for {:.0} ms (/proc/{pid}/task)",
+            (last - first) as f64 / 1e6
+        )),
+        None => Err(format!(
+            "no runtime thread of worker process {pid} was held (/proc/{pid}/task)"
+        )),
     }
 }

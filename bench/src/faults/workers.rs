@@ -11,6 +11,11 @@ use tokio::sync::mpsc;
 /// `/proc` as the evidence that the hog ran.
 pub(crate) const HOG_THREAD: &str = "lockbench-hog";
 
+/// The name a worker's runtime thread takes while a starvation ([`WorkerCommand::Starve`]) holds it
+/// (and gives back after): the driver watches for it in `/proc` as the evidence that the runtime was
+/// starved, and for how long.
+pub(crate) const STARVED_THREAD: &str = "lockbench-held";
+
 /// A worker process killed by a fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Crash {
