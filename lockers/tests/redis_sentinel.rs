@@ -30,8 +30,10 @@ async fn survives_the_failover(
         .acquire(key, &AcquireOptions::try_once())
         .await
         .unwrap();
-    // Let the replica receive the lock before its primary dies.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The replica has the lock before its primary dies.
+    let primary = group.pair().primary();
+    let acked = tokio::task::block_in_place(|| primary.command(&["WAIT", "1", "5000"]));
+    assert_eq!(acked.unwrap(), "1", "the replica did not receive the lock");
     let old = group.pair().primary().addr();
     group.pair().primary().kill().unwrap();
     let killed = Instant::now();

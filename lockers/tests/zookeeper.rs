@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use lockbench_servers::{Fault, Proxy, ZkEnsemble, ZkServer};
+use lockbench_servers::{Fault, Proxy, ZkEnsemble, ZkServer, poll};
 use lockers::conformance::{self, Target};
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{
@@ -256,7 +256,12 @@ async fn frozen_connection_expires_the_session() {
         .unwrap();
     let old_nodes = zk.nodes(&locker, "frozen").await;
     assert_eq!(old_nodes.len(), 1);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The session is live: a probe has come back since the acquire.
+    let renewed = || log.count(|e| matches!(e, LockEvent::Renewed { .. })) > 0;
+    assert!(
+        poll::until_async(SESSION * 2, renewed).await,
+        "no probe answered"
+    );
     let frozen_at = Instant::now();
     proxy.set_both(Fault::Blackhole);
     let bound = SESSION + Duration::from_millis(300);

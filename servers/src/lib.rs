@@ -45,6 +45,7 @@ pub mod certs;
 pub mod etcd;
 mod etcd_auth;
 pub mod group;
+pub mod poll;
 pub mod ports;
 pub mod probe;
 pub mod process;
