@@ -8,12 +8,14 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use etcd_client::GetOptions;
 use lockbench_servers::{EtcdCluster, EtcdServer};
-use lockers::conformance::{self, Target};
+use lockers::conformance::Target;
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::{
     AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, LossReason, Renewal,
 };
 
+#[path = "support/consensus.rs"]
+mod consensus;
 #[path = "support/contention.rs"]
 mod contention;
 
@@ -36,19 +38,13 @@ struct Etcd<S> {
 }
 
 async fn start_single() -> Etcd<EtcdServer> {
-    let server = tokio::task::spawn_blocking(EtcdServer::start)
-        .await
-        .unwrap()
-        .unwrap();
+    let server = consensus::start_blocking(EtcdServer::start).await;
     let endpoints = vec![server.endpoint()];
     Etcd::new(server, endpoints).await
 }
 
 async fn start_cluster() -> Etcd<EtcdCluster> {
-    let cluster = tokio::task::spawn_blocking(|| EtcdCluster::start(3))
-        .await
-        .unwrap()
-        .unwrap();
+    let cluster = consensus::start_blocking(|| EtcdCluster::start(3)).await;
     let endpoints = cluster.endpoints();
     Etcd::new(cluster, endpoints).await
 }
@@ -180,12 +176,7 @@ async fn config_rejects_bad_values() {
 
 #[tokio::test]
 async fn unreachable_server_fails_within_connect_timeout() {
-    // A loopback port nobody listens on: bound, then released.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = consensus::unused_port();
     let timeout = Duration::from_secs(1);
     let config = EtcdConfig {
         connect_timeout: timeout,
@@ -340,10 +331,7 @@ async fn renewals_report_round_trip_and_granted_ttl() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_smoke() {
-    let etcd = start_cluster().await;
-    conformance::mutual_exclusion(&etcd).await;
-    conformance::tokens_strictly_increase(&etcd).await;
-    conformance::release_then_reacquire(&etcd).await;
+    consensus::cluster_smoke(&start_cluster().await).await;
 }
 
 /// Killing the leader of a 3-member cluster while four clients contend on one key: never two holders at
@@ -357,25 +345,10 @@ async fn leader_loss_keeps_mutual_exclusion() {
     }
     let cluster = Arc::new(etcd);
     let victim = cluster.clone();
-    let report = contention::contend_through_fault(
-        clients,
-        "leader-loss",
-        Duration::from_millis(1500),
-        move || {
-            let leader = victim._servers.leader().expect("a leader");
-            victim._servers.kill(leader).unwrap();
-        },
-        Duration::from_secs(6),
-    )
+    consensus::leader_loss_keeps_mutual_exclusion("etcd", clients, move || {
+        consensus::kill_leader(&victim._servers);
+    })
     .await;
-    eprintln!("etcd leader loss: {report}");
-    assert_eq!(report.overlaps, 0, "{report:?}");
-    assert!(
-        report.sections_before > 10 && report.sections_after > 10,
-        "{report:?}"
-    );
-    let recovery = report.recovery.expect("acquired again after the kill");
-    assert!(recovery < Duration::from_secs(5), "{report:?}");
 }
 
 /// Queue-key names are reused (a fresh name per acquire would leave a tombstone per acquire in etcd's key

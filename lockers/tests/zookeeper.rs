@@ -8,12 +8,14 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use lockbench_servers::{Fault, Proxy, ZkEnsemble, ZkServer, poll};
-use lockers::conformance::{self, Target};
+use lockers::conformance::Target;
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{
     AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, OwnerId, Renewal,
 };
 
+#[path = "support/consensus.rs"]
+mod consensus;
 #[path = "support/contention.rs"]
 mod contention;
 
@@ -35,19 +37,13 @@ struct Zk<S> {
 }
 
 async fn start_ensemble() -> Zk<ZkEnsemble> {
-    let ensemble = tokio::task::spawn_blocking(|| ZkEnsemble::start(3))
-        .await
-        .unwrap()
-        .unwrap();
+    let ensemble = consensus::start_blocking(|| ZkEnsemble::start(3)).await;
     let connect_string = ensemble.connect_string();
     Zk::new(ensemble, connect_string).await
 }
 
 async fn start_single() -> Zk<ZkServer> {
-    let server = tokio::task::spawn_blocking(ZkServer::start)
-        .await
-        .unwrap()
-        .unwrap();
+    let server = consensus::start_blocking(ZkServer::start).await;
     let connect_string = server.connect_string();
     Zk::new(server, connect_string).await
 }
@@ -138,12 +134,7 @@ async fn config_and_input_errors_are_clear() {
 
 #[tokio::test]
 async fn unreachable_server_fails_within_connect_timeout() {
-    // A loopback port nobody listens on: bound, then released.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = consensus::unused_port();
     let timeout = Duration::from_secs(1);
     let config = ZkConfig {
         connect_timeout: timeout,
@@ -312,10 +303,7 @@ async fn frozen_connection_expires_the_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ensemble_smoke() {
-    let zk = start_ensemble().await;
-    conformance::mutual_exclusion(&zk).await;
-    conformance::tokens_strictly_increase(&zk).await;
-    conformance::release_then_reacquire(&zk).await;
+    consensus::cluster_smoke(&start_ensemble().await).await;
 }
 
 /// Killing the leader of a 3-node ensemble while four clients contend on one key: never two holders at
@@ -335,25 +323,10 @@ async fn leader_loss_keeps_mutual_exclusion() {
     }
     let zk = Arc::new(zk);
     let victim = zk.clone();
-    let report = contention::contend_through_fault(
-        clients,
-        "leader-loss",
-        Duration::from_millis(1500),
-        move || {
-            let leader = victim._servers.leader().expect("a leader");
-            victim._servers.kill(leader).unwrap();
-        },
-        Duration::from_secs(6),
-    )
+    consensus::leader_loss_keeps_mutual_exclusion("zookeeper", clients, move || {
+        consensus::kill_leader(&victim._servers);
+    })
     .await;
-    eprintln!("zookeeper leader loss: {report}");
-    assert_eq!(report.overlaps, 0, "{report:?}");
-    assert!(
-        report.sections_before > 10 && report.sections_after > 10,
-        "{report:?}"
-    );
-    let recovery = report.recovery.expect("acquired again after the kill");
-    assert!(recovery < Duration::from_secs(5), "{report:?}");
 }
 
 /// A brief disconnect (connections reset, the client reconnects at once, the session survives): the lock
