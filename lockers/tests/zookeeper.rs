@@ -267,15 +267,10 @@ async fn frozen_connection_expires_the_session() {
     // Frozen well past the server's expiry of the session.
     tokio::time::sleep_until((frozen_at + SESSION * 5 / 2).into()).await;
     proxy.set_both(Fault::Pass);
-    let mut gone = false;
-    for _ in 0..40 {
-        if zk.nodes(&locker, "frozen").await.is_empty() {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(gone, "the expired session's node is still there");
+    let gone = poll::until_awaited(Duration::from_secs(2), || async {
+        zk.nodes(&locker, "frozen").await.is_empty()
+    });
+    assert!(gone.await, "the expired session's node is still there");
     let again = locker
         .acquire("frozen", &AcquireOptions::wait(Duration::from_secs(5)))
         .await

@@ -36,6 +36,23 @@ pub async fn until_async(timeout: Duration, mut ready: impl FnMut() -> bool) -> 
     }
 }
 
+/// Like [`until_async`] for a check that itself awaits (asks a server over an async client).
+pub async fn until_awaited<F: Future<Output = bool>>(
+    timeout: Duration,
+    mut ready: impl FnMut() -> F,
+) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if ready().await {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(INTERVAL).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
