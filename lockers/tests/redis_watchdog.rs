@@ -287,6 +287,7 @@ async fn second_waiter_of_a_client_wakes_after_first_releases(mode: RenewalMode)
     let key = unique("second-waiter");
     let held = AcquireOptions::try_once().fixed(Duration::from_secs(5));
     let lease = a.acquire(&key, &held).await.unwrap();
+    let tries_before = t.evalsha_calls();
     let mut waiters = tokio::task::JoinSet::new();
     for _ in 0..2 {
         let (b, key) = (b.clone(), key.clone());
@@ -300,7 +301,12 @@ async fn second_waiter_of_a_client_wakes_after_first_releases(mode: RenewalMode)
             got_at
         });
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Both waiters have tried once (the holder's fixed lease runs no renewals) and wait subscribed.
+    let channel = format!("{}:unlock", lock_key(&key));
+    let waiting = poll::until_async(Duration::from_secs(5), || {
+        t.evalsha_calls() - tries_before >= 2 && t.subscribers(&channel) == 1
+    });
+    assert!(waiting.await, "the waiters are not both waiting");
     let released_at = Instant::now();
     lease.release().await.unwrap();
     let first = waiters.join_next().await.unwrap().unwrap();
