@@ -299,31 +299,14 @@ async fn renewals_report_round_trip_and_granted_ttl() {
         .await
         .unwrap();
     tokio::time::sleep(TTL * 2).await;
-    let renewals: Vec<_> = log
-        .snapshot()
-        .into_iter()
-        .filter_map(|e| match e {
-            LockEvent::Renewed {
-                key,
-                sent_at,
-                done_at,
-                granted_ttl,
-                remaining_ttl_before,
-                ..
-            } => Some((key, done_at - sent_at, granted_ttl, remaining_ttl_before)),
-            _ => None,
-        })
-        .collect();
-    let per_key = |k: &str| renewals.iter().filter(|r| &*r.0 == k).count();
     // 4 s at one keep-alive per 667 ms: about 6 for each lock.
-    assert!(
-        per_key("renew-a") >= 4 && per_key("renew-b") >= 4,
-        "{renewals:?}"
-    );
-    for (_, round_trip, granted, remaining) in &renewals {
-        assert_eq!(*granted, TTL);
-        assert!(*round_trip < Duration::from_millis(300), "{round_trip:?}");
-        assert_eq!(*remaining, None);
+    for renewal in consensus::renewals_of(&log, &["renew-a", "renew-b"], 4) {
+        assert_eq!(renewal.granted, TTL);
+        assert!(
+            renewal.round_trip < Duration::from_millis(300),
+            "{renewal:?}"
+        );
+        assert_eq!(renewal.remaining_before, None);
     }
     a.release().await.unwrap();
     b.release().await.unwrap();

@@ -197,29 +197,13 @@ async fn renewals_report_round_trip_and_session_timeout() {
         .await
         .unwrap();
     tokio::time::sleep(SESSION * 2).await;
-    let renewals: Vec<_> = log
-        .snapshot()
-        .into_iter()
-        .filter_map(|e| match e {
-            LockEvent::Renewed {
-                key,
-                sent_at,
-                done_at,
-                granted_ttl,
-                ..
-            } => Some((key, done_at - sent_at, granted_ttl)),
-            _ => None,
-        })
-        .collect();
-    let per_key = |k: &str| renewals.iter().filter(|r| &*r.0 == k).count();
     // 2 s at one probe per 333 ms: about 6 for each lock.
-    assert!(
-        per_key("renew-a") >= 4 && per_key("renew-b") >= 4,
-        "{renewals:?}"
-    );
-    for (_, round_trip, granted) in &renewals {
-        assert_eq!(*granted, negotiated);
-        assert!(*round_trip < Duration::from_millis(200), "{round_trip:?}");
+    for renewal in consensus::renewals_of(&log, &["renew-a", "renew-b"], 4) {
+        assert_eq!(renewal.granted, negotiated);
+        assert!(
+            renewal.round_trip < Duration::from_millis(200),
+            "{renewal:?}"
+        );
     }
     assert!(
         a.deadline() > Instant::now() + SESSION / 3,

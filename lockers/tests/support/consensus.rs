@@ -1,13 +1,13 @@
 //! Scaffolding shared by the etcd and ZooKeeper tests: starting servers off the runtime, a port
-//! nobody listens on, the smoke subset for a replicated cluster, and the leader-loss check built
-//! on [`contention`](crate::contention).
+//! nobody listens on, the `Renewed` events per lock, the smoke subset for a replicated cluster,
+//! and the leader-loss check built on [`contention`](crate::contention).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use lockbench_servers::{GroupMember, ServerGroup};
-use lockers::Locker;
 use lockers::conformance::{self, Target};
+use lockers::{EventLog, LockEvent, Locker};
 
 use crate::contention;
 
@@ -25,6 +25,46 @@ pub(crate) fn unused_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// One `Renewed` event, as the renewal tests check it.
+#[derive(Debug)]
+pub(crate) struct SeenRenewal {
+    pub(crate) round_trip: Duration,
+    pub(crate) granted: Duration,
+    #[allow(dead_code, reason = "only etcd's renewals report it")]
+    pub(crate) remaining_before: Option<Duration>,
+}
+
+/// The `Renewed` events in `log`, after checking that each of `keys` got at least `at_least`.
+pub(crate) fn renewals_of(log: &EventLog, keys: &[&str], at_least: usize) -> Vec<SeenRenewal> {
+    let renewals: Vec<(std::sync::Arc<str>, SeenRenewal)> = log
+        .snapshot()
+        .into_iter()
+        .filter_map(|e| match e {
+            LockEvent::Renewed {
+                key,
+                sent_at,
+                done_at,
+                granted_ttl,
+                remaining_ttl_before,
+                ..
+            } => Some((
+                key,
+                SeenRenewal {
+                    round_trip: done_at - sent_at,
+                    granted: granted_ttl,
+                    remaining_before: remaining_ttl_before,
+                },
+            )),
+            _ => None,
+        })
+        .collect();
+    for key in keys {
+        let count = renewals.iter().filter(|r| &*r.0 == *key).count();
+        assert!(count >= at_least, "{count} renewals of {key}: {renewals:?}");
+    }
+    renewals.into_iter().map(|(_, renewal)| renewal).collect()
 }
 
 /// The conformance cases run against a replicated cluster as well as a single server.
