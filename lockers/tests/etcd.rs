@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use etcd_client::GetOptions;
-use lockbench_servers::{EtcdCluster, EtcdServer};
+use lockbench_servers::{EtcdCluster, EtcdServer, poll};
 use lockers::conformance::Target;
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::{
@@ -264,12 +264,7 @@ async fn revoked_lease_is_noticed_within_one_keep_alive_period() {
             )
         })
     };
-    for _ in 0..50 {
-        if losses() == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    poll::until_async(Duration::from_millis(100), || losses() == 2).await;
     assert_eq!(losses(), 2, "{:?}", log.snapshot());
     let again = locker
         .acquire("revoke-a", &AcquireOptions::try_once())
