@@ -1,9 +1,9 @@
 //! A set of server members started together (an etcd cluster, a ZooKeeper ensemble): finding
 //! the leader, and killing, pausing and resuming one member by index.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::ServerProcess;
+use crate::{ServerProcess, poll};
 
 /// A server that can be one member of a [`ServerGroup`].
 pub trait GroupMember {
@@ -59,16 +59,12 @@ impl<M: GroupMember> ServerGroup<M> {
 
     /// Polls [`leader`](Self::leader) until one appears or `timeout` passes.
     pub fn wait_for_leader(&self, timeout: Duration) -> Option<usize> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(leader) = self.leader() {
-                return Some(leader);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let mut leader = None;
+        poll::until(timeout, || {
+            leader = self.leader();
+            leader.is_some()
+        });
+        leader
     }
 
     /// Kills member `i` with `SIGKILL` (its data dir stays until the group is dropped).

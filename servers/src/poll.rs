@@ -24,16 +24,7 @@ pub fn until(timeout: Duration, mut ready: impl FnMut() -> bool) -> bool {
 /// Like [`until`], sleeping on the tokio timer between checks so an async test's other tasks
 /// keep running.
 pub async fn until_async(timeout: Duration, mut ready: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if ready() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(INTERVAL).await;
-    }
+    until_awaited(timeout, || std::future::ready(ready())).await
 }
 
 /// Like [`until_async`] for a check that itself awaits (asks a server over an async client).
