@@ -57,6 +57,30 @@ impl Latencies {
         out
     }
 
+    /// Starts over when iteration `i` is the first after the warm-up.
+    fn reset_after_warm_up(&mut self, i: usize) {
+        if i == WARM_UP {
+            *self = Self::default();
+        }
+    }
+
+    /// Times one acquire of `bench` on `locker`, its release, and the two together, recorded as
+    /// `<strategy> acquire`, `<strategy> release` and `<strategy> acquire+release`.
+    async fn acquire_release(
+        &mut self,
+        locker: &dyn Locker,
+        once: &AcquireOptions,
+        [acquire, release, both]: [&'static str; 3],
+    ) {
+        let started = Instant::now();
+        let lease = self
+            .time(acquire, locker.acquire("bench", once))
+            .await
+            .unwrap();
+        self.time(release, lease.release()).await.unwrap();
+        self.record(both, started.elapsed());
+    }
+
     fn p(&self, name: &str, q: f64) -> f64 {
         self.histograms[name].value_at_quantile(q) as f64
     }
@@ -148,18 +172,13 @@ async fn bench_etcd(n: usize) {
     let once = AcquireOptions::try_once();
     let mut lat = Latencies::default();
     for i in 0..WARM_UP + n {
-        if i == WARM_UP {
-            lat = Latencies::default();
-        }
-        let started = Instant::now();
-        let lease = lat
-            .time("etcd-lease acquire", locker.acquire("bench", &once))
-            .await
-            .unwrap();
-        lat.time("etcd-lease release", lease.release())
-            .await
-            .unwrap();
-        lat.record("etcd-lease acquire+release", started.elapsed());
+        lat.reset_after_warm_up(i);
+        let names = [
+            "etcd-lease acquire",
+            "etcd-lease release",
+            "etcd-lease acquire+release",
+        ];
+        lat.acquire_release(&locker, &once, names).await;
         lat.time("put", kv.put("bench-put", "v", None))
             .await
             .unwrap();
@@ -308,18 +327,13 @@ async fn bench_zookeeper(n: usize) {
     let once = AcquireOptions::try_once();
     let mut lat = Latencies::default();
     for i in 0..WARM_UP + n {
-        if i == WARM_UP {
-            lat = Latencies::default();
-        }
-        let started = Instant::now();
-        let lease = lat
-            .time("zookeeper acquire", locker.acquire("bench", &once))
-            .await
-            .unwrap();
-        lat.time("zookeeper release", lease.release())
-            .await
-            .unwrap();
-        lat.record("zookeeper acquire+release", started.elapsed());
+        lat.reset_after_warm_up(i);
+        let names = [
+            "zookeeper acquire",
+            "zookeeper release",
+            "zookeeper acquire+release",
+        ];
+        lat.acquire_release(&locker, &once, names).await;
         let (_, sequence) = lat
             .time(
                 "create (ephemeral-sequential)",

@@ -81,6 +81,22 @@ async fn expect_lease(locker: &dyn Locker, key: &str, opts: &AcquireOptions, cas
     }
 }
 
+/// `locker` takes `key` with `opts` and lets it go again.
+async fn expect_free(locker: &dyn Locker, key: &str, opts: &AcquireOptions, case: &str) {
+    let lease = expect_lease(locker, key, opts, case).await;
+    if let Err(e) = lease.release().await {
+        panic!("{case}: {} failed to release {key:?}: {e}", locker.id());
+    }
+}
+
+/// Releases `lease`, then checks that `other` can take `key` at once (and lets it go again).
+async fn release_then_free(lease: Lease, other: &dyn Locker, key: &str, case: &str) {
+    if let Err(e) = lease.release().await {
+        panic!("{case}: release of {key:?} failed: {e}");
+    }
+    expect_free(other, key, &AcquireOptions::try_once(), case).await;
+}
+
 async fn expect_busy(locker: &dyn Locker, key: &str, case: &str) {
     match locker.acquire(key, &AcquireOptions::try_once()).await {
         Err(LockError::Timeout { .. }) => {}
@@ -152,11 +168,8 @@ pub async fn release_then_reacquire(t: &dyn Target) {
     );
     let once = AcquireOptions::try_once();
     let lease = expect_lease(a.as_ref(), &key, &once, CASE).await;
-    lease.release().await.expect("release");
-    let lease = expect_lease(b.as_ref(), &key, &once, CASE).await;
-    lease.release().await.expect("release");
-    let lease = expect_lease(a.as_ref(), &key, &once, CASE).await;
-    lease.release().await.expect("release");
+    release_then_free(lease, b.as_ref(), &key, CASE).await;
+    expect_free(a.as_ref(), &key, &once, CASE).await;
 }
 
 /// A try-once on a held lock returns `Timeout` promptly and gives no lease.
@@ -278,12 +291,7 @@ pub async fn watchdog_lease_outlives_timeout(t: &dyn Target) {
         renewed >= 4,
         "{CASE}: only {renewed} Renewed events over 5 timeouts"
     );
-    lease.release().await.expect("release after long hold");
-    expect_lease(b.as_ref(), &key, &AcquireOptions::try_once(), CASE)
-        .await
-        .release()
-        .await
-        .expect("release");
+    release_then_free(lease, b.as_ref(), &key, CASE).await;
 }
 
 /// Fencing tokens strictly increase across successive holders on different clients.
@@ -363,21 +371,13 @@ pub async fn stale_release_keeps_newer_hold_of_same_owner(t: &dyn Target) {
         .unwrap_or_else(|_| panic!("{CASE}: lost() of an expired fixed lease did not resolve"));
     // The server has let it go too once another client gets in.
     let wait = AcquireOptions::wait(ttl * 4 + t.slack());
-    expect_lease(b.as_ref(), &key, &wait, CASE)
-        .await
-        .release()
-        .await
-        .expect("release by the other client");
+    expect_free(b.as_ref(), &key, &wait, CASE).await;
     let current = expect_lease(a.as_ref(), &key, &once, CASE).await;
     if !a.capabilities().hold_identity {
         // The declared "no": the server knows the owner only, so the stale release ends the newer hold
         // (whatever it answers: the lease was lost, so `release` says NotHeld).
         let _ = stale.release().await;
-        expect_lease(b.as_ref(), &key, &AcquireOptions::try_once(), CASE)
-            .await
-            .release()
-            .await
-            .expect("release by the other client");
+        expect_free(b.as_ref(), &key, &AcquireOptions::try_once(), CASE).await;
         drop(current);
         return;
     }
@@ -390,12 +390,7 @@ pub async fn stale_release_keeps_newer_hold_of_same_owner(t: &dyn Target) {
         current.is_held(),
         "{CASE}: newer hold lost by the stale release"
     );
-    current.release().await.expect("release of the newer hold");
-    expect_lease(b.as_ref(), &key, &AcquireOptions::try_once(), CASE)
-        .await
-        .release()
-        .await
-        .expect("release");
+    release_then_free(current, b.as_ref(), &key, CASE).await;
 }
 
 /// The event protocol every measurement rests on, per lease: `Acquired`, then any number of
@@ -538,11 +533,7 @@ pub async fn undeclared_lease_mode_is_unsupported(t: &dyn Target) {
             true => AcquireOptions::try_once(),
             false => AcquireOptions::try_once().fixed(t.short_lease()),
         };
-        expect_lease(a.as_ref(), &key, &opts, CASE)
-            .await
-            .release()
-            .await
-            .expect("release");
+        expect_free(a.as_ref(), &key, &opts, CASE).await;
     }
 }
 
@@ -639,12 +630,7 @@ pub async fn reentrant_acquire_and_release(t: &dyn Target) {
     inner.release().await.expect("inner release");
     expect_busy(b.as_ref(), &key, CASE).await;
     assert!(outer.is_held(), "{CASE}: outer hold lost by inner release");
-    outer.release().await.expect("outer release");
-    expect_lease(b.as_ref(), &key, &AcquireOptions::try_once(), CASE)
-        .await
-        .release()
-        .await
-        .expect("release");
+    release_then_free(outer, b.as_ref(), &key, CASE).await;
 }
 
 /// Dropping a lease without releasing it frees the lock soon, well before its TTL.

@@ -7,13 +7,15 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use etcd_client::GetOptions;
-use lockbench_servers::{EtcdCluster, EtcdServer};
-use lockers::conformance::{self, Target};
+use lockbench_servers::{EtcdCluster, EtcdServer, poll};
+use lockers::conformance::Target;
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::{
     AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, LossReason, Renewal,
 };
 
+#[path = "support/consensus.rs"]
+mod consensus;
 #[path = "support/contention.rs"]
 mod contention;
 
@@ -36,19 +38,13 @@ struct Etcd<S> {
 }
 
 async fn start_single() -> Etcd<EtcdServer> {
-    let server = tokio::task::spawn_blocking(EtcdServer::start)
-        .await
-        .unwrap()
-        .unwrap();
+    let server = consensus::start_blocking(EtcdServer::start).await;
     let endpoints = vec![server.endpoint()];
     Etcd::new(server, endpoints).await
 }
 
 async fn start_cluster() -> Etcd<EtcdCluster> {
-    let cluster = tokio::task::spawn_blocking(|| EtcdCluster::start(3))
-        .await
-        .unwrap()
-        .unwrap();
+    let cluster = consensus::start_blocking(|| EtcdCluster::start(3)).await;
     let endpoints = cluster.endpoints();
     Etcd::new(cluster, endpoints).await
 }
@@ -180,12 +176,7 @@ async fn config_rejects_bad_values() {
 
 #[tokio::test]
 async fn unreachable_server_fails_within_connect_timeout() {
-    // A loopback port nobody listens on: bound, then released.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = consensus::unused_port();
     let timeout = Duration::from_secs(1);
     let config = EtcdConfig {
         connect_timeout: timeout,
@@ -273,12 +264,7 @@ async fn revoked_lease_is_noticed_within_one_keep_alive_period() {
             )
         })
     };
-    for _ in 0..50 {
-        if losses() == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    poll::until_async(Duration::from_millis(100), || losses() == 2).await;
     assert_eq!(losses(), 2, "{:?}", log.snapshot());
     let again = locker
         .acquire("revoke-a", &AcquireOptions::try_once())
@@ -308,31 +294,14 @@ async fn renewals_report_round_trip_and_granted_ttl() {
         .await
         .unwrap();
     tokio::time::sleep(TTL * 2).await;
-    let renewals: Vec<_> = log
-        .snapshot()
-        .into_iter()
-        .filter_map(|e| match e {
-            LockEvent::Renewed {
-                key,
-                sent_at,
-                done_at,
-                granted_ttl,
-                remaining_ttl_before,
-                ..
-            } => Some((key, done_at - sent_at, granted_ttl, remaining_ttl_before)),
-            _ => None,
-        })
-        .collect();
-    let per_key = |k: &str| renewals.iter().filter(|r| &*r.0 == k).count();
     // 4 s at one keep-alive per 667 ms: about 6 for each lock.
-    assert!(
-        per_key("renew-a") >= 4 && per_key("renew-b") >= 4,
-        "{renewals:?}"
-    );
-    for (_, round_trip, granted, remaining) in &renewals {
-        assert_eq!(*granted, TTL);
-        assert!(*round_trip < Duration::from_millis(300), "{round_trip:?}");
-        assert_eq!(*remaining, None);
+    for renewal in consensus::renewals_of(&log, &["renew-a", "renew-b"], 4) {
+        assert_eq!(renewal.granted, TTL);
+        assert!(
+            renewal.round_trip < Duration::from_millis(300),
+            "{renewal:?}"
+        );
+        assert_eq!(renewal.remaining_before, None);
     }
     a.release().await.unwrap();
     b.release().await.unwrap();
@@ -340,10 +309,7 @@ async fn renewals_report_round_trip_and_granted_ttl() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_smoke() {
-    let etcd = start_cluster().await;
-    conformance::mutual_exclusion(&etcd).await;
-    conformance::tokens_strictly_increase(&etcd).await;
-    conformance::release_then_reacquire(&etcd).await;
+    consensus::cluster_smoke(&start_cluster().await).await;
 }
 
 /// Killing the leader of a 3-member cluster while four clients contend on one key: never two holders at
@@ -357,25 +323,10 @@ async fn leader_loss_keeps_mutual_exclusion() {
     }
     let cluster = Arc::new(etcd);
     let victim = cluster.clone();
-    let report = contention::contend_through_fault(
-        clients,
-        "leader-loss",
-        Duration::from_millis(1500),
-        move || {
-            let leader = victim._servers.leader().expect("a leader");
-            victim._servers.kill(leader).unwrap();
-        },
-        Duration::from_secs(6),
-    )
+    consensus::leader_loss_keeps_mutual_exclusion("etcd", clients, move || {
+        consensus::kill_leader(&victim._servers);
+    })
     .await;
-    eprintln!("etcd leader loss: {report}");
-    assert_eq!(report.overlaps, 0, "{report:?}");
-    assert!(
-        report.sections_before > 10 && report.sections_after > 10,
-        "{report:?}"
-    );
-    let recovery = report.recovery.expect("acquired again after the kill");
-    assert!(recovery < Duration::from_secs(5), "{report:?}");
 }
 
 /// Queue-key names are reused (a fresh name per acquire would leave a tombstone per acquire in etcd's key

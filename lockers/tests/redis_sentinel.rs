@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use lockbench_servers::{RedisOptions, RedisSentinels};
+use lockbench_servers::{RedisOptions, RedisSentinels, poll};
 use lockers::redis::{
     GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
     RedisWatchdog, Redisson, RedissonConfig, Topology, WatchdogConfig,
@@ -30,8 +30,10 @@ async fn survives_the_failover(
         .acquire(key, &AcquireOptions::try_once())
         .await
         .unwrap();
-    // Let the replica receive the lock before its primary dies.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The replica has the lock before its primary dies.
+    let primary = group.pair().primary();
+    let acked = tokio::task::block_in_place(|| primary.command(&["WAIT", "1", "5000"]));
+    assert_eq!(acked.unwrap(), "1", "the replica did not receive the lock");
     let old = group.pair().primary().addr();
     group.pair().primary().kill().unwrap();
     let killed = Instant::now();
@@ -40,11 +42,11 @@ async fn survives_the_failover(
     assert!(promoted.is_some(), "the Sentinels promoted no replica");
     let renewed_before = log.count(|e| matches!(e, LockEvent::Renewed { .. }));
     // A renewal on the new primary (renewals run every TIMEOUT / 3).
-    let deadline = Instant::now() + TIMEOUT;
-    while log.count(|e| matches!(e, LockEvent::Renewed { .. })) == renewed_before {
-        assert!(Instant::now() < deadline, "no renewal after the failover");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let renewed = || log.count(|e| matches!(e, LockEvent::Renewed { .. })) > renewed_before;
+    assert!(
+        poll::until_async(TIMEOUT, renewed).await,
+        "no renewal after the failover"
+    );
     assert!(lease.is_held(), "the lease was lost in the failover");
     // The second client has sent nothing since the primary died: its first command finds the old
     // connection broken (a `Backend` error) and makes it ask the Sentinels; the next ones go to the

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use lockbench_servers::poll;
 use lockers::redis::{RedisWatchdog, RenewalMode, WatchdogConfig};
 use lockers::{
     AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, OwnerId, Renewal,
@@ -286,6 +287,7 @@ async fn second_waiter_of_a_client_wakes_after_first_releases(mode: RenewalMode)
     let key = unique("second-waiter");
     let held = AcquireOptions::try_once().fixed(Duration::from_secs(5));
     let lease = a.acquire(&key, &held).await.unwrap();
+    let tries_before = t.evalsha_calls();
     let mut waiters = tokio::task::JoinSet::new();
     for _ in 0..2 {
         let (b, key) = (b.clone(), key.clone());
@@ -299,7 +301,12 @@ async fn second_waiter_of_a_client_wakes_after_first_releases(mode: RenewalMode)
             got_at
         });
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Both waiters have tried once (the holder's fixed lease runs no renewals) and wait subscribed.
+    let channel = format!("{}:unlock", lock_key(&key));
+    let waiting = poll::until_async(Duration::from_secs(5), || {
+        t.evalsha_calls() - tries_before >= 2 && t.subscribers(&channel) == 1
+    });
+    assert!(waiting.await, "the waiters are not both waiting");
     let released_at = Instant::now();
     lease.release().await.unwrap();
     let first = waiters.join_next().await.unwrap().unwrap();
@@ -328,22 +335,16 @@ async fn waiter_survives_a_pubsub_kill(mode: RenewalMode) {
     let channel = format!("{}:unlock", lock_key(&key));
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
     let waiter = spawn_waiter(&b, &key);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(t.subscribers(&channel), 1, "waiter not subscribed");
+    let subscribed = poll::until_async(Duration::from_secs(5), || t.subscribers(&channel) == 1);
+    assert!(subscribed.await, "waiter not subscribed");
     let killed: u32 = t
         .redis(&["CLIENT", "KILL", "TYPE", "pubsub"])
         .parse()
         .unwrap();
     assert_eq!(killed, 1, "the waiter's client's subscription");
     let killed_at = Instant::now();
-    let until = killed_at + Duration::from_secs(1);
-    while t.subscribers(&channel) != 1 {
-        assert!(
-            Instant::now() < until,
-            "not resubscribed 1 s after the kill"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let resubscribed = poll::until_async(Duration::from_secs(1), || t.subscribers(&channel) == 1);
+    assert!(resubscribed.await, "not resubscribed 1 s after the kill");
     eprintln!("resubscribed {:?} after the kill", killed_at.elapsed());
     tokio::time::sleep(PERIOD).await;
     let released_at = Instant::now();
@@ -365,18 +366,15 @@ async fn cancelled_waiter_leaves_no_subscription(mode: RenewalMode) {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(t.subscribers(&channel), 1, "waiter not subscribed");
+    let subscribed = poll::until_async(Duration::from_secs(5), || t.subscribers(&channel) == 1);
+    assert!(subscribed.await, "waiter not subscribed");
     waiter.abort();
     assert!(waiter.await.unwrap_err().is_cancelled());
-    let until = Instant::now() + Duration::from_secs(1);
-    while t.subscribers(&channel) != 0 {
-        assert!(
-            Instant::now() < until,
-            "still subscribed 1 s after the waiter was dropped"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let unsubscribed = poll::until_async(Duration::from_secs(1), || t.subscribers(&channel) == 0);
+    assert!(
+        unsubscribed.await,
+        "still subscribed 1 s after the waiter was dropped"
+    );
     assert_eq!(t.redis(&["PUBSUB", "CHANNELS", &format!("{PREFIX}*")]), "");
     assert_eq!((b.held_locks(), b.scheduled_renewals()), (0, 0));
     lease.release().await.unwrap();

@@ -11,6 +11,7 @@ use std::time::Duration;
 use lockbench_servers::certs::TlsFiles;
 use lockbench_servers::{
     EtcdOptions, EtcdServer, RedisOptions, RedisSecurity, RedisServer, TestCertificates, ZkServer,
+    poll,
 };
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::redis::{
@@ -263,7 +264,12 @@ async fn zookeeper_digest_auth_and_creator_only_nodes() {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The waiter is queued: a second node under the lock (`exists` needs no read permission).
+    let queued = poll::until_awaited(Duration::from_secs(5), || async {
+        let stat = anonymous.check_stat("/secured/k").await.unwrap();
+        stat.is_some_and(|s| s.num_children == 2)
+    });
+    assert!(queued.await, "the waiter's node never appeared");
     lease.release().await.unwrap();
     waiter.await.unwrap().unwrap().release().await.unwrap();
 }

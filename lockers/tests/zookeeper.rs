@@ -7,13 +7,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use lockbench_servers::{Fault, Proxy, ZkEnsemble, ZkServer};
-use lockers::conformance::{self, Target};
+use lockbench_servers::{Fault, Proxy, ZkEnsemble, ZkServer, poll};
+use lockers::conformance::Target;
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{
     AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, OwnerId, Renewal,
 };
 
+#[path = "support/consensus.rs"]
+mod consensus;
 #[path = "support/contention.rs"]
 mod contention;
 
@@ -35,19 +37,13 @@ struct Zk<S> {
 }
 
 async fn start_ensemble() -> Zk<ZkEnsemble> {
-    let ensemble = tokio::task::spawn_blocking(|| ZkEnsemble::start(3))
-        .await
-        .unwrap()
-        .unwrap();
+    let ensemble = consensus::start_blocking(|| ZkEnsemble::start(3)).await;
     let connect_string = ensemble.connect_string();
     Zk::new(ensemble, connect_string).await
 }
 
 async fn start_single() -> Zk<ZkServer> {
-    let server = tokio::task::spawn_blocking(ZkServer::start)
-        .await
-        .unwrap()
-        .unwrap();
+    let server = consensus::start_blocking(ZkServer::start).await;
     let connect_string = server.connect_string();
     Zk::new(server, connect_string).await
 }
@@ -138,12 +134,7 @@ async fn config_and_input_errors_are_clear() {
 
 #[tokio::test]
 async fn unreachable_server_fails_within_connect_timeout() {
-    // A loopback port nobody listens on: bound, then released.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = consensus::unused_port();
     let timeout = Duration::from_secs(1);
     let config = ZkConfig {
         connect_timeout: timeout,
@@ -206,29 +197,13 @@ async fn renewals_report_round_trip_and_session_timeout() {
         .await
         .unwrap();
     tokio::time::sleep(SESSION * 2).await;
-    let renewals: Vec<_> = log
-        .snapshot()
-        .into_iter()
-        .filter_map(|e| match e {
-            LockEvent::Renewed {
-                key,
-                sent_at,
-                done_at,
-                granted_ttl,
-                ..
-            } => Some((key, done_at - sent_at, granted_ttl)),
-            _ => None,
-        })
-        .collect();
-    let per_key = |k: &str| renewals.iter().filter(|r| &*r.0 == k).count();
     // 2 s at one probe per 333 ms: about 6 for each lock.
-    assert!(
-        per_key("renew-a") >= 4 && per_key("renew-b") >= 4,
-        "{renewals:?}"
-    );
-    for (_, round_trip, granted) in &renewals {
-        assert_eq!(*granted, negotiated);
-        assert!(*round_trip < Duration::from_millis(200), "{round_trip:?}");
+    for renewal in consensus::renewals_of(&log, &["renew-a", "renew-b"], 4) {
+        assert_eq!(renewal.granted, negotiated);
+        assert!(
+            renewal.round_trip < Duration::from_millis(200),
+            "{renewal:?}"
+        );
     }
     assert!(
         a.deadline() > Instant::now() + SESSION / 3,
@@ -256,7 +231,12 @@ async fn frozen_connection_expires_the_session() {
         .unwrap();
     let old_nodes = zk.nodes(&locker, "frozen").await;
     assert_eq!(old_nodes.len(), 1);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The session is live: a probe has come back since the acquire.
+    let renewed = || log.count(|e| matches!(e, LockEvent::Renewed { .. })) > 0;
+    assert!(
+        poll::until_async(SESSION * 2, renewed).await,
+        "no probe answered"
+    );
     let frozen_at = Instant::now();
     proxy.set_both(Fault::Blackhole);
     let bound = SESSION + Duration::from_millis(300);
@@ -271,15 +251,10 @@ async fn frozen_connection_expires_the_session() {
     // Frozen well past the server's expiry of the session.
     tokio::time::sleep_until((frozen_at + SESSION * 5 / 2).into()).await;
     proxy.set_both(Fault::Pass);
-    let mut gone = false;
-    for _ in 0..40 {
-        if zk.nodes(&locker, "frozen").await.is_empty() {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(gone, "the expired session's node is still there");
+    let gone = poll::until_awaited(Duration::from_secs(2), || async {
+        zk.nodes(&locker, "frozen").await.is_empty()
+    });
+    assert!(gone.await, "the expired session's node is still there");
     let again = locker
         .acquire("frozen", &AcquireOptions::wait(Duration::from_secs(5)))
         .await
@@ -307,10 +282,7 @@ async fn frozen_connection_expires_the_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ensemble_smoke() {
-    let zk = start_ensemble().await;
-    conformance::mutual_exclusion(&zk).await;
-    conformance::tokens_strictly_increase(&zk).await;
-    conformance::release_then_reacquire(&zk).await;
+    consensus::cluster_smoke(&start_ensemble().await).await;
 }
 
 /// Killing the leader of a 3-node ensemble while four clients contend on one key: never two holders at
@@ -330,25 +302,10 @@ async fn leader_loss_keeps_mutual_exclusion() {
     }
     let zk = Arc::new(zk);
     let victim = zk.clone();
-    let report = contention::contend_through_fault(
-        clients,
-        "leader-loss",
-        Duration::from_millis(1500),
-        move || {
-            let leader = victim._servers.leader().expect("a leader");
-            victim._servers.kill(leader).unwrap();
-        },
-        Duration::from_secs(6),
-    )
+    consensus::leader_loss_keeps_mutual_exclusion("zookeeper", clients, move || {
+        consensus::kill_leader(&victim._servers);
+    })
     .await;
-    eprintln!("zookeeper leader loss: {report}");
-    assert_eq!(report.overlaps, 0, "{report:?}");
-    assert!(
-        report.sections_before > 10 && report.sections_after > 10,
-        "{report:?}"
-    );
-    let recovery = report.recovery.expect("acquired again after the kill");
-    assert!(recovery < Duration::from_secs(5), "{report:?}");
 }
 
 /// A brief disconnect (connections reset, the client reconnects at once, the session survives): the lock

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::certs::TlsFiles;
+use crate::group::{GroupMember, ServerGroup};
 use crate::process::{
     ServerProcess, make_temp_dir, process_accessors, retry_on_port_race, wait_all_ready,
 };
@@ -263,13 +264,19 @@ fn json_string_field(json: &str, field: &str) -> Option<String> {
 
 /// A running etcd cluster of several members with a unique `--initial-cluster-token`, killed
 /// on drop.
-#[derive(Debug)]
-pub struct EtcdCluster {
-    members: Vec<EtcdServer>,
-    startup: Duration,
+pub type EtcdCluster = ServerGroup<EtcdServer>;
+
+impl GroupMember for EtcdServer {
+    fn process(&self) -> &ServerProcess {
+        &self.process
+    }
+
+    fn is_leader_now(&self) -> bool {
+        self.is_leader() == Some(true)
+    }
 }
 
-impl EtcdCluster {
+impl ServerGroup<EtcdServer> {
     /// Starts `n` members and waits until every one is healthy (which implies a leader).
     pub fn start(n: usize) -> Result<Self> {
         Self::start_with(n, EtcdOptions::default())
@@ -279,94 +286,12 @@ impl EtcdCluster {
     pub fn start_with(n: usize, options: EtcdOptions) -> Result<Self> {
         let began = Instant::now();
         let members = start_members(n.max(1), &options)?;
-        Ok(Self {
-            members,
-            startup: began.elapsed(),
-        })
+        Ok(Self::new(members, began.elapsed()))
     }
 
     /// Every member's client URL, in member order.
     pub fn endpoints(&self) -> Vec<String> {
-        self.members.iter().map(EtcdServer::endpoint).collect()
-    }
-
-    /// The number of members (killed ones included).
-    pub fn len(&self) -> usize {
-        self.members.len()
-    }
-
-    /// Always false: a cluster has at least one member.
-    pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
-    }
-
-    /// Member `i`.
-    ///
-    /// # Panics
-    /// If `i >= len()`.
-    pub fn member(&self, i: usize) -> &EtcdServer {
-        &self.members[i]
-    }
-
-    /// All members.
-    pub fn members(&self) -> &[EtcdServer] {
-        &self.members
-    }
-
-    /// The index of the member that reports itself leader (`etcd_server_is_leader 1` in its
-    /// `/metrics`), asking running members in order; `None` if none does right now.
-    pub fn leader(&self) -> Option<usize> {
-        self.members
-            .iter()
-            .position(|m| m.is_running() && m.is_leader() == Some(true))
-    }
-
-    /// Polls [`leader`](Self::leader) until one appears or `timeout` passes.
-    pub fn wait_for_leader(&self, timeout: Duration) -> Option<usize> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(leader) = self.leader() {
-                return Some(leader);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Kills member `i` with `SIGKILL` (its data dir stays until the cluster is dropped).
-    ///
-    /// # Panics
-    /// If `i >= len()`.
-    pub fn kill(&self, i: usize) -> std::io::Result<()> {
-        self.member(i).kill()
-    }
-
-    /// Freezes member `i` with `SIGSTOP`.
-    ///
-    /// # Panics
-    /// If `i >= len()`.
-    pub fn pause(&self, i: usize) -> std::io::Result<()> {
-        self.member(i).pause()
-    }
-
-    /// Lets member `i` continue with `SIGCONT`.
-    ///
-    /// # Panics
-    /// If `i >= len()`.
-    pub fn resume(&self, i: usize) -> std::io::Result<()> {
-        self.member(i).resume()
-    }
-
-    /// Every member's process id.
-    pub fn pids(&self) -> Vec<u32> {
-        self.members.iter().map(EtcdServer::pid).collect()
-    }
-
-    /// How long `start` took until every member was healthy.
-    pub fn startup(&self) -> Duration {
-        self.startup
+        self.members().iter().map(EtcdServer::endpoint).collect()
     }
 }
 

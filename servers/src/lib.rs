@@ -44,6 +44,8 @@
 pub mod certs;
 pub mod etcd;
 mod etcd_auth;
+pub mod group;
+pub mod poll;
 pub mod ports;
 pub mod probe;
 pub mod process;
@@ -57,6 +59,7 @@ pub mod zookeeper;
 
 pub use certs::TestCertificates;
 pub use etcd::{EtcdCluster, EtcdOptions, EtcdServer};
+pub use group::{GroupMember, ServerGroup};
 pub use ports::free_ports;
 pub use process::{ServerProcess, data_parent, kill_all_servers};
 pub use programs::Program;

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::group::{GroupMember, ServerGroup};
 use crate::process::{
     ServerProcess, make_temp_dir, process_accessors, retry_on_port_race, wait_all_ready,
 };
@@ -237,14 +238,20 @@ fn start_nodes(n: usize, options: &ZkOptions) -> Result<Vec<ZkServer>> {
     })
 }
 
-/// A running replicated ZooKeeper ensemble, killed on drop.
-#[derive(Debug)]
-pub struct ZkEnsemble {
-    nodes: Vec<ZkServer>,
-    startup: Duration,
+/// A running replicated ZooKeeper ensemble, killed on drop. Node `i` has server id `i + 1`.
+pub type ZkEnsemble = ServerGroup<ZkServer>;
+
+impl GroupMember for ZkServer {
+    fn process(&self) -> &ServerProcess {
+        &self.process
+    }
+
+    fn is_leader_now(&self) -> bool {
+        self.mode().as_deref() == Some("leader")
+    }
 }
 
-impl ZkEnsemble {
+impl ServerGroup<ZkServer> {
     /// Starts `n` nodes (use an odd number, normally 3) and waits until every node is leader or
     /// follower.
     pub fn start(n: usize) -> Result<Self> {
@@ -255,98 +262,29 @@ impl ZkEnsemble {
     pub fn start_with(n: usize, options: ZkOptions) -> Result<Self> {
         let began = Instant::now();
         let nodes = start_nodes(n.max(2), &options)?;
-        Ok(Self {
-            nodes,
-            startup: began.elapsed(),
-        })
+        Ok(Self::new(nodes, began.elapsed()))
     }
 
     /// The client connect string for every node, `127.0.0.1:a,127.0.0.1:b,…`.
     pub fn connect_string(&self) -> String {
-        self.nodes
+        self.nodes()
             .iter()
             .map(ZkServer::connect_string)
             .collect::<Vec<_>>()
             .join(",")
     }
 
-    /// The number of nodes (killed ones included).
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// Always false: an ensemble has nodes.
-    pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
-    }
-
-    /// Node `i` (0-based; its server id is `i + 1`).
+    /// Node `i`, ZooKeeper's word for [`member`](Self::member).
     ///
     /// # Panics
     /// If `i >= len()`.
     pub fn node(&self, i: usize) -> &ZkServer {
-        &self.nodes[i]
+        self.member(i)
     }
 
-    /// All nodes.
+    /// All nodes, ZooKeeper's word for [`members`](Self::members).
     pub fn nodes(&self) -> &[ZkServer] {
-        &self.nodes
-    }
-
-    /// The index of the node whose `srvr` says `Mode: leader`, asking running nodes in order;
-    /// `None` if none does right now (e.g. during an election).
-    pub fn leader(&self) -> Option<usize> {
-        self.nodes
-            .iter()
-            .position(|node| node.is_running() && node.mode().as_deref() == Some("leader"))
-    }
-
-    /// Polls [`leader`](Self::leader) until one appears or `timeout` passes.
-    pub fn wait_for_leader(&self, timeout: Duration) -> Option<usize> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(leader) = self.leader() {
-                return Some(leader);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Kills node `i` with `SIGKILL`.
-    ///
-    /// # Panics
-    /// If `i >= len()`.
-    pub fn kill(&self, i: usize) -> std::io::Result<()> {
-        self.node(i).kill()
-    }
-
-    /// Freezes node `i` with `SIGSTOP`.
-    ///
-    /// # Panics
-    /// If `i >= len()`.
-    pub fn pause(&self, i: usize) -> std::io::Result<()> {
-        self.node(i).pause()
-    }
-
-    /// Lets node `i` continue with `SIGCONT`.
-    ///
-    /// # Panics
-    /// If `i >= len()`.
-    pub fn resume(&self, i: usize) -> std::io::Result<()> {
-        self.node(i).resume()
-    }
-
-    /// Every node's process id.
-    pub fn pids(&self) -> Vec<u32> {
-        self.nodes.iter().map(ZkServer::pid).collect()
-    }
-
-    /// How long `start` took until every node was leader or follower.
-    pub fn startup(&self) -> Duration {
-        self.startup
+        self.members()
     }
 }
 

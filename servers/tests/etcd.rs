@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use lockbench_servers::{EtcdCluster, EtcdOptions, EtcdServer, ServerError, data_parent};
+use lockbench_servers::{EtcdCluster, EtcdOptions, EtcdServer, ServerError, data_parent, poll};
 
 async fn put(endpoint: &str, key: &str, value: &str) {
     let mut client = etcd_client::Client::connect([endpoint], None)
@@ -129,12 +129,8 @@ fn paused_etcd_member_is_unhealthy_until_resumed() {
     assert!(began.elapsed() >= Duration::from_millis(400));
     server.resume().unwrap();
     // Right after SIGCONT etcd catches up on missed ticks; give it a moment.
-    let resumed = Instant::now();
-    while !server.is_healthy() {
-        assert!(
-            resumed.elapsed() < Duration::from_secs(5),
-            "still unhealthy after resume"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        poll::until(Duration::from_secs(5), || server.is_healthy()),
+        "still unhealthy after resume"
+    );
 }
