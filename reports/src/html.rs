@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::content::{self, DELTA_COLUMNS, HEADLINE_COLUMNS};
 use crate::report::{Report, Section};
 use crate::rules::TIE_PCT;
-use crate::{pairing, topics};
+use crate::{pairing, scorecard, topics};
 
 const STYLE: &str = "
 body { font-family: 'DejaVu Sans', Verdana, Arial, sans-serif; margin: 2rem auto; max-width: 1200px;
@@ -24,12 +24,19 @@ ol.findings li { margin-bottom: 0.8rem; } .rule { color: #555; font-style: itali
 figure { margin: 1rem 0 2rem; } figure svg { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #555; font-size: 0.85rem; } details summary { cursor: pointer; margin: 0.4rem 0; }
 .scroll { overflow-x: auto; }
+nav.toc { position: sticky; top: 0; z-index: 1; background: #fff; border-bottom: 1px solid #ddd;
+          padding: 0.35rem 0; font-size: 0.85rem; }
+@media (max-width: 700px) { nav.toc { white-space: nowrap; overflow-x: auto; } }
+nav.toc a { color: #0d47a1; text-decoration: none; margin-right: 0.9rem; }
+h2, section { scroll-margin-top: 2.5rem; }
 nav.answers { border-left: 4px solid #1565c0; padding: 0.2rem 0.9rem; margin: 1rem 0 1.5rem; }
 nav.answers p { margin: 0.35rem 0; } nav.answers a { color: #0d47a1; text-decoration: none; }
 table.matrix { table-layout: fixed; width: 100%; font-size: 0.72rem; }
 table.matrix th, table.matrix td { padding: 0.2rem 0.15rem; text-align: center; overflow-wrap: anywhere; }
 table.matrix th.who { width: 9.5rem; text-align: left; } table.matrix td small { font-size: 0.62rem; }
 td.na { background: #fafafa; color: #9e9e9e; text-align: center; }
+td.predicted { background: #fff3e0; color: #8d4b00; }
+table.card td, table.card th { text-align: left; } table.card td:first-child { white-space: nowrap; } table.card { font-size: 0.85rem; }
 .mark { color: #e65100; font-weight: bold; margin-left: 0.15rem; }
 ";
 
@@ -94,33 +101,59 @@ pub fn render(report: &Report<'_>) -> String {
     for line in content::user_workload_lines(c) {
         let _ = writeln!(out, "<p class=\"workload\">{}</p>", escape(&line));
     }
-    let answers = content::three_answers(grid, &report.findings);
-    out.push_str("<nav class=\"answers\">\n");
-    for (question, answer, anchor) in &answers {
-        let _ = writeln!(
-            out,
-            "<p><a href=\"#{anchor}\"><strong>{}</strong></a> {}</p>",
-            escape(question),
-            escape(answer)
-        );
-    }
     let faults = topics::redlock_faults(grid);
     let pairs = topics::peer_pairs(grid);
+    let models = pairing::models_against_libraries(grid);
+    if let Some(card) = scorecard::of(grid) {
+        out.push_str("<section id=\"scorecard\"><nav class=\"answers\">\n");
+        for (label, text) in &card.headlines {
+            let _ = writeln!(
+                out,
+                "<p><strong>{}:</strong> {}</p>",
+                escape(label),
+                escape(text)
+            );
+        }
+        out.push_str("</nav>\n");
+        let _ = writeln!(
+            out,
+            "<p class=\"env\">Scorecard: speed, latency and cost under {}; breaks and data over every scenario. {}</p>",
+            escape(&card.under),
+            escape(scorecard::NOTE)
+        );
+        out.push_str("<div class=\"scroll\"><table class=\"card\"><thead><tr>");
+        for h in scorecard::COLUMNS {
+            let _ = write!(out, "<th>{}</th>", escape(h));
+        }
+        out.push_str("</tr></thead><tbody>\n");
+        for (row, surprise) in card.rows.iter().zip(&card.unexpected) {
+            out.push_str("<tr>");
+            for (i, cell) in row.iter().enumerate() {
+                let class = match i {
+                    4 if cell != "none" => " class=\"predicted\"",
+                    5 if *surprise => " class=\"violated\"",
+                    7 if cell != "intact" => " class=\"violated\"",
+                    _ => "",
+                };
+                let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody></table></div></section>\n");
+    }
     let mut also = Vec::new();
-    if !faults.is_empty() {
+    if topics::worth_a_link(&faults) {
         also.push("<a href=\"#redlock\">Redlock and clocks</a>");
     }
     if !pairs.is_empty() {
         also.push("<a href=\"#peers\">Peers beside their counterparts</a>");
     }
-    let models = pairing::models_against_libraries(grid);
     if !models.is_empty() {
         also.push("<a href=\"#models\">Models against their libraries</a>");
     }
     if !also.is_empty() {
         let _ = writeln!(out, "<p><strong>Also:</strong> {}</p>", also.join(" · "));
     }
-    out.push_str("</nav>\n");
     let environment = content::environment_lines(c);
     for line in &environment {
         let class = if line.starts_with("INCOMPLETE") {
@@ -287,7 +320,11 @@ pub fn render(report: &Report<'_>) -> String {
     }
 
     if let Some((deltas, name)) = &report.deltas {
-        let _ = writeln!(out, "<h2>Changes against {}</h2>", escape(name));
+        let _ = writeln!(
+            out,
+            "<h2 id=\"changes\">Changes against {}</h2>",
+            escape(name)
+        );
         let rows: Vec<Vec<String>> = deltas.changed().map(content::delta_cells).collect();
         if deltas.matched.is_empty() {
             out.push_str("<p>No case of this run matches a case of the baseline file.</p>\n");
@@ -339,7 +376,32 @@ pub fn render(report: &Report<'_>) -> String {
         }
     }
     out.push_str("</body>\n</html>\n");
-    out
+    with_contents(out)
+}
+
+/// `page` with a sticky table of contents after its title: one link per `<h2 id>`, in page order.
+fn with_contents(page: String) -> String {
+    let mut links = Vec::new();
+    let mut rest = page.as_str();
+    while let Some(at) = rest.find("<h2 id=\"") {
+        rest = &rest[at + 8..];
+        let Some((id, after)) = rest.split_once("\">") else {
+            break;
+        };
+        let Some((heading, _)) = after.split_once("</h2>") else {
+            break;
+        };
+        links.push(format!("<a href=\"#{id}\">{heading}</a>"));
+        rest = after;
+    }
+    let nav = format!(
+        "<nav class=\"toc\"><a href=\"#scorecard\">Scorecard</a>{}</nav>\n",
+        links.concat()
+    );
+    match page.find("</h1>\n") {
+        Some(at) => format!("{}{nav}{}", &page[..at + 6], &page[at + 6..]),
+        None => page,
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::content::{self, DELTA_COLUMNS, HEADLINE_COLUMNS};
 use crate::report::{Report, Section};
 use crate::rules::TIE_PCT;
-use crate::{pairing, topics};
+use crate::{pairing, scorecard, topics};
 
 /// A Markdown table cell: pipes escaped, line breaks flattened.
 fn cell(text: &str) -> String {
@@ -48,19 +48,23 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
         }
         out.push('\n');
     }
-    for (question, answer, anchor) in content::three_answers(grid, &report.findings) {
-        // The headings' Markdown anchors.
-        let anchor = match anchor {
-            "fastest" => "headline-numbers",
-            "cost" => "cost-under-baseline",
-            _ => "breaking-points-verdicts",
-        };
-        let _ = writeln!(out, "**[{question}](#{anchor})** {answer}  ");
+    if let Some(card) = scorecard::of(grid) {
+        for (label, text) in &card.headlines {
+            let _ = writeln!(out, "**{label}:** {text}  ");
+        }
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "Scorecard: speed, latency and cost under {}; breaks and data over every scenario. {}\n",
+            card.under,
+            scorecard::NOTE
+        );
+        table(&mut out, &scorecard::COLUMNS, &card.rows);
     }
     let faults = topics::redlock_faults(grid);
     let pairs = topics::peer_pairs(grid);
     let mut also = Vec::new();
-    if !faults.is_empty() {
+    if topics::worth_a_link(&faults) {
         also.push("[Redlock and clocks](#redlock-and-clocks)");
     }
     if !pairs.is_empty() {

@@ -126,7 +126,11 @@ fn the_report_loads_cleanly_and_shows_the_verdicts() {
     ] {
         assert!(table.contains(text), "the verdict table lacks {text:?}");
     }
-    for line in ["Fastest:", "Cost:", "Breaking points:"] {
+    for line in [
+        "Fastest:",
+        "Fewest client requests per CS, within each server kind:",
+        "Breaking points:",
+    ] {
         assert!(dom.contains(line), "the first screen lacks {line:?}");
     }
     assert_eq!(

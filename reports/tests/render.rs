@@ -192,11 +192,12 @@ fn markdown_has_the_matrix_the_rules_and_the_numbers() {
     let (_, written) = rendered();
     let md = fs::read_to_string(&written.markdown).unwrap();
     for needle in [
-        "**[Fastest:](#headline-numbers)**",
-        "**[Cost:](#cost-under-baseline)**",
+        "**Fastest:** under baseline, redis-watchdog: 734 CS/s; the next is more than 10 % slower.",
+        "**Fewest client requests per CS, within each server kind:**",
+        "| strategy | CS/s (trials min–max) | acquire p99 ms | client requests per CS | breaks under (predicted) | breaks under (unexpected) | fencing | data |",
         "## Cost under baseline",
         "| strategy | CS/s | client CPU ms / CS | threads | RSS MiB | client requests / CS | server calls / CS | server CPU ms / CS | server kind |",
-        "**[Breaking points:](#breaking-points-verdicts)**",
+        "**Breaking points:** 4 of 15 strategy × scenario cells violated in at least one trial",
         "## Breaking points: verdicts",
         "| strategy | baseline | long-tail | lease-too-short · fixed:1s | lease-too-short · watchdog |",
         "| redis-watchdog | safe | safe | **VIOLATED · data harmed** | safe |",
@@ -616,8 +617,7 @@ fn the_cost_table_and_the_server_work_rule_divide_alike() {
 fn the_fastest_line_names_the_fastest_strategy_that_held() {
     let c = fixture();
     let grid = Grid::new(&c);
-    let findings = rules::derive(&grid);
-    let answers = lockbench_reports::content::three_answers(&grid, &findings);
+    let card = lockbench_reports::scorecard::of(&grid).unwrap();
     let baseline = grid.rows.iter().find(|r| r.label == "baseline").unwrap();
     let best = grid
         .strategies
@@ -631,9 +631,29 @@ fn the_fastest_line_names_the_fastest_strategy_that_held() {
                 .total_cmp(&b.throughput.completed_per_s)
         })
         .unwrap();
-    let fastest = &answers[0].1;
+    assert_eq!(card.headlines[0].0, "Fastest");
+    let fastest = &card.headlines[0].1;
     assert!(
         fastest.starts_with(&format!("under baseline, {}:", best.strategy)),
+        "{fastest}"
+    );
+}
+
+#[test]
+fn strategies_within_the_tie_rule_are_named_as_a_tie() {
+    let mut c = fixture();
+    for run in &mut c.runs {
+        for case in &mut run.results.cases {
+            if case.strategy == "zookeeper" && run.results.scenario.name == "baseline" {
+                case.throughput.completed_per_s = 700.0;
+            }
+        }
+    }
+    let grid = Grid::new(&c);
+    let card = lockbench_reports::scorecard::of(&grid).unwrap();
+    let fastest = &card.headlines[0].1;
+    assert!(
+        fastest.starts_with("a tie under baseline: 2 are within 10 % of each other (redis-watchdog 734, zookeeper 700)"),
         "{fastest}"
     );
 }
