@@ -104,7 +104,7 @@ pub fn render(report: &Report<'_>) -> String {
     let faults = topics::redlock_faults(grid);
     let pairs = topics::peer_pairs(grid);
     let models = pairing::models_against_libraries(grid);
-    if let Some(card) = scorecard::of(grid) {
+    if let Some(card) = scorecard::of(grid, report.input.cost) {
         out.push_str("<section id=\"scorecard\"><nav class=\"answers\">\n");
         for (label, text) in &card.headlines {
             let _ = writeln!(
@@ -122,7 +122,7 @@ pub fn render(report: &Report<'_>) -> String {
             escape(scorecard::NOTE)
         );
         out.push_str("<div class=\"scroll\"><table class=\"card\"><thead><tr>");
-        for h in scorecard::COLUMNS {
+        for h in &card.columns {
             let _ = write!(out, "<th>{}</th>", escape(h));
         }
         out.push_str("</tr></thead><tbody>\n");
@@ -133,6 +133,7 @@ pub fn render(report: &Report<'_>) -> String {
                     4 if cell != "none" => " class=\"predicted\"",
                     5 if *surprise => " class=\"violated\"",
                     7 if cell != "intact" => " class=\"violated\"",
+                    8 if cell.starts_with("LOSES") => " class=\"violated\"",
                     _ => "",
                 };
                 let _ = write!(out, "<td{class}>{}</td>", escape(cell));
@@ -164,7 +165,7 @@ pub fn render(report: &Report<'_>) -> String {
         let _ = writeln!(out, "<p class=\"{class}\">{}</p>", escape(line));
     }
 
-    out.push_str("<h2 id=\"breaking\">Breaking points: verdicts</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \u{201c}fault not applied\u{201d}: the fault did not take effect, so no verdict; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); – = the scenario does not apply (hover for why).</p>\n<table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>");
+    out.push_str("<h2 id=\"breaking\">Breaking points: verdicts</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \u{201c}fault not applied\u{201d}: the fault did not take effect, so no verdict; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); – = the scenario does not apply; many-locks: the many-locks pass (<code>lockbench scale</code>), flagged when a strategy lost leases or failed renewals while holding many locks (hover for why).</p>\n<table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>");
     for row in &grid.rows {
         let _ = write!(
             out,
@@ -174,6 +175,10 @@ pub fn render(report: &Report<'_>) -> String {
                 .replace('-', "-<wbr>")
                 .replace(" · ", " <wbr>· ")
         );
+    }
+    let cost = report.input.cost;
+    if !cost.is_empty() {
+        out.push_str("<th title=\"many-locks: lockbench scale\">many-<wbr>locks</th>");
     }
     out.push_str("</tr></thead><tbody>\n");
     for s in &grid.strategies {
@@ -198,6 +203,15 @@ pub fn render(report: &Report<'_>) -> String {
                 let _ = write!(out, "<br><small>{}</small>", escape(&cell.detail));
             }
             out.push_str("</td>");
+        }
+        if !cost.is_empty() {
+            let (text, lost) = scorecard::many_locks_cell(cost, &s.id);
+            let class = match (lost, text.as_str()) {
+                (true, _) => "violated",
+                (false, "-") => "na",
+                _ => "safe",
+            };
+            let _ = write!(out, "<td class=\"{class}\">{}</td>", escape(&text));
         }
         out.push_str("</tr>\n");
     }

@@ -48,7 +48,7 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
         }
         out.push('\n');
     }
-    if let Some(card) = scorecard::of(grid) {
+    if let Some(card) = scorecard::of(grid, report.input.cost) {
         for (label, text) in &card.headlines {
             let _ = writeln!(out, "**{label}:** {text}  ");
         }
@@ -59,7 +59,7 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
             card.under,
             scorecard::NOTE
         );
-        table(&mut out, &scorecard::COLUMNS, &card.rows);
+        table(&mut out, &card.columns, &card.rows);
     }
     let faults = topics::redlock_faults(grid);
     let pairs = topics::peer_pairs(grid);
@@ -86,6 +86,10 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
     let _ = writeln!(out, "## Breaking points: verdicts\n");
     let mut header = vec!["strategy"];
     header.extend(grid.rows.iter().map(|r| r.label.as_str()));
+    let cost = report.input.cost;
+    if !cost.is_empty() {
+        header.push("many-locks");
+    }
     let rows: Vec<Vec<String>> = grid
         .strategies
         .iter()
@@ -106,12 +110,16 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
                 }
                 text
             }));
+            if !cost.is_empty() {
+                let (text, lost) = scorecard::many_locks_cell(cost, &s.id);
+                cells.push(if lost { format!("**{text}**") } else { text });
+            }
             cells
         })
         .collect();
     table(&mut out, &header, &rows);
     out.push_str(
-        "Each cell: violated trials / trials and the 95 % Wilson interval for the violation rate when every trial ran; \"broke at trial k\": the case stopped at its first violation, so it has no rate (`--thorough` gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \"fault not applied\": the fault did not take effect, so no verdict (listed below); ≠ = the measurement disagrees with theory (below); – = the scenario does not apply. Violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens.\n\n",
+        "Each cell: violated trials / trials and the 95 % Wilson interval for the violation rate when every trial ran; \"broke at trial k\": the case stopped at its first violation, so it has no rate (`--thorough` gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \"fault not applied\": the fault did not take effect, so no verdict (listed below); ≠ = the measurement disagrees with theory (below); – = the scenario does not apply; many-locks: the many-locks pass (`lockbench scale`), flagged when a strategy lost leases or failed renewals while holding many locks. Violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens.\n\n",
     );
     let against = content::against_theory(grid);
     if !against.is_empty() {

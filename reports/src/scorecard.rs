@@ -7,6 +7,7 @@ use crate::format::{ms, rate};
 use crate::grid::{Grid, Row, ran, violated_of};
 use crate::model::{CaseResult, DataState, Expectation, Verdict};
 use crate::rules::{TIE_PCT, headline_row};
+use crate::scale::CostSeries;
 
 /// Scorecard columns.
 pub const COLUMNS: [&str; 8] = [
@@ -20,6 +21,24 @@ pub const COLUMNS: [&str; 8] = [
     "data",
 ];
 
+/// The column added with a many-locks (`lockbench scale`) pass.
+pub const MANY_LOCKS: &str = "many locks";
+
+/// The many-locks cell of `strategy` and whether it lost leases or failed renewals: `held 10000`,
+/// `LOST 3005 of 10000 held locks, ...`, `-` (not in the scale data).
+pub fn many_locks_cell(cost: &[CostSeries], strategy: &str) -> (String, bool) {
+    match cost.iter().find(|c| c.strategy == strategy) {
+        None => ("-".to_owned(), false),
+        Some(series) => match series.losses() {
+            Some(losses) => (format!("LOSES LOCKS: {losses}"), true),
+            None => (
+                format!("held {} without a loss", series.held_cleanly()),
+                false,
+            ),
+        },
+    }
+}
+
 /// Under the scorecard: how to read it.
 pub const NOTE: &str = "CS/s: completed critical sections per second, pooled over the trials, with the slowest and fastest trial; client requests per CS are compared only with strategies on the same server kind; a break is predicted when the scenario's theory says this strategy may violate there; data: harmed when an update was lost or a stale write accepted in any scenario.";
 
@@ -28,7 +47,9 @@ pub const NOTE: &str = "CS/s: completed critical sections per second, pooled ove
 pub struct Scorecard {
     /// The label of the row the figures come from (`baseline`).
     pub under: String,
-    /// One row per strategy, cells in [`COLUMNS`] order.
+    /// The columns: [`COLUMNS`], then [`MANY_LOCKS`] when there is scale data.
+    pub columns: Vec<&'static str>,
+    /// One row per strategy, cells in `columns` order.
     pub rows: Vec<Vec<String>>,
     /// Per row, whether the strategy broke where theory did not predict it.
     pub unexpected: Vec<bool>,
@@ -107,7 +128,7 @@ fn tied(list: &[(&str, f64)], higher: bool) -> Vec<(String, f64)> {
 }
 
 /// The scorecard of `grid`; `None` without a row to measure under.
-pub fn of(grid: &Grid<'_>) -> Option<Scorecard> {
+pub fn of(grid: &Grid<'_>, cost: &[CostSeries]) -> Option<Scorecard> {
     let head = headline_row(grid)?;
     let under = head.label.clone();
     // Fewest client requests per CS on each server kind, among the cases that held.
@@ -124,6 +145,7 @@ pub fn of(grid: &Grid<'_>) -> Option<Scorecard> {
         }
     }
     let mut rows = Vec::new();
+    let mut losers: Vec<String> = Vec::new();
     let mut unexpected_rows = Vec::new();
     let (mut predicted_cells, mut unexpected_cells, mut all_cells, mut broken_cells) =
         (Vec::new(), Vec::new(), 0, 0);
@@ -179,8 +201,12 @@ pub fn of(grid: &Grid<'_>) -> Option<Scorecard> {
         } else {
             format!("harmed under {}", harmed.join(", "))
         };
+        let (scale, lost) = many_locks_cell(cost, &s.id);
+        if lost {
+            losers.push(s.id.clone());
+        }
         unexpected_rows.push(!surprise.is_empty());
-        rows.push(vec![
+        let mut cells = vec![
             s.id.clone(),
             case.map_or_else(dash, rate_cell),
             case.map_or_else(dash, |c| ms(c.latency.acquire.p99_ms)),
@@ -189,7 +215,11 @@ pub fn of(grid: &Grid<'_>) -> Option<Scorecard> {
             list(&surprise),
             if fencing { "yes" } else { "no" }.to_owned(),
             data,
-        ]);
+        ];
+        if !cost.is_empty() {
+            cells.push(scale);
+        }
+        rows.push(cells);
     }
     let mut headlines = Vec::new();
     // Fastest: distributed strategies that held under the headline row; every one within the rule.
@@ -276,8 +306,23 @@ pub fn of(grid: &Grid<'_>) -> Option<Scorecard> {
             cite(&unexpected_cells)
         ),
     ));
+    if !losers.is_empty() {
+        headlines.push((
+            "Losses at scale".to_owned(),
+            format!(
+                "holding many locks, {} lost leases or failed renewals: a lock that drops leases under load is not safe there. Cells: many locks × {}.",
+                losers.join(", "),
+                losers.join(", ")
+            ),
+        ));
+    }
+    let mut columns = COLUMNS.to_vec();
+    if !cost.is_empty() {
+        columns.push(MANY_LOCKS);
+    }
     Some(Scorecard {
         under,
+        columns,
         rows,
         unexpected: unexpected_rows,
         headlines,

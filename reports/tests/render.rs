@@ -298,6 +298,9 @@ fn scale_data_adds_cost_charts() {
         client_cpu_percent: cpu / 2.0,
         rss_mb: 20.0 + held as f64 / 1000.0,
         threads: 4,
+        lost: 0,
+        renew_failures: 0,
+        thinnest_margin_ms: None,
     };
     let cost = vec![
         CostSeries {
@@ -356,6 +359,9 @@ fn each_strategy_keeps_its_colour_in_every_chart() {
             client_cpu_percent: 1.0,
             rss_mb: 20.0,
             threads: 4,
+            lost: 0,
+            renew_failures: 0,
+            thinnest_margin_ms: None,
         }],
     };
     let cost = vec![
@@ -617,7 +623,7 @@ fn the_cost_table_and_the_server_work_rule_divide_alike() {
 fn the_fastest_line_names_the_fastest_strategy_that_held() {
     let c = fixture();
     let grid = Grid::new(&c);
-    let card = lockbench_reports::scorecard::of(&grid).unwrap();
+    let card = lockbench_reports::scorecard::of(&grid, &[]).unwrap();
     let baseline = grid.rows.iter().find(|r| r.label == "baseline").unwrap();
     let best = grid
         .strategies
@@ -650,7 +656,7 @@ fn strategies_within_the_tie_rule_are_named_as_a_tie() {
         }
     }
     let grid = Grid::new(&c);
-    let card = lockbench_reports::scorecard::of(&grid).unwrap();
+    let card = lockbench_reports::scorecard::of(&grid, &[]).unwrap();
     let fastest = &card.headlines[0].1;
     assert!(
         fastest.starts_with("a tie under baseline: 2 are within 10 % of each other (redis-watchdog 734, zookeeper 700)"),
