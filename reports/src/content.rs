@@ -163,6 +163,9 @@ pub struct MatrixCell {
     pub note: String,
     /// The measurement disagrees with what the scenario says theory predicts.
     pub against_theory: bool,
+    /// A violation theory predicted (the scenario expects this strategy may violate): still a
+    /// violation, shown apart from surprises.
+    pub predicted: bool,
 }
 
 /// The matrix cell of `strategy` in `row`.
@@ -174,6 +177,7 @@ pub fn matrix_cell(row: &Row<'_>, strategy: &str) -> MatrixCell {
             detail: String::new(),
             note: "not run".to_owned(),
             against_theory: false,
+            predicted: false,
         };
     };
     if !ran(case) {
@@ -189,6 +193,7 @@ pub fn matrix_cell(row: &Row<'_>, strategy: &str) -> MatrixCell {
             detail: String::new(),
             note: why_not(case).unwrap_or("no reason recorded").to_owned(),
             against_theory: false,
+            predicted: false,
         };
     }
     let (k, n) = violated_of(case);
@@ -215,6 +220,8 @@ pub fn matrix_cell(row: &Row<'_>, strategy: &str) -> MatrixCell {
         detail: rate_interval(case).unwrap_or_default(),
         note,
         against_theory: check.is_some_and(|(_, d)| d),
+        predicted: k > 0
+            && check.is_some_and(|(e, _)| matches!(e, Expectation::Violated | Expectation::Either)),
     }
 }
 

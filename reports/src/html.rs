@@ -18,6 +18,8 @@ th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 td.safe { background: #e8f5e9; color: #1b5e20; text-align: center; }
 td.violated { background: #ffebee; color: #b71c1c; font-weight: bold; text-align: center; }
 td.violated small { font-weight: normal; white-space: nowrap; }
+td.violated.predicted { background: #fff3e0; color: #8d4b00; font-weight: normal; }
+details.violated summary { color: #b71c1c; } .predicted-key { background: #fff3e0; color: #8d4b00; }
 td.other { background: #f5f5f5; color: #616161; text-align: center; }
 .env { color: #424242; font-size: 0.92rem; } .incomplete { color: #b71c1c; font-weight: bold; }
 ol.findings li { margin-bottom: 0.8rem; } .rule { color: #555; font-style: italic; }
@@ -32,12 +34,21 @@ h2, section { scroll-margin-top: 2.5rem; }
 nav.answers { border-left: 4px solid #1565c0; padding: 0.2rem 0.9rem; margin: 1rem 0 1.5rem; }
 nav.answers p { margin: 0.35rem 0; } nav.answers a { color: #0d47a1; text-decoration: none; }
 table.matrix { table-layout: fixed; width: 100%; font-size: 0.72rem; }
-table.matrix th, table.matrix td { padding: 0.2rem 0.15rem; text-align: center; overflow-wrap: anywhere; }
+table.matrix th, table.matrix td { padding: 0.2rem 0.15rem; text-align: center; }
+table.matrix td { overflow-wrap: anywhere; } table.matrix th { overflow-wrap: normal; word-break: normal; hyphens: none; }
 table.matrix th.who { width: 9.5rem; text-align: left; } table.matrix td small { font-size: 0.62rem; }
 td.na { background: #fafafa; color: #9e9e9e; text-align: center; }
 td.predicted { background: #fff3e0; color: #8d4b00; }
 table.card td, table.card th { text-align: left; } table.card td:first-child { white-space: nowrap; } table.card { font-size: 0.85rem; }
 .mark { color: #e65100; font-weight: bold; margin-left: 0.15rem; }
+/* Phones last, so they override the rules above. */
+@media (max-width: 700px) {
+  body { margin: 0.6rem auto; padding: 0 0.6rem; } h1 { font-size: 1.25rem; }
+  table.card { font-size: 0.75rem; } table.card td { white-space: nowrap; } table.card th, table.card td { padding: 0.2rem 0.3rem; }
+  table.matrix { table-layout: auto; width: auto; font-size: 0.8rem; }
+  table.matrix th.who { width: auto; }
+  figure { overflow-x: auto; } figure svg { min-width: 640px; }
+}
 ";
 
 /// Escapes text for HTML content and attribute values.
@@ -105,23 +116,8 @@ pub fn render(report: &Report<'_>) -> String {
     let pairs = topics::peer_pairs(grid);
     let models = pairing::models_against_libraries(grid);
     if let Some(card) = scorecard::of(grid, report.input.cost) {
-        out.push_str("<section id=\"scorecard\"><nav class=\"answers\">\n");
-        for (label, text) in &card.headlines {
-            let _ = writeln!(
-                out,
-                "<p><strong>{}:</strong> {}</p>",
-                escape(label),
-                escape(text)
-            );
-        }
-        out.push_str("</nav>\n");
-        let _ = writeln!(
-            out,
-            "<p class=\"env\">Scorecard: speed, latency and cost under {}; breaks and data over every scenario. {}</p>",
-            escape(&card.under),
-            escape(scorecard::NOTE)
-        );
-        out.push_str("<div class=\"scroll\"><table class=\"card\"><thead><tr>");
+        out.push_str("<section id=\"scorecard\">");
+        out.push_str("<div class=\"scroll\"><table id=\"card\" class=\"card\"><thead><tr>");
         for h in &card.columns {
             let _ = write!(out, "<th>{}</th>", escape(h));
         }
@@ -140,7 +136,23 @@ pub fn render(report: &Report<'_>) -> String {
             }
             out.push_str("</tr>\n");
         }
-        out.push_str("</tbody></table></div></section>\n");
+        out.push_str("</tbody></table></div>\n<nav class=\"answers\">\n");
+        for (label, text) in &card.headlines {
+            let _ = writeln!(
+                out,
+                "<p><strong>{}:</strong> {}</p>",
+                escape(label),
+                escape(text)
+            );
+        }
+        out.push_str("</nav>\n");
+        let _ = writeln!(
+            out,
+            "<p class=\"env\">Scorecard: speed, latency and cost under {}; breaks and data over every scenario. {}</p>",
+            escape(&card.under),
+            escape(scorecard::NOTE)
+        );
+        out.push_str("</section>\n");
     }
     let mut also = Vec::new();
     if topics::worth_a_link(&faults) {
@@ -165,7 +177,7 @@ pub fn render(report: &Report<'_>) -> String {
         let _ = writeln!(out, "<p class=\"{class}\">{}</p>", escape(line));
     }
 
-    out.push_str("<h2 id=\"breaking\">Breaking points: verdicts</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \u{201c}fault not applied\u{201d}: the fault did not take effect, so no verdict; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); – = the scenario does not apply; many-locks: the many-locks pass (<code>lockbench scale</code>), flagged when a strategy lost leases or failed renewals while holding many locks (hover for why).</p>\n<table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>");
+    out.push_str("<h2 id=\"breaking\">Breaking points: verdicts</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \u{201c}fault not applied\u{201d}: the fault did not take effect, so no verdict; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); <span class=\"predicted-key\">orange</span>: a violation theory predicted for this strategy under this scenario; red: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (<code>lockbench scale</code>), flagged when a strategy lost leases or failed renewals while holding many locks (hover for why).</p>\n<div class=\"scroll\"><table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>");
     for row in &grid.rows {
         let _ = write!(
             out,
@@ -191,8 +203,9 @@ pub fn render(report: &Report<'_>) -> String {
             let cell = content::matrix_cell(row, &s.id);
             let _ = write!(
                 out,
-                "<td class=\"{}\" title=\"{}\">{}",
+                "<td class=\"{}{}\" title=\"{}\">{}",
                 cell.class,
+                if cell.predicted { " predicted" } else { "" },
                 escape(&cell.note),
                 escape(&cell.text)
             );
@@ -215,7 +228,7 @@ pub fn render(report: &Report<'_>) -> String {
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody></table>\n<p class=\"env\">violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens (hover a cell for which, per trial pooled).</p>\n");
+    out.push_str("</tbody></table></div>\n<p class=\"env\">violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens (hover a cell for which, per trial pooled).</p>\n");
     let against = content::against_theory(grid);
     if !against.is_empty() {
         out.push_str("<h3>Where the measurement disagrees with theory</h3>\n<ul>\n");
@@ -239,11 +252,15 @@ pub fn render(report: &Report<'_>) -> String {
     }
     let missing = content::not_measured(grid);
     if !missing.is_empty() {
-        out.push_str("<p>Not measured or with notes:</p><ul>\n");
+        let _ = writeln!(
+            out,
+            "<details><summary>Not measured or with notes ({})</summary><ul>",
+            missing.len()
+        );
         for line in missing {
             let _ = writeln!(out, "<li>{}</li>", escape(&line));
         }
-        out.push_str("</ul>\n");
+        out.push_str("</ul></details>\n");
     }
 
     let _ = write!(
@@ -381,7 +398,11 @@ pub fn render(report: &Report<'_>) -> String {
                 let _ = writeln!(
                     out,
                     "<details{}><summary>{}</summary>{figure}</details>",
-                    if placed.violated { " open" } else { "" },
+                    if placed.violated {
+                        " class=\"violated\""
+                    } else {
+                        ""
+                    },
                     escape(&placed.chart.title)
                 );
             } else {

@@ -40,7 +40,7 @@ pub fn many_locks_cell(cost: &[CostSeries], strategy: &str) -> (String, bool) {
 }
 
 /// Under the scorecard: how to read it.
-pub const NOTE: &str = "CS/s: completed critical sections per second, pooled over the trials, with the slowest and fastest trial; client requests per CS are compared only with strategies on the same server kind; a break is predicted when the scenario's theory says this strategy may violate there; data: harmed when an update was lost or a stale write accepted in any scenario.";
+pub const NOTE: &str = "CS/s: completed critical sections per second, pooled over the trials, with the slowest and fastest trial; client requests per CS are compared only with strategies on the same server kind; a break is predicted when the scenario's theory says this strategy may violate there; data: harmed when an update was lost or a stale write accepted in any scenario (the scenarios are those it broke under), intact otherwise.";
 
 /// The scorecard: the row it measures speed and cost under, and one row of cells per strategy.
 #[derive(Debug, Clone, PartialEq)]
@@ -199,7 +199,11 @@ pub fn of(grid: &Grid<'_>, cost: &[CostSeries]) -> Option<Scorecard> {
         let data = if harmed.is_empty() {
             "intact".to_owned()
         } else {
-            format!("harmed under {}", harmed.join(", "))
+            format!(
+                "harmed in {} scenario{}",
+                harmed.len(),
+                if harmed.len() == 1 { "" } else { "s" }
+            )
         };
         let (scale, lost) = many_locks_cell(cost, &s.id);
         if lost {
@@ -297,13 +301,17 @@ pub fn of(grid: &Grid<'_>, cost: &[CostSeries]) -> Option<Scorecard> {
         format!(
             "{broken_cells} of {all_cells} strategy × scenario cells violated in at least one trial: {} predicted by theory{}, {} unexpected{}. Cells: the verdict matrix.",
             predicted_cells.len(),
-            if predicted_cells.len() <= 6 {
+            if predicted_cells.len() <= 4 {
                 cite(&predicted_cells)
             } else {
                 String::new()
             },
             unexpected_cells.len(),
-            cite(&unexpected_cells)
+            if unexpected_cells.len() <= 4 {
+                cite(&unexpected_cells)
+            } else {
+                " (marked in the matrix)".to_owned()
+            }
         ),
     ));
     if !losers.is_empty() {

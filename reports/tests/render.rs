@@ -111,18 +111,6 @@ fn every_file_is_written_with_its_labels() {
             "{name}: negative sizes"
         );
         let expected: Vec<&str> = match section {
-            Section::Verdicts => {
-                let mut labels = vec!["Verdicts", "VIOLATED", "safe", "skipped"];
-                // Long ids are split over two lines after their last dash.
-                for id in &strategies {
-                    match id.rfind('-').filter(|_| id.len() > 16) {
-                        Some(i) => labels.extend([&id[..=i], &id[i + 1..]]),
-                        None => labels.push(id),
-                    }
-                }
-                labels.extend(rows.iter().copied());
-                labels
-            }
             Section::Throughput => {
                 let mut labels = vec!["Throughput", "completed critical sections per second"];
                 labels.extend(["memory", "redis-watchdog", "redis-keyspace-naive"]);
@@ -154,7 +142,6 @@ fn every_file_is_written_with_its_labels() {
         }
     }
     for section in [
-        Section::Verdicts,
         Section::Throughput,
         Section::Latency,
         Section::Margin,
@@ -177,7 +164,6 @@ fn every_file_is_written_with_its_labels() {
 
 fn section_of(name: &str) -> Section {
     match name.split('-').next().unwrap() {
-        "verdicts" => Section::Verdicts,
         "throughput" => Section::Throughput,
         "latency" => Section::Latency,
         "margin" => Section::Margin,
