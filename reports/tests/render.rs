@@ -780,3 +780,98 @@ fn models_against_libraries_renders_from_a_hand_made_file() {
         "{md}"
     );
 }
+
+/// The numbers of `text` in order (`734`, `148.6`, `1`), HTML entities decoded first.
+fn numbers(text: &str) -> Vec<String> {
+    let text = text
+        .replace("&#39;", "'")
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map(|n| n.trim_matches('.'))
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `html` with each tag (and its attributes, such as tooltips) replaced by a space.
+fn without_tags(html: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                out.push(' ');
+            }
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The part of `text` from `start` up to `end` (excluded).
+fn between<'t>(text: &'t str, start: &str, end: &str) -> &'t str {
+    let from = text.find(start).unwrap_or_else(|| panic!("no {start:?}"));
+    let rest = &text[from..];
+    &rest[..rest
+        .find(end)
+        .unwrap_or_else(|| panic!("no {end:?} after {start:?}"))]
+}
+
+/// The Markdown and the HTML report of one results file show the same figures, in the same order,
+/// on the first screen (scorecard, headline lines) and in the verdict matrix.
+#[test]
+fn markdown_and_html_agree_on_every_figure() {
+    use lockbench_reports::model::{Trial, Trials, Verdict};
+    use lockbench_reports::{html, markdown};
+    // Every case with three trials of different counts: spreads, k/n cells and intervals to compare.
+    let mut c = fixture();
+    for run in &mut c.runs {
+        for case in &mut run.results.cases {
+            let verdict = case.safety.verdict;
+            let violated = u32::from(verdict == Verdict::Violated) * 2;
+            case.trials = Some(Trials {
+                runs: 3,
+                violated,
+                rate_low: Some(if violated > 0 { 0.2077 } else { 0.0 }),
+                rate_high: Some(if violated > 0 { 0.9385 } else { 0.5615 }),
+                stopped_early: false,
+                fault_not_applied: 0,
+                each: [95, 100, 107]
+                    .into_iter()
+                    .enumerate()
+                    .map(|(seed, completed)| Trial {
+                        seed: seed as u64,
+                        verdict,
+                        reasons: Vec::new(),
+                        completed,
+                    })
+                    .collect(),
+            });
+        }
+    }
+    let built = report::build(input(&c)).unwrap();
+    let md = markdown::render(&built, "charts");
+    let html = html::render(&built);
+    let md_card = between(&md, "| strategy | CS/s", "\nRun ");
+    let html_card = without_tags(between(&html, "<section id=\"scorecard\">", "</section>"));
+    let md_matrix = between(&md, "## Breaking points: verdicts", "\nEach cell");
+    let md_matrix = &md_matrix[md_matrix.find('|').unwrap()..];
+    let html_matrix = without_tags(between(&html, "<table id=\"verdicts\"", "</table>"));
+    for (what, md, html) in [
+        ("scorecard", md_card, html_card.as_str()),
+        ("verdict matrix", md_matrix, html_matrix.as_str()),
+    ] {
+        let (m, h) = (numbers(md), numbers(html));
+        assert!(m.len() > 10, "{what}: too few figures to compare: {m:?}");
+        assert_eq!(m, h, "{what}: Markdown and HTML figures differ");
+    }
+    // The check can fail: one figure changed is a difference.
+    let changed = md_card.replacen("734", "735", 1);
+    assert_ne!(numbers(&changed), numbers(&html_card));
+}
