@@ -357,14 +357,15 @@ pub struct WorkerArgs {
 /// `lockbench report`.
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "\
-RESULTS.json is DIR/results.json of `lockbench compare` or of `lockbench run`. Writes report.html,
-report.md and charts/ into --out (default: the directory of RESULTS.json). With --baseline, prints one
+RESULTS.json is DIR/results.json of `lockbench compare` or of `lockbench run`, or DIR itself. Writes
+report.html, report.md and charts/ into --out (default: the directory of RESULTS.json). Without
+--scale, DIR/runs/many-locks/scale.json (the many-locks pass of `compare`) is read when it exists. With --baseline, prints one
 line: how many cases changed beyond noise (a verdict changed, or throughput moved by more than the two
 cases' trial spread, at least 10%) and how many are new violations; the report lists only those cases.
 Exit codes: 0 done, 1 writing failed or --fail-on found what it names, 2 bad input (missing file, not
 JSON, wrong schema_version).")]
 pub struct ReportArgs {
-    /// The results file to report.
+    /// The results file to report, or the directory holding it.
     #[arg(value_name = "RESULTS.json")]
     pub results: PathBuf,
     /// An earlier results file: the report adds the changes against it.
@@ -380,7 +381,8 @@ pub struct ReportArgs {
         requires = "baseline"
     )]
     pub fail_on: Vec<String>,
-    /// A `lockbench scale` file: the report adds cost against held locks.
+    /// A `lockbench scale` file: the report adds cost against held locks and losses at scale
+    /// [default: runs/many-locks/scale.json beside RESULTS.json, when there].
     #[arg(long, value_name = "SCALE.json")]
     pub scale: Option<PathBuf>,
     /// Output directory [default: the directory of RESULTS.json].

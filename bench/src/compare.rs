@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! DIR/results.json            the comparison: every scenario's results in one file (comparison.schema.json)
-//! DIR/report.html, report.md  the reports (`lockbench report DIR/results.json --scale DIR/runs/many-locks/scale.json`)
+//! DIR/report.html, report.md  the reports (`lockbench report DIR`, which reads runs/many-locks/scale.json itself)
 //! DIR/charts/*.png, *.svg     the charts
 //! DIR/runs/SCENARIO/results.json  each scenario's results (trials pooled per case)
 //! DIR/runs/many-locks/scale.json  the many-locks pass

@@ -2,8 +2,9 @@
 //! [--scale SCALE.json] [--out DIR]`: renders the reports again from a results file — a comparison
 //! (`lockbench compare`) or a single run (`lockbench run`) — with the changes against an earlier file
 //! when `--baseline` is given (one summary line printed; with `--fail-on`, exit 1 when the changes
-//! hold what it names: the CI gate) and the cost-against-held-locks charts when a `lockbench scale`
-//! file is given. Also the one place that writes reports for `compare`.
+//! hold what it names: the CI gate) and the cost-against-held-locks charts and losses at scale when a
+//! `lockbench scale` file is given or `runs/many-locks/scale.json` lies beside the results (RESULTS may
+//! also be the results directory). Also the one place that writes reports for `compare`.
 
 use std::path::{Path, PathBuf};
 
@@ -74,6 +75,16 @@ fn read_scale(path: &Path) -> Result<Vec<CostSeries>, BenchError> {
         .map_err(|e| BenchError::usage(format!("{}: {e}", path.display())))
 }
 
+/// The many-locks pass `compare` wrote beside `results` (`runs/many-locks/scale.json`), when there.
+fn own_scale_file(results: &Path) -> Option<PathBuf> {
+    let path = results
+        .parent()?
+        .join("runs")
+        .join(crate::suite::MANY_LOCKS)
+        .join("scale.json");
+    path.is_file().then_some(path)
+}
+
 /// Writes the reports of `current` into `dir`.
 pub(crate) fn render(
     dir: &Path,
@@ -104,14 +115,18 @@ pub(crate) fn print_written(written: &WrittenReport) {
 }
 
 /// Runs `lockbench report`.
-pub(crate) fn command(args: ReportRequest) -> Result<i32, BenchError> {
+pub(crate) fn command(mut args: ReportRequest) -> Result<i32, BenchError> {
+    // A results directory (what `compare` writes) stands for its results.json.
+    if args.results.is_dir() {
+        args.results = args.results.join("results.json");
+    }
     let current = read_results(&args.results)?;
     let baseline = match &args.baseline {
         Some(path) => Some((read_results(path)?, path.display().to_string())),
         None => None,
     };
-    let cost = match &args.scale {
-        Some(path) => read_scale(path)?,
+    let cost = match args.scale.clone().or_else(|| own_scale_file(&args.results)) {
+        Some(path) => read_scale(&path)?,
         None => Vec::new(),
     };
     let dir = match &args.out {

@@ -367,6 +367,39 @@ fn baseline_changes_gate_ci() {
     );
 }
 
+/// `report DIR` reads DIR/results.json and, without `--scale`, the many-locks pass `compare` wrote
+/// beside it (DIR/runs/many-locks/scale.json): a strategy that lost leases there is flagged in the
+/// verdict matrix and the scorecard.
+#[test]
+fn report_reads_a_results_directory_and_its_many_locks_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut results: serde_json::Value = serde_json::from_str(include_str!(
+        "../../reports/tests/fixtures/compare-quick.json"
+    ))
+    .unwrap();
+    results["runs"].as_array_mut().unwrap().truncate(1);
+    std::fs::write(dir.path().join("results.json"), results.to_string()).unwrap();
+    let mut scale: serde_json::Value = serde_json::from_str(include_str!(
+        "../../reports/tests/fixtures/scale-redis.json"
+    ))
+    .unwrap();
+    let series = &mut scale["strategies"][0];
+    series["strategy"] = "redis-watchdog".into();
+    let point = &mut series["points"][1];
+    point["lost"] = 107.into();
+    point["renew_failures"] = 17159.into();
+    let many = dir.path().join("runs/many-locks");
+    std::fs::create_dir_all(&many).unwrap();
+    std::fs::write(many.join("scale.json"), scale.to_string()).unwrap();
+    let result = run(&["report", dir.path().to_str().unwrap()]);
+    assert_eq!(result.status.code(), Some(0), "{}", stderr(&result));
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let flagged = "LOSES LOCKS: 107 of 300 locks lost, 17159 failed renewals";
+    assert_eq!(md.matches(flagged).count(), 2, "scorecard and matrix: {md}");
+    assert!(md.contains("**Losses at scale:** holding many locks, redis-watchdog lost leases"));
+    assert!(md.contains("| many-locks |"), "{md}");
+}
+
 #[test]
 fn bad_workloads_for_compare_are_caught_before_running() {
     let dir = tempfile::tempdir().unwrap();

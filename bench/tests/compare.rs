@@ -61,8 +61,7 @@ fn compare_quick_runs_the_suite_and_writes_the_reports() {
         "results.json",
         "report.html",
         "report.md",
-        "charts/verdicts.png",
-        "charts/verdicts.svg",
+        "charts/throughput-baseline.svg",
     ] {
         assert!(out.join(file).is_file(), "{file}");
     }
@@ -197,7 +196,7 @@ fn compare_quick_runs_the_suite_and_writes_the_reports() {
         md.contains("cases changed beyond noise; 0 new violations"),
         "same file, no change: {md}"
     );
-    assert!(again.join("charts/verdicts.png").is_file());
+    assert!(again.join("charts/throughput-baseline.png").is_file());
 }
 
 fn one_line_usage_error(args: &[&str], needle: &str) {

@@ -10,7 +10,6 @@ use crate::grid::{
     verdict_word, violated_of, why_not,
 };
 use crate::model::{CaseResult, CaseStatus, Expectation, Results, Verdict};
-use crate::rules::Finding;
 
 /// The report's title.
 pub fn title(c: &Comparison) -> String {
@@ -164,6 +163,9 @@ pub struct MatrixCell {
     pub note: String,
     /// The measurement disagrees with what the scenario says theory predicts.
     pub against_theory: bool,
+    /// A violation theory predicted (the scenario expects this strategy may violate): still a
+    /// violation, shown apart from surprises.
+    pub predicted: bool,
 }
 
 /// The matrix cell of `strategy` in `row`.
@@ -175,6 +177,7 @@ pub fn matrix_cell(row: &Row<'_>, strategy: &str) -> MatrixCell {
             detail: String::new(),
             note: "not run".to_owned(),
             against_theory: false,
+            predicted: false,
         };
     };
     if !ran(case) {
@@ -190,6 +193,7 @@ pub fn matrix_cell(row: &Row<'_>, strategy: &str) -> MatrixCell {
             detail: String::new(),
             note: why_not(case).unwrap_or("no reason recorded").to_owned(),
             against_theory: false,
+            predicted: false,
         };
     }
     let (k, n) = violated_of(case);
@@ -216,6 +220,8 @@ pub fn matrix_cell(row: &Row<'_>, strategy: &str) -> MatrixCell {
         detail: rate_interval(case).unwrap_or_default(),
         note,
         against_theory: check.is_some_and(|(_, d)| d),
+        predicted: k > 0
+            && check.is_some_and(|(e, _)| matches!(e, Expectation::Violated | Expectation::Either)),
     }
 }
 
@@ -292,103 +298,6 @@ pub fn mechanisms(c: &Comparison) -> Vec<(String, String)> {
             Some((s.name.clone(), s.theory.clone()?))
         })
         .collect()
-}
-
-/// The three questions the report answers, one short line each with the anchor of its section:
-/// fastest (the headline row's fastest safe strategy), cost (least server work per critical
-/// section), breaking points (how many cells broke, how many disagree with theory).
-pub fn three_answers(grid: &Grid<'_>, findings: &[Finding]) -> Vec<(String, String, &'static str)> {
-    // `Fastest safe strategy under baseline` + its conclusion: `under baseline, x: 480 CS/s.`
-    let conclusion = |prefix: &str| {
-        findings
-            .iter()
-            .find(|f| f.title.starts_with(prefix))
-            .map(|f| {
-                let under = f.title[prefix.len()..].trim();
-                if under.is_empty() {
-                    f.conclusion.clone()
-                } else {
-                    format!("{under}, {}", f.conclusion)
-                }
-            })
-    };
-    let fastest = fastest_overall(grid, findings)
-        .or_else(|| conclusion("Fastest safe strategy"))
-        .unwrap_or_else(|| "no safe distributed strategy ran under the headline scenario.".into());
-    let cost = conclusion("Least server work").unwrap_or_else(|| {
-        "no server figures to compare (see the headline numbers for client cost).".into()
-    });
-    let safe = conclusion("Safe with watchdog leases");
-    let (mut cells, mut broke) = (0, 0);
-    let mut held_everywhere: Vec<&str> = Vec::new();
-    for s in &grid.strategies {
-        let mut all_safe = true;
-        let mut any = false;
-        for row in &grid.rows {
-            if let Some(case) = row.case(&s.id).filter(|c| ran(c)) {
-                any = true;
-                cells += 1;
-                if violated_of(case).0 > 0 {
-                    broke += 1;
-                    all_safe = false;
-                }
-            }
-        }
-        if any && all_safe && s.is_distributed() {
-            held_everywhere.push(&s.id);
-        }
-    }
-    let against = against_theory(grid).len();
-    let breaking = format!(
-        "{broke} of {cells} strategy × scenario cells violated in at least one trial{}; {}.",
-        if against > 0 {
-            format!(" ({against} against theory, explained)")
-        } else {
-            String::new()
-        },
-        match (safe, held_everywhere.is_empty()) {
-            (Some(safe), _) => {
-                let safe = safe.trim_end_matches('.');
-                let mut chars = safe.chars();
-                chars
-                    .next()
-                    .map(|c| c.to_lowercase().chain(chars).collect())
-                    .unwrap_or_default()
-            }
-            (None, true) => "no distributed strategy held in every scenario".to_owned(),
-            (None, false) => format!("held in every scenario: {}", held_everywhere.join(", ")),
-        }
-    );
-    vec![
-        ("Fastest:".into(), fastest, "fastest"),
-        ("Cost:".into(), cost, "cost"),
-        ("Breaking points:".into(), breaking, "breaking"),
-    ]
-}
-
-/// When the "Fastest safe strategy" finding (restricted to the strategies that broke in the fewest
-/// scenarios) did not pick the fastest distributed strategy that held under its scenario, both:
-/// `under baseline, x: 799 CS/s overall; of the strategies that broke least, y: 670 CS/s.`
-fn fastest_overall(grid: &Grid<'_>, findings: &[Finding]) -> Option<String> {
-    const PREFIX: &str = "Fastest safe strategy under ";
-    let finding = findings.iter().find(|f| f.title.starts_with(PREFIX))?;
-    let label = &finding.title[PREFIX.len()..];
-    let row = grid.rows.iter().find(|r| r.label == label)?;
-    let (id, per_s) = grid
-        .strategies
-        .iter()
-        .filter(|s| s.is_distributed())
-        .filter_map(|s| row.case(&s.id).map(|c| (&s.id, c)))
-        .filter(|(_, c)| ran(c) && violated_of(c).0 == 0)
-        .map(|(id, c)| (id, c.throughput.completed_per_s))
-        .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    (!finding.conclusion.starts_with(&format!("{id}:"))).then(|| {
-        format!(
-            "under {label}, {id}: {} CS/s overall; of the strategies that broke least, {}",
-            rate(per_s),
-            finding.conclusion
-        )
-    })
 }
 
 /// Cases that produced no figures, with why.

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::content::{self, DELTA_COLUMNS, HEADLINE_COLUMNS};
 use crate::report::{Report, Section};
 use crate::rules::TIE_PCT;
-use crate::{pairing, topics};
+use crate::{pairing, scorecard, topics};
 
 const STYLE: &str = "
 body { font-family: 'DejaVu Sans', Verdana, Arial, sans-serif; margin: 2rem auto; max-width: 1200px;
@@ -18,19 +18,37 @@ th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 td.safe { background: #e8f5e9; color: #1b5e20; text-align: center; }
 td.violated { background: #ffebee; color: #b71c1c; font-weight: bold; text-align: center; }
 td.violated small { font-weight: normal; white-space: nowrap; }
+td.violated.predicted { background: #fff3e0; color: #8d4b00; font-weight: normal; }
+details.violated summary { color: #b71c1c; } .predicted-key { background: #fff3e0; color: #8d4b00; }
 td.other { background: #f5f5f5; color: #616161; text-align: center; }
 .env { color: #424242; font-size: 0.92rem; } .incomplete { color: #b71c1c; font-weight: bold; }
 ol.findings li { margin-bottom: 0.8rem; } .rule { color: #555; font-style: italic; }
 figure { margin: 1rem 0 2rem; } figure svg { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #555; font-size: 0.85rem; } details summary { cursor: pointer; margin: 0.4rem 0; }
 .scroll { overflow-x: auto; }
+nav.toc { position: sticky; top: 0; z-index: 1; background: #fff; border-bottom: 1px solid #ddd;
+          padding: 0.35rem 0; font-size: 0.85rem; }
+@media (max-width: 700px) { nav.toc { white-space: nowrap; overflow-x: auto; } }
+nav.toc a { color: #0d47a1; text-decoration: none; margin-right: 0.9rem; }
+h2, section { scroll-margin-top: 2.5rem; }
 nav.answers { border-left: 4px solid #1565c0; padding: 0.2rem 0.9rem; margin: 1rem 0 1.5rem; }
 nav.answers p { margin: 0.35rem 0; } nav.answers a { color: #0d47a1; text-decoration: none; }
 table.matrix { table-layout: fixed; width: 100%; font-size: 0.72rem; }
-table.matrix th, table.matrix td { padding: 0.2rem 0.15rem; text-align: center; overflow-wrap: anywhere; }
+table.matrix th, table.matrix td { padding: 0.2rem 0.15rem; text-align: center; }
+table.matrix td { overflow-wrap: anywhere; } table.matrix th { overflow-wrap: normal; word-break: normal; hyphens: none; }
 table.matrix th.who { width: 9.5rem; text-align: left; } table.matrix td small { font-size: 0.62rem; }
 td.na { background: #fafafa; color: #9e9e9e; text-align: center; }
+td.predicted { background: #fff3e0; color: #8d4b00; }
+table.card td, table.card th { text-align: left; } table.card td:first-child { white-space: nowrap; } table.card { font-size: 0.85rem; }
 .mark { color: #e65100; font-weight: bold; margin-left: 0.15rem; }
+/* Phones last, so they override the rules above. */
+@media (max-width: 700px) {
+  body { margin: 0.6rem auto; padding: 0 0.6rem; } h1 { font-size: 1.25rem; }
+  table.card { font-size: 0.75rem; } table.card td { white-space: nowrap; } table.card th, table.card td { padding: 0.2rem 0.3rem; }
+  table.matrix { table-layout: auto; width: auto; font-size: 0.8rem; }
+  table.matrix th.who { width: auto; }
+  figure { overflow-x: auto; } figure svg { min-width: 640px; }
+}
 ";
 
 /// Escapes text for HTML content and attribute values.
@@ -94,33 +112,61 @@ pub fn render(report: &Report<'_>) -> String {
     for line in content::user_workload_lines(c) {
         let _ = writeln!(out, "<p class=\"workload\">{}</p>", escape(&line));
     }
-    let answers = content::three_answers(grid, &report.findings);
-    out.push_str("<nav class=\"answers\">\n");
-    for (question, answer, anchor) in &answers {
-        let _ = writeln!(
-            out,
-            "<p><a href=\"#{anchor}\"><strong>{}</strong></a> {}</p>",
-            escape(question),
-            escape(answer)
-        );
-    }
     let faults = topics::redlock_faults(grid);
     let pairs = topics::peer_pairs(grid);
+    let models = pairing::models_against_libraries(grid);
+    if let Some(card) = scorecard::of(grid, report.input.cost) {
+        out.push_str("<section id=\"scorecard\">");
+        out.push_str("<div class=\"scroll\"><table id=\"card\" class=\"card\"><thead><tr>");
+        for h in &card.columns {
+            let _ = write!(out, "<th>{}</th>", escape(h));
+        }
+        out.push_str("</tr></thead><tbody>\n");
+        for (row, surprise) in card.rows.iter().zip(&card.unexpected) {
+            out.push_str("<tr>");
+            for (i, cell) in row.iter().enumerate() {
+                let class = match i {
+                    4 if cell != "none" => " class=\"predicted\"",
+                    5 if *surprise => " class=\"violated\"",
+                    7 if cell != "intact" => " class=\"violated\"",
+                    8 if cell.starts_with("LOSES") => " class=\"violated\"",
+                    _ => "",
+                };
+                let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody></table></div>\n<nav class=\"answers\">\n");
+        for (label, text) in &card.headlines {
+            let _ = writeln!(
+                out,
+                "<p><strong>{}:</strong> {}</p>",
+                escape(label),
+                escape(text)
+            );
+        }
+        out.push_str("</nav>\n");
+        let _ = writeln!(
+            out,
+            "<p class=\"env\">Scorecard: speed, latency and cost under {}; breaks and data over every scenario. {}</p>",
+            escape(&card.under),
+            escape(scorecard::NOTE)
+        );
+        out.push_str("</section>\n");
+    }
     let mut also = Vec::new();
-    if !faults.is_empty() {
+    if topics::worth_a_link(&faults) {
         also.push("<a href=\"#redlock\">Redlock and clocks</a>");
     }
     if !pairs.is_empty() {
         also.push("<a href=\"#peers\">Peers beside their counterparts</a>");
     }
-    let models = pairing::models_against_libraries(grid);
     if !models.is_empty() {
         also.push("<a href=\"#models\">Models against their libraries</a>");
     }
     if !also.is_empty() {
         let _ = writeln!(out, "<p><strong>Also:</strong> {}</p>", also.join(" · "));
     }
-    out.push_str("</nav>\n");
     let environment = content::environment_lines(c);
     for line in &environment {
         let class = if line.starts_with("INCOMPLETE") {
@@ -131,7 +177,7 @@ pub fn render(report: &Report<'_>) -> String {
         let _ = writeln!(out, "<p class=\"{class}\">{}</p>", escape(line));
     }
 
-    out.push_str("<h2 id=\"breaking\">Breaking points: verdicts</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \u{201c}fault not applied\u{201d}: the fault did not take effect, so no verdict; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); – = the scenario does not apply (hover for why).</p>\n<table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>");
+    out.push_str("<h2 id=\"breaking\">Breaking points: verdicts</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \u{201c}fault not applied\u{201d}: the fault did not take effect, so no verdict; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); <span class=\"predicted-key\">orange</span>: a violation theory predicted for this strategy under this scenario; red: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (<code>lockbench scale</code>), flagged when a strategy lost leases or failed renewals while holding many locks (hover for why).</p>\n<div class=\"scroll\"><table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>");
     for row in &grid.rows {
         let _ = write!(
             out,
@@ -141,6 +187,10 @@ pub fn render(report: &Report<'_>) -> String {
                 .replace('-', "-<wbr>")
                 .replace(" · ", " <wbr>· ")
         );
+    }
+    let cost = report.input.cost;
+    if !cost.is_empty() {
+        out.push_str("<th title=\"many-locks: lockbench scale\">many-<wbr>locks</th>");
     }
     out.push_str("</tr></thead><tbody>\n");
     for s in &grid.strategies {
@@ -153,8 +203,9 @@ pub fn render(report: &Report<'_>) -> String {
             let cell = content::matrix_cell(row, &s.id);
             let _ = write!(
                 out,
-                "<td class=\"{}\" title=\"{}\">{}",
+                "<td class=\"{}{}\" title=\"{}\">{}",
                 cell.class,
+                if cell.predicted { " predicted" } else { "" },
                 escape(&cell.note),
                 escape(&cell.text)
             );
@@ -166,9 +217,18 @@ pub fn render(report: &Report<'_>) -> String {
             }
             out.push_str("</td>");
         }
+        if !cost.is_empty() {
+            let (text, lost) = scorecard::many_locks_cell(cost, &s.id);
+            let class = match (lost, text.as_str()) {
+                (true, _) => "violated",
+                (false, "-") => "na",
+                _ => "safe",
+            };
+            let _ = write!(out, "<td class=\"{class}\">{}</td>", escape(&text));
+        }
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody></table>\n<p class=\"env\">violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens (hover a cell for which, per trial pooled).</p>\n");
+    out.push_str("</tbody></table></div>\n<p class=\"env\">violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens (hover a cell for which, per trial pooled).</p>\n");
     let against = content::against_theory(grid);
     if !against.is_empty() {
         out.push_str("<h3>Where the measurement disagrees with theory</h3>\n<ul>\n");
@@ -192,11 +252,15 @@ pub fn render(report: &Report<'_>) -> String {
     }
     let missing = content::not_measured(grid);
     if !missing.is_empty() {
-        out.push_str("<p>Not measured or with notes:</p><ul>\n");
+        let _ = writeln!(
+            out,
+            "<details><summary>Not measured or with notes ({})</summary><ul>",
+            missing.len()
+        );
         for line in missing {
             let _ = writeln!(out, "<li>{}</li>", escape(&line));
         }
-        out.push_str("</ul>\n");
+        out.push_str("</ul></details>\n");
     }
 
     let _ = write!(
@@ -287,7 +351,11 @@ pub fn render(report: &Report<'_>) -> String {
     }
 
     if let Some((deltas, name)) = &report.deltas {
-        let _ = writeln!(out, "<h2>Changes against {}</h2>", escape(name));
+        let _ = writeln!(
+            out,
+            "<h2 id=\"changes\">Changes against {}</h2>",
+            escape(name)
+        );
         let rows: Vec<Vec<String>> = deltas.changed().map(content::delta_cells).collect();
         if deltas.matched.is_empty() {
             out.push_str("<p>No case of this run matches a case of the baseline file.</p>\n");
@@ -330,7 +398,11 @@ pub fn render(report: &Report<'_>) -> String {
                 let _ = writeln!(
                     out,
                     "<details{}><summary>{}</summary>{figure}</details>",
-                    if placed.violated { " open" } else { "" },
+                    if placed.violated {
+                        " class=\"violated\""
+                    } else {
+                        ""
+                    },
                     escape(&placed.chart.title)
                 );
             } else {
@@ -339,7 +411,32 @@ pub fn render(report: &Report<'_>) -> String {
         }
     }
     out.push_str("</body>\n</html>\n");
-    out
+    with_contents(out)
+}
+
+/// `page` with a sticky table of contents after its title: one link per `<h2 id>`, in page order.
+fn with_contents(page: String) -> String {
+    let mut links = Vec::new();
+    let mut rest = page.as_str();
+    while let Some(at) = rest.find("<h2 id=\"") {
+        rest = &rest[at + 8..];
+        let Some((id, after)) = rest.split_once("\">") else {
+            break;
+        };
+        let Some((heading, _)) = after.split_once("</h2>") else {
+            break;
+        };
+        links.push(format!("<a href=\"#{id}\">{heading}</a>"));
+        rest = after;
+    }
+    let nav = format!(
+        "<nav class=\"toc\"><a href=\"#scorecard\">Scorecard</a>{}</nav>\n",
+        links.concat()
+    );
+    match page.find("</h1>\n") {
+        Some(at) => format!("{}{nav}{}", &page[..at + 6], &page[at + 6..]),
+        None => page,
+    }
 }
 
 #[cfg(test)]

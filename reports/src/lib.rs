@@ -14,6 +14,7 @@
 //! | [`schema`] | the files' JSON schemas, derived from those types, and a validator |
 //! | [`grid`] | rows (scenario × lease) by columns (strategies); facts of one case |
 //! | [`histogram`] | the raw HdrHistograms: the codec, summaries, percentile curves, spreads |
+//! | [`scorecard`] | the first screen: one row per strategy and the headline lines |
 //! | [`rules`] | "which strategy when", derived from the numbers by stated rules |
 //! | [`delta`] | changes against a baseline results file |
 //! | [`charts`] | every chart, as SVG and PNG, with the embedded font |
@@ -39,6 +40,7 @@ pub mod report;
 pub mod rules;
 pub mod scale;
 pub mod schema;
+pub mod scorecard;
 pub mod topics;
 pub mod write;
 

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::content::{self, DELTA_COLUMNS, HEADLINE_COLUMNS};
 use crate::report::{Report, Section};
 use crate::rules::TIE_PCT;
-use crate::{pairing, topics};
+use crate::{pairing, scorecard, topics};
 
 /// A Markdown table cell: pipes escaped, line breaks flattened.
 fn cell(text: &str) -> String {
@@ -48,19 +48,23 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
         }
         out.push('\n');
     }
-    for (question, answer, anchor) in content::three_answers(grid, &report.findings) {
-        // The headings' Markdown anchors.
-        let anchor = match anchor {
-            "fastest" => "headline-numbers",
-            "cost" => "cost-under-baseline",
-            _ => "breaking-points-verdicts",
-        };
-        let _ = writeln!(out, "**[{question}](#{anchor})** {answer}  ");
+    if let Some(card) = scorecard::of(grid, report.input.cost) {
+        table(&mut out, &card.columns, &card.rows);
+        for (label, text) in &card.headlines {
+            let _ = writeln!(out, "**{label}:** {text}  ");
+        }
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "Scorecard: speed, latency and cost under {}; breaks and data over every scenario. {}\n",
+            card.under,
+            scorecard::NOTE
+        );
     }
     let faults = topics::redlock_faults(grid);
     let pairs = topics::peer_pairs(grid);
     let mut also = Vec::new();
-    if !faults.is_empty() {
+    if topics::worth_a_link(&faults) {
         also.push("[Redlock and clocks](#redlock-and-clocks)");
     }
     if !pairs.is_empty() {
@@ -82,6 +86,10 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
     let _ = writeln!(out, "## Breaking points: verdicts\n");
     let mut header = vec!["strategy"];
     header.extend(grid.rows.iter().map(|r| r.label.as_str()));
+    let cost = report.input.cost;
+    if !cost.is_empty() {
+        header.push("many-locks");
+    }
     let rows: Vec<Vec<String>> = grid
         .strategies
         .iter()
@@ -89,10 +97,11 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
             let mut cells = vec![s.id.clone()];
             cells.extend(grid.rows.iter().map(|row| {
                 let cell = content::matrix_cell(row, &s.id);
-                let mut text = if cell.class == "violated" {
-                    format!("**{}**", cell.text)
-                } else {
-                    cell.text
+                // Surprises in bold; violations theory predicted in italics, marked.
+                let mut text = match (cell.class, cell.predicted) {
+                    ("violated", true) => format!("*{} (predicted)*", cell.text),
+                    ("violated", false) => format!("**{}**", cell.text),
+                    _ => cell.text,
                 };
                 if !cell.detail.is_empty() {
                     text = format!("{text} ({})", cell.detail);
@@ -102,12 +111,16 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
                 }
                 text
             }));
+            if !cost.is_empty() {
+                let (text, lost) = scorecard::many_locks_cell(cost, &s.id);
+                cells.push(if lost { format!("**{text}**") } else { text });
+            }
             cells
         })
         .collect();
     table(&mut out, &header, &rows);
     out.push_str(
-        "Each cell: violated trials / trials and the 95 % Wilson interval for the violation rate when every trial ran; \"broke at trial k\": the case stopped at its first violation, so it has no rate (`--thorough` gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \"fault not applied\": the fault did not take effect, so no verdict (listed below); ≠ = the measurement disagrees with theory (below); – = the scenario does not apply. Violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens.\n\n",
+        "Each cell: violated trials / trials and the 95 % Wilson interval for the violation rate when every trial ran; \"broke at trial k\": the case stopped at its first violation, so it has no rate (`--thorough` gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \"fault not applied\": the fault did not take effect, so no verdict (listed below); ≠ = the measurement disagrees with theory (below); *italic (predicted)*: a violation theory predicted for this strategy under this scenario; **bold**: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (`lockbench scale`), flagged when a strategy lost leases or failed renewals while holding many locks. Violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens.\n\n",
     );
     let against = content::against_theory(grid);
     if !against.is_empty() {
@@ -127,22 +140,15 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
     }
     let missing = content::not_measured(grid);
     if !missing.is_empty() {
-        out.push_str("Not measured or with notes:\n\n");
+        let _ = writeln!(
+            out,
+            "<details><summary>Not measured or with notes ({})</summary>\n",
+            missing.len()
+        );
         for line in missing {
             let _ = writeln!(out, "- {line}");
         }
-        out.push('\n');
-    }
-
-    if let Some(cost) = topics::cost_table(grid) {
-        let _ = writeln!(out, "## Cost under baseline\n");
-        table(&mut out, &topics::COST_COLUMNS, &cost.rows);
-        let _ = writeln!(
-            out,
-            "{} Client CPU scope here: {}.\n",
-            topics::COST_NOTE,
-            cost.scope
-        );
+        out.push_str("\n</details>\n\n");
     }
 
     let _ = writeln!(out, "## Which strategy when\n");
@@ -187,6 +193,17 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
             let columns: Vec<&str> = model.columns.iter().map(String::as_str).collect();
             table(&mut out, &columns, &model.rows);
         }
+    }
+
+    if let Some(cost) = topics::cost_table(grid) {
+        let _ = writeln!(out, "## Cost under baseline\n");
+        table(&mut out, &topics::COST_COLUMNS, &cost.rows);
+        let _ = writeln!(
+            out,
+            "{} Client CPU scope here: {}.\n",
+            topics::COST_NOTE,
+            cost.scope
+        );
     }
 
     let _ = writeln!(out, "## Headline numbers\n");

@@ -7,7 +7,6 @@ use crate::charts::margin::MarginChart;
 use crate::charts::palette::Palette;
 use crate::charts::throughput::ThroughputChart;
 use crate::charts::timeline::TimelineChart;
-use crate::charts::verdicts::VerdictMatrix;
 use crate::charts::{Chart, ChartError, render};
 use crate::comparison::Comparison;
 use crate::delta::{self, Deltas};
@@ -30,8 +29,6 @@ pub struct ReportInput<'a> {
 /// The part of the report a chart belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
-    /// The verdict matrix.
-    Verdicts,
     /// Throughput per row.
     Throughput,
     /// Acquire latency percentiles per row.
@@ -48,7 +45,6 @@ impl Section {
     /// Heading of the section.
     pub fn heading(self) -> &'static str {
         match self {
-            Section::Verdicts => "Verdict matrix",
             Section::Throughput => "Throughput",
             Section::Latency => "Acquire latency percentiles",
             Section::Margin => "Renewal margin",
@@ -63,7 +59,7 @@ impl Section {
 pub struct PlacedChart {
     /// Its section.
     pub section: Section,
-    /// Whether it shows a violation (timelines of violated cases are shown first and open).
+    /// Whether it shows a violation (timelines of violated cases are shown first).
     pub violated: bool,
     /// The chart.
     pub chart: Chart,
@@ -111,15 +107,6 @@ pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
             chart,
         })
     };
-    place(
-        Section::Verdicts,
-        false,
-        render(
-            "verdicts",
-            "Verdicts: scenario × strategy",
-            &VerdictMatrix::of(&grid),
-        )?,
-    );
     for row in &grid.rows {
         let plot = ThroughputChart::of_row(&grid, row, &palette);
         let title = plot.title.clone();

@@ -145,7 +145,7 @@ fn unsafe_watchdog_rows(grid: &Grid<'_>, strategy: &str) -> Vec<String> {
         .collect()
 }
 
-fn headline_row<'g, 'a>(grid: &'g Grid<'a>) -> Option<&'g Row<'a>> {
+pub(crate) fn headline_row<'g, 'a>(grid: &'g Grid<'a>) -> Option<&'g Row<'a>> {
     grid.rows
         .iter()
         .find(|r| r.scenario() == "baseline" && !r.is_fixed())

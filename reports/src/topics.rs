@@ -34,6 +34,12 @@ pub struct Fault {
     pub rows: Vec<Vec<String>>,
 }
 
+/// Whether "Redlock and clocks" holds enough for a link from the first screen: more than one
+/// strategy × fault row (one row reads better in the verdict matrix).
+pub fn worth_a_link(faults: &[Fault]) -> bool {
+    faults.iter().map(|f| f.rows.len()).sum::<usize>() > 1
+}
+
 /// The faults of "Redlock and clocks" the comparison holds; empty when it holds none. The process
 /// pause counts only for Redlock (the strategy, or a peer it models).
 pub fn redlock_faults(grid: &Grid<'_>) -> Vec<Fault> {

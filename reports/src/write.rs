@@ -17,6 +17,7 @@ pub const MARKDOWN_FILE: &str = "report.md";
 pub const CHARTS_DIR: &str = "charts";
 
 /// Chart name prefixes a report writes (and may remove from an earlier report).
+/// (`verdicts` was a chart of the verdict matrix once; an earlier report's copy is removed.)
 const CHART_PREFIXES: [&str; 6] = [
     "verdicts",
     "throughput-",

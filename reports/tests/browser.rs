@@ -1,9 +1,11 @@
 //! Opens the HTML report in headless Chromium: it must load without a console message (the page has
 //! no script, so any message is an error: a blocked fetch, a parse error) and show the verdict table.
 //! A control page that logs an error proves the console check can fail. A report of a full-size suite
-//! (16 scenario columns, every strategy a row, k/n cells) must fit a 1280-px-wide window without
-//! scrolling sideways: measured by the browser's layout, with a screenshot kept, and a control page
-//! that is too wide proves the measure can fail. Chromium is required: a machine without it fails
+//! (16 scenario columns, every strategy a row, k/n cells) must fit a 1280-px-wide window and a
+//! 390-px phone without the page scrolling sideways, with the scorecard on the first screen (800 px):
+//! measured by the browser's layout in one wrapper page, with screenshots of both first screens kept
+//! (`first-screen-1280.png`, `first-screen-390.png` under the target's tmp directory), and a control
+//! page that is too wide proves the measure can fail. Chromium is required: a machine without it fails
 //! here with the command that installs it.
 
 #![allow(clippy::unwrap_used)]
@@ -126,7 +128,11 @@ fn the_report_loads_cleanly_and_shows_the_verdicts() {
     ] {
         assert!(table.contains(text), "the verdict table lacks {text:?}");
     }
-    for line in ["Fastest:", "Cost:", "Breaking points:"] {
+    for line in [
+        "Fastest:",
+        "Fewest client requests per CS, within each server kind:",
+        "Breaking points:",
+    ] {
         assert!(dom.contains(line), "the first screen lacks {line:?}");
     }
     assert_eq!(
@@ -136,41 +142,100 @@ fn the_report_loads_cleanly_and_shows_the_verdicts() {
     );
 }
 
-/// How wide `page` lays out in a 1280-px-wide frame: (document scroll width, frame width, right edge
-/// of the element `id`), measured by a script in a wrapper page (the report itself has none).
-fn layout_width(dir: &Path, page: &str, id: &str) -> (u32, u32, u32) {
+/// How `page` lays out in a frame of each width (800 px high), measured by a script in one wrapper
+/// page (the report itself has none; one Chromium start for every width).
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    /// The document's scroll width.
+    scroll: u32,
+    /// The frame's width.
+    client: u32,
+    /// The right edge of the element `verdicts` (0 without it).
+    right: u32,
+    /// The bottom edge of the scorecard table `card` (0 without it).
+    card_bottom: u32,
+}
+
+fn layouts(dir: &Path, page: &str, widths: &[u32]) -> Vec<Layout> {
     let wrapper = dir.join(format!("measure-{page}"));
+    let frames: String = widths
+        .iter()
+        .map(|w| {
+            format!(
+                "<iframe class=\"f\" src=\"{page}\" style=\"width:{w}px;height:800px;border:0\"></iframe>"
+            )
+        })
+        .collect();
     std::fs::write(
         &wrapper,
         format!(
-            "<!DOCTYPE html><html><body style=\"margin:0\"><iframe id=\"f\" src=\"{page}\" \
-             style=\"width:1280px;height:800px;border:0\"></iframe><script>\
-             document.getElementById('f').addEventListener('load', () => {{\
-               const d = document.getElementById('f').contentDocument;\
-               const e = d.getElementById('{id}');\
+            "<!DOCTYPE html><html><body style=\"margin:0\">{frames}<script>\
+             window.addEventListener('load', () => {{\
                const p = document.createElement('pre'); p.id = 'measure';\
-               p.textContent = 'width ' + d.documentElement.scrollWidth + ' ' + \
-                 d.documentElement.clientWidth + ' ' + Math.ceil(e.getBoundingClientRect().right) + ' end';\
+               for (const f of document.querySelectorAll('iframe.f')) {{\
+                 const d = f.contentDocument;\
+                 const edge = (id, side) => {{ const e = d.getElementById(id);\
+                   return e ? Math.ceil(e.getBoundingClientRect()[side]) : 0; }};\
+                 p.textContent += 'width ' + d.documentElement.scrollWidth + ' ' + \
+                   d.documentElement.clientWidth + ' ' + edge('verdicts', 'right') + ' ' + \
+                   edge('card', 'bottom') + ' end\\n'; }}\
                document.body.appendChild(p); }});</script></body></html>"
         ),
     )
     .unwrap();
+    let total: u32 = widths.iter().sum::<u32>() + 20;
     let (dom, _) = load_with(
         &wrapper,
         &[
             "--allow-file-access-from-files".to_owned(),
-            "--window-size=1300,900".to_owned(),
+            format!("--window-size={total},900"),
             "--virtual-time-budget=10000".to_owned(),
         ],
     );
-    let marker = "<pre id=\"measure\">width ";
+    let marker = "<pre id=\"measure\">";
     let at = dom.find(marker).expect("the measuring script ran");
-    let numbers: Vec<u32> = dom[at + marker.len()..]
-        .split_whitespace()
-        .take(3)
-        .map(|n| n.parse().unwrap())
+    let text = &dom[at + marker.len()..];
+    let text = &text[..text.find("</pre>").unwrap()];
+    let found: Vec<Layout> = text
+        .lines()
+        .map(|line| {
+            let n: Vec<u32> = line
+                .split_whitespace()
+                .skip(1)
+                .take(4)
+                .map(|n| n.parse().unwrap())
+                .collect();
+            Layout {
+                scroll: n[0],
+                client: n[1],
+                right: n[2],
+                card_bottom: n[3],
+            }
+        })
         .collect();
-    (numbers[0], numbers[1], numbers[2])
+    assert_eq!(found.len(), widths.len(), "{text}");
+    found
+}
+
+/// Takes a screenshot of the first screen of `page` at `width` × 900 px, kept under the target
+/// directory as `name` for a reviewer.
+fn screenshot(page: &Path, width: u32, name: &str) {
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_file(&shot);
+    load_with(
+        page,
+        &[
+            format!("--screenshot={}", shot.display()),
+            format!("--window-size={width},900"),
+        ],
+    );
+    assert!(
+        std::fs::metadata(&shot)
+            .map(|m| m.len() > 10_000)
+            .unwrap_or(false),
+        "no screenshot at {}",
+        shot.display()
+    );
 }
 
 /// The fixture grown to a full suite: every scenario of the default suite as a row, each case with
@@ -219,7 +284,7 @@ fn full_suite() -> Comparison {
 }
 
 #[test]
-fn the_verdict_matrix_of_a_full_suite_fits_1280_px() {
+fn a_full_suite_fits_1280_px_and_a_390_px_phone_with_the_scorecard_first() {
     let dir = tempfile::tempdir().unwrap();
     // Control: a page wider than the frame must measure wider, or the check proves nothing.
     std::fs::write(
@@ -227,10 +292,10 @@ fn the_verdict_matrix_of_a_full_suite_fits_1280_px() {
         "<!DOCTYPE html><html><body><table id=\"verdicts\" style=\"width:2000px\"><tr><td>x</td></tr></table></body></html>",
     )
     .unwrap();
-    let (scroll, client, right) = layout_width(dir.path(), "wide.html", "verdicts");
+    let wide = layouts(dir.path(), "wide.html", &[1280])[0];
     assert!(
-        scroll > client && right > 1280,
-        "the control must overflow: {scroll} {client} {right}"
+        wide.scroll > wide.client && wide.right > 1280,
+        "the control must overflow: {wide:?}"
     );
 
     let c = full_suite();
@@ -250,26 +315,25 @@ fn the_verdict_matrix_of_a_full_suite_fits_1280_px() {
         .to_str()
         .unwrap()
         .to_owned();
-    let (scroll, client, right) = layout_width(dir.path(), &page, "verdicts");
+    let [desktop, phone] = layouts(dir.path(), &page, &[1280, 390])[..] else {
+        unreachable!()
+    };
     assert!(
-        scroll <= client && right <= 1280,
-        "the verdict matrix overflows a 1280-px window: document {scroll} px in {client} px, table ends at {right} px"
+        desktop.scroll <= desktop.client && desktop.right <= 1280,
+        "the verdict matrix overflows a 1280-px window: {desktop:?}"
     );
-    // The screenshot a reviewer can look at (kept under the target directory).
-    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("verdict-matrix-1280.png");
-    let _ = std::fs::remove_file(&shot);
-    load_with(
-        &written.html,
-        &[
-            format!("--screenshot={}", shot.display()),
-            "--window-size=1280,1000".to_owned(),
-        ],
-    );
+    // On a 390-px phone nothing widens the page: wide tables and charts scroll in their own box.
     assert!(
-        std::fs::metadata(&shot)
-            .map(|m| m.len() > 10_000)
-            .unwrap_or(false),
-        "no screenshot at {}",
-        shot.display()
+        phone.scroll <= phone.client,
+        "the report overflows a 390-px phone: {phone:?}"
     );
+    for (width, layout) in [(1280, desktop), (390, phone)] {
+        assert!(
+            layout.card_bottom > 0 && layout.card_bottom <= 800,
+            "the scorecard is not on the first screen at {width} px: {layout:?}"
+        );
+    }
+    // The screenshots a reviewer can look at (kept under the target directory).
+    screenshot(&written.html, 1280, "first-screen-1280.png");
+    screenshot(&written.html, 390, "first-screen-390.png");
 }

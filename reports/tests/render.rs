@@ -111,18 +111,6 @@ fn every_file_is_written_with_its_labels() {
             "{name}: negative sizes"
         );
         let expected: Vec<&str> = match section {
-            Section::Verdicts => {
-                let mut labels = vec!["Verdicts", "VIOLATED", "safe", "skipped"];
-                // Long ids are split over two lines after their last dash.
-                for id in &strategies {
-                    match id.rfind('-').filter(|_| id.len() > 16) {
-                        Some(i) => labels.extend([&id[..=i], &id[i + 1..]]),
-                        None => labels.push(id),
-                    }
-                }
-                labels.extend(rows.iter().copied());
-                labels
-            }
             Section::Throughput => {
                 let mut labels = vec!["Throughput", "completed critical sections per second"];
                 labels.extend(["memory", "redis-watchdog", "redis-keyspace-naive"]);
@@ -154,7 +142,6 @@ fn every_file_is_written_with_its_labels() {
         }
     }
     for section in [
-        Section::Verdicts,
         Section::Throughput,
         Section::Latency,
         Section::Margin,
@@ -177,7 +164,6 @@ fn every_file_is_written_with_its_labels() {
 
 fn section_of(name: &str) -> Section {
     match name.split('-').next().unwrap() {
-        "verdicts" => Section::Verdicts,
         "throughput" => Section::Throughput,
         "latency" => Section::Latency,
         "margin" => Section::Margin,
@@ -192,11 +178,12 @@ fn markdown_has_the_matrix_the_rules_and_the_numbers() {
     let (_, written) = rendered();
     let md = fs::read_to_string(&written.markdown).unwrap();
     for needle in [
-        "**[Fastest:](#headline-numbers)**",
-        "**[Cost:](#cost-under-baseline)**",
+        "**Fastest:** under baseline, redis-watchdog: 734 CS/s; the next is more than 10 % slower.",
+        "**Fewest client requests per CS, within each server kind:**",
+        "| strategy | CS/s (trials min–max) | acquire p99 ms | client requests per CS | breaks under (predicted) | breaks under (unexpected) | fencing | data |",
         "## Cost under baseline",
         "| strategy | CS/s | client CPU ms / CS | threads | RSS MiB | client requests / CS | server calls / CS | server CPU ms / CS | server kind |",
-        "**[Breaking points:](#breaking-points-verdicts)**",
+        "**Breaking points:** 4 of 15 strategy × scenario cells violated in at least one trial",
         "## Breaking points: verdicts",
         "| strategy | baseline | long-tail | lease-too-short · fixed:1s | lease-too-short · watchdog |",
         "| redis-watchdog | safe | safe | **VIOLATED · data harmed** | safe |",
@@ -297,6 +284,9 @@ fn scale_data_adds_cost_charts() {
         client_cpu_percent: cpu / 2.0,
         rss_mb: 20.0 + held as f64 / 1000.0,
         threads: 4,
+        lost: 0,
+        renew_failures: 0,
+        thinnest_margin_ms: None,
     };
     let cost = vec![
         CostSeries {
@@ -355,6 +345,9 @@ fn each_strategy_keeps_its_colour_in_every_chart() {
             client_cpu_percent: 1.0,
             rss_mb: 20.0,
             threads: 4,
+            lost: 0,
+            renew_failures: 0,
+            thinnest_margin_ms: None,
         }],
     };
     let cost = vec![
@@ -616,8 +609,7 @@ fn the_cost_table_and_the_server_work_rule_divide_alike() {
 fn the_fastest_line_names_the_fastest_strategy_that_held() {
     let c = fixture();
     let grid = Grid::new(&c);
-    let findings = rules::derive(&grid);
-    let answers = lockbench_reports::content::three_answers(&grid, &findings);
+    let card = lockbench_reports::scorecard::of(&grid, &[]).unwrap();
     let baseline = grid.rows.iter().find(|r| r.label == "baseline").unwrap();
     let best = grid
         .strategies
@@ -631,9 +623,29 @@ fn the_fastest_line_names_the_fastest_strategy_that_held() {
                 .total_cmp(&b.throughput.completed_per_s)
         })
         .unwrap();
-    let fastest = &answers[0].1;
+    assert_eq!(card.headlines[0].0, "Fastest");
+    let fastest = &card.headlines[0].1;
     assert!(
         fastest.starts_with(&format!("under baseline, {}:", best.strategy)),
+        "{fastest}"
+    );
+}
+
+#[test]
+fn strategies_within_the_tie_rule_are_named_as_a_tie() {
+    let mut c = fixture();
+    for run in &mut c.runs {
+        for case in &mut run.results.cases {
+            if case.strategy == "zookeeper" && run.results.scenario.name == "baseline" {
+                case.throughput.completed_per_s = 700.0;
+            }
+        }
+    }
+    let grid = Grid::new(&c);
+    let card = lockbench_reports::scorecard::of(&grid, &[]).unwrap();
+    let fastest = &card.headlines[0].1;
+    assert!(
+        fastest.starts_with("a tie under baseline: 2 are within 10 % of each other (redis-watchdog 734, zookeeper 700)"),
         "{fastest}"
     );
 }
@@ -767,4 +779,99 @@ fn models_against_libraries_renders_from_a_hand_made_file() {
         md.contains("| baseline | scripts (SHA1) | aaaaaaa bbbbbbb | same |"),
         "{md}"
     );
+}
+
+/// The numbers of `text` in order (`734`, `148.6`, `1`), HTML entities decoded first.
+fn numbers(text: &str) -> Vec<String> {
+    let text = text
+        .replace("&#39;", "'")
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map(|n| n.trim_matches('.'))
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `html` with each tag (and its attributes, such as tooltips) replaced by a space.
+fn without_tags(html: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                out.push(' ');
+            }
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The part of `text` from `start` up to `end` (excluded).
+fn between<'t>(text: &'t str, start: &str, end: &str) -> &'t str {
+    let from = text.find(start).unwrap_or_else(|| panic!("no {start:?}"));
+    let rest = &text[from..];
+    &rest[..rest
+        .find(end)
+        .unwrap_or_else(|| panic!("no {end:?} after {start:?}"))]
+}
+
+/// The Markdown and the HTML report of one results file show the same figures, in the same order,
+/// on the first screen (scorecard, headline lines) and in the verdict matrix.
+#[test]
+fn markdown_and_html_agree_on_every_figure() {
+    use lockbench_reports::model::{Trial, Trials, Verdict};
+    use lockbench_reports::{html, markdown};
+    // Every case with three trials of different counts: spreads, k/n cells and intervals to compare.
+    let mut c = fixture();
+    for run in &mut c.runs {
+        for case in &mut run.results.cases {
+            let verdict = case.safety.verdict;
+            let violated = u32::from(verdict == Verdict::Violated) * 2;
+            case.trials = Some(Trials {
+                runs: 3,
+                violated,
+                rate_low: Some(if violated > 0 { 0.2077 } else { 0.0 }),
+                rate_high: Some(if violated > 0 { 0.9385 } else { 0.5615 }),
+                stopped_early: false,
+                fault_not_applied: 0,
+                each: [95, 100, 107]
+                    .into_iter()
+                    .enumerate()
+                    .map(|(seed, completed)| Trial {
+                        seed: seed as u64,
+                        verdict,
+                        reasons: Vec::new(),
+                        completed,
+                    })
+                    .collect(),
+            });
+        }
+    }
+    let built = report::build(input(&c)).unwrap();
+    let md = markdown::render(&built, "charts");
+    let html = html::render(&built);
+    let md_card = between(&md, "| strategy | CS/s", "\nRun ");
+    let html_card = without_tags(between(&html, "<section id=\"scorecard\">", "</section>"));
+    let md_matrix = between(&md, "## Breaking points: verdicts", "\nEach cell");
+    let md_matrix = &md_matrix[md_matrix.find('|').unwrap()..];
+    let html_matrix = without_tags(between(&html, "<table id=\"verdicts\"", "</table>"));
+    for (what, md, html) in [
+        ("scorecard", md_card, html_card.as_str()),
+        ("verdict matrix", md_matrix, html_matrix.as_str()),
+    ] {
+        let (m, h) = (numbers(md), numbers(html));
+        assert!(m.len() > 10, "{what}: too few figures to compare: {m:?}");
+        assert_eq!(m, h, "{what}: Markdown and HTML figures differ");
+    }
+    // The check can fail: one figure changed is a difference.
+    let changed = md_card.replacen("734", "735", 1);
+    assert_ne!(numbers(&changed), numbers(&html_card));
 }

@@ -145,7 +145,8 @@ impl Plot for MarginChart {
             chart
                 .draw_series(std::iter::once(Text::new(
                     label,
-                    (x, top()),
+                    // A little left of its line, so the line does not run through the label.
+                    (x - x_max * 0.006, top()),
                     text(NOTE_SIZE)
                         .color(&color)
                         .pos(Pos::new(HPos::Right, VPos::Top)),

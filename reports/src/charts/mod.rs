@@ -5,7 +5,6 @@
 //!
 //! | module | chart |
 //! |---|---|
-//! | [`verdicts`] | verdict matrix: scenario rows × strategy columns |
 //! | [`throughput`] | throughput per strategy, one chart per row |
 //! | [`latency`] | acquire-latency percentile curves, log scales |
 //! | [`margin`] | renewal margin distribution (TTL left when renewals land) |
@@ -22,7 +21,6 @@ pub mod margin;
 pub mod palette;
 pub mod throughput;
 pub mod timeline;
-pub mod verdicts;
 
 use std::sync::OnceLock;
 

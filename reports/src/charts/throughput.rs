@@ -55,6 +55,11 @@ impl ThroughputChart {
     }
 }
 
+/// Whether a bar is a safe case that completed (about) nothing: it gave up rather than break.
+fn gave_up(value: f64, verdict: &str) -> bool {
+    verdict == "safe" && value < 0.005
+}
+
 impl Plot for ThroughputChart {
     fn size(&self) -> (u32, u32) {
         (960, 110 + 44 * self.bars.len().max(1) as u32)
@@ -121,6 +126,11 @@ impl Plot for ThroughputChart {
             chart.draw_series(std::iter::once(rect)).map_err(err)?;
             let label = match bar.value {
                 Some(v) if bar.verdict == "VIOLATED" => format!("{} CS/s · VIOLATED", rate(v)),
+                // Under a fault that takes the lock away, a safe strategy that completed nothing
+                // waited for a lock it could not get: that is the right answer, not a breakage.
+                Some(v) if gave_up(v, bar.verdict) => {
+                    format!("{} CS/s · safe: gave up (no lock)", rate(v))
+                }
                 Some(v) => format!("{} CS/s", rate(v)),
                 None => bar.verdict.to_owned(),
             };
@@ -140,5 +150,29 @@ impl Plot for ThroughputChart {
                 .map_err(err)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_safe_strategy_that_completed_nothing_gave_up() {
+        let bar = |strategy: &str, value: f64, verdict: &'static str| Bar {
+            strategy: strategy.to_owned(),
+            style: Palette::new(["a", "b"]).style(strategy),
+            value: Some(value),
+            verdict,
+        };
+        let chart = ThroughputChart {
+            title: "Throughput — server-freeze".to_owned(),
+            bars: vec![bar("a", 0.0, "safe"), bar("b", 0.67, "VIOLATED")],
+        };
+        let svg = super::super::render("t", &chart.title, &chart)
+            .expect("the chart draws")
+            .svg;
+        assert!(svg.contains("gave up (no lock)"), "{svg}");
+        assert_eq!(svg.matches("gave up").count(), 1, "only the safe zero bar");
     }
 }

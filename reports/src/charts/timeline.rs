@@ -177,11 +177,17 @@ impl Plot for TimelineChart {
                     )))
                     .map_err(err)?,
             };
+            // A fault in the right half of the view is labelled leftwards from its start, so the
+            // note is not cut off at the chart's right edge.
+            let leftwards = start > x0 + (x1 - x0) / 2.0;
             chart
                 .draw_series(std::iter::once(Text::new(
                     fault.label.clone(),
                     (start, top.clone()),
-                    text(NOTE_SIZE).pos(Pos::new(HPos::Left, VPos::Top)),
+                    text(NOTE_SIZE).pos(Pos::new(
+                        if leftwards { HPos::Right } else { HPos::Left },
+                        VPos::Top,
+                    )),
                 )))
                 .map_err(err)?;
         }
@@ -290,5 +296,44 @@ mod tests {
                 (0, 12.0, 15.0)
             ]
         );
+    }
+
+    /// A fault late in the view is labelled leftwards (once its note ran off the right edge).
+    #[test]
+    fn a_late_fault_is_labelled_leftwards() {
+        let chart = TimelineChart {
+            title: "t".into(),
+            sample: HolderSample {
+                key: 0,
+                anchor: "from_start".into(),
+                intervals: vec![held(0, 0.0, 400.0), held(1, 400.0, 1000.0)],
+            },
+            faults: vec![
+                Shade {
+                    start_ms: 100.0,
+                    stop_ms: Some(200.0),
+                    label: "early-fault".into(),
+                },
+                Shade {
+                    start_ms: 950.0,
+                    stop_ms: None,
+                    label: "late-fault redis-0".into(),
+                },
+            ],
+            warmup_ms: 0.0,
+        };
+        let svg = super::super::render("t", &chart.title, &chart)
+            .expect("the chart draws")
+            .svg;
+        let tag_of = |label: &str| {
+            let at = svg.find(label).expect("the label is drawn");
+            let open = svg[..at].rfind("<text").expect("in a text element");
+            svg[open..at].to_owned()
+        };
+        assert!(
+            tag_of("late-fault").contains("text-anchor=\"end\""),
+            "{svg}"
+        );
+        assert!(!tag_of("early-fault").contains("text-anchor=\"end\""));
     }
 }
