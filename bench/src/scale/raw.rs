@@ -1,7 +1,7 @@
 //! The yardstick of batched renewal: a raw sender that makes the calls `redis-watchdog-batched` makes at
 //! a step, with no `lockers` code between. The same script text ([`batch_renewal_script`]), the same
-//! locks per call, the same schedule ([`BATCHED_SCHEDULE`]: a twelfth of a period per tick, each chunk
-//! every eleventh tick on its phase, at most 16 calls in flight), the same TTL, on the same kind of
+//! locks per call, the same schedule ([`BATCHED_SCHEDULE`]: a twelfth of a period per tick, every lock
+//! renewed every eleventh tick, at most 16 calls in flight), the same TTL, on the same kind of
 //! connection (redis-rs's multiplexed `ConnectionManager`, with the timeouts `lockers` gives it).
 //!
 //! It runs where a strategy runs (its own child process, measured by the same window with the same client
@@ -214,9 +214,9 @@ fn ttl_ms(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_nanos().div_ceil(1_000_000).max(1)).unwrap_or(u64::MAX)
 }
 
-/// Sends the renewal rounds until aborted: at tick `n`, every chunk of phase `n % phases` (chunk `c` of
-/// the live locks is on phase `c % phases`), at most `chunks_in_flight` calls at a time; each answer
-/// counted as the strategy's events would be.
+/// Sends the renewal rounds until aborted: at every tick that is a multiple of `renew_every_ticks`,
+/// every chunk of the live locks, at most `chunks_in_flight` calls at a time; each answer counted as the
+/// strategy's events would be.
 async fn send_rounds(
     connection: (ConnectionManager, String),
     locks: Arc<RawLocks>,

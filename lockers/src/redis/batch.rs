@@ -3,16 +3,13 @@
 //! one call per lock. Its cost grows with the locks due, not the locks held.
 //!
 //! Locks sit in a [`TimerWheel`] of ticks [`TICKS_PER_PERIOD`] to a renewal period, bucketed by the tick
-//! their next renewal is due at; a tick expires only its own bucket. Each lock renews on one *phase* of
-//! the renewal grid (the ticks `≡ phase` modulo [`RENEW_EVERY_TICKS`]): a new lock joins a phase whose
-//! last chunk has room (the least loaded such), else the least loaded phase, so a round's ⌈N / chunk⌉
-//! calls (plus at most one partly filled chunk per phase) go out a phase at a time, spread across the
-//! period, instead of in one burst whose tail lands late. A lock's first renewal is due at the last tick
-//! of its phase at or before one period after its acquire was sent. Each next renewal is planned
-//! [`RENEW_EVERY_TICKS`] (a period less one tick) after the tick the previous one was *due* at (not
-//! after its answer), so a lock is renewed a little more often than every period, and the thinnest
-//! margin stays at least ⅔ of the TTL (default ratio ⅓) while a chunk goes out no more than one tick
-//! later than the previous one did.
+//! their next renewal is due at; a tick expires only its own bucket. A lock's first renewal is due at the
+//! last grid tick (a multiple of [`RENEW_EVERY_TICKS`] from the scheduler's start) at or before one
+//! period after its acquire was sent, so all locks share one grid tick and N held locks cost
+//! ⌈N / chunk⌉ calls per renewal round. Each next renewal is planned [`RENEW_EVERY_TICKS`] (a period less one tick) after the tick
+//! the previous one was *due* at (not after its answer), so a lock is renewed a little more often than
+//! every period, and the thinnest margin stays at least ⅔ of the TTL (default ratio ⅓) while a chunk
+//! goes out no more than one tick later than the previous one did.
 //!
 //! Chunk calls are built lazily, at most [`CHUNKS_IN_FLIGHT`] at a time, from the key and owner each
 //! lock was scheduled with (shared, never re-encoded). [`SCHEDULE`] gives these numbers to a caller
@@ -57,8 +54,6 @@ struct Item {
     state: Arc<LeaseState>,
     /// The tick the next renewal is planned for (the wheel may hold it later, never earlier).
     due: u64,
-    /// The grid phase the lock is counted in (`due % RENEW_EVERY_TICKS`).
-    phase: usize,
 }
 
 /// Wheel ticks per renewal period: the resolution of retries (a third of a period is 4 ticks).
@@ -73,8 +68,6 @@ pub(crate) const RENEWALS_PER_PERIOD: f64 = TICKS_PER_PERIOD as f64 / RENEW_EVER
 const SLOTS: usize = 4 * TICKS_PER_PERIOD as usize;
 /// How many chunk calls may be in flight at once.
 const CHUNKS_IN_FLIGHT: usize = 16;
-/// Phases of the renewal grid.
-const PHASES: usize = RENEW_EVERY_TICKS as usize;
 
 /// The timing of batched renewal as numbers, for a caller that sends the same calls on the same
 /// schedule without this code.
@@ -82,7 +75,8 @@ const PHASES: usize = RENEW_EVERY_TICKS as usize;
 pub struct BatchSchedule {
     /// Scheduler ticks per renewal period.
     pub ticks_per_period: u64,
-    /// Ticks from one renewal of a lock to its next (the number of phases of the grid).
+    /// Ticks from one renewal round to the next: every lock is renewed on the ticks that are
+    /// multiples of this, counted from the scheduler's start.
     pub renew_every_ticks: u64,
     /// Chunk calls in flight at once at most.
     pub chunks_in_flight: usize,
@@ -100,42 +94,6 @@ struct Inner {
     /// The tick the scheduler sleeps until (`u64::MAX`: nothing armed), or `None` while it works; a lock
     /// armed earlier than it wakes the scheduler.
     sleeping_until: Option<u64>,
-    /// Locks counted in each phase of the renewal grid.
-    phase_locks: [usize; PHASES],
-}
-
-impl Inner {
-    /// The phase a new lock joins: one whose last chunk has room (the least loaded such), else the
-    /// least loaded one.
-    fn phase_for_new(&self, chunk: usize) -> usize {
-        let load = |p: &usize| self.phase_locks[*p];
-        (0..PHASES)
-            .filter(|&p| !self.phase_locks[p].is_multiple_of(chunk))
-            .min_by_key(load)
-            .or_else(|| (0..PHASES).min_by_key(load))
-            .unwrap_or(0)
-    }
-
-    /// Takes `id` out of the wheel and its phase.
-    fn remove(&mut self, id: TimerId) -> Option<Item> {
-        let item = self.wheel.remove(id)?;
-        self.phase_locks[item.phase] -= 1;
-        Some(item)
-    }
-
-    /// Plans `id`'s next renewal at `due`, moving it to that tick's phase.
-    fn plan(&mut self, id: TimerId, due: u64) {
-        let phase = (due % RENEW_EVERY_TICKS) as usize;
-        let Some(item) = self.wheel.get_mut(id) else {
-            return;
-        };
-        item.due = due;
-        if item.phase != phase {
-            self.phase_locks[item.phase] -= 1;
-            self.phase_locks[phase] += 1;
-            item.phase = phase;
-        }
-    }
 }
 
 struct Schedule {
@@ -144,7 +102,6 @@ struct Schedule {
     plan: RenewalPlan,
     origin: Instant,
     tick: Duration,
-    chunk: usize,
     events: Events,
 }
 
@@ -199,12 +156,12 @@ impl Schedule {
                 continue; // released meanwhile
             };
             if item.state.has_ended() {
-                inner.remove(id);
+                inner.wheel.remove(id);
                 continue;
             }
             let deadline = item.state.deadline();
             if now >= deadline {
-                if let Some(item) = inner.remove(id) {
+                if let Some(item) = inner.wheel.remove(id) {
                     item.state.mark_lost(LossReason::Expired);
                 }
                 continue;
@@ -244,11 +201,13 @@ impl Schedule {
                     AfterRenewal::Extended => item.due + RENEW_EVERY_TICKS,
                     AfterRenewal::Retry { at } => self.tick_of(at),
                     AfterRenewal::Lost => {
-                        inner.remove(id);
+                        inner.wheel.remove(id);
                         continue;
                     }
                 };
-            inner.plan(id, next);
+            if let Some(item) = inner.wheel.get_mut(id) {
+                item.due = next;
+            }
             self.arm(&mut inner, id, next);
         }
     }
@@ -266,7 +225,7 @@ struct Unschedule {
 impl StopRenewal for Unschedule {
     fn stop(self: Box<Self>) {
         if let Some(schedule) = self.schedule.upgrade() {
-            schedule.lock().remove(self.id);
+            schedule.lock().wheel.remove(self.id);
         }
     }
 }
@@ -303,13 +262,11 @@ impl BatchRenewer {
             inner: Mutex::new(Inner {
                 wheel: TimerWheel::new(SLOTS, 0),
                 sleeping_until: Some(u64::MAX),
-                phase_locks: [0; PHASES],
             }),
             changed: Arc::new(Notify::new()),
             plan,
             origin: Instant::now(),
             tick,
-            chunk: chunk.max(1),
             events,
         });
         let task = tokio::spawn(run(Arc::downgrade(&schedule), chunk.max(1), renew_chunk));
@@ -327,22 +284,12 @@ impl BatchRenewer {
         sent_at: Instant,
     ) -> Box<dyn StopRenewal> {
         let s = &self.schedule;
+        // The last renewal-grid tick (a multiple of RENEW_EVERY_TICKS) at or before one period after
+        // the send: every lock renews on the same grid, so locks taken at different times share chunks.
         let latest = s.tick_of(sent_at + s.plan.period);
+        let due = latest - latest % RENEW_EVERY_TICKS;
         let mut inner = s.lock();
-        // The last tick of the lock's phase at or before one period after the send: locks taken at
-        // different times share chunks, and the phases spread a round's chunks across the period.
-        let phase = inner.phase_for_new(s.chunk);
-        let back =
-            (latest % RENEW_EVERY_TICKS + RENEW_EVERY_TICKS - phase as u64) % RENEW_EVERY_TICKS;
-        let due = latest.saturating_sub(back);
-        let phase = (due % RENEW_EVERY_TICKS) as usize;
-        inner.phase_locks[phase] += 1;
-        let id = inner.wheel.insert(Item {
-            target,
-            state,
-            due,
-            phase,
-        });
+        let id = inner.wheel.insert(Item { target, state, due });
         s.arm(&mut inner, id, due);
         drop(inner);
         Box::new(Unschedule {
@@ -439,39 +386,5 @@ where
             };
             s.apply(&ids, &answers, sent_at, done_at);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn empty() -> Inner {
-        Inner {
-            wheel: TimerWheel::new(SLOTS, 0),
-            sleeping_until: None,
-            phase_locks: [0; PHASES],
-        }
-    }
-
-    #[test]
-    fn new_locks_fill_whole_chunks_and_spread_over_the_phases() {
-        let mut inner = empty();
-        let mut joined = Vec::new();
-        for _ in 0..PHASES * 4 {
-            let phase = inner.phase_for_new(2);
-            inner.phase_locks[phase] += 1;
-            joined.push(phase);
-        }
-        // Chunks of two: a phase takes a second lock before another phase opens, and every phase
-        // gets its share, so a round's calls are spread over the period, never all on one tick.
-        assert_eq!(joined[..6], [0, 0, 1, 1, 2, 2]);
-        assert!(inner.phase_locks.iter().all(|&n| n == 4), "{joined:?}");
-        // A phase a release left with a part-filled chunk is filled first.
-        inner.phase_locks[5] -= 1;
-        assert_eq!(inner.phase_for_new(2), 5);
-        // One lock per chunk: the least loaded phase.
-        inner.phase_locks[7] -= 2;
-        assert_eq!(inner.phase_for_new(1), 7);
     }
 }

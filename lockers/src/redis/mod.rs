@@ -35,10 +35,10 @@
 //! `crate::renewal::record_renewal`, shared by every renewer here: the per-lock loop, the batch scheduler,
 //! the guard threads and the keyspace holders.
 //!
-//! Batched renewal timing: locks are renewed on a grid of ticks a twelfth of a renewal period apart,
-//! each lock every eleventh tick on one of the grid's eleven phases; a round's chunks are spread over
-//! the phases rather than sent in one burst. So every held lock is renewed a little more often than once
-//! per period, and N held locks cost about ⌈N / chunk⌉ calls per period (see `batch`).
+//! Batched renewal timing: locks are renewed on a grid of ticks one renewal period apart; each lock at the
+//! first tick at least half a period after its previous answer. So every held lock is renewed once per
+//! period, between ½ and 1½ periods after its previous renewal, and N held locks cost ⌈N / chunk⌉ calls
+//! per period.
 
 mod client;
 mod cluster;
