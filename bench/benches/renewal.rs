@@ -225,6 +225,8 @@ async fn scheduler_cost(
         max_rss_bytes: 4 << 30,
         // Each mode in its own process, so its RSS and threads are its own.
         isolation: Isolation::ChildProcess(env!("CARGO_BIN_EXE_lockbench").into()),
+        // Batched renewal's client-CPU target is its ratio to the raw sender in the same run.
+        yardstick: true,
     };
     let started = Instant::now();
     let series = scale::measure(&spec, backends).await;

@@ -458,6 +458,9 @@ pub struct ScaleArgs {
     /// Internal: process ids of the servers, for their CPU time (`redis=PID,zookeeper=PID`).
     #[arg(long, hide = true, value_name = "LIST")]
     pub server_pids: Option<String>,
+    /// Internal: as a worker, measure the raw sender beside the batched strategy.
+    #[arg(long, hide = true, requires = "worker")]
+    pub raw_sender: bool,
 }
 
 impl ScaleArgs {
@@ -474,11 +477,13 @@ impl ScaleArgs {
                 max_threads: self.max_threads,
                 max_rss_mib: self.max_rss_mib,
                 in_process: self.in_process || self.worker,
+                yardstick: true,
             },
             out: self.out.clone(),
             servers: self.servers.given(),
             worker: self.worker,
             server_pids: self.server_pids.clone(),
+            raw_sender: self.raw_sender,
         }
     }
 }

@@ -293,12 +293,15 @@ async fn many_locks(
             steps: MANY_LOCKS_STEPS.to_owned(),
             hold: MANY_LOCKS_HOLD.to_owned(),
             step_budget: MANY_LOCKS_STEP_BUDGET.to_owned(),
+            // The cost chart needs no yardstick.
+            yardstick: false,
             ..ScaleOptions::default()
         },
         out: Some(dir.clone()),
         servers: args.servers.clone(),
         worker: false,
         server_pids: None,
+        raw_sender: false,
     };
     scale::command(request).await?;
     let text = std::fs::read_to_string(dir.join(scale::SCALE_FILE))

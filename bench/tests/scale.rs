@@ -1,7 +1,8 @@
 //! `lockbench scale` through the built binary, against a redis-server it starts itself: each strategy in
 //! its own child process, the scale file written and readable, the batched watchdog's renew calls at
-//! the ⌈held ÷ chunk⌉ per period the design promises, guard threads stopped by the thread cap with the
-//! reason recorded, and bad input rejected with exit code 2.
+//! the ⌈held ÷ chunk⌉ per period the design promises, the raw sender beside it making the same calls,
+//! guard threads stopped by the thread cap with the reason recorded, and bad input rejected with exit
+//! code 2.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -57,7 +58,7 @@ fn batched_renewal_and_the_guard_thread_cap() {
     );
     let results = results.unwrap();
     assert!(results.complete);
-    assert_eq!(results.strategies.len(), 2);
+    assert_eq!(results.strategies.len(), 3);
 
     let batched = &results.strategies[0];
     assert_eq!(batched.strategy, "redis-watchdog-batched");
@@ -83,7 +84,34 @@ fn batched_renewal_and_the_guard_thread_cap() {
         assert!(point.client_threads < 50, "{}", point.client_threads);
     }
 
-    let guard = &results.strategies[1];
+    // The raw sender, measured beside the batched strategy: the same calls for the same locks.
+    let raw = &results.strategies[1];
+    assert_eq!(raw.strategy, "raw-batch-sender");
+    assert!(raw.stopped.is_none(), "{:?}", raw.stopped);
+    assert_eq!(raw.locks_per_renew_call, Some(100));
+    for (point, beside) in raw.points.iter().zip(&batched.points) {
+        assert_eq!(point.held_locks, beside.held_locks);
+        assert_eq!(point.held_at_end, point.held_locks);
+        assert_eq!((point.lost, point.renew_failures), (0, 0));
+        let bound = point.renew_calls_bound_per_s.unwrap();
+        let calls = point.renew_calls_per_s.unwrap();
+        assert!(
+            calls <= bound * 1.2 && calls >= bound * 0.6,
+            "raw: {calls} renew calls/s against a bound of {bound}"
+        );
+        let per_lock = point.renewals_per_s / point.held_locks as f64;
+        assert!((2.0..4.5).contains(&per_lock), "raw: {per_lock}");
+        // The same TTL, renewed as often: a margin above ⅔ of 900 ms, reported with its p0.1.
+        let (least, p0_1) = (
+            point.thinnest_margin_ms.unwrap(),
+            point.margin_p0_1_ms.unwrap(),
+        );
+        assert!(least <= p0_1 && p0_1 <= 900.0, "{least} {p0_1}");
+    }
+    assert_eq!(raw.points.len(), 2);
+    assert!(stdout.contains("raw-batch-sender"), "{stdout}");
+
+    let guard = &results.strategies[2];
     assert_eq!(guard.strategy, "redis-guard-thread");
     let stop = guard.stopped.as_ref().unwrap();
     assert!(stop.reason.contains("thread cap 300"), "{}", stop.reason);

@@ -115,6 +115,11 @@ pub struct ScalePoint {
     /// `remaining_ttl_before`), ms: the thinnest safety margin; absent when no renewal reported one.
     #[serde(default)]
     pub thinnest_margin_ms: Option<f64>,
+    /// The 0.1th percentile of the remaining TTLs the renewals in the window found, ms: the thin end of
+    /// the margin's distribution, less at the mercy of one late call than the least; absent when no
+    /// renewal reported one.
+    #[serde(default)]
+    pub margin_p0_1_ms: Option<f64>,
     /// Server CPU time per second of holding, in ms (a whole core is 1000); absent when unknown.
     pub server_cpu_ms_per_s: Option<f64>,
     /// Redis only: time the server spent executing the renew scripts (`INFO commandstats` usec of the
@@ -298,6 +303,7 @@ mod tests {
             renew_failures: 0,
             lost: 0,
             thinnest_margin_ms: Some(2000.0),
+            margin_p0_1_ms: Some(2010.0),
             server_cpu_ms_per_s: Some(4.0),
             server_command_ms_per_s: Some(1.5),
             client_cpu_percent: 0.8,

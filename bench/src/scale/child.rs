@@ -2,7 +2,7 @@
 //! settings, the parent's servers given as addresses and their process ids (for server CPU), writing
 //! `scale.json` into a temporary directory that the parent reads back. The child's client RSS, threads
 //! and CPU are then the strategy's alone. A child that fails or overruns its time bound gives a series
-//! that says so.
+//! that says so. The raw sender beside a batched strategy runs the same way (`--raw-sender`).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -11,20 +11,25 @@ use std::time::Duration;
 use lockbench_reports::scale::{ScaleResults, ScaleSeries, ScaleStop};
 
 use super::hold::locks_per_renew_call;
-use super::{SCALE_FILE, ScaleSpec};
+use super::{SCALE_FILE, ScaleSpec, Subject, raw};
 use crate::backends::{Backends, ServerKind};
 use crate::duration::format_duration;
 use crate::strategies::Strategy;
 
-/// Runs `strategy` in a child process of `exe`.
+/// Runs `strategy` (or its raw sender) in a child process of `exe`.
 pub async fn measure_strategy(
     exe: &Path,
     strategy: &'static Strategy,
+    subject: Subject,
     spec: &ScaleSpec,
     backends: &Backends,
 ) -> ScaleSeries {
+    let name = match subject {
+        Subject::Strategy => strategy.id,
+        Subject::RawSender => raw::RAW_ID,
+    };
     let failed = |reason: String| ScaleSeries {
-        strategy: strategy.id.to_owned(),
+        strategy: name.to_owned(),
         server: strategy.server.name().to_owned(),
         locks_per_renew_call: locks_per_renew_call(strategy),
         points: Vec::new(),
@@ -42,8 +47,11 @@ pub async fn measure_strategy(
         Err(e) => return failed(format!("no temp dir for the worker process: {e}")),
     };
     let mut command = tokio::process::Command::new(exe);
+    command.args(worker_args(strategy, spec, backends));
+    if subject == Subject::RawSender {
+        command.arg("--raw-sender");
+    }
     command
-        .args(worker_args(strategy, spec, backends))
         .arg("--out")
         .arg(dir.path())
         .stdin(Stdio::null())

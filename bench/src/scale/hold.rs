@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use lockbench_reports::scale::{ScalePoint, ScaleSeries, ScaleStop};
 use lockbench_servers::probe;
 use lockers::redis::{RenewalMode, watchdog};
@@ -28,15 +29,17 @@ use crate::measure::RedisCommandStats;
 use crate::proc_stat;
 use crate::strategies::{Endpoints, Strategy};
 
-/// Counts the renewal events of one client.
+/// Counts the renewal events of one client, and the margins (remaining TTLs) its renewals found.
 #[derive(Debug)]
-struct RenewalCounts {
+pub(super) struct RenewalCounts {
     renewed: AtomicU64,
     failed: AtomicU64,
     lost: AtomicU64,
-    /// The least `remaining_ttl_before` reported since the last [`take_thinnest`](Self::take_thinnest),
+    /// The least `remaining_ttl_before` reported since the last [`take_margins`](Self::take_margins),
     /// in µs (`u64::MAX`: none).
     thinnest_us: AtomicU64,
+    /// Every `remaining_ttl_before` since the last [`take_margins`](Self::take_margins), in µs.
+    margins_us: Mutex<Histogram<u64>>,
 }
 
 impl Default for RenewalCounts {
@@ -46,41 +49,70 @@ impl Default for RenewalCounts {
             failed: AtomicU64::new(0),
             lost: AtomicU64::new(0),
             thinnest_us: AtomicU64::new(u64::MAX),
+            margins_us: Mutex::new(margin_histogram()),
         }
     }
 }
 
+/// An empty histogram of margins in µs, 1 µs to an hour (longer ones are recorded as an hour), 3
+/// significant digits.
+fn margin_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds and precision")
+}
+
 impl EventSink for RenewalCounts {
     fn record(&self, event: LockEvent) {
-        let counter = match event {
+        match event {
             LockEvent::Renewed {
                 remaining_ttl_before,
                 ..
-            } => {
-                if let Some(left) = remaining_ttl_before {
-                    let us = u64::try_from(left.as_micros()).unwrap_or(u64::MAX);
-                    self.thinnest_us.fetch_min(us, Ordering::Relaxed);
-                }
-                &self.renewed
-            }
-            LockEvent::RenewFailed { .. } => &self.failed,
-            LockEvent::Lost { .. } => &self.lost,
-            _ => return,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+            } => self.renewed(remaining_ttl_before),
+            LockEvent::RenewFailed { .. } => self.failed(),
+            LockEvent::Lost { .. } => self.lost(),
+            _ => {}
+        }
     }
 }
 
 impl RenewalCounts {
+    /// One lock renewed, which had `left` of its TTL when the renewal ran (when known).
+    pub(super) fn renewed(&self, left: Option<Duration>) {
+        if let Some(left) = left {
+            let us = u64::try_from(left.as_micros()).unwrap_or(u64::MAX);
+            self.thinnest_us.fetch_min(us, Ordering::Relaxed);
+            self.margins_us
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .saturating_record(us);
+        }
+        self.renewed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One renewal failed.
+    pub(super) fn failed(&self) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One lock lost.
+    pub(super) fn lost(&self) {
+        self.lost.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// (renewed, failed, lost) so far.
-    fn now(&self) -> [u64; 3] {
+    pub(super) fn now(&self) -> [u64; 3] {
         [&self.renewed, &self.failed, &self.lost].map(|c| c.load(Ordering::Relaxed))
     }
 
-    /// The thinnest margin reported since the last call, in ms, and starts a new minimum.
-    fn take_thinnest(&self) -> Option<f64> {
+    /// The thinnest margin and the margins' 0.1th percentile since the last call, in ms, and starts
+    /// anew.
+    fn take_margins(&self) -> (Option<f64>, Option<f64>) {
         let us = self.thinnest_us.swap(u64::MAX, Ordering::Relaxed);
-        (us != u64::MAX).then(|| us as f64 / 1e3)
+        let histogram = std::mem::replace(
+            &mut *self.margins_us.lock().unwrap_or_else(|e| e.into_inner()),
+            margin_histogram(),
+        );
+        let p0_1 = (!histogram.is_empty()).then(|| histogram.value_at_quantile(0.001) as f64 / 1e3);
+        ((us != u64::MAX).then(|| us as f64 / 1e3), p0_1)
     }
 }
 
@@ -168,7 +200,7 @@ pub async fn measure_strategy(
         // Let every lock settle into its renewal cycle before measuring.
         tokio::time::sleep(spec.renew_period().max(Duration::from_millis(500))).await;
         let window = Window {
-            held: &held,
+            held_locks: held.len() as u64,
             spec,
             server: server.clone(),
             counts: &counts,
@@ -180,7 +212,10 @@ pub async fn measure_strategy(
                 _ => 1.0,
             },
         };
-        series.points.push(window.measure().await);
+        let point = window
+            .measure(|| held.iter().filter(|l| l.is_held()).count() as u64)
+            .await;
+        series.points.push(point);
         if let Some(reason) = stop {
             series.stopped = Some(ScaleStop {
                 held: held.len() as u64,
@@ -382,25 +417,27 @@ fn renew_calls(before: &Reading, after: &Reading) -> Option<u64> {
 }
 
 /// The measured window of one step.
-struct Window<'a> {
-    held: &'a [Lease],
-    spec: &'a ScaleSpec,
-    server: Option<ServerProbe>,
-    counts: &'a RenewalCounts,
+pub(super) struct Window<'a> {
+    pub(super) held_locks: u64,
+    pub(super) spec: &'a ScaleSpec,
+    pub(super) server: Option<ServerProbe>,
+    pub(super) counts: &'a RenewalCounts,
     /// Counters when the step began filling.
-    at_start: [u64; 3],
-    fill_time: Duration,
-    locks_per_call: Option<u64>,
+    pub(super) at_start: [u64; 3],
+    pub(super) fill_time: Duration,
+    pub(super) locks_per_call: Option<u64>,
     /// Renewals of each lock per renewal period (batched renewal: a little more than one).
-    renewals_per_period: f64,
+    pub(super) renewals_per_period: f64,
 }
 
 impl Window<'_> {
-    async fn measure(self) -> ScalePoint {
+    /// Holds still for the window and reads everything before and after; `held_at_end` counts the
+    /// locks still held once it is over.
+    pub(super) async fn measure(self, held_at_end: impl FnOnce() -> u64) -> ScalePoint {
         let before = read(self.server.clone(), self.counts).await;
-        self.counts.take_thinnest();
+        self.counts.take_margins();
         tokio::time::sleep(self.spec.hold).await;
-        let thinnest_margin_ms = self.counts.take_thinnest();
+        let (thinnest_margin_ms, margin_p0_1_ms) = self.counts.take_margins();
         let after = read(self.server.clone(), self.counts).await;
         let seconds = (after.at - before.at).as_secs_f64().max(1e-9);
         let me = proc_stat::sample(None).unwrap_or_default();
@@ -413,7 +450,7 @@ impl Window<'_> {
             .as_ref()
             .zip(after.redis.as_ref())
             .map(|(b, a)| a.since(b).scripts().usec as f64);
-        let held_locks = self.held.len() as u64;
+        let held_locks = self.held_locks;
         let period = self.spec.renew_period().as_secs_f64() / self.renewals_per_period;
         let bound = self
             .locks_per_call
@@ -421,7 +458,7 @@ impl Window<'_> {
             .map(|per_call| held_locks.div_ceil(per_call) as f64 / period);
         ScalePoint {
             held_locks,
-            held_at_end: self.held.iter().filter(|l| l.is_held()).count() as u64,
+            held_at_end: held_at_end(),
             fill_ms: ms(self.fill_time),
             window_ms: seconds * 1e3,
             renew_calls_per_s: renew_calls(&before, &after).map(|n| n as f64 / seconds),
@@ -430,6 +467,7 @@ impl Window<'_> {
             renew_failures: after.counts[1].saturating_sub(self.at_start[1]),
             lost: after.counts[2].saturating_sub(self.at_start[2]),
             thinnest_margin_ms,
+            margin_p0_1_ms,
             server_cpu_ms_per_s: server_cpu.map(|s| s * 1e3 / seconds),
             server_command_ms_per_s: command_usec.map(|us| us / 1e3 / seconds),
             client_cpu_percent: (after.client_cpu - before.client_cpu).as_secs_f64() * 100.0

@@ -14,14 +14,20 @@
 //! and the stop is recorded with its reason (`stopped at 9984: thread cap 10000 reached`). The locks held
 //! so far are still measured, then released.
 //!
+//! Beside `redis-watchdog-batched`, the same run measures a raw sender ([`raw`]) making the same calls
+//! on the same schedule with no `lockers` code between: the yardstick its client-CPU target is a ratio
+//! to, measured under the same load.
+//!
 //! | module | job |
 //! |---|---|
 //! | [`hold`] | one strategy in this process: fill each step, hold, read the counters, release |
-//! | [`child`] | one strategy in a child process |
+//! | [`raw`] | the raw sender of batched renewal's calls, the yardstick beside `redis-watchdog-batched` |
+//! | [`child`] | one strategy (or the raw sender) in a child process |
 //! | [`table`] | the terminal table and the DESIGN §8 checks |
 
 pub mod child;
 pub mod hold;
+pub mod raw;
 pub mod table;
 
 use std::collections::BTreeMap;
@@ -91,6 +97,8 @@ pub struct ScaleOptions {
     pub max_rss_mib: u64,
     /// Run every strategy in this process.
     pub in_process: bool,
+    /// Measure the raw sender beside `redis-watchdog-batched` (default on).
+    pub yardstick: bool,
 }
 
 impl Default for ScaleOptions {
@@ -105,6 +113,7 @@ impl Default for ScaleOptions {
             max_threads: DEFAULT_MAX_THREADS,
             max_rss_mib: DEFAULT_MAX_RSS_MIB,
             in_process: false,
+            yardstick: true,
         }
     }
 }
@@ -122,6 +131,17 @@ pub struct ScaleRequest {
     pub worker: bool,
     /// Process ids of the servers, for their CPU time (`redis=PID,zookeeper=PID`).
     pub server_pids: Option<String>,
+    /// As a worker: measure the raw sender beside the (batched) strategy instead of the strategy.
+    pub raw_sender: bool,
+}
+
+/// What one series measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// The strategy's own client.
+    Strategy,
+    /// The raw sender of the strategy's batched calls ([`raw`]).
+    RawSender,
 }
 
 /// Where each strategy's client runs.
@@ -154,6 +174,8 @@ pub struct ScaleSpec {
     pub max_rss_bytes: u64,
     /// Where each strategy's client runs.
     pub isolation: Isolation,
+    /// Whether the raw sender is measured beside `redis-watchdog-batched`.
+    pub yardstick: bool,
 }
 
 impl ScaleOptions {
@@ -213,6 +235,7 @@ impl ScaleOptions {
             max_threads: self.max_threads,
             max_rss_bytes: self.max_rss_mib.saturating_mul(1 << 20),
             isolation,
+            yardstick: self.yardstick,
         })
     }
 }
@@ -327,11 +350,27 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
         environment: environment::collect(backends.infos()),
         strategies: Vec::new(),
     };
-    for strategy in &spec.strategies {
+    let subjects: Vec<(&'static Strategy, Subject)> = if args.worker {
+        let subject = if args.raw_sender {
+            Subject::RawSender
+        } else {
+            Subject::Strategy
+        };
+        spec.strategies.iter().map(|s| (*s, subject)).collect()
+    } else {
+        spec.strategies
+            .iter()
+            .flat_map(|s| subjects_of(s, &spec))
+            .collect()
+    };
+    for (strategy, subject) in subjects {
         if !args.worker {
-            eprintln!("lockbench scale: {} …", strategy.id);
+            match subject {
+                Subject::Strategy => eprintln!("lockbench scale: {} …", strategy.id),
+                Subject::RawSender => eprintln!("lockbench scale: {} …", raw::RAW_ID),
+            }
         }
-        let series = measure_one(strategy, &spec, &backends, &server_pids).await;
+        let series = measure_one(strategy, subject, &spec, &backends, &server_pids).await;
         results.strategies.push(series);
         results.finished_at = now_rfc3339();
         // Written after every strategy, so an interrupted run keeps what it measured.
@@ -347,17 +386,30 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
     Ok(crate::EXIT_OK)
 }
 
-/// Holds `spec.steps` locks with one client of each strategy in turn; one series per strategy.
+/// Holds `spec.steps` locks with one client of each strategy in turn; one series per strategy, and the
+/// raw sender's beside `redis-watchdog-batched`.
 pub async fn measure(spec: &ScaleSpec, backends: &Backends) -> Vec<ScaleSeries> {
     let mut all = Vec::new();
     for strategy in &spec.strategies {
-        all.push(measure_one(strategy, spec, backends, &BTreeMap::new()).await);
+        for (strategy, subject) in subjects_of(strategy, spec) {
+            all.push(measure_one(strategy, subject, spec, backends, &BTreeMap::new()).await);
+        }
     }
     all
 }
 
+/// The strategy, then its raw sender if it has one and `spec` asks for it.
+fn subjects_of(strategy: &'static Strategy, spec: &ScaleSpec) -> Vec<(&'static Strategy, Subject)> {
+    let mut subjects = vec![(strategy, Subject::Strategy)];
+    if spec.yardstick && strategy.id == lockers::redis::watchdog::BATCHED_ID {
+        subjects.push((strategy, Subject::RawSender));
+    }
+    subjects
+}
+
 async fn measure_one(
     strategy: &'static Strategy,
+    subject: Subject,
     spec: &ScaleSpec,
     backends: &Backends,
     server_pids: &BTreeMap<ServerKind, u32>,
@@ -369,10 +421,13 @@ async fn measure_one(
     let series = match &spec.isolation {
         Isolation::InProcess => {
             let probe = server.map(|s| hold::ServerProbe::of(s, server_pids));
-            hold::measure_strategy(strategy, spec, backends, probe).await
+            match subject {
+                Subject::Strategy => hold::measure_strategy(strategy, spec, backends, probe).await,
+                Subject::RawSender => raw::measure(spec, backends, probe).await,
+            }
         }
         Isolation::ChildProcess(exe) => {
-            child::measure_strategy(exe, strategy, spec, backends).await
+            child::measure_strategy(exe, strategy, subject, spec, backends).await
         }
     };
     if let Some(server) = server {

@@ -12,7 +12,8 @@
 //! goes out no more than one tick later than the previous one did.
 //!
 //! Chunk calls are built lazily, at most [`CHUNKS_IN_FLIGHT`] at a time, from the key and owner each
-//! lock was scheduled with (shared, never re-encoded).
+//! lock was scheduled with (shared, never re-encoded). [`SCHEDULE`] gives these numbers to a caller
+//! that sends the same calls on the same schedule without this code (lockbench's raw yardstick).
 //!
 //! Per lock, the scheduler records each answer as `renew_until_lost` does for one (`record_renewal`:
 //! `Renewed` with the TTL found before extending and the deadline moved to `sent + ttl` on success,
@@ -67,6 +68,26 @@ pub(crate) const RENEWALS_PER_PERIOD: f64 = TICKS_PER_PERIOD as f64 / RENEW_EVER
 const SLOTS: usize = 4 * TICKS_PER_PERIOD as usize;
 /// How many chunk calls may be in flight at once.
 const CHUNKS_IN_FLIGHT: usize = 16;
+
+/// The timing of batched renewal as numbers, for a caller that sends the same calls on the same
+/// schedule without this code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSchedule {
+    /// Scheduler ticks per renewal period.
+    pub ticks_per_period: u64,
+    /// Ticks from one renewal round to the next: every lock is renewed on the ticks that are
+    /// multiples of this, counted from the scheduler's start.
+    pub renew_every_ticks: u64,
+    /// Chunk calls in flight at once at most.
+    pub chunks_in_flight: usize,
+}
+
+/// This scheduler's [`BatchSchedule`].
+pub(super) const SCHEDULE: BatchSchedule = BatchSchedule {
+    ticks_per_period: TICKS_PER_PERIOD,
+    renew_every_ticks: RENEW_EVERY_TICKS,
+    chunks_in_flight: CHUNKS_IN_FLIGHT,
+};
 
 struct Inner {
     wheel: TimerWheel<Item>,

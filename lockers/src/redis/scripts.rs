@@ -31,6 +31,7 @@ const LIB: &str = include_str!("scripts/lib.lua");
 /// One script, with the shared helpers prepended.
 pub(crate) struct LuaScript {
     name: &'static str,
+    code: String,
     script: redis::Script,
 }
 
@@ -46,9 +47,11 @@ impl fmt::Debug for LuaScript {
 impl LuaScript {
     /// `lib.lua` followed by `body`.
     pub(crate) fn with_lib(name: &'static str, body: &str) -> Self {
+        let code = format!("{LIB}\n{body}");
         LuaScript {
             name,
-            script: redis::Script::new(&format!("{LIB}\n{body}")),
+            script: redis::Script::new(&code),
+            code,
         }
     }
 
@@ -64,6 +67,11 @@ impl LuaScript {
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(self.script.get_hash()).arg(keys);
         cmd
+    }
+
+    /// The script's text, helpers included (what `SCRIPT LOAD` is sent).
+    pub(crate) fn code(&self) -> &str {
+        &self.code
     }
 
     /// The script's SHA1.

@@ -67,6 +67,15 @@ pub const BATCHED_ID: &str = "redis-watchdog-batched";
 /// How many times per renewal period batched renewal renews each lock (a little more than once: see
 /// `batch`), so a caller can bound its server calls.
 pub const BATCHED_RENEWALS_PER_PERIOD: f64 = super::batch::RENEWALS_PER_PERIOD;
+/// The timing of batched renewal (ticks, phases, calls in flight), for a sender that mirrors it.
+pub const BATCHED_SCHEDULE: BatchSchedule = super::batch::SCHEDULE;
+pub use super::batch::BatchSchedule;
+
+/// The text of the batched renewal script (`KEYS` lock hashes; `ARGV` the TTL in ms, then one owner
+/// field per key; answers 0 or the PTTL found, per key), for a sender that makes the same calls.
+pub fn batch_renewal_script() -> &'static str {
+    WATCHDOG_RENEW_BATCH.code()
+}
 
 /// The message a release publishes on the lock's channel (Redisson's `UNLOCK_MESSAGE`).
 const UNLOCK_MESSAGE: &str = "0";
