@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use lockbench_servers::{Direction, Fault, Proxy, RedisPair, RedisServer};
 use lockers::redis::{
-    ConnectionSettings, Generation, RedisWatchdog, Redisson, RedissonConfig, Topology,
+    ConnectionSettings, Generation, RedisWatchdog, Redisson, RedissonConfig, RetryDelay, Topology,
     WatchdogConfig,
 };
 use lockers::{AcquireOptions, EventLog, Events, LockError, LockEvent, Locker, LossReason};
@@ -104,6 +104,15 @@ async fn holder(row: &str, url: &str, events: Events) -> Arc<dyn Locker> {
                 .await
                 .unwrap(),
         ),
+        // The 3.44+ scheduler with 3.43's retry defaults (3 attempts, constant interval).
+        "redisson-3-retries" => {
+            let config = RedissonConfig {
+                retry_attempts: 3,
+                retry_delay: RetryDelay::Constant,
+                ..redisson(Generation::Scheduler)
+            };
+            Arc::new(Redisson::connect(url, config, events).await.unwrap())
+        }
         _ => {
             let config = WatchdogConfig {
                 renewal: lockers::Renewal::new(LONG),
@@ -204,14 +213,50 @@ async fn classic_rides_out_an_outage_within_its_retries() {
     assert_eq!(r.taken_after, None, "the lock was taken");
 }
 
-/// Redisson 3.44+ retries at the next tick: the lock stays held.
+/// Redisson 3.44+ retries at the next tick: with 3.43's retry budget (3 re-sends, at once after a
+/// response timeout) the failure comes 0.6 periods after the renewal was due, the next tick before
+/// expiry, and the lock stays held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scheduler_retries_at_the_next_tick() {
-    let r = renewal_error("redisson", 1.7).await;
+    let r = renewal_error("redisson-3-retries", 1.7).await;
     assert!(r.failed >= 1, "the failure is reported");
     assert!(r.renewed_after >= 2, "renewal resumed: {}", r.renewed_after);
     assert_eq!(r.taken_after, None, "the lock was taken");
     assert_eq!(r.lost, None);
+}
+
+/// Redisson 3.52.0's retry budget, as measured with the real library (`jvm-redisson`, renewal-error):
+/// 4 re-sends, each after a jittered `retryDelay` (scaled: 17-33 ms, then 33-67 ms), response timeouts
+/// included. A renewal due 1 period (1 s) after the acquire into a blackhole fails only after 5 response
+/// timeouts (5 × 150 ms) and 4 pauses: 1.87-1.98 s after the acquire (3.43's budget: 1.6 s), so the
+/// next tick comes about a TTL after the acquire, too late.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduler_spends_the_retry_budget_of_3_52() {
+    let server = RedisServer::start().unwrap();
+    let proxy = Proxy::start(server.addr()).unwrap();
+    let log = EventLog::new();
+    let proxied = format!("redis://{}", proxy.addr());
+    let a = holder("redisson", &proxied, Events::to(log.clone())).await;
+    let lease = a
+        .acquire(&unique("retry-budget"), &AcquireOptions::try_once())
+        .await
+        .unwrap();
+    let acquired = Instant::now();
+    tokio::time::sleep_until((acquired + LONG_PERIOD.mul_f64(0.7)).into()).await;
+    proxy.set(Direction::Upstream, Fault::Blackhole);
+    let failed = |log: &EventLog| log.count(|e| matches!(e, LockEvent::RenewFailed { .. })) > 0;
+    while !failed(&log) && acquired.elapsed() < LONG {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let failed_after = acquired.elapsed();
+    proxy.reset_all();
+    proxy.set(Direction::Upstream, Fault::Pass);
+    eprintln!("redisson: the renewal failed {failed_after:?} after the acquire");
+    assert!(
+        (Duration::from_millis(1850)..Duration::from_millis(2400)).contains(&failed_after),
+        "renewal failed {failed_after:?} after the acquire, expected 1.87-1.98 s (4 jittered retries)"
+    );
+    drop(lease);
 }
 
 /// redis-watchdog retries until its deadline: the lock stays held.

@@ -9,6 +9,11 @@
 //! ([`Followed`]): the top-level commands the clients sent, the scripts they ran by SHA1 (an `EVAL`'s
 //! text is hashed as Redis would), and the calls of scripts known to renew a lock (lockbench's own and
 //! the libraries' in [`LIBRARY_RENEW_SCRIPTS`]).
+//!
+//! A library's scripts (the real Redisson's) are known by what they do: the text of every `EVAL` and
+//! `SCRIPT LOAD` the count sees is classified by the commands it calls ([`role_of_text`]) and its SHA1
+//! remembered, so the library's later `EVALSHA`s count as acquire, renew or release calls too. A
+//! script loaded before the count started stays unknown.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
@@ -26,6 +31,30 @@ pub const LIBRARY_RENEW_SCRIPTS: &[&str] = &[
     "d75bb8b5bd13532ddedd17762e772346e39b321e",
     "b6b55c439e02c6f52ffb8be7ec8c0d0ac816ea79",
     "aed6f382e410db8ba7926d4e5e9aab410bf2a78a",
+];
+
+/// The real Redisson's lock scripts by SHA1 and role, as `MONITOR` showed them (`lockbench run -s
+/// renewal-after-unlock` with `jvm-redisson-3.43`, `jvm-redisson`, `jvm-redisson-4`, 2026-11-25): the
+/// acquire and release of 3.43.0, 3.52.0 and 4.7.0 (one text each), 3.43.0's renewal (`EVAL`) and
+/// 3.52.0's and 4.7.0's batch renewal. Known beforehand because a case whose server already cached them
+/// (an earlier case of the same library) sends no text; [`role_of_text`] reads their roles too.
+const REDISSON_SCRIPTS: &[(&str, ScriptRole)] = &[
+    (
+        "149c5a8bf18676fd99e9e6e24923bd64d9b62f94",
+        ScriptRole::Acquire,
+    ),
+    (
+        "6866459238a13a701d42f4971f12d9f3a50e2442",
+        ScriptRole::Release,
+    ),
+    (
+        "8e19a1ddbdee9138df9f32a480c57addab4353d1",
+        ScriptRole::Renew,
+    ),
+    (
+        "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635",
+        ScriptRole::Renew,
+    ),
 ];
 
 /// What `MONITOR` showed of a case's top-level commands.
@@ -147,6 +176,8 @@ fn arguments(line: &str) -> Vec<Vec<u8>> {
 /// The count over the lines seen so far.
 struct Count {
     roles: HashMap<&'static str, ScriptRole>,
+    /// Roles of the other scripts seen as text, by SHA1.
+    learned: HashMap<String, ScriptRole>,
     free: HashSet<String>,
     total: RenewAfterUnlock,
     followed: Followed,
@@ -156,6 +187,10 @@ impl Count {
     fn new() -> Self {
         Count {
             roles: script_shas().into_iter().map(|(r, sha)| (sha, r)).collect(),
+            learned: REDISSON_SCRIPTS
+                .iter()
+                .map(|(sha, role)| ((*sha).to_owned(), *role))
+                .collect(),
             free: HashSet::new(),
             total: RenewAfterUnlock {
                 renew_calls: 0,
@@ -164,6 +199,15 @@ impl Count {
             },
             followed: Followed::default(),
         }
+    }
+
+    /// Remembers the role of the script `text` (if it has one) and returns its SHA1.
+    fn learn(&mut self, text: &str) -> String {
+        let sha = redis::Script::new(text).get_hash().to_owned();
+        if let Some(role) = role_of_text(text) {
+            self.learned.insert(sha.clone(), role);
+        }
+        sha
     }
 
     /// One `MONITOR` line: `<time> [<db> <client>] "EVALSHA" "<sha>" "<numkeys>" "<key>"... "<arg>"...`.
@@ -185,18 +229,30 @@ impl Count {
         let [_, script, numkeys, rest @ ..] = args.as_slice() else {
             return;
         };
+        if command == "script"
+            && rest.is_empty()
+            && String::from_utf8_lossy(script).eq_ignore_ascii_case("load")
+        {
+            // `SCRIPT LOAD <text>`: the pattern above read "LOAD" as the script and the text as
+            // `numkeys`.
+            self.learn(&String::from_utf8_lossy(numkeys));
+            return;
+        }
         let sha = match command.as_str() {
             "evalsha" => String::from_utf8_lossy(script).to_lowercase(),
-            "eval" => redis::Script::new(&String::from_utf8_lossy(script))
-                .get_hash()
-                .to_owned(),
+            "eval" => self.learn(&String::from_utf8_lossy(script)),
             _ => return,
         };
         *self.followed.scripts.entry(sha.clone()).or_default() += 1;
         if LIBRARY_RENEW_SCRIPTS.contains(&sha.as_str()) {
             self.followed.renew_calls += 1;
         }
-        let Some(role) = self.roles.get(sha.as_str()) else {
+        let Some(role) = self
+            .roles
+            .get(sha.as_str())
+            .or_else(|| self.learned.get(&sha))
+            .copied()
+        else {
             return;
         };
         let n = String::from_utf8_lossy(numkeys)
@@ -221,11 +277,31 @@ impl Count {
             }
             ScriptRole::Renew => {
                 self.total.renew_calls += 1;
-                self.followed.renew_calls += 1;
+                if !LIBRARY_RENEW_SCRIPTS.contains(&sha.as_str()) {
+                    self.followed.renew_calls += 1;
+                }
                 let stale = keys.iter().filter(|k| self.free.contains(*k)).count();
                 self.total.on_released_keys += stale as u64;
             }
         }
+    }
+}
+
+/// The role of a lock script, by the commands it calls: deleting a key releases (a release may also
+/// re-set the TTL of a re-entrant hold), a hash increment or a conditional `SET` takes the lock, and
+/// what is left that sets a TTL renews. Redisson's scripts (3.43's acquire, release and `EVAL`led
+/// renewal; 3.52's and 4.x's batch renewal) read thus; a script that does none of these has no role.
+fn role_of_text(text: &str) -> Option<ScriptRole> {
+    let text = text.to_lowercase().replace('"', "'");
+    let calls = |command: &str| text.contains(&format!("call('{command}'"));
+    if calls("del") || calls("unlink") {
+        Some(ScriptRole::Release)
+    } else if calls("hincrby") || calls("set") || calls("hset") {
+        Some(ScriptRole::Acquire)
+    } else if calls("pexpire") || calls("expire") {
+        Some(ScriptRole::Renew)
+    } else {
+        None
     }
 }
 
@@ -266,6 +342,35 @@ mod tests {
         assert_eq!(count.total.renew_calls, 3);
         assert_eq!(count.total.on_released_keys, 1);
         assert_eq!(count.total.releases, 1);
+    }
+
+    /// Redisson 3.43's acquire, `EVAL`led renewal and release (shortened to the commands they call), and
+    /// 3.52's batch renewal loaded with `SCRIPT LOAD` and called by `EVALSHA`: each is told by what it
+    /// does, and a renewal after the release counts.
+    #[test]
+    fn library_scripts_are_known_by_what_they_do() {
+        let acquire = "if (redis.call('exists', KEYS[1]) == 0) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
+        let renew = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;";
+        let release = "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); return 1; end;";
+        let batch = "local result = {} for i = 1, #KEYS, 1 do if (redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1) then redis.call('pexpire', KEYS[i], ARGV[1]); table.insert(result, 1); else table.insert(result, 0); end; end; return result;";
+        let batch_sha = redis::Script::new(batch).get_hash().to_owned();
+        let mut count = Count::new();
+        for line in [
+            format!("1.0 [0 127.0.0.1:1] \"EVAL\" \"{acquire}\" \"1\" \"k1\" \"3000\" \"o\"\n"),
+            format!("1.0 [0 127.0.0.1:1] \"EVAL\" \"{renew}\" \"1\" \"k1\" \"3000\" \"o\"\n"),
+            format!("1.0 [0 127.0.0.1:1] \"SCRIPT\" \"LOAD\" \"{batch}\"\n"),
+            format!("1.0 [0 127.0.0.1:1] \"EVAL\" \"{release}\" \"2\" \"k1\" \"c\" \"0\"\n"),
+            format!(
+                "1.0 [0 127.0.0.1:1] \"EVALSHA\" \"{batch_sha}\" \"1\" \"k1\" \"3000\" \"o\"\n"
+            ),
+        ] {
+            count.line(&line);
+        }
+        assert_eq!(count.total.releases, 1);
+        assert_eq!(count.total.renew_calls, 2);
+        assert_eq!(count.total.on_released_keys, 1);
+        assert_eq!(count.followed.renew_calls, 2);
+        assert_eq!(role_of_text("return redis.call('get', KEYS[1])"), None);
     }
 
     #[test]

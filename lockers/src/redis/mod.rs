@@ -23,7 +23,7 @@
 //! | `keyevents` | `notify-keyspace-events` set-up; keyevent `expired`/`del` messages routed by key to holders and waiters | `redis-keyspace` |
 //! | `keyspace_holder` | the holder task: shadow renewal or naive re-acquire on expiry events | `redis-keyspace` |
 //! | [`keyspace`] | the `redis-keyspace-naive` / `-shadow` strategy ([`RedisKeyspace`]) | |
-//! | `redisson_config` | [`RedissonConfig`], [`Generation`], [`Topology`], [`ScaledTimeouts`] | `redisson-classic`, `redisson` (and the `jvm-redisson*` peers' timeouts) |
+//! | `redisson_config` | [`RedissonConfig`], [`Generation`], [`RetryDelay`], [`Topology`], [`ScaledTimeouts`] | `redisson-classic`, `redisson` (and the `jvm-redisson*` peers' timeouts) |
 //! | `replica_sync` | Redisson's `WAIT` after lock writes when the topology has replicas | `redisson-classic`, `redisson` |
 //! | `redisson_lock` | Redisson's acquire, release and renew scripts and a lease's release path | `redisson-classic`, `redisson` |
 //! | `redisson_classic` | one renewal timer per lock, ended for good by an error (Redisson < 3.44) | `redisson-classic` |
@@ -83,7 +83,7 @@ pub use watchdog_config::{RenewalMode, WatchdogConfig};
 pub use guard_thread::{GuardThreadConfig, PollBackoff, RedisGuardThread};
 pub use keyspace::{KeyspaceConfig, RedisKeyspace, Variant as KeyspaceVariant};
 pub use redisson::Redisson;
-pub use redisson_config::{Generation, RedissonConfig, ScaledTimeouts, Topology};
+pub use redisson_config::{Generation, RedissonConfig, RetryDelay, ScaledTimeouts, Topology};
 pub use redlock::Redlock;
 pub use redlock_config::{RedlockConfig, quorum, validity};
 pub use script_roles::{ScriptRole, script_shas};

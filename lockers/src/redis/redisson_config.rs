@@ -2,8 +2,9 @@
 //! runs ([`Generation`]), the topology that decides whether lock writes wait for replicas
 //! ([`Topology`]), and Redisson's own defaults (`lockWatchdogTimeout` 30 s, `lockWatchdogBatchSize` 100,
 //! `checkLockSyncedSlaves` true, `slavesSyncTimeout` 1 s: `org.redisson.config.Config`; `timeout` 3 s,
-//! `retryAttempts` 3, `retryInterval` 1.5 s: `BaseConfig`, 3.43.0; `scanInterval` 5 s in
-//! `ClusterServersConfig`, 1 s in `SentinelServersConfig`).
+//! `retryAttempts` 3, `retryInterval` 1.5 s: `BaseConfig`, 3.43.0; `retryAttempts` 4 and `retryDelay`
+//! `EqualJitterDelay(1 s, 2 s)` in 3.52.0 and 4.x; `scanInterval` 5 s in `ClusterServersConfig`, 1 s in
+//! `SentinelServersConfig`).
 
 use std::time::Duration;
 
@@ -22,6 +23,44 @@ pub enum Generation {
     /// per client renews every held lock on each tick, in chunks; an error is retried at the next tick.
     #[default]
     Scheduler,
+}
+
+/// How long Redisson waits before re-sending a renew call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RetryDelay {
+    /// Up to 3.4x (`retryInterval`): `retry_interval` before re-sending after a connection failure or
+    /// a retried server error; a response timeout re-sends at once.
+    Constant,
+    /// 3.52.0 and 4.x (`retryDelay`, default `EqualJitterDelay(1 s, 2 s)` beside a 1.5 s
+    /// `retryInterval`): before every re-send, response timeouts included, a pause drawn for attempt
+    /// `n` (from 0) between half and all of `min(base × 2^n, max)`, with `base` = ⅔ and `max` = 4⁄3 of
+    /// `retry_interval` (1 s and 2 s at Redisson's default).
+    #[default]
+    EqualJitter,
+}
+
+impl RetryDelay {
+    /// The pause before re-sending after failed attempt `attempt` (0 for the first send), or `None`
+    /// when it re-sends at once; `timed_out` tells a response timeout from other failures.
+    pub(crate) fn pause(
+        self,
+        interval: Duration,
+        attempt: u32,
+        timed_out: bool,
+    ) -> Option<Duration> {
+        match self {
+            RetryDelay::Constant if timed_out => None,
+            RetryDelay::Constant => Some(interval),
+            RetryDelay::EqualJitter => {
+                let (base, max) = (interval * 2 / 3, interval * 4 / 3);
+                let backoff = base
+                    .checked_mul(1 << attempt.min(20))
+                    .map_or(max, |d| d.min(max));
+                let half = backoff / 2;
+                Some(half + half.mul_f64(rand::random::<f64>()))
+            }
+        }
+    }
 }
 
 /// Where the lock lives, as Redisson's configuration mode tells it.
@@ -58,11 +97,12 @@ pub struct RedissonConfig {
     /// This client's id, prefixed to every owner (Redisson's connection manager id); default random.
     pub client_id: String,
     /// Extra attempts of a renew call that timed out or lost its connection (`retryAttempts`: 3 up to
-    /// 3.x, 4 in 4.x). Acquire and release are never retried (`syncedEvalNoRetry`).
+    /// 3.4x, 4 in 3.52.0 and 4.x). Acquire and release are never retried (`syncedEvalNoRetry`).
     pub retry_attempts: u32,
-    /// Pause before re-sending a renew call whose connection failed (`retryInterval`, 1.5 s); a
-    /// response timeout re-sends at once, the timeout itself being the wait.
+    /// The pause before a re-send (`retryInterval`, 1.5 s), which [`RetryDelay::EqualJitter`] scales.
     pub retry_interval: Duration,
+    /// Constant `retryInterval` (3.43) or jittered `retryDelay` (3.52.0, 4.x).
+    pub retry_delay: RetryDelay,
     /// How often a client of a Redis Cluster reads the layout again without waiting for an error
     /// (`ClusterServersConfig` `scanInterval`, default 5 s).
     pub cluster_scan_interval: Duration,
@@ -86,8 +126,9 @@ impl Default for RedissonConfig {
             slaves_sync_timeout: Duration::from_secs(1),
             key_prefix: DEFAULT_PREFIX.into(),
             client_id: random_client_id(),
-            retry_attempts: 3,
+            retry_attempts: 4,
             retry_interval: Duration::from_millis(1500),
+            retry_delay: RetryDelay::EqualJitter,
             cluster_scan_interval: Duration::from_secs(5),
             sentinel_scan_interval: Duration::from_secs(1),
             connection: ConnectionSettings {
@@ -99,11 +140,22 @@ impl Default for RedissonConfig {
 }
 
 impl RedissonConfig {
-    /// The defaults for `generation`.
+    /// The defaults of the Redisson version `generation` stands for: 3.43.0's for
+    /// [`Generation::Classic`] (3 attempts, constant `retryInterval`), 3.52.0's for
+    /// [`Generation::Scheduler`] (4 attempts, jittered `retryDelay`), the version `jvm-redisson` runs.
     pub fn new(generation: Generation) -> Self {
-        RedissonConfig {
-            generation,
-            ..RedissonConfig::default()
+        let defaults = RedissonConfig::default();
+        match generation {
+            Generation::Classic => RedissonConfig {
+                generation,
+                retry_attempts: 3,
+                retry_delay: RetryDelay::Constant,
+                ..defaults
+            },
+            Generation::Scheduler => RedissonConfig {
+                generation,
+                ..defaults
+            },
         }
     }
 
@@ -150,9 +202,9 @@ impl RedissonConfig {
 /// `retryInterval` 1.5 s are sized for its 30 s watchdog; at lockbench's second-scale TTLs they would
 /// outlast the lease itself, so a run uses `timeout` = TTL/20 and `retryInterval` = TTL/60 (at a 3 s
 /// TTL: 150 ms and 50 ms; floors of 100 ms and 20 ms keep loopback hiccups from counting as outages,
-/// and Redisson's defaults are the ceilings). With Redisson's 3 retries the retry budget is then about a
-/// fifth of the TTL, so a renewal error leaves the 3.44+ scheduler a tick before expiry, as Redisson's
-/// defaults do for a 30 s watchdog with a 1.5 s timeout.
+/// and Redisson's defaults are the ceilings). With 3.43's 3 retries the retry budget is then about a
+/// fifth of the TTL; with 3.52's 4 retries after jittered pauses (a response timeout waits too) about
+/// 0.3 of it, so a renewal error leaves the 3.44+ scheduler's next tick at about the expiry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScaledTimeouts {
     /// Redisson's `timeout` (the response timeout).
@@ -191,10 +243,33 @@ mod tests {
         assert_eq!(config.slaves_sync_timeout, Duration::from_secs(1));
         assert!(config.check_lock_synced_slaves);
         assert_eq!(config.topology, Topology::Single);
-        assert_eq!(config.retry_attempts, 3);
+        assert_eq!(config.retry_attempts, 4);
+        assert_eq!(config.retry_delay, RetryDelay::EqualJitter);
+        let classic = RedissonConfig::new(Generation::Classic);
+        assert_eq!(
+            (classic.retry_attempts, classic.retry_delay),
+            (3, RetryDelay::Constant)
+        );
         assert_eq!(config.connection.response_timeout, Duration::from_secs(3));
         assert_eq!(config.cluster_scan_interval, Duration::from_secs(5));
         assert_eq!(config.sentinel_scan_interval, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn equal_jitter_pauses_between_half_and_all_of_the_capped_backoff() {
+        let ms = Duration::from_millis;
+        let pause = |attempt, timed_out| {
+            RetryDelay::EqualJitter
+                .pause(ms(1500), attempt, timed_out)
+                .unwrap()
+        };
+        for _ in 0..50 {
+            assert!((ms(500)..=ms(1000)).contains(&pause(0, true)));
+            assert!((ms(1000)..=ms(2000)).contains(&pause(1, false)));
+            assert!((ms(1000)..=ms(2000)).contains(&pause(40, true)));
+        }
+        assert_eq!(RetryDelay::Constant.pause(ms(50), 2, true), None);
+        assert_eq!(RetryDelay::Constant.pause(ms(50), 2, false), Some(ms(50)));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //!   the unlock future's handler), also when the release failed or its future was dropped.
 //! - Renew: 1 (the TTL was set to the watchdog timeout) or 0 (no longer held); one lock per call
 //!   (classic) or one chunk per call (3.44+). A renew call that times out, loses its connection or is
-//!   answered `BUSY` (or another error Redisson retries) is re-sent up to `retryAttempts` (3) more times,
+//!   answered `BUSY` (or another error Redisson retries) is re-sent up to `retryAttempts` (3.43: 3, 3.52: 4) more times,
 //!   as Redisson's `RedisExecutor` does for `syncedEval`; only once those are spent does the renewal see
 //!   an error (acquire and release: `NoRetry`).
 
@@ -270,9 +270,10 @@ impl Core {
     }
 
     /// Sends the renew call `make` builds as Redisson's `RedisExecutor` sends a retryable write: a
-    /// response timeout re-sends at once; a broken or refused connection, and a server error of
-    /// Redisson's `RedisRetryException` family or `READONLY` ([`RETRIED_SERVER_ERRORS`]), re-send after
-    /// `retry_interval`; up to `retry_attempts` more times. Other server errors (`NOSCRIPT` after its
+    /// response timeout, a broken or refused connection, and a server error of Redisson's
+    /// `RedisRetryException` family or `READONLY` ([`RETRIED_SERVER_ERRORS`]) re-send after the
+    /// configured [`super::RetryDelay`] (3.43: a timeout at once, others after `retry_interval`), up to
+    /// `retry_attempts` more times. Other server errors (`NOSCRIPT` after its
     /// reload, ...) are not retried. Each attempt counts as a renew call. The call is a write of the
     /// lock at `key`, synced as [`ReplicaSync::write`] does.
     async fn with_retries<'s, T: redis::FromRedisValue>(
@@ -298,9 +299,14 @@ impl Core {
             if !retryable || attempt >= self.config.retry_attempts {
                 return Err(error.into());
             }
+            let pause = self.config.retry_delay.pause(
+                self.config.retry_interval,
+                attempt,
+                error.is_timeout(),
+            );
             attempt += 1;
-            if !error.is_timeout() {
-                tokio::time::sleep(self.config.retry_interval).await;
+            if let Some(pause) = pause {
+                tokio::time::sleep(pause).await;
             }
         }
     }
