@@ -11,7 +11,7 @@
 //! the libraries' in [`LIBRARY_RENEW_SCRIPTS`]).
 //!
 //! A library's scripts (the real Redisson's) are known by what they do: the text of every `EVAL` and
-//! `SCRIPT LOAD` the count sees is classified by the commands it calls ([`role_of_text`]) and its SHA1
+//! `SCRIPT LOAD` the count sees is classified by the commands it calls (`role_of_text`) and its SHA1
 //! remembered, so the library's later `EVALSHA`s count as acquire, renew or release calls too. A
 //! script loaded before the count started stays unknown.
 
