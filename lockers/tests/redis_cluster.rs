@@ -203,14 +203,12 @@ async fn acquire_all(client: &dyn Locker, names: &[String]) -> Vec<Lease> {
     leases
 }
 
-/// The hash slot of `key`, as the cluster computes it.
-fn slot_of(key: &str) -> u16 {
-    CLUSTER.nodes()[0]
-        .command(&["CLUSTER", "KEYSLOT", key])
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+/// The hash slot of `key`, as `cluster` computes it (asked of a running node: a test may have killed
+/// any one of the shared cluster's nodes).
+fn slot_of(cluster: &RedisCluster, key: &str) -> u16 {
+    cluster
+        .slot_of(key)
+        .expect("a running node answers CLUSTER KEYSLOT")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -228,7 +226,10 @@ async fn batched_renewal_sends_one_call_per_slot() {
         .unwrap();
     // Names spread over several slots (and so over the masters).
     let names: Vec<String> = (0..12).map(|i| unique(&format!("batch{i}"))).collect();
-    let mut slots: Vec<u16> = names.iter().map(|n| slot_of(&lock_key(n))).collect();
+    let mut slots: Vec<u16> = names
+        .iter()
+        .map(|n| slot_of(&CLUSTER, &lock_key(n)))
+        .collect();
     slots.sort_unstable();
     slots.dedup();
     let masters: std::collections::HashSet<_> = names
@@ -270,7 +271,7 @@ async fn batched_renewal_sends_one_call_per_slot() {
 /// only after its first acknowledgement (up to a second later), so a master killed sooner loses the
 /// lock with it.
 fn wait_replicated(cluster: &RedisCluster, key: &str) {
-    let slot = slot_of(key).to_string();
+    let slot = slot_of(cluster, key).to_string();
     let count = |node: &lockbench_servers::RedisNode| {
         node.command(&["CLUSTER", "COUNTKEYSINSLOT", &slot])
             .unwrap()
@@ -655,7 +656,7 @@ async fn redisson_waits_on_the_connection_that_wrote() {
             .trim()
             .to_owned()
     };
-    let slot = slot_of(&key).to_string();
+    let slot = slot_of(&CLUSTER, &key).to_string();
     let (source_id, target_id) = (id(source), id(target));
     let setslot = |node: &lockbench_servers::RedisNode, args: &[&str]| {
         let mut command = vec!["CLUSTER", "SETSLOT", &slot];

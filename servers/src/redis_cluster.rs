@@ -202,14 +202,15 @@ impl RedisCluster {
 
     /// The running node that says it serves `key`'s slot as master now.
     pub fn master_of(&self, key: &str) -> Option<&RedisNode> {
-        let slot: u16 = self
-            .ask(&["CLUSTER", "KEYSLOT", key])?
-            .trim()
-            .parse()
-            .ok()?;
+        let slot = self.slot_of(key)?;
         self.nodes
             .iter()
             .find(|node| node.is_running() && owns(node, slot))
+    }
+
+    /// The hash slot of `key`, as the cluster computes it (`CLUSTER KEYSLOT` on any running node).
+    pub fn slot_of(&self, key: &str) -> Option<u16> {
+        self.ask(&["CLUSTER", "KEYSLOT", key])?.trim().parse().ok()
     }
 
     /// The replica of `master` now (a running node that replicates from it).
