@@ -350,11 +350,20 @@ mod tests {
     /// The verdict of a hand-made history: `holds` are (client, start, end) on key 0, one lease each,
     /// the lease's token in `tokens`; each holder reads the counter at its start and writes at its end.
     fn judge(holds: &[(u32, u64, u64)], tokens: &[u64]) -> (Vec<Violation>, ResourceTotals) {
-        let mut oracle = Oracle::new(1, 2, 0, 0);
         let resource = Resource::new(1, MonoClock::new(), None, StopSignal::new());
-        for (lease, (&(client, start, end), &token)) in holds.iter().zip(tokens).enumerate() {
+        for (lease, &token) in tokens.iter().enumerate().take(holds.len()) {
             let value = resource.read(0, Some(token));
             resource.write(0, value + 1, Some(token), lease as u64);
+        }
+        let (pairs, lost, totals) = outcome(holds, &resource);
+        (violations(pairs, lost, Some(&totals)), totals)
+    }
+
+    /// What the oracle and `resource` make of `holds` (client, start, end) on key 0, one lease each:
+    /// overlapping pairs, lost updates and the resource's totals.
+    fn outcome(holds: &[(u32, u64, u64)], resource: &Resource) -> (u64, u64, ResourceTotals) {
+        let mut oracle = Oracle::new(1, 2, 0, 0);
+        for &(client, start, end) in holds {
             oracle.add(IntervalBatch {
                 client,
                 intervals: vec![Interval {
@@ -367,12 +376,11 @@ mod tests {
                 low_bound: u64::MAX,
             });
         }
-        let findings = oracle.finish();
         let totals = resource.totals();
         let lost = totals
             .completed_writes
             .saturating_sub(totals.final_counter_sum);
-        (violations(findings.pairs, lost, Some(&totals)), totals)
+        (oracle.finish().pairs, lost, totals)
     }
 
     #[test]
@@ -402,34 +410,16 @@ mod tests {
     /// and wrote while the first still believed it held the key, then the paused one wrote: the
     /// violations and what became of the data, with and without fencing tokens.
     fn paused_holder_writes_late(fencing: bool) -> (Vec<Violation>, DataState, ResourceTotals) {
-        let mut oracle = Oracle::new(1, 2, 0, 0);
         let resource = Resource::new(1, MonoClock::new(), None, StopSignal::new());
         let token = |t: u64| fencing.then_some(t);
         let paused = resource.read(0, token(1));
         let next = resource.read(0, token(2));
         resource.write(0, next + 1, token(2), 1);
         resource.write(0, paused + 1, token(1), 0);
-        for (client, start, end) in [(0, 0, 100), (1, 50, 150)] {
-            oracle.add(IntervalBatch {
-                client,
-                intervals: vec![Interval {
-                    key: 0,
-                    acquire_started: start,
-                    start,
-                    end,
-                    ended_by: EndedBy::Released,
-                }],
-                low_bound: u64::MAX,
-            });
-        }
-        let findings = oracle.finish();
-        let totals = resource.totals();
-        let lost = totals
-            .completed_writes
-            .saturating_sub(totals.final_counter_sum);
+        let (pairs, lost, totals) = outcome(&[(0, 0, 100), (1, 50, 150)], &resource);
         let fenced = fencing.then_some(&totals);
         let data = DataState::of(lost, fenced.map(|r| r.stale_accepted));
-        (violations(findings.pairs, lost, fenced), data, totals)
+        (violations(pairs, lost, fenced), data, totals)
     }
 
     #[test]

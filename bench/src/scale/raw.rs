@@ -21,7 +21,7 @@ use lockers::redis::connection::{ConnectionSettings, open_client};
 use lockers::redis::watchdog::{
     BATCHED_RENEWALS_PER_PERIOD, BATCHED_SCHEDULE, batch_renewal_script,
 };
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManager;
 
 use super::ScaleSpec;
 use super::hold::{RenewalCounts, ServerProbe, Window};
@@ -122,12 +122,7 @@ async fn connect(backends: &Backends) -> Result<(ConnectionManager, String), Str
         .ok_or_else(|| "no redis server in this run".to_owned())?;
     let client = open_client(&url).map_err(|e| e.to_string())?;
     let settings = ConnectionSettings::default();
-    let config = ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(settings.connect_timeout))
-        .set_response_timeout(Some(settings.response_timeout))
-        .set_number_of_retries(2)
-        .set_min_delay(Duration::from_millis(20))
-        .set_max_delay(settings.connect_timeout);
+    let config = settings.manager_config();
     let connect = ConnectionManager::new_with_config(client, config);
     let mut manager = tokio::time::timeout(settings.connect_timeout, connect)
         .await

@@ -64,6 +64,17 @@ impl ConnectionSettings {
         }
         Ok(())
     }
+
+    /// The connection manager's configuration every `lockers` Redis connection uses: these timeouts, 2
+    /// reconnect attempts between 20 ms and the connect timeout apart.
+    pub fn manager_config(&self) -> redis::aio::ConnectionManagerConfig {
+        redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(self.response_timeout))
+            .set_number_of_retries(2)
+            .set_min_delay(Duration::from_millis(20))
+            .set_max_delay(self.connect_timeout)
+    }
 }
 
 /// The client every connection to `url` is opened from: `redis://[user:pass@]host:port[/db]`, or

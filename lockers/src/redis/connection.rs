@@ -16,7 +16,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, ConnectionManagerConfig};
+use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 pub use super::client::{BACKEND, ConnectionSettings, commands_sent, open_client};
@@ -189,12 +189,7 @@ impl RedisConnection {
     pub async fn connect(url: &str, settings: ConnectionSettings) -> Result<Self, LockError> {
         settings.validate()?;
         let shown = address::redact(url);
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(settings.connect_timeout))
-            .set_response_timeout(Some(settings.response_timeout))
-            .set_number_of_retries(2)
-            .set_min_delay(Duration::from_millis(20))
-            .set_max_delay(settings.connect_timeout);
+        let config = settings.manager_config();
         let route = match (SentinelAddress::parse(url)?, ClusterAddress::parse(url)?) {
             (Some(sentinel), _) => Route::Sentinel(
                 SentinelRoute::open(sentinel, shown.clone(), settings, config).await?,
