@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use lockbench::measure::{Bound, Check, Latency, micros, render_checks};
+use lockbench::base::measure::{Bound, Check, Latency, micros, render_checks};
 use lockbench_servers::{EtcdServer, RedisServer, ZkServer};
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
@@ -512,7 +512,7 @@ async fn pinned_pass(subjects: &[Subject], server_pids: &[u32]) {
             return;
         }
     };
-    let cycles = if lockbench::measure::full_bench_run() {
+    let cycles = if lockbench::base::measure::full_bench_run() {
         PINNED_CYCLES
     } else {
         1

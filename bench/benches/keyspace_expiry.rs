@@ -14,7 +14,7 @@ mod support;
 
 use std::time::Duration;
 
-use lockbench::measure::{Latency, full_bench_run};
+use lockbench::base::measure::{Latency, full_bench_run};
 use lockbench_servers::{RedisOptions, RedisServer};
 use lockers::redis::{KeyspaceConfig, KeyspaceVariant, RedisKeyspace};
 use lockers::{AcquireOptions, EventLog, Events, LockEvent, Locker, Renewal};

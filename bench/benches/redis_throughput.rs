@@ -29,8 +29,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use lockbench::measure::{Bound, Check, RedisCommandStats, full_bench_run, render_checks};
-use lockbench::proc_stat;
+use lockbench::base::measure::{Bound, Check, RedisCommandStats, full_bench_run, render_checks};
+use lockbench::base::proc_stat;
 use lockbench_servers::RedisServer;
 use lockers::redis::Commands;
 use lockers::redis::{

@@ -7,7 +7,7 @@
 //!    Criterion reports time per call and locks per second; the server's own time per call and per lock
 //!    (`INFO commandstats`) follows.
 //! 2. **The renewal scheduler at scale**: one client holding 1k, 10k and 100k locks, per-lock timers
-//!    (`redis-watchdog`) and batched (`redis-watchdog-batched`), through `lockbench::scale` (the code of
+//!    (`redis-watchdog`) and batched (`redis-watchdog-batched`), through `lockbench::commands::scale` (the code of
 //!    `lockbench scale`): client CPU per second of holding, server renew calls per second, server CPU,
 //!    then the DESIGN §8 checks — batched renew calls/s ≤ held ÷ (timeout/3) ÷ batch size, and 100k held
 //!    locks with the client under 10% of a core — with a 3 s watchdog timeout (a renewal per lock per
@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
 use lockbench::backends::{Backends, GivenAddresses, ServerKind};
-use lockbench::measure::{RedisCommandStats, full_bench_run};
-use lockbench::scale::{self, Isolation, ScaleSpec};
+use lockbench::base::measure::{RedisCommandStats, full_bench_run};
+use lockbench::commands::scale::{self, Isolation, ScaleSpec};
 use lockbench::strategies;
 use lockbench_servers::RedisServer;
 use lockers::redis::Commands;
@@ -98,7 +98,7 @@ async fn renew_batch(connection: &mut Commands, script: &redis::Script, held: &H
 struct ServerTime {
     what: String,
     locks_per_call: usize,
-    evalsha: lockbench::measure::CommandStat,
+    evalsha: lockbench::base::measure::CommandStat,
 }
 
 fn bench_scripts(
@@ -236,7 +236,7 @@ async fn scheduler_cost(
         started_at: String::new(),
         finished_at: String::new(),
         settings: spec.to_model(),
-        environment: lockbench::environment::collect(backends.infos()),
+        environment: lockbench::base::environment::collect(backends.infos()),
         strategies: series,
     };
     println!(

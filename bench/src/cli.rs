@@ -12,15 +12,16 @@ use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
 use crate::backends::GivenAddresses;
-use crate::compare::CompareRequest;
+use crate::base::duration::{format_duration, parse_duration};
+use crate::base::error::{BenchError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::commands::compare::CompareRequest;
+use crate::commands::report::{FailOn, ReportRequest};
+use crate::commands::run::{RunOutcome, RunRequest};
+use crate::commands::scale::{ScaleOptions, ScaleRequest};
+use crate::commands::{compare, report, scale};
 use crate::driver::child;
-use crate::duration::{format_duration, parse_duration};
-use crate::error::{BenchError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use crate::report::{FailOn, ReportRequest};
-use crate::run::{RunOutcome, RunRequest};
-use crate::scale::{ScaleOptions, ScaleRequest};
 use crate::workload::{Fit, ScenarioFile, split_list};
-use crate::{compare, report, scale, scenarios, strategies};
+use crate::{scenarios, strategies};
 
 /// lockbench: compare distributed lock strategies on real local servers.
 #[derive(Debug, Parser)]
@@ -489,8 +490,8 @@ impl ScaleArgs {
 }
 
 /// Runs `lockbench run` with `args`, in-process (for tests): the run with the request they make.
-pub async fn run(args: RunArgs) -> Result<RunOutcome, BenchError> {
-    crate::run::run(args.request()).await
+pub async fn run_in_process(args: RunArgs) -> Result<RunOutcome, BenchError> {
+    crate::commands::run::run(args.request()).await
 }
 
 /// Parses `args` (program name first), runs the command, prints its output, and returns the exit code.
@@ -518,7 +519,7 @@ where
     let result = match cli.command {
         Command::Strategies { peers } => list_strategies(peers),
         Command::Scenarios => list_scenarios(),
-        Command::Run(args) => runtime.block_on(crate::run::command(args.request())),
+        Command::Run(args) => runtime.block_on(crate::commands::run::command(args.request())),
         Command::Compare(args) => runtime.block_on(compare::command(args.request())),
         Command::Report(args) => report::command(args.request()),
         Command::Scale(args) => runtime.block_on(scale::command(args.request())),
@@ -676,8 +677,8 @@ mod tests {
 
     use super::*;
     use crate::backends::Backends;
-    use crate::scale::Isolation;
-    use crate::scale::child::{time_bound, worker_args};
+    use crate::commands::scale::Isolation;
+    use crate::commands::scale::child::{time_bound, worker_args};
 
     fn scale_args(extra: &[&str]) -> ScaleRequest {
         let mut argv = vec!["lockbench", "scale"];

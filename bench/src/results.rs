@@ -341,11 +341,11 @@ fn not_run(run: &CaseRun) -> CaseResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::MonoClock;
+    use crate::base::clock::MonoClock;
+    use crate::base::holds::{EndedBy, Interval, IntervalBatch};
+    use crate::base::stop::StopSignal;
     use crate::driver::oracle::Oracle;
     use crate::driver::resource::Resource;
-    use crate::holds::{EndedBy, Interval, IntervalBatch};
-    use crate::stop::StopSignal;
 
     /// The verdict of a hand-made history: `holds` are (client, start, end) on key 0, one lease each,
     /// the lease's token in `tokens`; each holder reads the counter at its start and writes at its end.

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::suggest;
+use crate::base::suggest;
 use crate::workload::ScenarioFile;
 
 /// A preset: its name and its TOML text.

@@ -20,7 +20,7 @@ use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{Capabilities, Events, LockError, Locker, Renewal};
 
 use crate::backends::{EndpointAddrs, ServerKind};
-use crate::suggest;
+use crate::base::suggest;
 
 /// What every strategy is configured from: the workload's renewal setting (the watchdog lease's TTL and
 /// renewal ratio), which each strategy's config embeds as it is (Redisson's lockWatchdogTimeout;

@@ -30,7 +30,7 @@ fn case<'a>(cases: &'a [CaseResult], lease: &str) -> &'a CaseResult {
 async fn lease_too_short_violates_with_fixed_leases_only() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let outcome = lockbench::run(run_args(&[
+    let outcome = lockbench::run_in_process(run_args(&[
         "--scenario",
         "lease-too-short",
         "--strategies",

@@ -1,4 +1,4 @@
-//! What the bench binaries share beyond `lockbench::measure`: the criterion settings that keep
+//! What the bench binaries share beyond `lockbench::base::measure`: the criterion settings that keep
 //! `cargo bench` short, the tokio runtime, and starting an optional server with a clear skip message.
 
 #![allow(dead_code)]
@@ -40,10 +40,10 @@ pub(crate) fn or_skip<T, E: std::fmt::Display>(what: &str, started: Result<T, E>
 /// The machine's load average, for the header of every table (and a warning on a smoke pass, whose
 /// figures are single iterations, not measurements).
 pub(crate) fn load_line() -> String {
-    if !lockbench::measure::full_bench_run() {
+    if !lockbench::base::measure::full_bench_run() {
         return "smoke pass (cargo test --benches or --test): one iteration each, the figures and verdicts below mean nothing".into();
     }
-    match lockbench::measure::load_average() {
+    match lockbench::base::measure::load_average() {
         Some(load) => format!(
             "load average {load:.2} on {} cores{}",
             machine_cores(),

@@ -14,7 +14,7 @@ use lockbench_reports::model::ServerInfo;
 use lockbench_servers::{EtcdServer, RedisNodeOptions, RedisNodes, RedisServer, ZkServer, probe};
 use serde::{Deserialize, Serialize};
 
-use crate::error::BenchError;
+use crate::base::error::BenchError;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 

@@ -13,7 +13,7 @@ use lockbench_servers::redis::commandstats;
 use lockers::address::Credentials;
 
 use super::{Backend, ServerKind};
-use crate::proc_stat;
+use crate::base::proc_stat;
 
 const TIMEOUT: Duration = Duration::from_secs(2);
 

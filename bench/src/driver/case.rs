@@ -60,16 +60,16 @@ pub(crate) fn lease_support(
     if ttl < caps.min_ttl {
         return Err(format!(
             "a {} TTL is below its minimum of {}",
-            crate::duration::format_duration(ttl),
-            crate::duration::format_duration(caps.min_ttl)
+            crate::base::duration::format_duration(ttl),
+            crate::base::duration::format_duration(caps.min_ttl)
         ));
     }
     let granularity = caps.ttl_granularity.as_nanos();
     if granularity > 1 && ttl.as_nanos() % granularity != 0 {
         return Err(format!(
             "a {} TTL is not a multiple of its {} granularity",
-            crate::duration::format_duration(ttl),
-            crate::duration::format_duration(caps.ttl_granularity)
+            crate::base::duration::format_duration(ttl),
+            crate::base::duration::format_duration(caps.ttl_granularity)
         ));
     }
     Ok(())

@@ -21,11 +21,11 @@ use super::protocol::{ChildSpec, FromChild, Hello, ToChild};
 use super::renewal::RenewalRecorder;
 use super::resource_socket::{RemoteResource, ResourceClient};
 use super::worker::{ReadyPlan, Worker};
-use crate::clock::MonoClock;
-use crate::error::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::base::clock::MonoClock;
+use crate::base::error::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::base::holds::{BatchQueue, COLLECT_EVERY};
+use crate::base::stop::StopSignal;
 use crate::faults::workers::{HOG_THREAD, STARVED_THREAD, WorkerCommand};
-use crate::holds::{BatchQueue, COLLECT_EVERY};
-use crate::stop::StopSignal;
 use crate::strategies::{self, Endpoints};
 
 /// Runs the worker command on the process's runtime; returns the exit code.

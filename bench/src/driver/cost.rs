@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use lockbench_reports::model::ClientCost;
 
-use crate::clock::MonoClock;
-use crate::proc_stat::{self, ProcSample};
-use crate::stop::StopSignal;
+use crate::base::clock::MonoClock;
+use crate::base::proc_stat::{self, ProcSample};
+use crate::base::stop::StopSignal;
 
 const PERIOD: Duration = Duration::from_millis(200);
 
@@ -30,7 +30,7 @@ impl CostScope {
             // Each worker leads a process group that holds the peer adapter processes it started.
             CostScope::Workers(pids) => pids
                 .iter()
-                .flat_map(|pid| crate::proc_stat::group_members(*pid))
+                .flat_map(|pid| crate::base::proc_stat::group_members(*pid))
                 .map(Some)
                 .collect(),
         }

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use lockbench_reports::model::{HeldInterval, HolderSample};
 
-use crate::holds::Interval;
+use crate::base::holds::Interval;
 
 /// Keys watched for a first overlap.
 pub(crate) const SAMPLED_KEYS: u32 = 4;
@@ -105,7 +105,7 @@ pub(crate) fn held(client: u32, interval: &Interval, case_start: u64) -> HeldInt
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::holds::EndedBy;
+    use crate::base::holds::EndedBy;
 
     fn iv(key: u32, start: u64) -> Interval {
         Interval {

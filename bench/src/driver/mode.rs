@@ -12,9 +12,9 @@ use super::oracle::OracleFindings;
 use super::resource::{Resource, ResourceTotals};
 use super::tally::WorkerTally;
 use crate::backends::{Backends, EndpointAddrs};
-use crate::clock::{MonoClock, duration_ns};
-use crate::progress::{CaseProgress, Progress};
-use crate::stop::StopSignal;
+use crate::base::clock::{MonoClock, duration_ns};
+use crate::base::progress::{CaseProgress, Progress};
+use crate::base::stop::StopSignal;
 use crate::workload::Workload;
 
 /// How long workers get to finish after the stop signal (an in-flight release, a server round trip).

@@ -27,7 +27,7 @@ use lockbench_reports::model::{HolderSample, OverlapExample};
 
 use super::histogram::{Hist, new_hist, record};
 use super::holder_sample::{HolderSampler, held};
-use crate::holds::{BatchQueue, COLLECT_EVERY, EndedBy, Interval, IntervalBatch};
+use crate::base::holds::{BatchQueue, COLLECT_EVERY, EndedBy, Interval, IntervalBatch};
 
 /// An interval waiting for the watermark, ordered by (start, arrival).
 #[derive(Debug, Clone, Copy)]
@@ -180,7 +180,7 @@ impl Oracle {
     pub(crate) async fn collect(
         mut self,
         queue: BatchQueue,
-        done: crate::stop::StopSignal,
+        done: crate::base::stop::StopSignal,
     ) -> OracleFindings {
         let mut tick = tokio::time::interval(COLLECT_EVERY);
         loop {

@@ -27,10 +27,10 @@ use super::resource::Resource;
 use super::resource_socket::{ResourceAddress, ResourceServer};
 use super::tally::WorkerTally;
 use super::worker::CasePlan;
+use crate::base::holds::IntervalBatch;
+use crate::base::stop::StopSignal;
 use crate::faults::workers::{WorkerCommand, WorkerControl};
 use crate::faults::{self, CaseFaults};
-use crate::holds::IntervalBatch;
-use crate::stop::StopSignal;
 use crate::workload::WorkerMode;
 
 const START_TIMEOUT: Duration = Duration::from_secs(60);

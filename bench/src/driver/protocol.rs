@@ -10,9 +10,9 @@ use super::resource_socket::ResourceAddress;
 use super::tally::WorkerTally;
 use super::worker::CasePlan;
 use crate::backends::EndpointAddrs;
+use crate::base::holds::HoldEvent;
+use crate::base::holds::IntervalBatch;
 use crate::faults::workers::WorkerCommand;
-use crate::holds::HoldEvent;
-use crate::holds::IntervalBatch;
 
 /// The first line a worker process reads: what to run.
 #[derive(Debug, Clone, Serialize, Deserialize)]

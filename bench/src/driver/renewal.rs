@@ -12,7 +12,7 @@ use lockers::{EventSink, LockEvent, LossReason};
 use serde::{Deserialize, Serialize};
 
 use super::histogram::{Hist, as_base64, merge, new_hist, record};
-use crate::clock::{MonoClock, duration_ns};
+use crate::base::clock::{MonoClock, duration_ns};
 
 /// A client's renewal figures (the measured window, except `losses`: the whole case).
 #[derive(Debug, Clone, Serialize, Deserialize)]

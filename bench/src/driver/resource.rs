@@ -27,9 +27,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::clock::MonoClock;
-use crate::holds::{EndedBy, Interval};
-use crate::stop::StopSignal;
+use crate::base::clock::MonoClock;
+use crate::base::holds::{EndedBy, Interval};
+use crate::base::stop::StopSignal;
 
 /// The resource's verdict on a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -35,7 +35,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::resource::{Resource, WriteVerdict};
-use crate::holds::EndedBy;
+use crate::base::holds::EndedBy;
 
 /// How long a worker waits for one answer before giving up (the driver is gone or stuck).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
@@ -574,8 +574,8 @@ impl ResourceClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::MonoClock;
-    use crate::stop::StopSignal;
+    use crate::base::clock::MonoClock;
+    use crate::base::stop::StopSignal;
 
     #[test]
     fn a_resource_address_never_shows_its_token() {

@@ -19,9 +19,9 @@ use super::resource::Resource;
 use super::resource_socket::ResourceClient;
 use super::tally::WorkerTally;
 use super::worker::{CasePlan, ReadyPlan, Worker};
+use crate::base::holds::BatchQueue;
+use crate::base::stop::StopSignal;
 use crate::faults::{self, CaseFaults};
-use crate::holds::BatchQueue;
-use crate::stop::StopSignal;
 use crate::strategies::{Endpoints, Strategy};
 
 /// Runs a case with tokio-task workers.

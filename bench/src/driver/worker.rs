@@ -19,10 +19,10 @@ use super::histogram::record;
 use super::resource::WriteVerdict;
 use super::resource_socket::ResourceClient;
 use super::tally::WorkerTally;
-use crate::clock::{MonoClock, duration_ns};
-use crate::holds::{BatchQueue, EndedBy, Interval, IntervalBatch};
-use crate::holds::{HoldChange, HoldEvent, HoldSink};
-use crate::stop::StopSignal;
+use crate::base::clock::{MonoClock, duration_ns};
+use crate::base::holds::{BatchQueue, EndedBy, Interval, IntervalBatch};
+use crate::base::holds::{HoldChange, HoldEvent, HoldSink};
+use crate::base::stop::StopSignal;
 use crate::strategies::StrategySettings;
 use crate::workload::{LeaseSpec, OnLost, TaskDistribution, Workload};
 

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{Notify, mpsc};
 
-use crate::holds::{HoldChange, HoldEvent, HoldSink};
-use crate::stop::StopSignal;
+use crate::base::holds::{HoldChange, HoldEvent, HoldSink};
+use crate::base::stop::StopSignal;
 
 /// At most this many events are kept (a few seconds of a busy case need far fewer); later ones only
 /// update who holds what.
@@ -124,7 +124,7 @@ impl HoldBoard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::holds::EndedBy;
+    use crate::base::holds::EndedBy;
 
     fn event(client: u32, key: u32, at_ns: u64, change: HoldChange) -> HoldEvent {
         HoldEvent {

@@ -86,7 +86,7 @@ impl CpuQuota {
         std::fs::create_dir(&dir)
             .map_err(|e| format!("cannot create cgroup {}: {e}", dir.display()))?;
         let guard = CpuQuota {
-            pids: crate::proc_stat::group_members(pid),
+            pids: crate::base::proc_stat::group_members(pid),
             dir: dir.clone(),
             home,
         };

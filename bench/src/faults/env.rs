@@ -16,10 +16,10 @@ use super::proxies::ClientProxies;
 use super::topology::CaseServers;
 use super::workers::WorkerControl;
 use crate::backends::ServerKind;
-use crate::clock::{MonoClock, duration_ns};
-use crate::holds::EndedBy;
-use crate::holds::{HoldChange, HoldEvent};
-use crate::stop::StopSignal;
+use crate::base::clock::{MonoClock, duration_ns};
+use crate::base::holds::EndedBy;
+use crate::base::holds::{HoldChange, HoldEvent};
+use crate::base::stop::StopSignal;
 use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
 /// The server a case's faults act on.
@@ -151,7 +151,7 @@ impl Record {
 pub(super) async fn seen_in_state(pid: u32, wanted: char, what: &str) -> Result<String, String> {
     let deadline = std::time::Instant::now() + Duration::from_millis(500);
     loop {
-        let state = crate::proc_stat::state(pid);
+        let state = crate::base::proc_stat::state(pid);
         if state == Some(wanted) || (wanted == 'Z' && state.is_none()) {
             return Ok(format!(
                 "{what} {pid} {} (/proc state {})",

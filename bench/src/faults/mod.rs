@@ -43,9 +43,9 @@ use self::topology::CaseServers;
 use self::workers::WorkerControl;
 use crate::backends::stats::StatsSource;
 use crate::backends::{Backends, EndpointAddrs};
-use crate::clock::MonoClock;
-use crate::holds::HoldSink;
-use crate::stop::StopSignal;
+use crate::base::clock::MonoClock;
+use crate::base::holds::HoldSink;
+use crate::base::stop::StopSignal;
 use crate::strategies::Strategy;
 use crate::workload::faults::{FaultKind, FaultSpec, Topology, case_topology, needs_proxies};
 

@@ -9,7 +9,7 @@ use super::env::{
     sleep_until,
 };
 use super::proxies;
-use crate::clock::duration_ns;
+use crate::base::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
 /// Applies a network fault, lifts it, and measures what followed.

@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 
 use super::env::{FaultEnv, Record, sleep_until};
 use super::{network_faults, server_faults, worker_faults};
-use crate::clock::duration_ns;
+use crate::base::clock::duration_ns;
 use crate::workload::faults::{FaultScope, FaultSpec};
 
 /// Runs every fault of `specs`; returns their windows in start order once the case has ended.

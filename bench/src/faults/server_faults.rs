@@ -21,7 +21,7 @@ use super::env::{
 };
 use super::topology::CaseServers;
 use crate::backends::ServerKind;
-use crate::clock::duration_ns;
+use crate::base::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);

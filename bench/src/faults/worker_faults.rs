@@ -9,7 +9,7 @@ use super::env::{
     FaultEnv, Record, describe_victim, hold_for, measure_victim, pick_client, seen_in_state,
 };
 use super::workers::{Crash, HOG_THREAD, STARVED_THREAD, WorkerCommand};
-use crate::clock::duration_ns;
+use crate::base::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec};
 
 /// Applies a worker fault, lifts it, and measures what followed.
@@ -119,7 +119,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
 async fn hog_threads_seen(env: &FaultEnv, pid: u32, until_ns: u64) -> Result<String, String> {
     let deadline = std::time::Instant::now() + Duration::from_millis(1500);
     loop {
-        let running = crate::proc_stat::threads_named(pid, HOG_THREAD);
+        let running = crate::base::proc_stat::threads_named(pid, HOG_THREAD);
         if running > 0 {
             return Ok(format!(
                 "{running} busy threads ran in worker process {pid} (/proc/{pid}/task)"
@@ -142,7 +142,7 @@ async fn starved_threads_seen(env: &FaultEnv, pid: u32, until_ns: u64) -> Result
     // The worker lets go at `until_ns` by itself; a little after it, it must have.
     let watch_until = until_ns + duration_ns(Duration::from_millis(200));
     while env.clock.now() < watch_until {
-        let held = crate::proc_stat::threads_named(pid, STARVED_THREAD);
+        let held = crate::base::proc_stat::threads_named(pid, STARVED_THREAD);
         if held > 0 {
             let now = env.clock.now();
             most = most.max(held);

@@ -19,7 +19,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp, LogNormal};
 
-use crate::duration::{format_duration, parse_duration};
+use crate::base::duration::{format_duration, parse_duration};
 
 const SAMPLE_CAP_NS: f64 = 3_600e9;
 

@@ -10,7 +10,7 @@
 //! target = "holder"       # whom: holder | client:N | all | server
 //! ```
 //!
-//! Every timing may be relative to the case (see [`crate::duration::parse_timing`]): `at = "0.5ttl"`,
+//! Every timing may be relative to the case (see [`crate::base::duration::parse_timing`]): `at = "0.5ttl"`,
 //! `duration = "2ttl"` pause the holder for twice the TTL, whatever the TTL.
 //!
 //! The same fault as a flag: `--fault "pause_worker at=1s duration=2500ms target=holder"`.
@@ -22,7 +22,7 @@ use lockbench_servers::Durability;
 use serde::Deserialize;
 
 use crate::backends::ServerKind;
-use crate::duration::{Units, format_duration, parse_timing};
+use crate::base::duration::{Units, format_duration, parse_timing};
 
 /// A fault as written in a scenario file: every field optional, unknown fields rejected.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

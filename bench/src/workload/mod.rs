@@ -15,7 +15,7 @@ use lockbench_reports::model::Expectation;
 use serde::Deserialize;
 
 use self::faults::{FaultFile, FaultSpec, needs_processes};
-use crate::duration::{Units, format_duration, parse_duration, parse_timing};
+use crate::base::duration::{Units, format_duration, parse_duration, parse_timing};
 
 pub(crate) use distribution::TaskDistribution;
 pub(crate) use parse::{LeaseSpec, OnLost, WorkerMode};

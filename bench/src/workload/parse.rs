@@ -1,5 +1,5 @@
 //! The small value types of a workload and their text forms: lease modes (`watchdog`,
-//! `fixed:300ms`), worker modes and the reaction to `lost()` (durations: [`crate::duration`]).
+//! `fixed:300ms`), worker modes and the reaction to `lost()` (durations: [`crate::base::duration`]).
 
 use std::fmt;
 use std::str::FromStr;
@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::duration::{format_duration, parse_duration};
+use crate::base::duration::{format_duration, parse_duration};
 
 /// A lease mode as a workload names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::{DEFAULTS, ScenarioFile, WORKLOAD_FIELDS, Workload, parse_toml};
-use crate::duration::format_duration;
+use crate::base::duration::format_duration;
 
 /// A workload file as written: the workload fields of a scenario file, every one optional, anything
 /// else rejected (a scenario's length, workers and faults are the suite's).

@@ -6,7 +6,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::error::BenchError;
+use crate::base::error::BenchError;
 
 /// The results file's name inside the output directory.
 pub(crate) const RESULTS_FILE: &str = "results.json";

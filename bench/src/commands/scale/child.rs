@@ -13,7 +13,7 @@ use lockbench_reports::scale::{ScaleResults, ScaleSeries, ScaleStop};
 use super::hold::locks_per_renew_call;
 use super::{SCALE_FILE, ScaleSpec, Subject, raw};
 use crate::backends::{Backends, ServerKind};
-use crate::duration::format_duration;
+use crate::base::duration::format_duration;
 use crate::strategies::Strategy;
 
 /// Runs `strategy` (or its raw sender) in a child process of `exe`.

@@ -38,11 +38,12 @@ use lockbench_reports::scale::{SCALE_SCHEMA_VERSION, ScaleResults, ScaleSeries, 
 use lockbench_servers::probe;
 
 use crate::backends::{Backend, Backends, GivenAddresses, ServerKind};
-use crate::clock::now_rfc3339;
-use crate::duration::{format_duration, parse_duration};
-use crate::error::BenchError;
+use crate::base::clock::now_rfc3339;
+use crate::base::duration::{format_duration, parse_duration};
+use crate::base::error::BenchError;
+use crate::base::{environment, output};
+use crate::strategies;
 use crate::strategies::{Strategy, StrategySettings};
-use crate::{environment, output, strategies};
 
 pub use table::{checks, render};
 
@@ -383,7 +384,7 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
         print!("{}", render(&results));
         println!("results: {}", path.display());
     }
-    Ok(crate::EXIT_OK)
+    Ok(crate::base::error::EXIT_OK)
 }
 
 /// Holds `spec.steps` locks with one client of each strategy in turn; one series per strategy, and the

@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn the_verdict_says_how_many_trials_it_rests_on() {
-        let fixture = include_str!("../../reports/tests/fixtures/run-redis-watchdog.json");
+        let fixture = include_str!("../../../reports/tests/fixtures/run-redis-watchdog.json");
         let mut results: Results = serde_json::from_str(fixture).expect("the fixture parses");
         let case = &mut results.cases[0];
         case.safety.verdict = Verdict::Violated;
@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn a_violated_verdict_says_whether_the_data_came_through() {
-        let fixture = include_str!("../../reports/tests/fixtures/run-redis-watchdog.json");
+        let fixture = include_str!("../../../reports/tests/fixtures/run-redis-watchdog.json");
         let mut results: Results = serde_json::from_str(fixture).expect("the fixture parses");
         results.cases.truncate(1);
         let s = &mut results.cases[0].safety;

@@ -1,6 +1,6 @@
-//! `lockbench compare`: the suite ([`crate::suite::SUITE`]) — every scenario against every strategy
+//! `lockbench compare`: the suite ([`crate::commands::suite::SUITE`]) — every scenario against every strategy
 //! its faults apply to, each case `--trials` times with different seeds — through the same path as
-//! `lockbench run` ([`crate::run::run`], which starts each scenario's servers once and runs its cases
+//! `lockbench run` ([`crate::commands::run::run`], which starts each scenario's servers once and runs its cases
 //! back to back), a short `lockbench scale` pass for the many-locks row, then one combined results file
 //! and the reports.
 //!
@@ -14,7 +14,7 @@
 //! DIR/runs/many-locks/scale.json  the many-locks pass
 //! ```
 //!
-//! The planned time of the suite and the budgets it is held to are in [`crate::suite`].
+//! The planned time of the suite and the budgets it is held to are in [`crate::commands::suite`].
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -26,18 +26,20 @@ use lockbench_reports::model::{CaseStatus, SCHEMA_VERSION};
 use lockbench_reports::scale::{CostSeries, ScaleResults};
 
 use crate::backends::GivenAddresses;
-use crate::clock::now_rfc3339;
-use crate::duration::format_duration;
-use crate::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
-use crate::run::{self, RunRequest};
-use crate::scale::{self, ScaleOptions, ScaleRequest};
-use crate::suite::{
+use crate::base::clock::now_rfc3339;
+use crate::base::duration::format_duration;
+use crate::base::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::base::{output, suggest, table};
+use crate::commands::report;
+use crate::commands::run::{self, RunRequest};
+use crate::commands::scale::{self, ScaleOptions, ScaleRequest};
+use crate::commands::suite::{
     self, Length, MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_STEP_BUDGET, MANY_LOCKS_STEPS,
     NOT_IN_MANY_LOCKS, PlannedScenario, SUITE, Suite, SuiteEntry,
 };
 use crate::workload::user::UserWorkload;
 use crate::workload::{ScenarioFile, split_list};
-use crate::{output, report, scenarios, strategies, suggest, table};
+use crate::{scenarios, strategies};
 
 /// What `lockbench compare` is asked to do.
 #[derive(Debug, Clone, Default)]
@@ -591,7 +593,7 @@ mod tests {
     use super::*;
     use crate::workload::ScenarioFile;
 
-    const FIXTURE: &str = include_str!("../../reports/tests/fixtures/compare-quick.json");
+    const FIXTURE: &str = include_str!("../../../reports/tests/fixtures/compare-quick.json");
 
     fn user(time_scale: u32) -> UserWorkload {
         let fields = ScenarioFile {

@@ -13,7 +13,7 @@ use lockbench_reports::delta::{self, Deltas};
 use lockbench_reports::scale::{CostSeries, ScaleResults};
 use lockbench_reports::{ReportInput, WrittenReport, write_report};
 
-use crate::error::{BenchError, EXIT_FAILED, EXIT_OK};
+use crate::base::error::{BenchError, EXIT_FAILED, EXIT_OK};
 
 /// What `lockbench report` is asked to do.
 #[derive(Debug, Clone)]
@@ -80,7 +80,7 @@ fn own_scale_file(results: &Path) -> Option<PathBuf> {
     let path = results
         .parent()?
         .join("runs")
-        .join(crate::suite::MANY_LOCKS)
+        .join(crate::commands::suite::MANY_LOCKS)
         .join("scale.json");
     path.is_file().then_some(path)
 }
@@ -137,7 +137,7 @@ pub(crate) fn command(mut args: ReportRequest) -> Result<i32, BenchError> {
             .filter(|p| !p.as_os_str().is_empty())
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
     };
-    let dir = crate::output::prepare_dir(&dir)?;
+    let dir = crate::base::output::prepare_dir(&dir)?;
     let written = render(
         &dir,
         &current,

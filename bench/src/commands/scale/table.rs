@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use lockbench_reports::scale::{ScalePoint, ScaleResults};
 
-use crate::measure::{Bound, Check, render_checks};
-use crate::table::grid;
+use crate::base::measure::{Bound, Check, render_checks};
+use crate::base::table::grid;
 
 const HEADERS: [&str; 16] = [
     "strategy",
@@ -235,7 +235,7 @@ mod tests {
     use lockbench_reports::scale::{SCALE_SCHEMA_VERSION, ScalePoint, ScaleSeries, ScaleStop};
 
     use super::*;
-    use crate::scale::ScaleOptions;
+    use crate::commands::scale::ScaleOptions;
 
     fn point(held: u64, calls: f64, cpu: f64) -> ScalePoint {
         ScalePoint {
@@ -272,7 +272,7 @@ mod tests {
             started_at: String::new(),
             finished_at: String::new(),
             settings: spec.to_model(),
-            environment: crate::environment::collect(Vec::new()),
+            environment: crate::base::environment::collect(Vec::new()),
             strategies: vec![
                 ScaleSeries {
                     strategy: "redis-watchdog-batched".into(),
@@ -339,7 +339,7 @@ mod tests {
         // With the raw sender beside it, the CPU target is the ratio to the raw sender's.
         let mut results = results;
         results.strategies.push(ScaleSeries {
-            strategy: crate::scale::raw::RAW_ID.into(),
+            strategy: crate::commands::scale::raw::RAW_ID.into(),
             server: "redis".into(),
             locks_per_renew_call: Some(100),
             points: vec![point(1000, 10.0, 0.4), point(100_000, 1000.0, 20.0)],

@@ -9,19 +9,20 @@ use lockbench_reports::model::{
 };
 
 use crate::backends::{Backends, GivenAddresses, ServerKind};
-use crate::clock::{MonoClock, now_rfc3339};
+use crate::base::clock::{MonoClock, now_rfc3339};
+use crate::base::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::base::progress::Progress;
+use crate::base::stop::StopSignal;
+use crate::base::{environment, output, table};
 use crate::driver::case::{CaseRun, run_case};
 use crate::driver::mode::CaseContext;
 use crate::driver::processes::kill_all_workers;
 use crate::driver::remote;
-use crate::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::faults::applicability;
-use crate::progress::Progress;
-use crate::stop::StopSignal;
 use crate::strategies::{Strategy, StrategySettings};
 use crate::workload::faults::{own_topology, parse_fault_text};
 use crate::workload::{Fit, ScenarioFile, WorkerMode, Workload};
-use crate::{environment, output, results, scenarios, strategies, table, trials};
+use crate::{results, scenarios, strategies, trials};
 
 /// Environment variable naming the `lockbench` executable worker processes run (default: the current
 /// executable; tests that call [`run`] in-process set it to the built binary).
@@ -401,6 +402,6 @@ async fn handle_ctrl_c(interrupt: StopSignal) {
     if tokio::signal::ctrl_c().await.is_ok() {
         lockbench_servers::kill_all_servers();
         kill_all_workers();
-        std::process::exit(crate::error::EXIT_INTERRUPTED);
+        std::process::exit(crate::base::error::EXIT_INTERRUPTED);
     }
 }

@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use crate::backends::ServerKind;
+use crate::commands::run::keep_fault_targets;
 use crate::driver::case::lease_support;
-use crate::run::keep_fault_targets;
 use crate::scenarios;
 use crate::strategies::{self, Strategy, StrategySettings};
 use crate::workload::faults::{Topology, case_topology};
@@ -448,7 +448,7 @@ pub(crate) fn report_time(plan: &[PlannedScenario]) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::duration::parse_duration;
+    use crate::base::duration::parse_duration;
 
     fn seconds(text: &str) -> Duration {
         parse_duration(text).expect("a duration")

@@ -24,9 +24,9 @@ use lockers::{AcquireOptions, EventSink, Events, Lease, LockEvent, Locker};
 use super::{SERVER_TIMEOUT, ScaleSpec, ms};
 use crate::backends::stats::{StatsSnapshot, StatsSource};
 use crate::backends::{Backend, Backends, ServerKind};
-use crate::duration::format_duration;
-use crate::measure::RedisCommandStats;
-use crate::proc_stat;
+use crate::base::duration::format_duration;
+use crate::base::measure::RedisCommandStats;
+use crate::base::proc_stat;
 use crate::strategies::{Endpoints, Strategy};
 
 /// Counts the renewal events of one client, and the margins (remaining TTLs) its renewals found.
@@ -508,7 +508,7 @@ async fn release_all(held: Vec<Lease>, spec: &ScaleSpec) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scale::ScaleOptions;
+    use crate::commands::scale::ScaleOptions;
     use crate::strategies;
 
     #[test]

@@ -1,0 +1,9 @@
+//! Layer 5, the commands: each takes a domain request (`RunRequest`, `CompareRequest`,
+//! `ReportRequest`, `ScaleRequest`) and does one job. `compare` runs its `suite` of scenarios through
+//! `run`; `report` draws a results folder; [`scale`] holds many locks at once.
+
+pub(crate) mod compare;
+pub(crate) mod report;
+pub(crate) mod run;
+pub mod scale;
+pub(crate) mod suite;
