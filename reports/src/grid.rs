@@ -285,7 +285,6 @@ pub fn verdict_word(case: Option<&CaseResult>) -> &'static str {
             (Verdict::Unknown, CaseStatus::Failed) => "failed",
             (Verdict::Unknown, _) if c.fault_not_applied.is_some() => "fault not applied",
             (Verdict::Unknown, CaseStatus::Complete | CaseStatus::Interrupted) => "held no lock",
-            (Verdict::Unknown, _) => "not run",
         },
     }
 }
