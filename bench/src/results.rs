@@ -218,6 +218,10 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
         renew_after_unlock: run.renew_after_unlock.clone(),
         protocol_round_trip_ms: out.protocol_round_trip.map(|d| d.as_secs_f64() * 1e3),
         fault_not_applied: not_applied,
+        availability: (!run.faults.is_empty()).then(|| {
+            let warmup = run.warmup.as_nanos() as u64;
+            f.grants.finish(warmup, warmup + out.measured_ns)
+        }),
     }
 }
 
@@ -350,6 +354,7 @@ fn not_run(run: &CaseRun) -> CaseResult {
         renew_after_unlock: run.renew_after_unlock.clone(),
         protocol_round_trip_ms: None,
         fault_not_applied: None,
+        availability: None,
     }
 }
 

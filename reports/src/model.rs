@@ -325,6 +325,35 @@ pub struct CaseResult {
     /// that fault, so it is neither safe nor violated. Null otherwise (and in older files).
     #[serde(default)]
     pub fault_not_applied: Option<String>,
+    /// When locks were granted over the case, for cases that inject faults: the latency-over-time
+    /// chart and the longest stretch without a grant. With trials, the first trial's. Null for cases
+    /// without faults (and in older files).
+    #[serde(default)]
+    pub availability: Option<Availability>,
+}
+
+/// When locks were granted over a case, in bins of `bin_ms` from the case start (warm-up included).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Availability {
+    /// The bin width (100 ms, doubled for long cases so a case has at most 600 bins).
+    pub bin_ms: f64,
+    /// Locks granted in each bin.
+    pub grants: Vec<u32>,
+    /// The longest wait of an acquire granted in each bin, ms (from the acquire call to the grant);
+    /// null when none was granted in the bin.
+    pub max_wait_ms: Vec<Option<f64>>,
+    /// The longest stretch of the measured window in which no client was granted any lock (exact to
+    /// within a bin): the measured unavailability. Null when the window is empty.
+    pub longest_gap: Option<Gap>,
+}
+
+/// A stretch of time, ms from the case start.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Gap {
+    /// Start.
+    pub from_ms: f64,
+    /// End.
+    pub to_ms: f64,
 }
 
 impl CaseResult {

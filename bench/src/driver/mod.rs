@@ -12,9 +12,11 @@
 //! | [`resource`], [`resource_socket`] | the protected counters with fencing (safety measures 2 and 3); a worker's handle on them |
 //! | [`oracle`] | overlapping believed-held intervals (safety measure 1), hand-off latency |
 //! | [`holder_sample`] | the stretch of one key's intervals the holder timeline shows |
+//! | [`availability`] | grants over time and the longest stretch without one (fault scenarios' chart) |
 //! | [`renewal`] | renewal metrics from `LockEvent`s |
 //! | [`tally`], [`histogram`], [`cost`] | per-worker figures, HdrHistograms, client cost |
 
+pub(crate) mod availability;
 pub(crate) mod case;
 pub(crate) mod child;
 pub(crate) mod cost;

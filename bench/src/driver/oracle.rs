@@ -25,6 +25,7 @@ use std::collections::BinaryHeap;
 
 use lockbench_reports::model::{HolderSample, OverlapExample};
 
+use super::availability::Grants;
 use super::histogram::{Hist, new_hist, record};
 use super::holder_sample::{HolderSampler, held};
 use crate::base::holds::{BatchQueue, COLLECT_EVERY, EndedBy, Interval, IntervalBatch};
@@ -104,6 +105,8 @@ pub(crate) struct OracleFindings {
     /// Per orphaned interval: its end (after the start of the measured window), and how long after it
     /// another client acquired the key (`None`: nobody did before the case ended), ns.
     pub orphan_waits: Vec<(u64, Option<u64>)>,
+    /// Every grant by time, with how long its acquire waited.
+    pub grants: Grants,
 }
 
 const MAX_EXAMPLES: usize = 20;
@@ -145,6 +148,7 @@ impl Oracle {
                 examples: Vec::new(),
                 holder_sample: None,
                 orphan_waits: Vec::new(),
+                grants: Grants::new(case_start),
             },
             sampler: HolderSampler::new(keys),
         }
@@ -157,6 +161,9 @@ impl Oracle {
                 continue;
             };
             self.seq += 1;
+            self.found
+                .grants
+                .add(interval.acquire_started, interval.start);
             state.pending.push(Reverse(Pending {
                 start: interval.start,
                 seq: self.seq,
