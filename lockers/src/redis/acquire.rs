@@ -6,9 +6,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::connection::BACKEND;
 use super::keys::LockKeys;
 use super::scripts::ttl_millis;
+use super::transport::connection::BACKEND;
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
 use crate::lease::{

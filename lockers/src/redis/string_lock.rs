@@ -10,14 +10,14 @@
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
-use super::connection::{Commands, count_sent};
+use super::transport::connection::{Commands, count_sent};
 use redis::ScriptInvocation;
 
-use super::connection::RedisConnection;
 use super::keys::LockKeys;
 use super::scripts::{
     self, Attempt, LuaScript, acquire_attempt, renew_outcome, ttl_millis, unexpected,
 };
+use super::transport::connection::RedisConnection;
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
 use crate::lease::OwnerId;
