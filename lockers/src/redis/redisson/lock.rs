@@ -19,13 +19,13 @@
 use std::sync::Arc;
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 
 use super::config::RedissonConfig;
 use crate::error::LockError;
-use crate::event::{Events, LockEvent};
+use crate::event::Events;
 use crate::lease::LeaseHandle;
 use crate::redis::acquire;
 use crate::redis::keys::LockKeys;
@@ -187,20 +187,7 @@ impl Core {
                 .query_async(&mut background)
                 .await;
         });
-        match answer {
-            1 => {
-                self.events.emit(|| LockEvent::Released {
-                    key: keys.name.clone(),
-                    at: Instant::now(),
-                });
-                Ok(true)
-            }
-            0 => Ok(false),
-            -1 => Err(LockError::NotHeld {
-                key: keys.name.to_string(),
-            }),
-            other => Err(unexpected(&REDISSON_RELEASE, &[other])),
-        }
+        acquire::hash_released(&REDISSON_RELEASE, answer, keys, &self.events)
     }
 
     /// Renews one lock: `Ok(true)` renewed, `Ok(false)` no longer held.

@@ -15,11 +15,10 @@ use crate::error::LockError;
 use crate::event::Events;
 use crate::lease::{AcquireOptions, Lease, LeaseState};
 use crate::locker::{Capabilities, Locker};
-use crate::redis::acquire::{self, Request};
+use crate::redis::acquire::{self, ConfirmWithin, Request};
 use crate::redis::deferred::DeferredStarts;
 use crate::redis::keys::{LockKeys, lock_key, owner_field};
-use crate::redis::scripts::Attempt;
-use crate::redis::transport::pubsub::{PubSub, Subscription};
+use crate::redis::transport::pubsub::PubSub;
 use crate::renewal::StopRenewal;
 
 /// The id of Redisson 3.x before 3.44 ([`Generation::Classic`]).
@@ -187,34 +186,14 @@ impl Locker for Redisson {
         let config = &self.core.config;
         let request = Request::new(&config.key_prefix, key, opts, config.renewal.ttl)?;
         let owner = owner_field(&config.client_id, &request.owner);
-        let mut subscription: Option<Subscription> = None;
-        loop {
-            // Armed before the attempt, so an unlock published while it runs still wakes us.
-            let wakeup = subscription.as_ref().map(Subscription::arm);
-            let sent_at = Instant::now();
-            let attempt = self.core.try_acquire(&request.keys, &owner, request.ttl_ms);
-            let pttl = match attempt.await? {
-                Attempt::Acquired(_) => return Ok(self.grant(request, owner, sent_at)),
-                Attempt::Busy(pttl) => pttl,
-            };
-            let now = Instant::now();
-            let give_up = request.keep_waiting(now)?;
-            let Some(wakeup) = wakeup else {
-                // First miss: subscribe (within the wait), then try again at once.
-                let joined = subscription.insert(self.waiters.wait_on(&request.keys.channel));
-                let _ = tokio::time::timeout_at(give_up.into(), joined.confirmed()).await;
-                continue;
-            };
-            // A key without TTL (set by someone else) leaves only a message or the wait's end.
-            let until = match u64::try_from(pttl) {
-                Ok(ms) => (now + Duration::from_millis(ms)).min(give_up),
-                Err(_) => give_up,
-            };
-            tokio::select! {
-                _ = wakeup => {}
-                _ = tokio::time::sleep_until(until.into()) => {}
-            }
-        }
+        // A key without TTL (set by someone else) leaves only a message or the wait's end.
+        let holder_left = |pttl: i64| u64::try_from(pttl).ok().map(Duration::from_millis);
+        let attempt =
+            |_subscribed: bool| self.core.try_acquire(&request.keys, &owner, request.ttl_ms);
+        let granted =
+            request.until_granted(&self.waiters, ConfirmWithin::Wait, holder_left, attempt);
+        let (_no_token, sent_at) = granted.await?;
+        Ok(self.grant(request, owner, sent_at))
     }
 
     async fn close(&self) {

@@ -14,19 +14,19 @@ use tokio::sync::watch;
 use super::batch::{BatchRenewer, BatchTarget};
 use super::config::{RenewalMode, WatchdogConfig};
 use crate::error::LockError;
-use crate::event::{Events, LockEvent};
+use crate::event::Events;
 use crate::lease::{AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseState};
 use crate::locker::{Capabilities, Locker};
-use crate::redis::acquire::{self, Request};
+use crate::redis::acquire::{self, ConfirmWithin, Request};
 use crate::redis::deferred::DeferredStarts;
 use crate::redis::keys::{LockKeys, lock_key, owner_field};
 use crate::redis::scripts::{
     self, Attempt, WATCHDOG_ACQUIRE, WATCHDOG_RELEASE, WATCHDOG_RENEW, WATCHDOG_RENEW_BATCH,
-    acquire_attempt, renew_outcome, ttl_millis, unexpected,
+    acquire_attempt, renew_outcome, ttl_millis,
 };
 use crate::redis::transport::cluster::by_slot;
 use crate::redis::transport::connection::{BACKEND, RedisConnection};
-use crate::redis::transport::pubsub::{PubSub, Subscription};
+use crate::redis::transport::pubsub::PubSub;
 use crate::renewal::{HoldTicket, Holds, RenewOutcome, RenewalPlan, StopRenewal, renew_until_lost};
 
 /// The strategy id (per-lock renewal timers, Redisson's classic behaviour).
@@ -96,20 +96,7 @@ impl Core {
             .arg(UNLOCK_MESSAGE)
             .arg(token.0);
         let answer: i64 = scripts::run(&mut self.connection.commands(), &call).await?;
-        match answer {
-            1 => {
-                self.events.emit(|| LockEvent::Released {
-                    key: keys.name.clone(),
-                    at: Instant::now(),
-                });
-                Ok(true)
-            }
-            0 => Ok(false),
-            -1 => Err(LockError::NotHeld {
-                key: keys.name.to_string(),
-            }),
-            other => Err(unexpected(&WATCHDOG_RELEASE, &[other])),
-        }
+        acquire::hash_released(&WATCHDOG_RELEASE, answer, keys, &self.events)
     }
 }
 
@@ -364,28 +351,6 @@ impl RedisWatchdog {
             },
         )
     }
-
-    /// Waits for a wake-up: an unlock message (when subscribed) or `until`.
-    async fn wait(
-        waiting: &mut Option<Subscription>,
-        channel: &PubSub,
-        name: &str,
-        until: Instant,
-    ) {
-        let sleep = tokio::time::sleep_until(until.into());
-        match waiting {
-            // First miss: subscribe, then retry at once (Redisson: subscribe, then try again), so an
-            // unlock between the failed attempt and the subscription is caught by the retry.
-            None => {
-                let subscription = waiting.insert(channel.wait_on(name));
-                tokio::select! {
-                    _ = subscription.confirmed() => {}
-                    _ = sleep => {}
-                }
-            }
-            Some(_) => sleep.await,
-        }
-    }
 }
 
 #[async_trait]
@@ -408,42 +373,29 @@ impl Locker for RedisWatchdog {
         let config = &self.core.config;
         let request = Request::new(&config.key_prefix, key, opts, config.renewal.ttl)?;
         let owner = owner_field(&config.client_id, &request.owner);
-        let mut waiting: Option<Subscription> = None;
-        loop {
-            // Armed before the attempt: an unlock published while it runs still wakes us.
-            let wakeup = waiting.as_ref().map(Subscription::arm);
-            let others_wait =
-                self.waiters.waiters(&request.keys.channel) > usize::from(waiting.is_some());
-            let sent_at = Instant::now();
-            let attempt = self
-                .core
-                .try_acquire(&request.keys, &owner, request.ttl_ms, others_wait);
-            let pttl = match attempt.await? {
-                Attempt::Acquired(token) => return Ok(self.grant(request, owner, token, sent_at)),
-                Attempt::Busy(pttl) => pttl,
-            };
-            let now = Instant::now();
-            let give_up = request.keep_waiting(now)?;
-            let holder_left = match pttl {
+        let channel = &request.keys.channel;
+        let holder_left = |pttl: i64| {
+            Some(match pttl {
                 n if n > 0 => Duration::from_millis(n.unsigned_abs()),
                 // No TTL on the key (set by someone else): only a message or our own deadline helps.
                 -1 => config.renewal.ttl,
                 _ => Duration::from_millis(1),
-            };
-            let until = (now + holder_left).min(give_up);
-            match wakeup {
-                Some(wakeup) => {
-                    tokio::select! {
-                        _ = wakeup => {}
-                        _ = tokio::time::sleep_until(until.into()) => {}
-                    }
-                }
-                None => {
-                    let channel = &request.keys.channel;
-                    Self::wait(&mut waiting, &self.waiters, channel, until).await;
-                }
-            }
-        }
+            })
+        };
+        let attempt = |subscribed: bool| {
+            // Other waiters of this client on the lock: a fresh hold is marked so its release publishes.
+            let others_wait = self.waiters.waiters(channel) > usize::from(subscribed);
+            self.core
+                .try_acquire(&request.keys, &owner, request.ttl_ms, others_wait)
+        };
+        let granted = request.until_granted(
+            &self.waiters,
+            ConfirmWithin::HolderLeft,
+            holder_left,
+            attempt,
+        );
+        let (token, sent_at) = granted.await?;
+        Ok(self.grant(request, owner, token, sent_at))
     }
 
     async fn close(&self) {
