@@ -47,7 +47,7 @@ mod string_lock;
 
 pub use keys::random_client_id;
 pub use transport::connection;
-pub use transport::connection::{Commands, ConnectionSettings, RedisConnection, commands_sent};
+pub use transport::connection::{Commands, ConnectionSettings, RedisConnection};
 
 pub use guard_thread::{GuardThreadConfig, PollBackoff, RedisGuardThread};
 pub use keyspace::{KeyspaceConfig, RedisKeyspace, Variant as KeyspaceVariant};

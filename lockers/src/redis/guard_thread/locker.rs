@@ -153,6 +153,10 @@ impl Locker for RedisGuardThread {
         Self::CAPABILITIES
     }
 
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.connection().requests_sent())
+    }
+
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
         if self.core.threads.closed.load(Ordering::Acquire) {
             return Err(acquire::closed());

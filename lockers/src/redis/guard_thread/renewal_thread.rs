@@ -16,7 +16,7 @@ use crate::event::Events;
 use crate::lease::{LeaseState, LossReason};
 use crate::redis::scripts::ttl_millis;
 use crate::redis::string_lock::StringLock;
-use crate::redis::transport::connection::{BACKEND, RedisConnection, count_handshake};
+use crate::redis::transport::connection::{BACKEND, RedisConnection};
 use crate::renewal::{
     AfterRenewal, RenewOutcome, RenewTiming, RenewalPlan, StopRenewal, announce_renewal,
     record_renewal,
@@ -136,7 +136,8 @@ struct BlockingLink {
 }
 
 impl BlockingLink {
-    /// The connection, opened if needed, with every wait bounded by the response timeout and `budget`.
+    /// The connection for one request (counted here), opened if needed, with every wait bounded by the
+    /// response timeout and `budget`.
     fn get(&mut self, budget: Duration) -> Result<&mut redis::Connection, LockError> {
         let settings = self.source.settings();
         let bound = settings.response_timeout.min(budget);
@@ -146,12 +147,14 @@ impl BlockingLink {
                 let client = self.source.client_for(self.key.as_bytes());
                 let opened =
                     client.get_connection_with_timeout(settings.connect_timeout.min(budget))?;
-                count_handshake(&client);
+                self.source.requests().handshake(&client);
                 opened
             }
         };
         connection.set_read_timeout(Some(bound))?;
         connection.set_write_timeout(Some(bound))?;
+        // The caller sends one request on it.
+        self.source.requests().sent(1);
         Ok(self.open.insert(connection))
     }
 

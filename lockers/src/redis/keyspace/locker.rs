@@ -190,6 +190,10 @@ impl Locker for RedisKeyspace {
         self.core.variant.capabilities()
     }
 
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.connection().requests_sent())
+    }
+
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
         if *self.closed.borrow() {
             return Err(acquire::closed());

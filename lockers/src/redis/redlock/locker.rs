@@ -286,6 +286,17 @@ impl Locker for Redlock {
         Self::CAPABILITIES
     }
 
+    fn requests_sent(&self) -> Option<u64> {
+        Some(
+            self.core
+                .nodes
+                .connections
+                .iter()
+                .map(RedisConnection::requests_sent)
+                .sum(),
+        )
+    }
+
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
         if self.core.closed.load(Ordering::Acquire) {
             return Err(acquire::closed());

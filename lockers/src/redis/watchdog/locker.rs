@@ -366,6 +366,10 @@ impl Locker for RedisWatchdog {
         Self::CAPABILITIES
     }
 
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.core.connection.requests_sent())
+    }
+
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
         if *self.closed.borrow() {
             return Err(acquire::closed());
