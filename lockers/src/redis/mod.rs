@@ -1,4 +1,6 @@
-//! Redis strategies over shared connection, script, key, lock and pub/sub code.
+//! Redis strategies, one folder per family, over shared transport (`transport/`) and shared lock code
+//! (this level). Every strategy's client counts the requests its connections send, read through
+//! [`Locker::requests_sent`](crate::Locker::requests_sent).
 //!
 //! | module | what it holds | used by |
 //! |---|---|---|
@@ -7,7 +9,7 @@
 //! | `keys` | lock, fencing-counter, unlock-channel and shadow key names with `{name}` hash tags; key prefix, client ids, owner fields | every Redis strategy |
 //! | `scripts` | Lua scripts (`scripts/*.lua`, with the shared `lib.lua`: fencing `INCR`, extend-only TTLs) called by SHA with reload on `NOSCRIPT`; the answers every script shares (acquire attempt, renew outcome, TTL in ms); the watchdog's scripts | every Redis strategy |
 //! | `script_roles` | [`ScriptRole`], [`script_shas`]: every strategy's scripts by SHA1, for a `MONITOR` observer | callers |
-//! | `acquire` | capabilities; reading a request (lease TTL, owner, wait); `Timeout`; the wait-and-retry loop of a pub/sub-woken acquire; registering a grant and building its lease; releasing a dropped lease in the background | every Redis strategy |
+//! | `acquire` | capabilities; reading a request (lease TTL, owner, wait); `Timeout`; the wait-and-retry loop of a pub/sub-woken acquire (`redis-watchdog`, Redisson); reading a hash lock's release answer; registering a grant and building its lease; releasing a dropped lease in the background | every Redis strategy |
 //! | `deferred` | per-lock renewal loops spawned only once a lease outlives half a period (shared here because two families use it) | `redis-watchdog` per-lock mode, `redisson-classic` |
 //! | `string_lock` | the token-valued string lock (`SET NX PX` + `INCR`, check-and-pexpire, check-and-delete, optional shadow key) and its holder values | `redis-guard-thread`, `redis-keyspace`, `redlock` |
 //! | [`watchdog`] | the `redis-watchdog` strategy ([`RedisWatchdog`]) with its config and batch scheduler | |

@@ -29,7 +29,7 @@
 //! without renewing (its lease then expires).
 //!
 //! The string lock itself (holder values, the three scripts and their answers) is `string_lock`, shared
-//! with `redis-keyspace`; the renewal threads are `renewal_thread`; the settings `guard_thread_config`.
+//! with `redis-keyspace`; the renewal threads are `renewal_thread`; the settings `config`.
 //!
 //! | module | what it holds |
 //! |---|---|

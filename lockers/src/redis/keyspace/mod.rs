@@ -12,7 +12,7 @@
 //! PX` + fencing `INCR` in one script, check-and-pexpire, check-and-delete). Each client has one pub/sub
 //! connection (the `pubsub` dispatcher the watchdog's waiters use too) subscribed to the two keyevent
 //! channels; `keyevents` hands each event to the holders and waiters of that key in this client, and
-//! `keyspace_holder` is what a holder does with it. Every client receives every `expired` and `del`
+//! `holder` is what a holder does with it. Every client receives every `expired` and `del`
 //! event of the database.
 //!
 //! - [`Variant::Naive`] (`redis-keyspace-naive`): the holder listens for its lock key's own `expired`

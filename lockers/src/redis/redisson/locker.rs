@@ -102,7 +102,7 @@ impl Redisson {
         }
     }
 
-    /// Live timer chains of the 3.44+ scheduler (0 for classic; see `redisson_scheduler`).
+    /// Live timer chains of the 3.44+ scheduler (0 for classic; see `scheduler`).
     pub fn renewal_chains(&self) -> usize {
         match &self.renewer {
             Renewer::Classic(_) => 0,

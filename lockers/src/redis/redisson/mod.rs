@@ -4,7 +4,7 @@
 //! `renewal/{LockRenewalScheduler,RenewalTask,LockTask}.java`, `command/CommandAsyncService.java`
 //! (`syncedEval`), `config/Config.java` (defaults).
 //!
-//! What both generations share (`redisson_lock`):
+//! What both generations share (`lock`):
 //! - The lock is a hash at `P{name}`; the field is `<client id>:<owner>` (Redisson: `<uuid>:<thread
 //!   id>`), the value the re-entry count. Acquire: when the hash is absent or the field exists,
 //!   `HINCRBY` and `PEXPIRE` (the TTL is always re-set); otherwise the PTTL comes back.
@@ -23,7 +23,7 @@
 //!   answered "not yours"; [`Capabilities::lost_signal`](crate::Capabilities::lost_signal) is false and `lost()` resolves at the
 //!   conservative local deadline (the server's TTL runs out at about the same time).
 //!
-//! Renewal: `redisson_classic` (one timer per lock, stops for good on an error) or `redisson_scheduler`
+//! Renewal: `classic` (one timer per lock, stops for good on an error) or `scheduler`
 //! (one scheduler per client, chunks of 100, retries at the next tick). Either way an "error" is what
 //! is left after Redisson's command retries (`retryAttempts` 3 re-sends of a renew call that timed out,
 //! lost its connection or was answered `BUSY` or another error Redisson retries): an outage shorter
