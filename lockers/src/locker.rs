@@ -67,4 +67,15 @@ pub trait Locker: Send + Sync + Debug {
     fn protocol_round_trip(&self) -> Option<std::time::Duration> {
         None
     }
+
+    /// The requests this client has sent to its servers so far, counted by the client itself:
+    /// connecting (handshakes, script loads), reconnects' handshakes, subscriptions and closing
+    /// included, a script call counting once and each command of a pipeline once; on several servers
+    /// (Redlock's nodes, a cluster's masters) their sum. It only grows: the difference across a run is
+    /// the requests that run cost, what the servers saw from this client. `None` (the default) when the
+    /// strategy does not count its requests: the Redis strategies count, etcd, ZooKeeper, the peers
+    /// and `memory` do not.
+    fn requests_sent(&self) -> Option<u64> {
+        None
+    }
 }

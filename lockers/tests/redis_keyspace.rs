@@ -9,8 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use lockbench_servers::RedisOptions;
-use lockers::redis::{KeyspaceConfig, KeyspaceVariant as Variant, RedisKeyspace};
+use lockbench_servers::{RedisOptions, poll};
+use lockers::redis::{
+    KeyspaceConfig, KeyspaceVariant as Variant, RedisKeyspace, ScriptRole, script_shas,
+};
 use lockers::{AcquireOptions, EventLog, Events, LockEvent, Locker, LossReason, Renewal};
 
 #[path = "support/redis.rs"]
@@ -343,11 +345,25 @@ async fn waiters_wake_on_del_and_expired_events() {
 
     let key = unique("wake-del");
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    // Every command from here on goes to the slow log: the waiter's first attempt shows there once the
+    // server has run it (the holder's renewals run other scripts).
+    t.redis(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    t.redis(&["CONFIG", "SET", "slowlog-max-len", "1024"]);
+    t.redis(&["SLOWLOG", "RESET"]);
     let waiter = {
         let (b, key, wait) = (b.clone(), key.clone(), wait.clone());
         tokio::spawn(async move { b.acquire(&key, &wait).await.map(|l| (Instant::now(), l)) })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let acquire_shas: Vec<&str> = script_shas()
+        .into_iter()
+        .filter(|(role, _)| *role == ScriptRole::Acquire)
+        .map(|(_, sha)| sha)
+        .collect();
+    let tried = poll::until_async(Duration::from_secs(3), || {
+        let log = t.redis(&["SLOWLOG", "GET", "1024"]);
+        log.lines().any(|line| acquire_shas.contains(&line))
+    });
+    assert!(tried.await, "the waiter never tried");
     let released_at = Instant::now();
     lease.release().await.unwrap();
     let (got_in_at, next) = waiter.await.unwrap().unwrap();

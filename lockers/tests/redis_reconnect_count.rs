@@ -1,7 +1,7 @@
-//! The requests a Redis client counts ([`lockers::redis::commands_sent`]) through a server restart, against
+//! The requests a Redis client counts ([`Locker::requests_sent`]) through a server restart, against
 //! `MONITOR`: the server runs with an ACL user, so every connection the client's connection manager opens
 //! again starts with `AUTH`, which `MONITOR` logs (its arguments redacted) and the count must include
-//! like the first connection's. One test in its own binary: the count is per process.
+//! like the first connection's.
 #![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lockbench_servers::{OnRestart, RedisNode, RedisNodeOptions, RedisOptions};
-use lockers::redis::{RedisWatchdog, WatchdogConfig, commands_sent};
+use lockers::redis::{RedisWatchdog, WatchdogConfig};
 use lockers::{AcquireOptions, Events, LockError, Locker, Renewal};
 
 const USER: &str = "app";
@@ -108,7 +108,6 @@ async fn counts_agree_with_monitor_through_a_restart() {
     // Database 1: each connection also sends `SELECT`.
     let url = format!("redis://{USER}:{PASSWORD}@{}/1", node.addr());
     let before_connect = Monitor::start(node.addr());
-    let before = commands_sent();
     let config = WatchdogConfig {
         // Long enough that no renewal falls in the test.
         renewal: Renewal::new(Duration::from_secs(30)),
@@ -127,7 +126,9 @@ async fn counts_agree_with_monitor_through_a_restart() {
     let after_restart = Monitor::start(node.addr());
     let failed = cycles(&client, 5).await;
     client.close().await;
-    let counted = commands_sent() - before;
+    let counted = client
+        .requests_sent()
+        .expect("a Redis client counts its requests");
     let ((seen_before, auths_before), (seen_after, auths_after)) =
         tokio::task::spawn_blocking(move || (before_connect.settled(), after_restart.settled()))
             .await

@@ -1,10 +1,10 @@
-//! The requests lockers' Redis clients count ([`lockers::redis::commands_sent`]) against an outside
+//! The requests lockers' Redis clients count ([`Locker::requests_sent`]) against an outside
 //! observer: `MONITOR` on the same redis-server, which logs every command a client sent and marks the
 //! commands a script ran with `[0 lua]`. Contended watchdog cycles with renewals, for the strategies
 //! whose every command `MONITOR` shows (the keyspace strategies' `CONFIG SET` is an administrative
 //! command, which it leaves out), on one server and on a Redis Cluster (`MONITOR` on each master: the
 //! commands a cluster client sends to each, `CLUSTER SLOTS` and the `SCRIPT LOAD`s every master gets
-//! included). One test in its own binary: the count is per process.
+//! included), and Redlock's count over its independent masters (`MONITOR` on each).
 #![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -13,10 +13,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use lockbench_servers::{RedisCluster, RedisServer};
+use lockbench_servers::{RedisCluster, RedisNodeOptions, RedisNodes, RedisServer};
 use lockers::redis::{
     Generation, GuardThreadConfig, RedisGuardThread, RedisWatchdog, Redisson, RedissonConfig,
-    RenewalMode, WatchdogConfig, commands_sent,
+    Redlock, RedlockConfig, RenewalMode, WatchdogConfig,
 };
 use lockers::{AcquireOptions, Events, Locker, Renewal};
 
@@ -103,6 +103,17 @@ async fn cycles(clients: [Arc<dyn Locker>; 2]) {
     }
 }
 
+/// What the clients counted, connecting and closing included.
+fn requests_sent(clients: &[Arc<dyn Locker>]) -> u64 {
+    clients
+        .iter()
+        .map(|c| {
+            c.requests_sent()
+                .expect("a Redis client counts its requests")
+        })
+        .sum()
+}
+
 async fn clients(row: &str, url: &str) -> [Arc<dyn Locker>; 2] {
     let mut out: Vec<Arc<dyn Locker>> = Vec::new();
     for _ in 0..2 {
@@ -161,9 +172,9 @@ async fn client_request_counts_agree_with_monitor() {
     for row in ROWS {
         let server = RedisServer::start().unwrap();
         let monitor = Monitor::start(&server);
-        let before = commands_sent();
-        cycles(clients(row, &server.url()).await).await;
-        let counted = commands_sent() - before;
+        let clients = clients(row, &server.url()).await;
+        cycles(clients.clone()).await;
+        let counted = requests_sent(&clients);
         let seen = tokio::task::spawn_blocking(move || monitor.settled())
             .await
             .unwrap();
@@ -208,9 +219,9 @@ async fn cluster_counts_agree_with_monitor() {
             .iter()
             .map(|n| Monitor::start_at(n.addr()))
             .collect();
-        let before = commands_sent();
-        cycles(clients(row, &cluster.url()).await).await;
-        let counted = commands_sent() - before;
+        let clients = clients(row, &cluster.url()).await;
+        cycles(clients.clone()).await;
+        let counted = requests_sent(&clients);
         let seen: u64 =
             tokio::task::spawn_blocking(move || monitors.iter().map(Monitor::settled).sum())
                 .await
@@ -224,4 +235,47 @@ async fn cluster_counts_agree_with_monitor() {
             off * 100.0
         );
     }
+}
+
+/// Redlock's count is the sum over its nodes: what every node's `MONITOR` saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redlock_counts_the_requests_of_every_node() {
+    let nodes = tokio::task::spawn_blocking(|| {
+        RedisNodes::start(3, RedisNodeOptions::default(), None).unwrap()
+    })
+    .await
+    .unwrap();
+    let monitors: Vec<Monitor> = nodes
+        .nodes()
+        .iter()
+        .map(|n| Monitor::start_at(n.addr()))
+        .collect();
+    let mut clients: Vec<Arc<dyn Locker>> = Vec::new();
+    for _ in 0..2 {
+        let config = RedlockConfig {
+            renewal: Renewal::new(TIMEOUT),
+            // The default (a 60th of the TTL: 5 ms) is too short for a loaded machine.
+            node_timeout: Some(Duration::from_millis(50)),
+            retry_delay: Duration::from_millis(20),
+            retry_jitter: Duration::from_millis(20),
+            ..RedlockConfig::default()
+        };
+        let client = Redlock::connect(&nodes.urls(), config, Events::none()).await;
+        clients.push(Arc::new(client.unwrap()));
+    }
+    let [first, second]: [Arc<dyn Locker>; 2] = clients.clone().try_into().unwrap();
+    cycles([first, second]).await;
+    let counted = requests_sent(&clients);
+    let seen: u64 =
+        tokio::task::spawn_blocking(move || monitors.iter().map(Monitor::settled).sum())
+            .await
+            .unwrap();
+    eprintln!("redlock on 3 nodes: counted {counted}, the nodes' MONITOR saw {seen}");
+    assert!(seen > 0, "MONITOR saw nothing");
+    let off = (counted as f64 - seen as f64).abs() / seen as f64;
+    assert!(
+        off <= 0.10,
+        "redlock: counted {counted}, MONITOR saw {seen} ({:.1} % apart)",
+        off * 100.0
+    );
 }

@@ -175,7 +175,6 @@ where
         .driver_now_ns
         .map_or(0, |driver| i128::from(driver) - i128::from(clock.now()));
     let local = move |t: u64| u64::try_from((i128::from(t) - offset).max(0)).unwrap_or(u64::MAX);
-    let commands_before = lockers::redis::commands_sent();
     let strategy = strategies::find(&spec.plan.strategy)
         .ok_or_else(|| format!("unknown strategy {:?}", spec.plan.strategy))?;
     let ready = Arc::new(ReadyPlan::new(&spec.plan)?);
@@ -295,8 +294,8 @@ where
     let _ = forward.await;
     locker.close().await;
     tally.renewal = recorder.tally();
-    // A worker process runs one client at a time: everything it sent meanwhile is this client's.
-    tally.redis_commands = lockers::redis::commands_sent() - commands_before;
+    // The client's own count of what it sent, connecting and closing included.
+    tally.redis_commands = locker.requests_sent().unwrap_or(0);
     if let Some(cost) = cost {
         tally.own_cost = cost.await.ok();
     }

@@ -50,8 +50,8 @@ pub(crate) struct WorkerTally {
     pub overhead_ns: u64,
     /// The client's renewal figures.
     pub renewal: RenewalTally,
-    /// Commands lockers' Redis clients sent ([`lockers::redis::commands_sent`]), connecting and
-    /// closing included: the requests a Redis server saw from this worker.
+    /// Requests the clients counted ([`lockers::Locker::requests_sent`], 0 for a strategy that does
+    /// not count), connecting and closing included: the requests a Redis server saw from this worker.
     #[serde(default)]
     pub redis_commands: u64,
     /// A remote worker's own process cost over the window (the driver cannot sample a process on

@@ -33,7 +33,6 @@ pub(crate) async fn run(
     faults: &CaseFaults,
 ) -> Result<ModeOutput, CaseError> {
     let workload = ctx.workload;
-    let sent_before = lockers::redis::commands_sent();
     let ready = Arc::new(ReadyPlan::new(plan).map_err(CaseError::Fail)?);
     let settings = plan.settings();
     // One in-process server for the case (memory), each client with its own addresses (a fault may
@@ -133,10 +132,10 @@ pub(crate) async fn run(
     for (locker, recorder) in &clients {
         locker.close().await;
         tally.renewal.merge(&recorder.tally());
+        // Each client's own count of what it sent, connecting and closing included.
+        tally.redis_commands += locker.requests_sent().unwrap_or(0);
     }
     drop(clients);
-    // The case's clients are the only Redis clients of this process while it runs.
-    tally.redis_commands = lockers::redis::commands_sent() - sent_before;
     let findings = oracle_task
         .await
         .map_err(|e| CaseError::Fail(format!("oracle failed: {e}")))?;

@@ -1,14 +1,17 @@
 //! What the Redis strategies' acquires and leases share: what every one of them can do, reading a request
-//! (the lease's TTL, the owner, how long to wait), ending a wait with [`LockError::Timeout`], registering a
-//! granted hold and building its lease, and releasing a dropped lease in the background.
+//! (the lease's TTL, the owner, how long to wait), ending a wait with [`LockError::Timeout`], the
+//! try-subscribe-retry loop of the strategies whose waiters are woken by unlock messages
+//! ([`Request::until_granted`]), registering a granted hold and building its lease, and releasing a dropped
+//! lease in the background.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::connection::BACKEND;
 use super::keys::LockKeys;
-use super::scripts::ttl_millis;
+use super::scripts::{Attempt, LuaScript, ttl_millis, unexpected};
+use super::transport::connection::BACKEND;
+use super::transport::pubsub::{PubSub, Subscription};
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
 use crate::lease::{
@@ -99,6 +102,58 @@ impl Request {
             })
     }
 
+    /// Tries until an attempt is granted, the way Redisson's `tryLock(wait)` does: try; on the first miss
+    /// subscribe to the lock's unlock channel (`waiters`), wait for the server to confirm it (within
+    /// `confirm`), and try again at once, so an unlock between the miss and the subscription is caught by
+    /// that retry; on every later miss sleep until an unlock message, the holder's remaining time
+    /// (`holder_left` of the PTTL the miss answered; `None`: no bound but the wait's end) or the wait's
+    /// end. The wake-up is armed before each attempt, so an unlock published while it runs still wakes.
+    /// `attempt(subscribed)` makes one attempt; an error ends the acquire with that error, and a miss past
+    /// the wait's end ends it with `Timeout`. Answers the granted token and when its attempt was sent.
+    pub(super) async fn until_granted<Try, Sent>(
+        &self,
+        waiters: &PubSub,
+        confirm: ConfirmWithin,
+        holder_left: impl Fn(i64) -> Option<Duration>,
+        mut attempt: Try,
+    ) -> Result<(FencingToken, Instant), LockError>
+    where
+        Try: FnMut(bool) -> Sent,
+        Sent: Future<Output = Result<Attempt, LockError>>,
+    {
+        let mut subscription: Option<Subscription> = None;
+        loop {
+            // Armed before the attempt: an unlock published while it runs still wakes us.
+            let wakeup = subscription.as_ref().map(Subscription::arm);
+            let sent = attempt(subscription.is_some());
+            let sent_at = Instant::now();
+            let pttl = match sent.await? {
+                Attempt::Acquired(token) => return Ok((token, sent_at)),
+                Attempt::Busy(pttl) => pttl,
+            };
+            let now = Instant::now();
+            let give_up = self.keep_waiting(now)?;
+            let until = holder_left(pttl).map_or(give_up, |left| (now + left).min(give_up));
+            match wakeup {
+                Some(wakeup) => {
+                    tokio::select! {
+                        _ = wakeup => {}
+                        _ = tokio::time::sleep_until(until.into()) => {}
+                    }
+                }
+                None => {
+                    // First miss: subscribe, then retry at once once confirmed (or the bound passed).
+                    let joined = subscription.insert(waiters.wait_on(&self.keys.channel));
+                    let within = match confirm {
+                        ConfirmWithin::HolderLeft => until,
+                        ConfirmWithin::Wait => give_up,
+                    };
+                    let _ = tokio::time::timeout_at(within.into(), joined.confirmed()).await;
+                }
+            }
+        }
+    }
+
     /// Registers the hold granted with `token` to a request sent at `sent_at` for `owner`,
     /// starting its renewal with `renewal` if it is a watchdog lease and the entry has none yet, reports
     /// `Acquired`, and builds the lease with the release path `hold` makes. No await: a cancelled acquire
@@ -134,6 +189,40 @@ impl Request {
         });
         let (state, ticket) = holds.enter(name, owner, sent_at + self.ttl, events, start);
         Lease::new(self.owner, token, self.mode, sent_at, state, hold(ticket))
+    }
+}
+
+/// How long a waiter's first miss waits for the server to confirm its subscription before it tries again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ConfirmWithin {
+    /// Until the holder's remaining time (or the wait's end, if sooner): `redis-watchdog`.
+    HolderLeft,
+    /// Until the wait's end (Redisson awaits the subscription within the wait).
+    Wait,
+}
+
+/// Reads the answer of a hash lock's release script (`redis-watchdog`'s and Redisson's alike): 1 freed the
+/// lock (reported as `Released`: `Ok(true)`), 0 left re-entrant holds (`Ok(false)`), -1 found no hold of
+/// the owner (`NotHeld`).
+pub(super) fn hash_released(
+    script: &LuaScript,
+    answer: i64,
+    keys: &LockKeys,
+    events: &Events,
+) -> Result<bool, LockError> {
+    match answer {
+        1 => {
+            events.emit(|| LockEvent::Released {
+                key: keys.name.clone(),
+                at: Instant::now(),
+            });
+            Ok(true)
+        }
+        0 => Ok(false),
+        -1 => Err(LockError::NotHeld {
+            key: keys.name.to_string(),
+        }),
+        other => Err(unexpected(script, &[other])),
     }
 }
 

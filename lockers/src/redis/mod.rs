@@ -1,36 +1,25 @@
-//! Redis strategies over shared connection, script, key, lock and pub/sub code.
+//! Redis strategies, one folder per family, over shared transport (`transport/`) and shared lock code
+//! (this level). Every strategy's client counts the requests its connections send, read through
+//! [`Locker::requests_sent`](crate::Locker::requests_sent).
 //!
 //! | module | what it holds | used by |
 //! |---|---|---|
-//! | `client` | the `redis::Client` an address describes (ACL user, TLS); timeouts; `RedisError` → `LockError::Backend`; the count of commands sent | every connection |
-//! | `counted` | one server's self-reconnecting connection manager, counting the requests the server sees, each reconnect's handshake included | [`connection`], `sentinel`, `cluster` |
-//! | [`connection`] | the multiplexed, reconnecting command connection, direct, behind Sentinel or to a cluster | every Redis strategy |
-//! | `cluster` | `redis+cluster://` (`rediss+cluster://` over TLS) addresses: hash slots, the slot → master layout, `MOVED`/`ASK`, batches split by slot | [`connection`], batch renewals |
-//! | `sentinel` | `redis+sentinel://` (`rediss+sentinel://` over TLS) addresses: the primary asked of the Sentinels, asked again after a failover-like error | [`connection`] |
+//! | `transport` | client, counted connection (direct, Sentinel, cluster), pub/sub, keyevents, replica sync: everything that talks to Redis without knowing a lock | every Redis strategy |
+//! | [`connection`] | (`transport::connection`, re-exported) the command connection and its settings | every Redis strategy; callers checking an address |
 //! | `keys` | lock, fencing-counter, unlock-channel and shadow key names with `{name}` hash tags; key prefix, client ids, owner fields | every Redis strategy |
 //! | `scripts` | Lua scripts (`scripts/*.lua`, with the shared `lib.lua`: fencing `INCR`, extend-only TTLs) called by SHA with reload on `NOSCRIPT`; the answers every script shares (acquire attempt, renew outcome, TTL in ms); the watchdog's scripts | every Redis strategy |
-//! | `acquire` | capabilities; reading a request (lease TTL, owner, wait); `Timeout`; registering a grant and building its lease; releasing a dropped lease in the background | every Redis strategy |
-//! | `pubsub` | one pub/sub connection per client: waiters woken one per message (unlock channels), listeners handed every message with its arrival time and told of breaks and resubscriptions | `redis-watchdog` waiters; `keyevents` |
-//! | `string_lock` | the token-valued string lock (`SET NX PX` + `INCR`, check-and-pexpire, check-and-delete, optional shadow key) and its holder values | `redis-guard-thread`, `redis-keyspace` |
-//! | `watchdog_config` | [`WatchdogConfig`], [`RenewalMode`] | `redis-watchdog` |
-//! | `batch` | one scheduler per client renewing due locks in chunked script calls | `redis-watchdog` batched mode |
-//! | `deferred` | per-lock renewal loops spawned only once a lease outlives half a period | `redis-watchdog` per-lock mode |
-//! | [`watchdog`] | the `redis-watchdog` strategy ([`RedisWatchdog`]) | |
-//! | `guard_thread_config` | [`GuardThreadConfig`], [`PollBackoff`] | `redis-guard-thread` |
-//! | `renewal_thread` | one OS renewal thread per held lock, on its own blocking connection | `redis-guard-thread` |
-//! | [`guard_thread`] | the `redis-guard-thread` strategy ([`RedisGuardThread`]) | |
-//! | `keyspace_config` | [`KeyspaceConfig`], [`KeyspaceVariant`] | `redis-keyspace` |
-//! | `keyevents` | `notify-keyspace-events` set-up; keyevent `expired`/`del` messages routed by key to holders and waiters | `redis-keyspace` |
-//! | `keyspace_holder` | the holder task: shadow renewal or naive re-acquire on expiry events | `redis-keyspace` |
-//! | [`keyspace`] | the `redis-keyspace-naive` / `-shadow` strategy ([`RedisKeyspace`]) | |
-//! | `redisson_config` | [`RedissonConfig`], [`Generation`], [`RetryDelay`], [`Topology`], [`ScaledTimeouts`] | `redisson-classic`, `redisson` (and the `jvm-redisson*` peers' timeouts) |
-//! | `replica_sync` | Redisson's `WAIT` after lock writes when the topology has replicas | `redisson-classic`, `redisson` |
-//! | `redisson_lock` | Redisson's acquire, release and renew scripts and a lease's release path | `redisson-classic`, `redisson` |
-//! | `redisson_classic` | one renewal timer per lock, ended for good by an error (Redisson < 3.44) | `redisson-classic` |
-//! | `redisson_scheduler` | one renewal scheduler per client, chunks of 100, errors retried at the next tick (Redisson ≥ 3.44) | `redisson` |
-//! | [`redisson`] | the `redisson-classic` / `redisson` strategy ([`Redisson`]) | |
-//! | `redlock_config` | [`RedlockConfig`]; majority and validity arithmetic | `redlock` |
+//! | `script_roles` | [`ScriptRole`], [`script_shas`]: every strategy's scripts by SHA1, for a `MONITOR` observer | callers |
+//! | `acquire` | capabilities; reading a request (lease TTL, owner, wait); `Timeout`; the wait-and-retry loop of a pub/sub-woken acquire (`redis-watchdog`, Redisson); reading a hash lock's release answer; registering a grant and building its lease; releasing a dropped lease in the background | every Redis strategy |
+//! | `deferred` | per-lock renewal loops spawned only once a lease outlives half a period (shared here because two families use it) | `redis-watchdog` per-lock mode, `redisson-classic` |
+//! | `string_lock` | the token-valued string lock (`SET NX PX` + `INCR`, check-and-pexpire, check-and-delete, optional shadow key) and its holder values | `redis-guard-thread`, `redis-keyspace`, `redlock` |
+//! | [`watchdog`] | the `redis-watchdog` strategy ([`RedisWatchdog`]) with its config and batch scheduler | |
+//! | [`guard_thread`] | the `redis-guard-thread` strategy ([`RedisGuardThread`]) with its config and renewal threads | |
+//! | [`keyspace`] | the `redis-keyspace-naive` / `-shadow` strategy ([`RedisKeyspace`]) with its config and holder task | |
+//! | [`redisson`] | the `redisson-classic` / `redisson` strategy ([`Redisson`]) with its config, scripts and both renewers (and the `jvm-redisson*` peers' timeouts) | |
 //! | [`redlock`] | the `redlock` strategy ([`Redlock`]) over N independent masters, using `string_lock`'s value, check-and-pexpire and check-and-delete | |
+//!
+//! Each strategy folder keeps its modules private and re-exports what callers use; shared code sits at
+//! this level (`acquire`, `keys`, `scripts`, `string_lock`, `deferred`) or in `transport`.
 //!
 //! Renewal bookkeeping (extend the deadline, `Renewed`, "not yours", retry until the deadline) is
 //! `crate::renewal::record_renewal`, shared by every renewer here: the per-lock loop, the batch scheduler,
@@ -41,10 +30,8 @@
 //! period, between ½ and 1½ periods after its previous renewal, and N held locks cost ⌈N / chunk⌉ calls
 //! per period.
 
-mod client;
-mod cluster;
-pub mod connection;
-mod counted;
+mod transport;
+
 pub mod guard_thread;
 pub mod keyspace;
 pub mod redisson;
@@ -52,38 +39,21 @@ pub mod redlock;
 pub mod watchdog;
 
 mod acquire;
-mod batch;
 #[cfg(test)]
 mod config_checks;
 mod deferred;
-mod guard_thread_config;
-mod keyevents;
 mod keys;
-mod keyspace_config;
-mod keyspace_holder;
-mod pubsub;
-mod redisson_classic;
-mod redisson_config;
-mod redisson_lock;
-mod redisson_scheduler;
-mod redlock_config;
-mod renewal_thread;
-mod replica_sync;
 mod script_roles;
 mod scripts;
-mod sentinel;
 mod string_lock;
-mod watchdog_config;
 
-pub use connection::{Commands, ConnectionSettings, RedisConnection, commands_sent};
 pub use keys::random_client_id;
-pub use watchdog::RedisWatchdog;
-pub use watchdog_config::{RenewalMode, WatchdogConfig};
+pub use transport::connection;
+pub use transport::connection::{Commands, ConnectionSettings, RedisConnection};
 
 pub use guard_thread::{GuardThreadConfig, PollBackoff, RedisGuardThread};
 pub use keyspace::{KeyspaceConfig, RedisKeyspace, Variant as KeyspaceVariant};
-pub use redisson::Redisson;
-pub use redisson_config::{Generation, RedissonConfig, RetryDelay, ScaledTimeouts, Topology};
-pub use redlock::Redlock;
-pub use redlock_config::{RedlockConfig, quorum, validity};
+pub use redisson::{Generation, Redisson, RedissonConfig, RetryDelay, ScaledTimeouts, Topology};
+pub use redlock::{Redlock, RedlockConfig, quorum, validity};
 pub use script_roles::{ScriptRole, script_shas};
+pub use watchdog::{RedisWatchdog, RenewalMode, WatchdogConfig};

@@ -17,10 +17,10 @@ use std::fmt;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use super::connection::Commands;
+use super::transport::connection::Commands;
 use redis::{FromRedisValue, ScriptInvocation};
 
-use super::connection::BACKEND;
+use super::transport::connection::BACKEND;
 use crate::error::LockError;
 use crate::lease::FencingToken;
 use crate::renewal::RenewOutcome;

@@ -10,14 +10,14 @@
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
-use super::connection::{Commands, count_sent};
+use super::transport::connection::Commands;
 use redis::ScriptInvocation;
 
-use super::connection::RedisConnection;
 use super::keys::LockKeys;
 use super::scripts::{
     self, Attempt, LuaScript, acquire_attempt, renew_outcome, ttl_millis, unexpected,
 };
+use super::transport::connection::RedisConnection;
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
 use crate::lease::OwnerId;
@@ -150,7 +150,6 @@ impl StringLock {
         connection: &mut redis::Connection,
         ttl_ms: u64,
     ) -> Result<RenewOutcome, LockError> {
-        count_sent(1);
         let answer: i64 = self.renew_call(ttl_ms).invoke(connection)?;
         Ok(renew_outcome(answer))
     }
@@ -173,7 +172,6 @@ impl StringLock {
         connection: &mut redis::Connection,
         events: &Events,
     ) -> Result<(), LockError> {
-        count_sent(1);
         let answer: i64 = self.release_call().invoke(connection)?;
         self.released(answer, events)
     }

@@ -22,10 +22,10 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
-use super::deferred::DeferredStarts;
-use super::redisson_lock::{Core, RenewTarget};
+use super::lock::{Core, RenewTarget};
 use crate::event::LockEvent;
 use crate::lease::{LeaseState, LossReason};
+use crate::redis::deferred::DeferredStarts;
 use crate::renewal::{
     AfterRenewal, RenewOutcome, RenewTiming, RenewalPlan, StopRenewal, announce_renewal,
     record_renewal,

@@ -83,7 +83,7 @@ pub struct BatchSchedule {
 }
 
 /// This scheduler's [`BatchSchedule`].
-pub(super) const SCHEDULE: BatchSchedule = BatchSchedule {
+pub(in crate::redis) const SCHEDULE: BatchSchedule = BatchSchedule {
     ticks_per_period: TICKS_PER_PERIOD,
     renew_every_ticks: RENEW_EVERY_TICKS,
     chunks_in_flight: CHUNKS_IN_FLIGHT,
@@ -374,7 +374,7 @@ where
                     let answers = match tokio::time::timeout_at(cut_off.into(), call).await {
                         Ok(answers) => answers,
                         Err(_elapsed) => Err(LockError::backend(
-                            super::connection::BACKEND,
+                            crate::redis::transport::connection::BACKEND,
                             "batch renewal got no answer before the local deadline",
                         )),
                     };

@@ -1,8 +1,8 @@
 //! Settings of the `redis-watchdog` strategy ([`WatchdogConfig`]) and its renewal modes.
 
-use super::connection::ConnectionSettings;
-use super::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
 use crate::error::LockError;
+use crate::redis::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
+use crate::redis::transport::connection::ConnectionSettings;
 use crate::settings::Renewal;
 
 /// How held watchdog leases are renewed.
@@ -26,7 +26,7 @@ impl RenewalMode {
     pub const BATCHED_DEFAULT: RenewalMode = RenewalMode::Batched { chunk: 100 };
 }
 
-/// Settings of a [`super::RedisWatchdog`] client.
+/// Settings of a [`crate::redis::RedisWatchdog`] client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WatchdogConfig {
     /// TTL of a watchdog lease (Redisson's `lockWatchdogTimeout`) and its renewal period (default 30 s,

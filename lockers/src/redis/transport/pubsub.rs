@@ -34,7 +34,8 @@ use tokio::sync::futures::OwnedNotified;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::AbortHandle;
 
-use super::connection::{ConnectionSettings, RedisConnection, count_handshake, count_sent};
+use super::client::RequestCount;
+use super::connection::{ConnectionSettings, RedisConnection};
 use crate::error::LockError;
 
 /// A wake-up armed before a retry, so a message that arrives during the retry is not missed.
@@ -397,14 +398,15 @@ async fn connect(
     table: &Weak<Table>,
     client: &redis::Client,
     settings: ConnectionSettings,
+    requests: &RequestCount,
 ) -> Result<Link, String> {
     let wanted = table.upgrade().map(|t| t.wanted()).unwrap_or_default();
     let subscribing = async {
         let (mut sink, stream) = client.get_async_pubsub().await?.split();
-        count_handshake(client);
+        requests.handshake(client);
         if !wanted.is_empty() {
             let names: Vec<&str> = wanted.iter().map(|(n, _)| &**n).collect();
-            count_sent(1);
+            requests.sent(1);
             sink.subscribe(&names).await?;
         }
         Ok::<_, redis::RedisError>((sink, stream))
@@ -449,7 +451,8 @@ async fn dispatch(
         }
         // Behind Sentinel, the server named primary now; in a cluster, the shard's master now.
         let client = connection.client_of_shard(shard);
-        let link = match connect(&table, &client, connection.settings()).await {
+        let requests = connection.requests();
+        let link = match connect(&table, &client, connection.settings(), requests).await {
             Ok(link) => link,
             Err(error) => {
                 if let Some(t) = table.upgrade() {
@@ -466,7 +469,7 @@ async fn dispatch(
             t.resubscribed(Instant::now());
         }
         connected_before = true;
-        match serve(&table, link, &mut queue).await {
+        match serve(&table, link, &mut queue, requests).await {
             Ended::Closed => return,
             Ended::Broken => {
                 if let Some(t) = table.upgrade() {
@@ -485,6 +488,7 @@ async fn serve(
     table: &Weak<Table>,
     (mut sink, mut stream): Link,
     queue: &mut mpsc::UnboundedReceiver<Request>,
+    requests: &RequestCount,
 ) -> Ended {
     // Requests queued before the connection are covered by the table's state that `connect` subscribed;
     // replaying them here is harmless because (un)subscribing is idempotent and they replay in order.
@@ -500,7 +504,7 @@ async fn serve(
     };
     let carry_out = async {
         while let Some(request) = queue.recv().await {
-            count_sent(1);
+            requests.sent(1);
             let done = match request {
                 Request::Subscribe(name, confirmed) => {
                     let done = sink.subscribe(&*name).await;

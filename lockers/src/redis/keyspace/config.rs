@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use super::acquire;
-use super::connection::ConnectionSettings;
-use super::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
 use crate::error::LockError;
 use crate::locker::Capabilities;
+use crate::redis::acquire;
+use crate::redis::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
+use crate::redis::transport::connection::ConnectionSettings;
 use crate::settings::Renewal;
 
 /// The id of the naive variant.
@@ -14,7 +14,7 @@ pub const NAIVE_ID: &str = "redis-keyspace-naive";
 /// The id of the shadow-key variant.
 pub const SHADOW_ID: &str = "redis-keyspace-shadow";
 
-/// Which keyspace design a [`super::RedisKeyspace`] client runs.
+/// Which keyspace design a [`crate::redis::RedisKeyspace`] client runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Variant {
     /// Re-acquire when the lock key's own `expired` event arrives (flawed on purpose).
@@ -43,7 +43,7 @@ impl Variant {
     }
 }
 
-/// Settings of a [`super::RedisKeyspace`] client.
+/// Settings of a [`crate::redis::RedisKeyspace`] client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyspaceConfig {
     /// TTL of a watchdog lease (default 30 s) and, as the ratio, how often the naive holder moves its

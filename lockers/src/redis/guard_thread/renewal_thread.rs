@@ -11,12 +11,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use super::connection::{BACKEND, RedisConnection, count_handshake};
-use super::scripts::ttl_millis;
-use super::string_lock::StringLock;
 use crate::error::LockError;
 use crate::event::Events;
 use crate::lease::{LeaseState, LossReason};
+use crate::redis::scripts::ttl_millis;
+use crate::redis::string_lock::StringLock;
+use crate::redis::transport::connection::{BACKEND, RedisConnection};
 use crate::renewal::{
     AfterRenewal, RenewOutcome, RenewTiming, RenewalPlan, StopRenewal, announce_renewal,
     record_renewal,
@@ -24,25 +24,25 @@ use crate::renewal::{
 
 /// What every renewal thread of one client shares, and how to start one.
 #[derive(Debug)]
-pub(super) struct RenewalThreads {
+pub(in crate::redis) struct RenewalThreads {
     /// Each thread opens its own connection from this one's client (behind Sentinel, the primary
     /// named last).
-    pub(super) connection: RedisConnection,
-    pub(super) plan: RenewalPlan,
-    pub(super) events: Events,
+    pub(in crate::redis) connection: RedisConnection,
+    pub(in crate::redis) plan: RenewalPlan,
+    pub(in crate::redis) events: Events,
     /// Set when the client closes: threads exit at their next wake-up without renewing.
-    pub(super) closed: Arc<AtomicBool>,
+    pub(in crate::redis) closed: Arc<AtomicBool>,
     /// Threads alive now.
-    pub(super) live: Arc<AtomicUsize>,
+    pub(in crate::redis) live: Arc<AtomicUsize>,
     /// The OS name of every thread.
-    pub(super) name: String,
+    pub(in crate::redis) name: String,
 }
 
 impl RenewalThreads {
     /// Starts the renewal thread of `lock`, granted to a request sent at `sent_at`; it waits for the
     /// hold's state ([`ThreadInbox::begin`]) before it sleeps toward its first renewal, one period after
     /// `sent_at`.
-    pub(super) fn spawn(
+    pub(in crate::redis) fn spawn(
         &self,
         lock: &StringLock,
         sent_at: Instant,
@@ -73,11 +73,11 @@ impl RenewalThreads {
 
 /// A renewal thread's inbox.
 #[derive(Debug, Clone)]
-pub(super) struct ThreadInbox(mpsc::Sender<ToThread>);
+pub(in crate::redis) struct ThreadInbox(mpsc::Sender<ToThread>);
 
 impl ThreadInbox {
     /// Hands the thread its hold's state; the result stops it (for the `Holds` registry).
-    pub(super) fn begin(&self, state: Arc<LeaseState>) -> Box<dyn StopRenewal> {
+    pub(in crate::redis) fn begin(&self, state: Arc<LeaseState>) -> Box<dyn StopRenewal> {
         // A closed inbox means the thread died; the lease then expires at its deadline.
         let _ = self.0.send(ToThread::Begin(state));
         Box::new(ThreadStop(self.0.clone()))
@@ -85,7 +85,7 @@ impl ThreadInbox {
 
     /// Asks the thread to release the dropped lease on its own connection and exit; false when the
     /// thread has already exited.
-    pub(super) fn abandon(&self) -> bool {
+    pub(in crate::redis) fn abandon(&self) -> bool {
         self.0.send(ToThread::Abandon).is_ok()
     }
 }
@@ -136,7 +136,8 @@ struct BlockingLink {
 }
 
 impl BlockingLink {
-    /// The connection, opened if needed, with every wait bounded by the response timeout and `budget`.
+    /// The connection for one request (counted here), opened if needed, with every wait bounded by the
+    /// response timeout and `budget`.
     fn get(&mut self, budget: Duration) -> Result<&mut redis::Connection, LockError> {
         let settings = self.source.settings();
         let bound = settings.response_timeout.min(budget);
@@ -146,12 +147,14 @@ impl BlockingLink {
                 let client = self.source.client_for(self.key.as_bytes());
                 let opened =
                     client.get_connection_with_timeout(settings.connect_timeout.min(budget))?;
-                count_handshake(&client);
+                self.source.requests().handshake(&client);
                 opened
             }
         };
         connection.set_read_timeout(Some(bound))?;
         connection.set_write_timeout(Some(bound))?;
+        // The caller sends one request on it.
+        self.source.requests().sent(1);
         Ok(self.open.insert(connection))
     }
 

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use tokio::task::AbortHandle;
 
-use super::redisson_lock::{Core, RenewTarget};
+use super::lock::{Core, RenewTarget};
 use crate::event::LockEvent;
 use crate::lease::{LeaseState, LossReason};
 use crate::renewal::{RenewOutcome, RenewTiming, RenewalPlan, StopRenewal, record_renewal};

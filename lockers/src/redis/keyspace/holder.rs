@@ -9,37 +9,37 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::connection::Commands;
+use crate::redis::transport::connection::Commands;
 use tokio::sync::{mpsc, watch};
 
-use super::connection::BACKEND;
-use super::keyevents::Signal;
-use super::scripts::ttl_millis;
-use super::string_lock::StringLock;
 use crate::error::LockError;
 use crate::event::Events;
 use crate::lease::{LeaseState, LossReason};
+use crate::redis::scripts::ttl_millis;
+use crate::redis::string_lock::StringLock;
+use crate::redis::transport::connection::BACKEND;
+use crate::redis::transport::keyevents::Signal;
 use crate::renewal::{
     AfterRenewal, RenewOutcome, RenewTiming, RenewalPlan, announce_renewal, record_renewal,
 };
 
 /// What a holder task needs (not the client itself, so a dropped client is not kept alive by its holds).
 #[derive(Clone)]
-pub(super) struct Renewer {
-    pub(super) commands: Commands,
-    pub(super) events: Events,
+pub(in crate::redis) struct Renewer {
+    pub(in crate::redis) commands: Commands,
+    pub(in crate::redis) events: Events,
     /// The watchdog timeout and, as the period, a third of it (the naive belief's refresh).
-    pub(super) plan: RenewalPlan,
-    pub(super) shadow_ttl: Duration,
+    pub(in crate::redis) plan: RenewalPlan,
+    pub(in crate::redis) shadow_ttl: Duration,
 }
 
 /// One held watchdog lock, as its holder task sees it.
-pub(super) struct Held {
-    pub(super) state: Arc<LeaseState>,
+pub(in crate::redis) struct Held {
+    pub(in crate::redis) state: Arc<LeaseState>,
     /// The lock, with the shadow key in the shadow variant.
-    pub(super) lock: StringLock,
+    pub(in crate::redis) lock: StringLock,
     /// Sent time + TTL of the watched key (the shadow, or the lock for the naive variant).
-    pub(super) nominal: Instant,
+    pub(in crate::redis) nominal: Instant,
 }
 
 /// Why a holder task's wait ended.
@@ -52,7 +52,7 @@ enum Woken {
 
 impl Renewer {
     /// The shadow variant: renew on each shadow expiry, until lost or stopped.
-    pub(super) async fn shadow_loop(
+    pub(in crate::redis) async fn shadow_loop(
         self,
         mut held: Held,
         mut signals: mpsc::UnboundedReceiver<Signal>,
@@ -117,7 +117,7 @@ impl Renewer {
 
     /// The naive variant: re-acquire on each expiry of the lock itself; between expiries, extend the
     /// local belief without asking the server.
-    pub(super) async fn naive_loop(
+    pub(in crate::redis) async fn naive_loop(
         self,
         mut held: Held,
         mut signals: mpsc::UnboundedReceiver<Signal>,

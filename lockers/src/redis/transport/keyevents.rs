@@ -98,7 +98,7 @@ async fn ensure_notifications(connection: &mut Commands) -> Result<String, LockE
 
 /// What a holder is told.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Signal {
+pub(in crate::redis) enum Signal {
     /// The watched key's `expired` event arrived at `at`.
     Expired { at: Instant },
     /// The subscription broke: events are being lost.
@@ -220,7 +220,7 @@ impl Listener for ShardListener {
 }
 
 /// A waiter's interest in a key's `del` and `expired` events; dropping it leaves.
-pub(super) struct KeyWatch {
+pub(in crate::redis) struct KeyWatch {
     table: Arc<Table>,
     key: Arc<str>,
     wake: Arc<Notify>,
@@ -228,7 +228,7 @@ pub(super) struct KeyWatch {
 
 impl KeyWatch {
     /// A wake-up for the key's next event, armed now (before the attempt it must not miss).
-    pub(super) fn arm(&self) -> Wakeup {
+    pub(in crate::redis) fn arm(&self) -> Wakeup {
         arm(&self.wake)
     }
 }
@@ -244,7 +244,7 @@ impl Drop for KeyWatch {
 }
 
 /// A holder's registration for a key's `expired` events; dropping it leaves.
-pub(super) struct HolderWatch {
+pub(in crate::redis) struct HolderWatch {
     table: Arc<Table>,
     key: Arc<str>,
     id: u64,
@@ -263,7 +263,7 @@ impl Drop for HolderWatch {
 /// One client's keyevent subscriptions (on their own pub/sub connections: one, or in a cluster one
 /// per master) and its holders and waiters.
 #[derive(Debug)]
-pub(super) struct KeyEvents {
+pub(in crate::redis) struct KeyEvents {
     table: Arc<Table>,
     subscriptions: Vec<(PubSub, Listening)>,
     notify_flags: String,
@@ -275,7 +275,10 @@ impl KeyEvents {
     /// confirmed both (a `Backend` error if one did not within the connect timeout). A Redis Cluster
     /// node publishes only its own keys' events, so there is a subscription per master (per shard:
     /// after a failover it goes to the shard's new master).
-    pub(super) async fn start(connection: &RedisConnection, db: i64) -> Result<Self, LockError> {
+    pub(in crate::redis) async fn start(
+        connection: &RedisConnection,
+        db: i64,
+    ) -> Result<Self, LockError> {
         let settings = connection.settings();
         let shard_of_slots = connection.shard_of_slots();
         // One subscription per shard of that one reading (the server itself outside a cluster).
@@ -318,24 +321,24 @@ impl KeyEvents {
     }
 
     /// The first server's `notify-keyspace-events` as [`Self::start`] left it.
-    pub(super) fn notify_flags(&self) -> &str {
+    pub(in crate::redis) fn notify_flags(&self) -> &str {
         &self.notify_flags
     }
 
     /// How often the subscriptions were re-established after a break.
-    pub(super) fn reconnects(&self) -> u64 {
+    pub(in crate::redis) fn reconnects(&self) -> u64 {
         self.subscriptions.iter().map(|(p, _)| p.reconnects()).sum()
     }
 
     /// Stops the pub/sub dispatchers: no event reaches anyone any more.
-    pub(super) fn stop(&self) {
+    pub(in crate::redis) fn stop(&self) {
         for (pubsub, _) in &self.subscriptions {
             pubsub.stop();
         }
     }
 
     /// Joins `key`'s waiters.
-    pub(super) fn watch(&self, key: &str) -> KeyWatch {
+    pub(in crate::redis) fn watch(&self, key: &str) -> KeyWatch {
         let key: Arc<str> = key.into();
         let mut keys = self.table.lock();
         let m = keys.entry(key.clone()).or_default();
@@ -350,7 +353,10 @@ impl KeyEvents {
     }
 
     /// Registers a holder of `key`: the signals it will be sent, until the registration is dropped.
-    pub(super) fn hold(&self, key: &str) -> (HolderWatch, mpsc::UnboundedReceiver<Signal>) {
+    pub(in crate::redis) fn hold(
+        &self,
+        key: &str,
+    ) -> (HolderWatch, mpsc::UnboundedReceiver<Signal>) {
         let key: Arc<str> = key.into();
         let id = self.table.next_holder.fetch_add(1, Ordering::Relaxed);
         let (sender, signals) = mpsc::unbounded_channel();

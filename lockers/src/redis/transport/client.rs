@@ -1,6 +1,6 @@
 //! Below every Redis connection: the `redis::Client` an address describes (ACL user, TLS files), the
 //! settings that bound how long connecting and answering may take, the conversion of redis-rs errors
-//! into [`LockError::Backend`] with backend `"redis"`, and the count of commands this process sent.
+//! into [`LockError::Backend`] with backend `"redis"`, and the count of requests a client sent.
 //!
 //! Every Redis connection of a client (commands, pub/sub, a guard thread's blocking connection, each
 //! Redlock node, each primary a Sentinel names) comes from a `redis::Client` built by [`open_client`] or
@@ -8,14 +8,16 @@
 //! (`rediss://host?ca=ca.pem[&cert=c.pem&key=c.key]`, rustls) hold for all of them. Errors show the
 //! address redacted.
 //!
-//! Every command a client sends is counted ([`commands_sent`]): the requests the server saw from this
-//! process, a script call counting once however many `redis.call`s it runs (Redis's own `INFO
-//! commandstats` counts those too, so it cannot tell them apart). Commands are counted by the
-//! multiplexed connection's manager (`counted`: answered or timed-out requests, and every connection's
-//! handshake, after a reconnect too), `count_sent` (pub/sub subscriptions, a guard thread's blocking
-//! connection) and `count_handshake` (`AUTH`/`SELECT` when a connection opens; `CLIENT SETINFO` is not
+//! Every command a client sends is counted in that client's [`RequestCount`] (read through
+//! `Locker::requests_sent`): the requests the server saw from it, a script call counting once however
+//! many `redis.call`s it runs (Redis's own `INFO commandstats` counts those too, so it cannot tell them
+//! apart). Commands are counted by the multiplexed connection's manager (`counted`: answered or
+//! timed-out requests, and every connection's handshake, after a reconnect too), by the pub/sub
+//! connection (subscriptions), a guard thread's blocking connection and the cluster layout reads, and
+//! by [`RequestCount::handshake`] (`AUTH`/`SELECT` when a connection opens; `CLIENT SETINFO` is not
 //! sent). Tests check the count against what `MONITOR` saw, also through a server restart.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -154,31 +156,35 @@ fn server_error(value: &redis::Value) -> Option<redis::RedisError> {
     }
 }
 
-/// Commands this process's Redis clients sent so far.
-static SENT: AtomicU64 = AtomicU64::new(0);
+/// The requests one client's connections sent: script calls count once, pipelines count each command
+/// (`MULTI`/`EXEC` included), connection handshakes count their commands. Cloning shares the count; every
+/// connection of a client (its command connection through reconnects, pub/sub, blocking connections,
+/// the cluster layout reads) adds to the one count of the `RedisConnection` it was opened from.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RequestCount(Arc<AtomicU64>);
 
-/// How many commands every Redis client of this process has sent so far (script calls count once;
-/// pipelines count each command, `MULTI`/`EXEC` included). The difference across a case is the
-/// requests its clients sent.
-pub fn commands_sent() -> u64 {
-    SENT.load(Ordering::Relaxed)
-}
+impl RequestCount {
+    /// Requests counted so far.
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
 
-/// Counts `n` commands sent outside [`Commands`] (subscriptions, blocking connections).
-pub(crate) fn count_sent(n: u64) {
-    SENT.fetch_add(n, Ordering::Relaxed);
-}
+    /// Counts `n` requests sent.
+    pub(crate) fn sent(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
 
-/// Takes back `n` commands counted when sent that never reached a server (their link was broken).
-pub(crate) fn uncount_sent(n: u64) {
-    SENT.fetch_sub(n, Ordering::Relaxed);
-}
+    /// Takes back `n` requests counted when sent that never reached a server (their link was broken).
+    pub(crate) fn unsent(&self, n: u64) {
+        self.0.fetch_sub(n, Ordering::Relaxed);
+    }
 
-/// Counts the commands a new connection of `client` sends before any of ours: `AUTH` with a
-/// password, `SELECT` for a database other than 0.
-pub(crate) fn count_handshake(client: &redis::Client) {
-    let settings = client.get_connection_info().redis_settings();
-    let auth = u64::from(settings.password().is_some());
-    let select = u64::from(settings.db() != 0);
-    count_sent(auth + select);
+    /// Counts the commands a new connection of `client` sends before any of ours: `AUTH` with a
+    /// password, `SELECT` for a database other than 0.
+    pub(crate) fn handshake(&self, client: &redis::Client) {
+        let settings = client.get_connection_info().redis_settings();
+        let auth = u64::from(settings.password().is_some());
+        let select = u64::from(settings.db() != 0);
+        self.sent(auth + select);
+    }
 }

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use super::connection::ConnectionSettings;
-use super::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
 use crate::error::LockError;
+use crate::redis::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
+use crate::redis::transport::connection::ConnectionSettings;
 use crate::settings::Renewal;
 
 /// How a waiter polls a held lock: the pause after the n-th miss is `initial × factor^n`, capped at
@@ -73,7 +73,7 @@ impl PollBackoff {
     }
 }
 
-/// Settings of a [`super::RedisGuardThread`] client.
+/// Settings of a [`crate::redis::RedisGuardThread`] client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuardThreadConfig {
     /// TTL of a watchdog lease and its renewal period (default 30 s, renewed every third, as Redisson's

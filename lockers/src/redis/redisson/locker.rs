@@ -1,43 +1,5 @@
-//! `redisson-classic` and `redisson`: Redisson's `RLock`, faithfully, in its two generations of the lock
-//! watchdog ([`Generation`]). Source read: redisson/redisson at tags `redisson-3.43.0` (classic) and
-//! `redisson-3.44.0` / 4.7 (scheduler): `RedissonLock.java`, `RedissonBaseLock.java`,
-//! `renewal/{LockRenewalScheduler,RenewalTask,LockTask}.java`, `command/CommandAsyncService.java`
-//! (`syncedEval`), `config/Config.java` (defaults).
-//!
-//! What both generations share (`redisson_lock`):
-//! - The lock is a hash at `P{name}`; the field is `<client id>:<owner>` (Redisson: `<uuid>:<thread
-//!   id>`), the value the re-entry count. Acquire: when the hash is absent or the field exists,
-//!   `HINCRBY` and `PEXPIRE` (the TTL is always re-set); otherwise the PTTL comes back.
-//! - `LeaseMode::Watchdog` (`lock()` without a lease time): TTL = `lockWatchdogTimeout` (30 s),
-//!   renewed every third of it. `LeaseMode::Fixed(d)` (`lock(leaseTime)`): TTL `d`, never renewed.
-//! - Release: the unlock script always publishes on `P{name}:unlock` on the final release; re-entrant
-//!   releases re-set the TTL; a release by a non-owner is [`LockError::NotHeld`] (Redisson's
-//!   `IllegalMonitorStateException`); renewal is cancelled once the server answered.
-//! - Waiting (`tryLock(wait)`): try, subscribe to the unlock channel, then retry whenever an unlock
-//!   message arrives or the holder's PTTL elapses, until the wait is over.
-//! - With [`Topology::Replicated`](super::Topology::Replicated), each lock write is followed by `WAIT` on
-//!   its connection, as `replica_sync` describes.
-//! - No fencing token: Redisson has none, so [`Capabilities::fencing`] is false and every lease's
-//!   `token()` is 0.
-//! - No lost-lease signal: Redisson never tells the holder that renewal stopped or that the server
-//!   answered "not yours"; [`Capabilities::lost_signal`] is false and `lost()` resolves at the
-//!   conservative local deadline (the server's TTL runs out at about the same time).
-//!
-//! Renewal: `redisson_classic` (one timer per lock, stops for good on an error) or `redisson_scheduler`
-//! (one scheduler per client, chunks of 100, retries at the next tick). Either way an "error" is what
-//! is left after Redisson's command retries (`retryAttempts` 3 re-sends of a renew call that timed out,
-//! lost its connection or was answered `BUSY` or another error Redisson retries): an outage shorter
-//! than that budget costs nothing.
-//!
-//! Departures, each forced by lockbench's contract or harmless to what is measured:
-//! - A lease dropped without release stops its renewal at once and releases in the background (the
-//!   contract's drop rule; a Java `RLock` has no drop). A lease neither released nor dropped is renewed
-//!   forever, as in Redisson.
-//! - The acquire script answers `{1, 0}` where Redisson's answers nil (same server work).
-//! - In a cluster, the 3.44+ scheduler groups held locks by slot and renews one slot after the other, in
-//!   chunks of 100 within a slot; here a tick's chunks of 100 span slots and each chunk is split by slot,
-//!   its calls sent together (`cluster::by_slot`): the same script, but more calls when a chunk spans
-//!   slots, and the slots renewed at once rather than in turn.
+//! The `redisson-classic` / `redisson` client ([`Redisson`]): its acquire attempt and wait, its grants
+//! and the renewer its generation runs. What it does is the folder's doc.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,19 +7,18 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use tokio::sync::watch;
 
-use super::acquire::{self, Request};
-use super::deferred::DeferredStarts;
-use super::keys::{LockKeys, lock_key, owner_field};
-use super::pubsub::{PubSub, Subscription};
-use super::redisson_classic;
-use super::redisson_config::{Generation, RedissonConfig};
-use super::redisson_lock::{Core, RedissonHold, RenewTarget};
-use super::redisson_scheduler::Scheduler;
-use super::scripts::Attempt;
+use super::classic;
+use super::config::{Generation, RedissonConfig};
+use super::lock::{Core, RedissonHold, RenewTarget};
+use super::scheduler::Scheduler;
 use crate::error::LockError;
 use crate::event::Events;
 use crate::lease::{AcquireOptions, Lease, LeaseState};
 use crate::locker::{Capabilities, Locker};
+use crate::redis::acquire::{self, ConfirmWithin, Request};
+use crate::redis::deferred::DeferredStarts;
+use crate::redis::keys::{LockKeys, lock_key, owner_field};
+use crate::redis::transport::pubsub::PubSub;
 use crate::renewal::StopRenewal;
 
 /// The id of Redisson 3.x before 3.44 ([`Generation::Classic`]).
@@ -141,7 +102,7 @@ impl Redisson {
         }
     }
 
-    /// Live timer chains of the 3.44+ scheduler (0 for classic; see `redisson_scheduler`).
+    /// Live timer chains of the 3.44+ scheduler (0 for classic; see `scheduler`).
     pub fn renewal_chains(&self) -> usize {
         match &self.renewer {
             Renewer::Classic(_) => 0,
@@ -159,7 +120,7 @@ impl Redisson {
         match &self.renewer {
             Renewer::Classic(deferred) => {
                 let closed = self.closed.subscribe();
-                redisson_classic::start(deferred, &self.core, target, state, answered_at, closed)
+                classic::start(deferred, &self.core, target, state, answered_at, closed)
             }
             Renewer::Scheduler(scheduler) => scheduler.add(target, state),
         }
@@ -218,6 +179,10 @@ impl Locker for Redisson {
         Self::CAPABILITIES
     }
 
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.core.connection.requests_sent())
+    }
+
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
         if *self.closed.borrow() {
             return Err(acquire::closed());
@@ -225,34 +190,14 @@ impl Locker for Redisson {
         let config = &self.core.config;
         let request = Request::new(&config.key_prefix, key, opts, config.renewal.ttl)?;
         let owner = owner_field(&config.client_id, &request.owner);
-        let mut subscription: Option<Subscription> = None;
-        loop {
-            // Armed before the attempt, so an unlock published while it runs still wakes us.
-            let wakeup = subscription.as_ref().map(Subscription::arm);
-            let sent_at = Instant::now();
-            let attempt = self.core.try_acquire(&request.keys, &owner, request.ttl_ms);
-            let pttl = match attempt.await? {
-                Attempt::Acquired(_) => return Ok(self.grant(request, owner, sent_at)),
-                Attempt::Busy(pttl) => pttl,
-            };
-            let now = Instant::now();
-            let give_up = request.keep_waiting(now)?;
-            let Some(wakeup) = wakeup else {
-                // First miss: subscribe (within the wait), then try again at once.
-                let joined = subscription.insert(self.waiters.wait_on(&request.keys.channel));
-                let _ = tokio::time::timeout_at(give_up.into(), joined.confirmed()).await;
-                continue;
-            };
-            // A key without TTL (set by someone else) leaves only a message or the wait's end.
-            let until = match u64::try_from(pttl) {
-                Ok(ms) => (now + Duration::from_millis(ms)).min(give_up),
-                Err(_) => give_up,
-            };
-            tokio::select! {
-                _ = wakeup => {}
-                _ = tokio::time::sleep_until(until.into()) => {}
-            }
-        }
+        // A key without TTL (set by someone else) leaves only a message or the wait's end.
+        let holder_left = |pttl: i64| u64::try_from(pttl).ok().map(Duration::from_millis);
+        let attempt =
+            |_subscribed: bool| self.core.try_acquire(&request.keys, &owner, request.ttl_ms);
+        let granted =
+            request.until_granted(&self.waiters, ConfirmWithin::Wait, holder_left, attempt);
+        let (_no_token, sent_at) = granted.await?;
+        Ok(self.grant(request, owner, sent_at))
     }
 
     async fn close(&self) {

@@ -8,9 +8,10 @@
 
 use std::time::Duration;
 
-use super::connection::ConnectionSettings;
-use super::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
 use crate::error::LockError;
+use crate::redis::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
+use crate::redis::transport::connection::ConnectionSettings;
+pub use crate::redis::transport::replica_sync::Topology;
 use crate::settings::Renewal;
 
 /// Which generation of Redisson's lock watchdog a client reproduces.
@@ -63,20 +64,7 @@ impl RetryDelay {
     }
 }
 
-/// Where the lock lives, as Redisson's configuration mode tells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Topology {
-    /// `useSingleServer()`: Redisson never sends `WAIT`.
-    #[default]
-    Single,
-    /// Master/slave, sentinel, replicated or cluster modes: after every lock write (acquire, renew,
-    /// release) Redisson sends `WAIT <connected replicas> <slavesSyncTimeout>` when the primary reports
-    /// replicas (`INFO replication` `connected_slaves`), and, with `checkLockSyncedSlaves`, fails the
-    /// write when none confirmed.
-    Replicated,
-}
-
-/// Settings of a [`super::Redisson`] client.
+/// Settings of a [`crate::redis::Redisson`] client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RedissonConfig {
     /// Classic (per-lock timers) or scheduler (3.44+) renewal.

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use super::connection::ConnectionSettings;
-use super::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
 use crate::error::LockError;
+use crate::redis::keys::{DEFAULT_PREFIX, random_client_id, validate_naming};
+use crate::redis::transport::connection::ConnectionSettings;
 use crate::settings::Renewal;
 
-/// Settings of a [`super::Redlock`] client.
+/// Settings of a [`crate::redis::Redlock`] client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RedlockConfig {
     /// The TTL set on every node by a watchdog lease and by each extension (default 30 s), and the
@@ -87,7 +87,7 @@ impl RedlockConfig {
     }
 
     /// The pause before the next attempt: `retry_delay` plus a random part of `retry_jitter`.
-    pub(super) fn retry_pause(&self) -> Duration {
+    pub(in crate::redis) fn retry_pause(&self) -> Duration {
         self.retry_delay + self.retry_jitter.mul_f64(rand::random::<f64>())
     }
 }

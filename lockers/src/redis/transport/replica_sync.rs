@@ -27,12 +27,24 @@ use std::time::Duration;
 use redis::{ErrorKind, FromRedisValue, RedisResult, ScriptInvocation, ServerErrorKind};
 
 use super::connection::{BACKEND, Commands};
-use super::redisson_config::Topology;
 use crate::error::LockError;
 
 /// The error Redisson raises (`NoSyncedSlavesException` in 4.x, `IllegalStateException` before).
 pub(crate) const NO_SYNCED_SLAVES: &str = "None of slaves were synced. Try to increase \
      slavesSyncTimeout setting or set checkLockSyncedSlaves = false.";
+
+/// Where the lock lives, as Redisson's configuration mode tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Topology {
+    /// `useSingleServer()`: Redisson never sends `WAIT`.
+    #[default]
+    Single,
+    /// Master/slave, sentinel, replicated or cluster modes: after every lock write (acquire, renew,
+    /// release) Redisson sends `WAIT <connected replicas> <slavesSyncTimeout>` when the primary reports
+    /// replicas (`INFO replication` `connected_slaves`), and, with `checkLockSyncedSlaves`, fails the
+    /// write when none confirmed.
+    Replicated,
+}
 
 /// One client's replica-sync state.
 #[derive(Debug)]

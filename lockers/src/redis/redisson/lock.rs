@@ -19,20 +19,20 @@
 use std::sync::Arc;
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::acquire;
-use super::cluster::by_slot;
-use super::connection::{BACKEND, RedisConnection};
-use super::keys::LockKeys;
-use super::redisson_config::RedissonConfig;
-use super::replica_sync::{ReplicaSync, is_no_synced_slaves};
-use super::scripts::{self, Attempt, LuaScript, acquire_attempt, ttl_millis, unexpected};
+use super::config::RedissonConfig;
 use crate::error::LockError;
-use crate::event::{Events, LockEvent};
+use crate::event::Events;
 use crate::lease::LeaseHandle;
+use crate::redis::acquire;
+use crate::redis::keys::LockKeys;
+use crate::redis::scripts::{self, Attempt, LuaScript, acquire_attempt, ttl_millis, unexpected};
+use crate::redis::transport::cluster::by_slot;
+use crate::redis::transport::connection::{BACKEND, RedisConnection};
+use crate::redis::transport::replica_sync::{ReplicaSync, is_no_synced_slaves};
 use crate::renewal::{HoldTicket, Holds, in_background};
 
 /// The message a release publishes (Redisson's `LockPubSub.UNLOCK_MESSAGE`).
@@ -46,7 +46,7 @@ const UNLOCK_LATCH_TTL: Duration = Duration::from_millis(13_500);
 pub(crate) static REDISSON_ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::with_lib(
         "redisson_acquire",
-        include_str!("scripts/redisson_acquire.lua"),
+        include_str!("../scripts/redisson_acquire.lua"),
     )
 });
 
@@ -54,20 +54,23 @@ pub(crate) static REDISSON_ACQUIRE: LazyLock<LuaScript> = LazyLock::new(|| {
 pub(crate) static REDISSON_RELEASE: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::with_lib(
         "redisson_release",
-        include_str!("scripts/redisson_release.lua"),
+        include_str!("../scripts/redisson_release.lua"),
     )
 });
 
 /// Redisson's classic renewal of one lock: 1 or 0.
 pub(crate) static REDISSON_RENEW: LazyLock<LuaScript> = LazyLock::new(|| {
-    LuaScript::with_lib("redisson_renew", include_str!("scripts/redisson_renew.lua"))
+    LuaScript::with_lib(
+        "redisson_renew",
+        include_str!("../scripts/redisson_renew.lua"),
+    )
 });
 
 /// Redisson 3.44+'s renewal of a chunk: one 1 or 0 per lock.
 pub(crate) static REDISSON_RENEW_BATCH: LazyLock<LuaScript> = LazyLock::new(|| {
     LuaScript::with_lib(
         "redisson_renew_batch",
-        include_str!("scripts/redisson_renew_batch.lua"),
+        include_str!("../scripts/redisson_renew_batch.lua"),
     )
 });
 
@@ -184,20 +187,7 @@ impl Core {
                 .query_async(&mut background)
                 .await;
         });
-        match answer {
-            1 => {
-                self.events.emit(|| LockEvent::Released {
-                    key: keys.name.clone(),
-                    at: Instant::now(),
-                });
-                Ok(true)
-            }
-            0 => Ok(false),
-            -1 => Err(LockError::NotHeld {
-                key: keys.name.to_string(),
-            }),
-            other => Err(unexpected(&REDISSON_RELEASE, &[other])),
-        }
+        acquire::hash_released(&REDISSON_RELEASE, answer, keys, &self.events)
     }
 
     /// Renews one lock: `Ok(true)` renewed, `Ok(false)` no longer held.
@@ -272,7 +262,7 @@ impl Core {
     /// Sends the renew call `make` builds as Redisson's `RedisExecutor` sends a retryable write: a
     /// response timeout, a broken or refused connection, and a server error of Redisson's
     /// `RedisRetryException` family or `READONLY` ([`RETRIED_SERVER_ERRORS`]) re-send after the
-    /// configured [`super::RetryDelay`] (3.43: a timeout at once, others after `retry_interval`), up to
+    /// configured [`crate::redis::RetryDelay`] (3.43: a timeout at once, others after `retry_interval`), up to
     /// `retry_attempts` more times. Other server errors (`NOSCRIPT` after its
     /// reload, ...) are not retried. Each attempt counts as a renew call. The call is a write of the
     /// lock at `key`, synced as [`ReplicaSync::write`] does.

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionManagerConfig;
 
-use super::client::{BACKEND, ConnectionSettings, open_parts};
+use super::client::{BACKEND, ConnectionSettings, RequestCount, open_parts};
 use super::counted::CountedManager;
 use crate::address::{self, Credentials, TlsFiles};
 use crate::error::LockError;
@@ -139,6 +139,8 @@ pub(crate) struct SentinelRoute {
     shown: String,
     settings: ConnectionSettings,
     config: ConnectionManagerConfig,
+    /// The count every primary's connection adds to.
+    requests: RequestCount,
     current: RwLock<Current>,
     asking: AtomicBool,
     last_asked: Mutex<Option<Instant>>,
@@ -153,14 +155,16 @@ impl SentinelRoute {
         shown: String,
         settings: ConnectionSettings,
         config: ConnectionManagerConfig,
+        requests: RequestCount,
     ) -> Result<Arc<Self>, LockError> {
         let primary = ask_sentinels(&address, settings.connect_timeout).await?;
-        let current = connect(&address, &shown, &primary, &config)?;
+        let current = connect(&address, &shown, &primary, &config, &requests)?;
         Ok(Arc::new(SentinelRoute {
             address,
             shown,
             settings,
             config,
+            requests,
             current: RwLock::new(current),
             asking: AtomicBool::new(false),
             last_asked: Mutex::new(None),
@@ -234,21 +238,29 @@ impl SentinelRoute {
         if primary == self.read().primary {
             return;
         }
-        if let Ok(next) = connect(&self.address, &self.shown, &primary, &self.config) {
+        if let Ok(next) = connect(
+            &self.address,
+            &self.shown,
+            &primary,
+            &self.config,
+            &self.requests,
+        ) {
             *self.current.write().unwrap_or_else(|e| e.into_inner()) = next;
         }
     }
 }
 
-/// Opens a lazy connection to `primary` (`host:port`) with the address's credentials.
+/// Opens a lazy connection to `primary` (`host:port`) with the address's credentials, counting in
+/// `requests`.
 fn connect(
     address: &SentinelAddress,
     shown: &str,
     primary: &str,
     config: &ConnectionManagerConfig,
+    requests: &RequestCount,
 ) -> Result<Current, LockError> {
     let client = address.client_of(primary, address.credentials.as_ref(), shown)?;
-    let manager = CountedManager::new_lazy(client.clone(), config.clone())?;
+    let manager = CountedManager::new_lazy(client.clone(), config.clone(), requests.clone())?;
     Ok(Current {
         primary: primary.to_owned(),
         client,

@@ -10,7 +10,7 @@
 //! address sends commands to whichever server the Sentinels name primary, asking them again after an
 //! error a failover causes (see the `sentinel` module). A `redis+cluster://` address sends each
 //! command to the master of its key's slot, following `MOVED` (see the `cluster` module).
-//! [`Commands`] counts every command it sends ([`commands_sent`]).
+//! Every connection of a client counts what it sends in one count ([`RedisConnection::requests_sent`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -19,16 +19,15 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
-pub use super::client::{BACKEND, ConnectionSettings, commands_sent, open_client};
-pub(crate) use super::client::{count_handshake, count_sent};
-use super::client::{error_of, error_of_all};
+pub use super::client::{BACKEND, ConnectionSettings, open_client};
+use super::client::{RequestCount, error_of, error_of_all};
 use super::cluster::{ClusterAddress, ClusterRoute, slot};
 use super::counted::CountedManager;
 use super::sentinel::{SentinelAddress, SentinelRoute};
 use crate::address;
 use crate::error::LockError;
 
-/// The shared command connection, counting what it sends (see [`commands_sent`]). Cloning is cheap:
+/// The shared command connection, counting what it sends (see [`RedisConnection::requests_sent`]). Cloning is cheap:
 /// every clone pipelines on the one socket.
 #[derive(Clone)]
 pub struct Commands(Route);
@@ -163,6 +162,7 @@ impl ConnectionLike for Commands {
 pub struct RedisConnection {
     commands: Commands,
     settings: ConnectionSettings,
+    requests: RequestCount,
 }
 
 impl fmt::Debug for RedisConnection {
@@ -190,16 +190,23 @@ impl RedisConnection {
         settings.validate()?;
         let shown = address::redact(url);
         let config = settings.manager_config();
+        let requests = RequestCount::default();
         let route = match (SentinelAddress::parse(url)?, ClusterAddress::parse(url)?) {
             (Some(sentinel), _) => Route::Sentinel(
-                SentinelRoute::open(sentinel, shown.clone(), settings, config).await?,
+                SentinelRoute::open(sentinel, shown.clone(), settings, config, requests.clone())
+                    .await?,
             ),
-            (None, Some(cluster)) => {
-                Route::Cluster(ClusterRoute::open(cluster, shown.clone(), settings, config).await?)
-            }
+            (None, Some(cluster)) => Route::Cluster(
+                ClusterRoute::open(cluster, shown.clone(), settings, config, requests.clone())
+                    .await?,
+            ),
             (None, None) => {
                 // The manager connects lazily; the first PING proves the server is there.
-                Route::Direct(CountedManager::new_lazy(open_client(url)?, config)?)
+                Route::Direct(CountedManager::new_lazy(
+                    open_client(url)?,
+                    config,
+                    requests.clone(),
+                )?)
             }
         };
         let mut commands = Commands(route);
@@ -218,7 +225,11 @@ impl RedisConnection {
                 ));
             }
         }
-        Ok(RedisConnection { commands, settings })
+        Ok(RedisConnection {
+            commands,
+            settings,
+            requests,
+        })
     }
 
     /// The shared, multiplexed command connection (a cheap clone: every clone pipelines on one socket).
@@ -278,6 +289,18 @@ impl RedisConnection {
             Route::Sentinel(route) => repeat(route, sentinel, SentinelRoute::ask_again),
             Route::Direct { .. } => {}
         }
+    }
+
+    /// The requests this connection and every connection opened from it (pub/sub, blocking renewal
+    /// connections) have sent so far, connecting and reconnecting included: what the servers saw from
+    /// this client. Clones share the count.
+    pub fn requests_sent(&self) -> u64 {
+        self.requests.get()
+    }
+
+    /// The count further connections of this client (pub/sub, blocking) add their requests to.
+    pub(crate) fn requests(&self) -> &RequestCount {
+        &self.requests
     }
 
     /// The timeouts this connection was opened with.

@@ -1,5 +1,5 @@
 //! A self-reconnecting command connection (redis-rs's `ConnectionManager`) that counts the requests its
-//! server sees ([`super::client::commands_sent`]), through reconnects.
+//! server sees (in its client's [`RequestCount`]), through reconnects.
 //!
 //! - A command or pipeline is counted when sent (so one in flight is counted already), and taken back
 //!   if it failed because the link was broken: no server read it. One that timed out stays counted (it
@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
-use super::client::{count_handshake, count_sent, uncount_sent};
+use super::client::RequestCount;
 
 /// A lazy `ConnectionManager` to one server, counting what it sends. Cloning is cheap and shares the
 /// connection.
@@ -25,19 +25,23 @@ pub(crate) struct CountedManager {
     client: redis::Client,
     /// Set while the next answer will come over a connection whose handshake is not counted yet.
     fresh: Arc<AtomicBool>,
+    /// The count this manager's requests go to.
+    requests: RequestCount,
 }
 
 impl CountedManager {
-    /// A manager of `client`'s server that connects on first use.
+    /// A manager of `client`'s server that connects on first use, counting in `requests`.
     pub(crate) fn new_lazy(
         client: redis::Client,
         config: ConnectionManagerConfig,
+        requests: RequestCount,
     ) -> RedisResult<Self> {
         let manager = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
         Ok(CountedManager {
             manager,
             client,
             fresh: Arc::new(AtomicBool::new(true)),
+            requests,
         })
     }
 
@@ -51,7 +55,7 @@ impl CountedManager {
     fn answered(&self, error: Option<&RedisError>, n: u64) {
         let Some(error) = error else {
             if self.fresh.swap(false, Ordering::Relaxed) {
-                count_handshake(&self.client);
+                self.requests.handshake(&self.client);
             }
             return;
         };
@@ -59,7 +63,7 @@ impl CountedManager {
             // The manager connects again; that connection's handshake comes with its first answer.
             self.fresh.store(true, Ordering::Relaxed);
             if !error.is_timeout() {
-                uncount_sent(n);
+                self.requests.unsent(n);
             }
         }
     }
@@ -67,7 +71,7 @@ impl CountedManager {
 
 impl ConnectionLike for CountedManager {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        count_sent(1);
+        self.requests.sent(1);
         Box::pin(async move {
             let answer = self.manager.req_packed_command(cmd).await;
             self.answered(answer.as_ref().err(), 1);
@@ -83,7 +87,7 @@ impl ConnectionLike for CountedManager {
     ) -> RedisFuture<'a, Vec<Value>> {
         let wrapper = if pipeline.is_transaction() { 2 } else { 0 };
         let n = (pipeline.len() + wrapper) as u64;
-        count_sent(n);
+        self.requests.sent(n);
         Box::pin(async move {
             let answer = self
                 .manager

@@ -20,7 +20,7 @@
 //! `MASTERDOWN`) fails the command (its caller reports it) and has the layout read again in the
 //! background, at most once per [`REFRESH_AT_MOST_EVERY`].
 //!
-//! Every request the servers see is counted ([`super::client::count_sent`]): each node a command is
+//! Every request the servers see is counted (in the client's [`RequestCount`]): each node a command is
 //! sent to, each redirect, `ASKING` (by each node's connection, see `counted`), and every `CLUSTER
 //! SLOTS` with its connection's handshake.
 //! Databases other than 0 are refused (`Config`): Redis Cluster has one database. Over TLS, the nodes
@@ -35,7 +35,7 @@ use redis::aio::{ConnectionLike, ConnectionManagerConfig};
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, ServerErrorKind, Value};
 
 use super::client::{
-    BACKEND, ConnectionSettings, count_handshake, count_sent, error_of, error_of_all, open_parts,
+    BACKEND, ConnectionSettings, RequestCount, error_of, error_of_all, open_parts,
 };
 use super::counted::CountedManager;
 use crate::address::{self, Credentials, TlsFiles};
@@ -272,6 +272,8 @@ pub(crate) struct ClusterRoute {
     shown: String,
     settings: ConnectionSettings,
     config: ConnectionManagerConfig,
+    /// The count every node's connection and every layout read adds to.
+    requests: RequestCount,
     layout: RwLock<Layout>,
     refreshing: AtomicBool,
     last_refresh: Mutex<Option<Instant>>,
@@ -286,12 +288,14 @@ impl ClusterRoute {
         shown: String,
         settings: ConnectionSettings,
         config: ConnectionManagerConfig,
+        requests: RequestCount,
     ) -> Result<Arc<Self>, LockError> {
         let route = Arc::new(ClusterRoute {
             address,
             shown,
             settings,
             config,
+            requests,
             layout: RwLock::new(Layout {
                 nodes: Vec::new(),
                 owners: vec![None; usize::from(SLOTS)],
@@ -638,8 +642,8 @@ impl ClusterRoute {
         let timeout = self.settings.connect_timeout + self.settings.response_timeout;
         let asking = async {
             let mut connection = client.get_multiplexed_async_connection().await?;
-            count_handshake(&client);
-            count_sent(1);
+            self.requests.handshake(&client);
+            self.requests.sent(1);
             connection
                 .req_packed_command(redis::cmd("CLUSTER").arg("SLOTS"))
                 .await
@@ -669,7 +673,8 @@ impl ClusterRoute {
     /// A lazy connection to the node at `addr`.
     fn connect(&self, addr: &str) -> Result<Node, LockError> {
         let client = self.client_at(addr)?;
-        let manager = CountedManager::new_lazy(client.clone(), self.config.clone())?;
+        let manager =
+            CountedManager::new_lazy(client.clone(), self.config.clone(), self.requests.clone())?;
         Ok(Node {
             addr: addr.to_owned(),
             client,

@@ -1,63 +1,32 @@
-//! `redis-watchdog`: Redisson's `RLock` on one Redis server, with a fencing token, a lost-lease signal,
-//! the safety margin of every renewal, and optional batched renewal.
-//!
-//! - The lock is a hash at `P{name}`; the field is `<client id>:<owner>`, the value the re-entry count.
-//!   Acquire, renew and release are Lua scripts called by SHA (see `scripts/`). A fresh acquire `INCR`s
-//!   the fencing counter `P{name}:fence`; a re-entry returns the holder's token.
-//! - [`LeaseMode::Watchdog`](crate::LeaseMode::Watchdog): TTL = the watchdog timeout, renewed every
-//!   timeout × ratio until released, per lock ([`RenewalMode::PerLock`], the default) or batched
-//!   ([`RenewalMode::Batched`]). Re-entrant holds of one owner share one renewal.
-//!   [`LeaseMode::Fixed`](crate::LeaseMode::Fixed): that TTL, never renewed.
-//! - A renewal answered 0 (gone) fires `lost()`; a renewal error emits `RenewFailed` and is retried until
-//!   the conservative local deadline, which then fires `lost()`. Release stops renewal first, whatever
-//!   the release then answers.
-//! - Release by a non-owner (or of an expired lock) is [`LockError::NotHeld`]; the last release deletes
-//!   the key and publishes an unlock message on `P{name}:unlock`.
-//! - Waiters share the client's one pub/sub connection: a waiter subscribes, retries, and then sleeps
-//!   until an unlock message, the holder's remaining TTL, or its own wait deadline.
-//!
-//! Departures from Redisson (the faithful rows are `redisson-classic` and `redisson`,
-//! [`super::redisson`]), each on purpose:
-//! - **lost() signal**: Redisson only logs a failed renewal and never tells the holder; here a renewal
-//!   answered 0 or the local deadline passing resolves `lost()`, so a careful holder can stop.
-//! - **Retries until the deadline**: classic Redisson drops the renewal entry after one error (after its
-//!   command retries) and 3.44+ waits for the next tick; here a failed renewal is retried every third of
-//!   a period until the lease's local deadline (a short outage or one `BUSY` answer costs nothing).
-//! - **Extend-only TTLs**: Redisson re-sets the TTL on re-entry and partial release; here they only
-//!   ever grow (a short hold re-entering a long one would otherwise cut the server TTL below the long
-//!   hold's local deadline).
-//! - **Publish only to registered waiters**: Redisson publishes on every final unlock; here the release
-//!   publishes only when a contender marked the hash while it was held (no message nobody reads).
-//! - **Fencing token**: an `INCR` on `P{name}:fence` in the acquire script (Redisson has none).
-//! - **Hold identity**: a release checks the hold's fencing token, so a stale lease of an owner that
-//!   has since re-acquired cannot free the newer hold (Redisson's owner field alone cannot tell them
-//!   apart).
+//! The `redis-watchdog` client ([`RedisWatchdog`]): its scripts' calls, its acquire attempt and wait, its
+//! grants and renewals (per lock or batched) and a lease's release path. What it does is the folder's doc.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::connection::Commands;
+use super::batch::BatchSchedule;
+use crate::redis::transport::connection::Commands;
 use async_trait::async_trait;
 use tokio::sync::watch;
 
-use super::acquire::{self, Request};
 use super::batch::{BatchRenewer, BatchTarget};
-use super::cluster::by_slot;
-use super::connection::{BACKEND, RedisConnection};
-use super::deferred::DeferredStarts;
-use super::keys::{LockKeys, lock_key, owner_field};
-use super::pubsub::{PubSub, Subscription};
-use super::scripts::{
-    self, Attempt, WATCHDOG_ACQUIRE, WATCHDOG_RELEASE, WATCHDOG_RENEW, WATCHDOG_RENEW_BATCH,
-    acquire_attempt, renew_outcome, ttl_millis, unexpected,
-};
-use super::watchdog_config::{RenewalMode, WatchdogConfig};
+use super::config::{RenewalMode, WatchdogConfig};
 use crate::error::LockError;
-use crate::event::{Events, LockEvent};
+use crate::event::Events;
 use crate::lease::{AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseState};
 use crate::locker::{Capabilities, Locker};
+use crate::redis::acquire::{self, ConfirmWithin, Request};
+use crate::redis::deferred::DeferredStarts;
+use crate::redis::keys::{LockKeys, lock_key, owner_field};
+use crate::redis::scripts::{
+    self, Attempt, WATCHDOG_ACQUIRE, WATCHDOG_RELEASE, WATCHDOG_RENEW, WATCHDOG_RENEW_BATCH,
+    acquire_attempt, renew_outcome, ttl_millis,
+};
+use crate::redis::transport::cluster::by_slot;
+use crate::redis::transport::connection::{BACKEND, RedisConnection};
+use crate::redis::transport::pubsub::PubSub;
 use crate::renewal::{HoldTicket, Holds, RenewOutcome, RenewalPlan, StopRenewal, renew_until_lost};
 
 /// The strategy id (per-lock renewal timers, Redisson's classic behaviour).
@@ -69,7 +38,6 @@ pub const BATCHED_ID: &str = "redis-watchdog-batched";
 pub const BATCHED_RENEWALS_PER_PERIOD: f64 = super::batch::RENEWALS_PER_PERIOD;
 /// The timing of batched renewal (ticks, phases, calls in flight), for a sender that mirrors it.
 pub const BATCHED_SCHEDULE: BatchSchedule = super::batch::SCHEDULE;
-pub use super::batch::BatchSchedule;
 
 /// The text of the batched renewal script (`KEYS` lock hashes; `ARGV` the TTL in ms, then one owner
 /// field per key; answers 0 or the PTTL found, per key), for a sender that makes the same calls.
@@ -128,20 +96,7 @@ impl Core {
             .arg(UNLOCK_MESSAGE)
             .arg(token.0);
         let answer: i64 = scripts::run(&mut self.connection.commands(), &call).await?;
-        match answer {
-            1 => {
-                self.events.emit(|| LockEvent::Released {
-                    key: keys.name.clone(),
-                    at: Instant::now(),
-                });
-                Ok(true)
-            }
-            0 => Ok(false),
-            -1 => Err(LockError::NotHeld {
-                key: keys.name.to_string(),
-            }),
-            other => Err(unexpected(&WATCHDOG_RELEASE, &[other])),
-        }
+        acquire::hash_released(&WATCHDOG_RELEASE, answer, keys, &self.events)
     }
 }
 
@@ -396,28 +351,6 @@ impl RedisWatchdog {
             },
         )
     }
-
-    /// Waits for a wake-up: an unlock message (when subscribed) or `until`.
-    async fn wait(
-        waiting: &mut Option<Subscription>,
-        channel: &PubSub,
-        name: &str,
-        until: Instant,
-    ) {
-        let sleep = tokio::time::sleep_until(until.into());
-        match waiting {
-            // First miss: subscribe, then retry at once (Redisson: subscribe, then try again), so an
-            // unlock between the failed attempt and the subscription is caught by the retry.
-            None => {
-                let subscription = waiting.insert(channel.wait_on(name));
-                tokio::select! {
-                    _ = subscription.confirmed() => {}
-                    _ = sleep => {}
-                }
-            }
-            Some(_) => sleep.await,
-        }
-    }
 }
 
 #[async_trait]
@@ -433,6 +366,10 @@ impl Locker for RedisWatchdog {
         Self::CAPABILITIES
     }
 
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.core.connection.requests_sent())
+    }
+
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
         if *self.closed.borrow() {
             return Err(acquire::closed());
@@ -440,42 +377,29 @@ impl Locker for RedisWatchdog {
         let config = &self.core.config;
         let request = Request::new(&config.key_prefix, key, opts, config.renewal.ttl)?;
         let owner = owner_field(&config.client_id, &request.owner);
-        let mut waiting: Option<Subscription> = None;
-        loop {
-            // Armed before the attempt: an unlock published while it runs still wakes us.
-            let wakeup = waiting.as_ref().map(Subscription::arm);
-            let others_wait =
-                self.waiters.waiters(&request.keys.channel) > usize::from(waiting.is_some());
-            let sent_at = Instant::now();
-            let attempt = self
-                .core
-                .try_acquire(&request.keys, &owner, request.ttl_ms, others_wait);
-            let pttl = match attempt.await? {
-                Attempt::Acquired(token) => return Ok(self.grant(request, owner, token, sent_at)),
-                Attempt::Busy(pttl) => pttl,
-            };
-            let now = Instant::now();
-            let give_up = request.keep_waiting(now)?;
-            let holder_left = match pttl {
+        let channel = &request.keys.channel;
+        let holder_left = |pttl: i64| {
+            Some(match pttl {
                 n if n > 0 => Duration::from_millis(n.unsigned_abs()),
                 // No TTL on the key (set by someone else): only a message or our own deadline helps.
                 -1 => config.renewal.ttl,
                 _ => Duration::from_millis(1),
-            };
-            let until = (now + holder_left).min(give_up);
-            match wakeup {
-                Some(wakeup) => {
-                    tokio::select! {
-                        _ = wakeup => {}
-                        _ = tokio::time::sleep_until(until.into()) => {}
-                    }
-                }
-                None => {
-                    let channel = &request.keys.channel;
-                    Self::wait(&mut waiting, &self.waiters, channel, until).await;
-                }
-            }
-        }
+            })
+        };
+        let attempt = |subscribed: bool| {
+            // Other waiters of this client on the lock: a fresh hold is marked so its release publishes.
+            let others_wait = self.waiters.waiters(channel) > usize::from(subscribed);
+            self.core
+                .try_acquire(&request.keys, &owner, request.ttl_ms, others_wait)
+        };
+        let granted = request.until_granted(
+            &self.waiters,
+            ConfirmWithin::HolderLeft,
+            holder_left,
+            attempt,
+        );
+        let (token, sent_at) = granted.await?;
+        Ok(self.grant(request, owner, token, sent_at))
     }
 
     async fn close(&self) {
