@@ -353,7 +353,7 @@ pub(crate) fn keep_fault_targets(
         .collect();
     let settings = StrategySettings::new(workload.watchdog_timeout);
     let applies = |s: &Strategy| -> Result<(), String> {
-        let caps = (s.capabilities)(&settings).map_err(|e| e.to_string())?;
+        let caps = s.capabilities(&settings).map_err(|e| e.to_string())?;
         applicability::applies_all(workload.faults.iter().map(|f| f.kind), s, &caps)
     };
     let mut kept = Vec::new();

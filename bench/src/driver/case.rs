@@ -96,7 +96,7 @@ pub(crate) async fn run_case(
     };
     let key_prefix = format!("lockbench/{}/{index}/", ctx.run_id);
     let plan = CasePlan::new(ctx.workload, strategy.id, lease, key_prefix);
-    let declared = match (strategy.capabilities)(&plan.settings()) {
+    let declared = match strategy.capabilities(&plan.settings()) {
         Ok(caps) => caps,
         Err(e) => {
             run.error = Some(format!("{}: {e}", strategy.id));
