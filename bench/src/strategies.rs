@@ -1,13 +1,15 @@
 //! The strategy registry: one [`Strategy`] entry per strategy id, the only place the driver learns
 //! which strategies exist and every fact the commands read of one (its server, how it renews, whether
-//! it takes part in many-locks, its counterpart, whether it is a peer). Adding a strategy is adding one
-//! entry to `NATIVE` (and its connect function); a peer is one entry of the peer catalog
-//! (`lockers::peer::catalog`). Everything else reaches a strategy through `dyn Locker`.
+//! it takes part in many-locks, its counterpart, whether it is a peer) and, per server kind, how a
+//! user's server address is checked. Adding a strategy is adding one entry to `NATIVE` (and its
+//! connect function); a peer is one entry of the peer catalog (`lockers::peer::catalog`). Everything
+//! else reaches a strategy through `dyn Locker`.
 
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
@@ -15,8 +17,8 @@ use lockers::peer::PeerLocker;
 use lockers::peer::catalog::{self, PeerBackend, PeerSpec};
 use lockers::redis::{
     ConnectionSettings, Generation, GuardThreadConfig, KeyspaceConfig, KeyspaceVariant,
-    RedisGuardThread, RedisKeyspace, RedisWatchdog, Redisson, RedissonConfig, Redlock,
-    RedlockConfig, RenewalMode, ScaledTimeouts, Topology, WatchdogConfig,
+    RedisConnection, RedisGuardThread, RedisKeyspace, RedisWatchdog, Redisson, RedissonConfig,
+    Redlock, RedlockConfig, RenewalMode, ScaledTimeouts, Topology, WatchdogConfig,
 };
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{Capabilities, Events, LockError, Locker, Renewal};
@@ -411,6 +413,53 @@ pub fn resolve(ids: &[String]) -> Result<Vec<&'static Strategy>, String> {
 pub fn servers_needed(strategies: &[&Strategy]) -> BTreeSet<ServerKind> {
     strategies.iter().map(|s| s.server).collect()
 }
+
+/// How long checking a user's address through the strategies' client may take: connecting to Redis
+/// and each answer; connecting to etcd.
+const REDIS_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+const ETCD_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Checks a server the user gave as the strategies connect to it (the [`AddressCheck`](crate::backends::AddressCheck) of
+/// [`Backends::prepare`](crate::backends::Backends::prepare)): Redis through the strategies' connection
+/// (user/password, TLS, a cluster's layout read from the seeds or the primary asked of the Sentinels),
+/// then its version from `INFO` (`None` if `INFO` is not allowed); etcd by a client of the etcd
+/// strategy, which asks one member for its status. Other servers are only probed, by `backends`.
+pub fn check_address(kind: ServerKind, address: &str) -> AddressCheckFuture<'_> {
+    Box::pin(async move {
+        match kind {
+            ServerKind::Redis => {
+                let settings = ConnectionSettings {
+                    connect_timeout: REDIS_CHECK_TIMEOUT,
+                    response_timeout: REDIS_CHECK_TIMEOUT,
+                };
+                let connection = RedisConnection::connect(address, settings).await?;
+                let info: Option<String> = redis::cmd("INFO")
+                    .arg("server")
+                    .query_async(&mut connection.commands())
+                    .await
+                    .ok();
+                Ok(info.and_then(|info| {
+                    lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
+                }))
+            }
+            ServerKind::Etcd => {
+                let endpoints: Vec<String> =
+                    address.split(',').map(|e| e.trim().to_owned()).collect();
+                let config = EtcdConfig {
+                    connect_timeout: ETCD_CHECK_TIMEOUT,
+                    ..EtcdConfig::default()
+                };
+                EtcdLease::connect(&endpoints, config, Events::none()).await?;
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
+    })
+}
+
+/// What [`check_address`] returns.
+pub type AddressCheckFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Option<String>, LockError>> + Send + 'a>>;
 
 /// Why the Redis strategies that cannot run on a Redis Cluster (the peers) cannot.
 pub const NOT_ON_REDIS_CLUSTER: &str = "a peer's adapter takes one server address";

@@ -165,7 +165,7 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
 
     let interrupt = StopSignal::new();
     let handler = tokio::spawn(handle_ctrl_c(interrupt.clone()));
-    let backends = Backends::prepare(&needed, &given).await;
+    let backends = Backends::prepare(&needed, &given, strategies::check_address).await;
     let backends = match backends {
         Ok(b) => b,
         Err(e) => {

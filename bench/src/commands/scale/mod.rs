@@ -338,7 +338,8 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
         .unwrap_or_else(|| output::default_dir("scale", &started_at));
     let out_dir = output::prepare_dir(&out_dir)?;
     let given = args.servers.clone();
-    let backends = Backends::prepare(&strategies::servers_needed(&spec.strategies), &given).await?;
+    let needed = strategies::servers_needed(&spec.strategies);
+    let backends = Backends::prepare(&needed, &given, strategies::check_address).await?;
     let mut results = ScaleResults {
         schema_version: SCALE_SCHEMA_VERSION,
         complete: false,
