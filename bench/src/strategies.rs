@@ -23,7 +23,7 @@ use lockers::redis::{
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{Capabilities, Events, LockError, Locker, Renewal};
 
-use crate::backends::{EndpointAddrs, ServerKind};
+use crate::backends::{AddressCheckFuture, EndpointAddrs, ServerKind};
 use crate::base::suggest;
 
 /// What every strategy is configured from: the workload's renewal setting (the watchdog lease's TTL and
@@ -414,16 +414,18 @@ pub fn servers_needed(strategies: &[&Strategy]) -> BTreeSet<ServerKind> {
     strategies.iter().map(|s| s.server).collect()
 }
 
-/// How long checking a user's address through the strategies' client may take: connecting to Redis
-/// and each answer; connecting to etcd.
+/// How long checking a user's Redis through the strategies' connection may take: to connect, and per
+/// answer.
 const REDIS_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long checking a user's etcd through the etcd strategy's client may take to connect.
 const ETCD_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Checks a server the user gave as the strategies connect to it (the [`AddressCheck`](crate::backends::AddressCheck) of
-/// [`Backends::prepare`](crate::backends::Backends::prepare)): Redis through the strategies' connection
-/// (user/password, TLS, a cluster's layout read from the seeds or the primary asked of the Sentinels),
-/// then its version from `INFO` (`None` if `INFO` is not allowed); etcd by a client of the etcd
-/// strategy, which asks one member for its status. Other servers are only probed, by `backends`.
+/// Checks a server the user gave as the strategies connect to it (the
+/// [`AddressCheck`](crate::backends::AddressCheck) of
+/// [`Backends::prepare`](crate::backends::Backends::prepare)): Redis through the strategies'
+/// connection (user/password, TLS, a cluster's layout read from the seeds or the primary asked of the
+/// Sentinels), then its version from `INFO` (`None` if `INFO` is not allowed); etcd by a client of the
+/// etcd strategy, which asks one member for its status. Other servers are only probed, by `backends`.
 pub fn check_address(kind: ServerKind, address: &str) -> AddressCheckFuture<'_> {
     Box::pin(async move {
         match kind {
@@ -456,10 +458,6 @@ pub fn check_address(kind: ServerKind, address: &str) -> AddressCheckFuture<'_> 
         }
     })
 }
-
-/// What [`check_address`] returns.
-pub type AddressCheckFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<Option<String>, LockError>> + Send + 'a>>;
 
 /// Why the Redis strategies that cannot run on a Redis Cluster (the peers) cannot.
 pub const NOT_ON_REDIS_CLUSTER: &str = "a peer's adapter takes one server address";
@@ -694,6 +692,52 @@ mod tests {
             err,
             "unknown strategy 'redis-watchdg'; did you mean 'redis-watchdog'?"
         );
+    }
+
+    #[test]
+    fn peer_rows_are_the_catalog_s_adapters_with_a_server_after_the_native_rows() {
+        let peers: Vec<&str> = STRATEGIES
+            .iter()
+            .filter(|s| s.is_peer())
+            .map(|s| s.id)
+            .collect();
+        let with_server: Vec<&str> = catalog::PEERS
+            .iter()
+            .filter(|p| p.backend != PeerBackend::None)
+            .map(|p| p.id)
+            .collect();
+        assert_eq!(peers, with_server);
+        assert!(!is_peer("py-memory") && find("py-memory").is_none());
+        assert!(
+            STRATEGIES
+                .iter()
+                .skip_while(|s| !s.is_peer())
+                .all(Strategy::is_peer),
+            "peers come after lockbench's own rows"
+        );
+        for peer in STRATEGIES.iter().filter(|s| s.is_peer()) {
+            assert!(!peer.in_all, "{}", peer.id);
+            let model = peer.counterpart.expect("a peer has a counterpart");
+            assert!(find(model).is_some_and(|m| !m.is_peer()), "{}", peer.id);
+        }
+        assert_eq!(counterpart("go-redsync"), Some("redlock"));
+        assert_eq!(counterpart("redlock"), None);
+    }
+
+    #[test]
+    fn the_facts_name_the_yardstick_row_and_the_rows_left_out_of_many_locks() {
+        let ids = |keep: fn(&Facts) -> bool| -> Vec<&str> {
+            STRATEGIES
+                .iter()
+                .filter(|s| keep(&s.facts))
+                .map(|s| s.id)
+                .collect()
+        };
+        assert_eq!(ids(|f| f.yardstick), ["redis-watchdog-batched"]);
+        assert_eq!(ids(|f| !f.in_many_locks), ["redis-keyspace-naive"]);
+        let batched = find("redis-watchdog-batched").expect("registered").facts;
+        assert_eq!(batched.locks_per_renew_call, Some(100));
+        assert!(batched.renewals_per_period > 1.0);
     }
 
     #[tokio::test]

@@ -64,12 +64,11 @@ impl ServerKind {
 /// cluster's layout read from the seeds, the primary asked of the Sentinels): the registry says it per
 /// server kind (`strategies::check_address`). `Ok(Some(version))` when the server told its version;
 /// an error is one line without the password.
-pub type AddressCheck = for<'a> fn(
-    ServerKind,
-    &'a str,
-) -> Pin<
-    Box<dyn Future<Output = Result<Option<String>, lockers::LockError>> + Send + 'a>,
->;
+pub type AddressCheck = for<'a> fn(ServerKind, &'a str) -> AddressCheckFuture<'a>;
+
+/// What an [`AddressCheck`] returns.
+pub type AddressCheckFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Option<String>, lockers::LockError>> + Send + 'a>>;
 
 /// Server addresses given on the command line (`Debug` shows them redacted).
 #[derive(Clone, Default, PartialEq, Eq)]
