@@ -113,6 +113,10 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
         not_applied.is_some(),
     );
     let stale_accepted = fencing.then_some(r.stale_accepted);
+    let error = run.error.clone().or_else(|| {
+        (verdict == Verdict::Unknown && not_applied.is_none())
+            .then(|| held_nothing(run, out.measured_ns))
+    });
     let histograms: BTreeMap<String, String> = [
         ("acquire", &t.acquire),
         ("handoff", &f.handoff),
@@ -133,7 +137,7 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
         strategy: run.strategy.to_owned(),
         lease: run.lease.to_string(),
         status: run.status,
-        error: run.error.clone(),
+        error,
         capabilities: Some(out.capabilities.clone()),
         window: Window {
             warmup_ms: run.warmup.as_secs_f64() * 1e3,
@@ -215,6 +219,17 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
         protocol_round_trip_ms: out.protocol_round_trip.map(|d| d.as_secs_f64() * 1e3),
         fault_not_applied: not_applied,
     }
+}
+
+/// Why a case that ran has no verdict although its fault (if any) took effect: no client held the lock
+/// and nothing broke, so there is no evidence either way (a client still starting up, such as a cold JVM
+/// adapter, or every acquire timing out).
+fn held_nothing(run: &CaseRun, measured_ns: u64) -> String {
+    format!(
+        "held no lock: no acquire succeeded in its {:.1} s measured window after a {} warm-up, so no evidence either way",
+        measured_ns as f64 / 1e9,
+        crate::base::duration::format_duration(run.warmup)
+    )
 }
 
 /// The orphaned holds' lock-unavailable times, capped at the end of the measured window.

@@ -136,6 +136,10 @@ pub(crate) const PRESETS: &[Preset] = &[
         name: "renewal-after-unlock",
         toml: include_str!("../scenarios/renewal-after-unlock.toml"),
     },
+    Preset {
+        name: "renewal-chains",
+        toml: include_str!("../scenarios/renewal-chains.toml"),
+    },
 ];
 
 impl Preset {

@@ -107,7 +107,10 @@ fn other_versions_are_refused() {
 #[test]
 fn ctrl_c_writes_what_was_measured_marked_incomplete() {
     let dir = tempfile::tempdir().unwrap();
-    let child = support::lockbench()
+    let marks = tempfile::tempdir().unwrap();
+    let measuring = marks.path().join("measuring");
+    let mut child = support::lockbench()
+        .env("LOCKBENCH_MEASURING_FILE", &measuring)
         .args([
             "run",
             "--scenario",
@@ -125,7 +128,12 @@ fn ctrl_c_writes_what_was_measured_marked_incomplete() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    if !lockbench_servers::poll::until(Duration::from_secs(30), || measuring.exists()) {
+        let _ = child.kill();
+        panic!("the first case did not start measuring within 30 s");
+    }
+    // A second of measuring: what the interrupted case must keep.
+    std::thread::sleep(Duration::from_secs(1));
     let began = Instant::now();
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };

@@ -146,3 +146,112 @@ async fn curator_loses_held_leases_and_sends_nothing_for_pending_ones() {
         "events about a lease still being acquired: {before_reply:?}"
     );
 }
+
+/// What one client does when it re-enters a lock whose hold it lost (issue 26, claim e): it holds `key`
+/// as owner `worker-1`, the lock key is deleted behind its back (as when renewals failed until the
+/// server expired it), and the same owner acquires again while its outer code still runs. Each step's
+/// outcome, in order, for comparing the library with the model.
+async fn reentry_after_a_lost_hold(
+    client: &dyn lockers::Locker,
+    other: &dyn lockers::Locker,
+    key: &str,
+    redis: &mut redis::aio::MultiplexedConnection,
+) -> Vec<String> {
+    use lockers::{AcquireOptions, OwnerId};
+
+    let outcome = |r: Result<(), lockers::LockError>| match r {
+        Ok(()) => "ok".to_owned(),
+        Err(e) => e.kind().to_owned(),
+    };
+    let owner = AcquireOptions::try_once().owner(OwnerId::new("worker-1"));
+    let outer = client.acquire(key, &owner).await.expect("outer acquire");
+    let removed: u32 = redis::cmd("DEL")
+        .arg(format!("lockbench:{{{key}}}"))
+        .query_async(redis)
+        .await
+        .unwrap();
+    assert_eq!(
+        removed,
+        1,
+        "{}: the lock key is lockbench:{{{key}}}",
+        client.id()
+    );
+    let mut steps = Vec::new();
+    match client.acquire(key, &owner).await {
+        Ok(inner) => {
+            steps.push("re-entry: acquired".to_owned());
+            steps.push(format!("inner release: {}", outcome(inner.release().await)));
+            match other.acquire(key, &AcquireOptions::try_once()).await {
+                Ok(theirs) => {
+                    steps.push("another client: acquired".to_owned());
+                    theirs.release().await.expect("other release");
+                }
+                Err(e) => steps.push(format!("another client: {}", e.kind())),
+            }
+        }
+        Err(e) => steps.push(format!("re-entry: {}", e.kind())),
+    }
+    steps.push(format!("outer release: {}", outcome(outer.release().await)));
+    steps
+}
+
+/// Issue 26, claim (e): re-entry after a lost hold. Redisson counts re-entries in the lock's hash; once
+/// the key is gone, a re-entry creates a fresh lock with a count of one, so the inner release frees the
+/// lock while the outer code still runs (another client gets in), and the outer release finds nothing
+/// (`IllegalMonitorStateException`, "not held"). The real 3.43.0, 3.52.0 and 4.7.0 and the models of
+/// both generations agree step by step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentry_after_a_lost_hold_is_a_fresh_lock_in_redisson_and_its_models() {
+    use lockers::Events;
+    use lockers::conformance::Target;
+    use lockers::redis::{Generation, Redisson, RedissonConfig};
+
+    for (id, generation) in [
+        ("jvm-redisson-3.43", Generation::Classic),
+        ("jvm-redisson", Generation::Scheduler),
+        ("jvm-redisson-4", Generation::Scheduler),
+    ] {
+        let library = redisson(id);
+        let url = library.servers[0].clone();
+        let mut redis = redis::Client::open(url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let model = || async {
+            let config = RedissonConfig {
+                renewal: lockers::Renewal::new(library.watchdog),
+                ..RedissonConfig::new(generation)
+            };
+            std::sync::Arc::new(
+                Redisson::connect(&url, config, Events::none())
+                    .await
+                    .unwrap(),
+            )
+        };
+        let (m1, m2) = (model().await, model().await);
+        let (l1, l2) = (
+            library.client(Events::none()).await,
+            library.client(Events::none()).await,
+        );
+        let key = |who: &str| format!("reentry-{id}-{who}");
+        let of_model =
+            reentry_after_a_lost_hold(m1.as_ref(), m2.as_ref(), &key("model"), &mut redis).await;
+        let of_library =
+            reentry_after_a_lost_hold(l1.as_ref(), l2.as_ref(), &key("library"), &mut redis).await;
+        assert_eq!(
+            of_model, of_library,
+            "{id} and its model ({generation:?}) differ"
+        );
+        assert_eq!(
+            of_library,
+            [
+                "re-entry: acquired",
+                "inner release: ok",
+                "another client: acquired",
+                "outer release: not_held"
+            ],
+            "{id}"
+        );
+    }
+}

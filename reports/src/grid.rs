@@ -273,7 +273,8 @@ pub fn ran(case: &CaseResult) -> bool {
 }
 
 /// The cell text of the verdict: `safe`, `VIOLATED`, `skipped`, `failed`, `fault not applied` (no
-/// verdict: its fault did not take effect), `not run`.
+/// verdict: its fault did not take effect), `held no lock` (it ran, but no client held the lock: no
+/// evidence either way), `not run`.
 pub fn verdict_word(case: Option<&CaseResult>) -> &'static str {
     match case {
         None => "not run",
@@ -283,7 +284,7 @@ pub fn verdict_word(case: Option<&CaseResult>) -> &'static str {
             (Verdict::Unknown, CaseStatus::Skipped) => "skipped",
             (Verdict::Unknown, CaseStatus::Failed) => "failed",
             (Verdict::Unknown, _) if c.fault_not_applied.is_some() => "fault not applied",
-            (Verdict::Unknown, _) => "not run",
+            (Verdict::Unknown, CaseStatus::Complete | CaseStatus::Interrupted) => "held no lock",
         },
     }
 }
@@ -296,6 +297,23 @@ pub fn why_not(case: &CaseResult) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_case_that_ran_but_held_nothing_is_not_called_not_run() {
+        let fixture = include_str!("../tests/fixtures/run-redis-watchdog.json");
+        let mut case = crate::model::Results::from_json(fixture)
+            .expect("fixture")
+            .cases
+            .remove(0);
+        case.safety.verdict = Verdict::Unknown;
+        case.error = Some("held no lock: no acquire succeeded".into());
+        assert!(!ran(&case));
+        assert_eq!(verdict_word(Some(&case)), "held no lock");
+        assert_eq!(why_not(&case), Some("held no lock: no acquire succeeded"));
+        case.status = CaseStatus::Failed;
+        assert_eq!(verdict_word(Some(&case)), "failed");
+        assert_eq!(verdict_word(None), "not run");
+    }
 
     #[test]
     fn slugs_are_file_names() {

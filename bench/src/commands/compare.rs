@@ -313,11 +313,104 @@ async fn many_locks(
         .map_err(|e| BenchError::failed(format!("many-locks: {e}")))
 }
 
+/// What the steps of a comparison share: the request, the strategy list, the suite and its plan.
+struct Compare<'a> {
+    args: &'a CompareRequest,
+    /// The `--strategies` list, with the peers `--peers` adds.
+    list: String,
+    trials: u32,
+    suite: Vec<(SuiteEntry, Length)>,
+    user: Option<UserWorkload>,
+    plan: Vec<PlannedScenario>,
+}
+
+/// What the scenarios gave.
+#[derive(Default)]
+struct Ran {
+    runs: Vec<SuiteRun>,
+    notes: Vec<String>,
+    /// The many-locks pass's series.
+    cost: Vec<CostSeries>,
+    scenario_failed: bool,
+    interrupted: bool,
+}
+
 /// Runs `lockbench compare`: prints each scenario's summary, writes the results and the reports, and
 /// returns the exit code.
 pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     let started = Instant::now();
     let started_at = now_rfc3339();
+    let (list, skipped_peers) = with_peers(&args);
+    let chosen = strategies::resolve(std::slice::from_ref(&list))
+        .map_err(|e| BenchError::usage(format!("--strategies: {e}")))?;
+    let trials = args.trials();
+    if trials == 0 || trials > 100 {
+        return Err(BenchError::usage(format!(
+            "--trials: must be 1..=100, got {trials}"
+        )));
+    }
+    let suite = chosen_entries(args.suite(), args.scenarios.as_deref())?;
+    let user = UserWorkload::new(
+        args.workload.as_deref(),
+        args.workload_fields.clone(),
+        args.time_scale,
+    )
+    .map_err(BenchError::usage)?;
+    let mut compare = Compare {
+        args: &args,
+        list,
+        trials,
+        suite,
+        user,
+        plan: Vec::new(),
+    };
+    compare.plan = compare.plan_for(compare.user.as_ref());
+    let planned = suite::planned_total(&compare.plan);
+    compare.announce(planned);
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| output::default_dir("compare", &started_at));
+    let out_dir = output::prepare_dir(&out_dir)?;
+    let ran = compare.run_scenarios(&out_dir).await?;
+    if ran.runs.is_empty() && ran.cost.is_empty() {
+        return Err(BenchError::failed(format!(
+            "no scenario could run: {}",
+            ran.notes.join("; ")
+        )));
+    }
+    let interrupted = ran.interrupted;
+    let scenario_failed = ran.scenario_failed;
+    let (comparison, cost) = compare.comparison(&chosen, started_at, ran, skipped_peers);
+    let results_path = output::write_atomic(&out_dir, output::RESULTS_FILE, &comparison.to_json())?;
+    let written = report::render(&out_dir, &comparison, None, &cost)?;
+    let what = match &args.scenarios {
+        Some(names) => format!("--scenarios {names}"),
+        None => format!("{} suite", comparison.suite),
+    };
+    println!(
+        "\ncompare ({what}, {trials} trial{} per case) took {} (planned {})",
+        if trials == 1 { "" } else { "s" },
+        minutes(started.elapsed()),
+        minutes(planned)
+    );
+    println!("results: {}", results_path.display());
+    report::print_written(&written);
+    if interrupted {
+        return Ok(EXIT_INTERRUPTED);
+    }
+    let failed = scenario_failed
+        || comparison
+            .runs
+            .iter()
+            .flat_map(|r| &r.results.cases)
+            .any(|c| c.status == CaseStatus::Failed);
+    Ok(if failed { EXIT_FAILED } else { EXIT_OK })
+}
+
+/// The `--strategies` list (default `all`) with the peers `--peers` adds, and a note for each peer
+/// skipped because its runtime is missing.
+fn with_peers(args: &CompareRequest) -> (String, Vec<String>) {
     let mut list = args.strategies.clone().unwrap_or_else(|| "all".to_owned());
     let mut skipped_peers = Vec::new();
     if args.peers {
@@ -343,100 +436,143 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             }
         }
     }
-    let chosen = strategies::resolve(std::slice::from_ref(&list))
-        .map_err(|e| BenchError::usage(format!("--strategies: {e}")))?;
-    let trials = args.trials();
-    if trials == 0 || trials > 100 {
-        return Err(BenchError::usage(format!(
-            "--trials: must be 1..=100, got {trials}"
-        )));
-    }
-    let suite = chosen_entries(args.suite(), args.scenarios.as_deref())?;
-    let user = UserWorkload::new(
-        args.workload.as_deref(),
-        args.workload_fields.clone(),
-        args.time_scale,
-    )
-    .map_err(BenchError::usage)?;
-    let plan_for = |user: Option<&UserWorkload>| -> Vec<PlannedScenario> {
+    (list, skipped_peers)
+}
+
+impl Compare<'_> {
+    /// The plan of the chosen scenarios, with `user`'s workload if given.
+    fn plan_for(&self, user: Option<&UserWorkload>) -> Vec<PlannedScenario> {
+        let args = self.args;
         suite::plan(
             if args.scenarios.is_some() {
                 named_from(args.suite())
             } else {
                 args.suite()
             },
-            &list,
-            trials,
+            &self.list,
+            self.trials,
             !args.thorough,
             user,
         )
         .into_iter()
-        .filter(|p| suite.iter().any(|(e, _)| e.scenario == p.scenario))
+        .filter(|p| self.suite.iter().any(|(e, _)| e.scenario == p.scenario))
         .collect()
-    };
-    let plan = plan_for(user.as_ref());
-    let planned = suite::planned_total(&plan);
-    if let Some(user) = &user {
-        println!("{}", user.summary());
-        if let Some(line) = user.scale_line() {
-            println!("{line}");
-        }
     }
-    println!(
-        "compare: {} scenario{}, {} trial{} per case, planned {} (on 2 idle cores)",
-        suite.len(),
-        if suite.len() == 1 { "" } else { "s" },
-        trials,
-        if trials == 1 { "" } else { "s" },
-        minutes(planned)
-    );
-    if let (Some(user), Some(budget)) = (&user, suite::budget(args.suite()))
-        && planned > budget
-    {
-        for p in &plan {
+
+    /// Prints the user's workload, the plan, and, when it exceeds the suite's budget, each scenario's
+    /// share and a time scale that would fit.
+    fn announce(&self, planned: Duration) {
+        let (args, suite, trials) = (self.args, &self.suite, self.trials);
+        if let Some(user) = &self.user {
+            println!("{}", user.summary());
+            if let Some(line) = user.scale_line() {
+                println!("{line}");
+            }
+        }
+        println!(
+            "compare: {} scenario{}, {} trial{} per case, planned {} (on 2 idle cores)",
+            suite.len(),
+            if suite.len() == 1 { "" } else { "s" },
+            trials,
+            if trials == 1 { "" } else { "s" },
+            minutes(planned)
+        );
+        if let (Some(user), Some(budget)) = (&self.user, suite::budget(args.suite()))
+            && planned > budget
+        {
+            for p in &self.plan {
+                println!(
+                    "  {:<24} {:>3} cases, ~{:.1} s each, {} in all",
+                    p.scenario,
+                    p.cases,
+                    p.per_case.as_secs_f64(),
+                    minutes(p.total)
+                );
+            }
+            let fits = fitting_scale(user, budget, &self.plan, |u| self.plan_for(Some(u)));
             println!(
-                "  {:<24} {:>3} cases, ~{:.1} s each, {} in all",
-                p.scenario,
-                p.cases,
-                p.per_case.as_secs_f64(),
-                minutes(p.total)
+                "compare: the plan exceeds the {} suite's budget of {}; {}; running as asked",
+                args.suite().name(false),
+                minutes(budget),
+                match fits {
+                    Some((n, total)) if total <= budget =>
+                        format!("--time-scale {n} would fit (planned {})", minutes(total)),
+                    Some((n, total)) => format!(
+                        "none fits: --time-scale {n} plans least without skipping cases ({}; set-up \
+                         costs do not scale)",
+                        minutes(total)
+                    ),
+                    None => "no larger --time-scale runs every case".to_owned(),
+                }
             );
         }
-        let fits = fitting_scale(user, budget, &plan, |u| plan_for(Some(u)));
-        println!(
-            "compare: the plan exceeds the {} suite's budget of {}; {}; running as asked",
-            args.suite().name(false),
-            minutes(budget),
-            match fits {
-                Some((n, total)) if total <= budget =>
-                    format!("--time-scale {n} would fit (planned {})", minutes(total)),
-                Some((n, total)) => format!(
-                    "none fits: --time-scale {n} plans least without skipping cases ({}; set-up \
-                     costs do not scale)",
-                    minutes(total)
-                ),
-                None => "no larger --time-scale runs every case".to_owned(),
-            }
-        );
     }
-    let out_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| output::default_dir("compare", &started_at));
-    let out_dir = output::prepare_dir(&out_dir)?;
-    let mut runs = Vec::new();
-    let mut notes = Vec::new();
-    let mut cost = Vec::new();
-    let mut scenario_failed = false;
-    let mut interrupted = false;
-    for (index, (entry, length)) in suite.iter().enumerate() {
-        let left: Duration = plan[index.min(plan.len())..]
-            .iter()
-            .map(|p| p.total)
-            .sum::<Duration>()
-            + suite::report_time(&plan);
-        let title = format!("[{}/{}] {}", index + 1, suite.len(), entry.scenario);
-        let cases = plan
+
+    /// Runs the suite's scenarios in order, each after a line saying what it runs and how long is
+    /// left; stops at an interrupt, and at a usage error on the first.
+    async fn run_scenarios(&self, out_dir: &Path) -> Result<Ran, BenchError> {
+        let mut ran = Ran::default();
+        for (index, (entry, length)) in self.suite.iter().enumerate() {
+            let left: Duration = self.plan[index.min(self.plan.len())..]
+                .iter()
+                .map(|p| p.total)
+                .sum::<Duration>()
+                + suite::report_time(&self.plan);
+            let title = format!("[{}/{}] {}", index + 1, self.suite.len(), entry.scenario);
+            println!(
+                "{title}: {}{}; about {} left",
+                self.cases_line(entry),
+                self.length_line(entry, *length),
+                minutes(left)
+            );
+            if entry.scenario == MANY_LOCKS {
+                match many_locks(self.args, &self.list, out_dir).await {
+                    Ok(series) => ran.cost = series,
+                    Err(e) => {
+                        eprintln!("lockbench: {MANY_LOCKS}: {e}");
+                        ran.scenario_failed |= matches!(e, BenchError::Failed(_));
+                        ran.notes.push(format!("{MANY_LOCKS}: {e}"));
+                    }
+                }
+                continue;
+            }
+            let if_violated = scenarios::load(entry.scenario)
+                .ok()
+                .and_then(|l| l.file.if_violated);
+            let request = self.run_request(entry, *length, out_dir, &title, left);
+            match run::run(request).await {
+                Ok(outcome) => {
+                    print!("{}", table::render(&outcome.results));
+                    ran.interrupted = outcome.interrupted;
+                    ran.runs.push(SuiteRun {
+                        if_violated,
+                        results: outcome.results,
+                    });
+                    if ran.interrupted {
+                        break;
+                    }
+                }
+                // Bad flags show on the first scenario: nothing was measured, so stop.
+                Err(e @ BenchError::Usage(_)) if ran.runs.is_empty() && ran.notes.is_empty() => {
+                    return Err(e);
+                }
+                // A later scenario that cannot take these strategies (e.g. a fault needing worker
+                // processes, with only in-process strategies chosen) is noted; a failure also fails
+                // the exit code.
+                Err(e) => {
+                    eprintln!("lockbench: {}: {e}", entry.scenario);
+                    ran.scenario_failed |= matches!(e, BenchError::Failed(_));
+                    ran.notes.push(format!("{}: {e}", entry.scenario));
+                }
+            }
+        }
+        Ok(ran)
+    }
+
+    /// How many cases a scenario runs and how long each takes, as planned.
+    fn cases_line(&self, entry: &SuiteEntry) -> String {
+        let trials = self.trials;
+        self.plan
             .iter()
             .find(|p| p.scenario == entry.scenario)
             .map(|p| {
@@ -454,9 +590,12 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
                     )
                 }
             })
-            .unwrap_or_default();
-        // The case's length as it runs (TTL units, the user's tasks and the time scale applied).
-        let shown = suite::workload(entry, *length, &list, user.as_ref())
+            .unwrap_or_default()
+    }
+
+    /// The case's length as it runs (TTL units, the user's tasks and the time scale applied).
+    fn length_line(&self, entry: &SuiteEntry, length: Length) -> String {
+        suite::workload(entry, length, &self.list, self.user.as_ref())
             .ok()
             .and_then(|w| Some((w.duration?, w.warmup)))
             .map(|(d, w)| {
@@ -466,124 +605,82 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
                     format_duration(w)
                 )
             })
-            .unwrap_or_else(|| "preset length".to_owned());
-        println!("{title}: {cases}{shown}; about {} left", minutes(left));
-        if entry.scenario == MANY_LOCKS {
-            match many_locks(&args, &list, &out_dir).await {
-                Ok(series) => cost = series,
-                Err(e) => {
-                    eprintln!("lockbench: {MANY_LOCKS}: {e}");
-                    scenario_failed |= matches!(e, BenchError::Failed(_));
-                    notes.push(format!("{MANY_LOCKS}: {e}"));
-                }
-            }
-            continue;
-        }
-        let if_violated = scenarios::load(entry.scenario)
-            .ok()
-            .and_then(|l| l.file.if_violated);
-        let request = RunRequest {
+            .unwrap_or_else(|| "preset length".to_owned())
+    }
+
+    /// The `lockbench run` of one scenario of the suite.
+    fn run_request(
+        &self,
+        entry: &SuiteEntry,
+        length: Length,
+        out_dir: &Path,
+        title: &str,
+        left: Duration,
+    ) -> RunRequest {
+        let args = self.args;
+        RunRequest {
             scenario: entry.scenario.to_owned(),
             overrides: ScenarioFile {
                 // With the peers, MONITOR follows the Redis servers: the commands and scripts each
                 // row ran, for holding the models against their libraries.
                 monitor_commands: args.peers.then_some(true),
-                ..suite::overrides(entry, *length, &list, user.as_ref())
+                ..suite::overrides(entry, length, &self.list, self.user.as_ref())
             },
             faults: Vec::new(),
             out: Some(out_dir.join("runs").join(entry.scenario)),
             servers: args.servers.clone(),
             progress: args.progress,
-            trials,
+            trials: self.trials,
             progress_title: Some(format!("{title} ETA {}", minutes(left))),
             settle_early: !args.thorough,
             listen: None,
-            fit: suite::fit(entry, user.as_ref()),
+            fit: suite::fit(entry, self.user.as_ref()),
+        }
+    }
+
+    /// The combined results of what `ran` (noting the peers skipped), and the many-locks series for
+    /// the reports.
+    fn comparison(
+        &self,
+        chosen: &[&'static strategies::Strategy],
+        started_at: String,
+        mut ran: Ran,
+        skipped_peers: Vec<String>,
+    ) -> (Comparison, Vec<CostSeries>) {
+        let args = self.args;
+        let complete = !ran.interrupted
+            && ran.notes.is_empty()
+            && ran.runs.len() + usize::from(!ran.cost.is_empty()) == self.suite.len()
+            && ran.runs.iter().all(|r| r.results.complete);
+        ran.notes.extend(skipped_peers);
+        let comparison = Comparison {
+            schema_version: SCHEMA_VERSION,
+            suite: match args.scenarios {
+                Some(_) => SELECTED,
+                None => args.suite().name(args.thorough),
+            }
+            .to_owned(),
+            complete,
+            started_at,
+            finished_at: now_rfc3339(),
+            strategies: chosen
+                .iter()
+                .map(|s| StrategyInfo {
+                    id: s.id.to_owned(),
+                    server: s.server.name().to_owned(),
+                    description: s.description.to_owned(),
+                    counterpart: strategies::counterpart(s.id).map(str::to_owned),
+                })
+                .collect(),
+            workload: self
+                .user
+                .as_ref()
+                .map(|u| workload_note(u, &self.suite, &ran.runs, ran.cost.is_empty())),
+            runs: ran.runs,
+            notes: ran.notes,
         };
-        match run::run(request).await {
-            Ok(outcome) => {
-                print!("{}", table::render(&outcome.results));
-                interrupted = outcome.interrupted;
-                runs.push(SuiteRun {
-                    if_violated,
-                    results: outcome.results,
-                });
-                if interrupted {
-                    break;
-                }
-            }
-            // Bad flags show on the first scenario: nothing was measured, so stop.
-            Err(e @ BenchError::Usage(_)) if runs.is_empty() && notes.is_empty() => return Err(e),
-            // A later scenario that cannot take these strategies (e.g. a fault needing worker
-            // processes, with only in-process strategies chosen) is noted; a failure also fails the
-            // exit code.
-            Err(e) => {
-                eprintln!("lockbench: {}: {e}", entry.scenario);
-                scenario_failed |= matches!(e, BenchError::Failed(_));
-                notes.push(format!("{}: {e}", entry.scenario));
-            }
-        }
+        (comparison, ran.cost)
     }
-    if runs.is_empty() && cost.is_empty() {
-        return Err(BenchError::failed(format!(
-            "no scenario could run: {}",
-            notes.join("; ")
-        )));
-    }
-    let complete = !interrupted
-        && notes.is_empty()
-        && runs.len() + usize::from(!cost.is_empty()) == suite.len()
-        && runs.iter().all(|r| r.results.complete);
-    notes.extend(skipped_peers);
-    let comparison = Comparison {
-        schema_version: SCHEMA_VERSION,
-        suite: match args.scenarios {
-            Some(_) => SELECTED,
-            None => args.suite().name(args.thorough),
-        }
-        .to_owned(),
-        complete,
-        started_at,
-        finished_at: now_rfc3339(),
-        strategies: chosen
-            .iter()
-            .map(|s| StrategyInfo {
-                id: s.id.to_owned(),
-                server: s.server.name().to_owned(),
-                description: s.description.to_owned(),
-                counterpart: strategies::counterpart(s.id).map(str::to_owned),
-            })
-            .collect(),
-        workload: user
-            .as_ref()
-            .map(|u| workload_note(u, &suite, &runs, cost.is_empty())),
-        runs,
-        notes,
-    };
-    let results_path = output::write_atomic(&out_dir, output::RESULTS_FILE, &comparison.to_json())?;
-    let written = report::render(&out_dir, &comparison, None, &cost)?;
-    let what = match &args.scenarios {
-        Some(names) => format!("--scenarios {names}"),
-        None => format!("{} suite", comparison.suite),
-    };
-    println!(
-        "\ncompare ({what}, {trials} trial{} per case) took {} (planned {})",
-        if trials == 1 { "" } else { "s" },
-        minutes(started.elapsed()),
-        minutes(planned)
-    );
-    println!("results: {}", results_path.display());
-    report::print_written(&written);
-    if interrupted {
-        return Ok(EXIT_INTERRUPTED);
-    }
-    let failed = scenario_failed
-        || comparison
-            .runs
-            .iter()
-            .flat_map(|r| &r.results.cases)
-            .any(|c| c.status == CaseStatus::Failed);
-    Ok(if failed { EXIT_FAILED } else { EXIT_OK })
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! atomically — also when Ctrl-C cut the run short (marked incomplete) — and stop the servers.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use lockbench_reports::model::{
     CaseResult, CaseStatus, Expectation, Results, SCHEMA_VERSION, Scenario, Verdict, expected_in,
@@ -21,7 +22,7 @@ use crate::driver::remote;
 use crate::faults::applicability;
 use crate::strategies::{Strategy, StrategySettings};
 use crate::workload::faults::{own_topology, parse_fault_text};
-use crate::workload::{Fit, ScenarioFile, WorkerMode, Workload};
+use crate::workload::{Fit, LeaseSpec, ScenarioFile, WorkerMode, Workload};
 use crate::{results, scenarios, strategies, trials};
 
 /// Environment variable naming the `lockbench` executable worker processes run (default: the current
@@ -90,45 +91,8 @@ pub(crate) async fn command(request: RunRequest) -> Result<i32, BenchError> {
 pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
     let args = request;
     let started_at = now_rfc3339();
-    let loaded = scenarios::load(&args.scenario).map_err(BenchError::usage)?;
-    let mut file = loaded.file;
-    file.overlay(args.overrides.clone());
-    apply_fault_flags(&mut file, &args.faults).map_err(BenchError::usage)?;
-    let workload = Workload::resolve(&loaded.name, &loaded.source, file)
-        .map_err(BenchError::usage)?
-        .fitted(args.fit);
-    let chosen = strategies::resolve(&workload.strategies).map_err(BenchError::usage)?;
-    let (chosen, not_applicable) =
-        keep_fault_targets(&workload, chosen).map_err(BenchError::usage)?;
-    if workload.workers != WorkerMode::Tasks
-        && let Some(s) = chosen.iter().find(|s| s.server == ServerKind::InProcess)
-    {
-        return Err(BenchError::usage(format!(
-            "strategy {} cannot run with workers = {}: its server lives in one process, so each worker would have its own (use workers = tasks)",
-            s.id, workload.workers
-        )));
-    }
-    if args.listen.is_some() && workload.workers != WorkerMode::Remote {
-        return Err(BenchError::usage("--listen needs --workers remote"));
-    }
-    let remote = match workload.workers {
-        WorkerMode::Remote => {
-            let token = remote::token_from_env().map_err(BenchError::usage)?;
-            let listen = args.listen.as_deref().unwrap_or(remote::DEFAULT_LISTEN);
-            let pool = remote::WorkerPool::listen(listen, token)
-                .await
-                .map_err(BenchError::usage)?;
-            eprintln!(
-                "lockbench: waiting for {} remote workers on {} ({}=… lockbench worker --connect {})",
-                workload.clients,
-                pool.address(),
-                remote::TOKEN_ENV,
-                pool.address()
-            );
-            Some(std::sync::Arc::new(pool))
-        }
-        _ => None,
-    };
+    let (workload, chosen, not_applicable) = resolve(&args)?;
+    let remote = listen_for_workers(&args, &workload).await?;
     let worker_exe = match std::env::var_os(WORKER_EXE_ENV) {
         Some(path) => PathBuf::from(path),
         None => std::env::current_exe().map_err(|e| {
@@ -140,32 +104,11 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
         .clone()
         .unwrap_or_else(|| output::default_dir(&workload.name, &started_at));
     let out_dir = output::prepare_dir(&out_dir)?;
-    let given = args.servers.clone();
-    let mut needed = strategies::servers_needed(&chosen);
-    for spec in &workload.faults {
-        let Some(topology) = own_topology(spec) else {
-            continue;
-        };
-        for kind in topology.replaces() {
-            let flag = match kind {
-                ServerKind::Redis => given.redis.as_ref().map(|_| "--redis"),
-                ServerKind::RedisNodes => given.redis_nodes.as_ref().map(|_| "--redis-nodes"),
-                ServerKind::Etcd => given.etcd.as_ref().map(|_| "--etcd"),
-                _ => given.zookeeper.as_ref().map(|_| "--zk"),
-            };
-            if let Some(flag) = flag {
-                return Err(BenchError::usage(format!(
-                    "{flag}: {} starts its own servers for every case (it kills one); leave {flag} out",
-                    spec.kind
-                )));
-            }
-            needed.remove(kind);
-        }
-    }
+    let needed = servers_to_start(&workload, &chosen, &args.servers)?;
 
     let interrupt = StopSignal::new();
     let handler = tokio::spawn(handle_ctrl_c(interrupt.clone()));
-    let backends = Backends::prepare(&needed, &given, strategies::check_address).await;
+    let backends = Backends::prepare(&needed, &args.servers, strategies::check_address).await;
     let backends = match backends {
         Ok(b) => b,
         Err(e) => {
@@ -173,93 +116,19 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
             return Err(e);
         }
     };
-    let use_bar = args.progress && std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let clock = MonoClock::new();
-    let run_id = format!("{:08x}", rand::random::<u32>());
-    let trials = args.trials.max(1);
-    let mut runs = Vec::new();
-    let mut cases = Vec::new();
-    let planned_cases = chosen
-        .iter()
-        .flat_map(|s| workload.leases.iter().map(move |l| (*s, *l)));
-    'cases: for (index, (strategy, lease)) in planned_cases.enumerate() {
-        let mut pooled = Vec::new();
-        let mut stopped_early = false;
-        for trial in 0..trials {
-            if interrupt.is_set() {
-                break;
-            }
-            let seeded = Workload {
-                seed: workload.seed.wrapping_add(u64::from(trial)),
-                ..workload.clone()
-            };
-            let ctx = CaseContext {
-                workload: &seeded,
-                backends: &backends,
-                endpoints: backends.endpoints(),
-                interrupt: interrupt.clone(),
-                clock,
-                run_id: run_id.clone(),
-                worker_exe: worker_exe.clone(),
-                remote: remote.clone(),
-                progress: Progress::new(use_bar).titled(trial_title(
-                    args.progress_title.as_deref(),
-                    trial,
-                    trials,
-                )),
-            };
-            // Every trial gets keys of its own, so nothing a trial left behind meets the next.
-            let case_index = index * trials as usize + trial as usize;
-            let wall = std::time::Instant::now();
-            let run = run_case(&ctx, strategy, lease, case_index).await;
-            let mut case = results::case_result(&run);
-            case.window.wall_ms = Some(wall.elapsed().as_secs_f64() * 1e3);
-            pooled.push((seeded.seed, case));
-            runs.push(run);
-            // A case that cannot run (skipped) will not run in another trial either.
-            if pooled
-                .last()
-                .is_some_and(|(_, c)| c.status == CaseStatus::Skipped)
-            {
-                break;
-            }
-            if args.settle_early && pooled.last().is_some_and(|(_, c)| settles(&workload, c)) {
-                stopped_early = trial + 1 < trials;
-                break;
-            }
-        }
-        let case = if args.trials == 0 {
-            pooled.pop().map(|(_, c)| c)
-        } else {
-            trials::pool(pooled, stopped_early)
-        };
-        cases.extend(case);
-        if interrupt.is_set() {
-            break 'cases;
-        }
-    }
-    for (strategy, why) in &not_applicable {
-        for lease in &workload.leases {
-            let skipped = CaseRun {
-                strategy: strategy.id,
-                lease: *lease,
-                status: CaseStatus::Skipped,
-                error: Some(why.clone()),
-                output: None,
-                server_cost: None,
-                warmup: workload.warmup,
-                faults: Vec::new(),
-                own_servers: None,
-                renew_after_unlock: None,
-            };
-            let case = results::case_result(&skipped);
-            cases.push(if args.trials == 0 {
-                case
-            } else {
-                trials::pool(vec![(workload.seed, case.clone())], false).unwrap_or(case)
-            });
-        }
-    }
+    let runner = CaseRunner {
+        args: &args,
+        workload: &workload,
+        backends: &backends,
+        interrupt: interrupt.clone(),
+        use_bar: args.progress && std::io::IsTerminal::is_terminal(&std::io::stdout()),
+        clock: MonoClock::new(),
+        run_id: format!("{:08x}", rand::random::<u32>()),
+        worker_exe,
+        remote,
+    };
+    let (runs, mut cases) = runner.every_case(&chosen).await;
+    cases.extend(not_applicable_cases(&args, &workload, &not_applicable));
     let interrupted = interrupt.is_set();
     let planned = (chosen.len() + not_applicable.len()) * workload.leases.len();
     let complete = !interrupted
@@ -292,6 +161,223 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
         path: written?,
         interrupted,
     })
+}
+
+/// The run's workload, the strategies it runs, and those left out because its faults do not apply
+/// to them; every input is checked here, a bad one is a usage error.
+fn resolve(
+    args: &RunRequest,
+) -> Result<(Workload, Vec<&'static Strategy>, Vec<NotApplicable>), BenchError> {
+    let loaded = scenarios::load(&args.scenario).map_err(BenchError::usage)?;
+    let mut file = loaded.file;
+    file.overlay(args.overrides.clone());
+    apply_fault_flags(&mut file, &args.faults).map_err(BenchError::usage)?;
+    let workload = Workload::resolve(&loaded.name, &loaded.source, file)
+        .map_err(BenchError::usage)?
+        .fitted(args.fit);
+    let chosen = strategies::resolve(&workload.strategies).map_err(BenchError::usage)?;
+    let (chosen, not_applicable) =
+        keep_fault_targets(&workload, chosen).map_err(BenchError::usage)?;
+    if workload.workers != WorkerMode::Tasks
+        && let Some(s) = chosen.iter().find(|s| s.server == ServerKind::InProcess)
+    {
+        return Err(BenchError::usage(format!(
+            "strategy {} cannot run with workers = {}: its server lives in one process, so each worker would have its own (use workers = tasks)",
+            s.id, workload.workers
+        )));
+    }
+    if args.listen.is_some() && workload.workers != WorkerMode::Remote {
+        return Err(BenchError::usage("--listen needs --workers remote"));
+    }
+    Ok((workload, chosen, not_applicable))
+}
+
+/// With `--workers remote`, the pool remote workers connect to (announced on stderr).
+async fn listen_for_workers(
+    args: &RunRequest,
+    workload: &Workload,
+) -> Result<Option<Arc<remote::WorkerPool>>, BenchError> {
+    if workload.workers != WorkerMode::Remote {
+        return Ok(None);
+    }
+    let token = remote::token_from_env().map_err(BenchError::usage)?;
+    let listen = args.listen.as_deref().unwrap_or(remote::DEFAULT_LISTEN);
+    let pool = remote::WorkerPool::listen(listen, token)
+        .await
+        .map_err(BenchError::usage)?;
+    eprintln!(
+        "lockbench: waiting for {} remote workers on {} ({}=… lockbench worker --connect {})",
+        workload.clients,
+        pool.address(),
+        remote::TOKEN_ENV,
+        pool.address()
+    );
+    Ok(Some(Arc::new(pool)))
+}
+
+/// The servers the run starts: those its strategies need, but those a fault's own topology replaces
+/// (which the user may then not give).
+fn servers_to_start(
+    workload: &Workload,
+    chosen: &[&'static Strategy],
+    given: &GivenAddresses,
+) -> Result<std::collections::BTreeSet<ServerKind>, BenchError> {
+    let mut needed = strategies::servers_needed(chosen);
+    for spec in &workload.faults {
+        let Some(topology) = own_topology(spec) else {
+            continue;
+        };
+        for kind in topology.replaces() {
+            let flag = match kind {
+                ServerKind::Redis => given.redis.as_ref().map(|_| "--redis"),
+                ServerKind::RedisNodes => given.redis_nodes.as_ref().map(|_| "--redis-nodes"),
+                ServerKind::Etcd => given.etcd.as_ref().map(|_| "--etcd"),
+                _ => given.zookeeper.as_ref().map(|_| "--zk"),
+            };
+            if let Some(flag) = flag {
+                return Err(BenchError::usage(format!(
+                    "{flag}: {} starts its own servers for every case (it kills one); leave {flag} out",
+                    spec.kind
+                )));
+            }
+            needed.remove(kind);
+        }
+    }
+    Ok(needed)
+}
+
+/// What every case of a run shares.
+struct CaseRunner<'a> {
+    args: &'a RunRequest,
+    workload: &'a Workload,
+    backends: &'a Backends,
+    interrupt: StopSignal,
+    use_bar: bool,
+    clock: MonoClock,
+    run_id: String,
+    worker_exe: PathBuf,
+    remote: Option<Arc<remote::WorkerPool>>,
+}
+
+impl CaseRunner<'_> {
+    /// Runs the cases of `chosen` (each strategy under each lease mode) in turn until Ctrl-C; returns
+    /// every trial's run and each case's result.
+    async fn every_case(&self, chosen: &[&'static Strategy]) -> (Vec<CaseRun>, Vec<CaseResult>) {
+        let mut runs = Vec::new();
+        let mut cases = Vec::new();
+        let planned_cases = chosen
+            .iter()
+            .flat_map(|s| self.workload.leases.iter().map(move |l| (*s, *l)));
+        for (index, (strategy, lease)) in planned_cases.enumerate() {
+            cases.extend(self.case(index, strategy, lease, &mut runs).await);
+            if self.interrupt.is_set() {
+                break;
+            }
+        }
+        (runs, cases)
+    }
+
+    /// Runs a case's trials, each with its own seed, until they are done, one is skipped or settles
+    /// the case, or Ctrl-C; adds each trial's run to `runs` and returns the case's result (pooled when
+    /// trials were asked for).
+    async fn case(
+        &self,
+        index: usize,
+        strategy: &'static Strategy,
+        lease: LeaseSpec,
+        runs: &mut Vec<CaseRun>,
+    ) -> Option<CaseResult> {
+        let (args, workload) = (self.args, self.workload);
+        let trials = args.trials.max(1);
+        let mut pooled = Vec::new();
+        let mut stopped_early = false;
+        for trial in 0..trials {
+            if self.interrupt.is_set() {
+                break;
+            }
+            let seeded = Workload {
+                seed: workload.seed.wrapping_add(u64::from(trial)),
+                ..workload.clone()
+            };
+            let ctx = self.context(&seeded, trial, trials);
+            // Every trial gets keys of its own, so nothing a trial left behind meets the next.
+            let case_index = index * trials as usize + trial as usize;
+            let wall = std::time::Instant::now();
+            let run = run_case(&ctx, strategy, lease, case_index).await;
+            let mut case = results::case_result(&run);
+            case.window.wall_ms = Some(wall.elapsed().as_secs_f64() * 1e3);
+            pooled.push((seeded.seed, case));
+            runs.push(run);
+            // A case that cannot run (skipped) will not run in another trial either.
+            if pooled
+                .last()
+                .is_some_and(|(_, c)| c.status == CaseStatus::Skipped)
+            {
+                break;
+            }
+            if args.settle_early && pooled.last().is_some_and(|(_, c)| settles(workload, c)) {
+                stopped_early = trial + 1 < trials;
+                break;
+            }
+        }
+        if args.trials == 0 {
+            pooled.pop().map(|(_, c)| c)
+        } else {
+            trials::pool(pooled, stopped_early)
+        }
+    }
+
+    /// The context of one trial, run with `seeded`.
+    fn context<'a>(&'a self, seeded: &'a Workload, trial: u32, trials: u32) -> CaseContext<'a> {
+        CaseContext {
+            workload: seeded,
+            backends: self.backends,
+            endpoints: self.backends.endpoints(),
+            interrupt: self.interrupt.clone(),
+            clock: self.clock,
+            run_id: self.run_id.clone(),
+            worker_exe: self.worker_exe.clone(),
+            remote: self.remote.clone(),
+            progress: Progress::new(self.use_bar).titled(trial_title(
+                self.args.progress_title.as_deref(),
+                trial,
+                trials,
+            )),
+        }
+    }
+}
+
+/// The skipped cases of the strategies left out of the run, with why (pooled as one trial when trials
+/// were asked for).
+fn not_applicable_cases(
+    args: &RunRequest,
+    workload: &Workload,
+    not_applicable: &[NotApplicable],
+) -> Vec<CaseResult> {
+    let mut cases = Vec::new();
+    for (strategy, why) in not_applicable {
+        for lease in &workload.leases {
+            let skipped = CaseRun {
+                strategy: strategy.id,
+                lease: *lease,
+                status: CaseStatus::Skipped,
+                error: Some(why.clone()),
+                output: None,
+                server_cost: None,
+                warmup: workload.warmup,
+                faults: Vec::new(),
+                own_servers: None,
+                renew_after_unlock: None,
+            };
+            let case = results::case_result(&skipped);
+            cases.push(if args.trials == 0 {
+                case
+            } else {
+                trials::pool(vec![(workload.seed, case.clone())], false).unwrap_or(case)
+            });
+        }
+    }
+    cases
 }
 
 /// Whether a trial settles its case: it was violated and the scenario's `[expect]` table predicts

@@ -75,6 +75,28 @@ pub(crate) fn lease_support(
     Ok(())
 }
 
+/// Why a case stopped before its figures: it does not apply (skipped) or it failed, with why.
+struct NotRun {
+    status: CaseStatus,
+    why: String,
+}
+
+impl NotRun {
+    fn skip(why: String) -> Self {
+        Self {
+            status: CaseStatus::Skipped,
+            why,
+        }
+    }
+
+    fn fail(why: String) -> Self {
+        Self {
+            status: CaseStatus::Failed,
+            why,
+        }
+    }
+}
+
 /// Runs one case.
 pub(crate) async fn run_case(
     ctx: &CaseContext<'_>,
@@ -94,58 +116,25 @@ pub(crate) async fn run_case(
         own_servers: None,
         renew_after_unlock: None,
     };
+    if let Err(not_run) = run_applicable(ctx, strategy, lease, index, &mut run).await {
+        run.status = not_run.status;
+        run.error = Some(not_run.why);
+    }
+    run
+}
+
+/// The case's steps once it is built: checks, set-up, the worker mode, the server's counts, the result.
+async fn run_applicable(
+    ctx: &CaseContext<'_>,
+    strategy: &'static Strategy,
+    lease: LeaseSpec,
+    index: usize,
+    run: &mut CaseRun,
+) -> Result<(), NotRun> {
     let key_prefix = format!("lockbench/{}/{index}/", ctx.run_id);
     let plan = CasePlan::new(ctx.workload, strategy.id, lease, key_prefix);
-    let declared = match strategy.capabilities(&plan.settings()) {
-        Ok(caps) => caps,
-        Err(e) => {
-            run.error = Some(format!("{}: {e}", strategy.id));
-            return run;
-        }
-    };
-    if let Err(why) = lease_support(&declared, lease, ctx.workload) {
-        run.status = CaseStatus::Skipped;
-        run.error = Some(format!("{} {why}", strategy.id));
-        return run;
-    }
-    let on_cluster = ctx
-        .endpoints
-        .redis
-        .as_deref()
-        .is_some_and(crate::backends::address::is_cluster);
-    if strategy.server == ServerKind::Redis
-        && on_cluster
-        && !crate::strategies::runs_on_redis_cluster(strategy.id)
-    {
-        run.status = CaseStatus::Skipped;
-        run.error = Some(format!(
-            "{} does not run on a Redis Cluster: {}",
-            strategy.id,
-            strategies::NOT_ON_REDIS_CLUSTER
-        ));
-        return run;
-    }
-    let faults = match CaseFaults::prepare(
-        &ctx.workload.faults,
-        strategy,
-        &declared,
-        ctx.workload.clients,
-        ctx.backends,
-        &ctx.endpoints,
-    )
-    .await
-    {
-        Ok(f) => f.with_key_prefix(&plan.key_prefix),
-        Err(PrepareError::Skip(why)) => {
-            run.status = CaseStatus::Skipped;
-            run.error = Some(why);
-            return run;
-        }
-        Err(PrepareError::Fail(why)) => {
-            run.error = Some(why);
-            return run;
-        }
-    };
+    let declared = check_applies(ctx, strategy, lease, &plan)?;
+    let faults = prepare_faults(ctx, strategy, &declared, &plan).await?;
     run.own_servers = faults.server_info();
     // A case on servers of its own reads only those (none when they restart); the scenario's shared
     // server saw nothing of it.
@@ -160,33 +149,7 @@ pub(crate) async fn run_case(
         Some(s) => s.snapshot_async().await,
         None => None,
     };
-    // MONITOR on the one Redis for either count; on Redlock's nodes only for the commands.
-    let follow = |kind: ServerKind| match kind {
-        ServerKind::Redis => ctx.workload.monitor_renewals || ctx.workload.monitor_commands,
-        ServerKind::RedisNodes => ctx.workload.monitor_commands,
-        _ => false,
-    };
-    let monitors = match &source {
-        Some(s) if s.is_tls() && ctx.workload.monitor_renewals => {
-            run.error = Some("counting renewals with MONITOR needs a plain (non-TLS) Redis".into());
-            return run;
-        }
-        Some(s) if follow(s.kind()) && !s.is_tls() => {
-            let started: Result<Vec<RenewMonitor>, String> = s
-                .sockets()
-                .into_iter()
-                .map(|socket| RenewMonitor::start(socket, s.auth()))
-                .collect();
-            match started {
-                Ok(m) => m,
-                Err(e) => {
-                    run.error = Some(e);
-                    return run;
-                }
-            }
-        }
-        _ => Vec::new(),
-    };
+    let monitors = start_monitors(ctx.workload, source.as_ref())?;
     let started = ctx.clock.now();
     let label = format!("{} {lease}", strategy.id);
     let result = match ctx.workload.workers {
@@ -212,46 +175,146 @@ pub(crate) async fn run_case(
     }
     drop(faults);
     if !monitors.is_empty() {
-        // A renewal sent just before the clients closed still reaches the count.
-        let settle = Duration::from_millis(100);
-        let counts = tokio::task::spawn_blocking(move || {
-            monitors
-                .into_iter()
-                .map(|m| m.finish(settle))
-                .collect::<Vec<_>>()
-        })
-        .await
-        .unwrap_or_default();
-        let mut followed = Followed::default();
-        let mut after_unlock = RenewAfterUnlock {
-            renew_calls: 0,
-            on_released_keys: 0,
-            releases: 0,
-        };
-        for (unlock, node) in &counts {
-            followed.add(node);
-            after_unlock.renew_calls += unlock.renew_calls;
-            after_unlock.on_released_keys += unlock.on_released_keys;
-            after_unlock.releases += unlock.releases;
-        }
-        // Renewals after unlock are counted on one Redis or a cluster's masters (each key lives on
-        // one), not on Redlock's nodes (a key freed on one says nothing of a majority).
-        if ctx.workload.monitor_renewals
-            && source.as_ref().map(|s| s.kind()) == Some(ServerKind::Redis)
-        {
-            run.renew_after_unlock = Some(after_unlock);
-        }
-        if let Some(cost) = &mut run.server_cost {
-            if strategies::is_peer(strategy.id) {
-                cost.client_requests = Some(followed.commands);
-            }
-            cost.renew_calls = Some(followed.renew_calls);
-            cost.scripts = followed.scripts;
-        }
+        let kind = source.as_ref().map(|s| s.kind());
+        add_monitor_counts(ctx.workload, strategy, kind, monitors, run).await;
     }
+    record_result(run, strategy, &declared, result);
+    Ok(())
+}
+
+/// The strategy's declared capabilities, when it can run `lease` on the servers given.
+fn check_applies(
+    ctx: &CaseContext<'_>,
+    strategy: &'static Strategy,
+    lease: LeaseSpec,
+    plan: &CasePlan,
+) -> Result<lockers::Capabilities, NotRun> {
+    let declared = strategy
+        .capabilities(&plan.settings())
+        .map_err(|e| NotRun::fail(format!("{}: {e}", strategy.id)))?;
+    if let Err(why) = lease_support(&declared, lease, ctx.workload) {
+        return Err(NotRun::skip(format!("{} {why}", strategy.id)));
+    }
+    let on_cluster = ctx
+        .endpoints
+        .redis
+        .as_deref()
+        .is_some_and(crate::backends::address::is_cluster);
+    if strategy.server == ServerKind::Redis
+        && on_cluster
+        && !crate::strategies::runs_on_redis_cluster(strategy.id)
+    {
+        return Err(NotRun::skip(format!(
+            "{} does not run on a Redis Cluster: {}",
+            strategy.id,
+            strategies::NOT_ON_REDIS_CLUSTER
+        )));
+    }
+    Ok(declared)
+}
+
+/// The case's faults, set up (a fault that does not apply skips the case).
+async fn prepare_faults(
+    ctx: &CaseContext<'_>,
+    strategy: &'static Strategy,
+    declared: &lockers::Capabilities,
+    plan: &CasePlan,
+) -> Result<CaseFaults, NotRun> {
+    match CaseFaults::prepare(
+        &ctx.workload.faults,
+        strategy,
+        declared,
+        ctx.workload.clients,
+        ctx.backends,
+        &ctx.endpoints,
+    )
+    .await
+    {
+        Ok(f) => Ok(f.with_key_prefix(&plan.key_prefix)),
+        Err(PrepareError::Skip(why)) => Err(NotRun::skip(why)),
+        Err(PrepareError::Fail(why)) => Err(NotRun::fail(why)),
+    }
+}
+
+/// MONITOR on the one Redis for either count; on Redlock's nodes only for the commands.
+fn start_monitors(
+    workload: &Workload,
+    source: Option<&stats::StatsSource>,
+) -> Result<Vec<RenewMonitor>, NotRun> {
+    let follow = |kind: ServerKind| match kind {
+        ServerKind::Redis => workload.monitor_renewals || workload.monitor_commands,
+        ServerKind::RedisNodes => workload.monitor_commands,
+        _ => false,
+    };
+    match source {
+        Some(s) if s.is_tls() && workload.monitor_renewals => Err(NotRun::fail(
+            "counting renewals with MONITOR needs a plain (non-TLS) Redis".into(),
+        )),
+        Some(s) if follow(s.kind()) && !s.is_tls() => s
+            .sockets()
+            .into_iter()
+            .map(|socket| RenewMonitor::start(socket, s.auth()))
+            .collect::<Result<Vec<RenewMonitor>, String>>()
+            .map_err(NotRun::fail),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// Ends the monitors and adds what they saw to `run`: renew calls, scripts, a peer's requests, and
+/// renewals after unlock.
+async fn add_monitor_counts(
+    workload: &Workload,
+    strategy: &'static Strategy,
+    source_kind: Option<ServerKind>,
+    monitors: Vec<RenewMonitor>,
+    run: &mut CaseRun,
+) {
+    // A renewal sent just before the clients closed still reaches the count.
+    let settle = Duration::from_millis(100);
+    let counts = tokio::task::spawn_blocking(move || {
+        monitors
+            .into_iter()
+            .map(|m| m.finish(settle))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    let mut followed = Followed::default();
+    let mut after_unlock = RenewAfterUnlock {
+        renew_calls: 0,
+        on_released_keys: 0,
+        releases: 0,
+    };
+    for (unlock, node) in &counts {
+        followed.add(node);
+        after_unlock.renew_calls += unlock.renew_calls;
+        after_unlock.on_released_keys += unlock.on_released_keys;
+        after_unlock.releases += unlock.releases;
+    }
+    // Renewals after unlock are counted on one Redis or a cluster's masters (each key lives on
+    // one), not on Redlock's nodes (a key freed on one says nothing of a majority).
+    if workload.monitor_renewals && source_kind == Some(ServerKind::Redis) {
+        run.renew_after_unlock = Some(after_unlock);
+    }
+    if let Some(cost) = &mut run.server_cost {
+        if strategies::is_peer(strategy.id) {
+            cost.client_requests = Some(followed.commands);
+        }
+        cost.renew_calls = Some(followed.renew_calls);
+        cost.scripts = followed.scripts;
+    }
+}
+
+/// Puts the worker mode's result into `run`: its status, figures, faults and why it did not complete.
+fn record_result(
+    run: &mut CaseRun,
+    strategy: &'static Strategy,
+    declared: &lockers::Capabilities,
+    result: Result<ModeOutput, CaseError>,
+) {
     match result {
         Ok(mut output) => {
-            if output.capabilities != capabilities_model(&declared) {
+            if output.capabilities != capabilities_model(declared) {
                 // Not fatal: the results record the live client's; the registry entry needs fixing.
                 run.error = Some(format!(
                     "{}: the registry declares other capabilities than the live client reports",
@@ -278,5 +341,4 @@ pub(crate) async fn run_case(
         }
         Err(CaseError::Fail(why)) => run.error = Some(why),
     }
-    run
 }

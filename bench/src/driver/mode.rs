@@ -20,6 +20,11 @@ use crate::workload::Workload;
 /// How long workers get to finish after the stop signal (an in-flight release, a server round trip).
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(30);
 
+/// Environment variable naming a file the supervisor creates when a case starts measuring, so that a
+/// test can act in the measured window without guessing how long start-up takes; unset, nothing is
+/// written.
+pub(crate) const MEASURING_FILE_ENV: &str = "LOCKBENCH_MEASURING_FILE";
+
 /// What every case of a run shares.
 #[derive(Debug)]
 pub(crate) struct CaseContext<'a> {
@@ -132,6 +137,7 @@ pub(crate) async fn supervise(
     };
     tokio::pin!(deadline);
     let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let mut marked = false;
     let interrupted = loop {
         tokio::select! {
             _ = &mut deadline => break false,
@@ -139,11 +145,16 @@ pub(crate) async fn supervise(
             _ = ctx.interrupt.wait() => break true,
             _ = tick.tick() => {
                 let now = clock.now();
+                let measuring = now >= timing.measure_from;
                 bar.update(
                     Duration::from_nanos(now.saturating_sub(timing.go)),
                     resource.measured_writes(),
-                    now >= timing.measure_from,
+                    measuring,
                 );
+                if measuring && !marked {
+                    marked = true;
+                    mark_measuring();
+                }
             }
         }
     };
@@ -151,6 +162,14 @@ pub(crate) async fn supervise(
     stop.set();
     bar.finish();
     (interrupted, stopped_at)
+}
+
+/// Creates the file [`MEASURING_FILE_ENV`] names, if it is set.
+fn mark_measuring() {
+    if let Some(path) = std::env::var_os(MEASURING_FILE_ENV) {
+        // Only a test reads it; one that finds no file fails on its own deadline.
+        let _ = std::fs::write(path, b"");
+    }
 }
 
 /// The measured window's length: from `measure_from` to when the case stopped (or its planned end).

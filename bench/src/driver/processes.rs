@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,18 +19,21 @@ use lockbench_reports::model;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use super::cost::{self, CostScope};
 use super::mode::{CaseContext, CaseError, ModeOutput, STOP_GRACE, Timing, measured_ns, supervise};
 use super::oracle::Oracle;
 use super::protocol::{ChildSpec, FromChild, ToChild};
+use super::remote::WorkerPool;
 use super::resource::Resource;
 use super::resource_socket::{ResourceAddress, ResourceServer};
 use super::tally::WorkerTally;
 use super::worker::CasePlan;
 use crate::base::holds::IntervalBatch;
+use crate::base::progress::CaseProgress;
 use crate::base::stop::StopSignal;
-use crate::faults::workers::{WorkerCommand, WorkerControl};
+use crate::faults::workers::{Crash, WorkerCommand, WorkerControl};
 use crate::faults::{self, CaseFaults};
 use crate::workload::WorkerMode;
 
@@ -170,6 +174,97 @@ fn fault_channel(
     tx
 }
 
+/// The protected resource as a case serves it to its workers: on a Unix socket in a temp dir
+/// (processes mode) or on a TCP port with the remote workers' token.
+struct ServedResource {
+    resource: Arc<Resource>,
+    server: ResourceServer,
+    socket: PathBuf,
+    port: u16,
+    token: String,
+    _dir: tempfile::TempDir,
+}
+
+impl ServedResource {
+    fn start(
+        ctx: &CaseContext<'_>,
+        stop: &StopSignal,
+        remote: Option<&WorkerPool>,
+    ) -> Result<Self, CaseError> {
+        let workload = ctx.workload;
+        let dir = tempfile::Builder::new()
+            .prefix("lockbench-resource-")
+            .tempdir()
+            .map_err(|e| CaseError::Fail(format!("temp dir for the resource socket: {e}")))?;
+        let socket = dir.path().join("resource.sock");
+        let resource = Arc::new(Resource::new(
+            workload.keys,
+            ctx.clock,
+            workload.cycles,
+            stop.clone(),
+        ));
+        let (server, port, token) = match remote {
+            None => (
+                ResourceServer::start(&socket, resource.clone()).map_err(|e| {
+                    CaseError::Fail(format!("resource socket {}: {e}", socket.display()))
+                })?,
+                0,
+                String::new(),
+            ),
+            Some(pool) => {
+                let token: Arc<str> = pool.token().into();
+                let (server, address) =
+                    ResourceServer::start_tcp(pool.address().ip(), resource.clone(), token)
+                        .map_err(|e| CaseError::Fail(format!("resource port: {e}")))?;
+                (server, address.port(), pool.token().to_owned())
+            }
+        };
+        Ok(Self {
+            resource,
+            server,
+            socket,
+            port,
+            token,
+            _dir: dir,
+        })
+    }
+}
+
+/// The remote workers' pool in remote mode, none in processes mode.
+fn remote_pool<'a>(ctx: &'a CaseContext<'_>) -> Result<Option<&'a WorkerPool>, CaseError> {
+    match (ctx.workload.workers, &ctx.remote) {
+        (WorkerMode::Remote, Some(pool)) => Ok(Some(pool.as_ref())),
+        (WorkerMode::Remote, None) => Err(CaseError::Fail(
+            "remote workers: no listener (lockbench run --workers remote)".into(),
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// What the steps of one case share.
+struct Case<'a> {
+    ctx: &'a CaseContext<'a>,
+    faults: &'a CaseFaults,
+    remote: Option<&'a WorkerPool>,
+    stop: StopSignal,
+    served: ServedResource,
+}
+
+/// What the workers said when they were ready.
+struct Started {
+    capabilities: model::Capabilities,
+    protocol_round_trip: Option<Duration>,
+}
+
+/// What the workers reported while the case ran.
+struct Heard {
+    oracle: Oracle,
+    reports: HashMap<u32, WorkerTally>,
+    /// Per client, the low bound of the last interval batch it reported.
+    reported_to: HashMap<u32, u64>,
+    problems: Vec<String>,
+}
+
 /// Runs a case with one worker process per client.
 pub(crate) async fn run(
     ctx: &CaseContext<'_>,
@@ -178,103 +273,308 @@ pub(crate) async fn run(
     faults: &CaseFaults,
 ) -> Result<ModeOutput, CaseError> {
     let workload = ctx.workload;
-    let dir = tempfile::Builder::new()
-        .prefix("lockbench-resource-")
-        .tempdir()
-        .map_err(|e| CaseError::Fail(format!("temp dir for the resource socket: {e}")))?;
-    let socket = dir.path().join("resource.sock");
+    let remote = remote_pool(ctx)?;
     let stop = StopSignal::new();
-    let resource = Arc::new(Resource::new(
-        workload.keys,
-        ctx.clock,
-        workload.cycles,
-        stop.clone(),
-    ));
-    let remote = match (workload.workers, &ctx.remote) {
-        (WorkerMode::Remote, Some(pool)) => Some(pool.as_ref()),
-        (WorkerMode::Remote, None) => {
-            return Err(CaseError::Fail(
-                "remote workers: no listener (lockbench run --workers remote)".into(),
-            ));
-        }
-        _ => None,
+    let served = ServedResource::start(ctx, &stop, remote)?;
+    let mut case = Case {
+        ctx,
+        faults,
+        remote,
+        stop,
+        served,
     };
-    let (mut server, resource_port, resource_token) = match remote {
-        None => (
-            ResourceServer::start(&socket, resource.clone()).map_err(|e| {
-                CaseError::Fail(format!("resource socket {}: {e}", socket.display()))
-            })?,
-            0,
-            String::new(),
-        ),
-        Some(pool) => {
-            let token: Arc<str> = pool.token().into();
-            let (server, address) =
-                ResourceServer::start_tcp(pool.address().ip(), resource.clone(), token)
-                    .map_err(|e| CaseError::Fail(format!("resource port: {e}")))?;
-            (server, address.port(), pool.token().to_owned())
-        }
-    };
+    let (mut workers, mut events) = case.start_workers(plan).await?;
+    let started = await_ready(&mut events, workers.len()).await?;
 
-    let (events_tx, mut events) = mpsc::unbounded_channel();
-    let mut workers = Vec::new();
-    let mut links = match remote {
-        Some(pool) => tokio::select! {
-            links = pool.take(workload.clients as usize, START_TIMEOUT) => {
-                links.map_err(CaseError::Fail)?
-            }
-            _ = ctx.interrupt.wait() => {
-                return Err(CaseError::Fail("interrupted while waiting for remote workers".into()));
-            }
-        },
-        None => Vec::new(),
+    let timing = Timing::starting_now(&ctx.clock, workload);
+    case.served.resource.measure_from(timing.measure_from);
+    let launched = case.launch(&mut workers, timing).await?;
+
+    let bar = ctx
+        .progress
+        .case(label, workload.duration.map(|d| d + workload.warmup));
+    let mut heard = Heard::new(ctx, timing);
+    let outcome = case
+        .listen(
+            timing,
+            &bar,
+            &mut events,
+            &launched.commands,
+            workers.len(),
+            &mut heard,
+        )
+        .await;
+    let (interrupted, stopped_at) = match outcome {
+        Some(o) => o,
+        None => {
+            // Every worker exited before the end: stop the case now.
+            case.stop.set();
+            bar.finish();
+            (false, ctx.clock.now())
+        }
+    };
+    case.add_unreported(&launched.control.crashes(), stopped_at, &mut heard);
+    drop(launched.commands);
+    let fault_windows = faults::windows(launched.schedule).await;
+    end_children(workers).await;
+    case.served.server.stop();
+    let mut tally = WorkerTally::default();
+    for report in heard.reports.values() {
+        tally.merge(report);
     }
-    .into_iter();
-    for client in 0..workload.clients {
-        let (mut worker, resource_address) = match links.next() {
-            Some(link) => {
-                read_events(client, link.input, events_tx.clone());
-                let address = ResourceAddress::Tcp {
-                    address: SocketAddr::new(link.local.ip(), resource_port).to_string(),
-                    token: resource_token.clone(),
-                };
-                let worker = WorkerLink {
-                    child: None,
-                    input: Some(Box::new(link.output)),
-                    pid: None,
-                };
-                (worker, address)
-            }
-            None => (
-                spawn_worker(ctx, client, events_tx.clone())?,
-                ResourceAddress::Unix(socket.clone()),
-            ),
-        };
-        let spec = ChildSpec {
-            plan: plan.clone(),
-            client,
-            resource: resource_address,
-            driver_now_ns: remote.map(|_| ctx.clock.now()),
-            endpoints: faults.endpoints(client),
-            report_holds: faults.is_active(),
-        };
-        let input = worker
-            .input
-            .as_mut()
-            .ok_or_else(|| CaseError::Fail(format!("worker {client}: no input")))?;
-        send(input, &spec)
+    let client_cost = match launched.cost_task {
+        Some(task) => task
             .await
-            .map_err(|e| CaseError::Fail(format!("worker {client}: {e}")))?;
-        workers.push(worker);
-    }
-    drop(events_tx);
+            .map_err(|e| CaseError::Fail(format!("cost sampler failed: {e}")))?,
+        None => remote_cost(heard.reports.values()),
+    };
+    heard.problems.dedup();
+    Ok(ModeOutput {
+        protocol_round_trip: started.protocol_round_trip,
+        capabilities: started.capabilities,
+        tally,
+        findings: heard.oracle.finish(),
+        resource: case.served.resource.totals(),
+        measured_ns: measured_ns(timing, stopped_at),
+        interrupted,
+        client_cost,
+        problem: (!heard.problems.is_empty()).then(|| heard.problems.join("; ")),
+        faults: fault_windows,
+    })
+}
 
-    // Start-up: every worker connects its client and says ready.
+impl Heard {
+    fn new(ctx: &CaseContext<'_>, timing: Timing) -> Self {
+        let workload = ctx.workload;
+        Heard {
+            oracle: Oracle::new(
+                workload.keys,
+                workload.clients,
+                timing.go,
+                timing.measure_from,
+            ),
+            reports: HashMap::new(),
+            reported_to: HashMap::new(),
+            problems: Vec::new(),
+        }
+    }
+}
+
+/// What runs beside the workers once they are told to go.
+struct Launched {
+    /// A command channel to each worker.
+    commands: Vec<mpsc::UnboundedSender<ToChild>>,
+    /// The faults' hold on the workers (their pids and commands; who was killed).
+    control: WorkerControl,
+    /// The fault schedule.
+    schedule: Option<JoinHandle<Vec<model::FaultWindow>>>,
+    /// The sampler of the worker processes' costs (none for remote workers).
+    cost_task: Option<JoinHandle<model::ClientCost>>,
+}
+
+impl Case<'_> {
+    /// Tells the workers to go, and starts the fault schedule and the cost sampler.
+    async fn launch(
+        &self,
+        workers: &mut [WorkerLink],
+        timing: Timing,
+    ) -> Result<Launched, CaseError> {
+        let ctx = self.ctx;
+        let commands = send_go(workers, timing).await?;
+        let pids: Vec<u32> = workers.iter().filter_map(|w| w.pid).collect();
+        let control =
+            WorkerControl::new(pids.clone(), commands.iter().map(fault_channel).collect());
+        let schedule = self.faults.start(
+            ctx.clock,
+            timing.go,
+            self.stop.clone(),
+            Some(control.clone()),
+        );
+        // Remote workers measure their own processes and report it.
+        let cost_task = self.remote.is_none().then(|| {
+            tokio::spawn(cost::sample(
+                CostScope::Workers(pids),
+                ctx.clock,
+                timing.measure_from,
+                self.stop.clone(),
+            ))
+        });
+        Ok(Launched {
+            commands,
+            control,
+            schedule,
+            cost_task,
+        })
+    }
+
+    /// Starts a worker process per client, or takes a remote worker's connection, and sends each its
+    /// spec; what they say arrives on the returned receiver.
+    async fn start_workers(
+        &self,
+        plan: &CasePlan,
+    ) -> Result<(Vec<WorkerLink>, mpsc::UnboundedReceiver<Event>), CaseError> {
+        let ctx = self.ctx;
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let mut workers = Vec::new();
+        let mut links = match self.remote {
+            Some(pool) => tokio::select! {
+                links = pool.take(ctx.workload.clients as usize, START_TIMEOUT) => {
+                    links.map_err(CaseError::Fail)?
+                }
+                _ = ctx.interrupt.wait() => {
+                    return Err(CaseError::Fail("interrupted while waiting for remote workers".into()));
+                }
+            },
+            None => Vec::new(),
+        }
+        .into_iter();
+        for client in 0..ctx.workload.clients {
+            let (mut worker, resource_address) = match links.next() {
+                Some(link) => {
+                    read_events(client, link.input, events_tx.clone());
+                    let address = ResourceAddress::Tcp {
+                        address: SocketAddr::new(link.local.ip(), self.served.port).to_string(),
+                        token: self.served.token.clone(),
+                    };
+                    let worker = WorkerLink {
+                        child: None,
+                        input: Some(Box::new(link.output)),
+                        pid: None,
+                    };
+                    (worker, address)
+                }
+                None => (
+                    spawn_worker(ctx, client, events_tx.clone())?,
+                    ResourceAddress::Unix(self.served.socket.clone()),
+                ),
+            };
+            let spec = ChildSpec {
+                plan: plan.clone(),
+                client,
+                resource: resource_address,
+                driver_now_ns: self.remote.map(|_| ctx.clock.now()),
+                endpoints: self.faults.endpoints(client),
+                report_holds: self.faults.is_active(),
+            };
+            let input = worker
+                .input
+                .as_mut()
+                .ok_or_else(|| CaseError::Fail(format!("worker {client}: no input")))?;
+            send(input, &spec)
+                .await
+                .map_err(|e| CaseError::Fail(format!("worker {client}: {e}")))?;
+            workers.push(worker);
+        }
+        Ok((workers, events))
+    }
+
+    /// Hears the workers until every one has ended (or they overstay the stop grace), telling them
+    /// to stop when the supervisor ends the case; returns its outcome (none when the workers ended
+    /// first).
+    async fn listen(
+        &self,
+        timing: Timing,
+        bar: &CaseProgress,
+        events: &mut mpsc::UnboundedReceiver<Event>,
+        commands: &[mpsc::UnboundedSender<ToChild>],
+        workers: usize,
+        heard: &mut Heard,
+    ) -> Option<(bool, u64)> {
+        let mut open = workers;
+        let supervisor = supervise(self.ctx, timing, &self.stop, &self.served.resource, bar);
+        tokio::pin!(supervisor);
+        let mut outcome = None;
+        let mut grace_end = None;
+        while open > 0 {
+            let grace = async {
+                match grace_end {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                result = &mut supervisor, if outcome.is_none() => {
+                    outcome = Some(result);
+                    grace_end = Some(tokio::time::Instant::now() + STOP_GRACE);
+                    for command in commands {
+                        // A worker that already exited cannot be told; it is counted by its EOF.
+                        let _ = command.send(ToChild::Stop);
+                    }
+                }
+                event = events.recv() => match event {
+                    // Remote workers' times are on their own clocks: the resource's record is used.
+                    Some(Event::Message(_, FromChild::Intervals(_))) if self.remote.is_some() => {}
+                    Some(Event::Message(_, FromChild::Intervals(batch))) => {
+                        heard.reported_to.insert(batch.client, batch.low_bound);
+                        heard.oracle.add(batch);
+                    }
+                    Some(Event::Message(_, FromChild::Hold(event))) => self.faults.board().push(event),
+                    Some(Event::Message(client, FromChild::Report(tally))) => {
+                        heard.reports.insert(client, *tally);
+                    }
+                    Some(Event::Message(client, FromChild::Error { message })) => {
+                        heard.problems.push(format!("worker {client}: {message}"));
+                    }
+                    Some(Event::Message(_, FromChild::Ready { .. })) => {}
+                    Some(Event::Closed(_)) => open -= 1,
+                    None => break,
+                },
+                _ = grace => {
+                    heard.problems.push(format!("workers did not stop within {STOP_GRACE:?}"));
+                    break;
+                }
+            }
+        }
+        outcome
+    }
+
+    /// Gives the oracle the holds the workers did not report themselves, as the resource heard of
+    /// them (a killed worker's last ones; every one of a remote worker), and notes each worker that
+    /// sent no report.
+    fn add_unreported(&self, crashes: &[Crash], stopped_at: u64, heard: &mut Heard) {
+        let resource = &self.served.resource;
+        for crash in crashes {
+            // What it had not reported yet, as the resource heard of it: every hold it announced since
+            // its last batch, the one open at its death closed at the kill.
+            let since = heard.reported_to.get(&crash.client).copied().unwrap_or(0);
+            let intervals = resource.holds.of_killed(crash.client, since, crash.at_ns);
+            heard.oracle.add(IntervalBatch {
+                client: crash.client,
+                intervals,
+                low_bound: u64::MAX,
+            });
+        }
+        let clients = self.ctx.workload.clients;
+        if self.remote.is_some() {
+            for client in 0..clients {
+                heard.oracle.add(IntervalBatch {
+                    client,
+                    intervals: resource.holds.all(client, stopped_at),
+                    low_bound: u64::MAX,
+                });
+            }
+        }
+        for client in 0..clients {
+            let killed = crashes.iter().any(|c| c.client == client);
+            if !heard.reports.contains_key(&client) && !killed {
+                heard
+                    .problems
+                    .push(format!("worker {client} sent no report"));
+            }
+        }
+    }
+}
+
+/// Waits for every worker to connect its client and say ready.
+async fn await_ready(
+    events: &mut mpsc::UnboundedReceiver<Event>,
+    workers: usize,
+) -> Result<Started, CaseError> {
     let mut capabilities: Option<model::Capabilities> = None;
     let mut protocol_round_trip: Option<Duration> = None;
     let mut ready = 0;
     let started = tokio::time::timeout(START_TIMEOUT, async {
-        while ready < workers.len() {
+        while ready < workers {
             match events.recv().await {
                 Some(Event::Message(
                     _,
@@ -314,9 +614,27 @@ pub(crate) async fn run(
         Ok(Ok(())) => {}
     }
     let capabilities = capabilities.ok_or_else(|| CaseError::Fail("no worker".into()))?;
+    Ok(Started {
+        capabilities,
+        protocol_round_trip,
+    })
+}
 
-    let timing = Timing::starting_now(&ctx.clock, workload);
-    resource.measure_from(timing.measure_from);
+/// Kills the worker processes and waits for their ends.
+async fn end_children(workers: Vec<WorkerLink>) {
+    for mut worker in workers {
+        if let Some(child) = worker.child.as_mut() {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+        }
+    }
+}
+
+/// Tells every worker when to start, measure and stop; returns a command channel to each.
+async fn send_go(
+    workers: &mut [WorkerLink],
+    timing: Timing,
+) -> Result<Vec<mpsc::UnboundedSender<ToChild>>, CaseError> {
     let go = ToChild::Go {
         go_ns: timing.go,
         measure_from_ns: timing.measure_from,
@@ -333,145 +651,7 @@ pub(crate) async fn run(
             .map_err(|e| CaseError::Fail(format!("worker {client}: {e}")))?;
         commands.push(command_channel(input));
     }
-    let pids: Vec<u32> = workers.iter().filter_map(|w| w.pid).collect();
-    let control = WorkerControl::new(pids.clone(), commands.iter().map(fault_channel).collect());
-    let schedule = faults.start(ctx.clock, timing.go, stop.clone(), Some(control.clone()));
-    // Remote workers measure their own processes and report it.
-    let cost_task = remote.is_none().then(|| {
-        tokio::spawn(cost::sample(
-            CostScope::Workers(pids),
-            ctx.clock,
-            timing.measure_from,
-            stop.clone(),
-        ))
-    });
-
-    let bar = ctx
-        .progress
-        .case(label, workload.duration.map(|d| d + workload.warmup));
-    let mut oracle = Oracle::new(
-        workload.keys,
-        workload.clients,
-        timing.go,
-        timing.measure_from,
-    );
-    let mut reports: HashMap<u32, WorkerTally> = HashMap::new();
-    // Per client, the low bound of the last interval batch it reported.
-    let mut reported_to: HashMap<u32, u64> = HashMap::new();
-    let mut problems: Vec<String> = Vec::new();
-    let mut open = workers.len();
-    let supervisor = supervise(ctx, timing, &stop, &resource, &bar);
-    tokio::pin!(supervisor);
-    let mut outcome = None;
-    let mut grace_end = None;
-    while open > 0 {
-        let grace = async {
-            match grace_end {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            result = &mut supervisor, if outcome.is_none() => {
-                outcome = Some(result);
-                grace_end = Some(tokio::time::Instant::now() + STOP_GRACE);
-                for command in &commands {
-                    // A worker that already exited cannot be told; it is counted by its EOF.
-                    let _ = command.send(ToChild::Stop);
-                }
-            }
-            event = events.recv() => match event {
-                // Remote workers' times are on their own clocks: the resource's record is used.
-                Some(Event::Message(_, FromChild::Intervals(_))) if remote.is_some() => {}
-                Some(Event::Message(_, FromChild::Intervals(batch))) => {
-                    reported_to.insert(batch.client, batch.low_bound);
-                    oracle.add(batch);
-                }
-                Some(Event::Message(_, FromChild::Hold(event))) => faults.board().push(event),
-                Some(Event::Message(client, FromChild::Report(tally))) => {
-                    reports.insert(client, *tally);
-                }
-                Some(Event::Message(client, FromChild::Error { message })) => {
-                    problems.push(format!("worker {client}: {message}"));
-                }
-                Some(Event::Message(_, FromChild::Ready { .. })) => {}
-                Some(Event::Closed(_)) => open -= 1,
-                None => break,
-            },
-            _ = grace => {
-                problems.push(format!("workers did not stop within {STOP_GRACE:?}"));
-                break;
-            }
-        }
-    }
-    let (interrupted, stopped_at) = match outcome {
-        Some(o) => o,
-        None => {
-            // Every worker exited before the end: stop the case now.
-            stop.set();
-            bar.finish();
-            (false, ctx.clock.now())
-        }
-    };
-    let crashes = control.crashes();
-    for crash in &crashes {
-        // What it had not reported yet, as the resource heard of it: every hold it announced since
-        // its last batch, the one open at its death closed at the kill.
-        let since = reported_to.get(&crash.client).copied().unwrap_or(0);
-        let intervals = resource.holds.of_killed(crash.client, since, crash.at_ns);
-        oracle.add(IntervalBatch {
-            client: crash.client,
-            intervals,
-            low_bound: u64::MAX,
-        });
-    }
-    if remote.is_some() {
-        for client in 0..workload.clients {
-            oracle.add(IntervalBatch {
-                client,
-                intervals: resource.holds.all(client, stopped_at),
-                low_bound: u64::MAX,
-            });
-        }
-    }
-    for client in 0..workload.clients {
-        let killed = crashes.iter().any(|c| c.client == client);
-        if !reports.contains_key(&client) && !killed {
-            problems.push(format!("worker {client} sent no report"));
-        }
-    }
-    drop(commands);
-    let fault_windows = faults::windows(schedule).await;
-    for mut worker in workers {
-        if let Some(child) = worker.child.as_mut() {
-            let _ = child.start_kill();
-            let _ = child.wait().await;
-        }
-    }
-    server.stop();
-    let mut tally = WorkerTally::default();
-    for report in reports.values() {
-        tally.merge(report);
-    }
-    let client_cost = match cost_task {
-        Some(task) => task
-            .await
-            .map_err(|e| CaseError::Fail(format!("cost sampler failed: {e}")))?,
-        None => remote_cost(reports.values()),
-    };
-    problems.dedup();
-    Ok(ModeOutput {
-        protocol_round_trip,
-        capabilities,
-        tally,
-        findings: oracle.finish(),
-        resource: resource.totals(),
-        measured_ns: measured_ns(timing, stopped_at),
-        interrupted,
-        client_cost,
-        problem: (!problems.is_empty()).then(|| problems.join("; ")),
-        faults: fault_windows,
-    })
+    Ok(commands)
 }
 
 /// The remote workers' own costs, summed (the most threads and the largest resident set of each

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockers::{AcquireOptions, LockError, Locker};
+use lockers::{AcquireOptions, Lease, LockError, Locker};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -166,6 +166,41 @@ enum Outcome {
     Stopped,
 }
 
+/// A worker loop's state from one cycle to the next.
+struct LoopState {
+    tally: WorkerTally,
+    rng: SmallRng,
+    batch: Vec<Interval>,
+    last_flush: u64,
+    next_slot: u64,
+    lease_seq: u64,
+    first: bool,
+    cycle_top: u64,
+    /// Client 0's task that ends at or after this is orphaned.
+    orphan_at: Option<u64>,
+    on_lost: OnLost,
+}
+
+/// When a cycle may start: its intended start (open loop) and whether it waited for it.
+struct Turn {
+    intended: Option<u64>,
+    waited: bool,
+}
+
+/// One cycle's key and times.
+struct Cycle {
+    key: u32,
+    /// Acquire started (ns).
+    t0: u64,
+    /// Acquired (ns).
+    t1: u64,
+    /// Whether the cycle started in the measured window.
+    measured: bool,
+    /// Time spent waiting, thinking, working or backing off: not the driver's.
+    idle_ns: u64,
+    release_ns: u64,
+}
+
 async fn pause(d: Duration, stop: &StopSignal) -> bool {
     tokio::select! {
         biased;
@@ -182,54 +217,19 @@ impl Worker {
     /// Runs until the stop signal; returns what it measured. The last interval batch carries the low
     /// bound `u64::MAX`.
     pub(crate) async fn run(mut self) -> WorkerTally {
-        let mut tally = WorkerTally::default();
-        let seed = self.plan.seed ^ u64::from(self.client).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let mut rng = SmallRng::seed_from_u64(seed);
-        let mut batch = Vec::with_capacity(BATCH);
-        let mut last_flush = self.go;
-        let mut next_slot = self.go;
-        let mut lease_seq = 0u64;
-        let mut first = true;
-        let mut cycle_top = self.clock.now();
-        // Client 0's task that ends at or after this is orphaned.
-        let orphan_at = self
-            .plan
-            .orphan_after_ns
-            .filter(|_| self.client == 0)
-            .map(|after| self.go + after);
-        let on_lost = if self.lost_signal {
-            self.plan.on_lost
-        } else {
-            OnLost::Ignore
-        };
+        let mut state = self.loop_state();
         while !self.stop.is_set() {
-            let mut intended = None;
-            let mut wait = None;
-            if let Some(period) = self.plan.rate_period_ns {
-                let slot = next_slot;
-                next_slot += period;
-                intended = Some(slot);
-                let now = self.clock.now();
-                if slot > now {
-                    wait = Some(Duration::from_nanos(slot - now));
-                }
-            } else if !first && !self.plan.think.is_zero() {
-                wait = Some(self.plan.think);
-            }
-            first = false;
-            if let Some(wait) = wait
-                && !pause(wait, &self.stop).await
-            {
+            let Some(turn) = self.await_turn(&mut state).await else {
                 break;
-            }
+            };
             let t0 = self.clock.now();
             // Time spent waiting for the schedule or thinking is not the driver's.
-            let mut idle_ns = if wait.is_some() { t0 - cycle_top } else { 0 };
+            let idle_ns = if turn.waited { t0 - state.cycle_top } else { 0 };
             let measured = t0 >= self.measure_from;
             let key = if self.plan.keys.len() == 1 {
                 0
             } else {
-                rng.random_range(0..self.plan.keys.len())
+                state.rng.random_range(0..self.plan.keys.len())
             };
             let acquired = tokio::select! {
                 biased;
@@ -237,191 +237,308 @@ impl Worker {
                 _ = self.stop.wait() => None,
             };
             let t1 = self.clock.now();
-            let acquire_ns = t1 - t0;
-            let mut release_ns = 0;
+            let mut cycle = Cycle {
+                key: key as u32,
+                t0,
+                t1,
+                measured,
+                idle_ns,
+                release_ns: 0,
+            };
             match acquired {
                 None => break,
                 Some(Err(LockError::Config(why))) => {
                     // The strategy refuses these settings (a peer library's own check): every
                     // further acquire would too, so the client stops and the case fails with why.
-                    tally.config_error.get_or_insert(why);
+                    state.tally.config_error.get_or_insert(why);
                     break;
                 }
                 Some(Err(error)) => {
                     if measured {
-                        count(&mut tally.acquire_errors, &error);
+                        count(&mut state.tally.acquire_errors, &error);
                     }
                     if !matches!(error, LockError::Timeout { .. }) {
                         // A failing server must not turn the loop into a busy spin.
                         let before = self.clock.now();
                         pause(BACKOFF, &self.stop).await;
-                        idle_ns += self.clock.now() - before;
+                        cycle.idle_ns += self.clock.now() - before;
                     }
                 }
                 Some(Ok(lease)) => {
-                    self.report_hold(key as u32, t1, HoldChange::Acquired);
-                    lease_seq += 1;
-                    let lease_id = (u64::from(self.client) << 40) | lease_seq;
-                    if measured {
-                        tally.acquired += 1;
-                        record(&mut tally.acquire, t1 - intended.unwrap_or(t0));
-                    }
-                    let token = self.fencing.then(|| lease.token().0);
-                    let key_index = key as u32;
-                    let task = self.plan.task.sample(&mut rng);
-                    // Before anything under the lock: a SIGKILL from here on leaves the hold on
-                    // the resource's record.
-                    let announced = self
-                        .resource
-                        .hold_began(self.client, key_index, t0, t1)
-                        .await;
-                    let read = match announced {
-                        Ok(()) => self.resource.read(key_index, token, t1).await,
-                        Err(e) => Err(e),
-                    };
-                    let outcome = match read {
-                        Err(_) => {
-                            tally.resource_errors += 1;
-                            self.stop.set();
-                            Outcome::Stopped
-                        }
-                        Ok(value) => {
-                            let mut outcome = Outcome::Done;
-                            if !task.is_zero() {
-                                let work_start = self.clock.now();
-                                outcome = match on_lost {
-                                    OnLost::Abort => {
-                                        let lost = lease.lost();
-                                        tokio::select! {
-                                            biased;
-                                            _ = self.stop.wait() => Outcome::Stopped,
-                                            _ = lost => Outcome::Lost(self.clock.now()),
-                                            _ = tokio::time::sleep(task) => Outcome::Done,
-                                        }
-                                    }
-                                    OnLost::Ignore => tokio::select! {
-                                        biased;
-                                        _ = self.stop.wait() => Outcome::Stopped,
-                                        _ = tokio::time::sleep(task) => Outcome::Done,
-                                    },
-                                };
-                                idle_ns += self.clock.now() - work_start;
-                            }
-                            if matches!(outcome, Outcome::Done)
-                                && on_lost == OnLost::Abort
-                                && !lease.is_held()
-                            {
-                                outcome = Outcome::Lost(self.clock.now());
-                            }
-                            if matches!(outcome, Outcome::Done) {
-                                match self
-                                    .resource
-                                    .write(key_index, value + 1, token, lease_id)
-                                    .await
-                                {
-                                    Ok(WriteVerdict::Accepted) => {
-                                        let at = self.clock.now();
-                                        if at >= self.measure_from {
-                                            tally.completed += 1;
-                                            let second = (at - self.measure_from) / 1_000_000_000;
-                                            tally.count_completion(second as usize);
-                                        }
-                                    }
-                                    Ok(WriteVerdict::Rejected) => {
-                                        if measured {
-                                            tally.rejected_writes += 1;
-                                        }
-                                    }
-                                    Err(_) => {
-                                        tally.resource_errors += 1;
-                                        self.stop.set();
-                                    }
-                                }
-                            }
-                            outcome
-                        }
-                    };
-                    let t3 = self.clock.now();
-                    if matches!(outcome, Outcome::Done) && orphan_at.is_some_and(|at| t3 >= at) {
-                        // The task's thread dies here: the lease is neither released nor dropped
-                        // (it stays referenced until the case ends), and this client does no more.
-                        self.report_hold(key_index, t3, HoldChange::Ended(EndedBy::Orphaned));
-                        if measured {
-                            record(&mut tally.hold, t3.saturating_sub(t1));
-                        }
-                        batch.push(Interval {
-                            key: key_index,
-                            acquire_started: t0,
-                            start: t1,
-                            end: t3,
-                            ended_by: EndedBy::Orphaned,
-                        });
-                        self.flush(&mut batch, u64::MAX);
-                        self.stop.wait().await;
-                        drop(lease);
+                    if !self
+                        .hold(&mut state, &mut cycle, lease, turn.intended)
+                        .await
+                    {
                         break;
                     }
-                    let (end, ended_by) = match outcome {
-                        Outcome::Done => (t3, EndedBy::Released),
-                        Outcome::Lost(noticed) => {
-                            if measured {
-                                tally.aborted_on_loss += 1;
-                            }
-                            (noticed, EndedBy::Lost)
-                        }
-                        Outcome::Stopped => {
-                            if measured {
-                                tally.stopped += 1;
-                            }
-                            (t3, EndedBy::Stopped)
-                        }
-                    };
-                    self.report_hold(key_index, end, HoldChange::Ended(ended_by));
-                    if self
-                        .resource
-                        .hold_ended(self.client, key_index, end, ended_by)
-                        .await
-                        .is_err()
-                    {
-                        tally.resource_errors += 1;
-                        self.stop.set();
-                    }
-                    let released = lease.release().await;
-                    let t4 = self.clock.now();
-                    release_ns = t4 - t3;
-                    if measured {
-                        if let Err(error) = &released {
-                            count(&mut tally.release_errors, error);
-                        }
-                        record(&mut tally.hold, end.saturating_sub(t1));
-                        record(&mut tally.release, release_ns);
-                    }
-                    batch.push(Interval {
-                        key: key_index,
-                        acquire_started: t0,
-                        start: t1,
-                        end,
-                        ended_by,
-                    });
                 }
             }
-            let cycle_end = self.clock.now();
-            if measured {
-                let cycle = cycle_end - cycle_top;
-                let strategy = acquire_ns + release_ns;
-                tally.cycles += 1;
-                tally.cycle_ns += cycle;
-                tally.strategy_ns += strategy;
-                tally.overhead_ns += cycle.saturating_sub(strategy + idle_ns);
+            self.end_cycle(&mut state, &cycle);
+        }
+        self.flush(&mut state.batch, u64::MAX);
+        state.tally
+    }
+
+    fn loop_state(&self) -> LoopState {
+        let seed = self.plan.seed ^ u64::from(self.client).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        LoopState {
+            tally: WorkerTally::default(),
+            rng: SmallRng::seed_from_u64(seed),
+            batch: Vec::with_capacity(BATCH),
+            last_flush: self.go,
+            next_slot: self.go,
+            lease_seq: 0,
+            first: true,
+            cycle_top: self.clock.now(),
+            orphan_at: self
+                .plan
+                .orphan_after_ns
+                .filter(|_| self.client == 0)
+                .map(|after| self.go + after),
+            on_lost: if self.lost_signal {
+                self.plan.on_lost
+            } else {
+                OnLost::Ignore
+            },
+        }
+    }
+
+    /// Waits for the cycle's slot (open loop) or thinks (closed loop, after the first cycle); none
+    /// when the stop signal came first.
+    async fn await_turn(&mut self, state: &mut LoopState) -> Option<Turn> {
+        let mut intended = None;
+        let mut wait = None;
+        if let Some(period) = self.plan.rate_period_ns {
+            let slot = state.next_slot;
+            state.next_slot += period;
+            intended = Some(slot);
+            let now = self.clock.now();
+            if slot > now {
+                wait = Some(Duration::from_nanos(slot - now));
             }
-            cycle_top = cycle_end;
-            if batch.len() >= BATCH || cycle_end - last_flush >= FLUSH_NS {
-                last_flush = cycle_end;
-                self.flush(&mut batch, cycle_end);
+        } else if !state.first && !self.plan.think.is_zero() {
+            wait = Some(self.plan.think);
+        }
+        state.first = false;
+        if let Some(wait) = wait
+            && !pause(wait, &self.stop).await
+        {
+            return None;
+        }
+        Some(Turn {
+            intended,
+            waited: wait.is_some(),
+        })
+    }
+
+    /// Works under `lease` and ends the hold; false when the task was orphaned (the client does no
+    /// more).
+    async fn hold(
+        &mut self,
+        state: &mut LoopState,
+        cycle: &mut Cycle,
+        lease: Lease,
+        intended: Option<u64>,
+    ) -> bool {
+        self.report_hold(cycle.key, cycle.t1, HoldChange::Acquired);
+        state.lease_seq += 1;
+        let lease_id = (u64::from(self.client) << 40) | state.lease_seq;
+        if cycle.measured {
+            state.tally.acquired += 1;
+            record(
+                &mut state.tally.acquire,
+                cycle.t1 - intended.unwrap_or(cycle.t0),
+            );
+        }
+        let token = self.fencing.then(|| lease.token().0);
+        let task = self.plan.task.sample(&mut state.rng);
+        let outcome = self
+            .critical_section(state, cycle, &lease, task, token, lease_id)
+            .await;
+        let t3 = self.clock.now();
+        if matches!(outcome, Outcome::Done) && state.orphan_at.is_some_and(|at| t3 >= at) {
+            self.orphan(state, cycle, lease, t3).await;
+            return false;
+        }
+        self.end_hold(state, cycle, lease, outcome, t3).await;
+        true
+    }
+
+    /// Announces the hold to the resource, reads, works for `task` and writes the value read +1 with
+    /// the lease's token.
+    async fn critical_section(
+        &mut self,
+        state: &mut LoopState,
+        cycle: &mut Cycle,
+        lease: &Lease,
+        task: Duration,
+        token: Option<u64>,
+        lease_id: u64,
+    ) -> Outcome {
+        // Before anything under the lock: a SIGKILL from here on leaves the hold on the resource's
+        // record.
+        let announced = self
+            .resource
+            .hold_began(self.client, cycle.key, cycle.t0, cycle.t1)
+            .await;
+        let read = match announced {
+            Ok(()) => self.resource.read(cycle.key, token, cycle.t1).await,
+            Err(e) => Err(e),
+        };
+        let Ok(value) = read else {
+            state.tally.resource_errors += 1;
+            self.stop.set();
+            return Outcome::Stopped;
+        };
+        let mut outcome = Outcome::Done;
+        if !task.is_zero() {
+            let work_start = self.clock.now();
+            outcome = self.work(lease, task, state.on_lost).await;
+            cycle.idle_ns += self.clock.now() - work_start;
+        }
+        if matches!(outcome, Outcome::Done) && state.on_lost == OnLost::Abort && !lease.is_held() {
+            outcome = Outcome::Lost(self.clock.now());
+        }
+        if matches!(outcome, Outcome::Done) {
+            match self
+                .resource
+                .write(cycle.key, value + 1, token, lease_id)
+                .await
+            {
+                Ok(WriteVerdict::Accepted) => {
+                    let at = self.clock.now();
+                    if at >= self.measure_from {
+                        state.tally.completed += 1;
+                        let second = (at - self.measure_from) / 1_000_000_000;
+                        state.tally.count_completion(second as usize);
+                    }
+                }
+                Ok(WriteVerdict::Rejected) => {
+                    if cycle.measured {
+                        state.tally.rejected_writes += 1;
+                    }
+                }
+                Err(_) => {
+                    state.tally.resource_errors += 1;
+                    self.stop.set();
+                }
             }
         }
-        self.flush(&mut batch, u64::MAX);
-        tally
+        outcome
+    }
+
+    /// The task's work: `task` long, ended early by the stop signal or, when the plan aborts on loss,
+    /// by the lease's loss.
+    async fn work(&mut self, lease: &Lease, task: Duration, on_lost: OnLost) -> Outcome {
+        match on_lost {
+            OnLost::Abort => {
+                let lost = lease.lost();
+                tokio::select! {
+                    biased;
+                    _ = self.stop.wait() => Outcome::Stopped,
+                    _ = lost => Outcome::Lost(self.clock.now()),
+                    _ = tokio::time::sleep(task) => Outcome::Done,
+                }
+            }
+            OnLost::Ignore => tokio::select! {
+                biased;
+                _ = self.stop.wait() => Outcome::Stopped,
+                _ = tokio::time::sleep(task) => Outcome::Done,
+            },
+        }
+    }
+
+    /// The task's thread dies here: the lease is neither released nor dropped (it stays referenced
+    /// until the case ends), and this client does no more.
+    async fn orphan(&mut self, state: &mut LoopState, cycle: &Cycle, lease: Lease, t3: u64) {
+        self.report_hold(cycle.key, t3, HoldChange::Ended(EndedBy::Orphaned));
+        if cycle.measured {
+            record(&mut state.tally.hold, t3.saturating_sub(cycle.t1));
+        }
+        state.batch.push(Interval {
+            key: cycle.key,
+            acquire_started: cycle.t0,
+            start: cycle.t1,
+            end: t3,
+            ended_by: EndedBy::Orphaned,
+        });
+        self.flush(&mut state.batch, u64::MAX);
+        self.stop.wait().await;
+        drop(lease);
+    }
+
+    /// Ends the hold at `t3` as `outcome` says: reports it, tells the resource, releases the lease and
+    /// records the interval.
+    async fn end_hold(
+        &mut self,
+        state: &mut LoopState,
+        cycle: &mut Cycle,
+        lease: Lease,
+        outcome: Outcome,
+        t3: u64,
+    ) {
+        let tally = &mut state.tally;
+        let (end, ended_by) = match outcome {
+            Outcome::Done => (t3, EndedBy::Released),
+            Outcome::Lost(noticed) => {
+                if cycle.measured {
+                    tally.aborted_on_loss += 1;
+                }
+                (noticed, EndedBy::Lost)
+            }
+            Outcome::Stopped => {
+                if cycle.measured {
+                    tally.stopped += 1;
+                }
+                (t3, EndedBy::Stopped)
+            }
+        };
+        self.report_hold(cycle.key, end, HoldChange::Ended(ended_by));
+        if self
+            .resource
+            .hold_ended(self.client, cycle.key, end, ended_by)
+            .await
+            .is_err()
+        {
+            tally.resource_errors += 1;
+            self.stop.set();
+        }
+        let released = lease.release().await;
+        let t4 = self.clock.now();
+        cycle.release_ns = t4 - t3;
+        if cycle.measured {
+            if let Err(error) = &released {
+                count(&mut tally.release_errors, error);
+            }
+            record(&mut tally.hold, end.saturating_sub(cycle.t1));
+            record(&mut tally.release, cycle.release_ns);
+        }
+        state.batch.push(Interval {
+            key: cycle.key,
+            acquire_started: cycle.t0,
+            start: cycle.t1,
+            end,
+            ended_by,
+        });
+    }
+
+    /// Adds the cycle's times to the tally and hands the batch on when it is full or old.
+    fn end_cycle(&self, state: &mut LoopState, cycle: &Cycle) {
+        let cycle_end = self.clock.now();
+        if cycle.measured {
+            let spent = cycle_end - state.cycle_top;
+            let strategy = (cycle.t1 - cycle.t0) + cycle.release_ns;
+            let tally = &mut state.tally;
+            tally.cycles += 1;
+            tally.cycle_ns += spent;
+            tally.strategy_ns += strategy;
+            tally.overhead_ns += spent.saturating_sub(strategy + cycle.idle_ns);
+        }
+        state.cycle_top = cycle_end;
+        if state.batch.len() >= BATCH || cycle_end - state.last_flush >= FLUSH_NS {
+            state.last_flush = cycle_end;
+            self.flush(&mut state.batch, cycle_end);
+        }
     }
 
     #[inline]

@@ -2,13 +2,13 @@
 //! (`proxy_delay`), a partition that drops every byte (`proxy_blackhole`) and reset connections
 //! (`proxy_reset`), on one client (the holder, `client:N`) or all.
 
-use lockbench_servers::Fault;
+use lockbench_servers::{Fault, Proxy};
 
 use super::env::{
     FaultEnv, Record, Victim, describe_victim, hold_for, measure_any, measure_victim, pick_client,
     sleep_until,
 };
-use super::proxies;
+use super::proxies::{self, ClientProxies};
 use crate::base::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
@@ -28,20 +28,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             }
         },
     };
-    let chosen: Vec<&lockbench_servers::Proxy> = match &victim {
-        Some(v) => {
-            rec.target = describe_victim(v);
-            rec.param("client", v.client);
-            if let Some((key, _)) = v.held {
-                rec.param("key", key);
-            }
-            all.of(v.client).iter().collect()
-        }
-        None => {
-            rec.target = "all clients".into();
-            all.all().collect()
-        }
-    };
+    let chosen = choose_proxies(&all, victim.as_ref(), rec);
     if let (
         Some(after),
         Some(Victim {
@@ -62,78 +49,9 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     rec.start = t0;
     match spec.kind {
         FaultKind::ProxyDelay | FaultKind::ProxyBlackhole => {
-            let fault = if spec.kind == FaultKind::ProxyDelay {
-                Fault::Delay(spec.delay)
-            } else {
-                Fault::Blackhole
-            };
-            let affected = |chosen: &[&lockbench_servers::Proxy]| -> u64 {
-                chosen
-                    .iter()
-                    .map(|p| {
-                        if spec.kind == FaultKind::ProxyDelay {
-                            p.delayed_bytes()
-                        } else {
-                            p.blackholed_bytes()
-                        }
-                    })
-                    .sum()
-            };
-            let before = affected(&chosen);
-            for p in &chosen {
-                proxies::set(p, spec.direction, fault);
-            }
-            hold_for(env, spec.duration).await;
-            let bytes = affected(&chosen) - before;
-            let verb = if spec.kind == FaultKind::ProxyDelay {
-                "delayed"
-            } else {
-                "blackholed"
-            };
-            rec.param(&format!("{verb}_bytes"), bytes);
-            rec.evidence(if bytes > 0 {
-                Ok(format!("the proxy {verb} {bytes} bytes"))
-            } else {
-                Err(format!(
-                    "the proxy {verb} no bytes (no traffic while the fault was on)"
-                ))
-            });
-            for p in &chosen {
-                proxies::set(p, spec.direction, Fault::Pass);
-                if spec.kind == FaultKind::ProxyBlackhole {
-                    // The bytes dropped meanwhile left these streams unusable: end them, as a
-                    // partition that outlasts the peers' timeouts does.
-                    p.reset_all();
-                }
-            }
-            rec.stop = Some(env.clock.now());
+            degrade(spec, env, rec, &chosen).await;
         }
-        FaultKind::ProxyReset => {
-            let mut resets = 0u64;
-            let mut connections = 0usize;
-            let end = spec.duration.map(|d| t0 + duration_ns(d));
-            loop {
-                for p in &chosen {
-                    connections += p.reset_all();
-                }
-                resets += 1;
-                let (Some(every), Some(end)) = (spec.every, end) else {
-                    break;
-                };
-                let next = env.clock.now() + duration_ns(every);
-                if next >= end || !sleep_until(env, next).await {
-                    break;
-                }
-            }
-            rec.param("resets", resets);
-            rec.param("connections_reset", connections as u64);
-            rec.evidence(if connections > 0 {
-                Ok(format!("the proxy reset {connections} connections"))
-            } else {
-                Err("the proxy had no connection to reset".to_owned())
-            });
-            rec.stop = end.map(|e| e.min(env.clock.now()));
-        }
+        FaultKind::ProxyReset => reset(spec, env, rec, &chosen, t0).await,
         _ => return,
     }
     match victim {
@@ -141,4 +59,104 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         None if spec.kind.measures_recovery() => measure_any(env, cursor, t0, rec).await,
         None => {}
     }
+}
+
+/// The proxies of `victim`'s client, or every client's; named as the fault's target.
+fn choose_proxies<'a>(
+    all: &'a ClientProxies,
+    victim: Option<&Victim>,
+    rec: &mut Record,
+) -> Vec<&'a Proxy> {
+    match victim {
+        Some(v) => {
+            rec.target = describe_victim(v);
+            rec.param("client", v.client);
+            if let Some((key, _)) = v.held {
+                rec.param("key", key);
+            }
+            all.of(v.client).iter().collect()
+        }
+        None => {
+            rec.target = "all clients".into();
+            all.all().collect()
+        }
+    }
+}
+
+/// Delays (`proxy_delay`) or drops (`proxy_blackhole`) the traffic through `chosen` for the fault's
+/// length, counting the bytes it affected; a blackhole then resets the streams it left unusable.
+async fn degrade(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record, chosen: &[&Proxy]) {
+    let fault = if spec.kind == FaultKind::ProxyDelay {
+        Fault::Delay(spec.delay)
+    } else {
+        Fault::Blackhole
+    };
+    let affected = |chosen: &[&Proxy]| -> u64 {
+        chosen
+            .iter()
+            .map(|p| {
+                if spec.kind == FaultKind::ProxyDelay {
+                    p.delayed_bytes()
+                } else {
+                    p.blackholed_bytes()
+                }
+            })
+            .sum()
+    };
+    let before = affected(chosen);
+    for p in chosen {
+        proxies::set(p, spec.direction, fault);
+    }
+    hold_for(env, spec.duration).await;
+    let bytes = affected(chosen) - before;
+    let verb = if spec.kind == FaultKind::ProxyDelay {
+        "delayed"
+    } else {
+        "blackholed"
+    };
+    rec.param(&format!("{verb}_bytes"), bytes);
+    rec.evidence(if bytes > 0 {
+        Ok(format!("the proxy {verb} {bytes} bytes"))
+    } else {
+        Err(format!(
+            "the proxy {verb} no bytes (no traffic while the fault was on)"
+        ))
+    });
+    for p in chosen {
+        proxies::set(p, spec.direction, Fault::Pass);
+        if spec.kind == FaultKind::ProxyBlackhole {
+            // The bytes dropped meanwhile left these streams unusable: end them, as a
+            // partition that outlasts the peers' timeouts does.
+            p.reset_all();
+        }
+    }
+    rec.stop = Some(env.clock.now());
+}
+
+/// Resets every connection through `chosen`, once or `every` so often for the fault's length.
+async fn reset(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record, chosen: &[&Proxy], t0: u64) {
+    let mut resets = 0u64;
+    let mut connections = 0usize;
+    let end = spec.duration.map(|d| t0 + duration_ns(d));
+    loop {
+        for p in chosen {
+            connections += p.reset_all();
+        }
+        resets += 1;
+        let (Some(every), Some(end)) = (spec.every, end) else {
+            break;
+        };
+        let next = env.clock.now() + duration_ns(every);
+        if next >= end || !sleep_until(env, next).await {
+            break;
+        }
+    }
+    rec.param("resets", resets);
+    rec.param("connections_reset", connections as u64);
+    rec.evidence(if connections > 0 {
+        Ok(format!("the proxy reset {connections} connections"))
+    } else {
+        Err("the proxy had no connection to reset".to_owned())
+    });
+    rec.stop = end.map(|e| e.min(env.clock.now()));
 }

@@ -19,7 +19,7 @@ use super::env::{
     FaultEnv, Record, ServerAccess, Victim, blocking, describe_victim, hold_for, measure_any,
     measure_victim, pick_client, seen_in_state, sleep_until,
 };
-use super::topology::CaseServers;
+use super::topology::{CaseServers, FailoverReport};
 use crate::backends::ServerKind;
 use crate::base::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec, Target};
@@ -99,13 +99,68 @@ async fn busy_script(socket: SocketAddr, length: Duration) -> Result<(), String>
     ran.map(drop)
 }
 
+/// A fault that was not applied; why is on its record.
+struct NotApplied;
+
+/// Notes on `rec` that the fault was not applied, and why.
+fn not_applied<T>(rec: &mut Record, why: impl Into<String>) -> Result<T, NotApplied> {
+    rec.not_applied(why);
+    Err(NotApplied)
+}
+
 /// Applies a server fault, lifts it, and measures what followed.
 pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
+    let Ok(victim) = strike_after_acquire(spec, env, rec).await else {
+        return;
+    };
+    let cursor = env.board.cursor();
+    let t0 = env.clock.now();
+    rec.start = t0;
+    let applied = match spec.kind {
+        FaultKind::PauseServer => pause_server(spec, env, rec).await,
+        FaultKind::ClientPause => client_pause(spec, env, rec, t0).await,
+        FaultKind::PubsubKill => pubsub_kill(spec, env, rec, t0).await,
+        FaultKind::BusyScript => busy(spec, env, rec, victim.as_ref()).await,
+        FaultKind::Failover
+        | FaultKind::SentinelFailover
+        | FaultKind::ClusterMasterKill
+        | FaultKind::ClusterFailover => failover(spec, env, rec, victim.as_ref()).await,
+        FaultKind::LeaderKill => leader_kill(env, rec).await,
+        FaultKind::NodeKill
+        | FaultKind::NodeRestart
+        | FaultKind::ClockJump
+        | FaultKind::ServerRestart => {
+            let ServerAccess::Own(own) = env.server.clone() else {
+                rec.not_applied(format!("{} needs servers started for the case", spec.kind));
+                return;
+            };
+            node_fault(spec, env, rec, own)
+                .await
+                .or_else(|e| not_applied(rec, format!("{} failed: {e}", spec.kind)))
+        }
+        _ => Ok(false),
+    };
+    let Ok(measure) = applied else {
+        return;
+    };
+    match victim {
+        Some(v) => measure_victim(env, v, cursor, t0, rec).await,
+        None if measure => measure_any(env, cursor, t0, rec).await,
+        None => {}
+    }
+}
+
+/// The holder a fault aimed at one strikes (right after its acquire, or `after_acquire` later);
+/// none for a fault on the server as a whole.
+async fn strike_after_acquire(
+    spec: &FaultSpec,
+    env: &FaultEnv,
+    rec: &mut Record,
+) -> Result<Option<Victim>, NotApplied> {
     // A failover aimed at a holder strikes right after that client's acquire.
     let victim = if spec.target == Target::Holder {
         let Some(v) = pick_client(env, spec.target, rec.start).await else {
-            rec.not_applied("no client acquired a lock before the case ended");
-            return;
+            return not_applied(rec, "no client acquired a lock before the case ended");
         };
         Some(v)
     } else {
@@ -120,242 +175,248 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     ) = (spec.after_acquire, &victim)
         && !sleep_until(env, acquired + duration_ns(after)).await
     {
-        rec.not_applied("the case ended before after_acquire");
-        return;
+        return not_applied(rec, "the case ended before after_acquire");
     }
-    let cursor = env.board.cursor();
-    let t0 = env.clock.now();
-    rec.start = t0;
-    let measure = match spec.kind {
-        FaultKind::PauseServer => {
-            let target = match &env.server {
-                ServerAccess::Shared {
-                    pid: Some(pid),
-                    kind,
-                    socket,
-                } => Some((*pid, format!("{} {socket}", kind.name()))),
-                ServerAccess::Own(own) => {
-                    let own = own.clone();
-                    blocking(move || Ok(own.serving_pid())).await.ok().flatten()
-                }
-                _ => None,
-            };
-            let Some((pid, what)) = target else {
-                rec.not_applied("the server was not started by lockbench (no process to pause)");
-                return;
-            };
-            rec.target = what;
-            rec.start = env.clock.now();
-            if let Err(e) = signal_group(pid, libc::SIGSTOP) {
-                rec.not_applied(e);
-                return;
-            }
-            rec.evidence(seen_in_state(pid, 'T', "server process").await);
-            hold_for(env, spec.duration).await;
-            if let Err(e) = signal_group(pid, libc::SIGCONT) {
-                rec.note(e);
-            }
-            rec.stop = Some(env.clock.now());
-            true
+    Ok(victim)
+}
+
+/// SIGSTOP to the server's process group for the fault's length, then SIGCONT.
+async fn pause_server(
+    spec: &FaultSpec,
+    env: &FaultEnv,
+    rec: &mut Record,
+) -> Result<bool, NotApplied> {
+    let target = match &env.server {
+        ServerAccess::Shared {
+            pid: Some(pid),
+            kind,
+            socket,
+        } => Some((*pid, format!("{} {socket}", kind.name()))),
+        ServerAccess::Own(own) => {
+            let own = own.clone();
+            blocking(move || Ok(own.serving_pid())).await.ok().flatten()
         }
-        FaultKind::ClientPause | FaultKind::PubsubKill => {
-            let Some(socket) = redis_socket(&env.server) else {
-                rec.not_applied("no Redis server");
-                return;
-            };
-            rec.target = format!("redis {socket}");
-            if spec.kind == FaultKind::ClientPause {
-                let ms = spec.duration.unwrap_or_default().as_millis().to_string();
-                let args = ["CLIENT", "PAUSE", &ms, "ALL"].map(str::to_owned).to_vec();
-                if let Err(e) = redis_command(socket, args).await {
-                    rec.not_applied(format!("CLIENT PAUSE failed: {e}"));
-                    return;
-                }
-                let length = spec.duration.unwrap_or_default();
-                let ping = tokio::spawn(ping_wait(socket, length));
-                hold_for(env, spec.duration).await;
-                if env.stop.is_set() {
-                    let args = ["CLIENT", "UNPAUSE"].map(str::to_owned).to_vec();
-                    let _ = redis_command(socket, args).await;
-                }
-                rec.evidence(match ping.await {
-                    Ok(Ok(waited)) if waited >= (length / 2).min(PAUSED_PING_MIN) => Ok(format!(
-                        "a PING from another connection waited {:.0} ms for its answer",
-                        waited.as_secs_f64() * 1e3
-                    )),
-                    Ok(Ok(waited)) => Err(format!(
-                        "a PING from another connection was answered in {:.0} ms: the server did not pause",
-                        waited.as_secs_f64() * 1e3
-                    )),
-                    Ok(Err(e)) => Err(format!("PING during CLIENT PAUSE: {e}")),
-                    Err(e) => Err(format!("PING during CLIENT PAUSE: {e}")),
-                });
-                rec.stop = Some(
-                    env.clock
-                        .now()
-                        .min(t0 + duration_ns(spec.duration.unwrap_or_default())),
-                );
-                true
-            } else {
-                let (kills, killed) = pubsub_kills(spec, env, socket, t0).await;
-                rec.param("kills", kills);
-                rec.param("connections_killed", killed);
-                rec.evidence(if killed > 0 {
-                    Ok(format!("the server killed {killed} pub/sub connections"))
-                } else {
-                    Err("the server killed no pub/sub connection".to_owned())
-                });
-                rec.stop = spec
-                    .duration
-                    .map(|d| (t0 + duration_ns(d)).min(env.clock.now()));
-                false
-            }
-        }
-        FaultKind::BusyScript => {
-            let Some(socket) = redis_socket(&env.server) else {
-                rec.not_applied("no Redis server");
-                return;
-            };
-            rec.target = match &victim {
-                Some(v) => format!("redis {socket} (while {} held)", describe_victim(v)),
-                None => format!("redis {socket}"),
-            };
-            if let Some(v) = &victim {
-                rec.param("client", v.client);
-            }
-            let length = spec.duration.unwrap_or_default();
-            rec.evidence(match busy_script(socket, length).await {
-                Ok(()) => Ok(format!(
-                    "the script kept the server busy for {} ms",
-                    length.as_millis()
-                )),
-                Err(e) => Err(format!("busy script failed: {e}")),
-            });
-            rec.stop = Some(env.clock.now());
-            true
-        }
-        FaultKind::Failover
-        | FaultKind::SentinelFailover
-        | FaultKind::ClusterMasterKill
-        | FaultKind::ClusterFailover => {
-            let ServerAccess::Own(own) = env.server.clone() else {
-                rec.not_applied(format!("{} needs servers started for the case", spec.kind));
-                return;
-            };
-            let kind = spec.kind;
-            let proxies = env.proxies.clone();
-            // In a cluster, the master of the target's lock (lock 0 for `target = "server"`): every
-            // lockbench Redis strategy tags a lock's keys with `{name}`, so this key shares their slot.
-            let key = victim
-                .as_ref()
-                .and_then(|v| v.held)
-                .map_or(0, |(key, _)| key);
-            let slot_key = format!("{{{}{key}}}", env.key_prefix);
-            let failover = move || match kind {
-                FaultKind::SentinelFailover => own.sentinel_failover(),
-                FaultKind::ClusterMasterKill => own.cluster_failover(&slot_key, true),
-                FaultKind::ClusterFailover => own.cluster_failover(&slot_key, false),
-                _ => own.failover(proxies.as_deref()),
-            };
-            let cluster = matches!(
-                kind,
-                FaultKind::ClusterMasterKill | FaultKind::ClusterFailover
-            );
-            match blocking(failover).await {
-                Ok(report) => {
-                    rec.took_effect(format!("replica {} promoted", report.new_primary));
-                    rec.target = if cluster {
-                        format!(
-                            "redis cluster master {} → replica {} (slot of lock {key})",
-                            report.old_primary, report.new_primary
-                        )
-                    } else {
-                        format!(
-                            "redis primary {} → replica {}",
-                            report.old_primary, report.new_primary
-                        )
-                    };
-                    // A manual cluster failover kills nothing: the replica has every write.
-                    if kind != FaultKind::ClusterFailover {
-                        if let Some(bytes) = report.unreplicated_bytes {
-                            rec.param("unreplicated_bytes", bytes);
-                        }
-                        rec.param("primary_keys", report.primary_keys);
-                        rec.param("keys_missing_on_replica", report.missing_keys);
-                        rec.param("keys_stale_on_replica", report.stale_keys);
-                    }
-                    if let Some(after) = report.promoted_after {
-                        rec.param("promoted_after_ms", after.as_secs_f64() * 1e3);
-                        let (name, bound) = if cluster {
-                            ("cluster_node_timeout_ms", CLUSTER_NODE_TIMEOUT)
-                        } else {
-                            ("sentinel_down_after_ms", SENTINEL_DOWN_AFTER)
-                        };
-                        rec.param(name, bound.as_secs_f64() * 1e3);
-                    }
-                }
-                Err(e) => {
-                    rec.not_applied(format!("{kind} failed: {e}"));
-                    return;
-                }
-            }
-            if let Some(v) = &victim {
-                rec.target = format!(
-                    "{} (right after {} acquired)",
-                    rec.target,
-                    describe_victim(v)
-                );
-                rec.param("client", v.client);
-                if let Some((key, _)) = v.held {
-                    rec.param("key", key);
-                }
-            }
-            true
-        }
-        FaultKind::LeaderKill => {
-            let ServerAccess::Own(own) = env.server.clone() else {
-                rec.not_applied("leader_kill needs a cluster started for the case");
-                return;
-            };
-            match blocking(move || own.kill_leader()).await {
-                Ok((what, election)) => {
-                    rec.took_effect(format!("killed {what}"));
-                    rec.target = what;
-                    match election {
-                        Some(d) => rec.param("new_leader_ms", d.as_secs_f64() * 1e3),
-                        None => rec.note("no new leader within 10 s"),
-                    }
-                }
-                Err(e) => {
-                    rec.not_applied(format!("leader kill failed: {e}"));
-                    return;
-                }
-            }
-            true
-        }
-        FaultKind::NodeKill
-        | FaultKind::NodeRestart
-        | FaultKind::ClockJump
-        | FaultKind::ServerRestart => {
-            let ServerAccess::Own(own) = env.server.clone() else {
-                rec.not_applied(format!("{} needs servers started for the case", spec.kind));
-                return;
-            };
-            match node_fault(spec, env, rec, own).await {
-                Ok(measure) => measure,
-                Err(e) => {
-                    rec.not_applied(format!("{} failed: {e}", spec.kind));
-                    return;
-                }
-            }
-        }
-        _ => false,
+        _ => None,
     };
-    match victim {
-        Some(v) => measure_victim(env, v, cursor, t0, rec).await,
-        None if measure => measure_any(env, cursor, t0, rec).await,
-        None => {}
+    let Some((pid, what)) = target else {
+        return not_applied(
+            rec,
+            "the server was not started by lockbench (no process to pause)",
+        );
+    };
+    rec.target = what;
+    rec.start = env.clock.now();
+    if let Err(e) = signal_group(pid, libc::SIGSTOP) {
+        return not_applied(rec, e);
     }
+    rec.evidence(seen_in_state(pid, 'T', "server process").await);
+    hold_for(env, spec.duration).await;
+    if let Err(e) = signal_group(pid, libc::SIGCONT) {
+        rec.note(e);
+    }
+    rec.stop = Some(env.clock.now());
+    Ok(true)
+}
+
+/// The Redis server commands go to, named as the fault's target.
+fn redis_target(env: &FaultEnv, rec: &mut Record) -> Result<SocketAddr, NotApplied> {
+    let Some(socket) = redis_socket(&env.server) else {
+        return not_applied(rec, "no Redis server");
+    };
+    rec.target = format!("redis {socket}");
+    Ok(socket)
+}
+
+/// Redis `CLIENT PAUSE … ALL` for the fault's length, seen by a PING from another connection.
+async fn client_pause(
+    spec: &FaultSpec,
+    env: &FaultEnv,
+    rec: &mut Record,
+    t0: u64,
+) -> Result<bool, NotApplied> {
+    let socket = redis_target(env, rec)?;
+    let ms = spec.duration.unwrap_or_default().as_millis().to_string();
+    let args = ["CLIENT", "PAUSE", &ms, "ALL"].map(str::to_owned).to_vec();
+    if let Err(e) = redis_command(socket, args).await {
+        return not_applied(rec, format!("CLIENT PAUSE failed: {e}"));
+    }
+    let length = spec.duration.unwrap_or_default();
+    let ping = tokio::spawn(ping_wait(socket, length));
+    hold_for(env, spec.duration).await;
+    if env.stop.is_set() {
+        let args = ["CLIENT", "UNPAUSE"].map(str::to_owned).to_vec();
+        let _ = redis_command(socket, args).await;
+    }
+    rec.evidence(match ping.await {
+        Ok(Ok(waited)) if waited >= (length / 2).min(PAUSED_PING_MIN) => Ok(format!(
+            "a PING from another connection waited {:.0} ms for its answer",
+            waited.as_secs_f64() * 1e3
+        )),
+        Ok(Ok(waited)) => Err(format!(
+            "a PING from another connection was answered in {:.0} ms: the server did not pause",
+            waited.as_secs_f64() * 1e3
+        )),
+        Ok(Err(e)) => Err(format!("PING during CLIENT PAUSE: {e}")),
+        Err(e) => Err(format!("PING during CLIENT PAUSE: {e}")),
+    });
+    rec.stop = Some(
+        env.clock
+            .now()
+            .min(t0 + duration_ns(spec.duration.unwrap_or_default())),
+    );
+    Ok(true)
+}
+
+/// Redis `CLIENT KILL TYPE pubsub`, as often as the fault says.
+async fn pubsub_kill(
+    spec: &FaultSpec,
+    env: &FaultEnv,
+    rec: &mut Record,
+    t0: u64,
+) -> Result<bool, NotApplied> {
+    let socket = redis_target(env, rec)?;
+    let (kills, killed) = pubsub_kills(spec, env, socket, t0).await;
+    rec.param("kills", kills);
+    rec.param("connections_killed", killed);
+    rec.evidence(if killed > 0 {
+        Ok(format!("the server killed {killed} pub/sub connections"))
+    } else {
+        Err("the server killed no pub/sub connection".to_owned())
+    });
+    rec.stop = spec
+        .duration
+        .map(|d| (t0 + duration_ns(d)).min(env.clock.now()));
+    Ok(false)
+}
+
+/// A Lua script that keeps Redis busy for the fault's length (while `victim` holds, if aimed at one).
+async fn busy(
+    spec: &FaultSpec,
+    env: &FaultEnv,
+    rec: &mut Record,
+    victim: Option<&Victim>,
+) -> Result<bool, NotApplied> {
+    let Some(socket) = redis_socket(&env.server) else {
+        return not_applied(rec, "no Redis server");
+    };
+    rec.target = match victim {
+        Some(v) => format!("redis {socket} (while {} held)", describe_victim(v)),
+        None => format!("redis {socket}"),
+    };
+    if let Some(v) = victim {
+        rec.param("client", v.client);
+    }
+    let length = spec.duration.unwrap_or_default();
+    rec.evidence(match busy_script(socket, length).await {
+        Ok(()) => Ok(format!(
+            "the script kept the server busy for {} ms",
+            length.as_millis()
+        )),
+        Err(e) => Err(format!("busy script failed: {e}")),
+    });
+    rec.stop = Some(env.clock.now());
+    Ok(true)
+}
+
+/// A Redis failover to the replica: by hand, through Sentinel, or of a cluster's master (by kill or by
+/// `CLUSTER FAILOVER`).
+async fn failover(
+    spec: &FaultSpec,
+    env: &FaultEnv,
+    rec: &mut Record,
+    victim: Option<&Victim>,
+) -> Result<bool, NotApplied> {
+    let ServerAccess::Own(own) = env.server.clone() else {
+        return not_applied(
+            rec,
+            format!("{} needs servers started for the case", spec.kind),
+        );
+    };
+    let kind = spec.kind;
+    let proxies = env.proxies.clone();
+    // In a cluster, the master of the target's lock (lock 0 for `target = "server"`): every
+    // lockbench Redis strategy tags a lock's keys with `{name}`, so this key shares their slot.
+    let key = victim.and_then(|v| v.held).map_or(0, |(key, _)| key);
+    let slot_key = format!("{{{}{key}}}", env.key_prefix);
+    let failover = move || match kind {
+        FaultKind::SentinelFailover => own.sentinel_failover(),
+        FaultKind::ClusterMasterKill => own.cluster_failover(&slot_key, true),
+        FaultKind::ClusterFailover => own.cluster_failover(&slot_key, false),
+        _ => own.failover(proxies.as_deref()),
+    };
+    match blocking(failover).await {
+        Ok(report) => record_failover(kind, key, &report, rec),
+        Err(e) => return not_applied(rec, format!("{kind} failed: {e}")),
+    }
+    if let Some(v) = victim {
+        rec.target = format!(
+            "{} (right after {} acquired)",
+            rec.target,
+            describe_victim(v)
+        );
+        rec.param("client", v.client);
+        if let Some((key, _)) = v.held {
+            rec.param("key", key);
+        }
+    }
+    Ok(true)
+}
+
+/// What a failover of `kind` (on the master of lock `key`, in a cluster) did, as its record says it.
+fn record_failover(kind: FaultKind, key: u32, report: &FailoverReport, rec: &mut Record) {
+    let cluster = matches!(
+        kind,
+        FaultKind::ClusterMasterKill | FaultKind::ClusterFailover
+    );
+    rec.took_effect(format!("replica {} promoted", report.new_primary));
+    rec.target = if cluster {
+        format!(
+            "redis cluster master {} → replica {} (slot of lock {key})",
+            report.old_primary, report.new_primary
+        )
+    } else {
+        format!(
+            "redis primary {} → replica {}",
+            report.old_primary, report.new_primary
+        )
+    };
+    // A manual cluster failover kills nothing: the replica has every write.
+    if kind != FaultKind::ClusterFailover {
+        if let Some(bytes) = report.unreplicated_bytes {
+            rec.param("unreplicated_bytes", bytes);
+        }
+        rec.param("primary_keys", report.primary_keys);
+        rec.param("keys_missing_on_replica", report.missing_keys);
+        rec.param("keys_stale_on_replica", report.stale_keys);
+    }
+    if let Some(after) = report.promoted_after {
+        rec.param("promoted_after_ms", after.as_secs_f64() * 1e3);
+        let (name, bound) = if cluster {
+            ("cluster_node_timeout_ms", CLUSTER_NODE_TIMEOUT)
+        } else {
+            ("sentinel_down_after_ms", SENTINEL_DOWN_AFTER)
+        };
+        rec.param(name, bound.as_secs_f64() * 1e3);
+    }
+}
+
+/// Kills the leader of the case's own cluster and waits for a new one.
+async fn leader_kill(env: &FaultEnv, rec: &mut Record) -> Result<bool, NotApplied> {
+    let ServerAccess::Own(own) = env.server.clone() else {
+        return not_applied(rec, "leader_kill needs a cluster started for the case");
+    };
+    match blocking(move || own.kill_leader()).await {
+        Ok((what, election)) => {
+            rec.took_effect(format!("killed {what}"));
+            rec.target = what;
+            match election {
+                Some(d) => rec.param("new_leader_ms", d.as_secs_f64() * 1e3),
+                None => rec.note("no new leader within 10 s"),
+            }
+        }
+        Err(e) => return not_applied(rec, format!("leader kill failed: {e}")),
+    }
+    Ok(true)
 }
 
 /// Kills, restarts or reports the case's own Redis servers; whether to measure what followed.

@@ -429,6 +429,117 @@ fn durability_name(d: Durability) -> &'static str {
 
 const MAX_HOG_THREADS: u32 = 256;
 
+/// The timing `text` of field `name`, relative timings (`2ttl`) taken in `units`.
+fn timing(name: &str, text: &Option<String>, units: Units) -> Result<Option<Duration>, String> {
+    text.as_deref()
+        .map(|t| parse_timing(t, units).map_err(|e| format!("{name}: {e}")))
+        .transpose()
+}
+
+/// `d`, refused when it is zero.
+fn positive(name: &str, d: Option<Duration>) -> Result<Option<Duration>, String> {
+    match d {
+        Some(d) if d.is_zero() => Err(format!("{name}: must be longer than 0")),
+        other => Ok(other),
+    }
+}
+
+/// Refuses a field `kind` does not take and a missing one it requires.
+fn check_fields(kind: FaultKind, file: &FaultFile) -> Result<(), String> {
+    let given: [(&str, bool); 12] = [
+        ("duration", file.duration.is_some()),
+        ("every", file.every.is_some()),
+        ("after_acquire", file.after_acquire.is_some()),
+        ("delay", file.delay.is_some()),
+        ("direction", file.direction.is_some()),
+        ("replication_lag", file.replication_lag.is_some()),
+        ("threads", file.threads.is_some()),
+        ("quota", file.quota.is_some()),
+        ("period", file.period.is_some()),
+        ("nodes", file.nodes.is_some()),
+        ("rate", file.rate.is_some()),
+        ("durability", file.durability.is_some()),
+    ];
+    for (name, set) in given {
+        if set && !kind.allowed().contains(&name) {
+            return Err(format!("{name}: does not apply to {kind}"));
+        }
+    }
+    for name in kind.required() {
+        if !given.iter().any(|(n, set)| n == name && *set) {
+            return Err(format!("{name}: missing (required by {kind})"));
+        }
+    }
+    Ok(())
+}
+
+/// The fault's target (by default the server for a server fault, the holder otherwise), when `kind`
+/// can strike it (and `after_acquire`, if given, aims at a holder).
+fn resolve_target(
+    kind: FaultKind,
+    text: Option<&str>,
+    after_acquire: Option<Duration>,
+) -> Result<Target, String> {
+    let target = match text {
+        Some(t) => parse_target(t).map_err(|e| format!("target: {e}"))?,
+        None if kind.scope() == FaultScope::Server => Target::Server,
+        None => Target::Holder,
+    };
+    let target_ok = match kind.scope() {
+        FaultScope::WorkerProcess => matches!(target, Target::Holder | Target::Client(_)),
+        FaultScope::Network => target != Target::Server,
+        // A failover may strike right after a client acquired (its lock is then the newest,
+        // least replicated write).
+        FaultScope::Server => {
+            target == Target::Server
+                || (matches!(
+                    kind,
+                    FaultKind::Failover
+                        | FaultKind::SentinelFailover
+                        | FaultKind::ClusterMasterKill
+                        | FaultKind::ClusterFailover
+                        | FaultKind::BusyScript
+                ) && target == Target::Holder)
+        }
+    };
+    if !target_ok {
+        return Err(format!("target: {target} does not apply to {kind}"));
+    }
+    if after_acquire.is_some() && target != Target::Holder {
+        return Err(format!(
+            "after_acquire: applies to target = \"holder\" only, not {target}"
+        ));
+    }
+    Ok(target)
+}
+
+/// The CPU hog's threads and the cgroup's CPU period and quota, defaults filled in, within bounds.
+fn cpu_settings(file: &FaultFile, units: Units) -> Result<(u32, Duration, Duration), String> {
+    let threads = file.threads.unwrap_or(4);
+    if threads == 0 || threads > MAX_HOG_THREADS {
+        return Err(format!(
+            "threads: must be 1..={MAX_HOG_THREADS}, got {threads}"
+        ));
+    }
+    let period = positive("period", timing("period", &file.period, units)?)?
+        .unwrap_or(Duration::from_millis(100));
+    if period < Duration::from_millis(1) || period > Duration::from_secs(1) {
+        return Err(format!(
+            "period: must be 1ms..=1s (the kernel's bounds), got {}",
+            format_duration(period)
+        ));
+    }
+    let quota = positive("quota", timing("quota", &file.quota, units)?)?
+        .unwrap_or(Duration::from_millis(5));
+    if quota < Duration::from_millis(1) {
+        return Err(format!(
+            "quota: must be at least 1ms (the kernel's bound), got {}",
+            format_duration(quota)
+        ));
+    }
+    Ok((threads, period, quota))
+}
+
 impl FaultSpec {
     /// Checks a fault as written, its relative timings (`2ttl`) taken in `units`; the error is one
     /// line naming the field.
@@ -439,100 +550,16 @@ impl FaultSpec {
             .ok_or("kind: missing (e.g. kind = \"pause_worker\")")?
             .parse()
             .map_err(|e| format!("kind: {e}"))?;
-        let given: [(&str, bool); 12] = [
-            ("duration", file.duration.is_some()),
-            ("every", file.every.is_some()),
-            ("after_acquire", file.after_acquire.is_some()),
-            ("delay", file.delay.is_some()),
-            ("direction", file.direction.is_some()),
-            ("replication_lag", file.replication_lag.is_some()),
-            ("threads", file.threads.is_some()),
-            ("quota", file.quota.is_some()),
-            ("period", file.period.is_some()),
-            ("nodes", file.nodes.is_some()),
-            ("rate", file.rate.is_some()),
-            ("durability", file.durability.is_some()),
-        ];
-        for (name, set) in given {
-            if set && !kind.allowed().contains(&name) {
-                return Err(format!("{name}: does not apply to {kind}"));
-            }
-        }
-        for name in kind.required() {
-            if !given.iter().any(|(n, set)| n == name && *set) {
-                return Err(format!("{name}: missing (required by {kind})"));
-            }
-        }
-        let duration = |name: &str, text: &Option<String>| -> Result<Option<Duration>, String> {
-            text.as_deref()
-                .map(|t| parse_timing(t, units).map_err(|e| format!("{name}: {e}")))
-                .transpose()
-        };
-        let positive = |name: &str, d: Option<Duration>| -> Result<Option<Duration>, String> {
-            match d {
-                Some(d) if d.is_zero() => Err(format!("{name}: must be longer than 0")),
-                other => Ok(other),
-            }
-        };
-        let at = duration("at", &file.at)?.unwrap_or_default();
-        let length = positive("duration", duration("duration", &file.duration)?)?;
-        let every = positive("every", duration("every", &file.every)?)?;
+        check_fields(kind, file)?;
+        let at = timing("at", &file.at, units)?.unwrap_or_default();
+        let length = positive("duration", timing("duration", &file.duration, units)?)?;
+        let every = positive("every", timing("every", &file.every, units)?)?;
         if every.is_some() && length.is_none() {
             return Err(format!("every: needs a duration (how long {kind} repeats)"));
         }
-        let after_acquire = duration("after_acquire", &file.after_acquire)?;
-        let target = match &file.target {
-            Some(t) => parse_target(t).map_err(|e| format!("target: {e}"))?,
-            None if kind.scope() == FaultScope::Server => Target::Server,
-            None => Target::Holder,
-        };
-        let target_ok = match kind.scope() {
-            FaultScope::WorkerProcess => matches!(target, Target::Holder | Target::Client(_)),
-            FaultScope::Network => target != Target::Server,
-            // A failover may strike right after a client acquired (its lock is then the newest,
-            // least replicated write).
-            FaultScope::Server => {
-                target == Target::Server
-                    || (matches!(
-                        kind,
-                        FaultKind::Failover
-                            | FaultKind::SentinelFailover
-                            | FaultKind::ClusterMasterKill
-                            | FaultKind::ClusterFailover
-                            | FaultKind::BusyScript
-                    ) && target == Target::Holder)
-            }
-        };
-        if !target_ok {
-            return Err(format!("target: {target} does not apply to {kind}"));
-        }
-        if after_acquire.is_some() && target != Target::Holder {
-            return Err(format!(
-                "after_acquire: applies to target = \"holder\" only, not {target}"
-            ));
-        }
-        let threads = file.threads.unwrap_or(4);
-        if threads == 0 || threads > MAX_HOG_THREADS {
-            return Err(format!(
-                "threads: must be 1..={MAX_HOG_THREADS}, got {threads}"
-            ));
-        }
-        let period = positive("period", duration("period", &file.period)?)?
-            .unwrap_or(Duration::from_millis(100));
-        if period < Duration::from_millis(1) || period > Duration::from_secs(1) {
-            return Err(format!(
-                "period: must be 1ms..=1s (the kernel's bounds), got {}",
-                format_duration(period)
-            ));
-        }
-        let quota =
-            positive("quota", duration("quota", &file.quota)?)?.unwrap_or(Duration::from_millis(5));
-        if quota < Duration::from_millis(1) {
-            return Err(format!(
-                "quota: must be at least 1ms (the kernel's bound), got {}",
-                format_duration(quota)
-            ));
-        }
+        let after_acquire = timing("after_acquire", &file.after_acquire, units)?;
+        let target = resolve_target(kind, file.target.as_deref(), after_acquire)?;
+        let (threads, period, quota) = cpu_settings(file, units)?;
         let nodes = file
             .nodes
             .as_deref()
@@ -561,7 +588,7 @@ impl FaultSpec {
             duration: length,
             every,
             after_acquire,
-            delay: positive("delay", duration("delay", &file.delay)?)?.unwrap_or_default(),
+            delay: positive("delay", timing("delay", &file.delay, units)?)?.unwrap_or_default(),
             direction: file
                 .direction
                 .as_deref()
@@ -569,7 +596,7 @@ impl FaultSpec {
                 .transpose()
                 .map_err(|e| format!("direction: {e}"))?
                 .unwrap_or(Directions::Both),
-            replication_lag: duration("replication_lag", &file.replication_lag)?
+            replication_lag: timing("replication_lag", &file.replication_lag, units)?
                 .unwrap_or_default(),
             threads,
             quota,
