@@ -255,9 +255,13 @@ async fn scheduler_cost(
 async fn scheduler_costs() {
     use lockers::redis::watchdog::{BATCHED_ID, ID};
     let needed = [ServerKind::Redis].into_iter().collect();
-    let backends = Backends::prepare(&needed, &GivenAddresses::default())
-        .await
-        .unwrap();
+    let backends = Backends::prepare(
+        &needed,
+        &GivenAddresses::default(),
+        strategies::check_address,
+    )
+    .await
+    .unwrap();
     let second = Duration::from_secs(1);
     if !full_bench_run() {
         scheduler_cost(&backends, &[ID, BATCHED_ID], vec![100], 3 * second, second).await;

@@ -619,7 +619,7 @@ fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
     );
     for s in strategies::STRATEGIES
         .iter()
-        .filter(|s| !only_peers || strategies::is_peer(s.id))
+        .filter(|s| !only_peers || s.is_peer())
     {
         println!(
             "{:width$}  {:10}  {:6}  {}",
@@ -628,10 +628,10 @@ fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
             if s.in_all { "yes" } else { "no" },
             s.description
         );
-        if let Some(model) = strategies::counterpart(s.id) {
+        if let Some(model) = s.counterpart {
             println!("{:width$}  modelled by: {model}", "");
         }
-        match (s.capabilities)(&settings) {
+        match s.capabilities(&settings) {
             Ok(c) => {
                 let flags: Vec<&str> = [
                     (c.reentrant, "reentrant"),

@@ -1,25 +1,29 @@
 //! The strategy registry: one [`Strategy`] entry per strategy id, the only place the driver learns
-//! which strategies exist. Adding a strategy is adding one entry to [`STRATEGIES`] (and its connect
-//! function); everything else reaches it through `dyn Locker`.
+//! which strategies exist and every fact the commands read of one (its server, how it renews, whether
+//! it takes part in many-locks, its counterpart, whether it is a peer) and, per server kind, how a
+//! user's server address is checked. Adding a strategy is adding one entry to `NATIVE` (and its
+//! connect function); a peer is one entry of the peer catalog (`lockers::peer::catalog`). Everything
+//! else reaches a strategy through `dyn Locker`.
 
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
 use lockers::peer::PeerLocker;
-use lockers::peer::catalog::{self, PeerBackend};
+use lockers::peer::catalog::{self, PeerBackend, PeerSpec};
 use lockers::redis::{
     ConnectionSettings, Generation, GuardThreadConfig, KeyspaceConfig, KeyspaceVariant,
-    RedisGuardThread, RedisKeyspace, RedisWatchdog, Redisson, RedissonConfig, Redlock,
-    RedlockConfig, RenewalMode, ScaledTimeouts, Topology, WatchdogConfig,
+    RedisConnection, RedisGuardThread, RedisKeyspace, RedisWatchdog, Redisson, RedissonConfig,
+    Redlock, RedlockConfig, RenewalMode, ScaledTimeouts, Topology, WatchdogConfig,
 };
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{Capabilities, Events, LockError, Locker, Renewal};
 
-use crate::backends::{EndpointAddrs, ServerKind};
+use crate::backends::{AddressCheckFuture, EndpointAddrs, ServerKind};
 use crate::base::suggest;
 
 /// What every strategy is configured from: the workload's renewal setting (the watchdog lease's TTL and
@@ -88,6 +92,65 @@ pub type ConnectFuture<'a> =
 /// Builds one client (one `Locker`, its own connections) that reports to `events`.
 pub type Connect = for<'a> fn(&'a Endpoints, &'a StrategySettings, Events) -> ConnectFuture<'a>;
 
+/// What the commands read of a strategy besides its id, server and client: how it renews, as
+/// `lockbench scale` counts it, and whether a held count means something for it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Facts {
+    /// Locks renewed per server call: `Some(chunk)` for batched renewal, `Some(1)` per lock, `None` when
+    /// one call renews every lock of the client (etcd keep-alive, ZooKeeper session), there is no
+    /// server, or the calls are not told apart.
+    pub locks_per_renew_call: Option<u64>,
+    /// How many times per renewal period it renews each lock (a little more than once for batched
+    /// renewal), so the server calls it makes can be bounded.
+    pub renewals_per_period: f64,
+    /// Whether a held count means something for it, so it takes part in `compare`'s many-locks pass and
+    /// in `lockbench scale` by default: false when its locks are lost and re-taken at every expiry by
+    /// design.
+    pub in_many_locks: bool,
+    /// Whether `lockbench scale` measures the raw sender beside it: the yardstick of batched renewal
+    /// (the same calls on the same schedule, no `lockers` code between), which its client-CPU target
+    /// is a ratio to.
+    pub yardstick: bool,
+}
+
+/// Renewal calls not told apart; a held count that means something.
+const PLAIN: Facts = Facts {
+    locks_per_renew_call: None,
+    renewals_per_period: 1.0,
+    in_many_locks: true,
+    yardstick: false,
+};
+
+/// One server call per lock renewal.
+const PER_LOCK: Facts = Facts {
+    locks_per_renew_call: Some(1),
+    ..PLAIN
+};
+
+/// The batched watchdog's renewal: its default chunk of locks per call, a little more than once per
+/// period; the raw sender stands beside it.
+const BATCHED: Facts = Facts {
+    locks_per_renew_call: Some(match RenewalMode::BATCHED_DEFAULT {
+        RenewalMode::Batched { chunk } => chunk as u64,
+        RenewalMode::PerLock => 1,
+    }),
+    renewals_per_period: lockers::redis::watchdog::BATCHED_RENEWALS_PER_PERIOD,
+    yardstick: true,
+    ..PLAIN
+};
+
+/// How a strategy's clients are built.
+#[derive(Debug, Clone, Copy)]
+enum Client {
+    /// A `lockers` strategy: what it declares without connecting, and how a client connects.
+    Native {
+        capabilities: fn(&StrategySettings) -> Result<Capabilities, LockError>,
+        connect: Connect,
+    },
+    /// A real library driven by its adapter process (`adapters/`), as the peer catalog describes it.
+    Peer(&'static PeerSpec),
+}
+
 /// One registered strategy.
 #[derive(Debug, Clone, Copy)]
 pub struct Strategy {
@@ -97,203 +160,212 @@ pub struct Strategy {
     pub description: &'static str,
     /// Where its lock state lives; a run starts this server unless the user gave its address.
     pub server: ServerKind,
-    /// Whether `--strategies all` includes it (controls are left out).
+    /// Whether `--strategies all` includes it (controls and peers are left out).
     pub in_all: bool,
-    /// What it declares, without connecting (the live client's `capabilities()` is what the results
-    /// record; a difference is reported).
-    pub capabilities: fn(&StrategySettings) -> Result<Capabilities, LockError>,
-    /// Builds a client.
-    pub connect: Connect,
+    /// How it renews, and whether it takes part in many-locks.
+    pub facts: Facts,
+    /// For a peer: the lockbench strategy that models it, which the report reads it beside (`None` for
+    /// lockbench's own strategies).
+    pub counterpart: Option<&'static str>,
+    client: Client,
 }
 
-/// Every strategy lockbench knows.
-pub const STRATEGIES: &[Strategy] = &[
-    Strategy {
-        id: lockers::memory::ID,
-        description: "in-process reference: TTLs, timer renewal, fencing counter; every client of a case shares one MemoryServer",
-        server: ServerKind::InProcess,
-        in_all: true,
-        capabilities: memory_capabilities,
-        connect: CONNECT_MEMORY,
-    },
-    Strategy {
-        id: lockers::redis::watchdog::ID,
-        description: "lockbench's improved RLock: Redisson's hash lock and timeout/3 watchdog, plus lost() signal, retries until the deadline, INCR fencing",
-        server: ServerKind::Redis,
-        in_all: true,
-        capabilities: |_| Ok(RedisWatchdog::CAPABILITIES),
-        connect: CONNECT_REDIS_WATCHDOG,
-    },
-    Strategy {
-        id: lockers::redis::watchdog::BATCHED_ID,
-        description: "redis-watchdog with batched renewal: one scheduler per client renews due locks in chunks of 100",
-        server: ServerKind::Redis,
-        in_all: true,
-        capabilities: |_| Ok(RedisWatchdog::CAPABILITIES),
-        connect: CONNECT_REDIS_WATCHDOG_BATCHED,
-    },
-    Strategy {
-        id: lockers::redis::redisson::CLASSIC_ID,
-        description: "Redisson before 3.44, faithfully: one renewal timer per lock; a renewal error stops renewal for good, silently",
-        server: ServerKind::Redis,
-        in_all: true,
-        capabilities: |_| Ok(Redisson::CAPABILITIES),
-        connect: CONNECT_REDISSON_CLASSIC,
-    },
-    Strategy {
-        id: lockers::redis::redisson::ID,
-        description: "Redisson 3.44+, faithfully: one scheduler per client renews every held lock each tick in chunks of 100; WAIT with replicas",
-        server: ServerKind::Redis,
-        in_all: true,
-        capabilities: |_| Ok(Redisson::CAPABILITIES),
-        connect: CONNECT_REDISSON,
-    },
-    Strategy {
-        id: lockers::redis::guard_thread::ID,
-        description: "SET NX PX + one OS thread per held lock renewing every ttl/3 on its own connection; polling waiters",
-        server: ServerKind::Redis,
-        in_all: true,
-        capabilities: |_| Ok(RedisGuardThread::CAPABILITIES),
-        connect: CONNECT_REDIS_GUARD_THREAD,
-    },
-    Strategy {
-        id: lockers::redis::keyspace::NAIVE_ID,
-        description: "re-acquires when its own key's expired event arrives (already too late: unsafe by design)",
-        server: ServerKind::Redis,
-        in_all: true,
-        capabilities: |_| Ok(KeyspaceVariant::Naive.capabilities()),
-        connect: CONNECT_REDIS_KEYSPACE_NAIVE,
-    },
-    Strategy {
-        id: lockers::redis::keyspace::SHADOW_ID,
-        description: "renews when a shadow key (2/3 of the TTL) expires; as good as Redis's expiry-event delivery",
-        server: ServerKind::Redis,
-        in_all: true,
-        capabilities: |_| Ok(KeyspaceVariant::Shadow.capabilities()),
-        connect: CONNECT_REDIS_KEYSPACE_SHADOW,
-    },
-    Strategy {
-        id: lockers::redis::redlock::ID,
-        description: "Redlock: SET NX PX on N independent masters (5), held on a majority within the validity time; extended on a majority; no fencing token",
-        server: ServerKind::RedisNodes,
-        in_all: true,
-        capabilities: |_| Ok(Redlock::CAPABILITIES),
-        connect: CONNECT_REDLOCK,
-    },
-    Strategy {
-        id: lockers::etcd::ID,
-        description: "etcd lease kept alive every TTL/3 on one stream per client; concurrency.Mutex queue ordered by create revision",
-        server: ServerKind::Etcd,
-        in_all: true,
-        capabilities: |_| Ok(EtcdLease::CAPABILITIES),
-        connect: CONNECT_ETCD,
-    },
-    Strategy {
-        id: lockers::zookeeper::ID,
-        description: "Curator's ephemeral-sequential recipe; the session is the lease, probed every timeout/3",
-        server: ServerKind::ZooKeeper,
-        in_all: true,
-        capabilities: |_| Ok(ZooKeeperLock::CAPABILITIES),
-        connect: CONNECT_ZOOKEEPER,
-    },
-    Strategy {
-        id: "memory-unshared",
-        description: "control without mutual exclusion: each client has its own MemoryServer, so the oracle must report violations",
-        server: ServerKind::PerClient,
-        in_all: false,
-        capabilities: memory_capabilities,
-        connect: CONNECT_MEMORY_UNSHARED,
-    },
-    // Peers: the real libraries, each driven by its adapter process (`adapters/`), read beside the
-    // lockbench strategy that models it (`lockbench compare --peers`).
-    Strategy {
-        id: "py-redis-py",
-        description: "peer: redis-py's Lock (Python), fixed lease, no renewal; through its adapter process",
-        server: ServerKind::Redis,
-        in_all: false,
-        capabilities: |_| peer_capabilities("py-redis-py"),
-        connect: CONNECT_PEER_PY_REDIS_PY,
-    },
-    Strategy {
-        id: "py-redis-lock",
-        description: "peer: python-redis-lock with auto_renewal (a renewal thread); through its adapter process",
-        server: ServerKind::Redis,
-        in_all: false,
-        capabilities: |_| peer_capabilities("py-redis-lock"),
-        connect: CONNECT_PEER_PY_REDIS_LOCK,
-    },
-    Strategy {
-        id: "py-kazoo",
-        description: "peer: kazoo's Lock (Python, ZooKeeper recipe); through its adapter process",
-        server: ServerKind::ZooKeeper,
-        in_all: false,
-        capabilities: |_| peer_capabilities("py-kazoo"),
-        connect: CONNECT_PEER_PY_KAZOO,
-    },
-    Strategy {
-        id: "py-etcd3",
-        description: "peer: python-etcd3's Lock (a lease per lock); through its adapter process",
-        server: ServerKind::Etcd,
-        in_all: false,
-        capabilities: |_| peer_capabilities("py-etcd3"),
-        connect: CONNECT_PEER_PY_ETCD3,
-    },
-    Strategy {
-        id: "node-redlock",
-        description: "peer: the redlock npm package with using() auto-extension, on the Redlock nodes; through its adapter process",
-        server: ServerKind::RedisNodes,
-        in_all: false,
-        capabilities: |_| peer_capabilities("node-redlock"),
-        connect: CONNECT_PEER_NODE_REDLOCK,
-    },
-    Strategy {
-        id: "jvm-curator",
-        description: "peer: Apache Curator's InterProcessMutex (JVM); through its adapter process",
-        server: ServerKind::ZooKeeper,
-        in_all: false,
-        capabilities: |_| peer_capabilities("jvm-curator"),
-        connect: CONNECT_PEER_JVM_CURATOR,
-    },
-    Strategy {
-        id: "jvm-redisson-3.43",
-        description: "peer: Redisson 3.43.0's RLock (JVM), one renewal timer per lock; through its adapter process",
-        server: ServerKind::Redis,
-        in_all: false,
-        capabilities: |_| peer_capabilities("jvm-redisson-3.43"),
-        connect: CONNECT_PEER_JVM_REDISSON_3_43,
-    },
-    Strategy {
-        id: "jvm-redisson",
-        description: "peer: Redisson 3.52.0's RLock (JVM), the 3.44+ renewal scheduler; through its adapter process",
-        server: ServerKind::Redis,
-        in_all: false,
-        capabilities: |_| peer_capabilities("jvm-redisson"),
-        connect: CONNECT_PEER_JVM_REDISSON,
-    },
-    Strategy {
-        id: "jvm-redisson-4",
-        description: "peer: Redisson 4.7.0's RLock (JVM); through its adapter process",
-        server: ServerKind::Redis,
-        in_all: false,
-        capabilities: |_| peer_capabilities("jvm-redisson-4"),
-        connect: CONNECT_PEER_JVM_REDISSON_4,
-    },
-    Strategy {
-        id: "go-etcd-mutex",
-        description: "peer: etcd's Go concurrency.Mutex on a Session (the recipe etcd-lease models); through its adapter process",
-        server: ServerKind::Etcd,
-        in_all: false,
-        capabilities: |_| peer_capabilities("go-etcd-mutex"),
-        connect: CONNECT_PEER_GO_ETCD_MUTEX,
-    },
-    Strategy {
-        id: "go-redsync",
-        description: "peer: go-redsync (Redlock for Go), fixed leases, on the Redlock nodes; through its adapter process",
-        server: ServerKind::RedisNodes,
-        in_all: false,
-        capabilities: |_| peer_capabilities("go-redsync"),
-        connect: CONNECT_PEER_GO_REDSYNC,
-    },
+impl Strategy {
+    /// A `lockers` strategy of `server`, with the [`PLAIN`] facts and no counterpart.
+    const fn native(
+        id: &'static str,
+        description: &'static str,
+        server: ServerKind,
+        capabilities: fn(&StrategySettings) -> Result<Capabilities, LockError>,
+        connect: Connect,
+    ) -> Self {
+        Strategy {
+            id,
+            description,
+            server,
+            in_all: true,
+            facts: PLAIN,
+            counterpart: None,
+            client: Client::Native {
+                capabilities,
+                connect,
+            },
+        }
+    }
+
+    /// The row of a peer from the catalog; `None` for an adapter without a server (`py-memory`, which
+    /// measures the adapter protocol's own cost and is no row).
+    fn peer(spec: &'static PeerSpec) -> Option<Self> {
+        let server = match spec.backend {
+            PeerBackend::None => return None,
+            PeerBackend::Redis => ServerKind::Redis,
+            PeerBackend::RedisMany => ServerKind::RedisNodes,
+            PeerBackend::ZooKeeper => ServerKind::ZooKeeper,
+            PeerBackend::Etcd => ServerKind::Etcd,
+        };
+        Some(Strategy {
+            id: spec.id,
+            description: spec.description,
+            server,
+            in_all: false,
+            facts: PLAIN,
+            counterpart: Some(spec.counterpart),
+            client: Client::Peer(spec),
+        })
+    }
+
+    /// These facts instead of the [`PLAIN`] ones.
+    const fn with(self, facts: Facts) -> Self {
+        Strategy { facts, ..self }
+    }
+
+    /// Left out of `--strategies all` (a control).
+    const fn not_in_all(self) -> Self {
+        Strategy {
+            in_all: false,
+            ..self
+        }
+    }
+
+    /// Whether it is a peer (a real library run through its adapter process).
+    pub fn is_peer(&self) -> bool {
+        matches!(self.client, Client::Peer(_))
+    }
+
+    /// What it declares, without connecting (the live client's `capabilities()` is what the results
+    /// record; a difference is reported). For a peer whose runtime is missing, a `Config` error naming
+    /// the install command.
+    pub fn capabilities(&self, settings: &StrategySettings) -> Result<Capabilities, LockError> {
+        match self.client {
+            Client::Native { capabilities, .. } => capabilities(settings),
+            Client::Peer(spec) => {
+                spec.command(&catalog::adapters_dir())?;
+                Ok(spec.capabilities)
+            }
+        }
+    }
+
+    /// Builds one client (one `Locker`, its own connections) that reports to `events`.
+    pub fn connect<'a>(
+        &self,
+        endpoints: &'a Endpoints,
+        settings: &'a StrategySettings,
+        events: Events,
+    ) -> ConnectFuture<'a> {
+        match self.client {
+            Client::Native { connect, .. } => connect(endpoints, settings, events),
+            Client::Peer(spec) => Box::pin(async move {
+                let servers = peer_servers(endpoints, spec.backend)?;
+                let client = PeerLocker::start(spec.config(servers, *settings)?, events).await?;
+                Ok(Arc::new(client) as Arc<dyn Locker>)
+            }),
+        }
+    }
+}
+
+/// Every strategy lockbench knows: `NATIVE` (lockbench's own), then a row per peer of the catalog
+/// ([`catalog::PEERS`]), in the catalog's order.
+pub static STRATEGIES: LazyLock<Vec<Strategy>> = LazyLock::new(|| {
+    let peers = catalog::PEERS.iter().filter_map(Strategy::peer);
+    NATIVE.iter().copied().chain(peers).collect()
+});
+
+/// lockbench's own strategies (`lockers`) and the control.
+const NATIVE: &[Strategy] = &[
+    Strategy::native(
+        lockers::memory::ID,
+        "in-process reference: TTLs, timer renewal, fencing counter; every client of a case shares one MemoryServer",
+        ServerKind::InProcess,
+        memory_capabilities,
+        CONNECT_MEMORY,
+    ),
+    Strategy::native(
+        lockers::redis::watchdog::ID,
+        "lockbench's improved RLock: Redisson's hash lock and timeout/3 watchdog, plus lost() signal, retries until the deadline, INCR fencing",
+        ServerKind::Redis,
+        |_| Ok(RedisWatchdog::CAPABILITIES),
+        CONNECT_REDIS_WATCHDOG,
+    )
+    .with(PER_LOCK),
+    Strategy::native(
+        lockers::redis::watchdog::BATCHED_ID,
+        "redis-watchdog with batched renewal: one scheduler per client renews due locks in chunks of 100",
+        ServerKind::Redis,
+        |_| Ok(RedisWatchdog::CAPABILITIES),
+        CONNECT_REDIS_WATCHDOG_BATCHED,
+    )
+    .with(BATCHED),
+    Strategy::native(
+        lockers::redis::redisson::CLASSIC_ID,
+        "Redisson before 3.44, faithfully: one renewal timer per lock; a renewal error stops renewal for good, silently",
+        ServerKind::Redis,
+        |_| Ok(Redisson::CAPABILITIES),
+        CONNECT_REDISSON_CLASSIC,
+    ),
+    Strategy::native(
+        lockers::redis::redisson::ID,
+        "Redisson 3.44+, faithfully: one scheduler per client renews every held lock each tick in chunks of 100; WAIT with replicas",
+        ServerKind::Redis,
+        |_| Ok(Redisson::CAPABILITIES),
+        CONNECT_REDISSON,
+    ),
+    Strategy::native(
+        lockers::redis::guard_thread::ID,
+        "SET NX PX + one OS thread per held lock renewing every ttl/3 on its own connection; polling waiters",
+        ServerKind::Redis,
+        |_| Ok(RedisGuardThread::CAPABILITIES),
+        CONNECT_REDIS_GUARD_THREAD,
+    )
+    .with(PER_LOCK),
+    // Its locks are lost and re-taken at every expiry by design, so a held count means nothing.
+    Strategy::native(
+        lockers::redis::keyspace::NAIVE_ID,
+        "re-acquires when its own key's expired event arrives (already too late: unsafe by design)",
+        ServerKind::Redis,
+        |_| Ok(KeyspaceVariant::Naive.capabilities()),
+        CONNECT_REDIS_KEYSPACE_NAIVE,
+    )
+    .with(Facts {
+        in_many_locks: false,
+        ..PER_LOCK
+    }),
+    Strategy::native(
+        lockers::redis::keyspace::SHADOW_ID,
+        "renews when a shadow key (2/3 of the TTL) expires; as good as Redis's expiry-event delivery",
+        ServerKind::Redis,
+        |_| Ok(KeyspaceVariant::Shadow.capabilities()),
+        CONNECT_REDIS_KEYSPACE_SHADOW,
+    )
+    .with(PER_LOCK),
+    Strategy::native(
+        lockers::redis::redlock::ID,
+        "Redlock: SET NX PX on N independent masters (5), held on a majority within the validity time; extended on a majority; no fencing token",
+        ServerKind::RedisNodes,
+        |_| Ok(Redlock::CAPABILITIES),
+        CONNECT_REDLOCK,
+    ),
+    Strategy::native(
+        lockers::etcd::ID,
+        "etcd lease kept alive every TTL/3 on one stream per client; concurrency.Mutex queue ordered by create revision",
+        ServerKind::Etcd,
+        |_| Ok(EtcdLease::CAPABILITIES),
+        CONNECT_ETCD,
+    ),
+    Strategy::native(
+        lockers::zookeeper::ID,
+        "Curator's ephemeral-sequential recipe; the session is the lease, probed every timeout/3",
+        ServerKind::ZooKeeper,
+        |_| Ok(ZooKeeperLock::CAPABILITIES),
+        CONNECT_ZOOKEEPER,
+    ),
+    Strategy::native(
+        "memory-unshared",
+        "control without mutual exclusion: each client has its own MemoryServer, so the oracle must report violations",
+        ServerKind::PerClient,
+        memory_capabilities,
+        CONNECT_MEMORY_UNSHARED,
+    )
+    .not_in_all(),
 ];
 
 /// The entry for `id`.
@@ -342,6 +414,51 @@ pub fn servers_needed(strategies: &[&Strategy]) -> BTreeSet<ServerKind> {
     strategies.iter().map(|s| s.server).collect()
 }
 
+/// How long checking a user's Redis through the strategies' connection may take: to connect, and per
+/// answer.
+const REDIS_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long checking a user's etcd through the etcd strategy's client may take to connect.
+const ETCD_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Checks a server the user gave as the strategies connect to it (the
+/// [`AddressCheck`](crate::backends::AddressCheck) of
+/// [`Backends::prepare`](crate::backends::Backends::prepare)): Redis through the strategies'
+/// connection (user/password, TLS, a cluster's layout read from the seeds or the primary asked of the
+/// Sentinels), then its version from `INFO` (`None` if `INFO` is not allowed); etcd by a client of the
+/// etcd strategy, which asks one member for its status. Other servers are only probed, by `backends`.
+pub fn check_address(kind: ServerKind, address: &str) -> AddressCheckFuture<'_> {
+    Box::pin(async move {
+        match kind {
+            ServerKind::Redis => {
+                let settings = ConnectionSettings {
+                    connect_timeout: REDIS_CHECK_TIMEOUT,
+                    response_timeout: REDIS_CHECK_TIMEOUT,
+                };
+                let connection = RedisConnection::connect(address, settings).await?;
+                let info: Option<String> = redis::cmd("INFO")
+                    .arg("server")
+                    .query_async(&mut connection.commands())
+                    .await
+                    .ok();
+                Ok(info.and_then(|info| {
+                    lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
+                }))
+            }
+            ServerKind::Etcd => {
+                let endpoints: Vec<String> =
+                    address.split(',').map(|e| e.trim().to_owned()).collect();
+                let config = EtcdConfig {
+                    connect_timeout: ETCD_CHECK_TIMEOUT,
+                    ..EtcdConfig::default()
+                };
+                EtcdLease::connect(&endpoints, config, Events::none()).await?;
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
+    })
+}
+
 /// Why the Redis strategies that cannot run on a Redis Cluster (the peers) cannot.
 pub const NOT_ON_REDIS_CLUSTER: &str = "a peer's adapter takes one server address";
 
@@ -352,14 +469,12 @@ pub fn runs_on_redis_cluster(id: &str) -> bool {
 
 /// Whether `id` is a peer (a library run through its adapter process).
 pub fn is_peer(id: &str) -> bool {
-    id != "py-memory" && catalog::find(id).is_some()
+    find(id).is_some_and(Strategy::is_peer)
 }
 
 /// The lockbench strategy that models peer `id` (the report's pairing); `None` for native ids.
 pub fn counterpart(id: &str) -> Option<&'static str> {
-    catalog::find(id)
-        .filter(|_| is_peer(id))
-        .map(|spec| spec.counterpart)
+    find(id).and_then(|s| s.counterpart)
 }
 
 /// Why peer `id` cannot run here (its runtime or adapter is not installed; the message names the
@@ -368,14 +483,6 @@ pub fn peer_available(id: &str) -> Result<(), LockError> {
     let spec = catalog::find(id)
         .ok_or_else(|| LockError::Config(format!("no reference adapter {id:?}")))?;
     spec.command(&catalog::adapters_dir()).map(|_| ())
-}
-
-/// What peer `id` declares; a `Config` error naming the install command when its runtime is missing.
-fn peer_capabilities(id: &str) -> Result<Capabilities, LockError> {
-    peer_available(id)?;
-    catalog::find(id)
-        .map(|spec| spec.capabilities)
-        .ok_or_else(|| LockError::Config(format!("no reference adapter {id:?}")))
 }
 
 /// The server addresses a peer's adapter is given, by the server it needs. Addresses with credentials
@@ -413,7 +520,7 @@ fn peer_addresses(endpoints: &Endpoints, backend: PeerBackend) -> Result<Vec<Str
 }
 
 /// A connect function from how one client is built from the endpoints and the renewal setting: every
-/// entry of [`STRATEGIES`] is one call of this helper, so no strategy repeats the boxing.
+/// entry of [`NATIVE`] is one call of this helper, so no strategy repeats the boxing.
 macro_rules! connect_with {
     (|$endpoints:ident, $renewal:ident, $events:ident| $build:expr) => {{
         fn connect<'a>(
@@ -430,30 +537,6 @@ macro_rules! connect_with {
         connect
     }};
 }
-
-/// A connect function that starts peer `$id`'s adapter process.
-macro_rules! connect_peer {
-    ($id:literal) => {
-        connect_with!(|endpoints, renewal, events| {
-            let spec = catalog::find($id)
-                .ok_or_else(|| LockError::Config(format!("no reference adapter {:?}", $id)))?;
-            let servers = peer_servers(endpoints, spec.backend)?;
-            PeerLocker::start(spec.config(servers, renewal)?, events).await?
-        })
-    };
-}
-
-const CONNECT_PEER_PY_REDIS_PY: Connect = connect_peer!("py-redis-py");
-const CONNECT_PEER_PY_REDIS_LOCK: Connect = connect_peer!("py-redis-lock");
-const CONNECT_PEER_PY_KAZOO: Connect = connect_peer!("py-kazoo");
-const CONNECT_PEER_PY_ETCD3: Connect = connect_peer!("py-etcd3");
-const CONNECT_PEER_NODE_REDLOCK: Connect = connect_peer!("node-redlock");
-const CONNECT_PEER_JVM_CURATOR: Connect = connect_peer!("jvm-curator");
-const CONNECT_PEER_JVM_REDISSON_3_43: Connect = connect_peer!("jvm-redisson-3.43");
-const CONNECT_PEER_JVM_REDISSON: Connect = connect_peer!("jvm-redisson");
-const CONNECT_PEER_JVM_REDISSON_4: Connect = connect_peer!("jvm-redisson-4");
-const CONNECT_PEER_GO_ETCD_MUTEX: Connect = connect_peer!("go-etcd-mutex");
-const CONNECT_PEER_GO_REDSYNC: Connect = connect_peer!("go-redsync");
 
 fn memory_capabilities(settings: &StrategySettings) -> Result<Capabilities, LockError> {
     let config = MemoryConfig { renewal: *settings };
@@ -611,13 +694,60 @@ mod tests {
         );
     }
 
+    #[test]
+    fn peer_rows_are_the_catalog_s_adapters_with_a_server_after_the_native_rows() {
+        let peers: Vec<&str> = STRATEGIES
+            .iter()
+            .filter(|s| s.is_peer())
+            .map(|s| s.id)
+            .collect();
+        let with_server: Vec<&str> = catalog::PEERS
+            .iter()
+            .filter(|p| p.backend != PeerBackend::None)
+            .map(|p| p.id)
+            .collect();
+        assert_eq!(peers, with_server);
+        assert!(!is_peer("py-memory") && find("py-memory").is_none());
+        assert!(
+            STRATEGIES
+                .iter()
+                .skip_while(|s| !s.is_peer())
+                .all(Strategy::is_peer),
+            "peers come after lockbench's own rows"
+        );
+        for peer in STRATEGIES.iter().filter(|s| s.is_peer()) {
+            assert!(!peer.in_all, "{}", peer.id);
+            let model = peer.counterpart.expect("a peer has a counterpart");
+            assert!(find(model).is_some_and(|m| !m.is_peer()), "{}", peer.id);
+        }
+        assert_eq!(counterpart("go-redsync"), Some("redlock"));
+        assert_eq!(counterpart("redlock"), None);
+    }
+
+    #[test]
+    fn the_facts_name_the_yardstick_row_and_the_rows_left_out_of_many_locks() {
+        let ids = |keep: fn(&Facts) -> bool| -> Vec<&str> {
+            STRATEGIES
+                .iter()
+                .filter(|s| keep(&s.facts))
+                .map(|s| s.id)
+                .collect()
+        };
+        assert_eq!(ids(|f| f.yardstick), ["redis-watchdog-batched"]);
+        assert_eq!(ids(|f| !f.in_many_locks), ["redis-keyspace-naive"]);
+        let batched = find("redis-watchdog-batched").expect("registered").facts;
+        assert_eq!(batched.locks_per_renew_call, Some(100));
+        assert!(batched.renewals_per_period > 1.0);
+    }
+
     #[tokio::test]
     async fn declared_capabilities_match_the_live_client() {
         let settings = StrategySettings::new(std::time::Duration::from_secs(1));
         let endpoints = Endpoints::new(EndpointAddrs::default());
         for strategy in STRATEGIES.iter().filter(|s| !s.server.is_external()) {
-            let declared = (strategy.capabilities)(&settings).expect("capabilities");
-            let client = (strategy.connect)(&endpoints, &settings, Events::none())
+            let declared = strategy.capabilities(&settings).expect("capabilities");
+            let client = strategy
+                .connect(&endpoints, &settings, Events::none())
                 .await
                 .expect("connects");
             assert_eq!(client.capabilities(), declared, "{}", strategy.id);

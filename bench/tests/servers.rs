@@ -9,12 +9,13 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use lockbench::backends::{Backends, GivenAddresses, ServerKind, stats};
+use lockbench::strategies::check_address;
 use lockbench_servers::{RedisCluster, RedisOptions, RedisSentinels, RedisServer, probe};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn started_servers_report_versions_and_cost_counters() {
     let needed = BTreeSet::from([ServerKind::Redis, ServerKind::Etcd, ServerKind::ZooKeeper]);
-    let backends = Backends::prepare(&needed, &GivenAddresses::default())
+    let backends = Backends::prepare(&needed, &GivenAddresses::default(), check_address)
         .await
         .unwrap();
     let infos = backends.infos();

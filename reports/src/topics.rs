@@ -3,9 +3,13 @@
 //! counterparts" (each real library against the lockbench strategy that models it) — as plain text
 //! cells, so Markdown and HTML differ only in layout.
 
+use crate::comparison::StrategyInfo;
 use crate::format::{ms, rate};
 use crate::grid::{Grid, ran, rate_interval, verdict_word, violated_of};
 use crate::model::CaseResult;
+
+/// The server kind of Redlock's independent Redis nodes.
+const REDIS_NODES: &str = "redis-nodes";
 
 /// The scenarios of the "Redlock and clocks" section, in the order the section lists them.
 pub const REDLOCK_SCENARIOS: [&str; 7] = [
@@ -41,7 +45,8 @@ pub fn worth_a_link(faults: &[Fault]) -> bool {
 }
 
 /// The faults of "Redlock and clocks" the comparison holds; empty when it holds none. The process
-/// pause counts only for Redlock (the strategy, or a peer it models).
+/// pause counts only for Redlock (the strategy, or a peer implementing it): the rows on independent
+/// Redis nodes.
 pub fn redlock_faults(grid: &Grid<'_>) -> Vec<Fault> {
     let mut faults = Vec::new();
     for name in REDLOCK_SCENARIOS {
@@ -54,13 +59,9 @@ pub fn redlock_faults(grid: &Grid<'_>) -> Vec<Fault> {
             let rows: Vec<Vec<String>> = grid
                 .strategies
                 .iter()
-                .filter(|s| {
-                    name != "process-pause"
-                        || s.id == "redlock"
-                        || s.counterpart.as_deref() == Some("redlock")
-                })
-                .filter_map(|s| row.case(&s.id).filter(|c| ran(c)))
-                .map(|case| {
+                .filter_map(|s| Some((s, row.case(&s.id).filter(|c| ran(c))?)))
+                .filter(|(s, case)| name != "process-pause" || on_redis_nodes(s, case))
+                .map(|(_, case)| {
                     let mut cells = vec![
                         case.strategy.clone(),
                         k_of_n(case),
@@ -89,6 +90,16 @@ pub fn redlock_faults(grid: &Grid<'_>) -> Vec<Fault> {
         }
     }
     faults
+}
+
+/// Whether strategy `s` keeps its locks on independent Redis nodes, as the comparison's strategy list
+/// says or, for a single run (whose list does not know the servers), as its case's server cost does.
+fn on_redis_nodes(s: &StrategyInfo, case: &CaseResult) -> bool {
+    s.server == REDIS_NODES
+        || case
+            .server_cost
+            .as_ref()
+            .is_some_and(|cost| cost.kind == REDIS_NODES)
 }
 
 /// `2 of 3` violated trials (a single run: `1 of 1` or `0 of 1`).

@@ -563,8 +563,9 @@ fn the_process_pause_counts_only_for_redlock() {
         redlock_faults(&Grid::new(&c)).is_empty(),
         "no Redlock ran it"
     );
-    // A peer modelled by redlock is a Redlock row.
+    // A peer modelled by redlock (on Redlock's nodes) is a Redlock row.
     c.strategies[2].counterpart = Some("redlock".into());
+    c.strategies[2].server = "redis-nodes".into();
     let faults = redlock_faults(&Grid::new(&c));
     assert_eq!(faults.len(), 1);
     assert_eq!(faults[0].label, "process-pause");

@@ -7,7 +7,9 @@ pub mod monitor;
 pub mod stats;
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::net::{SocketAddr, TcpStream};
+use std::pin::Pin;
 use std::time::Duration;
 
 use lockbench_reports::model::ServerInfo;
@@ -57,6 +59,16 @@ impl ServerKind {
         )
     }
 }
+
+/// How a server the user gave is checked through the strategies' own client (user/password, TLS, a
+/// cluster's layout read from the seeds, the primary asked of the Sentinels): the registry says it per
+/// server kind (`strategies::check_address`). `Ok(Some(version))` when the server told its version;
+/// an error is one line without the password.
+pub type AddressCheck = for<'a> fn(ServerKind, &'a str) -> AddressCheckFuture<'a>;
+
+/// What an [`AddressCheck`] returns.
+pub type AddressCheckFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Option<String>, lockers::LockError>> + Send + 'a>>;
 
 /// Server addresses given on the command line (`Debug` shows them redacted).
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -218,11 +230,13 @@ pub struct Backends {
 }
 
 impl Backends {
-    /// Checks every address the user gave (unreachable → a usage error naming the flag), then starts
-    /// each needed server that was not given. Blocking work runs off the async threads.
+    /// Checks every address the user gave (unreachable → a usage error naming the flag; a Redis cluster,
+    /// Sentinels over TLS and etcd also through `check`, the strategies' own client), then starts each
+    /// needed server that was not given. Blocking work runs off the async threads.
     pub async fn prepare(
         needed: &BTreeSet<ServerKind>,
         given: &GivenAddresses,
+        check: AddressCheck,
     ) -> Result<Self, BenchError> {
         let given = given.clone();
         let needed = needed.clone();
@@ -233,12 +247,12 @@ impl Backends {
         for redis in backends.servers.iter_mut().filter(|s| {
             s.kind == ServerKind::Redis && s.managed.is_none() && checked_by_client(&s.address)
         }) {
-            redis.version = check_redis_access(&redis.address).await?;
+            redis.version = check_access(check, redis).await?;
         }
         if let Some(etcd) = backends.servers.iter().find(|s| s.kind == ServerKind::Etcd)
             && etcd.managed.is_none()
         {
-            check_etcd_access(&etcd.address).await?;
+            check_access(check, etcd).await?;
         }
         Ok(backends)
     }
@@ -386,49 +400,21 @@ fn checked_by_client(address: &str) -> bool {
     address::is_cluster(address) || (address::is_sentinel(address) && address::is_tls(address))
 }
 
-/// Connects to the user's Redis cluster or Sentinel setup as the strategies do (user/password, TLS,
-/// the layout read from the seeds or the primary asked of the Sentinels) and reads a server's version
-/// (`None` if `INFO` is not allowed): wrong credentials or an untrusted certificate are bad input, one
-/// line without the password.
-async fn check_redis_access(address: &str) -> Result<Option<String>, BenchError> {
-    let bad = |e: lockers::LockError| {
+/// Checks the server the user gave, `server`, through `check`: an error is bad input, one line naming
+/// the flag, without the password.
+async fn check_access(check: AddressCheck, server: &Backend) -> Result<Option<String>, BenchError> {
+    let flag = match server.kind {
+        ServerKind::Redis => "--redis",
+        ServerKind::RedisNodes => "--redis-nodes",
+        ServerKind::Etcd => "--etcd",
+        _ => "--zk",
+    };
+    check(server.kind, &server.address).await.map_err(|e| {
         BenchError::usage(format!(
-            "--redis {}: {e}",
-            lockers::address::redact(address)
+            "{flag} {}: {e}",
+            lockers::address::redact(&server.address)
         ))
-    };
-    let settings = lockers::redis::ConnectionSettings {
-        connect_timeout: PROBE_TIMEOUT,
-        response_timeout: PROBE_TIMEOUT,
-    };
-    let connection = lockers::redis::RedisConnection::connect(address, settings)
-        .await
-        .map_err(bad)?;
-    let info: Option<String> = redis::cmd("INFO")
-        .arg("server")
-        .query_async(&mut connection.commands())
-        .await
-        .ok();
-    Ok(info.and_then(|info| {
-        lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
-    }))
-}
-
-/// Connects to the user's etcd as the strategy does (user/password, TLS) and asks one member for its
-/// status: wrong credentials or an untrusted certificate are bad input, one line without the password.
-async fn check_etcd_access(address: &str) -> Result<(), BenchError> {
-    use lockers::etcd::{EtcdConfig, EtcdLease};
-    let endpoints: Vec<String> = address.split(',').map(|e| e.trim().to_owned()).collect();
-    let config = EtcdConfig {
-        connect_timeout: Duration::from_secs(3),
-        ..EtcdConfig::default()
-    };
-    EtcdLease::connect(&endpoints, config, lockers::Events::none())
-        .await
-        .map(drop)
-        .map_err(|e| {
-            BenchError::usage(format!("--etcd {}: {e}", lockers::address::redact(address)))
-        })
+    })
 }
 
 /// Connects to the Redis at `url` as the strategies do and reads its version (`None` if `INFO` is

@@ -35,7 +35,7 @@ use crate::commands::run::{self, RunRequest};
 use crate::commands::scale::{self, ScaleOptions, ScaleRequest};
 use crate::commands::suite::{
     self, Length, MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_STEP_BUDGET, MANY_LOCKS_STEPS,
-    NOT_IN_MANY_LOCKS, PlannedScenario, SUITE, Suite, SuiteEntry,
+    PlannedScenario, SUITE, Suite, SuiteEntry,
 };
 use crate::workload::user::UserWorkload;
 use crate::workload::{ScenarioFile, split_list};
@@ -281,7 +281,7 @@ async fn many_locks(
     let chosen = strategies::resolve(&[list.to_owned()]).map_err(BenchError::usage)?;
     let with_server: Vec<&str> = chosen
         .iter()
-        .filter(|s| s.server.is_external() && !NOT_IN_MANY_LOCKS.contains(&s.id))
+        .filter(|s| s.server.is_external() && s.facts.in_many_locks)
         .map(|s| s.id)
         .collect();
     if with_server.is_empty() {

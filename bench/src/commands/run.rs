@@ -108,7 +108,7 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
 
     let interrupt = StopSignal::new();
     let handler = tokio::spawn(handle_ctrl_c(interrupt.clone()));
-    let backends = Backends::prepare(&needed, &args.servers).await;
+    let backends = Backends::prepare(&needed, &args.servers, strategies::check_address).await;
     let backends = match backends {
         Ok(b) => b,
         Err(e) => {
@@ -439,7 +439,7 @@ pub(crate) fn keep_fault_targets(
         .collect();
     let settings = StrategySettings::new(workload.watchdog_timeout);
     let applies = |s: &Strategy| -> Result<(), String> {
-        let caps = (s.capabilities)(&settings).map_err(|e| e.to_string())?;
+        let caps = s.capabilities(&settings).map_err(|e| e.to_string())?;
         applicability::applies_all(workload.faults.iter().map(|f| f.kind), s, &caps)
     };
     let mut kept = Vec::new();

@@ -233,9 +233,6 @@ pub(crate) fn fit(entry: &SuiteEntry, user: Option<&UserWorkload>) -> Fit {
     }
 }
 
-/// Strategies `lockbench scale` leaves out by default (a held count means nothing for them).
-pub(crate) const NOT_IN_MANY_LOCKS: &[&str] = &[lockers::redis::keyspace::NAIVE_ID];
-
 /// Held-lock steps of the many-locks pass.
 pub(crate) const MANY_LOCKS_STEPS: &str = "1000,10000";
 /// Measured hold per step of the many-locks pass (two renewal periods at its 3 s timeout).
@@ -362,7 +359,7 @@ pub(crate) fn plan(
             if entry.scenario == MANY_LOCKS {
                 let n = chosen
                     .iter()
-                    .filter(|s| s.server.is_external() && !NOT_IN_MANY_LOCKS.contains(&s.id))
+                    .filter(|s| s.server.is_external() && s.facts.in_many_locks)
                     .count() as u32;
                 return PlannedScenario {
                     scenario: entry.scenario,
@@ -387,7 +384,7 @@ pub(crate) fn plan(
             let mut case_time = Duration::ZERO;
             let mut per_case = Duration::ZERO;
             for s in &kept {
-                let Ok(caps) = (s.capabilities)(&settings) else {
+                let Ok(caps) = s.capabilities(&settings) else {
                     continue;
                 };
                 // The servers a case starts for itself, once per case.

@@ -189,7 +189,8 @@ fn check_applies(
     lease: LeaseSpec,
     plan: &CasePlan,
 ) -> Result<lockers::Capabilities, NotRun> {
-    let declared = (strategy.capabilities)(&plan.settings())
+    let declared = strategy
+        .capabilities(&plan.settings())
         .map_err(|e| NotRun::fail(format!("{}: {e}", strategy.id)))?;
     if let Err(why) = lease_support(&declared, lease, ctx.workload) {
         return Err(NotRun::skip(format!("{} {why}", strategy.id)));

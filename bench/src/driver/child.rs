@@ -182,7 +182,8 @@ where
     let measure_from = Arc::new(AtomicU64::new(u64::MAX));
     let recorder = RenewalRecorder::new(clock, measure_from.clone());
     let settings = spec.plan.settings();
-    let locker = (strategy.connect)(&endpoints, &settings, Events::to(recorder.clone()))
+    let locker = strategy
+        .connect(&endpoints, &settings, Events::to(recorder.clone()))
         .await
         .map_err(|e| format!("{}: {e}", strategy.id))?;
     let capabilities = locker.capabilities();

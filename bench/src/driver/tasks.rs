@@ -46,7 +46,8 @@ pub(crate) async fn run(
             addrs: faults.endpoints(client),
             memory: shared.memory.clone(),
         };
-        let locker = (strategy.connect)(&endpoints, &settings, Events::to(recorder.clone()))
+        let locker = strategy
+            .connect(&endpoints, &settings, Events::to(recorder.clone()))
             .await
             .map_err(|e| CaseError::Fail(format!("{} client {client}: {e}", strategy.id)))?;
         clients.push((locker, recorder));

@@ -138,7 +138,8 @@ mod tests {
 
     fn check(kind: FaultKind, id: &str) -> Result<(), String> {
         let s = find(id).expect("registered");
-        let caps = (s.capabilities)(&StrategySettings::new(std::time::Duration::from_secs(1)))
+        let caps = s
+            .capabilities(&StrategySettings::new(std::time::Duration::from_secs(1)))
             .expect("caps");
         applies_all([kind], s, &caps)
     }
@@ -191,7 +192,8 @@ mod tests {
         }
         // A scenario's skip names each of its faults that does not apply, not only the first.
         let memory = find("memory").expect("registered");
-        let caps = (memory.capabilities)(&StrategySettings::new(std::time::Duration::from_secs(1)))
+        let caps = memory
+            .capabilities(&StrategySettings::new(std::time::Duration::from_secs(1)))
             .expect("caps");
         let why = applies_all([FaultKind::CpuHog, FaultKind::CgroupQuota], memory, &caps)
             .expect_err("memory");
@@ -200,7 +202,8 @@ mod tests {
             "{why}"
         );
         let kazoo = find("py-kazoo").expect("registered");
-        let caps = (kazoo.capabilities)(&StrategySettings::new(std::time::Duration::from_secs(1)))
+        let caps = kazoo
+            .capabilities(&StrategySettings::new(std::time::Duration::from_secs(1)))
             .expect("caps");
         let why = applies_all(
             [FaultKind::CpuHog, FaultKind::CgroupQuota, FaultKind::CpuHog],

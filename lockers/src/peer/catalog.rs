@@ -54,6 +54,8 @@ pub struct PeerSpec {
     pub id: &'static str,
     /// The library it drives.
     pub library: &'static str,
+    /// One line for lockbench's strategy listing: what the peer is.
+    pub description: &'static str,
     /// The server it needs.
     pub backend: PeerBackend,
     /// The native strategy that models it (the report's pairing).
@@ -118,6 +120,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "py-memory",
         library: "none (in-memory; the protocol's own cost)",
+        description: "peer: no library and no server, the adapter protocol's own cost; through its adapter process",
         backend: PeerBackend::None,
         counterpart: "memory",
         capabilities: Capabilities {
@@ -132,6 +135,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "py-redis-py",
         library: "redis-py Lock",
+        description: "peer: redis-py's Lock (Python), fixed lease, no renewal; through its adapter process",
         backend: PeerBackend::Redis,
         counterpart: "redis-guard-thread",
         capabilities: Capabilities {
@@ -145,6 +149,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "py-redis-lock",
         library: "python-redis-lock",
+        description: "peer: python-redis-lock with auto_renewal (a renewal thread); through its adapter process",
         backend: PeerBackend::Redis,
         counterpart: "redis-guard-thread",
         capabilities: Capabilities {
@@ -160,6 +165,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "py-kazoo",
         library: "kazoo Lock",
+        description: "peer: kazoo's Lock (Python, ZooKeeper recipe); through its adapter process",
         backend: PeerBackend::ZooKeeper,
         counterpart: "zookeeper",
         // kazoo's session listener tells its user the session (every lock's lease) is LOST.
@@ -176,6 +182,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "py-etcd3",
         library: "python-etcd3 Lock",
+        description: "peer: python-etcd3's Lock (a lease per lock); through its adapter process",
         backend: PeerBackend::Etcd,
         counterpart: "etcd-lease",
         capabilities: Capabilities {
@@ -190,6 +197,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "node-redlock",
         library: "redlock (npm)",
+        description: "peer: the redlock npm package with using() auto-extension, on the Redlock nodes; through its adapter process",
         backend: PeerBackend::RedisMany,
         counterpart: "redlock",
         capabilities: Capabilities {
@@ -206,6 +214,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "jvm-curator",
         library: "Apache Curator InterProcessMutex",
+        description: "peer: Apache Curator's InterProcessMutex (JVM); through its adapter process",
         backend: PeerBackend::ZooKeeper,
         counterpart: "zookeeper",
         capabilities: Capabilities {
@@ -220,22 +229,26 @@ pub const PEERS: &[PeerSpec] = &[
     },
     redisson(
         "jvm-redisson-3.43",
+        "peer: Redisson 3.43.0's RLock (JVM), one renewal timer per lock; through its adapter process",
         "redisson-classic",
         "jvm/build/jvm-redisson-3.43/run.args",
     ),
     redisson(
         "jvm-redisson",
+        "peer: Redisson 3.52.0's RLock (JVM), the 3.44+ renewal scheduler; through its adapter process",
         "redisson",
         "jvm/build/jvm-redisson/run.args",
     ),
     redisson(
         "jvm-redisson-4",
+        "peer: Redisson 4.7.0's RLock (JVM); through its adapter process",
         "redisson",
         "jvm/build/jvm-redisson-4/run.args",
     ),
     PeerSpec {
         id: "go-etcd-mutex",
         library: "etcd concurrency.Mutex (Go)",
+        description: "peer: etcd's Go concurrency.Mutex on a Session (the recipe etcd-lease models); through its adapter process",
         backend: PeerBackend::Etcd,
         counterpart: "etcd-lease",
         capabilities: Capabilities {
@@ -252,6 +265,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "go-redsync",
         library: "redsync (Go)",
+        description: "peer: go-redsync (Redlock for Go), fixed leases, on the Redlock nodes; through its adapter process",
         backend: PeerBackend::RedisMany,
         counterpart: "redlock",
         capabilities: Capabilities {
@@ -268,10 +282,16 @@ pub const PEERS: &[PeerSpec] = &[
 /// (`RedissonAdapter.java`) built against each version's classpath into `entry`'s folder. It declares what Redisson does:
 /// re-entrant per owner, watchdog and fixed leases, waiters woken by the unlock message; no fencing, no
 /// lost signal, a release that names only the owner.
-const fn redisson(id: &'static str, counterpart: &'static str, entry: &'static str) -> PeerSpec {
+const fn redisson(
+    id: &'static str,
+    description: &'static str,
+    counterpart: &'static str,
+    entry: &'static str,
+) -> PeerSpec {
     PeerSpec {
         id,
         library: "Redisson RLock",
+        description,
         backend: PeerBackend::Redis,
         counterpart,
         capabilities: Capabilities {

@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use lockbench_reports::scale::{ScalePoint, ScaleSeries, ScaleStop};
 use lockbench_servers::probe;
-use lockers::redis::{RenewalMode, watchdog};
 use lockers::{AcquireOptions, EventSink, Events, Lease, LockEvent, Locker};
 
 use super::{SERVER_TIMEOUT, ScaleSpec, ms};
@@ -116,18 +115,11 @@ impl RenewalCounts {
     }
 }
 
-/// Locks renewed per server call: `Some(chunk)` for batched renewal, `Some(1)` per lock, `None` when one
-/// call renews every lock of the client (etcd keep-alive, ZooKeeper session) or there is no server.
+/// Locks renewed per server call, as the registry says ([`Facts::locks_per_renew_call`]).
+///
+/// [`Facts::locks_per_renew_call`]: crate::strategies::Facts::locks_per_renew_call
 pub fn locks_per_renew_call(strategy: &Strategy) -> Option<u64> {
-    use lockers::redis::{guard_thread, keyspace, watchdog};
-    match strategy.id {
-        watchdog::BATCHED_ID => match RenewalMode::BATCHED_DEFAULT {
-            RenewalMode::Batched { chunk } => Some(chunk as u64),
-            RenewalMode::PerLock => Some(1),
-        },
-        watchdog::ID | guard_thread::ID | keyspace::SHADOW_ID | keyspace::NAIVE_ID => Some(1),
-        _ => None,
-    }
+    strategy.facts.locks_per_renew_call
 }
 
 /// Where a server's counters are read, and its process for CPU time when known.
@@ -168,7 +160,9 @@ pub async fn measure_strategy(
     let counts = Arc::new(RenewalCounts::default());
     let endpoints = Endpoints::new(backends.endpoints());
     let settings = spec.settings();
-    let connected = (strategy.connect)(&endpoints, &settings, Events::to(counts.clone())).await;
+    let connected = strategy
+        .connect(&endpoints, &settings, Events::to(counts.clone()))
+        .await;
     let locker = match connected {
         Ok(locker) => locker,
         Err(e) => {
@@ -207,10 +201,7 @@ pub async fn measure_strategy(
             at_start,
             fill_time,
             locks_per_call: series.locks_per_renew_call,
-            renewals_per_period: match series.strategy.as_str() {
-                watchdog::BATCHED_ID => watchdog::BATCHED_RENEWALS_PER_PERIOD,
-                _ => 1.0,
-            },
+            renewals_per_period: strategy.facts.renewals_per_period,
         };
         let point = window
             .measure(|| held.iter().filter(|l| l.is_held()).count() as u64)

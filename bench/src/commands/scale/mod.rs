@@ -50,10 +50,6 @@ pub use table::{checks, render};
 /// The file a scale run writes in its output directory.
 pub const SCALE_FILE: &str = "scale.json";
 
-/// Left out of the default strategy list: its locks are lost and re-taken at every expiry by design, so
-/// a held count means nothing.
-const NOT_BY_DEFAULT: &[&str] = &[lockers::redis::keyspace::NAIVE_ID];
-
 /// Upper bounds on what may be asked, so a typo cannot take the machine down.
 const MAX_STEP: u64 = 1_000_000;
 const MAX_DURATION: Duration = Duration::from_secs(600);
@@ -188,7 +184,8 @@ impl ScaleOptions {
             Some(list) => strategies::resolve(std::slice::from_ref(list)),
             None => Ok(strategies::STRATEGIES
                 .iter()
-                .filter(|s| s.in_all && !NOT_BY_DEFAULT.contains(&s.id))
+                // Left out: those whose held count means nothing.
+                .filter(|s| s.in_all && s.facts.in_many_locks)
                 .collect()),
         }
         .map_err(|e| usage("strategies", e))?;
@@ -341,7 +338,8 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
         .unwrap_or_else(|| output::default_dir("scale", &started_at));
     let out_dir = output::prepare_dir(&out_dir)?;
     let given = args.servers.clone();
-    let backends = Backends::prepare(&strategies::servers_needed(&spec.strategies), &given).await?;
+    let needed = strategies::servers_needed(&spec.strategies);
+    let backends = Backends::prepare(&needed, &given, strategies::check_address).await?;
     let mut results = ScaleResults {
         schema_version: SCALE_SCHEMA_VERSION,
         complete: false,
@@ -402,7 +400,7 @@ pub async fn measure(spec: &ScaleSpec, backends: &Backends) -> Vec<ScaleSeries> 
 /// The strategy, then its raw sender if it has one and `spec` asks for it.
 fn subjects_of(strategy: &'static Strategy, spec: &ScaleSpec) -> Vec<(&'static Strategy, Subject)> {
     let mut subjects = vec![(strategy, Subject::Strategy)];
-    if spec.yardstick && strategy.id == lockers::redis::watchdog::BATCHED_ID {
+    if spec.yardstick && strategy.facts.yardstick {
         subjects.push((strategy, Subject::RawSender));
     }
     subjects
@@ -424,7 +422,7 @@ async fn measure_one(
             let probe = server.map(|s| hold::ServerProbe::of(s, server_pids));
             match subject {
                 Subject::Strategy => hold::measure_strategy(strategy, spec, backends, probe).await,
-                Subject::RawSender => raw::measure(spec, backends, probe).await,
+                Subject::RawSender => raw::measure(strategy, spec, backends, probe).await,
             }
         }
         Isolation::ChildProcess(exe) => {

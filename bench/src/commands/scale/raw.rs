@@ -16,25 +16,17 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use lockbench_reports::scale::{ScaleSeries, ScaleStop};
-use lockers::redis::RenewalMode;
 use lockers::redis::connection::{ConnectionSettings, open_client};
-use lockers::redis::watchdog::{
-    BATCHED_RENEWALS_PER_PERIOD, BATCHED_SCHEDULE, batch_renewal_script,
-};
+use lockers::redis::watchdog::{BATCHED_SCHEDULE, batch_renewal_script};
 use redis::aio::ConnectionManager;
 
 use super::ScaleSpec;
 use super::hold::{RenewalCounts, ServerProbe, Window};
 use crate::backends::Backends;
+use crate::strategies::Strategy;
 
 /// The raw sender's series name.
 pub const RAW_ID: &str = "raw-batch-sender";
-
-/// Locks per call: the batched watchdog's default chunk.
-const CHUNK: usize = match RenewalMode::BATCHED_DEFAULT {
-    RenewalMode::Batched { chunk } => chunk,
-    _ => 1,
-};
 
 /// Keys created or deleted per pipeline.
 const SETUP_BATCH: usize = 1000;
@@ -42,16 +34,19 @@ const SETUP_BATCH: usize = 1000;
 /// The owner field of every raw lock: as long as a watchdog owner (`<client id>:<owner>`).
 const OWNER: &str = "raw-sender-00000000000000000000000:0000000000000000";
 
-/// Runs `spec.steps` with the raw sender, in this process.
+/// Runs `spec.steps` with the raw sender beside `strategy` (the batched watchdog), in this process: its
+/// locks per call and renewals per period are the strategy's.
 pub async fn measure(
+    strategy: &Strategy,
     spec: &ScaleSpec,
     backends: &Backends,
     server: Option<ServerProbe>,
 ) -> ScaleSeries {
+    let chunk = strategy.facts.locks_per_renew_call.unwrap_or(1);
     let mut series = ScaleSeries {
         strategy: RAW_ID.to_owned(),
         server: "redis".to_owned(),
-        locks_per_renew_call: Some(CHUNK as u64),
+        locks_per_renew_call: Some(chunk),
         points: Vec::new(),
         stopped: None,
     };
@@ -76,6 +71,7 @@ pub async fn measure(
         connection.clone(),
         locks.clone(),
         counts.clone(),
+        usize::try_from(chunk).unwrap_or(1).max(1),
         spec.watchdog_timeout,
         spec.renew_period(),
     ));
@@ -102,7 +98,7 @@ pub async fn measure(
             at_start,
             fill_time,
             locks_per_call: series.locks_per_renew_call,
-            renewals_per_period: BATCHED_RENEWALS_PER_PERIOD,
+            renewals_per_period: strategy.facts.renewals_per_period,
         };
         let point = window.measure(|| locks.still_held() as u64).await;
         series.points.push(point);
@@ -210,12 +206,13 @@ fn ttl_ms(ttl: Duration) -> u64 {
 }
 
 /// Sends the renewal rounds until aborted: at every tick that is a multiple of `renew_every_ticks`,
-/// every chunk of the live locks, at most `chunks_in_flight` calls at a time; each answer counted as the
-/// strategy's events would be.
+/// every chunk of `chunk_len` live locks, at most `chunks_in_flight` calls at a time; each answer
+/// counted as the strategy's events would be.
 async fn send_rounds(
     connection: (ConnectionManager, String),
     locks: Arc<RawLocks>,
     counts: Arc<RenewalCounts>,
+    chunk_len: usize,
     ttl: Duration,
     period: Duration,
 ) {
@@ -231,13 +228,13 @@ async fn send_rounds(
     for n in 1u32.. {
         tokio::time::sleep_until((origin + tick * n).into()).await;
         let live = locks.held();
-        let mut due = (n as usize % phases..live.div_ceil(CHUNK)).step_by(phases);
+        let mut due = (n as usize % phases..live.div_ceil(chunk_len)).step_by(phases);
         let mut calls = FuturesUnordered::new();
         loop {
             while calls.len() < schedule.chunks_in_flight
                 && let Some(chunk) = due.next()
             {
-                let range = chunk * CHUNK..((chunk + 1) * CHUNK).min(live);
+                let range = chunk * chunk_len..((chunk + 1) * chunk_len).min(live);
                 let mut cmd = redis::cmd("EVALSHA");
                 cmd.arg(&sha).arg(range.len());
                 for key in &locks.keys[range.clone()] {

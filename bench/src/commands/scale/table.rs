@@ -7,6 +7,7 @@ use lockbench_reports::scale::{ScalePoint, ScaleResults};
 
 use crate::base::measure::{Bound, Check, render_checks};
 use crate::base::table::grid;
+use crate::strategies;
 
 const HEADERS: [&str; 16] = [
     "strategy",
@@ -157,10 +158,11 @@ pub fn checks(results: &ScaleResults) -> Vec<Check> {
         .strategies
         .iter()
         .find(|s| s.strategy == super::raw::RAW_ID);
+    // The strategies the raw sender stands beside (the batched watchdog).
     let batched = results
         .strategies
         .iter()
-        .filter(|s| s.strategy == lockers::redis::watchdog::BATCHED_ID);
+        .filter(|s| strategies::find(&s.strategy).is_some_and(|strategy| strategy.facts.yardstick));
     for series in batched {
         for p in &series.points {
             let at = |what: &str| format!("{} {what} at {} held", series.strategy, p.held_locks);
