@@ -249,7 +249,7 @@ async fn breakdown_etcd(locker: &EtcdLease, n: usize) {
     };
     let mut lat = Latencies::default();
     for _ in 0..n / 2 {
-        // One reused name, as the lock reuses its queue-key names (see `lockers::etcd::names`).
+        // One reused name, as the lock reuses its queue-key names (see lockers/src/etcd/names.rs).
         let key = "breakdown/q/k".to_owned();
         let absent = || Compare::create_revision(key.clone(), CompareOp::Equal, 0);
         let put = || TxnOp::put(key.clone(), "", Some(PutOptions::new().with_lease(lease)));

@@ -14,7 +14,7 @@
 //! only its predecessor: no herd. The server-side `Lock` RPC is not used.
 //!
 //! Key names differ from Go's `<prefix>/<lease hex>`: they are `<prefix>/<lock>/<client id hex>-<slot>`
-//! (see [`names`]). With one lease per client, two owners of one client would share Go's name and both
+//! (see `names`). With one lease per client, two owners of one client would share Go's name and both
 //! believe they hold the lock; and a fresh name per acquire would leave a tombstone per acquire that
 //! slows every later acquire on the lock (measured), so slots are reused once their key is gone.
 //!
@@ -68,7 +68,7 @@
 mod access;
 mod config;
 mod error;
-pub mod names;
+mod names;
 mod queue;
 mod session;
 

@@ -39,7 +39,7 @@
 mod config;
 mod error;
 mod queue;
-pub mod session;
+mod session;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

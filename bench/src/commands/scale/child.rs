@@ -26,7 +26,7 @@ pub async fn measure_strategy(
 ) -> ScaleSeries {
     let name = match subject {
         Subject::Strategy => strategy.id,
-        Subject::RawSender => raw::RAW_ID,
+        Subject::RawSender => raw::RAW_SENDER,
     };
     let failed = |reason: String| ScaleSeries {
         strategy: name.to_owned(),

@@ -366,7 +366,7 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
         if !args.worker {
             match subject {
                 Subject::Strategy => eprintln!("lockbench scale: {} …", strategy.id),
-                Subject::RawSender => eprintln!("lockbench scale: {} …", raw::RAW_ID),
+                Subject::RawSender => eprintln!("lockbench scale: {} …", raw::RAW_SENDER),
             }
         }
         let series = measure_one(strategy, subject, &spec, &backends, &server_pids).await;
@@ -516,12 +516,7 @@ mod tests {
                 .iter()
                 .any(|s| s.id == "redis-watchdog-batched")
         );
-        assert!(
-            !spec
-                .strategies
-                .iter()
-                .any(|s| s.id == lockers::redis::keyspace::NAIVE_ID)
-        );
+        assert!(!spec.strategies.iter().any(|s| !s.facts.in_many_locks));
         assert_eq!(spec.to_model().max_rss_bytes, 4096 << 20);
         let spec = ScaleOptions {
             in_process: true,

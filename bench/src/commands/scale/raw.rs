@@ -26,7 +26,7 @@ use crate::backends::Backends;
 use crate::strategies::Strategy;
 
 /// The raw sender's series name.
-pub const RAW_ID: &str = "raw-batch-sender";
+pub const RAW_SENDER: &str = "raw-batch-sender";
 
 /// Keys created or deleted per pipeline.
 const SETUP_BATCH: usize = 1000;
@@ -44,7 +44,7 @@ pub async fn measure(
 ) -> ScaleSeries {
     let chunk = strategy.facts.locks_per_renew_call.unwrap_or(1);
     let mut series = ScaleSeries {
-        strategy: RAW_ID.to_owned(),
+        strategy: RAW_SENDER.to_owned(),
         server: "redis".to_owned(),
         locks_per_renew_call: Some(chunk),
         points: Vec::new(),

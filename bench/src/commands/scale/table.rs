@@ -82,7 +82,7 @@ pub fn render(results: &ScaleResults) -> String {
         s.watchdog_timeout_ms,
         s.renew_period_ms,
         s.hold_ms,
-        super::raw::RAW_ID
+        super::raw::RAW_SENDER
     );
     let checks = checks(results);
     if !checks.is_empty() {
@@ -157,7 +157,7 @@ pub fn checks(results: &ScaleResults) -> Vec<Check> {
     let raw = results
         .strategies
         .iter()
-        .find(|s| s.strategy == super::raw::RAW_ID);
+        .find(|s| s.strategy == super::raw::RAW_SENDER);
     // The strategies the raw sender stands beside (the batched watchdog).
     let batched = results
         .strategies
@@ -341,7 +341,7 @@ mod tests {
         // With the raw sender beside it, the CPU target is the ratio to the raw sender's.
         let mut results = results;
         results.strategies.push(ScaleSeries {
-            strategy: crate::commands::scale::raw::RAW_ID.into(),
+            strategy: crate::commands::scale::raw::RAW_SENDER.into(),
             server: "redis".into(),
             locks_per_renew_call: Some(100),
             points: vec![point(1000, 10.0, 0.4), point(100_000, 1000.0, 20.0)],
