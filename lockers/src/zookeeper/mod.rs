@@ -14,7 +14,7 @@
 //! Ephemeral nodes live as long as the session: the session timeout plays the TTL of every lock the
 //! client holds ([`LeaseMode::Watchdog`]; the negotiated timeout counts). [`LeaseMode::Fixed`] is not
 //! supported (`Unsupported`): a session cannot end one lock on time (ZooKeeper's TTL nodes are reaped by
-//! a periodic sweep, not on time). What stands in for renewal is described in [`session`]: a probe
+//! a periodic sweep, not on time). What stands in for renewal is described in `session`: a probe
 //! request per client every negotiated timeout × the ratio of [`ZkConfig::renewal`] while it holds locks, each
 //! answer extending every held lock's deadline and giving one `Renewed` event per lock.
 //!
