@@ -1,6 +1,7 @@
 //! Builds a report from a comparison: every chart, the derived findings and, with a baseline file, the
 //! changes — everything the Markdown and HTML renderers then lay out.
 
+use crate::charts::availability::AvailabilityChart;
 use crate::charts::cost::CostChart;
 use crate::charts::latency::LatencyChart;
 use crate::charts::margin::MarginChart;
@@ -29,8 +30,10 @@ pub struct ReportInput<'a> {
 /// The part of the report a chart belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
-    /// Throughput per row.
+    /// Throughput per row (rows without faults).
     Throughput,
+    /// Acquire latency over time per fault row, the fault shaded.
+    Availability,
     /// Acquire latency percentiles per row.
     Latency,
     /// Renewal margins per row.
@@ -46,6 +49,7 @@ impl Section {
     pub fn heading(self) -> &'static str {
         match self {
             Section::Throughput => "Throughput",
+            Section::Availability => "Acquire latency over time under faults",
             Section::Latency => "Acquire latency percentiles",
             Section::Margin => "Renewal margin",
             Section::Timeline => "Holder timelines",
@@ -107,14 +111,25 @@ pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
             chart,
         })
     };
+    // A fault row shows its acquire latency over time, the fault shaded, in place of a throughput
+    // bar that would read a strategy that rightly gave up as 0 CS/s.
     for row in &grid.rows {
-        let plot = ThroughputChart::of_row(&grid, row, &palette);
-        let title = plot.title.clone();
-        place(
-            Section::Throughput,
-            false,
-            render(&format!("throughput-{}", row.slug), &title, &plot)?,
-        );
+        if let Some(plot) = AvailabilityChart::of_row(&grid, row, &palette) {
+            let title = plot.title.clone();
+            place(
+                Section::Availability,
+                false,
+                render(&format!("availability-{}", row.slug), &title, &plot)?,
+            );
+        } else {
+            let plot = ThroughputChart::of_row(&grid, row, &palette);
+            let title = plot.title.clone();
+            place(
+                Section::Throughput,
+                false,
+                render(&format!("throughput-{}", row.slug), &title, &plot)?,
+            );
+        }
     }
     for row in &grid.rows {
         if let Some(plot) = LatencyChart::of_row(&grid, row, &palette) {

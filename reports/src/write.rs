@@ -18,9 +18,10 @@ pub const CHARTS_DIR: &str = "charts";
 
 /// Chart name prefixes a report writes (and may remove from an earlier report).
 /// (`verdicts` was a chart of the verdict matrix once; an earlier report's copy is removed.)
-const CHART_PREFIXES: [&str; 6] = [
+const CHART_PREFIXES: [&str; 7] = [
     "verdicts",
     "throughput-",
+    "availability-",
     "latency-",
     "margin-",
     "timeline-",

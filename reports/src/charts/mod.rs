@@ -7,6 +7,7 @@
 //! |---|---|
 //! | [`throughput`] | throughput per strategy, one chart per row |
 //! | [`latency`] | acquire-latency percentile curves, log scales |
+//! | [`availability`] | acquire latency over time in fault scenarios, the fault shaded, the longest stretch without a grant |
 //! | [`margin`] | renewal margin distribution (TTL left when renewals land) |
 //! | [`timeline`] | holder timeline of one key per case, overlaps and fault windows marked |
 //! | [`cost`] | cost against held locks (drawn only when such data is given) |
@@ -15,6 +16,7 @@
 //! Line charts put their legend right of the plot (`draw_legend`); log axes are labelled at 1, 2, 5
 //! (or fewer) per decade with no minor grid (`log_ticks`).
 
+pub mod availability;
 pub mod cost;
 pub mod latency;
 pub mod margin;
