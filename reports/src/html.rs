@@ -12,7 +12,7 @@ use crate::report::{Report, Section};
 use crate::rules::Finding;
 use crate::scale::CostSeries;
 use crate::scorecard::{self, Scorecard};
-use crate::sections::{self, Topics};
+use crate::sections::{self, Layout};
 use crate::topics::{self, CostTable, Fault, Pair};
 
 const STYLE: &str = "
@@ -104,152 +104,329 @@ fn inline_svg(svg: &str) -> &str {
 
 /// The report as one HTML document.
 pub fn render(report: &Report<'_>) -> String {
-    let c = report.input.current;
-    let grid = &report.grid;
-    let topics = Topics::of(grid);
-    let mut out = String::new();
-    head(&mut out, c);
-    if let Some(card) = scorecard::of(grid, report.input.cost) {
-        scorecard_section(&mut out, &card);
-    }
-    also(&mut out, &topics);
-    environment(&mut out, c);
-    verdicts(&mut out, report);
-    verdict_notes(&mut out, report);
-    which_strategy_when(&mut out, &report.findings);
-    redlock_and_clocks(&mut out, &topics.faults);
-    peers(&mut out, &topics.pairs);
-    models(&mut out, &topics.models);
-    if let Some(cost) = topics::cost_table(grid) {
-        cost_section(&mut out, &cost);
-    }
-    headline_numbers(&mut out, grid);
-    if let Some((deltas, name)) = &report.deltas {
-        changes(&mut out, deltas, name);
-    }
-    charts(&mut out, report);
-    out.push_str("</body>\n</html>\n");
-    with_contents(out)
+    let mut page = sections::lay_out(report, &Html);
+    page.push_str("</body>\n</html>\n");
+    with_contents(page)
 }
 
-/// The document head with the style sheet, the title, and the user's workload lines.
-fn head(out: &mut String, c: &Comparison) {
-    let title = content::title(c);
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
-        escape(&title),
-        escape(&title)
-    );
-    for line in content::user_workload_lines(c) {
-        let _ = writeln!(out, "<p class=\"workload\">{}</p>", escape(&line));
-    }
-}
+/// The HTML layout.
+struct Html;
 
-/// The scorecard table, its headline lines and how to read it.
-fn scorecard_section(out: &mut String, card: &Scorecard) {
-    out.push_str("<section id=\"scorecard\">");
-    out.push_str("<div class=\"scroll\"><table id=\"card\" class=\"card\"><thead><tr>");
-    for h in &card.columns {
-        let _ = write!(out, "<th>{}</th>", escape(h));
-    }
-    out.push_str("</tr></thead><tbody>\n");
-    for (row, surprise) in card.rows.iter().zip(&card.unexpected) {
-        out.push_str("<tr>");
-        for (i, cell) in row.iter().enumerate() {
-            let class = match i {
-                4 if cell != "none" => " class=\"predicted\"",
-                5 if *surprise => " class=\"violated\"",
-                7 if cell != "intact" => " class=\"violated\"",
-                8 if cell.starts_with("LOSES") => " class=\"violated\"",
-                _ => "",
-            };
-            let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+impl Layout for Html {
+    fn head(&self, out: &mut String, c: &Comparison) {
+        let title = content::title(c);
+        let _ = write!(
+            out,
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+             <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+            escape(&title),
+            escape(&title)
+        );
+        for line in content::user_workload_lines(c) {
+            let _ = writeln!(out, "<p class=\"workload\">{}</p>", escape(&line));
         }
-        out.push_str("</tr>\n");
     }
-    out.push_str("</tbody></table></div>\n<nav class=\"answers\">\n");
-    for (label, text) in &card.headlines {
+
+    fn scorecard(&self, out: &mut String, card: &Scorecard) {
+        out.push_str("<section id=\"scorecard\">");
+        out.push_str("<div class=\"scroll\"><table id=\"card\" class=\"card\"><thead><tr>");
+        for h in &card.columns {
+            let _ = write!(out, "<th>{}</th>", escape(h));
+        }
+        out.push_str("</tr></thead><tbody>\n");
+        for (row, surprise) in card.rows.iter().zip(&card.unexpected) {
+            out.push_str("<tr>");
+            for (i, cell) in row.iter().enumerate() {
+                let class = match i {
+                    4 if cell != "none" => " class=\"predicted\"",
+                    5 if *surprise => " class=\"violated\"",
+                    7 if cell != "intact" => " class=\"violated\"",
+                    8 if cell.starts_with("LOSES") => " class=\"violated\"",
+                    _ => "",
+                };
+                let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody></table></div>\n<nav class=\"answers\">\n");
+        for (label, text) in &card.headlines {
+            let _ = writeln!(
+                out,
+                "<p><strong>{}:</strong> {}</p>",
+                escape(label),
+                escape(text)
+            );
+        }
+        out.push_str("</nav>\n");
         let _ = writeln!(
             out,
-            "<p><strong>{}:</strong> {}</p>",
-            escape(label),
-            escape(text)
+            "<p class=\"env\">{}</p>",
+            escape(&sections::scorecard_note(&card.under))
         );
+        out.push_str("</section>\n");
     }
-    out.push_str("</nav>\n");
-    let _ = writeln!(
-        out,
-        "<p class=\"env\">{}</p>",
-        escape(&sections::scorecard_note(&card.under))
-    );
-    out.push_str("</section>\n");
-}
 
-/// One line of links to the topics shown only with their data.
-fn also(out: &mut String, topics: &Topics) {
-    let links: Vec<String> = topics
-        .links()
-        .into_iter()
-        .map(|(heading, id)| format!("<a href=\"#{id}\">{heading}</a>"))
-        .collect();
-    if !links.is_empty() {
-        let _ = writeln!(out, "<p><strong>Also:</strong> {}</p>", links.join(" · "));
+    fn also(&self, out: &mut String, links: &[(&str, &str)]) {
+        let links: Vec<String> = links
+            .iter()
+            .map(|(heading, id)| format!("<a href=\"#{id}\">{heading}</a>"))
+            .collect();
+        if !links.is_empty() {
+            let _ = writeln!(out, "<p><strong>Also:</strong> {}</p>", links.join(" · "));
+        }
     }
-}
 
-/// The environment lines, an incomplete run's in red.
-fn environment(out: &mut String, c: &Comparison) {
-    for line in &content::environment_lines(c) {
-        let class = if line.starts_with("INCOMPLETE") {
-            "env incomplete"
-        } else {
-            "env"
-        };
-        let _ = writeln!(out, "<p class=\"{class}\">{}</p>", escape(line));
+    fn environment(&self, out: &mut String, c: &Comparison) {
+        for line in &content::environment_lines(c) {
+            let class = if line.starts_with("INCOMPLETE") {
+                "env incomplete"
+            } else {
+                "env"
+            };
+            let _ = writeln!(out, "<p class=\"{class}\">{}</p>", escape(line));
+        }
     }
-}
 
-/// The verdict matrix: one row per strategy, one column per row of the grid, then many-locks.
-fn verdicts(out: &mut String, report: &Report<'_>) {
-    let grid = &report.grid;
-    let cost = report.input.cost;
-    let _ = write!(
-        out,
-        "<h2 id=\"breaking\">{}</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \u{201c}fault not applied\u{201d}: the fault did not take effect, so no verdict; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); <span class=\"predicted-key\">orange</span>: a violation theory predicted for this strategy under this scenario; red: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (<code>lockbench scale</code>), flagged when a strategy lost leases or failed renewals while holding many locks (hover for why).</p>\n<div class=\"scroll\"><table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>",
-        sections::VERDICTS
-    );
-    for row in &grid.rows {
+    fn verdicts(&self, out: &mut String, report: &Report<'_>) {
+        let grid = &report.grid;
+        let cost = report.input.cost;
         let _ = write!(
             out,
-            "<th title=\"{}\">{}</th>",
-            escape(&row.label),
-            escape(&row.label)
-                .replace('-', "-<wbr>")
-                .replace(" · ", " <wbr>· ")
-        );
-    }
-    if !cost.is_empty() {
-        out.push_str("<th title=\"many-locks: lockbench scale\">many-<wbr>locks</th>");
-    }
-    out.push_str("</tr></thead><tbody>\n");
-    for s in &grid.strategies {
-        let _ = write!(
-            out,
-            "<tr><th class=\"who\">{}</th>",
-            escape(&s.id).replace('-', "-<wbr>")
+            "<h2 id=\"breaking\">{}</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \u{201c}fault not applied\u{201d}: the fault did not take effect, so no verdict; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); <span class=\"predicted-key\">orange</span>: a violation theory predicted for this strategy under this scenario; red: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (<code>lockbench scale</code>), flagged when a strategy lost leases or failed renewals while holding many locks (hover for why).</p>\n<div class=\"scroll\"><table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>",
+            sections::VERDICTS
         );
         for row in &grid.rows {
-            matrix_cell(out, &content::matrix_cell(row, &s.id));
+            let _ = write!(
+                out,
+                "<th title=\"{}\">{}</th>",
+                escape(&row.label),
+                escape(&row.label)
+                    .replace('-', "-<wbr>")
+                    .replace(" · ", " <wbr>· ")
+            );
         }
         if !cost.is_empty() {
-            many_locks_cell(out, cost, &s.id);
+            out.push_str("<th title=\"many-locks: lockbench scale\">many-<wbr>locks</th>");
         }
-        out.push_str("</tr>\n");
+        out.push_str("</tr></thead><tbody>\n");
+        for s in &grid.strategies {
+            let _ = write!(
+                out,
+                "<tr><th class=\"who\">{}</th>",
+                escape(&s.id).replace('-', "-<wbr>")
+            );
+            for row in &grid.rows {
+                matrix_cell(out, &content::matrix_cell(row, &s.id));
+            }
+            if !cost.is_empty() {
+                many_locks_cell(out, cost, &s.id);
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody></table></div>\n<p class=\"env\">violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens (hover a cell for which, per trial pooled).</p>\n");
     }
-    out.push_str("</tbody></table></div>\n<p class=\"env\">violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens (hover a cell for which, per trial pooled).</p>\n");
+
+    fn against_theory(&self, out: &mut String, lines: Vec<String>) {
+        let _ = writeln!(out, "<h3>{}</h3>\n<ul>", sections::AGAINST_THEORY);
+        for line in lines {
+            let _ = writeln!(out, "<li>{}</li>", escape(&line));
+        }
+        out.push_str("</ul>\n");
+    }
+
+    fn mechanisms(&self, out: &mut String, mechanisms: Vec<(String, String)>) {
+        let _ = writeln!(out, "<h3>{}</h3>\n<ul>", sections::MECHANISMS);
+        for (name, sentence) in mechanisms {
+            let _ = writeln!(
+                out,
+                "<li><strong>{}</strong>: {}</li>",
+                escape(&name),
+                escape(&sentence)
+            );
+        }
+        out.push_str("</ul>\n");
+    }
+
+    fn not_measured(&self, out: &mut String, lines: Vec<String>) {
+        let _ = writeln!(
+            out,
+            "<details><summary>{}</summary><ul>",
+            sections::not_measured_heading(lines.len())
+        );
+        for line in lines {
+            let _ = writeln!(out, "<li>{}</li>", escape(&line));
+        }
+        out.push_str("</ul></details>\n");
+    }
+
+    fn which_strategy_when(&self, out: &mut String, findings: &[Finding]) {
+        let _ = write!(
+            out,
+            "<h2 id=\"which\">{}</h2>\n<p>{}</p>\n<ol class=\"findings\">\n",
+            sections::WHICH,
+            sections::which_intro()
+        );
+        for f in findings {
+            let _ = write!(
+                out,
+                "<li><strong>{}.</strong> {}<br><span class=\"rule\">Rule: {}</span>",
+                escape(&f.title),
+                escape(&f.conclusion),
+                escape(&f.rule)
+            );
+            if !f.evidence.is_empty() {
+                out.push_str("<ul>");
+                for line in &f.evidence {
+                    let _ = write!(out, "<li>{}</li>", escape(line));
+                }
+                out.push_str("</ul>");
+            }
+            out.push_str("</li>\n");
+        }
+        out.push_str("</ol>\n");
+    }
+
+    fn redlock_and_clocks(&self, out: &mut String, faults: &[Fault]) {
+        let _ = writeln!(
+            out,
+            "<h2 id=\"redlock\">{}</h2>\n<p>{}</p>",
+            sections::REDLOCK,
+            sections::REDLOCK_INTRO
+        );
+        for fault in faults {
+            let _ = writeln!(out, "<h3>{}</h3>", escape(&fault.label));
+            if let Some(m) = &fault.mechanism {
+                let _ = writeln!(out, "<p>{}</p>", escape(m));
+            }
+            table(out, None, &fault.columns, &fault.rows);
+        }
+    }
+
+    fn peers(&self, out: &mut String, pairs: &[Pair]) {
+        let _ = writeln!(
+            out,
+            "<h2 id=\"peers\">{}</h2>\n<p>{}</p>",
+            sections::PEERS,
+            sections::PEERS_INTRO
+        );
+        for pair in pairs {
+            let _ = writeln!(
+                out,
+                "<h3>{} beside {}</h3>",
+                escape(&pair.peer),
+                escape(&pair.counterpart)
+            );
+            let rows: Vec<Vec<String>> = pair.rows.iter().map(|r| r.to_vec()).collect();
+            table(out, None, &topics::pair_columns(pair), &rows);
+        }
+    }
+
+    fn models(&self, out: &mut String, models: &[ModelRows]) {
+        let _ = writeln!(
+            out,
+            "<h2 id=\"models\">{}</h2>\n<p>{}</p>",
+            sections::MODELS,
+            escape(pairing::INTRO)
+        );
+        for model in models {
+            let _ = writeln!(
+                out,
+                "<h3>{} against its libraries</h3>",
+                escape(&model.model)
+            );
+            let columns: Vec<&str> = model.columns.iter().map(String::as_str).collect();
+            table(out, None, &columns, &model.rows);
+        }
+    }
+
+    fn cost(&self, out: &mut String, cost: &CostTable) {
+        let _ = writeln!(out, "<h2 id=\"cost\">{}</h2>", sections::COST);
+        table(out, None, &topics::COST_COLUMNS, &cost.rows);
+        let _ = writeln!(
+            out,
+            "<p class=\"env\">{}</p>",
+            escape(&sections::cost_note(&cost.scope))
+        );
+    }
+
+    fn headline_numbers(&self, out: &mut String, grid: &Grid<'_>) {
+        let _ = writeln!(
+            out,
+            "<h2 id=\"fastest\">{}</h2>\n<p>{}</p>",
+            sections::HEADLINES,
+            sections::HEADLINES_INTRO
+        );
+        for (results, cases) in content::cases_by_run(grid) {
+            let _ = writeln!(
+                out,
+                "<h3>{} — {}</h3>\n<p class=\"env\">{}</p>",
+                escape(&results.scenario.name),
+                escape(&results.scenario.description),
+                escape(&content::workload_line(results))
+            );
+            let rows: Vec<Vec<String>> = cases.iter().map(|c| content::headline_cells(c)).collect();
+            table(out, None, &HEADLINE_COLUMNS, &rows);
+        }
+    }
+
+    fn changes(&self, out: &mut String, deltas: &Deltas, name: &str) {
+        let _ = writeln!(
+            out,
+            "<h2 id=\"changes\">Changes against {}</h2>",
+            escape(name)
+        );
+        let rows: Vec<Vec<String>> = deltas.changed().map(content::delta_cells).collect();
+        if deltas.matched.is_empty() {
+            let _ = writeln!(out, "<p>{}</p>", sections::NO_MATCH);
+        } else {
+            let _ = writeln!(
+                out,
+                "<p><strong>{}.</strong> {}</p>",
+                escape(&deltas.summary()),
+                escape(&content::delta_note(deltas))
+            );
+            if !rows.is_empty() {
+                table(out, Some("changes"), &DELTA_COLUMNS, &rows);
+            }
+        }
+        for line in sections::one_sided(deltas) {
+            let _ = writeln!(out, "<p>{}</p>", escape(&line));
+        }
+    }
+
+    fn charts(&self, out: &mut String, report: &Report<'_>) {
+        for section in report.sections() {
+            let _ = writeln!(
+                out,
+                "<h2 id=\"{}\">{}</h2>",
+                crate::grid::slug(section.heading()),
+                escape(section.heading())
+            );
+            for placed in report.charts_in(section) {
+                let figure = format!(
+                    "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>\n",
+                    escape(&placed.chart.name),
+                    inline_svg(&placed.chart.svg),
+                    escape(&placed.chart.title)
+                );
+                if section == Section::Timeline {
+                    let _ = writeln!(
+                        out,
+                        "<details{}><summary>{}</summary>{figure}</details>",
+                        if placed.violated {
+                            " class=\"violated\""
+                        } else {
+                            ""
+                        },
+                        escape(&placed.chart.title)
+                    );
+                } else {
+                    out.push_str(&figure);
+                }
+            }
+        }
+    }
 }
 
 /// One verdict cell: coloured by its class, its note on hover, marked when it disagrees with theory.
@@ -280,228 +457,6 @@ fn many_locks_cell(out: &mut String, cost: &[CostSeries], strategy: &str) {
         _ => "safe",
     };
     let _ = write!(out, "<td class=\"{class}\">{}</td>", escape(&text));
-}
-
-/// Under the matrix: where it disagrees with theory, what each scenario does, what was not measured.
-fn verdict_notes(out: &mut String, report: &Report<'_>) {
-    let against = content::against_theory(&report.grid);
-    if !against.is_empty() {
-        let _ = writeln!(out, "<h3>{}</h3>\n<ul>", sections::AGAINST_THEORY);
-        for line in against {
-            let _ = writeln!(out, "<li>{}</li>", escape(&line));
-        }
-        out.push_str("</ul>\n");
-    }
-    let mechanisms = content::mechanisms(report.input.current);
-    if !mechanisms.is_empty() {
-        let _ = writeln!(out, "<h3>{}</h3>\n<ul>", sections::MECHANISMS);
-        for (name, sentence) in mechanisms {
-            let _ = writeln!(
-                out,
-                "<li><strong>{}</strong>: {}</li>",
-                escape(&name),
-                escape(&sentence)
-            );
-        }
-        out.push_str("</ul>\n");
-    }
-    let missing = content::not_measured(&report.grid);
-    if !missing.is_empty() {
-        let _ = writeln!(
-            out,
-            "<details><summary>{}</summary><ul>",
-            sections::not_measured_heading(missing.len())
-        );
-        for line in missing {
-            let _ = writeln!(out, "<li>{}</li>", escape(&line));
-        }
-        out.push_str("</ul></details>\n");
-    }
-}
-
-/// The findings, each with its rule and evidence.
-fn which_strategy_when(out: &mut String, findings: &[Finding]) {
-    let _ = write!(
-        out,
-        "<h2 id=\"which\">{}</h2>\n<p>{}</p>\n<ol class=\"findings\">\n",
-        sections::WHICH,
-        sections::which_intro()
-    );
-    for f in findings {
-        let _ = write!(
-            out,
-            "<li><strong>{}.</strong> {}<br><span class=\"rule\">Rule: {}</span>",
-            escape(&f.title),
-            escape(&f.conclusion),
-            escape(&f.rule)
-        );
-        if !f.evidence.is_empty() {
-            out.push_str("<ul>");
-            for line in &f.evidence {
-                let _ = write!(out, "<li>{}</li>", escape(line));
-            }
-            out.push_str("</ul>");
-        }
-        out.push_str("</li>\n");
-    }
-    out.push_str("</ol>\n");
-}
-
-/// Redlock and clocks, when a fault of its scenarios ran: one table per fault.
-fn redlock_and_clocks(out: &mut String, faults: &[Fault]) {
-    if faults.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        out,
-        "<h2 id=\"redlock\">{}</h2>\n<p>{}</p>",
-        sections::REDLOCK,
-        sections::REDLOCK_INTRO
-    );
-    for fault in faults {
-        let _ = writeln!(out, "<h3>{}</h3>", escape(&fault.label));
-        if let Some(m) = &fault.mechanism {
-            let _ = writeln!(out, "<p>{}</p>", escape(m));
-        }
-        table(out, None, &fault.columns, &fault.rows);
-    }
-}
-
-/// Each peer beside its counterpart, when the comparison has peers.
-fn peers(out: &mut String, pairs: &[Pair]) {
-    if pairs.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        out,
-        "<h2 id=\"peers\">{}</h2>\n<p>{}</p>",
-        sections::PEERS,
-        sections::PEERS_INTRO
-    );
-    for pair in pairs {
-        let _ = writeln!(
-            out,
-            "<h3>{} beside {}</h3>",
-            escape(&pair.peer),
-            escape(&pair.counterpart)
-        );
-        let rows: Vec<Vec<String>> = pair.rows.iter().map(|r| r.to_vec()).collect();
-        table(out, None, &topics::pair_columns(pair), &rows);
-    }
-}
-
-/// Each model against its libraries, when the comparison has them.
-fn models(out: &mut String, models: &[ModelRows]) {
-    if models.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        out,
-        "<h2 id=\"models\">{}</h2>\n<p>{}</p>",
-        sections::MODELS,
-        escape(pairing::INTRO)
-    );
-    for model in models {
-        let _ = writeln!(
-            out,
-            "<h3>{} against its libraries</h3>",
-            escape(&model.model)
-        );
-        let columns: Vec<&str> = model.columns.iter().map(String::as_str).collect();
-        table(out, None, &columns, &model.rows);
-    }
-}
-
-/// The cost table under baseline, with what it counts.
-fn cost_section(out: &mut String, cost: &CostTable) {
-    let _ = writeln!(out, "<h2 id=\"cost\">{}</h2>", sections::COST);
-    table(out, None, &topics::COST_COLUMNS, &cost.rows);
-    let _ = writeln!(
-        out,
-        "<p class=\"env\">{}</p>",
-        escape(&sections::cost_note(&cost.scope))
-    );
-}
-
-/// One headline table per run, under its scenario and workload.
-fn headline_numbers(out: &mut String, grid: &Grid<'_>) {
-    let _ = writeln!(
-        out,
-        "<h2 id=\"fastest\">{}</h2>\n<p>{}</p>",
-        sections::HEADLINES,
-        sections::HEADLINES_INTRO
-    );
-    for (results, cases) in content::cases_by_run(grid) {
-        let _ = writeln!(
-            out,
-            "<h3>{} — {}</h3>\n<p class=\"env\">{}</p>",
-            escape(&results.scenario.name),
-            escape(&results.scenario.description),
-            escape(&content::workload_line(results))
-        );
-        let rows: Vec<Vec<String>> = cases.iter().map(|c| content::headline_cells(c)).collect();
-        table(out, None, &HEADLINE_COLUMNS, &rows);
-    }
-}
-
-/// The changes against the baseline file `name`.
-fn changes(out: &mut String, deltas: &Deltas, name: &str) {
-    let _ = writeln!(
-        out,
-        "<h2 id=\"changes\">Changes against {}</h2>",
-        escape(name)
-    );
-    let rows: Vec<Vec<String>> = deltas.changed().map(content::delta_cells).collect();
-    if deltas.matched.is_empty() {
-        let _ = writeln!(out, "<p>{}</p>", sections::NO_MATCH);
-    } else {
-        let _ = writeln!(
-            out,
-            "<p><strong>{}.</strong> {}</p>",
-            escape(&deltas.summary()),
-            escape(&content::delta_note(deltas))
-        );
-        if !rows.is_empty() {
-            table(out, Some("changes"), &DELTA_COLUMNS, &rows);
-        }
-    }
-    for line in sections::one_sided(deltas) {
-        let _ = writeln!(out, "<p>{}</p>", escape(&line));
-    }
-}
-
-/// Every chart section with its charts inline; timelines folded, violated ones marked.
-fn charts(out: &mut String, report: &Report<'_>) {
-    for section in report.sections() {
-        let _ = writeln!(
-            out,
-            "<h2 id=\"{}\">{}</h2>",
-            crate::grid::slug(section.heading()),
-            escape(section.heading())
-        );
-        for placed in report.charts_in(section) {
-            let figure = format!(
-                "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>\n",
-                escape(&placed.chart.name),
-                inline_svg(&placed.chart.svg),
-                escape(&placed.chart.title)
-            );
-            if section == Section::Timeline {
-                let _ = writeln!(
-                    out,
-                    "<details{}><summary>{}</summary>{figure}</details>",
-                    if placed.violated {
-                        " class=\"violated\""
-                    } else {
-                        ""
-                    },
-                    escape(&placed.chart.title)
-                );
-            } else {
-                out.push_str(&figure);
-            }
-        }
-    }
 }
 
 /// `page` with a sticky table of contents after its title: one link per `<h2 id>`, in page order.

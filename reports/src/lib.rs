@@ -22,7 +22,7 @@
 //! | [`topics`] | the sections shown only with their data: Redlock and clocks, peers |
 //! | [`pairing`] | the section "Models against their libraries" (each model row against its libraries) |
 //! | [`content`], [`mod@format`] | the cells and figures both formats show; the RFC 3339 timestamp |
-//! | [`sections`] | the headings, sentences and topics both formats show alike |
+//! | [`sections`] | the sections in report order, each format a [`sections::Layout`]; the headings, sentences and topics both show alike |
 //! | [`markdown`], [`html`] | the two layouts |
 //! | [`mod@write`] | writes a report to a directory |
 

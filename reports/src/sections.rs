@@ -1,12 +1,17 @@
-//! What both layouts say alike: the topics shown only with their data (found once per report), the
-//! links to them, and the headings and sentences that introduce each section. Markdown and HTML
-//! differ only in how they lay these out.
+//! What both layouts say alike: the sections in report order ([`lay_out`], each written by a
+//! [`Layout`]), the topics shown only with their data (found once per report) and the links to them,
+//! and the headings and sentences that introduce each section. Markdown and HTML differ only in how
+//! they lay these out.
 
+use crate::comparison::Comparison;
+use crate::content;
 use crate::delta::Deltas;
 use crate::grid::Grid;
 use crate::pairing::{self, ModelRows};
-use crate::rules::TIE_PCT;
-use crate::topics::{self, Fault, Pair};
+use crate::report::Report;
+use crate::rules::{Finding, TIE_PCT};
+use crate::scorecard::{self, Scorecard};
+use crate::topics::{self, CostTable, Fault, Pair};
 
 /// Heading of the verdict matrix.
 pub const VERDICTS: &str = "Breaking points: verdicts";
@@ -76,7 +81,7 @@ impl Topics {
 pub fn scorecard_note(under: &str) -> String {
     format!(
         "Scorecard: speed, latency and cost under {under}; breaks and data over every scenario. {}",
-        crate::scorecard::NOTE
+        scorecard::NOTE
     )
 }
 
@@ -107,4 +112,87 @@ pub fn one_sided(deltas: &Deltas) -> Vec<String> {
     .filter(|(_, list)| !list.is_empty())
     .map(|(what, list)| format!("{what}: {}.", list.join(", ")))
     .collect()
+}
+
+/// How one format writes each section of a report. A section shown only with its data is asked for
+/// only when it has some.
+pub trait Layout {
+    /// The title and the user's workload lines.
+    fn head(&self, out: &mut String, c: &Comparison);
+    /// The scorecard, its headline lines and how to read it.
+    fn scorecard(&self, out: &mut String, card: &Scorecard);
+    /// The links to the topics worth one, as (heading, HTML id); maybe none.
+    fn also(&self, out: &mut String, links: &[(&str, &str)]);
+    /// The environment lines.
+    fn environment(&self, out: &mut String, c: &Comparison);
+    /// The verdict matrix: one row per strategy, one column per row of the grid, then many-locks.
+    fn verdicts(&self, out: &mut String, report: &Report<'_>);
+    /// Under the matrix: the cases where the measurement disagrees with theory.
+    fn against_theory(&self, out: &mut String, lines: Vec<String>);
+    /// Under the matrix: what each scenario does to a lock, as (scenario, sentence).
+    fn mechanisms(&self, out: &mut String, mechanisms: Vec<(String, String)>);
+    /// Under the matrix: the cases not measured or with notes.
+    fn not_measured(&self, out: &mut String, lines: Vec<String>);
+    /// The findings, each with its rule and evidence.
+    fn which_strategy_when(&self, out: &mut String, findings: &[Finding]);
+    /// Redlock and clocks: one table per fault.
+    fn redlock_and_clocks(&self, out: &mut String, faults: &[Fault]);
+    /// Each peer beside its counterpart.
+    fn peers(&self, out: &mut String, pairs: &[Pair]);
+    /// Each model against its libraries.
+    fn models(&self, out: &mut String, models: &[ModelRows]);
+    /// The cost table under baseline, with what it counts.
+    fn cost(&self, out: &mut String, cost: &CostTable);
+    /// One headline table per run, under its scenario and workload.
+    fn headline_numbers(&self, out: &mut String, grid: &Grid<'_>);
+    /// The changes against the baseline file `name`.
+    fn changes(&self, out: &mut String, deltas: &Deltas, name: &str);
+    /// Every chart section with its charts.
+    fn charts(&self, out: &mut String, report: &Report<'_>);
+}
+
+/// The report in `layout`: every section in report order.
+pub fn lay_out(report: &Report<'_>, layout: &impl Layout) -> String {
+    let c = report.input.current;
+    let grid = &report.grid;
+    let topics = Topics::of(grid);
+    let mut out = String::new();
+    layout.head(&mut out, c);
+    if let Some(card) = scorecard::of(grid, report.input.cost) {
+        layout.scorecard(&mut out, &card);
+    }
+    layout.also(&mut out, &topics.links());
+    layout.environment(&mut out, c);
+    layout.verdicts(&mut out, report);
+    let against = content::against_theory(grid);
+    if !against.is_empty() {
+        layout.against_theory(&mut out, against);
+    }
+    let mechanisms = content::mechanisms(c);
+    if !mechanisms.is_empty() {
+        layout.mechanisms(&mut out, mechanisms);
+    }
+    let missing = content::not_measured(grid);
+    if !missing.is_empty() {
+        layout.not_measured(&mut out, missing);
+    }
+    layout.which_strategy_when(&mut out, &report.findings);
+    if !topics.faults.is_empty() {
+        layout.redlock_and_clocks(&mut out, &topics.faults);
+    }
+    if !topics.pairs.is_empty() {
+        layout.peers(&mut out, &topics.pairs);
+    }
+    if !topics.models.is_empty() {
+        layout.models(&mut out, &topics.models);
+    }
+    if let Some(cost) = topics::cost_table(grid) {
+        layout.cost(&mut out, &cost);
+    }
+    layout.headline_numbers(&mut out, grid);
+    if let Some((deltas, name)) = &report.deltas {
+        layout.changes(&mut out, deltas, name);
+    }
+    layout.charts(&mut out, report);
+    out
 }
