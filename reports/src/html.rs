@@ -3,10 +3,17 @@
 
 use std::fmt::Write as _;
 
-use crate::content::{self, DELTA_COLUMNS, HEADLINE_COLUMNS};
+use crate::comparison::Comparison;
+use crate::content::{self, DELTA_COLUMNS, HEADLINE_COLUMNS, MatrixCell};
+use crate::delta::Deltas;
+use crate::grid::Grid;
+use crate::pairing::{self, ModelRows};
 use crate::report::{Report, Section};
-use crate::rules::TIE_PCT;
-use crate::{pairing, scorecard, topics};
+use crate::rules::Finding;
+use crate::scale::CostSeries;
+use crate::scorecard::{self, Scorecard};
+use crate::sections::{self, Layout};
+use crate::topics::{self, CostTable, Fault, Pair};
 
 const STYLE: &str = "
 body { font-family: 'DejaVu Sans', Verdana, Arial, sans-serif; margin: 2rem auto; max-width: 1200px;
@@ -97,25 +104,31 @@ fn inline_svg(svg: &str) -> &str {
 
 /// The report as one HTML document.
 pub fn render(report: &Report<'_>) -> String {
-    let c = report.input.current;
-    let grid = &report.grid;
-    let title = content::title(c);
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
-        escape(&title),
-        escape(&title)
-    );
-    for line in content::user_workload_lines(c) {
-        let _ = writeln!(out, "<p class=\"workload\">{}</p>", escape(&line));
+    let mut page = sections::lay_out(report, &Html);
+    page.push_str("</body>\n</html>\n");
+    with_contents(page)
+}
+
+/// The HTML layout.
+struct Html;
+
+impl Layout for Html {
+    fn head(&self, out: &mut String, c: &Comparison) {
+        let title = content::title(c);
+        let _ = write!(
+            out,
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+             <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+            escape(&title),
+            escape(&title)
+        );
+        for line in content::user_workload_lines(c) {
+            let _ = writeln!(out, "<p class=\"workload\">{}</p>", escape(&line));
+        }
     }
-    let faults = topics::redlock_faults(grid);
-    let pairs = topics::peer_pairs(grid);
-    let models = pairing::models_against_libraries(grid);
-    if let Some(card) = scorecard::of(grid, report.input.cost) {
+
+    fn scorecard(&self, out: &mut String, card: &Scorecard) {
         out.push_str("<section id=\"scorecard\">");
         out.push_str("<div class=\"scroll\"><table id=\"card\" class=\"card\"><thead><tr>");
         for h in &card.columns {
@@ -148,98 +161,82 @@ pub fn render(report: &Report<'_>) -> String {
         out.push_str("</nav>\n");
         let _ = writeln!(
             out,
-            "<p class=\"env\">Scorecard: speed, latency and cost under {}; breaks and data over every scenario. {}</p>",
-            escape(&card.under),
-            escape(scorecard::NOTE)
+            "<p class=\"env\">{}</p>",
+            escape(&sections::scorecard_note(&card.under))
         );
         out.push_str("</section>\n");
     }
-    let mut also = Vec::new();
-    if topics::worth_a_link(&faults) {
-        also.push("<a href=\"#redlock\">Redlock and clocks</a>");
-    }
-    if !pairs.is_empty() {
-        also.push("<a href=\"#peers\">Peers beside their counterparts</a>");
-    }
-    if !models.is_empty() {
-        also.push("<a href=\"#models\">Models against their libraries</a>");
-    }
-    if !also.is_empty() {
-        let _ = writeln!(out, "<p><strong>Also:</strong> {}</p>", also.join(" · "));
-    }
-    let environment = content::environment_lines(c);
-    for line in &environment {
-        let class = if line.starts_with("INCOMPLETE") {
-            "env incomplete"
-        } else {
-            "env"
-        };
-        let _ = writeln!(out, "<p class=\"{class}\">{}</p>", escape(line));
+
+    fn also(&self, out: &mut String, links: &[(&str, &str)]) {
+        let links: Vec<String> = links
+            .iter()
+            .map(|(heading, id)| format!("<a href=\"#{id}\">{heading}</a>"))
+            .collect();
+        if !links.is_empty() {
+            let _ = writeln!(out, "<p><strong>Also:</strong> {}</p>", links.join(" · "));
+        }
     }
 
-    out.push_str("<h2 id=\"breaking\">Breaking points: verdicts</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \u{201c}fault not applied\u{201d}: the fault did not take effect, so no verdict; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); <span class=\"predicted-key\">orange</span>: a violation theory predicted for this strategy under this scenario; red: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (<code>lockbench scale</code>), flagged when a strategy lost leases or failed renewals while holding many locks (hover for why).</p>\n<div class=\"scroll\"><table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>");
-    for row in &grid.rows {
+    fn environment(&self, out: &mut String, c: &Comparison) {
+        for line in &content::environment_lines(c) {
+            let class = if line.starts_with("INCOMPLETE") {
+                "env incomplete"
+            } else {
+                "env"
+            };
+            let _ = writeln!(out, "<p class=\"{class}\">{}</p>", escape(line));
+        }
+    }
+
+    fn verdicts(&self, out: &mut String, report: &Report<'_>) {
+        let grid = &report.grid;
+        let cost = report.input.cost;
         let _ = write!(
             out,
-            "<th title=\"{}\">{}</th>",
-            escape(&row.label),
-            escape(&row.label)
-                .replace('-', "-<wbr>")
-                .replace(" · ", " <wbr>· ")
-        );
-    }
-    let cost = report.input.cost;
-    if !cost.is_empty() {
-        out.push_str("<th title=\"many-locks: lockbench scale\">many-<wbr>locks</th>");
-    }
-    out.push_str("</tr></thead><tbody>\n");
-    for s in &grid.strategies {
-        let _ = write!(
-            out,
-            "<tr><th class=\"who\">{}</th>",
-            escape(&s.id).replace('-', "-<wbr>")
+            "<h2 id=\"breaking\">{}</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \u{201c}fault not applied\u{201d}: the fault did not take effect, so no verdict; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); <span class=\"predicted-key\">orange</span>: a violation theory predicted for this strategy under this scenario; red: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (<code>lockbench scale</code>), flagged when a strategy lost leases or failed renewals while holding many locks (hover for why).</p>\n<div class=\"scroll\"><table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>",
+            sections::VERDICTS
         );
         for row in &grid.rows {
-            let cell = content::matrix_cell(row, &s.id);
             let _ = write!(
                 out,
-                "<td class=\"{}{}\" title=\"{}\">{}",
-                cell.class,
-                if cell.predicted { " predicted" } else { "" },
-                escape(&cell.note),
-                escape(&cell.text)
+                "<th title=\"{}\">{}</th>",
+                escape(&row.label),
+                escape(&row.label)
+                    .replace('-', "-<wbr>")
+                    .replace(" · ", " <wbr>· ")
             );
-            if cell.against_theory {
-                out.push_str("<span class=\"mark\">≠</span>");
-            }
-            if !cell.detail.is_empty() {
-                let _ = write!(out, "<br><small>{}</small>", escape(&cell.detail));
-            }
-            out.push_str("</td>");
         }
         if !cost.is_empty() {
-            let (text, lost) = scorecard::many_locks_cell(cost, &s.id);
-            let class = match (lost, text.as_str()) {
-                (true, _) => "violated",
-                (false, "-") => "na",
-                _ => "safe",
-            };
-            let _ = write!(out, "<td class=\"{class}\">{}</td>", escape(&text));
+            out.push_str("<th title=\"many-locks: lockbench scale\">many-<wbr>locks</th>");
         }
-        out.push_str("</tr>\n");
+        out.push_str("</tr></thead><tbody>\n");
+        for s in &grid.strategies {
+            let _ = write!(
+                out,
+                "<tr><th class=\"who\">{}</th>",
+                escape(&s.id).replace('-', "-<wbr>")
+            );
+            for row in &grid.rows {
+                matrix_cell(out, &content::matrix_cell(row, &s.id));
+            }
+            if !cost.is_empty() {
+                many_locks_cell(out, cost, &s.id);
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody></table></div>\n<p class=\"env\">violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens (hover a cell for which, per trial pooled).</p>\n");
     }
-    out.push_str("</tbody></table></div>\n<p class=\"env\">violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens (hover a cell for which, per trial pooled).</p>\n");
-    let against = content::against_theory(grid);
-    if !against.is_empty() {
-        out.push_str("<h3>Where the measurement disagrees with theory</h3>\n<ul>\n");
-        for line in against {
+
+    fn against_theory(&self, out: &mut String, lines: Vec<String>) {
+        let _ = writeln!(out, "<h3>{}</h3>\n<ul>", sections::AGAINST_THEORY);
+        for line in lines {
             let _ = writeln!(out, "<li>{}</li>", escape(&line));
         }
         out.push_str("</ul>\n");
     }
-    let mechanisms = content::mechanisms(c);
-    if !mechanisms.is_empty() {
-        out.push_str("<h3>What each scenario does to a lock</h3>\n<ul>\n");
+
+    fn mechanisms(&self, out: &mut String, mechanisms: Vec<(String, String)>) {
+        let _ = writeln!(out, "<h3>{}</h3>\n<ul>", sections::MECHANISMS);
         for (name, sentence) in mechanisms {
             let _ = writeln!(
                 out,
@@ -250,55 +247,70 @@ pub fn render(report: &Report<'_>) -> String {
         }
         out.push_str("</ul>\n");
     }
-    let missing = content::not_measured(grid);
-    if !missing.is_empty() {
+
+    fn not_measured(&self, out: &mut String, lines: Vec<String>) {
         let _ = writeln!(
             out,
-            "<details><summary>Not measured or with notes ({})</summary><ul>",
-            missing.len()
+            "<details><summary>{}</summary><ul>",
+            sections::not_measured_heading(lines.len())
         );
-        for line in missing {
+        for line in lines {
             let _ = writeln!(out, "<li>{}</li>", escape(&line));
         }
         out.push_str("</ul></details>\n");
     }
 
-    let _ = write!(
-        out,
-        "<h2 id=\"which\">Which strategy when</h2>\n<p>Derived from the measured numbers by the stated rules (figures within {TIE_PCT:.0}% of the best are ties on a noisy machine).</p>\n<ol class=\"findings\">\n"
-    );
-    for f in &report.findings {
+    fn which_strategy_when(&self, out: &mut String, findings: &[Finding]) {
         let _ = write!(
             out,
-            "<li><strong>{}.</strong> {}<br><span class=\"rule\">Rule: {}</span>",
-            escape(&f.title),
-            escape(&f.conclusion),
-            escape(&f.rule)
+            "<h2 id=\"which\">{}</h2>\n<p>{}</p>\n<ol class=\"findings\">\n",
+            sections::WHICH,
+            sections::which_intro()
         );
-        if !f.evidence.is_empty() {
-            out.push_str("<ul>");
-            for line in &f.evidence {
-                let _ = write!(out, "<li>{}</li>", escape(line));
+        for f in findings {
+            let _ = write!(
+                out,
+                "<li><strong>{}.</strong> {}<br><span class=\"rule\">Rule: {}</span>",
+                escape(&f.title),
+                escape(&f.conclusion),
+                escape(&f.rule)
+            );
+            if !f.evidence.is_empty() {
+                out.push_str("<ul>");
+                for line in &f.evidence {
+                    let _ = write!(out, "<li>{}</li>", escape(line));
+                }
+                out.push_str("</ul>");
             }
-            out.push_str("</ul>");
+            out.push_str("</li>\n");
         }
-        out.push_str("</li>\n");
+        out.push_str("</ol>\n");
     }
-    out.push_str("</ol>\n");
 
-    if !faults.is_empty() {
-        out.push_str("<h2 id=\"redlock\">Redlock and clocks</h2>\n<p>Each fault: violated trials of the trials run, per strategy that ran it, and the mechanism (from the scenario file).</p>\n");
-        for fault in &faults {
+    fn redlock_and_clocks(&self, out: &mut String, faults: &[Fault]) {
+        let _ = writeln!(
+            out,
+            "<h2 id=\"redlock\">{}</h2>\n<p>{}</p>",
+            sections::REDLOCK,
+            sections::REDLOCK_INTRO
+        );
+        for fault in faults {
             let _ = writeln!(out, "<h3>{}</h3>", escape(&fault.label));
             if let Some(m) = &fault.mechanism {
                 let _ = writeln!(out, "<p>{}</p>", escape(m));
             }
-            table(&mut out, None, &fault.columns, &fault.rows);
+            table(out, None, &fault.columns, &fault.rows);
         }
     }
-    if !pairs.is_empty() {
-        out.push_str("<h2 id=\"peers\">Peers beside their counterparts</h2>\n<p>Each peer (the real library, through its adapter) beside the lockbench strategy that models it: baseline figures, then the scenarios where their verdicts differ (violated trials / trials).</p>\n");
-        for pair in &pairs {
+
+    fn peers(&self, out: &mut String, pairs: &[Pair]) {
+        let _ = writeln!(
+            out,
+            "<h2 id=\"peers\">{}</h2>\n<p>{}</p>",
+            sections::PEERS,
+            sections::PEERS_INTRO
+        );
+        for pair in pairs {
             let _ = writeln!(
                 out,
                 "<h3>{} beside {}</h3>",
@@ -306,51 +318,59 @@ pub fn render(report: &Report<'_>) -> String {
                 escape(&pair.counterpart)
             );
             let rows: Vec<Vec<String>> = pair.rows.iter().map(|r| r.to_vec()).collect();
-            table(&mut out, None, &topics::pair_columns(pair), &rows);
+            table(out, None, &topics::pair_columns(pair), &rows);
         }
     }
-    if !models.is_empty() {
+
+    fn models(&self, out: &mut String, models: &[ModelRows]) {
         let _ = writeln!(
             out,
-            "<h2 id=\"models\">Models against their libraries</h2>\n<p>{}</p>",
+            "<h2 id=\"models\">{}</h2>\n<p>{}</p>",
+            sections::MODELS,
             escape(pairing::INTRO)
         );
-        for model in &models {
+        for model in models {
             let _ = writeln!(
                 out,
                 "<h3>{} against its libraries</h3>",
                 escape(&model.model)
             );
             let columns: Vec<&str> = model.columns.iter().map(String::as_str).collect();
-            table(&mut out, None, &columns, &model.rows);
+            table(out, None, &columns, &model.rows);
         }
     }
 
-    if let Some(cost) = topics::cost_table(grid) {
-        out.push_str("<h2 id=\"cost\">Cost under baseline</h2>\n");
-        table(&mut out, None, &topics::COST_COLUMNS, &cost.rows);
+    fn cost(&self, out: &mut String, cost: &CostTable) {
+        let _ = writeln!(out, "<h2 id=\"cost\">{}</h2>", sections::COST);
+        table(out, None, &topics::COST_COLUMNS, &cost.rows);
         let _ = writeln!(
             out,
-            "<p class=\"env\">{} Client CPU scope here: {}.</p>",
-            escape(topics::COST_NOTE),
-            escape(&cost.scope)
+            "<p class=\"env\">{}</p>",
+            escape(&sections::cost_note(&cost.scope))
         );
     }
 
-    out.push_str("<h2 id=\"fastest\">Headline numbers</h2>\n<p>Latencies in ms; margin = TTL left when a renewal landed.</p>\n");
-    for (results, cases) in content::cases_by_run(grid) {
+    fn headline_numbers(&self, out: &mut String, grid: &Grid<'_>) {
         let _ = writeln!(
             out,
-            "<h3>{} — {}</h3>\n<p class=\"env\">{}</p>",
-            escape(&results.scenario.name),
-            escape(&results.scenario.description),
-            escape(&content::workload_line(results))
+            "<h2 id=\"fastest\">{}</h2>\n<p>{}</p>",
+            sections::HEADLINES,
+            sections::HEADLINES_INTRO
         );
-        let rows: Vec<Vec<String>> = cases.iter().map(|c| content::headline_cells(c)).collect();
-        table(&mut out, None, &HEADLINE_COLUMNS, &rows);
+        for (results, cases) in content::cases_by_run(grid) {
+            let _ = writeln!(
+                out,
+                "<h3>{} — {}</h3>\n<p class=\"env\">{}</p>",
+                escape(&results.scenario.name),
+                escape(&results.scenario.description),
+                escape(&content::workload_line(results))
+            );
+            let rows: Vec<Vec<String>> = cases.iter().map(|c| content::headline_cells(c)).collect();
+            table(out, None, &HEADLINE_COLUMNS, &rows);
+        }
     }
 
-    if let Some((deltas, name)) = &report.deltas {
+    fn changes(&self, out: &mut String, deltas: &Deltas, name: &str) {
         let _ = writeln!(
             out,
             "<h2 id=\"changes\">Changes against {}</h2>",
@@ -358,7 +378,7 @@ pub fn render(report: &Report<'_>) -> String {
         );
         let rows: Vec<Vec<String>> = deltas.changed().map(content::delta_cells).collect();
         if deltas.matched.is_empty() {
-            out.push_str("<p>No case of this run matches a case of the baseline file.</p>\n");
+            let _ = writeln!(out, "<p>{}</p>", sections::NO_MATCH);
         } else {
             let _ = writeln!(
                 out,
@@ -367,51 +387,76 @@ pub fn render(report: &Report<'_>) -> String {
                 escape(&content::delta_note(deltas))
             );
             if !rows.is_empty() {
-                table(&mut out, Some("changes"), &DELTA_COLUMNS, &rows);
+                table(out, Some("changes"), &DELTA_COLUMNS, &rows);
             }
         }
-        for (what, list) in [
-            ("Only in this run", &deltas.only_new),
-            ("Only in the baseline file", &deltas.only_old),
-        ] {
-            if !list.is_empty() {
-                let _ = writeln!(out, "<p>{what}: {}.</p>", escape(&list.join(", ")));
-            }
+        for line in sections::one_sided(deltas) {
+            let _ = writeln!(out, "<p>{}</p>", escape(&line));
         }
     }
 
-    for section in report.sections() {
-        let _ = writeln!(
-            out,
-            "<h2 id=\"{}\">{}</h2>",
-            crate::grid::slug(section.heading()),
-            escape(section.heading())
-        );
-        for placed in report.charts_in(section) {
-            let figure = format!(
-                "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>\n",
-                escape(&placed.chart.name),
-                inline_svg(&placed.chart.svg),
-                escape(&placed.chart.title)
+    fn charts(&self, out: &mut String, report: &Report<'_>) {
+        for section in report.sections() {
+            let _ = writeln!(
+                out,
+                "<h2 id=\"{}\">{}</h2>",
+                crate::grid::slug(section.heading()),
+                escape(section.heading())
             );
-            if section == Section::Timeline {
-                let _ = writeln!(
-                    out,
-                    "<details{}><summary>{}</summary>{figure}</details>",
-                    if placed.violated {
-                        " class=\"violated\""
-                    } else {
-                        ""
-                    },
+            for placed in report.charts_in(section) {
+                let figure = format!(
+                    "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>\n",
+                    escape(&placed.chart.name),
+                    inline_svg(&placed.chart.svg),
                     escape(&placed.chart.title)
                 );
-            } else {
-                out.push_str(&figure);
+                if section == Section::Timeline {
+                    let _ = writeln!(
+                        out,
+                        "<details{}><summary>{}</summary>{figure}</details>",
+                        if placed.violated {
+                            " class=\"violated\""
+                        } else {
+                            ""
+                        },
+                        escape(&placed.chart.title)
+                    );
+                } else {
+                    out.push_str(&figure);
+                }
             }
         }
     }
-    out.push_str("</body>\n</html>\n");
-    with_contents(out)
+}
+
+/// One verdict cell: coloured by its class, its note on hover, marked when it disagrees with theory.
+fn matrix_cell(out: &mut String, cell: &MatrixCell) {
+    let _ = write!(
+        out,
+        "<td class=\"{}{}\" title=\"{}\">{}",
+        cell.class,
+        if cell.predicted { " predicted" } else { "" },
+        escape(&cell.note),
+        escape(&cell.text)
+    );
+    if cell.against_theory {
+        out.push_str("<span class=\"mark\">≠</span>");
+    }
+    if !cell.detail.is_empty() {
+        let _ = write!(out, "<br><small>{}</small>", escape(&cell.detail));
+    }
+    out.push_str("</td>");
+}
+
+/// The many-locks cell of `strategy`: red when it lost locks.
+fn many_locks_cell(out: &mut String, cost: &[CostSeries], strategy: &str) {
+    let (text, lost) = scorecard::many_locks_cell(cost, strategy);
+    let class = match (lost, text.as_str()) {
+        (true, _) => "violated",
+        (false, "-") => "na",
+        _ => "safe",
+    };
+    let _ = write!(out, "<td class=\"{class}\">{}</td>", escape(&text));
 }
 
 /// `page` with a sticky table of contents after its title: one link per `<h2 id>`, in page order.

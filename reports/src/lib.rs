@@ -22,6 +22,7 @@
 //! | [`topics`] | the sections shown only with their data: Redlock and clocks, peers |
 //! | [`pairing`] | the section "Models against their libraries" (each model row against its libraries) |
 //! | [`content`], [`mod@format`] | the cells and figures both formats show; the RFC 3339 timestamp |
+//! | [`sections`] | the sections in report order, each format a [`sections::Layout`]; the headings, sentences and topics both show alike |
 //! | [`markdown`], [`html`] | the two layouts |
 //! | [`mod@write`] | writes a report to a directory |
 
@@ -41,6 +42,7 @@ pub mod rules;
 pub mod scale;
 pub mod schema;
 pub mod scorecard;
+pub mod sections;
 pub mod topics;
 pub mod write;
 

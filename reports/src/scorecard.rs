@@ -131,7 +131,52 @@ fn tied(list: &[(&str, f64)], higher: bool) -> Vec<(String, f64)> {
 pub fn of(grid: &Grid<'_>, cost: &[CostSeries]) -> Option<Scorecard> {
     let head = headline_row(grid)?;
     let under = head.label.clone();
-    // Fewest client requests per CS on each server kind, among the cases that held.
+    let fewest = fewest_requests(grid, head);
+    let mut rows = Vec::new();
+    let mut unexpected = Vec::new();
+    let mut tally = Tally::default();
+    let mut losers: Vec<String> = Vec::new();
+    for s in &grid.strategies {
+        let breaks = Breaks::of(grid, &s.id);
+        let (scale, lost) = many_locks_cell(cost, &s.id);
+        if lost {
+            losers.push(s.id.clone());
+        }
+        unexpected.push(!breaks.unexpected.is_empty());
+        let case = head.case(&s.id).filter(|c| ran(c));
+        let mut cells = strategy_cells(&s.id, case, &breaks, &fewest);
+        if !cost.is_empty() {
+            cells.push(scale);
+        }
+        rows.push(cells);
+        tally.add(&s.id, breaks);
+    }
+    let mut headlines = vec![
+        ("Fastest".to_owned(), fastest(grid, head, &under)),
+        (
+            "Fewest client requests per CS, within each server kind".to_owned(),
+            fewest_requests_line(grid, head, &fewest, &under),
+        ),
+        ("Breaking points".to_owned(), tally.line()),
+    ];
+    if !losers.is_empty() {
+        headlines.push(("Losses at scale".to_owned(), losses_line(&losers)));
+    }
+    let mut columns = COLUMNS.to_vec();
+    if !cost.is_empty() {
+        columns.push(MANY_LOCKS);
+    }
+    Some(Scorecard {
+        under,
+        columns,
+        rows,
+        unexpected,
+        headlines,
+    })
+}
+
+/// Fewest client requests per CS on each server kind, among the cases of `head` that held.
+fn fewest_requests(grid: &Grid<'_>, head: &Row<'_>) -> Vec<(String, f64)> {
     let mut fewest: Vec<(String, f64)> = Vec::new();
     for s in &grid.strategies {
         let Some(c) = head.case(&s.id).filter(|c| ran(c)) else {
@@ -144,89 +189,152 @@ pub fn of(grid: &Grid<'_>, cost: &[CostSeries]) -> Option<Scorecard> {
             }
         }
     }
-    let mut rows = Vec::new();
-    let mut losers: Vec<String> = Vec::new();
-    let mut unexpected_rows = Vec::new();
-    let (mut predicted_cells, mut unexpected_cells, mut all_cells, mut broken_cells) =
-        (Vec::new(), Vec::new(), 0, 0);
-    for s in &grid.strategies {
-        let case = head.case(&s.id).filter(|c| ran(c));
-        let (mut expected, mut surprise) = (Vec::new(), Vec::new());
-        let mut harmed: Vec<&str> = Vec::new();
-        let mut fencing = false;
+    fewest
+}
+
+/// Where one strategy broke, over every row of the grid.
+#[derive(Debug, Default)]
+struct Breaks {
+    /// Cases that ran.
+    ran: usize,
+    /// Labels of the rows where it broke as theory predicted.
+    predicted: Vec<String>,
+    /// Labels of the rows where it broke and theory did not predict it.
+    unexpected: Vec<String>,
+    /// Rows where it harmed the data.
+    harmed: usize,
+    /// Whether fencing was enforced in any case.
+    fencing: bool,
+}
+
+impl Breaks {
+    fn of(grid: &Grid<'_>, strategy: &str) -> Self {
+        let mut breaks = Breaks::default();
         for row in &grid.rows {
-            let Some(c) = row.case(&s.id).filter(|c| ran(c)) else {
+            let Some(c) = row.case(strategy).filter(|c| ran(c)) else {
                 continue;
             };
-            all_cells += 1;
-            fencing |= c.safety.fencing.enforced;
+            breaks.ran += 1;
+            breaks.fencing |= c.safety.fencing.enforced;
             if violated_of(c).0 == 0 {
                 continue;
             }
-            broken_cells += 1;
             if predicted(row, c) {
-                expected.push(row.label.clone());
-                predicted_cells.push(format!("{} × {}", row.label, s.id));
+                breaks.predicted.push(row.label.clone());
             } else {
-                surprise.push(row.label.clone());
-                unexpected_cells.push(format!("{} × {}", row.label, s.id));
+                breaks.unexpected.push(row.label.clone());
             }
             if c.safety.data_state() == Some(DataState::Harmed) {
-                harmed.push(row.label.as_str());
+                breaks.harmed += 1;
             }
         }
-        let dash = || "-".to_owned();
-        let requests = case
-            .and_then(requests_per_cs)
-            .map_or_else(dash, |(kind, per)| {
-                let best = fewest
-                    .iter()
-                    .find(|(k, _)| *k == kind)
-                    .map_or(per, |(_, b)| *b);
-                if best > 0.0 && (per - best) / best * 100.0 >= TIE_PCT {
-                    format!("{per:.1} ({kind}: {:.1}× the fewest)", per / best)
-                } else {
-                    format!("{per:.1} ({kind}: fewest)")
-                }
-            });
-        let list = |v: &[String]| {
-            if v.is_empty() {
-                "none".to_owned()
-            } else {
-                v.join(", ")
-            }
-        };
-        let data = if harmed.is_empty() {
-            "intact".to_owned()
-        } else {
-            format!(
-                "harmed in {} scenario{}",
-                harmed.len(),
-                if harmed.len() == 1 { "" } else { "s" }
-            )
-        };
-        let (scale, lost) = many_locks_cell(cost, &s.id);
-        if lost {
-            losers.push(s.id.clone());
-        }
-        unexpected_rows.push(!surprise.is_empty());
-        let mut cells = vec![
-            s.id.clone(),
-            case.map_or_else(dash, rate_cell),
-            case.map_or_else(dash, |c| ms(c.latency.acquire.p99_ms)),
-            requests,
-            list(&expected),
-            list(&surprise),
-            if fencing { "yes" } else { "no" }.to_owned(),
-            data,
-        ];
-        if !cost.is_empty() {
-            cells.push(scale);
-        }
-        rows.push(cells);
+        breaks
     }
-    let mut headlines = Vec::new();
-    // Fastest: distributed strategies that held under the headline row; every one within the rule.
+}
+
+/// The scorecard's cells of `strategy` ([`COLUMNS`]), `case` being its case in the headline row.
+fn strategy_cells(
+    strategy: &str,
+    case: Option<&CaseResult>,
+    breaks: &Breaks,
+    fewest: &[(String, f64)],
+) -> Vec<String> {
+    let dash = || "-".to_owned();
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "none".to_owned()
+        } else {
+            v.join(", ")
+        }
+    };
+    let data = if breaks.harmed == 0 {
+        "intact".to_owned()
+    } else {
+        format!(
+            "harmed in {} scenario{}",
+            breaks.harmed,
+            if breaks.harmed == 1 { "" } else { "s" }
+        )
+    };
+    vec![
+        strategy.to_owned(),
+        case.map_or_else(dash, rate_cell),
+        case.map_or_else(dash, |c| ms(c.latency.acquire.p99_ms)),
+        case.and_then(requests_per_cs)
+            .map_or_else(dash, |(kind, per)| requests_cell(&kind, per, fewest)),
+        list(&breaks.predicted),
+        list(&breaks.unexpected),
+        if breaks.fencing { "yes" } else { "no" }.to_owned(),
+        data,
+    ]
+}
+
+/// `3.0 (redis: fewest)` or `4.5 (redis: 1.5× the fewest)`.
+fn requests_cell(kind: &str, per: f64, fewest: &[(String, f64)]) -> String {
+    let best = fewest
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(per, |(_, b)| *b);
+    if best > 0.0 && (per - best) / best * 100.0 >= TIE_PCT {
+        format!("{per:.1} ({kind}: {:.1}× the fewest)", per / best)
+    } else {
+        format!("{per:.1} ({kind}: fewest)")
+    }
+}
+
+/// The strategy × scenario cells over the whole matrix: how many ran, and which broke.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Cells that ran.
+    ran: usize,
+    /// Cells that broke as theory predicted: `row × strategy`.
+    predicted: Vec<String>,
+    /// Cells that broke and theory did not predict it.
+    unexpected: Vec<String>,
+}
+
+impl Tally {
+    fn add(&mut self, strategy: &str, breaks: Breaks) {
+        self.ran += breaks.ran;
+        let cell = |row: String| format!("{row} × {strategy}");
+        self.predicted
+            .extend(breaks.predicted.into_iter().map(cell));
+        self.unexpected
+            .extend(breaks.unexpected.into_iter().map(cell));
+    }
+
+    /// The "Breaking points" headline; a few cells are named, more are left to the matrix.
+    fn line(&self) -> String {
+        let cite = |cells: &[String]| {
+            if cells.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", cells.join(", "))
+            }
+        };
+        format!(
+            "{} of {} strategy × scenario cells violated in at least one trial: {} predicted by theory{}, {} unexpected{}. Cells: the verdict matrix.",
+            self.predicted.len() + self.unexpected.len(),
+            self.ran,
+            self.predicted.len(),
+            if self.predicted.len() <= 4 {
+                cite(&self.predicted)
+            } else {
+                String::new()
+            },
+            self.unexpected.len(),
+            if self.unexpected.len() <= 4 {
+                cite(&self.unexpected)
+            } else {
+                " (marked in the matrix)".to_owned()
+            }
+        )
+    }
+}
+
+/// The "Fastest" headline: distributed strategies that held under the headline row; every one
+/// within the tie rule.
+fn fastest(grid: &Grid<'_>, head: &Row<'_>, under: &str) -> String {
     let held: Vec<(&str, f64)> = grid
         .strategies
         .iter()
@@ -235,8 +343,7 @@ pub fn of(grid: &Grid<'_>, cost: &[CostSeries]) -> Option<Scorecard> {
         .filter(|c| c.safety.verdict == Verdict::Safe)
         .map(|c| (c.strategy.as_str(), c.throughput.completed_per_s))
         .collect();
-    let fastest = tied(&held, true);
-    let fastest_text = match fastest.as_slice() {
+    match tied(&held, true).as_slice() {
         [] => format!("no distributed strategy held under {under}."),
         [(id, v)] => format!(
             "under {under}, {id}: {} CS/s; the next is more than {TIE_PCT:.0} % slower. Cells: {under} × {id} and the other CS/s cells of the scorecard.",
@@ -254,11 +361,18 @@ pub fn of(grid: &Grid<'_>, cost: &[CostSeries]) -> Option<Scorecard> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-    };
-    headlines.push(("Fastest".to_owned(), fastest_text));
-    // Server work: per server kind, never across kinds.
+    }
+}
+
+/// The server-work headline: the fewest client requests per CS per server kind, never across kinds.
+fn fewest_requests_line(
+    grid: &Grid<'_>,
+    head: &Row<'_>,
+    fewest: &[(String, f64)],
+    under: &str,
+) -> String {
     let mut per_kind = Vec::new();
-    for (kind, _) in &fewest {
+    for (kind, _) in fewest {
         let list: Vec<(&str, f64)> = grid
             .strategies
             .iter()
@@ -278,63 +392,23 @@ pub fn of(grid: &Grid<'_>, cost: &[CostSeries]) -> Option<Scorecard> {
             if names.len() > 1 { " (tie)" } else { "" }
         ));
     }
-    headlines.push((
-        "Fewest client requests per CS, within each server kind".to_owned(),
-        if per_kind.is_empty() {
-            "no server counted its requests.".to_owned()
-        } else {
-            format!(
-                "{}. Not comparable across kinds (a Redis command, an etcd gRPC message and a ZooKeeper packet are different work). Cells: the scorecard's requests column, {under}.",
-                per_kind.join("; ")
-            )
-        },
-    ));
-    let cite = |cells: &[String]| {
-        if cells.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", cells.join(", "))
-        }
-    };
-    headlines.push((
-        "Breaking points".to_owned(),
+    if per_kind.is_empty() {
+        "no server counted its requests.".to_owned()
+    } else {
         format!(
-            "{broken_cells} of {all_cells} strategy × scenario cells violated in at least one trial: {} predicted by theory{}, {} unexpected{}. Cells: the verdict matrix.",
-            predicted_cells.len(),
-            if predicted_cells.len() <= 4 {
-                cite(&predicted_cells)
-            } else {
-                String::new()
-            },
-            unexpected_cells.len(),
-            if unexpected_cells.len() <= 4 {
-                cite(&unexpected_cells)
-            } else {
-                " (marked in the matrix)".to_owned()
-            }
-        ),
-    ));
-    if !losers.is_empty() {
-        headlines.push((
-            "Losses at scale".to_owned(),
-            format!(
-                "holding many locks, {} lost leases or failed renewals: a lock that drops leases under load is not safe there. Cells: many locks × {}.",
-                losers.join(", "),
-                losers.join(", ")
-            ),
-        ));
+            "{}. Not comparable across kinds (a Redis command, an etcd gRPC message and a ZooKeeper packet are different work). Cells: the scorecard's requests column, {under}.",
+            per_kind.join("; ")
+        )
     }
-    let mut columns = COLUMNS.to_vec();
-    if !cost.is_empty() {
-        columns.push(MANY_LOCKS);
-    }
-    Some(Scorecard {
-        under,
-        columns,
-        rows,
-        unexpected: unexpected_rows,
-        headlines,
-    })
+}
+
+/// The headline on the strategies that lost leases or failed renewals holding many locks.
+fn losses_line(losers: &[String]) -> String {
+    format!(
+        "holding many locks, {} lost leases or failed renewals: a lock that drops leases under load is not safe there. Cells: many locks × {}.",
+        losers.join(", "),
+        losers.join(", ")
+    )
 }
 
 #[cfg(test)]

@@ -2,7 +2,11 @@
 //! client; the parts where two clients believed they held the key at once in red; fault windows shaded
 //! behind; the end of the warm-up marked.
 
+use std::ops::Range;
+
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::SegmentedCoord;
+use plotters::coord::types::{RangedCoordf64, RangedCoordi32};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -111,6 +115,26 @@ fn overlaps(intervals: &[HeldInterval]) -> Vec<(u32, f64, f64)> {
     out
 }
 
+/// The plot's coordinates: ms across, one segment per lane (and the fault labels' slot) up.
+type LaneChart<'a, DB> =
+    ChartContext<'a, DB, Cartesian2d<RangedCoordf64, SegmentedCoord<RangedCoordi32>>>;
+
+// Fixed colours (not the strategy's): the legend must mean the same in every timeline.
+/// A hold that ended in a release.
+const HELD: RGBColor = RGBColor(0x4e, 0x79, 0xa7);
+/// A hold that ended with `lost()`.
+const LOST: RGBColor = RGBColor(0xf2, 0x8e, 0x2b);
+/// A fault window or moment.
+const FAULT: RGBColor = RGBColor(0xff, 0xd5, 0x4f);
+
+/// The part of the timeline in view: ms across, and the lanes' full height.
+struct View {
+    x0: f64,
+    x1: f64,
+    bottom: SegmentValue<i32>,
+    top: SegmentValue<i32>,
+}
+
 impl Plot for TimelineChart {
     fn size(&self) -> (u32, u32) {
         (960, 200 + 30 * self.lanes().len().max(1) as u32)
@@ -118,26 +142,47 @@ impl Plot for TimelineChart {
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let lanes = self.lanes();
-        let n = lanes.len().max(1) as i32;
         let (x0, x1) = self.span();
         // A free slot on top for the fault labels when a fault shows.
         let shown = self
             .faults
             .iter()
             .any(|f| f.start_ms <= x1 && f.stop_ms.is_none_or(|stop| stop >= x0));
-        let range = super::slots(n + i32::from(shown));
-        let slot = |client: u32| {
-            let k = lanes.iter().position(|c| *c == client).unwrap_or(0) as i32;
-            n - 1 - k
-        };
+        let range = super::slots(lanes.len().max(1) as i32 + i32::from(shown));
         let (body, legend) = area.split_vertically(area.dim_in_pixel().1 - 40);
-        let mut chart = ChartBuilder::on(&body)
+        let mut chart = self.axes(&body, &lanes, x0..x1, range.clone())?;
+        let view = View {
+            x0,
+            x1,
+            bottom: SegmentValue::Exact(0),
+            top: SegmentValue::Exact(range.end + 1),
+        };
+        for fault in &self.faults {
+            draw_fault(&mut chart, fault, &view)?;
+        }
+        self.draw_warmup(&mut chart, &view)?;
+        self.draw_holds(&mut chart, &lanes, &view)?;
+        draw_key(&legend)
+    }
+}
+
+impl TimelineChart {
+    /// The title, the ms axis and one named lane per client.
+    fn axes<'a, DB: DrawingBackend>(
+        &self,
+        body: &'a DrawingArea<DB, Shift>,
+        lanes: &[u32],
+        x: Range<f64>,
+        slots: Range<i32>,
+    ) -> Result<LaneChart<'a, DB>, String> {
+        let x0 = x.start;
+        let mut chart = ChartBuilder::on(body)
             .caption(&self.title, text(TITLE_SIZE - 4))
             .margin(12)
             .margin_right(24)
             .x_label_area_size(52)
             .y_label_area_size(96)
-            .build_cartesian_2d(x0..x1, range.clone().into_segmented())
+            .build_cartesian_2d(x, slots.into_segmented())
             .map_err(err)?;
         chart
             .configure_mesh()
@@ -151,124 +196,159 @@ impl Plot for TimelineChart {
             .draw()
             .map_err(err)?;
         let names: Vec<String> = lanes.iter().map(|c| format!("client {c}")).collect();
-        super::category_labels(&body, &names, |slot| {
+        super::category_labels(body, &names, |slot| {
             chart.backend_coord(&(x0, SegmentValue::CenterOf(slot)))
         })?;
-        let (bottom, top) = (SegmentValue::Exact(0), SegmentValue::Exact(range.end + 1));
-        let fault_color = RGBColor(0xff, 0xd5, 0x4f);
-        for fault in &self.faults {
-            let start = fault.start_ms.max(x0);
-            if fault.start_ms > x1 || fault.stop_ms.is_some_and(|stop| stop < x0) {
-                continue;
-            }
-            match fault.stop_ms {
-                // A window: shaded.
-                Some(stop) => chart
-                    .draw_series(std::iter::once(Rectangle::new(
-                        [(start, bottom.clone()), (stop.min(x1), top.clone())],
-                        fault_color.mix(0.35).filled(),
-                    )))
-                    .map_err(err)?,
-                // A moment (a kill, a dropped connection): a line.
-                None => chart
-                    .draw_series(std::iter::once(PathElement::new(
-                        vec![(start, bottom.clone()), (start, top.clone())],
-                        fault_color.stroke_width(4),
-                    )))
-                    .map_err(err)?,
-            };
-            // A fault in the right half of the view is labelled leftwards from its start, so the
-            // note is not cut off at the chart's right edge.
-            let leftwards = start > x0 + (x1 - x0) / 2.0;
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    fault.label.clone(),
-                    (start, top.clone()),
-                    text(NOTE_SIZE).pos(Pos::new(
-                        if leftwards { HPos::Right } else { HPos::Left },
-                        VPos::Top,
-                    )),
-                )))
-                .map_err(err)?;
+        Ok(chart)
+    }
+
+    /// The end of the warm-up, when it is in view: a muted line, marked "measured →".
+    fn draw_warmup<DB: DrawingBackend>(
+        &self,
+        chart: &mut LaneChart<'_, DB>,
+        view: &View,
+    ) -> Result<(), String> {
+        if self.warmup_ms <= view.x0 || self.warmup_ms >= view.x1 {
+            return Ok(());
         }
-        if self.warmup_ms > x0 && self.warmup_ms < x1 {
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![
-                        (self.warmup_ms, bottom.clone()),
-                        (self.warmup_ms, top.clone()),
-                    ],
-                    MUTED.stroke_width(1),
-                )))
-                .map_err(err)?;
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    " measured →",
-                    (self.warmup_ms, bottom.clone()),
-                    text(NOTE_SIZE)
-                        .color(&MUTED)
-                        .pos(Pos::new(HPos::Left, VPos::Bottom)),
-                )))
-                .map_err(err)?;
-        }
-        // Fixed colours (not the strategy's): the legend must mean the same in every timeline.
-        let held = RGBColor(0x4e, 0x79, 0xa7);
-        let lost = RGBColor(0xf2, 0x8e, 0x2b);
-        let min_width = (x1 - x0) * 0.002;
-        for i in &self.sample.intervals {
-            let s = slot(i.client);
-            let color = match i.ended_by.as_str() {
-                "lost" => lost,
-                "stopped" => MUTED,
-                _ => held,
-            };
-            let mut rect = Rectangle::new(
-                [
-                    (i.start_ms, SegmentValue::Exact(s)),
-                    (
-                        i.end_ms.max(i.start_ms + min_width),
-                        SegmentValue::Exact(s + 1),
-                    ),
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![
+                    (self.warmup_ms, view.bottom.clone()),
+                    (self.warmup_ms, view.top.clone()),
                 ],
-                color.filled(),
-            );
-            rect.set_margin(7, 7, 0, 0);
+                MUTED.stroke_width(1),
+            )))
+            .map_err(err)?;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                " measured →",
+                (self.warmup_ms, view.bottom.clone()),
+                text(NOTE_SIZE)
+                    .color(&MUTED)
+                    .pos(Pos::new(HPos::Left, VPos::Bottom)),
+            )))
+            .map_err(err)?;
+        Ok(())
+    }
+
+    /// Each hold as a bar in its client's lane, coloured by how it ended; over them, in red, the
+    /// parts where two clients held at once.
+    fn draw_holds<DB: DrawingBackend>(
+        &self,
+        chart: &mut LaneChart<'_, DB>,
+        lanes: &[u32],
+        view: &View,
+    ) -> Result<(), String> {
+        let n = lanes.len().max(1) as i32;
+        let slot = |client: u32| {
+            let k = lanes.iter().position(|c| *c == client).unwrap_or(0) as i32;
+            n - 1 - k
+        };
+        let min_width = (view.x1 - view.x0) * 0.002;
+        for i in &self.sample.intervals {
+            let color = match i.ended_by.as_str() {
+                "lost" => LOST,
+                "stopped" => MUTED,
+                _ => HELD,
+            };
+            let end = i.end_ms.max(i.start_ms + min_width);
+            let rect = bar(slot(i.client), i.start_ms, end, color, 7);
             chart.draw_series(std::iter::once(rect)).map_err(err)?;
         }
         for (client, s, e) in overlaps(&self.sample.intervals) {
-            let lane = slot(client);
-            let mut rect = Rectangle::new(
-                [
-                    (s, SegmentValue::Exact(lane)),
-                    (e.max(s + min_width), SegmentValue::Exact(lane + 1)),
-                ],
-                VIOLATED.filled(),
-            );
-            rect.set_margin(3, 3, 0, 0);
+            let rect = bar(slot(client), s, e.max(s + min_width), VIOLATED, 3);
             chart.draw_series(std::iter::once(rect)).map_err(err)?;
-        }
-        let mut x = 24;
-        for (color, label) in [
-            (held, "held, then released"),
-            (lost, "held until lost()"),
-            (MUTED, "held at case end"),
-            (VIOLATED, "two holders at once"),
-            (fault_color, "fault"),
-        ] {
-            legend
-                .draw(&Rectangle::new([(x, 10), (x + 18, 26)], color.filled()))
-                .map_err(err)?;
-            legend
-                .draw(&Text::new(
-                    label,
-                    (x + 24, 18),
-                    text(NOTE_SIZE).pos(Pos::new(HPos::Left, VPos::Center)),
-                ))
-                .map_err(err)?;
-            x += 34 + super::text_width(label, NOTE_SIZE);
         }
         Ok(())
     }
+}
+
+/// A bar in `lane` from `start` to `end` ms, `inset` pixels in from the lane's top and bottom.
+fn bar(
+    lane: i32,
+    start: f64,
+    end: f64,
+    color: RGBColor,
+    inset: u32,
+) -> Rectangle<(f64, SegmentValue<i32>)> {
+    let mut rect = Rectangle::new(
+        [
+            (start, SegmentValue::Exact(lane)),
+            (end, SegmentValue::Exact(lane + 1)),
+        ],
+        color.filled(),
+    );
+    rect.set_margin(inset, inset, 0, 0);
+    rect
+}
+
+/// A fault in view: a window shaded, a moment (a kill, a dropped connection) as a line; labelled
+/// at the top.
+fn draw_fault<DB: DrawingBackend>(
+    chart: &mut LaneChart<'_, DB>,
+    fault: &Shade,
+    view: &View,
+) -> Result<(), String> {
+    let (x0, x1) = (view.x0, view.x1);
+    if fault.start_ms > x1 || fault.stop_ms.is_some_and(|stop| stop < x0) {
+        return Ok(());
+    }
+    let start = fault.start_ms.max(x0);
+    let (bottom, top) = (view.bottom.clone(), view.top.clone());
+    match fault.stop_ms {
+        Some(stop) => chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(start, bottom), (stop.min(x1), top.clone())],
+                FAULT.mix(0.35).filled(),
+            )))
+            .map_err(err)?,
+        None => chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(start, bottom), (start, top.clone())],
+                FAULT.stroke_width(4),
+            )))
+            .map_err(err)?,
+    };
+    // A fault in the right half of the view is labelled leftwards from its start, so the note is
+    // not cut off at the chart's right edge.
+    let leftwards = start > x0 + (x1 - x0) / 2.0;
+    chart
+        .draw_series(std::iter::once(Text::new(
+            fault.label.clone(),
+            (start, top),
+            text(NOTE_SIZE).pos(Pos::new(
+                if leftwards { HPos::Right } else { HPos::Left },
+                VPos::Top,
+            )),
+        )))
+        .map_err(err)?;
+    Ok(())
+}
+
+/// The key under the plot: what each colour means.
+fn draw_key<DB: DrawingBackend>(legend: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    let mut x = 24;
+    for (color, label) in [
+        (HELD, "held, then released"),
+        (LOST, "held until lost()"),
+        (MUTED, "held at case end"),
+        (VIOLATED, "two holders at once"),
+        (FAULT, "fault"),
+    ] {
+        legend
+            .draw(&Rectangle::new([(x, 10), (x + 18, 26)], color.filled()))
+            .map_err(err)?;
+        legend
+            .draw(&Text::new(
+                label,
+                (x + 24, 18),
+                text(NOTE_SIZE).pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(err)?;
+        x += 34 + super::text_width(label, NOTE_SIZE);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
