@@ -10,6 +10,7 @@ use std::fs;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use lockbench_reports::charts::availability::AvailabilityChart;
 use lockbench_reports::charts::cost::CostChart;
 use lockbench_reports::charts::latency::LatencyChart;
 use lockbench_reports::charts::margin::MarginChart;
@@ -136,6 +137,12 @@ fn every_file_is_written_with_its_labels() {
                 "two holders at once",
             ],
             Section::Cost => vec!["held locks"],
+            Section::Availability => vec![
+                "Acquire latency over time",
+                "time from the fault",
+                "longest wait of a granted acquire",
+                "no grant for",
+            ],
         };
         for label in expected {
             assert!(svg.contains(label), "{name}.svg lacks the label {label:?}");
@@ -165,6 +172,7 @@ fn every_file_is_written_with_its_labels() {
 fn section_of(name: &str) -> Section {
     match name.split('-').next().unwrap() {
         "throughput" => Section::Throughput,
+        "availability" => Section::Availability,
         "latency" => Section::Latency,
         "margin" => Section::Margin,
         "timeline" => Section::Timeline,
@@ -333,7 +341,7 @@ fn scale_data_adds_cost_charts() {
 /// every row and the cost lines, whose series come in another order and add a strategy.
 #[test]
 fn each_strategy_keeps_its_colour_in_every_chart() {
-    let c = fixture();
+    let c = with_a_fault_row();
     let grid = Grid::new(&c);
     let series = |strategy: &str| CostSeries {
         strategy: strategy.into(),
@@ -379,6 +387,14 @@ fn each_strategy_keeps_its_colour_in_every_chart() {
                     .map(|r| (r.strategy, r.style, "margin")),
             );
         }
+        if let Some(chart) = AvailabilityChart::of_row(&grid, row, &palette) {
+            seen.extend(
+                chart
+                    .series
+                    .into_iter()
+                    .map(|s| (s.strategy, s.style, "availability")),
+            );
+        }
     }
     for chart in CostChart::of_scale(&cost, &palette) {
         seen.extend(
@@ -388,7 +404,7 @@ fn each_strategy_keeps_its_colour_in_every_chart() {
                 .map(|l| (l.strategy, l.style, "cost")),
         );
     }
-    for kind in ["throughput", "latency", "margin", "cost"] {
+    for kind in ["throughput", "latency", "margin", "cost", "availability"] {
         assert!(seen.iter().any(|(_, _, k)| *k == kind), "no {kind} chart");
     }
     for (id, style, kind) in &seen {
@@ -469,6 +485,82 @@ fn a_single_run_file_renders_too() {
 
 /// The fixture with a server restart (redis-watchdog: 2 of 3 trials violated, 4 token regressions)
 /// and redis-keyspace-naive posing as a peer of redis-watchdog.
+/// The fixture with a fault row: its baseline again as `process-pause`, each case with a pause at
+/// 500 ms for 1 s and grants over time that stop during it.
+fn with_a_fault_row() -> Comparison {
+    use lockbench_reports::model::{Availability, FaultWindow, Gap};
+    let mut c = fixture();
+    let mut fault = c.runs[0].clone();
+    fault.results.scenario.name = "process-pause".into();
+    for (i, case) in fault.results.cases.iter_mut().enumerate() {
+        let start_ms = 500.0 + 50.0 * i as f64;
+        case.faults = vec![FaultWindow {
+            kind: "pause_worker".into(),
+            target: "client 0".into(),
+            parameters: Default::default(),
+            start_ms,
+            stop_ms: Some(start_ms + 1000.0),
+            recovery_ms: Some(1000.0),
+            loss_noticed_ms: None,
+            note: None,
+            applied: Some(true),
+            evidence: None,
+        }];
+        let waits: Vec<Option<f64>> = (0..30)
+            .map(|bin| {
+                let at = bin as f64 * 100.0;
+                (at < start_ms || at > start_ms + 1000.0).then_some(2.0 + bin as f64)
+            })
+            .collect();
+        case.availability = Some(Availability {
+            bin_ms: 100.0,
+            grants: waits.iter().map(|w| u32::from(w.is_some())).collect(),
+            max_wait_ms: waits,
+            longest_gap: Some(Gap {
+                from_ms: start_ms,
+                to_ms: start_ms + 1000.0,
+            }),
+        });
+    }
+    c.runs.push(fault);
+    c
+}
+
+#[test]
+fn a_fault_row_charts_latency_over_time_instead_of_throughput() {
+    let c = with_a_fault_row();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("reports-render-fault-row");
+    let _ = fs::remove_dir_all(&dir);
+    let written = write_report(&dir, input(&c)).unwrap();
+    assert!(
+        written
+            .charts
+            .iter()
+            .any(|n| n == "availability-process-pause"),
+        "{:?}",
+        written.charts
+    );
+    assert!(
+        !written
+            .charts
+            .iter()
+            .any(|n| n == "throughput-process-pause")
+    );
+    assert!(written.charts.iter().any(|n| n == "throughput-baseline"));
+    let svg = fs::read_to_string(dir.join("charts/availability-process-pause.svg")).unwrap();
+    for needle in [
+        "time from the fault",
+        "redis-watchdog: no grant for 1.00 s (+0.00 to +1.00 s)",
+    ] {
+        assert!(svg.contains(needle), "{needle}");
+    }
+    let md = fs::read_to_string(&written.markdown).unwrap();
+    assert!(
+        md.contains("### Acquire latency over time under faults"),
+        "{md}"
+    );
+}
+
 fn with_restart_and_peer() -> Comparison {
     use lockbench_reports::model::{Trials, Verdict};
     let mut c = fixture();

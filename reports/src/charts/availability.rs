@@ -16,6 +16,8 @@ use crate::model::{Availability, CaseResult};
 /// One strategy's series.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WaitSeries {
+    /// Strategy id.
+    pub strategy: String,
     /// Legend text: the strategy and its longest stretch without a grant.
     pub label: String,
     /// The strategy's look in this report.
@@ -122,6 +124,7 @@ impl AvailabilityChart {
         let series = cases
             .iter()
             .map(|(id, case, a)| WaitSeries {
+                strategy: (*id).to_owned(),
                 label: match unavailability(a, origin_ms(case)) {
                     Some(gap) => format!("{id}: {gap}"),
                     None => (*id).to_owned(),
