@@ -111,6 +111,9 @@ pub struct Facts {
     /// (the same calls on the same schedule, no `lockers` code between), which its client-CPU target
     /// is a ratio to.
     pub yardstick: bool,
+    /// The warm-up a case gives it at least (its runtime compiles as it goes: the JVM rows), with the
+    /// workload's faults moved by the same amount so they strike the same moment of the measured window.
+    pub min_warmup: Duration,
 }
 
 /// Renewal calls not told apart; a held count that means something.
@@ -119,6 +122,7 @@ const PLAIN: Facts = Facts {
     renewals_per_period: 1.0,
     in_many_locks: true,
     yardstick: false,
+    min_warmup: Duration::ZERO,
 };
 
 /// One server call per lock renewal.
@@ -208,7 +212,10 @@ impl Strategy {
             description: spec.description,
             server,
             in_all: false,
-            facts: PLAIN,
+            facts: Facts {
+                min_warmup: spec.warm_up(),
+                ..PLAIN
+            },
             counterpart: Some(spec.counterpart),
             client: Client::Peer(spec),
         })

@@ -104,6 +104,20 @@ pub(crate) async fn run_case(
     lease: LeaseSpec,
     index: usize,
 ) -> CaseRun {
+    // A runtime that compiles as it goes (the JVM rows) gets a longer warm-up; its faults move with it.
+    let warmed;
+    let warmed_ctx;
+    let ctx = match ctx.workload.with_warmup_at_least(strategy.facts.min_warmup) {
+        Some(workload) => {
+            warmed = workload;
+            warmed_ctx = CaseContext {
+                workload: &warmed,
+                ..ctx.clone()
+            };
+            &warmed_ctx
+        }
+        None => ctx,
+    };
     let mut run = CaseRun {
         strategy: strategy.id,
         lease,

@@ -26,7 +26,7 @@ pub(crate) const STOP_GRACE: Duration = Duration::from_secs(30);
 pub(crate) const MEASURING_FILE_ENV: &str = "LOCKBENCH_MEASURING_FILE";
 
 /// What every case of a run shares.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct CaseContext<'a> {
     /// The workload.
     pub workload: &'a Workload,

@@ -255,6 +255,18 @@ seed = 1
 const MAX_CLIENTS: u32 = 10_000;
 
 impl Workload {
+    /// This workload with at least `min` of warm-up, its faults moved by the added time so each
+    /// strikes the same moment of the measured window; `None` when it already has that much.
+    pub(crate) fn with_warmup_at_least(&self, min: Duration) -> Option<Workload> {
+        let extra = min.checked_sub(self.warmup).filter(|d| !d.is_zero())?;
+        let mut longer = self.clone();
+        longer.warmup = min;
+        for fault in &mut longer.faults {
+            fault.at += extra;
+        }
+        Some(longer)
+    }
+
     /// Checks a scenario (already overlaid on [`DEFAULTS`] and by the command line). The error names
     /// the field.
     pub(crate) fn resolve(name: &str, source: &str, file: ScenarioFile) -> Result<Self, String> {
@@ -485,6 +497,22 @@ mod tests {
 
     fn resolve(toml: &str) -> Result<Workload, String> {
         Workload::resolve("t", "test", ScenarioFile::from_toml(toml)?)
+    }
+
+    #[test]
+    fn a_longer_warm_up_moves_the_faults_with_it() {
+        let file = crate::scenarios::load("process-pause")
+            .expect("preset")
+            .file;
+        let w = Workload::resolve("p", "preset", file).expect("valid");
+        let at = w.faults[0].at;
+        assert_eq!(w.with_warmup_at_least(w.warmup), None);
+        let longer = w
+            .with_warmup_at_least(w.warmup + Duration::from_secs(4))
+            .expect("longer");
+        assert_eq!(longer.warmup, w.warmup + Duration::from_secs(4));
+        assert_eq!(longer.faults[0].at, at + Duration::from_secs(4));
+        assert_eq!(longer.duration, w.duration);
     }
 
     #[test]

@@ -69,6 +69,11 @@ pub struct PeerSpec {
     settings: fn(Renewal) -> Vec<(String, String)>,
 }
 
+/// How long a JIT-compiled adapter (the JVM's) runs its lock calls before its figures mean something:
+/// with 300 ms of warm-up the Redisson and Curator rows completed 3–10 critical sections per second,
+/// with 4 s 59–232 (adapters/README.md, "Warm-up").
+pub const JIT_WARM_UP: Duration = Duration::from_secs(4);
+
 /// No settings.
 fn no_settings(_: Renewal) -> Vec<(String, String)> {
     Vec::new()
@@ -322,6 +327,15 @@ pub fn adapters_dir() -> PathBuf {
 }
 
 impl PeerSpec {
+    /// The warm-up its runtime needs before a case measures it: [`JIT_WARM_UP`] for the JVM rows,
+    /// nothing for the others.
+    pub fn warm_up(&self) -> Duration {
+        match self.runtime {
+            Runtime::Jvm => JIT_WARM_UP,
+            _ => Duration::ZERO,
+        }
+    }
+
     /// A client config for this adapter from [`adapters_dir`], talking to `servers`, with
     /// `renewal.ttl` as its watchdog TTL and the settings it implies (for ZooKeeper peers the session
     /// timeout asked for, since the session is their lease; for Redisson its watchdog and timeouts).
