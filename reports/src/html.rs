@@ -275,12 +275,17 @@ impl Layout for Html {
                 escape(&f.conclusion),
                 escape(&f.rule)
             );
+            // The conclusion names the strategies; the figures behind it are a click away.
             if !f.evidence.is_empty() {
-                out.push_str("<ul>");
+                let _ = write!(
+                    out,
+                    "<details><summary>the figures it rests on ({})</summary><ul>",
+                    f.evidence.len()
+                );
                 for line in &f.evidence {
                     let _ = write!(out, "<li>{}</li>", escape(line));
                 }
-                out.push_str("</ul>");
+                out.push_str("</ul></details>");
             }
             out.push_str("</li>\n");
         }

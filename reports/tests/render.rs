@@ -224,6 +224,14 @@ fn the_html_is_one_self_contained_file() {
     let html = fs::read_to_string(&written.html).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("<table id=\"verdicts\" class=\"matrix\">"));
+    // "Which strategy when" names the strategies in each conclusion; the figures are collapsed.
+    let which = &html[html.find("id=\"which\"").unwrap()..];
+    let which = &which[..which.find("</ol>").unwrap()];
+    let collapsed = which
+        .matches("<details><summary>the figures it rests on (")
+        .count();
+    assert!(collapsed > 0, "{which}");
+    assert_eq!(which.matches("<ul>").count(), collapsed, "{which}");
     for anchor in ["fastest", "cost", "breaking"] {
         assert!(
             html.contains(&format!("href=\"#{anchor}\"")),
