@@ -501,10 +501,11 @@ mod tests {
 
     #[test]
     fn a_longer_warm_up_moves_the_faults_with_it() {
-        let file = crate::scenarios::load("process-pause")
-            .expect("preset")
-            .file;
-        let w = Workload::resolve("p", "preset", file).expect("valid");
+        let w = resolve(
+            "workers = \"processes\"\nwarmup = \"300ms\"\nduration = \"3s\"\n\
+             [[faults]]\nkind = \"pause_worker\"\nat = \"1s\"\nduration = \"2s\"",
+        )
+        .expect("valid");
         let at = w.faults[0].at;
         assert_eq!(w.with_warmup_at_least(w.warmup), None);
         let longer = w
