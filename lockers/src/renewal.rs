@@ -210,9 +210,15 @@ impl RenewalPlan {
 
 /// Reports that `key`'s next renewal is planned for `due`.
 pub(crate) fn announce_renewal(events: &Events, key: &Arc<str>, due: Instant) {
+    announce_renewal_at(events, key, due, Instant::now());
+}
+
+/// Reports that `key`'s next renewal was planned for `due` at `at` (a caller planning many at once
+/// reads the clock once).
+pub(crate) fn announce_renewal_at(events: &Events, key: &Arc<str>, due: Instant, at: Instant) {
     events.emit(|| LockEvent::RenewScheduled {
         key: key.clone(),
-        at: Instant::now(),
+        at,
         due,
     });
 }

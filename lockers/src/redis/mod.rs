@@ -25,10 +25,10 @@
 //! `crate::renewal::record_renewal`, shared by every renewer here: the per-lock loop, the batch scheduler,
 //! the guard threads and the keyspace holders.
 //!
-//! Batched renewal timing: locks are renewed on a grid of ticks one renewal period apart; each lock at the
-//! first tick at least half a period after its previous answer. So every held lock is renewed once per
-//! period, between ½ and 1½ periods after its previous renewal, and N held locks cost ⌈N / chunk⌉ calls
-//! per period.
+//! Batched renewal timing (`watchdog::batch`): ticks of a twelfth of a period; each lock is renewed every
+//! eleventh tick from the tick it was due at, in one of eleven phases, and the locks spread over the
+//! phases in full chunks, so every held lock is renewed 12/11 times per period and N held locks cost at
+//! most ⌈N / chunk⌉ + 10 calls per round.
 
 mod transport;
 

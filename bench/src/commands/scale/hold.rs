@@ -264,6 +264,11 @@ fn halt(stop: &Mutex<Option<String>>, why: String) {
         .get_or_insert(why);
 }
 
+/// A fill worker reads its process's threads and RSS before its first acquire and before one in this
+/// many (counted over all workers; a `/proc` read per acquire cost more than the acquire), so a cap may
+/// be passed by this many locks beside those in flight.
+const CAPS_CHECKED_EVERY: usize = 16;
+
 /// One of the concurrent acquirers of a step.
 struct FillWorker {
     locker: Arc<dyn Locker>,
@@ -277,8 +282,9 @@ struct FillWorker {
 }
 
 impl FillWorker {
-    /// Why to stop before the next acquire, if anything.
-    fn why_stop(&self) -> Option<String> {
+    /// Why to stop before the next acquire, if anything; the thread and RSS caps (a read of
+    /// `/proc/self/stat`) only when `check_caps`.
+    fn why_stop(&self, check_caps: bool) -> Option<String> {
         // Nothing left to take, or another worker already stopped: end quietly.
         let stopped = self
             .stop
@@ -291,6 +297,9 @@ impl FillWorker {
         if Instant::now() >= self.deadline {
             let budget = format_duration(self.budget);
             return Some(format!("step not filled within the budget of {budget}"));
+        }
+        if !check_caps {
+            return None;
         }
         let me = proc_stat::sample(None)?;
         if me.threads >= self.max_threads {
@@ -306,7 +315,10 @@ impl FillWorker {
         let once = AcquireOptions::try_once();
         let mut mine = Vec::new();
         loop {
-            if let Some(why) = self.why_stop() {
+            let number = self.next_key.fetch_add(1, Ordering::Relaxed);
+            if let Some(why) =
+                self.why_stop(mine.is_empty() || number.is_multiple_of(CAPS_CHECKED_EVERY))
+            {
                 if !why.is_empty() {
                     halt(&self.stop, why);
                 }
@@ -318,7 +330,7 @@ impl FillWorker {
             if claimed.is_err() {
                 break;
             }
-            let key = format!("scale:{}", self.next_key.fetch_add(1, Ordering::Relaxed));
+            let key = format!("scale:{number}");
             match self.locker.acquire(&key, &once).await {
                 Ok(lease) => mine.push(lease),
                 Err(e) => {

@@ -1,7 +1,8 @@
 //! The yardstick of batched renewal: a raw sender that makes the calls `redis-watchdog-batched` makes at
 //! a step, with no `lockers` code between. The same script text ([`batch_renewal_script`]), the same
 //! locks per call, the same schedule ([`BATCHED_SCHEDULE`]: a twelfth of a period per tick, every lock
-//! renewed every eleventh tick, at most 16 calls in flight), the same TTL, on the same kind of
+//! renewed every eleventh tick, the chunks spread evenly over the eleven phases, at most 16 calls in
+//! flight), the same TTL, on the same kind of
 //! connection (redis-rs's multiplexed `ConnectionManager`, with the timeouts `lockers` gives it).
 //!
 //! It runs where a strategy runs (its own child process, measured by the same window with the same client

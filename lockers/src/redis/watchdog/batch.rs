@@ -3,13 +3,17 @@
 //! one call per lock. Its cost grows with the locks due, not the locks held.
 //!
 //! Locks sit in a [`TimerWheel`] of ticks [`TICKS_PER_PERIOD`] to a renewal period, bucketed by the tick
-//! their next renewal is due at; a tick expires only its own bucket. A lock's first renewal is due at the
-//! last grid tick (a multiple of [`RENEW_EVERY_TICKS`] from the scheduler's start) at or before one
-//! period after its acquire was sent, so all locks share one grid tick and N held locks cost
-//! ⌈N / chunk⌉ calls per renewal round. Each next renewal is planned [`RENEW_EVERY_TICKS`] (a period less one tick) after the tick
-//! the previous one was *due* at (not after its answer), so a lock is renewed a little more often than
-//! every period, and the thinnest margin stays at least ⅔ of the TTL (default ratio ⅓) while a chunk
-//! goes out no more than one tick later than the previous one did.
+//! their next renewal is due at; a tick expires only its own bucket. Each next renewal is planned
+//! [`RENEW_EVERY_TICKS`] (a period less one tick) after the tick the previous one was *due* at (not after
+//! its answer), so a lock is renewed a little more often than every period, and the thinnest margin stays
+//! at least ⅔ of the TTL (default ratio ⅓) while a chunk goes out no more than one tick late.
+//!
+//! So a lock keeps its *phase*: its due tick modulo [`RENEW_EVERY_TICKS`]. A new lock's first renewal is
+//! due at one of the ticks of the period that ends one period after its acquire was sent, chosen by phase:
+//! a phase whose last chunk has room, else the phase with the fewest locks (ties to the latest tick). Few
+//! locks then share one call per period, as on a single grid tick; many spread evenly over the period's
+//! ticks, so no tick sends a burst of every chunk that queues on the connection and lands late. N held
+//! locks cost at most ⌈N / chunk⌉ + [`RENEW_EVERY_TICKS`] − 1 calls per round.
 //!
 //! Chunk calls are built lazily, at most [`CHUNKS_IN_FLIGHT`] at a time, from the key and owner each
 //! lock was scheduled with (shared, never re-encoded). [`SCHEDULE`] gives these numbers to a caller
@@ -35,7 +39,7 @@ use crate::error::LockError;
 use crate::event::Events;
 use crate::lease::{LeaseState, LossReason};
 use crate::renewal::{
-    AfterRenewal, RenewOutcome, RenewTiming, RenewalPlan, StopRenewal, announce_renewal,
+    AfterRenewal, RenewOutcome, RenewTiming, RenewalPlan, StopRenewal, announce_renewal_at,
     record_renewal,
 };
 use crate::timer_wheel::{TimerId, TimerWheel};
@@ -60,8 +64,10 @@ struct Item {
 const TICKS_PER_PERIOD: u64 = 12;
 /// Ticks from one due renewal to the next: one tick short of a period, so a chunk sent up to a tick
 /// (1/12 of a period, TTL/36 at the default ratio) later than the previous one still lands with at least
-/// ⅔ of the TTL left. Costs 1/11 more renew calls than a full period would.
+/// ⅔ of the TTL left. Costs 1/11 more renew calls than a full period would. Also the number of phases.
 const RENEW_EVERY_TICKS: u64 = TICKS_PER_PERIOD - 1;
+/// Phases a lock's renewals can take within a round.
+const PHASES: usize = RENEW_EVERY_TICKS as usize;
 /// Renewals of each lock per renewal period: 12/11.
 pub(crate) const RENEWALS_PER_PERIOD: f64 = TICKS_PER_PERIOD as f64 / RENEW_EVERY_TICKS as f64;
 /// Wheel slots: four periods, so every first renewal and retry lands within one turn.
@@ -75,8 +81,9 @@ const CHUNKS_IN_FLIGHT: usize = 16;
 pub struct BatchSchedule {
     /// Scheduler ticks per renewal period.
     pub ticks_per_period: u64,
-    /// Ticks from one renewal round to the next: every lock is renewed on the ticks that are
-    /// multiples of this, counted from the scheduler's start.
+    /// Ticks from one renewal of a lock to the next, and the number of phases: a lock renews on the
+    /// ticks of one phase (tick number modulo this, counted from the scheduler's start), and the locks
+    /// spread evenly over the phases, so each tick renews that share of them.
     pub renew_every_ticks: u64,
     /// Chunk calls in flight at once at most.
     pub chunks_in_flight: usize,
@@ -91,15 +98,57 @@ pub(in crate::redis) const SCHEDULE: BatchSchedule = BatchSchedule {
 
 struct Inner {
     wheel: TimerWheel<Item>,
+    /// Scheduled locks per phase (`due % RENEW_EVERY_TICKS`).
+    load: [usize; PHASES],
     /// The tick the scheduler sleeps until (`u64::MAX`: nothing armed), or `None` while it works; a lock
     /// armed earlier than it wakes the scheduler.
     sleeping_until: Option<u64>,
+}
+
+impl Inner {
+    fn phase(due: u64) -> usize {
+        (due % RENEW_EVERY_TICKS) as usize
+    }
+
+    fn insert(&mut self, item: Item) -> TimerId {
+        self.load[Self::phase(item.due)] += 1;
+        self.wheel.insert(item)
+    }
+
+    fn remove(&mut self, id: TimerId) -> Option<Item> {
+        let item = self.wheel.remove(id)?;
+        self.load[Self::phase(item.due)] -= 1;
+        Some(item)
+    }
+
+    /// Plans `id`'s next renewal for tick `next`.
+    fn plan(&mut self, id: TimerId, next: u64) {
+        if let Some(item) = self.wheel.get_mut(id) {
+            self.load[Self::phase(item.due)] -= 1;
+            self.load[Self::phase(next)] += 1;
+            item.due = next;
+        }
+    }
+
+    /// The tick of a new lock's first renewal, among the `RENEW_EVERY_TICKS` ticks up to `latest`: a phase
+    /// whose last chunk of `chunk` locks has room, else the least loaded; ties to the latest tick.
+    fn first_due(&self, latest: u64, chunk: usize) -> u64 {
+        let earliest = latest.saturating_sub(RENEW_EVERY_TICKS - 1);
+        (earliest..=latest)
+            .max_by_key(|&tick| {
+                let load = self.load[Self::phase(tick)];
+                (!load.is_multiple_of(chunk), std::cmp::Reverse(load), tick)
+            })
+            .unwrap_or(latest)
+    }
 }
 
 struct Schedule {
     inner: Mutex<Inner>,
     changed: Arc<Notify>,
     plan: RenewalPlan,
+    /// Locks per call.
+    chunk: usize,
     origin: Instant,
     tick: Duration,
     events: Events,
@@ -123,13 +172,14 @@ impl Schedule {
         self.origin + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
     }
 
-    /// Arms `id` at `due` and announces it; wakes the scheduler if it sleeps past that tick.
-    fn arm(&self, inner: &mut Inner, id: TimerId, due: u64) {
+    /// Arms `id` at `due` and announces it as planned `now`; wakes the scheduler if it sleeps past that
+    /// tick.
+    fn arm(&self, inner: &mut Inner, id: TimerId, due: u64, now: Instant) {
         let Some(armed) = inner.wheel.arm(id, due) else {
             return;
         };
         if let Some(item) = inner.wheel.get(id) {
-            announce_renewal(&self.events, item.state.key(), self.time_of(armed));
+            announce_renewal_at(&self.events, item.state.key(), self.time_of(armed), now);
         }
         if inner.sleeping_until.is_some_and(|t| armed < t) {
             inner.sleeping_until = None;
@@ -156,12 +206,12 @@ impl Schedule {
                 continue; // released meanwhile
             };
             if item.state.has_ended() {
-                inner.wheel.remove(id);
+                inner.remove(id);
                 continue;
             }
             let deadline = item.state.deadline();
             if now >= deadline {
-                if let Some(item) = inner.wheel.remove(id) {
+                if let Some(item) = inner.remove(id) {
                     item.state.mark_lost(LossReason::Expired);
                 }
                 continue;
@@ -201,14 +251,12 @@ impl Schedule {
                     AfterRenewal::Extended => item.due + RENEW_EVERY_TICKS,
                     AfterRenewal::Retry { at } => self.tick_of(at),
                     AfterRenewal::Lost => {
-                        inner.wheel.remove(id);
+                        inner.remove(id);
                         continue;
                     }
                 };
-            if let Some(item) = inner.wheel.get_mut(id) {
-                item.due = next;
-            }
-            self.arm(&mut inner, id, next);
+            inner.plan(id, next);
+            self.arm(&mut inner, id, next, done_at);
         }
     }
 }
@@ -225,7 +273,7 @@ struct Unschedule {
 impl StopRenewal for Unschedule {
     fn stop(self: Box<Self>) {
         if let Some(schedule) = self.schedule.upgrade() {
-            schedule.lock().wheel.remove(self.id);
+            schedule.lock().remove(self.id);
         }
     }
 }
@@ -261,10 +309,12 @@ impl BatchRenewer {
         let schedule = Arc::new(Schedule {
             inner: Mutex::new(Inner {
                 wheel: TimerWheel::new(SLOTS, 0),
+                load: [0; PHASES],
                 sleeping_until: Some(u64::MAX),
             }),
             changed: Arc::new(Notify::new()),
             plan,
+            chunk: chunk.max(1),
             origin: Instant::now(),
             tick,
             events,
@@ -284,13 +334,11 @@ impl BatchRenewer {
         sent_at: Instant,
     ) -> Box<dyn StopRenewal> {
         let s = &self.schedule;
-        // The last renewal-grid tick (a multiple of RENEW_EVERY_TICKS) at or before one period after
-        // the send: every lock renews on the same grid, so locks taken at different times share chunks.
         let latest = s.tick_of(sent_at + s.plan.period);
-        let due = latest - latest % RENEW_EVERY_TICKS;
         let mut inner = s.lock();
-        let id = inner.wheel.insert(Item { target, state, due });
-        s.arm(&mut inner, id, due);
+        let due = inner.first_due(latest, s.chunk);
+        let id = inner.insert(Item { target, state, due });
+        s.arm(&mut inner, id, due, Instant::now());
         drop(inner);
         Box::new(Unschedule {
             schedule: Arc::downgrade(s),
@@ -386,5 +434,55 @@ where
             };
             s.apply(&ids, &answers, sent_at, done_at);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inner(load: [usize; PHASES]) -> Inner {
+        Inner {
+            wheel: TimerWheel::new(SLOTS, 0),
+            load,
+            sleeping_until: None,
+        }
+    }
+
+    #[test]
+    fn a_first_lock_takes_the_latest_tick_and_the_next_ones_join_its_chunk() {
+        let latest = 100;
+        assert_eq!(inner([0; PHASES]).first_due(latest, 100), latest);
+        let mut load = [0; PHASES];
+        load[Inner::phase(95)] = 1;
+        assert_eq!(inner(load).first_due(latest, 100), 95);
+        // A chunk with room is joined even when it is the most loaded phase.
+        load[Inner::phase(95)] = 199;
+        assert_eq!(inner(load).first_due(latest, 100), 95);
+    }
+
+    #[test]
+    fn full_chunks_send_new_locks_to_the_least_loaded_phase() {
+        let latest = 100;
+        let mut load = [300; PHASES];
+        load[Inner::phase(97)] = 200;
+        load[Inner::phase(92)] = 200;
+        // Ties between the least loaded go to the latest tick.
+        assert_eq!(inner(load).first_due(latest, 100), 97);
+    }
+
+    #[test]
+    fn many_locks_spread_evenly_over_the_phases() {
+        let mut state = inner([0; PHASES]);
+        for n in 0..100_000u64 {
+            // Acquires spread over time: each sees a later window.
+            let due = state.first_due(1_000 + n / 500, 100);
+            state.load[Inner::phase(due)] += 1;
+        }
+        let (least, most) = (state.load.iter().min(), state.load.iter().max());
+        let (least, most) = (least.copied().unwrap_or(0), most.copied().unwrap_or(0));
+        assert!(most - least <= 100, "{:?}", state.load);
+        let calls: usize = state.load.iter().map(|l| l.div_ceil(100)).sum();
+        assert!(calls <= 1_000 + PHASES - 1, "{calls} calls per round");
     }
 }
