@@ -794,20 +794,40 @@ mod tests {
 
     #[test]
     fn every_suite_scenario_resolves_and_runs_some_strategy() {
-        for (entry, length) in entries(Suite::Full) {
-            if entry.scenario == MANY_LOCKS {
-                continue;
-            }
-            let w = workload(&entry, length, "all", None)
-                .unwrap_or_else(|e| panic!("{}: {e}", entry.scenario));
-            assert!(
-                w.duration.is_some(),
-                "{} is bounded by time",
-                entry.scenario
-            );
+        // Its own workloads, and each starting point at the scale its file suggests (a plan skips a
+        // scenario that does not resolve: `compare --full --workload ...` must not).
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+        let mut users = vec![None];
+        for (name, scale) in [
+            ("scheduled-job.toml", 10),
+            ("queue-consumer.toml", 1),
+            ("order-processing.toml", 1),
+        ] {
+            let user =
+                UserWorkload::new(Some(&dir.join(name)), ScenarioFile::default(), Some(scale))
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+            users.push(Some((name, user.expect("given"))));
         }
-        for p in plan(Suite::Full, "all", 1, true, None) {
-            assert!(p.cases > 0, "{} runs no case", p.scenario);
+        for user in &users {
+            let (name, user) = match user {
+                Some((name, user)) => (*name, Some(user)),
+                None => ("own", None),
+            };
+            for (entry, length) in entries(Suite::Full) {
+                if entry.scenario == MANY_LOCKS {
+                    continue;
+                }
+                let w = workload(&entry, length, "all", user)
+                    .unwrap_or_else(|e| panic!("{name}: {}: {e}", entry.scenario));
+                assert!(
+                    w.duration.is_some(),
+                    "{name}: {} is bounded by time",
+                    entry.scenario
+                );
+            }
+            for p in plan(Suite::Full, "all", 1, true, user) {
+                assert!(p.cases > 0, "{name}: {} runs no case", p.scenario);
+            }
         }
     }
 
