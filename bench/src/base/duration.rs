@@ -1,7 +1,8 @@
 //! Durations as text: humantime in (`500ms`, `20s`, `1m 30s`; never negative) and the exact form out
 //! (`1500ms`, `3s`, `250us`), the same in scenario files, flags, results and messages. A fault's
 //! timing or a case's length may instead be relative ([`parse_timing`]): `2ttl` is twice the case's
-//! watchdog TTL, `0.5task` half its median task, so a scenario keeps its meaning at any TTL.
+//! watchdog TTL, `1/3ttl` a third of it, `0.5task` half its median task, so a scenario keeps its
+//! meaning at any TTL.
 
 use std::time::Duration;
 
@@ -46,21 +47,33 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Parses a fault timing or a case length: an absolute duration, or a non-negative multiple of the
-/// case's TTL (`2ttl`, `0.5 ttl`) or median task (`0.5task`), rounded to the microsecond.
+/// case's TTL (`2ttl`, `0.5 ttl`, `1/3ttl`) or median task (`0.5task`), rounded to the microsecond.
 pub(crate) fn parse_timing(text: &str, units: Units) -> Result<Duration, String> {
     let text = text.trim();
     let Some((factor, unit)) = relative(text) else {
         return parse_duration(text);
     };
-    let factor: f64 = factor
-        .parse()
-        .map_err(|_| format!("expected a duration like 500ms, 2ttl or 0.5task, got {text:?}"))?;
+    let factor = parse_factor(factor).ok_or_else(|| {
+        format!("expected a duration like 500ms, 1/3ttl, 2ttl or 0.5task, got {text:?}")
+    })?;
     if !(factor >= 0.0 && factor.is_finite()) {
         return Err(format!("duration must not be negative, got {text:?}"));
     }
     let base = if unit == "ttl" { units.ttl } else { units.task };
     let micros = (base.as_secs_f64() * factor * 1e6).round();
     Ok(Duration::from_micros(micros as u64))
+}
+
+/// A relative timing's factor: a number (`2`, `0.5`) or a fraction (`1/3`, a third of the TTL: one
+/// renewal period, exact where a decimal is not); `None` when it is neither.
+fn parse_factor(text: &str) -> Option<f64> {
+    match text.split_once('/') {
+        Some((over, under)) => {
+            let under: f64 = under.trim().parse().ok()?;
+            (under > 0.0).then_some(over.trim().parse::<f64>().ok()? / under)
+        }
+        None => text.parse().ok(),
+    }
 }
 
 /// Formats a duration in the largest unit that keeps it exact (`1500ms`, `3s`, `250us`).
@@ -129,6 +142,9 @@ mod tests {
             ("0ttl", 0),
             ("0.5task", 20),
             ("3task", 120),
+            ("1/3ttl", 500),
+            ("7/30 ttl", 350),
+            ("8/3ttl", 4000),
             ("250ms", 250),
         ] {
             assert_eq!(
@@ -140,6 +156,9 @@ mod tests {
         for (text, needle) in [
             ("-2ttl", "negative"),
             ("fewttl", "2ttl or 0.5task"),
+            ("1/0ttl", "1/3ttl"),
+            ("1/ttl", "1/3ttl"),
+            ("-1/3ttl", "negative"),
             ("soon", "500ms"),
         ] {
             let err = parse_timing(text, units).expect_err(text);

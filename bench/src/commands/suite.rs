@@ -445,7 +445,8 @@ pub(crate) fn report_time(plan: &[PlannedScenario]) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::duration::parse_duration;
+    use crate::base::duration::{format_duration, parse_duration};
+    use crate::workload::faults::{FaultKind, FaultSpec};
 
     fn seconds(text: &str) -> Duration {
         parse_duration(text).expect("a duration")
@@ -497,6 +498,264 @@ mod tests {
         assert_eq!(w.duration, Some(seconds("1600ms")));
     }
 
+    /// Every suite scenario's case length, warm-up and faults at its own workload, in the absolute
+    /// figures its file gave before it took TTL units (`2ttl`, `1/3ttl`): the units change nothing at
+    /// a file's own TTL.
+    const OWN_TIMINGS: &[(&str, &str, &str, &[&str])] = &[
+        ("baseline", "1s", "300ms", &[]),
+        ("long-tail", "2s", "300ms", &[]),
+        ("lease-too-short", "1600ms", "0ns", &[]),
+        (
+            "process-pause",
+            "3500ms",
+            "0ns",
+            &["pause_worker at=500ms target=holder duration=2s"],
+        ),
+        (
+            "client-crash",
+            "2500ms",
+            "0ns",
+            &["crash_worker at=500ms target=holder"],
+        ),
+        (
+            "cpu-starvation",
+            "3500ms",
+            "0ns",
+            &["starve_worker at=500ms target=holder duration=2s"],
+        ),
+        (
+            "cpu-quota",
+            "4s",
+            "0ns",
+            &[
+                "cpu_hog at=500ms target=holder duration=3s threads=2",
+                "cgroup_quota at=500ms target=holder duration=3s quota=100ms period=1s",
+            ],
+        ),
+        (
+            "cpu-hog",
+            "3s",
+            "0ns",
+            &["cpu_hog at=500ms target=holder duration=2s threads=8"],
+        ),
+        (
+            "network-delay",
+            "3s",
+            "0ns",
+            &["proxy_delay at=500ms target=all duration=2s delay=250ms direction=both"],
+        ),
+        (
+            "network-partition",
+            "3500ms",
+            "0ns",
+            &["proxy_blackhole at=500ms target=holder duration=2s direction=both"],
+        ),
+        (
+            "server-freeze",
+            "3s",
+            "0ns",
+            &["pause_server at=500ms target=server duration=1500ms"],
+        ),
+        (
+            "redis-client-pause",
+            "3s",
+            "0ns",
+            &["client_pause at=500ms target=server duration=1500ms"],
+        ),
+        (
+            "pubsub-drop",
+            "4s",
+            "0ns",
+            &["pubsub_kill at=500ms target=server duration=3s every=100ms"],
+        ),
+        (
+            "redis-failover",
+            "3s",
+            "0ns",
+            &["failover at=1s target=holder replication_lag=300ms"],
+        ),
+        (
+            "leader-loss",
+            "3500ms",
+            "0ns",
+            &["leader_kill at=1s target=server"],
+        ),
+        (
+            "renewal-error",
+            "5s",
+            "0ns",
+            &[
+                "proxy_blackhole at=0ns target=holder duration=1200ms after_acquire=700ms direction=both",
+            ],
+        ),
+        (
+            "busy-server",
+            "5s",
+            "0ns",
+            &["busy_script at=0ns target=holder duration=1s after_acquire=800ms"],
+        ),
+        ("orphaned-holder", "4s", "0ns", &[]),
+        ("renewal-after-unlock", "3s", "0ns", &[]),
+        (
+            "server-restart",
+            "3500ms",
+            "0ns",
+            &[
+                "server_restart at=1s target=server durability=none",
+                "server_restart at=2200ms target=server durability=none",
+            ],
+        ),
+        (
+            "server-restart-fsync",
+            "3500ms",
+            "0ns",
+            &[
+                "server_restart at=1s target=server durability=aof-always",
+                "server_restart at=2200ms target=server durability=aof-always",
+            ],
+        ),
+        (
+            "redis-sentinel-failover",
+            "8s",
+            "0ns",
+            &["sentinel_failover at=1s target=holder"],
+        ),
+        (
+            "redis-cluster-master-kill",
+            "8s",
+            "0ns",
+            &["cluster_master_kill at=1s target=holder"],
+        ),
+        (
+            "redis-cluster-failover",
+            "6s",
+            "0ns",
+            &["cluster_failover at=1s target=holder"],
+        ),
+        (
+            "redlock-kill-minority",
+            "4s",
+            "0ns",
+            &["node_kill at=1s target=server nodes=0,1"],
+        ),
+        (
+            "redlock-restart-no-delay",
+            "7s",
+            "0ns",
+            &[
+                "node_restart at=1s target=server nodes=3,4",
+                "node_restart at=1200ms target=server nodes=2",
+                "node_restart at=4s target=server nodes=3,4",
+                "node_restart at=4200ms target=server nodes=2",
+            ],
+        ),
+        (
+            "redlock-restart-delayed",
+            "7s",
+            "0ns",
+            &[
+                "node_restart at=1s target=server nodes=3,4",
+                "node_kill at=1200ms target=server duration=3500ms nodes=2",
+            ],
+        ),
+        (
+            "redlock-clock-jump",
+            "7s",
+            "0ns",
+            &[
+                "clock_jump at=0ns target=server nodes=2 rate=10",
+                "node_restart at=1s target=server nodes=3,4",
+                "node_restart at=4s target=server nodes=3,4",
+            ],
+        ),
+    ];
+
+    /// Every timing of a fault (a quota's only where it is one: elsewhere they are unused defaults).
+    fn timings(f: &FaultSpec) -> Vec<Duration> {
+        let mut all = vec![
+            f.at,
+            f.duration.unwrap_or_default(),
+            f.every.unwrap_or_default(),
+            f.after_acquire.unwrap_or_default(),
+            f.delay,
+            f.replication_lag,
+        ];
+        if f.kind == FaultKind::CgroupQuota {
+            all.extend([f.quota, f.period]);
+        }
+        all
+    }
+
+    #[test]
+    fn every_scenario_has_its_old_timings_at_its_own_ttl_and_scales_with_the_users() {
+        let suite: Vec<(SuiteEntry, Length)> = entries(Suite::Full)
+            .into_iter()
+            .filter(|(e, _)| e.scenario != MANY_LOCKS)
+            .collect();
+        let names: Vec<&str> = suite.iter().map(|(e, _)| e.scenario).collect();
+        let listed: Vec<&str> = OWN_TIMINGS.iter().map(|t| t.0).collect();
+        assert_eq!(names, listed, "one row per suite scenario, in suite order");
+        let ttl = seconds("30s");
+        let fields = ScenarioFile {
+            watchdog_timeout: Some("30s".into()),
+            ..ScenarioFile::default()
+        };
+        let user = UserWorkload::new(None, fields, None)
+            .expect("valid")
+            .expect("given");
+        for ((entry, length), (name, duration, warmup, faults)) in suite.iter().zip(OWN_TIMINGS) {
+            let own = workload(entry, *length, "all", None).expect("resolves");
+            let model = own.to_model(&[]);
+            let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
+            assert_eq!(
+                (
+                    own.duration.map(format_duration).as_deref(),
+                    format_duration(own.warmup).as_str(),
+                    model.faults,
+                ),
+                (Some(*duration), *warmup, faults),
+                "{name} at its own TTL"
+            );
+            let theirs = workload(entry, *length, "all", Some(&user)).expect("resolves");
+            let keeps_ttl = own_workload(entry)
+                .0
+                .iter()
+                .any(|f| f == "watchdog_timeout");
+            // A scenario that keeps its TTL keeps its timings; the others' scale with the user's TTL.
+            let factor = if keeps_ttl {
+                1
+            } else {
+                assert_eq!(
+                    ttl.as_nanos() % own.watchdog_timeout.as_nanos(),
+                    0,
+                    "{name}"
+                );
+                (ttl.as_nanos() / own.watchdog_timeout.as_nanos()) as u32
+            };
+            assert_eq!(
+                theirs.watchdog_timeout,
+                own.watchdog_timeout * factor,
+                "{name}"
+            );
+            let scaled: Vec<Vec<Duration>> = own
+                .faults
+                .iter()
+                .map(|f| timings(f).into_iter().map(|d| d * factor).collect())
+                .collect();
+            let got: Vec<Vec<Duration>> = theirs.faults.iter().map(timings).collect();
+            assert_eq!(got, scaled, "{name}: fault timings under a 30s TTL");
+            assert_eq!(theirs.orphan_after, own.orphan_after.map(|d| d * factor));
+            // The baseline's window is absolute: nothing in it is timed against the TTL.
+            if entry.scenario != "baseline" {
+                assert_eq!(
+                    (theirs.duration, theirs.warmup),
+                    (own.duration.map(|d| d * factor), own.warmup * factor),
+                    "{name}: case length under a 30s TTL"
+                );
+            }
+        }
+    }
+
     #[test]
     fn budgets_are_the_ones_the_suites_promise() {
         assert_eq!(budget(Suite::Quick), Some(QUICK_BUDGET));
@@ -535,20 +794,40 @@ mod tests {
 
     #[test]
     fn every_suite_scenario_resolves_and_runs_some_strategy() {
-        for (entry, length) in entries(Suite::Full) {
-            if entry.scenario == MANY_LOCKS {
-                continue;
-            }
-            let w = workload(&entry, length, "all", None)
-                .unwrap_or_else(|e| panic!("{}: {e}", entry.scenario));
-            assert!(
-                w.duration.is_some(),
-                "{} is bounded by time",
-                entry.scenario
-            );
+        // Its own workloads, and each starting point at the scale its file suggests (a plan skips a
+        // scenario that does not resolve: `compare --full --workload ...` must not).
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+        let mut users = vec![None];
+        for (name, scale) in [
+            ("scheduled-job.toml", 10),
+            ("queue-consumer.toml", 1),
+            ("order-processing.toml", 1),
+        ] {
+            let user =
+                UserWorkload::new(Some(&dir.join(name)), ScenarioFile::default(), Some(scale))
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+            users.push(Some((name, user.expect("given"))));
         }
-        for p in plan(Suite::Full, "all", 1, true, None) {
-            assert!(p.cases > 0, "{} runs no case", p.scenario);
+        for user in &users {
+            let (name, user) = match user {
+                Some((name, user)) => (*name, Some(user)),
+                None => ("own", None),
+            };
+            for (entry, length) in entries(Suite::Full) {
+                if entry.scenario == MANY_LOCKS {
+                    continue;
+                }
+                let w = workload(&entry, length, "all", user)
+                    .unwrap_or_else(|e| panic!("{name}: {}: {e}", entry.scenario));
+                assert!(
+                    w.duration.is_some(),
+                    "{name}: {} is bounded by time",
+                    entry.scenario
+                );
+            }
+            for p in plan(Suite::Full, "all", 1, true, user) {
+                assert!(p.cases > 0, "{name}: {} runs no case", p.scenario);
+            }
         }
     }
 
