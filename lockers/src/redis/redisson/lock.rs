@@ -4,8 +4,10 @@
 //! of a lease.
 //!
 //! - Acquire: `exists == 0 or hexists` → `HINCRBY` + `PEXPIRE` (the TTL is always re-set, also by a
-//!   re-entry); otherwise the PTTL. If the replica sync fails with "None of slaves were synced", the
-//!   hold is released again and the acquire fails with that error (`handleNoSync`).
+//!   re-entry); otherwise the PTTL. If the replica sync fails with "None of slaves were synced", 3.47+
+//!   releases the hold again (`handleNoSync`) and tries the acquire again up to `retryAttempts` times
+//!   (`ServiceManager.execute`) before failing with that error; 3.43 to 3.46 fail at once and leave the
+//!   hold ([`UnsyncedAcquire`]).
 //! - Release: the unlock script with its unlock latch key (a retried release reads the first answer
 //!   from it), always `PUBLISH`ing on the final release; then the latch is deleted by a separate
 //!   `DEL` that nobody waits for. Renewal is cancelled after the server answered (Redisson cancels in
@@ -23,7 +25,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::config::RedissonConfig;
+use super::config::{RedissonConfig, UnsyncedAcquire};
 use crate::error::LockError;
 use crate::event::Events;
 use crate::lease::LeaseHandle;
@@ -136,8 +138,36 @@ impl Core {
         self.renew_calls.load(Ordering::Relaxed)
     }
 
-    /// One acquire attempt with a TTL of `ttl_ms`.
+    /// One acquire attempt with a TTL of `ttl_ms`, tried again while no replica confirms it as
+    /// [`UnsyncedAcquire`] says.
     pub(crate) async fn try_acquire(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        ttl_ms: u64,
+    ) -> Result<Attempt, LockError> {
+        let config = &self.config;
+        let mut retries = 0;
+        loop {
+            match self.try_acquire_synced(keys, owner, ttl_ms).await {
+                Err(error)
+                    if config.unsynced_acquire == UnsyncedAcquire::UndoneAndRetried
+                        && is_no_synced_slaves(&error)
+                        && retries < config.retry_attempts =>
+                {
+                    retries += 1;
+                    let pause = config
+                        .retry_delay
+                        .pause(config.retry_interval, retries, false);
+                    tokio::time::sleep(pause.unwrap_or_default()).await;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    /// One acquire script call and its replica sync.
+    async fn try_acquire_synced(
         &self,
         keys: &LockKeys,
         owner: &str,
@@ -150,7 +180,9 @@ impl Core {
         let answer = match self.sync.confirmed(written) {
             Ok(answer) => answer,
             Err(error) => {
-                if is_no_synced_slaves(&error) {
+                if self.config.unsynced_acquire == UnsyncedAcquire::UndoneAndRetried
+                    && is_no_synced_slaves(&error)
+                {
                     // `handleNoSync`: undo the unconfirmed hold; its own outcome is not reported.
                     let _ = self.release(keys, owner, ttl_ms).await;
                 }
