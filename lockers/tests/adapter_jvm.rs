@@ -270,19 +270,28 @@ struct Unsynced {
     hold_left: bool,
     /// Whether a lock held before the replica stopped still existed 1.5 TTLs later (renewed on).
     renewed_on: bool,
-    /// How long the acquire took.
-    took: Duration,
+    /// The release of another lock held since before the replica stopped, as `acquire`.
+    release: String,
+    /// How long the acquire and the release took.
+    took: (Duration, Duration),
 }
 
 impl Unsynced {
     /// Everything but the time, for comparing the library with its model.
-    fn outcome(&self) -> (&str, u64, bool, bool) {
-        (&self.acquire, self.undone, self.hold_left, self.renewed_on)
+    fn outcome(&self) -> (&str, u64, bool, bool, &str) {
+        (
+            &self.acquire,
+            self.undone,
+            self.hold_left,
+            self.renewed_on,
+            &self.release,
+        )
     }
 }
 
 /// Holds one lock with the replica healthy, stops the replica (`SIGSTOP`: still connected, so the
-/// primary counts it and `WAIT` waits for it), then acquires a free lock and waits 1.5 TTLs and two
+/// primary counts it and `WAIT` waits for it), then acquires a free lock, releases a second lock held
+/// from before, and waits 1.5 TTLs and two
 /// sync timeouts after the first acquire (long enough for a lock whose first renewal failed to expire).
 async fn with_an_unconfirming_replica(
     client: &dyn lockers::Locker,
@@ -300,8 +309,16 @@ async fn with_an_unconfirming_replica(
             rand::random::<u32>()
         )
     };
-    let (held, free) = (key("held"), key("free"));
+    let (held, free, released) = (key("held"), key("free"), key("released"));
     let primary = pair.primary();
+    let outcome = |result: Result<(), lockers::LockError>| match result {
+        Ok(()) => "ok".to_owned(),
+        Err(e) => format!(
+            "{}: no synced slaves {}",
+            e.kind(),
+            e.to_string().contains("None of slaves were synced")
+        ),
+    };
     let publishes = || {
         let stats = primary.command(&["INFO", "commandstats"]).unwrap();
         lockbench_servers::redis::commandstats(&stats)
@@ -312,20 +329,25 @@ async fn with_an_unconfirming_replica(
         .acquire(&held, &AcquireOptions::try_once())
         .await
         .expect("acquire with the replica confirming");
+    let to_release = client
+        .acquire(&released, &AcquireOptions::try_once())
+        .await
+        .expect("acquire with the replica confirming");
     let held_at = Instant::now();
     pair.replica().pause().unwrap();
     let published = publishes();
     let started = Instant::now();
-    let acquire = match client.acquire(&free, &AcquireOptions::try_once()).await {
-        Ok(_) => "ok".to_owned(),
-        Err(e) => format!(
-            "{}: no synced slaves {}",
-            e.kind(),
-            e.to_string().contains("None of slaves were synced")
-        ),
-    };
+    let acquire = outcome(
+        client
+            .acquire(&free, &AcquireOptions::try_once())
+            .await
+            .map(drop),
+    );
     let took = started.elapsed();
     let undone = publishes() - published;
+    let started = Instant::now();
+    let release = outcome(to_release.release().await);
+    let release_took = started.elapsed();
     let pttl: i64 = primary
         .command(&["PTTL", &format!("lockbench:{{{free}}}")])
         .unwrap()
@@ -346,7 +368,8 @@ async fn with_an_unconfirming_replica(
         undone,
         hold_left: pttl > 0,
         renewed_on: exists.trim() == "1",
-        took,
+        release,
+        took: (took, release_took),
     }
 }
 
@@ -356,7 +379,8 @@ async fn with_an_unconfirming_replica(
 /// synced" and leaves its hold on the primary for a TTL (`handleNoSync` and `ServiceManager.execute`
 /// test the message for equality with a shorter text, so neither undoes nor retries; up to 3.46);
 /// 3.52.0 and 4.7.0 undo the hold and try again `retryAttempts` (4) times: five holds undone, about
-/// 1.5 s. Renewal: 3.43's timer stops at the first unsynced renewal (the lock expires), the 3.44+
+/// 1.9 s. A release fails alike: at once in 3.43.0, after five tries in 3.52.0 and 4.7.0 (the lock is
+/// gone from the primary either way). Renewal: 3.43's timer stops at the first unsynced renewal (the lock expires), the 3.44+
 /// scheduler renews on (each renewal still extends the TTL on the primary). The models do the same,
 /// step by step; only the time differs: the model's one connection per server queues each lock write
 /// behind any `WAIT` in flight (here, the held lock's renewals), where Redisson's pool runs them side
@@ -372,21 +396,25 @@ async fn unsynced_wait_in_redisson_and_its_models() {
     let retry_interval = Duration::from_millis(60);
     let pair = tokio::task::block_in_place(RedisPair::start).unwrap();
     let failed = "backend: no synced slaves true";
-    for (id, generation, expected) in [
+    // Per row: tries of each lock call, then (acquire, holds undone, hold left, renewed on, release).
+    for (id, generation, tries, expected) in [
         (
             "jvm-redisson-3.43",
             Generation::Classic,
-            (failed, 0, true, false),
+            1,
+            (failed, 0, true, false, failed),
         ),
         (
             "jvm-redisson",
             Generation::Scheduler,
-            (failed, 5, false, true),
+            5,
+            (failed, 5, false, true, failed),
         ),
         (
             "jvm-redisson-4",
             Generation::Scheduler,
-            (failed, 5, false, true),
+            5,
+            (failed, 5, false, true, failed),
         ),
     ] {
         let config = RedissonConfig {
@@ -429,13 +457,17 @@ async fn unsynced_wait_in_redisson_and_its_models() {
         eprintln!("{id}: {of_library:?}\n  model ({generation:?}): {of_model:?}");
         assert_eq!(of_library.outcome(), expected, "{id}");
         assert_eq!(of_model.outcome(), expected, "the model of {id}");
-        // Each undone attempt waited out two WAITs (the acquire's and the unlock's), a kept one one.
-        let least = sync_timeout * u32::try_from(2 * expected.1).unwrap().max(1);
+        // Each try waited out its WAIT, and each undone one the unlock's too.
+        let least = (
+            sync_timeout * tries * if expected.1 > 0 { 2 } else { 1 },
+            sync_timeout * tries,
+        );
         for (who, took) in [(id, of_library.took), ("model", of_model.took)] {
-            assert!(took >= least, "{who}: {took:?}");
+            assert!(took.0 >= least.0 && took.1 >= least.1, "{who}: {took:?}");
         }
         assert!(
-            of_model.took <= of_library.took + sync_timeout * 5,
+            of_model.took.0 <= of_library.took.0 + sync_timeout * 5
+                && of_model.took.1 <= of_library.took.1 + sync_timeout * 5,
             "{id} took {:?}, its model {:?}",
             of_library.took,
             of_model.took
