@@ -465,9 +465,12 @@ async fn unsynced_wait_in_redisson_and_its_models() {
         for (who, took) in [(id, of_library.took), ("model", of_model.took)] {
             assert!(took.0 >= least.0 && took.1 >= least.1, "{who}: {took:?}");
         }
+        // The model's lock calls queue behind the held lock's renewal `WAIT`s on its one connection
+        // (about a third of the time, up to a sync timeout each) and draw pauses of their own.
+        let allowance = sync_timeout * 10;
         assert!(
-            of_model.took.0 <= of_library.took.0 + sync_timeout * 5
-                && of_model.took.1 <= of_library.took.1 + sync_timeout * 5,
+            of_model.took.0 <= of_library.took.0 + allowance
+                && of_model.took.1 <= of_library.took.1 + allowance,
             "{id} took {:?}, its model {:?}",
             of_library.took,
             of_model.took
