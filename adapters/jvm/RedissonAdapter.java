@@ -1,7 +1,10 @@
 // jvm-redisson-3.43, jvm-redisson, jvm-redisson-4: Redisson's RLock (the version pinned in pom.xml's
 // profile of the row named by the first argument), the protocol in adapters/PROTOCOL.md (Protocol.java).
 //
-// One RedissonClient per process (useSingleServer(), the first address in `servers`), configured from
+// One RedissonClient per process (useSingleServer(), the first address in `servers`; with a `replicas`
+// setting, a comma-separated list of `redis://` addresses, useMasterSlaveServers() with that address as
+// master and those as slaves, so that each lock write is followed by WAIT as it is for users with
+// replicas; `slaves_sync_timeout_ms` sets slavesSyncTimeout), configured from
 // hello's settings as lockbench's Redisson rows are: `lock_watchdog_timeout_ms` (lockWatchdogTimeout,
 // the run's TTL), `timeout_ms` (timeout) and `retry_interval_ms` (retryInterval; versions with a
 // retryDelay strategy keep their default strategy, its delays scaled by retry_interval_ms over the
@@ -29,8 +32,9 @@ import java.util.concurrent.TimeUnit;
 import org.redisson.Redisson;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
+import org.redisson.config.BaseConfig;
 import org.redisson.config.Config;
-import org.redisson.config.SingleServerConfig;
+import org.redisson.config.MasterSlaveServersConfig;
 
 public final class RedissonAdapter implements Protocol.Library {
   /** One protocol owner: its Java thread, and how many acquires and holds still use it. */
@@ -69,8 +73,20 @@ public final class RedissonAdapter implements Protocol.Library {
   public void hello(long id, JsonNode config) throws Exception {
     watchdogMs = Long.parseLong(config.path("lock_watchdog_timeout_ms").asText("30000"));
     Config redisson = new Config().setLockWatchdogTimeout(watchdogMs);
-    SingleServerConfig server = redisson.useSingleServer()
-        .setAddress(config.path("servers").path(0).asText());
+    String primary = config.path("servers").path(0).asText();
+    BaseConfig<?> server;
+    if (config.has("replicas")) {
+      MasterSlaveServersConfig replicated = redisson.useMasterSlaveServers().setMasterAddress(primary);
+      for (String replica : config.path("replicas").asText().split(",")) {
+        replicated.addSlaveAddress(replica.trim());
+      }
+      server = replicated;
+    } else {
+      server = redisson.useSingleServer().setAddress(primary);
+    }
+    if (config.has("slaves_sync_timeout_ms")) {
+      redisson.setSlavesSyncTimeout(Long.parseLong(config.path("slaves_sync_timeout_ms").asText()));
+    }
     if (config.has("timeout_ms")) {
       server.setTimeout(Integer.parseInt(config.path("timeout_ms").asText()));
     }
@@ -90,7 +106,7 @@ public final class RedissonAdapter implements Protocol.Library {
    * Sets the pause before a retry. Up to 3.4x that is retryInterval; later versions default to a
    * jittered retryDelay strategy (EqualJitterDelay), whose delays are scaled by the same factor.
    */
-  private static void setRetryInterval(SingleServerConfig server, int ms) throws Exception {
+  private static void setRetryInterval(BaseConfig<?> server, int ms) throws Exception {
     int defaultMs = server.getRetryInterval();
     Object delay;
     try {
@@ -110,6 +126,19 @@ public final class RedissonAdapter implements Protocol.Library {
         .newInstance(base.multipliedBy(ms).dividedBy(defaultMs), max.multipliedBy(ms).dividedBy(defaultMs));
     Class<?> strategy = Class.forName("org.redisson.config.DelayStrategy");
     server.getClass().getMethod("setRetryDelay", strategy).invoke(server, scaled);
+  }
+
+  /**
+   * The exception with its causes: Redisson wraps a failed command's own error (such as "None of
+   * slaves were synced") in "Unexpected exception while processing command".
+   */
+  private static String describe(Throwable e) {
+    StringBuilder text = new StringBuilder(e.toString());
+    Throwable cause = e.getCause();
+    for (int depth = 0; cause != null && depth < 5; depth++, cause = cause.getCause()) {
+      text.append("; caused by ").append(cause);
+    }
+    return text.toString();
   }
 
   private static String version() {
@@ -142,7 +171,7 @@ public final class RedissonAdapter implements Protocol.Library {
       try {
         granted = lock(id, req, owner);
       } catch (Exception e) {
-        Protocol.error(id, "backend", e.toString());
+        Protocol.error(id, "backend", describe(e));
       } finally {
         if (!granted) {
           leave(owner);
@@ -194,7 +223,7 @@ public final class RedissonAdapter implements Protocol.Library {
       } catch (IllegalMonitorStateException e) {
         Protocol.error(id, "not_held", e.getMessage());
       } catch (Exception e) {
-        Protocol.error(id, "backend", e.toString());
+        Protocol.error(id, "backend", describe(e));
       } finally {
         leave(hold.owner);
       }

@@ -2,6 +2,8 @@
 //! on a real redis-server: a conformance subset per row (mutual exclusion, a fixed lease's expiry,
 //! release, re-entry per owner), one adapter process (one JVM) per client, one redis-server for the file.
 //! Redisson declares no lost signal, so no case removes a lock behind its holder's back.
+//! The unsynced-`WAIT` case (issue 26, claim d) starts a primary and a replica of its own and runs
+//! Redisson in master/slave mode beside its models.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::LazyLock;
@@ -252,6 +254,226 @@ async fn reentry_after_a_lost_hold_is_a_fresh_lock_in_redisson_and_its_models() 
                 "outer release: not_held"
             ],
             "{id}"
+        );
+    }
+}
+
+/// What one client did when its replica stopped confirming writes (issue 26, claim d).
+#[derive(Debug)]
+struct Unsynced {
+    /// The try-once acquire of a free lock: `ok`, or the error kind and whether it is Redisson's
+    /// "None of slaves were synced".
+    acquire: String,
+    /// Unlock messages the primary saw during that acquire: one per hold it undid.
+    undone: u64,
+    /// Whether the failed acquire left its hold on the primary (a PTTL > 0 right after).
+    hold_left: bool,
+    /// Whether a lock held before the replica stopped still existed 1.5 TTLs later (renewed on).
+    renewed_on: bool,
+    /// The release of another lock held since before the replica stopped, as `acquire`.
+    release: String,
+    /// How long the acquire and the release took.
+    took: (Duration, Duration),
+}
+
+impl Unsynced {
+    /// Everything but the time, for comparing the library with its model.
+    fn outcome(&self) -> (&str, u64, bool, bool, &str) {
+        (
+            &self.acquire,
+            self.undone,
+            self.hold_left,
+            self.renewed_on,
+            &self.release,
+        )
+    }
+}
+
+/// Holds one lock with the replica healthy, stops the replica (`SIGSTOP`: still connected, so the
+/// primary counts it and `WAIT` waits for it), then acquires a free lock, releases a second lock held
+/// from before, and waits 1.5 TTLs and two
+/// sync timeouts after the first acquire (long enough for a lock whose first renewal failed to expire).
+async fn with_an_unconfirming_replica(
+    client: &dyn lockers::Locker,
+    pair: &lockbench_servers::RedisPair,
+    ttl: Duration,
+    sync_timeout: Duration,
+) -> Unsynced {
+    use lockers::AcquireOptions;
+    use std::time::Instant;
+
+    let key = |what: &str| {
+        format!(
+            "unsynced-{}-{what}-{:08x}",
+            client.id(),
+            rand::random::<u32>()
+        )
+    };
+    let (held, free, released) = (key("held"), key("free"), key("released"));
+    let primary = pair.primary();
+    let outcome = |result: Result<(), lockers::LockError>| match result {
+        Ok(()) => "ok".to_owned(),
+        Err(e) => format!(
+            "{}: no synced slaves {}",
+            e.kind(),
+            e.to_string().contains("None of slaves were synced")
+        ),
+    };
+    let publishes = || {
+        let stats = primary.command(&["INFO", "commandstats"]).unwrap();
+        lockbench_servers::redis::commandstats(&stats)
+            .get("publish")
+            .map_or(0, |stat| stat.calls)
+    };
+    let _lease = client
+        .acquire(&held, &AcquireOptions::try_once())
+        .await
+        .expect("acquire with the replica confirming");
+    let to_release = client
+        .acquire(&released, &AcquireOptions::try_once())
+        .await
+        .expect("acquire with the replica confirming");
+    let held_at = Instant::now();
+    pair.replica().pause().unwrap();
+    let published = publishes();
+    let started = Instant::now();
+    let acquire = outcome(
+        client
+            .acquire(&free, &AcquireOptions::try_once())
+            .await
+            .map(drop),
+    );
+    let took = started.elapsed();
+    let undone = publishes() - published;
+    let started = Instant::now();
+    let release = outcome(to_release.release().await);
+    let release_took = started.elapsed();
+    let pttl: i64 = primary
+        .command(&["PTTL", &format!("lockbench:{{{free}}}")])
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    tokio::time::sleep(
+        (held_at + ttl * 3 / 2 + sync_timeout * 2).saturating_duration_since(Instant::now()),
+    )
+    .await;
+    let exists = primary
+        .command(&["EXISTS", &format!("lockbench:{{{held}}}")])
+        .unwrap();
+    pair.replica().resume().unwrap();
+    primary.command(&["WAIT", "1", "2000"]).unwrap();
+    Unsynced {
+        acquire,
+        undone,
+        hold_left: pttl > 0,
+        renewed_on: exists.trim() == "1",
+        release,
+        took: (took, release_took),
+    }
+}
+
+/// Issue 26, claim (d): lock writes no replica confirmed (the replica stopped with `SIGSTOP`, still
+/// connected), Redisson in master/slave mode (`WAIT` after each lock write, `checkLockSyncedSlaves`
+/// on, `slavesSyncTimeout` 100 ms). 3.43.0's acquire fails after one `WAIT` with "None of slaves were
+/// synced" and leaves its hold on the primary for a TTL (`handleNoSync` and `ServiceManager.execute`
+/// test the message for equality with a shorter text, so neither undoes nor retries; up to 3.46);
+/// 3.52.0 and 4.7.0 undo the hold and try again `retryAttempts` (4) times: five holds undone, about
+/// 1.9 s. A release fails alike: at once in 3.43.0, after five tries in 3.52.0 and 4.7.0 (the lock is
+/// gone from the primary either way). Renewal: 3.43's timer stops at the first unsynced renewal (the lock expires), the 3.44+
+/// scheduler renews on (each renewal still extends the TTL on the primary). The models do the same,
+/// step by step; only the time differs: the model's one connection per server queues each lock write
+/// behind any `WAIT` in flight (here, the held lock's renewals), where Redisson's pool runs them side
+/// by side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsynced_wait_in_redisson_and_its_models() {
+    use lockbench_servers::RedisPair;
+    use lockers::redis::{Generation, Redisson, RedissonConfig, Topology};
+    use lockers::{Events, Locker};
+
+    let ttl = Duration::from_millis(1000);
+    let sync_timeout = Duration::from_millis(100);
+    let retry_interval = Duration::from_millis(60);
+    let pair = tokio::task::block_in_place(RedisPair::start).unwrap();
+    let failed = "backend: no synced slaves true";
+    // Per row: tries of each lock call, then (acquire, holds undone, hold left, renewed on, release).
+    for (id, generation, tries, expected) in [
+        (
+            "jvm-redisson-3.43",
+            Generation::Classic,
+            1,
+            (failed, 0, true, false, failed),
+        ),
+        (
+            "jvm-redisson",
+            Generation::Scheduler,
+            5,
+            (failed, 5, false, true, failed),
+        ),
+        (
+            "jvm-redisson-4",
+            Generation::Scheduler,
+            5,
+            (failed, 5, false, true, failed),
+        ),
+    ] {
+        let config = RedissonConfig {
+            renewal: lockers::Renewal::new(ttl),
+            topology: Topology::Replicated,
+            slaves_sync_timeout: sync_timeout,
+            retry_interval,
+            ..RedissonConfig::new(generation)
+        };
+        let model = Redisson::connect(&pair.primary().url(), config, Events::none())
+            .await
+            .unwrap();
+        let of_model = with_an_unconfirming_replica(&model, &pair, ttl, sync_timeout).await;
+        model.close().await;
+        let library = Peer {
+            spec: spec(id),
+            servers: vec![pair.primary().url()],
+            settings: vec![
+                ("replicas".into(), pair.replica().url()),
+                (
+                    "slaves_sync_timeout_ms".into(),
+                    sync_timeout.as_millis().to_string(),
+                ),
+                ("timeout_ms".into(), "3000".into()),
+                (
+                    "retry_interval_ms".into(),
+                    retry_interval.as_millis().to_string(),
+                ),
+            ],
+            watchdog: ttl,
+            short_lease: ttl,
+            slack: Duration::from_millis(800),
+            fixed_for_watchdog: None,
+            remove: Box::new(|_| unreachable!()),
+            _server: (),
+        };
+        let client = library.start(Events::none()).await;
+        let of_library = with_an_unconfirming_replica(&client, &pair, ttl, sync_timeout).await;
+        client.close().await;
+        eprintln!("{id}: {of_library:?}\n  model ({generation:?}): {of_model:?}");
+        assert_eq!(of_library.outcome(), expected, "{id}");
+        assert_eq!(of_model.outcome(), expected, "the model of {id}");
+        // Each try waited out its WAIT, and each undone one the unlock's too.
+        let least = (
+            sync_timeout * tries * if expected.1 > 0 { 2 } else { 1 },
+            sync_timeout * tries,
+        );
+        for (who, took) in [(id, of_library.took), ("model", of_model.took)] {
+            assert!(took.0 >= least.0 && took.1 >= least.1, "{who}: {took:?}");
+        }
+        // The model's lock calls queue behind the held lock's renewal `WAIT`s on its one connection
+        // (about a third of the time, up to a sync timeout each) and draw pauses of their own.
+        let allowance = sync_timeout * 10;
+        assert!(
+            of_model.took.0 <= of_library.took.0 + allowance
+                && of_model.took.1 <= of_library.took.1 + allowance,
+            "{id} took {:?}, its model {:?}",
+            of_library.took,
+            of_model.took
         );
     }
 }

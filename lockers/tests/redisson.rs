@@ -405,13 +405,15 @@ async fn scheduler_waits_after_lock_writes() {
 }
 
 /// A replica that confirms nothing (stopped with SIGSTOP, still connected) fails the acquire with
-/// Redisson's error, and the unconfirmed hold is released again.
+/// Redisson's error, and the unconfirmed hold is released again (3.47+; each of the 4 retries after
+/// a pause scaled by `retry_interval`, short here).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acquire_no_replica_confirmed_fails_and_is_undone() {
     let pair = RedisPair::start().unwrap();
     let primary = pair.primary();
     let config = RedissonConfig {
         slaves_sync_timeout: Duration::from_millis(300),
+        retry_interval: Duration::from_millis(20),
         ..replicated(Generation::Scheduler, Topology::Replicated)
     };
     let a = Redisson::connect(&primary.url(), config, Events::none())

@@ -53,7 +53,9 @@ pub use transport::connection::{Commands, ConnectionSettings, RedisConnection};
 
 pub use guard_thread::{GuardThreadConfig, PollBackoff, RedisGuardThread};
 pub use keyspace::{KeyspaceConfig, RedisKeyspace, Variant as KeyspaceVariant};
-pub use redisson::{Generation, Redisson, RedissonConfig, RetryDelay, ScaledTimeouts, Topology};
+pub use redisson::{
+    Generation, Redisson, RedissonConfig, RetryDelay, ScaledTimeouts, Topology, UnsyncedLockCall,
+};
 pub use redlock::{Redlock, RedlockConfig, quorum, validity};
 pub use script_roles::{ScriptRole, script_shas};
 pub use watchdog::{RedisWatchdog, RenewalMode, WatchdogConfig};

@@ -64,6 +64,23 @@ impl RetryDelay {
     }
 }
 
+/// What an acquire or a release does when `WAIT` found no replica confirming it (with
+/// `checkLockSyncedSlaves`): `CommandAsyncService.handleNoSync` and `ServiceManager.execute`, which
+/// every `RLock` acquire and unlock goes through (renewals do not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnsyncedLockCall {
+    /// 3.25 to 3.46: both test the error's message for equality with "None of slaves were synced",
+    /// but the error says more ("… Try to increase slavesSyncTimeout …", since 3.25), so neither
+    /// matches: the call fails at once, and a failed acquire leaves its hold on the primary,
+    /// unrenewed, until its TTL.
+    FailsAtOnce,
+    /// 3.47.0 and later (`NoSyncedSlavesException`, commit f2b6ad8): an acquire's hold is released
+    /// again (an unlock, itself waited for), and the whole call is tried again up to `retryAttempts`
+    /// times, after `retryDelay.calcDelay(n)` for retry `n` (from 1).
+    #[default]
+    UndoneAndRetried,
+}
+
 /// Settings of a [`crate::redis::Redisson`] client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RedissonConfig {
@@ -80,6 +97,9 @@ pub struct RedissonConfig {
     pub check_lock_synced_slaves: bool,
     /// How long `WAIT` waits for replicas (`slavesSyncTimeout`, default 1 s).
     pub slaves_sync_timeout: Duration,
+    /// What an acquire or release no replica confirmed does (3.43:
+    /// [`UnsyncedLockCall::FailsAtOnce`]; 3.52: [`UnsyncedLockCall::UndoneAndRetried`]).
+    pub unsynced_lock_call: UnsyncedLockCall,
     /// Prepended to every key and channel (default `lockbench:`); no braces.
     pub key_prefix: String,
     /// This client's id, prefixed to every owner (Redisson's connection manager id); default random.
@@ -112,6 +132,7 @@ impl Default for RedissonConfig {
             topology: Topology::default(),
             check_lock_synced_slaves: true,
             slaves_sync_timeout: Duration::from_secs(1),
+            unsynced_lock_call: UnsyncedLockCall::UndoneAndRetried,
             key_prefix: DEFAULT_PREFIX.into(),
             client_id: random_client_id(),
             retry_attempts: 4,
@@ -129,8 +150,9 @@ impl Default for RedissonConfig {
 
 impl RedissonConfig {
     /// The defaults of the Redisson version `generation` stands for: 3.43.0's for
-    /// [`Generation::Classic`] (3 attempts, constant `retryInterval`), 3.52.0's for
-    /// [`Generation::Scheduler`] (4 attempts, jittered `retryDelay`), the version `jvm-redisson` runs.
+    /// [`Generation::Classic`] (3 attempts, constant `retryInterval`, an unsynced lock call failing
+    /// at once), 3.52.0's for [`Generation::Scheduler`] (4 attempts, jittered `retryDelay`), the
+    /// version `jvm-redisson` runs.
     pub fn new(generation: Generation) -> Self {
         let defaults = RedissonConfig::default();
         match generation {
@@ -138,6 +160,7 @@ impl RedissonConfig {
                 generation,
                 retry_attempts: 3,
                 retry_delay: RetryDelay::Constant,
+                unsynced_lock_call: UnsyncedLockCall::FailsAtOnce,
                 ..defaults
             },
             Generation::Scheduler => RedissonConfig {
@@ -237,6 +260,11 @@ mod tests {
         assert_eq!(
             (classic.retry_attempts, classic.retry_delay),
             (3, RetryDelay::Constant)
+        );
+        assert_eq!(classic.unsynced_lock_call, UnsyncedLockCall::FailsAtOnce);
+        assert_eq!(
+            config.unsynced_lock_call,
+            UnsyncedLockCall::UndoneAndRetried
         );
         assert_eq!(config.connection.response_timeout, Duration::from_secs(3));
         assert_eq!(config.cluster_scan_interval, Duration::from_secs(5));

@@ -4,8 +4,11 @@
 //! of a lease.
 //!
 //! - Acquire: `exists == 0 or hexists` → `HINCRBY` + `PEXPIRE` (the TTL is always re-set, also by a
-//!   re-entry); otherwise the PTTL. If the replica sync fails with "None of slaves were synced", the
-//!   hold is released again and the acquire fails with that error (`handleNoSync`).
+//!   re-entry); otherwise the PTTL. If the replica sync fails with "None of slaves were synced", 3.47+
+//!   releases the hold again (`handleNoSync`) and tries the acquire again up to `retryAttempts` times
+//!   (`ServiceManager.execute`) before failing with that error; 3.43 to 3.46 fail at once and leave the
+//!   hold ([`UnsyncedLockCall`]). 3.47+ likewise tries an unconfirmed release again (with the same
+//!   unlock latch); 3.43 to 3.46 fail it at once.
 //! - Release: the unlock script with its unlock latch key (a retried release reads the first answer
 //!   from it), always `PUBLISH`ing on the final release; then the latch is deleted by a separate
 //!   `DEL` that nobody waits for. Renewal is cancelled after the server answered (Redisson cancels in
@@ -23,7 +26,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::config::RedissonConfig;
+use super::config::{RedissonConfig, UnsyncedLockCall};
 use crate::error::LockError;
 use crate::event::Events;
 use crate::lease::LeaseHandle;
@@ -73,6 +76,11 @@ pub(crate) static REDISSON_RENEW_BATCH: LazyLock<LuaScript> = LazyLock::new(|| {
         include_str!("../scripts/redisson_renew_batch.lua"),
     )
 });
+
+/// A fresh unlock latch key of the lock at `keys` (Redisson's `getUnlockLatchName(requestId)`).
+fn unlock_latch(keys: &LockKeys) -> String {
+    format!("{}:unlock_latch:{:016x}", keys.lock, rand::random::<u64>())
+}
 
 /// One held lock as a renew call names it.
 #[derive(Debug, Clone)]
@@ -136,8 +144,44 @@ impl Core {
         self.renew_calls.load(Ordering::Relaxed)
     }
 
-    /// One acquire attempt with a TTL of `ttl_ms`.
+    /// One acquire attempt with a TTL of `ttl_ms`, tried again while no replica confirms it as
+    /// [`UnsyncedLockCall`] says.
     pub(crate) async fn try_acquire(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        ttl_ms: u64,
+    ) -> Result<Attempt, LockError> {
+        let mut retries = 0;
+        loop {
+            match self.try_acquire_synced(keys, owner, ttl_ms).await {
+                Err(error) if self.retry_unsynced(&error, &mut retries).await => {}
+                outcome => return outcome,
+            }
+        }
+    }
+
+    /// Whether a lock call that failed with `error` after `retries` retries is tried again, as
+    /// `ServiceManager.execute` does in 3.47+ (acquire and release, not renewal): when no replica
+    /// confirmed it and `retryAttempts` are left, after the retry's pause (`retries` is counted up).
+    async fn retry_unsynced(&self, error: &LockError, retries: &mut u32) -> bool {
+        let config = &self.config;
+        if config.unsynced_lock_call != UnsyncedLockCall::UndoneAndRetried
+            || !is_no_synced_slaves(error)
+            || *retries >= config.retry_attempts
+        {
+            return false;
+        }
+        *retries += 1;
+        let pause = config
+            .retry_delay
+            .pause(config.retry_interval, *retries, false);
+        tokio::time::sleep(pause.unwrap_or_default()).await;
+        true
+    }
+
+    /// One acquire script call and its replica sync.
+    async fn try_acquire_synced(
         &self,
         keys: &LockKeys,
         owner: &str,
@@ -150,9 +194,12 @@ impl Core {
         let answer = match self.sync.confirmed(written) {
             Ok(answer) => answer,
             Err(error) => {
-                if is_no_synced_slaves(&error) {
+                if self.config.unsynced_lock_call == UnsyncedLockCall::UndoneAndRetried
+                    && is_no_synced_slaves(&error)
+                {
                     // `handleNoSync`: undo the unconfirmed hold; its own outcome is not reported.
-                    let _ = self.release(keys, owner, ttl_ms).await;
+                    let latch = unlock_latch(keys);
+                    let _ = self.release_synced(keys, owner, ttl_ms, &latch).await;
                 }
                 return Err(error);
             }
@@ -160,19 +207,38 @@ impl Core {
         acquire_attempt(&REDISSON_ACQUIRE, answer)
     }
 
-    /// Releases one hold. `Ok(true)` when it freed the lock; `NotHeld` when the owner held none.
+    /// Releases one hold. `Ok(true)` when it freed the lock; `NotHeld` when the owner held none. An
+    /// unlock no replica confirmed is tried again as [`UnsyncedLockCall`] says, with the same unlock
+    /// latch (a retry whose first try ran reads that try's answer from it).
     pub(crate) async fn release(
         &self,
         keys: &LockKeys,
         owner: &str,
         ttl_ms: u64,
     ) -> Result<bool, LockError> {
+        let latch = unlock_latch(keys);
+        let mut retries = 0;
+        loop {
+            match self.release_synced(keys, owner, ttl_ms, &latch).await {
+                Err(error) if self.retry_unsynced(&error, &mut retries).await => {}
+                outcome => return outcome,
+            }
+        }
+    }
+
+    /// One unlock script call (with its unlock latch `latch`) and its replica sync.
+    async fn release_synced(
+        &self,
+        keys: &LockKeys,
+        owner: &str,
+        ttl_ms: u64,
+        latch: &str,
+    ) -> Result<bool, LockError> {
         let mut connection = self.connection.commands();
-        let latch = format!("{}:unlock_latch:{:016x}", keys.lock, rand::random::<u64>());
         let mut call = REDISSON_RELEASE.prepare();
         call.key(&keys.lock)
             .key(&keys.channel)
-            .key(&latch)
+            .key(latch)
             .arg(UNLOCK_MESSAGE)
             .arg(ttl_ms)
             .arg(owner)
@@ -181,6 +247,7 @@ impl Core {
         let answer: i64 = self.sync.confirmed(written)?;
         // Redisson deletes the latch with a write it does not wait for.
         let mut background = connection.clone();
+        let latch = latch.to_owned();
         in_background(async move {
             let _: Result<i64, _> = redis::cmd("DEL")
                 .arg(&latch)

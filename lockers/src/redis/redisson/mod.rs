@@ -41,7 +41,7 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | `config` | [`RedissonConfig`], [`Generation`], [`RetryDelay`], [`Topology`], [`ScaledTimeouts`] |
+//! | `config` | [`RedissonConfig`], [`Generation`], [`RetryDelay`], [`Topology`], [`UnsyncedLockCall`], [`ScaledTimeouts`] |
 //! | `lock` | Redisson's acquire, release and renew scripts, their retries, a lease's release path |
 //! | `classic` | one renewal timer per lock, ended for good by an error (Redisson < 3.44) |
 //! | `scheduler` | one renewal scheduler per client, chunks of 100, errors retried at the next tick (Redisson ≥ 3.44) |
@@ -53,6 +53,8 @@ mod lock;
 mod locker;
 mod scheduler;
 
-pub use config::{Generation, RedissonConfig, RetryDelay, ScaledTimeouts, Topology};
+pub use config::{
+    Generation, RedissonConfig, RetryDelay, ScaledTimeouts, Topology, UnsyncedLockCall,
+};
 pub(crate) use lock::{REDISSON_ACQUIRE, REDISSON_RELEASE, REDISSON_RENEW, REDISSON_RENEW_BATCH};
 pub use locker::{CLASSIC_ID, ID, Redisson};
