@@ -263,7 +263,9 @@ impl Strategy {
             Client::Native { connect, .. } => connect(endpoints, settings, events),
             Client::Peer(spec) => Box::pin(async move {
                 let servers = peer_servers(endpoints, spec.backend)?;
-                let client = PeerLocker::start(spec.config(servers, *settings)?, events).await?;
+                let replicas = &endpoints.addrs.redis_replicas;
+                let config = spec.config(servers, replicas, *settings)?;
+                let client = PeerLocker::start(config, events).await?;
                 Ok(Arc::new(client) as Arc<dyn Locker>)
             }),
         }

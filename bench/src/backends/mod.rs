@@ -112,6 +112,10 @@ pub struct EndpointAddrs {
     /// replicated mode and `WAIT` after lock writes.
     #[serde(default)]
     pub redis_replicated: bool,
+    /// URLs of the primary's replicas when lockbench started them beside it (the failover pair), for
+    /// clients configured with them (the real Redisson's master/slave mode).
+    #[serde(default)]
+    pub redis_replicas: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -152,6 +156,7 @@ impl std::fmt::Debug for EndpointAddrs {
             .field("etcd", &redact(&self.etcd.join(",")))
             .field("zookeeper", &self.zookeeper.as_deref().map(redact))
             .field("redis_replicated", &self.redis_replicated)
+            .field("redis_replicas", &redact(&self.redis_replicas.join(",")))
             .finish()
     }
 }
@@ -301,6 +306,7 @@ impl Backends {
             // modes WAIT for them.
             redis_replicated: address(ServerKind::Redis)
                 .is_some_and(|a| self::address::is_sentinel(&a) || self::address::is_cluster(&a)),
+            redis_replicas: Vec::new(),
         }
     }
 

@@ -213,6 +213,7 @@ mod tests {
             etcd: vec!["http://127.0.0.1:1".into(), "http://127.0.0.1:2".into()],
             zookeeper: Some("127.0.0.1:1,127.0.0.1:2/locks".into()),
             redis_replicated: false,
+            redis_replicas: Vec::new(),
         };
         let etcd = rewrite(ServerKind::Etcd, &base, &[p1, p2]);
         assert_eq!(

@@ -298,6 +298,7 @@ impl CaseServers {
             CaseServers::RedisPair { pair, .. } => {
                 out.redis = Some(pair.primary().url());
                 out.redis_replicated = true;
+                out.redis_replicas = vec![pair.replica().url()];
             }
             CaseServers::Etcd(c) => out.etcd = c.endpoints(),
             CaseServers::ZooKeeper(z) => out.zookeeper = Some(z.connect_string()),

@@ -67,6 +67,9 @@ pub struct PeerSpec {
     entry: &'static str,
     /// The adapter settings a run with this watchdog setup passes in `hello`.
     settings: fn(Renewal) -> Vec<(String, String)>,
+    /// Whether the adapter takes the primary's replicas (`replicas`: Redisson's master/slave mode, which
+    /// `WAIT`s for them after each lock write, as the Redisson models do with replicas).
+    takes_replicas: bool,
 }
 
 /// How long a JIT-compiled adapter (the JVM's) runs its lock calls before its figures mean something:
@@ -136,6 +139,7 @@ pub const PEERS: &[PeerSpec] = &[
         runtime: Runtime::SystemPython,
         entry: "python/memory.py",
         settings: no_settings,
+        takes_replicas: false,
     },
     PeerSpec {
         id: "py-redis-py",
@@ -150,6 +154,7 @@ pub const PEERS: &[PeerSpec] = &[
         runtime: Runtime::Venv,
         entry: "python/redis_py.py",
         settings: no_settings,
+        takes_replicas: false,
     },
     PeerSpec {
         id: "py-redis-lock",
@@ -166,6 +171,7 @@ pub const PEERS: &[PeerSpec] = &[
         runtime: Runtime::Venv,
         entry: "python/redis_lock_peer.py",
         settings: no_settings,
+        takes_replicas: false,
     },
     PeerSpec {
         id: "py-kazoo",
@@ -183,6 +189,7 @@ pub const PEERS: &[PeerSpec] = &[
         runtime: Runtime::Venv,
         entry: "python/kazoo_peer.py",
         settings: session_timeout,
+        takes_replicas: false,
     },
     PeerSpec {
         id: "py-etcd3",
@@ -198,6 +205,7 @@ pub const PEERS: &[PeerSpec] = &[
         runtime: Runtime::Venv,
         entry: "python/etcd3_peer.py",
         settings: no_settings,
+        takes_replicas: false,
     },
     PeerSpec {
         id: "node-redlock",
@@ -215,6 +223,7 @@ pub const PEERS: &[PeerSpec] = &[
         runtime: Runtime::Node,
         entry: "node/redlock.js",
         settings: no_settings,
+        takes_replicas: false,
     },
     PeerSpec {
         id: "jvm-curator",
@@ -231,6 +240,7 @@ pub const PEERS: &[PeerSpec] = &[
         runtime: Runtime::Jvm,
         entry: "jvm/build/jvm-curator/run.args",
         settings: session_timeout,
+        takes_replicas: false,
     },
     redisson(
         "jvm-redisson-3.43",
@@ -266,6 +276,7 @@ pub const PEERS: &[PeerSpec] = &[
         runtime: Runtime::GoBinary,
         entry: "go/build/go-etcd-mutex",
         settings: no_settings,
+        takes_replicas: false,
     },
     PeerSpec {
         id: "go-redsync",
@@ -280,6 +291,7 @@ pub const PEERS: &[PeerSpec] = &[
         runtime: Runtime::GoBinary,
         entry: "go/build/go-redsync",
         settings: no_settings,
+        takes_replicas: false,
     },
 ];
 
@@ -310,6 +322,7 @@ const fn redisson(
         runtime: Runtime::Jvm,
         entry,
         settings: redisson_settings,
+        takes_replicas: true,
     }
 }
 
@@ -339,11 +352,26 @@ impl PeerSpec {
     /// A client config for this adapter from [`adapters_dir`], talking to `servers`, with
     /// `renewal.ttl` as its watchdog TTL and the settings it implies (for ZooKeeper peers the session
     /// timeout asked for, since the session is their lease; for Redisson its watchdog and timeouts).
-    pub fn config(&self, servers: Vec<String>, renewal: Renewal) -> Result<PeerConfig, LockError> {
+    /// `replicas` are the URLs of the primary's replicas, given to an adapter that takes them.
+    pub fn config(
+        &self,
+        servers: Vec<String>,
+        replicas: &[String],
+        renewal: Renewal,
+    ) -> Result<PeerConfig, LockError> {
         let mut config = PeerConfig::new(self.id, self.command(&adapters_dir())?, servers);
         config.renewal = renewal;
-        config.settings = (self.settings)(renewal);
+        config.settings = self.settings(replicas, renewal);
         Ok(config)
+    }
+
+    /// The settings [`config`](Self::config) passes in `hello`.
+    fn settings(&self, replicas: &[String], renewal: Renewal) -> Vec<(String, String)> {
+        let mut settings = (self.settings)(renewal);
+        if self.takes_replicas && !replicas.is_empty() {
+            settings.push(("replicas".into(), replicas.join(",")));
+        }
+        settings
     }
 
     /// How to start this adapter from `dir` (the `adapters/` folder). A missing runtime or adapter file
@@ -389,4 +417,24 @@ impl PeerSpec {
 
 fn path_arg(p: &Path) -> String {
     p.display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_redisson_peers_and_only_they_take_the_replicas() {
+        let replicas = ["redis://127.0.0.1:7001/".to_owned()];
+        let renewal = Renewal::new(Duration::from_secs(1));
+        for spec in PEERS {
+            let given = spec
+                .settings(&replicas, renewal)
+                .into_iter()
+                .any(|(k, v)| k == "replicas" && v == replicas[0]);
+            assert_eq!(given, spec.id.starts_with("jvm-redisson"), "{}", spec.id);
+            let none = spec.settings(&[], renewal);
+            assert!(none.iter().all(|(k, _)| k != "replicas"), "{}", spec.id);
+        }
+    }
 }

@@ -34,7 +34,7 @@ pub(crate) fn spec(id: &str) -> &'static PeerSpec {
 
 /// The config of a client of `spec`; panics with the install command if its runtime is missing.
 pub(crate) fn config(spec: &PeerSpec, servers: Vec<String>, watchdog: Duration) -> PeerConfig {
-    spec.config(servers, lockers::Renewal::new(watchdog))
+    spec.config(servers, &[], lockers::Renewal::new(watchdog))
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
