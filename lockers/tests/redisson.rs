@@ -259,6 +259,50 @@ async fn scheduler_spends_the_retry_budget_of_3_52() {
     drop(lease);
 }
 
+/// A connection reset under a renew call already written does not end the attempt: Redisson fails only
+/// the commands not yet written when a connection closes (`CommandsQueue.channelInactive`), so the
+/// attempt ends at its response timeout (as the real 3.52.0 showed under `renewal-error`: its last
+/// attempt failed at 2015 ms, after the reset at 1.9 s). The renewal due 1 s after the acquire goes
+/// into a blackhole, the connection is reset 60 ms later and the path cleared: the renewal succeeds
+/// only after the first attempt's 150 ms timeout, not right after the reset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_under_a_written_renewal_waits_for_its_timeout() {
+    let server = RedisServer::start().unwrap();
+    let proxy = Proxy::start(server.addr()).unwrap();
+    let log = EventLog::new();
+    let proxied = format!("redis://{}", proxy.addr());
+    let a = holder("redisson", &proxied, Events::to(log.clone())).await;
+    let lease = a
+        .acquire(&unique("reset-written"), &AcquireOptions::try_once())
+        .await
+        .unwrap();
+    let acquired = Instant::now();
+    tokio::time::sleep_until((acquired + LONG_PERIOD.mul_f64(0.7)).into()).await;
+    proxy.set(Direction::Upstream, Fault::Blackhole);
+    // The first renew call is due a period after the acquire, on Redisson's timer.
+    tokio::time::sleep_until((acquired + LONG_PERIOD + Duration::from_millis(60)).into()).await;
+    proxy.set(Direction::Upstream, Fault::Pass);
+    proxy.reset_all();
+    let renewed = |log: &EventLog| {
+        log.snapshot().into_iter().find_map(|e| match e {
+            LockEvent::Renewed { done_at, .. } => Some(done_at),
+            _ => None,
+        })
+    };
+    while renewed(&log).is_none() && acquired.elapsed() < LONG {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let done = renewed(&log).expect("renewed after the reset") - acquired;
+    eprintln!("redisson: the renewal succeeded {done:?} after the acquire");
+    // The first attempt (sent at 1 s, at most a 12 ms timer tick late) times out at 1.15 s or later,
+    // and the re-send follows a pause of at least 16 ms; right after the reset it would be 1.08-1.1 s.
+    assert!(
+        done >= LONG_PERIOD + Duration::from_millis(160),
+        "the renewal succeeded {done:?} after the acquire, before the first attempt timed out"
+    );
+    drop(lease);
+}
+
 /// redis-watchdog retries until its deadline: the lock stays held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watchdog_retries_until_the_deadline() {
@@ -539,8 +583,10 @@ async fn short_cycles(generation: Generation) -> Cycles {
     for i in 0..150u32 {
         let key = format!("{base}:{i}");
         let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+        // Every tenth hold outlasts a renewal period and the tick of Redisson's timer (100 ms at
+        // 3.43's defaults), on which the renewal fires.
         let hold = if i % 10 == 9 {
-            TIMEOUT / 3 + Duration::from_millis(60)
+            TIMEOUT / 3 + Duration::from_millis(160)
         } else {
             Duration::from_millis(u64::from(i % 7))
         };

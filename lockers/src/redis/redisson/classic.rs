@@ -40,7 +40,9 @@ pub(crate) fn start(
     answered_at: Instant,
     closed: watch::Receiver<bool>,
 ) -> Box<dyn StopRenewal> {
-    let first_due = answered_at + core.config.renewal_period();
+    let first_due = core
+        .timer
+        .fires_at(answered_at + core.config.renewal_period());
     announce_renewal(&core.events, state.key(), first_due);
     let core = core.clone();
     let begin = move || {
@@ -92,7 +94,7 @@ async fn renew_until_stopped(
                 {
                     return;
                 }
-                due = done_at + plan.period;
+                due = core.timer.fires_at(done_at + plan.period);
                 announce_renewal(events, state.key(), due);
             }
             // cancelExpirationRenewal(null): the entry goes, the holder is not told.

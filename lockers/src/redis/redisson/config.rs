@@ -64,6 +64,17 @@ impl RetryDelay {
     }
 }
 
+impl RetryDelay {
+    /// The pause Redisson sizes its timer's tick with: `retryInterval` up to 3.4x; in 3.52+
+    /// `retryDelay.calcDelay(0)`, a draw between ⅓ and ⅔ of `interval`, taken here at its middle.
+    pub(crate) fn first_pause(self, interval: Duration) -> Duration {
+        match self {
+            RetryDelay::Constant => interval,
+            RetryDelay::EqualJitter => interval / 2,
+        }
+    }
+}
+
 /// What an acquire or a release does when `WAIT` found no replica confirming it (with
 /// `checkLockSyncedSlaves`): `CommandAsyncService.handleNoSync` and `ServiceManager.execute`, which
 /// every `RLock` acquire and unlock goes through (renewals do not).
@@ -205,6 +216,14 @@ impl RedissonConfig {
     /// (`internalLockLeaseTime / 3`).
     pub(crate) fn renewal_period(&self) -> Duration {
         self.renewal.ttl / 3
+    }
+
+    /// The tick of this client's Redisson timer ([`super::timer::tick_for`]), from its first retry
+    /// pause and `timeout` (the connection's response timeout).
+    pub(crate) fn timer_tick(&self) -> Duration {
+        let first = self.retry_delay.first_pause(self.retry_interval);
+        let at_least_10ms = self.retry_delay == RetryDelay::EqualJitter;
+        super::timer::tick_for(first, self.connection.response_timeout, at_least_10ms)
     }
 }
 

@@ -22,11 +22,12 @@
 use std::sync::Arc;
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
 use super::config::{RedissonConfig, UnsyncedLockCall};
+use super::timer::RedissonTimer;
 use crate::error::LockError;
 use crate::event::Events;
 use crate::lease::LeaseHandle;
@@ -100,6 +101,11 @@ pub(crate) struct Core {
     pub(crate) holds: Holds,
     sync: ReplicaSync,
     renew_calls: AtomicU64,
+    /// Redisson's timer, which renewal ticks, retry pauses and renew calls' response timeouts wait on.
+    pub(crate) timer: RedissonTimer,
+    /// Redisson's response timeout for a lock write: `timeout`, plus `slavesSyncTimeout` when it is
+    /// followed by `WAIT`.
+    response_timeout: Duration,
 }
 
 impl Core {
@@ -116,10 +122,15 @@ impl Core {
             config.check_lock_synced_slaves,
             config.slaves_sync_timeout,
         );
+        let timer = RedissonTimer::start(config.timer_tick());
         let mut settings = config.connection;
         if sync.enabled() {
             settings.response_timeout += config.slaves_sync_timeout;
         }
+        let response_timeout = settings.response_timeout;
+        // Renew calls time out on the timer, up to a tick late; the connection's own timeout (which
+        // acquire and release keep) is a tick longer so that the timer's fires first.
+        settings.response_timeout += config.timer_tick();
         let connection = RedisConnection::connect(url, settings).await?;
         connection.rescan_every(config.cluster_scan_interval, config.sentinel_scan_interval);
         let all = [
@@ -136,6 +147,8 @@ impl Core {
             holds: Holds::default(),
             sync,
             renew_calls: AtomicU64::new(0),
+            timer,
+            response_timeout,
         })
     }
 
@@ -176,7 +189,7 @@ impl Core {
         let pause = config
             .retry_delay
             .pause(config.retry_interval, *retries, false);
-        tokio::time::sleep(pause.unwrap_or_default()).await;
+        self.timer.sleep(pause.unwrap_or_default()).await;
         true
     }
 
@@ -332,7 +345,9 @@ impl Core {
     /// configured [`crate::redis::RetryDelay`] (3.43: a timeout at once, others after `retry_interval`), up to
     /// `retry_attempts` more times. Other server errors (`NOSCRIPT` after its
     /// reload, ...) are not retried. Each attempt counts as a renew call. The call is a write of the
-    /// lock at `key`, synced as [`ReplicaSync::write`] does.
+    /// lock at `key`, synced as [`ReplicaSync::write`] does. Its response timeout and pauses fire on
+    /// Redisson's timer (`super::timer`); a call whose connection dropped after it was written ends at
+    /// that timeout, not at the drop.
     async fn with_retries<'s, T: redis::FromRedisValue>(
         &self,
         key: &str,
@@ -342,9 +357,20 @@ impl Core {
         loop {
             self.renew_calls.fetch_add(1, Ordering::Relaxed);
             let mut connection = self.connection.commands();
-            let error = match self.sync.write(&mut connection, key, &make()).await {
-                Ok(written) => return self.sync.confirmed(written),
-                Err(error) => error,
+            let sent = Instant::now();
+            let timed_out = self.timer.after(self.response_timeout);
+            let call = make();
+            let write = self.sync.write(&mut connection, key, &call);
+            let error = match tokio::time::timeout_at(timed_out.into(), write).await {
+                Ok(Ok(written)) => return self.sync.confirmed(written),
+                Ok(Err(error)) if dropped_in_flight(&error, sent) => {
+                    // Redisson fails only the commands not yet written when a connection closes
+                    // (`CommandsQueue.channelInactive`): a written one waits for its response timeout.
+                    tokio::time::sleep_until(timed_out.into()).await;
+                    response_timeout()
+                }
+                Ok(Err(error)) => error,
+                Err(_elapsed) => response_timeout(),
             };
             let retryable = error.is_timeout()
                 || error.is_io_error()
@@ -363,10 +389,32 @@ impl Core {
             );
             attempt += 1;
             if let Some(pause) = pause {
-                tokio::time::sleep(pause).await;
+                self.timer.sleep(pause).await;
             }
         }
     }
+}
+
+/// A failed attempt's error when Redisson's response timeout ended it.
+fn response_timeout() -> redis::RedisError {
+    redis::RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "Redisson's response timeout (on its timer)",
+    ))
+}
+
+/// How long after its send a command whose connection dropped is taken to have been written: redis-rs
+/// does not say whether a command was on the wire, and one sent on a connection already known broken
+/// fails within microseconds.
+const WRITTEN_AFTER: Duration = Duration::from_millis(1);
+
+/// Whether `error` is a connection that dropped (not one refused) under a command sent at `sent` that
+/// was already written.
+fn dropped_in_flight(error: &redis::RedisError, sent: Instant) -> bool {
+    (error.is_connection_dropped() || error.is_io_error())
+        && !error.is_connection_refusal()
+        && !error.is_timeout()
+        && sent.elapsed() >= WRITTEN_AFTER
 }
 
 /// The server errors Redisson's `RedisExecutor` re-sends after `retryInterval` (3.43.0: the subclasses of

@@ -45,6 +45,7 @@
 //! | `lock` | Redisson's acquire, release and renew scripts, their retries, a lease's release path |
 //! | `classic` | one renewal timer per lock, ended for good by an error (Redisson < 3.44) |
 //! | `scheduler` | one renewal scheduler per client, chunks of 100, errors retried at the next tick (Redisson ≥ 3.44) |
+//! | `timer` | Redisson's timer: renewal ticks, retry pauses and renew calls' response timeouts fire at the end of its tick |
 //! | `locker` | [`Redisson`]: acquire, grant, the choice of renewer |
 
 mod classic;
@@ -52,6 +53,7 @@ mod config;
 mod lock;
 mod locker;
 mod scheduler;
+mod timer;
 
 pub use config::{
     Generation, RedissonConfig, RetryDelay, ScaledTimeouts, Topology, UnsyncedLockCall,

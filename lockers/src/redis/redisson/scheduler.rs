@@ -189,7 +189,7 @@ async fn chain(shared: Weak<Shared>) {
     loop {
         let Some(live) = shared.upgrade() else { return };
         let period: Duration = live.plan.period;
-        let due = Instant::now() + period;
+        let due = live.core.timer.after(period);
         live.announce(due);
         // Only a weak reference while asleep, so dropping the client ends the chain.
         drop(live);
