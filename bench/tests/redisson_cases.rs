@@ -52,9 +52,10 @@ fn case<'a>(results: &'a Results, strategy: &str, lease: &str) -> &'a CaseResult
 
 /// A blackhole of the holder's first renewal past Redisson's retries (scaled timeouts: 150 ms × 4
 /// inside a 1.2 s blackhole): classic Redisson never renews again and the waiter takes the lock at
-/// the TTL while the holder, told nothing, works on for 1.5 s more. 3.44+ Redisson and
-/// redis-watchdog retry and keep it. Measured: 5 of 5 trials violated for classic, 0 of 5 for the
-/// others (seeds 1-5).
+/// the TTL while the holder, told nothing, works on for 1.5 s more. redis-watchdog retries until its
+/// deadline and keeps it. 3.44+ Redisson retries at its next tick, which lands within about 0.1 s of the
+/// expiry, either side (the real 3.52.0 was overtaken in 8 of 10 trials, the model in 2 of 10:
+/// README), so only its failed renewal is asserted.
 #[test]
 fn a_renewal_error_overtakes_classic_redisson_only() {
     let results = run("renewal-error", "redisson-classic,redisson,redis-watchdog");
@@ -71,10 +72,16 @@ fn a_renewal_error_overtakes_classic_redisson_only() {
         "overlap {overlap:.0} ms, expected about the task's 4.5 s minus the 3 s TTL"
     );
     assert_eq!(classic.renewal.failures, 1, "one failed renewal, then none");
-    for safe in ["redisson", "redis-watchdog"] {
-        let c = case(&results, safe, "watchdog");
-        assert_eq!(c.safety.verdict, Verdict::Safe, "{safe}: {:?}", c.safety);
-        assert!(c.renewal.failures >= 1, "{safe}: the blackhole missed");
+    let watchdog = case(&results, "redis-watchdog", "watchdog");
+    assert_eq!(
+        watchdog.safety.verdict,
+        Verdict::Safe,
+        "redis-watchdog: {:?}",
+        watchdog.safety
+    );
+    for row in ["redisson", "redis-watchdog"] {
+        let c = case(&results, row, "watchdog");
+        assert!(c.renewal.failures >= 1, "{row}: the blackhole missed");
     }
 }
 
