@@ -43,7 +43,8 @@ pub(crate) fn read_results(dir: &Path) -> lockbench_reports::Results {
 }
 
 /// Runs `lockbench run --scenario <scenario> --no-progress --out <tmp> <args>`, asserts it exited 0
-/// (naming the command and its stderr), and returns the results (checked against the schema).
+/// (naming the command, its stderr and its stdout, where a failed case is reported), and returns the
+/// results (checked against the schema).
 pub(crate) fn run_scenario(scenario: &str, args: &[&str]) -> lockbench_reports::Results {
     let dir = tempfile::tempdir().unwrap();
     let mut full = vec![
@@ -59,9 +60,10 @@ pub(crate) fn run_scenario(scenario: &str, args: &[&str]) -> lockbench_reports::
     assert_eq!(
         out.status.code(),
         Some(0),
-        "lockbench {}: {}",
+        "lockbench {}: {}\n{}",
         full.join(" "),
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
     );
     read_results(dir.path())
 }
