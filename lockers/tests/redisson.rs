@@ -225,6 +225,40 @@ async fn scheduler_retries_at_the_next_tick() {
     assert_eq!(r.lost, None);
 }
 
+/// A `redisson` holder (scaled timeouts) behind a proxy whose requests are blackholed from 0.7 of a
+/// renewal period after its acquire, before its first renewal.
+struct Blackholed {
+    _server: RedisServer,
+    _client: Arc<dyn Locker>,
+    proxy: Proxy,
+    log: Arc<EventLog>,
+    lease: lockers::Lease,
+    acquired: Instant,
+}
+
+async fn blackholed_before_the_first_renewal(name: &str) -> Blackholed {
+    let server = RedisServer::start().unwrap();
+    let proxy = Proxy::start(server.addr()).unwrap();
+    let log = EventLog::new();
+    let proxied = format!("redis://{}", proxy.addr());
+    let a = holder("redisson", &proxied, Events::to(log.clone())).await;
+    let lease = a
+        .acquire(&unique(name), &AcquireOptions::try_once())
+        .await
+        .unwrap();
+    let acquired = Instant::now();
+    tokio::time::sleep_until((acquired + LONG_PERIOD.mul_f64(0.7)).into()).await;
+    proxy.set(Direction::Upstream, Fault::Blackhole);
+    Blackholed {
+        _server: server,
+        _client: a,
+        proxy,
+        log,
+        lease,
+        acquired,
+    }
+}
+
 /// Redisson 3.52.0's retry budget, as measured with the real library (`jvm-redisson`, renewal-error):
 /// 4 re-sends, each after a jittered `retryDelay` (scaled: 17-33 ms, then 33-67 ms), response timeouts
 /// included. A renewal due 1 period (1 s) after the acquire into a blackhole fails only after 5 response
@@ -232,18 +266,14 @@ async fn scheduler_retries_at_the_next_tick() {
 /// next tick comes about a TTL after the acquire, too late.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scheduler_spends_the_retry_budget_of_3_52() {
-    let server = RedisServer::start().unwrap();
-    let proxy = Proxy::start(server.addr()).unwrap();
-    let log = EventLog::new();
-    let proxied = format!("redis://{}", proxy.addr());
-    let a = holder("redisson", &proxied, Events::to(log.clone())).await;
-    let lease = a
-        .acquire(&unique("retry-budget"), &AcquireOptions::try_once())
-        .await
-        .unwrap();
-    let acquired = Instant::now();
-    tokio::time::sleep_until((acquired + LONG_PERIOD.mul_f64(0.7)).into()).await;
-    proxy.set(Direction::Upstream, Fault::Blackhole);
+    let Blackholed {
+        _server,
+        _client,
+        proxy,
+        log,
+        lease,
+        acquired,
+    } = blackholed_before_the_first_renewal("retry-budget").await;
     let failed = |log: &EventLog| log.count(|e| matches!(e, LockEvent::RenewFailed { .. })) > 0;
     while !failed(&log) && acquired.elapsed() < LONG {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -267,18 +297,14 @@ async fn scheduler_spends_the_retry_budget_of_3_52() {
 /// only after the first attempt's 150 ms timeout, not right after the reset.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reset_under_a_written_renewal_waits_for_its_timeout() {
-    let server = RedisServer::start().unwrap();
-    let proxy = Proxy::start(server.addr()).unwrap();
-    let log = EventLog::new();
-    let proxied = format!("redis://{}", proxy.addr());
-    let a = holder("redisson", &proxied, Events::to(log.clone())).await;
-    let lease = a
-        .acquire(&unique("reset-written"), &AcquireOptions::try_once())
-        .await
-        .unwrap();
-    let acquired = Instant::now();
-    tokio::time::sleep_until((acquired + LONG_PERIOD.mul_f64(0.7)).into()).await;
-    proxy.set(Direction::Upstream, Fault::Blackhole);
+    let Blackholed {
+        _server,
+        _client,
+        proxy,
+        log,
+        lease,
+        acquired,
+    } = blackholed_before_the_first_renewal("reset-written").await;
     // The first renew call is due a period after the acquire, on Redisson's timer.
     tokio::time::sleep_until((acquired + LONG_PERIOD + Duration::from_millis(60)).into()).await;
     proxy.set(Direction::Upstream, Fault::Pass);

@@ -361,12 +361,12 @@ impl PeerSpec {
     ) -> Result<PeerConfig, LockError> {
         let mut config = PeerConfig::new(self.id, self.command(&adapters_dir())?, servers);
         config.renewal = renewal;
-        config.settings = self.settings(replicas, renewal);
+        config.settings = self.hello_settings(replicas, renewal);
         Ok(config)
     }
 
     /// The settings [`config`](Self::config) passes in `hello`.
-    fn settings(&self, replicas: &[String], renewal: Renewal) -> Vec<(String, String)> {
+    fn hello_settings(&self, replicas: &[String], renewal: Renewal) -> Vec<(String, String)> {
         let mut settings = (self.settings)(renewal);
         if self.takes_replicas && !replicas.is_empty() {
             settings.push(("replicas".into(), replicas.join(",")));
@@ -429,11 +429,11 @@ mod tests {
         let renewal = Renewal::new(Duration::from_secs(1));
         for spec in PEERS {
             let given = spec
-                .settings(&replicas, renewal)
+                .hello_settings(&replicas, renewal)
                 .into_iter()
                 .any(|(k, v)| k == "replicas" && v == replicas[0]);
             assert_eq!(given, spec.id.starts_with("jvm-redisson"), "{}", spec.id);
-            let none = spec.settings(&[], renewal);
+            let none = spec.hello_settings(&[], renewal);
             assert!(none.iter().all(|(k, _)| k != "replicas"), "{}", spec.id);
         }
     }

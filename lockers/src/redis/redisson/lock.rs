@@ -122,7 +122,8 @@ impl Core {
             config.check_lock_synced_slaves,
             config.slaves_sync_timeout,
         );
-        let timer = RedissonTimer::start(config.timer_tick());
+        let tick = config.timer_tick();
+        let timer = RedissonTimer::start(tick);
         let mut settings = config.connection;
         if sync.enabled() {
             settings.response_timeout += config.slaves_sync_timeout;
@@ -130,7 +131,7 @@ impl Core {
         let response_timeout = settings.response_timeout;
         // Renew calls time out on the timer, up to a tick late; the connection's own timeout (which
         // acquire and release keep) is a tick longer so that the timer's fires first.
-        settings.response_timeout += config.timer_tick();
+        settings.response_timeout += tick;
         let connection = RedisConnection::connect(url, settings).await?;
         connection.rescan_every(config.cluster_scan_interval, config.sentinel_scan_interval);
         let all = [
