@@ -97,6 +97,13 @@ impl LockEvent {
 pub trait EventSink: Send + Sync + fmt::Debug {
     /// Takes one event.
     fn record(&self, event: LockEvent);
+
+    /// Whether this sink wants [`LockEvent::RenewScheduled`], one per planned renewal of every held
+    /// lock. A sink that ignores them says so, and strategies then never build them (asked once, when
+    /// [`Events::to`] wraps the sink).
+    fn wants_renewal_plans(&self) -> bool {
+        true
+    }
 }
 
 impl EventSink for tokio::sync::mpsc::UnboundedSender<LockEvent> {
@@ -143,32 +150,55 @@ impl EventSink for EventLog {
 }
 
 /// An optional event sink, as strategies hold it. With no sink, emitting is a branch and nothing
-/// else: the event is never built.
+/// else: the event is never built; nor is a renewal plan for a sink that does not want plans.
 #[derive(Clone, Default)]
-pub struct Events(Option<Arc<dyn EventSink>>);
+pub struct Events {
+    sink: Option<Arc<dyn EventSink>>,
+    /// The sink's [`EventSink::wants_renewal_plans`].
+    plans: bool,
+}
 
 impl Events {
     /// No sink: events cost nothing.
     pub fn none() -> Self {
-        Events(None)
+        Events::default()
     }
 
     /// Events go to `sink`.
     pub fn to(sink: Arc<dyn EventSink>) -> Self {
-        Events(Some(sink))
+        let plans = sink.wants_renewal_plans();
+        Events {
+            sink: Some(sink),
+            plans,
+        }
     }
 
     /// Whether a sink is set.
     #[inline]
     pub(crate) fn enabled(&self) -> bool {
-        self.0.is_some()
+        self.sink.is_some()
     }
 
     /// Builds the event with `make` and records it, only if a sink is set.
     #[inline]
     pub(crate) fn emit(&self, make: impl FnOnce() -> LockEvent) {
-        if let Some(sink) = &self.0 {
+        if let Some(sink) = &self.sink {
             sink.record(make());
+        }
+    }
+
+    /// Whether a sink is set and wants renewal plans.
+    #[inline]
+    pub(crate) fn plans_wanted(&self) -> bool {
+        self.plans
+    }
+
+    /// Builds a [`LockEvent::RenewScheduled`] with `make` and records it, only if a sink is set and
+    /// wants renewal plans.
+    #[inline]
+    pub(crate) fn emit_plan(&self, make: impl FnOnce() -> LockEvent) {
+        if self.plans {
+            self.emit(make);
         }
     }
 }

@@ -216,7 +216,7 @@ pub(crate) fn announce_renewal(events: &Events, key: &Arc<str>, due: Instant) {
 /// Reports that `key`'s next renewal was planned for `due` at `at` (a caller planning many at once
 /// reads the clock once).
 pub(crate) fn announce_renewal_at(events: &Events, key: &Arc<str>, due: Instant, at: Instant) {
-    events.emit(|| LockEvent::RenewScheduled {
+    events.emit_plan(|| LockEvent::RenewScheduled {
         key: key.clone(),
         at,
         due,
@@ -522,12 +522,12 @@ impl<P> SessionHolds<P> {
 
     /// One `RenewScheduled` event per lock under the session.
     fn scheduled(&self, due: Instant, events: &Events) {
-        if !events.enabled() {
+        if !events.plans_wanted() {
             return;
         }
         let at = Instant::now();
         for state in self.states() {
-            events.emit(|| LockEvent::RenewScheduled {
+            events.emit_plan(|| LockEvent::RenewScheduled {
                 key: state.key().clone(),
                 at,
                 due,

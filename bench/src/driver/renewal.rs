@@ -1,7 +1,8 @@
 //! Renewal metrics from `LockEvent`s only, so every strategy is measured the same way: one
 //! [`RenewalRecorder`] is each client's event sink. It keeps counters and three histograms behind an
 //! uncontended mutex (only the client's own renewal paths call it) and ignores the per-cycle events
-//! (`Acquired`, `Released`, `RenewScheduled`) at the cost of one match.
+//! (`Acquired`, `Released`) at the cost of one match; it declines `RenewScheduled`, so strategies never
+//! build one.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -107,6 +108,10 @@ impl RenewalRecorder {
 }
 
 impl EventSink for RenewalRecorder {
+    fn wants_renewal_plans(&self) -> bool {
+        false
+    }
+
     fn record(&self, event: LockEvent) {
         match event {
             LockEvent::Renewed {

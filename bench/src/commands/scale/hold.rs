@@ -60,6 +60,10 @@ fn margin_histogram() -> Histogram<u64> {
 }
 
 impl EventSink for RenewalCounts {
+    fn wants_renewal_plans(&self) -> bool {
+        false
+    }
+
     fn record(&self, event: LockEvent) {
         match event {
             LockEvent::Renewed {

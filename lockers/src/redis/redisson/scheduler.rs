@@ -91,12 +91,12 @@ impl Shared {
     /// Announces a tick due at `due` for every registered lock.
     fn announce(&self, due: Instant) {
         let events = &self.core.events;
-        if !events.enabled() {
+        if !events.plans_wanted() {
             return;
         }
         let at = Instant::now();
         for entry in self.entries().values() {
-            events.emit(|| LockEvent::RenewScheduled {
+            events.emit_plan(|| LockEvent::RenewScheduled {
                 key: entry.state.key().clone(),
                 at,
                 due,

@@ -58,6 +58,10 @@ struct Item {
     state: Arc<LeaseState>,
     /// The tick the next renewal is planned for (the wheel may hold it later, never earlier).
     due: u64,
+    /// The lease's deadline as of this scheduler's last look at the state: never later than the
+    /// state's own (only a re-entrant acquire moves that without this scheduler), so chunks are built
+    /// from the items alone and the state is read again only once this has passed.
+    deadline: Instant,
 }
 
 /// Wheel ticks per renewal period: the resolution of retries (a third of a period is 4 ticks).
@@ -187,8 +191,12 @@ impl Schedule {
         }
     }
 
-    /// Takes up to `chunk` live locks from the front of `due` for one call: drops those released
+    /// Takes up to `chunk` live locks from the front of `due` for one call: skips those released
     /// meanwhile and marks those past their deadline lost. Returns their ids and the earliest deadline.
+    ///
+    /// Reads the items only, not the lease states: a released lease has left the schedule already
+    /// ([`Unschedule`]), and every other end of a watchdog lease (a renewal's answer, handled in
+    /// [`Schedule::apply`], or its deadline passing) is seen here or there.
     fn take_chunk(
         &self,
         due: &mut &[TimerId],
@@ -202,20 +210,19 @@ impl Schedule {
             && let Some((&id, rest)) = due.split_first()
         {
             *due = rest;
-            let Some(item) = inner.wheel.get(id) else {
+            let Some(item) = inner.wheel.get_mut(id) else {
                 continue; // released meanwhile
             };
-            if item.state.has_ended() {
-                inner.remove(id);
-                continue;
-            }
-            let deadline = item.state.deadline();
-            if now >= deadline {
-                if let Some(item) = inner.remove(id) {
-                    item.state.mark_lost(LossReason::Expired);
+            if now >= item.deadline {
+                item.deadline = item.state.deadline();
+                if now >= item.deadline {
+                    if let Some(item) = inner.remove(id) {
+                        item.state.mark_lost(LossReason::Expired);
+                    }
+                    continue;
                 }
-                continue;
             }
+            let deadline = item.deadline;
             cut_off = Some(cut_off.map_or(deadline, |c| c.min(deadline)));
             ids.push(id);
         }
@@ -231,8 +238,12 @@ impl Schedule {
         done_at: Instant,
     ) {
         let mut inner = self.lock();
+        preload(ids.iter().filter_map(|&id| {
+            let state = &inner.wheel.get(id)?.state;
+            Some((state.has_ended(), state.deadline(), ends(state.key())))
+        }));
         for (i, &id) in ids.iter().enumerate() {
-            let Some(item) = inner.wheel.get(id) else {
+            let Some(item) = inner.wheel.get_mut(id) else {
                 continue; // released meanwhile
             };
             let result = match answers {
@@ -248,7 +259,10 @@ impl Schedule {
             let gone = LossReason::RenewRejected;
             let next =
                 match record_renewal(&item.state, &self.events, self.plan, timing, result, gone) {
-                    AfterRenewal::Extended => item.due + RENEW_EVERY_TICKS,
+                    AfterRenewal::Extended => {
+                        item.deadline = item.state.deadline();
+                        item.due + RENEW_EVERY_TICKS
+                    }
                     AfterRenewal::Retry { at } => self.tick_of(at),
                     AfterRenewal::Lost => {
                         inner.remove(id);
@@ -259,6 +273,21 @@ impl Schedule {
             self.arm(&mut inner, id, next, done_at);
         }
     }
+}
+
+/// Reads every value of `reads` before the loop that needs them. A chunk's keys and lease states lie
+/// scattered over the heap, one allocation per lock; read in a tight loop, their cache misses are
+/// independent and overlap, where the loop that uses them would take them one after another.
+fn preload<T>(reads: impl Iterator<Item = T>) {
+    for read in reads {
+        std::hint::black_box(read);
+    }
+}
+
+/// The first and last byte of `key`: reading both brings in every cache line a short key spans.
+fn ends(key: &str) -> (Option<u8>, Option<u8>) {
+    let bytes = key.as_bytes();
+    (bytes.first().copied(), bytes.last().copied())
 }
 
 /// The error a lock gets when its chunk's answer has no entry for it.
@@ -337,7 +366,13 @@ impl BatchRenewer {
         let latest = s.tick_of(sent_at + s.plan.period);
         let mut inner = s.lock();
         let due = inner.first_due(latest, s.chunk);
-        let id = inner.insert(Item { target, state, due });
+        let deadline = state.deadline();
+        let id = inner.insert(Item {
+            target,
+            state,
+            due,
+            deadline,
+        });
         s.arm(&mut inner, id, due, Instant::now());
         drop(inner);
         Box::new(Unschedule {
@@ -412,6 +447,7 @@ where
                     .iter()
                     .filter_map(|id| inner.wheel.get(*id).map(|item| &item.target))
                     .collect();
+                preload(targets.iter().map(|t| ends(&t.key)));
                 let call = renew_chunk(&targets);
                 drop(targets);
                 drop(inner);
