@@ -1,7 +1,8 @@
 //! The adapter machinery itself, with the dependency-free `py-memory` adapter (system `python3`): a dead
 //! adapter, a hung one and one that sends an undeclared `lost` are clear `Backend` errors (the hung one
-//! within the request timeout), a missing runtime names the install command, and the protocol's own
-//! cost per acquire+release cycle is measured and printed.
+//! within the request timeout), a missing runtime names the install command, a grant for an acquire
+//! dropped before it looked is given back, and the protocol's own cost per acquire+release cycle is
+//! measured and printed.
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
@@ -92,6 +93,35 @@ async fn hung_adapter_is_a_clear_error_within_the_timeout() {
         "gave up after {took:?}"
     );
     assert!(text.contains("did not answer"), "{text}");
+}
+
+/// An acquire dropped after its grant reached the parent but before it read the grant (a `select!` whose
+/// other branch won, or a timeout that fired just as the reply came in) leaves no lock behind: the grant
+/// is given back. `py-memory` never expires a lock, so one left behind stays held.
+#[tokio::test]
+async fn a_grant_nobody_read_is_given_back() {
+    let peer = memory_peer(Vec::new(), Duration::from_secs(5)).await;
+    let once = AcquireOptions::try_once().fixed(Duration::from_secs(60));
+    let mut acquire = Box::pin(peer.acquire("k", &once));
+    // One poll sends the request; then nobody polls while the grant arrives.
+    std::future::poll_fn(|cx| {
+        assert!(acquire.as_mut().poll(cx).is_pending());
+        std::task::Poll::Ready(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(acquire);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        match peer.acquire("k", &once).await {
+            Ok(lease) => break lease.release().await.unwrap(),
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("not yet given back: {e}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("the dropped acquire's grant was never given back: {e}"),
+        }
+    }
 }
 
 #[tokio::test]

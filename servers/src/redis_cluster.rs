@@ -1,8 +1,9 @@
 //! A Redis Cluster of 3 masters and 3 replicas on 127.0.0.1 ([`RedisCluster`]): the setup of a team
-//! that shards Redis. Each node is a [`RedisNode`] with `cluster-enabled yes`; the launcher gives the
-//! masters a third of the 16384 hash slots each (`CLUSTER ADDSLOTSRANGE`), joins every node
-//! (`CLUSTER MEET`), makes node 3 + i the replica of master i (`CLUSTER REPLICATE`) and returns once
-//! every node reports `cluster_state:ok` and every master has its replica connected.
+//! that shards Redis. Each node is a [`RedisNode`] started as a cluster node, with a cluster bus port
+//! of its own ([`RedisNodeOptions::cluster_bus`]); the launcher gives the masters a third of the 16384
+//! hash slots each (`CLUSTER ADDSLOTSRANGE`), joins every node (`CLUSTER MEET`), makes node 3 + i
+//! the replica of master i (`CLUSTER REPLICATE`) and returns once every node reports
+//! `cluster_state:ok` and every master has its replica connected.
 //!
 //! With an ACL user ([`RedisCluster::start_with`]), every node switches the default user off, and the
 //! replicas log in to their masters as that user.
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::redis::{RedisOptions, info_field};
 use crate::redis_nodes::{OnRestart, RedisNode, RedisNodeOptions};
-use crate::{Result, ServerError, free_ports};
+use crate::{Result, ServerError};
 
 /// The number of masters (each with one replica).
 pub const MASTERS: usize = 3;
@@ -38,8 +39,6 @@ pub struct RedisCluster {
     auth: Option<(String, String)>,
     /// The CA clients trust, when the nodes speak TLS.
     ca: Option<std::path::PathBuf>,
-    /// Each node's cluster bus port (`cluster-port`, chosen free rather than port + 10000).
-    bus_ports: Vec<u16>,
     startup: Duration,
 }
 
@@ -62,12 +61,12 @@ impl RedisCluster {
             .security
             .as_ref()
             .map(|s| (s.user.clone(), s.password.clone()));
-        let bus_ports = free_ports(2 * MASTERS)?;
-        let nodes = bus_ports
-            .iter()
-            .map(|bus| {
+        let nodes = (0..2 * MASTERS)
+            .map(|_| {
                 let mut options = RedisNodeOptions {
                     redis: options.clone(),
+                    // The bus port is chosen free (not port + 10000), within the node's retry.
+                    cluster_bus: true,
                     ..RedisNodeOptions::default()
                 };
                 if let Some((user, password)) = &auth {
@@ -83,13 +82,11 @@ impl RedisCluster {
                     ]);
                 }
                 options.redis.extra.extend([
-                    ("cluster-enabled".into(), "yes".into()),
                     ("cluster-config-file".into(), "nodes.conf".into()),
                     (
                         "cluster-node-timeout".into(),
                         NODE_TIMEOUT.as_millis().to_string(),
                     ),
-                    ("cluster-port".into(), bus.to_string()),
                     // A replica's full sync starts at once (Redis waits 5 s by default for more
                     // replicas to share one transfer).
                     ("repl-diskless-sync-delay".into(), "0".into()),
@@ -101,7 +98,6 @@ impl RedisCluster {
             nodes,
             auth,
             ca: tls.map(|files| files.ca),
-            bus_ports,
             startup: Duration::ZERO,
         };
         cluster.form()?;
@@ -124,8 +120,13 @@ impl RedisCluster {
             ])?;
         }
         let first = &self.nodes[0];
-        for (node, bus) in self.nodes.iter().zip(&self.bus_ports).skip(1) {
-            let (port, bus) = (node.port().to_string(), bus.to_string());
+        for node in &self.nodes[1..] {
+            let port = node.port().to_string();
+            // Every node was started with `cluster_bus`; without one Redis uses port + 10000.
+            let bus = node
+                .bus_port()
+                .unwrap_or_else(|| node.port().saturating_add(10000))
+                .to_string();
             first.command(&["CLUSTER", "MEET", "127.0.0.1", &port, &bus])?;
         }
         self.wait("every node to know the 6 others", |cluster| {

@@ -79,6 +79,10 @@ pub struct RedisNodeOptions {
     pub data_parent: Option<PathBuf>,
     /// Run under libfaketime with this clock.
     pub fake_clock: Option<FakeClock>,
+    /// Run as a Redis Cluster node (`cluster-enabled yes`) with a cluster bus port of its own
+    /// (`cluster-port`, see [`RedisNode::bus_port`]), picked free together with the node's other
+    /// ports, so a start that finds any of them taken retries with fresh ones.
+    pub cluster_bus: bool,
 }
 
 /// What a restart does with the data the previous process left.
@@ -99,18 +103,30 @@ pub struct RedisNode {
     addr: SocketAddr,
     /// The TLS port, when the options ask for TLS (the same across restarts).
     tls_port: Option<u16>,
+    /// The cluster bus port, when the options ask for one (the same across restarts).
+    bus_port: Option<u16>,
     data: TempDir,
     process: Mutex<Option<ServerProcess>>,
     startup: Duration,
 }
 
 impl RedisNode {
-    /// Starts a node on a free port and waits until it answers `PING`.
+    /// Starts a node on free ports and waits until it answers `PING`. Retries with fresh ports (up
+    /// to 3 times) when one was taken meanwhile.
     pub fn start(options: RedisNodeOptions) -> Result<Self> {
+        Self::start_on(options, free_ports)
+    }
+
+    /// [`start`](Self::start) taking each attempt's ports (client, TLS, cluster bus) from
+    /// `pick_ports(3)`.
+    fn start_on(
+        options: RedisNodeOptions,
+        mut pick_ports: impl FnMut(usize) -> std::io::Result<Vec<u16>>,
+    ) -> Result<Self> {
         let program = Program::RedisServer.locate(options.redis.redis_server.as_deref())?;
         let began = Instant::now();
         retry_on_port_race(|| {
-            let ports = free_ports(2)?;
+            let ports = pick_ports(3)?;
             let data = make_data_dir(options.data_parent.as_deref())?;
             let tls = options
                 .redis
@@ -122,6 +138,7 @@ impl RedisNode {
                 options: options.clone(),
                 addr: SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0])),
                 tls_port: tls.then_some(ports[1]),
+                bus_port: options.cluster_bus.then_some(ports[2]),
                 data,
                 process: Mutex::new(None),
                 startup: Duration::ZERO,
@@ -143,6 +160,12 @@ impl RedisNode {
             options.extra.extend([
                 ("appendonly".to_owned(), "yes".to_owned()),
                 ("appendfsync".to_owned(), "always".to_owned()),
+            ]);
+        }
+        if let Some(bus) = self.bus_port {
+            options.extra.extend([
+                ("cluster-enabled".to_owned(), "yes".to_owned()),
+                ("cluster-port".to_owned(), bus.to_string()),
             ]);
         }
         let mut command =
@@ -246,6 +269,12 @@ impl RedisNode {
     /// ACL user).
     pub fn tls_port(&self) -> Option<u16> {
         self.tls_port
+    }
+
+    /// The cluster bus port (`cluster-port`), when the node runs as a cluster node
+    /// ([`RedisNodeOptions::cluster_bus`]); what other nodes are told in `CLUSTER MEET`.
+    pub fn bus_port(&self) -> Option<u16> {
+        self.bus_port
     }
 
     /// A connection URL, `redis://127.0.0.1:PORT/`.
@@ -412,6 +441,39 @@ mod tests {
             "expired after {:?}",
             set_at.elapsed()
         );
+    }
+
+    #[test]
+    fn a_taken_cluster_bus_port_is_retried_with_another() {
+        // The first attempt's bus port is held by a silent listener: that redis-server exits with
+        // "Address already in use", and the second attempt gets fresh ports.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let taken = silent.local_addr().expect("addr").port();
+        let mut attempts = 0;
+        let node = RedisNode::start_on(
+            RedisNodeOptions {
+                cluster_bus: true,
+                ..RedisNodeOptions::default()
+            },
+            |n| {
+                attempts += 1;
+                let mut ports = free_ports(n)?;
+                if attempts == 1 {
+                    ports[2] = taken;
+                }
+                Ok(ports)
+            },
+        )
+        .expect("the second attempt starts");
+        assert_eq!(attempts, 2);
+        let bus = node.bus_port().expect("a bus port");
+        assert_ne!(bus, taken);
+        assert_eq!(
+            node.command(&["CONFIG", "GET", "cluster-port"])
+                .expect("config"),
+            format!("cluster-port\n{bus}")
+        );
+        assert!(node.lock().as_ref().expect("running").listens_on(bus));
     }
 
     #[test]

@@ -247,25 +247,42 @@ impl Adapter {
             pending.insert(id, Pending::Request { tx, acquire });
         }
         // Whatever way this future ends, nobody waits for the reply any more.
-        struct Forget<'a>(&'a Adapter, u64);
+        struct Forget<'a> {
+            adapter: &'a Adapter,
+            id: u64,
+            reply: oneshot::Receiver<Reply>,
+        }
         impl Drop for Forget<'_> {
             fn drop(&mut self) {
-                let mut pending = lock(&self.0.pending);
-                if let Some(Pending::Request {
-                    acquire: Some(a), ..
-                }) = pending.remove(&self.1)
                 {
-                    // An acquire whose reply may still come: mark it so a late grant is released.
-                    pending.insert(self.1, Pending::Abandoned { key: a.key });
+                    let mut pending = lock(&self.adapter.pending);
+                    if let Some(Pending::Request {
+                        acquire: Some(a), ..
+                    }) = pending.remove(&self.id)
+                    {
+                        // An acquire whose reply may still come: mark it so a late grant is released.
+                        pending.insert(self.id, Pending::Abandoned { key: a.key });
+                    }
+                }
+                // A reply already delivered but not read (the future was dropped before it looked)
+                // is given back here. After `close`, the reader's send either landed before (and
+                // `try_recv` has it) or fails (and the reader gives the grant back itself).
+                self.reply.close();
+                if let Ok(reply) = self.reply.try_recv() {
+                    self.adapter.give_back(reply);
                 }
             }
         }
-        let _forget = Forget(self, id);
+        let mut forget = Forget {
+            adapter: self,
+            id,
+            reply: rx,
+        };
         if self.lines.send(line).is_err() {
             return Err(self.backend_error("is not running"));
         }
         let limit = self.request_timeout + extra;
-        match tokio::time::timeout(limit, rx).await {
+        match tokio::time::timeout(limit, &mut forget.reply).await {
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(_)) => {
                 let why = lock(&self.dead).clone().unwrap_or_else(|| "ended".into());
@@ -282,6 +299,17 @@ impl Adapter {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         lock(&self.pending).insert(id, Pending::Abandoned { key });
         let _ = self.lines.send(wire::release(id, lease));
+    }
+
+    /// Gives back the lock of a granted acquire nobody took (its future was dropped), so it is not
+    /// left held: the lease is forgotten and released in the background. Anything else is dropped.
+    fn give_back(&self, reply: Reply) {
+        if let Ok((fields, Some((state, _)))) = reply
+            && let Some(lease) = lease_id(&fields)
+        {
+            self.forget_lease(&lease);
+            self.release_in_background(&lease, state.key().clone());
+        }
     }
 
     /// Sends a line without waiting for anything (used by `close`).
@@ -344,12 +372,9 @@ impl Adapter {
                     });
                     (fields, state)
                 });
-                if let Err(Ok((fields, Some((state, _))))) = tx.send(reply) {
-                    // The acquirer went away between the grant and now: give the lock back.
-                    if let Some(lease) = lease_id(&fields) {
-                        self.forget_lease(&lease);
-                        self.release_in_background(&lease, state.key().clone());
-                    }
+                if let Err(reply) = tx.send(reply) {
+                    // The acquirer went away between the grant and now.
+                    self.give_back(reply);
                 }
             }
             Pending::Abandoned { key } => {
