@@ -143,6 +143,13 @@ const BATCHED: Facts = Facts {
     ..PLAIN
 };
 
+/// Redisson 3.44+'s renewal: every held lock once per tick (a third of the timeout), in chunks of
+/// `lockWatchdogBatchSize` per call.
+const REDISSON_SCHEDULER: Facts = Facts {
+    locks_per_renew_call: Some(lockers::redis::redisson::DEFAULT_BATCH_SIZE as u64),
+    ..PLAIN
+};
+
 /// How a strategy's clients are built.
 #[derive(Debug, Clone, Copy)]
 enum Client {
@@ -310,14 +317,16 @@ const NATIVE: &[Strategy] = &[
         ServerKind::Redis,
         |_| Ok(Redisson::CAPABILITIES),
         CONNECT_REDISSON_CLASSIC,
-    ),
+    )
+    .with(PER_LOCK),
     Strategy::native(
         lockers::redis::redisson::ID,
         "Redisson 3.44+, faithfully: one scheduler per client renews every held lock each tick in chunks of 100; WAIT with replicas",
         ServerKind::Redis,
         |_| Ok(Redisson::CAPABILITIES),
         CONNECT_REDISSON,
-    ),
+    )
+    .with(REDISSON_SCHEDULER),
     Strategy::native(
         lockers::redis::guard_thread::ID,
         "SET NX PX + one OS thread per held lock renewing every ttl/3 on its own connection; polling waiters",
@@ -747,6 +756,9 @@ mod tests {
         let batched = find("redis-watchdog-batched").expect("registered").facts;
         assert_eq!(batched.locks_per_renew_call, Some(100));
         assert!(batched.renewals_per_period > 1.0);
+        let calls = |id| find(id).expect("registered").facts.locks_per_renew_call;
+        assert_eq!(calls("redisson"), Some(100));
+        assert_eq!(calls("redisson-classic"), Some(1));
     }
 
     #[tokio::test]

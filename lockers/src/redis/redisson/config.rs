@@ -134,12 +134,15 @@ pub struct RedissonConfig {
     pub connection: ConnectionSettings,
 }
 
+/// Redisson's default `lockWatchdogBatchSize`: locks per renew call of the 3.44+ scheduler.
+pub const DEFAULT_BATCH_SIZE: usize = 100;
+
 impl Default for RedissonConfig {
     fn default() -> Self {
         RedissonConfig {
             generation: Generation::default(),
             renewal: Renewal::default(),
-            batch_size: 100,
+            batch_size: DEFAULT_BATCH_SIZE,
             topology: Topology::default(),
             check_lock_synced_slaves: true,
             slaves_sync_timeout: Duration::from_secs(1),

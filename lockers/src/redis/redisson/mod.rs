@@ -56,7 +56,8 @@ mod scheduler;
 mod timer;
 
 pub use config::{
-    Generation, RedissonConfig, RetryDelay, ScaledTimeouts, Topology, UnsyncedLockCall,
+    DEFAULT_BATCH_SIZE, Generation, RedissonConfig, RetryDelay, ScaledTimeouts, Topology,
+    UnsyncedLockCall,
 };
 pub(crate) use lock::{REDISSON_ACQUIRE, REDISSON_RELEASE, REDISSON_RENEW, REDISSON_RENEW_BATCH};
 pub use locker::{CLASSIC_ID, ID, Redisson};
