@@ -23,7 +23,7 @@ use super::resource_socket::{RemoteResource, ResourceClient};
 use super::worker::{ReadyPlan, Worker};
 use crate::base::clock::MonoClock;
 use crate::base::error::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use crate::base::holds::{BatchQueue, COLLECT_EVERY};
+use crate::base::holds::{BatchQueue, COLLECT_EVERY, HoldEvent};
 use crate::base::stop::StopSignal;
 use crate::faults::workers::{HOG_THREAD, STARVED_THREAD, WorkerCommand};
 use crate::strategies::{self, Endpoints};
@@ -196,41 +196,13 @@ where
             .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
     });
 
-    let line = match stdin.next_line().await {
-        Ok(Some(line)) => line,
-        _ => return Ok(()), // The driver went away before the start.
+    let Some((go, measure, stop_at)) = wait_for_go(&mut stdin).await? else {
+        return Ok(()); // The driver went away, or stopped us, before the start.
     };
-    let (go, measure, stop_at) = match serde_json::from_str::<ToChild>(&line) {
-        Ok(ToChild::Go {
-            go_ns,
-            measure_from_ns,
-            stop_at_ns,
-        }) => (local(go_ns), local(measure_from_ns), stop_at_ns.map(local)),
-        Ok(ToChild::Stop) => return Ok(()),
-        Ok(other) => return Err(format!("expected go from the driver, got {other:?}")),
-        Err(e) => return Err(format!("bad message from the driver: {e}")),
-    };
+    let (go, measure, stop_at) = (local(go), local(measure), stop_at.map(local));
     measure_from.store(measure, Ordering::Release);
     let stop = StopSignal::new();
-    tokio::spawn({
-        let stop = stop.clone();
-        async move {
-            // After `go`: fault commands, then `stop`; end of input (or a line that is not a
-            // command) means the driver is gone or confused: stop too.
-            while let Ok(Some(line)) = stdin.next_line().await {
-                match serde_json::from_str::<ToChild>(&line) {
-                    Ok(ToChild::Fault(WorkerCommand::Starve { until_ns })) => {
-                        starve_runtime(clock, local(until_ns))
-                    }
-                    Ok(ToChild::Fault(WorkerCommand::Hog { threads, until_ns })) => {
-                        hog(clock, threads, local(until_ns))
-                    }
-                    _ => break,
-                }
-            }
-            stop.set();
-        }
-    });
+    tokio::spawn(follow_commands(stdin, stop.clone(), clock, local));
     if let Some(at) = stop_at {
         let stop = stop.clone();
         tokio::spawn(async move {
@@ -240,34 +212,12 @@ where
     }
     let batches = BatchQueue::new();
     let worker_done = StopSignal::new();
-    let forward = tokio::spawn({
-        let (out, batches, done) = (out.clone(), batches.clone(), worker_done.clone());
-        async move {
-            let mut tick = tokio::time::interval(COLLECT_EVERY);
-            loop {
-                let finished = tokio::select! {
-                    _ = done.wait() => true,
-                    _ = tick.tick() => false,
-                };
-                for batch in batches.take() {
-                    let _ = out.send(FromChild::Intervals(batch));
-                }
-                if finished {
-                    return;
-                }
-            }
-        }
-    });
-    let holds = spec.report_holds.then(|| {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let out = out.clone();
-        tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                let _ = out.send(FromChild::Hold(event));
-            }
-        });
-        tx
-    });
+    let forward = tokio::spawn(forward_intervals(
+        out.clone(),
+        batches.clone(),
+        worker_done.clone(),
+    ));
+    let holds = spec.report_holds.then(|| forward_holds(out.clone()));
     let cost = own_cost.then(|| {
         tokio::spawn(cost::sample(
             CostScope::DriverProcess,
@@ -302,6 +252,86 @@ where
     }
     let _ = out.send(FromChild::Report(Box::new(tally)));
     Ok(())
+}
+
+/// The driver's `go` (its go, measure-from and stop-at times, on the driver's clock), or `None` when
+/// the driver went away or said stop before it.
+async fn wait_for_go<R>(stdin: &mut Lines<R>) -> Result<Option<(u64, u64, Option<u64>)>, String>
+where
+    R: AsyncBufRead + Unpin,
+{
+    let line = match stdin.next_line().await {
+        Ok(Some(line)) => line,
+        _ => return Ok(None),
+    };
+    match serde_json::from_str::<ToChild>(&line) {
+        Ok(ToChild::Go {
+            go_ns,
+            measure_from_ns,
+            stop_at_ns,
+        }) => Ok(Some((go_ns, measure_from_ns, stop_at_ns))),
+        Ok(ToChild::Stop) => Ok(None),
+        Ok(other) => Err(format!("expected go from the driver, got {other:?}")),
+        Err(e) => Err(format!("bad message from the driver: {e}")),
+    }
+}
+
+/// After `go`: carries out the driver's fault commands, then sets `stop` on `stop`. End of input (or a
+/// line that is not a command) means the driver is gone or confused: stop too. `local` turns driver
+/// times into this process's.
+async fn follow_commands<R>(
+    mut stdin: Lines<R>,
+    stop: StopSignal,
+    clock: MonoClock,
+    local: impl Fn(u64) -> u64,
+) where
+    R: AsyncBufRead + Unpin,
+{
+    while let Ok(Some(line)) = stdin.next_line().await {
+        match serde_json::from_str::<ToChild>(&line) {
+            Ok(ToChild::Fault(WorkerCommand::Starve { until_ns })) => {
+                starve_runtime(clock, local(until_ns))
+            }
+            Ok(ToChild::Fault(WorkerCommand::Hog { threads, until_ns })) => {
+                hog(clock, threads, local(until_ns))
+            }
+            _ => break,
+        }
+    }
+    stop.set();
+}
+
+/// Sends the worker's finished intervals to the driver every [`COLLECT_EVERY`], and the last ones once
+/// `done` is set.
+async fn forward_intervals(
+    out: mpsc::UnboundedSender<FromChild>,
+    batches: BatchQueue,
+    done: StopSignal,
+) {
+    let mut tick = tokio::time::interval(COLLECT_EVERY);
+    loop {
+        let finished = tokio::select! {
+            _ = done.wait() => true,
+            _ = tick.tick() => false,
+        };
+        for batch in batches.take() {
+            let _ = out.send(FromChild::Intervals(batch));
+        }
+        if finished {
+            return;
+        }
+    }
+}
+
+/// A sender of hold events that forwards each one to the driver.
+fn forward_holds(out: mpsc::UnboundedSender<FromChild>) -> mpsc::UnboundedSender<HoldEvent> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(event) = rx.recv().await {
+            let _ = out.send(FromChild::Hold(event));
+        }
+    });
+    tx
 }
 
 /// How long each blocking task waits for the others to be blocking too before it blocks anyway.
