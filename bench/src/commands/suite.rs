@@ -400,7 +400,9 @@ pub(crate) fn plan(
                     WorkerMode::Tasks => CASE_OVERHEAD_TASKS,
                     WorkerMode::Processes | WorkerMode::Remote => CASE_OVERHEAD_PROCESSES,
                 };
-                let one = w.duration.unwrap_or_default() + w.warmup + overhead + own_servers;
+                // A runtime that compiles as it goes gets its longer warm-up (`run_case`).
+                let warmup = w.warmup.max(s.facts.min_warmup);
+                let one = w.duration.unwrap_or_default() + warmup + overhead + own_servers;
                 // A lease mode the strategy cannot take is skipped at once.
                 for lease in &w.leases {
                     if lease_support(&caps, *lease, &w).is_ok() {
