@@ -122,10 +122,13 @@ impl RedisCluster {
         let first = &self.nodes[0];
         for node in &self.nodes[1..] {
             let port = node.port().to_string();
-            // Every node was started with `cluster_bus`; without one Redis uses port + 10000.
             let bus = node
                 .bus_port()
-                .unwrap_or_else(|| node.port().saturating_add(10000))
+                .ok_or_else(|| ServerError::Start {
+                    server: "redis cluster".to_owned(),
+                    reason: format!("node {} was started without a cluster bus", node.addr()),
+                    log_tail: String::new(),
+                })?
                 .to_string();
             first.command(&["CLUSTER", "MEET", "127.0.0.1", &port, &bus])?;
         }

@@ -276,9 +276,9 @@ where
     }
 }
 
-/// After `go`: carries out the driver's fault commands, then sets `stop` on `stop`. End of input (or a
-/// line that is not a command) means the driver is gone or confused: stop too. `local` turns driver
-/// times into this process's.
+/// After `go`: carries out the driver's fault commands, then sets `stop` when the driver says stop. End
+/// of input (or a line that is not a command) means the driver is gone or confused: stop too. `local`
+/// turns driver times into this process's.
 async fn follow_commands<R>(
     mut stdin: Lines<R>,
     stop: StopSignal,

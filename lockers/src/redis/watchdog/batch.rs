@@ -182,7 +182,9 @@ impl Schedule {
         let Some(armed) = inner.wheel.arm(id, due) else {
             return;
         };
-        if let Some(item) = inner.wheel.get(id) {
+        if self.events.plans_wanted()
+            && let Some(item) = inner.wheel.get(id)
+        {
             announce_renewal_at(&self.events, item.state.key(), self.time_of(armed), now);
         }
         if inner.sleeping_until.is_some_and(|t| armed < t) {
@@ -192,11 +194,14 @@ impl Schedule {
     }
 
     /// Takes up to `chunk` live locks from the front of `due` for one call: skips those released
-    /// meanwhile and marks those past their deadline lost. Returns their ids and the earliest deadline.
+    /// meanwhile, drops those whose lease ended and marks those past their deadline lost. Returns their
+    /// ids and the earliest of their deadlines as this scheduler last saw them (after a re-entrant
+    /// acquire that can be earlier than the lease's own, so the call may be cut off early: a failed
+    /// renewal, tried again).
     ///
-    /// Reads the items only, not the lease states: a released lease has left the schedule already
-    /// ([`Unschedule`]), and every other end of a watchdog lease (a renewal's answer, handled in
-    /// [`Schedule::apply`], or its deadline passing) is seen here or there.
+    /// The end flag is read even though a released lease has left the schedule already
+    /// ([`Unschedule`]): a lease can be marked expired by its holder's `lost()` just as a renewal's
+    /// answer extends it, and must not be renewed after that.
     fn take_chunk(
         &self,
         due: &mut &[TimerId],
@@ -206,6 +211,11 @@ impl Schedule {
         let now = Instant::now();
         let mut ids = Vec::with_capacity(chunk.min(due.len()));
         let mut cut_off: Option<Instant> = None;
+        preload(
+            due.iter()
+                .take(chunk)
+                .filter_map(|&id| Some(inner.wheel.get(id)?.state.has_ended())),
+        );
         while ids.len() < chunk
             && let Some((&id, rest)) = due.split_first()
         {
@@ -213,6 +223,10 @@ impl Schedule {
             let Some(item) = inner.wheel.get_mut(id) else {
                 continue; // released meanwhile
             };
+            if item.state.has_ended() {
+                inner.remove(id);
+                continue;
+            }
             if now >= item.deadline {
                 item.deadline = item.state.deadline();
                 if now >= item.deadline {
@@ -284,7 +298,8 @@ fn preload<T>(reads: impl Iterator<Item = T>) {
     }
 }
 
-/// The first and last byte of `key`: reading both brings in every cache line a short key spans.
+/// The first and last byte of `key`: reading both brings in every cache line of a key up to 64 bytes
+/// long (which spans two lines at most).
 fn ends(key: &str) -> (Option<u8>, Option<u8>) {
     let bytes = key.as_bytes();
     (bytes.first().copied(), bytes.last().copied())
