@@ -62,9 +62,7 @@ impl RetryDelay {
             }
         }
     }
-}
 
-impl RetryDelay {
     /// The pause Redisson sizes its timer's tick with: `retryInterval` up to 3.4x; in 3.52+
     /// `retryDelay.calcDelay(0)`, a draw between ⅓ and ⅔ of `interval`, taken here at its middle.
     pub(crate) fn first_pause(self, interval: Duration) -> Duration {

@@ -58,10 +58,6 @@ struct Item {
     state: Arc<LeaseState>,
     /// The tick the next renewal is planned for (the wheel may hold it later, never earlier).
     due: u64,
-    /// The lease's deadline as of this scheduler's last look at the state: never later than the
-    /// state's own (only a re-entrant acquire moves that without this scheduler), so chunks are built
-    /// from the items alone and the state is read again only once this has passed.
-    deadline: Instant,
 }
 
 /// Wheel ticks per renewal period: the resolution of retries (a third of a period is 4 ticks).
@@ -195,9 +191,7 @@ impl Schedule {
 
     /// Takes up to `chunk` live locks from the front of `due` for one call: skips those released
     /// meanwhile, drops those whose lease ended and marks those past their deadline lost. Returns their
-    /// ids and the earliest of their deadlines as this scheduler last saw them (after a re-entrant
-    /// acquire that can be earlier than the lease's own, so the call may be cut off early: a failed
-    /// renewal, tried again).
+    /// ids and the earliest deadline.
     ///
     /// The end flag is read even though a released lease has left the schedule already
     /// ([`Unschedule`]): a lease can be marked expired by its holder's `lost()` just as a renewal's
@@ -211,32 +205,28 @@ impl Schedule {
         let now = Instant::now();
         let mut ids = Vec::with_capacity(chunk.min(due.len()));
         let mut cut_off: Option<Instant> = None;
-        preload(
-            due.iter()
-                .take(chunk)
-                .filter_map(|&id| Some(inner.wheel.get(id)?.state.has_ended())),
-        );
+        preload(due.iter().take(chunk).filter_map(|&id| {
+            let state = &inner.wheel.get(id)?.state;
+            Some((state.has_ended(), state.deadline()))
+        }));
         while ids.len() < chunk
             && let Some((&id, rest)) = due.split_first()
         {
             *due = rest;
-            let Some(item) = inner.wheel.get_mut(id) else {
+            let Some(item) = inner.wheel.get(id) else {
                 continue; // released meanwhile
             };
             if item.state.has_ended() {
                 inner.remove(id);
                 continue;
             }
-            if now >= item.deadline {
-                item.deadline = item.state.deadline();
-                if now >= item.deadline {
-                    if let Some(item) = inner.remove(id) {
-                        item.state.mark_lost(LossReason::Expired);
-                    }
-                    continue;
+            let deadline = item.state.deadline();
+            if now >= deadline {
+                if let Some(item) = inner.remove(id) {
+                    item.state.mark_lost(LossReason::Expired);
                 }
+                continue;
             }
-            let deadline = item.deadline;
             cut_off = Some(cut_off.map_or(deadline, |c| c.min(deadline)));
             ids.push(id);
         }
@@ -257,7 +247,7 @@ impl Schedule {
             Some((state.has_ended(), state.deadline(), ends(state.key())))
         }));
         for (i, &id) in ids.iter().enumerate() {
-            let Some(item) = inner.wheel.get_mut(id) else {
+            let Some(item) = inner.wheel.get(id) else {
                 continue; // released meanwhile
             };
             let result = match answers {
@@ -273,10 +263,7 @@ impl Schedule {
             let gone = LossReason::RenewRejected;
             let next =
                 match record_renewal(&item.state, &self.events, self.plan, timing, result, gone) {
-                    AfterRenewal::Extended => {
-                        item.deadline = item.state.deadline();
-                        item.due + RENEW_EVERY_TICKS
-                    }
+                    AfterRenewal::Extended => item.due + RENEW_EVERY_TICKS,
                     AfterRenewal::Retry { at } => self.tick_of(at),
                     AfterRenewal::Lost => {
                         inner.remove(id);
@@ -381,13 +368,7 @@ impl BatchRenewer {
         let latest = s.tick_of(sent_at + s.plan.period);
         let mut inner = s.lock();
         let due = inner.first_due(latest, s.chunk);
-        let deadline = state.deadline();
-        let id = inner.insert(Item {
-            target,
-            state,
-            due,
-            deadline,
-        });
+        let id = inner.insert(Item { target, state, due });
         s.arm(&mut inner, id, due, Instant::now());
         drop(inner);
         Box::new(Unschedule {
