@@ -79,6 +79,47 @@ pub enum LockEvent {
     },
 }
 
+/// A renewal that extended a lease: [`LockEvent::Renewed`] without its key, as
+/// [`EventSink::record_renewed`] takes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Renewed {
+    /// When it was due.
+    pub scheduled_at: Instant,
+    /// When it was sent.
+    pub sent_at: Instant,
+    /// When the answer came back.
+    pub done_at: Instant,
+    /// The TTL the server still had before it, when known.
+    pub remaining_ttl_before: Option<Duration>,
+    /// The TTL the lease now has.
+    pub granted_ttl: Duration,
+    /// For event-driven renewal: how late the triggering event arrived.
+    pub trigger_lag: Option<Duration>,
+}
+
+impl Renewed {
+    /// The [`LockEvent::Renewed`] of `key`.
+    pub fn into_event(self, key: Arc<str>) -> LockEvent {
+        let Renewed {
+            scheduled_at,
+            sent_at,
+            done_at,
+            remaining_ttl_before,
+            granted_ttl,
+            trigger_lag,
+        } = self;
+        LockEvent::Renewed {
+            key,
+            scheduled_at,
+            sent_at,
+            done_at,
+            remaining_ttl_before,
+            granted_ttl,
+            trigger_lag,
+        }
+    }
+}
+
 impl LockEvent {
     /// The lock key the event is about.
     pub fn key(&self) -> &str {
@@ -103,6 +144,13 @@ pub trait EventSink: Send + Sync + fmt::Debug {
     /// [`Events::to`] wraps the sink).
     fn wants_renewal_plans(&self) -> bool {
         true
+    }
+
+    /// Takes one renewal of `key`: every strategy reports renewals here. The default records
+    /// [`LockEvent::Renewed`]; a sink that never reads a renewal's key takes the renewal as it is, so
+    /// renewing many locks never touches their keys.
+    fn record_renewed(&self, key: &Arc<str>, renewed: Renewed) {
+        self.record(renewed.into_event(key.clone()));
     }
 }
 
@@ -184,6 +232,15 @@ impl Events {
     pub(crate) fn emit(&self, make: impl FnOnce() -> LockEvent) {
         if let Some(sink) = &self.sink {
             sink.record(make());
+        }
+    }
+
+    /// Builds the renewal of `key` with `make` and records it ([`EventSink::record_renewed`]), only if
+    /// a sink is set.
+    #[inline]
+    pub(crate) fn renewed(&self, key: &Arc<str>, make: impl FnOnce() -> Renewed) {
+        if let Some(sink) = &self.sink {
+            sink.record_renewed(key, make());
         }
     }
 

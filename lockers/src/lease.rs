@@ -1,18 +1,20 @@
 //! The proof of holding a lock ([`Lease`]) and, for strategies only, what it is built from: the state a
 //! lease shares with its strategy's renewal (`LeaseState`: the deadline and how the lease ended) and the
 //! strategy's release path (`LeaseHandle`). Callers cannot reach either, so no caller can move a deadline.
+//! The deadline and end flag sit in a [`LeaseCell`], the lease's own or one of its strategy's
+//! [`LeaseTable`].
 
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
 
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
+use crate::lease_cells::{CellRef, LeaseCell, LeaseTable};
 pub(crate) use crate::types::{AcquireOptions, FencingToken, LeaseMode, LossReason, OwnerId};
 
 /// How a lease ended: released by its holder, or lost for a reason.
@@ -31,11 +33,11 @@ pub(crate) enum LeaseEnd {
 /// the time the request was *sent*, so it never claims more than the server granted.
 pub(crate) struct LeaseState {
     key: Arc<str>,
-    epoch: Instant,
-    deadline_nanos: AtomicU64,
-    /// Whether `end` holds an end: set once, after it is written. Renewal reads it for every held lock
-    /// each period; this plain flag beside the deadline costs no lock and no visit to the channel.
-    ended: AtomicBool,
+    /// The deadline, and whether `end` holds an end (set once, after it is written). Renewal reads
+    /// them for every held lock each period; this plain cell costs no lock and no visit to the channel.
+    cell: CellRef,
+    /// The table the cell is from, and its index there, to give it back.
+    table: Option<(Arc<LeaseTable>, usize)>,
     end: watch::Sender<Option<LeaseEnd>>,
     events: Events,
 }
@@ -51,19 +53,43 @@ impl fmt::Debug for LeaseState {
 }
 
 impl LeaseState {
-    /// A live lease on `key` whose local deadline is `deadline`. Losses are reported to `events`.
+    /// A live lease on `key` whose local deadline is `deadline`, with a cell of its own. Losses are
+    /// reported to `events`.
     pub(crate) fn new(key: Arc<str>, deadline: Instant, events: Events) -> Arc<Self> {
-        let epoch = Instant::now();
-        let state = LeaseState {
+        Self::with_cell(key, deadline, events, CellRef::alone(), None)
+    }
+
+    /// As [`LeaseState::new`], with its cell in `table` (given back when the state is dropped).
+    pub(crate) fn in_table(
+        table: &Arc<LeaseTable>,
+        key: Arc<str>,
+        deadline: Instant,
+        events: Events,
+    ) -> Arc<Self> {
+        let (cell, index) = table.claim();
+        Self::with_cell(key, deadline, events, cell, Some((table.clone(), index)))
+    }
+
+    fn with_cell(
+        key: Arc<str>,
+        deadline: Instant,
+        events: Events,
+        cell: CellRef,
+        table: Option<(Arc<LeaseTable>, usize)>,
+    ) -> Arc<Self> {
+        cell.get().extend_to(deadline);
+        Arc::new(LeaseState {
             key,
-            epoch,
-            deadline_nanos: AtomicU64::new(0),
-            ended: AtomicBool::new(false),
+            cell,
+            table,
             end: watch::Sender::new(None),
             events,
-        };
-        state.extend_to(deadline);
-        Arc::new(state)
+        })
+    }
+
+    /// The cell holding the deadline and end flag, for a renewer that reads many side by side.
+    pub(crate) fn cell_ref(&self) -> &CellRef {
+        &self.cell
     }
 
     /// The lock key.
@@ -73,14 +99,16 @@ impl LeaseState {
 
     /// The conservative local deadline: the lease is certainly not held after it.
     pub(crate) fn deadline(&self) -> Instant {
-        self.epoch + Duration::from_nanos(self.deadline_nanos.load(Ordering::Acquire))
+        self.cell().deadline()
     }
 
     /// Moves the deadline forward to `deadline` (never backward).
     pub(crate) fn extend_to(&self, deadline: Instant) {
-        let nanos = deadline.saturating_duration_since(self.epoch).as_nanos();
-        let nanos = u64::try_from(nanos).unwrap_or(u64::MAX);
-        self.deadline_nanos.fetch_max(nanos, Ordering::AcqRel);
+        self.cell().extend_to(deadline);
+    }
+
+    fn cell(&self) -> &LeaseCell {
+        self.cell.get()
     }
 
     /// Records that the lease is gone for `reason`, unless it has already ended (released or lost): only
@@ -99,7 +127,7 @@ impl LeaseState {
                 reason: reason.clone(),
             });
             *slot = Some(LeaseEnd::Lost(reason.clone()));
-            self.ended.store(true, Ordering::Release);
+            self.cell().set_ended();
             true
         })
     }
@@ -112,7 +140,7 @@ impl LeaseState {
                 return false;
             }
             *slot = Some(LeaseEnd::Released);
-            self.ended.store(true, Ordering::Release);
+            self.cell().set_ended();
             true
         })
     }
@@ -135,7 +163,7 @@ impl LeaseState {
 
     /// Whether the lease has ended (released or lost).
     pub(crate) fn has_ended(&self) -> bool {
-        self.ended.load(Ordering::Acquire)
+        self.cell().has_ended()
     }
 
     /// Not ended and the deadline not passed.
@@ -165,6 +193,14 @@ impl LeaseState {
                     }
                 }
             }
+        }
+    }
+}
+
+impl Drop for LeaseState {
+    fn drop(&mut self) {
+        if let Some((table, index)) = self.table.take() {
+            table.give_back(index);
         }
     }
 }

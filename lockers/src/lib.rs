@@ -32,6 +32,7 @@ pub mod address;
 mod error;
 mod event;
 mod lease;
+mod lease_cells;
 mod locker;
 mod settings;
 mod types;
@@ -56,7 +57,7 @@ pub mod zookeeper;
 pub mod conformance;
 
 pub use error::{BoxError, LockError};
-pub use event::{EventLog, EventSink, Events, LockEvent};
+pub use event::{EventLog, EventSink, Events, LockEvent, Renewed};
 pub use lease::Lease;
 pub use locker::{Capabilities, Locker};
 pub use settings::Renewal;

@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::LockError;
-use crate::event::{Events, LockEvent};
+use crate::event::{Events, LockEvent, Renewed};
 use crate::lease::{LeaseEnd, LeaseState, LossReason};
+use crate::lease_cells::{LeaseCell, LeaseTable};
 use crate::settings::Renewal;
 
 /// Stops a running renewal. Implemented by whatever runs it: a task, a thread, a batch scheduler slot.
@@ -42,6 +43,8 @@ type HoldKey = (Arc<str>, Arc<str>);
 pub(crate) struct Holds {
     entries: Mutex<HashMap<HoldKey, Entry>>,
     next_generation: std::sync::atomic::AtomicU64,
+    /// Where new lease states keep their cells, when their renewer reads many side by side.
+    cells: Option<Arc<LeaseTable>>,
 }
 
 impl std::fmt::Debug for Holds {
@@ -59,6 +62,15 @@ pub(crate) struct HoldTicket {
 }
 
 impl Holds {
+    /// An empty registry whose lease states keep their cells in `table`.
+    pub(crate) fn in_table(table: Arc<LeaseTable>) -> Self {
+        Holds {
+            entries: Mutex::default(),
+            next_generation: Default::default(),
+            cells: Some(table),
+        }
+    }
+
     /// Registers one more hold of `key` by `owner`, whose server-side TTL now runs to `deadline`.
     ///
     /// A live entry gains a hold and its deadline moves to `deadline`; otherwise a new entry is made. If
@@ -89,7 +101,12 @@ impl Holds {
                 Entry {
                     generation,
                     holds: 0,
-                    state: LeaseState::new(key.clone(), deadline, events.clone()),
+                    state: match &self.cells {
+                        Some(table) => {
+                            LeaseState::in_table(table, key.clone(), deadline, events.clone())
+                        }
+                        None => LeaseState::new(key.clone(), deadline, events.clone()),
+                    },
                     renewal: None,
                 },
             );
@@ -276,7 +293,15 @@ pub(crate) fn record_renewal(
     }
     match result {
         Ok(RenewOutcome::Extended { remaining_before }) => {
-            extended(state, events, timing, remaining_before, plan.ttl);
+            let cell = state.cell_ref().get();
+            extended(
+                cell,
+                state.key(),
+                events,
+                timing,
+                remaining_before,
+                plan.ttl,
+            );
             AfterRenewal::Extended
         }
         Ok(RenewOutcome::Gone) => {
@@ -302,21 +327,22 @@ pub(crate) fn record_renewal(
     }
 }
 
-/// A renewal timed by `timing` granted `granted` (counted from its send time, conservatively): moves
-/// `state`'s deadline there and reports `Renewed` with the TTL found before, when known.
-fn extended(
-    state: &LeaseState,
+/// A renewal of `key` timed by `timing` granted `granted` (counted from its send time, conservatively):
+/// unless the lease has ended, moves the deadline in its `cell` there and reports the renewal with the
+/// TTL found before, when known. Returns whether it did.
+pub(crate) fn extended(
+    cell: &LeaseCell,
+    key: &Arc<str>,
     events: &Events,
     timing: RenewTiming,
     remaining_before: Option<Duration>,
     granted: Duration,
-) {
-    if state.has_ended() {
-        return;
+) -> bool {
+    if cell.has_ended() {
+        return false;
     }
-    state.extend_to(timing.sent_at + granted);
-    events.emit(|| LockEvent::Renewed {
-        key: state.key().clone(),
+    cell.extend_to(timing.sent_at + granted);
+    events.renewed(key, || Renewed {
         scheduled_at: timing.scheduled_at,
         sent_at: timing.sent_at,
         done_at: timing.done_at,
@@ -324,6 +350,7 @@ fn extended(
         granted_ttl: granted,
         trigger_lag: timing.trigger_lag,
     });
+    true
 }
 
 /// Renews `state` on `plan` with `renew` until the lease is lost. The caller stops it (aborts the task) on
@@ -516,7 +543,14 @@ impl<P> SessionHolds<P> {
             trigger_lag: None,
         };
         for state in self.states() {
-            extended(&state, events, timing, None, renewal.granted);
+            extended(
+                state.cell_ref().get(),
+                state.key(),
+                events,
+                timing,
+                None,
+                renewal.granted,
+            );
         }
     }
 

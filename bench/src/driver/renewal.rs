@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lockers::{EventSink, LockEvent, LossReason};
+use lockers::{EventSink, LockEvent, LossReason, Renewed};
 use serde::{Deserialize, Serialize};
 
 use super::histogram::{Hist, as_base64, merge, new_hist, record};
@@ -112,29 +112,53 @@ impl EventSink for RenewalRecorder {
         false
     }
 
+    fn record_renewed(&self, _key: &Arc<str>, renewed: Renewed) {
+        let Renewed {
+            scheduled_at,
+            sent_at,
+            done_at,
+            remaining_ttl_before,
+            ..
+        } = renewed;
+        if !self.measured(done_at) {
+            return;
+        }
+        let mut guard = self.lock();
+        let tally = guard.get_or_insert_with(RenewalTally::default);
+        tally.renewals += 1;
+        record(
+            &mut tally.round_trip,
+            duration_ns(done_at.saturating_duration_since(sent_at)),
+        );
+        record(
+            &mut tally.lag,
+            duration_ns(sent_at.saturating_duration_since(scheduled_at)),
+        );
+        if let Some(margin) = remaining_ttl_before {
+            record(&mut tally.margin, duration_ns(margin));
+        }
+    }
+
     fn record(&self, event: LockEvent) {
         match event {
             LockEvent::Renewed {
+                key,
                 scheduled_at,
                 sent_at,
                 done_at,
                 remaining_ttl_before,
-                ..
-            } if self.measured(done_at) => {
-                let mut guard = self.lock();
-                let tally = guard.get_or_insert_with(RenewalTally::default);
-                tally.renewals += 1;
-                record(
-                    &mut tally.round_trip,
-                    duration_ns(done_at.saturating_duration_since(sent_at)),
-                );
-                record(
-                    &mut tally.lag,
-                    duration_ns(sent_at.saturating_duration_since(scheduled_at)),
-                );
-                if let Some(margin) = remaining_ttl_before {
-                    record(&mut tally.margin, duration_ns(margin));
-                }
+                granted_ttl,
+                trigger_lag,
+            } => {
+                let renewed = Renewed {
+                    scheduled_at,
+                    sent_at,
+                    done_at,
+                    remaining_ttl_before,
+                    granted_ttl,
+                    trigger_lag,
+                };
+                self.record_renewed(&key, renewed);
             }
             LockEvent::RenewFailed { at, .. } if self.measured(at) => {
                 self.lock()

@@ -15,7 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::LockError;
-use crate::event::{Events, LockEvent};
+use crate::event::{Events, LockEvent, Renewed};
 use crate::lease::{LeaseState, LossReason};
 use crate::peer::wire::{self, Incoming, PeerEvent, WireError};
 
@@ -409,8 +409,7 @@ impl Adapter {
                 };
                 let sent_at = self.to_instant(sent);
                 state.extend_to(sent_at + ttl);
-                self.events.emit(|| LockEvent::Renewed {
-                    key: state.key().clone(),
+                self.events.renewed(state.key(), || Renewed {
                     scheduled_at: scheduled.map_or(sent_at, |t| self.to_instant(t)),
                     sent_at,
                     done_at: self.to_instant(done),

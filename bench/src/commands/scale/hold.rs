@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use lockbench_reports::scale::{ScalePoint, ScaleSeries, ScaleStop};
 use lockbench_servers::probe;
-use lockers::{AcquireOptions, EventSink, Events, Lease, LockEvent, Locker};
+use lockers::{AcquireOptions, EventSink, Events, Lease, LockEvent, Locker, Renewed};
 
 use super::{SERVER_TIMEOUT, ScaleSpec, ms};
 use crate::backends::stats::{StatsSnapshot, StatsSource};
@@ -62,6 +62,10 @@ fn margin_histogram() -> Histogram<u64> {
 impl EventSink for RenewalCounts {
     fn wants_renewal_plans(&self) -> bool {
         false
+    }
+
+    fn record_renewed(&self, _key: &Arc<str>, renewed: Renewed) {
+        self.renewed(renewed.remaining_ttl_before);
     }
 
     fn record(&self, event: LockEvent) {

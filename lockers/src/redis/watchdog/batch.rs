@@ -16,14 +16,22 @@
 //! locks cost at most ⌈N / chunk⌉ + [`RENEW_EVERY_TICKS`] − 1 calls per round.
 //!
 //! Chunk calls are built lazily, at most [`CHUNKS_IN_FLIGHT`] at a time, from the key and owner each
-//! lock was scheduled with (shared, never re-encoded). [`SCHEDULE`] gives these numbers to a caller
-//! that sends the same calls on the same schedule without this code (lockbench's raw yardstick).
+//! lock was scheduled with (copied into its entry once, never re-encoded). [`SCHEDULE`] gives these
+//! numbers to a caller that sends the same calls on the same schedule without this code (lockbench's
+//! raw yardstick).
 //!
 //! Per lock, the scheduler records each answer as `renew_until_lost` does for one (`record_renewal`:
 //! `Renewed` with the TTL found before extending and the deadline moved to `sent + ttl` on success,
 //! `Lost` on a 0 answer, `RenewFailed` and a retry a third of a period later on an error, `Lost` once the
 //! local deadline passes) and announces each planned renewal (`RenewScheduled`). A released lock leaves
 //! the wheel at once ([`StopRenewal`]); an answer for it that was already in flight is ignored.
+//!
+//! Renewing thousands of locks a tick is bound by memory, not by work: a lock whose data is spread
+//! over several heap allocations costs a cache miss (and on a VM a page walk) for each. So a renewal
+//! touches only what sits side by side with the other locks': its wheel entry (key and owner inline)
+//! and its lease's deadline and end flag, which the client's leases keep in this scheduler's
+//! [`LeaseTable`]. Its lease state is read only when the lease ends, and a sink that never reads keys
+//! takes its `Renewed` without the key being touched ([`crate::EventSink::record_renewed`]).
 
 use std::fmt::Display;
 use std::future::Future;
@@ -38,23 +46,76 @@ use tokio::task::AbortHandle;
 use crate::error::LockError;
 use crate::event::Events;
 use crate::lease::{LeaseState, LossReason};
+use crate::lease_cells::{CellRef, LeaseTable};
 use crate::renewal::{
     AfterRenewal, RenewOutcome, RenewTiming, RenewalPlan, StopRenewal, announce_renewal_at,
-    record_renewal,
+    extended, record_renewal,
 };
 use crate::timer_wheel::{TimerId, TimerWheel};
 
-/// One lock to renew: its server key and owner, as the chunk renewal function needs them.
+/// One lock to renew: its server key and owner, as the chunk renewal function needs them. They sit in
+/// the scheduler's own table when they fit ([`INLINE`] bytes together), so building a chunk's call reads
+/// them side by side instead of from two allocations per lock.
 #[derive(Debug, Clone)]
 pub(crate) struct BatchTarget {
-    /// The lock key on the server.
-    pub(crate) key: Arc<str>,
-    /// The owner field.
-    pub(crate) owner: Arc<str>,
+    /// Where the owner starts in `text`.
+    key_len: usize,
+    text: Text,
 }
 
+/// Bytes of key and owner kept inline in a [`BatchTarget`].
+const INLINE: usize = 94;
+
+#[derive(Debug, Clone)]
+enum Text {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<[u8]>),
+}
+
+impl BatchTarget {
+    /// The lock `key` on the server, held by `owner`.
+    pub(crate) fn new(key: &str, owner: &str) -> Self {
+        let len = key.len() + owner.len();
+        let text = match u8::try_from(len) {
+            Ok(short) if len <= INLINE => {
+                let mut bytes = [0; INLINE];
+                bytes[..key.len()].copy_from_slice(key.as_bytes());
+                bytes[key.len()..len].copy_from_slice(owner.as_bytes());
+                Text::Inline { len: short, bytes }
+            }
+            _ => Text::Heap([key.as_bytes(), owner.as_bytes()].concat().into()),
+        };
+        BatchTarget {
+            key_len: key.len(),
+            text,
+        }
+    }
+
+    fn text(&self) -> &[u8] {
+        match &self.text {
+            Text::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Text::Heap(text) => text,
+        }
+    }
+
+    /// The lock key on the server.
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.text()[..self.key_len]
+    }
+
+    /// The owner field.
+    pub(crate) fn owner(&self) -> &[u8] {
+        &self.text()[self.key_len..]
+    }
+}
+
+/// A scheduled lock. Renewing it reads only this entry and its lease's cell, both kept side by side with
+/// other locks' (the wheel's slab, the lease table); its lease state is read only when the lease ends.
 struct Item {
     target: BatchTarget,
+    /// The lease's deadline and end flag.
+    cell: CellRef,
+    /// Its key is the lock's name that events report; renewal only takes its address.
     state: Arc<LeaseState>,
     /// The tick the next renewal is planned for (the wheel may hold it later, never earlier).
     due: u64,
@@ -205,10 +266,6 @@ impl Schedule {
         let now = Instant::now();
         let mut ids = Vec::with_capacity(chunk.min(due.len()));
         let mut cut_off: Option<Instant> = None;
-        preload(due.iter().take(chunk).filter_map(|&id| {
-            let state = &inner.wheel.get(id)?.state;
-            Some((state.has_ended(), state.deadline()))
-        }));
         while ids.len() < chunk
             && let Some((&id, rest)) = due.split_first()
         {
@@ -216,11 +273,12 @@ impl Schedule {
             let Some(item) = inner.wheel.get(id) else {
                 continue; // released meanwhile
             };
-            if item.state.has_ended() {
+            let cell = item.cell.get();
+            if cell.has_ended() {
                 inner.remove(id);
                 continue;
             }
-            let deadline = item.state.deadline();
+            let deadline = cell.deadline();
             if now >= deadline {
                 if let Some(item) = inner.remove(id) {
                     item.state.mark_lost(LossReason::Expired);
@@ -233,7 +291,9 @@ impl Schedule {
         (inner, ids, cut_off)
     }
 
-    /// Applies one chunk's answers (or its error) to the locks still scheduled and re-arms them.
+    /// Applies one chunk's answers (or its error) to the locks still scheduled and re-arms them. An
+    /// extension touches only the lock's entry and cell; anything else goes through the lease state
+    /// ([`record_renewal`]).
     fn apply(
         &self,
         ids: &[TimerId],
@@ -242,10 +302,6 @@ impl Schedule {
         done_at: Instant,
     ) {
         let mut inner = self.lock();
-        preload(ids.iter().filter_map(|&id| {
-            let state = &inner.wheel.get(id)?.state;
-            Some((state.has_ended(), state.deadline(), ends(state.key())))
-        }));
         for (i, &id) in ids.iter().enumerate() {
             let Some(item) = inner.wheel.get(id) else {
                 continue; // released meanwhile
@@ -260,36 +316,30 @@ impl Schedule {
                 done_at,
                 trigger_lag: None,
             };
-            let gone = LossReason::RenewRejected;
-            let next =
-                match record_renewal(&item.state, &self.events, self.plan, timing, result, gone) {
-                    AfterRenewal::Extended => item.due + RENEW_EVERY_TICKS,
-                    AfterRenewal::Retry { at } => self.tick_of(at),
-                    AfterRenewal::Lost => {
-                        inner.remove(id);
-                        continue;
+            let (cell, name, ttl) = (item.cell.get(), item.state.key(), self.plan.ttl);
+            let next = match result {
+                Ok(RenewOutcome::Extended { remaining_before })
+                    if extended(cell, name, &self.events, timing, remaining_before, ttl) =>
+                {
+                    item.due + RENEW_EVERY_TICKS
+                }
+                _ => {
+                    let gone = LossReason::RenewRejected;
+                    let plan = self.plan;
+                    match record_renewal(&item.state, &self.events, plan, timing, result, gone) {
+                        AfterRenewal::Extended => item.due + RENEW_EVERY_TICKS,
+                        AfterRenewal::Retry { at } => self.tick_of(at),
+                        AfterRenewal::Lost => {
+                            inner.remove(id);
+                            continue;
+                        }
                     }
-                };
+                }
+            };
             inner.plan(id, next);
             self.arm(&mut inner, id, next, done_at);
         }
     }
-}
-
-/// Reads every value of `reads` before the loop that needs them. A chunk's keys and lease states lie
-/// scattered over the heap, one allocation per lock; read in a tight loop, their cache misses are
-/// independent and overlap, where the loop that uses them would take them one after another.
-fn preload<T>(reads: impl Iterator<Item = T>) {
-    for read in reads {
-        std::hint::black_box(read);
-    }
-}
-
-/// The first and last byte of `key`: reading both brings in every cache line of a key up to 64 bytes
-/// long (which spans two lines at most).
-fn ends(key: &str) -> (Option<u8>, Option<u8>) {
-    let bytes = key.as_bytes();
-    (bytes.first().copied(), bytes.last().copied())
 }
 
 /// The error a lock gets when its chunk's answer has no entry for it.
@@ -313,6 +363,7 @@ impl StopRenewal for Unschedule {
 pub(crate) struct BatchRenewer {
     schedule: Arc<Schedule>,
     task: AbortHandle,
+    cells: Arc<LeaseTable>,
 }
 
 impl std::fmt::Debug for BatchRenewer {
@@ -354,7 +405,14 @@ impl BatchRenewer {
         BatchRenewer {
             schedule,
             task: task.abort_handle(),
+            cells: LeaseTable::new(),
         }
+    }
+
+    /// The table where the leases this scheduler renews should keep their cells, so that it reads
+    /// them side by side (any lease can be scheduled; one from elsewhere only costs more to read).
+    pub(crate) fn lease_table(&self) -> &Arc<LeaseTable> {
+        &self.cells
     }
 
     /// Schedules `state`'s lock, acquired by a request sent at `sent_at`. Never awaits.
@@ -368,7 +426,13 @@ impl BatchRenewer {
         let latest = s.tick_of(sent_at + s.plan.period);
         let mut inner = s.lock();
         let due = inner.first_due(latest, s.chunk);
-        let id = inner.insert(Item { target, state, due });
+        let cell = state.cell_ref().clone();
+        let id = inner.insert(Item {
+            target,
+            cell,
+            state,
+            due,
+        });
         s.arm(&mut inner, id, due, Instant::now());
         drop(inner);
         Box::new(Unschedule {
@@ -443,7 +507,6 @@ where
                     .iter()
                     .filter_map(|id| inner.wheel.get(*id).map(|item| &item.target))
                     .collect();
-                preload(targets.iter().map(|t| ends(&t.key)));
                 let call = renew_chunk(&targets);
                 drop(targets);
                 drop(inner);

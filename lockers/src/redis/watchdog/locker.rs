@@ -122,7 +122,7 @@ fn renew_chunk(
     ttl_ms: u64,
     calls: &AtomicU64,
 ) -> impl Future<Output = Result<Vec<RenewOutcome>, LockError>> + use<> {
-    let keys: Vec<&str> = targets.iter().map(|t| &*t.key).collect();
+    let keys: Vec<&[u8]> = targets.iter().map(|t| t.key()).collect();
     let groups = by_slot(&keys, connection.is_cluster());
     calls.fetch_add(groups.len() as u64, Ordering::Relaxed);
     let sends: Vec<(redis::Cmd, Vec<usize>)> = groups
@@ -130,11 +130,11 @@ fn renew_chunk(
         .map(|group| {
             let mut cmd = WATCHDOG_RENEW_BATCH.evalsha(group.len());
             for &i in &group {
-                cmd.arg(targets[i].key.as_bytes());
+                cmd.arg(targets[i].key());
             }
             cmd.arg(ttl_ms);
             for &i in &group {
-                cmd.arg(targets[i].owner.as_bytes());
+                cmd.arg(targets[i].owner());
             }
             (cmd, group)
         })
@@ -226,12 +226,16 @@ impl RedisWatchdog {
                 ))
             }
         };
+        let holds = match &renewer {
+            Renewer::PerLock(_) => Holds::default(),
+            Renewer::Batched(batch) => Holds::in_table(batch.lease_table().clone()),
+        };
         Ok(RedisWatchdog {
             core: Arc::new(Core {
                 connection,
                 config,
                 events,
-                holds: Holds::default(),
+                holds,
                 renew_calls,
             }),
             renewer,
@@ -285,10 +289,7 @@ impl RedisWatchdog {
         let ttl_ms = ttl_millis(config.renewal.ttl);
         let deferred = match &self.renewer {
             Renewer::Batched(batch) => {
-                let target = BatchTarget {
-                    key: keys.lock.as_str().into(),
-                    owner: owner.clone(),
-                };
+                let target = BatchTarget::new(&keys.lock, owner);
                 return batch.schedule(target, state, sent_at);
             }
             Renewer::PerLock(deferred) => deferred,

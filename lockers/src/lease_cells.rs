@@ -1,0 +1,194 @@
+//! Where a lease keeps its deadline and end flag: a [`LeaseCell`], either the lease's own or one of a
+//! [`LeaseTable`]'s, which keeps the cells of many leases side by side. A scheduler that renews
+//! thousands of leases per tick reads and extends their cells in a few contiguous blocks instead of
+//! one allocation per lease scattered over the heap.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The instant every cell's deadline is counted from (the first use in this process).
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// One lease's conservative local deadline and whether the lease has ended. The deadline only moves
+/// forward; the end flag is set once.
+#[derive(Debug, Default)]
+pub(crate) struct LeaseCell {
+    /// Nanoseconds from [`epoch`].
+    deadline_nanos: AtomicU64,
+    ended: AtomicBool,
+}
+
+impl LeaseCell {
+    /// The deadline.
+    pub(crate) fn deadline(&self) -> Instant {
+        epoch() + Duration::from_nanos(self.deadline_nanos.load(Ordering::Acquire))
+    }
+
+    /// Moves the deadline forward to `deadline` (never backward).
+    pub(crate) fn extend_to(&self, deadline: Instant) {
+        let nanos = deadline.saturating_duration_since(epoch()).as_nanos();
+        let nanos = u64::try_from(nanos).unwrap_or(u64::MAX);
+        self.deadline_nanos.fetch_max(nanos, Ordering::AcqRel);
+    }
+
+    /// Whether the lease has ended (released or lost).
+    pub(crate) fn has_ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
+    }
+
+    /// Marks the lease ended.
+    pub(crate) fn set_ended(&self) {
+        self.ended.store(true, Ordering::Release);
+    }
+
+    /// Back to a fresh cell: no deadline, not ended.
+    fn reset(&self) {
+        self.deadline_nanos.store(0, Ordering::Release);
+        self.ended.store(false, Ordering::Release);
+    }
+}
+
+/// A shared reference to one cell: its block and its place in it. Cloning it never touches the cell.
+#[derive(Debug, Clone)]
+pub(crate) struct CellRef {
+    block: Arc<[LeaseCell]>,
+    at: usize,
+}
+
+impl CellRef {
+    /// A cell of its own, in no table.
+    pub(crate) fn alone() -> Self {
+        CellRef {
+            block: Arc::new([LeaseCell::default()]),
+            at: 0,
+        }
+    }
+
+    /// The cell.
+    pub(crate) fn get(&self) -> &LeaseCell {
+        &self.block[self.at]
+    }
+}
+
+/// Cells per block of a [`LeaseTable`]: 16 KiB of cells.
+const BLOCK: usize = 1024;
+
+/// The cells of many leases, in blocks of [`BLOCK`] that never move. A cell is claimed for a new lease
+/// and given back when that lease is dropped; the most recently given back is claimed first.
+#[derive(Debug, Default)]
+pub(crate) struct LeaseTable {
+    inner: Mutex<TableInner>,
+}
+
+#[derive(Debug, Default)]
+struct TableInner {
+    blocks: Vec<Arc<[LeaseCell]>>,
+    /// Indexes of cells given back.
+    free: Vec<usize>,
+    /// Cells ever handed out (the next fresh index).
+    used: usize,
+}
+
+impl LeaseTable {
+    /// An empty table.
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    /// A fresh cell and its index, to give back with [`LeaseTable::give_back`].
+    pub(crate) fn claim(&self) -> (CellRef, usize) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let index = match inner.free.pop() {
+            Some(index) => index,
+            None => {
+                let index = inner.used;
+                inner.used += 1;
+                if index / BLOCK == inner.blocks.len() {
+                    inner
+                        .blocks
+                        .push((0..BLOCK).map(|_| LeaseCell::default()).collect());
+                }
+                index
+            }
+        };
+        let cell = CellRef {
+            block: inner.blocks[index / BLOCK].clone(),
+            at: index % BLOCK,
+        };
+        cell.get().reset();
+        (cell, index)
+    }
+
+    /// Takes back the cell at `index`, which its lease no longer uses.
+    pub(crate) fn give_back(&self, index: usize) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.free.push(index);
+    }
+
+    /// Cells in use.
+    #[cfg(test)]
+    fn in_use(&self) -> usize {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.used - inner.free.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Events;
+    use crate::lease::LeaseState;
+
+    #[test]
+    fn a_lease_state_keeps_its_deadline_in_its_table_cell_and_gives_it_back() {
+        let table = LeaseTable::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let state = LeaseState::in_table(&table, "k".into(), deadline, Events::none());
+        assert_eq!(table.in_use(), 1);
+        assert_eq!(state.cell_ref().get().deadline(), deadline);
+        state.mark_released();
+        assert!(state.cell_ref().get().has_ended());
+        drop(state);
+        assert_eq!(table.in_use(), 0);
+    }
+
+    #[test]
+    fn a_deadline_only_moves_forward_and_an_end_stays() {
+        let cell = CellRef::alone();
+        let now = Instant::now();
+        cell.get().extend_to(now + Duration::from_secs(2));
+        cell.get().extend_to(now + Duration::from_secs(1));
+        assert_eq!(cell.get().deadline(), now + Duration::from_secs(2));
+        assert!(!cell.get().has_ended());
+        cell.get().set_ended();
+        assert!(cell.get().has_ended());
+    }
+
+    #[test]
+    fn a_cell_given_back_is_claimed_again_fresh_and_neighbours_share_a_block() {
+        let table = LeaseTable::new();
+        let (first, a) = table.claim();
+        let (second, b) = table.claim();
+        assert!(Arc::ptr_eq(&first.block, &second.block));
+        assert_eq!((a, b), (0, 1));
+        first
+            .get()
+            .extend_to(Instant::now() + Duration::from_secs(5));
+        first.get().set_ended();
+        table.give_back(a);
+        assert_eq!(table.in_use(), 1);
+        let (again, c) = table.claim();
+        assert_eq!(c, a);
+        assert!(!again.get().has_ended());
+        assert!(again.get().deadline() <= Instant::now());
+        // The next block starts once the first is used up.
+        let rest: Vec<_> = (2..=BLOCK).map(|_| table.claim()).collect();
+        let (last, index) = rest.last().expect("claimed");
+        assert_eq!(*index, BLOCK);
+        assert!(!Arc::ptr_eq(&last.block, &first.block));
+    }
+}
