@@ -322,3 +322,22 @@ impl Drop for Lease {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_lease_state_keeps_its_deadline_in_its_table_cell_and_gives_it_back() {
+        let table = LeaseTable::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let state = LeaseState::in_table(&table, "k".into(), deadline, Events::none());
+        assert_eq!(table.in_use(), 1);
+        assert_eq!(state.cell_ref().get().deadline(), deadline);
+        state.mark_released();
+        assert!(state.cell_ref().get().has_ended());
+        drop(state);
+        assert_eq!(table.in_use(), 0);
+    }
+}

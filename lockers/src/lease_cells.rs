@@ -131,7 +131,7 @@ impl LeaseTable {
 
     /// Cells in use.
     #[cfg(test)]
-    fn in_use(&self) -> usize {
+    pub(crate) fn in_use(&self) -> usize {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.used - inner.free.len()
     }
@@ -140,21 +140,6 @@ impl LeaseTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Events;
-    use crate::lease::LeaseState;
-
-    #[test]
-    fn a_lease_state_keeps_its_deadline_in_its_table_cell_and_gives_it_back() {
-        let table = LeaseTable::new();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let state = LeaseState::in_table(&table, "k".into(), deadline, Events::none());
-        assert_eq!(table.in_use(), 1);
-        assert_eq!(state.cell_ref().get().deadline(), deadline);
-        state.mark_released();
-        assert!(state.cell_ref().get().has_ended());
-        drop(state);
-        assert_eq!(table.in_use(), 0);
-    }
 
     #[test]
     fn a_deadline_only_moves_forward_and_an_end_stays() {
