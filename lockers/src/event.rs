@@ -1,6 +1,7 @@
 //! `LockEvent`s: what a strategy reports about acquisitions, renewals and losses, and the optional sink
 //! they go to. The driver builds every renewal metric from these events, so all strategies are measured
-//! the same way.
+//! the same way. Renewals reach a sink through [`EventSink::record_renewed`], which a sink that never
+//! reads their keys takes as [`Renewed`]; by default it records them as [`LockEvent::Renewed`].
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -121,6 +122,29 @@ impl Renewed {
 }
 
 impl LockEvent {
+    /// The renewal this event reports, if it is a [`LockEvent::Renewed`].
+    pub fn renewal(&self) -> Option<Renewed> {
+        match *self {
+            LockEvent::Renewed {
+                scheduled_at,
+                sent_at,
+                done_at,
+                remaining_ttl_before,
+                granted_ttl,
+                trigger_lag,
+                ..
+            } => Some(Renewed {
+                scheduled_at,
+                sent_at,
+                done_at,
+                remaining_ttl_before,
+                granted_ttl,
+                trigger_lag,
+            }),
+            _ => None,
+        }
+    }
+
     /// The lock key the event is about.
     pub fn key(&self) -> &str {
         match self {

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
-use crate::lease_cells::{CellRef, LeaseCell, LeaseTable};
+use crate::lease_cells::{CellRef, LeaseCell, LeaseTable, TableCell};
 pub(crate) use crate::types::{AcquireOptions, FencingToken, LeaseMode, LossReason, OwnerId};
 
 /// How a lease ended: released by its holder, or lost for a reason.
@@ -35,11 +35,15 @@ pub(crate) struct LeaseState {
     key: Arc<str>,
     /// The deadline, and whether `end` holds an end (set once, after it is written). Renewal reads
     /// them for every held lock each period; this plain cell costs no lock and no visit to the channel.
-    cell: CellRef,
-    /// The table the cell is from, and its index there, to give it back.
-    table: Option<(Arc<LeaseTable>, usize)>,
+    cell: Cell,
     end: watch::Sender<Option<LeaseEnd>>,
     events: Events,
+}
+
+/// Where a lease's [`LeaseCell`] lives: inside its state, or in its strategy's [`LeaseTable`].
+enum Cell {
+    Own(LeaseCell),
+    Table(TableCell),
 }
 
 impl fmt::Debug for LeaseState {
@@ -56,7 +60,7 @@ impl LeaseState {
     /// A live lease on `key` whose local deadline is `deadline`, with a cell of its own. Losses are
     /// reported to `events`.
     pub(crate) fn new(key: Arc<str>, deadline: Instant, events: Events) -> Arc<Self> {
-        Self::with_cell(key, deadline, events, CellRef::alone(), None)
+        Self::with_cell(key, deadline, events, Cell::Own(LeaseCell::default()))
     }
 
     /// As [`LeaseState::new`], with its cell in `table` (given back when the state is dropped).
@@ -66,30 +70,27 @@ impl LeaseState {
         deadline: Instant,
         events: Events,
     ) -> Arc<Self> {
-        let (cell, index) = table.claim();
-        Self::with_cell(key, deadline, events, cell, Some((table.clone(), index)))
+        Self::with_cell(key, deadline, events, Cell::Table(table.claim()))
     }
 
-    fn with_cell(
-        key: Arc<str>,
-        deadline: Instant,
-        events: Events,
-        cell: CellRef,
-        table: Option<(Arc<LeaseTable>, usize)>,
-    ) -> Arc<Self> {
-        cell.get().extend_to(deadline);
-        Arc::new(LeaseState {
+    fn with_cell(key: Arc<str>, deadline: Instant, events: Events, cell: Cell) -> Arc<Self> {
+        let state = LeaseState {
             key,
             cell,
-            table,
             end: watch::Sender::new(None),
             events,
-        })
+        };
+        state.extend_to(deadline);
+        Arc::new(state)
     }
 
-    /// The cell holding the deadline and end flag, for a renewer that reads many side by side.
-    pub(crate) fn cell_ref(&self) -> &CellRef {
-        &self.cell
+    /// The cell holding the deadline and end flag when it is in a [`LeaseTable`], for a renewer that
+    /// reads many side by side (and holds this state as long as the reference).
+    pub(crate) fn table_cell(&self) -> Option<&CellRef> {
+        match &self.cell {
+            Cell::Own(_) => None,
+            Cell::Table(cell) => Some(cell.shared()),
+        }
     }
 
     /// The lock key.
@@ -107,8 +108,12 @@ impl LeaseState {
         self.cell().extend_to(deadline);
     }
 
-    fn cell(&self) -> &LeaseCell {
-        self.cell.get()
+    /// The deadline and end flag.
+    pub(crate) fn cell(&self) -> &LeaseCell {
+        match &self.cell {
+            Cell::Own(cell) => cell,
+            Cell::Table(cell) => cell.get(),
+        }
     }
 
     /// Records that the lease is gone for `reason`, unless it has already ended (released or lost): only
@@ -193,14 +198,6 @@ impl LeaseState {
                     }
                 }
             }
-        }
-    }
-}
-
-impl Drop for LeaseState {
-    fn drop(&mut self) {
-        if let Some((table, index)) = self.table.take() {
-            table.give_back(index);
         }
     }
 }
@@ -334,9 +331,11 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(5);
         let state = LeaseState::in_table(&table, "k".into(), deadline, Events::none());
         assert_eq!(table.in_use(), 1);
-        assert_eq!(state.cell_ref().get().deadline(), deadline);
+        let cell = state.table_cell().expect("a table cell").clone();
+        assert_eq!(cell.get().deadline(), deadline);
         state.mark_released();
-        assert!(state.cell_ref().get().has_ended());
+        assert!(cell.get().has_ended());
+        drop(cell);
         drop(state);
         assert_eq!(table.in_use(), 0);
     }

@@ -52,7 +52,9 @@ impl LeaseCell {
     }
 }
 
-/// A shared reference to one cell: its block and its place in it. Cloning it never touches the cell.
+/// A reference to one cell of a [`LeaseTable`]: its block and its place in it. Cloning it never touches
+/// the cell. The cell is claimed by a new lease once its [`TableCell`] is dropped, so a holder of a
+/// `CellRef` must also hold what owns that `TableCell`.
 #[derive(Debug, Clone)]
 pub(crate) struct CellRef {
     block: Arc<[LeaseCell]>,
@@ -60,17 +62,35 @@ pub(crate) struct CellRef {
 }
 
 impl CellRef {
-    /// A cell of its own, in no table.
-    pub(crate) fn alone() -> Self {
-        CellRef {
-            block: Arc::new([LeaseCell::default()]),
-            at: 0,
-        }
-    }
-
     /// The cell.
     pub(crate) fn get(&self) -> &LeaseCell {
         &self.block[self.at]
+    }
+}
+
+/// A cell claimed from a [`LeaseTable`] for one lease, given back when dropped.
+#[derive(Debug)]
+pub(crate) struct TableCell {
+    cell: CellRef,
+    table: Arc<LeaseTable>,
+    index: usize,
+}
+
+impl TableCell {
+    /// The cell.
+    pub(crate) fn get(&self) -> &LeaseCell {
+        self.cell.get()
+    }
+
+    /// A reference to the cell, valid while this `TableCell` lives.
+    pub(crate) fn shared(&self) -> &CellRef {
+        &self.cell
+    }
+}
+
+impl Drop for TableCell {
+    fn drop(&mut self) {
+        self.table.give_back(self.index);
     }
 }
 
@@ -99,8 +119,8 @@ impl LeaseTable {
         Arc::default()
     }
 
-    /// A fresh cell and its index, to give back with [`LeaseTable::give_back`].
-    pub(crate) fn claim(&self) -> (CellRef, usize) {
+    /// A fresh cell, given back when the returned [`TableCell`] is dropped.
+    pub(crate) fn claim(self: &Arc<Self>) -> TableCell {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let index = match inner.free.pop() {
             Some(index) => index,
@@ -120,11 +140,15 @@ impl LeaseTable {
             at: index % BLOCK,
         };
         cell.get().reset();
-        (cell, index)
+        TableCell {
+            cell,
+            table: self.clone(),
+            index,
+        }
     }
 
     /// Takes back the cell at `index`, which its lease no longer uses.
-    pub(crate) fn give_back(&self, index: usize) {
+    fn give_back(&self, index: usize) {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.free.push(index);
     }
@@ -143,37 +167,37 @@ mod tests {
 
     #[test]
     fn a_deadline_only_moves_forward_and_an_end_stays() {
-        let cell = CellRef::alone();
+        let cell = LeaseCell::default();
         let now = Instant::now();
-        cell.get().extend_to(now + Duration::from_secs(2));
-        cell.get().extend_to(now + Duration::from_secs(1));
-        assert_eq!(cell.get().deadline(), now + Duration::from_secs(2));
-        assert!(!cell.get().has_ended());
-        cell.get().set_ended();
-        assert!(cell.get().has_ended());
+        cell.extend_to(now + Duration::from_secs(2));
+        cell.extend_to(now + Duration::from_secs(1));
+        assert_eq!(cell.deadline(), now + Duration::from_secs(2));
+        assert!(!cell.has_ended());
+        cell.set_ended();
+        assert!(cell.has_ended());
     }
 
     #[test]
     fn a_cell_given_back_is_claimed_again_fresh_and_neighbours_share_a_block() {
         let table = LeaseTable::new();
-        let (first, a) = table.claim();
-        let (second, b) = table.claim();
-        assert!(Arc::ptr_eq(&first.block, &second.block));
-        assert_eq!((a, b), (0, 1));
+        let first = table.claim();
+        let second = table.claim();
+        assert!(Arc::ptr_eq(&first.cell.block, &second.cell.block));
+        assert_eq!((first.index, second.index), (0, 1));
         first
             .get()
             .extend_to(Instant::now() + Duration::from_secs(5));
         first.get().set_ended();
-        table.give_back(a);
+        drop(first);
         assert_eq!(table.in_use(), 1);
-        let (again, c) = table.claim();
-        assert_eq!(c, a);
+        let again = table.claim();
+        assert_eq!(again.index, 0);
         assert!(!again.get().has_ended());
         assert!(again.get().deadline() <= Instant::now());
         // The next block starts once the first is used up.
         let rest: Vec<_> = (2..=BLOCK).map(|_| table.claim()).collect();
-        let (last, index) = rest.last().expect("claimed");
-        assert_eq!(*index, BLOCK);
-        assert!(!Arc::ptr_eq(&last.block, &first.block));
+        let last = rest.last().expect("claimed");
+        assert_eq!(last.index, BLOCK);
+        assert!(!Arc::ptr_eq(&last.cell.block, &again.cell.block));
     }
 }

@@ -21,8 +21,9 @@
 //! The behaviour every strategy must show is the `conformance` suite (feature `conformance`).
 //!
 //! Callers see the contract only: [`Locker`], [`Lease`], [`AcquireOptions`], [`LeaseMode`], [`OwnerId`],
-//! [`FencingToken`], [`LockError`], [`LockEvent`] (with its [`LossReason`]), [`Capabilities`], the event
-//! sink types ([`Events`], [`EventSink`], [`EventLog`]) and each strategy's constructor and settings.
+//! [`FencingToken`], [`LockError`], [`LockEvent`] (with its [`LossReason`] and, for sinks that take
+//! renewals without keys, [`Renewed`]), [`Capabilities`], the event sink types ([`Events`],
+//! [`EventSink`], [`EventLog`]) and each strategy's constructor and settings.
 //! What strategies build leases from (the lease state with its deadline, the release handle, the renewal
 //! registries) is crate-private: no caller can move a deadline or forge a lease.
 #![warn(missing_docs)]
@@ -32,15 +33,15 @@ pub mod address;
 mod error;
 mod event;
 mod lease;
-mod lease_cells;
 mod locker;
 mod settings;
 mod types;
 
-// The implementor kit: renewal registries and loops every strategy builds leases with.
-mod renewal;
+// The implementor kit: lease cells, renewal registries and loops every strategy builds leases with.
+mod lease_cells;
 #[cfg(feature = "redis")]
-mod timer_wheel;
+mod phase_table;
+mod renewal;
 
 // The strategies, each with its public constructor and settings.
 #[cfg(feature = "etcd")]

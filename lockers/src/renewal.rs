@@ -293,7 +293,7 @@ pub(crate) fn record_renewal(
     }
     match result {
         Ok(RenewOutcome::Extended { remaining_before }) => {
-            let cell = state.cell_ref().get();
+            let cell = state.cell();
             extended(
                 cell,
                 state.key(),
@@ -544,7 +544,7 @@ impl<P> SessionHolds<P> {
         };
         for state in self.states() {
             extended(
-                state.cell_ref().get(),
+                state.cell(),
                 state.key(),
                 events,
                 timing,

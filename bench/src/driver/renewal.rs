@@ -140,26 +140,10 @@ impl EventSink for RenewalRecorder {
     }
 
     fn record(&self, event: LockEvent) {
+        if let (LockEvent::Renewed { key, .. }, Some(renewed)) = (&event, event.renewal()) {
+            return self.record_renewed(key, renewed);
+        }
         match event {
-            LockEvent::Renewed {
-                key,
-                scheduled_at,
-                sent_at,
-                done_at,
-                remaining_ttl_before,
-                granted_ttl,
-                trigger_lag,
-            } => {
-                let renewed = Renewed {
-                    scheduled_at,
-                    sent_at,
-                    done_at,
-                    remaining_ttl_before,
-                    granted_ttl,
-                    trigger_lag,
-                };
-                self.record_renewed(&key, renewed);
-            }
             LockEvent::RenewFailed { at, .. } if self.measured(at) => {
                 self.lock()
                     .get_or_insert_with(RenewalTally::default)

@@ -69,11 +69,10 @@ impl EventSink for RenewalCounts {
     }
 
     fn record(&self, event: LockEvent) {
+        if let Some(renewed) = event.renewal() {
+            return self.renewed(renewed.remaining_ttl_before);
+        }
         match event {
-            LockEvent::Renewed {
-                remaining_ttl_before,
-                ..
-            } => self.renewed(remaining_ttl_before),
             LockEvent::RenewFailed { .. } => self.failed(),
             LockEvent::Lost { .. } => self.lost(),
             _ => {}

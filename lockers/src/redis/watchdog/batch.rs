@@ -2,36 +2,39 @@
 //! script call per chunk of keys (as Redisson ≥ 3.44's renewal scheduler does), instead of one timer and
 //! one call per lock. Its cost grows with the locks due, not the locks held.
 //!
-//! Locks sit in a [`TimerWheel`] of ticks [`TICKS_PER_PERIOD`] to a renewal period, bucketed by the tick
-//! their next renewal is due at; a tick expires only its own bucket. Each next renewal is planned
+//! The scheduler wakes every tick, [`TICKS_PER_PERIOD`] to a renewal period. Each next renewal is planned
 //! [`RENEW_EVERY_TICKS`] (a period less one tick) after the tick the previous one was *due* at (not after
 //! its answer), so a lock is renewed a little more often than every period, and the thinnest margin stays
 //! at least ⅔ of the TTL (default ratio ⅓) while a chunk goes out no more than one tick late.
 //!
-//! So a lock keeps its *phase*: its due tick modulo [`RENEW_EVERY_TICKS`]. A new lock's first renewal is
-//! due at one of the ticks of the period that ends one period after its acquire was sent, chosen by phase:
-//! a phase whose last chunk has room, else the phase with the fewest locks (ties to the latest tick). Few
-//! locks then share one call per period, as on a single grid tick; many spread evenly over the period's
-//! ticks, so no tick sends a burst of every chunk that queues on the connection and lands late. N held
-//! locks cost at most ⌈N / chunk⌉ + [`RENEW_EVERY_TICKS`] − 1 calls per round.
+//! So a lock keeps its *phase*: its due tick modulo [`RENEW_EVERY_TICKS`]. Locks sit in a
+//! [`PhaseTable`], one list per phase, and a tick walks only its phase's list; a renewal answered in
+//! time leaves its lock where it is. A new lock's first renewal is due at one of the ticks of the period
+//! that ends one period after its acquire was sent, chosen by phase: a phase whose last chunk has room,
+//! else the phase with the fewest locks (ties to the latest tick). Few locks then share one call per
+//! period, as on a single grid tick; many spread evenly over the period's ticks, so no tick sends a burst
+//! of every chunk that queues on the connection and lands late. N held locks cost at most
+//! ⌈N / chunk⌉ + [`RENEW_EVERY_TICKS`] − 1 calls per round.
 //!
 //! Chunk calls are built lazily, at most [`CHUNKS_IN_FLIGHT`] at a time, from the key and owner each
 //! lock was scheduled with (copied into its entry once, never re-encoded). [`SCHEDULE`] gives these
 //! numbers to a caller that sends the same calls on the same schedule without this code (lockbench's
 //! raw yardstick).
 //!
-//! Per lock, the scheduler records each answer as `renew_until_lost` does for one (`record_renewal`:
-//! `Renewed` with the TTL found before extending and the deadline moved to `sent + ttl` on success,
-//! `Lost` on a 0 answer, `RenewFailed` and a retry a third of a period later on an error, `Lost` once the
-//! local deadline passes) and announces each planned renewal (`RenewScheduled`). A released lock leaves
-//! the wheel at once ([`StopRenewal`]); an answer for it that was already in flight is ignored.
+//! Per lock, the scheduler records each answer as `renew_until_lost` does for one: an extension with
+//! [`extended`] (`Renewed` with the TTL found before, the deadline moved to `sent + ttl`), anything
+//! else with `record_renewal` (`Lost` on a 0 answer, `RenewFailed` and a retry a third of a period
+//! later on an error, `Lost` once the local deadline passes); it announces each planned renewal
+//! (`RenewScheduled`). A released lock leaves the schedule at once ([`StopRenewal`]); an answer for it
+//! that was already in flight is ignored.
 //!
 //! Renewing thousands of locks a tick is bound by memory, not by work: a lock whose data is spread
-//! over several heap allocations costs a cache miss (and on a VM a page walk) for each. So a renewal
-//! touches only what sits side by side with the other locks': its wheel entry (key and owner inline)
-//! and its lease's deadline and end flag, which the client's leases keep in this scheduler's
-//! [`LeaseTable`]. Its lease state is read only when the lease ends, and a sink that never reads keys
-//! takes its `Renewed` without the key being touched ([`crate::EventSink::record_renewed`]).
+//! over several heap allocations costs a cache miss (and on a VM a page walk) for each. So an
+//! extension touches only what sits side by side with the other locks': its entry in its phase's list
+//! (key and owner inline) and its lease's deadline and end flag, which the client's leases keep in this
+//! scheduler's [`LeaseTable`]. Its lease state is read only for anything else (a failure, a loss, a
+//! planned renewal announced), and a sink that never reads keys takes its `Renewed` without the key
+//! being touched ([`crate::EventSink::record_renewed`]).
 
 use std::fmt::Display;
 use std::future::Future;
@@ -46,16 +49,16 @@ use tokio::task::AbortHandle;
 use crate::error::LockError;
 use crate::event::Events;
 use crate::lease::{LeaseState, LossReason};
-use crate::lease_cells::{CellRef, LeaseTable};
+use crate::lease_cells::{CellRef, LeaseCell, LeaseTable};
+use crate::phase_table::{EntryId, PhaseTable};
 use crate::renewal::{
     AfterRenewal, RenewOutcome, RenewTiming, RenewalPlan, StopRenewal, announce_renewal_at,
     extended, record_renewal,
 };
-use crate::timer_wheel::{TimerId, TimerWheel};
 
-/// One lock to renew: its server key and owner, as the chunk renewal function needs them. They sit in
-/// the scheduler's own table when they fit ([`INLINE`] bytes together), so building a chunk's call reads
-/// them side by side instead of from two allocations per lock.
+/// One lock to renew: its server key and owner, as the chunk renewal function needs them. They sit
+/// inline in the lock's entry when they fit ([`INLINE`] bytes together), so building a chunk's call
+/// reads them side by side instead of from two allocations per lock.
 #[derive(Debug, Clone)]
 pub(crate) struct BatchTarget {
     /// Where the owner starts in `text`.
@@ -63,8 +66,9 @@ pub(crate) struct BatchTarget {
     text: Text,
 }
 
-/// Bytes of key and owner kept inline in a [`BatchTarget`].
+/// Bytes of key and owner kept inline in a [`BatchTarget`] (their length is kept in a `u8`).
 const INLINE: usize = 94;
+const _: () = assert!(INLINE <= u8::MAX as usize);
 
 #[derive(Debug, Clone)]
 enum Text {
@@ -109,19 +113,27 @@ impl BatchTarget {
     }
 }
 
-/// A scheduled lock. Renewing it reads only this entry and its lease's cell, both kept side by side with
-/// other locks' (the wheel's slab, the lease table); its lease state is read only when the lease ends.
+/// A scheduled lock. Extending it reads only this entry and its lease's cell, both kept side by side with
+/// other locks' (its phase's list, the lease table); its lease state is read for anything else.
 struct Item {
     target: BatchTarget,
-    /// The lease's deadline and end flag.
-    cell: CellRef,
+    /// The lease's deadline and end flag, when they sit in a lease table (else in `state`).
+    cell: Option<CellRef>,
     /// Its key is the lock's name that events report; renewal only takes its address.
     state: Arc<LeaseState>,
-    /// The tick the next renewal is planned for (the wheel may hold it later, never earlier).
-    due: u64,
 }
 
-/// Wheel ticks per renewal period: the resolution of retries (a third of a period is 4 ticks).
+impl Item {
+    /// The lease's deadline and end flag.
+    fn cell(&self) -> &LeaseCell {
+        match &self.cell {
+            Some(cell) => cell.get(),
+            None => self.state.cell(),
+        }
+    }
+}
+
+/// Ticks per renewal period: the resolution of retries (a third of a period is 4 ticks).
 const TICKS_PER_PERIOD: u64 = 12;
 /// Ticks from one due renewal to the next: one tick short of a period, so a chunk sent up to a tick
 /// (1/12 of a period, TTL/36 at the default ratio) later than the previous one still lands with at least
@@ -131,8 +143,6 @@ const RENEW_EVERY_TICKS: u64 = TICKS_PER_PERIOD - 1;
 const PHASES: usize = RENEW_EVERY_TICKS as usize;
 /// Renewals of each lock per renewal period: 12/11.
 pub(crate) const RENEWALS_PER_PERIOD: f64 = TICKS_PER_PERIOD as f64 / RENEW_EVERY_TICKS as f64;
-/// Wheel slots: four periods, so every first renewal and retry lands within one turn.
-const SLOTS: usize = 4 * TICKS_PER_PERIOD as usize;
 /// How many chunk calls may be in flight at once.
 const CHUNKS_IN_FLIGHT: usize = 16;
 
@@ -158,50 +168,25 @@ pub(in crate::redis) const SCHEDULE: BatchSchedule = BatchSchedule {
 };
 
 struct Inner {
-    wheel: TimerWheel<Item>,
-    /// Scheduled locks per phase (`due % RENEW_EVERY_TICKS`).
-    load: [usize; PHASES],
-    /// The tick the scheduler sleeps until (`u64::MAX`: nothing armed), or `None` while it works; a lock
-    /// armed earlier than it wakes the scheduler.
+    locks: PhaseTable<Item>,
+    /// The first tick not yet renewed: a renewal planned earlier is planned for it.
+    next_tick: u64,
+    /// The tick the scheduler sleeps until (`u64::MAX`: nothing scheduled), or `None` while it works; a
+    /// lock planned earlier than it wakes the scheduler.
     sleeping_until: Option<u64>,
 }
 
-impl Inner {
-    fn phase(due: u64) -> usize {
-        (due % RENEW_EVERY_TICKS) as usize
-    }
-
-    fn insert(&mut self, item: Item) -> TimerId {
-        self.load[Self::phase(item.due)] += 1;
-        self.wheel.insert(item)
-    }
-
-    fn remove(&mut self, id: TimerId) -> Option<Item> {
-        let item = self.wheel.remove(id)?;
-        self.load[Self::phase(item.due)] -= 1;
-        Some(item)
-    }
-
-    /// Plans `id`'s next renewal for tick `next`.
-    fn plan(&mut self, id: TimerId, next: u64) {
-        if let Some(item) = self.wheel.get_mut(id) {
-            self.load[Self::phase(item.due)] -= 1;
-            self.load[Self::phase(next)] += 1;
-            item.due = next;
-        }
-    }
-
-    /// The tick of a new lock's first renewal, among the `RENEW_EVERY_TICKS` ticks up to `latest`: a phase
-    /// whose last chunk of `chunk` locks has room, else the least loaded; ties to the latest tick.
-    fn first_due(&self, latest: u64, chunk: usize) -> u64 {
-        let earliest = latest.saturating_sub(RENEW_EVERY_TICKS - 1);
-        (earliest..=latest)
-            .max_by_key(|&tick| {
-                let load = self.load[Self::phase(tick)];
-                (!load.is_multiple_of(chunk), std::cmp::Reverse(load), tick)
-            })
-            .unwrap_or(latest)
-    }
+/// The tick of a new lock's first renewal, among the `RENEW_EVERY_TICKS` ticks up to `latest`: a phase
+/// whose last chunk of `chunk` locks has room, else the least loaded; ties to the latest tick. `load`
+/// gives the locks in a tick's phase.
+fn first_due(latest: u64, chunk: usize, load: impl Fn(u64) -> usize) -> u64 {
+    let earliest = latest.saturating_sub(RENEW_EVERY_TICKS - 1);
+    (earliest..=latest)
+        .max_by_key(|&tick| {
+            let load = load(tick);
+            (!load.is_multiple_of(chunk), std::cmp::Reverse(load), tick)
+        })
+        .unwrap_or(latest)
 }
 
 struct Schedule {
@@ -214,6 +199,10 @@ struct Schedule {
     tick: Duration,
     events: Events,
 }
+
+/// One chunk call's locks. Each keeps, until its answer is applied, the due tick it was sent for:
+/// only an answer plans a taken lock's next renewal.
+type Chunk = Vec<EntryId>;
 
 impl Schedule {
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -233,77 +222,83 @@ impl Schedule {
         self.origin + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
     }
 
-    /// Arms `id` at `due` and announces it as planned `now`; wakes the scheduler if it sleeps past that
-    /// tick.
-    fn arm(&self, inner: &mut Inner, id: TimerId, due: u64, now: Instant) {
-        let Some(armed) = inner.wheel.arm(id, due) else {
+    /// Plans `id`'s next renewal for tick `due` (or the first tick not yet renewed, if that is later)
+    /// and announces it as planned `now`; wakes the scheduler if it sleeps past that tick.
+    fn plan(&self, inner: &mut Inner, id: EntryId, due: u64, now: Instant) {
+        let due = due.max(inner.next_tick);
+        if !inner.locks.set_due(id, due) {
             return;
-        };
-        if self.events.plans_wanted()
-            && let Some(item) = inner.wheel.get(id)
-        {
-            announce_renewal_at(&self.events, item.state.key(), self.time_of(armed), now);
         }
-        if inner.sleeping_until.is_some_and(|t| armed < t) {
+        if self.events.plans_wanted()
+            && let Some((item, _)) = inner.locks.get(id)
+        {
+            announce_renewal_at(&self.events, item.state.key(), self.time_of(due), now);
+        }
+        if inner.sleeping_until.is_some_and(|t| due < t) {
             inner.sleeping_until = None;
             self.changed.notify_one();
         }
     }
 
-    /// Takes up to `chunk` live locks from the front of `due` for one call: skips those released
-    /// meanwhile, drops those whose lease ended and marks those past their deadline lost. Returns their
-    /// ids and the earliest deadline.
+    /// Takes up to `chunk` live locks due by `tick` from `phase`'s list, from position `*from` on, for
+    /// one call: drops those whose lease ended and marks those past their deadline lost. Returns them
+    /// and the earliest deadline.
     ///
     /// The end flag is read even though a released lease has left the schedule already
     /// ([`Unschedule`]): a lease can be marked expired by its holder's `lost()` just as a renewal's
     /// answer extends it, and must not be renewed after that.
     fn take_chunk(
         &self,
-        due: &mut &[TimerId],
+        tick: u64,
+        from: &mut usize,
         chunk: usize,
-    ) -> (MutexGuard<'_, Inner>, Vec<TimerId>, Option<Instant>) {
+    ) -> (MutexGuard<'_, Inner>, Chunk, Option<Instant>) {
         let mut inner = self.lock();
         let now = Instant::now();
-        let mut ids = Vec::with_capacity(chunk.min(due.len()));
+        let phase = inner.locks.phase_of(tick);
+        let end = inner.locks.places_in(phase);
+        let mut taken = Vec::with_capacity(chunk);
         let mut cut_off: Option<Instant> = None;
-        while ids.len() < chunk
-            && let Some((&id, rest)) = due.split_first()
-        {
-            *due = rest;
-            let Some(item) = inner.wheel.get(id) else {
-                continue; // released meanwhile
+        while taken.len() < chunk && *from < end {
+            let pos = *from;
+            *from += 1;
+            let Some((id, item, due)) = inner.locks.at(phase, pos) else {
+                continue; // released or moved meanwhile
             };
-            let cell = item.cell.get();
+            if due > tick {
+                continue; // due a round later
+            }
+            let cell = item.cell();
             if cell.has_ended() {
-                inner.remove(id);
+                inner.locks.remove(id);
                 continue;
             }
             let deadline = cell.deadline();
             if now >= deadline {
-                if let Some(item) = inner.remove(id) {
+                if let Some(item) = inner.locks.remove(id) {
                     item.state.mark_lost(LossReason::Expired);
                 }
                 continue;
             }
             cut_off = Some(cut_off.map_or(deadline, |c| c.min(deadline)));
-            ids.push(id);
+            taken.push(id);
         }
-        (inner, ids, cut_off)
+        (inner, taken, cut_off)
     }
 
-    /// Applies one chunk's answers (or its error) to the locks still scheduled and re-arms them. An
-    /// extension touches only the lock's entry and cell; anything else goes through the lease state
-    /// ([`record_renewal`]).
+    /// Applies one chunk's answers (or its error) to the locks still scheduled and plans their next
+    /// renewals. An extension touches only the lock's entry and cell; anything else goes through the
+    /// lease state ([`record_renewal`]).
     fn apply(
         &self,
-        ids: &[TimerId],
+        taken: &Chunk,
         answers: &Result<Vec<RenewOutcome>, LockError>,
         sent_at: Instant,
         done_at: Instant,
     ) {
         let mut inner = self.lock();
-        for (i, &id) in ids.iter().enumerate() {
-            let Some(item) = inner.wheel.get(id) else {
+        for (i, &id) in taken.iter().enumerate() {
+            let Some((item, due)) = inner.locks.get(id) else {
                 continue; // released meanwhile
             };
             let result = match answers {
@@ -311,33 +306,35 @@ impl Schedule {
                 Err(error) => Err(error as &dyn Display),
             };
             let timing = RenewTiming {
-                scheduled_at: self.time_of(item.due),
+                scheduled_at: self.time_of(due),
                 sent_at,
                 done_at,
                 trigger_lag: None,
             };
-            let (cell, name, ttl) = (item.cell.get(), item.state.key(), self.plan.ttl);
-            let next = match result {
-                Ok(RenewOutcome::Extended { remaining_before })
-                    if extended(cell, name, &self.events, timing, remaining_before, ttl) =>
-                {
-                    item.due + RENEW_EVERY_TICKS
+            // An extension of a live lease is the common case: it needs only the cell. A lease that
+            // ended meanwhile, a loss or an error goes through its state.
+            let done = match result {
+                Ok(RenewOutcome::Extended { remaining_before }) => {
+                    let (cell, name, ttl) = (item.cell(), item.state.key(), self.plan.ttl);
+                    extended(cell, name, &self.events, timing, remaining_before, ttl)
                 }
-                _ => {
-                    let gone = LossReason::RenewRejected;
-                    let plan = self.plan;
-                    match record_renewal(&item.state, &self.events, plan, timing, result, gone) {
-                        AfterRenewal::Extended => item.due + RENEW_EVERY_TICKS,
-                        AfterRenewal::Retry { at } => self.tick_of(at),
-                        AfterRenewal::Lost => {
-                            inner.remove(id);
-                            continue;
-                        }
-                    }
+                _ => false,
+            };
+            let after = if done {
+                AfterRenewal::Extended
+            } else {
+                let gone = LossReason::RenewRejected;
+                record_renewal(&item.state, &self.events, self.plan, timing, result, gone)
+            };
+            let next = match after {
+                AfterRenewal::Extended => due + RENEW_EVERY_TICKS,
+                AfterRenewal::Retry { at } => self.tick_of(at),
+                AfterRenewal::Lost => {
+                    inner.locks.remove(id);
+                    continue;
                 }
             };
-            inner.plan(id, next);
-            self.arm(&mut inner, id, next, done_at);
+            self.plan(&mut inner, id, next, done_at);
         }
     }
 }
@@ -348,13 +345,13 @@ const TOO_FEW: &str = "batch renewal answered with too few results";
 /// Takes a lock out of the schedule.
 struct Unschedule {
     schedule: Weak<Schedule>,
-    id: TimerId,
+    id: EntryId,
 }
 
 impl StopRenewal for Unschedule {
     fn stop(self: Box<Self>) {
         if let Some(schedule) = self.schedule.upgrade() {
-            schedule.lock().remove(self.id);
+            schedule.lock().locks.remove(self.id);
         }
     }
 }
@@ -390,8 +387,8 @@ impl BatchRenewer {
         let tick = (plan.period / TICKS_PER_PERIOD as u32).max(Duration::from_micros(100));
         let schedule = Arc::new(Schedule {
             inner: Mutex::new(Inner {
-                wheel: TimerWheel::new(SLOTS, 0),
-                load: [0; PHASES],
+                locks: PhaseTable::new(PHASES),
+                next_tick: 0,
                 sleeping_until: Some(u64::MAX),
             }),
             changed: Arc::new(Notify::new()),
@@ -423,17 +420,24 @@ impl BatchRenewer {
         sent_at: Instant,
     ) -> Box<dyn StopRenewal> {
         let s = &self.schedule;
+        let now = Instant::now();
         let latest = s.tick_of(sent_at + s.plan.period);
         let mut inner = s.lock();
-        let due = inner.first_due(latest, s.chunk);
-        let cell = state.cell_ref().clone();
-        let id = inner.insert(Item {
+        if inner.locks.len() == 0 {
+            // An idle scheduler has not counted the ticks it slept through.
+            inner.next_tick = inner.next_tick.max(s.tick_of(now));
+        }
+        let locks = &inner.locks;
+        let due = first_due(latest, s.chunk, |tick| locks.load(locks.phase_of(tick)));
+        let due = due.max(inner.next_tick);
+        let cell = state.table_cell().cloned();
+        let item = Item {
             target,
             cell,
             state,
-            due,
-        });
-        s.arm(&mut inner, id, due, Instant::now());
+        };
+        let id = inner.locks.insert(item, due);
+        s.plan(&mut inner, id, due, now);
         drop(inner);
         Box::new(Unschedule {
             schedule: Arc::downgrade(s),
@@ -443,7 +447,7 @@ impl BatchRenewer {
 
     /// How many locks are scheduled.
     pub(crate) fn len(&self) -> usize {
-        self.schedule.lock().wheel.len()
+        self.schedule.lock().locks.len()
     }
 
     /// Stops the scheduler; scheduled locks are left to expire.
@@ -463,7 +467,6 @@ where
     F: Fn(&[&BatchTarget]) -> Fut,
     Fut: Future<Output = Result<Vec<RenewOutcome>, LockError>>,
 {
-    let mut due = Vec::new();
     loop {
         let Some(s) = schedule.upgrade() else { return };
         let changed = s.changed.clone().notified_owned();
@@ -471,7 +474,7 @@ where
         changed.as_mut().enable();
         let next = {
             let mut inner = s.lock();
-            let next = inner.wheel.next_due();
+            let next = (inner.locks.len() > 0).then_some(inner.next_tick);
             inner.sleeping_until = Some(next.unwrap_or(u64::MAX));
             next
         };
@@ -488,96 +491,179 @@ where
             }
         }
         let Some(s) = schedule.upgrade() else { return };
-        due.clear();
-        {
+        let (first, last) = {
             let mut inner = s.lock();
             inner.sleeping_until = None;
-            let now = s.tick_of(Instant::now());
-            inner.wheel.expire(now, &mut due);
+            (inner.next_tick, s.tick_of(Instant::now()))
+        };
+        // Ticks missed beyond a round only repeat phases: each lock due by then is in the last round's.
+        for tick in first.max(last.saturating_sub(RENEW_EVERY_TICKS - 1))..=last {
+            renew_tick(&s, tick, chunk, &renew_chunk).await;
         }
-        let mut rest = &due[..];
-        let mut calls = FuturesUnordered::new();
-        loop {
-            while calls.len() < CHUNKS_IN_FLIGHT && !rest.is_empty() {
-                let (inner, ids, cut_off) = s.take_chunk(&mut rest, chunk);
-                if ids.is_empty() {
-                    continue;
-                }
-                let targets: Vec<&BatchTarget> = ids
-                    .iter()
-                    .filter_map(|id| inner.wheel.get(*id).map(|item| &item.target))
-                    .collect();
-                let call = renew_chunk(&targets);
-                drop(targets);
-                drop(inner);
-                calls.push(async move {
-                    let sent_at = Instant::now();
-                    // A call that hangs is cut off when the first lock of the chunk reaches its deadline.
-                    let cut_off = cut_off.unwrap_or(sent_at);
-                    let answers = match tokio::time::timeout_at(cut_off.into(), call).await {
-                        Ok(answers) => answers,
-                        Err(_elapsed) => Err(LockError::backend(
-                            crate::redis::transport::connection::BACKEND,
-                            "batch renewal got no answer before the local deadline",
-                        )),
-                    };
-                    (ids, answers, sent_at, Instant::now())
-                });
+    }
+}
+
+/// Renews the locks due by `tick` in its phase, at most [`CHUNKS_IN_FLIGHT`] calls at a time, and
+/// waits for every answer.
+async fn renew_tick<F, Fut>(s: &Schedule, tick: u64, chunk: usize, renew_chunk: &F)
+where
+    F: Fn(&[&BatchTarget]) -> Fut,
+    Fut: Future<Output = Result<Vec<RenewOutcome>, LockError>>,
+{
+    let phase = {
+        let mut inner = s.lock();
+        inner.next_tick = tick + 1;
+        let phase = inner.locks.phase_of(tick);
+        inner.locks.compact(phase);
+        phase
+    };
+    let mut from = 0;
+    let mut scanned = false;
+    let mut calls = FuturesUnordered::new();
+    loop {
+        while calls.len() < CHUNKS_IN_FLIGHT && !scanned {
+            let (inner, taken, cut_off) = s.take_chunk(tick, &mut from, chunk);
+            scanned = from >= inner.locks.places_in(phase);
+            if taken.is_empty() {
+                continue;
             }
-            let Some((ids, answers, sent_at, done_at)) = calls.next().await else {
-                break;
-            };
-            s.apply(&ids, &answers, sent_at, done_at);
+            let targets: Vec<&BatchTarget> = taken
+                .iter()
+                .filter_map(|id| inner.locks.get(*id).map(|(item, _)| &item.target))
+                .collect();
+            let call = renew_chunk(&targets);
+            drop(targets);
+            drop(inner);
+            calls.push(async move {
+                let sent_at = Instant::now();
+                // A call that hangs is cut off when the first lock of the chunk reaches its deadline.
+                let cut_off = cut_off.unwrap_or(sent_at);
+                let answers = match tokio::time::timeout_at(cut_off.into(), call).await {
+                    Ok(answers) => answers,
+                    Err(_elapsed) => Err(LockError::backend(
+                        crate::redis::transport::connection::BACKEND,
+                        "batch renewal got no answer before the local deadline",
+                    )),
+                };
+                (taken, answers, sent_at, Instant::now())
+            });
         }
+        let Some((taken, answers, sent_at, done_at)) = calls.next().await else {
+            return;
+        };
+        s.apply(&taken, &answers, sent_at, done_at);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::{EventLog, LockEvent};
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
-    fn inner(load: [usize; PHASES]) -> Inner {
-        Inner {
-            wheel: TimerWheel::new(SLOTS, 0),
-            load,
-            sleeping_until: None,
+    #[tokio::test]
+    async fn a_lease_that_ends_while_its_renewal_is_in_flight_is_neither_extended_nor_reported() {
+        let ttl = Duration::from_millis(600);
+        let plan = RenewalPlan {
+            ttl,
+            period: ttl / 5,
+        };
+        let log = EventLog::new();
+        let events = Events::to(log.clone());
+        let ending: Arc<OnceLock<Arc<LeaseState>>> = Arc::default();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (in_call, counted) = (ending.clone(), calls.clone());
+        // The call ends one lease (as its holder's `lost()` would) before answering "extended" for all.
+        let renewer = BatchRenewer::start(plan, 100, events.clone(), move |targets| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            if let Some(state) = in_call.get() {
+                state.mark_lost(LossReason::Expired);
+            }
+            let answer = RenewOutcome::Extended {
+                remaining_before: Some(ttl / 2),
+            };
+            std::future::ready(Ok(vec![answer; targets.len()]))
+        });
+        let start = Instant::now();
+        let lease = |name: &str| {
+            let state = LeaseState::in_table(
+                renewer.lease_table(),
+                name.into(),
+                start + ttl,
+                events.clone(),
+            );
+            let stop = renewer.schedule(BatchTarget::new(name, "owner"), state.clone(), start);
+            (state, stop)
+        };
+        let (ended, _stop_ended) = lease("ended");
+        let (live, _stop_live) = lease("live");
+        ending.set(ended.clone()).expect("set once");
+        let renewed = |key: &str| {
+            log.count(|e| matches!(e, LockEvent::Renewed { key: k, .. } if &**k == key))
+        };
+        let waited = Instant::now();
+        while (renewer.len() > 1 || renewed("live") == 0) && waited.elapsed() < ttl * 3 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        assert!(calls.load(Ordering::SeqCst) >= 1);
+        assert!(renewed("live") >= 1, "the live lease is renewed");
+        assert!(live.deadline() > start + ttl, "the live lease is extended");
+        assert_eq!(
+            renewed("ended"),
+            0,
+            "no renewal reported after the lease ended"
+        );
+        assert_eq!(
+            ended.deadline(),
+            start + ttl,
+            "the ended lease is not extended"
+        );
+        assert_eq!(renewer.len(), 1, "the ended lease left the schedule");
+    }
+
+    fn phase(tick: u64) -> usize {
+        (tick % RENEW_EVERY_TICKS) as usize
+    }
+
+    fn first(latest: u64, load: &[usize; PHASES]) -> u64 {
+        first_due(latest, 100, |tick| load[phase(tick)])
     }
 
     #[test]
     fn a_first_lock_takes_the_latest_tick_and_the_next_ones_join_its_chunk() {
         let latest = 100;
-        assert_eq!(inner([0; PHASES]).first_due(latest, 100), latest);
+        assert_eq!(first(latest, &[0; PHASES]), latest);
         let mut load = [0; PHASES];
-        load[Inner::phase(95)] = 1;
-        assert_eq!(inner(load).first_due(latest, 100), 95);
+        load[phase(95)] = 1;
+        assert_eq!(first(latest, &load), 95);
         // A chunk with room is joined even when it is the most loaded phase.
-        load[Inner::phase(95)] = 199;
-        assert_eq!(inner(load).first_due(latest, 100), 95);
+        load[phase(95)] = 199;
+        assert_eq!(first(latest, &load), 95);
     }
 
     #[test]
     fn full_chunks_send_new_locks_to_the_least_loaded_phase() {
         let latest = 100;
         let mut load = [300; PHASES];
-        load[Inner::phase(97)] = 200;
-        load[Inner::phase(92)] = 200;
+        load[phase(97)] = 200;
+        load[phase(92)] = 200;
         // Ties between the least loaded go to the latest tick.
-        assert_eq!(inner(load).first_due(latest, 100), 97);
+        assert_eq!(first(latest, &load), 97);
     }
 
     #[test]
     fn many_locks_spread_evenly_over_the_phases() {
-        let mut state = inner([0; PHASES]);
+        let mut load = [0; PHASES];
         for n in 0..100_000u64 {
             // Acquires spread over time: each sees a later window.
-            let due = state.first_due(1_000 + n / 500, 100);
-            state.load[Inner::phase(due)] += 1;
+            let due = first(1_000 + n / 500, &load);
+            load[phase(due)] += 1;
         }
-        let (least, most) = (state.load.iter().min(), state.load.iter().max());
+        let (least, most) = (load.iter().min(), load.iter().max());
         let (least, most) = (least.copied().unwrap_or(0), most.copied().unwrap_or(0));
-        assert!(most - least <= 100, "{:?}", state.load);
-        let calls: usize = state.load.iter().map(|l| l.div_ceil(100)).sum();
+        assert!(most - least <= 100, "{load:?}");
+        let calls: usize = load.iter().map(|l| l.div_ceil(100)).sum();
         assert!(calls < 1_000 + PHASES, "{calls} calls per round");
     }
 }

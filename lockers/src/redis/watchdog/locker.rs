@@ -122,43 +122,27 @@ fn renew_chunk(
     ttl_ms: u64,
     calls: &AtomicU64,
 ) -> impl Future<Output = Result<Vec<RenewOutcome>, LockError>> + use<> {
-    let keys: Vec<&[u8]> = targets.iter().map(|t| t.key()).collect();
-    let groups = by_slot(&keys, connection.is_cluster());
-    calls.fetch_add(groups.len() as u64, Ordering::Relaxed);
-    let sends: Vec<(redis::Cmd, Vec<usize>)> = groups
-        .into_iter()
-        .map(|group| {
-            let mut cmd = WATCHDOG_RENEW_BATCH.evalsha(group.len());
-            for &i in &group {
-                cmd.arg(targets[i].key());
-            }
-            cmd.arg(ttl_ms);
-            for &i in &group {
-                cmd.arg(targets[i].owner());
-            }
-            (cmd, group)
-        })
-        .collect();
     let locks = targets.len();
-    async move {
-        let answers = futures::future::join_all(sends.iter().map(|(cmd, group)| {
-            let mut connection = connection.clone();
-            async move {
-                let answers: Vec<i64> =
-                    scripts::run_cmd(&mut connection, &WATCHDOG_RENEW_BATCH, cmd).await?;
-                if answers.len() != group.len() {
-                    return Err(LockError::backend(
-                        BACKEND,
-                        format!(
-                            "batch renewal answered {} results for {} locks",
-                            answers.len(),
-                            group.len()
-                        ),
-                    ));
-                }
-                Ok(answers)
-            }
-        }))
+    if !connection.is_cluster() {
+        calls.fetch_add(1, Ordering::Relaxed);
+        let cmd = renew_call(targets.iter().copied(), ttl_ms);
+        return futures::future::Either::Left(async move {
+            let answers = renew_answers(connection, &cmd, locks).await?;
+            Ok(answers.into_iter().map(renew_outcome).collect())
+        });
+    }
+    let keys: Vec<&[u8]> = targets.iter().map(|t| t.key()).collect();
+    let sends: Vec<(redis::Cmd, Vec<usize>)> = by_slot(&keys, true)
+        .into_iter()
+        .map(|group| (renew_call(group.iter().map(|&i| targets[i]), ttl_ms), group))
+        .collect();
+    calls.fetch_add(sends.len() as u64, Ordering::Relaxed);
+    futures::future::Either::Right(async move {
+        let answers = futures::future::join_all(
+            sends
+                .iter()
+                .map(|(cmd, group)| renew_answers(connection.clone(), cmd, group.len())),
+        )
         .await;
         let mut outcomes = vec![None; locks];
         for ((_, group), answers) in sends.iter().zip(answers) {
@@ -167,7 +151,42 @@ fn renew_chunk(
             }
         }
         Ok(outcomes.into_iter().flatten().collect())
+    })
+}
+
+/// The batch script call renewing `targets` (all in one slot).
+fn renew_call<'a>(
+    targets: impl Iterator<Item = &'a BatchTarget> + Clone,
+    ttl_ms: u64,
+) -> redis::Cmd {
+    let mut cmd = WATCHDOG_RENEW_BATCH.evalsha(targets.clone().count());
+    for target in targets.clone() {
+        cmd.arg(target.key());
     }
+    cmd.arg(ttl_ms);
+    for target in targets {
+        cmd.arg(target.owner());
+    }
+    cmd
+}
+
+/// Sends one batch renewal call for `locks` locks and reads its answers, one per lock.
+async fn renew_answers(
+    mut connection: Commands,
+    cmd: &redis::Cmd,
+    locks: usize,
+) -> Result<Vec<i64>, LockError> {
+    let answers: Vec<i64> = scripts::run_cmd(&mut connection, &WATCHDOG_RENEW_BATCH, cmd).await?;
+    if answers.len() != locks {
+        return Err(LockError::backend(
+            BACKEND,
+            format!(
+                "batch renewal answered {} results for {locks} locks",
+                answers.len()
+            ),
+        ));
+    }
+    Ok(answers)
 }
 
 /// How this client renews: per-lock loops (started lazily) or the batch scheduler.
