@@ -2,7 +2,7 @@
 //! script call per chunk of keys (as Redisson ≥ 3.44's renewal scheduler does), instead of one timer and
 //! one call per lock. Its cost grows with the locks due, not the locks held.
 //!
-//! The scheduler wakes every tick, [`TICKS_PER_PERIOD`] to a renewal period. Each next renewal is planned
+//! While any lock is scheduled the scheduler wakes every tick, [`TICKS_PER_PERIOD`] to a renewal period. Each next renewal is planned
 //! [`RENEW_EVERY_TICKS`] (a period less one tick) after the tick the previous one was *due* at (not after
 //! its answer), so a lock is renewed a little more often than every period, and the thinnest margin stays
 //! at least ⅔ of the TTL (default ratio ⅓) while a chunk goes out no more than one tick late.
@@ -200,8 +200,8 @@ struct Schedule {
     events: Events,
 }
 
-/// One chunk call's locks. Each keeps, until its answer is applied, the due tick it was sent for:
-/// only an answer plans a taken lock's next renewal.
+/// One chunk call's locks, by id. Each stays in its list, due at the tick it was sent for, until its
+/// answer is applied: only that answer plans its next renewal.
 type Chunk = Vec<EntryId>;
 
 impl Schedule {
@@ -223,7 +223,8 @@ impl Schedule {
     }
 
     /// Plans `id`'s next renewal for tick `due` (or the first tick not yet renewed, if that is later)
-    /// and announces it as planned `now`; wakes the scheduler if it sleeps past that tick.
+    /// and announces it as planned `now`; wakes the scheduler if it sleeps past that tick (since a plan
+    /// is never earlier than the next tick, only when it sleeps with nothing scheduled).
     fn plan(&self, inner: &mut Inner, id: EntryId, due: u64, now: Instant) {
         let due = due.max(inner.next_tick);
         if !inner.locks.set_due(id, due) {
@@ -240,14 +241,14 @@ impl Schedule {
         }
     }
 
-    /// Takes up to `chunk` live locks due by `tick` from `phase`'s list, from position `*from` on, for
-    /// one call: drops those whose lease ended and marks those past their deadline lost. Returns them
-    /// and the earliest deadline.
+    /// Picks up to `chunk` live locks due by `tick` from its phase's list, from position `*from` on,
+    /// for one call: drops those whose lease ended and marks those past their deadline lost. Returns
+    /// their ids and the earliest deadline.
     ///
     /// The end flag is read even though a released lease has left the schedule already
     /// ([`Unschedule`]): a lease can be marked expired by its holder's `lost()` just as a renewal's
     /// answer extends it, and must not be renewed after that.
-    fn take_chunk(
+    fn pick_chunk(
         &self,
         tick: u64,
         from: &mut usize,
@@ -257,9 +258,9 @@ impl Schedule {
         let now = Instant::now();
         let phase = inner.locks.phase_of(tick);
         let end = inner.locks.places_in(phase);
-        let mut taken = Vec::with_capacity(chunk);
+        let mut picked = Vec::with_capacity(chunk);
         let mut cut_off: Option<Instant> = None;
-        while taken.len() < chunk && *from < end {
+        while picked.len() < chunk && *from < end {
             let pos = *from;
             *from += 1;
             let Some((id, item, due)) = inner.locks.at(phase, pos) else {
@@ -281,9 +282,9 @@ impl Schedule {
                 continue;
             }
             cut_off = Some(cut_off.map_or(deadline, |c| c.min(deadline)));
-            taken.push(id);
+            picked.push(id);
         }
-        (inner, taken, cut_off)
+        (inner, picked, cut_off)
     }
 
     /// Applies one chunk's answers (or its error) to the locks still scheduled and plans their next
@@ -291,13 +292,13 @@ impl Schedule {
     /// lease state ([`record_renewal`]).
     fn apply(
         &self,
-        taken: &Chunk,
+        picked: &Chunk,
         answers: &Result<Vec<RenewOutcome>, LockError>,
         sent_at: Instant,
         done_at: Instant,
     ) {
         let mut inner = self.lock();
-        for (i, &id) in taken.iter().enumerate() {
+        for (i, &id) in picked.iter().enumerate() {
             let Some((item, due)) = inner.locks.get(id) else {
                 continue; // released meanwhile
             };
@@ -327,7 +328,7 @@ impl Schedule {
                 record_renewal(&item.state, &self.events, self.plan, timing, result, gone)
             };
             let next = match after {
-                AfterRenewal::Extended => due + RENEW_EVERY_TICKS,
+                AfterRenewal::Extended => next_round(due, inner.next_tick),
                 AfterRenewal::Retry { at } => self.tick_of(at),
                 AfterRenewal::Lost => {
                     inner.locks.remove(id);
@@ -337,6 +338,13 @@ impl Schedule {
             self.plan(&mut inner, id, next, done_at);
         }
     }
+}
+
+/// The tick a lock renewed for tick `due` is next due at: a round later, or as many whole rounds as it
+/// takes to reach `next_tick` (the first tick not yet renewed) after a stall, so the lock keeps its phase.
+fn next_round(due: u64, next_tick: u64) -> u64 {
+    let next = due + RENEW_EVERY_TICKS;
+    next + next_tick.saturating_sub(next).div_ceil(RENEW_EVERY_TICKS) * RENEW_EVERY_TICKS
 }
 
 /// The error a lock gets when its chunk's answer has no entry for it.
@@ -497,37 +505,48 @@ where
             (inner.next_tick, s.tick_of(Instant::now()))
         };
         // Ticks missed beyond a round only repeat phases: each lock due by then is in the last round's.
-        for tick in first.max(last.saturating_sub(RENEW_EVERY_TICKS - 1))..=last {
-            renew_tick(&s, tick, chunk, &renew_chunk).await;
-        }
+        let first = first.max(last.saturating_sub(RENEW_EVERY_TICKS - 1));
+        renew_ticks(&s, first, last, chunk, &renew_chunk).await;
     }
 }
 
-/// Renews the locks due by `tick` in its phase, at most [`CHUNKS_IN_FLIGHT`] calls at a time, and
-/// waits for every answer.
-async fn renew_tick<F, Fut>(s: &Schedule, tick: u64, chunk: usize, renew_chunk: &F)
+/// Renews the locks due by ticks `first..=last` (at most a round, so each in its own phase): walks
+/// their phases one after another, at most [`CHUNKS_IN_FLIGHT`] calls in flight for all of them, and
+/// waits for every answer. A scheduler that fell behind thus catches up in about one round trip.
+async fn renew_ticks<F, Fut>(s: &Schedule, first: u64, last: u64, chunk: usize, renew_chunk: &F)
 where
     F: Fn(&[&BatchTarget]) -> Fut,
     Fut: Future<Output = Result<Vec<RenewOutcome>, LockError>>,
 {
-    let phase = {
+    let mut walks = {
         let mut inner = s.lock();
-        inner.next_tick = tick + 1;
-        let phase = inner.locks.phase_of(tick);
-        inner.locks.compact(phase);
-        phase
+        // Every renewal planned from now on is due after these ticks, so it never joins a walk.
+        inner.next_tick = last + 1;
+        let walks: Vec<(u64, usize)> = (first..=last)
+            .map(|tick| {
+                let phase = inner.locks.phase_of(tick);
+                inner.locks.compact(phase);
+                (tick, phase)
+            })
+            .collect();
+        walks.into_iter()
     };
+    let mut walk = walks.next();
     let mut from = 0;
-    let mut scanned = false;
     let mut calls = FuturesUnordered::new();
     loop {
-        while calls.len() < CHUNKS_IN_FLIGHT && !scanned {
-            let (inner, taken, cut_off) = s.take_chunk(tick, &mut from, chunk);
-            scanned = from >= inner.locks.places_in(phase);
-            if taken.is_empty() {
+        while calls.len() < CHUNKS_IN_FLIGHT
+            && let Some((tick, phase)) = walk
+        {
+            let (inner, picked, cut_off) = s.pick_chunk(tick, &mut from, chunk);
+            if from >= inner.locks.places_in(phase) {
+                walk = walks.next();
+                from = 0;
+            }
+            if picked.is_empty() {
                 continue;
             }
-            let targets: Vec<&BatchTarget> = taken
+            let targets: Vec<&BatchTarget> = picked
                 .iter()
                 .filter_map(|id| inner.locks.get(*id).map(|(item, _)| &item.target))
                 .collect();
@@ -545,13 +564,13 @@ where
                         "batch renewal got no answer before the local deadline",
                     )),
                 };
-                (taken, answers, sent_at, Instant::now())
+                (picked, answers, sent_at, Instant::now())
             });
         }
-        let Some((taken, answers, sent_at, done_at)) = calls.next().await else {
+        let Some((picked, answers, sent_at, done_at)) = calls.next().await else {
             return;
         };
-        s.apply(&taken, &answers, sent_at, done_at);
+        s.apply(&picked, &answers, sent_at, done_at);
     }
 }
 
@@ -640,6 +659,16 @@ mod tests {
         // A chunk with room is joined even when it is the most loaded phase.
         load[phase(95)] = 199;
         assert_eq!(first(latest, &load), 95);
+    }
+
+    #[test]
+    fn a_lock_renewed_late_stays_in_its_phase_and_is_next_due_after_the_ticks_already_renewed() {
+        assert_eq!(next_round(100, 50), 111);
+        assert_eq!(next_round(100, 111), 111);
+        // After a stall its next renewal is whole rounds later, never a tick after this one.
+        assert_eq!(next_round(100, 112), 122);
+        assert_eq!(next_round(100, 125), 133);
+        assert_eq!(phase(next_round(100, 125)), phase(100));
     }
 
     #[test]

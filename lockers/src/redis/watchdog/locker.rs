@@ -115,7 +115,7 @@ async fn renew_one(
 /// The calls renewing `targets`, built now (one command buffer per call, no allocation per lock) and
 /// sent together when awaited: one batch script call, or in a cluster one per slot (a script's keys
 /// must share a slot), sent at once so the calls to one master pipeline on its connection. Counts each
-/// call in `calls`. A failed call fails the chunk (every lock in it is retried at the next tick).
+/// call in `calls`. A failed call fails the chunk (every lock in it is retried a third of a period later).
 fn renew_chunk(
     connection: Commands,
     targets: &[&BatchTarget],
