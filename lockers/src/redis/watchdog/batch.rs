@@ -518,29 +518,26 @@ where
     F: Fn(&[&BatchTarget]) -> Fut,
     Fut: Future<Output = Result<Vec<RenewOutcome>, LockError>>,
 {
-    let mut walks = {
+    {
         let mut inner = s.lock();
         // Every renewal planned from now on is due after these ticks, so it never joins a walk.
         inner.next_tick = last + 1;
-        let walks: Vec<(u64, usize)> = (first..=last)
-            .map(|tick| {
-                let phase = inner.locks.phase_of(tick);
-                inner.locks.compact(phase);
-                (tick, phase)
-            })
-            .collect();
-        walks.into_iter()
-    };
-    let mut walk = walks.next();
+        for tick in first..=last {
+            let phase = inner.locks.phase_of(tick);
+            inner.locks.compact(phase);
+        }
+    }
+    let mut ticks = first..=last;
+    let mut walk = ticks.next();
     let mut from = 0;
     let mut calls = FuturesUnordered::new();
     loop {
         while calls.len() < CHUNKS_IN_FLIGHT
-            && let Some((tick, phase)) = walk
+            && let Some(tick) = walk
         {
             let (inner, picked, cut_off) = s.pick_chunk(tick, &mut from, chunk);
-            if from >= inner.locks.places_in(phase) {
-                walk = walks.next();
+            if from >= inner.locks.places_in(inner.locks.phase_of(tick)) {
+                walk = ticks.next();
                 from = 0;
             }
             if picked.is_empty() {
