@@ -1,20 +1,25 @@
 // jvm-curator: Apache Curator's InterProcessMutex (pinned in pom.xml), the protocol in
 // adapters/PROTOCOL.md (Protocol.java). One CuratorFramework per process; its ZooKeeper session is every
 // lock's lease and the client's heartbeats are the renewal, which Curator does not expose: no `renewed`
-// events (`renew_events: false`). Curator tells its user when the connection state changes: LOST (the
-// session expired, or the connection was gone for the session timeout) loses every held lock and is sent
-// as `lost` (`lost_signal: true`); SUSPENDED is sent as `renew_failed`. Both go only to leases already
-// granted (an acquire still in flight learns from its own outcome). A lock node deleted behind the
-// holder's back goes unnoticed: Curator watches the session, not its own node. InterProcessMutex is
-// re-entrant per thread and must be released by the thread that acquired it, so each lease lives on its
-// own thread and re-entrancy is not offered. No fencing token. Setting: `session_timeout_ms` (default
-// 60000, Curator's default).
+// events (`renew_events: false`). Loss is handled as Curator's lock recipe documentation tells its users
+// to: a ConnectionStateListener watches SUSPENDED and LOST, and a holder stops at the first of them,
+// because after SUSPENDED the holder cannot be sure it still holds the lock unless RECONNECTED follows,
+// and after LOST it surely does not. So both are sent as `lost` (`lost_signal: true`) to every lease
+// already granted (an acquire still in flight learns from its own outcome; a grant that comes while the
+// connection is suspended is lost at once). A RECONNECTED does not give a lost lease back: its task has
+// stopped, its release is answered `not_held` at once, and the lock node is then deleted by Curator's
+// release (a guaranteed delete, retried in the background until the connection returns). A lock node
+// deleted behind the holder's back goes unnoticed: Curator watches the session, not its own node.
+// InterProcessMutex is re-entrant per thread and must be released by the thread that acquired it, so
+// each lease lives on its own thread and re-entrancy is not offered. No fencing token. Setting:
+// `session_timeout_ms` (default 60000, Curator's default).
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -22,8 +27,14 @@ import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorAdapter implements Protocol.Library {
-  /** Granted leases, each with the queue its holding thread takes the release request's id from. */
-  private final Map<String, SynchronousQueue<Long>> held = new ConcurrentHashMap<>();
+  /** A granted lease: the queue its holding thread takes the release request's id from, and whether
+   * it was lost (a SUSPENDED or LOST connection state came after the grant). */
+  private record Hold(SynchronousQueue<Long> release, AtomicBoolean lost) {}
+
+  /** Granted leases not yet released; guarded by Protocol.class with the grant and the loss events. */
+  private final Map<String, Hold> held = new ConcurrentHashMap<>();
+  /** Whether the last connection state was SUSPENDED or LOST (not yet RECONNECTED). */
+  private volatile boolean suspended;
   private CuratorFramework client;
 
   public static void main(String[] args) throws Exception {
@@ -39,15 +50,7 @@ public final class CuratorAdapter implements Protocol.Library {
     int session = Integer.parseInt(config.path("session_timeout_ms").asText("60000"));
     client = CuratorFrameworkFactory.newClient(
         servers.toString(), session, 15000, new ExponentialBackoffRetry(100, 3));
-    client.getConnectionStateListenable().addListener((c, state) -> {
-      for (String lease : held.keySet()) {
-        if (state == ConnectionState.LOST) {
-          Protocol.lost(lease, "session_expired", "Curator connection LOST");
-        } else if (state == ConnectionState.SUSPENDED) {
-          Protocol.renewFailed(lease, "Curator connection SUSPENDED");
-        }
-      }
-    });
+    client.getConnectionStateListenable().addListener((c, state) -> onState(state));
     client.start();
     if (!client.blockUntilConnected(15, TimeUnit.SECONDS)) {
       Protocol.error(id, "backend", "no ZooKeeper connection to " + servers + " within 15 s");
@@ -60,6 +63,27 @@ public final class CuratorAdapter implements Protocol.Library {
         .put("lost_signal", true).put("hold_identity", true).put("renew_events", false)
         .put("min_ttl_ms", 1).put("ttl_granularity_ms", 1);
     Protocol.write(reply);
+  }
+
+  /** SUSPENDED and LOST lose every granted lease (once each); RECONNECTED gives none back. */
+  private void onState(ConnectionState state) {
+    synchronized (Protocol.class) {
+      suspended = state == ConnectionState.SUSPENDED || state == ConnectionState.LOST;
+      if (suspended) {
+        held.forEach((lease, hold) -> loseOnce(lease, hold, state));
+      }
+    }
+  }
+
+  private static void loseOnce(String lease, Hold hold, ConnectionState state) {
+    if (hold.lost().compareAndSet(false, true)) {
+      if (state == ConnectionState.LOST) {
+        Protocol.lost(lease, "session_expired", "Curator connection LOST");
+      } else {
+        Protocol.lost(lease, "channel_closed",
+            "Curator connection SUSPENDED: the lock may no longer be held (Curator's lock recipe docs)");
+      }
+    }
   }
 
   /** Runs on the lease's own thread: acquire, wait for the release request, release. */
@@ -75,12 +99,25 @@ public final class CuratorAdapter implements Protocol.Library {
       return;
     }
     String lease = Protocol.newLease();
-    SynchronousQueue<Long> release = new SynchronousQueue<>();
+    Hold hold = new Hold(new SynchronousQueue<>(), new AtomicBoolean());
     synchronized (Protocol.class) { // the reply goes out before any event of the lease
       Protocol.granted(id, lease);
-      held.put(lease, release);
+      held.put(lease, hold);
+      if (suspended) {
+        loseOnce(lease, hold, ConnectionState.SUSPENDED);
+      }
     }
-    long releaseId = release.take();
+    long releaseId = hold.release().take();
+    if (hold.lost().get()) {
+      // The task stopped at the loss; the node goes now or, if suspended, when the connection returns.
+      Protocol.error(releaseId, "not_held", lease + " was lost (connection SUSPENDED or LOST)");
+      try {
+        mutex.release();
+      } catch (Exception e) {
+        System.err.println("releasing lost " + lease + " (Curator retries the delete): " + e);
+      }
+      return;
+    }
     try {
       mutex.release();
       Protocol.write(Protocol.ok(releaseId));
@@ -93,14 +130,14 @@ public final class CuratorAdapter implements Protocol.Library {
 
   @Override
   public void release(long id, String lease) throws InterruptedException {
-    SynchronousQueue<Long> release;
+    Hold hold;
     synchronized (Protocol.class) {
-      release = held.remove(lease);
+      hold = held.remove(lease);
     }
-    if (release == null) {
+    if (hold == null) {
       Protocol.error(id, "not_held", "unknown lease " + lease);
     } else {
-      release.put(id);
+      hold.release().put(id);
     }
   }
 }

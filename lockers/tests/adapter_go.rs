@@ -1,5 +1,5 @@
 //! The Go peers (etcd's `concurrency.Mutex`, go-redsync) through their adapters on real servers: a
-//! conformance subset (mutual exclusion, release, lease expiry, the loss signal where declared), one
+//! conformance subset (mutual exclusion, release, lease expiry, renewal and the loss signal where declared), one
 //! adapter process per client. Built by `bash docker/install-deps.sh --with-peers`; a missing binary fails
 //! with that command.
 #![allow(clippy::unwrap_used)]
@@ -127,18 +127,32 @@ fn redsync() -> Peer<Vec<RedisServer>> {
         watchdog: Duration::from_secs(1),
         short_lease: Duration::from_millis(700),
         slack: Duration::from_millis(300),
-        fixed_for_watchdog: Some(Duration::from_secs(5)),
-        remove: Box::new(|_| unreachable!("go-redsync declares no lost_signal")),
+        fixed_for_watchdog: None,
+        remove: {
+            let addrs: Vec<_> = servers.iter().map(RedisServer::addr).collect();
+            Box::new(move |key| {
+                for addr in &addrs {
+                    lockbench_servers::probe::resp_command(
+                        *addr,
+                        &["DEL", key],
+                        Duration::from_secs(2),
+                    )
+                    .unwrap();
+                }
+            })
+        },
         _server: servers,
     }
 }
 
-/// Mutual exclusion, release, try-once, a wait's deadline, expiry of a fixed lease and a stale release
-/// (`not_held`); redsync has no renewal and no loss signal.
+/// Mutual exclusion, release, try-once, a wait's deadline, expiry of a fixed lease, a stale release
+/// (`not_held`), and the adapter's Extend loop: a watchdog lease outlives its TTL, and one deleted
+/// behind its back is reported lost at the next Extend.
 mod go_redsync {
     use super::*;
 
     lockers::conformance_tests!(@cases redsync();
         mutual_exclusion, release_then_reacquire, try_once_on_held_lock, wait_timeout_is_honoured,
-        fixed_lease_expires, stale_release_is_not_held);
+        fixed_lease_expires, stale_release_is_not_held, watchdog_lease_outlives_timeout,
+        lost_when_removed_behind_back);
 }

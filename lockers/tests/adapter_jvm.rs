@@ -63,7 +63,7 @@ mod jvm_redisson_4 {
 }
 
 /// jvm-curator declares a lost signal, and keeps the protocol's order: while the ZooKeeper server is
-/// frozen past the session timeout, the holder's lease is lost (Curator's connection state LOST), and a
+/// frozen past the session timeout, the holder's lease is lost (Curator's SUSPENDED, then LOST), and a
 /// client whose acquire is still waiting gets no event about that unfinished lease (PROTOCOL.md: events
 /// only after the reply that granted the lease). The waiting client is driven line by line, so any event
 /// it sends is seen.

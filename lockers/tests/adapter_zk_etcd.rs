@@ -67,6 +67,11 @@ mod py_kazoo {
     async fn session_lost_reaches_the_holder() {
         super::session_lost_reaches_the_holder(&kazoo()).await;
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn suspended_holder_stops_and_gets_nothing_back() {
+        super::suspended_holder_stops_and_gets_nothing_back(&kazoo()).await;
+    }
 }
 
 /// Left out: `dropped_lease_is_released`, which fails now and then for a reason in the library, not the
@@ -84,7 +89,7 @@ mod py_etcd3 {
         reentrant_acquire_and_release);
 }
 
-/// Curator declares a lost signal (its connection state LOST); removing a lock deletes Curator's lock
+/// Curator declares a lost signal (its connection state SUSPENDED or LOST); removing a lock deletes Curator's lock
 /// nodes under `/lockbench/<key>`.
 fn curator() -> Peer<ZkServer> {
     let peer = kazoo();
@@ -147,6 +152,49 @@ mod jvm_curator {
     async fn holds_past_timeouts() {
         super::holds_past_timeouts(&curator()).await;
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn suspended_holder_stops_and_gets_nothing_back() {
+        super::suspended_holder_stops_and_gets_nothing_back(&curator()).await;
+    }
+}
+
+/// A ZooKeeper peer handles SUSPENDED as its library's documentation says (after SUSPENDED the holder
+/// cannot be sure it still holds the lock): the holder's connection, through a proxy, is reset while
+/// its session (4 s) lives on; its `lost()` resolves at once, and the RECONNECTED that follows gives
+/// the stopped holder nothing back: its lease stays lost, and a waiter on another client gets the lock
+/// well before the session could have expired (the lost hold's node is deleted on release).
+async fn suspended_holder_stops_and_gets_nothing_back(t: &Peer<ZkServer>) {
+    use lockbench_servers::Proxy;
+    use lockers::conformance::Target;
+    use lockers::peer::PeerLocker;
+    use lockers::{AcquireOptions, Events, Locker, LossReason};
+    let session = Duration::from_secs(4);
+    let proxy = Proxy::start(t._server.addr()).unwrap();
+    let config = peers::config(t.spec, vec![proxy.addr().to_string()], session);
+    let holder = PeerLocker::start(config, Events::none()).await.unwrap();
+    let waiter = t.client(Events::none()).await;
+    let lease = holder
+        .acquire("suspended", &AcquireOptions::try_once())
+        .await
+        .unwrap();
+    assert!(proxy.reset_all() >= 1, "the holder's connection went around the proxy");
+    let reset = std::time::Instant::now();
+    let reason = tokio::time::timeout(session / 4, lease.lost())
+        .await
+        .expect("lost() did not resolve after the connection was SUSPENDED");
+    assert!(matches!(reason, LossReason::ChannelClosed(_)), "{reason}");
+    let _ = lease.release().await;
+    let next = waiter
+        .acquire("suspended", &AcquireOptions::wait(session))
+        .await
+        .unwrap();
+    let got_in = reset.elapsed();
+    assert!(
+        got_in < session / 2,
+        "the waiter got in {got_in:?} after the reset: the lost hold's node outlived its release"
+    );
+    next.release().await.unwrap();
 }
 
 /// A ZooKeeper peer's watchdog lease stays held (and believed held) for five session timeouts while

@@ -53,10 +53,20 @@ type Grant struct {
 	// Sent is when the request that won the lock was sent (Now's clock), if known.
 	Sent *int64
 	// Lost, if not nil, is closed when the library tells its user the lease is gone; LostReason and
-	// LostDetail are sent with the `lost` event.
+	// LostDetail are sent with the `lost` event (read once Lost is closed).
 	Lost       <-chan struct{}
 	LostReason string
 	LostDetail string
+	// Renewals, if not nil, carries each renewal the server confirmed, sent as `renewed` events.
+	Renewals <-chan Renewal
+}
+
+// Renewal is a renewal the server confirmed.
+type Renewal struct {
+	// Sent and Done are when the renewal was sent and answered (Now's clock).
+	Sent, Done int64
+	// TTL is the lease it granted, counted from Sent.
+	TTL time.Duration
 }
 
 // Library is one lock library behind the protocol.
@@ -229,17 +239,33 @@ func (s *server) acquire(m message) error {
 		fields["sent"] = *grant.Sent
 	}
 	reply(m.ID, fields)
-	if grant.Lost != nil {
-		go func() {
-			select {
-			case <-grant.Lost:
-				write(map[string]any{"ev": "lost", "lease": id, "t": Now(), "reason": grant.LostReason,
-					"detail": grant.LostDetail})
-			case <-h.released:
-			}
-		}()
+	if grant.Lost != nil || grant.Renewals != nil {
+		go forwardEvents(id, grant, h.released)
 	}
 	return nil
+}
+
+// forwardEvents sends a lease's renewals and its loss as events until it is lost or released (a nil
+// channel is never ready).
+func forwardEvents(id string, grant Grant, released <-chan struct{}) {
+	renewals := grant.Renewals
+	for {
+		select {
+		case r, open := <-renewals:
+			if !open {
+				renewals = nil
+				continue
+			}
+			write(map[string]any{"ev": "renewed", "lease": id, "scheduled": nil, "sent": r.Sent,
+				"done": r.Done, "ttl_ms": r.TTL.Milliseconds(), "remaining_ms": nil})
+		case <-grant.Lost:
+			write(map[string]any{"ev": "lost", "lease": id, "t": Now(), "reason": grant.LostReason,
+				"detail": grant.LostDetail})
+			return
+		case <-released:
+			return
+		}
+	}
 }
 
 func (s *server) release(m message) error {

@@ -179,7 +179,8 @@ pub const PEERS: &[PeerSpec] = &[
         description: "peer: kazoo's Lock (Python, ZooKeeper recipe); through its adapter process",
         backend: PeerBackend::ZooKeeper,
         counterpart: "zookeeper",
-        // kazoo's session listener tells its user the session (every lock's lease) is LOST.
+        // kazoo's state listener tells its user the connection is SUSPENDED (the lock may be gone) or
+        // the session LOST; the adapter stops the holder at either, as kazoo's Lock docs advise.
         capabilities: Capabilities {
             auto_renew: true,
             wait_notify: true,
@@ -231,6 +232,8 @@ pub const PEERS: &[PeerSpec] = &[
         description: "peer: Apache Curator's InterProcessMutex (JVM); through its adapter process",
         backend: PeerBackend::ZooKeeper,
         counterpart: "zookeeper",
+        // Curator's ConnectionStateListener: SUSPENDED (the lock may be gone) or LOST stops the holder,
+        // as Curator's lock recipe docs advise.
         capabilities: Capabilities {
             auto_renew: true,
             wait_notify: true,
@@ -281,11 +284,15 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "go-redsync",
         library: "redsync (Go)",
-        description: "peer: go-redsync (Redlock for Go), fixed leases, on the Redlock nodes; through its adapter process",
+        description: "peer: go-redsync (Redlock for Go) on the Redlock nodes, watchdog leases by the adapter's Extend loop at TTL/3; through its adapter process",
         backend: PeerBackend::RedisMany,
         counterpart: "redlock",
+        // redsync renews nothing itself: the watchdog and its loss signal are the adapter's loop of
+        // `ExtendContext` at a third of the TTL, as a user holding a lock past its expiry writes it.
         capabilities: Capabilities {
+            auto_renew: true,
             fixed_lease: true,
+            lost_signal: true,
             ..BASE
         },
         runtime: Runtime::GoBinary,

@@ -5,10 +5,18 @@
 // As a user writes it: one Redsync over the nodes, a Mutex per acquire with WithExpiry(the lease's TTL)
 // and the library's defaults otherwise (retry delay 50-250 ms at random, drift factor 0.01, a per-node
 // timeout of 5% of the expiry, quorum N/2+1). A wait is LockContext with a context deadline (and
-// unlimited tries), a try once TryLockContext. What the library does not offer is not declared:
-//   - no auto-renewal: redsync has Extend but nothing that calls it; only fixed leases are offered;
-//   - no loss signal, no fencing token;
-//   - Unlock deletes only its own value (a compare-and-delete script): false or an error → `not_held`.
+// unlimited tries), a try once TryLockContext.
+//   - Watchdog leases: redsync renews nothing by itself; its Mutex offers ExtendContext ("resets the
+//     mutex's expiry"), which a user holding a lock past its expiry calls before it runs out. This
+//     adapter does that, as such a user writes it: a loop (the adapter's, not the library's) calls
+//     ExtendContext a third of the TTL after the last grant or extension was sent, reports each one that
+//     reached a quorum as `renewed` (its TTL is redsync's own validity, Until() less the send time), and
+//     at the first that fails (no quorum, or the validity already spent) stops and sends `lost`
+//     (reason renew_rejected; the error goes to the log). Declared as auto_renew, lost_signal and
+//     renew_events, for that loop.
+//   - Fixed leases: WithExpiry(TTL), never extended.
+//   - No fencing token. Unlock deletes only its own value (a compare-and-delete script): false or an
+//     error → `not_held`.
 //
 // `sent` is when the winning attempt's first SET NX went out (redsync's own validity runs from then).
 package main
@@ -16,7 +24,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -38,7 +48,8 @@ func (*redsyncPeer) Name() string    { return "redsync (Go)" }
 func (*redsyncPeer) Module() string  { return "github.com/go-redsync/redsync/v4" }
 
 func (*redsyncPeer) Capabilities() protocol.Capabilities {
-	return protocol.Capabilities{FixedLease: true, HoldIdentity: true, MinTTLms: 1, TTLGranularityMs: 1}
+	return protocol.Capabilities{AutoRenew: true, FixedLease: true, LostSignal: true, HoldIdentity: true,
+		RenewEvents: true, MinTTLms: 1, TTLGranularityMs: 1}
 }
 
 func (r *redsyncPeer) Connect(servers []string, _ map[string]string) error {
@@ -91,10 +102,6 @@ func (c stampingConn) Eval(script *redsyncredis.Script, keysAndArgs ...any) (any
 }
 
 func (r *redsyncPeer) Acquire(req protocol.Request) (protocol.Grant, error) {
-	if req.Watchdog {
-		return protocol.Grant{}, protocol.Refuse("unsupported",
-			"redsync does not renew a lock by itself (Extend is left to the caller)")
-	}
 	var attempt atomic.Bool
 	var attemptAt atomic.Int64
 	pools := make([]redsyncredis.Pool, len(r.pools))
@@ -123,16 +130,59 @@ func (r *redsyncPeer) Acquire(req protocol.Request) (protocol.Grant, error) {
 		return protocol.Grant{}, err
 	}
 	sent := attemptAt.Load()
-	return protocol.Grant{
-		Release: func(ctx context.Context) error {
-			ok, err := m.UnlockContext(ctx)
-			if !ok {
-				return protocol.Refuse("not_held", "redsync Unlock: %v", err)
-			}
-			return nil
-		},
-		Sent: &sent,
-	}, nil
+	grant := protocol.Grant{Sent: &sent}
+	stop := func() {}
+	if req.Watchdog {
+		lost := make(chan struct{})
+		renewals := make(chan protocol.Renewal, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		stop = cancel
+		go extendLoop(ctx, m, req.Key, req.TTL, sent, renewals, lost)
+		grant.Lost, grant.Renewals = lost, renewals
+		grant.LostReason, grant.LostDetail = "renew_rejected", "redsync ExtendContext failed (the adapter's renewal loop)"
+	}
+	grant.Release = func(ctx context.Context) error {
+		stop()
+		ok, err := m.UnlockContext(ctx)
+		if !ok {
+			return protocol.Refuse("not_held", "redsync Unlock: %v", err)
+		}
+		return nil
+	}
+	return grant, nil
+}
+
+// extendLoop extends m a third of ttl after the last grant or extension was sent (`sent`, Now's
+// clock), reporting each extension to renewals, until ctx ends or an extension fails (then it closes
+// lost).
+func extendLoop(ctx context.Context, m *redsync.Mutex, key string, ttl time.Duration, sent int64,
+	renewals chan<- protocol.Renewal, lost chan<- struct{}) {
+	defer close(renewals)
+	for {
+		due := time.Duration(sent + int64(ttl/3) - protocol.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(due):
+		}
+		sent = protocol.Now()
+		sentAt := time.Now()
+		ok, err := m.ExtendContext(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if !ok {
+			fmt.Fprintf(os.Stderr, "go-redsync: extending %s failed: %v\n", key, err)
+			close(lost)
+			return
+		}
+		renewal := protocol.Renewal{Sent: sent, Done: protocol.Now(), TTL: m.Until().Sub(sentAt)}
+		select {
+		case renewals <- renewal:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (r *redsyncPeer) Close() {
