@@ -178,7 +178,10 @@ async fn suspended_holder_stops_and_gets_nothing_back(t: &Peer<ZkServer>) {
         .acquire("suspended", &AcquireOptions::try_once())
         .await
         .unwrap();
-    assert!(proxy.reset_all() >= 1, "the holder's connection went around the proxy");
+    assert!(
+        proxy.reset_all() >= 1,
+        "the holder's connection went around the proxy"
+    );
     let reset = std::time::Instant::now();
     let reason = tokio::time::timeout(session / 4, lease.lost())
         .await

@@ -87,15 +87,17 @@ fn session_timeout(renewal: Renewal) -> Vec<(String, String)> {
     vec![("session_timeout_ms".into(), millis(renewal.ttl))]
 }
 
-/// The Redisson peers: `lockWatchdogTimeout` is the watchdog TTL, and `timeout` and `retryInterval` are
-/// scaled with it as the Redisson rows' are ([`ScaledTimeouts`]).
+/// The Redisson peers: `lockWatchdogTimeout` is the watchdog TTL, and `timeout` and `retryInterval` (with
+/// 3.52/4.x's `retryDelay` bounds) are Redisson's defaults scaled by TTL ÷ 30 s as the Redisson models'
+/// are ([`ScaledTimeouts`]); at 30 s they are not set at all, so Redisson runs its own defaults.
 fn redisson_settings(renewal: Renewal) -> Vec<(String, String)> {
     let scaled = ScaledTimeouts::for_ttl(renewal.ttl);
-    vec![
-        ("lock_watchdog_timeout_ms".into(), millis(renewal.ttl)),
-        ("timeout_ms".into(), millis(scaled.response_timeout)),
-        ("retry_interval_ms".into(), millis(scaled.retry_interval)),
-    ]
+    let mut settings = vec![("lock_watchdog_timeout_ms".into(), millis(renewal.ttl))];
+    if !scaled.are_defaults() {
+        settings.push(("timeout_ms".into(), millis(scaled.response_timeout)));
+        settings.push(("retry_interval_ms".into(), millis(scaled.retry_interval)));
+    }
+    settings
 }
 
 fn millis(d: Duration) -> String {
@@ -443,5 +445,24 @@ mod tests {
             let none = spec.hello_settings(&[], renewal);
             assert!(none.iter().all(|(k, _)| k != "replicas"), "{}", spec.id);
         }
+    }
+
+    #[test]
+    fn redisson_peers_run_redissons_defaults_at_30_s_and_scale_them_elsewhere() {
+        let at = |secs| redisson_settings(Renewal::new(Duration::from_secs(secs)));
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            list.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        assert_eq!(at(30), pairs(&[("lock_watchdog_timeout_ms", "30000")]));
+        assert_eq!(
+            at(3),
+            pairs(&[
+                ("lock_watchdog_timeout_ms", "3000"),
+                ("timeout_ms", "300"),
+                ("retry_interval_ms", "150"),
+            ])
+        );
     }
 }

@@ -229,13 +229,13 @@ impl RedissonConfig {
 }
 
 /// Redisson's command timeouts for a run whose watchdog timeout is `ttl`, as both the Redisson rows and
-/// the real Redisson peers (`jvm-redisson*`) are configured. Redisson's `timeout` 3 s and
-/// `retryInterval` 1.5 s are sized for its 30 s watchdog; at lockbench's second-scale TTLs they would
-/// outlast the lease itself, so a run uses `timeout` = TTL/20 and `retryInterval` = TTL/60 (at a 3 s
-/// TTL: 150 ms and 50 ms; floors of 100 ms and 20 ms keep loopback hiccups from counting as outages,
-/// and Redisson's defaults are the ceilings). With 3.43's 3 retries the retry budget is then about a
-/// fifth of the TTL; with 3.52's 4 retries after jittered pauses (a response timeout waits too) about
-/// 0.3 of it, so a renewal error leaves the 3.44+ scheduler's next tick at about the expiry.
+/// the real Redisson peers (`jvm-redisson*`) are configured: Redisson's defaults (`timeout` 3 s,
+/// `retryInterval` 1.5 s, and in 3.52/4.x the `retryDelay` `EqualJitterDelay(1 s, 2 s)` whose bounds
+/// follow `retryInterval`; read from the 3.43.0, 3.52.0 and 4.7.0 jars' `Config`) scaled by `ttl` ÷
+/// Redisson's own `lockWatchdogTimeout` (30 s). One rule for every row: at 30 s they are Redisson's
+/// defaults unchanged, at a 3 s TTL a tenth of them (300 ms, 150 ms, 100–200 ms), so a run at a shorter
+/// TTL is Redisson's defaults at a faster clock. No floor and no ceiling (at 600 ms, the shortest TTL a
+/// scenario uses, 60 ms and 30 ms); `retryAttempts` is never scaled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScaledTimeouts {
     /// Redisson's `timeout` (the response timeout).
@@ -245,16 +245,22 @@ pub struct ScaledTimeouts {
 }
 
 impl ScaledTimeouts {
-    /// The timeouts for watchdog timeout `ttl`.
+    /// The timeouts for watchdog timeout `ttl`, rounded to whole milliseconds (Redisson's unit).
     pub fn for_ttl(ttl: Duration) -> Self {
         let defaults = RedissonConfig::default();
-        let scaled = |divisor: u32, floor_ms: u64, ceiling: Duration| {
-            (ttl / divisor).clamp(Duration::from_millis(floor_ms), ceiling)
+        let scale = ttl.as_secs_f64() / defaults.renewal.ttl.as_secs_f64();
+        let scaled = |default: Duration| {
+            Duration::from_millis((default.as_millis() as f64 * scale).round() as u64)
         };
         ScaledTimeouts {
-            response_timeout: scaled(20, 100, defaults.connection.response_timeout),
-            retry_interval: scaled(60, 20, defaults.retry_interval),
+            response_timeout: scaled(defaults.connection.response_timeout),
+            retry_interval: scaled(defaults.retry_interval),
         }
+    }
+
+    /// Whether these are Redisson's defaults unchanged (at its 30 s watchdog).
+    pub fn are_defaults(&self) -> bool {
+        *self == Self::for_ttl(RedissonConfig::default().renewal.ttl)
     }
 }
 
@@ -309,30 +315,20 @@ mod tests {
     }
 
     #[test]
-    fn timeouts_scale_with_the_ttl_between_floors_and_defaults() {
+    fn timeouts_are_redissons_defaults_scaled_by_ttl_over_30_s() {
         let at = |ms| ScaledTimeouts::for_ttl(Duration::from_millis(ms));
         let ms = Duration::from_millis;
-        assert_eq!(
-            at(3000),
-            ScaledTimeouts {
-                response_timeout: ms(150),
-                retry_interval: ms(50)
-            }
-        );
-        assert_eq!(
-            at(600),
-            ScaledTimeouts {
-                response_timeout: ms(100),
-                retry_interval: ms(20)
-            }
-        );
-        assert_eq!(
-            at(600_000),
-            ScaledTimeouts {
-                response_timeout: ms(3000),
-                retry_interval: ms(1500)
-            }
-        );
+        let pair = |timeout, retry| ScaledTimeouts {
+            response_timeout: ms(timeout),
+            retry_interval: ms(retry),
+        };
+        assert_eq!(at(30_000), pair(3000, 1500));
+        assert!(at(30_000).are_defaults());
+        assert!(!at(3000).are_defaults());
+        assert_eq!(at(3000), pair(300, 150));
+        assert_eq!(at(1000), pair(100, 50));
+        assert_eq!(at(600), pair(60, 30));
+        assert_eq!(at(60_000), pair(6000, 3000));
     }
 
     #[test]
