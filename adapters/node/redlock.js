@@ -9,7 +9,9 @@
 const readline = require("node:readline");
 const Redis = require("ioredis");
 const Redlock = require("redlock").default;
-const { version } = require("./package-lock.json").packages["node_modules/redlock"];
+// The version this process loaded: the package.json beside the module `require` resolved.
+const { version } = JSON.parse(require("fs").readFileSync(
+  require("path").join(require.resolve("redlock").replace(/(node_modules[\\/]redlock)[\\/].*$/, "$1"), "package.json"), "utf8"));
 
 const origin = process.hrtime.bigint();
 const now = () => Number(process.hrtime.bigint() - origin);

@@ -6,6 +6,7 @@ leases are offered. No fencing token (the Lock does not keep the revision it wro
 Release is a compare-value-and-delete transaction: False means the lock was no longer ours.
 """
 
+from importlib.metadata import version
 import threading
 from urllib.parse import urlparse
 
@@ -28,7 +29,7 @@ class StampingClient(etcd3.Etcd3Client):
 class Etcd3(Peer):
     ADAPTER = "py-etcd3"
     LIBRARY = "python-etcd3"
-    VERSION = etcd3.__version__
+    VERSION = version("etcd3")
     CAPABILITIES = {"reentrant": False, "fencing": False, "auto_renew": False, "fixed_lease": True,
                     "wait_notify": True, "lost_signal": False, "hold_identity": True, "renew_events": False,
                     "min_ttl_ms": 1000, "ttl_granularity_ms": 1000}

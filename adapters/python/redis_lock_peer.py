@@ -10,6 +10,7 @@ Observed: the renewal thread calls `Lock.extend`; a subclass times each call and
 nothing, so no `lost` is sent (the holder learns at its deadline, as a python-redis-lock user does).
 """
 
+from importlib.metadata import version
 import threading
 
 import redis
@@ -48,7 +49,7 @@ class ObservedLock(redis_lock.Lock):
 class RedisLock(Peer):
     ADAPTER = "py-redis-lock"
     LIBRARY = "python-redis-lock"
-    VERSION = redis_lock.__version__
+    VERSION = version("python-redis-lock")
     CAPABILITIES = {"reentrant": False, "fencing": False, "auto_renew": True, "fixed_lease": True,
                     "wait_notify": True, "lost_signal": False, "hold_identity": True, "renew_events": True,
                     "min_ttl_ms": 1000, "ttl_granularity_ms": 1000}

@@ -7,6 +7,7 @@ the holder learns of expiry only from its own deadline, as a redis-py user does.
 (redis-py's documented option) because this adapter acquires and releases on different threads.
 """
 
+from importlib.metadata import version
 import redis
 from redis.exceptions import LockError, LockNotOwnedError
 from redis.lock import Lock
@@ -30,7 +31,7 @@ class StampedLock(Lock):
 class RedisPy(Peer):
     ADAPTER = "py-redis-py"
     LIBRARY = "redis-py"
-    VERSION = redis.__version__
+    VERSION = version("redis")
     CAPABILITIES = {"reentrant": False, "fencing": False, "auto_renew": False, "fixed_lease": True,
                     "wait_notify": False, "lost_signal": False, "hold_identity": True, "renew_events": False,
                     "min_ttl_ms": 1, "ttl_granularity_ms": 1}

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use lockbench_reports::model::{
     CaseResult, CaseStatus, ClientCost, DataState, DriverCost, FaultWindow, Fencing, Latencies,
-    LostSignal, LostUpdates, Operations, Orphans, Overlap, Renewal, Safety, Throughput, Verdict,
-    Violation, Window,
+    LoadedLibrary, LostSignal, LostUpdates, Operations, Orphans, Overlap, Renewal, Safety,
+    Throughput, Verdict, Violation, Window,
 };
 
 use crate::driver::case::CaseRun;
@@ -217,6 +217,10 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
         orphans: orphans(&f.orphan_waits, out.measured_ns),
         renew_after_unlock: run.renew_after_unlock.clone(),
         protocol_round_trip_ms: out.protocol_round_trip.map(|d| d.as_secs_f64() * 1e3),
+        library: out
+            .library
+            .clone()
+            .map(|(name, version)| LoadedLibrary { name, version }),
         fault_not_applied: not_applied,
         availability: (!run.faults.is_empty()).then(|| {
             let warmup = run.warmup.as_nanos() as u64;
@@ -353,6 +357,7 @@ fn not_run(run: &CaseRun) -> CaseResult {
         orphans: None,
         renew_after_unlock: run.renew_after_unlock.clone(),
         protocol_round_trip_ms: None,
+        library: None,
         fault_not_applied: None,
         availability: None,
     }

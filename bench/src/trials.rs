@@ -172,6 +172,9 @@ fn add_case(into: &mut CaseResult, other: &CaseResult, histograms: &mut BTreeMap
     if into.capabilities.is_none() {
         into.capabilities.clone_from(&other.capabilities);
     }
+    if into.library.is_none() {
+        into.library.clone_from(&other.library);
+    }
     // The protocol's floor: the smallest round trip any trial's client measured.
     into.protocol_round_trip_ms = match (into.protocol_round_trip_ms, other.protocol_round_trip_ms)
     {

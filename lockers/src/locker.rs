@@ -68,6 +68,12 @@ pub trait Locker: Send + Sync + Debug {
         None
     }
 
+    /// The library this client runs and the version its process loaded (`("Redisson RLock",
+    /// "3.52.0")`), for a peer adapter; `None` (the default) for lockbench's own strategies.
+    fn loaded_library(&self) -> Option<(String, String)> {
+        None
+    }
+
     /// The requests this client has sent to its servers so far, counted by the client itself:
     /// connecting (handshakes, script loads), reconnects' handshakes, subscriptions and closing
     /// included, a script call counting once and each command of a pipeline once; on several servers

@@ -124,6 +124,27 @@ async fn a_grant_nobody_read_is_given_back() {
     }
 }
 
+/// A process that loaded another version than the pin fails to start, in one line naming both versions
+/// and the install command; the pinned one starts and reports what it loaded.
+#[tokio::test]
+async fn a_version_other_than_the_pin_fails_with_the_install_command() {
+    let spec = peers::spec("py-memory");
+    let mut config = peers::config(spec, Vec::new(), Duration::from_secs(30));
+    assert_eq!(config.pinned_version.as_deref(), Some(spec.version));
+    config.pinned_version = Some("9.9.9".into());
+    let err = PeerLocker::start(config, Events::none())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("9.9.9") && err.contains(INSTALL) && !err.contains('\n'),
+        "{err}"
+    );
+    let locker = memory_peer(Vec::new(), Duration::from_secs(5)).await;
+    let (_, version) = locker.loaded_library().unwrap();
+    assert_eq!(version, spec.version);
+}
+
 #[tokio::test]
 async fn missing_runtime_names_the_install_command() {
     let empty = std::env::temp_dir().join("lockbench-no-adapters");

@@ -96,6 +96,41 @@ pub fn environment_lines(c: &Comparison) -> Vec<String> {
     if !servers.is_empty() {
         lines.push(format!("Servers: {}.", servers.join("; ")));
     }
+    lines.extend(library_lines(c));
+    lines
+}
+
+/// The libraries the peer rows' processes loaded (`Libraries: Redisson RLock 3.52.0 (jvm-redisson),
+/// …`), and a `Not run:` line for each case that failed before it measured anything (such as a peer
+/// whose loaded version is not its pin), with its one-line error.
+fn library_lines(c: &Comparison) -> Vec<String> {
+    let mut libraries: Vec<String> = Vec::new();
+    let mut not_run: Vec<String> = Vec::new();
+    for run in &c.runs {
+        for case in &run.results.cases {
+            if let Some(lib) = &case.library {
+                let line = format!("{} {} ({})", lib.name, lib.version, case.strategy);
+                if !libraries.contains(&line) {
+                    libraries.push(line);
+                }
+            }
+            if case.status == CaseStatus::Failed && case.operations.completed == 0 {
+                not_run.push(format!(
+                    "Not run: {} in {}: {}",
+                    case.strategy,
+                    run.results.scenario.name,
+                    case.error
+                        .as_deref()
+                        .unwrap_or("failed before it measured anything")
+                ));
+            }
+        }
+    }
+    let mut lines = Vec::new();
+    if !libraries.is_empty() {
+        lines.push(format!("Libraries: {}.", libraries.join(", ")));
+    }
+    lines.extend(not_run);
     lines
 }
 

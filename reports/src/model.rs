@@ -319,6 +319,11 @@ pub struct CaseResult {
     /// strategies.
     #[serde(default)]
     pub protocol_round_trip_ms: Option<f64>,
+    /// Peers: the library and the version the adapter's running process reported having loaded (its
+    /// `hello`), checked against the pinned version before the case ran. Null for lockbench's own
+    /// strategies (and in older files).
+    #[serde(default)]
+    pub library: Option<LoadedLibrary>,
     /// Why a case that ran has no verdict: a fault it injects did not take effect
     /// (`fault not applied: pause_worker: …`, from [`FaultWindow::applied`]); with trials, every
     /// trial's fault failed so. A case whose fault did not apply says nothing about the lock under
@@ -330,6 +335,16 @@ pub struct CaseResult {
     /// without faults (and in older files).
     #[serde(default)]
     pub availability: Option<Availability>,
+}
+
+/// A library as a peer's running process loaded it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LoadedLibrary {
+    /// The library's name, as the adapter says it (`Redisson RLock`).
+    pub name: String,
+    /// Its version, as the running process loaded it (a jar's manifest, Go's build info, Python's
+    /// package metadata, the node package's `package.json`).
+    pub version: String,
 }
 
 /// When locks were granted over a case, in bins of `bin_ms` from the case start (warm-up included).

@@ -648,11 +648,13 @@ impl Compare<'_> {
         skipped_peers: Vec<String>,
     ) -> (Comparison, Vec<CostSeries>) {
         let args = self.args;
+        // A peer left out (its runtime missing) is a row asked for and not run: the notes name it
+        // and the comparison is not complete.
+        ran.notes.extend(skipped_peers);
         let complete = !ran.interrupted
             && ran.notes.is_empty()
             && ran.runs.len() + usize::from(!ran.cost.is_empty()) == self.suite.len()
             && ran.runs.iter().all(|r| r.results.complete);
-        ran.notes.extend(skipped_peers);
         let comparison = Comparison {
             schema_version: SCHEMA_VERSION,
             suite: match args.scenarios {

@@ -194,6 +194,7 @@ where
         protocol_round_trip_ns: locker
             .protocol_round_trip()
             .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+        library: locker.loaded_library(),
     });
 
     let Some((go, measure, stop_at)) = wait_for_go(&mut stdin).await? else {

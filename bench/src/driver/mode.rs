@@ -79,6 +79,8 @@ pub(crate) struct ModeOutput {
     /// A peer adapter's protocol round trip ([`lockers::Locker::protocol_round_trip`]), the smallest
     /// any client measured.
     pub protocol_round_trip: Option<Duration>,
+    /// A peer's library and the version its clients loaded ([`lockers::Locker::loaded_library`]).
+    pub library: Option<(String, String)>,
 }
 
 /// When a case starts, measures and stops (monotonic ns).

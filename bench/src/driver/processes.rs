@@ -254,6 +254,7 @@ struct Case<'a> {
 struct Started {
     capabilities: model::Capabilities,
     protocol_round_trip: Option<Duration>,
+    library: Option<(String, String)>,
 }
 
 /// What the workers reported while the case ran.
@@ -331,6 +332,7 @@ pub(crate) async fn run(
     heard.problems.dedup();
     Ok(ModeOutput {
         protocol_round_trip: started.protocol_round_trip,
+        library: started.library,
         capabilities: started.capabilities,
         tally,
         findings: heard.oracle.finish(),
@@ -572,6 +574,7 @@ async fn await_ready(
 ) -> Result<Started, CaseError> {
     let mut capabilities: Option<model::Capabilities> = None;
     let mut protocol_round_trip: Option<Duration> = None;
+    let mut library: Option<(String, String)> = None;
     let mut ready = 0;
     let started = tokio::time::timeout(START_TIMEOUT, async {
         while ready < workers {
@@ -581,9 +584,13 @@ async fn await_ready(
                     FromChild::Ready {
                         capabilities: caps,
                         protocol_round_trip_ns,
+                        library: loaded,
                     },
                 )) => {
                     capabilities.get_or_insert(caps);
+                    if library.is_none() {
+                        library = loaded;
+                    }
                     if let Some(ns) = protocol_round_trip_ns {
                         let rtt = Duration::from_nanos(ns);
                         protocol_round_trip =
@@ -617,6 +624,7 @@ async fn await_ready(
     Ok(Started {
         capabilities,
         protocol_round_trip,
+        library,
     })
 }
 

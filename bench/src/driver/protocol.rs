@@ -64,6 +64,9 @@ pub(crate) enum FromChild {
         /// Its protocol round trip in ns, for peers ([`lockers::Locker::protocol_round_trip`]).
         #[serde(default)]
         protocol_round_trip_ns: Option<u64>,
+        /// The library and version its process loaded, for peers ([`lockers::Locker::loaded_library`]).
+        #[serde(default)]
+        library: Option<(String, String)>,
     },
     /// Believed-held intervals for the oracle.
     Intervals(IntervalBatch),

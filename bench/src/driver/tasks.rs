@@ -60,6 +60,7 @@ pub(crate) async fn run(
         .iter()
         .filter_map(|(l, _)| l.protocol_round_trip())
         .min();
+    let library = clients.first().and_then(|(l, _)| l.loaded_library());
 
     let stop = StopSignal::new();
     let resource = Arc::new(Resource::new(
@@ -146,6 +147,7 @@ pub(crate) async fn run(
     let fault_windows = faults::windows(schedule).await;
     Ok(ModeOutput {
         protocol_round_trip,
+        library,
         capabilities: capabilities_model(&live),
         tally,
         findings,

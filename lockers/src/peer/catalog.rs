@@ -54,6 +54,9 @@ pub struct PeerSpec {
     pub id: &'static str,
     /// The library it drives.
     pub library: &'static str,
+    /// The version of it the adapter must report having loaded (as the library's own metadata
+    /// spells it; the pins in requirements.txt, package-lock.json, pom.xml and go.sum).
+    pub version: &'static str,
     /// One line for lockbench's strategy listing: what the peer is.
     pub description: &'static str,
     /// The server it needs.
@@ -130,6 +133,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "py-memory",
         library: "none (in-memory; the protocol's own cost)",
+        version: "0",
         description: "peer: no library and no server, the adapter protocol's own cost; through its adapter process",
         backend: PeerBackend::None,
         counterpart: "memory",
@@ -146,6 +150,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "py-redis-py",
         library: "redis-py Lock",
+        version: "5.2.1",
         description: "peer: redis-py's Lock (Python), fixed lease, no renewal; through its adapter process",
         backend: PeerBackend::Redis,
         counterpart: "redis-guard-thread",
@@ -161,6 +166,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "py-redis-lock",
         library: "python-redis-lock",
+        version: "4.0.0",
         description: "peer: python-redis-lock with auto_renewal (a renewal thread); through its adapter process",
         backend: PeerBackend::Redis,
         counterpart: "redis-guard-thread",
@@ -178,6 +184,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "py-kazoo",
         library: "kazoo Lock",
+        version: "2.10.0",
         description: "peer: kazoo's Lock (Python, ZooKeeper recipe); through its adapter process",
         backend: PeerBackend::ZooKeeper,
         counterpart: "zookeeper",
@@ -197,6 +204,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "py-etcd3",
         library: "python-etcd3 Lock",
+        version: "0.12.0",
         description: "peer: python-etcd3's Lock (a lease per lock); through its adapter process",
         backend: PeerBackend::Etcd,
         counterpart: "etcd-lease",
@@ -213,6 +221,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "node-redlock",
         library: "redlock (npm)",
+        version: "v5.0.0-beta.2",
         description: "peer: the redlock npm package with using() auto-extension, on the Redlock nodes; through its adapter process",
         backend: PeerBackend::RedisMany,
         counterpart: "redlock",
@@ -231,6 +240,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "jvm-curator",
         library: "Apache Curator InterProcessMutex",
+        version: "5.9.0",
         description: "peer: Apache Curator's InterProcessMutex (JVM); through its adapter process",
         backend: PeerBackend::ZooKeeper,
         counterpart: "zookeeper",
@@ -249,18 +259,21 @@ pub const PEERS: &[PeerSpec] = &[
     },
     redisson(
         "jvm-redisson-3.43",
+        "3.43.0",
         "peer: Redisson 3.43.0's RLock (JVM), one renewal timer per lock; through its adapter process",
         "redisson-classic",
         "jvm/build/jvm-redisson-3.43/run.args",
     ),
     redisson(
         "jvm-redisson",
+        "3.52.0",
         "peer: Redisson 3.52.0's RLock (JVM), the 3.44+ renewal scheduler; through its adapter process",
         "redisson",
         "jvm/build/jvm-redisson/run.args",
     ),
     redisson(
         "jvm-redisson-4",
+        "4.7.0",
         "peer: Redisson 4.7.0's RLock (JVM); through its adapter process",
         "redisson",
         "jvm/build/jvm-redisson-4/run.args",
@@ -268,6 +281,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "go-etcd-mutex",
         library: "etcd concurrency.Mutex (Go)",
+        version: "v3.5.35",
         description: "peer: etcd's Go concurrency.Mutex on a Session (the recipe etcd-lease models); through its adapter process",
         backend: PeerBackend::Etcd,
         counterpart: "etcd-lease",
@@ -286,6 +300,7 @@ pub const PEERS: &[PeerSpec] = &[
     PeerSpec {
         id: "go-redsync",
         library: "redsync (Go)",
+        version: "v4.18.1",
         description: "peer: go-redsync (Redlock for Go) on the Redlock nodes, watchdog leases by the adapter's Extend loop at TTL/3; through its adapter process",
         backend: PeerBackend::RedisMany,
         counterpart: "redlock",
@@ -310,6 +325,7 @@ pub const PEERS: &[PeerSpec] = &[
 /// lost signal, a release that names only the owner.
 const fn redisson(
     id: &'static str,
+    version: &'static str,
     description: &'static str,
     counterpart: &'static str,
     entry: &'static str,
@@ -317,6 +333,7 @@ const fn redisson(
     PeerSpec {
         id,
         library: "Redisson RLock",
+        version,
         description,
         backend: PeerBackend::Redis,
         counterpart,
@@ -371,6 +388,7 @@ impl PeerSpec {
         let mut config = PeerConfig::new(self.id, self.command(&adapters_dir())?, servers);
         config.renewal = renewal;
         config.settings = self.hello_settings(replicas, renewal);
+        config.pinned_version = Some(self.version.to_owned());
         Ok(config)
     }
 

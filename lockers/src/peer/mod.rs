@@ -65,6 +65,9 @@ pub struct PeerConfig {
     pub start_timeout: Duration,
     /// Where the adapter's stderr log goes; default `<temp>/lockbench-peers/`.
     pub log_dir: Option<PathBuf>,
+    /// The library version the adapter must report having loaded; another one fails the start with
+    /// both versions and the install command. `None`: any version.
+    pub pinned_version: Option<String>,
 }
 
 impl PeerConfig {
@@ -79,6 +82,7 @@ impl PeerConfig {
             request_timeout: Duration::from_secs(5),
             start_timeout: Duration::from_secs(30),
             log_dir: None,
+            pinned_version: None,
         }
     }
 }
@@ -191,6 +195,17 @@ impl PeerLocker {
             min_ttl: ms(caps, "min_ttl_ms", Duration::from_millis(1)),
             ttl_granularity: ms(caps, "ttl_granularity_ms", Duration::from_millis(1)),
         };
+        if let Some(pin) = config.pinned_version.as_deref()
+            && text("version") != pin
+        {
+            return Err(LockError::Config(format!(
+                "peer {}: its process loaded {} {}, but {pin} is pinned; install the pinned version with: {}",
+                config.id,
+                text("library"),
+                text("version"),
+                config.command.install_hint
+            )));
+        }
         adapter.declare_lost_signal(capabilities.lost_signal);
         let ping_rtt = adapter.sync_clock(8).await?;
         let info = PeerInfo {
@@ -233,6 +248,10 @@ impl Locker for PeerLocker {
 
     fn protocol_round_trip(&self) -> Option<Duration> {
         Some(self.info.ping_rtt)
+    }
+
+    fn loaded_library(&self) -> Option<(String, String)> {
+        Some((self.info.library.clone(), self.info.version.clone()))
     }
 
     fn capabilities(&self) -> Capabilities {
