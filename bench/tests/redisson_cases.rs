@@ -79,10 +79,12 @@ fn a_renewal_error_overtakes_classic_redisson_only() {
         "redis-watchdog: {:?}",
         watchdog.safety
     );
-    for row in ["redisson", "redis-watchdog"] {
-        let c = case(&results, row, "watchdog");
-        assert!(c.renewal.failures >= 1, "{row}: the blackhole missed");
-    }
+    // The `redisson` model's renew call (3.52's budget at Redisson's defaults × TTL / 30 s) usually
+    // succeeds at its last re-send, after the reset, so it counts no failure; redis-watchdog's do.
+    assert!(
+        watchdog.renewal.failures >= 1,
+        "redis-watchdog: the blackhole missed"
+    );
 }
 
 /// Short watchdog cycles: the server (MONITOR) sees renew calls, releases, and no renew call naming a
