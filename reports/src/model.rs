@@ -105,6 +105,11 @@ pub struct Scenario {
     /// null when the scenario file gives none.
     #[serde(default)]
     pub theory: Option<String>,
+    /// For each `[expect]` key whose expectation is `either`, the mechanism that decides between
+    /// safe and violated, one sentence (the report quotes it where a model and its library differ).
+    /// Empty in files written before the scenario files had to name it.
+    #[serde(default)]
+    pub either_mechanisms: BTreeMap<String, String>,
 }
 
 /// What theory predicts for a case.
@@ -136,6 +141,16 @@ impl Scenario {
     pub fn expected(&self, strategy: &str, lease: &str) -> Option<Expectation> {
         expected_in(&self.expect, strategy, lease)
     }
+
+    /// The mechanism the scenario names for `strategy` under `lease` when theory allows either
+    /// verdict (looked up as [`Scenario::expected`]); `None` when theory predicts one verdict, says
+    /// nothing, or the file predates the mechanisms.
+    pub fn either_mechanism(&self, strategy: &str, lease: &str) -> Option<&str> {
+        let key = expected_key(&self.expect, strategy, lease)?;
+        (self.expect.get(key) == Some(&Expectation::Either))
+            .then(|| self.either_mechanisms.get(key).map(String::as_str))
+            .flatten()
+    }
 }
 
 /// The lookup of [`Scenario::expected`] in an `[expect]` table: the entry for the strategy id, else
@@ -145,10 +160,19 @@ pub fn expected_in(
     strategy: &str,
     lease: &str,
 ) -> Option<Expectation> {
+    expected_key(expect, strategy, lease).and_then(|k| expect.get(k).copied())
+}
+
+/// The key of an `[expect]` table that decides for `strategy` under `lease`.
+fn expected_key<'a>(
+    expect: &BTreeMap<String, Expectation>,
+    strategy: &'a str,
+    lease: &'a str,
+) -> Option<&'a str> {
     let kind = lease.split(':').next().unwrap_or(lease);
     [strategy, kind, "default"]
         .into_iter()
-        .find_map(|k| expect.get(k).copied())
+        .find(|k| expect.contains_key(*k))
 }
 
 /// The resolved workload (see `lockbench run --help` for the meaning of each field).
@@ -953,11 +977,17 @@ mod tests {
                 ("naive".into(), Expectation::Either),
             ]),
             theory: None,
+            either_mechanisms: BTreeMap::from([("naive".into(), "a race".into())]),
         };
         assert_eq!(
             scenario.expected("naive", "fixed:1s"),
             Some(Expectation::Either)
         );
+        assert_eq!(
+            scenario.either_mechanism("naive", "watchdog"),
+            Some("a race")
+        );
+        assert_eq!(scenario.either_mechanism("x", "fixed:1s"), None);
         assert_eq!(
             scenario.expected("x", "fixed:1s"),
             Some(Expectation::Violated)

@@ -149,6 +149,7 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
             workload: workload.to_model(&ids),
             expect: workload.expect.clone(),
             theory: workload.theory.clone(),
+            either_mechanisms: workload.either_mechanisms.clone(),
         },
         environment: environment::collect(with_case_servers(backends.infos(), &runs)),
         cases,

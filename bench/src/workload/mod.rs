@@ -6,6 +6,7 @@
 pub(crate) mod distribution;
 pub(crate) mod faults;
 pub(crate) mod parse;
+pub(crate) mod theory;
 pub(crate) mod user;
 
 use std::collections::BTreeMap;
@@ -74,10 +75,10 @@ pub struct ScenarioFile {
     pub seed: Option<u64>,
     /// Faults injected in every case (`[[faults]]` tables; see [`faults`]).
     pub faults: Option<Vec<FaultFile>>,
-    /// What theory predicts (`safe`, `violated` or `either`) by strategy id, lease kind (`fixed`,
-    /// `watchdog`) or `default`: the `[expect]` table. The report marks each case whose measurement
-    /// disagrees.
-    pub expect: Option<BTreeMap<String, Expectation>>,
+    /// What theory predicts (`safe`, `violated` or `{ either = "mechanism" }`) by strategy id, lease
+    /// kind (`fixed`, `watchdog`) or `default`: the `[expect]` table ([`theory`]). The report marks
+    /// each case whose measurement disagrees.
+    pub expect: Option<BTreeMap<String, theory::ExpectEntry>>,
     /// One sentence on the mechanism and why theory predicts what `expect` says.
     pub theory: Option<String>,
     /// What a violation under this scenario means for someone choosing a lock, one line (the report's
@@ -211,6 +212,8 @@ pub(crate) struct Workload {
     pub faults: Vec<FaultSpec>,
     /// What theory predicts (the `[expect]` table).
     pub expect: BTreeMap<String, Expectation>,
+    /// The mechanism of each `either` in `expect`, by the same key.
+    pub either_mechanisms: BTreeMap<String, String>,
     /// The mechanism, one sentence.
     pub theory: Option<String>,
 }
@@ -345,6 +348,7 @@ impl Workload {
         let workers: WorkerMode = need("workers", merged.workers)?
             .parse()
             .map_err(|e| field("workers", e))?;
+        let theory = theory::checked(merged.expect.unwrap_or_default())?;
         let faults = resolve_faults(
             merged.faults.as_deref().unwrap_or_default(),
             workers,
@@ -380,7 +384,8 @@ impl Workload {
             monitor_commands: merged.monitor_commands.unwrap_or(false),
             seed: merged.seed.unwrap_or(1),
             faults,
-            expect: merged.expect.unwrap_or_default(),
+            expect: theory.expect,
+            either_mechanisms: theory.either_mechanisms,
             theory: merged.theory,
         })
     }
@@ -564,6 +569,10 @@ mod tests {
                 "line 1 (colour = \"blue\"): unknown field `colour`",
             ),
             ("clients = \"many\"", "line 1 (clients"),
+            (
+                "[expect]\nredisson = \"either\"",
+                "expect.redisson: `either` must name the mechanism",
+            ),
         ] {
             let err = resolve(toml).expect_err(toml);
             assert!(err.contains(needle), "{toml}: {err}");
