@@ -332,7 +332,7 @@ impl Layout for Html {
             out,
             "<h2 id=\"models\">{}</h2>\n<p>{}</p>",
             sections::MODELS,
-            escape(pairing::INTRO)
+            escape(&pairing::intro())
         );
         for model in models {
             let _ = writeln!(

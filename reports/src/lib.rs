@@ -21,11 +21,13 @@
 //! | [`report`] | builds a report: charts, findings, changes |
 //! | [`topics`] | the sections shown only with their data: Redlock and clocks, peers |
 //! | [`pairing`] | the section "Models against their libraries" (each model row against its libraries) |
+//! | [`agreement`] | whether a library agrees with its model under a scenario: the test, the mechanism |
 //! | [`content`], [`mod@format`] | the cells and figures both formats show; the RFC 3339 timestamp |
 //! | [`sections`] | the sections in report order, each format a [`sections::Layout`]; the headings, sentences and topics both show alike |
 //! | [`markdown`], [`html`] | the two layouts |
 //! | [`mod@write`] | writes a report to a directory |
 
+pub mod agreement;
 pub mod charts;
 pub mod comparison;
 pub mod content;

@@ -193,7 +193,7 @@ impl Layout for Markdown<'_> {
 
     fn models(&self, out: &mut String, models: &[ModelRows]) {
         let _ = writeln!(out, "## {}\n", sections::MODELS);
-        let _ = writeln!(out, "{}\n", pairing::INTRO);
+        let _ = writeln!(out, "{}\n", pairing::intro());
         for model in models {
             let _ = writeln!(out, "### {} against its libraries\n", model.model);
             let columns: Vec<&str> = model.columns.iter().map(String::as_str).collect();

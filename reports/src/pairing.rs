@@ -1,18 +1,26 @@
 //! The "Models against their libraries" section: each lockbench model row beside every real library
 //! it models (the peers naming it as their counterpart), scenario by scenario, with what the server
 //! saw of each — the verdict, renewal calls per held lock per second, client requests per critical
-//! section, and on Redis whether the rows ran the same scripts (SHA1s of their text, from `MONITOR`).
-//! Plain text cells, so Markdown and HTML differ only in layout.
+//! section, and on Redis whether the rows ran the same scripts (SHA1s of their text, from `MONITOR`) —
+//! and whether each library agrees with the model ([`agreement`]). Plain text cells, so Markdown and
+//! HTML differ only in layout.
 
 use std::collections::BTreeSet;
 
+use crate::agreement::{self, LEGEND};
 use crate::format::rate;
 use crate::grid::{Grid, ran, verdict_word, violated_of};
 use crate::model::CaseResult;
 
-/// The section's one-paragraph introduction.
-pub const INTRO: &str = "Each model row beside the real libraries it models (through their adapters), per scenario \
-     it and they ran: violated trials / trials; renewal calls the server saw per held lock per second \
+/// The section's one-paragraph introduction: its figures, then how to read "against the model"
+/// ([`LEGEND`]).
+pub fn intro() -> String {
+    format!("{INTRO} {LEGEND}")
+}
+
+/// The section's figures, as [`intro`] introduces them before the legend.
+const INTRO: &str = "Each model row beside the real libraries it models (through their adapters), per scenario \
+     it and they ran: violated trials / trials, and whether each library agrees with the model; renewal calls the server saw per held lock per second \
      (calls ÷ (critical sections × mean hold): etcd keep-alive messages, Redis renewal scripts seen by \
      MONITOR); client requests the server counted per critical section; and, on Redis, the scripts the \
      server ran by SHA1 of their text (the first 7 hex digits; \"same\" when a library ran exactly the \
@@ -54,18 +62,33 @@ pub fn models_against_libraries(grid: &Grid<'_>) -> Vec<ModelRows> {
                 if cases.iter().filter(|c| c.is_some_and(ran)).count() < 2 {
                     continue;
                 }
-                let mut add = |figure: &str, cell: &dyn Fn(Option<&CaseResult>) -> String| {
+                let figures = |figure: &str, cell: &dyn Fn(Option<&CaseResult>) -> String| {
                     let mut cells = vec![row.label.clone(), figure.to_owned()];
                     cells.extend(cases.iter().map(|c| cell(*c)));
-                    rows.push(cells);
+                    cells
                 };
-                add("violated / trials", &verdict);
-                add("renewal calls / held lock / s", &|c| {
+                rows.push(figures("violated / trials", &verdict));
+                let mut against = vec![
+                    row.label.clone(),
+                    "against the model".to_owned(),
+                    "–".to_owned(),
+                ];
+                for (library, case) in ids.iter().zip(&cases).skip(1) {
+                    against.push(match agreement::in_row(row, &model, library) {
+                        Some(a) => a.words(),
+                        None if case.is_some_and(ran) => {
+                            format!("model {}", verdict_word(cases[0]))
+                        }
+                        None => verdict_word(*case).to_owned(),
+                    });
+                }
+                rows.push(against);
+                rows.push(figures("renewal calls / held lock / s", &|c| {
                     figure(c, renewals_per_held_lock_second)
-                });
-                add("client requests / CS", &|c| {
+                }));
+                rows.push(figures("client requests / CS", &|c| {
                     figure(c, client_requests_per_cs)
-                });
+                }));
                 let model_scripts = cases[0].map(scripts).unwrap_or_default();
                 if cases
                     .iter()

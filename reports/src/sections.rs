@@ -28,8 +28,8 @@ pub const REDLOCK_INTRO: &str = "Each fault: violated trials of the trials run, 
 /// Heading of the peers topic.
 pub const PEERS: &str = "Peers beside their counterparts";
 /// Under [`PEERS`].
-pub const PEERS_INTRO: &str = "Each peer (the real library, through its adapter) beside the lockbench strategy that models it: baseline figures, then the scenarios where their verdicts differ (violated trials / trials).";
-/// Heading of the models topic ([`pairing::INTRO`] under it).
+pub const PEERS_INTRO: &str = "Each peer (the real library, through its adapter) beside the lockbench strategy that models it: baseline figures, then every scenario where the two do not agree (violated trials / trials), as the legend of \"Models against their libraries\" below says: differ (with the mechanism the scenario file states, or unexplained) or not told apart by the trials run.";
+/// Heading of the models topic ([`pairing::intro`] under it).
 pub const MODELS: &str = "Models against their libraries";
 /// Heading of the cost table.
 pub const COST: &str = "Cost under baseline";

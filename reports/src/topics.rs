@@ -3,6 +3,7 @@
 //! counterparts" (each real library against the lockbench strategy that models it) — as plain text
 //! cells, so Markdown and HTML differ only in layout.
 
+use crate::agreement::{self, Agreement};
 use crate::comparison::StrategyInfo;
 use crate::format::{ms, rate};
 use crate::grid::{Grid, ran, rate_interval, verdict_word, violated_of};
@@ -198,16 +199,13 @@ pub fn peer_pairs(grid: &Grid<'_>) -> Vec<Pair> {
                 ],
             ];
             for row in &grid.rows {
-                let (p, c) = (row.case(&peer), row.case(&counterpart));
-                let (Some(pc), Some(cc)) = (p.filter(|x| ran(x)), c.filter(|x| ran(x))) else {
-                    continue;
-                };
-                if (violated_of(pc).0 > 0) != (violated_of(cc).0 > 0) {
-                    rows.push([
-                        format!("violated under {}", row.label),
-                        k_slash_n(p),
-                        k_slash_n(c),
-                    ]);
+                match agreement::in_row(row, &counterpart, &peer) {
+                    None | Some(Agreement::Agree) => {}
+                    Some(other) => rows.push([
+                        format!("violated under {} ({})", row.label, other.words()),
+                        k_slash_n(row.case(&peer)),
+                        k_slash_n(row.case(&counterpart)),
+                    ]),
                 }
             }
             Pair {
