@@ -157,8 +157,6 @@ fn ln_choose(n: u32, k: u32) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
 
     fn close(a: f64, b: f64) -> bool {
@@ -179,34 +177,13 @@ mod tests {
         assert!(close(fisher_two_sided((0, 1), (1, 1)), 1.0));
     }
 
-    fn scenario(expect: &[(&str, Expectation)], eithers: &[(&str, &str)]) -> Scenario {
-        Scenario {
-            name: "s".into(),
-            description: String::new(),
-            source: "preset".into(),
-            workload: serde_json::from_value(serde_json::json!({
-                "strategies": [], "clients": 1, "keys": 1, "task": "1ms", "task_mean_ms": 1.0,
-                "leases": ["watchdog"], "watchdog_timeout_ms": 1.0, "acquire_wait_ms": 0.0,
-                "think_ms": 0.0, "rate_per_client": null, "duration_ms": 1.0, "cycles": null,
-                "warmup_ms": 0.0, "workers": "tasks", "on_lost": "abort", "seed": 1
-            }))
-            .expect("a workload"),
-            expect: expect.iter().map(|(k, e)| ((*k).to_owned(), *e)).collect(),
-            theory: Some("the theory".into()),
-            either_mechanisms: eithers
-                .iter()
-                .map(|(k, m)| ((*k).to_owned(), (*m).to_owned()))
-                .collect::<BTreeMap<_, _>>(),
-        }
-    }
-
     fn judge(s: &Scenario, m: (u32, u32), l: (u32, u32)) -> String {
         compare(m, l, || mechanism(s, "model", "lib", "watchdog", m, l)).words()
     }
 
     #[test]
     fn every_pair_is_agree_differ_or_not_told_apart() {
-        let plain = scenario(&[("default", Expectation::Safe)], &[]);
+        let plain = Scenario::for_tests(&[("default", Expectation::Safe)], &[]);
         assert_eq!(judge(&plain, (0, 3), (0, 3)), "agree");
         assert_eq!(judge(&plain, (1, 3), (3, 3)), "agree");
         assert_eq!(judge(&plain, (0, 3), (1, 3)), "not told apart by 3 trials");
@@ -223,7 +200,7 @@ mod tests {
 
     #[test]
     fn a_difference_quotes_the_mechanism_the_scenario_states() {
-        let either = scenario(
+        let either = Scenario::for_tests(
             &[("default", Expectation::Safe), ("lib", Expectation::Either)],
             &[("lib", "a race with the expiry")],
         );
@@ -231,7 +208,7 @@ mod tests {
             judge(&either, (0, 10), (10, 10)),
             "differ: a race with the expiry"
         );
-        let predicted = scenario(
+        let predicted = Scenario::for_tests(
             &[
                 ("default", Expectation::Safe),
                 ("lib", Expectation::Violated),

@@ -955,12 +955,11 @@ pub struct DriverCost {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn theory_is_looked_up_by_strategy_then_lease_kind_then_default() {
-        let scenario = Scenario {
+impl Scenario {
+    /// A scenario of a one-client workload with this `[expect]` table, these `either` mechanisms and
+    /// the theory `the theory`.
+    pub(crate) fn for_tests(expect: &[(&str, Expectation)], eithers: &[(&str, &str)]) -> Self {
+        Scenario {
             name: "s".into(),
             description: String::new(),
             source: "preset".into(),
@@ -971,14 +970,30 @@ mod tests {
                 "warmup_ms": 0.0, "workers": "tasks", "on_lost": "abort", "seed": 1
             }))
             .expect("a workload"),
-            expect: BTreeMap::from([
-                ("default".into(), Expectation::Safe),
-                ("fixed".into(), Expectation::Violated),
-                ("naive".into(), Expectation::Either),
-            ]),
-            theory: None,
-            either_mechanisms: BTreeMap::from([("naive".into(), "a race".into())]),
-        };
+            expect: expect.iter().map(|(k, e)| ((*k).to_owned(), *e)).collect(),
+            theory: Some("the theory".into()),
+            either_mechanisms: eithers
+                .iter()
+                .map(|(k, m)| ((*k).to_owned(), (*m).to_owned()))
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn theory_is_looked_up_by_strategy_then_lease_kind_then_default() {
+        let scenario = Scenario::for_tests(
+            &[
+                ("default", Expectation::Safe),
+                ("fixed", Expectation::Violated),
+                ("naive", Expectation::Either),
+            ],
+            &[("naive", "a race")],
+        );
         assert_eq!(
             scenario.expected("naive", "fixed:1s"),
             Some(Expectation::Either)
