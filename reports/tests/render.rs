@@ -882,6 +882,52 @@ fn models_against_libraries_renders_from_a_hand_made_file() {
         md.contains("| baseline | scripts (SHA1) | aaaaaaa bbbbbbb | same |"),
         "{md}"
     );
+    // 0/10 against 10/10 differs; the cell quotes the scenario's `either` mechanism, and without
+    // one it says so.
+    use lockbench_reports::model::{Expectation, Trials, Verdict};
+    for case in &mut c.runs[0].results.cases {
+        let violated = match case.strategy.as_str() {
+            "redis-watchdog" => 0,
+            "redis-keyspace-naive" => 10,
+            _ => continue,
+        };
+        if violated > 0 {
+            case.safety.verdict = Verdict::Violated;
+        }
+        case.trials = Some(Trials {
+            runs: 10,
+            violated,
+            rate_low: None,
+            rate_high: None,
+            stopped_early: false,
+            fault_not_applied: 0,
+            each: Vec::new(),
+        });
+    }
+    let unexplained = markdown::render(&report::build(input(&c)).unwrap(), "charts");
+    assert!(
+        unexplained.contains("| baseline | against the model | – | differ, unexplained |"),
+        "{unexplained}"
+    );
+    let scenario = &mut c.runs[0].results.scenario;
+    scenario
+        .expect
+        .insert("redis-keyspace-naive".into(), Expectation::Either);
+    scenario.either_mechanisms.insert(
+        "redis-keyspace-naive".into(),
+        "Its re-take races the waiter's acquire.".into(),
+    );
+    let md = markdown::render(&report::build(input(&c)).unwrap(), "charts");
+    assert!(
+        md.contains(
+            "| baseline | against the model | – | differ: Its re-take races the waiter's acquire. |"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("| violated under baseline (differ: Its re-take races the waiter's acquire.) | 10/10 | 0/10 |"),
+        "{md}"
+    );
 }
 
 /// The numbers of `text` in order (`734`, `148.6`, `1`), HTML entities decoded first.
