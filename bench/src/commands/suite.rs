@@ -587,7 +587,7 @@ mod tests {
             "5s",
             "0ns",
             &[
-                "proxy_blackhole at=0ns target=holder duration=1200ms after_acquire=700ms direction=both",
+                "proxy_blackhole at=0ns target=holder duration=1650ms after_acquire=700ms direction=both",
             ],
         ),
         (
