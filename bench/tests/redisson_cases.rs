@@ -50,8 +50,8 @@ fn case<'a>(results: &'a Results, strategy: &str, lease: &str) -> &'a CaseResult
     c
 }
 
-/// A blackhole of the holder's first renewal past Redisson's retries (scaled timeouts: 150 ms × 4
-/// inside a 1.2 s blackhole): classic Redisson never renews again and the waiter takes the lock at
+/// A blackhole of the holder's first renewal past Redisson's retries (its defaults × TTL ÷ 30 s: the
+/// re-sends are spent inside a 1.65 s blackhole, renewal-error.toml): classic Redisson never renews again and the waiter takes the lock at
 /// the TTL while the holder, told nothing, works on for 1.5 s more. redis-watchdog retries until its
 /// deadline and keeps it. 3.44+ Redisson retries at its next tick, which lands within about 0.1 s of the
 /// expiry, either side (the real 3.52.0 was overtaken in 8 of 10 trials, the model in 2 of 10:
