@@ -51,12 +51,18 @@ pub(crate) fn pool(trials: Vec<(u64, CaseResult)>, stopped_early: bool) -> Optio
         })
         .collect();
     let runs = each.len() as u32;
+    // Trials that ran (they have figures) without a verdict: a fault not applied or cut short, a
+    // dead worker, nothing to judge.
+    let unknown = trials
+        .iter()
+        .filter(|(_, c)| c.safety.verdict == Verdict::Unknown && c.capabilities.is_some())
+        .count() as u32;
     let violated = each
         .iter()
         .filter(|t| t.verdict == Verdict::Violated)
         .count() as u32;
     let (rate_low, rate_high) = wilson(violated, runs);
-    let status = pooled_status(trials.iter().map(|(_, c)| c.status));
+    let status = pooled_status(trials.iter().map(|(_, c)| c.status), runs > 0);
     let error = trials.iter().find_map(|(_, c)| c.error.clone());
     let not_applied: Vec<String> = trials
         .iter()
@@ -93,25 +99,30 @@ pub(crate) fn pool(trials: Vec<(u64, CaseResult)>, stopped_early: bool) -> Optio
     } else {
         None
     };
+    // No interval without a fixed number of trials, nor without a trial that counts.
+    let has_rate = !stopped_early && runs > 0;
     pooled.trials = Some(Trials {
         runs,
         violated,
-        rate_low: (!stopped_early).then_some(rate_low),
-        rate_high: (!stopped_early).then_some(rate_high),
+        rate_low: has_rate.then_some(rate_low),
+        rate_high: has_rate.then_some(rate_high),
         stopped_early,
         fault_not_applied: not_applied.len() as u32,
+        unknown,
         each,
     });
     Some(pooled)
 }
 
-/// Interrupted or failed trials mark the pooled case so; skipped ones only when all were.
-fn pooled_status(statuses: impl Iterator<Item = CaseStatus>) -> CaseStatus {
+/// Interrupted trials mark the pooled case so; failed ones only when no trial has a verdict (a failed
+/// trial counts in no rate, and its error stays as the case's note); skipped ones only when all were.
+fn pooled_status(statuses: impl Iterator<Item = CaseStatus>, judged: bool) -> CaseStatus {
     let all: Vec<CaseStatus> = statuses.collect();
-    for worst in [CaseStatus::Interrupted, CaseStatus::Failed] {
-        if all.contains(&worst) {
-            return worst;
-        }
+    if all.contains(&CaseStatus::Interrupted) {
+        return CaseStatus::Interrupted;
+    }
+    if all.contains(&CaseStatus::Failed) && !judged {
+        return CaseStatus::Failed;
     }
     if all.iter().all(|s| *s == CaseStatus::Skipped) {
         CaseStatus::Skipped

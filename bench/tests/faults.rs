@@ -10,7 +10,9 @@ mod support;
 use std::sync::Mutex;
 
 use lockbench_reports::Results;
-use lockbench_reports::model::{CaseResult, CaseStatus, DataState, FaultWindow, Verdict};
+use lockbench_reports::model::{
+    CaseResult, CaseStatus, DataState, FaultWindow, NoVerdict, Verdict,
+};
 
 /// One fault run at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -121,34 +123,50 @@ fn a_pause_longer_than_the_ttl_is_taken_over_and_fencing_rejects_the_stale_write
 }
 
 #[test]
-fn a_fault_that_never_took_effect_gives_no_verdict() {
-    // The case stops after 2 critical sections (under a second here), before the pause is due at
-    // 2.5 s: nothing was paused, so the case says nothing about a pause (it used to read "safe").
-    let results = run(
-        "process-pause",
-        &[
+fn a_fault_that_cannot_run_to_its_end_is_refused_before_any_server_starts() {
+    // process-pause pauses a holder at 500 ms for 2 s and needs half its 1 s TTL after that: a 1 s
+    // case would cut the pause short (it used to pause ~500 ms of the 2 s and report applied, safe).
+    // A case ended by --cycles could stop before the pause is due (it used to run, then read "fault
+    // not applied"). Both are refused in one line naming the flag, before any server starts.
+    for (args, needle) in [
+        (
+            vec!["--duration", "1s"],
+            "faults[0] (pause_worker at=500ms target=holder duration=2s): its window plus 500ms \
+             to recover ends at 3s, after the case ends at 1s (warm-up 0ns + duration 1s): \
+             lengthen the case (--duration 3s or more) or shorten the fault",
+        ),
+        (
+            vec!["--cycles", "2"],
+            "a case ended by --cycles may stop before the fault has run: drop --cycles and bound \
+             the case by --duration (3s or more)",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut full = vec![
+            "run",
+            "--scenario",
+            "process-pause",
             "--strategies",
             "redis-watchdog",
-            "--fault",
-            "pause_worker at=2500ms duration=500ms",
-            "--cycles",
-            "2",
-        ],
-    );
-    let c = case(&results, "redis-watchdog");
-    assert_eq!(c.faults.len(), 1, "{:?}", c.faults);
-    assert_eq!(c.faults[0].applied, Some(false), "{:?}", c.faults);
-    assert_eq!(
-        c.safety.verdict,
-        Verdict::Unknown,
-        "never safe: {:?}",
-        c.safety
-    );
-    assert_eq!(c.safety.data, None);
-    assert_eq!(
-        c.fault_not_applied.as_deref(),
-        Some("fault not applied: pause_worker: the case ended first")
-    );
+            "--out",
+            dir.path().to_str().unwrap(),
+        ];
+        full.extend(args);
+        let started = std::time::Instant::now();
+        let out = support::run(&full);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{full:?}: {stderr}");
+        assert!(stderr.contains(needle), "{full:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+            "nothing ran, nothing written"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "refused before any server started"
+        );
+    }
 }
 
 #[test]
@@ -628,5 +646,8 @@ fn a_py_kazoo_holder_whose_session_expires_aborts_before_its_write() {
     within("loss noticed", w.loss_noticed_ms, 1000.0, 3000.0);
     assert_eq!(c.safety.lost_signal.fired, 1, "{:?}", c.safety);
     assert_eq!(c.safety.lost_updates.completed_writes, 0, "{:?}", c.safety);
-    assert_eq!(c.safety.data, Some(DataState::Intact));
+    // One client and no write: nothing to judge, so no verdict (never "safe, data intact").
+    assert_eq!(c.safety.verdict, Verdict::Unknown, "{:?}", c.safety);
+    assert_eq!(c.safety.no_verdict, Some(NoVerdict::NoCompletedSection));
+    assert_eq!(c.safety.data, None);
 }

@@ -313,13 +313,19 @@ pub fn not_measured(grid: &Grid<'_>) -> Vec<String> {
                     verdict_word(Some(c)),
                     why_not(c).unwrap_or("no reason recorded")
                 )),
-                Some(c) if c.trials.as_ref().is_some_and(|t| t.fault_not_applied > 0) => {
-                    let skipped = c.trials.as_ref().map_or(0, |t| t.fault_not_applied);
+                Some(c)
+                    if c.trials
+                        .as_ref()
+                        .is_some_and(|t| t.unknown.max(t.fault_not_applied) > 0) =>
+                {
+                    let t = c.trials.as_ref();
+                    let skipped = t.map_or(0, |t| t.unknown.max(t.fault_not_applied));
                     lines.push(format!(
-                        "{} under {}: {skipped} trial{} without a verdict (fault not applied), not counted",
+                        "{} under {}: {skipped} trial{} without a verdict ({}), not counted",
                         s.id,
                         row.label,
-                        if skipped == 1 { "" } else { "s" }
+                        if skipped == 1 { "" } else { "s" },
+                        why_not(c).unwrap_or("fault not applied")
                     ));
                 }
                 Some(c) if c.error.is_some() => lines.push(format!(

@@ -2,7 +2,7 @@
 //! columns (one per strategy), and the facts read off one case (did it run, what it violated).
 
 use crate::comparison::{Comparison, StrategyInfo, SuiteRun};
-use crate::model::{CaseResult, CaseStatus, Verdict};
+use crate::model::{CaseResult, CaseStatus, DataState, NoVerdict, Verdict, Violation};
 
 /// The report's grid.
 #[derive(Debug)]
@@ -205,7 +205,10 @@ pub fn trials_line(case: &CaseResult) -> Option<String> {
     }
     Some(match &case.trials {
         Some(t) if t.stopped_early => {
-            format!("broke at trial {} (stopped there, so no rate){why}", t.runs)
+            format!(
+                "broke at trial {} (stopped there, so no rate){why}",
+                t.ran()
+            )
         }
         Some(t) => format!(
             "violated in {} of {} trial{}{}{why}",
@@ -221,12 +224,17 @@ pub fn trials_line(case: &CaseResult) -> Option<String> {
 }
 
 /// What became of the data in a violated case: `data harmed`, `data intact (fenced)` (fencing
-/// rejected the stale writes) or `data intact`; `None` for a case that is not violated.
+/// rejected the stale writes) or `data intact`; when tokens went backwards and nothing else harmed
+/// the data, `rightful holder refused: token went backwards` (the write fencing refused was the
+/// newer holder's, so nothing about it is intact); `None` for a case that is not violated.
 pub fn data_words(case: &CaseResult) -> Option<String> {
     if case.safety.verdict != Verdict::Violated {
         return None;
     }
     let data = case.safety.data_state()?;
+    if data == DataState::Intact && case.safety.reasons.contains(&Violation::TokenRegressions) {
+        return Some(TOKEN_WENT_BACKWARDS.to_owned());
+    }
     Some(if case.safety.fenced() {
         format!("{} (fenced)", data.words())
     } else {
@@ -263,30 +271,46 @@ pub fn violated_of(case: &CaseResult) -> (u32, u32) {
     }
 }
 
-/// Whether the case produced figures (it ran, possibly cut short).
+/// What a violated case whose tokens went backwards did to the data, when nothing else harmed it.
+pub const TOKEN_WENT_BACKWARDS: &str = "rightful holder refused: token went backwards";
+
+/// Whether the case has a verdict to show (it ran, possibly interrupted, and was judged). A failed
+/// case never has one, whatever an older file says: its experiment did not happen as described.
 pub fn ran(case: &CaseResult) -> bool {
     case.safety.verdict != Verdict::Unknown
-        && matches!(
-            case.status,
-            CaseStatus::Complete | CaseStatus::Interrupted | CaseStatus::Failed
-        )
+        && matches!(case.status, CaseStatus::Complete | CaseStatus::Interrupted)
 }
 
-/// The cell text of the verdict: `safe`, `VIOLATED`, `skipped`, `failed`, `fault not applied` (no
-/// verdict: its fault did not take effect), `held no lock` (it ran, but no client held the lock: no
-/// evidence either way), `not run`.
+/// The cell text of the verdict: `safe`, `VIOLATED`, `skipped`, `failed`, the reason a case that ran
+/// has no verdict ([`NoVerdict::words`]: `fault not applied`, `no contention`, `worker died`, ...),
+/// `not run`.
 pub fn verdict_word(case: Option<&CaseResult>) -> &'static str {
-    match case {
-        None => "not run",
-        Some(c) => match (c.safety.verdict, c.status) {
-            (Verdict::Safe, _) => "safe",
-            (Verdict::Violated, _) => "VIOLATED",
-            (Verdict::Unknown, CaseStatus::Skipped) => "skipped",
-            (Verdict::Unknown, CaseStatus::Failed) => "failed",
-            (Verdict::Unknown, _) if c.fault_not_applied.is_some() => "fault not applied",
-            (Verdict::Unknown, CaseStatus::Complete | CaseStatus::Interrupted) => "held no lock",
-        },
+    let Some(c) = case else {
+        return "not run";
+    };
+    if let Some(why) = c.safety.no_verdict {
+        return why.words();
     }
+    match (c.safety.verdict, c.status) {
+        (_, CaseStatus::Failed) => "failed",
+        (Verdict::Safe, _) => "safe",
+        (Verdict::Violated, _) => "VIOLATED",
+        (Verdict::Unknown, CaseStatus::Skipped) => "skipped",
+        (Verdict::Unknown, _) if c.fault_not_applied.is_some() => "fault not applied",
+        (Verdict::Unknown, CaseStatus::Complete | CaseStatus::Interrupted) => "held no lock",
+    }
+}
+
+/// The legend's line on cells without a verdict: each [`NoVerdict`] reason and what it means.
+pub fn no_verdict_legend() -> String {
+    let each: Vec<String> = NoVerdict::ALL
+        .iter()
+        .map(|r| format!("\u{201c}{}\u{201d}: {}", r.words(), r.meaning()))
+        .collect();
+    format!(
+        "no verdict (never counted as safe, and in no rate): {}",
+        each.join("; ")
+    )
 }
 
 /// Why a case has no figures or no verdict: its error, else why its fault did not take effect.

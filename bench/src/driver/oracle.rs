@@ -71,6 +71,8 @@ struct KeyState {
     pending: BinaryHeap<Reverse<Pending>>,
     active: Vec<Active>,
     max_end: u64,
+    /// The client whose interval ends at `max_end`.
+    max_end_client: u32,
     /// The end of the key's orphaned interval no other client has acquired after yet.
     orphaned_at: Option<u64>,
     overlapped: bool,
@@ -107,6 +109,9 @@ pub(crate) struct OracleFindings {
     pub orphan_waits: Vec<(u64, Option<u64>)>,
     /// Every grant by time, with how long its acquire waited.
     pub grants: Grants,
+    /// Whether any key was wanted by two clients at once: an acquire started while another client
+    /// held the key (it waited, or overlapped). Without it nobody could have overlapped anyone.
+    pub contended: bool,
 }
 
 const MAX_EXAMPLES: usize = 20;
@@ -149,6 +154,7 @@ impl Oracle {
                 holder_sample: None,
                 orphan_waits: Vec::new(),
                 grants: Grants::new(case_start),
+                contended: false,
             },
             sampler: HolderSampler::new(keys),
         }
@@ -266,6 +272,7 @@ fn sweep_one(
             continue;
         }
         found.pairs += 1;
+        found.contended = true;
         found.total_ns += overlap;
         found.max_ns = found.max_ns.max(overlap);
         if !state.overlapped {
@@ -305,7 +312,13 @@ fn sweep_one(
             .orphan_waits
             .push((at.saturating_sub(measure_from), Some(x.start - at)));
     }
-    state.max_end = state.max_end.max(x.end);
+    if x.acquire_started < state.max_end && state.max_end_client != next.client {
+        found.contended = true;
+    }
+    if x.end >= state.max_end {
+        state.max_end = x.end;
+        state.max_end_client = next.client;
+    }
     match x.ended_by {
         EndedBy::Lost => found.lost_fired += 1,
         EndedBy::Orphaned => state.orphaned_at = Some(x.end),

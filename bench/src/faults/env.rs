@@ -75,6 +75,8 @@ pub(super) struct Record {
     /// Whether the fault took effect, by its own evidence (`None`: not checked).
     pub(super) applied: Option<bool>,
     pub(super) evidence: Option<String>,
+    /// Why its window ended before its planned end (the case stopped first).
+    pub(super) cut_short: Option<String>,
 }
 
 impl Record {
@@ -94,7 +96,15 @@ impl Record {
             notes: Vec::new(),
             applied: None,
             evidence: None,
+            cut_short: None,
         }
+    }
+
+    /// The fault's window ended before its planned end: `why` (the case has no verdict).
+    pub(super) fn cut_short(&mut self, why: impl Into<String>) {
+        let why = why.into();
+        self.notes.push(format!("cut short: {why}"));
+        self.cut_short.get_or_insert(why);
     }
 
     /// The fault took effect: `evidence` says how that is known.
@@ -142,6 +152,7 @@ impl Record {
             note: (!self.notes.is_empty()).then(|| self.notes.join("; ")),
             applied: self.applied,
             evidence: self.evidence,
+            cut_short: self.cut_short,
         }
     }
 }
@@ -179,12 +190,30 @@ pub(super) async fn sleep_until(env: &FaultEnv, at: u64) -> bool {
 }
 
 /// Waits `d` (how long a fault lasts) or until the case ends, whichever comes first; the caller then
-/// lifts the fault.
-pub(super) async fn hold_for(env: &FaultEnv, d: Option<Duration>) {
+/// lifts the fault. A case that ends first cuts the fault short ([`Record::cut_short`]).
+pub(super) async fn hold_for(env: &FaultEnv, d: Option<Duration>, rec: &mut Record) {
     if let Some(d) = d {
-        let until = env.clock.now() + duration_ns(d);
-        sleep_until(env, until).await;
+        let from = env.clock.now();
+        lasts_until(env, from, from + duration_ns(d), rec).await;
     }
+}
+
+/// Waits until `until` (ns), the planned end of a fault window that began at `from`; if the case ends
+/// first, the fault was cut short, and `rec` says by how much.
+pub(super) async fn lasts_until(env: &FaultEnv, from: u64, until: u64, rec: &mut Record) {
+    if !sleep_until(env, until).await {
+        rec.cut_short(cut_short_words(env.clock.now(), from, until));
+    }
+}
+
+/// `the case ended 500 ms into its 2 s window`.
+pub(super) fn cut_short_words(now: u64, from: u64, until: u64) -> String {
+    let d = |ns: u64| crate::base::duration::format_duration(Duration::from_nanos(ns));
+    format!(
+        "the case ended {} into its {} window",
+        d(now.saturating_sub(from)),
+        d(until.saturating_sub(from))
+    )
 }
 
 /// Runs `f` on the blocking pool.

@@ -5,8 +5,8 @@
 use lockbench_servers::{Fault, Proxy};
 
 use super::env::{
-    FaultEnv, Record, Victim, describe_victim, hold_for, measure_any, measure_victim, pick_client,
-    sleep_until,
+    FaultEnv, Record, Victim, describe_victim, hold_for, lasts_until, measure_any, measure_victim,
+    pick_client, sleep_until,
 };
 use super::proxies::{self, ClientProxies};
 use crate::base::clock::duration_ns;
@@ -107,7 +107,7 @@ async fn degrade(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record, chosen: &[&
     for p in chosen {
         proxies::set(p, spec.direction, fault);
     }
-    hold_for(env, spec.duration).await;
+    hold_for(env, spec.duration, rec).await;
     let bytes = affected(chosen) - before;
     let verb = if spec.kind == FaultKind::ProxyDelay {
         "delayed"
@@ -150,6 +150,9 @@ async fn reset(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record, chosen: &[&Pr
         if next >= end || !sleep_until(env, next).await {
             break;
         }
+    }
+    if let Some(end) = end {
+        lasts_until(env, t0, end, rec).await;
     }
     rec.param("resets", resets);
     rec.param("connections_reset", connections as u64);

@@ -16,8 +16,8 @@ use lockbench_servers::redis_cluster::NODE_TIMEOUT as CLUSTER_NODE_TIMEOUT;
 use lockbench_servers::redis_sentinel::DOWN_AFTER as SENTINEL_DOWN_AFTER;
 
 use super::env::{
-    FaultEnv, Record, ServerAccess, Victim, blocking, describe_victim, hold_for, measure_any,
-    measure_victim, pick_client, seen_in_state, sleep_until,
+    FaultEnv, Record, ServerAccess, Victim, blocking, describe_victim, hold_for, lasts_until,
+    measure_any, measure_victim, pick_client, seen_in_state, sleep_until,
 };
 use super::topology::{CaseServers, FailoverReport};
 use crate::backends::ServerKind;
@@ -210,7 +210,7 @@ async fn pause_server(
         return not_applied(rec, e);
     }
     rec.evidence(seen_in_state(pid, 'T', "server process").await);
-    hold_for(env, spec.duration).await;
+    hold_for(env, spec.duration, rec).await;
     if let Err(e) = signal_group(pid, libc::SIGCONT) {
         rec.note(e);
     }
@@ -242,7 +242,7 @@ async fn client_pause(
     }
     let length = spec.duration.unwrap_or_default();
     let ping = tokio::spawn(ping_wait(socket, length));
-    hold_for(env, spec.duration).await;
+    hold_for(env, spec.duration, rec).await;
     if env.stop.is_set() {
         let args = ["CLIENT", "UNPAUSE"].map(str::to_owned).to_vec();
         let _ = redis_command(socket, args).await;
@@ -276,6 +276,9 @@ async fn pubsub_kill(
 ) -> Result<bool, NotApplied> {
     let socket = redis_target(env, rec)?;
     let (kills, killed) = pubsub_kills(spec, env, socket, t0).await;
+    if let Some(d) = spec.duration {
+        lasts_until(env, t0, t0 + duration_ns(d), rec).await;
+    }
     rec.param("kills", kills);
     rec.param("connections_killed", killed);
     rec.evidence(if killed > 0 {
@@ -433,7 +436,7 @@ async fn node_fault(
             rec.target = blocking(move || killer.kill_nodes(&nodes)).await?;
             rec.took_effect(format!("killed {}", rec.target));
             if spec.duration.is_some() {
-                hold_for(env, spec.duration).await;
+                hold_for(env, spec.duration, rec).await;
                 let nodes = spec.nodes.clone();
                 blocking(move || own.restart_nodes(&nodes)).await?;
                 rec.stop = Some(env.clock.now());

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use super::cgroup::CpuQuota;
 use super::env::{
-    FaultEnv, Record, describe_victim, hold_for, measure_victim, pick_client, seen_in_state,
+    FaultEnv, Record, describe_victim, hold_for, lasts_until, measure_victim, pick_client,
+    seen_in_state,
 };
 use super::workers::{Crash, HOG_THREAD, STARVED_THREAD, WorkerCommand};
 use crate::base::clock::duration_ns;
@@ -40,7 +41,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             if let Some(pid) = workers.pid(victim.client) {
                 rec.evidence(seen_in_state(pid, 'T', "worker process").await);
             }
-            hold_for(env, spec.duration).await;
+            hold_for(env, spec.duration, rec).await;
             if let Err(e) = workers.signal(victim.client, libc::SIGCONT) {
                 rec.note(e);
             }
@@ -82,8 +83,10 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                     starved_threads_seen(env, pid, until_ns).await
                 });
             }
-            // The worker ends it by itself at `until_ns`, also if the case ends first.
-            rec.stop = Some(until_ns);
+            // The worker ends it by itself at `until_ns`, also if the case ends first (then it was
+            // cut short).
+            lasts_until(env, t0, until_ns, rec).await;
+            rec.stop = Some(until_ns.min(env.clock.now()));
         }
         FaultKind::CgroupQuota => {
             let Some(pid) = workers.pid(victim.client) else {
@@ -97,7 +100,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                     return;
                 }
             };
-            hold_for(env, spec.duration).await;
+            hold_for(env, spec.duration, rec).await;
             rec.evidence(match quota.throttled() {
                 Ok(t) if !t.is_zero() => Ok(format!(
                     "the cgroup throttled the worker for {:.0} ms (cpu.stat)",

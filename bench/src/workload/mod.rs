@@ -348,7 +348,11 @@ impl Workload {
         let faults = resolve_faults(
             merged.faults.as_deref().unwrap_or_default(),
             workers,
-            duration_limit.map(|d| d + warmup),
+            CaseLength {
+                warmup,
+                duration: duration_limit,
+                cycles,
+            },
             clients,
             units,
         )?;
@@ -445,12 +449,22 @@ impl Workload {
     }
 }
 
+/// What bounds a case: its warm-up, then its measured `duration` and/or its `cycles`.
+#[derive(Debug, Clone, Copy)]
+struct CaseLength {
+    warmup: Duration,
+    duration: Option<Duration>,
+    cycles: Option<u64>,
+}
+
 /// Checks the `faults` of a workload: each one (errors name `faults[i]`), that client faults have
-/// worker processes, that a `client:N` target exists, and that each fault starts before the case ends.
+/// worker processes, that a `client:N` target exists, and that each fault's window plus the recovery
+/// after it ([`FaultSpec::planned_end`]) fits in the case — a case that `cycles` may end early
+/// cannot promise that, so it takes no faults. The error names the flag to change.
 fn resolve_faults(
     files: &[FaultFile],
     workers: WorkerMode,
-    case_length: Option<Duration>,
+    case: CaseLength,
     clients: u32,
     units: Units,
 ) -> Result<Vec<FaultSpec>, String> {
@@ -477,13 +491,35 @@ fn resolve_faults(
                 clients - 1
             ));
         }
-        if let Some(length) = case_length
-            && spec.at >= length
-        {
+        let end = spec.planned_end(units.ttl);
+        let needed = end
+            .saturating_sub(case.warmup)
+            .max(Duration::from_millis(1));
+        if case.cycles.is_some() {
             return Err(format!(
-                "faults[{i}].at: {} is not before the case ends (warm-up + duration = {})",
-                format_duration(spec.at),
-                format_duration(length)
+                "faults[{i}] ({spec}): a case ended by --cycles may stop before the fault has run: \
+                 drop --cycles and bound the case by --duration ({} or more)",
+                format_duration(needed)
+            ));
+        }
+        if let Some(duration) = case.duration
+            && end > case.warmup + duration
+        {
+            let recovery = spec.kind.recovery(units.ttl);
+            let plus = if recovery.is_zero() {
+                String::new()
+            } else {
+                format!(" plus {} to recover", format_duration(recovery))
+            };
+            return Err(format!(
+                "faults[{i}] ({spec}): its window{plus} ends at {}, after the case ends at {} \
+                 (warm-up {} + duration {}): lengthen the case (--duration {} or more) or shorten \
+                 the fault",
+                format_duration(end),
+                format_duration(case.warmup + duration),
+                format_duration(case.warmup),
+                format_duration(duration),
+                format_duration(needed)
             ));
         }
         specs.push(spec);
@@ -502,7 +538,7 @@ mod tests {
     #[test]
     fn a_longer_warm_up_moves_the_faults_with_it() {
         let w = resolve(
-            "workers = \"processes\"\nwarmup = \"300ms\"\nduration = \"3s\"\n\
+            "workers = \"processes\"\nwatchdog_timeout = \"1s\"\nwarmup = \"300ms\"\nduration = \"4s\"\n\
              [[faults]]\nkind = \"pause_worker\"\nat = \"1s\"\nduration = \"2s\"",
         )
         .expect("valid");
@@ -572,9 +608,49 @@ mod tests {
     }
 
     #[test]
+    fn a_fault_must_run_to_its_end_and_recover_inside_the_case() {
+        let pause = |duration: &str, fault: &str| {
+            resolve(&format!(
+                "workers = \"processes\"\nwatchdog_timeout = \"1s\"\nwarmup = \"0s\"\n\
+                 duration = \"{duration}\"\n[[faults]]\n{fault}"
+            ))
+        };
+        let fault = "kind = \"pause_worker\"\nat = \"500ms\"\nduration = \"2s\"";
+        // 500 ms + 2 s + half the TTL to recover: 3 s fit, 2.9 s do not.
+        assert!(pause("3s", fault).is_ok());
+        let err = pause("2900ms", fault).expect_err("too short");
+        assert_eq!(
+            err,
+            "faults[0] (pause_worker at=500ms target=holder duration=2s): its window plus 500ms \
+             to recover ends at 3s, after the case ends at 2900ms (warm-up 0ns + duration \
+             2900ms): lengthen the case (--duration 3s or more) or shorten the fault"
+        );
+        // A fault that only slows things down needs no recovery time; its window must still fit.
+        let hog = "kind = \"cpu_hog\"\nat = \"500ms\"\nduration = \"2s\"";
+        assert!(pause("2500ms", hog).is_ok());
+        assert!(pause("2400ms", hog).is_err());
+        // An instantaneous fault needs its recovery.
+        let crash = "kind = \"crash_worker\"\nat = \"2s\"";
+        assert!(pause("2500ms", crash).is_ok());
+        assert!(pause("2400ms", crash).is_err());
+        // A case that cycles may end takes no fault: it could stop before the fault ever starts.
+        let err = resolve(&format!(
+            "workers = \"processes\"\nwatchdog_timeout = \"1s\"\ncycles = 2\n[[faults]]\n{fault}"
+        ))
+        .expect_err("cycles");
+        assert!(
+            err.contains(
+                "a case ended by --cycles may stop before the fault has run: drop --cycles"
+            ),
+            "{err}"
+        );
+        // Every preset fits its own case: `scenarios::every_preset_resolves_and_describes_itself`.
+    }
+
+    #[test]
     fn faults_are_checked_against_the_workload() {
         let ok = resolve(
-            "workers = \"processes\"\n[[faults]]\nkind = \"pause_worker\"\nat = \"1s\"\nduration = \"2s\"",
+            "workers = \"processes\"\nwatchdog_timeout = \"1s\"\n[[faults]]\nkind = \"pause_worker\"\nat = \"1s\"\nduration = \"2s\"",
         )
         .expect("valid");
         assert_eq!(ok.faults.len(), 1);
@@ -589,7 +665,8 @@ mod tests {
             ),
             (
                 "[[faults]]\nkind = \"pause_server\"\nduration = \"2s\"\nat = \"1m\"",
-                "faults[0].at: 1m is not before the case ends",
+                "faults[0] (pause_server at=1m target=server duration=2s): its window plus 15s to \
+                 recover ends at 77s, after the case ends at 11s",
             ),
             (
                 "[[faults]]\nkind = \"proxy_reset\"\ntarget = \"client:8\"",
