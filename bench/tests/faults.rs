@@ -170,6 +170,62 @@ fn a_fault_that_cannot_run_to_its_end_is_refused_before_any_server_starts() {
 }
 
 #[test]
+fn a_fault_cut_short_by_ctrl_c_leaves_its_case_without_a_verdict() {
+    // process-pause pauses a holder 500 ms into the case for 2 s; Ctrl-C 1.2 s in ends the case in
+    // the middle of the pause. The pause did not run as described, so no verdict (it used to count).
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let marks = tempfile::tempdir().unwrap();
+    let measuring = marks.path().join("measuring");
+    let mut child = support::lockbench()
+        .env("LOCKBENCH_MEASURING_FILE", &measuring)
+        .args([
+            "run",
+            "--scenario",
+            "process-pause",
+            "--strategies",
+            "redis-watchdog",
+            "--no-progress",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    if !lockbench_servers::poll::until(std::time::Duration::from_secs(30), || measuring.exists()) {
+        let _ = child.kill();
+        panic!("the case did not start measuring within 30 s");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = support::read_results(dir.path());
+    let c = &results.cases[0];
+    assert_eq!(c.status, CaseStatus::Interrupted, "{:?}", c.error);
+    let w = &c.faults[0];
+    let cut = w.cut_short.as_deref().expect("cut short");
+    assert!(
+        cut.starts_with("the case ended ") && cut.ends_with(" into its 2s window"),
+        "{w:?}"
+    );
+    assert_eq!(c.safety.verdict, Verdict::Unknown, "{:?}", c.safety);
+    assert_eq!(c.safety.no_verdict, Some(NoVerdict::FaultCutShort));
+    let error = c.error.as_deref().unwrap_or_default();
+    assert!(
+        error.starts_with("fault cut short: pause_worker: the case ended "),
+        "{error}"
+    );
+}
+
+#[test]
 fn a_crashed_holder_blocks_its_lock_for_about_the_ttl() {
     // client-crash: kill -9 right after an acquire. The lock is free again once the server expires
     // it: Redis sets the key's TTL at the acquire (measured 1001-1045 ms); an etcd lease and a

@@ -306,13 +306,21 @@ pub fn not_measured(grid: &Grid<'_>) -> Vec<String> {
     for row in &grid.rows {
         for s in &grid.strategies {
             match row.case(&s.id) {
-                Some(c) if !ran(c) => lines.push(format!(
-                    "{} under {}: {} ({})",
-                    s.id,
-                    row.label,
-                    verdict_word(Some(c)),
-                    why_not(c).unwrap_or("no reason recorded")
-                )),
+                Some(c) if !ran(c) => {
+                    let word = verdict_word(Some(c));
+                    lines.push(match why_not(c) {
+                        // The line names its reason itself (`no contention: one client per key …`).
+                        Some(why) if why.starts_with(word) => {
+                            format!("{} under {}: {why}", s.id, row.label)
+                        }
+                        why => format!(
+                            "{} under {}: {word} ({})",
+                            s.id,
+                            row.label,
+                            why.unwrap_or("no reason recorded")
+                        ),
+                    });
+                }
                 Some(c)
                     if c.trials
                         .as_ref()
