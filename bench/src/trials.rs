@@ -420,6 +420,49 @@ mod tests {
     }
 
     #[test]
+    fn no_trial_counted_gives_no_interval_and_every_trial_run_is_counted() {
+        let none = pool(
+            vec![
+                (1, trial(Verdict::Unknown, true)),
+                (2, trial(Verdict::Unknown, true)),
+            ],
+            false,
+        )
+        .expect("pooled");
+        let t = none.trials.expect("trials");
+        assert_eq!((t.runs, t.unknown), (0, 2));
+        assert_eq!((t.rate_low, t.rate_high), (None, None), "no rate to bound");
+        let stopped = pool(
+            vec![
+                (1, trial(Verdict::Unknown, true)),
+                (2, trial(Verdict::Violated, false)),
+            ],
+            true,
+        )
+        .expect("pooled");
+        let t = stopped.trials.expect("trials");
+        assert_eq!((t.runs, t.unknown, t.ran()), (1, 1, 2), "broke at trial 2");
+    }
+
+    #[test]
+    fn a_trial_whose_worker_died_counts_in_no_rate_and_does_not_fail_the_others() {
+        let mut died = trial(Verdict::Unknown, false);
+        died.status = CaseStatus::Failed;
+        died.error = Some("worker 1 died: killed by signal 9 (SIGKILL)".into());
+        let pooled =
+            pool(vec![(1, died), (2, trial(Verdict::Safe, false))], false).expect("pooled");
+        assert_eq!(pooled.status, CaseStatus::Complete);
+        assert_eq!(pooled.safety.verdict, Verdict::Safe);
+        assert_eq!(
+            pooled.error.as_deref(),
+            Some("worker 1 died: killed by signal 9 (SIGKILL)"),
+            "kept as the case's note"
+        );
+        let t = pooled.trials.expect("trials");
+        assert_eq!((t.runs, t.unknown), (1, 1));
+    }
+
+    #[test]
     fn wilson_matches_known_intervals() {
         // Reference values: Wilson score interval, z = 1.96 (e.g. Newcombe 1998, Table I; R's
         // prop.test without continuity correction).

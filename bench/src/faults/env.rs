@@ -316,6 +316,45 @@ pub(super) async fn measure_any(env: &FaultEnv, cursor: usize, t0: u64, rec: &mu
         .await;
 }
 
+/// For a fault aimed at a holder (`target = holder`): whether the hold it was aimed at was still held
+/// when the fault struck at `t0`, by the holder's own hold events (the times its intervals are made
+/// of). A hold that had ended first was not hit: the fault is not applied. Otherwise the evidence says
+/// which hold it struck.
+pub(super) fn check_struck_hold(
+    env: &FaultEnv,
+    target: Target,
+    victim: &Victim,
+    t0: u64,
+    rec: &mut Record,
+) {
+    if target != Target::Holder {
+        return;
+    }
+    let Some((key, acquired)) = victim.held else {
+        return;
+    };
+    let ms = |ns: u64| ns as f64 / 1e6;
+    match env.board.ended_at(victim.client, key, acquired) {
+        Some(ended) if ended < t0 => rec.not_applied(format!(
+            "it struck no hold: client {} had ended its hold of key {key} {:.1} ms before",
+            victim.client,
+            ms(t0 - ended)
+        )),
+        _ if rec.applied != Some(false) => {
+            let held = format!(
+                "client {} held key {key} when it struck (acquired {:.1} ms before)",
+                victim.client,
+                ms(t0.saturating_sub(acquired))
+            );
+            rec.evidence = Some(match rec.evidence.take() {
+                Some(e) => format!("{e}; {held}"),
+                None => held,
+            });
+        }
+        _ => {}
+    }
+}
+
 pub(super) fn describe_victim(victim: &Victim) -> String {
     match victim.held {
         Some((key, _)) => format!("client {} (holding key {key})", victim.client),
@@ -326,6 +365,78 @@ pub(super) fn describe_victim(victim: &Victim) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn env_with(events: &[(u64, HoldChange)]) -> FaultEnv {
+        let board = HoldBoard::new();
+        for &(at_ns, change) in events {
+            board.push(HoldEvent {
+                client: 1,
+                key: 0,
+                at_ns,
+                change,
+            });
+        }
+        FaultEnv {
+            clock: MonoClock::new(),
+            go: 0,
+            stop: StopSignal::new(),
+            board,
+            workers: None,
+            proxies: None,
+            server: ServerAccess::None,
+            key_prefix: String::new(),
+        }
+    }
+
+    fn pause_record() -> Record {
+        let spec = crate::workload::faults::FaultSpec::resolve(
+            &crate::workload::faults::parse_fault_text("pause_worker at=0s duration=1s")
+                .expect("parses"),
+            crate::base::duration::Units {
+                ttl: Duration::from_secs(1),
+                task: Duration::from_millis(10),
+            },
+        )
+        .expect("valid");
+        let mut rec = Record::new(&spec, 0);
+        rec.took_effect("worker process 7 stopped (/proc state T)");
+        rec
+    }
+
+    #[test]
+    fn a_holder_fault_that_struck_after_the_hold_ended_is_not_applied() {
+        // Client 1 held key 0 from 100 µs to 200 µs; the fault struck at 300 µs (a 20 ms task that
+        // released before the fault landed).
+        let env = env_with(&[
+            (100_000, HoldChange::Acquired),
+            (200_000, HoldChange::Ended(EndedBy::Released)),
+        ]);
+        let victim = Victim {
+            client: 1,
+            held: Some((0, 100_000)),
+        };
+        let mut missed = pause_record();
+        check_struck_hold(&env, Target::Holder, &victim, 300_000, &mut missed);
+        assert_eq!(missed.applied, Some(false));
+        assert_eq!(
+            missed.evidence.as_deref(),
+            Some("it struck no hold: client 1 had ended its hold of key 0 0.1 ms before")
+        );
+        let mut hit = pause_record();
+        check_struck_hold(&env, Target::Holder, &victim, 150_000, &mut hit);
+        assert_eq!(hit.applied, Some(true));
+        assert_eq!(
+            hit.evidence.as_deref(),
+            Some(
+                "worker process 7 stopped (/proc state T); client 1 held key 0 when it struck \
+                 (acquired 0.1 ms before)"
+            )
+        );
+        // A client named by the user is hit whether it holds or not.
+        let mut named = pause_record();
+        check_struck_hold(&env, Target::Client(1), &victim, 300_000, &mut named);
+        assert_eq!(named.applied, Some(true));
+    }
 
     #[tokio::test]
     async fn a_pause_of_a_process_already_gone_did_not_take_effect() {

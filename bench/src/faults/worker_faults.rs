@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::cgroup::CpuQuota;
 use super::env::{
-    FaultEnv, Record, describe_victim, hold_for, lasts_until, measure_victim, pick_client,
-    seen_in_state,
+    FaultEnv, Record, check_struck_hold, describe_victim, hold_for, lasts_until, measure_victim,
+    pick_client, seen_in_state,
 };
 use super::workers::{Crash, HOG_THREAD, STARVED_THREAD, WorkerCommand};
 use crate::base::clock::duration_ns;
@@ -115,6 +115,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         _ => return,
     }
     measure_victim(env, victim, cursor, t0, rec).await;
+    check_struck_hold(env, spec.target, &victim, t0, rec);
 }
 
 /// Waits (until the hog ends, at most 1.5 s: a worker under a CPU quota may wait most of a period
