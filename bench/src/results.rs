@@ -90,8 +90,8 @@ pub(crate) struct Judged<'a> {
     pub held_anything: bool,
     /// Writes the resource accepted (completed critical sections).
     pub completed_writes: u64,
-    /// Some key was wanted by two clients at once (the oracle's `contended`, or an acquire that timed
-    /// out waiting for a key).
+    /// Some key was wanted by two clients at once: the oracle's `contended`, an acquire that timed
+    /// out waiting for a key, or one the end of the case cut short while another client held its key.
     pub contended: bool,
 }
 
@@ -176,7 +176,9 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
             faults: &run.faults,
             held_anything: r.completed_writes > 0 || t.acquired > 0,
             completed_writes: r.completed_writes,
-            contended: f.contended || t.acquire_errors.get("timeout").is_some_and(|n| *n > 0),
+            contended: f.contended
+                || t.acquire_errors.get("timeout").is_some_and(|n| *n > 0)
+                || t.cut_acquires.iter().any(|&(key, at)| f.waited(key, at)),
         },
     );
     let verdict = judged(

@@ -87,7 +87,8 @@ fn a_pause_longer_than_the_ttl_is_taken_over_and_fencing_rejects_the_stale_write
         assert!(
             w.evidence
                 .as_deref()
-                .is_some_and(|e| e.ends_with("stopped (/proc state T)")),
+                .is_some_and(|e| e.contains("stopped (/proc state T); client ")
+                    && e.contains(" when it struck (acquired ")),
             "{w:?}"
         );
         assert!(w.target.starts_with("client "), "{w:?}");
@@ -124,21 +125,23 @@ fn a_pause_longer_than_the_ttl_is_taken_over_and_fencing_rejects_the_stale_write
 
 #[test]
 fn a_fault_that_cannot_run_to_its_end_is_refused_before_any_server_starts() {
-    // process-pause pauses a holder at 500 ms for 2 s and needs half its 1 s TTL after that: a 1 s
+    // process-pause pauses a holder (the next to acquire, within its longest 300 ms task) at 500 ms
+    // for 2 s and needs half its 1 s TTL after that: a 1 s
     // case would cut the pause short (it used to pause ~500 ms of the 2 s and report applied, safe).
     // A case ended by --cycles could stop before the pause is due (it used to run, then read "fault
     // not applied"). Both are refused in one line naming the flag, before any server starts.
     for (args, needle) in [
         (
             vec!["--duration", "1s"],
-            "faults[0] (pause_worker at=500ms target=holder duration=2s): its window plus 500ms \
-             to recover ends at 3s, after the case ends at 1s (warm-up 0ns + duration 1s): \
-             lengthen the case (--duration 3s or more) or shorten the fault",
+            "faults[0] (pause_worker at=500ms target=holder duration=2s): its window, after \
+             waiting up to 300ms for a holder, plus 500ms to recover ends at 3300ms, after the case \
+             ends at 1s (warm-up 0ns + duration 1s): lengthen the case (--duration 3300ms or more) \
+             or shorten the fault",
         ),
         (
             vec!["--cycles", "2"],
             "a case ended by --cycles may stop before the fault has run: drop --cycles and bound \
-             the case by --duration (3s or more)",
+             the case by --duration (3300ms or more)",
         ),
     ] {
         let dir = tempfile::tempdir().unwrap();

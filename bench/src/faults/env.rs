@@ -208,7 +208,7 @@ pub(super) async fn lasts_until(env: &FaultEnv, from: u64, until: u64, rec: &mut
 
 /// `the case ended 500 ms into its 2 s window`.
 pub(super) fn cut_short_words(now: u64, from: u64, until: u64) -> String {
-    let d = |ns: u64| crate::base::duration::format_duration(Duration::from_nanos(ns));
+    let d = |ns: u64| crate::base::duration::format_duration(Duration::from_millis(ns / 1_000_000));
     format!(
         "the case ended {} into its {} window",
         d(now.saturating_sub(from)),

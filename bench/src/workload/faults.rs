@@ -701,9 +701,18 @@ impl FaultSpec {
 
     /// The node indices as written (`3,4`).
     /// When the fault's window, and the recovery after it ([`FaultKind::recovery`]), end at the
-    /// earliest, from the case start: `at`, the wait after an acquire, the window's `duration`.
-    pub(crate) fn planned_end(&self, ttl: Duration) -> Duration {
+    /// latest, from the case start: `at`; for a fault aimed at a holder after the start, the wait for
+    /// the next acquire (`next_acquire`: at most the longest task and the think time after it, when
+    /// every client waits on one key); the wait after that acquire; the window's `duration`; the
+    /// recovery. At 0 a holder fault takes the case's first acquire.
+    pub(crate) fn planned_end(&self, ttl: Duration, next_acquire: Duration) -> Duration {
+        let pick = if self.target == Target::Holder && !self.at.is_zero() {
+            next_acquire
+        } else {
+            Duration::ZERO
+        };
         self.at
+            + pick
             + self.after_acquire.unwrap_or_default()
             + self.duration.unwrap_or_default()
             + self.kind.recovery(ttl)

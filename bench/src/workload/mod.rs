@@ -345,6 +345,7 @@ impl Workload {
         let workers: WorkerMode = need("workers", merged.workers)?
             .parse()
             .map_err(|e| field("workers", e))?;
+        let think = duration("think", merged.think.clone())?;
         let faults = resolve_faults(
             merged.faults.as_deref().unwrap_or_default(),
             workers,
@@ -352,6 +353,7 @@ impl Workload {
                 warmup,
                 duration: duration_limit,
                 cycles,
+                next_acquire: task.longest() + think,
             },
             clients,
             units,
@@ -367,7 +369,7 @@ impl Workload {
             leases,
             watchdog_timeout,
             acquire_wait: duration("acquire_wait", merged.acquire_wait)?,
-            think: duration("think", merged.think)?,
+            think,
             rate,
             duration: duration_limit,
             cycles,
@@ -455,6 +457,8 @@ struct CaseLength {
     warmup: Duration,
     duration: Option<Duration>,
     cycles: Option<u64>,
+    /// The longest a holder fault waits for the next acquire: the longest task and a think time.
+    next_acquire: Duration,
 }
 
 /// Checks the `faults` of a workload: each one (errors name `faults[i]`), that client faults have
@@ -491,7 +495,7 @@ fn resolve_faults(
                 clients - 1
             ));
         }
-        let end = spec.planned_end(units.ttl);
+        let end = spec.planned_end(units.ttl, case.next_acquire);
         let needed = end
             .saturating_sub(case.warmup)
             .max(Duration::from_millis(1));
@@ -506,11 +510,16 @@ fn resolve_faults(
             && end > case.warmup + duration
         {
             let recovery = spec.kind.recovery(units.ttl);
-            let plus = if recovery.is_zero() {
-                String::new()
-            } else {
-                format!(" plus {} to recover", format_duration(recovery))
-            };
+            let mut plus = String::new();
+            if end > spec.planned_end(units.ttl, Duration::ZERO) {
+                plus = format!(
+                    ", after waiting up to {} for a holder,",
+                    format_duration(case.next_acquire)
+                );
+            }
+            if !recovery.is_zero() {
+                plus.push_str(&format!(" plus {} to recover", format_duration(recovery)));
+            }
             return Err(format!(
                 "faults[{i}] ({spec}): its window{plus} ends at {}, after the case ends at {} \
                  (warm-up {} + duration {}): lengthen the case (--duration {} or more) or shorten \
@@ -612,27 +621,41 @@ mod tests {
         let pause = |duration: &str, fault: &str| {
             resolve(&format!(
                 "workers = \"processes\"\nwatchdog_timeout = \"1s\"\nwarmup = \"0s\"\n\
-                 duration = \"{duration}\"\n[[faults]]\n{fault}"
+                 task = \"uniform 50ms..100ms\"\nthink = \"20ms\"\nduration = \"{duration}\"\n\
+                 [[faults]]\n{fault}"
             ))
         };
         let fault = "kind = \"pause_worker\"\nat = \"500ms\"\nduration = \"2s\"";
-        // 500 ms + 2 s + half the TTL to recover: 3 s fit, 2.9 s do not.
-        assert!(pause("3s", fault).is_ok());
-        let err = pause("2900ms", fault).expect_err("too short");
+        // 500 ms, up to 120 ms for the next holder (the longest task and a think), the 2 s window,
+        // half the TTL to recover: 3120 ms fit, 3100 ms do not.
+        assert!(pause("3120ms", fault).is_ok());
+        let err = pause("3100ms", fault).expect_err("too short");
         assert_eq!(
             err,
-            "faults[0] (pause_worker at=500ms target=holder duration=2s): its window plus 500ms \
-             to recover ends at 3s, after the case ends at 2900ms (warm-up 0ns + duration \
-             2900ms): lengthen the case (--duration 3s or more) or shorten the fault"
+            "faults[0] (pause_worker at=500ms target=holder duration=2s): its window, after \
+             waiting up to 120ms for a holder, plus 500ms to recover ends at 3120ms, after the \
+             case ends at 3100ms (warm-up 0ns + duration 3100ms): lengthen the case (--duration \
+             3120ms or more) or shorten the fault"
         );
+        // At 0 a holder fault takes the case's first acquire; a named client is not waited for.
+        assert!(
+            pause(
+                "2500ms",
+                "kind = \"pause_worker\"\nat = \"0s\"\nduration = \"2s\""
+            )
+            .is_ok()
+        );
+        let named =
+            "kind = \"pause_worker\"\nat = \"500ms\"\nduration = \"2s\"\ntarget = \"client:1\"";
+        assert!(pause("3s", named).is_ok());
         // A fault that only slows things down needs no recovery time; its window must still fit.
         let hog = "kind = \"cpu_hog\"\nat = \"500ms\"\nduration = \"2s\"";
-        assert!(pause("2500ms", hog).is_ok());
-        assert!(pause("2400ms", hog).is_err());
+        assert!(pause("2620ms", hog).is_ok());
+        assert!(pause("2600ms", hog).is_err());
         // An instantaneous fault needs its recovery.
         let crash = "kind = \"crash_worker\"\nat = \"2s\"";
-        assert!(pause("2500ms", crash).is_ok());
-        assert!(pause("2400ms", crash).is_err());
+        assert!(pause("2620ms", crash).is_ok());
+        assert!(pause("2600ms", crash).is_err());
         // A case that cycles may end takes no fault: it could stop before the fault ever starts.
         let err = resolve(&format!(
             "workers = \"processes\"\nwatchdog_timeout = \"1s\"\ncycles = 2\n[[faults]]\n{fault}"
@@ -715,7 +738,8 @@ mod tests {
              leases = [\"watchdog\", \"fixed:20s\"]\nwatchdog_timeout = \"30s\"\n\
              acquire_wait = \"1m\"\nthink = \"500ms\"\nrate = 0.5\nduration = \"3ttl\"\n\
              warmup = \"1s\"\norphan_after = \"2s\"\nworkers = \"processes\"\nseed = 9\n\
-             [[faults]]\nkind = \"pause_worker\"\nat = \"0.5ttl\"\nduration = \"2ttl\"",
+             [[faults]]\nkind = \"pause_worker\"\nat = \"0.5ttl\"\nduration = \"2ttl\"\n\
+             target = \"client:0\"",
         )
         .expect("valid");
         let s = w.scaled(10);
