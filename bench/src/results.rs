@@ -90,6 +90,9 @@ pub(crate) struct Judged<'a> {
     pub held_anything: bool,
     /// Writes the resource accepted (completed critical sections).
     pub completed_writes: u64,
+    /// Critical sections whose holder noticed its loss and gave up (`on_lost = abort`): they ran to
+    /// their end too, and the grant that followed is what the overlap check judges.
+    pub aborted_on_loss: u64,
     /// Some key was wanted by two clients at once: the oracle's `contended`, an acquire that timed
     /// out waiting for a key, or one the end of the case cut short while another client held its key.
     pub contended: bool,
@@ -141,10 +144,10 @@ pub(crate) fn no_verdict(reasons: &[Violation], case: Judged<'_>) -> Option<(NoV
     if !case.held_anything {
         return Some((NoVerdict::HeldNoLock, String::new()));
     }
-    if case.completed_writes == 0 {
+    if case.completed_writes == 0 && case.aborted_on_loss == 0 {
         return Some((
             NoVerdict::NoCompletedSection,
-            "no critical section completed: locks were held but no write landed, so the data says nothing".to_owned(),
+            "no critical section completed: locks were held but no write landed and no holder gave up on a noticed loss, so nothing ran to its end".to_owned(),
         ));
     }
     if !case.contended {
@@ -176,6 +179,7 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
             faults: &run.faults,
             held_anything: r.completed_writes > 0 || t.acquired > 0,
             completed_writes: r.completed_writes,
+            aborted_on_loss: t.aborted_on_loss,
             contended: f.contended
                 || t.acquire_errors.get("timeout").is_some_and(|n| *n > 0)
                 || t.cut_acquires.iter().any(|&(key, at)| f.waited(key, at)),
@@ -581,6 +585,7 @@ mod tests {
             faults,
             held_anything: true,
             completed_writes: 10,
+            aborted_on_loss: 0,
             contended: true,
         }
     }
@@ -654,6 +659,12 @@ mod tests {
             (Verdict::Unknown, Some(NoVerdict::NoCompletedSection))
         );
         assert!(line.starts_with("no critical section completed"), "{line}");
+        // A holder that gave up on a noticed loss ended its section: the next grant is judged.
+        let gave_up = Judged {
+            aborted_on_loss: 1,
+            ..none_completed
+        };
+        assert_eq!(judge_case(&[], gave_up).0, Verdict::Safe);
         let alone = Judged {
             contended: false,
             ..ran_with(&[])

@@ -705,8 +705,8 @@ fn a_py_kazoo_holder_whose_session_expires_aborts_before_its_write() {
     within("loss noticed", w.loss_noticed_ms, 1000.0, 3000.0);
     assert_eq!(c.safety.lost_signal.fired, 1, "{:?}", c.safety);
     assert_eq!(c.safety.lost_updates.completed_writes, 0, "{:?}", c.safety);
-    // One client and no write: nothing to judge, so no verdict (never "safe, data intact").
+    // One client on one key: nobody could overlap it, so no verdict (never "safe, data intact").
     assert_eq!(c.safety.verdict, Verdict::Unknown, "{:?}", c.safety);
-    assert_eq!(c.safety.no_verdict, Some(NoVerdict::NoCompletedSection));
+    assert_eq!(c.safety.no_verdict, Some(NoVerdict::NoContention));
     assert_eq!(c.safety.data, None);
 }

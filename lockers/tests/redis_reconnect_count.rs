@@ -214,6 +214,9 @@ async fn a_response_timeout_adds_no_handshake_to_the_count() {
     let (seen, auths) = (seen - 1, auths - 1);
     eprintln!("counted {counted}, MONITOR saw {seen} client commands, {auths} AUTH");
     assert_eq!(auths, 1, "the client connected once");
-    assert_eq!(counted, seen, "counted vs MONITOR through a response timeout");
+    assert_eq!(
+        counted, seen,
+        "counted vs MONITOR through a response timeout"
+    );
     drop(node);
 }

@@ -645,7 +645,8 @@ pub enum Verdict {
 pub enum NoVerdict {
     /// No acquire succeeded, and nothing broke.
     HeldNoLock,
-    /// Locks were held but no critical section completed (its write never landed), and nothing broke.
+    /// Locks were held but no critical section ran to its end (no write landed, no holder gave up on
+    /// a noticed loss), and nothing broke.
     NoCompletedSection,
     /// No key was ever wanted by two clients at once, so nobody could have overlapped anyone.
     NoContention,
@@ -685,7 +686,7 @@ impl NoVerdict {
         match self {
             NoVerdict::HeldNoLock => "no acquire succeeded, so no evidence either way",
             NoVerdict::NoCompletedSection => {
-                "locks were held but no critical section completed, so the data says nothing"
+                "locks were held but no critical section ran to its end (a write, or giving up on a noticed loss), so there is nothing to judge"
             }
             NoVerdict::NoContention => {
                 "one client per key: no key was wanted by two clients at once, so nobody could overlap anyone"
