@@ -180,6 +180,34 @@ pub(super) async fn seen_in_state(pid: u32, wanted: char, what: &str) -> Result<
     }
 }
 
+/// After a SIGSTOP to the process group a worker `pid` leads: [`seen_in_state`] of the worker, then of
+/// every other process of its group — the peer adapter, the library's own process, whose pause is the
+/// one that matters for a peer's lock. Evidence only if every one of them was seen stopped.
+pub(super) async fn group_seen_stopped(pid: u32) -> Result<String, String> {
+    let worker = seen_in_state(pid, 'T', "worker process").await?;
+    let others: Vec<u32> = crate::base::proc_stat::group_members(pid)
+        .into_iter()
+        .filter(|p| *p != pid)
+        .collect();
+    if others.is_empty() {
+        return Ok(worker);
+    }
+    let mut stopped = Vec::new();
+    for other in others {
+        match seen_in_state(other, 'T', "adapter process").await {
+            Ok(_) => stopped.push(other.to_string()),
+            // Gone meanwhile: nothing of it was running.
+            Err(_) if crate::base::proc_stat::state(other).is_none() => {}
+            Err(why) => return Err(format!("{worker}, but {why}")),
+        }
+    }
+    Ok(format!(
+        "{worker}, with the adapter process{} {} of its group (/proc state T)",
+        if stopped.len() == 1 { "" } else { "es" },
+        stopped.join(", ")
+    ))
+}
+
 /// Sleeps until `at` (ns); false if the case ended first.
 pub(super) async fn sleep_until(env: &FaultEnv, at: u64) -> bool {
     tokio::select! {
@@ -445,6 +473,50 @@ mod tests {
         child.wait().expect("reaped");
         let seen = seen_in_state(pid, 'T', "worker process").await;
         assert_eq!(seen, Err(format!("worker process {pid} was already gone")));
+    }
+
+    #[tokio::test]
+    async fn a_pause_counts_only_when_the_adapter_in_the_workers_group_stopped_too() {
+        use std::os::unix::process::CommandExt;
+        // A "worker" leading its own group, with a child (as a peer adapter) in that group.
+        let mut leader = std::process::Command::new("sh")
+            .args(["-c", "sleep 5 & wait"])
+            .process_group(0)
+            .spawn()
+            .expect("spawns");
+        let pid = leader.id();
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while crate::base::proc_stat::group_members(pid).len() < 2 {
+            assert!(std::time::Instant::now() < deadline, "the child started");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let child = crate::base::proc_stat::group_members(pid)
+            .into_iter()
+            .find(|p| *p != pid)
+            .expect("a child");
+        // Only the worker stopped: the library's process ran on.
+        // SAFETY: kill(2) on our own unreaped child and its group.
+        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        let worker_only = group_seen_stopped(pid).await;
+        // The whole group stopped, as a pause_worker does it.
+        unsafe { libc::kill(-(pid as i32), libc::SIGSTOP) };
+        let group = group_seen_stopped(pid).await;
+        unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+        let _ = leader.wait();
+        let worker_only = worker_only.expect_err("the adapter ran on");
+        assert!(
+            worker_only.ends_with(&format!(
+                "but adapter process {child} never showed /proc state T (state S)"
+            )),
+            "{worker_only}"
+        );
+        assert_eq!(
+            group,
+            Ok(format!(
+                "worker process {pid} stopped (/proc state T), with the adapter process {child} of \
+                 its group (/proc state T)"
+            ))
+        );
     }
 
     #[tokio::test]

@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use super::cgroup::CpuQuota;
 use super::env::{
-    FaultEnv, Record, check_struck_hold, describe_victim, hold_for, lasts_until, measure_victim,
-    pick_client, seen_in_state,
+    FaultEnv, Record, check_struck_hold, describe_victim, group_seen_stopped, hold_for,
+    lasts_until, measure_victim, pick_client, seen_in_state,
 };
-use super::workers::{Crash, HOG_THREAD, STARVED_THREAD, WorkerCommand};
+use super::workers::{
+    Crash, HOG_THREAD, STARVED_THREAD, WorkerCommand, runtime_threads, starve_evidence,
+};
 use crate::base::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec};
 
@@ -39,7 +41,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 return;
             }
             if let Some(pid) = workers.pid(victim.client) {
-                rec.evidence(seen_in_state(pid, 'T', "worker process").await);
+                rec.evidence(group_seen_stopped(pid).await);
             }
             hold_for(env, spec.duration, rec).await;
             if let Err(e) = workers.signal(victim.client, libc::SIGCONT) {
@@ -140,7 +142,7 @@ async fn hog_threads_seen(env: &FaultEnv, pid: u32, until_ns: u64) -> Result<Str
 
 /// Watches the worker's runtime threads until the starvation ends: how many were held at most
 /// (renamed [`STARVED_THREAD`] while held), and for how long at least one was, as `/proc` showed them
-/// (every 5 ms). The evidence that the runtime was starved.
+/// (every 5 ms). The evidence that the runtime was starved: every one of its threads held at once.
 async fn starved_threads_seen(env: &FaultEnv, pid: u32, until_ns: u64) -> Result<String, String> {
     let (mut most, mut first, mut last) = (0, None, 0);
     // The worker lets go at `until_ns` by itself; a little after it, it must have.
@@ -157,13 +159,6 @@ async fn starved_threads_seen(env: &FaultEnv, pid: u32, until_ns: u64) -> Result
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    match first {
-        Some(first) => Ok(format!(
-            "{most} runtime threads of worker process {pid} were held for {:.0} ms (/proc/{pid}/task)",
-            (last - first) as f64 / 1e6
-        )),
-        None => Err(format!(
-            "no runtime thread of worker process {pid} was held (/proc/{pid}/task)"
-        )),
-    }
+    let held_ms = first.map(|first| (last - first) as f64 / 1e6);
+    starve_evidence(most as usize, runtime_threads(), pid, held_ms)
 }
