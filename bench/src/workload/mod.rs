@@ -223,6 +223,10 @@ pub struct Fit {
     pub time_scale: u32,
     /// The measured window is at least this many mean tasks (0: as the scenario says).
     pub min_window_tasks: u32,
+    /// The measured window is lengthened until every fault's window and recovery fit
+    /// ([`Workload::faults_fit`]); without it a fault that does not fit is refused. `compare` under
+    /// the user's workload sets it: the scenario's timings meet the user's tasks there.
+    pub lengthen_for_faults: bool,
 }
 
 impl Default for Fit {
@@ -230,6 +234,7 @@ impl Default for Fit {
         Fit {
             time_scale: 1,
             min_window_tasks: 0,
+            lengthen_for_faults: false,
         }
     }
 }
@@ -256,7 +261,9 @@ const MAX_CLIENTS: u32 = 10_000;
 
 impl Workload {
     /// This workload with at least `min` of warm-up, its faults moved by the added time so each
-    /// strikes the same moment of the measured window; `None` when it already has that much.
+    /// strikes the same moment of the measured window; `None` when it already has that much. A
+    /// holder fault moved off the case start now waits for the next acquire, so the measured window
+    /// is lengthened as far as that wait needs ([`FaultSpec::planned_end`]).
     pub(crate) fn with_warmup_at_least(&self, min: Duration) -> Option<Workload> {
         let extra = min.checked_sub(self.warmup).filter(|d| !d.is_zero())?;
         let mut longer = self.clone();
@@ -264,7 +271,77 @@ impl Workload {
         for fault in &mut longer.faults {
             fault.at += extra;
         }
-        Some(longer)
+        Some(longer.lengthened_for_faults())
+    }
+
+    /// The longest a holder fault waits for the next acquire: the longest task and a think time.
+    fn next_acquire(&self) -> Duration {
+        self.task.longest() + self.think
+    }
+
+    /// The measured window every fault's window and recovery need ([`FaultSpec::planned_end`]).
+    fn window_for_faults(&self) -> Duration {
+        self.faults
+            .iter()
+            .map(|f| f.planned_end(self.watchdog_timeout, self.next_acquire()))
+            .max()
+            .unwrap_or_default()
+            .saturating_sub(self.warmup)
+    }
+
+    /// This workload with its measured window lengthened, if need be, until every fault fits.
+    fn lengthened_for_faults(self) -> Workload {
+        let needed = self.window_for_faults();
+        let duration = self.duration.map(|d| d.max(needed));
+        Workload { duration, ..self }
+    }
+
+    /// Checks that each fault's window, and the recovery after it ([`FaultSpec::planned_end`]), fit
+    /// in the case — a case that `cycles` may end early cannot promise that, so it takes no faults.
+    /// The error is one line naming the fault and the flag to change.
+    pub(crate) fn faults_fit(&self) -> Result<(), String> {
+        let next_acquire = self.next_acquire();
+        for (i, spec) in self.faults.iter().enumerate() {
+            let end = spec.planned_end(self.watchdog_timeout, next_acquire);
+            let needed = end
+                .saturating_sub(self.warmup)
+                .max(Duration::from_millis(1));
+            if self.cycles.is_some() {
+                return Err(format!(
+                    "faults[{i}] ({spec}): a case ended by --cycles may stop before the fault has \
+                     run: drop --cycles and bound the case by --duration ({} or more)",
+                    format_duration(needed)
+                ));
+            }
+            let Some(duration) = self.duration else {
+                continue;
+            };
+            if end <= self.warmup + duration {
+                continue;
+            }
+            let recovery = spec.kind.recovery(self.watchdog_timeout);
+            let mut plus = String::new();
+            if end > spec.planned_end(self.watchdog_timeout, Duration::ZERO) {
+                plus = format!(
+                    ", after waiting up to {} for a holder,",
+                    format_duration(next_acquire)
+                );
+            }
+            if !recovery.is_zero() {
+                plus.push_str(&format!(" plus {} to recover", format_duration(recovery)));
+            }
+            return Err(format!(
+                "faults[{i}] ({spec}): its window{plus} ends at {}, after the case ends at {} \
+                 (warm-up {} + duration {}): lengthen the case (--duration {} or more) or shorten \
+                 the fault",
+                format_duration(end),
+                format_duration(self.warmup + duration),
+                format_duration(self.warmup),
+                format_duration(duration),
+                format_duration(needed)
+            ));
+        }
+        Ok(())
     }
 
     /// Checks a scenario (already overlaid on [`DEFAULTS`] and by the command line). The error names
@@ -345,16 +422,10 @@ impl Workload {
         let workers: WorkerMode = need("workers", merged.workers)?
             .parse()
             .map_err(|e| field("workers", e))?;
-        let think = duration("think", merged.think.clone())?;
+        let think = duration("think", merged.think)?;
         let faults = resolve_faults(
             merged.faults.as_deref().unwrap_or_default(),
             workers,
-            CaseLength {
-                warmup,
-                duration: duration_limit,
-                cycles,
-                next_acquire: task.longest() + think,
-            },
             clients,
             units,
         )?;
@@ -392,11 +463,17 @@ impl Workload {
     }
 
     /// The workload as `compare` runs it under the user's workload ([`Fit`]): its window lengthened
-    /// to `min_window_tasks` mean tasks, then scaled.
+    /// to `min_window_tasks` mean tasks and, if asked, until its faults fit, then scaled.
     pub(crate) fn fitted(self, fit: Fit) -> Workload {
         let floor = self.task.mean() * fit.min_window_tasks;
         let duration = self.duration.map(|d| d.max(floor));
-        Workload { duration, ..self }.scaled(fit.time_scale)
+        let fitted = Workload { duration, ..self };
+        let fitted = if fit.lengthen_for_faults {
+            fitted.lengthened_for_faults()
+        } else {
+            fitted
+        };
+        fitted.scaled(fit.time_scale)
     }
 
     /// The same workload at 1/`factor` time (`--time-scale`): every duration of the workload, its
@@ -451,24 +528,12 @@ impl Workload {
     }
 }
 
-/// What bounds a case: its warm-up, then its measured `duration` and/or its `cycles`.
-#[derive(Debug, Clone, Copy)]
-struct CaseLength {
-    warmup: Duration,
-    duration: Option<Duration>,
-    cycles: Option<u64>,
-    /// The longest a holder fault waits for the next acquire: the longest task and a think time.
-    next_acquire: Duration,
-}
-
 /// Checks the `faults` of a workload: each one (errors name `faults[i]`), that client faults have
-/// worker processes, that a `client:N` target exists, and that each fault's window plus the recovery
-/// after it ([`FaultSpec::planned_end`]) fits in the case — a case that `cycles` may end early
-/// cannot promise that, so it takes no faults. The error names the flag to change.
+/// worker processes and that a `client:N` target exists. Whether they fit in the case is
+/// [`Workload::faults_fit`], once the case's length is final.
 fn resolve_faults(
     files: &[FaultFile],
     workers: WorkerMode,
-    case: CaseLength,
     clients: u32,
     units: Units,
 ) -> Result<Vec<FaultSpec>, String> {
@@ -495,42 +560,6 @@ fn resolve_faults(
                 clients - 1
             ));
         }
-        let end = spec.planned_end(units.ttl, case.next_acquire);
-        let needed = end
-            .saturating_sub(case.warmup)
-            .max(Duration::from_millis(1));
-        if case.cycles.is_some() {
-            return Err(format!(
-                "faults[{i}] ({spec}): a case ended by --cycles may stop before the fault has run: \
-                 drop --cycles and bound the case by --duration ({} or more)",
-                format_duration(needed)
-            ));
-        }
-        if let Some(duration) = case.duration
-            && end > case.warmup + duration
-        {
-            let recovery = spec.kind.recovery(units.ttl);
-            let mut plus = String::new();
-            if end > spec.planned_end(units.ttl, Duration::ZERO) {
-                plus = format!(
-                    ", after waiting up to {} for a holder,",
-                    format_duration(case.next_acquire)
-                );
-            }
-            if !recovery.is_zero() {
-                plus.push_str(&format!(" plus {} to recover", format_duration(recovery)));
-            }
-            return Err(format!(
-                "faults[{i}] ({spec}): its window{plus} ends at {}, after the case ends at {} \
-                 (warm-up {} + duration {}): lengthen the case (--duration {} or more) or shorten \
-                 the fault",
-                format_duration(end),
-                format_duration(case.warmup + duration),
-                format_duration(case.warmup),
-                format_duration(duration),
-                format_duration(needed)
-            ));
-        }
         specs.push(spec);
     }
     Ok(specs)
@@ -542,6 +571,13 @@ mod tests {
 
     fn resolve(toml: &str) -> Result<Workload, String> {
         Workload::resolve("t", "test", ScenarioFile::from_toml(toml)?)
+    }
+
+    /// [`resolve`], then [`Workload::faults_fit`], as `lockbench run` checks a scenario.
+    fn resolve_fit(toml: &str) -> Result<Workload, String> {
+        let w = resolve(toml)?;
+        w.faults_fit()?;
+        Ok(w)
     }
 
     #[test]
@@ -559,6 +595,19 @@ mod tests {
         assert_eq!(longer.warmup, w.warmup + Duration::from_secs(4));
         assert_eq!(longer.faults[0].at, at + Duration::from_secs(4));
         assert_eq!(longer.duration, w.duration);
+        // A holder fault at the case start takes the first acquire; moved off it, it waits for the
+        // next one (here up to the 1 s task), and the window grows by that wait.
+        let w = resolve(
+            "workers = \"processes\"\nwatchdog_timeout = \"1s\"\nwarmup = \"0s\"\n\
+             task = \"1s\"\nduration = \"3s\"\n\
+             [[faults]]\nkind = \"pause_worker\"\nat = \"0s\"\nduration = \"2s\"",
+        )
+        .expect("valid");
+        let longer = w
+            .with_warmup_at_least(Duration::from_secs(2))
+            .expect("longer");
+        assert_eq!(longer.faults[0].at, Duration::from_secs(2));
+        assert_eq!(longer.duration, Some(Duration::from_millis(3500)));
     }
 
     #[test]
@@ -619,7 +668,7 @@ mod tests {
     #[test]
     fn a_fault_must_run_to_its_end_and_recover_inside_the_case() {
         let pause = |duration: &str, fault: &str| {
-            resolve(&format!(
+            resolve_fit(&format!(
                 "workers = \"processes\"\nwatchdog_timeout = \"1s\"\nwarmup = \"0s\"\n\
                  task = \"uniform 50ms..100ms\"\nthink = \"20ms\"\nduration = \"{duration}\"\n\
                  [[faults]]\n{fault}"
@@ -657,7 +706,7 @@ mod tests {
         assert!(pause("2620ms", crash).is_ok());
         assert!(pause("2600ms", crash).is_err());
         // A case that cycles may end takes no fault: it could stop before the fault ever starts.
-        let err = resolve(&format!(
+        let err = resolve_fit(&format!(
             "workers = \"processes\"\nwatchdog_timeout = \"1s\"\ncycles = 2\n[[faults]]\n{fault}"
         ))
         .expect_err("cycles");
@@ -701,7 +750,7 @@ mod tests {
             ),
             ("[[faults]]\nat = \"1s\"", "faults[0].kind: missing"),
         ] {
-            let err = resolve(toml).expect_err(toml);
+            let err = resolve_fit(toml).expect_err(toml);
             assert!(err.contains(needle), "{toml}: {err}");
         }
     }
