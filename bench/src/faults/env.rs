@@ -196,8 +196,8 @@ pub(super) async fn group_seen_stopped(pid: u32) -> Result<String, String> {
     for other in others {
         match seen_in_state(other, 'T', "adapter process").await {
             Ok(_) => stopped.push(other.to_string()),
-            // Gone meanwhile: nothing of it was running.
-            Err(_) if crate::base::proc_stat::state(other).is_none() => {}
+            // Gone meanwhile, or a zombie: nothing of it was running.
+            Err(_) if matches!(crate::base::proc_stat::state(other), None | Some('Z')) => {}
             Err(why) => return Err(format!("{worker}, but {why}")),
         }
     }
