@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use lockbench_reports::model::{
     CaseResult, CaseStatus, ClientCost, DataState, DriverCost, FaultWindow, Fencing, Latencies,
-    LoadedLibrary, LostSignal, LostUpdates, Operations, Orphans, Overlap, Renewal, Safety,
+    LoadedLibrary, LostSignal, LostUpdates, NoVerdict, Operations, Orphans, Overlap, Renewal, Safety,
     Throughput, Verdict, Violation, Window,
 };
 
@@ -65,33 +65,98 @@ pub(crate) fn verdict_of(reasons: &[Violation]) -> Verdict {
     }
 }
 
-/// Why a case has no verdict although it ran: the first of its faults whose own evidence says it did
-/// not take effect (`fault not applied: pause_worker: …`). What the case saw anyway is named, so
-/// nothing measured is hidden; but without the fault it says nothing about the lock under it.
-pub(crate) fn fault_not_applied(faults: &[FaultWindow], reasons: &[Violation]) -> Option<String> {
-    let window = faults.iter().find(|w| w.applied == Some(false))?;
-    let why = window
-        .evidence
-        .as_deref()
-        .or(window.note.as_deref())
-        .unwrap_or("no evidence it took effect");
-    let seen = if reasons.is_empty() {
-        String::new()
-    } else {
-        let words: Vec<&str> = reasons.iter().map(|r| r.words()).collect();
-        format!(" (seen without it: {})", words.join(", "))
-    };
-    Some(format!("fault not applied: {}: {why}{seen}", window.kind))
-}
-
-/// The verdict of a case that ran: [`verdict_of`] its reasons, but none (unknown) when nothing was
-/// held and nothing broke (no evidence either way) or when its fault did not take effect.
-pub(crate) fn judged(reasons: &[Violation], held_anything: bool, not_applied: bool) -> Verdict {
-    if not_applied || (reasons.is_empty() && !held_anything) {
+/// The verdict of a case that ran: [`verdict_of`] its reasons, but none (unknown) when it failed or
+/// has a [`no_verdict`] reason.
+pub(crate) fn judged(
+    reasons: &[Violation],
+    failed: bool,
+    no_verdict: Option<NoVerdict>,
+) -> Verdict {
+    if failed || no_verdict.is_some() {
         Verdict::Unknown
     } else {
         verdict_of(reasons)
     }
+}
+
+/// What a case that ran gives to judge, besides its violations.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Judged<'a> {
+    /// The case failed while it ran (`worker N died: …`, a worker's error): its problem.
+    pub failed: Option<&'a str>,
+    /// Its fault windows.
+    pub faults: &'a [FaultWindow],
+    /// Any acquire succeeded.
+    pub held_anything: bool,
+    /// Writes the resource accepted (completed critical sections).
+    pub completed_writes: u64,
+    /// Critical sections whose holder noticed its loss and gave up (`on_lost = abort`): they ran to
+    /// their end too, and the grant that followed is what the overlap check judges.
+    pub aborted_on_loss: u64,
+    /// Some key was wanted by two clients at once: the oracle's `contended`, an acquire that timed
+    /// out waiting for a key, or one the end of the case cut short while another client held its key.
+    pub contended: bool,
+}
+
+/// ` (seen without it: overlapping holders)`, or nothing when `reasons` is empty.
+fn seen_anyway(reasons: &[Violation]) -> String {
+    if reasons.is_empty() {
+        return String::new();
+    }
+    let words: Vec<&str> = reasons.iter().map(|r| r.words()).collect();
+    format!(" (seen without it: {})", words.join(", "))
+}
+
+/// Why a case that ran has no verdict, with one line saying so; `None` when it has one (or, for a case
+/// that failed otherwise, when it has no reason of its own: [`judged`] still gives it none). A case whose
+/// experiment did not happen as described (a worker died, a fault was cut short or did not take
+/// effect) has none whatever it saw — what it saw is named, so nothing measured is hidden. A case with
+/// nothing to judge (nothing held, no critical section completed, no key wanted by two clients at
+/// once) is never safe; a violation it saw stands.
+pub(crate) fn no_verdict(reasons: &[Violation], case: Judged<'_>) -> Option<(NoVerdict, String)> {
+    let seen = seen_anyway(reasons);
+    if let Some(problem) = case.failed
+        && problem.contains(" died: ")
+    {
+        return Some((NoVerdict::WorkerDied, format!("{problem}{seen}")));
+    }
+    if let Some(w) = case.faults.iter().find(|w| w.cut_short.is_some()) {
+        let why = w.cut_short.as_deref().unwrap_or_default();
+        return Some((
+            NoVerdict::FaultCutShort,
+            format!("fault cut short: {}: {why}{seen}", w.kind),
+        ));
+    }
+    if let Some(w) = case.faults.iter().find(|w| w.applied == Some(false)) {
+        let why = w
+            .evidence
+            .as_deref()
+            .or(w.note.as_deref())
+            .unwrap_or("no evidence it took effect");
+        return Some((
+            NoVerdict::FaultNotApplied,
+            format!("fault not applied: {}: {why}{seen}", w.kind),
+        ));
+    }
+    if !reasons.is_empty() {
+        return None;
+    }
+    if !case.held_anything {
+        return Some((NoVerdict::HeldNoLock, String::new()));
+    }
+    if case.completed_writes == 0 && case.aborted_on_loss == 0 {
+        return Some((
+            NoVerdict::NoCompletedSection,
+            "no critical section completed: locks were held but no write landed and no holder gave up on a noticed loss, so nothing ran to its end".to_owned(),
+        ));
+    }
+    if !case.contended {
+        return Some((
+            NoVerdict::NoContention,
+            "no contention: one client per key (no acquire started while another client held its key), so nobody could overlap anyone".to_owned(),
+        ));
+    }
+    None
 }
 
 /// The results entry of one case.
@@ -106,17 +171,44 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
     let lost = r.completed_writes.saturating_sub(r.final_counter_sum);
     let fencing = out.capabilities.fencing;
     let reasons = violations(f.pairs, lost, fencing.then_some(r));
-    let not_applied = fault_not_applied(&run.faults, &reasons);
+    let failed = (run.status == CaseStatus::Failed).then(|| run.error.as_deref().unwrap_or(""));
+    let why_none = no_verdict(
+        &reasons,
+        Judged {
+            failed,
+            faults: &run.faults,
+            held_anything: r.completed_writes > 0 || t.acquired > 0,
+            completed_writes: r.completed_writes,
+            aborted_on_loss: t.aborted_on_loss,
+            contended: f.contended
+                || t.acquire_errors.get("timeout").is_some_and(|n| *n > 0)
+                || t.cut_acquires.iter().any(|&(key, at)| f.waited(key, at)),
+        },
+    );
     let verdict = judged(
         &reasons,
-        r.completed_writes > 0 || t.acquired > 0,
-        not_applied.is_some(),
+        failed.is_some(),
+        why_none.as_ref().map(|(w, _)| *w),
     );
     let stale_accepted = fencing.then_some(r.stale_accepted);
-    let error = run.error.clone().or_else(|| {
-        (verdict == Verdict::Unknown && not_applied.is_none())
-            .then(|| held_nothing(run, out.measured_ns))
-    });
+    let (not_applied, error) = match &why_none {
+        Some((NoVerdict::FaultNotApplied, line)) => (Some(line.clone()), run.error.clone()),
+        Some((NoVerdict::HeldNoLock, _)) => (
+            None,
+            run.error
+                .clone()
+                .or_else(|| Some(held_nothing(run, out.measured_ns))),
+        ),
+        Some((NoVerdict::WorkerDied, line)) => (None, Some(line.clone())),
+        Some((_, line)) => (
+            None,
+            Some(match &run.error {
+                Some(note) => format!("{line}; {note}"),
+                None => line.clone(),
+            }),
+        ),
+        None => (None, run.error.clone()),
+    };
     let histograms: BTreeMap<String, String> = [
         ("acquire", &t.acquire),
         ("handoff", &f.handoff),
@@ -175,6 +267,7 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
         safety: Safety {
             verdict,
             data: (verdict != Verdict::Unknown).then(|| DataState::of(lost, stale_accepted)),
+            no_verdict: why_none.map(|(w, _)| w),
             reasons,
             overlap: Overlap {
                 pairs: f.pairs,
@@ -335,6 +428,7 @@ fn not_run(run: &CaseRun) -> CaseResult {
                 lateness: none,
             },
             data: None,
+            no_verdict: None,
         },
         client_cost: ClientCost {
             scope: "driver_process".to_owned(),
@@ -485,31 +579,141 @@ mod tests {
             note: None,
             applied,
             evidence: Some("worker process 4242 was already gone".into()),
+            cut_short: None,
         }
+    }
+
+    /// A case that ran with `faults`, held locks, completed writes and had contention.
+    fn ran_with(faults: &[FaultWindow]) -> Judged<'_> {
+        Judged {
+            failed: None,
+            faults,
+            held_anything: true,
+            completed_writes: 10,
+            aborted_on_loss: 0,
+            contended: true,
+        }
+    }
+
+    /// The verdict and the no-verdict reason of a case with `reasons` and `case`.
+    fn judge_case(reasons: &[Violation], case: Judged<'_>) -> (Verdict, Option<NoVerdict>, String) {
+        let why = no_verdict(reasons, case);
+        let verdict = judged(
+            reasons,
+            case.failed.is_some(),
+            why.as_ref().map(|(w, _)| *w),
+        );
+        let (reason, line) = why.unzip();
+        (verdict, reason, line.unwrap_or_default())
     }
 
     #[test]
     fn a_case_whose_fault_did_not_apply_has_no_verdict() {
         let failed = [window(Some(true)), window(Some(false))];
-        let why = fault_not_applied(&failed, &[]).expect("a reason");
+        let (verdict, why, line) = judge_case(&[], ran_with(&failed));
+        assert_eq!(verdict, Verdict::Unknown, "never safe");
+        assert_eq!(why, Some(NoVerdict::FaultNotApplied));
         assert_eq!(
-            why,
+            line,
             "fault not applied: pause_worker: worker process 4242 was already gone"
         );
-        assert_eq!(judged(&[], true, true), Verdict::Unknown, "never safe");
-        let seen = fault_not_applied(&failed, &[Violation::Overlap]).expect("a reason");
+        let (verdict, _, seen) = judge_case(&[Violation::Overlap], ran_with(&failed));
+        assert_eq!(verdict, Verdict::Unknown);
         assert!(
             seen.ends_with("(seen without it: overlapping holders)"),
             "{seen}"
         );
-        assert_eq!(judged(&[Violation::Overlap], true, true), Verdict::Unknown);
         // Applied, or not checked: the verdict stands.
+        let fine = [window(Some(true)), window(None)];
+        assert_eq!(judge_case(&[], ran_with(&fine)).0, Verdict::Safe);
+    }
+
+    #[test]
+    fn a_fault_cut_short_by_the_end_of_the_case_gives_no_verdict() {
+        let mut cut = window(Some(true));
+        cut.cut_short = Some("the case ended 500ms into its 2s window".into());
+        let faults = [cut];
+        let (verdict, why, line) = judge_case(&[], ran_with(&faults));
         assert_eq!(
-            fault_not_applied(&[window(Some(true)), window(None)], &[]),
-            None
+            (verdict, why),
+            (Verdict::Unknown, Some(NoVerdict::FaultCutShort))
         );
-        assert_eq!(judged(&[], true, false), Verdict::Safe);
-        assert_eq!(judged(&[], false, false), Verdict::Unknown, "nothing held");
+        assert_eq!(
+            line,
+            "fault cut short: pause_worker: the case ended 500ms into its 2s window"
+        );
+        let (verdict, _, _) = judge_case(&[Violation::Overlap], ran_with(&faults));
+        assert_eq!(verdict, Verdict::Unknown, "the experiment did not happen");
+    }
+
+    #[test]
+    fn a_case_with_nothing_to_judge_is_never_safe() {
+        let nothing_held = Judged {
+            held_anything: false,
+            completed_writes: 0,
+            ..ran_with(&[])
+        };
+        assert_eq!(judge_case(&[], nothing_held).1, Some(NoVerdict::HeldNoLock));
+        let none_completed = Judged {
+            completed_writes: 0,
+            ..ran_with(&[])
+        };
+        let (verdict, why, line) = judge_case(&[], none_completed);
+        assert_eq!(
+            (verdict, why),
+            (Verdict::Unknown, Some(NoVerdict::NoCompletedSection))
+        );
+        assert!(line.starts_with("no critical section completed"), "{line}");
+        // A holder that gave up on a noticed loss ended its section: the next grant is judged.
+        let gave_up = Judged {
+            aborted_on_loss: 1,
+            ..none_completed
+        };
+        assert_eq!(judge_case(&[], gave_up).0, Verdict::Safe);
+        let alone = Judged {
+            contended: false,
+            ..ran_with(&[])
+        };
+        let (verdict, why, line) = judge_case(&[], alone);
+        assert_eq!(
+            (verdict, why),
+            (Verdict::Unknown, Some(NoVerdict::NoContention))
+        );
+        assert!(
+            line.starts_with("no contention: one client per key"),
+            "{line}"
+        );
+        // A violation seen stands: there was something to judge after all.
+        assert_eq!(
+            judge_case(&[Violation::LostUpdates], none_completed).0,
+            Verdict::Violated
+        );
+        assert_eq!(judge_case(&[], ran_with(&[])).0, Verdict::Safe);
+    }
+
+    #[test]
+    fn a_case_whose_worker_died_has_no_verdict_whatever_it_saw() {
+        let died = "worker 2 died: killed by signal 9 (SIGKILL); what it reported up to its death is kept (1 hold it had not reported recovered from the resource)";
+        let case = Judged {
+            failed: Some(died),
+            ..ran_with(&[])
+        };
+        let (verdict, why, line) = judge_case(&[], case);
+        assert_eq!(
+            (verdict, why),
+            (Verdict::Unknown, Some(NoVerdict::WorkerDied))
+        );
+        assert_eq!(line, died);
+        assert_eq!(judge_case(&[Violation::Overlap], case).0, Verdict::Unknown);
+        // Another failure has no reason of its own, and no verdict either.
+        let other = Judged {
+            failed: Some("workers did not stop within 5s"),
+            ..ran_with(&[])
+        };
+        assert_eq!(
+            judge_case(&[], other),
+            (Verdict::Unknown, None, String::new())
+        );
     }
 
     #[test]

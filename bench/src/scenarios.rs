@@ -226,6 +226,7 @@ mod tests {
         for preset in PRESETS {
             let loaded = load(preset.name).expect("loads");
             Workload::resolve(&loaded.name, &loaded.source, loaded.file)
+                .and_then(|w| w.faults_fit())
                 .unwrap_or_else(|e| panic!("{}: {e}", preset.name));
             assert!(!preset.description().is_empty(), "{}", preset.name);
         }

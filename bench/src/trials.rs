@@ -51,12 +51,18 @@ pub(crate) fn pool(trials: Vec<(u64, CaseResult)>, stopped_early: bool) -> Optio
         })
         .collect();
     let runs = each.len() as u32;
+    // Trials that ran (they have figures) without a verdict: a fault not applied or cut short, a
+    // dead worker, nothing to judge.
+    let unknown = trials
+        .iter()
+        .filter(|(_, c)| c.safety.verdict == Verdict::Unknown && c.capabilities.is_some())
+        .count() as u32;
     let violated = each
         .iter()
         .filter(|t| t.verdict == Verdict::Violated)
         .count() as u32;
     let (rate_low, rate_high) = wilson(violated, runs);
-    let status = pooled_status(trials.iter().map(|(_, c)| c.status));
+    let status = pooled_status(trials.iter().map(|(_, c)| c.status), runs > 0);
     let error = trials.iter().find_map(|(_, c)| c.error.clone());
     let not_applied: Vec<String> = trials
         .iter()
@@ -93,25 +99,30 @@ pub(crate) fn pool(trials: Vec<(u64, CaseResult)>, stopped_early: bool) -> Optio
     } else {
         None
     };
+    // No interval without a fixed number of trials, nor without a trial that counts.
+    let has_rate = !stopped_early && runs > 0;
     pooled.trials = Some(Trials {
         runs,
         violated,
-        rate_low: (!stopped_early).then_some(rate_low),
-        rate_high: (!stopped_early).then_some(rate_high),
+        rate_low: has_rate.then_some(rate_low),
+        rate_high: has_rate.then_some(rate_high),
         stopped_early,
         fault_not_applied: not_applied.len() as u32,
+        unknown,
         each,
     });
     Some(pooled)
 }
 
-/// Interrupted or failed trials mark the pooled case so; skipped ones only when all were.
-fn pooled_status(statuses: impl Iterator<Item = CaseStatus>) -> CaseStatus {
+/// Interrupted trials mark the pooled case so; failed ones only when no trial has a verdict (a failed
+/// trial counts in no rate, and its error stays as the case's note); skipped ones only when all were.
+fn pooled_status(statuses: impl Iterator<Item = CaseStatus>, judged: bool) -> CaseStatus {
     let all: Vec<CaseStatus> = statuses.collect();
-    for worst in [CaseStatus::Interrupted, CaseStatus::Failed] {
-        if all.contains(&worst) {
-            return worst;
-        }
+    if all.contains(&CaseStatus::Interrupted) {
+        return CaseStatus::Interrupted;
+    }
+    if all.contains(&CaseStatus::Failed) && !judged {
+        return CaseStatus::Failed;
     }
     if all.iter().all(|s| *s == CaseStatus::Skipped) {
         CaseStatus::Skipped
@@ -409,6 +420,49 @@ mod tests {
         .expect("pooled");
         assert_eq!(none.safety.verdict, Verdict::Unknown, "never safe");
         assert!(none.fault_not_applied.is_some());
+    }
+
+    #[test]
+    fn no_trial_counted_gives_no_interval_and_every_trial_run_is_counted() {
+        let none = pool(
+            vec![
+                (1, trial(Verdict::Unknown, true)),
+                (2, trial(Verdict::Unknown, true)),
+            ],
+            false,
+        )
+        .expect("pooled");
+        let t = none.trials.expect("trials");
+        assert_eq!((t.runs, t.unknown), (0, 2));
+        assert_eq!((t.rate_low, t.rate_high), (None, None), "no rate to bound");
+        let stopped = pool(
+            vec![
+                (1, trial(Verdict::Unknown, true)),
+                (2, trial(Verdict::Violated, false)),
+            ],
+            true,
+        )
+        .expect("pooled");
+        let t = stopped.trials.expect("trials");
+        assert_eq!((t.runs, t.unknown, t.ran()), (1, 1, 2), "broke at trial 2");
+    }
+
+    #[test]
+    fn a_trial_whose_worker_died_counts_in_no_rate_and_does_not_fail_the_others() {
+        let mut died = trial(Verdict::Unknown, false);
+        died.status = CaseStatus::Failed;
+        died.error = Some("worker 1 died: killed by signal 9 (SIGKILL)".into());
+        let pooled =
+            pool(vec![(1, died), (2, trial(Verdict::Safe, false))], false).expect("pooled");
+        assert_eq!(pooled.status, CaseStatus::Complete);
+        assert_eq!(pooled.safety.verdict, Verdict::Safe);
+        assert_eq!(
+            pooled.error.as_deref(),
+            Some("worker 1 died: killed by signal 9 (SIGKILL)"),
+            "kept as the case's note"
+        );
+        let t = pooled.trials.expect("trials");
+        assert_eq!((t.runs, t.unknown), (1, 1));
     }
 
     #[test]

@@ -10,7 +10,9 @@ mod support;
 use std::sync::Mutex;
 
 use lockbench_reports::Results;
-use lockbench_reports::model::{CaseResult, CaseStatus, DataState, FaultWindow, Verdict};
+use lockbench_reports::model::{
+    CaseResult, CaseStatus, DataState, FaultWindow, NoVerdict, Verdict,
+};
 
 /// One fault run at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -85,7 +87,8 @@ fn a_pause_longer_than_the_ttl_is_taken_over_and_fencing_rejects_the_stale_write
         assert!(
             w.evidence
                 .as_deref()
-                .is_some_and(|e| e.ends_with("stopped (/proc state T)")),
+                .is_some_and(|e| e.contains("stopped (/proc state T); client ")
+                    && e.contains(" when it struck (acquired ")),
             "{w:?}"
         );
         assert!(w.target.starts_with("client "), "{w:?}");
@@ -121,33 +124,107 @@ fn a_pause_longer_than_the_ttl_is_taken_over_and_fencing_rejects_the_stale_write
 }
 
 #[test]
-fn a_fault_that_never_took_effect_gives_no_verdict() {
-    // The case stops after 2 critical sections (under a second here), before the pause is due at
-    // 2.5 s: nothing was paused, so the case says nothing about a pause (it used to read "safe").
-    let results = run(
-        "process-pause",
-        &[
+fn a_fault_that_cannot_run_to_its_end_is_refused_before_any_server_starts() {
+    // process-pause pauses a holder (the next to acquire, within its longest 300 ms task) at 500 ms
+    // for 2 s and needs half its 1 s TTL after that: a 1 s
+    // case would cut the pause short (it used to pause ~500 ms of the 2 s and report applied, safe).
+    // A case ended by --cycles could stop before the pause is due (it used to run, then read "fault
+    // not applied"). Both are refused in one line naming the flag, before any server starts.
+    for (args, needle) in [
+        (
+            vec!["--duration", "1s"],
+            "faults[0] (pause_worker at=500ms target=holder duration=2s): its window, after \
+             waiting up to 300ms for a holder, plus 500ms to recover ends at 3300ms, after the case \
+             ends at 1s (warm-up 0ns + duration 1s): lengthen the case (--duration 3300ms or more) \
+             or shorten the fault",
+        ),
+        (
+            vec!["--cycles", "2"],
+            "a case ended by --cycles may stop before the fault has run: drop --cycles and bound \
+             the case by --duration (3300ms or more)",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut full = vec![
+            "run",
+            "--scenario",
+            "process-pause",
             "--strategies",
             "redis-watchdog",
-            "--fault",
-            "pause_worker at=2500ms duration=500ms",
-            "--cycles",
-            "2",
-        ],
-    );
-    let c = case(&results, "redis-watchdog");
-    assert_eq!(c.faults.len(), 1, "{:?}", c.faults);
-    assert_eq!(c.faults[0].applied, Some(false), "{:?}", c.faults);
+            "--out",
+            dir.path().to_str().unwrap(),
+        ];
+        full.extend(args);
+        let started = std::time::Instant::now();
+        let out = support::run(&full);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{full:?}: {stderr}");
+        assert!(stderr.contains(needle), "{full:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+            "nothing ran, nothing written"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "refused before any server started"
+        );
+    }
+}
+
+#[test]
+fn a_fault_cut_short_by_ctrl_c_leaves_its_case_without_a_verdict() {
+    // process-pause pauses a holder 500 ms into the case for 2 s; Ctrl-C 1.2 s in ends the case in
+    // the middle of the pause. The pause did not run as described, so no verdict (it used to count).
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let marks = tempfile::tempdir().unwrap();
+    let measuring = marks.path().join("measuring");
+    let mut child = support::lockbench()
+        .env("LOCKBENCH_MEASURING_FILE", &measuring)
+        .args([
+            "run",
+            "--scenario",
+            "process-pause",
+            "--strategies",
+            "redis-watchdog",
+            "--no-progress",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    if !lockbench_servers::poll::until(std::time::Duration::from_secs(30), || measuring.exists()) {
+        let _ = child.kill();
+        panic!("the case did not start measuring within 30 s");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
     assert_eq!(
-        c.safety.verdict,
-        Verdict::Unknown,
-        "never safe: {:?}",
-        c.safety
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(c.safety.data, None);
-    assert_eq!(
-        c.fault_not_applied.as_deref(),
-        Some("fault not applied: pause_worker: the case ended first")
+    let results = support::read_results(dir.path());
+    let c = &results.cases[0];
+    assert_eq!(c.status, CaseStatus::Interrupted, "{:?}", c.error);
+    let w = &c.faults[0];
+    let cut = w.cut_short.as_deref().expect("cut short");
+    assert!(
+        cut.starts_with("the case ended ") && cut.ends_with(" into its 2s window"),
+        "{w:?}"
+    );
+    assert_eq!(c.safety.verdict, Verdict::Unknown, "{:?}", c.safety);
+    assert_eq!(c.safety.no_verdict, Some(NoVerdict::FaultCutShort));
+    let error = c.error.as_deref().unwrap_or_default();
+    assert!(
+        error.starts_with("fault cut short: pause_worker: the case ended "),
+        "{error}"
     );
 }
 
@@ -630,5 +707,8 @@ fn a_py_kazoo_holder_stops_at_suspended_before_its_session_could_expire() {
     within("loss noticed", w.loss_noticed_ms, 300.0, 1000.0);
     assert_eq!(c.safety.lost_signal.fired, 1, "{:?}", c.safety);
     assert_eq!(c.safety.lost_updates.completed_writes, 0, "{:?}", c.safety);
-    assert_eq!(c.safety.data, Some(DataState::Intact));
+    // One client on one key: nobody could overlap it, so no verdict (never "safe, data intact").
+    assert_eq!(c.safety.verdict, Verdict::Unknown, "{:?}", c.safety);
+    assert_eq!(c.safety.no_verdict, Some(NoVerdict::NoContention));
+    assert_eq!(c.safety.data, None);
 }

@@ -215,3 +215,167 @@ fn baseline_second(workers: &str, strategies: &str) -> lockbench_reports::Result
         ],
     )
 }
+
+/// Runs `lockbench run` on the in-memory strategy with `args` (1 s, no warm-up) and reports it;
+/// returns the results and the Markdown report.
+fn memory_run_and_report(args: &[&str]) -> (lockbench_reports::Results, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut full = vec![
+        "run",
+        "--scenario",
+        "baseline",
+        "--strategies",
+        "memory",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--no-progress",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ];
+    full.extend_from_slice(args);
+    let out = support::run_ok(&full);
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    let results = support::read_results(dir.path());
+    support::run_ok(&["report", dir.path().to_str().unwrap()]);
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    (results, format!("{table}\n{md}"))
+}
+
+#[test]
+fn a_case_with_nothing_to_judge_is_never_safe_in_any_table() {
+    use lockbench_reports::model::{NoVerdict, Verdict};
+    // 20 s tasks in a 1 s case: locks are held, no critical section completes (it used to read
+    // "safe, data intact" with completed_writes 0). One client on one key: nobody could overlap.
+    for (args, reason, line) in [
+        (
+            vec!["--task", "20s"],
+            NoVerdict::NoCompletedSection,
+            "memory under baseline: no critical section completed: locks were held but no write landed",
+        ),
+        (
+            vec!["--clients", "1", "--keys", "1"],
+            NoVerdict::NoContention,
+            "memory under baseline: no contention: one client per key",
+        ),
+    ] {
+        let (results, text) = memory_run_and_report(&args);
+        let c = &results.cases[0];
+        assert_eq!(c.status, CaseStatus::Complete, "{:?}", c.error);
+        assert!(c.operations.acquired > 0, "{:?}", c.operations);
+        assert_eq!(
+            c.safety.verdict,
+            Verdict::Unknown,
+            "{args:?}: {:?}",
+            c.safety
+        );
+        assert_eq!(c.safety.no_verdict, Some(reason));
+        assert_eq!(c.safety.data, None, "no data verdict either");
+        let word = reason.words();
+        // Terminal table, verdict matrix and case table name the reason; never "safe".
+        assert!(text.contains(&format!("  {word}\n")), "terminal: {text}");
+        assert!(
+            text.contains(&format!("| memory | {word} |")),
+            "matrix: {text}"
+        );
+        assert!(text.contains(line), "not measured: {text}");
+        assert!(!text.contains("| safe"), "{text}");
+        // The legend explains every reason; the scorecard counts the cell apart from safe ones.
+        assert!(
+            text.contains("\u{201c}no contention\u{201d}: one client per key"),
+            "legend: {text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "0 of 0 strategy × scenario cells violated in at least one trial: 0 predicted by \
+                 theory, 0 unexpected. 1 more cell has no verdict, counted neither safe nor \
+                 violated: {word} 1."
+            )),
+            "scorecard: {text}"
+        );
+    }
+}
+
+/// The worker processes `lockbench` (`parent`) started, in start order.
+fn worker_pids(parent: u32) -> Vec<u32> {
+    let mut pids: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            ppid == Some(parent) && cmdline.split(|b| *b == 0).nth(1) == Some(b"worker")
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+#[test]
+fn a_worker_killed_from_outside_fails_its_case_with_no_verdict() {
+    use lockbench_reports::model::{NoVerdict, Verdict};
+    // Two worker processes; one is SIGKILLed by someone else half a second into the case. It used to
+    // leave a scored case ("safe") whose dead worker's last holds were missing from the oracle.
+    let dir = tempfile::tempdir().unwrap();
+    let marks = tempfile::tempdir().unwrap();
+    let measuring = marks.path().join("measuring");
+    let mut child = support::lockbench()
+        .env("LOCKBENCH_MEASURING_FILE", &measuring)
+        .args([
+            "run",
+            "--scenario",
+            "baseline",
+            "--strategies",
+            "redis-watchdog",
+            "--workers",
+            "processes",
+            "--clients",
+            "2",
+            "--keys",
+            "1",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0s",
+            "--no-progress",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    if !lockbench_servers::poll::until(Duration::from_secs(30), || measuring.exists()) {
+        let _ = child.kill();
+        panic!("the case did not start measuring within 30 s");
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let workers = worker_pids(child.id());
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    // SAFETY: kill(2) on a process of this test's own child tree.
+    unsafe { libc::kill(workers[1] as i32, libc::SIGKILL) };
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let results = support::read_results(dir.path());
+    let c = &results.cases[0];
+    assert_eq!(c.status, CaseStatus::Failed, "{stdout}");
+    assert_eq!(c.safety.verdict, Verdict::Unknown, "{:?}", c.safety);
+    assert_eq!(c.safety.no_verdict, Some(NoVerdict::WorkerDied));
+    let error = c.error.as_deref().unwrap_or_default();
+    assert!(
+        error.starts_with(
+            "worker 1 died: killed by signal 9 (SIGKILL); what it reported up to its death is kept"
+        ),
+        "{error}"
+    );
+    assert!(error.contains("recovered from the resource"), "{error}");
+    // The survivor's work still shows; the verdict column says why there is none.
+    assert!(c.operations.completed > 0, "{:?}", c.operations);
+    assert!(stdout.contains("  worker died\n"), "{stdout}");
+}

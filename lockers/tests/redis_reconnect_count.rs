@@ -141,3 +141,82 @@ async fn counts_agree_with_monitor_through_a_restart() {
     assert!(auths_after >= 1, "no AUTH after the restart");
     assert_eq!(counted, seen, "counted vs MONITOR through a restart");
 }
+
+/// Sends `CLIENT PAUSE <ms> ALL` on a connection of its own (`AUTH` first, as the ACL user). `MONITOR`
+/// logs the `AUTH`, not the `CLIENT PAUSE` (an admin command).
+fn client_pause(addr: SocketAddr, ms: u64) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let ms = ms.to_string();
+    let request = format!(
+        "*3\r\n$4\r\nAUTH\r\n${}\r\n{USER}\r\n${}\r\n{PASSWORD}\r\n\
+         *4\r\n$6\r\nCLIENT\r\n$5\r\nPAUSE\r\n${}\r\n{ms}\r\n$3\r\nALL\r\n",
+        USER.len(),
+        PASSWORD.len(),
+        ms.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut reader = BufReader::new(stream);
+    for _ in 0..2 {
+        let mut ok = String::new();
+        reader.read_line(&mut ok).unwrap();
+        assert_eq!(ok.trim_end(), "+OK");
+    }
+}
+
+/// A response timeout is no reconnect: redis-rs's connection manager reconnects only on errors that
+/// broke the link, so no `AUTH` or `SELECT` follows a timeout, and the count must not add one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_timeout_adds_no_handshake_to_the_count() {
+    let options = RedisNodeOptions {
+        redis: RedisOptions::with_acl_user(USER, PASSWORD),
+        ..RedisNodeOptions::default()
+    };
+    let node = tokio::task::spawn_blocking(move || RedisNode::start(options).unwrap())
+        .await
+        .unwrap();
+    // Database 1: a reconnect would send `AUTH` and `SELECT`.
+    let url = format!("redis://{USER}:{PASSWORD}@{}/1", node.addr());
+    let monitor = Monitor::start(node.addr());
+    let mut config = WatchdogConfig {
+        renewal: Renewal::new(Duration::from_secs(30)),
+        ..WatchdogConfig::default()
+    };
+    config.connection.response_timeout = Duration::from_millis(150);
+    let client = RedisWatchdog::connect(&url, config, Events::none())
+        .await
+        .unwrap();
+    assert_eq!(cycles(&client, 3).await, 0);
+    // Every client is held back 600 ms: the next acquire's script waits past its 150 ms timeout.
+    let addr = node.addr();
+    tokio::task::spawn_blocking(move || client_pause(addr, 600))
+        .await
+        .unwrap();
+    let timed_out = client.acquire("count", &AcquireOptions::try_once()).await;
+    assert!(
+        matches!(&timed_out, Err(LockError::Backend { .. })),
+        "{timed_out:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    // The script that timed out ran once the pause ended, and left its lock: try another key.
+    let lease = client
+        .acquire("after-pause", &AcquireOptions::try_once())
+        .await
+        .unwrap();
+    lease.release().await.unwrap();
+    client.close().await;
+    let counted = client
+        .requests_sent()
+        .expect("a Redis client counts its requests");
+    let (seen, auths) = tokio::task::spawn_blocking(move || monitor.settled())
+        .await
+        .unwrap();
+    // The pausing connection's `AUTH` is not the client's.
+    let (seen, auths) = (seen - 1, auths - 1);
+    eprintln!("counted {counted}, MONITOR saw {seen} client commands, {auths} AUTH");
+    assert_eq!(auths, 1, "the client connected once");
+    assert_eq!(
+        counted, seen,
+        "counted vs MONITOR through a response timeout"
+    );
+    drop(node);
+}

@@ -341,20 +341,34 @@ pub fn not_measured(grid: &Grid<'_>) -> Vec<String> {
     for row in &grid.rows {
         for s in &grid.strategies {
             match row.case(&s.id) {
-                Some(c) if !ran(c) => lines.push(format!(
-                    "{} under {}: {} ({})",
-                    s.id,
-                    row.label,
-                    verdict_word(Some(c)),
-                    why_not(c).unwrap_or("no reason recorded")
-                )),
-                Some(c) if c.trials.as_ref().is_some_and(|t| t.fault_not_applied > 0) => {
-                    let skipped = c.trials.as_ref().map_or(0, |t| t.fault_not_applied);
+                Some(c) if !ran(c) => {
+                    let word = verdict_word(Some(c));
+                    lines.push(match why_not(c) {
+                        // The line names its reason itself (`no contention: one client per key …`).
+                        Some(why) if why.starts_with(word) => {
+                            format!("{} under {}: {why}", s.id, row.label)
+                        }
+                        why => format!(
+                            "{} under {}: {word} ({})",
+                            s.id,
+                            row.label,
+                            why.unwrap_or("no reason recorded")
+                        ),
+                    });
+                }
+                Some(c)
+                    if c.trials
+                        .as_ref()
+                        .is_some_and(|t| t.unknown.max(t.fault_not_applied) > 0) =>
+                {
+                    let t = c.trials.as_ref();
+                    let skipped = t.map_or(0, |t| t.unknown.max(t.fault_not_applied));
                     lines.push(format!(
-                        "{} under {}: {skipped} trial{} without a verdict (fault not applied), not counted",
+                        "{} under {}: {skipped} trial{} without a verdict ({}), not counted",
                         s.id,
                         row.label,
-                        if skipped == 1 { "" } else { "s" }
+                        if skipped == 1 { "" } else { "s" },
+                        why_not(c).unwrap_or("fault not applied")
                     ));
                 }
                 Some(c) if c.error.is_some() => lines.push(format!(

@@ -267,6 +267,7 @@ mod tests {
             rate_high: Some(0.7),
             stopped_early: false,
             fault_not_applied: 0,
+            unknown: 0,
             each: vec![trial(795), trial(761), trial(745)],
         });
         let spread = trial_spread_pct(&case);

@@ -2,7 +2,7 @@
 //! columns (one per strategy), and the facts read off one case (did it run, what it violated).
 
 use crate::comparison::{Comparison, StrategyInfo, SuiteRun};
-use crate::model::{CaseResult, CaseStatus, Verdict};
+use crate::model::{CaseResult, CaseStatus, DataState, NoVerdict, Verdict, Violation};
 
 /// The report's grid.
 #[derive(Debug)]
@@ -205,7 +205,10 @@ pub fn trials_line(case: &CaseResult) -> Option<String> {
     }
     Some(match &case.trials {
         Some(t) if t.stopped_early => {
-            format!("broke at trial {} (stopped there, so no rate){why}", t.runs)
+            format!(
+                "broke at trial {} (stopped there, so no rate){why}",
+                t.ran()
+            )
         }
         Some(t) => format!(
             "violated in {} of {} trial{}{}{why}",
@@ -221,12 +224,17 @@ pub fn trials_line(case: &CaseResult) -> Option<String> {
 }
 
 /// What became of the data in a violated case: `data harmed`, `data intact (fenced)` (fencing
-/// rejected the stale writes) or `data intact`; `None` for a case that is not violated.
+/// rejected the stale writes) or `data intact`; when tokens went backwards and nothing else harmed
+/// the data, `rightful holder refused: token went backwards` (the write fencing refused was the
+/// newer holder's, so nothing about it is intact); `None` for a case that is not violated.
 pub fn data_words(case: &CaseResult) -> Option<String> {
     if case.safety.verdict != Verdict::Violated {
         return None;
     }
     let data = case.safety.data_state()?;
+    if data == DataState::Intact && case.safety.reasons.contains(&Violation::TokenRegressions) {
+        return Some(TOKEN_WENT_BACKWARDS.to_owned());
+    }
     Some(if case.safety.fenced() {
         format!("{} (fenced)", data.words())
     } else {
@@ -263,35 +271,71 @@ pub fn violated_of(case: &CaseResult) -> (u32, u32) {
     }
 }
 
-/// Whether the case produced figures (it ran, possibly cut short).
+/// What a violated case whose tokens went backwards did to the data, when nothing else harmed it.
+pub const TOKEN_WENT_BACKWARDS: &str = "rightful holder refused: token went backwards";
+
+/// Whether the case has a verdict to show (it ran, possibly interrupted, and was judged). A failed
+/// case never has one, whatever an older file says: its experiment did not happen as described.
 pub fn ran(case: &CaseResult) -> bool {
     case.safety.verdict != Verdict::Unknown
-        && matches!(
-            case.status,
-            CaseStatus::Complete | CaseStatus::Interrupted | CaseStatus::Failed
-        )
+        && matches!(case.status, CaseStatus::Complete | CaseStatus::Interrupted)
+        && !safe_on_unrecorded_fault(case)
 }
 
-/// The cell text of the verdict: `safe`, `VIOLATED`, `skipped`, `failed`, `fault not applied` (no
-/// verdict: its fault did not take effect), `held no lock` (it ran, but no client held the lock: no
-/// evidence either way), `not run`.
+/// The cell text of a safe case from a file written before faults recorded whether they took
+/// effect ([`crate::model::FaultWindow::applied`] missing): it is not read as applied.
+pub const FAULT_NOT_RECORDED: &str = "fault not recorded";
+
+/// A safe case with a fault whose effect was not recorded (an older file): no evidence the fault
+/// took effect, so nothing says the lock held under it. (A violation such a case saw stands.)
+pub fn safe_on_unrecorded_fault(case: &CaseResult) -> bool {
+    case.safety.verdict == Verdict::Safe && case.faults.iter().any(|w| w.applied.is_none())
+}
+
+/// The cell text of the verdict: `safe`, `VIOLATED`, `skipped`, `failed`, the reason a case that ran
+/// has no verdict ([`NoVerdict::words`]: `fault not applied`, `no contention`, `worker died`, ...),
+/// `not run`.
 pub fn verdict_word(case: Option<&CaseResult>) -> &'static str {
-    match case {
-        None => "not run",
-        Some(c) => match (c.safety.verdict, c.status) {
-            (Verdict::Safe, _) => "safe",
-            (Verdict::Violated, _) => "VIOLATED",
-            (Verdict::Unknown, CaseStatus::Skipped) => "skipped",
-            (Verdict::Unknown, CaseStatus::Failed) => "failed",
-            (Verdict::Unknown, _) if c.fault_not_applied.is_some() => "fault not applied",
-            (Verdict::Unknown, CaseStatus::Complete | CaseStatus::Interrupted) => "held no lock",
-        },
+    let Some(c) = case else {
+        return "not run";
+    };
+    if let Some(why) = c.safety.no_verdict {
+        return why.words();
     }
+    if safe_on_unrecorded_fault(c) {
+        return FAULT_NOT_RECORDED;
+    }
+    match (c.safety.verdict, c.status) {
+        (_, CaseStatus::Failed) => "failed",
+        (Verdict::Safe, _) => "safe",
+        (Verdict::Violated, _) => "VIOLATED",
+        (Verdict::Unknown, CaseStatus::Skipped) => "skipped",
+        (Verdict::Unknown, _) if c.fault_not_applied.is_some() => "fault not applied",
+        (Verdict::Unknown, CaseStatus::Complete | CaseStatus::Interrupted) => "held no lock",
+    }
+}
+
+/// The legend's line on cells without a verdict: each [`NoVerdict`] reason and what it means.
+pub fn no_verdict_legend() -> String {
+    let each: Vec<String> = NoVerdict::ALL
+        .iter()
+        .map(|r| format!("\u{201c}{}\u{201d}: {}", r.words(), r.meaning()))
+        .collect();
+    format!(
+        "no verdict (never counted as safe, and in no rate): {}; “{FAULT_NOT_RECORDED}”: a file written before faults recorded whether they took effect, read as not applied",
+        each.join("; ")
+    )
 }
 
 /// Why a case has no figures or no verdict: its error, else why its fault did not take effect.
 pub fn why_not(case: &CaseResult) -> Option<&str> {
-    case.error.as_deref().or(case.fault_not_applied.as_deref())
+    case.error
+        .as_deref()
+        .or(case.fault_not_applied.as_deref())
+        .or_else(|| {
+            safe_on_unrecorded_fault(case)
+                .then_some("its file does not record whether its fault took effect")
+        })
 }
 
 #[cfg(test)]
@@ -313,6 +357,90 @@ mod tests {
         case.status = CaseStatus::Failed;
         assert_eq!(verdict_word(Some(&case)), "failed");
         assert_eq!(verdict_word(None), "not run");
+    }
+
+    fn fixture_case() -> CaseResult {
+        let fixture = include_str!("../tests/fixtures/run-redis-watchdog.json");
+        crate::model::Results::from_json(fixture)
+            .expect("fixture")
+            .cases
+            .remove(0)
+    }
+
+    #[test]
+    fn tokens_that_went_backwards_never_read_as_data_intact() {
+        let mut case = fixture_case();
+        let s = &mut case.safety;
+        s.verdict = Verdict::Violated;
+        s.reasons = vec![Violation::TokenRegressions];
+        s.data = Some(DataState::Intact);
+        s.fencing.enforced = true;
+        s.fencing.stale_rejected = Some(1);
+        s.fencing.token_regressions = Some(1);
+        assert!(
+            !case.safety.fenced(),
+            "the refused write was the rightful one"
+        );
+        assert_eq!(
+            verdict_with_data(Some(&case)),
+            "VIOLATED · rightful holder refused: token went backwards"
+        );
+        // Harmed data says so first.
+        case.safety.data = Some(DataState::Harmed);
+        assert_eq!(verdict_with_data(Some(&case)), "VIOLATED · data harmed");
+    }
+
+    #[test]
+    fn broke_at_trial_k_counts_every_trial_run_and_no_counted_trial_gives_no_interval() {
+        let mut case = fixture_case();
+        case.safety.verdict = Verdict::Violated;
+        case.safety.reasons = vec![Violation::Overlap];
+        case.safety.data = Some(DataState::Harmed);
+        case.trials = Some(crate::model::Trials {
+            runs: 1,
+            violated: 1,
+            rate_low: None,
+            rate_high: None,
+            stopped_early: true,
+            fault_not_applied: 1,
+            unknown: 2,
+            each: Vec::new(),
+        });
+        let line = trials_line(&case).expect("ran");
+        assert!(line.starts_with("broke at trial 3 "), "{line}");
+        // An older file with an interval although no trial counted: none shown.
+        let t = case.trials.as_mut().expect("trials");
+        (t.runs, t.violated, t.stopped_early) = (0, 0, false);
+        (t.rate_low, t.rate_high) = (Some(0.0), Some(1.0));
+        assert_eq!(t.interval(), None);
+    }
+
+    #[test]
+    fn a_safe_case_whose_fault_was_not_recorded_as_applied_is_not_read_as_applied() {
+        let mut case = fixture_case();
+        case.safety.verdict = Verdict::Safe;
+        case.faults = vec![crate::model::FaultWindow {
+            kind: "pause_worker".into(),
+            target: "client 1".into(),
+            parameters: Default::default(),
+            start_ms: 500.0,
+            stop_ms: Some(2500.0),
+            recovery_ms: None,
+            loss_noticed_ms: None,
+            note: None,
+            applied: None,
+            evidence: None,
+            cut_short: None,
+        }];
+        assert!(!ran(&case), "no verdict to count or compare");
+        assert_eq!(verdict_word(Some(&case)), FAULT_NOT_RECORDED);
+        assert_eq!(
+            why_not(&case),
+            Some("its file does not record whether its fault took effect")
+        );
+        case.faults[0].applied = Some(true);
+        assert!(ran(&case));
+        assert_eq!(verdict_word(Some(&case)), "safe");
     }
 
     #[test]

@@ -123,8 +123,10 @@ impl Layout for Markdown<'_> {
             })
             .collect();
         table(out, &header, &rows);
-        out.push_str(
-            "Each cell: violated trials / trials and the 95 % Wilson interval for the violation rate when every trial ran; \"broke at trial k\": the case stopped at its first violation, so it has no rate (`--thorough` gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes); \"fault not applied\": the fault did not take effect, so no verdict (listed below); ≠ = the measurement disagrees with theory (below); *italic (predicted)*: a violation theory predicted for this strategy under this scenario; **bold**: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (`lockbench scale`), flagged when a strategy lost leases or failed renewals while holding many locks. Violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens.\n\n",
+        let _ = write!(
+            out,
+            "Each cell: violated trials / trials and the 95 % Wilson interval for the violation rate when every trial ran; \"broke at trial k\": the case stopped at its first violation, so it has no rate (`--thorough` gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes), or that the rightful holder was refused because its token went backwards; {}, listed below; ≠ = the measurement disagrees with theory (below); *italic (predicted)*: a violation theory predicted for this strategy under this scenario; **bold**: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (`lockbench scale`), flagged when a strategy lost leases or failed renewals while holding many locks. Violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens.\n\n",
+            crate::grid::no_verdict_legend()
         );
     }
 

@@ -412,11 +412,12 @@ pub struct Trials {
     /// Of those, how many were violated.
     pub violated: u32,
     /// Lower end of the 95 % Wilson score interval for the violation rate; null when the trials
-    /// stopped early (`stopped_early`): the interval assumes a fixed number of trials.
+    /// stopped early (`stopped_early`: the interval assumes a fixed number of trials) or when no
+    /// trial has a verdict (`runs` 0: there is no rate to bound).
     #[serde(default)]
     pub rate_low: Option<f64>,
     /// Upper end of the 95 % Wilson score interval for the violation rate; null when the trials
-    /// stopped early.
+    /// stopped early or none has a verdict.
     #[serde(default)]
     pub rate_high: Option<f64>,
     /// The case stopped at its first violated trial, before all its planned trials ran (the
@@ -429,6 +430,10 @@ pub struct Trials {
     /// ([`CaseResult::fault_not_applied`]); they count in no rate. 0 in older files.
     #[serde(default)]
     pub fault_not_applied: u32,
+    /// Trials that ran but have no verdict, for any reason ([`Safety::no_verdict`]; those counted in
+    /// `fault_not_applied` included); they count in no rate. 0 in older files.
+    #[serde(default)]
+    pub unknown: u32,
     /// Each trial, in run order.
     pub each: Vec<Trial>,
 }
@@ -436,10 +441,16 @@ pub struct Trials {
 impl Trials {
     /// The 95 % interval of the violation rate, when the trials give one (all of them ran).
     pub fn interval(&self) -> Option<(f64, f64)> {
-        if self.stopped_early {
+        if self.stopped_early || self.runs == 0 {
             return None;
         }
         Some((self.rate_low?, self.rate_high?))
+    }
+
+    /// Every trial that ran, with a verdict or without (`runs` + `unknown`): the trial a case that
+    /// stopped early broke at.
+    pub fn ran(&self) -> u32 {
+        self.runs + self.unknown
     }
 }
 
@@ -526,6 +537,11 @@ pub struct FaultWindow {
     /// The evidence `applied` rests on, or why the fault did not take effect (one line).
     #[serde(default)]
     pub evidence: Option<String>,
+    /// Why the fault's window ended before its planned end (the case stopped first, the run was
+    /// interrupted): the fault did not run as described, so the case has no verdict. Null when it ran
+    /// to its end (and in older files).
+    #[serde(default)]
+    pub cut_short: Option<String>,
 }
 
 /// What a strategy declared it can do (`lockers::Capabilities`).
@@ -654,8 +670,75 @@ pub enum Verdict {
     Safe,
     /// At least one [`Violation`] was found ([`Safety::reasons`] names which).
     Violated,
-    /// The case did not run (skipped or failed before its workers started).
+    /// No verdict: the case did not run (skipped or failed before its workers started), or it ran
+    /// but gives nothing to judge ([`Safety::no_verdict`] says why).
     Unknown,
+}
+
+/// Why a case that ran has no verdict; its `error` (or `fault_not_applied`) has the one-line detail.
+/// None of these is safe: each says the experiment did not happen as described.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum NoVerdict {
+    /// No acquire succeeded, and nothing broke.
+    HeldNoLock,
+    /// Locks were held but no critical section ran to its end (no write landed, no holder gave up on
+    /// a noticed loss), and nothing broke.
+    NoCompletedSection,
+    /// No key was ever wanted by two clients at once, so nobody could have overlapped anyone.
+    NoContention,
+    /// A fault the case injects did not take effect ([`FaultWindow::applied`]).
+    FaultNotApplied,
+    /// A fault's window ended before its planned end ([`FaultWindow::cut_short`]).
+    FaultCutShort,
+    /// A worker process exited outside a fault (a signal or an exit code nobody asked for).
+    WorkerDied,
+}
+
+impl NoVerdict {
+    /// The reasons in the order a case is checked for them (the first that holds is its reason).
+    pub const ALL: [NoVerdict; 6] = [
+        NoVerdict::WorkerDied,
+        NoVerdict::FaultCutShort,
+        NoVerdict::FaultNotApplied,
+        NoVerdict::HeldNoLock,
+        NoVerdict::NoCompletedSection,
+        NoVerdict::NoContention,
+    ];
+
+    /// The cell text (`no contention`).
+    pub fn words(self) -> &'static str {
+        match self {
+            NoVerdict::HeldNoLock => "held no lock",
+            NoVerdict::NoCompletedSection => "no critical section completed",
+            NoVerdict::NoContention => "no contention",
+            NoVerdict::FaultNotApplied => "fault not applied",
+            NoVerdict::FaultCutShort => "fault cut short",
+            NoVerdict::WorkerDied => "worker died",
+        }
+    }
+
+    /// What it means, for a report's legend.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            NoVerdict::HeldNoLock => "no acquire succeeded, so no evidence either way",
+            NoVerdict::NoCompletedSection => {
+                "locks were held but no critical section ran to its end (a write, or giving up on a noticed loss), so there is nothing to judge"
+            }
+            NoVerdict::NoContention => {
+                "one client per key: no key was wanted by two clients at once, so nobody could overlap anyone"
+            }
+            NoVerdict::FaultNotApplied => "the fault did not take effect",
+            NoVerdict::FaultCutShort => {
+                "the fault's window ended before its planned end (the case stopped first)"
+            }
+            NoVerdict::WorkerDied => {
+                "a worker process exited outside any fault; what it reported before is kept, but the trial is not judged"
+            }
+        }
+    }
 }
 
 /// One way a case can fail to be a lock; any of them makes the case violated.
@@ -724,6 +807,10 @@ pub struct Safety {
     /// older files ([`Safety::data_state`] reads it off their counts).
     #[serde(default)]
     pub data: Option<DataState>,
+    /// Why a case that ran has no verdict (`verdict` unknown); null when it has one, when it did not
+    /// run, and in older files.
+    #[serde(default)]
+    pub no_verdict: Option<NoVerdict>,
 }
 
 impl Safety {
@@ -741,12 +828,14 @@ impl Safety {
         })
     }
 
-    /// Whether fencing tokens protected the data: it is intact, the strategy has fencing and the
-    /// resource rejected stale writes.
+    /// Whether fencing tokens protected the data: it is intact, the strategy has fencing, the
+    /// resource rejected stale writes and no token went backwards (then a refused write may have been
+    /// the rightful holder's).
     pub fn fenced(&self) -> bool {
         self.data_state() == Some(DataState::Intact)
             && self.fencing.enforced
             && self.fencing.stale_rejected.unwrap_or(0) > 0
+            && self.fencing.token_regressions.unwrap_or(0) == 0
     }
 }
 

@@ -4,8 +4,8 @@
 //! cells, each naming the cells it rests on; ties within [`TIE_PCT`] are named as ties.
 
 use crate::format::{ms, rate};
-use crate::grid::{Grid, Row, ran, violated_of};
-use crate::model::{CaseResult, DataState, Expectation, Verdict};
+use crate::grid::{Grid, Row, ran, verdict_word, violated_of};
+use crate::model::{CaseResult, CaseStatus, DataState, Expectation, Verdict, Violation};
 use crate::rules::{TIE_PCT, headline_row};
 use crate::scale::CostSeries;
 
@@ -197,12 +197,17 @@ fn fewest_requests(grid: &Grid<'_>, head: &Row<'_>) -> Vec<(String, f64)> {
 struct Breaks {
     /// Cases that ran.
     ran: usize,
+    /// Cases that ran without a verdict, by reason (`no contention`, `failed`, ...): neither safe
+    /// nor violated.
+    unknown: Vec<&'static str>,
     /// Labels of the rows where it broke as theory predicted.
     predicted: Vec<String>,
     /// Labels of the rows where it broke and theory did not predict it.
     unexpected: Vec<String>,
     /// Rows where it harmed the data.
     harmed: usize,
+    /// Rows where its tokens went backwards, so fencing refused the rightful holder.
+    refused: usize,
     /// Whether fencing was enforced in any case.
     fencing: bool,
 }
@@ -211,9 +216,15 @@ impl Breaks {
     fn of(grid: &Grid<'_>, strategy: &str) -> Self {
         let mut breaks = Breaks::default();
         for row in &grid.rows {
-            let Some(c) = row.case(strategy).filter(|c| ran(c)) else {
+            let Some(c) = row.case(strategy) else {
                 continue;
             };
+            if !ran(c) {
+                if c.status != CaseStatus::Skipped {
+                    breaks.unknown.push(verdict_word(Some(c)));
+                }
+                continue;
+            }
             breaks.ran += 1;
             breaks.fencing |= c.safety.fencing.enforced;
             if violated_of(c).0 == 0 {
@@ -226,6 +237,8 @@ impl Breaks {
             }
             if c.safety.data_state() == Some(DataState::Harmed) {
                 breaks.harmed += 1;
+            } else if c.safety.reasons.contains(&Violation::TokenRegressions) {
+                breaks.refused += 1;
             }
         }
         breaks
@@ -247,14 +260,21 @@ fn strategy_cells(
             v.join(", ")
         }
     };
-    let data = if breaks.harmed == 0 {
+    let scenarios = |n: usize| format!("{n} scenario{}", if n == 1 { "" } else { "s" });
+    let mut data = Vec::new();
+    if breaks.harmed > 0 {
+        data.push(format!("harmed in {}", scenarios(breaks.harmed)));
+    }
+    if breaks.refused > 0 {
+        data.push(format!(
+            "rightful holder refused (token went backwards) in {}",
+            scenarios(breaks.refused)
+        ));
+    }
+    let data = if data.is_empty() {
         "intact".to_owned()
     } else {
-        format!(
-            "harmed in {} scenario{}",
-            breaks.harmed,
-            if breaks.harmed == 1 { "" } else { "s" }
-        )
+        data.join("; ")
     };
     vec![
         strategy.to_owned(),
@@ -287,6 +307,8 @@ fn requests_cell(kind: &str, per: f64, fewest: &[(String, f64)]) -> String {
 struct Tally {
     /// Cells that ran.
     ran: usize,
+    /// Cells that ran without a verdict, by reason.
+    unknown: Vec<&'static str>,
     /// Cells that broke as theory predicted: `row × strategy`.
     predicted: Vec<String>,
     /// Cells that broke and theory did not predict it.
@@ -296,6 +318,7 @@ struct Tally {
 impl Tally {
     fn add(&mut self, strategy: &str, breaks: Breaks) {
         self.ran += breaks.ran;
+        self.unknown.extend(breaks.unknown);
         let cell = |row: String| format!("{row} × {strategy}");
         self.predicted
             .extend(breaks.predicted.into_iter().map(cell));
@@ -313,7 +336,7 @@ impl Tally {
             }
         };
         format!(
-            "{} of {} strategy × scenario cells violated in at least one trial: {} predicted by theory{}, {} unexpected{}. Cells: the verdict matrix.",
+            "{} of {} strategy × scenario cells violated in at least one trial: {} predicted by theory{}, {} unexpected{}.{} Cells: the verdict matrix.",
             self.predicted.len() + self.unexpected.len(),
             self.ran,
             self.predicted.len(),
@@ -327,7 +350,31 @@ impl Tally {
                 cite(&self.unexpected)
             } else {
                 " (marked in the matrix)".to_owned()
+            },
+            self.unknown_words()
+        )
+    }
+
+    /// ` 3 more cells have no verdict, counted neither safe nor violated: no contention 2, worker
+    /// died 1.`; empty when every cell that ran has a verdict.
+    fn unknown_words(&self) -> String {
+        if self.unknown.is_empty() {
+            return String::new();
+        }
+        let mut counts: Vec<(&str, usize)> = Vec::new();
+        for why in &self.unknown {
+            match counts.iter_mut().find(|(w, _)| w == why) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((why, 1)),
             }
+        }
+        let each: Vec<String> = counts.iter().map(|(w, n)| format!("{w} {n}")).collect();
+        let n = self.unknown.len();
+        format!(
+            " {n} more cell{} {} no verdict, counted neither safe nor violated: {}.",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "has" } else { "have" },
+            each.join(", ")
         )
     }
 }

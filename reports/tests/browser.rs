@@ -275,6 +275,7 @@ fn full_suite() -> Comparison {
                 rate_high: Some(if violated > 0 { 0.9385 } else { 0.5615 }),
                 stopped_early: false,
                 fault_not_applied: 0,
+                unknown: 0,
                 each: Vec::new(),
             });
         }

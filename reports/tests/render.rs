@@ -513,6 +513,7 @@ fn with_a_fault_row() -> Comparison {
             note: None,
             applied: Some(true),
             evidence: None,
+            cut_short: None,
         }];
         let waits: Vec<Option<f64>> = (0..30)
             .map(|bin| {
@@ -587,6 +588,7 @@ fn with_restart_and_peer() -> Comparison {
                 rate_high: Some(0.94),
                 stopped_early: false,
                 fault_not_applied: 0,
+                unknown: 0,
                 each: Vec::new(),
             });
         }
@@ -785,6 +787,7 @@ fn a_stopped_cell_has_no_interval_and_a_full_one_has() {
         rate_high: None,
         stopped_early: true,
         fault_not_applied: 0,
+        unknown: 0,
         each: Vec::new(),
     });
     let stopped_cell = cell(&stopped);
@@ -815,6 +818,7 @@ fn a_stopped_cell_has_no_interval_and_a_full_one_has() {
         rate_high: Some(0.7923),
         stopped_early: false,
         fault_not_applied: 0,
+        unknown: 0,
         each: Vec::new(),
     });
     let full_cell = cell(&full);
@@ -991,6 +995,7 @@ fn markdown_and_html_agree_on_every_figure() {
                 rate_high: Some(if violated > 0 { 0.9385 } else { 0.5615 }),
                 stopped_early: false,
                 fault_not_applied: 0,
+                unknown: 0,
                 each: [95, 100, 107]
                     .into_iter()
                     .enumerate()

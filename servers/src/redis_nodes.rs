@@ -202,9 +202,19 @@ impl RedisNode {
 
     /// Kills the running process with `SIGKILL` (idempotent). The data dir stays.
     pub fn kill(&self) -> std::io::Result<()> {
+        self.kill_running().map(|_| ())
+    }
+
+    /// Kills the process with `SIGKILL` if it runs; whether it did (false: there was no process, or
+    /// it had exited already, so nothing was killed). The data dir stays.
+    pub fn kill_running(&self) -> std::io::Result<bool> {
         match self.lock().take() {
-            Some(process) => process.kill(),
-            None => Ok(()),
+            Some(process) => {
+                let running = process.is_running();
+                process.kill()?;
+                Ok(running)
+            }
+            None => Ok(false),
         }
     }
 
@@ -480,8 +490,12 @@ mod tests {
     fn nodes_are_independent_and_killable_one_by_one() {
         let nodes = RedisNodes::start(3, RedisNodeOptions::default(), None).expect("nodes");
         assert_eq!(nodes.len(), 3);
-        nodes.node(1).kill().expect("kill");
+        assert!(nodes.node(1).kill_running().expect("kill"), "it ran");
         assert!(!nodes.node(1).is_running());
+        assert!(
+            !nodes.node(1).kill_running().expect("kill"),
+            "a node already dead is not killed again"
+        );
         assert!(nodes.node(1).command(&["PING"]).is_err());
         assert_eq!(nodes.node(0).command(&["PING"]).expect("ping"), "PONG");
         nodes.node(1).restart(OnRestart::KeepData).expect("restart");

@@ -3,7 +3,7 @@
 //! `getrusage` ([`process_cpu_time`], microsecond resolution), for the client's own cost; and the
 //! members of a process group ([`group_members`]); and the evidence that a fault took effect: a
 //! process's scheduler state ([`state`], stopped after a pause) and its threads by name
-//! ([`threads_named`], a CPU hog's busy threads).
+//! ([`threads_named`], [`threads_cpu`]: a CPU hog's busy threads and the CPU they used).
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -87,6 +87,24 @@ pub fn threads_named(pid: u32, name: &str) -> u32 {
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
         .filter(|comm| comm.trim_end() == name)
         .count() as u32
+}
+
+/// The CPU time (user + system) the threads of `pid` named `name` have used so far (threads that
+/// ended no longer count).
+pub fn threads_cpu(pid: u32, name: &str) -> Duration {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Duration::ZERO;
+    };
+    let seconds: f64 = tasks
+        .filter_map(|t| {
+            let dir = t.ok()?.path();
+            let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+            (comm.trim_end() == name).then_some(())?;
+            parse_stat(&std::fs::read_to_string(dir.join("stat")).ok()?)
+        })
+        .map(|s| s.cpu_seconds)
+        .sum();
+    Duration::from_secs_f64(seconds)
 }
 
 fn parse_stat(text: &str) -> Option<ProcSample> {

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use lockbench_reports::format::ms;
-use lockbench_reports::grid::data_words;
+use lockbench_reports::grid::{data_words, verdict_word};
 use lockbench_reports::model::{CaseResult, Results, Verdict};
 
 const HEADERS: [&str; 16] = [
@@ -37,16 +37,14 @@ fn row(case: &CaseResult) -> [String; 16] {
     };
     let status = format!("{:?}", case.status).to_lowercase();
     let word = match s.verdict {
-        Verdict::Safe => "safe",
-        Verdict::Violated => "VIOLATED",
-        Verdict::Unknown if case.fault_not_applied.is_some() => "fault not applied",
-        Verdict::Unknown => "-",
+        Verdict::Unknown if s.no_verdict.is_none() && case.fault_not_applied.is_none() => "-",
+        _ => verdict_word(Some(case)),
     };
     // The verdict says how many trials it rests on ("VIOLATED 1/3", or "VIOLATED at trial 1" when
     // the trials stopped there) and what became of the data ("· data harmed").
     let mut verdict = match &case.trials {
         Some(t) if s.verdict != Verdict::Unknown && t.stopped_early => {
-            format!("{word} at trial {}", t.runs)
+            format!("{word} at trial {}", t.ran())
         }
         Some(t) if s.verdict != Verdict::Unknown => format!("{word} {}/{}", t.violated, t.runs),
         _ => word.to_owned(),
@@ -170,6 +168,7 @@ mod tests {
             rate_high: Some(0.79),
             stopped_early: false,
             fault_not_applied: 0,
+            unknown: 0,
             each: Vec::new(),
         });
         assert!(

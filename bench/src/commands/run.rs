@@ -176,6 +176,7 @@ fn resolve(
     let workload = Workload::resolve(&loaded.name, &loaded.source, file)
         .map_err(BenchError::usage)?
         .fitted(args.fit);
+    workload.faults_fit().map_err(BenchError::usage)?;
     let chosen = strategies::resolve(&workload.strategies).map_err(BenchError::usage)?;
     let (chosen, not_applicable) =
         keep_fault_targets(&workload, chosen).map_err(BenchError::usage)?;

@@ -230,6 +230,7 @@ pub(crate) fn fit(entry: &SuiteEntry, user: Option<&UserWorkload>) -> Fit {
         } else {
             0
         },
+        lengthen_for_faults: true,
     }
 }
 
@@ -319,7 +320,9 @@ pub(crate) fn workload(
     let loaded = scenarios::load(entry.scenario)?;
     let mut file = loaded.file;
     file.overlay(overrides(entry, length, strategies, user));
-    Ok(Workload::resolve(&loaded.name, &loaded.source, file)?.fitted(fit(entry, user)))
+    let fitted = Workload::resolve(&loaded.name, &loaded.source, file)?.fitted(fit(entry, user));
+    fitted.faults_fit()?;
+    Ok(fitted)
 }
 
 /// The overrides a suite applies to a scenario file: its length, the strategies and the user's
@@ -400,9 +403,11 @@ pub(crate) fn plan(
                     WorkerMode::Tasks => CASE_OVERHEAD_TASKS,
                     WorkerMode::Processes | WorkerMode::Remote => CASE_OVERHEAD_PROCESSES,
                 };
-                // A runtime that compiles as it goes gets its longer warm-up (`run_case`).
-                let warmup = w.warmup.max(s.facts.min_warmup);
-                let one = w.duration.unwrap_or_default() + warmup + overhead + own_servers;
+                // A runtime that compiles as it goes gets its longer warm-up, and its holder faults
+                // the longer window they then need (`run_case`).
+                let warmed = w.with_warmup_at_least(s.facts.min_warmup);
+                let run = warmed.as_ref().unwrap_or(&w);
+                let one = run.duration.unwrap_or_default() + run.warmup + overhead + own_servers;
                 // A lease mode the strategy cannot take is skipped at once.
                 for lease in &w.leases {
                     if lease_support(&caps, *lease, &w).is_ok() {
@@ -523,22 +528,22 @@ mod tests {
             "cpu-starvation",
             "3500ms",
             "0ns",
-            &["starve_worker at=500ms target=holder duration=2s"],
+            &["starve_worker at=0ns target=holder duration=2s"],
         ),
         (
             "cpu-quota",
             "4s",
             "0ns",
             &[
-                "cpu_hog at=500ms target=holder duration=3s threads=2",
-                "cgroup_quota at=500ms target=holder duration=3s quota=100ms period=1s",
+                "cpu_hog at=0ns target=holder duration=3s threads=2",
+                "cgroup_quota at=0ns target=holder duration=3s quota=100ms period=1s",
             ],
         ),
         (
             "cpu-hog",
             "3s",
             "0ns",
-            &["cpu_hog at=500ms target=holder duration=2s threads=8"],
+            &["cpu_hog at=0ns target=holder duration=2s threads=8"],
         ),
         (
             "network-delay",
@@ -550,7 +555,7 @@ mod tests {
             "network-partition",
             "3500ms",
             "0ns",
-            &["proxy_blackhole at=500ms target=holder duration=2s direction=both"],
+            &["proxy_blackhole at=0ns target=holder duration=2s direction=both"],
         ),
         (
             "server-freeze",

@@ -71,6 +71,8 @@ struct KeyState {
     pending: BinaryHeap<Reverse<Pending>>,
     active: Vec<Active>,
     max_end: u64,
+    /// The client whose interval ends at `max_end`.
+    max_end_client: u32,
     /// The end of the key's orphaned interval no other client has acquired after yet.
     orphaned_at: Option<u64>,
     overlapped: bool,
@@ -107,6 +109,23 @@ pub(crate) struct OracleFindings {
     pub orphan_waits: Vec<(u64, Option<u64>)>,
     /// Every grant by time, with how long its acquire waited.
     pub grants: Grants,
+    /// Whether any key was wanted by two clients at once: an acquire started while another client
+    /// held the key (it waited, or overlapped). Without it nobody could have overlapped anyone.
+    pub contended: bool,
+    /// Per key, the latest end of any interval on it (0: none), ns: an acquire still waiting at the
+    /// end of the case that started before it waited for another client (see [`Self::waited`]).
+    pub last_end: Vec<u64>,
+}
+
+impl OracleFindings {
+    /// Whether an acquire of `key` called at `started` and still waiting when the case ended waited
+    /// while another client held the key (an interval on it ended after the call: the caller, still
+    /// waiting, had none of its own).
+    pub(crate) fn waited(&self, key: u32, started: u64) -> bool {
+        self.last_end
+            .get(key as usize)
+            .is_some_and(|end| *end > started)
+    }
 }
 
 const MAX_EXAMPLES: usize = 20;
@@ -149,6 +168,8 @@ impl Oracle {
                 holder_sample: None,
                 orphan_waits: Vec::new(),
                 grants: Grants::new(case_start),
+                contended: false,
+                last_end: Vec::new(),
             },
             sampler: HolderSampler::new(keys),
         }
@@ -216,6 +237,7 @@ impl Oracle {
             }
         }
         self.found.holder_sample = self.sampler.finish(self.case_start);
+        self.found.last_end = self.keys.iter().map(|k| k.max_end).collect();
         self.found
     }
 
@@ -266,6 +288,7 @@ fn sweep_one(
             continue;
         }
         found.pairs += 1;
+        found.contended = true;
         found.total_ns += overlap;
         found.max_ns = found.max_ns.max(overlap);
         if !state.overlapped {
@@ -305,7 +328,13 @@ fn sweep_one(
             .orphan_waits
             .push((at.saturating_sub(measure_from), Some(x.start - at)));
     }
-    state.max_end = state.max_end.max(x.end);
+    if x.acquire_started < state.max_end && state.max_end_client != next.client {
+        found.contended = true;
+    }
+    if x.end >= state.max_end {
+        state.max_end = x.end;
+        state.max_end_client = next.client;
+    }
     match x.ended_by {
         EndedBy::Lost => found.lost_fired += 1,
         EndedBy::Orphaned => state.orphaned_at = Some(x.end),
@@ -361,6 +390,40 @@ mod tests {
         assert_eq!((f.pairs, f.total_ns, f.keys), (0, 0, 0));
         assert_eq!(f.handoff.len(), 1);
         assert!(near(f.handoff.max(), 30), "{}", f.handoff.max());
+    }
+
+    #[test]
+    fn contention_is_an_acquire_that_started_while_another_client_held_its_key() {
+        // Client 1 called acquire at 50, while client 0 held key 0 until 100: contended.
+        let mut o = Oracle::new(1, 2, 0, 0);
+        o.add(batch(
+            0,
+            vec![iv(0, 10, 10, 100, EndedBy::Released)],
+            u64::MAX,
+        ));
+        o.add(batch(
+            1,
+            vec![iv(0, 50, 130, 200, EndedBy::Released)],
+            u64::MAX,
+        ));
+        assert!(o.finish().contended);
+        // One client, one key, back to back: nobody else ever wanted it.
+        let mut o = Oracle::new(1, 1, 0, 0);
+        o.add(batch(
+            0,
+            vec![
+                iv(0, 0, 1, 10, EndedBy::Released),
+                iv(0, 10, 11, 20, EndedBy::Released),
+            ],
+            u64::MAX,
+        ));
+        let f = o.finish();
+        assert!(!f.contended);
+        // Its own acquire cut by the end of the case at 20 waited for nobody; one called at 15
+        // (another client's, still waiting) waited for the hold that ended at 20.
+        assert!(!f.waited(0, 20 * US));
+        assert!(f.waited(0, 15 * US));
+        assert!(!f.waited(7, 0), "no such key");
     }
 
     #[test]

@@ -263,6 +263,8 @@ struct Heard {
     reports: HashMap<u32, WorkerTally>,
     /// Per client, the low bound of the last interval batch it reported.
     reported_to: HashMap<u32, u64>,
+    /// Per client, when its output ended (it exited, or closed it).
+    closed_at: HashMap<u32, u64>,
     problems: Vec<String>,
 }
 
@@ -314,10 +316,12 @@ pub(crate) async fn run(
             (false, ctx.clock.now())
         }
     };
-    case.add_unreported(&launched.control.crashes(), stopped_at, &mut heard);
+    let crashes = launched.control.crashes();
+    case.add_unreported(&crashes, stopped_at, &mut heard);
     drop(launched.commands);
     let fault_windows = faults::windows(launched.schedule).await;
-    end_children(workers).await;
+    let exits = end_children(workers).await;
+    case.add_dead(&crashes, &exits, stopped_at, &mut heard);
     case.served.server.stop();
     let mut tally = WorkerTally::default();
     for report in heard.reports.values() {
@@ -357,6 +361,7 @@ impl Heard {
             ),
             reports: HashMap::new(),
             reported_to: HashMap::new(),
+            closed_at: HashMap::new(),
             problems: Vec::new(),
         }
     }
@@ -518,7 +523,10 @@ impl Case<'_> {
                         heard.problems.push(format!("worker {client}: {message}"));
                     }
                     Some(Event::Message(_, FromChild::Ready { .. })) => {}
-                    Some(Event::Closed(_)) => open -= 1,
+                    Some(Event::Closed(client)) => {
+                        heard.closed_at.insert(client, self.ctx.clock.now());
+                        open -= 1;
+                    }
                     None => break,
                 },
                 _ = grace => {
@@ -531,8 +539,7 @@ impl Case<'_> {
     }
 
     /// Gives the oracle the holds the workers did not report themselves, as the resource heard of
-    /// them (a killed worker's last ones; every one of a remote worker), and notes each worker that
-    /// sent no report.
+    /// them (a killed worker's last ones; every one of a remote worker).
     fn add_unreported(&self, crashes: &[Crash], stopped_at: u64, heard: &mut Heard) {
         let resource = &self.served.resource;
         for crash in crashes {
@@ -556,13 +563,45 @@ impl Case<'_> {
                 });
             }
         }
-        for client in 0..clients {
+    }
+
+    /// Fails the case for each worker that died outside a fault (it sent no report and no fault
+    /// killed it: a signal or an exit code nobody asked for), after giving the oracle the holds it had
+    /// not reported, as the resource heard of them, the one open at its death closed then.
+    fn add_dead(
+        &self,
+        crashes: &[Crash],
+        exits: &HashMap<u32, String>,
+        stopped_at: u64,
+        heard: &mut Heard,
+    ) {
+        let resource = &self.served.resource;
+        for client in 0..self.ctx.workload.clients {
             let killed = crashes.iter().any(|c| c.client == client);
-            if !heard.reports.contains_key(&client) && !killed {
-                heard
-                    .problems
-                    .push(format!("worker {client} sent no report"));
+            if heard.reports.contains_key(&client) || killed {
+                continue;
             }
+            let how = exits
+                .get(&client)
+                .map_or("its output ended without a report", String::as_str);
+            let since = heard.reported_to.get(&client).copied().unwrap_or(0);
+            let died_at = heard.closed_at.get(&client).copied().unwrap_or(stopped_at);
+            let intervals = if self.remote.is_some() {
+                Vec::new() // every remote worker's holds are taken from the resource already
+            } else {
+                resource.holds.of_killed(client, since, died_at)
+            };
+            let recovered = intervals.len();
+            heard.oracle.add(IntervalBatch {
+                client,
+                intervals,
+                low_bound: u64::MAX,
+            });
+            heard.problems.push(format!(
+                "worker {client} died: {how}; what it reported up to its death is kept ({recovered} \
+                 hold{} it had not reported recovered from the resource)",
+                if recovered == 1 { "" } else { "s" }
+            ));
         }
     }
 }
@@ -629,12 +668,40 @@ async fn await_ready(
 }
 
 /// Kills the worker processes and waits for their ends.
-async fn end_children(workers: Vec<WorkerLink>) {
-    for mut worker in workers {
+async fn end_children(workers: Vec<WorkerLink>) -> HashMap<u32, String> {
+    let mut exits = HashMap::new();
+    for (client, mut worker) in workers.into_iter().enumerate() {
         if let Some(child) = worker.child.as_mut() {
+            // Exited by itself before being ended here: how.
+            if let Ok(Some(status)) = child.try_wait() {
+                exits.insert(client as u32, exit_words(status));
+            }
             let _ = child.start_kill();
             let _ = child.wait().await;
         }
+    }
+    exits
+}
+
+/// `killed by signal 9 (SIGKILL)`, `exited with code 101`.
+fn exit_words(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.signal(), status.code()) {
+        (Some(signal), _) => {
+            let name = match signal {
+                libc::SIGHUP => "SIGHUP",
+                libc::SIGINT => "SIGINT",
+                libc::SIGABRT => "SIGABRT",
+                libc::SIGKILL => "SIGKILL",
+                libc::SIGSEGV => "SIGSEGV",
+                libc::SIGPIPE => "SIGPIPE",
+                libc::SIGTERM => "SIGTERM",
+                _ => "a signal",
+            };
+            format!("killed by signal {signal} ({name})")
+        }
+        (None, Some(code)) => format!("exited with code {code}"),
+        (None, None) => "exited".to_owned(),
     }
 }
 

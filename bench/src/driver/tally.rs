@@ -61,6 +61,10 @@ pub(crate) struct WorkerTally {
     /// Why the strategy refused an acquire as misconfigured (the client then stopped).
     #[serde(default)]
     pub config_error: Option<String>,
+    /// Acquire calls the end of the case cut short, still waiting: (key, when called, ns). The
+    /// oracle's record says whether another client held the key meanwhile (contention).
+    #[serde(default)]
+    pub cut_acquires: Vec<(u32, u64)>,
 }
 
 impl Default for WorkerTally {
@@ -86,6 +90,7 @@ impl Default for WorkerTally {
             redis_commands: 0,
             own_cost: None,
             config_error: None,
+            cut_acquires: Vec::new(),
         }
     }
 }
@@ -122,6 +127,7 @@ impl WorkerTally {
         self.overhead_ns += other.overhead_ns;
         self.renewal.merge(&other.renewal);
         self.redis_commands += other.redis_commands;
+        self.cut_acquires.extend_from_slice(&other.cut_acquires);
         if self.config_error.is_none() {
             self.config_error.clone_from(&other.config_error);
         }

@@ -246,7 +246,10 @@ impl Worker {
                 release_ns: 0,
             };
             match acquired {
-                None => break,
+                None => {
+                    state.tally.cut_acquires.push((key as u32, t0));
+                    break;
+                }
                 Some(Err(LockError::Config(why))) => {
                     // The strategy refuses these settings (a peer library's own check): every
                     // further acquire would too, so the client stops and the case fails with why.

@@ -84,6 +84,21 @@ impl HoldBoard {
         self.lock().holding.remove(&client);
     }
 
+    /// When `client`'s hold of `key` acquired at `since` ended, by the events posted so far (the
+    /// first end of that key by that client at or after `since`); `None` while it still holds.
+    pub(crate) fn ended_at(&self, client: u32, key: u32, since: u64) -> Option<u64> {
+        self.lock()
+            .log
+            .iter()
+            .find(|e| {
+                e.client == client
+                    && e.key == key
+                    && e.at_ns >= since
+                    && matches!(e.change, HoldChange::Ended(_))
+            })
+            .map(|e| e.at_ns)
+    }
+
     /// Where the log ends now: events posted from here on are "new".
     pub(crate) fn cursor(&self) -> usize {
         self.lock().log.len()

@@ -75,6 +75,8 @@ pub(super) struct Record {
     /// Whether the fault took effect, by its own evidence (`None`: not checked).
     pub(super) applied: Option<bool>,
     pub(super) evidence: Option<String>,
+    /// Why its window ended before its planned end (the case stopped first).
+    pub(super) cut_short: Option<String>,
 }
 
 impl Record {
@@ -94,7 +96,15 @@ impl Record {
             notes: Vec::new(),
             applied: None,
             evidence: None,
+            cut_short: None,
         }
+    }
+
+    /// The fault's window ended before its planned end: `why` (the case has no verdict).
+    pub(super) fn cut_short(&mut self, why: impl Into<String>) {
+        let why = why.into();
+        self.notes.push(format!("cut short: {why}"));
+        self.cut_short.get_or_insert(why);
     }
 
     /// The fault took effect: `evidence` says how that is known.
@@ -142,6 +152,7 @@ impl Record {
             note: (!self.notes.is_empty()).then(|| self.notes.join("; ")),
             applied: self.applied,
             evidence: self.evidence,
+            cut_short: self.cut_short,
         }
     }
 }
@@ -169,6 +180,34 @@ pub(super) async fn seen_in_state(pid: u32, wanted: char, what: &str) -> Result<
     }
 }
 
+/// After a SIGSTOP to the process group a worker `pid` leads: [`seen_in_state`] of the worker, then of
+/// every other process of its group — the peer adapter, the library's own process, whose pause is the
+/// one that matters for a peer's lock. Evidence only if every one of them was seen stopped.
+pub(super) async fn group_seen_stopped(pid: u32) -> Result<String, String> {
+    let worker = seen_in_state(pid, 'T', "worker process").await?;
+    let others: Vec<u32> = crate::base::proc_stat::group_members(pid)
+        .into_iter()
+        .filter(|p| *p != pid)
+        .collect();
+    if others.is_empty() {
+        return Ok(worker);
+    }
+    let mut stopped = Vec::new();
+    for other in others {
+        match seen_in_state(other, 'T', "adapter process").await {
+            Ok(_) => stopped.push(other.to_string()),
+            // Gone meanwhile, or a zombie: nothing of it was running.
+            Err(_) if matches!(crate::base::proc_stat::state(other), None | Some('Z')) => {}
+            Err(why) => return Err(format!("{worker}, but {why}")),
+        }
+    }
+    Ok(format!(
+        "{worker}, with the adapter process{} {} of its group (/proc state T)",
+        if stopped.len() == 1 { "" } else { "es" },
+        stopped.join(", ")
+    ))
+}
+
 /// Sleeps until `at` (ns); false if the case ended first.
 pub(super) async fn sleep_until(env: &FaultEnv, at: u64) -> bool {
     tokio::select! {
@@ -179,12 +218,30 @@ pub(super) async fn sleep_until(env: &FaultEnv, at: u64) -> bool {
 }
 
 /// Waits `d` (how long a fault lasts) or until the case ends, whichever comes first; the caller then
-/// lifts the fault.
-pub(super) async fn hold_for(env: &FaultEnv, d: Option<Duration>) {
+/// lifts the fault. A case that ends first cuts the fault short ([`Record::cut_short`]).
+pub(super) async fn hold_for(env: &FaultEnv, d: Option<Duration>, rec: &mut Record) {
     if let Some(d) = d {
-        let until = env.clock.now() + duration_ns(d);
-        sleep_until(env, until).await;
+        let from = env.clock.now();
+        lasts_until(env, from, from + duration_ns(d), rec).await;
     }
+}
+
+/// Waits until `until` (ns), the planned end of a fault window that began at `from`; if the case ends
+/// first, the fault was cut short, and `rec` says by how much.
+pub(super) async fn lasts_until(env: &FaultEnv, from: u64, until: u64, rec: &mut Record) {
+    if !sleep_until(env, until).await {
+        rec.cut_short(cut_short_words(env.clock.now(), from, until));
+    }
+}
+
+/// `the case ended 500 ms into its 2 s window`.
+pub(super) fn cut_short_words(now: u64, from: u64, until: u64) -> String {
+    let d = |ns: u64| crate::base::duration::format_duration(Duration::from_millis(ns / 1_000_000));
+    format!(
+        "the case ended {} into its {} window",
+        d(now.saturating_sub(from)),
+        d(until.saturating_sub(from))
+    )
 }
 
 /// Runs `f` on the blocking pool.
@@ -287,6 +344,45 @@ pub(super) async fn measure_any(env: &FaultEnv, cursor: usize, t0: u64, rec: &mu
         .await;
 }
 
+/// For a fault aimed at a holder (`target = holder`): whether the hold it was aimed at was still held
+/// when the fault struck at `t0`, by the holder's own hold events (the times its intervals are made
+/// of). A hold that had ended first was not hit: the fault is not applied. Otherwise the evidence says
+/// which hold it struck.
+pub(super) fn check_struck_hold(
+    env: &FaultEnv,
+    target: Target,
+    victim: &Victim,
+    t0: u64,
+    rec: &mut Record,
+) {
+    if target != Target::Holder {
+        return;
+    }
+    let Some((key, acquired)) = victim.held else {
+        return;
+    };
+    let ms = |ns: u64| ns as f64 / 1e6;
+    match env.board.ended_at(victim.client, key, acquired) {
+        Some(ended) if ended < t0 => rec.not_applied(format!(
+            "it struck no hold: client {} had ended its hold of key {key} {:.1} ms before",
+            victim.client,
+            ms(t0 - ended)
+        )),
+        _ if rec.applied != Some(false) => {
+            let held = format!(
+                "client {} held key {key} when it struck (acquired {:.1} ms before)",
+                victim.client,
+                ms(t0.saturating_sub(acquired))
+            );
+            rec.evidence = Some(match rec.evidence.take() {
+                Some(e) => format!("{e}; {held}"),
+                None => held,
+            });
+        }
+        _ => {}
+    }
+}
+
 pub(super) fn describe_victim(victim: &Victim) -> String {
     match victim.held {
         Some((key, _)) => format!("client {} (holding key {key})", victim.client),
@@ -298,6 +394,78 @@ pub(super) fn describe_victim(victim: &Victim) -> String {
 mod tests {
     use super::*;
 
+    fn env_with(events: &[(u64, HoldChange)]) -> FaultEnv {
+        let board = HoldBoard::new();
+        for &(at_ns, change) in events {
+            board.push(HoldEvent {
+                client: 1,
+                key: 0,
+                at_ns,
+                change,
+            });
+        }
+        FaultEnv {
+            clock: MonoClock::new(),
+            go: 0,
+            stop: StopSignal::new(),
+            board,
+            workers: None,
+            proxies: None,
+            server: ServerAccess::None,
+            key_prefix: String::new(),
+        }
+    }
+
+    fn pause_record() -> Record {
+        let spec = crate::workload::faults::FaultSpec::resolve(
+            &crate::workload::faults::parse_fault_text("pause_worker at=0s duration=1s")
+                .expect("parses"),
+            crate::base::duration::Units {
+                ttl: Duration::from_secs(1),
+                task: Duration::from_millis(10),
+            },
+        )
+        .expect("valid");
+        let mut rec = Record::new(&spec, 0);
+        rec.took_effect("worker process 7 stopped (/proc state T)");
+        rec
+    }
+
+    #[test]
+    fn a_holder_fault_that_struck_after_the_hold_ended_is_not_applied() {
+        // Client 1 held key 0 from 100 µs to 200 µs; the fault struck at 300 µs (a 20 ms task that
+        // released before the fault landed).
+        let env = env_with(&[
+            (100_000, HoldChange::Acquired),
+            (200_000, HoldChange::Ended(EndedBy::Released)),
+        ]);
+        let victim = Victim {
+            client: 1,
+            held: Some((0, 100_000)),
+        };
+        let mut missed = pause_record();
+        check_struck_hold(&env, Target::Holder, &victim, 300_000, &mut missed);
+        assert_eq!(missed.applied, Some(false));
+        assert_eq!(
+            missed.evidence.as_deref(),
+            Some("it struck no hold: client 1 had ended its hold of key 0 0.1 ms before")
+        );
+        let mut hit = pause_record();
+        check_struck_hold(&env, Target::Holder, &victim, 150_000, &mut hit);
+        assert_eq!(hit.applied, Some(true));
+        assert_eq!(
+            hit.evidence.as_deref(),
+            Some(
+                "worker process 7 stopped (/proc state T); client 1 held key 0 when it struck \
+                 (acquired 0.1 ms before)"
+            )
+        );
+        // A client named by the user is hit whether it holds or not.
+        let mut named = pause_record();
+        check_struck_hold(&env, Target::Client(1), &victim, 300_000, &mut named);
+        assert_eq!(named.applied, Some(true));
+    }
+
     #[tokio::test]
     async fn a_pause_of_a_process_already_gone_did_not_take_effect() {
         let mut child = std::process::Command::new("true").spawn().expect("spawns");
@@ -305,6 +473,50 @@ mod tests {
         child.wait().expect("reaped");
         let seen = seen_in_state(pid, 'T', "worker process").await;
         assert_eq!(seen, Err(format!("worker process {pid} was already gone")));
+    }
+
+    #[tokio::test]
+    async fn a_pause_counts_only_when_the_adapter_in_the_workers_group_stopped_too() {
+        use std::os::unix::process::CommandExt;
+        // A "worker" leading its own group, with a child (as a peer adapter) in that group.
+        let mut leader = std::process::Command::new("sh")
+            .args(["-c", "sleep 5 & wait"])
+            .process_group(0)
+            .spawn()
+            .expect("spawns");
+        let pid = leader.id();
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while crate::base::proc_stat::group_members(pid).len() < 2 {
+            assert!(std::time::Instant::now() < deadline, "the child started");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let child = crate::base::proc_stat::group_members(pid)
+            .into_iter()
+            .find(|p| *p != pid)
+            .expect("a child");
+        // Only the worker stopped: the library's process ran on.
+        // SAFETY: kill(2) on our own unreaped child and its group.
+        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        let worker_only = group_seen_stopped(pid).await;
+        // The whole group stopped, as a pause_worker does it.
+        unsafe { libc::kill(-(pid as i32), libc::SIGSTOP) };
+        let group = group_seen_stopped(pid).await;
+        unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+        let _ = leader.wait();
+        let worker_only = worker_only.expect_err("the adapter ran on");
+        assert!(
+            worker_only.ends_with(&format!(
+                "but adapter process {child} never showed /proc state T (state S)"
+            )),
+            "{worker_only}"
+        );
+        assert_eq!(
+            group,
+            Ok(format!(
+                "worker process {pid} stopped (/proc state T), with the adapter process {child} of \
+                 its group (/proc state T)"
+            ))
+        );
     }
 
     #[tokio::test]

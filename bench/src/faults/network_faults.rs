@@ -5,8 +5,8 @@
 use lockbench_servers::{Fault, Proxy};
 
 use super::env::{
-    FaultEnv, Record, Victim, describe_victim, hold_for, measure_any, measure_victim, pick_client,
-    sleep_until,
+    FaultEnv, Record, Victim, check_struck_hold, describe_victim, hold_for, lasts_until,
+    measure_any, measure_victim, pick_client, sleep_until,
 };
 use super::proxies::{self, ClientProxies};
 use crate::base::clock::duration_ns;
@@ -37,8 +37,8 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         }),
     ) = (spec.after_acquire, &victim)
     {
-        // Aimed at a moment of the hold (a renewal): if the hold ended meanwhile, the fault still
-        // hits the client, as a late fault would.
+        // Aimed at a moment of the hold (a renewal): if the hold ended meanwhile, the fault struck
+        // no hold and is not applied (checked once it is over).
         if !sleep_until(env, acquired + duration_ns(after)).await {
             rec.not_applied("the case ended before after_acquire");
             return;
@@ -55,7 +55,10 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         _ => return,
     }
     match victim {
-        Some(v) => measure_victim(env, v, cursor, t0, rec).await,
+        Some(v) => {
+            measure_victim(env, v, cursor, t0, rec).await;
+            check_struck_hold(env, spec.target, &v, t0, rec);
+        }
         None if spec.kind.measures_recovery() => measure_any(env, cursor, t0, rec).await,
         None => {}
     }
@@ -107,7 +110,7 @@ async fn degrade(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record, chosen: &[&
     for p in chosen {
         proxies::set(p, spec.direction, fault);
     }
-    hold_for(env, spec.duration).await;
+    hold_for(env, spec.duration, rec).await;
     let bytes = affected(chosen) - before;
     let verb = if spec.kind == FaultKind::ProxyDelay {
         "delayed"
@@ -150,6 +153,9 @@ async fn reset(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record, chosen: &[&Pr
         if next >= end || !sleep_until(env, next).await {
             break;
         }
+    }
+    if let Some(end) = end {
+        lasts_until(env, t0, end, rec).await;
     }
     rec.param("resets", resets);
     rec.param("connections_reset", connections as u64);

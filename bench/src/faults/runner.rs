@@ -37,6 +37,7 @@ pub(crate) async fn run_all(specs: Vec<FaultSpec>, env: FaultEnv) -> Vec<FaultWi
                 note: Some(format!("the fault task failed: {e}")),
                 applied: Some(false),
                 evidence: Some(format!("the fault task failed: {e}")),
+                cut_short: None,
             }),
         }
     }

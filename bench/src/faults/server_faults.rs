@@ -16,8 +16,8 @@ use lockbench_servers::redis_cluster::NODE_TIMEOUT as CLUSTER_NODE_TIMEOUT;
 use lockbench_servers::redis_sentinel::DOWN_AFTER as SENTINEL_DOWN_AFTER;
 
 use super::env::{
-    FaultEnv, Record, ServerAccess, Victim, blocking, describe_victim, hold_for, measure_any,
-    measure_victim, pick_client, seen_in_state, sleep_until,
+    FaultEnv, Record, ServerAccess, Victim, blocking, describe_victim, hold_for, lasts_until,
+    measure_any, measure_victim, pick_client, seen_in_state, sleep_until,
 };
 use super::topology::{CaseServers, FailoverReport};
 use crate::backends::ServerKind;
@@ -210,7 +210,7 @@ async fn pause_server(
         return not_applied(rec, e);
     }
     rec.evidence(seen_in_state(pid, 'T', "server process").await);
-    hold_for(env, spec.duration).await;
+    hold_for(env, spec.duration, rec).await;
     if let Err(e) = signal_group(pid, libc::SIGCONT) {
         rec.note(e);
     }
@@ -242,7 +242,7 @@ async fn client_pause(
     }
     let length = spec.duration.unwrap_or_default();
     let ping = tokio::spawn(ping_wait(socket, length));
-    hold_for(env, spec.duration).await;
+    hold_for(env, spec.duration, rec).await;
     if env.stop.is_set() {
         let args = ["CLIENT", "UNPAUSE"].map(str::to_owned).to_vec();
         let _ = redis_command(socket, args).await;
@@ -276,6 +276,9 @@ async fn pubsub_kill(
 ) -> Result<bool, NotApplied> {
     let socket = redis_target(env, rec)?;
     let (kills, killed) = pubsub_kills(spec, env, socket, t0).await;
+    if let Some(d) = spec.duration {
+        lasts_until(env, t0, t0 + duration_ns(d), rec).await;
+    }
     rec.param("kills", kills);
     rec.param("connections_killed", killed);
     rec.evidence(if killed > 0 {
@@ -433,7 +436,7 @@ async fn node_fault(
             rec.target = blocking(move || killer.kill_nodes(&nodes)).await?;
             rec.took_effect(format!("killed {}", rec.target));
             if spec.duration.is_some() {
-                hold_for(env, spec.duration).await;
+                hold_for(env, spec.duration, rec).await;
                 let nodes = spec.nodes.clone();
                 blocking(move || own.restart_nodes(&nodes)).await?;
                 rec.stop = Some(env.clock.now());
@@ -461,7 +464,7 @@ async fn node_fault(
                 "the node's wall clock ran {}x as fast (libfaketime) from the case start: its keys expire after 1/{} of their TTL",
                 spec.rate, spec.rate
             ));
-            rec.evidence(clock_ahead(own, &spec.nodes).await);
+            rec.evidence(clock_ahead(own, &spec.nodes, spec.rate).await);
             Ok(false)
         }
     }
@@ -479,29 +482,61 @@ async fn ping_wait(socket: SocketAddr, pause: Duration) -> Result<Duration, Stri
     Ok(sent.elapsed())
 }
 
-/// Below this, a node's clock is not said to have jumped (a real clock reads the same to within the
-/// command's round trip).
-const CLOCK_AHEAD_MIN_MS: f64 = 50.0;
+/// How far apart the two readings of a faked node's clock are taken.
+const CLOCK_SAMPLE: Duration = Duration::from_millis(250);
 
-/// The evidence that the faked nodes' wall clocks ran ahead: each node's `TIME` against the real
-/// clock, now (the fault's `at`).
-async fn clock_ahead(own: Arc<CaseServers>, nodes: &[usize]) -> Result<String, String> {
-    let nodes = nodes.to_vec();
-    let ahead = blocking(move || {
-        nodes
-            .iter()
-            .map(|&n| own.node_clock_ahead_ms(n).map(|ms| (n, ms)))
-            .collect::<Result<Vec<_>, _>>()
-    })
-    .await?;
-    let text: Vec<String> = ahead
+/// How far the measured rate of a faked clock may be from the rate asked, as a share of it.
+const CLOCK_RATE_TOLERANCE: f64 = 0.25;
+
+/// The evidence that the faked nodes' wall clocks run `rate` times as fast: each node's `TIME`
+/// against the real clock, now (the fault's `at`) and [`CLOCK_SAMPLE`] later.
+async fn clock_ahead(own: Arc<CaseServers>, nodes: &[usize], rate: u32) -> Result<String, String> {
+    let read = |own: Arc<CaseServers>, nodes: Vec<usize>| {
+        blocking(move || {
+            nodes
+                .iter()
+                .map(|&n| own.node_clock_ahead_ms(n).map(|ms| (n, ms)))
+                .collect::<Result<Vec<_>, _>>()
+        })
+    };
+    let started = std::time::Instant::now();
+    let first = read(own.clone(), nodes.to_vec()).await?;
+    tokio::time::sleep(CLOCK_SAMPLE).await;
+    let second = read(own, nodes.to_vec()).await?;
+    let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+    let samples: Vec<(usize, f64, f64)> = first
         .iter()
-        .map(|(n, ms)| format!("node {n}'s TIME was {ms:.0} ms ahead of the real clock"))
+        .zip(&second)
+        .map(|(&(n, a), &(_, b))| (n, a, b))
         .collect();
-    if ahead.iter().all(|(_, ms)| *ms >= CLOCK_AHEAD_MIN_MS) {
+    clock_evidence(&samples, elapsed_ms, rate)
+}
+
+/// Whether each node's clock ran `rate` times as fast, within [`CLOCK_RATE_TOLERANCE`]: `samples`
+/// are (node, ms ahead of the real clock, ms ahead `elapsed_ms` later).
+fn clock_evidence(
+    samples: &[(usize, f64, f64)],
+    elapsed_ms: f64,
+    rate: u32,
+) -> Result<String, String> {
+    let asked = f64::from(rate);
+    let mut text = Vec::new();
+    let mut all_close = !samples.is_empty();
+    for &(n, a, b) in samples {
+        let measured = 1.0 + (b - a) / elapsed_ms.max(1.0);
+        all_close &= (measured - asked).abs() <= CLOCK_RATE_TOLERANCE * asked;
+        text.push(format!(
+            "node {n}'s TIME was {a:.0} ms ahead of the real clock, then {b:.0} ms {elapsed_ms:.0} ms \
+             later: {measured:.1}x as fast (asked {rate}x)"
+        ));
+    }
+    if all_close {
         Ok(text.join("; "))
     } else {
-        Err(format!("the clock did not jump: {}", text.join("; ")))
+        Err(format!(
+            "the clock did not run {rate}x as fast: {}",
+            text.join("; ")
+        ))
     }
 }
 
@@ -527,4 +562,26 @@ async fn pubsub_kills(spec: &FaultSpec, env: &FaultEnv, socket: SocketAddr, t0: 
         }
     }
     (kills, killed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fast_clock_counts_only_at_about_the_rate_asked() {
+        // 10x: 2250 ms more ahead over 250 ms of real time.
+        let ok = clock_evidence(&[(2, 2333.0, 4583.0)], 250.0, 10).expect("10x");
+        assert!(ok.contains("node 2's TIME was 2333 ms ahead"), "{ok}");
+        assert!(ok.ends_with("10.0x as fast (asked 10x)"), "{ok}");
+        // Ahead, but not running fast (a clock set forward once): it used to count, being 50 ms ahead.
+        let stepped = clock_evidence(&[(2, 2333.0, 2334.0)], 250.0, 10).expect_err("1x");
+        assert!(
+            stepped.starts_with("the clock did not run 10x as fast"),
+            "{stepped}"
+        );
+        // 2x asked, 1.4x seen: outside the tolerance.
+        assert!(clock_evidence(&[(1, 0.0, 100.0)], 250.0, 2).is_err());
+        assert!(clock_evidence(&[], 250.0, 2).is_err());
+    }
 }

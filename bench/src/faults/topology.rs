@@ -204,15 +204,27 @@ impl CaseServers {
             .map_err(|e| format!("restartable redis: {e}"))
     }
 
-    /// Kills Redlock nodes `nodes`. Blocking.
+    /// Kills Redlock nodes `nodes`; an error naming any that was not running (nothing was killed
+    /// there, so the fault did not take effect). Blocking.
     pub(crate) fn kill_nodes(&self, nodes: &[usize]) -> Result<String, String> {
         let CaseServers::RedisNodes(all) = self else {
             return Err("no independent redis nodes".into());
         };
+        let mut not_running = Vec::new();
         for &i in nodes {
-            all.node(i)
-                .kill()
+            let killed = all
+                .node(i)
+                .kill_running()
                 .map_err(|e| format!("killing node {i}: {e}"))?;
+            if !killed {
+                not_running.push(i.to_string());
+            }
+        }
+        if !not_running.is_empty() {
+            return Err(format!(
+                "node {} was not running, so there was nothing to kill",
+                not_running.join(", ")
+            ));
         }
         Ok(describe_nodes(all, nodes))
     }

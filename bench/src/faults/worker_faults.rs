@@ -6,9 +6,12 @@ use std::time::Duration;
 
 use super::cgroup::CpuQuota;
 use super::env::{
-    FaultEnv, Record, describe_victim, hold_for, measure_victim, pick_client, seen_in_state,
+    FaultEnv, Record, check_struck_hold, describe_victim, group_seen_stopped, hold_for,
+    lasts_until, measure_victim, pick_client, seen_in_state,
 };
-use super::workers::{Crash, HOG_THREAD, STARVED_THREAD, WorkerCommand};
+use super::workers::{
+    Crash, HOG_THREAD, STARVED_THREAD, WorkerCommand, runtime_threads, starve_evidence,
+};
 use crate::base::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec};
 
@@ -38,9 +41,9 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 return;
             }
             if let Some(pid) = workers.pid(victim.client) {
-                rec.evidence(seen_in_state(pid, 'T', "worker process").await);
+                rec.evidence(group_seen_stopped(pid).await);
             }
-            hold_for(env, spec.duration).await;
+            hold_for(env, spec.duration, rec).await;
             if let Err(e) = workers.signal(victim.client, libc::SIGCONT) {
                 rec.note(e);
             }
@@ -82,8 +85,18 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                     starved_threads_seen(env, pid, until_ns).await
                 });
             }
-            // The worker ends it by itself at `until_ns`, also if the case ends first.
-            rec.stop = Some(until_ns);
+            if spec.kind == FaultKind::CpuHog
+                && rec.applied == Some(true)
+                && let Some(pid) = workers.pid(victim.client)
+            {
+                let used = hog_cpu_until(env, pid, until_ns).await;
+                let seen = rec.evidence.take();
+                rec.evidence(hog_evidence(seen, used, until_ns - t0));
+            }
+            // The worker ends it by itself at `until_ns`, also if the case ends first (then it was
+            // cut short).
+            lasts_until(env, t0, until_ns, rec).await;
+            rec.stop = Some(until_ns.min(env.clock.now()));
         }
         FaultKind::CgroupQuota => {
             let Some(pid) = workers.pid(victim.client) else {
@@ -97,21 +110,86 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                     return;
                 }
             };
-            hold_for(env, spec.duration).await;
-            rec.evidence(match quota.throttled() {
-                Ok(t) if !t.is_zero() => Ok(format!(
-                    "the cgroup throttled the worker for {:.0} ms (cpu.stat)",
-                    t.as_secs_f64() * 1e3
-                )),
-                Ok(_) => Err("the cgroup never throttled the worker (cpu.stat: 0 ms)".to_owned()),
-                Err(e) => Err(e),
-            });
+            hold_for(env, spec.duration, rec).await;
+            let window = Duration::from_nanos(env.clock.now() - t0);
+            match quota.throttled() {
+                Ok(throttled) => {
+                    let (evidence, note) =
+                        quota_evidence(throttled, window, spec.quota, spec.period);
+                    rec.evidence(evidence);
+                    if let Some(note) = note {
+                        rec.note(note);
+                    }
+                }
+                Err(e) => rec.not_applied(e),
+            }
             drop(quota);
             rec.stop = Some(env.clock.now());
         }
         _ => return,
     }
     measure_victim(env, victim, cursor, t0, rec).await;
+    check_struck_hold(env, spec.target, &victim, t0, rec);
+}
+
+/// The most CPU time the hog's threads in worker `pid` were seen to have used, sampled every 50 ms
+/// until `until_ns` (the threads end then, and their time with them) or the case ends.
+async fn hog_cpu_until(env: &FaultEnv, pid: u32, until_ns: u64) -> Duration {
+    let mut most = Duration::ZERO;
+    while env.clock.now() < until_ns && !env.stop.is_set() {
+        most = most.max(crate::base::proc_stat::threads_cpu(pid, HOG_THREAD));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    most
+}
+
+/// The hog's evidence (`seen`: its threads ran) with the CPU time they used in the `window_ns` it
+/// lasted: a hog that used none did not compete for the cores.
+fn hog_evidence(seen: Option<String>, used: Duration, window_ns: u64) -> Result<String, String> {
+    let seen = seen.unwrap_or_default();
+    let (used_ms, window_ms) = (used.as_secs_f64() * 1e3, window_ns as f64 / 1e6);
+    if used.is_zero() {
+        return Err(format!("{seen}, but they used no CPU time"));
+    }
+    Ok(format!(
+        "{seen}, using {used_ms:.0} ms of CPU in its {window_ms:.0} ms window ({:.2} cores)",
+        used_ms / window_ms.max(1.0)
+    ))
+}
+
+/// The cgroup's evidence: how long it throttled the worker, as a share of the `window` the quota was
+/// on, beside the most a quota of `quota` per `period` can throttle a process that wants the CPU
+/// (`1 − quota/period`). Throttled at all: applied; under half that most, a note says the stalls were
+/// shorter than asked (the worker did not want the CPU for much of the window).
+fn quota_evidence(
+    throttled: Duration,
+    window: Duration,
+    quota: Duration,
+    period: Duration,
+) -> (Result<String, String>, Option<String>) {
+    if throttled.is_zero() {
+        return (
+            Err("the cgroup never throttled the worker (cpu.stat: 0 ms)".to_owned()),
+            None,
+        );
+    }
+    let share = throttled.as_secs_f64() / window.as_secs_f64().max(1e-9) * 100.0;
+    let most = (1.0 - quota.as_secs_f64() / period.as_secs_f64().max(1e-9)) * 100.0;
+    let evidence = format!(
+        "the cgroup throttled the worker for {:.0} ms of its {:.0} ms window ({share:.0} %; a quota \
+         of {} per {} throttles at most {most:.0} %) (cpu.stat)",
+        throttled.as_secs_f64() * 1e3,
+        window.as_secs_f64() * 1e3,
+        crate::base::duration::format_duration(quota),
+        crate::base::duration::format_duration(period)
+    );
+    let note = (share < most / 2.0).then(|| {
+        format!(
+            "throttled {share:.0} % of the window, under half the {most:.0} % the quota allows: the \
+             stalls were shorter than asked"
+        )
+    });
+    (Ok(evidence), note)
 }
 
 /// Waits (until the hog ends, at most 1.5 s: a worker under a CPU quota may wait most of a period
@@ -136,7 +214,7 @@ async fn hog_threads_seen(env: &FaultEnv, pid: u32, until_ns: u64) -> Result<Str
 
 /// Watches the worker's runtime threads until the starvation ends: how many were held at most
 /// (renamed [`STARVED_THREAD`] while held), and for how long at least one was, as `/proc` showed them
-/// (every 5 ms). The evidence that the runtime was starved.
+/// (every 5 ms). The evidence that the runtime was starved: every one of its threads held at once.
 async fn starved_threads_seen(env: &FaultEnv, pid: u32, until_ns: u64) -> Result<String, String> {
     let (mut most, mut first, mut last) = (0, None, 0);
     // The worker lets go at `until_ns` by itself; a little after it, it must have.
@@ -153,13 +231,50 @@ async fn starved_threads_seen(env: &FaultEnv, pid: u32, until_ns: u64) -> Result
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    match first {
-        Some(first) => Ok(format!(
-            "{most} runtime threads of worker process {pid} were held for {:.0} ms (/proc/{pid}/task)",
-            (last - first) as f64 / 1e6
-        )),
-        None => Err(format!(
-            "no runtime thread of worker process {pid} was held (/proc/{pid}/task)"
-        )),
+    let held_ms = first.map(|first| (last - first) as f64 / 1e6);
+    starve_evidence(most as usize, runtime_threads(), pid, held_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quota_says_how_much_of_its_window_it_throttled() {
+        let ms = Duration::from_millis;
+        let (evidence, note) = quota_evidence(ms(2700), ms(3000), ms(100), ms(1000));
+        assert_eq!(
+            evidence,
+            Ok(
+                "the cgroup throttled the worker for 2700 ms of its 3000 ms window (90 %; a quota \
+                of 100ms per 1s throttles at most 90 %) (cpu.stat)"
+                    .to_owned()
+            )
+        );
+        assert_eq!(note, None);
+        // A millisecond of throttling in 3 s used to count as the quota biting, silently.
+        let (evidence, note) = quota_evidence(ms(1), ms(3000), ms(100), ms(1000));
+        assert!(evidence.is_ok());
+        assert!(
+            note.is_some_and(|n| n.starts_with("throttled 0 % of the window, under half the 90 %")),
+        );
+        assert!(
+            quota_evidence(ms(0), ms(3000), ms(100), ms(1000))
+                .0
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_hog_says_how_much_cpu_it_used() {
+        let seen = Some("8 busy threads ran in worker process 7 (/proc/7/task)".to_owned());
+        assert_eq!(
+            hog_evidence(seen.clone(), Duration::from_millis(3600), 2_000_000_000),
+            Ok("8 busy threads ran in worker process 7 (/proc/7/task), using 3600 ms of CPU in its \
+                2000 ms window (1.80 cores)"
+                .to_owned())
+        );
+        // Threads that existed but never ran did not compete for anything.
+        assert!(hog_evidence(seen, Duration::ZERO, 2_000_000_000).is_err());
     }
 }

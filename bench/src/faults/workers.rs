@@ -16,6 +16,40 @@ pub(crate) const HOG_THREAD: &str = "lockbench-hog";
 /// starved, and for how long.
 pub(crate) const STARVED_THREAD: &str = "lockbench-held";
 
+/// How many runtime worker threads a worker process has, as its runtime (tokio's default multi-thread
+/// runtime, built the same way as this process's) counts them: `TOKIO_WORKER_THREADS`, else the
+/// available parallelism. A worker inherits both from the driver.
+pub(crate) fn runtime_threads() -> usize {
+    std::env::var("TOKIO_WORKER_THREADS")
+        .ok()
+        .and_then(|n| n.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// The evidence of a starvation from what `/proc` showed: `most` threads of worker process `pid` seen
+/// held at once, for `held_ms`; the claim is that every one of its `threads` runtime threads was.
+pub(crate) fn starve_evidence(
+    most: usize,
+    threads: usize,
+    pid: u32,
+    held_ms: Option<f64>,
+) -> Result<String, String> {
+    match held_ms {
+        Some(ms) if most >= threads => Ok(format!(
+            "all {threads} runtime threads of worker process {pid} were held for {ms:.0} ms \
+             (/proc/{pid}/task)"
+        )),
+        Some(ms) => Err(format!(
+            "only {most} of the {threads} runtime threads of worker process {pid} were held at \
+             once (for {ms:.0} ms; /proc/{pid}/task): the others kept its runtime going"
+        )),
+        None => Err(format!(
+            "no runtime thread of worker process {pid} was held (/proc/{pid}/task)"
+        )),
+    }
+}
+
 /// A worker process killed by a fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Crash {
@@ -110,5 +144,26 @@ impl WorkerControl {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_starvation_is_applied_only_when_every_runtime_thread_was_held() {
+        assert_eq!(
+            starve_evidence(2, 2, 42, Some(1990.4)),
+            Ok(
+                "all 2 runtime threads of worker process 42 were held for 1990 ms (/proc/42/task)"
+                    .into()
+            )
+        );
+        // One held thread of two: the runtime ran on the other (it used to count as applied).
+        let one = starve_evidence(1, 2, 42, Some(1990.0)).expect_err("one of two");
+        assert!(one.starts_with("only 1 of the 2 runtime threads"), "{one}");
+        assert!(starve_evidence(0, 2, 42, None).is_err());
+        assert!(runtime_threads() >= 1);
     }
 }

@@ -161,6 +161,21 @@ impl TaskDistribution {
         samples[samples.len() / 2]
     }
 
+    /// The longest task it draws, near enough: the largest bound of a constant or uniform part, the
+    /// 99.9th percentile of an exponential or log-normal one (they have no bound).
+    pub(crate) fn longest(&self) -> Duration {
+        self.parts
+            .iter()
+            .map(|(_, shape)| match shape {
+                Shape::Constant(d) => *d,
+                Shape::Uniform(_, high) => *high,
+                Shape::Exponential(mean) => mean.mul_f64(1000f64.ln()),
+                Shape::LogNormal(median, sigma) => median.mul_f64((3.09 * sigma).exp()),
+            })
+            .max()
+            .unwrap_or_default()
+    }
+
     /// The same distribution with every duration divided by `factor` (≥ 1; σ and weights kept).
     pub(crate) fn scaled(&self, factor: u32) -> Self {
         let parts = self

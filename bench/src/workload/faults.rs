@@ -178,6 +178,37 @@ impl FaultKind {
         )
     }
 
+    /// How long after the fault's window the case must still run so that what it did to the lock
+    /// can be seen: for a fault that can take a lock away, half the watchdog TTL `ttl` (a watchdog
+    /// renews every third of it, so a renewal or a re-acquire follows the fault within that); none
+    /// for one that only slows things down, nor for a clock that runs fast the whole case (there is
+    /// no window after it).
+    pub(crate) fn recovery(self, ttl: Duration) -> Duration {
+        match self {
+            FaultKind::CpuHog
+            | FaultKind::ProxyDelay
+            | FaultKind::PubsubKill
+            | FaultKind::ClockJump => Duration::ZERO,
+            FaultKind::PauseWorker
+            | FaultKind::CrashWorker
+            | FaultKind::StarveWorker
+            | FaultKind::CgroupQuota
+            | FaultKind::PauseServer
+            | FaultKind::ClientPause
+            | FaultKind::BusyScript
+            | FaultKind::ProxyBlackhole
+            | FaultKind::ProxyReset
+            | FaultKind::Failover
+            | FaultKind::SentinelFailover
+            | FaultKind::ClusterMasterKill
+            | FaultKind::ClusterFailover
+            | FaultKind::LeaderKill
+            | FaultKind::NodeKill
+            | FaultKind::NodeRestart
+            | FaultKind::ServerRestart => ttl / 2,
+        }
+    }
+
     /// What acts on what: a client process, the proxies, or the server.
     pub(crate) fn scope(self) -> FaultScope {
         match self {
@@ -669,6 +700,24 @@ impl FaultSpec {
     }
 
     /// The node indices as written (`3,4`).
+    /// When the fault's window, and the recovery after it ([`FaultKind::recovery`]), end at the
+    /// latest, from the case start: `at`; for a fault aimed at a holder after the start, the wait for
+    /// the next acquire (`next_acquire`: at most the longest task and the think time after it, when
+    /// every client waits on one key); the wait after that acquire; the window's `duration`; the
+    /// recovery. At 0 a holder fault takes the case's first acquire.
+    pub(crate) fn planned_end(&self, ttl: Duration, next_acquire: Duration) -> Duration {
+        let pick = if self.target == Target::Holder && !self.at.is_zero() {
+            next_acquire
+        } else {
+            Duration::ZERO
+        };
+        self.at
+            + pick
+            + self.after_acquire.unwrap_or_default()
+            + self.duration.unwrap_or_default()
+            + self.kind.recovery(ttl)
+    }
+
     pub(crate) fn nodes_text(&self) -> String {
         let nodes: Vec<String> = self.nodes.iter().map(usize::to_string).collect();
         nodes.join(",")

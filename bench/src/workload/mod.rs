@@ -226,6 +226,10 @@ pub struct Fit {
     pub time_scale: u32,
     /// The measured window is at least this many mean tasks (0: as the scenario says).
     pub min_window_tasks: u32,
+    /// The measured window is lengthened until every fault's window and recovery fit
+    /// ([`Workload::faults_fit`]); without it a fault that does not fit is refused. `compare` under
+    /// the user's workload sets it: the scenario's timings meet the user's tasks there.
+    pub lengthen_for_faults: bool,
 }
 
 impl Default for Fit {
@@ -233,6 +237,7 @@ impl Default for Fit {
         Fit {
             time_scale: 1,
             min_window_tasks: 0,
+            lengthen_for_faults: false,
         }
     }
 }
@@ -259,7 +264,9 @@ const MAX_CLIENTS: u32 = 10_000;
 
 impl Workload {
     /// This workload with at least `min` of warm-up, its faults moved by the added time so each
-    /// strikes the same moment of the measured window; `None` when it already has that much.
+    /// strikes the same moment of the measured window; `None` when it already has that much. A
+    /// holder fault moved off the case start now waits for the next acquire, so the measured window
+    /// is lengthened as far as that wait needs ([`FaultSpec::planned_end`]).
     pub(crate) fn with_warmup_at_least(&self, min: Duration) -> Option<Workload> {
         let extra = min.checked_sub(self.warmup).filter(|d| !d.is_zero())?;
         let mut longer = self.clone();
@@ -267,7 +274,77 @@ impl Workload {
         for fault in &mut longer.faults {
             fault.at += extra;
         }
-        Some(longer)
+        Some(longer.lengthened_for_faults())
+    }
+
+    /// The longest a holder fault waits for the next acquire: the longest task and a think time.
+    fn next_acquire(&self) -> Duration {
+        self.task.longest() + self.think
+    }
+
+    /// The measured window every fault's window and recovery need ([`FaultSpec::planned_end`]).
+    fn window_for_faults(&self) -> Duration {
+        self.faults
+            .iter()
+            .map(|f| f.planned_end(self.watchdog_timeout, self.next_acquire()))
+            .max()
+            .unwrap_or_default()
+            .saturating_sub(self.warmup)
+    }
+
+    /// This workload with its measured window lengthened, if need be, until every fault fits.
+    fn lengthened_for_faults(self) -> Workload {
+        let needed = self.window_for_faults();
+        let duration = self.duration.map(|d| d.max(needed));
+        Workload { duration, ..self }
+    }
+
+    /// Checks that each fault's window, and the recovery after it ([`FaultSpec::planned_end`]), fit
+    /// in the case — a case that `cycles` may end early cannot promise that, so it takes no faults.
+    /// The error is one line naming the fault and the flag to change.
+    pub(crate) fn faults_fit(&self) -> Result<(), String> {
+        let next_acquire = self.next_acquire();
+        for (i, spec) in self.faults.iter().enumerate() {
+            let end = spec.planned_end(self.watchdog_timeout, next_acquire);
+            let needed = end
+                .saturating_sub(self.warmup)
+                .max(Duration::from_millis(1));
+            if self.cycles.is_some() {
+                return Err(format!(
+                    "faults[{i}] ({spec}): a case ended by --cycles may stop before the fault has \
+                     run: drop --cycles and bound the case by --duration ({} or more)",
+                    format_duration(needed)
+                ));
+            }
+            let Some(duration) = self.duration else {
+                continue;
+            };
+            if end <= self.warmup + duration {
+                continue;
+            }
+            let recovery = spec.kind.recovery(self.watchdog_timeout);
+            let mut plus = String::new();
+            if end > spec.planned_end(self.watchdog_timeout, Duration::ZERO) {
+                plus = format!(
+                    ", after waiting up to {} for a holder,",
+                    format_duration(next_acquire)
+                );
+            }
+            if !recovery.is_zero() {
+                plus.push_str(&format!(" plus {} to recover", format_duration(recovery)));
+            }
+            return Err(format!(
+                "faults[{i}] ({spec}): its window{plus} ends at {}, after the case ends at {} \
+                 (warm-up {} + duration {}): lengthen the case (--duration {} or more) or shorten \
+                 the fault",
+                format_duration(end),
+                format_duration(self.warmup + duration),
+                format_duration(self.warmup),
+                format_duration(duration),
+                format_duration(needed)
+            ));
+        }
+        Ok(())
     }
 
     /// Checks a scenario (already overlaid on [`DEFAULTS`] and by the command line). The error names
@@ -349,10 +426,10 @@ impl Workload {
             .parse()
             .map_err(|e| field("workers", e))?;
         let theory = theory::checked(merged.expect.unwrap_or_default())?;
+        let think = duration("think", merged.think)?;
         let faults = resolve_faults(
             merged.faults.as_deref().unwrap_or_default(),
             workers,
-            duration_limit.map(|d| d + warmup),
             clients,
             units,
         )?;
@@ -367,7 +444,7 @@ impl Workload {
             leases,
             watchdog_timeout,
             acquire_wait: duration("acquire_wait", merged.acquire_wait)?,
-            think: duration("think", merged.think)?,
+            think,
             rate,
             duration: duration_limit,
             cycles,
@@ -391,11 +468,17 @@ impl Workload {
     }
 
     /// The workload as `compare` runs it under the user's workload ([`Fit`]): its window lengthened
-    /// to `min_window_tasks` mean tasks, then scaled.
+    /// to `min_window_tasks` mean tasks and, if asked, until its faults fit, then scaled.
     pub(crate) fn fitted(self, fit: Fit) -> Workload {
         let floor = self.task.mean() * fit.min_window_tasks;
         let duration = self.duration.map(|d| d.max(floor));
-        Workload { duration, ..self }.scaled(fit.time_scale)
+        let fitted = Workload { duration, ..self };
+        let fitted = if fit.lengthen_for_faults {
+            fitted.lengthened_for_faults()
+        } else {
+            fitted
+        };
+        fitted.scaled(fit.time_scale)
     }
 
     /// The same workload at 1/`factor` time (`--time-scale`): every duration of the workload, its
@@ -451,11 +534,11 @@ impl Workload {
 }
 
 /// Checks the `faults` of a workload: each one (errors name `faults[i]`), that client faults have
-/// worker processes, that a `client:N` target exists, and that each fault starts before the case ends.
+/// worker processes and that a `client:N` target exists. Whether they fit in the case is
+/// [`Workload::faults_fit`], once the case's length is final.
 fn resolve_faults(
     files: &[FaultFile],
     workers: WorkerMode,
-    case_length: Option<Duration>,
     clients: u32,
     units: Units,
 ) -> Result<Vec<FaultSpec>, String> {
@@ -482,15 +565,6 @@ fn resolve_faults(
                 clients - 1
             ));
         }
-        if let Some(length) = case_length
-            && spec.at >= length
-        {
-            return Err(format!(
-                "faults[{i}].at: {} is not before the case ends (warm-up + duration = {})",
-                format_duration(spec.at),
-                format_duration(length)
-            ));
-        }
         specs.push(spec);
     }
     Ok(specs)
@@ -504,10 +578,17 @@ mod tests {
         Workload::resolve("t", "test", ScenarioFile::from_toml(toml)?)
     }
 
+    /// [`resolve`], then [`Workload::faults_fit`], as `lockbench run` checks a scenario.
+    fn resolve_fit(toml: &str) -> Result<Workload, String> {
+        let w = resolve(toml)?;
+        w.faults_fit()?;
+        Ok(w)
+    }
+
     #[test]
     fn a_longer_warm_up_moves_the_faults_with_it() {
         let w = resolve(
-            "workers = \"processes\"\nwarmup = \"300ms\"\nduration = \"3s\"\n\
+            "workers = \"processes\"\nwatchdog_timeout = \"1s\"\nwarmup = \"300ms\"\nduration = \"4s\"\n\
              [[faults]]\nkind = \"pause_worker\"\nat = \"1s\"\nduration = \"2s\"",
         )
         .expect("valid");
@@ -519,6 +600,19 @@ mod tests {
         assert_eq!(longer.warmup, w.warmup + Duration::from_secs(4));
         assert_eq!(longer.faults[0].at, at + Duration::from_secs(4));
         assert_eq!(longer.duration, w.duration);
+        // A holder fault at the case start takes the first acquire; moved off it, it waits for the
+        // next one (here up to the 1 s task), and the window grows by that wait.
+        let w = resolve(
+            "workers = \"processes\"\nwatchdog_timeout = \"1s\"\nwarmup = \"0s\"\n\
+             task = \"1s\"\nduration = \"3s\"\n\
+             [[faults]]\nkind = \"pause_worker\"\nat = \"0s\"\nduration = \"2s\"",
+        )
+        .expect("valid");
+        let longer = w
+            .with_warmup_at_least(Duration::from_secs(2))
+            .expect("longer");
+        assert_eq!(longer.faults[0].at, Duration::from_secs(2));
+        assert_eq!(longer.duration, Some(Duration::from_millis(3500)));
     }
 
     #[test]
@@ -581,9 +675,63 @@ mod tests {
     }
 
     #[test]
+    fn a_fault_must_run_to_its_end_and_recover_inside_the_case() {
+        let pause = |duration: &str, fault: &str| {
+            resolve_fit(&format!(
+                "workers = \"processes\"\nwatchdog_timeout = \"1s\"\nwarmup = \"0s\"\n\
+                 task = \"uniform 50ms..100ms\"\nthink = \"20ms\"\nduration = \"{duration}\"\n\
+                 [[faults]]\n{fault}"
+            ))
+        };
+        let fault = "kind = \"pause_worker\"\nat = \"500ms\"\nduration = \"2s\"";
+        // 500 ms, up to 120 ms for the next holder (the longest task and a think), the 2 s window,
+        // half the TTL to recover: 3120 ms fit, 3100 ms do not.
+        assert!(pause("3120ms", fault).is_ok());
+        let err = pause("3100ms", fault).expect_err("too short");
+        assert_eq!(
+            err,
+            "faults[0] (pause_worker at=500ms target=holder duration=2s): its window, after \
+             waiting up to 120ms for a holder, plus 500ms to recover ends at 3120ms, after the \
+             case ends at 3100ms (warm-up 0ns + duration 3100ms): lengthen the case (--duration \
+             3120ms or more) or shorten the fault"
+        );
+        // At 0 a holder fault takes the case's first acquire; a named client is not waited for.
+        assert!(
+            pause(
+                "2500ms",
+                "kind = \"pause_worker\"\nat = \"0s\"\nduration = \"2s\""
+            )
+            .is_ok()
+        );
+        let named =
+            "kind = \"pause_worker\"\nat = \"500ms\"\nduration = \"2s\"\ntarget = \"client:1\"";
+        assert!(pause("3s", named).is_ok());
+        // A fault that only slows things down needs no recovery time; its window must still fit.
+        let hog = "kind = \"cpu_hog\"\nat = \"500ms\"\nduration = \"2s\"";
+        assert!(pause("2620ms", hog).is_ok());
+        assert!(pause("2600ms", hog).is_err());
+        // An instantaneous fault needs its recovery.
+        let crash = "kind = \"crash_worker\"\nat = \"2s\"";
+        assert!(pause("2620ms", crash).is_ok());
+        assert!(pause("2600ms", crash).is_err());
+        // A case that cycles may end takes no fault: it could stop before the fault ever starts.
+        let err = resolve_fit(&format!(
+            "workers = \"processes\"\nwatchdog_timeout = \"1s\"\ncycles = 2\n[[faults]]\n{fault}"
+        ))
+        .expect_err("cycles");
+        assert!(
+            err.contains(
+                "a case ended by --cycles may stop before the fault has run: drop --cycles"
+            ),
+            "{err}"
+        );
+        // Every preset fits its own case: `scenarios::every_preset_resolves_and_describes_itself`.
+    }
+
+    #[test]
     fn faults_are_checked_against_the_workload() {
         let ok = resolve(
-            "workers = \"processes\"\n[[faults]]\nkind = \"pause_worker\"\nat = \"1s\"\nduration = \"2s\"",
+            "workers = \"processes\"\nwatchdog_timeout = \"1s\"\n[[faults]]\nkind = \"pause_worker\"\nat = \"1s\"\nduration = \"2s\"",
         )
         .expect("valid");
         assert_eq!(ok.faults.len(), 1);
@@ -598,7 +746,8 @@ mod tests {
             ),
             (
                 "[[faults]]\nkind = \"pause_server\"\nduration = \"2s\"\nat = \"1m\"",
-                "faults[0].at: 1m is not before the case ends",
+                "faults[0] (pause_server at=1m target=server duration=2s): its window plus 15s to \
+                 recover ends at 77s, after the case ends at 11s",
             ),
             (
                 "[[faults]]\nkind = \"proxy_reset\"\ntarget = \"client:8\"",
@@ -610,7 +759,7 @@ mod tests {
             ),
             ("[[faults]]\nat = \"1s\"", "faults[0].kind: missing"),
         ] {
-            let err = resolve(toml).expect_err(toml);
+            let err = resolve_fit(toml).expect_err(toml);
             assert!(err.contains(needle), "{toml}: {err}");
         }
     }
@@ -647,7 +796,8 @@ mod tests {
              leases = [\"watchdog\", \"fixed:20s\"]\nwatchdog_timeout = \"30s\"\n\
              acquire_wait = \"1m\"\nthink = \"500ms\"\nrate = 0.5\nduration = \"3ttl\"\n\
              warmup = \"1s\"\norphan_after = \"2s\"\nworkers = \"processes\"\nseed = 9\n\
-             [[faults]]\nkind = \"pause_worker\"\nat = \"0.5ttl\"\nduration = \"2ttl\"",
+             [[faults]]\nkind = \"pause_worker\"\nat = \"0.5ttl\"\nduration = \"2ttl\"\n\
+             target = \"client:0\"",
         )
         .expect("valid");
         let s = w.scaled(10);

@@ -7,7 +7,8 @@
 //! - Every connection the manager opens starts with a handshake (`AUTH` with a password, `SELECT` for a
 //!   database other than 0), the first and each one after a reconnect alike. The manager tells nobody
 //!   when it connected, so the handshake is counted with the first answer a new connection carries: at
-//!   the start, and after an error that makes the manager connect again (a broken link).
+//!   the start, and after an error that makes the manager connect again — an unrecoverable one (a
+//!   broken link), not a response timeout, after which the same connection carries on.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,12 +60,14 @@ impl CountedManager {
             }
             return;
         };
-        if error.is_unrecoverable_error() || error.is_io_error() {
-            // The manager connects again; that connection's handshake comes with its first answer.
+        if error.is_unrecoverable_error() {
+            // The link broke, so the manager connects again (it does on these errors only); that
+            // connection's handshake comes with its first answer.
             self.fresh.store(true, Ordering::Relaxed);
-            if !error.is_timeout() {
-                self.requests.unsent(n);
-            }
+        }
+        if (error.is_unrecoverable_error() || error.is_io_error()) && !error.is_timeout() {
+            // Not written, or written to a link that broke under it: no server read it.
+            self.requests.unsent(n);
         }
     }
 }
