@@ -905,6 +905,7 @@ fn models_against_libraries_renders_from_a_hand_made_file() {
             rate_high: None,
             stopped_early: false,
             fault_not_applied: 0,
+            unknown: 0,
             each: Vec::new(),
         });
     }
