@@ -472,7 +472,10 @@ pub fn check_address(kind: ServerKind, address: &str) -> AddressCheckFuture<'_> 
                 EtcdLease::connect(&endpoints, config, Events::none()).await?;
                 Ok(None)
             }
-            _ => Ok(None),
+            ServerKind::InProcess
+            | ServerKind::PerClient
+            | ServerKind::RedisNodes
+            | ServerKind::ZooKeeper => Ok(None),
         }
     })
 }

@@ -274,7 +274,10 @@ impl CaseServers {
             ServerKind::ZooKeeper => ZkEnsemble::start(3)
                 .map(CaseServers::ZooKeeper)
                 .map_err(|e| format!("3-node ZooKeeper ensemble: {e}")),
-            other => Err(format!("no cluster of {} servers", other.name())),
+            ServerKind::InProcess
+            | ServerKind::PerClient
+            | ServerKind::Redis
+            | ServerKind::RedisNodes => Err(format!("no cluster of {} servers", kind.name())),
         }
     }
 
