@@ -206,6 +206,19 @@ pub fn zk_sockets(connect: &str) -> Result<Vec<SocketAddr>, String> {
     hosts.split(',').map(|h| resolve(h.trim(), 2181)).collect()
 }
 
+/// The socket address inside a PostgreSQL URL (`postgres://[user[:pass]@]host[:port][/db][?…]`,
+/// `postgresql://` too; port 5432 by default).
+pub fn postgres_socket(url: &str) -> Result<SocketAddr, String> {
+    let url = url.trim();
+    let rest = url
+        .strip_prefix("postgres://")
+        .or_else(|| url.strip_prefix("postgresql://"))
+        .ok_or("expected postgres://user@host:port/db")?;
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or("");
+    resolve(host_port, 5432)
+}
+
 /// Asks the Sentinels of `url` in turn which server is the primary of its service
 /// (`SENTINEL GET-MASTER-ADDR-BY-NAME`, without credentials, or with the address's password when a
 /// Sentinel answers `NOAUTH`).
@@ -406,6 +419,15 @@ mod tests {
             Ok(vec![local(3)])
         );
         assert_eq!(zk_sockets("app:pw@127.0.0.1:4/locks"), Ok(vec![local(4)]));
+        assert_eq!(
+            postgres_socket("postgres://app:p%40ss@127.0.0.1:6/db?sslmode=disable"),
+            Ok(local(6))
+        );
+        assert_eq!(
+            postgres_socket("postgresql://127.0.0.1/db"),
+            Ok(local(5432))
+        );
+        assert!(postgres_socket("127.0.0.1:6").is_err());
         assert!(redis_socket("redis://").is_err());
         assert!(redis_socket("redis://no-such-host.invalid:1").is_err());
     }

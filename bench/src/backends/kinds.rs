@@ -19,7 +19,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use lockbench_servers::{
-    EtcdServer, RedisNodeOptions, RedisNodes, RedisServer, ServerError, ZkServer, probe,
+    EtcdServer, PostgresServer, RedisNodeOptions, RedisNodes, RedisServer, ServerError, ZkServer,
+    probe,
 };
 
 use super::{EndpointAddrs, address};
@@ -43,6 +44,8 @@ pub enum ServerKind {
     Etcd,
     /// A ZooKeeper ensemble.
     ZooKeeper,
+    /// A PostgreSQL server.
+    Postgres,
 }
 
 /// What is true of one server kind.
@@ -141,13 +144,14 @@ impl std::fmt::Debug for Started {
 
 impl ServerKind {
     /// Every kind.
-    pub const ALL: [ServerKind; 6] = [
+    pub const ALL: [ServerKind; 7] = [
         ServerKind::InProcess,
         ServerKind::PerClient,
         ServerKind::Redis,
         ServerKind::RedisNodes,
         ServerKind::Etcd,
         ServerKind::ZooKeeper,
+        ServerKind::Postgres,
     ];
 
     /// Everything that is true of this kind.
@@ -159,6 +163,7 @@ impl ServerKind {
             ServerKind::RedisNodes => &REDIS_NODES,
             ServerKind::Etcd => &ETCD,
             ServerKind::ZooKeeper => &ZOOKEEPER,
+            ServerKind::Postgres => &POSTGRES,
         }
     }
 
@@ -485,6 +490,57 @@ static ZOOKEEPER: KindEntry = KindEntry {
         faults: ServerFaults {
             redis_primary: false,
             leader_kill: true,
+            independent_nodes: false,
+        },
+    }),
+};
+
+static POSTGRES: KindEntry = KindEntry {
+    name: "postgres",
+    distributed: true,
+    server: Some(ServerEntry {
+        flag: "postgres",
+        value_name: "URL",
+        help: "Use this PostgreSQL instead of starting one: postgres://user[:pass]@host:port/db (plain \
+               TCP; the tables the strategies need must exist: the error says what to create). The \
+               password may come from LOCKBENCH_POSTGRES_PASSWORD.",
+        secret_variable: "LOCKBENCH_POSTGRES_PASSWORD",
+        fill_secret: address::fill_etcd_secret,
+        sockets: |address| address::postgres_socket(address).map(|s| vec![s]),
+        as_endpoint: str::to_owned,
+        // Read through the strategies' own client (it logs in as the user).
+        version: |_, _| Ok(None),
+        checked_by_client: |_| true,
+        start: || {
+            let s = PostgresServer::start()?;
+            // lockbench's own server gets the strategies' tables and pg_stat_statements' view.
+            s.query(lockers::postgres::SCHEMA)?;
+            s.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")?;
+            Ok(Started {
+                address: s.url(),
+                sockets: vec![s.addr()],
+                pids: vec![Some(s.pid())],
+                version: s.version().to_owned(),
+                startup: s.startup(),
+                handle: Box::new(s),
+            })
+        },
+        set_endpoint: |endpoints, address| endpoints.postgres = Some(address.to_owned()),
+        proxied_sockets: |endpoints| {
+            let url = endpoints
+                .postgres
+                .as_deref()
+                .ok_or_else(|| no_proxy_address("postgres"))?;
+            address::postgres_socket(url).map(|s| vec![s])
+        },
+        via_proxies: |endpoints, proxies| {
+            if let (Some(url), Some(proxy)) = (&endpoints.postgres, proxies.first()) {
+                endpoints.postgres = Some(address::address_via(url, *proxy));
+            }
+        },
+        faults: ServerFaults {
+            redis_primary: false,
+            leader_kill: false,
             independent_nodes: false,
         },
     }),

@@ -73,6 +73,9 @@ pub struct EndpointAddrs {
     pub etcd: Vec<String>,
     /// ZooKeeper connect string (`127.0.0.1:PORT`).
     pub zookeeper: Option<String>,
+    /// PostgreSQL URL (`postgres://user@127.0.0.1:PORT/db`).
+    #[serde(default)]
+    pub postgres: Option<String>,
     /// Whether the Redis primary has a replica (the failover topology): Redisson's rows then run in a
     /// replicated mode and `WAIT` after lock writes.
     #[serde(default)]
@@ -107,6 +110,7 @@ impl std::fmt::Debug for EndpointAddrs {
             .field("redis_nodes", &redact(&self.redis_nodes.join(",")))
             .field("etcd", &redact(&self.etcd.join(",")))
             .field("zookeeper", &self.zookeeper.as_deref().map(redact))
+            .field("postgres", &self.postgres.as_deref().map(redact))
             .field("redis_replicated", &self.redis_replicated)
             .field("redis_replicas", &redact(&self.redis_replicas.join(",")))
             .finish()

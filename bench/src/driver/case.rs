@@ -261,7 +261,8 @@ fn start_monitors(
         ServerKind::InProcess
         | ServerKind::PerClient
         | ServerKind::Etcd
-        | ServerKind::ZooKeeper => false,
+        | ServerKind::ZooKeeper
+        | ServerKind::Postgres => false,
     };
     match source {
         Some(s) if s.is_tls() && workload.monitor_renewals => Err(NotRun::fail(

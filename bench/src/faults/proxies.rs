@@ -112,9 +112,15 @@ mod tests {
             redis_nodes: vec!["redis://127.0.0.1:1/".into(), "redis://127.0.0.1:2/".into()],
             etcd: vec!["http://127.0.0.1:1".into(), "http://127.0.0.1:2".into()],
             zookeeper: Some("127.0.0.1:1,127.0.0.1:2/locks".into()),
+            postgres: Some("postgres://app:pw@127.0.0.1:3/db?sslmode=disable".into()),
             redis_replicated: false,
             redis_replicas: Vec::new(),
         };
+        let postgres = rewrite(ServerKind::Postgres, &base, &[p1]);
+        assert_eq!(
+            postgres.postgres.as_deref(),
+            Some("postgres://app:pw@127.0.0.1:9001/db?sslmode=disable")
+        );
         let etcd = rewrite(ServerKind::Etcd, &base, &[p1, p2]);
         assert_eq!(
             etcd.etcd,

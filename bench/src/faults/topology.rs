@@ -277,7 +277,8 @@ impl CaseServers {
             ServerKind::InProcess
             | ServerKind::PerClient
             | ServerKind::Redis
-            | ServerKind::RedisNodes => Err(format!("no cluster of {} servers", kind.name())),
+            | ServerKind::RedisNodes
+            | ServerKind::Postgres => Err(format!("no cluster of {} servers", kind.name())),
         }
     }
 

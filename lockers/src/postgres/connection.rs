@@ -177,3 +177,27 @@ pub(super) async fn require_table(client: &Client, table: &str) -> Result<(), Lo
 pub(super) fn timeout_setting(d: Duration) -> String {
     format!("{}ms", d.as_micros().div_ceil(1000).max(1))
 }
+
+/// Checks a user's server as the strategies connect to it: reachable, the password right, both
+/// tables there. Returns the server's version (`SHOW server_version`). Errors are one line without
+/// the password.
+pub async fn check_server(url: &str, connect_timeout: Duration) -> Result<String, LockError> {
+    let config = PostgresConfig {
+        connect_timeout,
+        ..PostgresConfig::default()
+    };
+    let connection = Connection::open(&client_config(url, &config)?).await?;
+    let client = &connection.client;
+    require_table(client, LEASE_TABLE).await?;
+    require_table(client, FENCING_TABLE).await?;
+    let row = client
+        .query_one("SHOW server_version", &[])
+        .await
+        .map_err(|e| pg_error("version", &e))?;
+    let version: String = row.get(0);
+    Ok(version
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned())
+}

@@ -9,4 +9,4 @@ pub mod advisory;
 mod connection;
 pub mod lease;
 
-pub use connection::{FENCING_TABLE, LEASE_TABLE, PostgresConfig, SCHEMA};
+pub use connection::{FENCING_TABLE, LEASE_TABLE, PostgresConfig, SCHEMA, check_server};

@@ -384,7 +384,8 @@ async fn read(server: Option<ServerProbe>, counts: &RenewalCounts) -> Reading {
                 ServerKind::InProcess
                 | ServerKind::PerClient
                 | ServerKind::RedisNodes
-                | ServerKind::ZooKeeper,
+                | ServerKind::ZooKeeper
+                | ServerKind::Postgres,
                 Some(_),
             ) => (None, None),
         };
