@@ -48,7 +48,7 @@ use crate::renewal::{RenewOutcome, RenewalPlan, in_background, renew_until_lost}
 pub const ID: &str = "postgres-advisory";
 
 /// Takes the lock if free and bumps the key's token (no row: busy).
-const TRY_LOCK: &str = "WITH l AS (SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok) \
+pub const TRY_LOCK: &str = "WITH l AS (SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok) \
      INSERT INTO lockbench_fencing AS f (key, token) SELECT $1, 1 FROM l WHERE l.ok \
      ON CONFLICT (key) DO UPDATE SET token = f.token + 1 RETURNING f.token";
 /// Waits for the lock (at most `lock_timeout` = $2) and bumps the key's token.
@@ -56,7 +56,8 @@ const LOCK: &str = "WITH l AS (SELECT set_config('lock_timeout', $2, false), \
      pg_advisory_lock(hashtextextended($1, 0))) \
      INSERT INTO lockbench_fencing AS f (key, token) SELECT $1, 1 FROM l \
      ON CONFLICT (key) DO UPDATE SET token = f.token + 1 RETURNING f.token";
-const UNLOCK: &str = "SELECT pg_advisory_unlock(hashtextextended($1, 0))";
+/// Frees the lock (false: this session did not hold it).
+pub const UNLOCK: &str = "SELECT pg_advisory_unlock(hashtextextended($1, 0))";
 const CHECK: &str = "SELECT 1";
 
 /// A connection with this strategy's statements prepared on it.

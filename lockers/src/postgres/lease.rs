@@ -43,13 +43,16 @@ use crate::renewal::{RenewOutcome, RenewalPlan, in_background, renew_until_lost}
 /// The strategy id.
 pub const ID: &str = "postgres-lease";
 
-const ACQUIRE: &str = "INSERT INTO lockbench_leases AS l (key, holder, token, expires_at) \
+/// Takes the key's row if it is free or expired, bumping its token (no row: busy). `$3`: the TTL in
+/// seconds.
+pub const ACQUIRE: &str = "INSERT INTO lockbench_leases AS l (key, holder, token, expires_at) \
      VALUES ($1, $2, 1, now() + make_interval(secs => $3)) \
      ON CONFLICT (key) DO UPDATE SET holder = EXCLUDED.holder, token = l.token + 1, \
      expires_at = EXCLUDED.expires_at WHERE l.expires_at < now() RETURNING l.token";
 const RENEW: &str = "UPDATE lockbench_leases SET expires_at = now() + make_interval(secs => $3) \
      WHERE key = $1 AND token = $2 AND expires_at >= now()";
-const RELEASE: &str = "UPDATE lockbench_leases SET expires_at = '-infinity' \
+/// Frees our row (`$2`: our token) if it is still live (no row: not held).
+pub const RELEASE: &str = "UPDATE lockbench_leases SET expires_at = '-infinity' \
      WHERE key = $1 AND token = $2 AND expires_at >= now()";
 
 /// The client's connection with this strategy's statements prepared on it.
