@@ -291,14 +291,17 @@ impl Subject {
 struct Setup {
     subjects: Vec<Subject>,
     raws: Vec<Raw>,
-    _servers: (
-        Option<RedisServer>,
-        Option<RedisServer>,
-        Option<EtcdServer>,
-        Option<ZkServer>,
-        Option<PostgresServer>,
-    ),
+    _servers: Servers,
 }
+
+/// The servers the bench started (Redis, the keyspace variant's Redis, etcd, ZooKeeper, PostgreSQL).
+type Servers = (
+    Option<RedisServer>,
+    Option<RedisServer>,
+    Option<EtcdServer>,
+    Option<ZkServer>,
+    Option<PostgresServer>,
+);
 
 impl Setup {
     /// The process ids of every server this bench started.
