@@ -10,13 +10,20 @@ mod support;
 use std::sync::OnceLock;
 
 use lockbench_reports::model::Verdict;
-use lockbench_servers::PostgresServer;
+use lockbench_servers::certs::TlsFiles;
+use lockbench_servers::{PostgresOptions, PostgresServer, TestCertificates};
 
-/// The user's server of this binary, without the strategies' tables until a test creates them in a
-/// database of its own.
-fn users_server() -> &'static PostgresServer {
-    static SERVER: OnceLock<PostgresServer> = OnceLock::new();
-    SERVER.get_or_init(|| PostgresServer::start().unwrap())
+/// The user's server of this binary (serving TLS too, with throw-away certificates), without the
+/// strategies' tables until a test creates them.
+fn users_server() -> &'static (PostgresServer, TestCertificates) {
+    static SERVER: OnceLock<(PostgresServer, TestCertificates)> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        let certificates = TestCertificates::generate().unwrap();
+        let options = PostgresOptions {
+            tls: Some(TlsFiles::of(&certificates)),
+        };
+        (PostgresServer::start_with(options).unwrap(), certificates)
+    })
 }
 
 /// `lockbench run` of both rows for a second, with `extra` arguments and environment.
@@ -72,7 +79,7 @@ fn both_rows_hold_on_lockbench_s_own_server_and_the_server_counts_their_statemen
 
 #[test]
 fn a_users_server_is_checked_and_used_and_bad_ones_are_one_line_errors() {
-    let server = users_server();
+    let (server, certificates) = users_server();
     // No tables yet: one line saying what to create, exit 2, nothing created.
     let url = server.url();
     let (out, _dir) = run(&["--postgres", &url], &[]);
@@ -114,5 +121,22 @@ fn a_users_server_is_checked_and_used_and_bad_ones_are_one_line_errors() {
         info.version.as_deref().unwrap().starts_with("15"),
         "{info:?}"
     );
+    assert!(results.cases.iter().all(|c| c.operations.acquired > 0));
+    // TLS where the URL asks for it: without the CA one line saying so; with it (sslmode=require
+    // fails on a server without TLS) the run goes through.
+    let (out, _dir) = run(&["--postgres", &format!("{url}?sslmode=require")], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("ca="), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    let ca = certificates.ca();
+    let tls_url = format!("{url}?sslmode=require&ca={}", ca.display());
+    let (out, dir) = run(&["--postgres", &tls_url], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = support::read_results(dir.path());
     assert!(results.cases.iter().all(|c| c.operations.acquired > 0));
 }

@@ -64,7 +64,7 @@ pub use certs::TestCertificates;
 pub use etcd::{EtcdCluster, EtcdOptions, EtcdServer};
 pub use group::{GroupMember, ServerGroup};
 pub use ports::free_ports;
-pub use postgres::{PostgresPair, PostgresServer};
+pub use postgres::{PostgresOptions, PostgresPair, PostgresServer};
 pub use process::{ServerProcess, data_parent, kill_all_servers};
 pub use programs::Program;
 pub use proxy::{Direction, Fault, Proxy};

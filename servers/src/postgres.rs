@@ -35,6 +35,14 @@ const REPLICATION_TIMEOUT: Duration = Duration::from_secs(20);
 const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
 
+/// Settings for [`PostgresServer::start_with`]. `Default` is a plain server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PostgresOptions {
+    /// Serve TLS too (`ssl = on`) with this certificate and key (copied into the server's temp dir,
+    /// readable by the server's user only); plain connections stay allowed.
+    pub tls: Option<crate::certs::TlsFiles>,
+}
+
 /// One PostgreSQL server.
 #[derive(Debug)]
 pub struct PostgresServer {
@@ -47,6 +55,11 @@ pub struct PostgresServer {
 impl PostgresServer {
     /// Starts a fresh server and waits until it answers a query.
     pub fn start() -> Result<Self> {
+        Self::start_with(PostgresOptions::default())
+    }
+
+    /// Starts a fresh server with `options` and waits until it answers a query.
+    pub fn start_with(options: PostgresOptions) -> Result<Self> {
         let bin = bin_dir()?;
         let began = Instant::now();
         retry_on_port_race(|| {
@@ -60,7 +73,22 @@ impl PostgresServer {
                 .args(["-U", USER, "-A", "trust", "-E", "UTF8", "--no-sync"])
                 .args(["--no-instructions", "--locale", "C"]);
             run_to_end(initdb, owner, "initdb")?;
-            Self::spawn(&bin, dir, owner, began)
+            let mut settings = Vec::new();
+            if let Some(tls) = &options.tls {
+                for (from, name) in [(&tls.cert, "server.crt"), (&tls.key, "server.key")] {
+                    let to = data.join(name);
+                    std::fs::copy(from, &to)?;
+                    std::fs::set_permissions(
+                        &to,
+                        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+                    )?;
+                    if let Some((uid, gid)) = owner {
+                        std::os::unix::fs::chown(&to, Some(uid), Some(gid))?;
+                    }
+                }
+                settings.extend(["ssl=on".to_owned()]);
+            }
+            Self::spawn(&bin, dir, owner, began, &settings)
         })
     }
 
@@ -69,6 +97,7 @@ impl PostgresServer {
         dir: tempfile::TempDir,
         owner: Option<(u32, u32)>,
         began: Instant,
+        settings: &[String],
     ) -> Result<Self> {
         let port = free_ports(1)?[0];
         let mut command = Command::new(bin.join("postgres"));
@@ -86,6 +115,9 @@ impl PostgresServer {
             .args(["-c", "shared_buffers=16MB", "-c", "max_connections=300"])
             .args(["-c", "wal_level=replica", "-c", "max_wal_senders=4"])
             .args(["-c", "hot_standby=on"]);
+        for setting in settings {
+            command.arg("-c").arg(setting);
+        }
         if let Some((uid, gid)) = owner {
             command.uid(uid).gid(gid);
         }
@@ -172,7 +204,7 @@ impl PostgresPair {
             .arg(dir.path().join("data"))
             .args(["-R", "-X", "stream", "--no-sync"]);
         run_to_end(backup, owner, "pg_basebackup")?;
-        let replica = PostgresServer::spawn(&bin, dir, owner, began)?;
+        let replica = PostgresServer::spawn(&bin, dir, owner, began, &[])?;
         let deadline = Instant::now() + REPLICATION_TIMEOUT;
         loop {
             let streaming = primary

@@ -501,9 +501,10 @@ static POSTGRES: KindEntry = KindEntry {
     server: Some(ServerEntry {
         flag: "postgres",
         value_name: "URL",
-        help: "Use this PostgreSQL instead of starting one: postgres://user[:pass]@host:port/db (plain \
-               TCP; the tables the strategies need must exist: the error says what to create). The \
-               password may come from LOCKBENCH_POSTGRES_PASSWORD.",
+        help: "Use this PostgreSQL instead of starting one: postgres://user[:pass]@host:port/db, \
+               ?sslmode=require&ca=ca.pem (optionally &cert=&key=) for TLS. The tables the \
+               strategies need must exist (the error says what to create). The password may come \
+               from LOCKBENCH_POSTGRES_PASSWORD.",
         secret_variable: "LOCKBENCH_POSTGRES_PASSWORD",
         fill_secret: address::fill_etcd_secret,
         sockets: |address| address::postgres_socket(address).map(|s| vec![s]),

@@ -33,8 +33,8 @@ use async_trait::async_trait;
 use tokio_postgres::Statement;
 
 use super::connection::{
-    Connection, FENCING_TABLE, PostgresConfig, client_config, is_lock_timeout, pg_error,
-    require_table, timeout_setting,
+    Connection, FENCING_TABLE, PostgresConfig, ServerAddress, client_config, is_lock_timeout,
+    pg_error, require_table, timeout_setting,
 };
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
@@ -71,7 +71,7 @@ struct Session {
 }
 
 impl Session {
-    async fn open(config: &tokio_postgres::Config) -> Result<Self, LockError> {
+    async fn open(config: &ServerAddress) -> Result<Self, LockError> {
         let connection = Connection::open(config).await?;
         let client = &connection.client;
         require_table(client, FENCING_TABLE).await?;
@@ -103,7 +103,7 @@ type Idle = Arc<Mutex<Vec<Session>>>;
 /// One client taking advisory locks (see the [module docs](self)).
 #[derive(Debug)]
 pub struct PostgresAdvisory {
-    client_config: tokio_postgres::Config,
+    client_config: ServerAddress,
     config: PostgresConfig,
     events: Events,
     idle: Idle,

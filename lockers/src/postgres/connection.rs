@@ -2,10 +2,15 @@
 //! signal when it ends), the tables they need and error mapping.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::sync::watch;
+use tokio_postgres::config::SslMode;
 use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::LockError;
 use crate::settings::Renewal;
@@ -77,24 +82,102 @@ pub(super) fn is_lock_timeout(error: &tokio_postgres::Error) -> bool {
     error.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE)
 }
 
-/// The client settings of `url` (`postgres://user[:pass]@host:port/db`), bounded by `config`. A URL
-/// that asks for TLS (`sslmode=require` or stricter) is a `Config` error: this client speaks plain TCP.
-pub(super) fn client_config(url: &str, config: &PostgresConfig) -> Result<Config, LockError> {
-    let shown = crate::address::redact(url);
-    let mut parsed = Config::from_str(url)
-        .map_err(|e| LockError::Config(format!("postgres address {shown}: {e}")))?;
-    if parsed.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-        return Err(LockError::Config(format!(
-            "postgres address {shown}: TLS (sslmode=require) is not supported by lockbench's PostgreSQL client yet"
-        )));
+/// Where a strategy connects: the client settings and, when the address asks for TLS, the rustls
+/// connector built from its `ca=` (and `cert=`/`key=`) files.
+#[derive(Clone)]
+pub(super) struct ServerAddress {
+    config: Config,
+    tls: Option<MakeRustlsConnect>,
+}
+
+impl std::fmt::Debug for ServerAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerAddress")
+            .field("hosts", &self.config.get_hosts())
+            .field("ports", &self.config.get_ports())
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
     }
+}
+
+/// The client settings of `url` (`postgres://user[:pass]@host:port/db`, with `ca=ca.pem` and
+/// optionally `cert=`/`key=` for TLS, see [`crate::address`]), bounded by `config`. TLS is used when
+/// the URL gives `ca=` or asks for it (`sslmode=require`); it then needs `ca=` (no system roots are
+/// built in) and verifies the server's certificate and name.
+pub(super) fn client_config(
+    url: &str,
+    config: &PostgresConfig,
+) -> Result<ServerAddress, LockError> {
+    let shown = crate::address::redact(url);
+    let parts = crate::address::split(url)?;
+    let mut parsed = Config::from_str(&parts.bare)
+        .map_err(|e| LockError::Config(format!("postgres address {shown}: {e}")))?;
+    if let Some(credentials) = &parts.credentials {
+        parsed
+            .user(&credentials.user)
+            .password(credentials.password.as_bytes());
+    }
+    let wants_tls = parsed.get_ssl_mode() == SslMode::Require || !parts.tls.is_empty();
+    let tls = match (wants_tls, parts.tls.read_ca()?) {
+        (false, _) => None,
+        (true, None) => {
+            return Err(LockError::Config(format!(
+                "postgres address {shown}: TLS needs ca=FILE (the server's certificate authority; no system roots are built in)"
+            )));
+        }
+        (true, Some(ca)) => {
+            parsed.ssl_mode(SslMode::Require);
+            Some(rustls_connector(&ca, parts.tls.read_client()?, &shown)?)
+        }
+    };
     parsed
         .connect_timeout(config.connect_timeout)
         .application_name("lockbench")
         // A session waiting for a lock notices within this that its client has gone (a cancelled
         // acquire), instead of taking the lock for nobody.
         .options("-c client_connection_check_interval=250");
-    Ok(parsed)
+    Ok(ServerAddress {
+        config: parsed,
+        tls,
+    })
+}
+
+/// A rustls connector trusting the CA certificates in `ca` (PEM), with a client certificate when
+/// given.
+fn rustls_connector(
+    ca: &[u8],
+    client: Option<crate::address::ClientIdentity>,
+    shown: &str,
+) -> Result<MakeRustlsConnect, LockError> {
+    let bad = |what: &str, e: &dyn std::fmt::Display| {
+        LockError::Config(format!("postgres address {shown}: {what}: {e}"))
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca) {
+        let cert = cert.map_err(|e| bad("ca", &e))?;
+        roots.add(cert).map_err(|e| bad("ca", &e))?;
+    }
+    if roots.is_empty() {
+        return Err(bad("ca", &"no certificate in the file"));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad("tls", &e))?
+        .with_root_certificates(roots);
+    let config = match client {
+        None => builder.with_no_client_auth(),
+        Some(identity) => {
+            let certs = CertificateDer::pem_slice_iter(&identity.cert)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| bad("cert", &e))?;
+            let key = PrivateKeyDer::from_pem_slice(&identity.key).map_err(|e| bad("key", &e))?;
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| bad("cert", &e))?
+        }
+    };
+    Ok(MakeRustlsConnect::new(config))
 }
 
 /// One connection: its client, and a signal that says why the connection ended.
@@ -106,21 +189,21 @@ pub(super) struct Connection {
 }
 
 impl Connection {
-    /// Connects with `config` (failure: one line, without the password).
-    pub(super) async fn open(config: &Config) -> Result<Self, LockError> {
-        let (client, connection) = config
-            .connect(NoTls)
-            .await
-            .map_err(|e| pg_error("connect", &e))?;
+    /// Connects to `address` (failure: one line, without the password).
+    pub(super) async fn open(address: &ServerAddress) -> Result<Self, LockError> {
         let (tx, closed) = watch::channel(None);
-        let task = tokio::spawn(async move {
-            let why = match connection.await {
-                Ok(()) => "connection closed".to_owned(),
-                Err(e) => one_line(&e),
-            };
-            let _ = tx.send(Some(why));
-        })
-        .abort_handle();
+        let connect = |e: tokio_postgres::Error| pg_error("connect", &e);
+        let (client, task) = match &address.tls {
+            None => {
+                let (client, connection) = address.config.connect(NoTls).await.map_err(connect)?;
+                (client, watch_connection(connection, tx))
+            }
+            Some(tls) => {
+                let (client, connection) =
+                    address.config.connect(tls.clone()).await.map_err(connect)?;
+                (client, watch_connection(connection, tx))
+            }
+        };
         Ok(Connection {
             client,
             closed,
@@ -143,6 +226,21 @@ impl Connection {
     pub(super) fn is_closed(&self) -> bool {
         self.client.is_closed() || self.closed.borrow().is_some()
     }
+}
+
+/// Runs a connection's task, telling `tx` why it ended.
+fn watch_connection(
+    connection: impl std::future::Future<Output = Result<(), tokio_postgres::Error>> + Send + 'static,
+    tx: watch::Sender<Option<String>>,
+) -> tokio::task::AbortHandle {
+    tokio::spawn(async move {
+        let why = match connection.await {
+            Ok(()) => "connection closed".to_owned(),
+            Err(e) => one_line(&e),
+        };
+        let _ = tx.send(Some(why));
+    })
+    .abort_handle()
 }
 
 impl Drop for Connection {

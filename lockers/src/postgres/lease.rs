@@ -30,7 +30,7 @@ use tokio_postgres::Statement;
 use tokio_postgres::types::ToSql;
 
 use super::connection::{
-    Connection, LEASE_TABLE, PostgresConfig, client_config, pg_error, require_table,
+    Connection, LEASE_TABLE, PostgresConfig, ServerAddress, client_config, pg_error, require_table,
 };
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
@@ -65,7 +65,7 @@ struct Session {
 }
 
 impl Session {
-    async fn open(config: &tokio_postgres::Config) -> Result<Arc<Self>, LockError> {
+    async fn open(config: &ServerAddress) -> Result<Arc<Self>, LockError> {
         let connection = Connection::open(config).await?;
         let client = &connection.client;
         require_table(client, LEASE_TABLE).await?;
@@ -107,7 +107,7 @@ impl Session {
 /// The client's connection, opened again when it has ended.
 #[derive(Debug)]
 struct Sessions {
-    config: tokio_postgres::Config,
+    config: ServerAddress,
     current: Mutex<Arc<Session>>,
 }
 
