@@ -168,3 +168,68 @@ async fn bad_addresses_and_missing_tables_are_one_line_errors() {
         assert!(!text.contains('\n'), "{text}");
     }
 }
+
+/// What each client says it sent is what `pg_stat_statements` counted, in a database of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_sent_are_what_pg_stat_statements_counted() {
+    admin("CREATE DATABASE counted".into()).await;
+    admin("CREATE EXTENSION IF NOT EXISTS pg_stat_statements".into()).await;
+    let url = server().url().replace("/postgres", "/counted");
+    // The tables, through a connection to that database.
+    tokio::task::spawn_blocking(|| {
+        let addr = server().addr();
+        lockbench_servers::postgres::query_in(addr, "counted", SCHEMA, Duration::from_secs(5))
+            .unwrap();
+    })
+    .await
+    .unwrap();
+    let counted = |sql: &'static str| async move {
+        let rows = admin(format!(
+            "SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements \
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'counted') \
+             AND query NOT LIKE '%{sql}%'"
+        ))
+        .await;
+        rows[0][0].as_deref().unwrap().parse::<u64>().unwrap()
+    };
+    let before = counted("CREATE TABLE").await;
+    let clients: [Arc<dyn Locker>; 2] = [
+        Arc::new(
+            PostgresAdvisory::connect(&url, config(), Events::none())
+                .await
+                .unwrap(),
+        ),
+        Arc::new(
+            PostgresLease::connect(&url, config(), Events::none())
+                .await
+                .unwrap(),
+        ),
+    ];
+    for client in &clients {
+        for i in 0..25 {
+            let key = format!("counted:{i}");
+            let lease = client
+                .acquire(&key, &AcquireOptions::try_once())
+                .await
+                .unwrap();
+            lease.release().await.unwrap();
+        }
+    }
+    // Held past a renewal period: the lease row's renewals and the advisory session's checks.
+    for client in &clients {
+        let lease = client
+            .acquire("counted:held", &AcquireOptions::try_once())
+            .await
+            .unwrap();
+        tokio::time::sleep(TTL / 2).await;
+        lease.release().await.unwrap();
+    }
+    let sent: u64 = clients.iter().map(|c| c.requests_sent().unwrap()).sum();
+    let seen = counted("CREATE TABLE").await - before;
+    // Two statements per cycle, one check or renewal at least per held lease, one table check each.
+    assert!(sent >= 2 * 26 * 2 + 2 + 2, "{sent}");
+    assert_eq!(
+        seen, sent,
+        "the server counted {seen}, the clients sent {sent}"
+    );
+}

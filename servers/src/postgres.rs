@@ -318,12 +318,22 @@ fn run_to_end(mut command: Command, owner: Option<(u32, u32)>, name: &str) -> Re
 /// simple query protocol) and returns its rows, each column as text (`None` for NULL). An error
 /// the server reports is [`ServerError::Reply`].
 pub fn query(addr: SocketAddr, sql: &str, timeout: Duration) -> Result<Vec<Vec<Option<String>>>> {
+    query_in(addr, DATABASE, sql, timeout)
+}
+
+/// [`query`] in `database`.
+pub fn query_in(
+    addr: SocketAddr,
+    database: &str,
+    sql: &str,
+    timeout: Duration,
+) -> Result<Vec<Vec<Option<String>>>> {
     let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
     let mut startup = Vec::new();
     startup.extend_from_slice(&196_608_i32.to_be_bytes()); // protocol 3.0
-    for part in ["user", USER, "database", DATABASE, ""] {
+    for part in ["user", USER, "database", database, ""] {
         startup.extend_from_slice(part.as_bytes());
         startup.push(0);
     }

@@ -73,8 +73,8 @@ struct Session {
 impl Session {
     async fn open(config: &ServerAddress) -> Result<Self, LockError> {
         let connection = Connection::open(config).await?;
-        let client = &connection.client;
-        require_table(client, FENCING_TABLE).await?;
+        require_table(&connection, FENCING_TABLE).await?;
+        let client = connection.preparing();
         let prepare = |sql| async move {
             client
                 .prepare(sql)
@@ -165,7 +165,7 @@ impl PostgresAdvisory {
         key: &str,
         give_up: Option<Instant>,
     ) -> Result<Option<u64>, LockError> {
-        let client = &session.connection.client;
+        let client = session.connection.sending();
         let left = give_up.map(|g| g.saturating_duration_since(Instant::now()));
         let rows = match left {
             Some(left) if !left.is_zero() => {
@@ -257,6 +257,10 @@ impl Locker for PostgresAdvisory {
         ))
     }
 
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.client_config.requests())
+    }
+
     async fn close(&self) {
         self.idle
             .lock()
@@ -284,7 +288,7 @@ async fn watch_session(
             };
             session
                 .connection
-                .client
+                .sending()
                 .query_one(&session.check, &[])
                 .await
                 .map(|_| RenewOutcome::Extended {
@@ -317,7 +321,7 @@ impl AdvisoryHold {
     async fn unlock(session: Arc<Session>, key: &str, idle: &Idle) -> Result<bool, LockError> {
         let row = session
             .connection
-            .client
+            .sending()
             .query_one(&session.unlock, &[&key])
             .await
             .map_err(|e| pg_error("unlock", &e))?;

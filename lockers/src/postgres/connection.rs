@@ -3,6 +3,7 @@
 
 use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rustls::pki_types::pem::PemObject;
@@ -88,6 +89,16 @@ pub(super) fn is_lock_timeout(error: &tokio_postgres::Error) -> bool {
 pub(super) struct ServerAddress {
     config: Config,
     tls: Option<MakeRustlsConnect>,
+    /// Statements executed on every connection opened to it (see [`Connection::sending`]).
+    requests: Arc<AtomicU64>,
+}
+
+impl ServerAddress {
+    /// Statements executed so far on the connections opened to it: what `pg_stat_statements` counts
+    /// of this client (preparing a statement is no execution).
+    pub(super) fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
 }
 
 impl std::fmt::Debug for ServerAddress {
@@ -139,6 +150,7 @@ pub(super) fn client_config(
     Ok(ServerAddress {
         config: parsed,
         tls,
+        requests: Arc::default(),
     })
 }
 
@@ -183,9 +195,10 @@ fn rustls_connector(
 /// One connection: its client, and a signal that says why the connection ended.
 #[derive(Debug)]
 pub(super) struct Connection {
-    pub(super) client: Client,
+    client: Client,
     closed: watch::Receiver<Option<String>>,
     task: tokio::task::AbortHandle,
+    requests: Arc<AtomicU64>,
 }
 
 impl Connection {
@@ -208,7 +221,19 @@ impl Connection {
             client,
             closed,
             task,
+            requests: address.requests.clone(),
         })
+    }
+
+    /// The client, for one statement's execution, which is counted.
+    pub(super) fn sending(&self) -> &Client {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        &self.client
+    }
+
+    /// The client, for preparing statements (not executions: not counted).
+    pub(super) fn preparing(&self) -> &Client {
+        &self.client
     }
 
     /// Resolves with the reason when the connection ends.
@@ -252,8 +277,9 @@ impl Drop for Connection {
 
 /// Checks that `table` exists; if not, a `Config` error saying what to create (lockbench never
 /// creates tables on a server it did not start).
-pub(super) async fn require_table(client: &Client, table: &str) -> Result<(), LockError> {
-    let row = client
+pub(super) async fn require_table(connection: &Connection, table: &str) -> Result<(), LockError> {
+    let row = connection
+        .sending()
         .query_one("SELECT to_regclass($1)::text", &[&table])
         .await
         .map_err(|e| pg_error("check tables", &e))?;
@@ -285,10 +311,10 @@ pub async fn check_server(url: &str, connect_timeout: Duration) -> Result<String
         ..PostgresConfig::default()
     };
     let connection = Connection::open(&client_config(url, &config)?).await?;
-    let client = &connection.client;
-    require_table(client, LEASE_TABLE).await?;
-    require_table(client, FENCING_TABLE).await?;
-    let row = client
+    require_table(&connection, LEASE_TABLE).await?;
+    require_table(&connection, FENCING_TABLE).await?;
+    let row = connection
+        .sending()
         .query_one("SHOW server_version", &[])
         .await
         .map_err(|e| pg_error("version", &e))?;

@@ -67,8 +67,8 @@ struct Session {
 impl Session {
     async fn open(config: &ServerAddress) -> Result<Arc<Self>, LockError> {
         let connection = Connection::open(config).await?;
-        let client = &connection.client;
-        require_table(client, LEASE_TABLE).await?;
+        require_table(&connection, LEASE_TABLE).await?;
+        let client = connection.preparing();
         let prepare = |sql| async move {
             client
                 .prepare(sql)
@@ -96,7 +96,7 @@ impl Session {
         what: &str,
     ) -> Result<bool, LockError> {
         self.connection
-            .client
+            .sending()
             .execute(statement, params)
             .await
             .map(|n| n == 1)
@@ -177,6 +177,10 @@ impl Locker for PostgresLease {
         Self::CAPABILITIES
     }
 
+    fn requests_sent(&self) -> Option<u64> {
+        Some(self.sessions.config.requests())
+    }
+
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
         let ttl = match opts.lease {
             LeaseMode::Watchdog => self.config.renewal.ttl,
@@ -195,7 +199,7 @@ impl Locker for PostgresLease {
             let sent_at = Instant::now();
             let rows = session
                 .connection
-                .client
+                .sending()
                 .query(&session.acquire, &[&key, &holder, &seconds])
                 .await
                 .map_err(|e| pg_error("acquire", &e))?;
