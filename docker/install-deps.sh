@@ -43,6 +43,11 @@ need redis-cli redis-tools
 need etcd etcd-server
 need /usr/share/java/zookeeper.jar zookeeper
 need java default-jre-headless
+# PostgreSQL 15 (Debian's packaged server; lockbench runs /usr/lib/postgresql/15/bin itself, from a
+# fresh data directory per run, as the postgres user when run as root); postgresql-contrib brings
+# pg_stat_statements.
+need /usr/lib/postgresql/15/bin/postgres postgresql
+need /usr/share/postgresql/15/extension/pg_stat_statements.control postgresql-contrib
 need protoc protobuf-compiler
 # etcd-client's build also needs the well-known types (google/protobuf/*.proto).
 need /usr/include/google/protobuf/descriptor.proto libprotobuf-dev
@@ -79,7 +84,7 @@ else
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
   # The Debian packages start system services; lockbench starts its own servers on free ports: stop them.
-  for svc in redis-server etcd zookeeper; do
+  for svc in redis-server etcd zookeeper postgresql; do
     if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
       $sudo systemctl stop "$svc" || true
     fi

@@ -6,7 +6,10 @@
 //! - redis-guard-thread: its `SET NX PX` + `INCR` script and its check-and-delete script;
 //! - etcd-lease: its enqueue txn (put if absent with a lease, read the queue head) and its
 //!   delete-if-ours txn;
-//! - zookeeper: create an ephemeral-sequential node, getChildren, delete.
+//! - zookeeper: create an ephemeral-sequential node, getChildren, delete;
+//! - postgres-advisory: its `pg_try_advisory_lock` + token statement and its `pg_advisory_unlock`;
+//! - postgres-lease: its lease-row `INSERT … ON CONFLICT` and its freeing `UPDATE` (both prepared, on
+//!   one connection of the bench's own to the same server).
 //!
 //! Round 1's ratios against trivial calls (2 × `EVALSHA return 1`, 2 × `SET NX PX`, 2 × etcd put,
 //! 2 × (create + getChildren)) are printed as context.
@@ -29,9 +32,12 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use lockbench::base::measure::{Bound, Check, Latency, micros, render_checks};
-use lockbench_servers::{EtcdServer, RedisServer, ZkServer};
+use lockbench_servers::{EtcdServer, PostgresServer, RedisServer, ZkServer};
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
+use lockers::postgres::PostgresConfig;
+use lockers::postgres::advisory::PostgresAdvisory;
+use lockers::postgres::lease::PostgresLease;
 use lockers::redis::Commands;
 use lockers::redis::{
     GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
@@ -68,6 +74,62 @@ enum Raw {
     EtcdTxns(etcd_client::KvClient, i64),
     /// zookeeper's own calls sent raw: create an ephemeral-sequential node, list the parent, delete it.
     ZkCycle(zookeeper_client::Client),
+    /// A PostgreSQL strategy's own statements sent raw (prepared), on one connection: take, then free.
+    PgStatements(Arc<PgRaw>),
+}
+
+/// A PostgreSQL strategy's two statements, prepared on the bench's own connection.
+struct PgRaw {
+    client: tokio_postgres::Client,
+    take: tokio_postgres::Statement,
+    free: tokio_postgres::Statement,
+    lease: bool,
+    name: &'static str,
+}
+
+impl PgRaw {
+    async fn connect(url: &str, lease: bool) -> Result<Self, tokio_postgres::Error> {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+        tokio::spawn(connection);
+        let (take, free, name) = match lease {
+            true => (
+                lockers::postgres::lease::ACQUIRE,
+                lockers::postgres::lease::RELEASE,
+                RAW_PG_LEASE,
+            ),
+            false => (
+                lockers::postgres::advisory::TRY_LOCK,
+                lockers::postgres::advisory::UNLOCK,
+                RAW_PG_ADVISORY,
+            ),
+        };
+        let (take, free) = (client.prepare(take).await?, client.prepare(free).await?);
+        Ok(PgRaw {
+            client,
+            take,
+            free,
+            lease,
+            name,
+        })
+    }
+
+    async fn cycle(&self) {
+        let key = "bench:raw-pg";
+        if self.lease {
+            let row = self
+                .client
+                .query_one(&self.take, &[&key, &"raw", &30.0_f64])
+                .await
+                .unwrap();
+            let token: i64 = row.get(0);
+            let freed = self.client.execute(&self.free, &[&key, &token]).await;
+            assert_eq!(freed.unwrap(), 1);
+        } else {
+            self.client.query_one(&self.take, &[&key]).await.unwrap();
+            let row = self.client.query_one(&self.free, &[&key]).await.unwrap();
+            assert!(row.get::<_, bool>(0));
+        }
+    }
 }
 
 /// The part name of each strategy's own calls sent raw (the baseline of its DESIGN §8 ratio).
@@ -75,6 +137,8 @@ const RAW_WATCHDOG: &str = "raw watchdog scripts";
 const RAW_STRING: &str = "raw string scripts";
 const RAW_ETCD: &str = "raw etcd txns";
 const RAW_ZK: &str = "raw zk cycle";
+const RAW_PG_ADVISORY: &str = "raw advisory stmts";
+const RAW_PG_LEASE: &str = "raw lease stmts";
 
 impl Raw {
     /// Runs it once, recording each timed part.
@@ -161,6 +225,11 @@ impl Raw {
                 zk.delete(&format!("{node}{sequence}"), None).await.unwrap();
                 timed(RAW_ZK, started);
             }
+            Raw::PgStatements(pg) => {
+                let started = Instant::now();
+                pg.cycle().await;
+                timed(pg.name, started);
+            }
             Raw::ZkCreateList(zk) => {
                 let node = format!("{ZK_PARENT}/n-");
                 let mode = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
@@ -185,6 +254,7 @@ impl Raw {
             Raw::OwnScripts(_, _, name) => name,
             Raw::EtcdTxns(..) => RAW_ETCD,
             Raw::ZkCycle(_) => RAW_ZK,
+            Raw::PgStatements(pg) => pg.name,
         }
     }
 }
@@ -221,18 +291,22 @@ impl Subject {
 struct Setup {
     subjects: Vec<Subject>,
     raws: Vec<Raw>,
-    _servers: (
-        Option<RedisServer>,
-        Option<RedisServer>,
-        Option<EtcdServer>,
-        Option<ZkServer>,
-    ),
+    _servers: Servers,
 }
+
+/// The servers the bench started (Redis, the keyspace variant's Redis, etcd, ZooKeeper, PostgreSQL).
+type Servers = (
+    Option<RedisServer>,
+    Option<RedisServer>,
+    Option<EtcdServer>,
+    Option<ZkServer>,
+    Option<PostgresServer>,
+);
 
 impl Setup {
     /// The process ids of every server this bench started.
     fn server_pids(&self) -> Vec<u32> {
-        let (redis, keyspace, etcd, zk) = &self._servers;
+        let (redis, keyspace, etcd, zk, postgres) = &self._servers;
         let mut pids: Vec<u32> = [redis, keyspace]
             .into_iter()
             .flatten()
@@ -240,6 +314,7 @@ impl Setup {
             .collect();
         pids.extend(etcd.iter().map(|s| s.pid()));
         pids.extend(zk.iter().map(|s| s.pid()));
+        pids.extend(postgres.iter().map(|s| s.pid()));
         pids
     }
 }
@@ -356,10 +431,43 @@ async fn setup() -> Setup {
             subjects.push(Subject::new(Arc::new(locker), vec![create_list, own]));
         }
     }
+    let postgres = support::or_skip(
+        "postgres strategies",
+        tokio::task::spawn_blocking(|| {
+            let server = PostgresServer::start()?;
+            server.query(lockers::postgres::SCHEMA)?;
+            Ok::<_, lockbench_servers::ServerError>(server)
+        })
+        .await
+        .unwrap(),
+    );
+    if let Some(server) = &postgres {
+        let url = server.url();
+        let advisory = PostgresAdvisory::connect(&url, PostgresConfig::default(), Events::none());
+        let raw = PgRaw::connect(&url, false).await;
+        if let (Some(locker), Some(raw)) = (
+            support::or_skip("postgres-advisory", advisory.await),
+            support::or_skip("postgres-advisory raw", raw),
+        ) {
+            let own = Raw::PgStatements(Arc::new(raw));
+            raws.push(own.clone());
+            subjects.push(Subject::new(Arc::new(locker), vec![own]));
+        }
+        let lease = PostgresLease::connect(&url, PostgresConfig::default(), Events::none());
+        let raw = PgRaw::connect(&url, true).await;
+        if let (Some(locker), Some(raw)) = (
+            support::or_skip("postgres-lease", lease.await),
+            support::or_skip("postgres-lease raw", raw),
+        ) {
+            let own = Raw::PgStatements(Arc::new(raw));
+            raws.push(own.clone());
+            subjects.push(Subject::new(Arc::new(locker), vec![own]));
+        }
+    }
     Setup {
         subjects,
         raws,
-        _servers: (redis, keyspace_server, etcd, zk),
+        _servers: (redis, keyspace_server, etcd, zk, postgres),
     }
 }
 
@@ -464,9 +572,16 @@ async fn report(subjects: &[Subject]) {
             }
         };
         // The DESIGN §8 ratio: the strategy's cycle against its own calls sent raw, same run.
-        let own = [RAW_WATCHDOG, RAW_STRING, RAW_ETCD, RAW_ZK]
-            .into_iter()
-            .find_map(|name| p50(name).map(|p| (name, p)));
+        let own = [
+            RAW_WATCHDOG,
+            RAW_STRING,
+            RAW_ETCD,
+            RAW_ZK,
+            RAW_PG_ADVISORY,
+            RAW_PG_LEASE,
+        ]
+        .into_iter()
+        .find_map(|name| p50(name).map(|p| (name, p)));
         if let Some((name, baseline)) = own {
             check(
                 &format!("{name} p50"),

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
-use crate::backends::GivenAddresses;
+use crate::backends::{GivenAddresses, ServerKind};
 use crate::base::duration::{format_duration, parse_duration};
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::commands::compare::CompareRequest;
@@ -68,49 +68,66 @@ pub enum Command {
     Worker(WorkerArgs),
 }
 
-/// The server-address flags: servers the user runs, used instead of starting them. Credentials go in
-/// the address (`user:pass@`, percent-encoded) or, better, in `LOCKBENCH_REDIS_PASSWORD`,
-/// `LOCKBENCH_ETCD_PASSWORD` and `LOCKBENCH_ZK_AUTH`; TLS files go in the query (`?ca=ca.pem`,
-/// optionally `&cert=client.pem&key=client.key`). Addresses are shown and recorded redacted.
-#[derive(Clone, Default, Args)]
+/// The server-address flags: servers the user runs, used instead of starting them, one flag per
+/// server kind as its registry entry names it ([`kinds`](crate::backends::kinds)). Credentials go in
+/// the address (`user:pass@`, percent-encoded) or, better, in the kind's secret variable
+/// (`LOCKBENCH_REDIS_PASSWORD`, `LOCKBENCH_ETCD_PASSWORD`, `LOCKBENCH_ZK_AUTH`, …); TLS files go in
+/// the query (`?ca=ca.pem`, optionally `&cert=client.pem&key=client.key`). Addresses are shown and
+/// recorded redacted.
+#[derive(Clone, Default)]
 pub struct ServerArgs {
-    /// Use this Redis instead of starting one: redis://[user[:pass]@]host:port[/db],
-    /// rediss://…/?ca=ca.pem for TLS, redis+sentinel://host:port[,…]/service (the primary its
-    /// Sentinels name) or redis+cluster://host:port[,…] (a Redis Cluster's nodes); rediss+sentinel://
-    /// and rediss+cluster:// with ?ca= for TLS. The password may come from LOCKBENCH_REDIS_PASSWORD.
-    #[arg(long, value_name = "URL")]
-    pub redis: Option<String>,
-    /// Use these independent Redis servers as Redlock's nodes instead of starting five
-    /// (URLs as for --redis, comma-separated).
-    #[arg(long, value_name = "URLS")]
-    pub redis_nodes: Option<String>,
-    /// Use this etcd instead of starting one: http://host:port, or
-    /// https://[user[:pass]@]host:port?ca=ca.pem (comma-separated). The password may come from
-    /// LOCKBENCH_ETCD_PASSWORD.
-    #[arg(long, value_name = "URLS")]
-    pub etcd: Option<String>,
-    /// Use this ZooKeeper instead of starting one: [user:pass@]host:port[,host:port] (digest auth;
-    /// or LOCKBENCH_ZK_AUTH=user:pass).
-    #[arg(long, value_name = "HOSTS")]
-    pub zk: Option<String>,
+    given: GivenAddresses,
 }
 
 impl std::fmt::Debug for ServerArgs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Redacted, as every address lockbench shows.
-        self.given().fmt(f)
+        self.given.fmt(f)
     }
 }
 
 impl ServerArgs {
     /// The addresses as the commands take them.
     pub fn given(&self) -> GivenAddresses {
-        GivenAddresses {
-            redis: self.redis.clone(),
-            redis_nodes: self.redis_nodes.clone(),
-            etcd: self.etcd.clone(),
-            zookeeper: self.zk.clone(),
+        self.given.clone()
+    }
+}
+
+impl clap::FromArgMatches for ServerArgs {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut args = ServerArgs::default();
+        args.update_from_arg_matches(matches)?;
+        Ok(args)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        for kind in ServerKind::ALL {
+            if let Some(server) = kind.server()
+                && let Some(address) = matches.get_one::<String>(server.flag)
+            {
+                self.given.set(kind, address.clone());
+            }
         }
+        Ok(())
+    }
+}
+
+impl Args for ServerArgs {
+    fn augment_args(mut command: clap::Command) -> clap::Command {
+        for server in ServerKind::ALL.iter().filter_map(|k| k.server()) {
+            command = command.arg(
+                clap::Arg::new(server.flag)
+                    .long(server.flag)
+                    .value_name(server.value_name)
+                    .help(server.help)
+                    .action(clap::ArgAction::Set),
+            );
+        }
+        command
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        Self::augment_args(command)
     }
 }
 
@@ -801,9 +818,9 @@ mod tests {
                 "--zk",
                 "127.0.0.1:2",
             ]);
-            assert_eq!(servers.redis.as_deref(), Some("redis://127.0.0.1:1"));
-            assert_eq!(servers.zookeeper.as_deref(), Some("127.0.0.1:2"));
-            assert_eq!(servers.etcd, None);
+            assert_eq!(servers.get(ServerKind::Redis), Some("redis://127.0.0.1:1"));
+            assert_eq!(servers.get(ServerKind::ZooKeeper), Some("127.0.0.1:2"));
+            assert_eq!(servers.get(ServerKind::Etcd), None);
         }
     }
 }

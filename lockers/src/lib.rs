@@ -16,6 +16,8 @@
 //! | `redlock` | [`redis::redlock`] | `SET NX PX` on a majority of N independent masters, validity = TTL − elapsed − drift, extended on a majority | none (`fencing: false`; token 0 is a placeholder) |
 //! | `etcd-lease` | [`etcd`] | lease + keep-alive stream, revision-ordered queue | the key's create revision |
 //! | `zookeeper` | [`zookeeper`] | ephemeral-sequential node, the session is the lease | the node's czxid |
+//! | `postgres-advisory` | [`postgres::advisory`] | session-level advisory lock on a connection kept for the hold (checked every TTL/3) | per-key counter bumped in the same statement |
+//! | `postgres-lease` | [`postgres::lease`] | lease row on the server's clock, renewed every TTL/3 | the row's token, bumped on every grant |
 //! | `py-redis-lock`, `node-redlock`, `jvm-curator`, ... | [`peer`] | a peer library in an adapter process (`adapters/PROTOCOL.md`) | the library's, if it has one |
 //!
 //! The behaviour every strategy must show is the `conformance` suite (feature `conformance`).
@@ -49,6 +51,8 @@ pub mod etcd;
 pub mod memory;
 #[cfg(feature = "peers")]
 pub mod peer;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "zookeeper")]

@@ -79,8 +79,9 @@ pub trait Locker: Send + Sync + Debug {
     /// included, a script call counting once and each command of a pipeline once; on several servers
     /// (Redlock's nodes, a cluster's masters) their sum. It only grows: the difference across a run is
     /// the requests that run cost, what the servers saw from this client. `None` (the default) when the
-    /// strategy does not count its requests: the Redis strategies count, etcd, ZooKeeper, the peers
-    /// and `memory` do not.
+    /// strategy does not count its requests: the Redis strategies count, and the PostgreSQL ones (each
+    /// statement executed, as `pg_stat_statements` counts it); etcd, ZooKeeper, the peers and `memory`
+    /// do not.
     fn requests_sent(&self) -> Option<u64> {
         None
     }

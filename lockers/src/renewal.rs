@@ -699,7 +699,12 @@ pub(crate) async fn renew_session_until_lost<P: Send + Sync>(
 /// Runs `work` on the current tokio runtime in the background, if there is one. Never blocks and never
 /// panics outside a runtime: then the work is skipped, and what it would have cleaned up expires by its
 /// TTL or session instead.
-#[cfg(any(feature = "etcd", feature = "zookeeper", feature = "redis"))]
+#[cfg(any(
+    feature = "etcd",
+    feature = "zookeeper",
+    feature = "redis",
+    feature = "postgres"
+))]
 pub(crate) fn in_background(work: impl Future<Output = ()> + Send + 'static) {
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(work);

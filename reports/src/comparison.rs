@@ -70,9 +70,14 @@ pub struct UserWorkload {
 pub struct StrategyInfo {
     /// Strategy id.
     pub id: String,
-    /// Where its lock state lives: `redis`, `redis-nodes`, `etcd`, `zookeeper`, `in-process` (a reference, not a
-    /// distributed lock) or `per-client` (a control without mutual exclusion).
+    /// Where its lock state lives: the server kind's name in lockbench's registry (`redis`,
+    /// `redis-nodes`, `etcd`, `zookeeper`, …), `in-process` (a reference, not a distributed lock) or
+    /// `per-client` (a control without mutual exclusion).
     pub server: String,
+    /// Whether it is a lock a team could deploy across machines (its state lives in a server), as
+    /// the registry says of its server kind. False when unknown (a single run's results).
+    #[serde(default)]
+    pub distributed: bool,
     /// One line: what it is.
     pub description: String,
     /// For a peer (a real library run through its adapter): the lockbench strategy that models it,
@@ -84,10 +89,7 @@ pub struct StrategyInfo {
 impl StrategyInfo {
     /// Whether it is a lock a team could deploy across machines (its state lives in a server).
     pub fn is_distributed(&self) -> bool {
-        matches!(
-            self.server.as_str(),
-            "redis" | "redis-nodes" | "etcd" | "zookeeper"
-        )
+        self.distributed
     }
 }
 
@@ -131,6 +133,7 @@ impl Comparison {
             .map(|id| StrategyInfo {
                 id: id.clone(),
                 server: String::new(),
+                distributed: false,
                 description: String::new(),
                 counterpart: None,
             })
@@ -166,6 +169,7 @@ impl Comparison {
             .unwrap_or_else(|| StrategyInfo {
                 id: id.to_owned(),
                 server: String::new(),
+                distributed: false,
                 description: String::new(),
                 counterpart: None,
             })

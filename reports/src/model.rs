@@ -253,9 +253,8 @@ pub struct Environment {
 /// One server used by the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerInfo {
-    /// `redis`, `redis-nodes` (N independent Redis servers, Redlock's masters), `etcd` or
-    /// `zookeeper`.
-    #[schemars(extend("enum" = ["redis", "redis-nodes", "etcd", "zookeeper"]))]
+    /// The server kind's name in lockbench's registry: `redis`, `redis-nodes` (N independent Redis
+    /// servers, Redlock's masters), `etcd`, `zookeeper`, …
     pub kind: String,
     /// The server's own version report, when it answered.
     pub version: Option<String>,
@@ -994,9 +993,8 @@ pub struct ClientCost {
 /// What the server did during a case (deltas over the case).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerCost {
-    /// `redis`, `redis-nodes` (Redlock's independent Redis servers: every figure below is summed over
-    /// them), `etcd` or `zookeeper`.
-    #[schemars(extend("enum" = ["redis", "redis-nodes", "etcd", "zookeeper"]))]
+    /// The server kind's name in lockbench's registry: `redis`, `redis-nodes` (Redlock's independent
+    /// Redis servers: every figure below is summed over them), `etcd`, `zookeeper`, …
     pub kind: String,
     /// Server CPU time, when known (managed servers: from /proc; Redis: `INFO cpu`).
     pub cpu_seconds: Option<f64>,

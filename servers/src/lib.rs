@@ -1,4 +1,4 @@
-//! Starts and stops real `redis-server`, `etcd` and ZooKeeper processes for lockbench, plus a
+//! Starts and stops real `redis-server`, `etcd`, ZooKeeper and PostgreSQL processes for lockbench, plus a
 //! fault-injecting TCP proxy.
 //!
 //! Every server runs as a child process on free loopback ports, with its data and log file in a
@@ -23,6 +23,8 @@
 //! | etcd cluster | [`EtcdCluster`] | every member healthy |
 //! | one ZooKeeper | [`ZkServer`] | `srvr` answers with `Mode:` |
 //! | ZooKeeper ensemble | [`ZkEnsemble`] | every node is leader or follower |
+//! | one PostgreSQL (fresh `initdb`) | [`PostgresServer`] | `SELECT 1` answers |
+//! | primary + streaming replica | [`PostgresPair`] | the primary sees the replica streaming |
 //!
 //! Servers secured like production ones: [`RedisOptions::security`] (an ACL user, optionally a TLS
 //! port), [`EtcdOptions::tls`] and [`EtcdOptions::root_password`] (TLS client port, authentication),
@@ -47,6 +49,7 @@ mod etcd_auth;
 pub mod group;
 pub mod poll;
 pub mod ports;
+pub mod postgres;
 pub mod probe;
 pub mod process;
 pub mod programs;
@@ -61,6 +64,7 @@ pub use certs::TestCertificates;
 pub use etcd::{EtcdCluster, EtcdOptions, EtcdServer};
 pub use group::{GroupMember, ServerGroup};
 pub use ports::free_ports;
+pub use postgres::{PostgresOptions, PostgresPair, PostgresServer};
 pub use process::{ServerProcess, data_parent, kill_all_servers};
 pub use programs::Program;
 pub use proxy::{Direction, Fault, Proxy};
@@ -132,6 +136,8 @@ mod tests {
         shareable::<EtcdCluster>();
         shareable::<ZkServer>();
         shareable::<ZkEnsemble>();
+        shareable::<PostgresServer>();
+        shareable::<PostgresPair>();
         shareable::<Proxy>();
         shareable::<ServerProcess>();
         shareable::<ServerError>();

@@ -69,53 +69,58 @@ pub fn is_tls(url: &str) -> bool {
     .any(|scheme| url.trim().starts_with(scheme))
 }
 
-/// Environment variables with secrets, so they stay out of shell history and process listings:
-/// `LOCKBENCH_REDIS_PASSWORD` (for `--redis` and `--redis-nodes`), `LOCKBENCH_ETCD_PASSWORD`
-/// (`--etcd`), `LOCKBENCH_ZK_AUTH` (`user:password`, ZooKeeper digest, for `--zk`).
-pub const SECRET_VARIABLES: [&str; 3] = [
-    "LOCKBENCH_REDIS_PASSWORD",
-    "LOCKBENCH_ETCD_PASSWORD",
-    "LOCKBENCH_ZK_AUTH",
-];
-
-/// `address` with the password from the environment filled in where the address has none (see
-/// [`SECRET_VARIABLES`]): a Redis URL's user (`redis://app@host` → `app:<pw>@`, or the `default` user
-/// for `redis://host`), each etcd endpoint's user (`https://root@host`), and ZooKeeper's
-/// `user:password` before a connect string without one. A variable that is set but cannot be used is
-/// an error (the message never contains it).
+/// `address` with the password from the environment filled in where the address has none: the
+/// variable is the kind's ([`ServerEntry::secret_variable`](super::kinds::ServerEntry)), filled in as
+/// the kind's [`fill_secret`](super::kinds::ServerEntry) says. A variable that is set but cannot be
+/// used is an error (the message never contains it).
 pub fn password_from_env(kind: ServerKind, address: &str) -> Result<String, String> {
-    let var = match kind {
-        ServerKind::Redis | ServerKind::RedisNodes => SECRET_VARIABLES[0],
-        ServerKind::Etcd => SECRET_VARIABLES[1],
-        ServerKind::ZooKeeper => SECRET_VARIABLES[2],
-        _ => return Ok(address.to_owned()),
+    let Some(server) = kind.server() else {
+        return Ok(address.to_owned());
     };
+    let var = server.secret_variable;
     let Some(secret) = std::env::var_os(var) else {
         return Ok(address.to_owned());
     };
     let secret = secret
         .into_string()
         .map_err(|_| format!("{var} is not UTF-8"))?;
-    if kind == ServerKind::ZooKeeper {
-        return if address.contains('@') {
-            Ok(address.to_owned())
-        } else if let Some((user, password)) = secret.split_once(':') {
-            Ok(format!("{}:{}@{address}", encode(user), encode(password)))
-        } else {
-            Err(format!("{var} must be user:password"))
-        };
+    (server.fill_secret)(address, &secret).map_err(|why| format!("{var} {why}"))
+}
+
+/// ZooKeeper's `user:password` (`LOCKBENCH_ZK_AUTH`) before a connect string without one.
+pub fn fill_zk_secret(address: &str, secret: &str) -> Result<String, String> {
+    if address.contains('@') {
+        Ok(address.to_owned())
+    } else if let Some((user, password)) = secret.split_once(':') {
+        Ok(format!("{}:{}@{address}", encode(user), encode(password)))
+    } else {
+        Err("must be user:password".to_owned())
     }
+}
+
+/// A Redis URL's user (`redis://app@host` → `app:<pw>@`, or the `default` user for `redis://host`),
+/// in each URL of a list; once in a Sentinel or cluster address.
+pub fn fill_redis_secret(address: &str, secret: &str) -> Result<String, String> {
+    fill_each(address, secret, true)
+}
+
+/// Each etcd endpoint's user (`https://root@host`).
+pub fn fill_etcd_secret(address: &str, secret: &str) -> Result<String, String> {
+    fill_each(address, secret, false)
+}
+
+fn fill_each(address: &str, secret: &str, default_user: bool) -> Result<String, String> {
     if is_sentinel(address) || is_cluster(address) {
         // One address with many hosts: the servers' password goes in once.
-        return fill(address.trim(), &secret, true)
-            .ok_or_else(|| format!("{var} is set but cannot be filled in"));
+        return fill(address.trim(), secret, true)
+            .ok_or_else(|| "is set but cannot be filled in".to_owned());
     }
     address
         .split(',')
-        .map(|one| fill(one.trim(), &secret, kind != ServerKind::Etcd))
+        .map(|one| fill(one.trim(), secret, default_user))
         .collect::<Option<Vec<_>>>()
         .map(|all| all.join(","))
-        .ok_or_else(|| format!("{var} is set but the address names no user (write user@host)"))
+        .ok_or_else(|| "is set but the address names no user (write user@host)".to_owned())
 }
 
 /// One address with `password` filled in; `None` when it has no user and `default_user` is false.
@@ -199,6 +204,19 @@ pub fn zk_sockets(connect: &str) -> Result<Vec<SocketAddr>, String> {
     let connect = bare(connect)?;
     let hosts = connect.split('/').next().unwrap_or("");
     hosts.split(',').map(|h| resolve(h.trim(), 2181)).collect()
+}
+
+/// The socket address inside a PostgreSQL URL (`postgres://[user[:pass]@]host[:port][/db][?…]`,
+/// `postgresql://` too; port 5432 by default).
+pub fn postgres_socket(url: &str) -> Result<SocketAddr, String> {
+    let url = url.trim();
+    let rest = url
+        .strip_prefix("postgres://")
+        .or_else(|| url.strip_prefix("postgresql://"))
+        .ok_or("expected postgres://user@host:port/db")?;
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or("");
+    resolve(host_port, 5432)
 }
 
 /// Asks the Sentinels of `url` in turn which server is the primary of its service
@@ -311,6 +329,43 @@ fn resolve(host_port: &str, default_port: u16) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{with_port} resolves to no address"))
 }
 
+/// A Redis URL (`redis://[user:pass@]host:port[/db][?query]` or `host:port`) with its host and port
+/// replaced.
+pub fn redis_url_via(url: &str, proxy: SocketAddr) -> String {
+    let url = if url.contains("://") {
+        url.to_owned()
+    } else {
+        format!("redis://{url}")
+    };
+    let via = address_via(&url, proxy);
+    // redis-rs wants a path; `host:port` alone means database 0.
+    let Some((scheme, rest)) = via.split_once("://") else {
+        return via;
+    };
+    let (before_query, query) = match rest.split_once('?') {
+        Some((before, query)) => (before, Some(query)),
+        None => (rest, None),
+    };
+    match (before_query.contains('/'), query) {
+        (true, _) => via,
+        (false, Some(query)) => format!("{scheme}://{before_query}/?{query}"),
+        (false, None) => format!("{scheme}://{rest}/"),
+    }
+}
+
+/// One address (`[scheme://][user:pass@]host:port[/path][?query]`) with its host and port replaced by
+/// `proxy`, keeping the scheme, credentials, path and query (TLS files): a proxy on 127.0.0.1 still
+/// matches a certificate issued for 127.0.0.1.
+pub fn address_via(address: &str, proxy: SocketAddr) -> String {
+    let (scheme, rest) = match address.find("://") {
+        Some(i) => address.split_at(i + 3),
+        None => ("", address),
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let credentials = rest[..end].rfind('@').map(|at| &rest[..=at]).unwrap_or("");
+    format!("{scheme}{credentials}{proxy}{}", &rest[end..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,6 +419,15 @@ mod tests {
             Ok(vec![local(3)])
         );
         assert_eq!(zk_sockets("app:pw@127.0.0.1:4/locks"), Ok(vec![local(4)]));
+        assert_eq!(
+            postgres_socket("postgres://app:p%40ss@127.0.0.1:6/db?sslmode=disable"),
+            Ok(local(6))
+        );
+        assert_eq!(
+            postgres_socket("postgresql://127.0.0.1/db"),
+            Ok(local(5432))
+        );
+        assert!(postgres_socket("127.0.0.1:6").is_err());
         assert!(redis_socket("redis://").is_err());
         assert!(redis_socket("redis://no-such-host.invalid:1").is_err());
     }

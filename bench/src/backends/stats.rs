@@ -46,6 +46,11 @@ pub struct StatsSnapshot {
     pub cpu_seconds: Option<f64>,
 }
 
+/// Calls per kind of statement (its first word) in `pg_stat_statements`, without the statistics
+/// queries themselves.
+const PG_STATEMENTS: &str = "SELECT split_part(ltrim(query), ' ', 1), sum(calls)::bigint \
+ FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' GROUP BY 1";
+
 /// Where a server's counters are read: cheap to clone, so the blocking reads can run on another
 /// thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,6 +184,27 @@ impl StatsSource {
                     requests,
                     cpu_seconds: None,
                 }
+            }
+            ServerKind::Postgres => {
+                // Statements as pg_stat_statements counts them (each execution once), by kind of
+                // statement; lockbench's own statistics queries left out. Readable on servers
+                // lockbench started (it logs in as their trusted superuser).
+                let rows =
+                    lockbench_servers::postgres::query(socket, PG_STATEMENTS, TIMEOUT).ok()?;
+                let mut requests = BTreeMap::new();
+                for row in rows {
+                    if let [Some(kind), Some(calls)] = row.as_slice() {
+                        *requests.entry(kind.to_lowercase()).or_default() +=
+                            calls.parse::<u64>().unwrap_or(0);
+                    }
+                }
+                // Each session is a child process of the postmaster: the server's CPU is theirs too.
+                return Some(StatsSnapshot {
+                    client_requests: Some(requests.values().sum()),
+                    renew_calls: None,
+                    requests,
+                    cpu_seconds: pid.and_then(proc_stat::tree_cpu_seconds),
+                });
             }
             ServerKind::InProcess | ServerKind::PerClient | ServerKind::RedisNodes => return None,
         };

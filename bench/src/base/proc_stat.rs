@@ -67,6 +67,30 @@ pub fn group_members(pgid: u32) -> Vec<u32> {
     members
 }
 
+/// CPU seconds of a server that serves each session from a child process (PostgreSQL): `pid`'s own,
+/// its reaped children's (`cutime` + `cstime`) and its live children's. `None` if `pid` is gone.
+pub fn tree_cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // After ')' the first field is field 3: utime 14, stime 15, cutime 16, cstime 17.
+    let ticks: u64 = (14..=17)
+        .map(|n| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok()))
+        .sum::<Option<u64>>()?;
+    let own = ticks as f64 / clock_ticks() as f64;
+    let children: f64 = std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|child| {
+            let text = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+            let after = &text[text.rfind(')')? + 1..];
+            let ppid: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
+            (ppid == pid).then(|| parse_stat(&text).map(|s| s.cpu_seconds))?
+        })
+        .sum();
+    Some(own + children)
+}
+
 /// The scheduler state of `pid` (`/proc/<pid>/stat` field 3: `R`, `S`, `T` stopped, `Z` zombie, …);
 /// `None` when the process is gone.
 pub fn state(pid: u32) -> Option<char> {

@@ -670,6 +670,7 @@ impl Compare<'_> {
                 .map(|s| StrategyInfo {
                     id: s.id.to_owned(),
                     server: s.server.name().to_owned(),
+                    distributed: s.server.entry().distributed,
                     description: s.description.to_owned(),
                     counterpart: strategies::counterpart(s.id).map(str::to_owned),
                 })

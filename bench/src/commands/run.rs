@@ -230,12 +230,10 @@ fn servers_to_start(
             continue;
         };
         for kind in topology.replaces() {
-            let flag = match kind {
-                ServerKind::Redis => given.redis.as_ref().map(|_| "--redis"),
-                ServerKind::RedisNodes => given.redis_nodes.as_ref().map(|_| "--redis-nodes"),
-                ServerKind::Etcd => given.etcd.as_ref().map(|_| "--etcd"),
-                _ => given.zookeeper.as_ref().map(|_| "--zk"),
-            };
+            let flag = kind
+                .server()
+                .filter(|_| given.get(*kind).is_some())
+                .map(|server| format!("--{}", server.flag));
             if let Some(flag) = flag {
                 return Err(BenchError::usage(format!(
                     "{flag}: {} starts its own servers for every case (it kills one); leave {flag} out",

@@ -394,7 +394,14 @@ pub(crate) fn plan(
                 let own_servers = match (case_topology(&w.faults), s.server) {
                     (None, _) => Duration::ZERO,
                     (Some(Topology::Cluster), ServerKind::ZooKeeper) => CASE_OWN_ZOOKEEPER_ENSEMBLE,
-                    (Some(Topology::Cluster), _) => CASE_OWN_ETCD_CLUSTER,
+                    (
+                        Some(Topology::Cluster),
+                        ServerKind::Etcd
+                        | ServerKind::InProcess
+                        | ServerKind::PerClient
+                        | ServerKind::Redis
+                        | ServerKind::RedisNodes,
+                    ) => CASE_OWN_ETCD_CLUSTER,
                     (Some(Topology::RedisSentinel), _) => CASE_OWN_REDIS_SENTINELS,
                     (Some(Topology::RedisCluster), _) => CASE_OWN_REDIS_CLUSTER,
                     (Some(_), _) => CASE_OWN_REDIS_PAIR,

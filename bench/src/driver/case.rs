@@ -258,7 +258,11 @@ fn start_monitors(
     let follow = |kind: ServerKind| match kind {
         ServerKind::Redis => workload.monitor_renewals || workload.monitor_commands,
         ServerKind::RedisNodes => workload.monitor_commands,
-        _ => false,
+        ServerKind::InProcess
+        | ServerKind::PerClient
+        | ServerKind::Etcd
+        | ServerKind::ZooKeeper
+        | ServerKind::Postgres => false,
     };
     match source {
         Some(s) if s.is_tls() && workload.monitor_renewals => Err(NotRun::fail(

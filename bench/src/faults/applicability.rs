@@ -68,28 +68,27 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
     {
         return Err("its library runs in the adapter's own process, which the worker's runtime starvation or CPU hog does not reach".to_owned());
     }
+    let takes = server.faults();
     let ok = match kind.scope() {
         FaultScope::WorkerProcess => server != ServerKind::InProcess,
         FaultScope::Network => server.is_external(),
         FaultScope::Server => match kind {
             FaultKind::PauseServer => server.is_external(),
             FaultKind::ClientPause | FaultKind::BusyScript | FaultKind::Failover => {
-                server == ServerKind::Redis
+                takes.redis_primary
             }
             FaultKind::SentinelFailover => {
-                server == ServerKind::Redis && !crate::strategies::is_peer(strategy.id)
+                takes.redis_primary && !crate::strategies::is_peer(strategy.id)
             }
             FaultKind::ClusterMasterKill | FaultKind::ClusterFailover => {
-                server == ServerKind::Redis && crate::strategies::runs_on_redis_cluster(strategy.id)
+                takes.redis_primary && crate::strategies::runs_on_redis_cluster(strategy.id)
             }
-            FaultKind::PubsubKill => server == ServerKind::Redis && caps.wait_notify,
-            FaultKind::LeaderKill => {
-                matches!(server, ServerKind::Etcd | ServerKind::ZooKeeper)
-            }
+            FaultKind::PubsubKill => takes.redis_primary && caps.wait_notify,
+            FaultKind::LeaderKill => takes.leader_kill,
             FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => {
-                server == ServerKind::RedisNodes
+                takes.independent_nodes
             }
-            FaultKind::ServerRestart => server == ServerKind::Redis,
+            FaultKind::ServerRestart => takes.redis_primary,
             _ => false,
         },
     };
@@ -97,18 +96,16 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         return Ok(());
     }
     let why = match kind {
-        FaultKind::SentinelFailover if server == ServerKind::Redis => {
+        FaultKind::SentinelFailover if takes.redis_primary => {
             "its library is given one server's address, not the Sentinels'"
         }
-        FaultKind::ClusterMasterKill | FaultKind::ClusterFailover
-            if server == ServerKind::Redis =>
-        {
+        FaultKind::ClusterMasterKill | FaultKind::ClusterFailover if takes.redis_primary => {
             return Err(format!(
                 "it does not run on a Redis Cluster ({})",
                 crate::strategies::NOT_ON_REDIS_CLUSTER
             ));
         }
-        FaultKind::PubsubKill if server == ServerKind::Redis => {
+        FaultKind::PubsubKill if takes.redis_primary => {
             "it uses no pub/sub connection (its waiters poll)"
         }
         FaultKind::ClientPause

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use lockbench_servers::{Direction, Fault, Proxy};
 
-use crate::backends::{EndpointAddrs, ServerKind, address};
+use crate::backends::{EndpointAddrs, ServerKind};
 use crate::workload::faults::Directions;
 
 /// Every client's proxies, in front of the servers of one kind.
@@ -63,36 +63,12 @@ pub(crate) fn set(proxy: &Proxy, directions: Directions, fault: Fault) {
 
 /// The server sockets of `kind` in `base`, in order.
 fn server_sockets(kind: ServerKind, base: &EndpointAddrs) -> Result<Vec<SocketAddr>, String> {
-    let missing = || format!("no {} address to put a proxy in front of", kind.name());
-    match kind {
-        ServerKind::Redis => {
-            let url = base.redis.as_deref().ok_or_else(missing)?;
-            if address::is_sentinel(url) {
-                return Err(
-                    "a proxy cannot stand between clients and the primary their Sentinels \
-                            name: network faults need a direct Redis address"
-                        .into(),
-                );
-            }
-            if address::is_cluster(url) {
-                return Err(
-                    "a proxy cannot stand between clients and a cluster's nodes (MOVED answers \
-                     name the nodes themselves): network faults need a direct Redis address"
-                        .into(),
-                );
-            }
-            Ok(vec![address::redis_socket(url)?])
-        }
-        ServerKind::RedisNodes if !base.redis_nodes.is_empty() => base
-            .redis_nodes
-            .iter()
-            .map(|url| address::redis_socket(url))
-            .collect(),
-        ServerKind::Etcd if !base.etcd.is_empty() => address::etcd_sockets(&base.etcd.join(",")),
-        ServerKind::ZooKeeper => {
-            address::zk_sockets(base.zookeeper.as_deref().ok_or_else(missing)?)
-        }
-        _ => Err(missing()),
+    match kind.server() {
+        Some(server) => (server.proxied_sockets)(base),
+        None => Err(format!(
+            "no {} address to put a proxy in front of",
+            kind.name()
+        )),
     }
 }
 
@@ -100,92 +76,16 @@ fn server_sockets(kind: ServerKind, base: &EndpointAddrs) -> Result<Vec<SocketAd
 /// Redis URL's credentials and database, a ZooKeeper chroot).
 fn rewrite(kind: ServerKind, base: &EndpointAddrs, proxies: &[SocketAddr]) -> EndpointAddrs {
     let mut out = base.clone();
-    match kind {
-        ServerKind::Redis => {
-            if let (Some(url), Some(proxy)) = (&base.redis, proxies.first()) {
-                out.redis = Some(redis_url_via(url, *proxy));
-            }
-        }
-        ServerKind::RedisNodes => {
-            out.redis_nodes = base
-                .redis_nodes
-                .iter()
-                .zip(proxies)
-                .map(|(url, proxy)| redis_url_via(url, *proxy))
-                .collect();
-        }
-        ServerKind::Etcd => {
-            out.etcd = base
-                .etcd
-                .iter()
-                .zip(proxies)
-                .map(|(endpoint, proxy)| {
-                    let endpoint = if endpoint.contains("://") {
-                        endpoint.clone()
-                    } else {
-                        format!("http://{endpoint}")
-                    };
-                    address_via(&endpoint, *proxy)
-                })
-                .collect();
-        }
-        ServerKind::ZooKeeper => {
-            if let Some(connect) = &base.zookeeper {
-                // Digest credentials before the hosts, a chroot after them.
-                let (credentials, hosts) = match connect.rfind('@') {
-                    Some(at) => connect.split_at(at + 1),
-                    None => ("", connect.as_str()),
-                };
-                let chroot = hosts.find('/').map(|i| &hosts[i..]).unwrap_or("");
-                let proxies: Vec<String> = proxies.iter().map(SocketAddr::to_string).collect();
-                out.zookeeper = Some(format!("{credentials}{}{chroot}", proxies.join(",")));
-            }
-        }
-        _ => {}
+    if let Some(server) = kind.server() {
+        (server.via_proxies)(&mut out, proxies);
     }
     out
-}
-
-/// A Redis URL (`redis://[user:pass@]host:port[/db][?query]` or `host:port`) with its host and port
-/// replaced.
-fn redis_url_via(url: &str, proxy: SocketAddr) -> String {
-    let url = if url.contains("://") {
-        url.to_owned()
-    } else {
-        format!("redis://{url}")
-    };
-    let via = address_via(&url, proxy);
-    // redis-rs wants a path; `host:port` alone means database 0.
-    let Some((scheme, rest)) = via.split_once("://") else {
-        return via;
-    };
-    let (before_query, query) = match rest.split_once('?') {
-        Some((before, query)) => (before, Some(query)),
-        None => (rest, None),
-    };
-    match (before_query.contains('/'), query) {
-        (true, _) => via,
-        (false, Some(query)) => format!("{scheme}://{before_query}/?{query}"),
-        (false, None) => format!("{scheme}://{rest}/"),
-    }
-}
-
-/// One address (`[scheme://][user:pass@]host:port[/path][?query]`) with its host and port replaced by
-/// `proxy`, keeping the scheme, credentials, path and query (TLS files): a proxy on 127.0.0.1 still
-/// matches a certificate issued for 127.0.0.1.
-fn address_via(address: &str, proxy: SocketAddr) -> String {
-    let (scheme, rest) = match address.find("://") {
-        Some(i) => address.split_at(i + 3),
-        None => ("", address),
-    };
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let credentials = rest[..end].rfind('@').map(|at| &rest[..=at]).unwrap_or("");
-    format!("{scheme}{credentials}{proxy}{}", &rest[end..])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backends::address::{address_via, redis_url_via};
 
     #[test]
     fn addresses_are_rewritten_in_place() {
@@ -212,9 +112,15 @@ mod tests {
             redis_nodes: vec!["redis://127.0.0.1:1/".into(), "redis://127.0.0.1:2/".into()],
             etcd: vec!["http://127.0.0.1:1".into(), "http://127.0.0.1:2".into()],
             zookeeper: Some("127.0.0.1:1,127.0.0.1:2/locks".into()),
+            postgres: Some("postgres://app:pw@127.0.0.1:3/db?sslmode=disable".into()),
             redis_replicated: false,
             redis_replicas: Vec::new(),
         };
+        let postgres = rewrite(ServerKind::Postgres, &base, &[p1]);
+        assert_eq!(
+            postgres.postgres.as_deref(),
+            Some("postgres://app:pw@127.0.0.1:9001/db?sslmode=disable")
+        );
         let etcd = rewrite(ServerKind::Etcd, &base, &[p1, p2]);
         assert_eq!(
             etcd.etcd,

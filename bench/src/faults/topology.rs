@@ -286,7 +286,11 @@ impl CaseServers {
             ServerKind::ZooKeeper => ZkEnsemble::start(3)
                 .map(CaseServers::ZooKeeper)
                 .map_err(|e| format!("3-node ZooKeeper ensemble: {e}")),
-            other => Err(format!("no cluster of {} servers", other.name())),
+            ServerKind::InProcess
+            | ServerKind::PerClient
+            | ServerKind::Redis
+            | ServerKind::RedisNodes
+            | ServerKind::Postgres => Err(format!("no cluster of {} servers", kind.name())),
         }
     }
 

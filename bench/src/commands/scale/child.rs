@@ -118,17 +118,12 @@ pub(crate) fn worker_args(
         "--max-rss-mib".to_owned(),
         (spec.max_rss_bytes >> 20).max(1).to_string(),
     ];
-    let endpoints = backends.endpoints();
-    if let Some(redis) = endpoints.redis {
-        args.extend(["--redis".to_owned(), redis]);
+    for kind in ServerKind::ALL {
+        if let (Some(entry), Some(server)) = (kind.server(), backends.get(kind)) {
+            args.extend([format!("--{}", entry.flag), server.address().to_owned()]);
+        }
     }
-    if !endpoints.etcd.is_empty() {
-        args.extend(["--etcd".to_owned(), endpoints.etcd.join(",")]);
-    }
-    if let Some(zk) = endpoints.zookeeper {
-        args.extend(["--zk".to_owned(), zk]);
-    }
-    let pids: Vec<String> = [ServerKind::Redis, ServerKind::Etcd, ServerKind::ZooKeeper]
+    let pids: Vec<String> = ServerKind::ALL
         .into_iter()
         .filter_map(|kind| {
             let pid = backends.get(kind)?.pid()?;

@@ -371,15 +371,23 @@ async fn read(server: Option<ServerProbe>, counts: &RenewalCounts) -> Reading {
             Some(sample) => Some(sample.cpu_seconds),
             None => snapshot.as_ref().and_then(|s| s.cpu_seconds),
         };
-        let redis = match (server.kind, server.socket) {
-            (ServerKind::Redis, Some(addr)) => RedisCommandStats::read(addr).ok(),
-            _ => None,
-        };
-        let etcd = match (server.kind, server.socket) {
-            (ServerKind::Etcd, Some(addr)) => probe::http_get(addr, "/metrics", SERVER_TIMEOUT)
-                .ok()
-                .map(|r| etcd_keepalives_received(&r.body)),
-            _ => None,
+        let (redis, etcd) = match (server.kind, server.socket) {
+            (_, None) => (None, None),
+            (ServerKind::Redis, Some(addr)) => (RedisCommandStats::read(addr).ok(), None),
+            (ServerKind::Etcd, Some(addr)) => (
+                None,
+                probe::http_get(addr, "/metrics", SERVER_TIMEOUT)
+                    .ok()
+                    .map(|r| etcd_keepalives_received(&r.body)),
+            ),
+            (
+                ServerKind::InProcess
+                | ServerKind::PerClient
+                | ServerKind::RedisNodes
+                | ServerKind::ZooKeeper
+                | ServerKind::Postgres,
+                Some(_),
+            ) => (None, None),
         };
         (snapshot, cpu, redis, etcd)
     })

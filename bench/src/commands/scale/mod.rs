@@ -276,9 +276,9 @@ fn parse_server_pids(text: &str) -> Result<BTreeMap<ServerKind, u32>, String> {
         let (name, pid) = part
             .split_once('=')
             .ok_or_else(|| format!("expected KIND=PID, got {part:?}"))?;
-        let kind = [ServerKind::Redis, ServerKind::Etcd, ServerKind::ZooKeeper]
+        let kind = ServerKind::ALL
             .into_iter()
-            .find(|k| k.name() == name)
+            .find(|k| k.is_external() && k.name() == name)
             .ok_or_else(|| format!("unknown server kind {name:?}"))?;
         let pid = pid
             .parse()
