@@ -1,6 +1,6 @@
 //! `cargo bench -p lockbench --bench acquire`: uncontended try-once acquire + release per strategy
 //! (criterion), against real local servers this bench starts, next to each strategy's own calls sent
-//! raw on the same connection with no `lockers` code in between (DESIGN §8 target: cycle p50 ÷ raw
+//! raw on the same connection with no `lockers` code in between (docs/design.md §8 target: cycle p50 ÷ raw
 //! p50 ≤ 1.10):
 //! - redis-watchdog (both renewal modes): its acquire and release scripts by SHA, with its arguments;
 //! - redis-guard-thread: its `SET NX PX` + `INCR` script and its check-and-delete script;
@@ -132,7 +132,7 @@ impl PgRaw {
     }
 }
 
-/// The part name of each strategy's own calls sent raw (the baseline of its DESIGN §8 ratio).
+/// The part name of each strategy's own calls sent raw (the baseline of its docs/design.md §8 ratio).
 const RAW_WATCHDOG: &str = "raw watchdog scripts";
 const RAW_STRING: &str = "raw string scripts";
 const RAW_ETCD: &str = "raw etcd txns";
@@ -571,7 +571,7 @@ async fn report(subjects: &[Subject]) {
                 });
             }
         };
-        // The DESIGN §8 ratio: the strategy's cycle against its own calls sent raw, same run.
+        // The docs/design.md §8 ratio: the strategy's cycle against its own calls sent raw, same run.
         let own = [
             RAW_WATCHDOG,
             RAW_STRING,
@@ -612,7 +612,7 @@ async fn report(subjects: &[Subject]) {
         );
     }
     println!();
-    print!("{}", render_checks("targets (DESIGN §8)", &checks));
+    print!("{}", render_checks("targets (docs/design.md §8)", &checks));
 }
 
 /// Cycles per strategy (each with its baselines) in the pinned pass.

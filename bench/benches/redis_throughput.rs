@@ -1,6 +1,6 @@
 //! `cargo bench -p lockbench --bench redis_throughput`: throughput of the Redis strategies on 64
 //! independent keys (64 tasks share one client, as Redisson shares one client per process) against the
-//! same calls sent raw on the same connection (DESIGN §8 target: ≥ 0.90): redis-watchdog and
+//! same calls sent raw on the same connection (docs/design.md §8 target: ≥ 0.90): redis-watchdog and
 //! redis-watchdog-batched against their acquire + release scripts by SHA, redis-guard-thread against
 //! its `SET NX PX` + `INCR` and check-and-delete scripts. Round 1's ratio against `EVALSHA return 1`
 //! ÷ 2 stays as context, with where the time goes, against a real local redis-server this bench
@@ -267,7 +267,7 @@ fn reset(ops: &mut [Measured]) {
     }
 }
 
-/// The table, the DESIGN §8 ratios and where the time goes, for one pass.
+/// The table, the docs/design.md §8 ratios and where the time goes, for one pass.
 fn print_pass(ops: &[Measured]) {
     print_table(ops);
     let ratio = |m: &str, baseline: &str, target: Option<Bound>| Check {
@@ -288,7 +288,7 @@ fn print_pass(ops: &[Measured]) {
     print!(
         "{}",
         render_checks(
-            "throughput at 64 tasks on 64 keys ÷ the same calls sent raw (DESIGN §8)",
+            "throughput at 64 tasks on 64 keys ÷ the same calls sent raw (docs/design.md §8)",
             &checks
         )
     );

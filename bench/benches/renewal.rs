@@ -9,7 +9,7 @@
 //! 2. **The renewal scheduler at scale**: one client holding 1k, 10k and 100k locks, per-lock timers
 //!    (`redis-watchdog`) and batched (`redis-watchdog-batched`), through `lockbench::commands::scale` (the code of
 //!    `lockbench scale`): client CPU per second of holding, server renew calls per second, server CPU,
-//!    then the DESIGN §8 checks — batched renew calls/s ≤ held ÷ (timeout/3) ÷ batch size, and 100k held
+//!    then the docs/design.md §8 checks — batched renew calls/s ≤ held ÷ (timeout/3) ÷ batch size, and 100k held
 //!    locks with the client under 10% of a core — with a 3 s watchdog timeout (a renewal per lock per
 //!    second), then batched at 100k with Redisson's default 30 s.
 //!
@@ -206,7 +206,7 @@ fn print_server_times(times: &[ServerTime]) {
 }
 
 /// One client per mode holding `steps` locks with the given watchdog timeout; prints the table and the
-/// DESIGN §8 checks.
+/// docs/design.md §8 checks.
 async fn scheduler_cost(
     backends: &Backends,
     modes: &[&str],

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use lockbench_reports::model::{
     CaseResult, CaseStatus, ClientCost, DataState, DriverCost, FaultWindow, Fencing, Latencies,
-    LoadedLibrary, LostSignal, LostUpdates, NoVerdict, Operations, Orphans, Overlap, Renewal, Safety,
-    Throughput, Verdict, Violation, Window,
+    LoadedLibrary, LostSignal, LostUpdates, NoVerdict, Operations, Orphans, Overlap, Renewal,
+    Safety, Throughput, Verdict, Violation, Window,
 };
 
 use crate::driver::case::CaseRun;
@@ -25,7 +25,7 @@ fn mean(sum: u64, n: u64) -> f64 {
     if n > 0 { sum as f64 / n as f64 } else { 0.0 }
 }
 
-/// What makes a case violated (DESIGN §5): overlapping believed-held intervals (`pairs`), lost
+/// What makes a case violated (docs/design.md §5): overlapping believed-held intervals (`pairs`), lost
 /// updates, and — when the strategy has fencing tokens (`fencing`: the resource's totals) — stale
 /// writes accepted, tokens that went backwards and duplicate tokens. Each is enough on its own: tokens
 /// that regress without any overlap still make fencing reject the legitimate holder's writes.

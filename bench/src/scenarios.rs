@@ -33,7 +33,7 @@ pub(crate) const PRESETS: &[Preset] = &[
         name: "overhead",
         toml: include_str!("../scenarios/overhead.toml"),
     },
-    // Fault scenarios (DESIGN §6), each injecting one fault (see `crate::faults`).
+    // Fault scenarios (docs/design.md §6), each injecting one fault (see `crate::faults`).
     Preset {
         name: "process-pause",
         toml: include_str!("../scenarios/process-pause.toml"),

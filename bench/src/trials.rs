@@ -1,4 +1,4 @@
-//! Repeated trials of one case (DESIGN §5, verdicts and trials): the 95 % Wilson score interval for a
+//! Repeated trials of one case (docs/design.md §5, verdicts and trials): the 95 % Wilson score interval for a
 //! violation rate, and pooling the trials' results entries into one — counts summed, histograms
 //! merged and summarised again, the verdict violated when any trial was, and `trials` saying how
 //! many were.

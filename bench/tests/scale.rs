@@ -125,7 +125,7 @@ fn batched_renewal_and_the_guard_thread_cap() {
         stdout.contains("redis-guard-thread: stopped at"),
         "{stdout}"
     );
-    assert!(stdout.contains("targets (DESIGN §8)"), "{stdout}");
+    assert!(stdout.contains("targets (docs/design.md §8)"), "{stdout}");
 }
 
 #[test]

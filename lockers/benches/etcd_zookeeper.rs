@@ -3,7 +3,7 @@
 //! interleaved, into HdrHistograms. Starts its own etcd and ZooKeeper (data under
 //! `lockbench_servers::data_parent()`, normally the tmpfs `/dev/shm`).
 //!
-//! Targets (DESIGN §8): etcd acquire+release p50 ≤ 1.5 × (2 × put p50); ZooKeeper acquire+release p50 ≤
+//! Targets (docs/design.md §8): etcd acquire+release p50 ≤ 1.5 × (2 × put p50); ZooKeeper acquire+release p50 ≤
 //! 1.5 × (2 × (create + getChildren) p50). It also counts the requests the servers received per
 //! acquire+release (etcd `/metrics`, ZooKeeper `mntr`), so a missed target can be explained.
 //!

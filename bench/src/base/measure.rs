@@ -1,6 +1,6 @@
 //! Measurement helpers shared by `cargo bench` (`bench/benches/*`) and `lockbench scale`, so each exists
 //! once: latency histograms and their percentiles, this process's CPU time, Redis's per-command server
-//! time (`INFO commandstats`), and checks of a measured ratio against its DESIGN §8 target.
+//! time (`INFO commandstats`), and checks of a measured ratio against its docs/design.md §8 target.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -172,7 +172,7 @@ pub struct Check {
     pub baseline: f64,
     /// Unit of value and baseline, for the table (`µs`, `/s`).
     pub unit: &'static str,
-    /// The target, if DESIGN §8 sets one.
+    /// The target, if docs/design.md §8 sets one.
     pub target: Option<Bound>,
 }
 

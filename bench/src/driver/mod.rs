@@ -1,4 +1,4 @@
-//! The load driver (DESIGN §5): workers that run the workload against `dyn Locker`s, the protected
+//! The load driver (docs/design.md §5): workers that run the workload against `dyn Locker`s, the protected
 //! resource, the safety oracle and the metrics. It sits above fault injection ([`crate::faults`]) and
 //! the workload; the hold intervals and the stop signal it shares with them are leaf types
 //! ([`crate::base::holds`], [`crate::base::stop`]).

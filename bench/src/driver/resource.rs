@@ -1,5 +1,5 @@
 //! The protected resource every critical section touches: one counter per key and the highest fencing
-//! token written per key (DESIGN §5, safety measures 2 and 3).
+//! token written per key (docs/design.md §5, safety measures 2 and 3).
 //!
 //! A critical section reads the counter (announcing its lease's token), works, and writes the value it
 //! read plus one with its token. The resource rejects a write whose token is lower than the highest

@@ -1,4 +1,4 @@
-//! Fault injection (DESIGN §6): which strategies each fault of a scenario (the specs,
+//! Fault injection (docs/design.md §6): which strategies each fault of a scenario (the specs,
 //! [`crate::workload::faults`]) applies to, and the machinery that injects them during a case and records each fault's window
 //! (kind, target, parameters, start and stop relative to the case start, and what followed) in the
 //! results.

@@ -1,4 +1,4 @@
-//! The workload spec (DESIGN §5): what a scenario asks for, from a TOML file (a preset or the user's)
+//! The workload spec (docs/design.md §5): what a scenario asks for, from a TOML file (a preset or the user's)
 //! overridden by command-line flags, checked field by field so a bad value gets one error line that
 //! names the field. The fault specs ([`faults`]) are part of it: pure data, checked here and injected
 //! by [`crate::faults`].

@@ -1,7 +1,7 @@
 //! `lockbench scale`: what holding many locks costs. One client per strategy holds 1k, then 10k, then
 //! 100k locks (each step adds to the locks already held); after each step it holds still for a measured
 //! window and records the server's renew calls and CPU per second, and the client's CPU, resident set and
-//! threads (DESIGN §3 batched renewal, §5 client/server cost, §8 targets). Writes `DIR/scale.json`
+//! threads (docs/design.md §3 batched renewal, §5 client/server cost, §8 targets). Writes `DIR/scale.json`
 //! ([`lockbench_reports::scale`]) after every strategy, so an interrupted run keeps what it measured
 //! (`complete: false`), and prints a table.
 //!
@@ -23,7 +23,7 @@
 //! | [`hold`] | one strategy in this process: fill each step, hold, read the counters, release |
 //! | [`raw`] | the raw sender of batched renewal's calls, the yardstick beside `redis-watchdog-batched` |
 //! | [`child`] | one strategy (or the raw sender) in a child process |
-//! | [`table`] | the terminal table and the DESIGN §8 checks |
+//! | [`table`] | the terminal table and the docs/design.md §8 checks |
 
 pub mod child;
 pub mod hold;

@@ -1,5 +1,5 @@
 //! The terminal view of a scale run: one row per (strategy, step), where strategies stopped and why, and
-//! the DESIGN §8 checks a scale run answers.
+//! the docs/design.md §8 checks a scale run answers.
 
 use std::fmt::Write as _;
 
@@ -32,7 +32,7 @@ fn opt(value: Option<f64>, decimals: usize) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
 }
 
-/// The table of a scale run, then where strategies stopped, then the DESIGN §8 checks.
+/// The table of a scale run, then where strategies stopped, then the docs/design.md §8 checks.
 pub fn render(results: &ScaleResults) -> String {
     let mut rows: Vec<[String; 16]> = Vec::new();
     for series in &results.strategies {
@@ -86,7 +86,7 @@ pub fn render(results: &ScaleResults) -> String {
     );
     let checks = checks(results);
     if !checks.is_empty() {
-        out.push_str(&render_checks("targets (DESIGN §8)", &checks));
+        out.push_str(&render_checks("targets (docs/design.md §8)", &checks));
     }
     out
 }
@@ -146,7 +146,7 @@ fn client_us_per_renewal(p: &ScalePoint) -> f64 {
     p.client_cpu_percent / 100.0 * 1e6 / p.renewals_per_s.max(1e-9)
 }
 
-/// The DESIGN §8 checks a scale run answers: the batched watchdog's renew calls against held ÷ period ÷
+/// The docs/design.md §8 checks a scale run answers: the batched watchdog's renew calls against held ÷ period ÷
 /// batch size at every step, its thinnest renewal margin against ⅔ of the TTL (and, for information, the
 /// margins' 0.1th percentile), and at 100k held or more its client CPU against the raw sender's in the
 /// same run (at most 1.2 times; with client CPU per renewal beside it). Without a raw sender the old
