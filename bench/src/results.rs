@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use lockbench_reports::model::{
     CaseResult, CaseStatus, ClientCost, DataState, DriverCost, FaultWindow, Fencing, Latencies,
-    LoadedLibrary, LostSignal, LostUpdates, NoVerdict, Operations, Orphans, Overlap, Renewal, Safety,
-    Throughput, Verdict, Violation, Window,
+    LoadedLibrary, LostSignal, LostUpdates, NoVerdict, Operations, Orphans, Overlap, Renewal,
+    Safety, Throughput, Verdict, Violation, Window,
 };
 
 use crate::driver::case::CaseRun;

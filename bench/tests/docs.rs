@@ -24,7 +24,10 @@ fn files(dir: &Path, endings: &[&str], out: &mut Vec<PathBuf>) {
         let name = entry.file_name().to_string_lossy().into_owned();
         if path.is_dir() {
             let skipped = name.starts_with('.')
-                || matches!(name.as_str(), "target" | "node_modules" | "build" | "results");
+                || matches!(
+                    name.as_str(),
+                    "target" | "node_modules" | "build" | "results"
+                );
             if !skipped {
                 files(&path, endings, out);
             }
@@ -63,14 +66,24 @@ fn cited_sections(text: &str, marker: &str) -> Vec<u32> {
 #[test]
 fn every_cited_design_section_exists() {
     let sections = design_sections();
-    assert!(sections.len() >= 8, "docs/design.md has numbered sections: {sections:?}");
+    assert!(
+        sections.len() >= 8,
+        "docs/design.md has numbered sections: {sections:?}"
+    );
     let mut sources = Vec::new();
-    files(&root(), &[".rs", ".md", ".toml", ".sh", ".java", ".go", ".py", ".js"], &mut sources);
+    files(
+        &root(),
+        &[".rs", ".md", ".toml", ".sh", ".java", ".go", ".py", ".js"],
+        &mut sources,
+    );
     let mut checked = 0;
     let mut missing = Vec::new();
     // This file's own examples are not citations.
-    for path in sources.iter().filter(|p| !p.ends_with("bench/tests/docs.rs")) {
-        let text = fs::read_to_string(&path).unwrap_or_default();
+    for path in sources
+        .iter()
+        .filter(|p| !p.ends_with("bench/tests/docs.rs"))
+    {
+        let text = fs::read_to_string(path).unwrap_or_default();
         for marker in ["DESIGN ", "DESIGN.md ", "design.md "] {
             for n in cited_sections(&text, marker) {
                 checked += 1;
@@ -80,8 +93,14 @@ fn every_cited_design_section_exists() {
             }
         }
     }
-    assert!(checked > 10, "the code cites the design ({checked} citations found)");
-    assert!(missing.is_empty(), "citations of sections docs/design.md lacks: {missing:#?}");
+    assert!(
+        checked > 10,
+        "the code cites the design ({checked} citations found)"
+    );
+    assert!(
+        missing.is_empty(),
+        "citations of sections docs/design.md lacks: {missing:#?}"
+    );
 }
 
 /// The targets of `[text](target)` links in Markdown, fenced code left out.
@@ -115,7 +134,13 @@ fn every_relative_markdown_link_resolves() {
     for path in &docs {
         let text = fs::read_to_string(path).unwrap_or_default();
         for target in link_targets(&text) {
-            let file = target.split('#').next().unwrap_or("").split(' ').next().unwrap_or("");
+            let file = target
+                .split('#')
+                .next()
+                .unwrap_or("")
+                .split(' ')
+                .next()
+                .unwrap_or("");
             let external = file.contains("://") || file.starts_with("mailto:");
             if file.is_empty() || external {
                 continue;
@@ -126,18 +151,29 @@ fn every_relative_markdown_link_resolves() {
             }
         }
     }
-    assert!(broken.is_empty(), "links to files that do not exist: {broken:#?}");
+    assert!(
+        broken.is_empty(),
+        "links to files that do not exist: {broken:#?}"
+    );
 }
 
 #[test]
 fn the_checks_find_what_they_look_for() {
     assert_eq!(
-        cited_sections("threads (DESIGN §3 batched renewal, §5 client/server cost, §8 targets).", "DESIGN "),
+        cited_sections(
+            "threads (DESIGN §3 batched renewal, §5 client/server cost, §8 targets).",
+            "DESIGN "
+        ),
         vec![3, 5, 8]
     );
-    assert_eq!(cited_sections("see docs/design.md §12; and §4 later", "design.md "), vec![12]);
     assert_eq!(
-        link_targets("[a](docs/x.md) and [b](https://e.invalid) \n```\n[c](no.md)\n```\n[d](y.md#top)"),
+        cited_sections("see docs/design.md §12; and §4 later", "design.md "),
+        vec![12]
+    );
+    assert_eq!(
+        link_targets(
+            "[a](docs/x.md) and [b](https://e.invalid) \n```\n[c](no.md)\n```\n[d](y.md#top)"
+        ),
         vec!["docs/x.md", "https://e.invalid", "y.md#top"]
     );
 }
