@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::cgroup::CpuQuota;
 use super::env::{
-    FaultEnv, Record, check_struck_hold, describe_victim, group_seen_stopped, hold_for,
-    lasts_until, measure_victim, pick_client, seen_in_state,
+    FaultEnv, Record, check_struck_hold, describe_victim, group_seen_killed, group_seen_stopped,
+    hold_for, lasts_until, measure_victim, pick_client,
 };
 use super::workers::{
     Crash, HOG_THREAD, STARVED_THREAD, WorkerCommand, runtime_threads, starve_evidence,
@@ -55,7 +55,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 return;
             }
             if let Some(pid) = workers.pid(victim.client) {
-                rec.evidence(seen_in_state(pid, 'Z', "worker process").await);
+                rec.evidence(group_seen_killed(pid).await);
             }
             env.board.forget(victim.client);
             workers.record_crash(Crash {
