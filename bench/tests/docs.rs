@@ -83,7 +83,7 @@ fn every_cited_design_section_exists() {
         .iter()
         .filter(|p| !p.ends_with("bench/tests/docs.rs"))
     {
-        let text = fs::read_to_string(&path).unwrap_or_default();
+        let text = fs::read_to_string(path).unwrap_or_default();
         for marker in ["DESIGN ", "DESIGN.md ", "design.md "] {
             for n in cited_sections(&text, marker) {
                 checked += 1;

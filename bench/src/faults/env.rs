@@ -173,6 +173,9 @@ pub(super) async fn seen_in_state(pid: u32, wanted: char, what: &str) -> Result<
         if state.is_none() || std::time::Instant::now() >= deadline {
             return Err(match state {
                 None => format!("{what} {pid} was already gone"),
+                Some(s) if wanted == 'Z' => {
+                    format!("{what} {pid} survived the kill (/proc state {s})")
+                }
                 Some(s) => format!("{what} {pid} never showed /proc state {wanted} (state {s})"),
             });
         }
@@ -180,32 +183,48 @@ pub(super) async fn seen_in_state(pid: u32, wanted: char, what: &str) -> Result<
     }
 }
 
-/// After a SIGSTOP to the process group a worker `pid` leads: [`seen_in_state`] of the worker, then of
-/// every other process of its group — the peer adapter, the library's own process, whose pause is the
-/// one that matters for a peer's lock. Evidence only if every one of them was seen stopped.
-pub(super) async fn group_seen_stopped(pid: u32) -> Result<String, String> {
-    let worker = seen_in_state(pid, 'T', "worker process").await?;
+/// After a signal to the process group a worker `pid` leads: [`seen_in_state`] of the worker, then of
+/// every other process of its group — the peer adapter, the library's own process, whose state is the
+/// one that matters for a peer's lock. Evidence only if every one of them was seen in `wanted`: `T`
+/// after a pause, `Z` (a zombie, or gone) after a crash; otherwise the error names the process that
+/// was not.
+async fn group_seen_in_state(pid: u32, wanted: char) -> Result<String, String> {
+    let worker = seen_in_state(pid, wanted, "worker process").await?;
     let others: Vec<u32> = crate::base::proc_stat::group_members(pid)
         .into_iter()
         .filter(|p| *p != pid)
         .collect();
-    if others.is_empty() {
-        return Ok(worker);
-    }
-    let mut stopped = Vec::new();
+    let mut seen = Vec::new();
     for other in others {
-        match seen_in_state(other, 'T', "adapter process").await {
-            Ok(_) => stopped.push(other.to_string()),
+        match seen_in_state(other, wanted, "adapter process").await {
+            Ok(_) => seen.push(other.to_string()),
             // Gone meanwhile, or a zombie: nothing of it was running.
             Err(_) if matches!(crate::base::proc_stat::state(other), None | Some('Z')) => {}
             Err(why) => return Err(format!("{worker}, but {why}")),
         }
     }
+    if seen.is_empty() {
+        return Ok(worker);
+    }
     Ok(format!(
-        "{worker}, with the adapter process{} {} of its group (/proc state T)",
-        if stopped.len() == 1 { "" } else { "es" },
-        stopped.join(", ")
+        "{worker}, with the adapter process{} {} of its group (/proc state {})",
+        if seen.len() == 1 { "" } else { "es" },
+        seen.join(", "),
+        if wanted == 'Z' { "Z or gone" } else { "T" }
     ))
+}
+
+/// After a SIGSTOP to the group worker `pid` leads: the worker and every adapter process of its group
+/// stopped ([`group_seen_in_state`]).
+pub(super) async fn group_seen_stopped(pid: u32) -> Result<String, String> {
+    group_seen_in_state(pid, 'T').await
+}
+
+/// After a SIGKILL to the group worker `pid` leads: the worker and every adapter process of its group
+/// killed ([`group_seen_in_state`]); an adapter that survived the kill keeps the peer's lock alive,
+/// so the crash did not happen to the library.
+pub(super) async fn group_seen_killed(pid: u32) -> Result<String, String> {
+    group_seen_in_state(pid, 'Z').await
 }
 
 /// Sleeps until `at` (ns); false if the case ended first.
@@ -475,11 +494,11 @@ mod tests {
         assert_eq!(seen, Err(format!("worker process {pid} was already gone")));
     }
 
-    #[tokio::test]
-    async fn a_pause_counts_only_when_the_adapter_in_the_workers_group_stopped_too() {
+    /// A "worker" leading its own process group, with a child (as a peer adapter) in that group: the
+    /// leader, its pid and the child's pid.
+    fn worker_with_adapter() -> (std::process::Child, u32, u32) {
         use std::os::unix::process::CommandExt;
-        // A "worker" leading its own group, with a child (as a peer adapter) in that group.
-        let mut leader = std::process::Command::new("sh")
+        let leader = std::process::Command::new("sh")
             .args(["-c", "sleep 5 & wait"])
             .process_group(0)
             .spawn()
@@ -494,6 +513,39 @@ mod tests {
             .into_iter()
             .find(|p| *p != pid)
             .expect("a child");
+        (leader, pid, child)
+    }
+
+    #[tokio::test]
+    async fn a_crash_counts_only_when_the_adapter_in_the_workers_group_died_too() {
+        let (mut leader, pid, child) = worker_with_adapter();
+        // Only the worker killed: the library's process lives on, and with it the peer's lock.
+        // SAFETY: kill(2) on our own unreaped child and its group.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let worker_only = group_seen_killed(pid).await;
+        // The whole group killed, as a crash_worker does it.
+        unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+        let group = group_seen_killed(pid).await;
+        let _ = leader.wait();
+        let worker_only = worker_only.expect_err("the adapter lived on");
+        assert!(
+            worker_only.ends_with(&format!(
+                "but adapter process {child} survived the kill (/proc state S)"
+            )),
+            "{worker_only}"
+        );
+        let group = group.expect("the whole group died");
+        // The adapter is listed while a zombie, not once whoever adopted it has reaped it.
+        let worker = format!("worker process {pid} killed (/proc state Z)");
+        let adapter = format!(
+            "{worker}, with the adapter process {child} of its group (/proc state Z or gone)"
+        );
+        assert!(group == worker || group == adapter, "{group}");
+    }
+
+    #[tokio::test]
+    async fn a_pause_counts_only_when_the_adapter_in_the_workers_group_stopped_too() {
+        let (mut leader, pid, child) = worker_with_adapter();
         // Only the worker stopped: the library's process ran on.
         // SAFETY: kill(2) on our own unreaped child and its group.
         unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
