@@ -61,8 +61,9 @@ pub(crate) struct WorkerTally {
     /// Why the strategy refused an acquire as misconfigured (the client then stopped).
     #[serde(default)]
     pub config_error: Option<String>,
-    /// Acquire calls the end of the case cut short, still waiting: (key, when called, ns). The
-    /// oracle's record says whether another client held the key meanwhile (contention).
+    /// Acquire calls that got no lock, cut short by the end of the case or answered with an error:
+    /// (key, when called, ns). The oracle's record says whether another client held the key
+    /// meanwhile (contention).
     #[serde(default)]
     pub cut_acquires: Vec<(u32, u64)>,
 }

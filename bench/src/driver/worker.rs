@@ -260,6 +260,10 @@ impl Worker {
                     if measured {
                         count(&mut state.tally.acquire_errors, &error);
                     }
+                    // An acquire that got no lock wanted the key all the same: the oracle's record
+                    // says whether another client held it meanwhile (a server frozen under waiters
+                    // answers them with errors, not grants).
+                    state.tally.cut_acquires.push((key as u32, t0));
                     if !matches!(error, LockError::Timeout { .. }) {
                         // A failing server must not turn the loop into a busy spin.
                         let before = self.clock.now();
