@@ -117,9 +117,13 @@ async fn counts_agree_with_monitor_through_a_restart() {
         .await
         .unwrap();
     assert_eq!(cycles(&client, 5).await, 0);
-    let node = tokio::task::spawn_blocking(move || {
+    // Read the first server's log to its end before killing it: the server writes a command's reply
+    // before its `MONITOR` line, so a kill right after the last reply could cut that line off (seen in
+    // CI under load: one line short) and the observer, not the count, would be wrong.
+    let (before, node) = tokio::task::spawn_blocking(move || {
+        let before = before_connect.settled();
         node.restart(OnRestart::DiscardData).unwrap();
-        node
+        (before, node)
     })
     .await
     .unwrap();
@@ -129,10 +133,12 @@ async fn counts_agree_with_monitor_through_a_restart() {
     let counted = client
         .requests_sent()
         .expect("a Redis client counts its requests");
-    let ((seen_before, auths_before), (seen_after, auths_after)) =
-        tokio::task::spawn_blocking(move || (before_connect.settled(), after_restart.settled()))
+    let ((seen_before, auths_before), (seen_after, auths_after)) = (
+        before,
+        tokio::task::spawn_blocking(move || after_restart.settled())
             .await
-            .unwrap();
+            .unwrap(),
+    );
     let seen = seen_before + seen_after;
     eprintln!(
         "counted {counted}, MONITOR saw {seen} ({seen_before} before the restart, {seen_after} after; \
