@@ -182,7 +182,9 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
             aborted_on_loss: t.aborted_on_loss,
             contended: f.contended
                 || t.acquire_errors.get("timeout").is_some_and(|n| *n > 0)
-                || t.cut_acquires.iter().any(|&(key, at)| f.waited(key, at)),
+                || t.cut_acquires
+                    .iter()
+                    .any(|&(key, called, returned)| f.waited(key, called, returned)),
         },
     );
     let verdict = judged(

@@ -75,6 +75,8 @@ struct KeyState {
     max_end_client: u32,
     /// The end of the key's orphaned interval no other client has acquired after yet.
     orphaned_at: Option<u64>,
+    /// The union of the key's swept intervals, as disjoint spans in time order.
+    held: Vec<(u64, u64)>,
     overlapped: bool,
     queued: bool,
 }
@@ -112,19 +114,24 @@ pub(crate) struct OracleFindings {
     /// Whether any key was wanted by two clients at once: an acquire started while another client
     /// held the key (it waited, or overlapped). Without it nobody could have overlapped anyone.
     pub contended: bool,
-    /// Per key, the latest end of any interval on it (0: none), ns: an acquire still waiting at the
-    /// end of the case that started before it waited for another client (see [`Self::waited`]).
-    pub last_end: Vec<u64>,
+    /// Per key, the times some client held it: the union of its intervals as disjoint (start, end)
+    /// spans in time order, ns (see [`Self::waited`]).
+    pub held: Vec<Vec<(u64, u64)>>,
 }
 
 impl OracleFindings {
-    /// Whether an acquire of `key` called at `started` and still waiting when the case ended waited
-    /// while another client held the key (an interval on it ended after the call: the caller, still
-    /// waiting, had none of its own).
-    pub(crate) fn waited(&self, key: u32, started: u64) -> bool {
-        self.last_end
-            .get(key as usize)
-            .is_some_and(|end| *end > started)
+    /// Whether an acquire of `key` that got no lock, called at `called` and given up (an error, or the
+    /// end of the case) at `returned`, waited while another client held the key: some interval on it
+    /// overlapped the call. The caller held no lock of its own meanwhile (a client holds one at a
+    /// time), so any such interval is another client's.
+    pub(crate) fn waited(&self, key: u32, called: u64, returned: u64) -> bool {
+        let Some(spans) = self.held.get(key as usize) else {
+            return false;
+        };
+        // Spans are disjoint and in order, so their ends rise: the first ending after the call is
+        // the only one that can overlap it first.
+        let first = spans.partition_point(|&(_, end)| end <= called);
+        spans.get(first).is_some_and(|&(start, _)| start < returned)
     }
 }
 
@@ -169,7 +176,7 @@ impl Oracle {
                 orphan_waits: Vec::new(),
                 grants: Grants::new(case_start),
                 contended: false,
-                last_end: Vec::new(),
+                held: Vec::new(),
             },
             sampler: HolderSampler::new(keys),
         }
@@ -237,7 +244,11 @@ impl Oracle {
             }
         }
         self.found.holder_sample = self.sampler.finish(self.case_start);
-        self.found.last_end = self.keys.iter().map(|k| k.max_end).collect();
+        self.found.held = self
+            .keys
+            .iter_mut()
+            .map(|k| std::mem::take(&mut k.held))
+            .collect();
         self.found
     }
 
@@ -331,6 +342,11 @@ fn sweep_one(
     if x.acquire_started < state.max_end && state.max_end_client != next.client {
         found.contended = true;
     }
+    // Swept in start order, so a new interval either extends the last span or starts a later one.
+    match state.held.last_mut() {
+        Some(span) if x.start <= span.1 => span.1 = span.1.max(x.end),
+        _ => state.held.push((x.start, x.end)),
+    }
     if x.end >= state.max_end {
         state.max_end = x.end;
         state.max_end_client = next.client;
@@ -421,9 +437,48 @@ mod tests {
         assert!(!f.contended);
         // Its own acquire cut by the end of the case at 20 waited for nobody; one called at 15
         // (another client's, still waiting) waited for the hold that ended at 20.
-        assert!(!f.waited(0, 20 * US));
-        assert!(f.waited(0, 15 * US));
-        assert!(!f.waited(7, 0), "no such key");
+        assert!(!f.waited(0, 20 * US, 25 * US));
+        assert!(f.waited(0, 15 * US, 25 * US));
+        assert!(!f.waited(7, 0, 25 * US), "no such key");
+    }
+
+    #[test]
+    fn a_failed_acquire_waited_only_if_another_hold_overlapped_the_call() {
+        // A frozen server: client 0 holds key 0 over [10, 100]; client 1's acquire, called at 50,
+        // fails at 80; client 2's, called at 120 after the hold ended, fails at 150; client 2 then
+        // holds [300, 400] itself. Key 1 is held over [0, 30] and [30, 60] (one span).
+        let mut o = Oracle::new(2, 3, 0, 0);
+        o.add(batch(
+            0,
+            vec![
+                iv(0, 10, 10, 100, EndedBy::Released),
+                iv(1, 0, 0, 30, EndedBy::Released),
+            ],
+            u64::MAX,
+        ));
+        o.add(batch(
+            1,
+            vec![iv(1, 30, 30, 60, EndedBy::Released)],
+            u64::MAX,
+        ));
+        o.add(batch(
+            2,
+            vec![iv(0, 200, 300, 400, EndedBy::Released)],
+            u64::MAX,
+        ));
+        let f = o.finish();
+        assert!(
+            f.waited(0, 50 * US, 80 * US),
+            "the hold overlapped the call"
+        );
+        assert!(
+            !f.waited(0, 120 * US, 150 * US),
+            "nobody held the key between 120 and 150, though its last hold ended at 400"
+        );
+        assert!(f.waited(0, 390 * US, 420 * US));
+        assert!(!f.waited(0, 400 * US, 420 * US), "ended as the call began");
+        assert!(f.waited(1, 40 * US, 45 * US), "inside the merged span");
+        assert!(!f.waited(1, 60 * US, 90 * US));
     }
 
     #[test]

@@ -62,10 +62,10 @@ pub(crate) struct WorkerTally {
     #[serde(default)]
     pub config_error: Option<String>,
     /// Acquire calls that got no lock, cut short by the end of the case or answered with an error:
-    /// (key, when called, ns). The oracle's record says whether another client held the key
-    /// meanwhile (contention).
+    /// (key, when called, when given up, ns). The oracle's record says whether another client held
+    /// the key meanwhile (contention).
     #[serde(default)]
-    pub cut_acquires: Vec<(u32, u64)>,
+    pub cut_acquires: Vec<(u32, u64, u64)>,
 }
 
 impl Default for WorkerTally {

@@ -247,7 +247,7 @@ impl Worker {
             };
             match acquired {
                 None => {
-                    state.tally.cut_acquires.push((key as u32, t0));
+                    state.tally.cut_acquires.push((key as u32, t0, t1));
                     break;
                 }
                 Some(Err(LockError::Config(why))) => {
@@ -263,7 +263,7 @@ impl Worker {
                     // An acquire that got no lock wanted the key all the same: the oracle's record
                     // says whether another client held it meanwhile (a server frozen under waiters
                     // answers them with errors, not grants).
-                    state.tally.cut_acquires.push((key as u32, t0));
+                    state.tally.cut_acquires.push((key as u32, t0, t1));
                     if !matches!(error, LockError::Timeout { .. }) {
                         // A failing server must not turn the loop into a busy spin.
                         let before = self.clock.now();
