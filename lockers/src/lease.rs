@@ -7,7 +7,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use tokio::sync::watch;
@@ -38,6 +38,18 @@ pub(crate) struct LeaseState {
     cell: Cell,
     end: watch::Sender<Option<LeaseEnd>>,
     events: Events,
+    /// How long before the server-side deadline the holder gives the lease up (see
+    /// [`notice_allowance`]); zero for a strategy that copies a library with no such margin.
+    allowance: Duration,
+}
+
+/// The margin a strategy of lockbench's own keeps between its holder's notice of a loss and the
+/// server's earliest expiry of a lease of `ttl`: 1 % of it for the two clocks' rates, plus 2 ms for the
+/// holder's timer firing late (the drift the Redlock algorithm allows). Without it the holder's timer
+/// and the server's expiry race at the same instant, and a timer a few ms late lets the next holder in
+/// first.
+pub(crate) fn notice_allowance(ttl: Duration) -> Duration {
+    ttl / 100 + Duration::from_millis(2)
 }
 
 /// Where a lease's [`LeaseCell`] lives: inside its state, or in its strategy's [`LeaseTable`].
@@ -60,25 +72,56 @@ impl LeaseState {
     /// A live lease on `key` whose local deadline is `deadline`, with a cell of its own. Losses are
     /// reported to `events`.
     pub(crate) fn new(key: Arc<str>, deadline: Instant, events: Events) -> Arc<Self> {
-        Self::with_cell(key, deadline, events, Cell::Own(LeaseCell::default()))
+        Self::with_cell(
+            key,
+            deadline,
+            events,
+            Cell::Own(LeaseCell::default()),
+            Duration::ZERO,
+        )
     }
 
-    /// As [`LeaseState::new`], with its cell in `table` (given back when the state is dropped).
+    /// As [`LeaseState::new`], given up `allowance` before `deadline` and every later one.
+    pub(crate) fn noticing_early(
+        key: Arc<str>,
+        deadline: Instant,
+        events: Events,
+        allowance: Duration,
+    ) -> Arc<Self> {
+        Self::with_cell(
+            key,
+            deadline,
+            events,
+            Cell::Own(LeaseCell::default()),
+            allowance,
+        )
+    }
+
+    /// As [`LeaseState::noticing_early`], with its cell in `table` (given back when the state is
+    /// dropped).
     pub(crate) fn in_table(
         table: &Arc<LeaseTable>,
         key: Arc<str>,
         deadline: Instant,
         events: Events,
+        allowance: Duration,
     ) -> Arc<Self> {
-        Self::with_cell(key, deadline, events, Cell::Table(table.claim()))
+        Self::with_cell(key, deadline, events, Cell::Table(table.claim()), allowance)
     }
 
-    fn with_cell(key: Arc<str>, deadline: Instant, events: Events, cell: Cell) -> Arc<Self> {
+    fn with_cell(
+        key: Arc<str>,
+        deadline: Instant,
+        events: Events,
+        cell: Cell,
+        allowance: Duration,
+    ) -> Arc<Self> {
         let state = LeaseState {
             key,
             cell,
             end: watch::Sender::new(None),
             events,
+            allowance,
         };
         state.extend_to(deadline);
         Arc::new(state)
@@ -98,9 +141,13 @@ impl LeaseState {
         &self.key
     }
 
-    /// The conservative local deadline: the lease is certainly not held after it.
+    /// The conservative local deadline: the lease is certainly not held after it (the server-side
+    /// deadline less the strategy's allowance).
     pub(crate) fn deadline(&self) -> Instant {
-        self.cell().deadline()
+        let server_side = self.cell().deadline();
+        server_side
+            .checked_sub(self.allowance)
+            .unwrap_or(server_side)
     }
 
     /// Moves the deadline forward to `deadline` (never backward).
@@ -329,7 +376,8 @@ mod tests {
     fn a_lease_state_keeps_its_deadline_in_its_table_cell_and_gives_it_back() {
         let table = LeaseTable::new();
         let deadline = Instant::now() + Duration::from_secs(5);
-        let state = LeaseState::in_table(&table, "k".into(), deadline, Events::none());
+        let state =
+            LeaseState::in_table(&table, "k".into(), deadline, Events::none(), Duration::ZERO);
         assert_eq!(table.in_use(), 1);
         let cell = state.table_cell().expect("a table cell").clone();
         assert_eq!(cell.get().deadline(), deadline);
@@ -338,5 +386,30 @@ mod tests {
         drop(cell);
         drop(state);
         assert_eq!(table.in_use(), 0);
+    }
+
+    /// The race a lockbench strategy must not run: its holder's timer and the server's expiry of the
+    /// same lease, both at `sent + ttl`. It gives the lease up 1 % + 2 ms before, through every
+    /// extension; a model of a library with no margin gives it up at the server-side deadline.
+    #[test]
+    fn a_holder_of_lockbenchs_own_gives_a_lease_up_before_the_server_can_expire_it() {
+        let sent = Instant::now();
+        let ttl = Duration::from_secs(1);
+        let early = LeaseState::noticing_early(
+            "k".into(),
+            sent + ttl,
+            Events::none(),
+            notice_allowance(ttl),
+        );
+        let model = LeaseState::new("k".into(), sent + ttl, Events::none());
+        assert_eq!(early.deadline(), sent + Duration::from_millis(988));
+        assert_eq!(model.deadline(), sent + ttl);
+        early.extend_to(sent + 2 * ttl);
+        assert_eq!(early.deadline(), sent + Duration::from_millis(1988));
+        // An allowance longer than what is left: given up at once, while the model still holds.
+        let wide = notice_allowance(Duration::from_secs(300));
+        let gone = LeaseState::noticing_early("k".into(), sent + ttl, Events::none(), wide);
+        assert!(!gone.is_held());
+        assert!(model.is_held());
     }
 }

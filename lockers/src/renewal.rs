@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::LockError;
 use crate::event::{Events, LockEvent, Renewed};
-use crate::lease::{LeaseEnd, LeaseState, LossReason};
+use crate::lease::{LeaseEnd, LeaseState, LossReason, notice_allowance};
 use crate::lease_cells::{LeaseCell, LeaseTable};
 use crate::settings::Renewal;
 
@@ -45,6 +45,9 @@ pub(crate) struct Holds {
     next_generation: std::sync::atomic::AtomicU64,
     /// Where new lease states keep their cells, when their renewer reads many side by side.
     cells: Option<Arc<LeaseTable>>,
+    /// Whether holders give a lease up [`notice_allowance`] before its server-side deadline (a
+    /// strategy of lockbench's own), or at it (a model of a library that keeps no margin).
+    early: bool,
 }
 
 impl std::fmt::Debug for Holds {
@@ -62,12 +65,24 @@ pub(crate) struct HoldTicket {
 }
 
 impl Holds {
-    /// An empty registry whose lease states keep their cells in `table`.
+    /// An empty registry whose holders give a lease up [`notice_allowance`] before its server-side
+    /// deadline.
+    pub(crate) fn noticing_early() -> Self {
+        Holds {
+            entries: Mutex::default(),
+            next_generation: Default::default(),
+            cells: None,
+            early: true,
+        }
+    }
+
+    /// As [`Holds::noticing_early`], with the lease states' cells in `table`.
     pub(crate) fn in_table(table: Arc<LeaseTable>) -> Self {
         Holds {
             entries: Mutex::default(),
             next_generation: Default::default(),
             cells: Some(table),
+            early: true,
         }
     }
 
@@ -96,16 +111,30 @@ impl Holds {
             let generation = self
                 .next_generation
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let allowance = if self.early {
+                notice_allowance(deadline.saturating_duration_since(Instant::now()))
+            } else {
+                Duration::ZERO
+            };
             entries.insert(
                 slot.clone(),
                 Entry {
                     generation,
                     holds: 0,
                     state: match &self.cells {
-                        Some(table) => {
-                            LeaseState::in_table(table, key.clone(), deadline, events.clone())
-                        }
-                        None => LeaseState::new(key.clone(), deadline, events.clone()),
+                        Some(table) => LeaseState::in_table(
+                            table,
+                            key.clone(),
+                            deadline,
+                            events.clone(),
+                            allowance,
+                        ),
+                        None => LeaseState::noticing_early(
+                            key.clone(),
+                            deadline,
+                            events.clone(),
+                            allowance,
+                        ),
                     },
                     renewal: None,
                 },

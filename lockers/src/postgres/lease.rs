@@ -36,6 +36,7 @@ use crate::error::LockError;
 use crate::event::{Events, LockEvent};
 use crate::lease::{
     AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, LeaseState, OwnerId,
+    notice_allowance,
 };
 use crate::locker::{Capabilities, Locker};
 use crate::renewal::{RenewOutcome, RenewalPlan, in_background, renew_until_lost};
@@ -239,7 +240,12 @@ impl PostgresLease {
             sent_at,
             at: Instant::now(),
         });
-        let state = LeaseState::new(key.clone(), sent_at + ttl, self.events.clone());
+        let state = LeaseState::noticing_early(
+            key.clone(),
+            sent_at + ttl,
+            self.events.clone(),
+            notice_allowance(ttl),
+        );
         let renewal = match mode {
             LeaseMode::Watchdog => {
                 let (sessions, key) = (self.sessions.clone(), key.clone());

@@ -65,7 +65,7 @@ impl RedisGuardThread {
             core: Arc::new(Core {
                 connection,
                 events,
-                holds: Holds::default(),
+                holds: Holds::noticing_early(),
                 threads,
                 config,
             }),

@@ -67,7 +67,7 @@ impl RedisKeyspace {
                 config,
                 variant,
                 events,
-                holds: Holds::default(),
+                holds: Holds::noticing_early(),
             }),
             key_events,
             notify_flags,

@@ -608,6 +608,7 @@ mod tests {
                 name.into(),
                 start + ttl,
                 events.clone(),
+                Duration::ZERO,
             );
             let stop = renewer.schedule(BatchTarget::new(name, "owner"), state.clone(), start);
             (state, stop)

@@ -246,7 +246,7 @@ impl RedisWatchdog {
             }
         };
         let holds = match &renewer {
-            Renewer::PerLock(_) => Holds::default(),
+            Renewer::PerLock(_) => Holds::noticing_early(),
             Renewer::Batched(batch) => Holds::in_table(batch.lease_table().clone()),
         };
         Ok(RedisWatchdog {
