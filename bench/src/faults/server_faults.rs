@@ -16,8 +16,8 @@ use lockbench_servers::redis_cluster::NODE_TIMEOUT as CLUSTER_NODE_TIMEOUT;
 use lockbench_servers::redis_sentinel::DOWN_AFTER as SENTINEL_DOWN_AFTER;
 
 use super::env::{
-    FaultEnv, Record, ServerAccess, Victim, blocking, describe_victim, hold_for, lasts_until,
-    measure_any, measure_victim, pick_client, seen_in_state, sleep_until,
+    FaultEnv, Record, ServerAccess, Victim, blocking, check_struck_hold, describe_victim, hold_for,
+    lasts_until, measure_any, measure_victim, pick_client, seen_in_state, sleep_until,
 };
 use super::topology::{CaseServers, FailoverReport};
 use crate::backends::ServerKind;
@@ -143,6 +143,11 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     let Ok(measure) = applied else {
         return;
     };
+    // A fault aimed at a holder (a failover or a busy script right after its acquire) must have
+    // struck while that hold lasted, or no lock was at stake.
+    if let Some(v) = &victim {
+        check_struck_hold(env, spec.target, v, t0, rec);
+    }
     match victim {
         Some(v) => measure_victim(env, v, cursor, t0, rec).await,
         None if measure => measure_any(env, cursor, t0, rec).await,
