@@ -63,10 +63,12 @@ pub(crate) fn applies_all(
 /// Why `kind` does not apply to `strategy`.
 fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<(), String> {
     let server = strategy.server;
-    if matches!(kind, FaultKind::StarveWorker | FaultKind::CpuHog)
-        && crate::strategies::is_peer(strategy.id)
-    {
-        return Err("its library runs in the adapter's own process, which the worker's runtime starvation or CPU hog does not reach".to_owned());
+    // Starvation blocks the worker's async runtime threads; a peer's library renews on its own
+    // threads in the adapter process, which that does not reach. A CPU hog does: its threads run in
+    // the worker, beside the adapter in the same process group and cgroup, and compete with the
+    // library's threads for the CPU as they would with a native row's runtime.
+    if kind == FaultKind::StarveWorker && crate::strategies::is_peer(strategy.id) {
+        return Err("its library renews on its own threads in the adapter's own process, which the worker's runtime starvation does not reach (process-pause stops them all)".to_owned());
     }
     let takes = server.faults();
     let ok = match kind.scope() {
@@ -169,14 +171,13 @@ mod tests {
         assert!(check(FaultKind::ClockJump, "redlock").is_ok());
         assert!(check(FaultKind::ServerRestart, "redlock").is_err());
         assert!(check(FaultKind::ServerRestart, "redis-watchdog").is_ok());
-        // A peer's library lives in its adapter process: signals and cgroups reach it through the
-        // worker's process group, the worker runtime's starvation and hog threads do not.
+        // A peer's library lives in its adapter process: signals, cgroups and the hog threads beside
+        // it reach it through the worker's process group; the worker runtime's starvation does not.
         assert!(check(FaultKind::PauseWorker, "py-redis-lock").is_ok());
         assert!(check(FaultKind::CgroupQuota, "py-kazoo").is_ok());
-        for kind in [FaultKind::StarveWorker, FaultKind::CpuHog] {
-            let why = check(kind, "py-redis-lock").expect_err("peer");
-            assert!(why.contains("adapter's own process"), "{why}");
-        }
+        assert!(check(FaultKind::CpuHog, "jvm-redisson").is_ok());
+        let why = check(FaultKind::StarveWorker, "py-redis-lock").expect_err("peer");
+        assert!(why.contains("adapter's own process"), "{why}");
         for id in ["redis-watchdog", "etcd-lease", "zookeeper", "memory"] {
             for kind in [
                 FaultKind::NodeKill,
@@ -203,13 +204,17 @@ mod tests {
             .capabilities(&StrategySettings::new(std::time::Duration::from_secs(1)))
             .expect("caps");
         let why = applies_all(
-            [FaultKind::CpuHog, FaultKind::CgroupQuota, FaultKind::CpuHog],
+            [
+                FaultKind::StarveWorker,
+                FaultKind::CgroupQuota,
+                FaultKind::StarveWorker,
+            ],
             kazoo,
             &caps,
         )
         .expect_err("peer");
         assert!(
-            why.starts_with("cpu_hog does not apply to py-kazoo: "),
+            why.starts_with("starve_worker does not apply to py-kazoo: "),
             "{why}"
         );
         // Every kind applies to at least one registered strategy.
