@@ -3,6 +3,9 @@
 //! process (one JVM) per client, one server of each kind for the file; and the JDBC row's one-line error
 //! on a PostgreSQL server without its table, which quotes the DDL lockbench runs on its own servers.
 //! RedisLockRegistry declares no lost signal, so no case removes its key behind its holder's back.
+//! `mutual_exclusion` is left out (17 s and 26 s here: many hand-overs through a 100 ms poll, each
+//! client a JVM); every case below checks that a contender's try fails while the lock is held, and
+//! `lockbench compare` checks exclusion under load (baseline, 4 clients, 3 trials: safe for both).
 #![allow(clippy::unwrap_used)]
 
 use std::sync::LazyLock;
@@ -77,8 +80,7 @@ mod jvm_spring_jdbc {
     use super::*;
 
     lockers::conformance_tests!(@cases spring_jdbc();
-        mutual_exclusion, watchdog_lease_outlives_timeout, stale_release_is_not_held,
-        lost_when_removed_behind_back);
+        watchdog_lease_outlives_timeout, stale_release_is_not_held, lost_when_removed_behind_back);
 
     /// Two departures from the suite, by the library's design, asserted so that a change shows:
     /// a lease's thread keeps the key's in-process ReentrantLock until it unlocks, so after a fixed lease
@@ -131,7 +133,7 @@ mod jvm_spring_redis {
     use super::*;
 
     lockers::conformance_tests!(@cases spring_redis();
-        mutual_exclusion, stale_release_is_not_held);
+        stale_release_is_not_held);
 
     /// Left out of the list: `watchdog_lease_outlives_timeout`, which counts `Renewed` events (the
     /// registry's TaskScheduler renews unseen). Instead: the lock outlives three TTLs, as the server sees
