@@ -12,18 +12,26 @@ for tool in java javac mvn; do
   }
 done
 
-# row, main class (its source is <main class>.java), arguments
+# row, main class (its source is <main class>.java), its argument (- for none), other sources it needs
 rows=(
-  "jvm-curator CuratorAdapter"
+  "jvm-curator CuratorAdapter -"
   "jvm-redisson-3.43 RedissonAdapter jvm-redisson-3.43"
   "jvm-redisson RedissonAdapter jvm-redisson"
   "jvm-redisson-4 RedissonAdapter jvm-redisson-4"
+  "jvm-spring-jdbc SpringJdbcAdapter - LockRegistryPeer"
+  "jvm-spring-redis SpringRedisAdapter - LockRegistryPeer"
 )
 for spec in "${rows[@]}"; do
-  read -r row main args <<<"$spec"
+  read -r row main args extra <<<"$spec"
+  [ "$args" = - ] && args=""
+  sources=("$here/Protocol.java" "$here/$main.java")
+  for name in $extra; do sources+=("$here/$name.java"); done
   out="$here/build/$row"
-  if [ -e "$out/run.args" ] && [ "$out/run.args" -nt "$here/pom.xml" ] \
-      && [ "$out/run.args" -nt "$here/Protocol.java" ] && [ "$out/run.args" -nt "$here/$main.java" ]; then
+  fresh=1
+  for input in "$here/pom.xml" "${sources[@]}"; do
+    [ -e "$out/run.args" ] && [ "$out/run.args" -nt "$input" ] || fresh=0
+  done
+  if [ "$fresh" = 1 ]; then
     echo "jvm adapters: $row up to date ($out)"
     continue
   fi
@@ -36,7 +44,7 @@ for spec in "${rows[@]}"; do
     echo "jvm adapters: mvn could not fetch $row's jars (pom.xml profile $row)" >&2
     exit 1
   fi
-  javac -nowarn -d "$out" -cp "$out/lib/*" "$here/Protocol.java" "$here/$main.java"
+  javac -nowarn -d "$out" -cp "$out/lib/*" "${sources[@]}"
   # The log (stderr) keeps warnings and errors only.
   printf -- '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn\n-cp\n%s\n%s\n%s\n' \
     "$out:$out/lib/*" "$main" "${args:-}" > "$out/run.args"

@@ -310,9 +310,9 @@ pub struct CompareArgs {
     pub strategies: Option<String>,
     /// Add the peers: the real libraries through their adapter processes (py-redis-py,
     /// py-redis-lock, py-kazoo, py-etcd3, node-redlock, jvm-curator, jvm-redisson-3.43, jvm-redisson,
-    /// jvm-redisson-4, go-etcd-mutex, go-redsync); with --strategies, only those read beside a chosen
-    /// strategy. One whose runtime is missing is
-    /// skipped with the install command.
+    /// jvm-redisson-4, jvm-spring-jdbc, jvm-spring-redis, go-etcd-mutex, go-redsync); with --strategies,
+    /// only those read beside a chosen strategy. One whose runtime is missing is skipped with the
+    /// install command.
     #[arg(long)]
     pub peers: bool,
     /// Servers to use instead of starting them.

@@ -224,6 +224,7 @@ impl Strategy {
             PeerBackend::RedisMany => ServerKind::RedisNodes,
             PeerBackend::ZooKeeper => ServerKind::ZooKeeper,
             PeerBackend::Etcd => ServerKind::Etcd,
+            PeerBackend::Postgres => ServerKind::Postgres,
         };
         Some(Strategy {
             id: spec.id,
@@ -549,8 +550,9 @@ pub fn peer_available(id: &str) -> Result<(), LockError> {
 }
 
 /// The server addresses a peer's adapter is given, by the server it needs. Addresses with credentials
-/// or TLS files are refused: the adapters do not take them yet, and their logs must not see them. So
-/// are Sentinel addresses: the adapters take one server.
+/// or TLS files are refused (a PostgreSQL user without a password is not a secret): the adapters do not
+/// take them yet, and their logs must not see them. So are Sentinel addresses: the adapters take one
+/// server.
 fn peer_servers(endpoints: &Endpoints, backend: PeerBackend) -> Result<Vec<String>, LockError> {
     let servers = peer_addresses(endpoints, backend)?;
     for server in &servers {
@@ -562,7 +564,12 @@ fn peer_servers(endpoints: &Endpoints, backend: PeerBackend) -> Result<Vec<Strin
             ));
         }
         let parts = lockers::address::split(server)?;
-        if parts.credentials.is_some() || !parts.tls.is_empty() {
+        // A PostgreSQL address names its user (lockbench's own server: `lockbench@`, no password).
+        let secret = parts
+            .credentials
+            .as_ref()
+            .is_some_and(|c| backend != PeerBackend::Postgres || !c.password.is_empty());
+        if secret || !parts.tls.is_empty() {
             return Err(LockError::Config(format!(
                 "peer adapters do not support servers with a password or TLS ({})",
                 lockers::address::redact(server)
@@ -579,6 +586,7 @@ fn peer_addresses(endpoints: &Endpoints, backend: PeerBackend) -> Result<Vec<Str
         PeerBackend::RedisMany => endpoints.redis_node_urls()?.to_vec(),
         PeerBackend::ZooKeeper => vec![endpoints.zookeeper_connect()?.to_owned()],
         PeerBackend::Etcd => endpoints.etcd_endpoints()?.to_vec(),
+        PeerBackend::Postgres => vec![endpoints.postgres_url()?.to_owned()],
     })
 }
 

@@ -514,8 +514,10 @@ static POSTGRES: KindEntry = KindEntry {
         checked_by_client: |_| true,
         start: || {
             let s = PostgresServer::start()?;
-            // lockbench's own server gets the strategies' tables and pg_stat_statements' view.
+            // lockbench's own server gets the strategies' tables, the Spring JDBC peer's, and
+            // pg_stat_statements' view.
             s.query(lockers::postgres::SCHEMA)?;
+            s.query(lockers::peer::catalog::SPRING_INT_LOCK_TABLE)?;
             s.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")?;
             Ok(Started {
                 address: s.url(),

@@ -30,6 +30,8 @@ pub enum PeerBackend {
     ZooKeeper,
     /// etcd.
     Etcd,
+    /// One PostgreSQL server.
+    Postgres,
 }
 
 /// What runs an adapter.
@@ -102,6 +104,21 @@ fn redisson_settings(renewal: Renewal) -> Vec<(String, String)> {
     }
     settings
 }
+
+/// The Spring Integration lock registries: the watchdog TTL is the registry's time to live
+/// (`expireAfter`; JdbcLockRegistry's default is 10 s, RedisLockRegistry's 60 s).
+fn registry_ttl(renewal: Renewal) -> Vec<(String, String)> {
+    vec![("ttl_ms".into(), millis(renewal.ttl))]
+}
+
+/// The table `jvm-spring-jdbc`'s `DefaultLockRepository` needs: the `INT_LOCK` statement of Spring
+/// Integration 7.1.2's `org/springframework/integration/jdbc/schema-postgresql.sql` (the DDL its JDBC
+/// Lock Registry docs point PostgreSQL users to). lockbench runs it on PostgreSQL servers it starts; on a
+/// user's server the adapter's `hello` fails with one line quoting it.
+pub const SPRING_INT_LOCK_TABLE: &str = "CREATE TABLE IF NOT EXISTS INT_LOCK (\
+     LOCK_KEY CHAR(36) NOT NULL, REGION VARCHAR(100) NOT NULL, CLIENT_ID CHAR(36), \
+     CREATED_DATE TIMESTAMP NOT NULL, EXPIRED_AFTER TIMESTAMP NOT NULL, \
+     constraint INT_LOCK_PK primary key (LOCK_KEY, REGION))";
 
 fn millis(d: Duration) -> String {
     d.as_millis().to_string()
@@ -278,6 +295,45 @@ pub const PEERS: &[PeerSpec] = &[
         "redisson",
         "jvm/build/jvm-redisson-4/run.args",
     ),
+    PeerSpec {
+        id: "jvm-spring-jdbc",
+        library: "Spring Integration JdbcLockRegistry",
+        version: "7.1.2",
+        description: "peer: Spring Integration's JdbcLockRegistry (JVM) on PostgreSQL, renewLock() every TTL/3 by the holding thread as its docs ask; through its adapter process",
+        backend: PeerBackend::Postgres,
+        counterpart: "postgres-lease",
+        // JdbcLockRegistry renews nothing itself; its docs tell the user to call renewLock() while the
+        // work outlasts the time to live: the adapter's holding thread does, reports each renewal, and
+        // stops the holder at the first that fails.
+        capabilities: Capabilities {
+            auto_renew: true,
+            fixed_lease: true,
+            lost_signal: true,
+            ..BASE
+        },
+        runtime: Runtime::Jvm,
+        entry: "jvm/build/jvm-spring-jdbc/run.args",
+        settings: registry_ttl,
+        takes_replicas: false,
+    },
+    PeerSpec {
+        id: "jvm-spring-redis",
+        library: "Spring Integration RedisLockRegistry",
+        version: "7.1.2",
+        description: "peer: Spring Integration's RedisLockRegistry (JVM), spin lock, renewed every TTL/3 by its renewal TaskScheduler; through its adapter process",
+        backend: PeerBackend::Redis,
+        counterpart: "redis-guard-thread",
+        // Renewed by the registry's own TaskScheduler, which tells the holder nothing.
+        capabilities: Capabilities {
+            auto_renew: true,
+            fixed_lease: true,
+            ..BASE
+        },
+        runtime: Runtime::Jvm,
+        entry: "jvm/build/jvm-spring-redis/run.args",
+        settings: registry_ttl,
+        takes_replicas: false,
+    },
     PeerSpec {
         id: "go-etcd-mutex",
         library: "etcd concurrency.Mutex (Go)",
