@@ -277,3 +277,33 @@ fn blocks_are_found_and_a_changed_one_is_told_apart() {
     );
     assert!(Part::named("models").is_some() && Part::named("nonesuch").is_none());
 }
+
+/// A quoted section is the report's own: each part, rendered alone, appears word for word in the whole
+/// Markdown report of the same results file.
+#[test]
+fn a_section_alone_is_the_whole_reports_section() {
+    let results = "docs/results/libraries.json.gz";
+    let comparison = Comparison::read(&read_text(results).expect("committed")).expect("readable");
+    let report = report::without_charts(ReportInput {
+        current: &comparison,
+        baseline: None,
+        cost: &[],
+    });
+    let whole = markdown::render(&report, "charts");
+    let mut rendered = 0;
+    for part in Part::ALL {
+        if let Some(text) = markdown::section(&report, part) {
+            rendered += 1;
+            assert!(
+                whole.contains(&text),
+                "section {} of {results} differs from the whole report's",
+                part.name()
+            );
+        }
+    }
+    assert_eq!(
+        rendered,
+        Part::ALL.len(),
+        "every section has data in this run"
+    );
+}
