@@ -1,6 +1,6 @@
 //! The documentation's references hold: every `docs/design.md §N` (or older `DESIGN §N`) cited in code
-//! or docs names a section that exists, and every relative link in a Markdown file points at a file
-//! that exists.
+//! or docs names a section that exists, every `docs/….md` file named in code or docs exists, and every
+//! relative link in a Markdown file points at a file that exists.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -103,6 +103,51 @@ fn every_cited_design_section_exists() {
     );
 }
 
+/// The `docs/….md` paths a text names (the path runs over letters, digits, `-`, `_`, `.` and `/`).
+fn cited_docs(text: &str) -> Vec<String> {
+    let mut cited = Vec::new();
+    for (at, _) in text.match_indices("docs/") {
+        let path: String = text[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+            .collect();
+        let path = path.trim_end_matches('.');
+        if path.ends_with(".md") {
+            cited.push(path.to_owned());
+        }
+    }
+    cited
+}
+
+#[test]
+fn every_cited_docs_file_exists() {
+    let mut sources = Vec::new();
+    files(
+        &root(),
+        &[".rs", ".md", ".toml", ".sh", ".java", ".go", ".py", ".js"],
+        &mut sources,
+    );
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for path in sources
+        .iter()
+        .filter(|p| !p.ends_with("bench/tests/docs.rs"))
+    {
+        let text = fs::read_to_string(path).unwrap_or_default();
+        for cited in cited_docs(&text) {
+            checked += 1;
+            if !root().join(&cited).is_file() {
+                missing.push(format!("{}: {cited}", path.display()));
+            }
+        }
+    }
+    assert!(checked > 10, "the code names docs files ({checked} found)");
+    assert!(
+        missing.is_empty(),
+        "docs files named that do not exist: {missing:#?}"
+    );
+}
+
 /// The targets of `[text](target)` links in Markdown, fenced code left out.
 fn link_targets(text: &str) -> Vec<String> {
     let mut targets = Vec::new();
@@ -169,6 +214,10 @@ fn the_checks_find_what_they_look_for() {
     assert_eq!(
         cited_sections("see docs/design.md §12; and §4 later", "design.md "),
         vec![12]
+    );
+    assert_eq!(
+        cited_docs("see docs/findings/redisson.md. And ../docs/x.md#a, docs/results/a.json.gz"),
+        vec!["docs/findings/redisson.md", "docs/x.md"]
     );
     assert_eq!(
         link_targets(

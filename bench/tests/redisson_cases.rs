@@ -55,7 +55,7 @@ fn case<'a>(results: &'a Results, strategy: &str, lease: &str) -> &'a CaseResult
 /// the TTL while the holder, told nothing, works on for 1.5 s more. redis-watchdog retries until its
 /// deadline and keeps it. 3.44+ Redisson retries at its next tick, which lands within about 0.1 s of the
 /// expiry, either side (the real 3.52.0 was overtaken in 8 of 10 trials, the model in 2 of 10:
-/// README), so only its failed renewal is asserted.
+/// docs/findings/redisson.md), so only its failed renewal is asserted.
 #[test]
 fn a_renewal_error_overtakes_classic_redisson_only() {
     let results = run("renewal-error", "redisson-classic,redisson,redis-watchdog");

@@ -345,7 +345,7 @@ const BUSY_SCRIPT: &str = "local s = redis.call('TIME') local b = s[1] * 1000 + 
     if n[1] * 1000 + n[2] / 1000 - b >= tonumber(ARGV[1]) then return 1 end end";
 
 /// A `BUSY` spell at the first renewal, as measured with the real Redisson 3.43.0 (`jvm-redisson-3.43`,
-/// adapters/README.md): Redisson re-sends a renewal answered `BUSY` after `retryInterval`, up to
+/// docs/findings/redisson.md): Redisson re-sends a renewal answered `BUSY` after `retryInterval`, up to
 /// `retryAttempts` (3) times, so classic renewal survives a spell shorter than that budget and stops
 /// for good after a longer one. Two holders, `retryInterval` 500 ms and 20 ms, meet one 1 s script
 /// (`BUSY` answers from about 0.9 to 1.8 s after the acquire; the first renewals are due at 1 s): the

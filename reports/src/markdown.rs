@@ -46,6 +46,18 @@ pub fn render(report: &Report<'_>, charts_dir: &str) -> String {
     sections::lay_out(report, &Markdown { charts_dir })
 }
 
+/// One section of the report as Markdown (see [`sections::lay_out_part`]); `None` when the report has
+/// no data for it.
+pub fn section(report: &Report<'_>, part: sections::Part) -> Option<String> {
+    sections::lay_out_part(
+        report,
+        &Markdown {
+            charts_dir: "charts",
+        },
+        part,
+    )
+}
+
 /// The Markdown layout.
 struct Markdown<'a> {
     /// Where the PNGs are, relative to the report.

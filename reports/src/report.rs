@@ -95,14 +95,36 @@ pub fn palette(grid: &Grid<'_>, cost: &[crate::scale::CostSeries]) -> Palette {
     )
 }
 
-/// Builds the report: draws every chart (a chart that fails to draw fails the report).
-pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
+/// The report without its charts: the tables and findings only (what a document quoting one of its
+/// sections needs, drawn in a fraction of the time).
+pub fn without_charts(input: ReportInput<'_>) -> Report<'_> {
     let grid = Grid::new(input.current);
     let findings = rules::derive(&grid);
     let deltas = input
         .baseline
         .map(|(old, name)| (delta::compare(old, input.current), name.to_owned()));
-    let palette = palette(&grid, input.cost);
+    Report {
+        input,
+        grid,
+        findings,
+        deltas,
+        charts: Vec::new(),
+    }
+}
+
+/// Builds the report: draws every chart (a chart that fails to draw fails the report).
+pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
+    let mut report = without_charts(input);
+    report.charts = charts(&report.grid, input.cost)?;
+    Ok(report)
+}
+
+/// Every chart of `grid` (and of the cost data), in report order.
+fn charts(
+    grid: &Grid<'_>,
+    cost: &[crate::scale::CostSeries],
+) -> Result<Vec<PlacedChart>, ChartError> {
+    let palette = palette(grid, cost);
     let mut charts = Vec::new();
     let mut place = |section, violated, chart| {
         charts.push(PlacedChart {
@@ -114,7 +136,7 @@ pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
     // A fault row shows its acquire latency over time, the fault shaded, in place of a throughput
     // bar that would read a strategy that rightly gave up as 0 CS/s.
     for row in &grid.rows {
-        if let Some(plot) = AvailabilityChart::of_row(&grid, row, &palette) {
+        if let Some(plot) = AvailabilityChart::of_row(grid, row, &palette) {
             let title = plot.title.clone();
             place(
                 Section::Availability,
@@ -122,7 +144,7 @@ pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
                 render(&format!("availability-{}", row.slug), &title, &plot)?,
             );
         } else {
-            let plot = ThroughputChart::of_row(&grid, row, &palette);
+            let plot = ThroughputChart::of_row(grid, row, &palette);
             let title = plot.title.clone();
             place(
                 Section::Throughput,
@@ -132,7 +154,7 @@ pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
         }
     }
     for row in &grid.rows {
-        if let Some(plot) = LatencyChart::of_row(&grid, row, &palette) {
+        if let Some(plot) = LatencyChart::of_row(grid, row, &palette) {
             let title = plot.title.clone();
             place(
                 Section::Latency,
@@ -142,7 +164,7 @@ pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
         }
     }
     for row in &grid.rows {
-        if let Some(plot) = MarginChart::of_row(&grid, row, &palette) {
+        if let Some(plot) = MarginChart::of_row(grid, row, &palette) {
             let title = plot.title.clone();
             place(
                 Section::Margin,
@@ -167,20 +189,14 @@ pub fn build<'a>(input: ReportInput<'a>) -> Result<Report<'a>, ChartError> {
             }
         }
     }
-    for plot in CostChart::of_scale(input.cost, &palette) {
+    for plot in CostChart::of_scale(cost, &palette) {
         place(
             Section::Cost,
             false,
             render(&format!("cost-{}", plot.slug), &plot.title, &plot)?,
         );
     }
-    Ok(Report {
-        input,
-        grid,
-        findings,
-        deltas,
-        charts,
-    })
+    Ok(charts)
 }
 
 impl Report<'_> {

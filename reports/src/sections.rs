@@ -1,7 +1,8 @@
 //! What both layouts say alike: the sections in report order ([`lay_out`], each written by a
 //! [`Layout`]), the topics shown only with their data (found once per report) and the links to them,
 //! and the headings and sentences that introduce each section. Markdown and HTML differ only in how
-//! they lay these out.
+//! they lay these out. A document can quote one section on its own ([`Part`], [`lay_out_part`]): the
+//! tables in `docs/findings/` are such sections, rendered from committed results files.
 
 use crate::comparison::Comparison;
 use crate::content;
@@ -195,4 +196,89 @@ pub fn lay_out(report: &Report<'_>, layout: &impl Layout) -> String {
     }
     layout.charts(&mut out, report);
     out
+}
+
+/// A section a document can quote on its own, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The first screen: one row per strategy and the headline lines.
+    Scorecard,
+    /// The verdict matrix with its legend.
+    Verdicts,
+    /// "Which strategy when".
+    Which,
+    /// Redlock and clocks.
+    Redlock,
+    /// Each peer beside its counterpart.
+    Peers,
+    /// Each model against its libraries.
+    Models,
+    /// The cost table under baseline.
+    Cost,
+}
+
+impl Part {
+    /// Every part, in report order.
+    pub const ALL: [Part; 7] = [
+        Part::Scorecard,
+        Part::Verdicts,
+        Part::Which,
+        Part::Redlock,
+        Part::Peers,
+        Part::Models,
+        Part::Cost,
+    ];
+
+    /// Its name, as documents and the command line write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Scorecard => "scorecard",
+            Part::Verdicts => "verdicts",
+            Part::Which => "which",
+            Part::Redlock => "redlock",
+            Part::Peers => "peers",
+            Part::Models => "models",
+            Part::Cost => "cost",
+        }
+    }
+
+    /// The part called `name`, if any.
+    pub fn named(name: &str) -> Option<Part> {
+        Part::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// One section of the report in `layout`, exactly as the whole report shows it; `None` when the
+/// report has no data for it (the whole report leaves it out then).
+pub fn lay_out_part(report: &Report<'_>, layout: &impl Layout, part: Part) -> Option<String> {
+    let grid = &report.grid;
+    let mut out = String::new();
+    match part {
+        Part::Scorecard => layout.scorecard(&mut out, &scorecard::of(grid, report.input.cost)?),
+        Part::Verdicts => layout.verdicts(&mut out, report),
+        Part::Which => layout.which_strategy_when(&mut out, &report.findings),
+        Part::Redlock => {
+            let faults = topics::redlock_faults(grid);
+            if faults.is_empty() {
+                return None;
+            }
+            layout.redlock_and_clocks(&mut out, &faults);
+        }
+        Part::Peers => {
+            let pairs = topics::peer_pairs(grid);
+            if pairs.is_empty() {
+                return None;
+            }
+            layout.peers(&mut out, &pairs);
+        }
+        Part::Models => {
+            let models = pairing::models_against_libraries(grid);
+            if models.is_empty() {
+                return None;
+            }
+            layout.models(&mut out, &models);
+        }
+        Part::Cost => layout.cost(&mut out, &topics::cost_table(grid)?),
+    }
+    Some(out)
 }

@@ -3,7 +3,7 @@
 //! fires a wait only at the end of the tick its deadline falls in: each fires up to a tick late, half a
 //! tick on average. Over a renewal that fails after its retries (five response timeouts, four pauses,
 //! then the next renewal) the lateness adds up to about ten half-ticks, which decides on which side of
-//! the expiry the next renewal lands in `renewal-error` (adapters/README.md).
+//! the expiry the next renewal lands in `renewal-error` (docs/findings/redisson.md).
 
 use std::time::{Duration, Instant};
 
