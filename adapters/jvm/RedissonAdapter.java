@@ -1,7 +1,8 @@
 // jvm-redisson-3.43, jvm-redisson, jvm-redisson-4: Redisson's RLock (the version pinned in pom.xml's
 // profile of the row named by the first argument), the protocol in adapters/PROTOCOL.md (Protocol.java).
 //
-// One RedissonClient per process (useSingleServer(), the first address in `servers`; with a `replicas`
+// One RedissonClient per protocol client, every client of a case in one JVM (Protocol.serveClients,
+// `multi_client`), each client its own RedissonClient as each was its own process before (useSingleServer(), the first address in `servers`; with a `replicas`
 // setting, a comma-separated list of `redis://` addresses, useMasterSlaveServers() with that address as
 // master and those as slaves, so that each lock write is followed by WAIT as it is for users with
 // replicas; `slaves_sync_timeout_ms` sets slavesSyncTimeout), configured from
@@ -66,7 +67,15 @@ public final class RedissonAdapter implements Protocol.Library {
   }
 
   public static void main(String[] args) throws Exception {
-    Protocol.serve(new RedissonAdapter(args[0]));
+    Protocol.serveClients(() -> new RedissonAdapter(args[0]));
+  }
+
+  /** Shuts this client's RedissonClient down (its watchdog stops; held locks are left to expire). */
+  @Override
+  public void close() {
+    if (client != null) {
+      client.shutdown();
+    }
   }
 
   @Override

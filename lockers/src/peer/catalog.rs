@@ -73,6 +73,10 @@ pub struct PeerSpec {
     /// Whether the adapter takes the primary's replicas (`replicas`: Redisson's master/slave mode, which
     /// `WAIT`s for them after each lock write, as the Redisson models do with replicas).
     takes_replicas: bool,
+    /// Whether one adapter process serves many clients (each its own library client; `multi_client`
+    /// in adapters/PROTOCOL.md), so a case's clients share one process as the models' share lockbench's.
+    /// False: one process per client.
+    pub serves_many_clients: bool,
 }
 
 /// How long a JIT-compiled adapter (the JVM's) runs its lock calls before its figures mean something:
@@ -146,6 +150,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/memory.py",
         settings: no_settings,
         takes_replicas: false,
+        serves_many_clients: false,
     },
     PeerSpec {
         id: "py-redis-py",
@@ -162,6 +167,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/redis_py.py",
         settings: no_settings,
         takes_replicas: false,
+        serves_many_clients: false,
     },
     PeerSpec {
         id: "py-redis-lock",
@@ -180,6 +186,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/redis_lock_peer.py",
         settings: no_settings,
         takes_replicas: false,
+        serves_many_clients: false,
     },
     PeerSpec {
         id: "py-kazoo",
@@ -200,6 +207,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/kazoo_peer.py",
         settings: session_timeout,
         takes_replicas: false,
+        serves_many_clients: false,
     },
     PeerSpec {
         id: "py-etcd3",
@@ -217,6 +225,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/etcd3_peer.py",
         settings: no_settings,
         takes_replicas: false,
+        serves_many_clients: false,
     },
     PeerSpec {
         id: "node-redlock",
@@ -236,6 +245,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "node/redlock.js",
         settings: no_settings,
         takes_replicas: false,
+        serves_many_clients: false,
     },
     PeerSpec {
         id: "jvm-curator",
@@ -256,6 +266,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "jvm/build/jvm-curator/run.args",
         settings: session_timeout,
         takes_replicas: false,
+        serves_many_clients: true,
     },
     redisson(
         "jvm-redisson-3.43",
@@ -296,6 +307,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "go/build/go-etcd-mutex",
         settings: no_settings,
         takes_replicas: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "go-redsync",
@@ -316,6 +328,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "go/build/go-redsync",
         settings: no_settings,
         takes_replicas: false,
+        serves_many_clients: true,
     },
 ];
 
@@ -349,6 +362,7 @@ const fn redisson(
         entry,
         settings: redisson_settings,
         takes_replicas: true,
+        serves_many_clients: true,
     }
 }
 
@@ -389,6 +403,7 @@ impl PeerSpec {
         config.renewal = renewal;
         config.settings = self.hello_settings(replicas, renewal);
         config.pinned_version = Some(self.version.to_owned());
+        config.serves_many_clients = self.serves_many_clients;
         Ok(config)
     }
 
