@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use lockers::peer::PeerProcesses;
 use lockers::{Events, Locker};
 use tokio::task::JoinSet;
 
@@ -46,7 +47,11 @@ pub(crate) async fn run(
         let endpoints = Endpoints {
             addrs: faults.endpoints(client),
             memory: shared.memory.clone(),
-            peers: shared.peers.clone(),
+            peers: if workload.peer_process_per_client {
+                PeerProcesses::new()
+            } else {
+                shared.peers.clone()
+            },
         };
         let locker = strategy
             .connect(&endpoints, &settings, Events::to(recorder.clone()))
