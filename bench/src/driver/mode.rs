@@ -113,7 +113,7 @@ impl Timing {
 /// when none reported one: not a peer).
 pub(crate) fn adapter_processes(pids: &[u32], clients: u32) -> Option<AdapterProcesses> {
     let distinct: std::collections::BTreeSet<u32> = pids.iter().copied().collect();
-    (!distinct.is_empty()).then(|| AdapterProcesses {
+    (!distinct.is_empty()).then_some(AdapterProcesses {
         clients,
         processes: distinct.len() as u32,
     })
