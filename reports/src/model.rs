@@ -387,11 +387,14 @@ pub struct AdapterProcesses {
 
 impl std::fmt::Display for AdapterProcesses {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let plural = |n: u32, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "es" });
-        match (self.clients, self.processes) {
-            (c, p) if c == p && c > 1 => write!(f, "1 process per client ({c} processes)"),
-            (1, 1) => write!(f, "1 client in 1 process"),
-            (c, p) => write!(f, "{c} clients in {}", plural(p, "process")),
+        let clients = match self.clients {
+            1 => "1 client".to_owned(),
+            n => format!("{n} clients"),
+        };
+        match self.processes {
+            1 => write!(f, "{clients} in 1 process"),
+            p if p == self.clients => write!(f, "{clients}, 1 process each"),
+            p => write!(f, "{clients} in {p} processes"),
         }
     }
 }
@@ -1096,6 +1099,15 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_process_mapping_reads_as_a_phrase() {
+        let at = |clients, processes| AdapterProcesses { clients, processes }.to_string();
+        assert_eq!(at(16, 1), "16 clients in 1 process");
+        assert_eq!(at(16, 16), "16 clients, 1 process each");
+        assert_eq!(at(1, 1), "1 client in 1 process");
+        assert_eq!(at(16, 4), "16 clients in 4 processes");
+    }
 
     #[test]
     fn theory_is_looked_up_by_strategy_then_lease_kind_then_default() {

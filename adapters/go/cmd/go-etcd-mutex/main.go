@@ -15,7 +15,7 @@
 //   - fencing: Mutex.Header().Revision, the revision at which the lock was granted (the txn that put the
 //     key, or the read after the wait); it strictly increases per lock across holders;
 //   - Unlock deletes the key without checking it: a release never says `not_held`;
-//   - no re-entrancy. Two concurrent acquires of one name in one process share the session's key
+//   - no re-entrancy. Two concurrent acquires of one name by one client share its session's key
 //     (<name>/<lease hex>), so the second succeeds at once; lockbench's clients acquire one at a time.
 package main
 
