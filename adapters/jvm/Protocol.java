@@ -11,6 +11,8 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
@@ -24,7 +26,7 @@ final class Protocol {
     /** Connects with hello's config; replies with hello(...) or an error. Runs on the reading thread. */
     void hello(long id, JsonNode config) throws Exception;
 
-    /** Acquires (on a thread of its own: it may wait); replies with granted(...) or an error. */
+    /** Acquires (on a thread of its own while it runs: it may wait); replies with granted(...) or an error. */
     void acquire(long id, JsonNode request) throws Exception;
 
     /** Releases lease (must not block the reading thread for long); replies ok(...) or an error. */
@@ -34,6 +36,14 @@ final class Protocol {
      * of its own after the close was answered. */
     default void close() throws Exception {}
   }
+
+  /** The threads acquires run on (each acquire has one to itself while it runs; idle ones are reused
+   * rather than a new thread started per acquire). */
+  private static final ExecutorService ACQUIRES = Executors.newCachedThreadPool(run -> {
+    Thread t = new Thread(run, "acquire");
+    t.setDaemon(true);
+    return t;
+  });
 
   /** Whether this process serves many clients (serveClients): hello then says `multi_client`. */
   private static volatile boolean multiClient;
@@ -147,13 +157,13 @@ final class Protocol {
         }
         switch (op) {
           case "hello" -> library.hello(id, req.path("config"));
-          case "acquire" -> new Thread(() -> {
+          case "acquire" -> ACQUIRES.execute(() -> {
             try {
               library.acquire(id, req);
             } catch (Exception e) {
               error(id, "backend", e.toString());
             }
-          }).start();
+          });
           case "release" -> library.release(id, req.path("lease").asText());
           case "close" -> {
             clients.open().remove(client);
