@@ -1,5 +1,6 @@
 // jvm-curator: Apache Curator's InterProcessMutex (pinned in pom.xml), the protocol in
-// adapters/PROTOCOL.md (Protocol.java). One CuratorFramework per process; its ZooKeeper session is every
+// adapters/PROTOCOL.md (Protocol.java). One CuratorFramework per protocol client, every client of a case
+// in one JVM (Protocol.serveClients, `multi_client`); a client's ZooKeeper session is every
 // lock's lease and the client's heartbeats are the renewal, which Curator does not expose: no `renewed`
 // events (`renew_events: false`). Loss is handled as Curator's lock recipe documentation tells its users
 // to: a ConnectionStateListener watches SUSPENDED and LOST, and a holder stops at the first of them,
@@ -38,7 +39,15 @@ public final class CuratorAdapter implements Protocol.Library {
   private CuratorFramework client;
 
   public static void main(String[] args) throws Exception {
-    Protocol.serve(new CuratorAdapter());
+    Protocol.serveClients(CuratorAdapter::new);
+  }
+
+  /** Closes this client's CuratorFramework (its session ends; its lock nodes go with it). */
+  @Override
+  public void close() {
+    if (client != null) {
+      client.close();
+    }
   }
 
   @Override

@@ -1,13 +1,20 @@
 // The adapter protocol of adapters/PROTOCOL.md, written once for every JVM adapter: the reading loop
 // (hello and ping answered inline, each acquire on a thread of its own, release and close), replies,
-// events and the monotonic clock. An adapter implements Protocol.Library and calls Protocol.serve.
+// events and the monotonic clock. An adapter implements Protocol.Library and calls Protocol.serveClients
+// with a factory (one Library per protocol client, all in this process: `multi_client`) or
+// Protocol.serve with one Library (the process is one client).
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 
 final class Protocol {
   static final ObjectMapper JSON = new ObjectMapper();
@@ -19,12 +26,27 @@ final class Protocol {
     /** Connects with hello's config; replies with hello(...) or an error. Runs on the reading thread. */
     void hello(long id, JsonNode config) throws Exception;
 
-    /** Acquires (on a thread of its own: it may wait); replies with granted(...) or an error. */
+    /** Acquires (on a thread of its own while it runs: it may wait); replies with granted(...) or an error. */
     void acquire(long id, JsonNode request) throws Exception;
 
     /** Releases lease (must not block the reading thread for long); replies ok(...) or an error. */
     void release(long id, String lease) throws Exception;
+
+    /** Ends this client (its library client; leases still held are left to expire). Runs on a thread
+     * of its own after the close was answered. */
+    default void close() throws Exception {}
   }
+
+  /** The threads acquires run on (each acquire has one to itself while it runs; idle ones are reused
+   * rather than a new thread started per acquire). */
+  private static final ExecutorService ACQUIRES = Executors.newCachedThreadPool(run -> {
+    Thread t = new Thread(run, "acquire");
+    t.setDaemon(true);
+    return t;
+  });
+
+  /** Whether this process serves many clients (serveClients): hello then says `multi_client`. */
+  private static volatile boolean multiClient;
 
   private Protocol() {}
 
@@ -62,7 +84,7 @@ final class Protocol {
   /** hello's reply; the caller fills the capabilities it returns in. */
   static ObjectNode hello(long id, String adapter, String library, String version) {
     return ok(id).put("protocol", 1).put("adapter", adapter).put("library", library)
-        .put("version", version);
+        .put("version", version).put("multi_client", multiClient);
   }
 
   static void lost(String lease, String reason, String detail) {
@@ -80,8 +102,30 @@ final class Protocol {
     return request.path("wait_ms").isNull() ? 0 : request.path("wait_ms").asLong();
   }
 
-  /** Serves requests from stdin until close or end of input, then exits. */
+  /** Serves requests from stdin as one client (`library`) until close or end of input, then exits. */
   static void serve(Library library) throws Exception {
+    loop(client -> library, null);
+  }
+
+  /**
+   * Serves requests from stdin for many clients, each its own Library made by newClient at its hello,
+   * until a process-wide close (no `client`) or end of input, then exits.
+   */
+  static void serveClients(Supplier<Library> newClient) throws Exception {
+    multiClient = true;
+    Map<Long, Library> clients = new ConcurrentHashMap<>();
+    loop(client -> clients.get(client), new Clients(clients, newClient));
+  }
+
+  /** The clients of a serveClients process and how a new one is made. */
+  private record Clients(Map<Long, Library> open, Supplier<Library> make) {}
+
+  /** A client's Library by its number; null if it said no hello (or was closed). */
+  private interface Route {
+    Library get(long client);
+  }
+
+  private static void loop(Route route, Clients clients) throws Exception {
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     for (String line; (line = in.readLine()) != null; ) {
       if (line.isBlank()) {
@@ -89,23 +133,52 @@ final class Protocol {
       }
       JsonNode req = JSON.readTree(line);
       long id = req.path("id").asLong();
+      long client = req.path("client").asLong(0);
+      String op = req.path("op").asText();
       try {
-        switch (req.path("op").asText()) {
+        if (op.equals("ping")) {
+          write(ok(id).put("t", now()));
+          continue;
+        }
+        if (op.equals("close") && (clients == null || !req.has("client"))) {
+          write(ok(id));
+          System.exit(0);
+        }
+        Library library;
+        if (op.equals("hello") && clients != null) {
+          library = clients.make().get();
+          clients.open().put(client, library);
+        } else {
+          library = route.get(client);
+        }
+        if (library == null) {
+          error(id, "config", "client " + client + " is not open (no hello)");
+          continue;
+        }
+        switch (op) {
           case "hello" -> library.hello(id, req.path("config"));
-          case "ping" -> write(ok(id).put("t", now()));
-          case "acquire" -> new Thread(() -> {
+          case "acquire" -> ACQUIRES.execute(() -> {
             try {
               library.acquire(id, req);
             } catch (Exception e) {
               error(id, "backend", e.toString());
             }
-          }).start();
+          });
           case "release" -> library.release(id, req.path("lease").asText());
           case "close" -> {
+            clients.open().remove(client);
             write(ok(id));
-            System.exit(0);
+            Thread closing = new Thread(() -> {
+              try {
+                library.close();
+              } catch (Exception e) {
+                System.err.println("closing client " + client + ": " + e);
+              }
+            });
+            closing.setDaemon(true);
+            closing.start();
           }
-          default -> error(id, "unsupported", "unknown op " + req.path("op").asText());
+          default -> error(id, "unsupported", "unknown op " + op);
         }
       } catch (Exception e) {
         error(id, "backend", e.toString());

@@ -1,7 +1,8 @@
 // jvm-redisson-3.43, jvm-redisson, jvm-redisson-4: Redisson's RLock (the version pinned in pom.xml's
 // profile of the row named by the first argument), the protocol in adapters/PROTOCOL.md (Protocol.java).
 //
-// One RedissonClient per process (useSingleServer(), the first address in `servers`; with a `replicas`
+// One RedissonClient per protocol client, every client of a case in one JVM (Protocol.serveClients,
+// `multi_client`), each client its own RedissonClient as each was its own process before (useSingleServer(), the first address in `servers`; with a `replicas`
 // setting, a comma-separated list of `redis://` addresses, useMasterSlaveServers() with that address as
 // master and those as slaves, so that each lock write is followed by WAIT as it is for users with
 // replicas; `slaves_sync_timeout_ms` sets slavesSyncTimeout), configured from
@@ -12,7 +13,9 @@
 // (`lockbench:{key}`).
 //
 // Redisson ties a hold to its connection manager's id and the Java thread that locked it, so each
-// protocol `owner` is one Java thread of its own: the same owner locks and unlocks on the same thread,
+// protocol `owner` is one Java thread of its own while it has an acquire or a hold (a thread is reused by
+// a later owner only once its owner's last call ended cleanly, so no lock of it can be left on the
+// server): the same owner locks and unlocks on the same thread,
 // and re-entry counts as it does in Redisson (`reentrant: true`; a release names only the owner,
 // `hold_identity: false`). An owner's requests therefore run one after another, as a thread's would.
 // Watchdog leases: tryLock() / tryLock(wait) without a lease time (the watchdog renews every
@@ -23,6 +26,7 @@
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -42,21 +46,33 @@ public final class RedissonAdapter implements Protocol.Library {
     final String name;
     final ExecutorService thread;
     int uses; // guarded by owners
+    /** A lock call of this owner ended in an error, so its thread may still hold a lock on the
+     * server: the thread is not given to another owner (guarded by owners). */
+    boolean unclean;
 
-    Owner(String name) {
+    Owner(String name, ExecutorService thread) {
       this.name = name;
-      this.thread = Executors.newSingleThreadExecutor(run -> {
-        Thread t = new Thread(run, "owner " + name);
-        t.setDaemon(true);
-        return t;
-      });
+      this.thread = thread;
     }
+  }
+
+  /** A single-thread executor for an owner: an idle one (its last owner has no acquire or hold left,
+   * so Redisson sees no hold of its thread) or a new one. Guarded by owners. */
+  private ExecutorService ownerThread() {
+    ExecutorService idle = idleThreads.pollFirst();
+    return idle != null ? idle : Executors.newSingleThreadExecutor(run -> {
+      Thread t = new Thread(run, "owner");
+      t.setDaemon(true);
+      return t;
+    });
   }
 
   private record Hold(RLock lock, Owner owner) {}
 
   private final String row;
   private final Map<String, Owner> owners = new HashMap<>();
+  /** Owner threads whose owner is done with them, kept for the next owner (guarded by owners). */
+  private final ArrayDeque<ExecutorService> idleThreads = new ArrayDeque<>();
   private final Map<String, Hold> leases = new ConcurrentHashMap<>();
   private RedissonClient client;
   private long watchdogMs;
@@ -66,7 +82,15 @@ public final class RedissonAdapter implements Protocol.Library {
   }
 
   public static void main(String[] args) throws Exception {
-    Protocol.serve(new RedissonAdapter(args[0]));
+    Protocol.serveClients(() -> new RedissonAdapter(args[0]));
+  }
+
+  /** Shuts this client's RedissonClient down (its watchdog stops; held locks are left to expire). */
+  @Override
+  public void close() {
+    if (client != null) {
+      client.shutdown();
+    }
   }
 
   @Override
@@ -148,17 +172,23 @@ public final class RedissonAdapter implements Protocol.Library {
 
   private Owner enter(String name) {
     synchronized (owners) {
-      Owner owner = owners.computeIfAbsent(name, Owner::new);
+      Owner owner = owners.computeIfAbsent(name, n -> new Owner(n, ownerThread()));
       owner.uses++;
       return owner;
     }
   }
 
-  private void leave(Owner owner) {
+  /** One use of owner ended, cleanly (no lock of its thread can be left on the server) or not. */
+  private void leave(Owner owner, boolean clean) {
     synchronized (owners) {
+      owner.unclean |= !clean;
       if (--owner.uses == 0) {
         owners.remove(owner.name);
-        owner.thread.shutdown();
+        if (owner.unclean) {
+          owner.thread.shutdown();
+        } else {
+          idleThreads.addLast(owner.thread);
+        }
       }
     }
   }
@@ -168,13 +198,15 @@ public final class RedissonAdapter implements Protocol.Library {
     Owner owner = enter(req.path("owner").asText());
     owner.thread.execute(() -> {
       boolean granted = false;
+      boolean clean = false;
       try {
         granted = lock(id, req, owner);
+        clean = true;
       } catch (Exception e) {
         Protocol.error(id, "backend", describe(e));
       } finally {
         if (!granted) {
-          leave(owner);
+          leave(owner, clean);
         }
       }
     });
@@ -217,15 +249,18 @@ public final class RedissonAdapter implements Protocol.Library {
       return;
     }
     hold.owner.thread.execute(() -> {
+      boolean clean = false;
       try {
         hold.lock.unlock();
+        clean = true;
         Protocol.write(Protocol.ok(id));
       } catch (IllegalMonitorStateException e) {
+        clean = true;
         Protocol.error(id, "not_held", e.getMessage());
       } catch (Exception e) {
         Protocol.error(id, "backend", describe(e));
       } finally {
-        leave(hold.owner);
+        leave(hold.owner, clean);
       }
     });
   }

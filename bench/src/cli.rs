@@ -216,6 +216,10 @@ pub struct RunArgs {
     /// Where to listen for remote workers [default: 127.0.0.1:7457].
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+    /// Peers: one adapter process per client even with workers = tasks (by default an adapter that
+    /// serves many clients runs a case's clients in one process, each its own library client).
+    #[arg(long)]
+    pub peer_process_per_client: bool,
     /// Seed for key choice and task durations.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u64>)]
     pub seed: Option<u64>,
@@ -251,6 +255,7 @@ impl RunArgs {
             cycles: self.cycles,
             warmup: self.warmup.clone(),
             workers: self.workers.clone(),
+            peer_process_per_client: self.peer_process_per_client.then_some(true),
             seed: self.seed,
             ..self.workload.fields()
         }

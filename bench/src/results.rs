@@ -316,6 +316,7 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
             .library
             .clone()
             .map(|(name, version)| LoadedLibrary { name, version }),
+        adapter_processes: out.adapter_processes,
         fault_not_applied: not_applied,
         availability: (!run.faults.is_empty()).then(|| {
             let warmup = run.warmup.as_nanos() as u64;
@@ -454,6 +455,7 @@ fn not_run(run: &CaseRun) -> CaseResult {
         renew_after_unlock: run.renew_after_unlock.clone(),
         protocol_round_trip_ms: None,
         library: None,
+        adapter_processes: None,
         fault_not_applied: None,
         availability: None,
     }

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
-use lockers::peer::PeerLocker;
 use lockers::peer::catalog::{self, PeerBackend, PeerSpec};
+use lockers::peer::{PeerLocker, PeerProcesses};
 use lockers::postgres::PostgresConfig;
 use lockers::postgres::advisory::PostgresAdvisory;
 use lockers::postgres::lease::PostgresLease;
@@ -34,22 +34,26 @@ use crate::base::suggest;
 /// ZooKeeper's session timeout; etcd's lease TTL, rounded up to whole seconds by the strategy).
 pub type StrategySettings = Renewal;
 
-/// What a client is built against: the server addresses of the run and, for `memory`, the one
-/// in-process server every client of a case shares.
+/// What a client is built against: the server addresses of the run and what the clients of a case in
+/// one process share: for `memory`, the one in-process server; for a peer whose adapter serves many
+/// clients, its one adapter process.
 #[derive(Debug, Clone)]
 pub struct Endpoints {
     /// The addresses of the external servers.
     pub addrs: EndpointAddrs,
     /// The shared in-process server of a case (the `memory` strategy's "server").
     pub memory: Arc<MemoryServer>,
+    /// The case's peer adapter processes (each client its own library client in them).
+    pub peers: Arc<PeerProcesses>,
 }
 
 impl Endpoints {
-    /// Endpoints with a fresh in-process server.
+    /// Endpoints with a fresh in-process server and no adapter processes yet.
     pub fn new(addrs: EndpointAddrs) -> Self {
         Endpoints {
             addrs,
             memory: MemoryServer::new(),
+            peers: PeerProcesses::new(),
         }
     }
 
@@ -284,7 +288,7 @@ impl Strategy {
                 let servers = peer_servers(endpoints, spec.backend)?;
                 let replicas = &endpoints.addrs.redis_replicas;
                 let config = spec.config(servers, replicas, *settings)?;
-                let client = PeerLocker::start(config, events).await?;
+                let client = PeerLocker::start_in(config, events, &endpoints.peers).await?;
                 Ok(Arc::new(client) as Arc<dyn Locker>)
             }),
         }

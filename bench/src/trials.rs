@@ -186,6 +186,7 @@ fn add_case(into: &mut CaseResult, other: &CaseResult, histograms: &mut BTreeMap
     if into.library.is_none() {
         into.library.clone_from(&other.library);
     }
+    into.adapter_processes = into.adapter_processes.or(other.adapter_processes);
     // The protocol's floor: the smallest round trip any trial's client measured.
     into.protocol_round_trip_ms = match (into.protocol_round_trip_ms, other.protocol_round_trip_ms)
     {

@@ -185,15 +185,33 @@ fn redis_client_requests_are_what_the_clients_sent() {
     }
 }
 
+/// A peer case carries its protocol round trip and how its clients were mapped to adapter processes:
+/// in tasks mode the clients of an adapter that serves many (`go-redsync`) share one process, the
+/// others (`py-redis-lock`) have one each; in processes mode every client has its own.
 #[test]
-fn a_peer_case_carries_its_protocol_round_trip() {
+fn a_peer_case_carries_its_protocol_round_trip_and_process_mapping() {
     for workers in ["tasks", "processes"] {
-        let results = baseline_second(workers, "py-redis-lock,redis-guard-thread");
+        let results = baseline_second(workers, "py-redis-lock,go-redsync,redis-guard-thread");
+        let clients = results.scenario.workload.clients;
         for case in &results.cases {
             let rtt = case.protocol_round_trip_ms;
+            let mapping = case.adapter_processes.map(|m| (m.clients, m.processes));
+            let shared = workers == "tasks" && case.strategy == "go-redsync";
             match case.strategy.as_str() {
-                "py-redis-lock" => assert!(rtt.is_some_and(|ms| ms > 0.0), "{workers}: {rtt:?}"),
-                _ => assert_eq!(rtt, None, "{workers}: {}", case.strategy),
+                "py-redis-lock" | "go-redsync" => {
+                    assert!(rtt.is_some_and(|ms| ms > 0.0), "{workers}: {rtt:?}");
+                    let processes = if shared { 1 } else { clients };
+                    assert_eq!(
+                        mapping,
+                        Some((clients, processes)),
+                        "{workers}: {}",
+                        case.strategy
+                    );
+                }
+                _ => {
+                    assert_eq!(rtt, None, "{workers}: {}", case.strategy);
+                    assert_eq!(mapping, None, "{workers}: {}", case.strategy);
+                }
             }
         }
     }

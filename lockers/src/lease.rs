@@ -136,6 +136,11 @@ impl LeaseState {
         }
     }
 
+    /// Where this lease's events go (its client's).
+    pub(crate) fn events(&self) -> &Events {
+        &self.events
+    }
+
     /// The lock key.
     pub(crate) fn key(&self) -> &Arc<str> {
         &self.key

@@ -74,6 +74,13 @@ pub trait Locker: Send + Sync + Debug {
         None
     }
 
+    /// The process the library of a peer adapter runs in (its pid): clients sharing one adapter process
+    /// report the same, so a case can state how its clients were mapped to processes. `None` (the
+    /// default) for lockbench's own strategies.
+    fn adapter_process(&self) -> Option<u32> {
+        None
+    }
+
     /// The requests this client has sent to its servers so far, counted by the client itself:
     /// connecting (handshakes, script loads), reconnects' handshakes, subscriptions and closing
     /// included, a script call counting once and each command of a pipeline once; on several servers

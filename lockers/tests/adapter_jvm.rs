@@ -1,6 +1,7 @@
 //! The Redisson peers (Redisson's `RLock` 3.43.0, 3.52.0 and 4.7.0, `adapters/jvm/RedissonAdapter.java`)
 //! on a real redis-server: a conformance subset per row (mutual exclusion, a fixed lease's expiry,
-//! release, re-entry per owner), one adapter process (one JVM) per client, one redis-server for the file.
+//! release, re-entry per owner), the clients of a case in one adapter process (one JVM, each client its
+//! own RedissonClient), one redis-server for the file.
 //! Redisson declares no lost signal, so no case removes a lock behind its holder's back.
 //! The unsynced-`WAIT` case (issue 26, claim d) starts a primary and a replica of its own and runs
 //! Redisson in master/slave mode beside its models.
@@ -22,6 +23,7 @@ static SERVER: LazyLock<RedisServer> = LazyLock::new(|| RedisServer::start().unw
 fn redisson(id: &str) -> Peer<&'static RedisServer> {
     let server = tokio::task::block_in_place(|| LazyLock::force(&SERVER));
     Peer {
+        processes: lockers::peer::PeerProcesses::new(),
         spec: spec(id),
         servers: vec![server.url()],
         // The scaled timeouts (100 ms and 20 ms at this TTL) are passed now and then on a loaded test
@@ -79,6 +81,7 @@ async fn curator_loses_held_leases_and_sends_nothing_for_pending_ones() {
     let session = Duration::from_secs(1);
     let server = ZkServer::start().unwrap();
     let curator = Peer {
+        processes: lockers::peer::PeerProcesses::new(),
         spec: spec("jvm-curator"),
         servers: vec![server.connect_string()],
         settings: Vec::new(),
@@ -430,6 +433,7 @@ async fn unsynced_wait_in_redisson_and_its_models() {
         let of_model = with_an_unconfirming_replica(&model, &pair, ttl, sync_timeout).await;
         model.close().await;
         let library = Peer {
+            processes: lockers::peer::PeerProcesses::new(),
             spec: spec(id),
             servers: vec![pair.primary().url()],
             settings: vec![

@@ -24,6 +24,7 @@ fn on_redis(
     let url = server.url();
     let addr = server.addr();
     Peer {
+        processes: lockers::peer::PeerProcesses::new(),
         spec: spec(id),
         servers: vec![url],
         settings: Vec::new(),
@@ -105,6 +106,7 @@ mod python_redis_lock {
 fn redlock() -> Peer<Vec<RedisServer>> {
     let servers: Vec<_> = (0..3).map(|_| RedisServer::start().unwrap()).collect();
     Peer {
+        processes: lockers::peer::PeerProcesses::new(),
         spec: spec("node-redlock"),
         servers: servers.iter().map(RedisServer::url).collect(),
         settings: Vec::new(),

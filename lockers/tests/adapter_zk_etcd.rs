@@ -17,6 +17,7 @@ const SESSION: Duration = Duration::from_secs(1);
 fn kazoo() -> Peer<ZkServer> {
     let server = ZkServer::start().unwrap();
     Peer {
+        processes: lockers::peer::PeerProcesses::new(),
         spec: spec("py-kazoo"),
         servers: vec![server.connect_string()],
         settings: Vec::new(),
@@ -32,6 +33,7 @@ fn kazoo() -> Peer<ZkServer> {
 fn etcd3() -> Peer<EtcdServer> {
     let server = EtcdServer::start().unwrap();
     Peer {
+        processes: lockers::peer::PeerProcesses::new(),
         spec: spec("py-etcd3"),
         servers: vec![server.endpoint()],
         settings: Vec::new(),
@@ -95,6 +97,7 @@ fn curator() -> Peer<ZkServer> {
     let peer = kazoo();
     let connect = peer.servers[0].clone();
     Peer {
+        processes: lockers::peer::PeerProcesses::new(),
         spec: spec("jvm-curator"),
         remove: Box::new(move |key| delete_children(&connect, &format!("/lockbench/{key}"))),
         ..peer

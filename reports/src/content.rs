@@ -100,8 +100,9 @@ pub fn environment_lines(c: &Comparison) -> Vec<String> {
     lines
 }
 
-/// The libraries the peer rows' processes loaded (`Libraries: Redisson RLock 3.52.0 (jvm-redisson),
-/// …`), and a `Not run:` line for each case that failed before it measured anything (such as a peer
+/// The libraries the peer rows' processes loaded and how their clients were mapped to adapter
+/// processes (`Libraries: Redisson RLock 3.52.0 (jvm-redisson, 16 clients in 1 process), …`), and a
+/// `Not run:` line for each case that failed before it measured anything (such as a peer
 /// whose loaded version is not its pin), with its one-line error.
 fn library_lines(c: &Comparison) -> Vec<String> {
     let mut libraries: Vec<String> = Vec::new();
@@ -109,7 +110,15 @@ fn library_lines(c: &Comparison) -> Vec<String> {
     for run in &c.runs {
         for case in &run.results.cases {
             if let Some(lib) = &case.library {
-                let line = format!("{} {} ({})", lib.name, lib.version, case.strategy);
+                let line = match case.adapter_processes {
+                    Some(mapping) => {
+                        format!(
+                            "{} {} ({}, {mapping})",
+                            lib.name, lib.version, case.strategy
+                        )
+                    }
+                    None => format!("{} {} ({})", lib.name, lib.version, case.strategy),
+                };
                 if !libraries.contains(&line) {
                     libraries.push(line);
                 }

@@ -347,6 +347,12 @@ pub struct CaseResult {
     /// strategies (and in older files).
     #[serde(default)]
     pub library: Option<LoadedLibrary>,
+    /// Peers: how the case's clients were mapped to adapter processes (each client its own library
+    /// client either way): all in one process, as lockbench's own rows run theirs in one lockbench
+    /// process, or one process per client when a fault acts on one client's process. Null for
+    /// lockbench's own strategies (and in older files).
+    #[serde(default)]
+    pub adapter_processes: Option<AdapterProcesses>,
     /// Why a case that ran has no verdict: a fault it injects did not take effect
     /// (`fault not applied: pause_worker: …`, from [`FaultWindow::applied`]); with trials, every
     /// trial's fault failed so. A case whose fault did not apply says nothing about the lock under
@@ -368,6 +374,29 @@ pub struct LoadedLibrary {
     /// Its version, as the running process loaded it (a jar's manifest, Go's build info, Python's
     /// package metadata, the node package's `package.json`).
     pub version: String,
+}
+
+/// How a peer case's clients were mapped to adapter processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AdapterProcesses {
+    /// The clients (each its own library client: its own connection, session, renewal).
+    pub clients: u32,
+    /// The adapter processes they ran in.
+    pub processes: u32,
+}
+
+impl std::fmt::Display for AdapterProcesses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let clients = match self.clients {
+            1 => "1 client".to_owned(),
+            n => format!("{n} clients"),
+        };
+        match self.processes {
+            1 => write!(f, "{clients} in 1 process"),
+            p if p == self.clients => write!(f, "{clients}, 1 process each"),
+            p => write!(f, "{clients} in {p} processes"),
+        }
+    }
 }
 
 /// When locks were granted over a case, in bins of `bin_ms` from the case start (warm-up included).
@@ -1070,6 +1099,15 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_process_mapping_reads_as_a_phrase() {
+        let at = |clients, processes| AdapterProcesses { clients, processes }.to_string();
+        assert_eq!(at(16, 1), "16 clients in 1 process");
+        assert_eq!(at(16, 16), "16 clients, 1 process each");
+        assert_eq!(at(1, 1), "1 client in 1 process");
+        assert_eq!(at(16, 4), "16 clients in 4 processes");
+    }
 
     #[test]
     fn theory_is_looked_up_by_strategy_then_lease_kind_then_default() {

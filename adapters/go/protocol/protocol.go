@@ -1,7 +1,8 @@
 // Package protocol is the adapter side of adapters/PROTOCOL.md, written once for every Go peer: it
 // reads requests from stdin, answers hello and ping on the reading goroutine, runs each acquire and
 // release on a goroutine of its own, writes one JSON line per reply or event (serialised), and keeps
-// the lease ids. A peer supplies only its Library.
+// the lease ids (unique in the process). A peer supplies only how to make its Library: one per
+// protocol client, every client in this process (`multi_client`), each with its own connections.
 package protocol
 
 import (
@@ -161,15 +162,27 @@ type held struct {
 }
 
 type server struct {
-	lib       Library
+	newLib    func() Library
 	mu        sync.Mutex
+	clients   map[int64]Library
 	leases    map[string]*held
 	nextLease int64
+}
+
+// client is the Library of an open client, or a config error.
+func (s *server) client(n int64) (Library, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lib := s.clients[n]; lib != nil {
+		return lib, nil
+	}
+	return nil, Refuse("config", "client %d is not open (no hello)", n)
 }
 
 type message struct {
 	ID       int64           `json:"id"`
 	Op       string          `json:"op"`
+	Client   *int64          `json:"client"`
 	Config   json.RawMessage `json:"config"`
 	Key      string          `json:"key"`
 	WaitMs   *float64        `json:"wait_ms"`
@@ -195,14 +208,26 @@ func (s *server) hello(m message) error {
 			settings[k] = fmt.Sprint(v)
 		}
 	}
-	if err := s.lib.Connect(servers, settings); err != nil {
+	lib := s.newLib()
+	if err := lib.Connect(servers, settings); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	s.clients[clientOf(m)] = lib
+	s.mu.Unlock()
 	reply(m.ID, map[string]any{
-		"protocol": 1, "adapter": s.lib.Adapter(), "library": s.lib.Name(),
-		"version": version(s.lib.Module()), "capabilities": s.lib.Capabilities(),
+		"protocol": 1, "adapter": lib.Adapter(), "library": lib.Name(), "multi_client": true,
+		"version": version(lib.Module()), "capabilities": lib.Capabilities(),
 	})
 	return nil
+}
+
+// clientOf is the request's client number (0 when it names none).
+func clientOf(m message) int64 {
+	if m.Client == nil {
+		return 0
+	}
+	return *m.Client
 }
 
 func (s *server) acquire(m message) error {
@@ -224,7 +249,11 @@ func (s *server) acquire(m message) error {
 		wait := time.Duration(*m.WaitMs * float64(time.Millisecond))
 		req.Wait = &wait
 	}
-	grant, err := s.lib.Acquire(req)
+	lib, err := s.client(clientOf(m))
+	if err != nil {
+		return err
+	}
+	grant, err := lib.Acquire(req)
 	if err != nil {
 		return err
 	}
@@ -292,9 +321,11 @@ func (s *server) release(m message) error {
 	return nil
 }
 
-// Serve runs the protocol on stdin/stdout until close or end of input, then exits.
-func Serve(lib Library) {
-	s := &server{lib: lib, leases: map[string]*held{}}
+// Serve runs the protocol on stdin/stdout, each client's Library made by newLib at its hello, until a
+// process-wide close (no `client`: every client is closed) or end of input, then exits. A close naming
+// a client closes that one.
+func Serve(newLib func() Library) {
+	s := &server{newLib: newLib, clients: map[int64]Library{}, leases: map[string]*held{}}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<16), 1<<24)
 	for in.Scan() {
@@ -323,12 +354,31 @@ func Serve(lib Library) {
 				}
 			}()
 		case "close":
+			if m.Client != nil {
+				s.mu.Lock()
+				lib := s.clients[*m.Client]
+				delete(s.clients, *m.Client)
+				s.mu.Unlock()
+				reply(m.ID, nil)
+				if lib != nil {
+					go lib.Close()
+				}
+				continue
+			}
 			reply(m.ID, nil)
-			lib.Close()
+			s.closeAll()
 			os.Exit(0)
 		default:
 			fail(m.ID, Refuse("unsupported", "unknown op %q", m.Op))
 		}
 	}
 	os.Exit(0)
+}
+
+func (s *server) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, lib := range s.clients {
+		lib.Close()
+	}
 }

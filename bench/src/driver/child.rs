@@ -195,6 +195,7 @@ where
             .protocol_round_trip()
             .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
         library: locker.loaded_library(),
+        adapter_pid: locker.adapter_process(),
     });
 
     let Some((go, measure, stop_at)) = wait_for_go(&mut stdin).await? else {

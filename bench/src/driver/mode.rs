@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lockbench_reports::model::{self, ClientCost, FaultWindow};
+use lockbench_reports::model::{self, AdapterProcesses, ClientCost, FaultWindow};
 
 use super::oracle::OracleFindings;
 use super::resource::{Resource, ResourceTotals};
@@ -81,6 +81,8 @@ pub(crate) struct ModeOutput {
     pub protocol_round_trip: Option<Duration>,
     /// A peer's library and the version its clients loaded ([`lockers::Locker::loaded_library`]).
     pub library: Option<(String, String)>,
+    /// A peer's clients and the adapter processes they ran in ([`lockers::Locker::adapter_process`]).
+    pub adapter_processes: Option<AdapterProcesses>,
 }
 
 /// When a case starts, measures and stops (monotonic ns).
@@ -105,6 +107,16 @@ impl Timing {
             stop_at: workload.duration.map(|d| measure_from + duration_ns(d)),
         }
     }
+}
+
+/// How `clients` peer clients were mapped to the adapter processes whose pids they reported (`None`
+/// when none reported one: not a peer).
+pub(crate) fn adapter_processes(pids: &[u32], clients: u32) -> Option<AdapterProcesses> {
+    let distinct: std::collections::BTreeSet<u32> = pids.iter().copied().collect();
+    (!distinct.is_empty()).then_some(AdapterProcesses {
+        clients,
+        processes: distinct.len() as u32,
+    })
 }
 
 /// The model's capabilities.

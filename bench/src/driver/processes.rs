@@ -22,7 +22,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::cost::{self, CostScope};
-use super::mode::{CaseContext, CaseError, ModeOutput, STOP_GRACE, Timing, measured_ns, supervise};
+use super::mode::{
+    CaseContext, CaseError, ModeOutput, STOP_GRACE, Timing, adapter_processes, measured_ns,
+    supervise,
+};
 use super::oracle::Oracle;
 use super::protocol::{ChildSpec, FromChild, ToChild};
 use super::remote::WorkerPool;
@@ -255,6 +258,7 @@ struct Started {
     capabilities: model::Capabilities,
     protocol_round_trip: Option<Duration>,
     library: Option<(String, String)>,
+    adapter_processes: Option<model::AdapterProcesses>,
 }
 
 /// What the workers reported while the case ran.
@@ -337,6 +341,7 @@ pub(crate) async fn run(
     Ok(ModeOutput {
         protocol_round_trip: started.protocol_round_trip,
         library: started.library,
+        adapter_processes: started.adapter_processes,
         capabilities: started.capabilities,
         tally,
         findings: heard.oracle.finish(),
@@ -614,6 +619,7 @@ async fn await_ready(
     let mut capabilities: Option<model::Capabilities> = None;
     let mut protocol_round_trip: Option<Duration> = None;
     let mut library: Option<(String, String)> = None;
+    let mut adapter_pids: Vec<u32> = Vec::new();
     let mut ready = 0;
     let started = tokio::time::timeout(START_TIMEOUT, async {
         while ready < workers {
@@ -624,8 +630,10 @@ async fn await_ready(
                         capabilities: caps,
                         protocol_round_trip_ns,
                         library: loaded,
+                        adapter_pid,
                     },
                 )) => {
+                    adapter_pids.extend(adapter_pid);
                     capabilities.get_or_insert(caps);
                     if library.is_none() {
                         library = loaded;
@@ -664,6 +672,7 @@ async fn await_ready(
         capabilities,
         protocol_round_trip,
         library,
+        adapter_processes: adapter_processes(&adapter_pids, workers as u32),
     })
 }
 

@@ -67,6 +67,10 @@ pub(crate) enum FromChild {
         /// The library and version its process loaded, for peers ([`lockers::Locker::loaded_library`]).
         #[serde(default)]
         library: Option<(String, String)>,
+        /// The pid of the adapter process its peer client runs in ([`lockers::Locker::adapter_process`]):
+        /// each worker starts its own, so each client has a process of its own.
+        #[serde(default)]
+        adapter_pid: Option<u32>,
     },
     /// Believed-held intervals for the oracle.
     Intervals(IntervalBatch),

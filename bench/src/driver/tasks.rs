@@ -5,13 +5,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use lockers::peer::PeerProcesses;
 use lockers::{Events, Locker};
 use tokio::task::JoinSet;
 
 use super::cost::{self, CostScope};
 use super::mode::{
-    CaseContext, CaseError, ModeOutput, STOP_GRACE, Timing, capabilities_model, measured_ns,
-    supervise,
+    CaseContext, CaseError, ModeOutput, STOP_GRACE, Timing, adapter_processes, capabilities_model,
+    measured_ns, supervise,
 };
 use super::oracle::Oracle;
 use super::renewal::RenewalRecorder;
@@ -35,8 +36,9 @@ pub(crate) async fn run(
     let workload = ctx.workload;
     let ready = Arc::new(ReadyPlan::new(plan).map_err(CaseError::Fail)?);
     let settings = plan.settings();
-    // One in-process server for the case (memory), each client with its own addresses (a fault may
-    // put a proxy in front of the server per client).
+    // One in-process server (memory) and one process per peer adapter that serves many clients for the
+    // case, each client with its own addresses (a fault may put a proxy in front of the server per
+    // client).
     let shared = Endpoints::new(ctx.endpoints.clone());
     let measure_from = Arc::new(AtomicU64::new(u64::MAX));
     let mut clients: Vec<(Arc<dyn Locker>, Arc<RenewalRecorder>)> = Vec::new();
@@ -45,6 +47,11 @@ pub(crate) async fn run(
         let endpoints = Endpoints {
             addrs: faults.endpoints(client),
             memory: shared.memory.clone(),
+            peers: if workload.peer_process_per_client {
+                PeerProcesses::new()
+            } else {
+                shared.peers.clone()
+            },
         };
         let locker = strategy
             .connect(&endpoints, &settings, Events::to(recorder.clone()))
@@ -61,6 +68,11 @@ pub(crate) async fn run(
         .filter_map(|(l, _)| l.protocol_round_trip())
         .min();
     let library = clients.first().and_then(|(l, _)| l.loaded_library());
+    let pids: Vec<u32> = clients
+        .iter()
+        .filter_map(|(l, _)| l.adapter_process())
+        .collect();
+    let adapter_processes = adapter_processes(&pids, workload.clients);
 
     let stop = StopSignal::new();
     let resource = Arc::new(Resource::new(
@@ -148,6 +160,7 @@ pub(crate) async fn run(
     Ok(ModeOutput {
         protocol_round_trip,
         library,
+        adapter_processes,
         capabilities: capabilities_model(&live),
         tally,
         findings,

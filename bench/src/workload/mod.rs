@@ -61,6 +61,10 @@ pub struct ScenarioFile {
     pub warmup: Option<String>,
     /// `tasks` or `processes`.
     pub workers: Option<String>,
+    /// Peers in tasks mode: start one adapter process per client instead of one per row and case for
+    /// an adapter that serves many clients (each client is its own library client either way); for
+    /// measuring what the mapping costs.
+    pub peer_process_per_client: Option<bool>,
     /// `abort` or `ignore`.
     pub on_lost: Option<String>,
     /// Client 0's first task ending at or after this point of the case ends without releasing or
@@ -114,6 +118,7 @@ impl ScenarioFile {
             cycles,
             warmup,
             workers,
+            peer_process_per_client,
             on_lost,
             orphan_after,
             monitor_renewals,
@@ -198,6 +203,9 @@ pub(crate) struct Workload {
     pub warmup: Duration,
     /// Where the clients run.
     pub workers: WorkerMode,
+    /// One adapter process per peer client even in tasks mode (see
+    /// [`ScenarioFile::peer_process_per_client`]).
+    pub peer_process_per_client: bool,
     /// Reaction to `lost()`.
     pub on_lost: OnLost,
     /// When client 0's task is orphaned (see [`ScenarioFile::orphan_after`]).
@@ -450,6 +458,7 @@ impl Workload {
             cycles,
             warmup,
             workers,
+            peer_process_per_client: merged.peer_process_per_client.unwrap_or(false),
             on_lost: need("on_lost", merged.on_lost)?
                 .parse()
                 .map_err(|e| field("on_lost", e))?,

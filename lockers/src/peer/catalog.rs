@@ -75,6 +75,10 @@ pub struct PeerSpec {
     /// Whether the adapter takes the primary's replicas (`replicas`: Redisson's master/slave mode, which
     /// `WAIT`s for them after each lock write, as the Redisson models do with replicas).
     takes_replicas: bool,
+    /// Whether one adapter process serves many clients (each its own library client; `multi_client`
+    /// in adapters/PROTOCOL.md), so a case's clients share one process as the models' share lockbench's.
+    /// False: one process per client.
+    pub serves_many_clients: bool,
 }
 
 /// How long a JIT-compiled adapter (the JVM's) runs its lock calls before its figures mean something:
@@ -163,6 +167,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/memory.py",
         settings: no_settings,
         takes_replicas: false,
+        serves_many_clients: false,
     },
     PeerSpec {
         id: "py-redis-py",
@@ -179,6 +184,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/redis_py.py",
         settings: no_settings,
         takes_replicas: false,
+        serves_many_clients: false,
     },
     PeerSpec {
         id: "py-redis-lock",
@@ -197,6 +203,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/redis_lock_peer.py",
         settings: no_settings,
         takes_replicas: false,
+        serves_many_clients: false,
     },
     PeerSpec {
         id: "py-kazoo",
@@ -217,6 +224,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/kazoo_peer.py",
         settings: session_timeout,
         takes_replicas: false,
+        serves_many_clients: false,
     },
     PeerSpec {
         id: "py-etcd3",
@@ -234,6 +242,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/etcd3_peer.py",
         settings: no_settings,
         takes_replicas: false,
+        serves_many_clients: false,
     },
     PeerSpec {
         id: "node-redlock",
@@ -253,6 +262,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "node/redlock.js",
         settings: no_settings,
         takes_replicas: false,
+        serves_many_clients: false,
     },
     PeerSpec {
         id: "jvm-curator",
@@ -273,6 +283,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "jvm/build/jvm-curator/run.args",
         settings: session_timeout,
         takes_replicas: false,
+        serves_many_clients: true,
     },
     redisson(
         "jvm-redisson-3.43",
@@ -352,6 +363,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "go/build/go-etcd-mutex",
         settings: no_settings,
         takes_replicas: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "go-redsync",
@@ -372,6 +384,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "go/build/go-redsync",
         settings: no_settings,
         takes_replicas: false,
+        serves_many_clients: true,
     },
 ];
 
@@ -405,6 +418,7 @@ const fn redisson(
         entry,
         settings: redisson_settings,
         takes_replicas: true,
+        serves_many_clients: true,
     }
 }
 
@@ -445,6 +459,7 @@ impl PeerSpec {
         config.renewal = renewal;
         config.settings = self.hello_settings(replicas, renewal);
         config.pinned_version = Some(self.version.to_owned());
+        config.serves_many_clients = self.serves_many_clients;
         Ok(config)
     }
 

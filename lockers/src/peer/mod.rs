@@ -3,7 +3,12 @@
 //! and events into the same [`Lease`]s and [`LockEvent`]s the native strategies produce, so the driver and
 //! the oracle see a peer exactly as a native strategy.
 //!
-//! - One [`PeerLocker`] is one adapter process, i.e. one client of the library.
+//! - One [`PeerLocker`] is one client of the library: its own library client instance (connection,
+//!   session, renewal) in an adapter process. By default each client starts a process of its own; with
+//!   [`PeerProcesses`] the clients of an adapter that serves many (`PeerConfig::serves_many_clients`)
+//!   share one process, each still its own library client, as lockbench's own strategies run every
+//!   client of a case in one process with its own connections. Requests name their client
+//!   (`client` on the wire); lease ids are unique per process, so events need no client.
 //! - Ids are `<runtime>-<library>` (`py-redis-lock`, `node-redlock`, `jvm-curator`, see [`catalog`]): the
 //!   runtime prefix names what actually runs the client, keeps peer ids apart from native ids (`redlock`
 //!   vs `node-redlock`) and keeps ids kebab-case, safe in file names, flags and TOML like the native ones.
@@ -24,8 +29,9 @@ pub mod catalog;
 mod process;
 mod wire;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -37,7 +43,7 @@ use crate::lease::{AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, 
 use crate::locker::{Capabilities, Locker};
 use crate::settings::Renewal;
 pub use process::PeerCommand;
-use process::{AcquireWait, Adapter, ChildGuard};
+use process::{AcquireWait, Adapter, ClientTag, Process};
 
 /// An open deadline for leases the adapter renews without reporting it (about 30 years).
 const OPEN_DEADLINE: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
@@ -68,6 +74,9 @@ pub struct PeerConfig {
     /// The library version the adapter must report having loaded; another one fails the start with
     /// both versions and the install command. `None`: any version.
     pub pinned_version: Option<String>,
+    /// Whether the adapter serves many clients in one process (its `hello` then declares
+    /// `multi_client`); only then do the clients of [`PeerLocker::start_in`] share a process.
+    pub serves_many_clients: bool,
 }
 
 impl PeerConfig {
@@ -83,6 +92,7 @@ impl PeerConfig {
             start_timeout: Duration::from_secs(30),
             log_dir: None,
             pinned_version: None,
+            serves_many_clients: false,
         }
     }
 }
@@ -100,15 +110,29 @@ pub struct PeerInfo {
     pub ping_rtt: Duration,
 }
 
-/// A lock library driven through an adapter process.
+/// The adapter processes of one case (one per peer id), so the clients of an adapter that serves many
+/// clients share one process. A process ends with its last client.
+#[derive(Debug, Default)]
+pub struct PeerProcesses {
+    running: tokio::sync::Mutex<HashMap<String, Weak<Process>>>,
+}
+
+impl PeerProcesses {
+    /// No processes yet.
+    pub fn new() -> Arc<Self> {
+        Arc::default()
+    }
+}
+
+/// A lock library driven through an adapter process: one client of the library.
 #[derive(Debug)]
 pub struct PeerLocker {
+    process: Arc<Process>,
     adapter: Arc<Adapter>,
-    child: Mutex<Option<ChildGuard>>,
+    client: ClientTag,
     capabilities: Capabilities,
     info: PeerInfo,
     watchdog_timeout: Duration,
-    events: Events,
 }
 
 fn wire_error(adapter: &Adapter, key: &str, waited: Duration, e: wire::WireError) -> LockError {
@@ -139,9 +163,27 @@ fn ms(caps: &Map<String, Value>, name: &str, default: Duration) -> Duration {
 }
 
 impl PeerLocker {
-    /// Starts the adapter, checks its `hello` and syncs clocks. A missing runtime is a `Config` error
-    /// naming the install command.
+    /// Starts an adapter process for this one client, checks its `hello` and syncs clocks. A missing
+    /// runtime is a `Config` error naming the install command.
     pub async fn start(config: PeerConfig, events: Events) -> Result<Self, LockError> {
+        Self::open(config, events, None).await
+    }
+
+    /// Opens a client on `processes`' process for this adapter if it serves many clients (starting it
+    /// for the first), else starts a process of its own as [`start`](Self::start) does.
+    pub async fn start_in(
+        config: PeerConfig,
+        events: Events,
+        processes: &PeerProcesses,
+    ) -> Result<Self, LockError> {
+        Self::open(config, events, Some(processes)).await
+    }
+
+    async fn open(
+        config: PeerConfig,
+        events: Events,
+        shared: Option<&PeerProcesses>,
+    ) -> Result<Self, LockError> {
         config.renewal.validate()?;
         if config.request_timeout.is_zero() {
             return Err(LockError::Config(format!(
@@ -149,14 +191,48 @@ impl PeerLocker {
                 config.id
             )));
         }
-        let log = process::default_log_path(config.log_dir.as_deref(), &config.id);
-        let (adapter, child) = Adapter::spawn(
-            &config.id,
-            &config.command,
-            log,
-            config.request_timeout,
-            events.clone(),
-        )?;
+        // Held until this client is open, so a second client waits for the first's process.
+        let mut running = match shared {
+            Some(p) if config.serves_many_clients => Some(p.running.lock().await),
+            _ => None,
+        };
+        let reuse = running
+            .as_ref()
+            .and_then(|r| r.get(&config.id))
+            .and_then(Weak::upgrade)
+            .filter(|p| !p.adapter.is_dead());
+        let process = match reuse {
+            Some(p) => p,
+            None => {
+                let log = process::default_log_path(config.log_dir.as_deref(), &config.id);
+                Process::spawn(&config.id, &config.command, log, config.request_timeout)?
+            }
+        };
+        let client = ClientTag {
+            id: process.open_client(),
+            events,
+        };
+        let client_id = client.id;
+        let opened = Self::hello(&config, process.clone(), client, running.is_some()).await;
+        match (&opened, running.as_mut()) {
+            (Ok(_), Some(running)) => {
+                running.insert(config.id.clone(), Arc::downgrade(&process));
+            }
+            (Err(_), _) => process.close_client(client_id).await,
+            (Ok(_), None) => {}
+        }
+        opened
+    }
+
+    /// Says `hello` for `client` on `process` and checks the answer (its name, pinned version and,
+    /// when `shared`, that it serves many clients); the first client syncs the clock.
+    async fn hello(
+        config: &PeerConfig,
+        process: Arc<Process>,
+        client: ClientTag,
+        shared: bool,
+    ) -> Result<Self, LockError> {
+        let adapter = process.adapter.clone();
         let mut settings = Map::new();
         settings.insert("servers".into(), config.servers.clone().into());
         for (k, v) in &config.settings {
@@ -164,7 +240,7 @@ impl PeerLocker {
         }
         let hello = adapter
             .request(
-                |id| wire::hello(id, &settings),
+                |id| wire::hello(id, client.id, &settings),
                 None,
                 config.start_timeout.saturating_sub(config.request_timeout),
             )
@@ -177,6 +253,13 @@ impl PeerLocker {
                 "peer {}: the adapter calls itself {:?}",
                 config.id,
                 text("adapter")
+            )));
+        }
+        if shared && hello.get("multi_client").and_then(Value::as_bool) != Some(true) {
+            return Err(LockError::Config(format!(
+                "peer {}: the adapter does not declare multi_client (an older build?); rebuild the \
+                 peers with: {}",
+                config.id, config.command.install_hint
             )));
         }
         let empty = Map::new();
@@ -207,7 +290,7 @@ impl PeerLocker {
             )));
         }
         adapter.declare_lost_signal(capabilities.lost_signal);
-        let ping_rtt = adapter.sync_clock(8).await?;
+        let ping_rtt = process.sync_clock_once().await?;
         let info = PeerInfo {
             library: text("library").to_owned(),
             version: text("version").to_owned(),
@@ -215,12 +298,12 @@ impl PeerLocker {
             ping_rtt,
         };
         Ok(PeerLocker {
+            process,
             adapter,
-            child: Mutex::new(Some(child)),
+            client,
             capabilities,
             info,
             watchdog_timeout: config.renewal.ttl,
-            events,
         })
     }
 
@@ -229,9 +312,15 @@ impl PeerLocker {
         &self.info
     }
 
-    /// The adapter's process id (for fault injection: pause or kill the client).
+    /// The adapter's process id (for fault injection: pause or kill the client; clients sharing a
+    /// process share it).
     pub fn pid(&self) -> Option<u32> {
         self.adapter.pid
+    }
+
+    /// How many clients the adapter process has served so far (this one included).
+    pub fn clients_in_process(&self) -> u32 {
+        self.process.clients_served()
     }
 
     /// The adapter's stderr log.
@@ -252,6 +341,10 @@ impl Locker for PeerLocker {
 
     fn loaded_library(&self) -> Option<(String, String)> {
         Some((self.info.library.clone(), self.info.version.clone()))
+    }
+
+    fn adapter_process(&self) -> Option<u32> {
+        self.adapter.pid
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -280,6 +373,7 @@ impl Locker for PeerLocker {
         let sent_at = Instant::now();
         let wait = AcquireWait {
             key: key.clone(),
+            client: self.client.clone(),
             sent_at,
             ttl: if open { OPEN_DEADLINE } else { ttl },
             retries: opts.wait.is_some(),
@@ -290,6 +384,7 @@ impl Locker for PeerLocker {
                 |id| {
                     wire::acquire(
                         id,
+                        self.client.id,
                         &key,
                         opts.wait,
                         opts.lease,
@@ -310,7 +405,7 @@ impl Locker for PeerLocker {
                 .backend_error("granted an acquire without a lease id"));
         };
         let token = FencingToken(fields.get("token").and_then(Value::as_u64).unwrap_or(0));
-        self.events.emit(|| LockEvent::Acquired {
+        self.client.events.emit(|| LockEvent::Acquired {
             key: key.clone(),
             token,
             mode: opts.lease,
@@ -321,7 +416,7 @@ impl Locker for PeerLocker {
             adapter: self.adapter.clone(),
             lease: lease_id.to_owned(),
             key,
-            events: self.events.clone(),
+            client: self.client.clone(),
         };
         Ok(Lease::new(
             owner,
@@ -334,12 +429,7 @@ impl Locker for PeerLocker {
     }
 
     async fn close(&self) {
-        self.adapter.send_close();
-        let until = Instant::now() + Duration::from_secs(1);
-        while Instant::now() < until && !self.adapter.is_dead() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        drop(self.child.lock().unwrap_or_else(|e| e.into_inner()).take());
+        self.process.close_client(self.client.id).await;
     }
 }
 
@@ -349,7 +439,7 @@ struct PeerHold {
     adapter: Arc<Adapter>,
     lease: String,
     key: Arc<str>,
-    events: Events,
+    client: ClientTag,
 }
 
 #[async_trait]
@@ -358,10 +448,14 @@ impl LeaseHandle for PeerHold {
         self.adapter.forget_lease(&self.lease);
         let reply = self
             .adapter
-            .request(|id| wire::release(id, &self.lease), None, Duration::ZERO)
+            .request(
+                |id| wire::release(id, self.client.id, &self.lease),
+                None,
+                Duration::ZERO,
+            )
             .await?;
         reply.map_err(|e| wire_error(&self.adapter, &self.key, Duration::ZERO, e))?;
-        self.events.emit(|| LockEvent::Released {
+        self.client.events.emit(|| LockEvent::Released {
             key: self.key.clone(),
             at: Instant::now(),
         });
@@ -371,6 +465,6 @@ impl LeaseHandle for PeerHold {
     fn abandon(self: Box<Self>) {
         self.adapter.forget_lease(&self.lease);
         self.adapter
-            .release_in_background(&self.lease, self.key.clone());
+            .release_in_background(&self.lease, self.key.clone(), &self.client);
     }
 }

@@ -1,12 +1,13 @@
 //! One adapter child process: spawning it (stderr to a log file), the writer and reader tasks, requests
 //! matched to replies by id with a deadline, the clock sync, and routing events to the leases they are
-//! about. A process that exits or stops answering fails every request with a clear `Backend` error and
-//! loses every lease it held; nothing waits on it forever.
+//! about (each lease reports to the events of the client that took it, since one process may serve
+//! several clients). A process that exits or stops answering fails every request with a clear `Backend`
+//! error and loses every lease it held, whichever client took it; nothing waits on it forever.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,6 +38,8 @@ pub struct PeerCommand {
 /// event about it is read.
 pub(crate) struct AcquireWait {
     pub(crate) key: Arc<str>,
+    /// The client that asked (its lease reports to that client's events).
+    pub(crate) client: ClientTag,
     /// When the parent sent the acquire.
     pub(crate) sent_at: Instant,
     /// The TTL the lease starts with (measured from the send of the winning attempt).
@@ -51,13 +54,21 @@ pub(crate) type Granted = (Arc<LeaseState>, Instant);
 /// A reply, with the lease state the reader registered for a granted acquire.
 pub(crate) type Reply = Result<(Map<String, Value>, Option<Granted>), WireError>;
 
+/// One client of an adapter process: its number on the wire (`client` in requests) and where its
+/// leases' events go.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientTag {
+    pub(crate) id: u32,
+    pub(crate) events: Events,
+}
+
 enum Pending {
     Request {
         tx: oneshot::Sender<Reply>,
         acquire: Option<AcquireWait>,
     },
     /// A release sent from `Drop`: nobody waits; a success is reported as `Released`.
-    Abandoned { key: Arc<str> },
+    Abandoned { key: Arc<str>, client: ClientTag },
 }
 
 /// The shared side of a running adapter: used by the locker, its leases and the reader task.
@@ -75,7 +86,6 @@ pub(crate) struct Adapter {
     pub(crate) log_path: PathBuf,
     pub(crate) request_timeout: Duration,
     pub(crate) pid: Option<u32>,
-    events: Events,
     /// Whether `hello` declared `lost_signal`: a `lost` event from an adapter that did not is a breach
     /// of the protocol (its declaration does not match its library), not a signal to act on quietly.
     declares_lost: AtomicBool,
@@ -90,10 +100,81 @@ impl std::fmt::Debug for Adapter {
     }
 }
 
-/// Ends the child when dropped (the locker owns it).
+/// Ends the child when dropped.
 #[derive(Debug)]
 pub(crate) struct ChildGuard {
     _kill: oneshot::Sender<()>,
+}
+
+/// A running adapter process as its clients share it: the protocol side, the child (ended when the
+/// last client lets go of the process), the clients it has served and the clock sync's round trip.
+#[derive(Debug)]
+pub(crate) struct Process {
+    pub(crate) adapter: Arc<Adapter>,
+    child: Mutex<Option<ChildGuard>>,
+    /// The next client number.
+    next_client: AtomicU32,
+    /// Clients opened and not yet closed.
+    open: AtomicUsize,
+    /// The smallest clock-sync round trip, once synced.
+    ping_rtt: std::sync::OnceLock<Duration>,
+}
+
+impl Process {
+    /// Spawns the adapter process (see [`Adapter::spawn`]).
+    pub(crate) fn spawn(
+        id: &str,
+        command: &PeerCommand,
+        log_path: PathBuf,
+        request_timeout: Duration,
+    ) -> Result<Arc<Process>, LockError> {
+        let (adapter, child) = Adapter::spawn(id, command, log_path, request_timeout)?;
+        Ok(Arc::new(Process {
+            adapter,
+            child: Mutex::new(Some(child)),
+            next_client: AtomicU32::new(0),
+            open: AtomicUsize::new(0),
+            ping_rtt: std::sync::OnceLock::new(),
+        }))
+    }
+
+    /// A number for a new client, counted as open until [`close_client`](Self::close_client).
+    pub(crate) fn open_client(&self) -> u32 {
+        self.open.fetch_add(1, Ordering::AcqRel);
+        self.next_client.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// How many clients this process has served.
+    pub(crate) fn clients_served(&self) -> u32 {
+        self.next_client.load(Ordering::Relaxed)
+    }
+
+    /// The clock sync's round trip: synced once, by the first client (later ones wait for it).
+    pub(crate) async fn sync_clock_once(&self) -> Result<Duration, LockError> {
+        if let Some(rtt) = self.ping_rtt.get() {
+            return Ok(*rtt);
+        }
+        let rtt = self.adapter.sync_clock(8).await?;
+        Ok(*self.ping_rtt.get_or_init(|| rtt))
+    }
+
+    /// Closes client `client`: while others are open, a `close` of that client (its library client
+    /// ends; the process serves the others); the last one closes the process and ends the child.
+    pub(crate) async fn close_client(&self, client: u32) {
+        let adapter = &self.adapter;
+        let limit = Duration::from_secs(1);
+        if self.open.fetch_sub(1, Ordering::AcqRel) > 1 {
+            let close = adapter.request(|id| wire::close(id, Some(client)), None, Duration::ZERO);
+            let _ = tokio::time::timeout(limit, close).await;
+            return;
+        }
+        adapter.send_close();
+        let until = Instant::now() + limit;
+        while Instant::now() < until && !adapter.is_dead() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(lock(&self.child).take());
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -107,7 +188,6 @@ impl Adapter {
         command: &PeerCommand,
         log_path: PathBuf,
         request_timeout: Duration,
-        events: Events,
     ) -> Result<(Arc<Adapter>, ChildGuard), LockError> {
         if let Some(dir) = log_path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| {
@@ -148,7 +228,6 @@ impl Adapter {
             log_path,
             request_timeout,
             pid: child.id(),
-            events,
         });
         tokio::spawn(write_lines(stdin, rx));
         tokio::spawn(read_lines(adapter.clone(), stdout));
@@ -238,6 +317,7 @@ impl Adapter {
     ) -> Result<Reply, LockError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let line = make(id);
+        let client = acquire.as_ref().map(|a| a.client.clone());
         let (tx, rx) = oneshot::channel();
         {
             let mut pending = lock(&self.pending);
@@ -251,6 +331,7 @@ impl Adapter {
             adapter: &'a Adapter,
             id: u64,
             reply: oneshot::Receiver<Reply>,
+            client: Option<ClientTag>,
         }
         impl Drop for Forget<'_> {
             fn drop(&mut self) {
@@ -261,15 +342,19 @@ impl Adapter {
                     }) = pending.remove(&self.id)
                     {
                         // An acquire whose reply may still come: mark it so a late grant is released.
-                        pending.insert(self.id, Pending::Abandoned { key: a.key });
+                        let abandoned = Pending::Abandoned {
+                            key: a.key,
+                            client: a.client,
+                        };
+                        pending.insert(self.id, abandoned);
                     }
                 }
                 // A reply already delivered but not read (the future was dropped before it looked)
                 // is given back here. After `close`, the reader's send either landed before (and
                 // `try_recv` has it) or fails (and the reader gives the grant back itself).
                 self.reply.close();
-                if let Ok(reply) = self.reply.try_recv() {
-                    self.adapter.give_back(reply);
+                if let (Ok(reply), Some(client)) = (self.reply.try_recv(), &self.client) {
+                    self.adapter.give_back(reply, client);
                 }
             }
         }
@@ -277,6 +362,7 @@ impl Adapter {
             adapter: self,
             id,
             reply: rx,
+            client,
         };
         if self.lines.send(line).is_err() {
             return Err(self.backend_error("is not running"));
@@ -295,27 +381,29 @@ impl Adapter {
     }
 
     /// Sends a release nobody waits for (from `Drop`); its success is reported as `Released`.
-    pub(crate) fn release_in_background(&self, lease: &str, key: Arc<str>) {
+    pub(crate) fn release_in_background(&self, lease: &str, key: Arc<str>, client: &ClientTag) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        lock(&self.pending).insert(id, Pending::Abandoned { key });
-        let _ = self.lines.send(wire::release(id, lease));
+        let line = wire::release(id, client.id, lease);
+        let client = client.clone();
+        lock(&self.pending).insert(id, Pending::Abandoned { key, client });
+        let _ = self.lines.send(line);
     }
 
     /// Gives back the lock of a granted acquire nobody took (its future was dropped), so it is not
     /// left held: the lease is forgotten and released in the background. Anything else is dropped.
-    fn give_back(&self, reply: Reply) {
+    fn give_back(&self, reply: Reply, client: &ClientTag) {
         if let Ok((fields, Some((state, _)))) = reply
             && let Some(lease) = lease_id(&fields)
         {
             self.forget_lease(&lease);
-            self.release_in_background(&lease, state.key().clone());
+            self.release_in_background(&lease, state.key().clone(), client);
         }
     }
 
-    /// Sends a line without waiting for anything (used by `close`).
+    /// Sends a process-wide `close` (no client: the adapter exits) without waiting for anything.
     pub(crate) fn send_close(&self) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let _ = self.lines.send(wire::close(id));
+        let _ = self.lines.send(wire::close(id, None));
     }
 
     /// Whether the process has exited or broke the protocol.
@@ -358,6 +446,7 @@ impl Adapter {
         };
         match pending {
             Pending::Request { tx, acquire } => {
+                let client = acquire.as_ref().map(|a| a.client.clone());
                 let reply = body.map(|fields| {
                     let state = acquire.zip(lease_id(&fields)).map(|(a, lease)| {
                         // The adapter may say when the attempt that won was sent; never before ours.
@@ -366,26 +455,26 @@ impl Adapter {
                             .and_then(Value::as_i64)
                             .filter(|_| a.retries)
                             .map_or(a.sent_at, |t| self.to_instant(t).max(a.sent_at));
-                        let state = LeaseState::new(a.key, start + a.ttl, self.events.clone());
+                        let state = LeaseState::new(a.key, start + a.ttl, a.client.events);
                         lock(&self.leases).insert(lease, state.clone());
                         (state, start)
                     });
                     (fields, state)
                 });
-                if let Err(reply) = tx.send(reply) {
+                if let (Err(reply), Some(client)) = (tx.send(reply), &client) {
                     // The acquirer went away between the grant and now.
-                    self.give_back(reply);
+                    self.give_back(reply, client);
                 }
             }
-            Pending::Abandoned { key } => {
+            Pending::Abandoned { key, client } => {
                 // An error here (not held, gone) has nobody left to tell.
                 let Ok(fields) = body else { return };
                 match lease_id(&fields) {
                     // A grant for an acquire that was dropped: release it.
                     Some(lease) if fields.contains_key("token") => {
-                        self.release_in_background(&lease, key)
+                        self.release_in_background(&lease, key, &client)
                     }
-                    _ => self.events.emit(|| LockEvent::Released {
+                    _ => client.events.emit(|| LockEvent::Released {
                         key,
                         at: Instant::now(),
                     }),
@@ -409,7 +498,7 @@ impl Adapter {
                 };
                 let sent_at = self.to_instant(sent);
                 state.extend_to(sent_at + ttl);
-                self.events.renewed(state.key(), || Renewed {
+                state.events().renewed(state.key(), || Renewed {
                     scheduled_at: scheduled.map_or(sent_at, |t| self.to_instant(t)),
                     sent_at,
                     done_at: self.to_instant(done),
@@ -420,7 +509,7 @@ impl Adapter {
             }
             PeerEvent::RenewFailed { lease, error } => {
                 if let Some(state) = lock(&self.leases).get(&lease) {
-                    self.events.emit(|| LockEvent::RenewFailed {
+                    state.events().emit(|| LockEvent::RenewFailed {
                         key: state.key().clone(),
                         at: Instant::now(),
                         error,

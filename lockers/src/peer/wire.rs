@@ -51,9 +51,10 @@ pub(crate) enum PeerEvent {
     },
 }
 
-/// `hello`: the protocol version and the adapter's settings.
-pub(crate) fn hello(id: u64, config: &Map<String, Value>) -> String {
-    json!({"id": id, "op": "hello", "protocol": VERSION, "config": config}).to_string()
+/// `hello` of client `client`: the protocol version and the client's settings.
+pub(crate) fn hello(id: u64, client: u32, config: &Map<String, Value>) -> String {
+    json!({"id": id, "op": "hello", "client": client, "protocol": VERSION, "config": config})
+        .to_string()
 }
 
 /// `ping`: the parent's clock, for the clock sync.
@@ -64,6 +65,7 @@ pub(crate) fn ping(id: u64, parent_ns: i64) -> String {
 /// `acquire`.
 pub(crate) fn acquire(
     id: u64,
+    client: u32,
     key: &str,
     wait: Option<Duration>,
     lease: LeaseMode,
@@ -75,19 +77,23 @@ pub(crate) fn acquire(
         LeaseMode::Fixed(d) => json!({"mode": "fixed", "ttl_ms": millis(d)}),
     };
     json!({
-        "id": id, "op": "acquire", "key": key, "wait_ms": wait.map(millis), "lease": lease, "owner": owner,
+        "id": id, "op": "acquire", "client": client, "key": key, "wait_ms": wait.map(millis), "lease": lease, "owner": owner,
     })
     .to_string()
 }
 
-/// `release`.
-pub(crate) fn release(id: u64, lease: &str) -> String {
-    json!({"id": id, "op": "release", "lease": lease}).to_string()
+/// `release` of a lease client `client` holds.
+pub(crate) fn release(id: u64, client: u32, lease: &str) -> String {
+    json!({"id": id, "op": "release", "client": client, "lease": lease}).to_string()
 }
 
-/// `close`.
-pub(crate) fn close(id: u64) -> String {
-    json!({"id": id, "op": "close"}).to_string()
+/// `close` of one client (`Some`), or of the whole process (`None`: the adapter exits).
+pub(crate) fn close(id: u64, client: Option<u32>) -> String {
+    match client {
+        Some(client) => json!({"id": id, "op": "close", "client": client}),
+        None => json!({"id": id, "op": "close"}),
+    }
+    .to_string()
 }
 
 fn millis(d: Duration) -> f64 {

@@ -1,5 +1,7 @@
-//! What the adapter tests share: a conformance [`Target`] over any reference adapter (one adapter process
-//! per client, as separate processes would be) with the server it needs, started by the test. A peer
+//! What the adapter tests share: a conformance [`Target`] over any reference adapter with the server it
+//! needs, started by the test. Its clients are mapped to processes as a case's are: the clients of an
+//! adapter that serves many share one adapter process (each its own library client), the others have
+//! one process each. A peer
 //! whose runtime is not installed fails the test with the install command, never a silent skip.
 #![allow(dead_code)] // each test file uses its own part
 
@@ -9,12 +11,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lockers::conformance::Target;
 use lockers::peer::catalog::{self, PeerSpec};
-use lockers::peer::{PeerConfig, PeerLocker};
+use lockers::peer::{PeerConfig, PeerLocker, PeerProcesses};
 use lockers::{AcquireOptions, Capabilities, Events, Lease, LeaseMode, LockError, Locker};
 
 /// A reference adapter with its server (kept alive by `_server`).
 pub(crate) struct Peer<S> {
     pub(crate) spec: &'static PeerSpec,
+    /// The adapter process the conformance clients share (when the adapter serves many clients).
+    pub(crate) processes: Arc<PeerProcesses>,
     pub(crate) _server: S,
     pub(crate) servers: Vec<String>,
     pub(crate) settings: Vec<(String, String)>,
@@ -39,13 +43,24 @@ pub(crate) fn config(spec: &PeerSpec, servers: Vec<String>, watchdog: Duration) 
 }
 
 impl<S: Send + Sync> Peer<S> {
-    /// A new adapter process.
+    /// A client in a new adapter process of its own (a fault may act on its process).
     pub(crate) async fn start(&self, events: Events) -> PeerLocker {
+        self.open(events, None).await
+    }
+
+    /// A client in the adapter process the target's clients share, if the adapter serves many.
+    pub(crate) async fn start_shared(&self, events: Events) -> PeerLocker {
+        self.open(events, Some(&self.processes)).await
+    }
+
+    async fn open(&self, events: Events, shared: Option<&PeerProcesses>) -> PeerLocker {
         let mut config = config(self.spec, self.servers.clone(), self.watchdog);
         config.settings.extend(self.settings.iter().cloned());
-        let locker = PeerLocker::start(config, events)
-            .await
-            .unwrap_or_else(|e| panic!("{}: {e}", self.spec.id));
+        let started = match shared {
+            Some(processes) => PeerLocker::start_in(config, events, processes).await,
+            None => PeerLocker::start(config, events).await,
+        };
+        let locker = started.unwrap_or_else(|e| panic!("{}: {e}", self.spec.id));
         assert_eq!(
             locker.capabilities(),
             self.spec.capabilities,
@@ -59,7 +74,7 @@ impl<S: Send + Sync> Peer<S> {
 #[async_trait]
 impl<S: Send + Sync> Target for Peer<S> {
     async fn client(&self, events: Events) -> Arc<dyn Locker> {
-        let locker = self.start(events).await;
+        let locker = self.start_shared(events).await;
         match self.fixed_for_watchdog {
             Some(lease) => Arc::new(FixedOnly { locker, lease }),
             None => Arc::new(locker),

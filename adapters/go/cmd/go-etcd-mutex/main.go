@@ -1,8 +1,9 @@
 // go-etcd-mutex: etcd's own lock recipe, go.etcd.io/etcd/client/v3/concurrency (a Session and a
 // Mutex per lock), the protocol in adapters/PROTOCOL.md. The recipe lockbench's `etcd-lease` models.
 //
-// As a user writes it: one Session per process (one lease, TTL = the run's watchdog TTL rounded up to
-// whole seconds, kept alive by the client's keep-alive stream every TTL/3), a Mutex per acquire on the
+// As a user writes it: one Session per client (each protocol client has its own clientv3.Client and
+// Session; one lease, TTL = the run's watchdog TTL rounded up to whole seconds, kept alive by the
+// client's keep-alive stream every TTL/3), a Mutex per acquire on the
 // lock's name; a new Session when the old one is done. Waits are Lock with a context deadline, a try
 // once is TryLock. What the library does not offer is not declared:
 //   - no fixed leases: a Session always keeps its lease alive;
@@ -14,7 +15,7 @@
 //   - fencing: Mutex.Header().Revision, the revision at which the lock was granted (the txn that put the
 //     key, or the read after the wait); it strictly increases per lock across holders;
 //   - Unlock deletes the key without checking it: a release never says `not_held`;
-//   - no re-entrancy. Two concurrent acquires of one name in one process share the session's key
+//   - no re-entrancy. Two concurrent acquires of one name by one client share its session's key
 //     (<name>/<lease hex>), so the second succeeds at once; lockbench's clients acquire one at a time.
 package main
 
@@ -66,7 +67,7 @@ func (e *etcdMutex) Connect(servers []string, _ map[string]string) error {
 	return nil
 }
 
-// session returns the process's session for this TTL, a new one if it is done.
+// session returns the client's session for this TTL, a new one if it is done.
 func (e *etcdMutex) session(ttl int64) (*concurrency.Session, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -123,4 +124,4 @@ func (e *etcdMutex) Close() {
 	}
 }
 
-func main() { protocol.Serve(&etcdMutex{}) }
+func main() { protocol.Serve(func() protocol.Library { return &etcdMutex{} }) }

@@ -1,5 +1,6 @@
 // go-redsync: github.com/go-redsync/redsync/v4 (Redlock for Go) over go-redis v9 clients, one per
-// independent redis-server (lockbench's Redlock nodes), the protocol in adapters/PROTOCOL.md. The
+// independent redis-server (lockbench's Redlock nodes) for each protocol client (every client of a case
+// in one process, each with its own go-redis clients), the protocol in adapters/PROTOCOL.md. The
 // library `redlock` is read beside.
 //
 // As a user writes it: one Redsync over the nodes, a Mutex per acquire with WithExpiry(the lease's TTL)
@@ -191,4 +192,4 @@ func (r *redsyncPeer) Close() {
 	}
 }
 
-func main() { protocol.Serve(&redsyncPeer{}) }
+func main() { protocol.Serve(func() protocol.Library { return &redsyncPeer{} }) }
