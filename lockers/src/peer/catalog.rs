@@ -326,6 +326,8 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "jvm/build/jvm-spring-jdbc/run.args",
         settings: registry_ttl,
         takes_replicas: false,
+        // Serve one client per process (Protocol.serve): not converted to serveClients yet.
+        serves_many_clients: false,
     },
     PeerSpec {
         id: "jvm-spring-redis",
@@ -344,6 +346,8 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "jvm/build/jvm-spring-redis/run.args",
         settings: registry_ttl,
         takes_replicas: false,
+        // Serve one client per process (Protocol.serve): not converted to serveClients yet.
+        serves_many_clients: false,
     },
     PeerSpec {
         id: "go-etcd-mutex",
