@@ -46,6 +46,7 @@ fn spring_jdbc() -> Peer<()> {
     let server = tokio::task::block_in_place(|| LazyLock::force(&POSTGRES));
     Peer {
         spec: spec("jvm-spring-jdbc"),
+        processes: lockers::peer::PeerProcesses::new(),
         servers: vec![server.url()],
         settings: Vec::new(),
         watchdog: Duration::from_secs(2),
@@ -65,6 +66,7 @@ fn spring_redis() -> Peer<()> {
     let server = tokio::task::block_in_place(|| LazyLock::force(&REDIS));
     Peer {
         spec: spec("jvm-spring-redis"),
+        processes: lockers::peer::PeerProcesses::new(),
         servers: vec![server.url()],
         settings: Vec::new(),
         watchdog: Duration::from_secs(2),
