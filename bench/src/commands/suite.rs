@@ -391,20 +391,22 @@ pub(crate) fn plan(
                     continue;
                 };
                 // The servers a case starts for itself, once per case.
-                let own_servers = match (case_topology(&w.faults), s.server) {
-                    (None, _) => Duration::ZERO,
-                    (Some(Topology::Cluster), ServerKind::ZooKeeper) => CASE_OWN_ZOOKEEPER_ENSEMBLE,
-                    (
-                        Some(Topology::Cluster),
+                let own_servers = match case_topology(&w.faults) {
+                    None => Duration::ZERO,
+                    Some(Topology::Cluster) => match s.server {
+                        ServerKind::ZooKeeper => CASE_OWN_ZOOKEEPER_ENSEMBLE,
                         ServerKind::Etcd
                         | ServerKind::InProcess
                         | ServerKind::PerClient
                         | ServerKind::Redis
-                        | ServerKind::RedisNodes,
-                    ) => CASE_OWN_ETCD_CLUSTER,
-                    (Some(Topology::RedisSentinel), _) => CASE_OWN_REDIS_SENTINELS,
-                    (Some(Topology::RedisCluster), _) => CASE_OWN_REDIS_CLUSTER,
-                    (Some(_), _) => CASE_OWN_REDIS_PAIR,
+                        | ServerKind::RedisNodes
+                        | ServerKind::Postgres => CASE_OWN_ETCD_CLUSTER,
+                    },
+                    Some(Topology::RedisSentinel) => CASE_OWN_REDIS_SENTINELS,
+                    Some(Topology::RedisCluster) => CASE_OWN_REDIS_CLUSTER,
+                    Some(
+                        Topology::RedisPair | Topology::RedisNodes { .. } | Topology::RedisNode(_),
+                    ) => CASE_OWN_REDIS_PAIR,
                 };
                 let overhead = match w.workers {
                     WorkerMode::Tasks => CASE_OVERHEAD_TASKS,

@@ -20,7 +20,7 @@ use lockers::Capabilities;
 
 use crate::backends::ServerKind;
 use crate::strategies::Strategy;
-use crate::workload::faults::{FaultKind, FaultScope};
+use crate::workload::faults::FaultKind;
 
 /// Whether every fault of `kinds` (a scenario's) applies to `strategy` (which declares `caps`); the
 /// error names each fault that does not, with why, one line: "cpu_hog and cgroup_quota do not apply to
@@ -69,28 +69,29 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         return Err("its library runs in the adapter's own process, which the worker's runtime starvation or CPU hog does not reach".to_owned());
     }
     let takes = server.faults();
-    let ok = match kind.scope() {
-        FaultScope::WorkerProcess => server != ServerKind::InProcess,
-        FaultScope::Network => server.is_external(),
-        FaultScope::Server => match kind {
-            FaultKind::PauseServer => server.is_external(),
-            FaultKind::ClientPause | FaultKind::BusyScript | FaultKind::Failover => {
-                takes.redis_primary
-            }
-            FaultKind::SentinelFailover => {
-                takes.redis_primary && !crate::strategies::is_peer(strategy.id)
-            }
-            FaultKind::ClusterMasterKill | FaultKind::ClusterFailover => {
-                takes.redis_primary && crate::strategies::runs_on_redis_cluster(strategy.id)
-            }
-            FaultKind::PubsubKill => takes.redis_primary && caps.wait_notify,
-            FaultKind::LeaderKill => takes.leader_kill,
-            FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => {
-                takes.independent_nodes
-            }
-            FaultKind::ServerRestart => takes.redis_primary,
-            _ => false,
-        },
+    let ok = match kind {
+        FaultKind::PauseWorker
+        | FaultKind::CrashWorker
+        | FaultKind::StarveWorker
+        | FaultKind::CpuHog
+        | FaultKind::CgroupQuota => server != ServerKind::InProcess,
+        FaultKind::ProxyDelay | FaultKind::ProxyBlackhole | FaultKind::ProxyReset => {
+            server.is_external()
+        }
+        FaultKind::PauseServer => server.is_external(),
+        FaultKind::ClientPause | FaultKind::BusyScript | FaultKind::Failover => takes.redis_primary,
+        FaultKind::SentinelFailover => {
+            takes.redis_primary && !crate::strategies::is_peer(strategy.id)
+        }
+        FaultKind::ClusterMasterKill | FaultKind::ClusterFailover => {
+            takes.redis_primary && crate::strategies::runs_on_redis_cluster(strategy.id)
+        }
+        FaultKind::PubsubKill => takes.redis_primary && caps.wait_notify,
+        FaultKind::LeaderKill => takes.leader_kill,
+        FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => {
+            takes.independent_nodes
+        }
+        FaultKind::ServerRestart => takes.redis_primary,
     };
     if ok {
         return Ok(());
@@ -120,10 +121,17 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
             "it does not run on independent Redis nodes (Redlock's masters)"
         }
         FaultKind::ServerRestart => "it does not run on one Redis server",
-        _ if kind.scope() == FaultScope::WorkerProcess => {
+        FaultKind::PauseWorker
+        | FaultKind::CrashWorker
+        | FaultKind::StarveWorker
+        | FaultKind::CpuHog
+        | FaultKind::CgroupQuota => {
             "its lock server lives in the driver process, so its clients cannot run as worker processes"
         }
-        _ => "it has no server to fault",
+        FaultKind::PauseServer
+        | FaultKind::ProxyDelay
+        | FaultKind::ProxyBlackhole
+        | FaultKind::ProxyReset => "it has no server to fault",
     };
     Err(why.to_owned())
 }

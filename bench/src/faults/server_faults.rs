@@ -20,7 +20,6 @@ use super::env::{
     measure_any, measure_victim, pick_client, seen_in_state, sleep_until,
 };
 use super::topology::{CaseServers, FailoverReport};
-use crate::backends::ServerKind;
 use crate::base::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
@@ -29,13 +28,9 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 /// The Redis address server commands go to.
 fn redis_socket(server: &ServerAccess) -> Option<SocketAddr> {
     match server {
-        ServerAccess::Shared {
-            kind: ServerKind::Redis,
-            socket,
-            ..
-        } => Some(*socket),
+        ServerAccess::Shared { kind, socket, .. } => kind.faults().redis_primary.then_some(*socket),
         ServerAccess::Own(own) => own.redis_primary(),
-        _ => None,
+        ServerAccess::None => None,
     }
 }
 
@@ -138,7 +133,15 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 .await
                 .or_else(|e| not_applied(rec, format!("{} failed: {e}", spec.kind)))
         }
-        _ => Ok(false),
+        // Applied by the worker and network fault runners.
+        FaultKind::PauseWorker
+        | FaultKind::CrashWorker
+        | FaultKind::StarveWorker
+        | FaultKind::CpuHog
+        | FaultKind::CgroupQuota
+        | FaultKind::ProxyDelay
+        | FaultKind::ProxyBlackhole
+        | FaultKind::ProxyReset => Ok(false),
     };
     let Ok(measure) = applied else {
         return;
@@ -196,7 +199,7 @@ async fn pause_server(
             let own = own.clone();
             blocking(move || Ok(own.serving_pid())).await.ok().flatten()
         }
-        _ => None,
+        ServerAccess::Shared { pid: None, .. } | ServerAccess::None => None,
     };
     let Some((pid, what)) = target else {
         return not_applied(
@@ -345,7 +348,24 @@ async fn failover(
         FaultKind::SentinelFailover => own.sentinel_failover(),
         FaultKind::ClusterMasterKill => own.cluster_failover(&slot_key, true),
         FaultKind::ClusterFailover => own.cluster_failover(&slot_key, false),
-        _ => own.failover(proxies.as_deref()),
+        FaultKind::Failover => own.failover(proxies.as_deref()),
+        FaultKind::PauseWorker
+        | FaultKind::CrashWorker
+        | FaultKind::StarveWorker
+        | FaultKind::CpuHog
+        | FaultKind::CgroupQuota
+        | FaultKind::PauseServer
+        | FaultKind::ClientPause
+        | FaultKind::PubsubKill
+        | FaultKind::BusyScript
+        | FaultKind::ProxyDelay
+        | FaultKind::ProxyBlackhole
+        | FaultKind::ProxyReset
+        | FaultKind::LeaderKill
+        | FaultKind::NodeKill
+        | FaultKind::NodeRestart
+        | FaultKind::ClockJump
+        | FaultKind::ServerRestart => Err(format!("{kind} is no failover")),
     };
     match blocking(failover).await {
         Ok(report) => record_failover(kind, key, &report, rec),
@@ -456,7 +476,24 @@ async fn node_fault(
             rec.param("restart_ms", (env.clock.now() - rec.start) as f64 / 1e6);
             Ok(true)
         }
-        _ => {
+        FaultKind::PauseWorker
+        | FaultKind::CrashWorker
+        | FaultKind::StarveWorker
+        | FaultKind::CpuHog
+        | FaultKind::CgroupQuota
+        | FaultKind::PauseServer
+        | FaultKind::ClientPause
+        | FaultKind::PubsubKill
+        | FaultKind::BusyScript
+        | FaultKind::ProxyDelay
+        | FaultKind::ProxyBlackhole
+        | FaultKind::ProxyReset
+        | FaultKind::Failover
+        | FaultKind::SentinelFailover
+        | FaultKind::ClusterMasterKill
+        | FaultKind::ClusterFailover
+        | FaultKind::LeaderKill => Err(format!("{} is no node fault", spec.kind)),
+        FaultKind::ClockJump => {
             // The node runs under libfaketime from its start: the fault lasts the whole case.
             rec.start = env.go;
             rec.target = format!("redis node {}", spec.nodes_text());

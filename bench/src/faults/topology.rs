@@ -471,7 +471,10 @@ impl CaseServers {
             CaseServers::RedisPair { pair, .. } => Some(pair.primary().addr()),
             CaseServers::RedisSentinel(group) => Some(group.pair().primary().addr()),
             CaseServers::RedisNode(n) => Some(n.addr()),
-            _ => None,
+            CaseServers::Etcd(_)
+            | CaseServers::ZooKeeper(_)
+            | CaseServers::RedisNodes(_)
+            | CaseServers::RedisCluster(_) => None,
         }
     }
 
@@ -613,12 +616,22 @@ impl CaseServers {
                     Instant::now(),
                 )
             }
-            _ => return Err("these servers have no leader election".into()),
+            CaseServers::RedisPair { .. }
+            | CaseServers::RedisNodes(_)
+            | CaseServers::RedisNode(_)
+            | CaseServers::RedisSentinel(_)
+            | CaseServers::RedisCluster(_) => {
+                return Err("these servers have no leader election".into());
+            }
         };
         let elected = match self {
             CaseServers::Etcd(c) => c.wait_for_leader(LEADER_TIMEOUT),
             CaseServers::ZooKeeper(z) => z.wait_for_leader(LEADER_TIMEOUT),
-            _ => None,
+            CaseServers::RedisPair { .. }
+            | CaseServers::RedisNodes(_)
+            | CaseServers::RedisNode(_)
+            | CaseServers::RedisSentinel(_)
+            | CaseServers::RedisCluster(_) => None,
         };
         Ok((what, elected.map(|_| killed_at.elapsed())))
     }

@@ -277,7 +277,15 @@ impl FaultKind {
             | FaultKind::ProxyBlackhole => &["duration"],
             FaultKind::ProxyDelay => &["duration", "delay"],
             FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => &["nodes"],
-            _ => &[],
+            FaultKind::CrashWorker
+            | FaultKind::PubsubKill
+            | FaultKind::ProxyReset
+            | FaultKind::Failover
+            | FaultKind::SentinelFailover
+            | FaultKind::ClusterMasterKill
+            | FaultKind::ClusterFailover
+            | FaultKind::LeaderKill
+            | FaultKind::ServerRestart => &[],
         }
     }
 }
@@ -676,7 +684,18 @@ impl FaultSpec {
             FaultKind::ServerRestart => {
                 out.push(("durability", durability_name(self.durability).into()));
             }
-            _ => {}
+            FaultKind::PauseWorker
+            | FaultKind::CrashWorker
+            | FaultKind::StarveWorker
+            | FaultKind::PauseServer
+            | FaultKind::ClientPause
+            | FaultKind::PubsubKill
+            | FaultKind::BusyScript
+            | FaultKind::ProxyReset
+            | FaultKind::SentinelFailover
+            | FaultKind::ClusterMasterKill
+            | FaultKind::ClusterFailover
+            | FaultKind::LeaderKill => {}
         }
         out
     }
@@ -841,7 +860,18 @@ pub(crate) fn own_topology(spec: &FaultSpec) -> Option<Topology> {
             fake_clock: spec.nodes.first().map(|n| (*n, spec.rate)),
         }),
         FaultKind::ServerRestart => Some(Topology::RedisNode(spec.durability)),
-        _ => None,
+        FaultKind::PauseWorker
+        | FaultKind::CrashWorker
+        | FaultKind::StarveWorker
+        | FaultKind::CpuHog
+        | FaultKind::CgroupQuota
+        | FaultKind::PauseServer
+        | FaultKind::ClientPause
+        | FaultKind::PubsubKill
+        | FaultKind::BusyScript
+        | FaultKind::ProxyDelay
+        | FaultKind::ProxyBlackhole
+        | FaultKind::ProxyReset => None,
     }
 }
 
@@ -852,7 +882,11 @@ pub(crate) fn case_topology(specs: &[FaultSpec]) -> Option<Topology> {
     if let Topology::RedisNodes { fake_clock } = &mut topology {
         *fake_clock = specs.iter().filter_map(own_topology).find_map(|t| match t {
             Topology::RedisNodes { fake_clock } => fake_clock,
-            _ => None,
+            Topology::RedisPair
+            | Topology::RedisSentinel
+            | Topology::RedisCluster
+            | Topology::Cluster
+            | Topology::RedisNode(_) => None,
         });
     }
     Some(topology)
