@@ -45,50 +45,25 @@ fn quoted(key: &str) -> String {
     format!("'{}'", key.replace('\'', "''"))
 }
 
-struct Advisory;
-
-#[async_trait]
-impl Target for Advisory {
-    async fn client(&self, events: Events) -> Arc<dyn Locker> {
-        let url = server().url();
-        Arc::new(
-            PostgresAdvisory::connect(&url, config(), events)
-                .await
-                .unwrap(),
-        )
-    }
-
-    fn watchdog_timeout(&self) -> Duration {
-        TTL
-    }
-
-    fn short_lease(&self) -> Duration {
-        Duration::from_millis(500)
-    }
-
-    /// An operator ends the holder's session (`pg_terminate_backend`).
-    async fn remove_behind_back(&self, lease: &Lease) {
-        let ended = admin(format!(
-            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted \
-             AND ((classid::bigint << 32) | objid::bigint) = hashtextextended({}, 0)",
-            quoted(lease.key())
-        ))
-        .await;
-        assert_eq!(ended.len(), 1, "one session held {}", lease.key());
-    }
+/// Which PostgreSQL strategy a client runs.
+#[derive(Debug, Clone, Copy)]
+enum Row {
+    Advisory,
+    Lease,
 }
 
-struct LeaseRow;
+/// A client of `row` on the server at `url`.
+async fn connect(row: Row, url: &str, events: Events) -> Result<Arc<dyn Locker>, LockError> {
+    Ok(match row {
+        Row::Advisory => Arc::new(PostgresAdvisory::connect(url, config(), events).await?),
+        Row::Lease => Arc::new(PostgresLease::connect(url, config(), events).await?),
+    })
+}
 
 #[async_trait]
-impl Target for LeaseRow {
+impl Target for Row {
     async fn client(&self, events: Events) -> Arc<dyn Locker> {
-        let url = server().url();
-        Arc::new(
-            PostgresLease::connect(&url, config(), events)
-                .await
-                .unwrap(),
-        )
+        connect(*self, &server().url(), events).await.unwrap()
     }
 
     fn watchdog_timeout(&self) -> Duration {
@@ -99,31 +74,46 @@ impl Target for LeaseRow {
         Duration::from_millis(500)
     }
 
+    /// Advisory: an operator ends the holder's session (`pg_terminate_backend`). Lease: the row goes.
     async fn remove_behind_back(&self, lease: &Lease) {
-        admin(format!(
-            "DELETE FROM lockbench_leases WHERE key = {}",
-            quoted(lease.key())
-        ))
-        .await;
+        match self {
+            Row::Advisory => {
+                let ended = admin(format!(
+                    "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' \
+                     AND granted AND ((classid::bigint << 32) | objid::bigint) = \
+                     hashtextextended({}, 0)",
+                    quoted(lease.key())
+                ))
+                .await;
+                assert_eq!(ended.len(), 1, "one session held {}", lease.key());
+            }
+            Row::Lease => {
+                admin(format!(
+                    "DELETE FROM lockbench_leases WHERE key = {}",
+                    quoted(lease.key())
+                ))
+                .await;
+            }
+        }
     }
 }
 
 mod advisory {
-    lockers::conformance_tests!(super::Advisory);
+    lockers::conformance_tests!(super::Row::Advisory);
 }
 
 mod lease {
-    lockers::conformance_tests!(super::LeaseRow);
+    lockers::conformance_tests!(super::Row::Lease);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_side_session_end_is_noticed_at_once_and_frees_the_lock() {
-    let a = Advisory.client(Events::none()).await;
-    let b = Advisory.client(Events::none()).await;
+    let a = Row::Advisory.client(Events::none()).await;
+    let b = Row::Advisory.client(Events::none()).await;
     let key = format!("ended:{:08x}", rand::random::<u32>());
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
     let started = std::time::Instant::now();
-    Advisory.remove_behind_back(&lease).await;
+    Row::Advisory.remove_behind_back(&lease).await;
     let reason = tokio::time::timeout(TTL, lease.lost()).await.unwrap();
     assert!(matches!(reason, LossReason::ChannelClosed(_)), "{reason}");
     // Noticed from the connection's end, well before a check would have found it.
@@ -137,28 +127,22 @@ async fn a_server_side_session_end_is_noticed_at_once_and_frees_the_lock() {
 async fn bad_addresses_and_missing_tables_are_one_line_errors() {
     let port = lockbench_servers::free_ports(1).unwrap()[0];
     let unreachable = format!("postgres://app:s3cret@127.0.0.1:{port}/postgres");
-    let error = PostgresLease::connect(&unreachable, config(), Events::none())
+    let error = connect(Row::Lease, &unreachable, Events::none())
         .await
         .unwrap_err();
     let text = error.to_string();
     assert!(matches!(error, LockError::Backend { .. }), "{text}");
     assert!(!text.contains("s3cret") && !text.contains('\n'), "{text}");
     let tls = format!("{}?sslmode=require", server().url());
-    let error = PostgresAdvisory::connect(&tls, config(), Events::none())
+    let error = connect(Row::Advisory, &tls, Events::none())
         .await
         .unwrap_err();
     assert!(error.to_string().contains("sslmode=require"), "{error}");
     // A database without the tables: the error says what to create.
     admin("CREATE DATABASE bare".into()).await;
     let bare = server().url().replace("/postgres", "/bare");
-    for error in [
-        PostgresLease::connect(&bare, config(), Events::none())
-            .await
-            .unwrap_err(),
-        PostgresAdvisory::connect(&bare, config(), Events::none())
-            .await
-            .unwrap_err(),
-    ] {
+    for row in [Row::Lease, Row::Advisory] {
+        let error = connect(row, &bare, Events::none()).await.unwrap_err();
         let text = error.to_string();
         assert!(matches!(error, LockError::Config(_)), "{text}");
         assert!(
@@ -193,17 +177,9 @@ async fn requests_sent_are_what_pg_stat_statements_counted() {
         rows[0][0].as_deref().unwrap().parse::<u64>().unwrap()
     };
     let before = counted("CREATE TABLE").await;
-    let clients: [Arc<dyn Locker>; 2] = [
-        Arc::new(
-            PostgresAdvisory::connect(&url, config(), Events::none())
-                .await
-                .unwrap(),
-        ),
-        Arc::new(
-            PostgresLease::connect(&url, config(), Events::none())
-                .await
-                .unwrap(),
-        ),
+    let clients = [
+        connect(Row::Advisory, &url, Events::none()).await.unwrap(),
+        connect(Row::Lease, &url, Events::none()).await.unwrap(),
     ];
     for client in &clients {
         for i in 0..25 {

@@ -132,6 +132,22 @@ pub struct Started {
     pub handle: Box<dyn Any + Send + Sync>,
 }
 
+/// The [`Started`] of one launched server process `$server`, whose `$address()` is its address as
+/// strategies take it and `$socket()` where it listens.
+macro_rules! one_server {
+    ($server:expr, $address:ident, $socket:ident) => {{
+        let server = $server;
+        Started {
+            address: server.$address(),
+            sockets: vec![server.$socket()],
+            pids: vec![Some(server.pid())],
+            version: server.version().to_owned(),
+            startup: server.startup(),
+            handle: Box::new(server),
+        }
+    }};
+}
+
 impl std::fmt::Debug for Started {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Started")
@@ -228,17 +244,7 @@ static REDIS: KindEntry = KindEntry {
             }
         },
         checked_by_client,
-        start: || {
-            let s = RedisServer::start()?;
-            Ok(Started {
-                address: s.url(),
-                sockets: vec![s.addr()],
-                pids: vec![Some(s.pid())],
-                version: s.version().to_owned(),
-                startup: s.startup(),
-                handle: Box::new(s),
-            })
-        },
+        start: || Ok(one_server!(RedisServer::start()?, url, addr)),
         set_endpoint: |endpoints, address| {
             endpoints.redis = Some(address.to_owned());
             // Behind Sentinel and in a cluster there are replicas: Redisson's sentinel and cluster
@@ -390,17 +396,7 @@ static ETCD: KindEntry = KindEntry {
                 .and_then(|r| json_field(&r.body, "etcdserver")))
         },
         checked_by_client: |_| true,
-        start: || {
-            let s = EtcdServer::start()?;
-            Ok(Started {
-                address: s.endpoint(),
-                sockets: vec![s.client_addr()],
-                pids: vec![Some(s.pid())],
-                version: s.version().to_owned(),
-                startup: s.startup(),
-                handle: Box::new(s),
-            })
-        },
+        start: || Ok(one_server!(EtcdServer::start()?, endpoint, client_addr)),
         set_endpoint: |endpoints, address| {
             endpoints.etcd = address.split(',').map(str::to_owned).collect();
         },
@@ -455,17 +451,7 @@ static ZOOKEEPER: KindEntry = KindEntry {
                 }))
         },
         checked_by_client: |_| false,
-        start: || {
-            let s = ZkServer::start()?;
-            Ok(Started {
-                address: s.connect_string(),
-                sockets: vec![s.addr()],
-                pids: vec![Some(s.pid())],
-                version: s.version().to_owned(),
-                startup: s.startup(),
-                handle: Box::new(s),
-            })
-        },
+        start: || Ok(one_server!(ZkServer::start()?, connect_string, addr)),
         set_endpoint: |endpoints, address| endpoints.zookeeper = Some(address.to_owned()),
         proxied_sockets: |endpoints| {
             address::zk_sockets(
@@ -517,14 +503,7 @@ static POSTGRES: KindEntry = KindEntry {
             // lockbench's own server gets the strategies' tables and pg_stat_statements' view.
             s.query(lockers::postgres::SCHEMA)?;
             s.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")?;
-            Ok(Started {
-                address: s.url(),
-                sockets: vec![s.addr()],
-                pids: vec![Some(s.pid())],
-                version: s.version().to_owned(),
-                startup: s.startup(),
-                handle: Box::new(s),
-            })
+            Ok(one_server!(s, url, addr))
         },
         set_endpoint: |endpoints, address| endpoints.postgres = Some(address.to_owned()),
         proxied_sockets: |endpoints| {

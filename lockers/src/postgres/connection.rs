@@ -10,7 +10,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::sync::watch;
 use tokio_postgres::config::SslMode;
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::{Client, Config, NoTls, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::LockError;
@@ -112,13 +112,14 @@ impl std::fmt::Debug for ServerAddress {
 }
 
 /// The client settings of `url` (`postgres://user[:pass]@host:port/db`, with `ca=ca.pem` and
-/// optionally `cert=`/`key=` for TLS, see [`crate::address`]), bounded by `config`. TLS is used when
+/// optionally `cert=`/`key=` for TLS, see [`crate::address`]), bounded by `config` (checked first). TLS is used when
 /// the URL gives `ca=` or asks for it (`sslmode=require`); it then needs `ca=` (no system roots are
 /// built in) and verifies the server's certificate and name.
 pub(super) fn client_config(
     url: &str,
     config: &PostgresConfig,
 ) -> Result<ServerAddress, LockError> {
+    config.validate()?;
     let shown = crate::address::redact(url);
     let parts = crate::address::split(url)?;
     let mut parsed = Config::from_str(&parts.bare)
@@ -225,14 +226,33 @@ impl Connection {
         })
     }
 
+    /// Connects to `address`, checks that `table` exists (see [`require_table`]) and prepares
+    /// `statements` on the connection, in order.
+    pub(super) async fn open_prepared<const N: usize>(
+        address: &ServerAddress,
+        table: &str,
+        statements: [&str; N],
+    ) -> Result<(Self, [Statement; N]), LockError> {
+        let connection = Self::open(address).await?;
+        require_table(&connection, table).await?;
+        let mut prepared = Vec::with_capacity(N);
+        for sql in statements {
+            let statement = connection
+                .client
+                .prepare(sql)
+                .await
+                .map_err(|e| pg_error("prepare", &e))?;
+            prepared.push(statement);
+        }
+        let prepared = prepared
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("one statement prepared for each of the {N}"));
+        Ok((connection, prepared))
+    }
+
     /// The client, for one statement's execution, which is counted.
     pub(super) fn sending(&self) -> &Client {
         self.requests.fetch_add(1, Ordering::Relaxed);
-        &self.client
-    }
-
-    /// The client, for preparing statements (not executions: not counted).
-    pub(super) fn preparing(&self) -> &Client {
         &self.client
     }
 

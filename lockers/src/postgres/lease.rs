@@ -30,7 +30,7 @@ use tokio_postgres::Statement;
 use tokio_postgres::types::ToSql;
 
 use super::connection::{
-    Connection, LEASE_TABLE, PostgresConfig, ServerAddress, client_config, pg_error, require_table,
+    Connection, LEASE_TABLE, PostgresConfig, ServerAddress, client_config, pg_error,
 };
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
@@ -66,20 +66,8 @@ struct Session {
 
 impl Session {
     async fn open(config: &ServerAddress) -> Result<Arc<Self>, LockError> {
-        let connection = Connection::open(config).await?;
-        require_table(&connection, LEASE_TABLE).await?;
-        let client = connection.preparing();
-        let prepare = |sql| async move {
-            client
-                .prepare(sql)
-                .await
-                .map_err(|e| pg_error("prepare", &e))
-        };
-        let (acquire, renew, release) = (
-            prepare(ACQUIRE).await?,
-            prepare(RENEW).await?,
-            prepare(RELEASE).await?,
-        );
+        let (connection, [acquire, renew, release]) =
+            Connection::open_prepared(config, LEASE_TABLE, [ACQUIRE, RENEW, RELEASE]).await?;
         Ok(Arc::new(Session {
             connection,
             acquire,
@@ -152,7 +140,6 @@ impl PostgresLease {
         config: PostgresConfig,
         events: Events,
     ) -> Result<Self, LockError> {
-        config.validate()?;
         let client_config = client_config(url, &config)?;
         let first = Session::open(&client_config).await?;
         Ok(PostgresLease {
