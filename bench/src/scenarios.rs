@@ -91,6 +91,10 @@ pub(crate) const PRESETS: &[Preset] = &[
         toml: include_str!("../scenarios/redis-cluster-failover.toml"),
     },
     Preset {
+        name: "postgres-failover",
+        toml: include_str!("../scenarios/postgres-failover.toml"),
+    },
+    Preset {
         name: "leader-loss",
         toml: include_str!("../scenarios/leader-loss.toml"),
     },

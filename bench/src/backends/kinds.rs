@@ -107,9 +107,12 @@ impl std::fmt::Debug for ServerEntry {
 /// The server faults a kind takes beyond pausing its process and the network faults of a proxy.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ServerFaults {
-    /// The faults of one Redis primary: `CLIENT PAUSE`, a busy script, failover to its replica,
-    /// Sentinel and cluster failovers, a pub/sub kill, a restart.
+    /// The faults of one Redis primary: `CLIENT PAUSE`, a busy script, Sentinel and cluster
+    /// failovers, a pub/sub kill, a restart.
     pub redis_primary: bool,
+    /// Failover to a replica: the primary of a primary + asynchronous replica pair lockbench starts
+    /// for the case is killed, the replica promoted and the clients' proxies pointed at it.
+    pub replica_failover: bool,
     /// Killing the leader of a 3-member cluster lockbench starts for the case.
     pub leader_kill: bool,
     /// Killing, restarting or jumping the clock of one of N independent nodes.
@@ -279,6 +282,7 @@ static REDIS: KindEntry = KindEntry {
             }
         },
         faults: ServerFaults {
+            replica_failover: true,
             redis_primary: true,
             leader_kill: false,
             independent_nodes: false,
@@ -367,6 +371,7 @@ static REDIS_NODES: KindEntry = KindEntry {
                 .collect();
         },
         faults: ServerFaults {
+            replica_failover: false,
             redis_primary: false,
             leader_kill: false,
             independent_nodes: true,
@@ -422,6 +427,7 @@ static ETCD: KindEntry = KindEntry {
                 .collect();
         },
         faults: ServerFaults {
+            replica_failover: false,
             redis_primary: false,
             leader_kill: true,
             independent_nodes: false,
@@ -474,6 +480,7 @@ static ZOOKEEPER: KindEntry = KindEntry {
             }
         },
         faults: ServerFaults {
+            replica_failover: false,
             redis_primary: false,
             leader_kill: true,
             independent_nodes: false,
@@ -519,6 +526,7 @@ static POSTGRES: KindEntry = KindEntry {
             }
         },
         faults: ServerFaults {
+            replica_failover: true,
             redis_primary: false,
             leader_kill: false,
             independent_nodes: false,

@@ -255,6 +255,9 @@ pub(crate) const CASE_OVERHEAD_PROCESSES: Duration = Duration::from_millis(120);
 /// Extra per case for a fault that starts servers of its own for every case (it destroys them): a
 /// Redis primary + replica (failover; measured 170-260 ms in all).
 pub(crate) const CASE_OWN_REDIS_PAIR: Duration = Duration::from_millis(300);
+/// The same for a PostgreSQL primary + streaming replica (failover: two `initdb`-fresh servers and a
+/// `pg_basebackup`; MEASURED_PAIR).
+pub(crate) const CASE_OWN_POSTGRES_PAIR: Duration = Duration::from_millis(2000);
 /// The same for a primary + replica watched by 3 Sentinels (Sentinel failover; measured 2.3 s: the
 /// Sentinels find each other through the primary's hello channel, every 2 s).
 pub(crate) const CASE_OWN_REDIS_SENTINELS: Duration = Duration::from_secs(3);
@@ -404,9 +407,18 @@ pub(crate) fn plan(
                     },
                     Some(Topology::RedisSentinel) => CASE_OWN_REDIS_SENTINELS,
                     Some(Topology::RedisCluster) => CASE_OWN_REDIS_CLUSTER,
-                    Some(
-                        Topology::RedisPair | Topology::RedisNodes { .. } | Topology::RedisNode(_),
-                    ) => CASE_OWN_REDIS_PAIR,
+                    Some(Topology::Pair) => match s.server {
+                        ServerKind::Postgres => CASE_OWN_POSTGRES_PAIR,
+                        ServerKind::Redis
+                        | ServerKind::InProcess
+                        | ServerKind::PerClient
+                        | ServerKind::RedisNodes
+                        | ServerKind::Etcd
+                        | ServerKind::ZooKeeper => CASE_OWN_REDIS_PAIR,
+                    },
+                    Some(Topology::RedisNodes { .. } | Topology::RedisNode(_)) => {
+                        CASE_OWN_REDIS_PAIR
+                    }
                 };
                 let overhead = match w.workers {
                     WorkerMode::Tasks => CASE_OVERHEAD_TASKS,

@@ -9,7 +9,7 @@
 //! | `pause_server` | every strategy with a real server | a server lockbench started (its pid) |
 //! | `client_pause` | Redis strategies | |
 //! | `pubsub_kill` | Redis strategies that use pub/sub (waiters woken by the server, keyspace events) | |
-//! | `failover` | Redis strategies | a primary + replica started per case, clients behind proxies |
+//! | `failover` | Redis and PostgreSQL strategies | a primary + replica started per case, clients behind proxies |
 //! | `sentinel_failover` | Redis strategies but peers | a primary + replica + 3 Sentinels started per case |
 //! | `cluster_master_kill`, `cluster_failover` | Redis strategies that run on a cluster (not peers) | 3 masters + 3 replicas started per case |
 //! | `leader_kill` | etcd and ZooKeeper strategies | a 3-member cluster / ensemble started per case |
@@ -79,7 +79,8 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
             server.is_external()
         }
         FaultKind::PauseServer => server.is_external(),
-        FaultKind::ClientPause | FaultKind::BusyScript | FaultKind::Failover => takes.redis_primary,
+        FaultKind::ClientPause | FaultKind::BusyScript => takes.redis_primary,
+        FaultKind::Failover => takes.replica_failover,
         FaultKind::SentinelFailover => {
             takes.redis_primary && !crate::strategies::is_peer(strategy.id)
         }
@@ -109,9 +110,9 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         FaultKind::PubsubKill if takes.redis_primary => {
             "it uses no pub/sub connection (its waiters poll)"
         }
+        FaultKind::Failover => "it does not run on a primary with a replica (Redis or PostgreSQL)",
         FaultKind::ClientPause
         | FaultKind::BusyScript
-        | FaultKind::Failover
         | FaultKind::SentinelFailover
         | FaultKind::ClusterMasterKill
         | FaultKind::ClusterFailover
@@ -164,6 +165,7 @@ mod tests {
                 .contains("no pub/sub")
         );
         assert!(check(FaultKind::Failover, "etcd-lease").is_err());
+        assert!(check(FaultKind::Failover, "postgres-lease").is_ok());
         assert!(check(FaultKind::SentinelFailover, "redisson").is_ok());
         assert!(check(FaultKind::SentinelFailover, "py-redis-lock").is_err());
         assert!(check(FaultKind::SentinelFailover, "redlock").is_err());

@@ -339,6 +339,7 @@ async fn failover(
         );
     };
     let kind = spec.kind;
+    let server = own.kind().name();
     let proxies = env.proxies.clone();
     // In a cluster, the master of the target's lock (lock 0 for `target = "server"`): every
     // lockbench Redis strategy tags a lock's keys with `{name}`, so this key shares their slot.
@@ -368,7 +369,7 @@ async fn failover(
         | FaultKind::ServerRestart => Err(format!("{kind} is no failover")),
     };
     match blocking(failover).await {
-        Ok(report) => record_failover(kind, key, &report, rec),
+        Ok(report) => record_failover(kind, server, key, &report, rec),
         Err(e) => return not_applied(rec, format!("{kind} failed: {e}")),
     }
     if let Some(v) = victim {
@@ -385,8 +386,15 @@ async fn failover(
     Ok(true)
 }
 
-/// What a failover of `kind` (on the master of lock `key`, in a cluster) did, as its record says it.
-fn record_failover(kind: FaultKind, key: u32, report: &FailoverReport, rec: &mut Record) {
+/// What a failover of `kind` of `server`s (on the master of lock `key`, in a cluster) did, as its
+/// record says it.
+fn record_failover(
+    kind: FaultKind,
+    server: &str,
+    key: u32,
+    report: &FailoverReport,
+    rec: &mut Record,
+) {
     let cluster = matches!(
         kind,
         FaultKind::ClusterMasterKill | FaultKind::ClusterFailover
@@ -399,7 +407,7 @@ fn record_failover(kind: FaultKind, key: u32, report: &FailoverReport, rec: &mut
         )
     } else {
         format!(
-            "redis primary {} → replica {}",
+            "{server} primary {} → replica {}",
             report.old_primary, report.new_primary
         )
     };

@@ -849,7 +849,7 @@ pub(crate) fn needs_proxies(kind: FaultKind) -> bool {
 /// its way), if any.
 pub(crate) fn own_topology(spec: &FaultSpec) -> Option<Topology> {
     match spec.kind {
-        FaultKind::Failover => Some(Topology::RedisPair),
+        FaultKind::Failover => Some(Topology::Pair),
         FaultKind::SentinelFailover => Some(Topology::RedisSentinel),
         FaultKind::ClusterMasterKill | FaultKind::ClusterFailover => Some(Topology::RedisCluster),
         FaultKind::LeaderKill => Some(Topology::Cluster),
@@ -882,7 +882,7 @@ pub(crate) fn case_topology(specs: &[FaultSpec]) -> Option<Topology> {
     if let Topology::RedisNodes { fake_clock } = &mut topology {
         *fake_clock = specs.iter().filter_map(own_topology).find_map(|t| match t {
             Topology::RedisNodes { fake_clock } => fake_clock,
-            Topology::RedisPair
+            Topology::Pair
             | Topology::RedisSentinel
             | Topology::RedisCluster
             | Topology::Cluster
@@ -895,8 +895,8 @@ pub(crate) fn case_topology(specs: &[FaultSpec]) -> Option<Topology> {
 /// A server set-up a case starts for itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Topology {
-    /// A Redis primary with one asynchronous replica.
-    RedisPair,
+    /// A primary with one asynchronous replica: Redis or PostgreSQL, whichever the strategy uses.
+    Pair,
     /// A Redis primary and replica watched by 3 Sentinels.
     RedisSentinel,
     /// A Redis Cluster of 3 masters with one replica each.
@@ -917,9 +917,8 @@ impl Topology {
     /// The server kinds this topology replaces the run's shared servers for.
     pub(crate) fn replaces(self) -> &'static [ServerKind] {
         match self {
-            Topology::RedisPair | Topology::RedisSentinel | Topology::RedisCluster => {
-                &[ServerKind::Redis]
-            }
+            Topology::Pair => &[ServerKind::Redis, ServerKind::Postgres],
+            Topology::RedisSentinel | Topology::RedisCluster => &[ServerKind::Redis],
             Topology::Cluster => &[ServerKind::Etcd, ServerKind::ZooKeeper],
             Topology::RedisNodes { .. } => &[ServerKind::RedisNodes],
             Topology::RedisNode(_) => &[ServerKind::Redis],
