@@ -255,8 +255,9 @@ pub(crate) const CASE_OVERHEAD_PROCESSES: Duration = Duration::from_millis(120);
 /// Extra per case for a fault that starts servers of its own for every case (it destroys them): a
 /// Redis primary + replica (failover; measured 170-260 ms in all).
 pub(crate) const CASE_OWN_REDIS_PAIR: Duration = Duration::from_millis(300);
-/// The same for a PostgreSQL primary + streaming replica (failover: two `initdb`-fresh servers and a
-/// `pg_basebackup`; MEASURED_PAIR).
+/// The same for a PostgreSQL primary + streaming replica (failover: a fresh server from `initdb` and
+/// its copy from `pg_basebackup`; measured 1.36-1.52 s to start both, 2.7 s on a busy machine, then the tables and
+/// the replication link's proxy).
 pub(crate) const CASE_OWN_POSTGRES_PAIR: Duration = Duration::from_millis(2000);
 /// The same for a primary + replica watched by 3 Sentinels (Sentinel failover; measured 2.3 s: the
 /// Sentinels find each other through the primary's hello channel, every 2 s).
