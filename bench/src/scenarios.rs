@@ -95,6 +95,10 @@ pub(crate) const PRESETS: &[Preset] = &[
         toml: include_str!("../scenarios/postgres-failover.toml"),
     },
     Preset {
+        name: "postgres-session-kill",
+        toml: include_str!("../scenarios/postgres-session-kill.toml"),
+    },
+    Preset {
         name: "leader-loss",
         toml: include_str!("../scenarios/leader-loss.toml"),
     },

@@ -10,7 +10,7 @@ use lockbench_servers::PostgresServer;
 use lockers::conformance::Target;
 use lockers::postgres::advisory::PostgresAdvisory;
 use lockers::postgres::lease::PostgresLease;
-use lockers::postgres::{PostgresConfig, SCHEMA};
+use lockers::postgres::{PostgresConfig, SCHEMA, holder_sessions};
 use lockers::{AcquireOptions, Events, Lease, LockError, Locker, LossReason, Renewal};
 
 /// Watchdog TTL of the clients: second-scale tests.
@@ -39,10 +39,6 @@ async fn admin(sql: String) -> Vec<Vec<Option<String>>> {
     tokio::task::spawn_blocking(move || server().query(&sql).unwrap())
         .await
         .unwrap()
-}
-
-fn quoted(key: &str) -> String {
-    format!("'{}'", key.replace('\'', "''"))
 }
 
 /// Which PostgreSQL strategy a client runs.
@@ -74,27 +70,22 @@ impl Target for Row {
         Duration::from_millis(500)
     }
 
-    /// Advisory: an operator ends the holder's session (`pg_terminate_backend`). Lease: the row goes.
+    /// An operator ends the holder's session (`pg_terminate_backend`): an advisory lock goes with
+    /// it. A lease row outlives its session, so it is deleted instead.
     async fn remove_behind_back(&self, lease: &Lease) {
-        match self {
-            Row::Advisory => {
-                let ended = admin(format!(
-                    "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' \
-                     AND granted AND ((classid::bigint << 32) | objid::bigint) = \
-                     hashtextextended({}, 0)",
-                    quoted(lease.key())
-                ))
-                .await;
-                assert_eq!(ended.len(), 1, "one session held {}", lease.key());
-            }
-            Row::Lease => {
-                admin(format!(
-                    "DELETE FROM lockbench_leases WHERE key = {}",
-                    quoted(lease.key())
-                ))
-                .await;
-            }
+        let key = lease.key();
+        let ended = match self {
+            Row::Advisory => admin(format!(
+                "SELECT pg_terminate_backend(pid) FROM ({}) s",
+                holder_sessions(key)
+            )),
+            Row::Lease => admin(format!(
+                "DELETE FROM lockbench_leases WHERE key = '{}' RETURNING key",
+                key.replace('\'', "''")
+            )),
         }
+        .await;
+        assert_eq!(ended.len(), 1, "one session or row held {key}");
     }
 }
 
@@ -121,6 +112,34 @@ async fn a_server_side_session_end_is_noticed_at_once_and_frees_the_lock() {
     let next = b.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
     assert!(next.token() > lease.token());
     next.release().await.unwrap();
+}
+
+/// A lease row is not session state: the server ending the holder's connection (found by the row's
+/// holder) frees nothing; the next renewal reconnects and the lease lives on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_outlives_its_session_ended_by_the_server() {
+    let a = Row::Lease.client(Events::none()).await;
+    let b = Row::Lease.client(Events::none()).await;
+    let key = format!("ended:{:08x}", rand::random::<u32>());
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    let ended = admin(format!(
+        "SELECT pg_terminate_backend(pid) FROM ({}) s",
+        holder_sessions(&key)
+    ))
+    .await;
+    assert_eq!(
+        ended,
+        vec![vec![Some("t".to_owned())]],
+        "the holder's one session"
+    );
+    assert!(matches!(
+        b.acquire(&key, &AcquireOptions::try_once()).await,
+        Err(LockError::Timeout { .. })
+    ));
+    // Past a renewal, on a new connection: still held, and released as ours.
+    let renewed = tokio::time::timeout(TTL / 2, lease.lost()).await;
+    assert!(renewed.is_err(), "lost: {renewed:?}");
+    lease.release().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -117,6 +117,8 @@ pub struct ServerFaults {
     pub leader_kill: bool,
     /// Killing, restarting or jumping the clock of one of N independent nodes.
     pub independent_nodes: bool,
+    /// Ending a holder's session from the server (PostgreSQL's `pg_terminate_backend`).
+    pub terminate_session: bool,
 }
 
 /// A server lockbench started: where it listens and the handle that stops it when dropped.
@@ -286,6 +288,7 @@ static REDIS: KindEntry = KindEntry {
             redis_primary: true,
             leader_kill: false,
             independent_nodes: false,
+            terminate_session: false,
         },
     }),
 };
@@ -375,6 +378,7 @@ static REDIS_NODES: KindEntry = KindEntry {
             redis_primary: false,
             leader_kill: false,
             independent_nodes: true,
+            terminate_session: false,
         },
     }),
 };
@@ -431,6 +435,7 @@ static ETCD: KindEntry = KindEntry {
             redis_primary: false,
             leader_kill: true,
             independent_nodes: false,
+            terminate_session: false,
         },
     }),
 };
@@ -484,6 +489,7 @@ static ZOOKEEPER: KindEntry = KindEntry {
             redis_primary: false,
             leader_kill: true,
             independent_nodes: false,
+            terminate_session: false,
         },
     }),
 };
@@ -530,6 +536,7 @@ static POSTGRES: KindEntry = KindEntry {
             redis_primary: false,
             leader_kill: false,
             independent_nodes: false,
+            terminate_session: true,
         },
     }),
 };

@@ -15,6 +15,7 @@
 //! | `leader_kill` | etcd and ZooKeeper strategies | a 3-member cluster / ensemble started per case |
 //! | `node_kill`, `node_restart`, `clock_jump` | strategies on independent Redis nodes (`redlock`) | 5 nodes started per case (one under libfaketime for `clock_jump`) |
 //! | `server_restart` | single-Redis strategies | a restartable Redis started per case |
+//! | `terminate_session` | PostgreSQL strategies | the run's PostgreSQL, reachable as a superuser (lockbench's own) |
 
 use lockers::Capabilities;
 
@@ -93,6 +94,7 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
             takes.independent_nodes
         }
         FaultKind::ServerRestart => takes.redis_primary,
+        FaultKind::TerminateSession => takes.terminate_session,
     };
     if ok {
         return Ok(());
@@ -122,6 +124,7 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
             "it does not run on independent Redis nodes (Redlock's masters)"
         }
         FaultKind::ServerRestart => "it does not run on one Redis server",
+        FaultKind::TerminateSession => "it holds no PostgreSQL session",
         FaultKind::PauseWorker
         | FaultKind::CrashWorker
         | FaultKind::StarveWorker
@@ -179,6 +182,8 @@ mod tests {
         assert!(check(FaultKind::ClockJump, "redlock").is_ok());
         assert!(check(FaultKind::ServerRestart, "redlock").is_err());
         assert!(check(FaultKind::ServerRestart, "redis-watchdog").is_ok());
+        assert!(check(FaultKind::TerminateSession, "postgres-advisory").is_ok());
+        assert!(check(FaultKind::TerminateSession, "redis-watchdog").is_err());
         // A peer's library lives in its adapter process: signals and cgroups reach it through the
         // worker's process group, the worker runtime's starvation and hog threads do not.
         assert!(check(FaultKind::PauseWorker, "py-redis-lock").is_ok());

@@ -70,7 +70,8 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         | FaultKind::NodeKill
         | FaultKind::NodeRestart
         | FaultKind::ClockJump
-        | FaultKind::ServerRestart => return,
+        | FaultKind::ServerRestart
+        | FaultKind::TerminateSession => return,
     }
     match victim {
         Some(v) => {

@@ -5,7 +5,8 @@
 //! (`cluster_master_kill`, `cluster_failover`), the kill of a cluster's leader
 //! (`leader_kill`), kills and restarts of Redlock's nodes (`node_kill`, `node_restart`; `clock_jump` is
 //! set up when its node starts) and the restart of a single Redis with or without persistence
-//! (`server_restart`).
+//! (`server_restart`), and PostgreSQL's `pg_terminate_backend` of a holder's session
+//! (`terminate_session`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use super::env::{
     measure_any, measure_victim, pick_client, seen_in_state, sleep_until,
 };
 use super::topology::{CaseServers, FailoverReport};
+use crate::backends::ServerKind;
 use crate::base::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
@@ -121,6 +123,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         | FaultKind::ClusterMasterKill
         | FaultKind::ClusterFailover => failover(spec, env, rec, victim.as_ref()).await,
         FaultKind::LeaderKill => leader_kill(env, rec).await,
+        FaultKind::TerminateSession => terminate_session(env, rec, victim.as_ref()).await,
         FaultKind::NodeKill
         | FaultKind::NodeRestart
         | FaultKind::ClockJump
@@ -366,7 +369,8 @@ async fn failover(
         | FaultKind::NodeKill
         | FaultKind::NodeRestart
         | FaultKind::ClockJump
-        | FaultKind::ServerRestart => Err(format!("{kind} is no failover")),
+        | FaultKind::ServerRestart
+        | FaultKind::TerminateSession => Err(format!("{kind} is no failover")),
     };
     match blocking(failover).await {
         Ok(report) => record_failover(kind, server, key, &report, rec),
@@ -429,6 +433,59 @@ fn record_failover(
         };
         rec.param(name, bound.as_secs_f64() * 1e3);
     }
+}
+
+/// Ends the sessions holding `victim`'s lock from the server (`pg_terminate_backend`, as lockbench's
+/// superuser): what an administrator, `idle_session_timeout` or a connection pooler's reaper does.
+async fn terminate_session(
+    env: &FaultEnv,
+    rec: &mut Record,
+    victim: Option<&Victim>,
+) -> Result<bool, NotApplied> {
+    let Some((client, key)) = victim.and_then(|v| Some((v.client, v.held?.0))) else {
+        return not_applied(
+            rec,
+            "terminate_session needs a holder (target = \"holder\")",
+        );
+    };
+    let socket = match &env.server {
+        ServerAccess::Shared {
+            kind: ServerKind::Postgres,
+            socket,
+            ..
+        } => *socket,
+        ServerAccess::Shared { kind, .. } => {
+            return not_applied(rec, format!("no PostgreSQL session on {}", kind.name()));
+        }
+        ServerAccess::Own(_) | ServerAccess::None => {
+            return not_applied(rec, "terminate_session needs the run's PostgreSQL");
+        }
+    };
+    let lock = format!("{}{key}", env.key_prefix);
+    rec.target = format!("postgres {socket}: the session of client {client} holding key {key}");
+    rec.param("client", client);
+    rec.param("key", key);
+    let sql = format!(
+        "SELECT pg_terminate_backend(pid) FROM ({}) s",
+        lockers::postgres::holder_sessions(&lock)
+    );
+    let ended = blocking(move || {
+        lockbench_servers::postgres::query(socket, &sql, COMMAND_TIMEOUT).map_err(|e| e.to_string())
+    })
+    .await;
+    match ended {
+        Ok(rows) if !rows.is_empty() => {
+            rec.param("sessions_ended", rows.len());
+            rec.took_effect(format!(
+                "the server ended {} session(s) holding {lock}",
+                rows.len()
+            ));
+        }
+        Ok(_) => return not_applied(rec, format!("no session held {lock} when it struck")),
+        Err(e) => return not_applied(rec, format!("pg_terminate_backend failed: {e}")),
+    }
+    rec.stop = Some(env.clock.now());
+    Ok(true)
 }
 
 /// Kills the leader of the case's own cluster and waits for a new one.
@@ -500,7 +557,8 @@ async fn node_fault(
         | FaultKind::SentinelFailover
         | FaultKind::ClusterMasterKill
         | FaultKind::ClusterFailover
-        | FaultKind::LeaderKill => Err(format!("{} is no node fault", spec.kind)),
+        | FaultKind::LeaderKill
+        | FaultKind::TerminateSession => Err(format!("{} is no node fault", spec.kind)),
         FaultKind::ClockJump => {
             // The node runs under libfaketime from its start: the fault lasts the whole case.
             rec.start = env.go;

@@ -137,7 +137,8 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         | FaultKind::NodeKill
         | FaultKind::NodeRestart
         | FaultKind::ClockJump
-        | FaultKind::ServerRestart => return,
+        | FaultKind::ServerRestart
+        | FaultKind::TerminateSession => return,
     }
     measure_victim(env, victim, cursor, t0, rec).await;
     check_struck_hold(env, spec.target, &victim, t0, rec);

@@ -113,11 +113,14 @@ pub(crate) enum FaultKind {
     /// Kill the Redis server and restart it on its data dir, with or without durable persistence
     /// (`durability`).
     ServerRestart,
+    /// End the holder's PostgreSQL session from the server (`pg_terminate_backend`, what an
+    /// administrator or a session timeout does), `after_acquire` after its acquire.
+    TerminateSession,
 }
 
 impl FaultKind {
     /// Every kind, in listing order.
-    pub(crate) const ALL: [FaultKind; 21] = [
+    pub(crate) const ALL: [FaultKind; 22] = [
         FaultKind::PauseWorker,
         FaultKind::CrashWorker,
         FaultKind::StarveWorker,
@@ -139,6 +142,7 @@ impl FaultKind {
         FaultKind::NodeRestart,
         FaultKind::ClockJump,
         FaultKind::ServerRestart,
+        FaultKind::TerminateSession,
     ];
 
     /// The name in scenario files and results.
@@ -165,6 +169,7 @@ impl FaultKind {
             FaultKind::NodeRestart => "node_restart",
             FaultKind::ClockJump => "clock_jump",
             FaultKind::ServerRestart => "server_restart",
+            FaultKind::TerminateSession => "terminate_session",
         }
     }
 
@@ -205,7 +210,8 @@ impl FaultKind {
             | FaultKind::LeaderKill
             | FaultKind::NodeKill
             | FaultKind::NodeRestart
-            | FaultKind::ServerRestart => ttl / 2,
+            | FaultKind::ServerRestart
+            | FaultKind::TerminateSession => ttl / 2,
         }
     }
 
@@ -232,7 +238,8 @@ impl FaultKind {
             | FaultKind::NodeKill
             | FaultKind::NodeRestart
             | FaultKind::ClockJump
-            | FaultKind::ServerRestart => FaultScope::Server,
+            | FaultKind::ServerRestart
+            | FaultKind::TerminateSession => FaultScope::Server,
         }
     }
 
@@ -261,6 +268,7 @@ impl FaultKind {
             FaultKind::NodeRestart => &["nodes"],
             FaultKind::ClockJump => &["nodes", "rate"],
             FaultKind::ServerRestart => &["durability"],
+            FaultKind::TerminateSession => &["after_acquire"],
         }
     }
 
@@ -285,7 +293,8 @@ impl FaultKind {
             | FaultKind::ClusterMasterKill
             | FaultKind::ClusterFailover
             | FaultKind::LeaderKill
-            | FaultKind::ServerRestart => &[],
+            | FaultKind::ServerRestart
+            | FaultKind::TerminateSession => &[],
         }
     }
 }
@@ -528,7 +537,8 @@ fn resolve_target(
         FaultScope::WorkerProcess => matches!(target, Target::Holder | Target::Client(_)),
         FaultScope::Network => target != Target::Server,
         // A failover may strike right after a client acquired (its lock is then the newest,
-        // least replicated write).
+        // least replicated write); a holder's session is a holder's only.
+        FaultScope::Server if kind == FaultKind::TerminateSession => target == Target::Holder,
         FaultScope::Server => {
             target == Target::Server
                 || (matches!(
@@ -695,7 +705,8 @@ impl FaultSpec {
             | FaultKind::SentinelFailover
             | FaultKind::ClusterMasterKill
             | FaultKind::ClusterFailover
-            | FaultKind::LeaderKill => {}
+            | FaultKind::LeaderKill
+            | FaultKind::TerminateSession => {}
         }
         out
     }
@@ -871,7 +882,8 @@ pub(crate) fn own_topology(spec: &FaultSpec) -> Option<Topology> {
         | FaultKind::BusyScript
         | FaultKind::ProxyDelay
         | FaultKind::ProxyBlackhole
-        | FaultKind::ProxyReset => None,
+        | FaultKind::ProxyReset
+        | FaultKind::TerminateSession => None,
     }
 }
 

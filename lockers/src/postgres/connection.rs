@@ -22,6 +22,22 @@ pub const LEASE_TABLE: &str = "lockbench_leases";
 /// The table of `postgres-advisory`'s fencing counters, one row per lock key.
 pub const FENCING_TABLE: &str = "lockbench_fencing";
 
+/// A query of the server processes of the sessions that hold lock `key`: the session granted its
+/// advisory lock (`postgres-advisory`), or the connection of the client whose live lease row it is
+/// (`postgres-lease`). Run as a superuser (or a member of `pg_signal_backend`), `SELECT
+/// pg_terminate_backend(pid) FROM (…) s` ends them, as an administrator or a session timeout would.
+/// `key` is quoted as a literal (for the simple query protocol).
+pub fn holder_sessions(key: &str) -> String {
+    let key = format!("'{}'", key.replace('\'', "''"));
+    format!(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted \
+         AND ((classid::bigint << 32) | objid::bigint) = hashtextextended({key}, 0) \
+         UNION SELECT a.pid FROM pg_stat_activity a JOIN lockbench_leases l \
+         ON a.application_name = 'lockbench ' || split_part(l.holder, ':', 1) \
+         WHERE l.key = {key} AND l.expires_at >= now()"
+    )
+}
+
 /// The tables both strategies need. lockbench runs this on servers it starts; on a user's server a
 /// missing table is a one-line error quoting what to create.
 pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS lockbench_leases (key text PRIMARY KEY, \
@@ -94,6 +110,12 @@ pub(super) struct ServerAddress {
 }
 
 impl ServerAddress {
+    /// The same address, its connections named `lockbench <name>` (`application_name`).
+    pub(super) fn named(mut self, name: &str) -> Self {
+        self.config.application_name(format!("lockbench {name}"));
+        self
+    }
+
     /// Statements executed so far on the connections opened to it: what `pg_stat_statements` counts
     /// of this client (preparing a statement is no execution).
     pub(super) fn requests(&self) -> u64 {

@@ -19,7 +19,8 @@
 //!
 //! # Connection
 //! One connection per client, shared by its acquires, renewals and releases (pipelined), opened again
-//! when it has ended.
+//! when it has ended. Its `application_name` is `lockbench <client id>`, and a row's holder is
+//! `<client id>:<owner>`, so the server can tell which session holds a row ([`holder_sessions`](super::holder_sessions)).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -140,7 +141,9 @@ impl PostgresLease {
         config: PostgresConfig,
         events: Events,
     ) -> Result<Self, LockError> {
-        let client_config = client_config(url, &config)?;
+        let client_id = format!("{:08x}", rand::random::<u32>());
+        // The server names the client's connection as its rows name their holder.
+        let client_config = client_config(url, &config)?.named(&client_id);
         let first = Session::open(&client_config).await?;
         Ok(PostgresLease {
             sessions: Arc::new(Sessions {
@@ -149,7 +152,7 @@ impl PostgresLease {
             }),
             config,
             events,
-            client_id: format!("{:08x}", rand::random::<u32>()),
+            client_id,
         })
     }
 }
