@@ -240,7 +240,8 @@ pub struct RunArgs {
     /// proxy_reset (every=D), failover (replication_lag=D), sentinel_failover,
     /// cluster_master_kill, cluster_failover, leader_kill,
     /// node_kill (nodes=I,J duration=D),
-    /// node_restart (nodes=I,J), clock_jump (nodes=I rate=N), server_restart (durability=none|aof-always).
+    /// node_restart (nodes=I,J), clock_jump (nodes=I rate=N), server_restart (durability=none|aof-always),
+    /// terminate_session (target=holder only).
     #[arg(long = "fault", value_name = "FAULT")]
     pub faults: Vec<String>,
 }

@@ -91,6 +91,14 @@ pub(crate) const PRESETS: &[Preset] = &[
         toml: include_str!("../scenarios/redis-cluster-failover.toml"),
     },
     Preset {
+        name: "postgres-failover",
+        toml: include_str!("../scenarios/postgres-failover.toml"),
+    },
+    Preset {
+        name: "postgres-session-kill",
+        toml: include_str!("../scenarios/postgres-session-kill.toml"),
+    },
+    Preset {
         name: "leader-loss",
         toml: include_str!("../scenarios/leader-loss.toml"),
     },

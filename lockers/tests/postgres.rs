@@ -10,7 +10,7 @@ use lockbench_servers::PostgresServer;
 use lockers::conformance::Target;
 use lockers::postgres::advisory::PostgresAdvisory;
 use lockers::postgres::lease::PostgresLease;
-use lockers::postgres::{PostgresConfig, SCHEMA};
+use lockers::postgres::{PostgresConfig, SCHEMA, holder_sessions};
 use lockers::{AcquireOptions, Events, Lease, LockError, Locker, LossReason, Renewal};
 
 /// Watchdog TTL of the clients: second-scale tests.
@@ -41,21 +41,25 @@ async fn admin(sql: String) -> Vec<Vec<Option<String>>> {
         .unwrap()
 }
 
-fn quoted(key: &str) -> String {
-    format!("'{}'", key.replace('\'', "''"))
+/// Which PostgreSQL strategy a client runs.
+#[derive(Debug, Clone, Copy)]
+enum Row {
+    Advisory,
+    Lease,
 }
 
-struct Advisory;
+/// A client of `row` on the server at `url`.
+async fn connect(row: Row, url: &str, events: Events) -> Result<Arc<dyn Locker>, LockError> {
+    Ok(match row {
+        Row::Advisory => Arc::new(PostgresAdvisory::connect(url, config(), events).await?),
+        Row::Lease => Arc::new(PostgresLease::connect(url, config(), events).await?),
+    })
+}
 
 #[async_trait]
-impl Target for Advisory {
+impl Target for Row {
     async fn client(&self, events: Events) -> Arc<dyn Locker> {
-        let url = server().url();
-        Arc::new(
-            PostgresAdvisory::connect(&url, config(), events)
-                .await
-                .unwrap(),
-        )
+        connect(*self, &server().url(), events).await.unwrap()
     }
 
     fn watchdog_timeout(&self) -> Duration {
@@ -66,64 +70,41 @@ impl Target for Advisory {
         Duration::from_millis(500)
     }
 
-    /// An operator ends the holder's session (`pg_terminate_backend`).
+    /// An operator ends the holder's session (`pg_terminate_backend`): an advisory lock goes with
+    /// it. A lease row outlives its session, so it is deleted instead.
     async fn remove_behind_back(&self, lease: &Lease) {
-        let ended = admin(format!(
-            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted \
-             AND ((classid::bigint << 32) | objid::bigint) = hashtextextended({}, 0)",
-            quoted(lease.key())
-        ))
+        let key = lease.key();
+        let ended = match self {
+            Row::Advisory => admin(format!(
+                "SELECT pg_terminate_backend(pid) FROM ({}) s",
+                holder_sessions(key)
+            )),
+            Row::Lease => admin(format!(
+                "DELETE FROM lockbench_leases WHERE key = '{}' RETURNING key",
+                key.replace('\'', "''")
+            )),
+        }
         .await;
-        assert_eq!(ended.len(), 1, "one session held {}", lease.key());
-    }
-}
-
-struct LeaseRow;
-
-#[async_trait]
-impl Target for LeaseRow {
-    async fn client(&self, events: Events) -> Arc<dyn Locker> {
-        let url = server().url();
-        Arc::new(
-            PostgresLease::connect(&url, config(), events)
-                .await
-                .unwrap(),
-        )
-    }
-
-    fn watchdog_timeout(&self) -> Duration {
-        TTL
-    }
-
-    fn short_lease(&self) -> Duration {
-        Duration::from_millis(500)
-    }
-
-    async fn remove_behind_back(&self, lease: &Lease) {
-        admin(format!(
-            "DELETE FROM lockbench_leases WHERE key = {}",
-            quoted(lease.key())
-        ))
-        .await;
+        assert_eq!(ended.len(), 1, "one session or row held {key}");
     }
 }
 
 mod advisory {
-    lockers::conformance_tests!(super::Advisory);
+    lockers::conformance_tests!(super::Row::Advisory);
 }
 
 mod lease {
-    lockers::conformance_tests!(super::LeaseRow);
+    lockers::conformance_tests!(super::Row::Lease);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_side_session_end_is_noticed_at_once_and_frees_the_lock() {
-    let a = Advisory.client(Events::none()).await;
-    let b = Advisory.client(Events::none()).await;
+    let a = Row::Advisory.client(Events::none()).await;
+    let b = Row::Advisory.client(Events::none()).await;
     let key = format!("ended:{:08x}", rand::random::<u32>());
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
     let started = std::time::Instant::now();
-    Advisory.remove_behind_back(&lease).await;
+    Row::Advisory.remove_behind_back(&lease).await;
     let reason = tokio::time::timeout(TTL, lease.lost()).await.unwrap();
     assert!(matches!(reason, LossReason::ChannelClosed(_)), "{reason}");
     // Noticed from the connection's end, well before a check would have found it.
@@ -133,32 +114,54 @@ async fn a_server_side_session_end_is_noticed_at_once_and_frees_the_lock() {
     next.release().await.unwrap();
 }
 
+/// A lease row is not session state: the server ending the holder's connection (found by the row's
+/// holder) frees nothing; the next renewal reconnects and the lease lives on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_outlives_its_session_ended_by_the_server() {
+    let a = Row::Lease.client(Events::none()).await;
+    let b = Row::Lease.client(Events::none()).await;
+    let key = format!("ended:{:08x}", rand::random::<u32>());
+    let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
+    let ended = admin(format!(
+        "SELECT pg_terminate_backend(pid) FROM ({}) s",
+        holder_sessions(&key)
+    ))
+    .await;
+    assert_eq!(
+        ended,
+        vec![vec![Some("t".to_owned())]],
+        "the holder's one session"
+    );
+    assert!(matches!(
+        b.acquire(&key, &AcquireOptions::try_once()).await,
+        Err(LockError::Timeout { .. })
+    ));
+    // Past a renewal, on a new connection: still held, and released as ours.
+    let renewed = tokio::time::timeout(TTL / 2, lease.lost()).await;
+    assert!(renewed.is_err(), "lost: {renewed:?}");
+    lease.release().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_addresses_and_missing_tables_are_one_line_errors() {
     let port = lockbench_servers::free_ports(1).unwrap()[0];
     let unreachable = format!("postgres://app:s3cret@127.0.0.1:{port}/postgres");
-    let error = PostgresLease::connect(&unreachable, config(), Events::none())
+    let error = connect(Row::Lease, &unreachable, Events::none())
         .await
         .unwrap_err();
     let text = error.to_string();
     assert!(matches!(error, LockError::Backend { .. }), "{text}");
     assert!(!text.contains("s3cret") && !text.contains('\n'), "{text}");
     let tls = format!("{}?sslmode=require", server().url());
-    let error = PostgresAdvisory::connect(&tls, config(), Events::none())
+    let error = connect(Row::Advisory, &tls, Events::none())
         .await
         .unwrap_err();
     assert!(error.to_string().contains("sslmode=require"), "{error}");
     // A database without the tables: the error says what to create.
     admin("CREATE DATABASE bare".into()).await;
     let bare = server().url().replace("/postgres", "/bare");
-    for error in [
-        PostgresLease::connect(&bare, config(), Events::none())
-            .await
-            .unwrap_err(),
-        PostgresAdvisory::connect(&bare, config(), Events::none())
-            .await
-            .unwrap_err(),
-    ] {
+    for row in [Row::Lease, Row::Advisory] {
+        let error = connect(row, &bare, Events::none()).await.unwrap_err();
         let text = error.to_string();
         assert!(matches!(error, LockError::Config(_)), "{text}");
         assert!(
@@ -193,17 +196,9 @@ async fn requests_sent_are_what_pg_stat_statements_counted() {
         rows[0][0].as_deref().unwrap().parse::<u64>().unwrap()
     };
     let before = counted("CREATE TABLE").await;
-    let clients: [Arc<dyn Locker>; 2] = [
-        Arc::new(
-            PostgresAdvisory::connect(&url, config(), Events::none())
-                .await
-                .unwrap(),
-        ),
-        Arc::new(
-            PostgresLease::connect(&url, config(), Events::none())
-                .await
-                .unwrap(),
-        ),
+    let clients = [
+        connect(Row::Advisory, &url, Events::none()).await.unwrap(),
+        connect(Row::Lease, &url, Events::none()).await.unwrap(),
     ];
     for client in &clients {
         for i in 0..25 {

@@ -209,7 +209,7 @@ impl PostgresPair {
         loop {
             let streaming = primary
                 .query("SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")?;
-            if streaming.first().and_then(|r| r.first()).cloned().flatten() == Some("1".into()) {
+            if first_value(&streaming).as_deref() == Some("1") {
                 break;
             }
             if Instant::now() > deadline {
@@ -232,11 +232,47 @@ impl PostgresPair {
         &self.replica
     }
 
+    /// Points the replica's stream at `upstream` (a proxy in front of the primary: `primary_conninfo`
+    /// set and reloaded, which restarts the WAL receiver) and waits until it streams from there and
+    /// has replayed everything the primary had written.
+    pub fn replicate_through(&self, upstream: SocketAddr) -> Result<()> {
+        let conninfo = format!(
+            "host={} port={} user={USER} application_name=replica",
+            upstream.ip(),
+            upstream.port()
+        );
+        self.replica
+            .query(&format!("ALTER SYSTEM SET primary_conninfo = '{conninfo}'"))?;
+        self.replica.query("SELECT pg_reload_conf()")?;
+        let deadline = Instant::now() + REPLICATION_TIMEOUT;
+        let written = first_value(&self.primary.query("SELECT pg_current_wal_lsn()::text")?);
+        let caught_up = format!(
+            "SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming' \
+             AND sender_port = {} AND pg_last_wal_replay_lsn() >= '{}'::pg_lsn",
+            upstream.port(),
+            written.unwrap_or_else(|| "0/0".into())
+        );
+        while first_value(&self.replica.query(&caught_up)?).as_deref() != Some("1") {
+            if Instant::now() > deadline {
+                return Err(self.replica.process.start_error(format!(
+                    "the replica did not stream through {upstream} within {REPLICATION_TIMEOUT:?}"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
     /// Promotes the replica to a primary (`pg_promote()`, waiting until it is done).
     pub fn promote_replica(&self) -> Result<()> {
         self.replica.query("SELECT pg_promote(true, 10)")?;
         Ok(())
     }
+}
+
+/// The first column of the first row of a query's answer (`None`: no row, or NULL).
+pub fn first_value(rows: &[Vec<Option<String>>]) -> Option<String> {
+    rows.first()?.first()?.clone()
 }
 
 /// The directory of PostgreSQL's programs: `LOCKBENCH_POSTGRES_BIN`, else Debian's newest

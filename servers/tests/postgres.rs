@@ -1,4 +1,5 @@
-//! A real PostgreSQL: a fresh server per start, a streaming replica that takes over when promoted,
+//! A real PostgreSQL: a fresh server per start, a streaming replica (also through a proxy) that takes
+//! over when promoted,
 //! and nothing left behind (no process, no data directory) when the handle is dropped.
 #![allow(clippy::unwrap_used)]
 
@@ -6,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use lockbench_servers::{PostgresPair, data_parent};
+use lockbench_servers::{PostgresPair, Proxy, data_parent};
 
 /// The process ids of the server's own sessions and background processes, as it lists them.
 fn backend_pids(server: &lockbench_servers::PostgresServer) -> Vec<u32> {
@@ -48,6 +49,24 @@ fn a_pair_replicates_fails_over_and_leaves_nothing_behind() {
         replica.query("SELECT v FROM t").unwrap(),
         vec![vec![Some("7".to_owned())]]
     );
+    // Streamed through a proxy instead (the link a replication lag is put on), it still catches up:
+    // the proxy carries the replica's stream.
+    let link = Proxy::start(primary.addr()).unwrap();
+    pair.replicate_through(link.addr()).unwrap();
+    assert_eq!(
+        link.connections(),
+        1,
+        "the replica streams through the proxy"
+    );
+    primary.query("INSERT INTO t VALUES (9)").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while replica.query("SELECT count(*) FROM t").unwrap() != vec![vec![Some("2".to_owned())]] {
+        assert!(
+            Instant::now() < deadline,
+            "the write never came through the proxy"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let refused = replica.query("INSERT INTO t VALUES (8)").unwrap_err();
     assert!(refused.to_string().contains("read-only"), "{refused}");
     pair.promote_replica().unwrap();

@@ -107,13 +107,18 @@ impl std::fmt::Debug for ServerEntry {
 /// The server faults a kind takes beyond pausing its process and the network faults of a proxy.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ServerFaults {
-    /// The faults of one Redis primary: `CLIENT PAUSE`, a busy script, failover to its replica,
-    /// Sentinel and cluster failovers, a pub/sub kill, a restart.
+    /// The faults of one Redis primary: `CLIENT PAUSE`, a busy script, Sentinel and cluster
+    /// failovers, a pub/sub kill, a restart.
     pub redis_primary: bool,
+    /// Failover to a replica: the primary of a primary + asynchronous replica pair lockbench starts
+    /// for the case is killed, the replica promoted and the clients' proxies pointed at it.
+    pub replica_failover: bool,
     /// Killing the leader of a 3-member cluster lockbench starts for the case.
     pub leader_kill: bool,
     /// Killing, restarting or jumping the clock of one of N independent nodes.
     pub independent_nodes: bool,
+    /// Ending a holder's session from the server (PostgreSQL's `pg_terminate_backend`).
+    pub terminate_session: bool,
 }
 
 /// A server lockbench started: where it listens and the handle that stops it when dropped.
@@ -130,6 +135,22 @@ pub struct Started {
     pub startup: Duration,
     /// The launcher's handle; dropping it stops the server.
     pub handle: Box<dyn Any + Send + Sync>,
+}
+
+/// The [`Started`] of one launched server process `$server`, whose `$address()` is its address as
+/// strategies take it and `$socket()` where it listens.
+macro_rules! one_server {
+    ($server:expr, $address:ident, $socket:ident) => {{
+        let server = $server;
+        Started {
+            address: server.$address(),
+            sockets: vec![server.$socket()],
+            pids: vec![Some(server.pid())],
+            version: server.version().to_owned(),
+            startup: server.startup(),
+            handle: Box::new(server),
+        }
+    }};
 }
 
 impl std::fmt::Debug for Started {
@@ -228,17 +249,7 @@ static REDIS: KindEntry = KindEntry {
             }
         },
         checked_by_client,
-        start: || {
-            let s = RedisServer::start()?;
-            Ok(Started {
-                address: s.url(),
-                sockets: vec![s.addr()],
-                pids: vec![Some(s.pid())],
-                version: s.version().to_owned(),
-                startup: s.startup(),
-                handle: Box::new(s),
-            })
-        },
+        start: || Ok(one_server!(RedisServer::start()?, url, addr)),
         set_endpoint: |endpoints, address| {
             endpoints.redis = Some(address.to_owned());
             // Behind Sentinel and in a cluster there are replicas: Redisson's sentinel and cluster
@@ -273,9 +284,11 @@ static REDIS: KindEntry = KindEntry {
             }
         },
         faults: ServerFaults {
+            replica_failover: true,
             redis_primary: true,
             leader_kill: false,
             independent_nodes: false,
+            terminate_session: false,
         },
     }),
 };
@@ -361,9 +374,11 @@ static REDIS_NODES: KindEntry = KindEntry {
                 .collect();
         },
         faults: ServerFaults {
+            replica_failover: false,
             redis_primary: false,
             leader_kill: false,
             independent_nodes: true,
+            terminate_session: false,
         },
     }),
 };
@@ -390,17 +405,7 @@ static ETCD: KindEntry = KindEntry {
                 .and_then(|r| json_field(&r.body, "etcdserver")))
         },
         checked_by_client: |_| true,
-        start: || {
-            let s = EtcdServer::start()?;
-            Ok(Started {
-                address: s.endpoint(),
-                sockets: vec![s.client_addr()],
-                pids: vec![Some(s.pid())],
-                version: s.version().to_owned(),
-                startup: s.startup(),
-                handle: Box::new(s),
-            })
-        },
+        start: || Ok(one_server!(EtcdServer::start()?, endpoint, client_addr)),
         set_endpoint: |endpoints, address| {
             endpoints.etcd = address.split(',').map(str::to_owned).collect();
         },
@@ -426,9 +431,11 @@ static ETCD: KindEntry = KindEntry {
                 .collect();
         },
         faults: ServerFaults {
+            replica_failover: false,
             redis_primary: false,
             leader_kill: true,
             independent_nodes: false,
+            terminate_session: false,
         },
     }),
 };
@@ -455,17 +462,7 @@ static ZOOKEEPER: KindEntry = KindEntry {
                 }))
         },
         checked_by_client: |_| false,
-        start: || {
-            let s = ZkServer::start()?;
-            Ok(Started {
-                address: s.connect_string(),
-                sockets: vec![s.addr()],
-                pids: vec![Some(s.pid())],
-                version: s.version().to_owned(),
-                startup: s.startup(),
-                handle: Box::new(s),
-            })
-        },
+        start: || Ok(one_server!(ZkServer::start()?, connect_string, addr)),
         set_endpoint: |endpoints, address| endpoints.zookeeper = Some(address.to_owned()),
         proxied_sockets: |endpoints| {
             address::zk_sockets(
@@ -488,9 +485,11 @@ static ZOOKEEPER: KindEntry = KindEntry {
             }
         },
         faults: ServerFaults {
+            replica_failover: false,
             redis_primary: false,
             leader_kill: true,
             independent_nodes: false,
+            terminate_session: false,
         },
     }),
 };
@@ -519,14 +518,7 @@ static POSTGRES: KindEntry = KindEntry {
             s.query(lockers::postgres::SCHEMA)?;
             s.query(lockers::peer::catalog::SPRING_INT_LOCK_TABLE)?;
             s.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")?;
-            Ok(Started {
-                address: s.url(),
-                sockets: vec![s.addr()],
-                pids: vec![Some(s.pid())],
-                version: s.version().to_owned(),
-                startup: s.startup(),
-                handle: Box::new(s),
-            })
+            Ok(one_server!(s, url, addr))
         },
         set_endpoint: |endpoints, address| endpoints.postgres = Some(address.to_owned()),
         proxied_sockets: |endpoints| {
@@ -542,9 +534,11 @@ static POSTGRES: KindEntry = KindEntry {
             }
         },
         faults: ServerFaults {
+            replica_failover: true,
             redis_primary: false,
             leader_kill: false,
             independent_nodes: false,
+            terminate_session: true,
         },
     }),
 };

@@ -255,6 +255,10 @@ pub(crate) const CASE_OVERHEAD_PROCESSES: Duration = Duration::from_millis(120);
 /// Extra per case for a fault that starts servers of its own for every case (it destroys them): a
 /// Redis primary + replica (failover; measured 170-260 ms in all).
 pub(crate) const CASE_OWN_REDIS_PAIR: Duration = Duration::from_millis(300);
+/// The same for a PostgreSQL primary + streaming replica (failover: a fresh server from `initdb` and
+/// its copy from `pg_basebackup`; measured 1.36-1.52 s to start both, 2.7 s on a busy machine, then the tables and
+/// the replication link's proxy).
+pub(crate) const CASE_OWN_POSTGRES_PAIR: Duration = Duration::from_millis(2000);
 /// The same for a primary + replica watched by 3 Sentinels (Sentinel failover; measured 2.3 s: the
 /// Sentinels find each other through the primary's hello channel, every 2 s).
 pub(crate) const CASE_OWN_REDIS_SENTINELS: Duration = Duration::from_secs(3);
@@ -391,20 +395,31 @@ pub(crate) fn plan(
                     continue;
                 };
                 // The servers a case starts for itself, once per case.
-                let own_servers = match (case_topology(&w.faults), s.server) {
-                    (None, _) => Duration::ZERO,
-                    (Some(Topology::Cluster), ServerKind::ZooKeeper) => CASE_OWN_ZOOKEEPER_ENSEMBLE,
-                    (
-                        Some(Topology::Cluster),
+                let own_servers = match case_topology(&w.faults) {
+                    None => Duration::ZERO,
+                    Some(Topology::Cluster) => match s.server {
+                        ServerKind::ZooKeeper => CASE_OWN_ZOOKEEPER_ENSEMBLE,
                         ServerKind::Etcd
                         | ServerKind::InProcess
                         | ServerKind::PerClient
                         | ServerKind::Redis
-                        | ServerKind::RedisNodes,
-                    ) => CASE_OWN_ETCD_CLUSTER,
-                    (Some(Topology::RedisSentinel), _) => CASE_OWN_REDIS_SENTINELS,
-                    (Some(Topology::RedisCluster), _) => CASE_OWN_REDIS_CLUSTER,
-                    (Some(_), _) => CASE_OWN_REDIS_PAIR,
+                        | ServerKind::RedisNodes
+                        | ServerKind::Postgres => CASE_OWN_ETCD_CLUSTER,
+                    },
+                    Some(Topology::RedisSentinel) => CASE_OWN_REDIS_SENTINELS,
+                    Some(Topology::RedisCluster) => CASE_OWN_REDIS_CLUSTER,
+                    Some(Topology::Pair) => match s.server {
+                        ServerKind::Postgres => CASE_OWN_POSTGRES_PAIR,
+                        ServerKind::Redis
+                        | ServerKind::InProcess
+                        | ServerKind::PerClient
+                        | ServerKind::RedisNodes
+                        | ServerKind::Etcd
+                        | ServerKind::ZooKeeper => CASE_OWN_REDIS_PAIR,
+                    },
+                    Some(Topology::RedisNodes { .. } | Topology::RedisNode(_)) => {
+                        CASE_OWN_REDIS_PAIR
+                    }
                 };
                 let overhead = match w.workers {
                     WorkerMode::Tasks => CASE_OVERHEAD_TASKS,

@@ -9,18 +9,19 @@
 //! | `pause_server` | every strategy with a real server | a server lockbench started (its pid) |
 //! | `client_pause` | Redis strategies | |
 //! | `pubsub_kill` | Redis strategies that use pub/sub (waiters woken by the server, keyspace events) | |
-//! | `failover` | Redis strategies | a primary + replica started per case, clients behind proxies |
+//! | `failover` | Redis and PostgreSQL strategies | a primary + replica started per case, clients behind proxies |
 //! | `sentinel_failover` | Redis strategies but peers | a primary + replica + 3 Sentinels started per case |
 //! | `cluster_master_kill`, `cluster_failover` | Redis strategies that run on a cluster (not peers) | 3 masters + 3 replicas started per case |
 //! | `leader_kill` | etcd and ZooKeeper strategies | a 3-member cluster / ensemble started per case |
 //! | `node_kill`, `node_restart`, `clock_jump` | strategies on independent Redis nodes (`redlock`) | 5 nodes started per case (one under libfaketime for `clock_jump`) |
 //! | `server_restart` | single-Redis strategies | a restartable Redis started per case |
+//! | `terminate_session` | PostgreSQL strategies | the run's PostgreSQL, reachable as a superuser (lockbench's own) |
 
 use lockers::Capabilities;
 
 use crate::backends::ServerKind;
 use crate::strategies::Strategy;
-use crate::workload::faults::{FaultKind, FaultScope};
+use crate::workload::faults::FaultKind;
 
 /// Whether every fault of `kinds` (a scenario's) applies to `strategy` (which declares `caps`); the
 /// error names each fault that does not, with why, one line: "cpu_hog and cgroup_quota do not apply to
@@ -71,28 +72,31 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         return Err("its library renews on its own threads in the adapter's own process, which the worker's runtime starvation does not reach (process-pause stops them all)".to_owned());
     }
     let takes = server.faults();
-    let ok = match kind.scope() {
-        FaultScope::WorkerProcess => server != ServerKind::InProcess,
-        FaultScope::Network => server.is_external(),
-        FaultScope::Server => match kind {
-            FaultKind::PauseServer => server.is_external(),
-            FaultKind::ClientPause | FaultKind::BusyScript | FaultKind::Failover => {
-                takes.redis_primary
-            }
-            FaultKind::SentinelFailover => {
-                takes.redis_primary && !crate::strategies::is_peer(strategy.id)
-            }
-            FaultKind::ClusterMasterKill | FaultKind::ClusterFailover => {
-                takes.redis_primary && crate::strategies::runs_on_redis_cluster(strategy.id)
-            }
-            FaultKind::PubsubKill => takes.redis_primary && caps.wait_notify,
-            FaultKind::LeaderKill => takes.leader_kill,
-            FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => {
-                takes.independent_nodes
-            }
-            FaultKind::ServerRestart => takes.redis_primary,
-            _ => false,
-        },
+    let ok = match kind {
+        FaultKind::PauseWorker
+        | FaultKind::CrashWorker
+        | FaultKind::StarveWorker
+        | FaultKind::CpuHog
+        | FaultKind::CgroupQuota => server != ServerKind::InProcess,
+        FaultKind::ProxyDelay | FaultKind::ProxyBlackhole | FaultKind::ProxyReset => {
+            server.is_external()
+        }
+        FaultKind::PauseServer => server.is_external(),
+        FaultKind::ClientPause | FaultKind::BusyScript => takes.redis_primary,
+        FaultKind::Failover => takes.replica_failover,
+        FaultKind::SentinelFailover => {
+            takes.redis_primary && !crate::strategies::is_peer(strategy.id)
+        }
+        FaultKind::ClusterMasterKill | FaultKind::ClusterFailover => {
+            takes.redis_primary && crate::strategies::runs_on_redis_cluster(strategy.id)
+        }
+        FaultKind::PubsubKill => takes.redis_primary && caps.wait_notify,
+        FaultKind::LeaderKill => takes.leader_kill,
+        FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => {
+            takes.independent_nodes
+        }
+        FaultKind::ServerRestart => takes.redis_primary,
+        FaultKind::TerminateSession => takes.terminate_session,
     };
     if ok {
         return Ok(());
@@ -110,9 +114,9 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         FaultKind::PubsubKill if takes.redis_primary => {
             "it uses no pub/sub connection (its waiters poll)"
         }
+        FaultKind::Failover => "it does not run on a primary with a replica (Redis or PostgreSQL)",
         FaultKind::ClientPause
         | FaultKind::BusyScript
-        | FaultKind::Failover
         | FaultKind::SentinelFailover
         | FaultKind::ClusterMasterKill
         | FaultKind::ClusterFailover
@@ -122,10 +126,18 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
             "it does not run on independent Redis nodes (Redlock's masters)"
         }
         FaultKind::ServerRestart => "it does not run on one Redis server",
-        _ if kind.scope() == FaultScope::WorkerProcess => {
+        FaultKind::TerminateSession => "it holds no PostgreSQL session",
+        FaultKind::PauseWorker
+        | FaultKind::CrashWorker
+        | FaultKind::StarveWorker
+        | FaultKind::CpuHog
+        | FaultKind::CgroupQuota => {
             "its lock server lives in the driver process, so its clients cannot run as worker processes"
         }
-        _ => "it has no server to fault",
+        FaultKind::PauseServer
+        | FaultKind::ProxyDelay
+        | FaultKind::ProxyBlackhole
+        | FaultKind::ProxyReset => "it has no server to fault",
     };
     Err(why.to_owned())
 }
@@ -158,6 +170,7 @@ mod tests {
                 .contains("no pub/sub")
         );
         assert!(check(FaultKind::Failover, "etcd-lease").is_err());
+        assert!(check(FaultKind::Failover, "postgres-lease").is_ok());
         assert!(check(FaultKind::SentinelFailover, "redisson").is_ok());
         assert!(check(FaultKind::SentinelFailover, "py-redis-lock").is_err());
         assert!(check(FaultKind::SentinelFailover, "redlock").is_err());
@@ -171,6 +184,8 @@ mod tests {
         assert!(check(FaultKind::ClockJump, "redlock").is_ok());
         assert!(check(FaultKind::ServerRestart, "redlock").is_err());
         assert!(check(FaultKind::ServerRestart, "redis-watchdog").is_ok());
+        assert!(check(FaultKind::TerminateSession, "postgres-advisory").is_ok());
+        assert!(check(FaultKind::TerminateSession, "redis-watchdog").is_err());
         // A peer's library lives in its adapter process: signals, cgroups and the hog threads beside
         // it reach it through the worker's process group; the worker runtime's starvation does not.
         assert!(check(FaultKind::PauseWorker, "py-redis-lock").is_ok());

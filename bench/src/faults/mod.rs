@@ -127,7 +127,7 @@ impl CaseFaults {
                     .unwrap_or_default();
                 let kind = strategy.server;
                 let started = tokio::task::spawn_blocking(move || match topology {
-                    Topology::RedisPair => CaseServers::redis_pair(lag),
+                    Topology::Pair => CaseServers::pair(kind, lag),
                     Topology::RedisSentinel => CaseServers::redis_sentinel(),
                     Topology::RedisCluster => CaseServers::redis_cluster(),
                     Topology::Cluster => CaseServers::cluster(kind),

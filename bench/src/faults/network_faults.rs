@@ -52,7 +52,26 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             degrade(spec, env, rec, &chosen).await;
         }
         FaultKind::ProxyReset => reset(spec, env, rec, &chosen, t0).await,
-        _ => return,
+        // Applied by the worker and server fault runners.
+        FaultKind::PauseWorker
+        | FaultKind::CrashWorker
+        | FaultKind::StarveWorker
+        | FaultKind::CpuHog
+        | FaultKind::CgroupQuota
+        | FaultKind::PauseServer
+        | FaultKind::ClientPause
+        | FaultKind::PubsubKill
+        | FaultKind::BusyScript
+        | FaultKind::Failover
+        | FaultKind::SentinelFailover
+        | FaultKind::ClusterMasterKill
+        | FaultKind::ClusterFailover
+        | FaultKind::LeaderKill
+        | FaultKind::NodeKill
+        | FaultKind::NodeRestart
+        | FaultKind::ClockJump
+        | FaultKind::ServerRestart
+        | FaultKind::TerminateSession => return,
     }
     match victim {
         Some(v) => {

@@ -5,7 +5,8 @@
 //! (`cluster_master_kill`, `cluster_failover`), the kill of a cluster's leader
 //! (`leader_kill`), kills and restarts of Redlock's nodes (`node_kill`, `node_restart`; `clock_jump` is
 //! set up when its node starts) and the restart of a single Redis with or without persistence
-//! (`server_restart`).
+//! (`server_restart`), and PostgreSQL's `pg_terminate_backend` of a holder's session
+//! (`terminate_session`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -29,13 +30,9 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 /// The Redis address server commands go to.
 fn redis_socket(server: &ServerAccess) -> Option<SocketAddr> {
     match server {
-        ServerAccess::Shared {
-            kind: ServerKind::Redis,
-            socket,
-            ..
-        } => Some(*socket),
+        ServerAccess::Shared { kind, socket, .. } => kind.faults().redis_primary.then_some(*socket),
         ServerAccess::Own(own) => own.redis_primary(),
-        _ => None,
+        ServerAccess::None => None,
     }
 }
 
@@ -126,6 +123,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         | FaultKind::ClusterMasterKill
         | FaultKind::ClusterFailover => failover(spec, env, rec, victim.as_ref()).await,
         FaultKind::LeaderKill => leader_kill(env, rec).await,
+        FaultKind::TerminateSession => terminate_session(env, rec, victim.as_ref()).await,
         FaultKind::NodeKill
         | FaultKind::NodeRestart
         | FaultKind::ClockJump
@@ -138,7 +136,15 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 .await
                 .or_else(|e| not_applied(rec, format!("{} failed: {e}", spec.kind)))
         }
-        _ => Ok(false),
+        // Applied by the worker and network fault runners.
+        FaultKind::PauseWorker
+        | FaultKind::CrashWorker
+        | FaultKind::StarveWorker
+        | FaultKind::CpuHog
+        | FaultKind::CgroupQuota
+        | FaultKind::ProxyDelay
+        | FaultKind::ProxyBlackhole
+        | FaultKind::ProxyReset => Ok(false),
     };
     let Ok(measure) = applied else {
         return;
@@ -201,7 +207,7 @@ async fn pause_server(
             let own = own.clone();
             blocking(move || Ok(own.serving_pid())).await.ok().flatten()
         }
-        _ => None,
+        ServerAccess::Shared { pid: None, .. } | ServerAccess::None => None,
     };
     let Some((pid, what)) = target else {
         return not_applied(
@@ -341,6 +347,7 @@ async fn failover(
         );
     };
     let kind = spec.kind;
+    let server = own.kind().name();
     let proxies = env.proxies.clone();
     // In a cluster, the master of the target's lock (lock 0 for `target = "server"`): every
     // lockbench Redis strategy tags a lock's keys with `{name}`, so this key shares their slot.
@@ -350,10 +357,28 @@ async fn failover(
         FaultKind::SentinelFailover => own.sentinel_failover(),
         FaultKind::ClusterMasterKill => own.cluster_failover(&slot_key, true),
         FaultKind::ClusterFailover => own.cluster_failover(&slot_key, false),
-        _ => own.failover(proxies.as_deref()),
+        FaultKind::Failover => own.failover(proxies.as_deref()),
+        FaultKind::PauseWorker
+        | FaultKind::CrashWorker
+        | FaultKind::StarveWorker
+        | FaultKind::CpuHog
+        | FaultKind::CgroupQuota
+        | FaultKind::PauseServer
+        | FaultKind::ClientPause
+        | FaultKind::PubsubKill
+        | FaultKind::BusyScript
+        | FaultKind::ProxyDelay
+        | FaultKind::ProxyBlackhole
+        | FaultKind::ProxyReset
+        | FaultKind::LeaderKill
+        | FaultKind::NodeKill
+        | FaultKind::NodeRestart
+        | FaultKind::ClockJump
+        | FaultKind::ServerRestart
+        | FaultKind::TerminateSession => Err(format!("{kind} is no failover")),
     };
     match blocking(failover).await {
-        Ok(report) => record_failover(kind, key, &report, rec),
+        Ok(report) => record_failover(kind, server, key, &report, rec),
         Err(e) => return not_applied(rec, format!("{kind} failed: {e}")),
     }
     if let Some(v) = victim {
@@ -370,8 +395,15 @@ async fn failover(
     Ok(true)
 }
 
-/// What a failover of `kind` (on the master of lock `key`, in a cluster) did, as its record says it.
-fn record_failover(kind: FaultKind, key: u32, report: &FailoverReport, rec: &mut Record) {
+/// What a failover of `kind` of `server`s (on the master of lock `key`, in a cluster) did, as its
+/// record says it.
+fn record_failover(
+    kind: FaultKind,
+    server: &str,
+    key: u32,
+    report: &FailoverReport,
+    rec: &mut Record,
+) {
     let cluster = matches!(
         kind,
         FaultKind::ClusterMasterKill | FaultKind::ClusterFailover
@@ -384,7 +416,7 @@ fn record_failover(kind: FaultKind, key: u32, report: &FailoverReport, rec: &mut
         )
     } else {
         format!(
-            "redis primary {} → replica {}",
+            "{server} primary {} → replica {}",
             report.old_primary, report.new_primary
         )
     };
@@ -406,6 +438,59 @@ fn record_failover(kind: FaultKind, key: u32, report: &FailoverReport, rec: &mut
         };
         rec.param(name, bound.as_secs_f64() * 1e3);
     }
+}
+
+/// Ends the sessions holding `victim`'s lock from the server (`pg_terminate_backend`, as lockbench's
+/// superuser): what an administrator, `idle_session_timeout` or a connection pooler's reaper does.
+async fn terminate_session(
+    env: &FaultEnv,
+    rec: &mut Record,
+    victim: Option<&Victim>,
+) -> Result<bool, NotApplied> {
+    let Some((client, key)) = victim.and_then(|v| Some((v.client, v.held?.0))) else {
+        return not_applied(
+            rec,
+            "terminate_session needs a holder (target = \"holder\")",
+        );
+    };
+    let socket = match &env.server {
+        ServerAccess::Shared {
+            kind: ServerKind::Postgres,
+            socket,
+            ..
+        } => *socket,
+        ServerAccess::Shared { kind, .. } => {
+            return not_applied(rec, format!("no PostgreSQL session on {}", kind.name()));
+        }
+        ServerAccess::Own(_) | ServerAccess::None => {
+            return not_applied(rec, "terminate_session needs the run's PostgreSQL");
+        }
+    };
+    let lock = format!("{}{key}", env.key_prefix);
+    rec.target = format!("postgres {socket}: the session of client {client} holding key {key}");
+    rec.param("client", client);
+    rec.param("key", key);
+    let sql = format!(
+        "SELECT pg_terminate_backend(pid) FROM ({}) s",
+        lockers::postgres::holder_sessions(&lock)
+    );
+    let ended = blocking(move || {
+        lockbench_servers::postgres::query(socket, &sql, COMMAND_TIMEOUT).map_err(|e| e.to_string())
+    })
+    .await;
+    match ended {
+        Ok(rows) if !rows.is_empty() => {
+            rec.param("sessions_ended", rows.len());
+            rec.took_effect(format!(
+                "the server ended {} session(s) holding {lock}",
+                rows.len()
+            ));
+        }
+        Ok(_) => return not_applied(rec, format!("no session held {lock} when it struck")),
+        Err(e) => return not_applied(rec, format!("pg_terminate_backend failed: {e}")),
+    }
+    rec.stop = Some(env.clock.now());
+    Ok(true)
 }
 
 /// Kills the leader of the case's own cluster and waits for a new one.
@@ -461,7 +546,25 @@ async fn node_fault(
             rec.param("restart_ms", (env.clock.now() - rec.start) as f64 / 1e6);
             Ok(true)
         }
-        _ => {
+        FaultKind::PauseWorker
+        | FaultKind::CrashWorker
+        | FaultKind::StarveWorker
+        | FaultKind::CpuHog
+        | FaultKind::CgroupQuota
+        | FaultKind::PauseServer
+        | FaultKind::ClientPause
+        | FaultKind::PubsubKill
+        | FaultKind::BusyScript
+        | FaultKind::ProxyDelay
+        | FaultKind::ProxyBlackhole
+        | FaultKind::ProxyReset
+        | FaultKind::Failover
+        | FaultKind::SentinelFailover
+        | FaultKind::ClusterMasterKill
+        | FaultKind::ClusterFailover
+        | FaultKind::LeaderKill
+        | FaultKind::TerminateSession => Err(format!("{} is no node fault", spec.kind)),
+        FaultKind::ClockJump => {
             // The node runs under libfaketime from its start: the fault lasts the whole case.
             rec.start = env.go;
             rec.target = format!("redis node {}", spec.nodes_text());

@@ -1,6 +1,6 @@
-//! Servers a case starts for itself because its fault destroys them: a Redis primary with an
-//! asynchronous replica (for `failover`; optionally with a delayed replication link, as across
-//! zones), the same pair watched by 3 Sentinels (for `sentinel_failover`), a Redis Cluster of 3
+//! Servers a case starts for itself because its fault destroys them: a Redis or PostgreSQL primary
+//! with an asynchronous replica (for `failover`; optionally with a delayed replication link, as
+//! across zones), the same pair watched by 3 Sentinels (for `sentinel_failover`), a Redis Cluster of 3
 //! masters and 3 replicas (for `cluster_master_kill`, `cluster_failover`), a 3-member etcd cluster /
 //! ZooKeeper ensemble (for `leader_kill`), Redlock's 5 independent
 //! nodes (for `node_kill`, `node_restart`, `clock_jump`: one of them under libfaketime), or one
@@ -11,10 +11,12 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use lockbench_reports::model::ServerInfo;
+use lockbench_servers::postgres::first_value;
 use lockbench_servers::redis::info_field;
 use lockbench_servers::{
-    Direction, Durability, EtcdCluster, FakeClock, Fault, OnRestart, Proxy, RedisCluster,
-    RedisNode, RedisNodeOptions, RedisNodes, RedisPair, RedisSentinels, RedisServer, ZkEnsemble,
+    Direction, Durability, EtcdCluster, FakeClock, Fault, OnRestart, PostgresPair, PostgresServer,
+    Proxy, RedisCluster, RedisNode, RedisNodeOptions, RedisNodes, RedisPair, RedisSentinels,
+    RedisServer, ZkEnsemble,
 };
 
 use super::proxies::ClientProxies;
@@ -33,6 +35,14 @@ pub(crate) enum CaseServers {
     RedisPair {
         /// The pair (boxed: it is much larger than the other variants).
         pair: Box<RedisPair>,
+        /// The replication link's proxy (primary → replica delayed), when a lag was asked.
+        lag: Option<Proxy>,
+    },
+    /// PostgreSQL primary + streaming replica; `lag` is the proxy on the replication link when it is
+    /// delayed.
+    PostgresPair {
+        /// The pair (boxed: it is much larger than the other variants).
+        pair: Box<PostgresPair>,
         /// The replication link's proxy (primary → replica delayed), when a lag was asked.
         lag: Option<Proxy>,
     },
@@ -96,10 +106,23 @@ impl FailoverReport {
             .ok()
             .and_then(|i| info_u64(&i, "slave_repl_offset"));
         let after = snapshot(replica);
-        Ok(FailoverReport {
+        Ok(Self::compare(
+            (old, &before),
+            (new, &after),
+            written.zip(received).map(|(w, r)| w.saturating_sub(r)),
+        ))
+    }
+
+    /// What the primary (`old`) held just before it died against what the replica (`new`) holds.
+    fn compare(
+        (old, before): (SocketAddr, &BTreeMap<String, String>),
+        (new, after): (SocketAddr, &BTreeMap<String, String>),
+        unreplicated_bytes: Option<u64>,
+    ) -> Self {
+        FailoverReport {
             old_primary: old,
             new_primary: new,
-            unreplicated_bytes: written.zip(received).map(|(w, r)| w.saturating_sub(r)),
+            unreplicated_bytes,
             primary_keys: before.len(),
             missing_keys: before.keys().filter(|k| !after.contains_key(*k)).count(),
             stale_keys: before
@@ -107,7 +130,40 @@ impl FailoverReport {
                 .filter(|(k, v)| after.get(*k).is_some_and(|a| a != *v))
                 .count(),
             promoted_after: None,
-        })
+        }
+    }
+
+    /// Kills a PostgreSQL pair's primary and compares the lock state it held just before (lease and
+    /// fencing rows, and the advisory locks its sessions held, which are never replicated) with the
+    /// replica's right after, and how far the replica's received WAL was behind the primary's.
+    /// Nothing pauses the clients' writes first (PostgreSQL has no `CLIENT PAUSE`): a statement that
+    /// commits between the snapshot and the kill, a few milliseconds, is counted as the snapshot saw
+    /// it.
+    fn kill_postgres_primary(pair: &PostgresPair) -> Result<Self, String> {
+        let (primary, replica) = (pair.primary(), pair.replica());
+        let before = postgres_snapshot(primary);
+        let written = primary
+            .query("SELECT pg_current_wal_lsn()::text")
+            .ok()
+            .and_then(|rows| first_value(&rows));
+        primary
+            .kill()
+            .map_err(|e| format!("killing the primary: {e}"))?;
+        let unreplicated = written.and_then(|lsn| {
+            replica
+                .query(&format!(
+                    "SELECT greatest(pg_wal_lsn_diff('{lsn}', pg_last_wal_receive_lsn()), 0)::bigint"
+                ))
+                .ok()
+                .and_then(|rows| first_value(&rows))
+                .and_then(|bytes| bytes.parse().ok())
+        });
+        let after = postgres_snapshot(replica);
+        Ok(Self::compare(
+            (primary.addr(), &before),
+            (replica.addr(), &after),
+            unreplicated,
+        ))
     }
 
     /// [`Self::kill_primary`] for a pair's primary and replica.
@@ -134,6 +190,25 @@ fn snapshot(server: Ask<'_>) -> BTreeMap<String, String> {
                 Err(_) => String::new(),
             };
             (key.to_owned(), value)
+        })
+        .collect()
+}
+
+/// The lock state a PostgreSQL server holds, by row or lock: `lease KEY` → its token and holder,
+/// `fencing KEY` → its token, `advisory ID` → granted (advisory locks live in the sessions of the
+/// server that granted them; a replica shows none of its primary's).
+fn postgres_snapshot(server: &PostgresServer) -> BTreeMap<String, String> {
+    const STATE: &str = "SELECT 'lease ' || key, token || ' ' || holder FROM lockbench_leases \
+         UNION ALL SELECT 'fencing ' || key, token::text FROM lockbench_fencing \
+         UNION ALL SELECT 'advisory ' || classid || ':' || objid, 'granted' FROM pg_locks \
+         WHERE locktype = 'advisory' AND granted";
+    server
+        .query(STATE)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|row| match row.as_slice() {
+            [Some(key), Some(value)] => Some((key.clone(), value.clone())),
+            _ => None,
         })
         .collect()
 }
@@ -277,6 +352,51 @@ impl CaseServers {
         Ok(format!("redis {}", node.addr()))
     }
 
+    /// Starts a primary + replica of `kind` (Redis or PostgreSQL); with a `replication_lag`, the
+    /// replica replicates through a proxy that delays the primary's stream by it. Blocking.
+    pub(crate) fn pair(kind: ServerKind, replication_lag: Duration) -> Result<Self, String> {
+        match kind {
+            ServerKind::Redis => Self::redis_pair(replication_lag),
+            ServerKind::Postgres => Self::postgres_pair(replication_lag),
+            ServerKind::InProcess
+            | ServerKind::PerClient
+            | ServerKind::RedisNodes
+            | ServerKind::Etcd
+            | ServerKind::ZooKeeper => {
+                Err(format!("no primary + replica of {} servers", kind.name()))
+            }
+        }
+    }
+
+    /// Starts a PostgreSQL primary with a streaming replica and the strategies' tables (created on the
+    /// primary, replicated). With a `replication_lag`, the replica streams through a proxy that
+    /// delays the primary's WAL by it. Blocking (about a second).
+    fn postgres_pair(replication_lag: Duration) -> Result<Self, String> {
+        let pair = PostgresPair::start().map_err(|e| format!("postgres primary + replica: {e}"))?;
+        pair.primary()
+            .query(lockers::postgres::SCHEMA)
+            .and_then(|_| {
+                pair.primary()
+                    .query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            })
+            .map_err(|e| format!("postgres tables: {e}"))?;
+        let lag = if replication_lag.is_zero() {
+            None
+        } else {
+            let proxy = Proxy::start(pair.primary().addr())
+                .map_err(|e| format!("replication link proxy: {e}"))?;
+            pair.replicate_through(proxy.addr())
+                .map_err(|e| format!("streaming through the link proxy: {e}"))?;
+            // Delay only once the stream is up, so the handshake is not slowed down.
+            proxy.set(Direction::Downstream, Fault::Delay(replication_lag));
+            Some(proxy)
+        };
+        Ok(CaseServers::PostgresPair {
+            pair: Box::new(pair),
+            lag,
+        })
+    }
+
     /// Starts a 3-member cluster of `kind` (etcd or ZooKeeper). Blocking (seconds).
     pub(crate) fn cluster(kind: ServerKind) -> Result<Self, String> {
         match kind {
@@ -298,6 +418,7 @@ impl CaseServers {
     pub(crate) fn kind(&self) -> ServerKind {
         match self {
             CaseServers::RedisPair { .. } => ServerKind::Redis,
+            CaseServers::PostgresPair { .. } => ServerKind::Postgres,
             CaseServers::Etcd(_) => ServerKind::Etcd,
             CaseServers::ZooKeeper(_) => ServerKind::ZooKeeper,
             CaseServers::RedisNodes(_) => ServerKind::RedisNodes,
@@ -316,6 +437,7 @@ impl CaseServers {
                 out.redis_replicated = true;
                 out.redis_replicas = vec![pair.replica().url()];
             }
+            CaseServers::PostgresPair { pair, .. } => out.postgres = Some(pair.primary().url()),
             CaseServers::Etcd(c) => out.etcd = c.endpoints(),
             CaseServers::ZooKeeper(z) => out.zookeeper = Some(z.connect_string()),
             CaseServers::RedisNodes(n) => out.redis_nodes = n.urls(),
@@ -345,6 +467,11 @@ impl CaseServers {
             CaseServers::RedisCluster(_) => None,
             CaseServers::RedisPair { pair, .. } => Some(primary_stats(pair)),
             CaseServers::RedisSentinel(group) => Some(primary_stats(group.pair())),
+            CaseServers::PostgresPair { pair, .. } => Some(StatsSource::new(
+                ServerKind::Postgres,
+                pair.primary().addr(),
+                Some(pair.primary().pid()),
+            )),
             CaseServers::Etcd(c) => {
                 let i = (c.leader().unwrap_or(0) + 1) % c.len();
                 let m = c.member(i);
@@ -380,6 +507,18 @@ impl CaseServers {
                     }
                 ),
                 pair.startup(),
+            ),
+            CaseServers::PostgresPair { pair, lag } => (
+                pair.primary().version().to_owned(),
+                format!(
+                    "primary + streaming replica started per case{}",
+                    if lag.is_some() {
+                        " (replication through a delaying proxy)"
+                    } else {
+                        ""
+                    }
+                ),
+                pair.primary().startup() + pair.replica().startup(),
             ),
             CaseServers::Etcd(c) => (
                 c.member(0).version().to_owned(),
@@ -440,6 +579,10 @@ impl CaseServers {
         match self {
             CaseServers::RedisPair { pair, .. } => Some(primary_pid(pair)),
             CaseServers::RedisSentinel(group) => Some(primary_pid(group.pair())),
+            CaseServers::PostgresPair { pair, .. } => Some((
+                pair.primary().pid(),
+                format!("postgres primary {}", pair.primary().addr()),
+            )),
             CaseServers::RedisCluster(cluster) => {
                 let node = &cluster.nodes()[0];
                 node.pid()
@@ -471,13 +614,18 @@ impl CaseServers {
             CaseServers::RedisPair { pair, .. } => Some(pair.primary().addr()),
             CaseServers::RedisSentinel(group) => Some(group.pair().primary().addr()),
             CaseServers::RedisNode(n) => Some(n.addr()),
-            _ => None,
+            CaseServers::PostgresPair { .. }
+            | CaseServers::Etcd(_)
+            | CaseServers::ZooKeeper(_)
+            | CaseServers::RedisNodes(_)
+            | CaseServers::RedisCluster(_) => None,
         }
     }
 
     /// Kills the primary, promotes the replica and points every client proxy at it, as an automatic
-    /// failover does: the proxies send new connections to the replica first (a client reconnecting
-    /// in the few milliseconds before the promotion gets `READONLY` errors and retries), then the
+    /// failover behind a virtual IP or a DNS name does: the proxies send new connections to the
+    /// replica first (a Redis client reconnecting in the few milliseconds before the promotion gets
+    /// `READONLY` errors and retries; a PostgreSQL one, read-only transaction errors), then the
     /// primary dies, the replica is promoted and the clients' old connections are reset. The delayed
     /// replication link is cut first: what it still carried is lost, as a crashed primary's unsent
     /// stream is. Blocking.
@@ -485,29 +633,60 @@ impl CaseServers {
         &self,
         proxies: Option<&ClientProxies>,
     ) -> Result<FailoverReport, String> {
-        let CaseServers::RedisPair { pair, lag } = self else {
-            return Err("failover needs a Redis primary + replica".into());
+        let (lag, replica) = match self {
+            CaseServers::RedisPair { pair, lag } => (lag, pair.replica().addr()),
+            CaseServers::PostgresPair { pair, lag } => (lag, pair.replica().addr()),
+            CaseServers::Etcd(_)
+            | CaseServers::ZooKeeper(_)
+            | CaseServers::RedisNodes(_)
+            | CaseServers::RedisNode(_)
+            | CaseServers::RedisSentinel(_)
+            | CaseServers::RedisCluster(_) => {
+                return Err("failover needs a primary + replica".into());
+            }
         };
-        let primary = pair.primary();
-        let replica = pair.replica();
         if let Some(lag) = lag {
             lag.refuse(true);
             lag.reset_all();
         }
         if let Some(proxies) = proxies {
             for proxy in proxies.all() {
-                proxy.set_upstream(replica.addr());
+                proxy.set_upstream(replica);
             }
         }
-        let report = FailoverReport::kill_pair_primary(primary, replica)?;
-        pair.promote_replica()
-            .map_err(|e| format!("promoting the replica: {e}"))?;
+        let report = self.kill_primary_promote_replica()?;
         if let Some(proxies) = proxies {
             for proxy in proxies.all() {
                 proxy.reset_all();
             }
         }
         Ok(report)
+    }
+
+    /// Kills a pair's primary, then promotes its replica: what the primary held that the replica
+    /// lacks.
+    fn kill_primary_promote_replica(&self) -> Result<FailoverReport, String> {
+        let promoted = |done: lockbench_servers::Result<()>| {
+            done.map_err(|e| format!("promoting the replica: {e}"))
+        };
+        match self {
+            CaseServers::RedisPair { pair, .. } => {
+                let report = FailoverReport::kill_pair_primary(pair.primary(), pair.replica())?;
+                promoted(pair.promote_replica())?;
+                Ok(report)
+            }
+            CaseServers::PostgresPair { pair, .. } => {
+                let report = FailoverReport::kill_postgres_primary(pair)?;
+                promoted(pair.promote_replica())?;
+                Ok(report)
+            }
+            CaseServers::Etcd(_)
+            | CaseServers::ZooKeeper(_)
+            | CaseServers::RedisNodes(_)
+            | CaseServers::RedisNode(_)
+            | CaseServers::RedisSentinel(_)
+            | CaseServers::RedisCluster(_) => Err("failover needs a primary + replica".into()),
+        }
     }
 
     /// Kills the primary and waits until the Sentinels have promoted the replica. Nothing tells the
@@ -613,12 +792,24 @@ impl CaseServers {
                     Instant::now(),
                 )
             }
-            _ => return Err("these servers have no leader election".into()),
+            CaseServers::RedisPair { .. }
+            | CaseServers::PostgresPair { .. }
+            | CaseServers::RedisNodes(_)
+            | CaseServers::RedisNode(_)
+            | CaseServers::RedisSentinel(_)
+            | CaseServers::RedisCluster(_) => {
+                return Err("these servers have no leader election".into());
+            }
         };
         let elected = match self {
             CaseServers::Etcd(c) => c.wait_for_leader(LEADER_TIMEOUT),
             CaseServers::ZooKeeper(z) => z.wait_for_leader(LEADER_TIMEOUT),
-            _ => None,
+            CaseServers::RedisPair { .. }
+            | CaseServers::PostgresPair { .. }
+            | CaseServers::RedisNodes(_)
+            | CaseServers::RedisNode(_)
+            | CaseServers::RedisSentinel(_)
+            | CaseServers::RedisCluster(_) => None,
         };
         Ok((what, elected.map(|_| killed_at.elapsed())))
     }

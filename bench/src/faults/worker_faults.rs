@@ -121,7 +121,24 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             drop(quota);
             rec.stop = Some(env.clock.now());
         }
-        _ => return,
+        // Applied by the network and server fault runners.
+        FaultKind::ProxyDelay
+        | FaultKind::ProxyBlackhole
+        | FaultKind::ProxyReset
+        | FaultKind::PauseServer
+        | FaultKind::ClientPause
+        | FaultKind::PubsubKill
+        | FaultKind::BusyScript
+        | FaultKind::Failover
+        | FaultKind::SentinelFailover
+        | FaultKind::ClusterMasterKill
+        | FaultKind::ClusterFailover
+        | FaultKind::LeaderKill
+        | FaultKind::NodeKill
+        | FaultKind::NodeRestart
+        | FaultKind::ClockJump
+        | FaultKind::ServerRestart
+        | FaultKind::TerminateSession => return,
     }
     measure_victim(env, victim, cursor, t0, rec).await;
     check_struck_hold(env, spec.target, &victim, t0, rec);

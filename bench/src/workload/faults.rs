@@ -113,11 +113,14 @@ pub(crate) enum FaultKind {
     /// Kill the Redis server and restart it on its data dir, with or without durable persistence
     /// (`durability`).
     ServerRestart,
+    /// End the holder's PostgreSQL session from the server (`pg_terminate_backend`, what an
+    /// administrator or a session timeout does), `after_acquire` after its acquire.
+    TerminateSession,
 }
 
 impl FaultKind {
     /// Every kind, in listing order.
-    pub(crate) const ALL: [FaultKind; 21] = [
+    pub(crate) const ALL: [FaultKind; 22] = [
         FaultKind::PauseWorker,
         FaultKind::CrashWorker,
         FaultKind::StarveWorker,
@@ -139,6 +142,7 @@ impl FaultKind {
         FaultKind::NodeRestart,
         FaultKind::ClockJump,
         FaultKind::ServerRestart,
+        FaultKind::TerminateSession,
     ];
 
     /// The name in scenario files and results.
@@ -165,6 +169,7 @@ impl FaultKind {
             FaultKind::NodeRestart => "node_restart",
             FaultKind::ClockJump => "clock_jump",
             FaultKind::ServerRestart => "server_restart",
+            FaultKind::TerminateSession => "terminate_session",
         }
     }
 
@@ -205,7 +210,8 @@ impl FaultKind {
             | FaultKind::LeaderKill
             | FaultKind::NodeKill
             | FaultKind::NodeRestart
-            | FaultKind::ServerRestart => ttl / 2,
+            | FaultKind::ServerRestart
+            | FaultKind::TerminateSession => ttl / 2,
         }
     }
 
@@ -232,7 +238,8 @@ impl FaultKind {
             | FaultKind::NodeKill
             | FaultKind::NodeRestart
             | FaultKind::ClockJump
-            | FaultKind::ServerRestart => FaultScope::Server,
+            | FaultKind::ServerRestart
+            | FaultKind::TerminateSession => FaultScope::Server,
         }
     }
 
@@ -261,6 +268,7 @@ impl FaultKind {
             FaultKind::NodeRestart => &["nodes"],
             FaultKind::ClockJump => &["nodes", "rate"],
             FaultKind::ServerRestart => &["durability"],
+            FaultKind::TerminateSession => &["after_acquire"],
         }
     }
 
@@ -277,7 +285,16 @@ impl FaultKind {
             | FaultKind::ProxyBlackhole => &["duration"],
             FaultKind::ProxyDelay => &["duration", "delay"],
             FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => &["nodes"],
-            _ => &[],
+            FaultKind::CrashWorker
+            | FaultKind::PubsubKill
+            | FaultKind::ProxyReset
+            | FaultKind::Failover
+            | FaultKind::SentinelFailover
+            | FaultKind::ClusterMasterKill
+            | FaultKind::ClusterFailover
+            | FaultKind::LeaderKill
+            | FaultKind::ServerRestart
+            | FaultKind::TerminateSession => &[],
         }
     }
 }
@@ -520,7 +537,8 @@ fn resolve_target(
         FaultScope::WorkerProcess => matches!(target, Target::Holder | Target::Client(_)),
         FaultScope::Network => target != Target::Server,
         // A failover may strike right after a client acquired (its lock is then the newest,
-        // least replicated write).
+        // least replicated write); a holder's session is a holder's only.
+        FaultScope::Server if kind == FaultKind::TerminateSession => target == Target::Holder,
         FaultScope::Server => {
             target == Target::Server
                 || (matches!(
@@ -676,7 +694,19 @@ impl FaultSpec {
             FaultKind::ServerRestart => {
                 out.push(("durability", durability_name(self.durability).into()));
             }
-            _ => {}
+            FaultKind::PauseWorker
+            | FaultKind::CrashWorker
+            | FaultKind::StarveWorker
+            | FaultKind::PauseServer
+            | FaultKind::ClientPause
+            | FaultKind::PubsubKill
+            | FaultKind::BusyScript
+            | FaultKind::ProxyReset
+            | FaultKind::SentinelFailover
+            | FaultKind::ClusterMasterKill
+            | FaultKind::ClusterFailover
+            | FaultKind::LeaderKill
+            | FaultKind::TerminateSession => {}
         }
         out
     }
@@ -830,7 +860,7 @@ pub(crate) fn needs_proxies(kind: FaultKind) -> bool {
 /// its way), if any.
 pub(crate) fn own_topology(spec: &FaultSpec) -> Option<Topology> {
     match spec.kind {
-        FaultKind::Failover => Some(Topology::RedisPair),
+        FaultKind::Failover => Some(Topology::Pair),
         FaultKind::SentinelFailover => Some(Topology::RedisSentinel),
         FaultKind::ClusterMasterKill | FaultKind::ClusterFailover => Some(Topology::RedisCluster),
         FaultKind::LeaderKill => Some(Topology::Cluster),
@@ -841,7 +871,19 @@ pub(crate) fn own_topology(spec: &FaultSpec) -> Option<Topology> {
             fake_clock: spec.nodes.first().map(|n| (*n, spec.rate)),
         }),
         FaultKind::ServerRestart => Some(Topology::RedisNode(spec.durability)),
-        _ => None,
+        FaultKind::PauseWorker
+        | FaultKind::CrashWorker
+        | FaultKind::StarveWorker
+        | FaultKind::CpuHog
+        | FaultKind::CgroupQuota
+        | FaultKind::PauseServer
+        | FaultKind::ClientPause
+        | FaultKind::PubsubKill
+        | FaultKind::BusyScript
+        | FaultKind::ProxyDelay
+        | FaultKind::ProxyBlackhole
+        | FaultKind::ProxyReset
+        | FaultKind::TerminateSession => None,
     }
 }
 
@@ -852,7 +894,11 @@ pub(crate) fn case_topology(specs: &[FaultSpec]) -> Option<Topology> {
     if let Topology::RedisNodes { fake_clock } = &mut topology {
         *fake_clock = specs.iter().filter_map(own_topology).find_map(|t| match t {
             Topology::RedisNodes { fake_clock } => fake_clock,
-            _ => None,
+            Topology::Pair
+            | Topology::RedisSentinel
+            | Topology::RedisCluster
+            | Topology::Cluster
+            | Topology::RedisNode(_) => None,
         });
     }
     Some(topology)
@@ -861,8 +907,8 @@ pub(crate) fn case_topology(specs: &[FaultSpec]) -> Option<Topology> {
 /// A server set-up a case starts for itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Topology {
-    /// A Redis primary with one asynchronous replica.
-    RedisPair,
+    /// A primary with one asynchronous replica: Redis or PostgreSQL, whichever the strategy uses.
+    Pair,
     /// A Redis primary and replica watched by 3 Sentinels.
     RedisSentinel,
     /// A Redis Cluster of 3 masters with one replica each.
@@ -883,9 +929,8 @@ impl Topology {
     /// The server kinds this topology replaces the run's shared servers for.
     pub(crate) fn replaces(self) -> &'static [ServerKind] {
         match self {
-            Topology::RedisPair | Topology::RedisSentinel | Topology::RedisCluster => {
-                &[ServerKind::Redis]
-            }
+            Topology::Pair => &[ServerKind::Redis, ServerKind::Postgres],
+            Topology::RedisSentinel | Topology::RedisCluster => &[ServerKind::Redis],
             Topology::Cluster => &[ServerKind::Etcd, ServerKind::ZooKeeper],
             Topology::RedisNodes { .. } => &[ServerKind::RedisNodes],
             Topology::RedisNode(_) => &[ServerKind::Redis],

@@ -34,7 +34,7 @@ use tokio_postgres::Statement;
 
 use super::connection::{
     Connection, FENCING_TABLE, PostgresConfig, ServerAddress, client_config, is_lock_timeout,
-    pg_error, require_table, timeout_setting,
+    pg_error, timeout_setting,
 };
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
@@ -72,21 +72,9 @@ struct Session {
 
 impl Session {
     async fn open(config: &ServerAddress) -> Result<Self, LockError> {
-        let connection = Connection::open(config).await?;
-        require_table(&connection, FENCING_TABLE).await?;
-        let client = connection.preparing();
-        let prepare = |sql| async move {
-            client
-                .prepare(sql)
-                .await
-                .map_err(|e| pg_error("prepare", &e))
-        };
-        let (try_lock, lock, unlock, check) = (
-            prepare(TRY_LOCK).await?,
-            prepare(LOCK).await?,
-            prepare(UNLOCK).await?,
-            prepare(CHECK).await?,
-        );
+        let (connection, [try_lock, lock, unlock, check]) =
+            Connection::open_prepared(config, FENCING_TABLE, [TRY_LOCK, LOCK, UNLOCK, CHECK])
+                .await?;
         Ok(Session {
             connection,
             try_lock,
@@ -131,7 +119,6 @@ impl PostgresAdvisory {
         config: PostgresConfig,
         events: Events,
     ) -> Result<Self, LockError> {
-        config.validate()?;
         let client_config = client_config(url, &config)?;
         let first = Session::open(&client_config).await?;
         Ok(PostgresAdvisory {

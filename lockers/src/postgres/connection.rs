@@ -10,7 +10,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::sync::watch;
 use tokio_postgres::config::SslMode;
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::{Client, Config, NoTls, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::LockError;
@@ -21,6 +21,22 @@ use crate::settings::Renewal;
 pub const LEASE_TABLE: &str = "lockbench_leases";
 /// The table of `postgres-advisory`'s fencing counters, one row per lock key.
 pub const FENCING_TABLE: &str = "lockbench_fencing";
+
+/// A query of the server processes of the sessions that hold lock `key`: the session granted its
+/// advisory lock (`postgres-advisory`), or the connection of the client whose live lease row it is
+/// (`postgres-lease`). Run as a superuser (or a member of `pg_signal_backend`), `SELECT
+/// pg_terminate_backend(pid) FROM (…) s` ends them, as an administrator or a session timeout would.
+/// `key` is quoted as a literal (for the simple query protocol).
+pub fn holder_sessions(key: &str) -> String {
+    let key = format!("'{}'", key.replace('\'', "''"));
+    format!(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted \
+         AND ((classid::bigint << 32) | objid::bigint) = hashtextextended({key}, 0) \
+         UNION SELECT a.pid FROM pg_stat_activity a JOIN lockbench_leases l \
+         ON a.application_name = 'lockbench ' || split_part(l.holder, ':', 1) \
+         WHERE l.key = {key} AND l.expires_at >= now()"
+    )
+}
 
 /// The tables both strategies need. lockbench runs this on servers it starts; on a user's server a
 /// missing table is a one-line error quoting what to create.
@@ -94,6 +110,12 @@ pub(super) struct ServerAddress {
 }
 
 impl ServerAddress {
+    /// The same address, its connections named `lockbench <name>` (`application_name`).
+    pub(super) fn named(mut self, name: &str) -> Self {
+        self.config.application_name(format!("lockbench {name}"));
+        self
+    }
+
     /// Statements executed so far on the connections opened to it: what `pg_stat_statements` counts
     /// of this client (preparing a statement is no execution).
     pub(super) fn requests(&self) -> u64 {
@@ -112,13 +134,14 @@ impl std::fmt::Debug for ServerAddress {
 }
 
 /// The client settings of `url` (`postgres://user[:pass]@host:port/db`, with `ca=ca.pem` and
-/// optionally `cert=`/`key=` for TLS, see [`crate::address`]), bounded by `config`. TLS is used when
+/// optionally `cert=`/`key=` for TLS, see [`crate::address`]), bounded by `config` (checked first). TLS is used when
 /// the URL gives `ca=` or asks for it (`sslmode=require`); it then needs `ca=` (no system roots are
 /// built in) and verifies the server's certificate and name.
 pub(super) fn client_config(
     url: &str,
     config: &PostgresConfig,
 ) -> Result<ServerAddress, LockError> {
+    config.validate()?;
     let shown = crate::address::redact(url);
     let parts = crate::address::split(url)?;
     let mut parsed = Config::from_str(&parts.bare)
@@ -225,14 +248,33 @@ impl Connection {
         })
     }
 
+    /// Connects to `address`, checks that `table` exists (see [`require_table`]) and prepares
+    /// `statements` on the connection, in order.
+    pub(super) async fn open_prepared<const N: usize>(
+        address: &ServerAddress,
+        table: &str,
+        statements: [&str; N],
+    ) -> Result<(Self, [Statement; N]), LockError> {
+        let connection = Self::open(address).await?;
+        require_table(&connection, table).await?;
+        let mut prepared = Vec::with_capacity(N);
+        for sql in statements {
+            let statement = connection
+                .client
+                .prepare(sql)
+                .await
+                .map_err(|e| pg_error("prepare", &e))?;
+            prepared.push(statement);
+        }
+        let prepared = prepared
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("one statement prepared for each of the {N}"));
+        Ok((connection, prepared))
+    }
+
     /// The client, for one statement's execution, which is counted.
     pub(super) fn sending(&self) -> &Client {
         self.requests.fetch_add(1, Ordering::Relaxed);
-        &self.client
-    }
-
-    /// The client, for preparing statements (not executions: not counted).
-    pub(super) fn preparing(&self) -> &Client {
         &self.client
     }
 

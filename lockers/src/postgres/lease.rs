@@ -19,7 +19,8 @@
 //!
 //! # Connection
 //! One connection per client, shared by its acquires, renewals and releases (pipelined), opened again
-//! when it has ended.
+//! when it has ended. Its `application_name` is `lockbench <client id>`, and a row's holder is
+//! `<client id>:<owner>`, so the server can tell which session holds a row ([`holder_sessions`](super::holder_sessions)).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +31,7 @@ use tokio_postgres::Statement;
 use tokio_postgres::types::ToSql;
 
 use super::connection::{
-    Connection, LEASE_TABLE, PostgresConfig, ServerAddress, client_config, pg_error, require_table,
+    Connection, LEASE_TABLE, PostgresConfig, ServerAddress, client_config, pg_error,
 };
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
@@ -67,20 +68,8 @@ struct Session {
 
 impl Session {
     async fn open(config: &ServerAddress) -> Result<Arc<Self>, LockError> {
-        let connection = Connection::open(config).await?;
-        require_table(&connection, LEASE_TABLE).await?;
-        let client = connection.preparing();
-        let prepare = |sql| async move {
-            client
-                .prepare(sql)
-                .await
-                .map_err(|e| pg_error("prepare", &e))
-        };
-        let (acquire, renew, release) = (
-            prepare(ACQUIRE).await?,
-            prepare(RENEW).await?,
-            prepare(RELEASE).await?,
-        );
+        let (connection, [acquire, renew, release]) =
+            Connection::open_prepared(config, LEASE_TABLE, [ACQUIRE, RENEW, RELEASE]).await?;
         Ok(Arc::new(Session {
             connection,
             acquire,
@@ -153,8 +142,9 @@ impl PostgresLease {
         config: PostgresConfig,
         events: Events,
     ) -> Result<Self, LockError> {
-        config.validate()?;
-        let client_config = client_config(url, &config)?;
+        let client_id = format!("{:08x}", rand::random::<u32>());
+        // The server names the client's connection as its rows name their holder.
+        let client_config = client_config(url, &config)?.named(&client_id);
         let first = Session::open(&client_config).await?;
         Ok(PostgresLease {
             sessions: Arc::new(Sessions {
@@ -163,7 +153,7 @@ impl PostgresLease {
             }),
             config,
             events,
-            client_id: format!("{:08x}", rand::random::<u32>()),
+            client_id,
         })
     }
 }

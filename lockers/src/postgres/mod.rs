@@ -9,4 +9,6 @@ pub mod advisory;
 mod connection;
 pub mod lease;
 
-pub use connection::{FENCING_TABLE, LEASE_TABLE, PostgresConfig, SCHEMA, check_server};
+pub use connection::{
+    FENCING_TABLE, LEASE_TABLE, PostgresConfig, SCHEMA, check_server, holder_sessions,
+};
