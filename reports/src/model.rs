@@ -1004,7 +1004,8 @@ pub struct LostSignal {
 /// Client cost over the measured window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ClientCost {
-    /// `driver_process` (tasks mode: the lockbench process, driver and resource included) or
+    /// `driver_process` (tasks mode: the lockbench process, driver and resource included, and the
+    /// peer adapter processes its clients' libraries run in) or
     /// `worker_processes` (the sum over the client processes) or `remote_workers` (the sum of what
     /// each remote worker measured of its own process).
     #[schemars(extend("enum" = ["driver_process", "worker_processes", "remote_workers"]))]

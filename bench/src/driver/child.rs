@@ -222,7 +222,7 @@ where
     let holds = spec.report_holds.then(|| forward_holds(out.clone()));
     let cost = own_cost.then(|| {
         tokio::spawn(cost::sample(
-            CostScope::DriverProcess,
+            CostScope::DriverProcess(locker.adapter_process().into_iter().collect()),
             clock,
             measure,
             worker_done.clone(),

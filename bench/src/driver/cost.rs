@@ -1,7 +1,7 @@
 //! Client cost over the measured window: CPU time, the most threads and the largest resident set,
-//! sampled every 200 ms from `/proc` — of the lockbench process itself (tasks mode: clients, driver and
-//! resource together) or summed over the worker processes and the peer adapter processes they started
-//! (each worker's process group).
+//! sampled every 200 ms from `/proc` — of the lockbench process itself and the peer adapter processes
+//! its clients run their libraries in (tasks mode: clients, driver and resource together) or summed over
+//! the worker processes and the peer adapter processes they started (each worker's process group).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -17,8 +17,8 @@ const PERIOD: Duration = Duration::from_millis(200);
 /// Whose cost is sampled.
 #[derive(Debug, Clone)]
 pub(crate) enum CostScope {
-    /// The lockbench process.
-    DriverProcess,
+    /// The lockbench process, and the peer adapter processes (pids) its clients' libraries run in.
+    DriverProcess(Vec<u32>),
     /// These worker processes.
     Workers(Vec<u32>),
 }
@@ -26,7 +26,9 @@ pub(crate) enum CostScope {
 impl CostScope {
     fn pids(&self) -> Vec<Option<u32>> {
         match self {
-            CostScope::DriverProcess => vec![None],
+            CostScope::DriverProcess(adapters) => std::iter::once(None)
+                .chain(adapters.iter().copied().map(Some))
+                .collect(),
             // Each worker leads a process group that holds the peer adapter processes it started.
             CostScope::Workers(pids) => pids
                 .iter()
@@ -38,7 +40,7 @@ impl CostScope {
 
     fn name(&self) -> &'static str {
         match self {
-            CostScope::DriverProcess => "driver_process",
+            CostScope::DriverProcess(_) => "driver_process",
             CostScope::Workers(_) => "worker_processes",
         }
     }

@@ -94,8 +94,16 @@ pub(crate) async fn run(
         timing.measure_from,
     );
     let oracle_task = tokio::spawn(oracle.collect(batches.clone(), workers_done.clone()));
+    // A peer's library runs in an adapter process (one shared by the clients of a row, or one each):
+    // its CPU is the client's cost as much as the driver's own.
+    let mut adapters: Vec<u32> = clients
+        .iter()
+        .filter_map(|(locker, _)| locker.adapter_process())
+        .collect();
+    adapters.sort_unstable();
+    adapters.dedup();
     let cost_task = tokio::spawn(cost::sample(
-        CostScope::DriverProcess,
+        CostScope::DriverProcess(adapters),
         ctx.clock,
         timing.measure_from,
         stop.clone(),
