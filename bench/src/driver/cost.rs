@@ -108,7 +108,7 @@ mod tests {
         let clock = MonoClock::new();
         let stop = StopSignal::new();
         let sampler = tokio::spawn(sample(
-            CostScope::DriverProcess,
+            CostScope::DriverProcess(Vec::new()),
             clock,
             clock.now(),
             stop.clone(),
