@@ -222,7 +222,7 @@ pub fn peer_pairs(grid: &Grid<'_>) -> Vec<Pair> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CostTable {
     /// What the client CPU covers (tasks mode: the whole lockbench process, driver and protected
-    /// resource included; processes mode: the worker processes).
+    /// resource included, and a peer's adapter processes; processes mode: the worker processes).
     pub scope: String,
     /// One row per strategy that ran baseline, cells as [`COST_COLUMNS`].
     pub rows: Vec<Vec<String>>,
@@ -279,4 +279,4 @@ pub fn cost_table(grid: &Grid<'_>) -> Option<CostTable> {
 }
 
 /// The sentence under the cost table.
-pub const COST_NOTE: &str = "Per critical section completed under baseline (every trial pooled): client figures over the measured window, server figures over the whole case (warm-up included), each divided by the critical sections of its own span. Client CPU covers the whole lockbench process in tasks mode (driver and protected resource included, the same for every row) and the worker processes in processes mode. Client requests: what the clients sent as the server saw it (Redis: commands, a script call once; etcd: gRPC messages, keep-alives included; ZooKeeper: packets); server calls: the work the server counted (Redis: the commands inside scripts included). Compare requests within one server kind. Cost against held locks is charted below (Charts).";
+pub const COST_NOTE: &str = "Per critical section completed under baseline (every trial pooled): client figures over the measured window, server figures over the whole case (warm-up included), each divided by the critical sections of its own span. Client CPU covers the whole lockbench process in tasks mode (driver and protected resource included, the same for every row; for a peer, also the adapter processes its library runs in) and the worker processes (with their adapters) in processes mode. Client requests: what the clients sent as the server saw it (Redis: commands, a script call once; etcd: gRPC messages, keep-alives included; ZooKeeper: packets); server calls: the work the server counted (Redis: the commands inside scripts included). Compare requests within one server kind. Cost against held locks is charted below (Charts).";
