@@ -35,9 +35,18 @@ import org.springframework.jdbc.support.JdbcTransactionManager;
 
 public final class SpringJdbcAdapter extends LockRegistryPeer {
   private JdbcLockRegistry registry;
+  private HikariDataSource connections;
 
+  /** One registry (its own DataSource and client id) per protocol client, all in this JVM. */
   public static void main(String[] args) throws Exception {
-    Protocol.serve(new SpringJdbcAdapter());
+    Protocol.serveClients(SpringJdbcAdapter::new);
+  }
+
+  @Override
+  public void close() {
+    if (connections != null) {
+      connections.close();
+    }
   }
 
   @Override
@@ -52,6 +61,7 @@ public final class SpringJdbcAdapter extends LockRegistryPeer {
     HikariDataSource dataSource;
     try {
       dataSource = new HikariDataSource(pool);
+      connections = dataSource;
     } catch (Exception e) {
       Protocol.error(id, "backend", "no PostgreSQL connection: " + describe(e));
       return;

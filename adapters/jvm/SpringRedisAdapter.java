@@ -28,16 +28,29 @@ import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
 public final class SpringRedisAdapter extends LockRegistryPeer {
   private RedisLockRegistry renewing;
   private RedisLockRegistry fixed;
+  private LettuceConnectionFactory connections;
+  private ThreadPoolTaskScheduler scheduler;
 
+  /** One registry pair (its own connection factory and client id) per protocol client, in this JVM. */
   public static void main(String[] args) throws Exception {
-    Protocol.serve(new SpringRedisAdapter());
+    Protocol.serveClients(SpringRedisAdapter::new);
+  }
+
+  @Override
+  public void close() {
+    if (scheduler != null) {
+      scheduler.shutdown();
+    }
+    if (connections != null) {
+      connections.destroy();
+    }
   }
 
   @Override
   public void hello(long id, JsonNode config) {
     ttl = Duration.ofMillis(Long.parseLong(config.path("ttl_ms").asText("60000")));
     URI url = URI.create(config.path("servers").path(0).asText());
-    LettuceConnectionFactory connections =
+    connections =
         new LettuceConnectionFactory(new RedisStandaloneConfiguration(url.getHost(), url.getPort()));
     connections.afterPropertiesSet();
     connections.start();
@@ -47,7 +60,7 @@ public final class SpringRedisAdapter extends LockRegistryPeer {
       Protocol.error(id, "backend", "no Redis connection: " + describe(e));
       return;
     }
-    ThreadPoolTaskScheduler scheduler = new ThreadPoolTaskScheduler();
+    scheduler = new ThreadPoolTaskScheduler();
     scheduler.setThreadNamePrefix("lock-renewal-");
     scheduler.initialize();
     renewing = new RedisLockRegistry(connections, "lockbench", ttl);

@@ -326,8 +326,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "jvm/build/jvm-spring-jdbc/run.args",
         settings: registry_ttl,
         takes_replicas: false,
-        // Serve one client per process (Protocol.serve): not converted to serveClients yet.
-        serves_many_clients: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "jvm-spring-redis",
@@ -346,8 +345,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "jvm/build/jvm-spring-redis/run.args",
         settings: registry_ttl,
         takes_replicas: false,
-        // Serve one client per process (Protocol.serve): not converted to serveClients yet.
-        serves_many_clients: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "go-etcd-mutex",
