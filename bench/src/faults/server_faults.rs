@@ -118,24 +118,22 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         FaultKind::ClientPause => client_pause(spec, env, rec, t0).await,
         FaultKind::PubsubKill => pubsub_kill(spec, env, rec, t0).await,
         FaultKind::BusyScript => busy(spec, env, rec, victim.as_ref()).await,
-        FaultKind::Failover
-        | FaultKind::SentinelFailover
-        | FaultKind::ClusterMasterKill
-        | FaultKind::ClusterFailover => failover(spec, env, rec, victim.as_ref()).await,
+        FaultKind::Failover => failover(spec, env, rec, victim.as_ref(), Switch::Replica).await,
+        FaultKind::SentinelFailover => {
+            failover(spec, env, rec, victim.as_ref(), Switch::Sentinel).await
+        }
+        FaultKind::ClusterMasterKill => {
+            failover(spec, env, rec, victim.as_ref(), Switch::ClusterKill).await
+        }
+        FaultKind::ClusterFailover => {
+            failover(spec, env, rec, victim.as_ref(), Switch::ClusterCommand).await
+        }
         FaultKind::LeaderKill => leader_kill(env, rec).await,
         FaultKind::TerminateSession => terminate_session(env, rec, victim.as_ref()).await,
-        FaultKind::NodeKill
-        | FaultKind::NodeRestart
-        | FaultKind::ClockJump
-        | FaultKind::ServerRestart => {
-            let ServerAccess::Own(own) = env.server.clone() else {
-                rec.not_applied(format!("{} needs servers started for the case", spec.kind));
-                return;
-            };
-            node_fault(spec, env, rec, own)
-                .await
-                .or_else(|e| not_applied(rec, format!("{} failed: {e}", spec.kind)))
-        }
+        FaultKind::NodeKill => node_fault(spec, env, rec, NodeFault::Kill).await,
+        FaultKind::NodeRestart => node_fault(spec, env, rec, NodeFault::Restart).await,
+        FaultKind::ClockJump => node_fault(spec, env, rec, NodeFault::ClockJump).await,
+        FaultKind::ServerRestart => node_fault(spec, env, rec, NodeFault::ServerRestart).await,
         // Applied by the worker and network fault runners.
         FaultKind::PauseWorker
         | FaultKind::CrashWorker
@@ -332,13 +330,27 @@ async fn busy(
     Ok(true)
 }
 
-/// A Redis failover to the replica: by hand, through Sentinel, or of a cluster's master (by kill or by
+/// How a failover moves the primary.
+#[derive(Debug, Clone, Copy)]
+enum Switch {
+    /// To the replica, by hand (Redis or PostgreSQL).
+    Replica,
+    /// Through Redis Sentinel.
+    Sentinel,
+    /// Of a cluster's master, by killing it.
+    ClusterKill,
+    /// Of a cluster's master, by `CLUSTER FAILOVER`.
+    ClusterCommand,
+}
+
+/// A failover to the replica: by hand, through Sentinel, or of a cluster's master (by kill or by
 /// `CLUSTER FAILOVER`).
 async fn failover(
     spec: &FaultSpec,
     env: &FaultEnv,
     rec: &mut Record,
     victim: Option<&Victim>,
+    switch: Switch,
 ) -> Result<bool, NotApplied> {
     let ServerAccess::Own(own) = env.server.clone() else {
         return not_applied(
@@ -353,29 +365,11 @@ async fn failover(
     // lockbench Redis strategy tags a lock's keys with `{name}`, so this key shares their slot.
     let key = victim.and_then(|v| v.held).map_or(0, |(key, _)| key);
     let slot_key = format!("{{{}{key}}}", env.key_prefix);
-    let failover = move || match kind {
-        FaultKind::SentinelFailover => own.sentinel_failover(),
-        FaultKind::ClusterMasterKill => own.cluster_failover(&slot_key, true),
-        FaultKind::ClusterFailover => own.cluster_failover(&slot_key, false),
-        FaultKind::Failover => own.failover(proxies.as_deref()),
-        FaultKind::PauseWorker
-        | FaultKind::CrashWorker
-        | FaultKind::StarveWorker
-        | FaultKind::CpuHog
-        | FaultKind::CgroupQuota
-        | FaultKind::PauseServer
-        | FaultKind::ClientPause
-        | FaultKind::PubsubKill
-        | FaultKind::BusyScript
-        | FaultKind::ProxyDelay
-        | FaultKind::ProxyBlackhole
-        | FaultKind::ProxyReset
-        | FaultKind::LeaderKill
-        | FaultKind::NodeKill
-        | FaultKind::NodeRestart
-        | FaultKind::ClockJump
-        | FaultKind::ServerRestart
-        | FaultKind::TerminateSession => Err(format!("{kind} is no failover")),
+    let failover = move || match switch {
+        Switch::Sentinel => own.sentinel_failover(),
+        Switch::ClusterKill => own.cluster_failover(&slot_key, true),
+        Switch::ClusterCommand => own.cluster_failover(&slot_key, false),
+        Switch::Replica => own.failover(proxies.as_deref()),
     };
     match blocking(failover).await {
         Ok(report) => record_failover(kind, server, key, &report, rec),
@@ -512,16 +506,48 @@ async fn leader_kill(env: &FaultEnv, rec: &mut Record) -> Result<bool, NotApplie
     Ok(true)
 }
 
-/// Kills, restarts or reports the case's own Redis servers; whether to measure what followed.
+/// What a fault on the case's own Redis nodes does.
+#[derive(Debug, Clone, Copy)]
+enum NodeFault {
+    /// Kill nodes (and restart them after the fault's duration, if it has one).
+    Kill,
+    /// Restart nodes.
+    Restart,
+    /// Run a node's clock fast (from the case's start).
+    ClockJump,
+    /// Restart the server.
+    ServerRestart,
+}
+
+/// A fault on the case's own servers, which it needs; whether to measure what followed.
 async fn node_fault(
     spec: &FaultSpec,
     env: &FaultEnv,
     rec: &mut Record,
+    fault: NodeFault,
+) -> Result<bool, NotApplied> {
+    let ServerAccess::Own(own) = env.server.clone() else {
+        return not_applied(
+            rec,
+            format!("{} needs servers started for the case", spec.kind),
+        );
+    };
+    run_node_fault(spec, env, rec, own, fault)
+        .await
+        .or_else(|e| not_applied(rec, format!("{} failed: {e}", spec.kind)))
+}
+
+/// Kills, restarts or reports the case's own Redis servers; whether to measure what followed.
+async fn run_node_fault(
+    spec: &FaultSpec,
+    env: &FaultEnv,
+    rec: &mut Record,
     own: Arc<CaseServers>,
+    fault: NodeFault,
 ) -> Result<bool, String> {
     let nodes = spec.nodes.clone();
-    match spec.kind {
-        FaultKind::NodeKill => {
+    match fault {
+        NodeFault::Kill => {
             let killer = own.clone();
             rec.target = blocking(move || killer.kill_nodes(&nodes)).await?;
             rec.took_effect(format!("killed {}", rec.target));
@@ -533,38 +559,20 @@ async fn node_fault(
             }
             Ok(true)
         }
-        FaultKind::NodeRestart => {
+        NodeFault::Restart => {
             rec.target = blocking(move || own.restart_nodes(&nodes)).await?;
             rec.took_effect(format!("restarted {}", rec.target));
             rec.stop = Some(env.clock.now());
             Ok(true)
         }
-        FaultKind::ServerRestart => {
+        NodeFault::ServerRestart => {
             rec.target = blocking(move || own.restart_server()).await?;
             rec.took_effect(format!("restarted {}", rec.target));
             rec.stop = Some(env.clock.now());
             rec.param("restart_ms", (env.clock.now() - rec.start) as f64 / 1e6);
             Ok(true)
         }
-        FaultKind::PauseWorker
-        | FaultKind::CrashWorker
-        | FaultKind::StarveWorker
-        | FaultKind::CpuHog
-        | FaultKind::CgroupQuota
-        | FaultKind::PauseServer
-        | FaultKind::ClientPause
-        | FaultKind::PubsubKill
-        | FaultKind::BusyScript
-        | FaultKind::ProxyDelay
-        | FaultKind::ProxyBlackhole
-        | FaultKind::ProxyReset
-        | FaultKind::Failover
-        | FaultKind::SentinelFailover
-        | FaultKind::ClusterMasterKill
-        | FaultKind::ClusterFailover
-        | FaultKind::LeaderKill
-        | FaultKind::TerminateSession => Err(format!("{} is no node fault", spec.kind)),
-        FaultKind::ClockJump => {
+        NodeFault::ClockJump => {
             // The node runs under libfaketime from its start: the fault lasts the whole case.
             rec.start = env.go;
             rec.target = format!("redis node {}", spec.nodes_text());
