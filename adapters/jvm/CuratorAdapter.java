@@ -12,13 +12,14 @@
 // release (a guaranteed delete, retried in the background until the connection returns). A lock node
 // deleted behind the holder's back goes unnoticed: Curator watches the session, not its own node.
 // InterProcessMutex is re-entrant per thread and must be released by the thread that acquired it, so
-// each lease lives on its own thread and re-entrancy is not offered. No fencing token. Setting:
+// each protocol `owner` is one Java thread while it has an acquire or a hold (OwnerThreads), which takes
+// and releases every lock of that owner, as a service's worker thread would; each acquire makes its own
+// InterProcessMutex, so re-entrancy is not offered. No fencing token. Setting:
 // `session_timeout_ms` (default 60000, Curator's default).
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.curator.framework.CuratorFramework;
@@ -28,14 +29,15 @@ import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public final class CuratorAdapter implements Protocol.Library {
-  /** A granted lease: the queue its holding thread takes the release request's id from, and whether
-   * it was lost (a SUSPENDED or LOST connection state came after the grant). */
-  private record Hold(SynchronousQueue<Long> release, AtomicBoolean lost) {}
+  /** A granted lease: its mutex, the owner whose thread holds it, and whether it was lost (a SUSPENDED
+   * or LOST connection state came after the grant). */
+  private record Hold(InterProcessMutex mutex, OwnerThreads.Owner owner, AtomicBoolean lost) {}
 
   /** Granted leases not yet released; guarded by Protocol.class with the grant and the loss events. */
   private final Map<String, Hold> held = new ConcurrentHashMap<>();
   /** Whether the last connection state was SUSPENDED or LOST (not yet RECONNECTED). */
   private volatile boolean suspended;
+  private final OwnerThreads owners = new OwnerThreads();
   private CuratorFramework client;
 
   public static void main(String[] args) throws Exception {
@@ -95,20 +97,39 @@ public final class CuratorAdapter implements Protocol.Library {
     }
   }
 
-  /** Runs on the lease's own thread: acquire, wait for the release request, release. */
   @Override
-  public void acquire(long id, JsonNode req) throws Exception {
+  public void acquire(long id, JsonNode req) {
     if (!"watchdog".equals(req.path("lease").path("mode").asText())) {
       Protocol.error(id, "unsupported", "ZooKeeper has no fixed leases (the session is the lease)");
       return;
     }
-    InterProcessMutex mutex = new InterProcessMutex(client, "/lockbench/" + req.path("key").asText());
+    OwnerThreads.Owner owner = owners.enter(req.path("owner").asText());
+    owner.thread.execute(() -> {
+      boolean granted = false;
+      boolean clean = false;
+      try {
+        granted = lock(id, req, owner);
+        clean = true;
+      } catch (Exception e) {
+        Protocol.error(id, "backend", e.toString());
+      } finally {
+        if (!granted) {
+          owners.leave(owner, clean);
+        }
+      }
+    });
+  }
+
+  /** Runs on the owner's thread; true when the lock was granted (the hold keeps the owner). */
+  private boolean lock(long id, JsonNode req, OwnerThreads.Owner owner) throws Exception {
+    String key = req.path("key").asText();
+    InterProcessMutex mutex = new InterProcessMutex(client, "/lockbench/" + key);
     if (!mutex.acquire(Protocol.waitMs(req), TimeUnit.MILLISECONDS)) {
-      Protocol.error(id, "timeout", req.path("key").asText() + " is held");
-      return;
+      Protocol.error(id, "timeout", key + " is held");
+      return false;
     }
     String lease = Protocol.newLease();
-    Hold hold = new Hold(new SynchronousQueue<>(), new AtomicBoolean());
+    Hold hold = new Hold(mutex, owner, new AtomicBoolean());
     synchronized (Protocol.class) { // the reply goes out before any event of the lease
       Protocol.granted(id, lease);
       held.put(lease, hold);
@@ -116,37 +137,51 @@ public final class CuratorAdapter implements Protocol.Library {
         loseOnce(lease, hold, ConnectionState.SUSPENDED);
       }
     }
-    long releaseId = hold.release().take();
-    if (hold.lost().get()) {
-      // The task stopped at the loss; the node goes now or, if suspended, when the connection returns.
-      Protocol.error(releaseId, "not_held", lease + " was lost (connection SUSPENDED or LOST)");
-      try {
-        mutex.release();
-      } catch (Exception e) {
-        System.err.println("releasing lost " + lease + " (Curator retries the delete): " + e);
-      }
-      return;
-    }
-    try {
-      mutex.release();
-      Protocol.write(Protocol.ok(releaseId));
-    } catch (IllegalMonitorStateException e) {
-      Protocol.error(releaseId, "not_held", e.getMessage());
-    } catch (Exception e) {
-      Protocol.error(releaseId, "backend", e.toString());
-    }
+    return true;
   }
 
   @Override
-  public void release(long id, String lease) throws InterruptedException {
+  public void release(long id, String lease) {
     Hold hold;
     synchronized (Protocol.class) {
       hold = held.remove(lease);
     }
     if (hold == null) {
       Protocol.error(id, "not_held", "unknown lease " + lease);
-    } else {
-      hold.release().put(id);
+      return;
+    }
+    hold.owner().thread.execute(() -> {
+      boolean clean = false;
+      try {
+        clean = unlock(id, lease, hold);
+      } finally {
+        owners.leave(hold.owner(), clean);
+      }
+    });
+  }
+
+  /** Runs on the owner's thread; true when no node of the hold can be left behind by this thread. */
+  private static boolean unlock(long id, String lease, Hold hold) {
+    if (hold.lost().get()) {
+      // The task stopped at the loss; the node goes now or, if suspended, when the connection returns.
+      Protocol.error(id, "not_held", lease + " was lost (connection SUSPENDED or LOST)");
+      try {
+        hold.mutex().release();
+      } catch (Exception e) {
+        System.err.println("releasing lost " + lease + " (Curator retries the delete): " + e);
+      }
+      return true;
+    }
+    try {
+      hold.mutex().release();
+      Protocol.write(Protocol.ok(id));
+      return true;
+    } catch (IllegalMonitorStateException e) {
+      Protocol.error(id, "not_held", e.getMessage());
+      return true;
+    } catch (Exception e) {
+      Protocol.error(id, "backend", e.toString());
+      return false;
     }
   }
 }

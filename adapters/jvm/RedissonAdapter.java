@@ -13,9 +13,8 @@
 // (`lockbench:{key}`).
 //
 // Redisson ties a hold to its connection manager's id and the Java thread that locked it, so each
-// protocol `owner` is one Java thread of its own while it has an acquire or a hold (a thread is reused by
-// a later owner only once its owner's last call ended cleanly, so no lock of it can be left on the
-// server): the same owner locks and unlocks on the same thread,
+// protocol `owner` is one Java thread of its own while it has an acquire or a hold (OwnerThreads): the
+// same owner locks and unlocks on the same thread,
 // and re-entry counts as it does in Redisson (`reentrant: true`; a release names only the owner,
 // `hold_identity: false`). An owner's requests therefore run one after another, as a thread's would.
 // Watchdog leases: tryLock() / tryLock(wait) without a lease time (the watchdog renews every
@@ -26,12 +25,8 @@
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Duration;
-import java.util.ArrayDeque;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.redisson.Redisson;
 import org.redisson.api.RLock;
@@ -41,38 +36,10 @@ import org.redisson.config.Config;
 import org.redisson.config.MasterSlaveServersConfig;
 
 public final class RedissonAdapter implements Protocol.Library {
-  /** One protocol owner: its Java thread, and how many acquires and holds still use it. */
-  private static final class Owner {
-    final String name;
-    final ExecutorService thread;
-    int uses; // guarded by owners
-    /** A lock call of this owner ended in an error, so its thread may still hold a lock on the
-     * server: the thread is not given to another owner (guarded by owners). */
-    boolean unclean;
-
-    Owner(String name, ExecutorService thread) {
-      this.name = name;
-      this.thread = thread;
-    }
-  }
-
-  /** A single-thread executor for an owner: an idle one (its last owner has no acquire or hold left,
-   * so Redisson sees no hold of its thread) or a new one. Guarded by owners. */
-  private ExecutorService ownerThread() {
-    ExecutorService idle = idleThreads.pollFirst();
-    return idle != null ? idle : Executors.newSingleThreadExecutor(run -> {
-      Thread t = new Thread(run, "owner");
-      t.setDaemon(true);
-      return t;
-    });
-  }
-
-  private record Hold(RLock lock, Owner owner) {}
+  private record Hold(RLock lock, OwnerThreads.Owner owner) {}
 
   private final String row;
-  private final Map<String, Owner> owners = new HashMap<>();
-  /** Owner threads whose owner is done with them, kept for the next owner (guarded by owners). */
-  private final ArrayDeque<ExecutorService> idleThreads = new ArrayDeque<>();
+  private final OwnerThreads owners = new OwnerThreads();
   private final Map<String, Hold> leases = new ConcurrentHashMap<>();
   private RedissonClient client;
   private long watchdogMs;
@@ -170,32 +137,9 @@ public final class RedissonAdapter implements Protocol.Library {
     return version != null ? version : "unknown";
   }
 
-  private Owner enter(String name) {
-    synchronized (owners) {
-      Owner owner = owners.computeIfAbsent(name, n -> new Owner(n, ownerThread()));
-      owner.uses++;
-      return owner;
-    }
-  }
-
-  /** One use of owner ended, cleanly (no lock of its thread can be left on the server) or not. */
-  private void leave(Owner owner, boolean clean) {
-    synchronized (owners) {
-      owner.unclean |= !clean;
-      if (--owner.uses == 0) {
-        owners.remove(owner.name);
-        if (owner.unclean) {
-          owner.thread.shutdown();
-        } else {
-          idleThreads.addLast(owner.thread);
-        }
-      }
-    }
-  }
-
   @Override
   public void acquire(long id, JsonNode req) {
-    Owner owner = enter(req.path("owner").asText());
+    OwnerThreads.Owner owner = owners.enter(req.path("owner").asText());
     owner.thread.execute(() -> {
       boolean granted = false;
       boolean clean = false;
@@ -206,14 +150,14 @@ public final class RedissonAdapter implements Protocol.Library {
         Protocol.error(id, "backend", describe(e));
       } finally {
         if (!granted) {
-          leave(owner, clean);
+          owners.leave(owner, clean);
         }
       }
     });
   }
 
   /** Runs on the owner's thread; true when the lock was granted (the hold keeps the owner). */
-  private boolean lock(long id, JsonNode req, Owner owner) throws InterruptedException {
+  private boolean lock(long id, JsonNode req, OwnerThreads.Owner owner) throws InterruptedException {
     String key = req.path("key").asText();
     RLock lock = client.getLock("lockbench:{" + key + "}");
     JsonNode lease = req.path("lease");
@@ -260,7 +204,7 @@ public final class RedissonAdapter implements Protocol.Library {
       } catch (Exception e) {
         Protocol.error(id, "backend", describe(e));
       } finally {
-        leave(hold.owner, clean);
+        owners.leave(hold.owner, clean);
       }
     });
   }

@@ -14,10 +14,10 @@ done
 
 # row, main class (its source is <main class>.java), its argument (- for none), other sources it needs
 rows=(
-  "jvm-curator CuratorAdapter -"
-  "jvm-redisson-3.43 RedissonAdapter jvm-redisson-3.43"
-  "jvm-redisson RedissonAdapter jvm-redisson"
-  "jvm-redisson-4 RedissonAdapter jvm-redisson-4"
+  "jvm-curator CuratorAdapter - OwnerThreads"
+  "jvm-redisson-3.43 RedissonAdapter jvm-redisson-3.43 OwnerThreads"
+  "jvm-redisson RedissonAdapter jvm-redisson OwnerThreads"
+  "jvm-redisson-4 RedissonAdapter jvm-redisson-4 OwnerThreads"
   "jvm-spring-jdbc SpringJdbcAdapter - LockRegistryPeer"
   "jvm-spring-redis SpringRedisAdapter - LockRegistryPeer"
 )

@@ -227,6 +227,8 @@ async fn scheduler_cost(
         isolation: Isolation::ChildProcess(env!("CARGO_BIN_EXE_lockbench").into()),
         // Batched renewal's client-CPU target is its ratio to the raw sender in the same run.
         yardstick: true,
+        // lockbench's own rows need none.
+        warm_up: Duration::ZERO,
     };
     let started = Instant::now();
     let series = scale::measure(&spec, backends).await;

@@ -470,6 +470,15 @@ pub struct ScaleArgs {
     /// Run every strategy in this process (faster; RSS and threads then carry over between strategies).
     #[arg(long)]
     pub in_process: bool,
+    /// Also hold the locks with the real libraries beside each strategy (Redisson beside `redisson` and
+    /// `redis-watchdog-batched`, Curator and kazoo beside `zookeeper`, …) and print the pairs with
+    /// their ratios; a library's figures are its own adapter process's.
+    #[arg(long)]
+    pub peers: bool,
+    /// Acquire-and-release cycles every strategy runs before its first step, unmeasured [default: the
+    /// longest warm-up a chosen strategy needs: 4s with a JVM library, else none].
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub warm_up: Option<String>,
     /// Output directory [default: results/scale-UTCTIME].
     #[arg(short, long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -502,6 +511,8 @@ impl ScaleArgs {
                 max_rss_mib: self.max_rss_mib,
                 in_process: self.in_process || self.worker,
                 yardstick: true,
+                peers: self.peers,
+                warm_up: self.warm_up.clone(),
             },
             out: self.out.clone(),
             servers: self.servers.given(),
@@ -716,6 +727,7 @@ mod tests {
     fn scale_flags_default_to_the_scale_defaults() {
         assert_eq!(scale_args(&[]).options, ScaleOptions::default());
         assert!(scale_args(&["--in-process"]).options.in_process);
+        assert!(scale_args(&["--peers"]).options.peers);
         assert!(scale_args(&["--worker"]).options.in_process);
     }
 
@@ -745,6 +757,8 @@ mod tests {
             "1500ms",
             "--max-rss-mib",
             "512",
+            "--warm-up",
+            "2s",
         ])
         .options
         .spec()
@@ -758,6 +772,7 @@ mod tests {
         assert_eq!(child.steps, [10, 20_000]);
         assert_eq!(child.hold, Duration::from_millis(1500));
         assert_eq!(child.max_rss_bytes, 512 << 20);
+        assert_eq!(child.warm_up, Duration::from_secs(2));
         assert_eq!(child.strategies.len(), 1);
         assert_eq!(child.isolation, Isolation::InProcess);
         assert!(time_bound(&spec) > spec.step_budget * 2);

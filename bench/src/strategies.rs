@@ -235,9 +235,16 @@ impl Strategy {
             description: spec.description,
             server,
             in_all: false,
+            // How its model renews (locks per server call, renewals per period), so `lockbench scale`
+            // holds the library to its model's call bound: a library renewing otherwise shows there.
             facts: Facts {
                 min_warmup: spec.warm_up(),
-                ..PLAIN
+                yardstick: false,
+                in_many_locks: PLAIN.in_many_locks,
+                ..NATIVE
+                    .iter()
+                    .find(|s| s.id == spec.counterpart)
+                    .map_or(PLAIN, |model| model.facts)
             },
             counterpart: Some(spec.counterpart),
             client: Client::Peer(spec),

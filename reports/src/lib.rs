@@ -11,6 +11,7 @@
 //! |---|---|
 //! | [`model`], [`comparison`] | the results files (serde types) |
 //! | [`scale`] | the `lockbench scale` file: cost of holding many locks |
+//! | [`scale_pairs`] | lockbench's rows beside the libraries in a `lockbench scale --peers` run |
 //! | [`schema`] | the files' JSON schemas, derived from those types, and a validator |
 //! | [`grid`] | rows (scenario × lease) by columns (strategies); facts of one case |
 //! | [`histogram`] | the raw HdrHistograms: the codec, summaries, percentile curves, spreads |
@@ -42,6 +43,7 @@ pub mod pairing;
 pub mod report;
 pub mod rules;
 pub mod scale;
+pub mod scale_pairs;
 pub mod schema;
 pub mod scorecard;
 pub mod sections;

@@ -58,10 +58,14 @@ pub struct ScaleSettings {
     pub max_threads: u64,
     /// The strategy stops once the client's resident set passes this.
     pub max_rss_bytes: u64,
+    /// How long every row cycled acquire and release before its first step, unmeasured (the warm-up a
+    /// JVM library needs, given to every row of the run alike); absent in older files.
+    #[serde(default)]
+    pub warm_up_ms: Option<f64>,
 }
 
 /// One strategy's steps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScaleSeries {
     /// Strategy id.
     pub strategy: String,
@@ -75,6 +79,23 @@ pub struct ScaleSeries {
     pub points: Vec<ScalePoint>,
     /// Where and why the strategy stopped short of the last step; absent when it reached every step.
     pub stopped: Option<ScaleStop>,
+    /// For a peer (a real library through its adapter): the library and the version its process
+    /// loaded, as it reported them (`Redisson RLock 3.52.0`); absent for lockbench's own rows.
+    #[serde(default)]
+    pub library: Option<String>,
+    /// For a peer: lockbench's rows it is read beside in the pairs table (its model first); empty for
+    /// lockbench's own rows.
+    #[serde(default)]
+    pub beside: Vec<String>,
+    /// Whether the client figures (CPU, RSS, threads, the caps) were read from the library's own
+    /// adapter process rather than lockbench's: true for a peer, whose library holds and renews its
+    /// locks there.
+    #[serde(default)]
+    pub in_adapter_process: bool,
+    /// The client's resident set once connected (and warmed up), before its first acquire: memory per
+    /// held lock is the growth from here; absent in files written before it was recorded.
+    #[serde(default)]
+    pub client_rss_at_start_bytes: Option<u64>,
 }
 
 /// Where a strategy stopped.
@@ -89,7 +110,7 @@ pub struct ScaleStop {
 }
 
 /// The cost of holding `held_locks` locks with one client, over one measured window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScalePoint {
     /// Locks held when the window started.
     pub held_locks: u64,
@@ -132,6 +153,13 @@ pub struct ScalePoint {
     pub client_rss_bytes: u64,
     /// Client threads at the end of the window.
     pub client_threads: u64,
+    /// Locks the server itself held at the end of the window: in Redis the keys named after the run's
+    /// lock keys (`SCAN MATCH *scale*`, less the `…:fence` counters), ephemeral nodes in ZooKeeper
+    /// (`zk_ephemerals_count`), keys in etcd; less those there before the row's first acquire; absent
+    /// where not counted. Read beside `held_at_end`, which
+    /// is the client's own view (a peer that reports no loss keeps its leases held).
+    #[serde(default)]
+    pub server_held: Option<u64>,
 }
 
 /// One strategy's cost against held locks, for the chart.
@@ -288,10 +316,11 @@ impl ScalePoint {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn sample() -> ScaleResults {
+    /// A one-step, one-strategy results file.
+    pub(crate) fn sample() -> ScaleResults {
         let point = ScalePoint {
             held_locks: 1000,
             held_at_end: 1000,
@@ -309,6 +338,7 @@ mod tests {
             client_cpu_percent: 0.8,
             client_rss_bytes: 64 << 20,
             client_threads: 3,
+            server_held: None,
         };
         ScaleResults {
             schema_version: SCALE_SCHEMA_VERSION,
@@ -324,6 +354,7 @@ mod tests {
                 step_budget_ms: 60_000.0,
                 max_threads: 10_000,
                 max_rss_bytes: 4 << 30,
+                warm_up_ms: None,
             },
             environment: Environment {
                 lockbench_version: "0.1.0".into(),
@@ -345,6 +376,7 @@ mod tests {
                     step: 10_000,
                     reason: "budget".into(),
                 }),
+                ..ScaleSeries::default()
             }],
         }
     }

@@ -176,6 +176,11 @@ pub fn peer_pairs(grid: &Grid<'_>) -> Vec<Pair> {
                     figure(c, &|c| rate(c.throughput.completed_per_s)),
                 ],
                 [
+                    "baseline acquire p99 (ms)".to_owned(),
+                    figure(p, &|c| ms(c.latency.acquire.p99_ms)),
+                    figure(c, &|c| ms(c.latency.acquire.p99_ms)),
+                ],
+                [
                     "baseline hand-off p50 (ms)".to_owned(),
                     figure(p, &|c| ms(c.latency.handoff.p50_ms)),
                     figure(c, &|c| ms(c.latency.handoff.p50_ms)),

@@ -42,6 +42,21 @@ pub fn process_cpu_time() -> Duration {
     time(usage.ru_utime) + time(usage.ru_stime)
 }
 
+/// CPU time `pid` has run so far, to the nanosecond: the sum of its live threads' scheduler run times
+/// (`/proc/<pid>/task/*/schedstat`), finer than `/proc/<pid>/stat`'s clock ticks, which read a light
+/// client's few milliseconds over a window as zero. Threads that already ended are not counted, so read
+/// it across a window of long-lived threads (a library's runtime). `None` if `pid` is gone.
+pub fn threads_cpu_time(pid: u32) -> Option<Duration> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let ns: u64 = tasks
+        .filter_map(|task| {
+            let text = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+            text.split_whitespace().next()?.parse::<u64>().ok()
+        })
+        .sum();
+    Some(Duration::from_nanos(ns))
+}
+
 /// Every process in process group `pgid` (its leader included): a worker process and the peer adapter
 /// processes it started, which share its group.
 pub fn group_members(pgid: u32) -> Vec<u32> {

@@ -32,12 +32,13 @@ pub async fn measure_strategy(
         strategy: name.to_owned(),
         server: strategy.server.name().to_owned(),
         locks_per_renew_call: locks_per_renew_call(strategy),
-        points: Vec::new(),
+        beside: super::rows_beside(strategy),
         stopped: Some(ScaleStop {
             held: 0,
             step: spec.steps[0],
             reason,
         }),
+        ..ScaleSeries::default()
     };
     let dir = match tempfile::Builder::new()
         .prefix("lockbench-scale-")
@@ -117,6 +118,8 @@ pub(crate) fn worker_args(
         spec.max_threads.to_string(),
         "--max-rss-mib".to_owned(),
         (spec.max_rss_bytes >> 20).max(1).to_string(),
+        "--warm-up".to_owned(),
+        format_duration(spec.warm_up),
     ];
     for kind in ServerKind::ALL {
         if let (Some(entry), Some(server)) = (kind.server(), backends.get(kind)) {
@@ -142,5 +145,5 @@ pub(crate) fn time_bound(spec: &ScaleSpec) -> Duration {
     let settle = spec.renew_period().max(Duration::from_millis(500));
     let per_step = spec.step_budget + settle + spec.hold + Duration::from_secs(5);
     let steps = u32::try_from(spec.steps.len()).unwrap_or(u32::MAX);
-    per_step.saturating_mul(steps) + spec.step_budget + Duration::from_secs(60)
+    per_step.saturating_mul(steps) + spec.step_budget + spec.warm_up + Duration::from_secs(60)
 }

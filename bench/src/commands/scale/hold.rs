@@ -7,7 +7,10 @@
 //! (`grpc_server_msg_received_total` of `LeaseKeepAlive`), ZooKeeper `mntr` (`packets_received`: pings
 //! and probes); server CPU from `/proc/<pid>` when the pid is known (else `INFO cpu` /
 //! `process_cpu_seconds_total`); client CPU from `getrusage`, RSS and threads from `/proc/self/stat`;
-//! per-lock renewals, failures and losses from the strategy's own events.
+//! per-lock renewals, failures and losses from the strategy's own events. A peer's client figures are
+//! its library's own process (the adapter), read from `/proc/<pid>`, and its acquires share a few
+//! owners (one per concurrent acquirer) as a service's worker threads would. The locks the server holds
+//! are counted by the server itself (Redis `DBSIZE`, ZooKeeper `zk_ephemerals_count`, etcd's key count).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -18,7 +21,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use lockbench_reports::scale::{ScalePoint, ScaleSeries, ScaleStop};
 use lockbench_servers::probe;
-use lockers::{AcquireOptions, EventSink, Events, Lease, LockEvent, Locker, Renewed};
+use lockers::{AcquireOptions, EventSink, Events, Lease, LockEvent, Locker, OwnerId, Renewed};
 
 use super::{SERVER_TIMEOUT, ScaleSpec, ms};
 use crate::backends::stats::{StatsSnapshot, StatsSource};
@@ -26,7 +29,7 @@ use crate::backends::{Backend, Backends, ServerKind};
 use crate::base::duration::format_duration;
 use crate::base::measure::RedisCommandStats;
 use crate::base::proc_stat;
-use crate::strategies::{Endpoints, Strategy};
+use crate::strategies::{Endpoints, Strategy, StrategySettings};
 
 /// Counts the renewal events of one client, and the margins (remaining TTLs) its renewals found.
 #[derive(Debug)]
@@ -150,6 +153,134 @@ impl ServerProbe {
     }
 }
 
+impl ServerProbe {
+    /// The locks the server holds now, counted by the server: in Redis the keys named after the scale
+    /// run's lock keys (`SCAN MATCH *scale*`, every row names its lock key after the key it was given,
+    /// `lockbench:{scale:42}`, `lock:scale:42`), less the fencing counters (`…:fence`); ephemeral
+    /// nodes in ZooKeeper (`mntr`'s `zk_ephemerals_count`), keys in etcd (a count-only range over every
+    /// key); `None` where not counted or unreadable. Blocking.
+    fn locks_held(&self) -> Option<u64> {
+        let addr = self.socket?;
+        match self.kind {
+            ServerKind::Redis => {
+                let all = redis_count(addr, "*scale*")?;
+                Some(all.saturating_sub(redis_count(addr, "*scale*:fence")?))
+            }
+            ServerKind::ZooKeeper => probe::four_letter_word(addr, "mntr", SERVER_TIMEOUT)
+                .ok()?
+                .lines()
+                .find_map(|line| line.strip_prefix("zk_ephemerals_count\t"))?
+                .trim()
+                .parse()
+                .ok(),
+            ServerKind::Etcd => {
+                // Every key: from "\0" to the end of the keyspace ("\0" as range_end), base64.
+                let body = r#"{"key":"AA==","range_end":"AA==","count_only":true}"#;
+                let reply = probe::http_post(addr, "/v3/kv/range", body, SERVER_TIMEOUT).ok()?;
+                etcd_count(&reply.body)
+            }
+            ServerKind::InProcess
+            | ServerKind::PerClient
+            | ServerKind::RedisNodes
+            | ServerKind::Postgres => None,
+        }
+    }
+}
+
+/// [`ServerProbe::locks_held`] off the async threads; `None` without a server.
+pub(super) async fn server_locks_held(server: Option<ServerProbe>) -> Option<u64> {
+    let server = server?;
+    tokio::task::spawn_blocking(move || server.locks_held())
+        .await
+        .ok()
+        .flatten()
+}
+
+/// The keys matching `pattern` in a Redis, by `SCAN` (a key present throughout is counted; one moved by
+/// a rehash meanwhile may be counted twice); `None` when unreadable or past 10,000 calls.
+fn redis_count(addr: SocketAddr, pattern: &str) -> Option<u64> {
+    let mut cursor = "0".to_owned();
+    let mut count = 0u64;
+    for _ in 0..10_000 {
+        let reply = probe::resp_command(
+            addr,
+            &["SCAN", &cursor, "MATCH", pattern, "COUNT", "10000"],
+            SERVER_TIMEOUT,
+        )
+        .ok()?;
+        let mut lines = reply.lines();
+        cursor = lines.next()?.trim().to_owned();
+        count += lines.filter(|line| !line.is_empty()).count() as u64;
+        if cursor == "0" {
+            return Some(count);
+        }
+    }
+    None
+}
+
+/// `count` of an etcd range reply (the gateway spells int64 as a string; absent when zero).
+fn etcd_count(body: &str) -> Option<u64> {
+    let reply: serde_json::Value = serde_json::from_str(body).ok()?;
+    reply.get("header")?;
+    match reply.get("count") {
+        None => Some(0),
+        Some(serde_json::Value::String(n)) => n.parse().ok(),
+        Some(n) => n.as_u64(),
+    }
+}
+
+/// The process whose CPU time, resident set and threads are a client's: lockbench's own, or for a peer
+/// the adapter process its library holds and renews its locks in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ClientProcess {
+    /// This process.
+    Own,
+    /// A peer's adapter process.
+    Adapter(u32),
+}
+
+impl ClientProcess {
+    /// The adapter process of a peer's client, else this process.
+    fn of(locker: &dyn Locker) -> Self {
+        locker
+            .adapter_process()
+            .map_or(ClientProcess::Own, ClientProcess::Adapter)
+    }
+
+    /// CPU time, resident set and threads, from `/proc`.
+    pub(super) fn sample(self) -> Option<proc_stat::ProcSample> {
+        match self {
+            ClientProcess::Own => proc_stat::sample(None),
+            ClientProcess::Adapter(pid) => proc_stat::sample(Some(pid)),
+        }
+    }
+
+    /// CPU time so far, finer than `/proc/<pid>/stat`'s clock ticks: `getrusage` for this process, the
+    /// threads' scheduler run times for an adapter (whose library's threads live as long as it does).
+    fn cpu_time(self) -> Duration {
+        match self {
+            ClientProcess::Own => proc_stat::process_cpu_time(),
+            ClientProcess::Adapter(pid) => proc_stat::threads_cpu_time(pid).unwrap_or_default(),
+        }
+    }
+}
+
+/// Why `strategy` cannot hold watchdog leases (a peer whose library renews nothing by itself, or whose
+/// runtime is not installed), if so: the row then says why instead of measuring nothing.
+fn holds_no_watchdog_lease(strategy: &Strategy, settings: &StrategySettings) -> Option<String> {
+    if !strategy.is_peer() {
+        return None;
+    }
+    match strategy.capabilities(settings) {
+        Ok(capabilities) if capabilities.auto_renew => None,
+        Ok(_) => Some(format!(
+            "its library renews no lease by itself, so it holds no watchdog lease ({})",
+            strategy.description
+        )),
+        Err(e) => Some(format!("not run: {e}")),
+    }
+}
+
 /// Runs `spec.steps` with one client of `strategy`, in this process.
 pub async fn measure_strategy(
     strategy: &'static Strategy,
@@ -161,12 +292,20 @@ pub async fn measure_strategy(
         strategy: strategy.id.to_owned(),
         server: strategy.server.name().to_owned(),
         locks_per_renew_call: locks_per_renew_call(strategy),
-        points: Vec::new(),
-        stopped: None,
+        beside: super::rows_beside(strategy),
+        ..ScaleSeries::default()
     };
     let counts = Arc::new(RenewalCounts::default());
     let endpoints = Endpoints::new(backends.endpoints());
     let settings = spec.settings();
+    if let Some(reason) = holds_no_watchdog_lease(strategy, &settings) {
+        series.stopped = Some(ScaleStop {
+            held: 0,
+            step: spec.steps[0],
+            reason,
+        });
+        return series;
+    }
     let connected = strategy
         .connect(&endpoints, &settings, Events::to(counts.clone()))
         .await;
@@ -181,13 +320,21 @@ pub async fn measure_strategy(
             return series;
         }
     };
+    warm_up(&locker, spec.warm_up, spec).await;
+    let client = ClientProcess::of(locker.as_ref());
+    series.in_adapter_process = client != ClientProcess::Own;
+    series.library = locker
+        .loaded_library()
+        .map(|(name, version)| format!("{name} {version}"));
+    series.client_rss_at_start_bytes = client.sample().map(|s| s.rss_bytes);
+    let server_before = server_locks_held(server.clone()).await;
     let mut held: Vec<Lease> = Vec::new();
     let next_key = Arc::new(AtomicUsize::new(0));
     for &step in &spec.steps {
         let target = usize::try_from(step).unwrap_or(usize::MAX);
         let at_start = counts.now();
         let began = Instant::now();
-        let (leases, stop) = fill(&locker, &next_key, target - held.len(), spec).await;
+        let (leases, stop) = fill(&locker, client, &next_key, target - held.len(), spec).await;
         let fill_time = began.elapsed();
         held.extend(leases);
         if held.is_empty() {
@@ -209,6 +356,8 @@ pub async fn measure_strategy(
             fill_time,
             locks_per_call: series.locks_per_renew_call,
             renewals_per_period: strategy.facts.renewals_per_period,
+            client,
+            server_before,
         };
         let point = window
             .measure(|| held.iter().filter(|l| l.is_held()).count() as u64)
@@ -228,10 +377,35 @@ pub async fn measure_strategy(
     series
 }
 
+/// Runs acquire-and-release cycles on keys of their own for `length` (the warm-up a row's runtime needs
+/// before it is measured, the JVM rows' as in `compare`), `spec.concurrency` at a time; nothing is held
+/// afterwards and nothing of it is measured. Errors only end a cycle (the runtime is still warming).
+async fn warm_up(locker: &Arc<dyn Locker>, length: Duration, spec: &ScaleSpec) {
+    if length.is_zero() {
+        return;
+    }
+    let until = Instant::now() + length;
+    let mut cyclers = tokio::task::JoinSet::new();
+    for number in 0..spec.concurrency {
+        let locker = locker.clone();
+        cyclers.spawn(async move {
+            let once = AcquireOptions::try_once();
+            while Instant::now() < until {
+                // Not named like the measured keys (`scale:N`), which the server's count matches.
+                if let Ok(lease) = locker.acquire(&format!("warm-up:{number}"), &once).await {
+                    let _ = lease.release().await;
+                }
+            }
+        });
+    }
+    while cyclers.join_next().await.is_some() {}
+}
+
 /// Starts up to `count` more acquires of fresh keys, `spec.concurrency` at a time; stops early on the
 /// first error, a cap or the step budget, and says why.
 async fn fill(
     locker: &Arc<dyn Locker>,
+    client: ClientProcess,
     next_key: &Arc<AtomicUsize>,
     count: usize,
     spec: &ScaleSpec,
@@ -240,9 +414,11 @@ async fn fill(
     let stop: Arc<Mutex<Option<String>>> = Arc::default();
     let deadline = Instant::now() + spec.step_budget;
     let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..spec.concurrency.min(count.max(1)) {
+    for number in 0..spec.concurrency.min(count.max(1)) {
         let worker = FillWorker {
             locker: locker.clone(),
+            client,
+            owner: OwnerId::new(format!("scale-acquirer-{number}")),
             next_key: next_key.clone(),
             remaining: remaining.clone(),
             stop: stop.clone(),
@@ -279,6 +455,12 @@ const CAPS_CHECKED_EVERY: usize = 16;
 /// One of the concurrent acquirers of a step.
 struct FillWorker {
     locker: Arc<dyn Locker>,
+    /// The process whose threads and resident set the caps are checked against.
+    client: ClientProcess,
+    /// The owner of every lock this worker takes: a service's worker thread holds many locks, so a
+    /// library that binds a hold to a thread (Redisson, Curator) needs one thread per acquirer, not
+    /// one per lock.
+    owner: OwnerId,
     next_key: Arc<AtomicUsize>,
     remaining: Arc<AtomicUsize>,
     stop: Arc<Mutex<Option<String>>>,
@@ -308,7 +490,7 @@ impl FillWorker {
         if !check_caps {
             return None;
         }
-        let me = proc_stat::sample(None)?;
+        let me = self.client.sample()?;
         if me.threads >= self.max_threads {
             return Some(format!("thread cap {} reached", self.max_threads));
         }
@@ -319,7 +501,10 @@ impl FillWorker {
     }
 
     async fn run(self) -> Vec<Lease> {
-        let once = AcquireOptions::try_once();
+        let once = AcquireOptions {
+            owner: Some(self.owner.clone()),
+            ..AcquireOptions::try_once()
+        };
         let mut mine = Vec::new();
         loop {
             let number = self.next_key.fetch_add(1, Ordering::Relaxed);
@@ -361,7 +546,11 @@ struct Reading {
     etcd_keepalives: Option<u64>,
 }
 
-async fn read(server: Option<ServerProbe>, counts: &RenewalCounts) -> Reading {
+async fn read(
+    server: Option<ServerProbe>,
+    client: ClientProcess,
+    counts: &RenewalCounts,
+) -> Reading {
     let blocking = tokio::task::spawn_blocking(move || {
         let Some(server) = server else {
             return (None, None, None, None);
@@ -395,7 +584,7 @@ async fn read(server: Option<ServerProbe>, counts: &RenewalCounts) -> Reading {
     let (server, server_cpu, redis, etcd_keepalives) = blocking.unwrap_or((None, None, None, None));
     Reading {
         at: Instant::now(),
-        client_cpu: proc_stat::process_cpu_time(),
+        client_cpu: client.cpu_time(),
         counts: counts.now(),
         server,
         server_cpu,
@@ -446,19 +635,25 @@ pub(super) struct Window<'a> {
     pub(super) locks_per_call: Option<u64>,
     /// Renewals of each lock per renewal period (batched renewal: a little more than one).
     pub(super) renewals_per_period: f64,
+    /// The process whose CPU, memory and threads are the client's.
+    pub(super) client: ClientProcess,
+    /// Locks the server held before the client's first acquire (counted by the server).
+    pub(super) server_before: Option<u64>,
 }
 
 impl Window<'_> {
     /// Holds still for the window and reads everything before and after; `held_at_end` counts the
     /// locks still held once it is over.
     pub(super) async fn measure(self, held_at_end: impl FnOnce() -> u64) -> ScalePoint {
-        let before = read(self.server.clone(), self.counts).await;
+        let before = read(self.server.clone(), self.client, self.counts).await;
         self.counts.take_margins();
         tokio::time::sleep(self.spec.hold).await;
         let (thinnest_margin_ms, margin_p0_1_ms) = self.counts.take_margins();
-        let after = read(self.server.clone(), self.counts).await;
+        let after = read(self.server.clone(), self.client, self.counts).await;
         let seconds = (after.at - before.at).as_secs_f64().max(1e-9);
-        let me = proc_stat::sample(None).unwrap_or_default();
+        let me = self.client.sample().unwrap_or_default();
+        // Counted once the window is over, so the count's own calls are not measured.
+        let server_held = server_locks_held(self.server.clone()).await;
         let server_cpu = before
             .server_cpu
             .zip(after.server_cpu)
@@ -492,6 +687,7 @@ impl Window<'_> {
                 / seconds,
             client_rss_bytes: me.rss_bytes,
             client_threads: me.threads,
+            server_held: server_held.map(|n| n.saturating_sub(self.server_before.unwrap_or(0))),
         }
     }
 }
@@ -538,6 +734,16 @@ mod tests {
         );
         assert_eq!(locks_per_renew_call(id("redis-watchdog")), Some(1));
         assert_eq!(locks_per_renew_call(id("memory")), None);
+    }
+
+    #[test]
+    fn etcd_counts_are_read() {
+        assert_eq!(
+            etcd_count(r#"{"header":{"revision":"9"},"count":"42"}"#),
+            Some(42)
+        );
+        assert_eq!(etcd_count(r#"{"header":{"revision":"9"}}"#), Some(0));
+        assert_eq!(etcd_count("not json"), None);
     }
 
     #[test]

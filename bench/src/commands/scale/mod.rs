@@ -96,6 +96,11 @@ pub struct ScaleOptions {
     pub in_process: bool,
     /// Measure the raw sender beside `redis-watchdog-batched` (default on).
     pub yardstick: bool,
+    /// Add the real libraries read beside the chosen strategies ([`libraries_beside`]).
+    pub peers: bool,
+    /// Acquire-and-release cycles every row runs before its first step, unmeasured; `None`: the longest
+    /// warm-up any chosen row needs (its runtime compiles as it goes: the JVM libraries), else none.
+    pub warm_up: Option<String>,
 }
 
 impl Default for ScaleOptions {
@@ -111,6 +116,8 @@ impl Default for ScaleOptions {
             max_rss_mib: DEFAULT_MAX_RSS_MIB,
             in_process: false,
             yardstick: true,
+            peers: false,
+            warm_up: None,
         }
     }
 }
@@ -173,6 +180,9 @@ pub struct ScaleSpec {
     pub isolation: Isolation,
     /// Whether the raw sender is measured beside `redis-watchdog-batched`.
     pub yardstick: bool,
+    /// Acquire-and-release cycles every row runs before its first step (the same churn for every row
+    /// of a run, so a pair is measured after the same workload).
+    pub warm_up: Duration,
 }
 
 impl ScaleOptions {
@@ -189,6 +199,11 @@ impl ScaleOptions {
                 .collect()),
         }
         .map_err(|e| usage("strategies", e))?;
+        let strategies = if self.peers {
+            with_libraries(strategies)
+        } else {
+            strategies
+        };
         let steps = parse_steps(&self.steps).map_err(|e| usage("steps", e))?;
         let duration = |flag: &str, text: &str| {
             let d = parse_duration(text).map_err(|e| usage(flag, e))?;
@@ -203,6 +218,21 @@ impl ScaleOptions {
         let hold = duration("hold", &self.hold)?;
         let watchdog_timeout = duration("watchdog-timeout", &self.watchdog_timeout)?;
         let step_budget = duration("step-budget", &self.step_budget)?;
+        let warm_up = match &self.warm_up {
+            Some(text) => {
+                let d = parse_duration(text).map_err(|e| usage("warm-up", e))?;
+                if d > MAX_DURATION {
+                    let most = format_duration(MAX_DURATION);
+                    return Err(usage("warm-up", format!("must be ≤ {most}")));
+                }
+                d
+            }
+            None => strategies
+                .iter()
+                .map(|s| s.facts.min_warmup)
+                .max()
+                .unwrap_or_default(),
+        };
         if !(1..=MAX_CONCURRENCY).contains(&self.concurrency) {
             return Err(usage(
                 "concurrency",
@@ -234,8 +264,49 @@ impl ScaleOptions {
             max_rss_bytes: self.max_rss_mib.saturating_mul(1 << 20),
             isolation,
             yardstick: self.yardstick,
+            warm_up,
         })
     }
+}
+
+/// The model of Redisson 3.44+'s watchdog, whose libraries are also read beside lockbench's batched
+/// watchdog (lockbench's answer to the same renewal problem).
+const REDISSON_MODEL: &str = "redisson";
+/// lockbench's batched watchdog.
+const BATCHED_WATCHDOG: &str = "redis-watchdog-batched";
+
+/// lockbench's rows a peer is read beside in the pairs table: its model, and for the libraries the
+/// `redisson` model stands for, also `redis-watchdog-batched`. Empty for lockbench's own rows.
+pub fn rows_beside(strategy: &Strategy) -> Vec<String> {
+    let Some(model) = strategy.counterpart else {
+        return Vec::new();
+    };
+    let mut rows = vec![model.to_owned()];
+    if model == REDISSON_MODEL {
+        rows.push(BATCHED_WATCHDOG.to_owned());
+    }
+    rows
+}
+
+/// The peers read beside lockbench's row `native` ([`rows_beside`] names it), in catalog order.
+pub fn libraries_beside(native: &Strategy) -> Vec<&'static Strategy> {
+    strategies::STRATEGIES
+        .iter()
+        .filter(|s| rows_beside(s).iter().any(|row| row == native.id))
+        .collect()
+}
+
+/// `chosen` with each row's libraries after it (each once, where it first fits).
+fn with_libraries(chosen: Vec<&'static Strategy>) -> Vec<&'static Strategy> {
+    let mut all: Vec<&'static Strategy> = Vec::new();
+    for strategy in &chosen {
+        for s in std::iter::once(*strategy).chain(libraries_beside(strategy)) {
+            if !all.iter().any(|known| known.id == s.id) {
+                all.push(s);
+            }
+        }
+    }
+    all
 }
 
 /// `1000,10000,100000` → strictly ascending counts in 1..=1,000,000 (`10k` and `1m` also accepted).
@@ -310,6 +381,7 @@ impl ScaleSpec {
             step_budget_ms: ms(self.step_budget),
             max_threads: self.max_threads,
             max_rss_bytes: self.max_rss_bytes,
+            warm_up_ms: Some(ms(self.warm_up)),
         }
     }
 }
@@ -518,6 +590,11 @@ mod tests {
         );
         assert!(!spec.strategies.iter().any(|s| !s.facts.in_many_locks));
         assert_eq!(spec.to_model().max_rss_bytes, 4096 << 20);
+        assert_eq!(
+            spec.warm_up,
+            Duration::ZERO,
+            "lockbench's own rows need none"
+        );
         let spec = ScaleOptions {
             in_process: true,
             ..ScaleOptions::default()
@@ -525,5 +602,52 @@ mod tests {
         .spec()
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(spec.isolation, Isolation::InProcess);
+    }
+
+    #[test]
+    fn peers_put_each_library_after_the_rows_it_is_read_beside_on_the_same_server() {
+        let spec = ScaleOptions {
+            strategies: Some("redisson,redis-watchdog-batched,zookeeper,etcd-lease".into()),
+            peers: true,
+            ..ScaleOptions::default()
+        }
+        .spec()
+        .unwrap_or_else(|e| panic!("{e}"));
+        let ids: Vec<&str> = spec.strategies.iter().map(|s| s.id).collect();
+        assert_eq!(
+            ids,
+            [
+                "redisson",
+                "jvm-redisson",
+                "jvm-redisson-4",
+                "redis-watchdog-batched",
+                "zookeeper",
+                "py-kazoo",
+                "jvm-curator",
+                "etcd-lease",
+                "py-etcd3",
+                "go-etcd-mutex"
+            ]
+        );
+        for peer in spec.strategies.iter().filter(|s| s.is_peer()) {
+            for row in rows_beside(peer) {
+                let native = strategies::find(&row).unwrap_or_else(|| panic!("{row}"));
+                assert!(
+                    !native.is_peer() && native.server == peer.server,
+                    "{row} beside {}",
+                    peer.id
+                );
+            }
+        }
+        // Every row warms up as long as the JVM libraries need, so a pair runs the same workload.
+        assert_eq!(
+            spec.warm_up,
+            strategies::find("jvm-redisson").map_or(Duration::ZERO, |s| s.facts.min_warmup)
+        );
+        assert!(spec.warm_up > Duration::ZERO);
+        assert_eq!(
+            rows_beside(strategies::find("jvm-redisson").unwrap_or_else(|| panic!())),
+            ["redisson", "redis-watchdog-batched"]
+        );
     }
 }

@@ -22,7 +22,7 @@ use lockers::redis::watchdog::{BATCHED_SCHEDULE, batch_renewal_script};
 use redis::aio::ConnectionManager;
 
 use super::ScaleSpec;
-use super::hold::{RenewalCounts, ServerProbe, Window};
+use super::hold::{ClientProcess, RenewalCounts, ServerProbe, Window};
 use crate::backends::Backends;
 use crate::strategies::Strategy;
 
@@ -48,8 +48,7 @@ pub async fn measure(
         strategy: RAW_SENDER.to_owned(),
         server: "redis".to_owned(),
         locks_per_renew_call: Some(chunk),
-        points: Vec::new(),
-        stopped: None,
+        ..ScaleSeries::default()
     };
     let stop = |series: &mut ScaleSeries, held: usize, step: u64, reason: String| {
         series.stopped = Some(ScaleStop {
@@ -65,6 +64,7 @@ pub async fn measure(
             return series;
         }
     };
+    series.client_rss_at_start_bytes = ClientProcess::Own.sample().map(|s| s.rss_bytes);
     let last = spec.steps.last().copied().unwrap_or(0);
     let locks = Arc::new(RawLocks::new(usize::try_from(last).unwrap_or(usize::MAX)));
     let counts = Arc::new(RenewalCounts::default());
@@ -100,6 +100,9 @@ pub async fn measure(
             fill_time,
             locks_per_call: series.locks_per_renew_call,
             renewals_per_period: strategy.facts.renewals_per_period,
+            client: ClientProcess::Own,
+            // The database is emptied before each row.
+            server_before: None,
         };
         let point = window.measure(|| locks.still_held() as u64).await;
         series.points.push(point);

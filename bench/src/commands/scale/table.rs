@@ -4,15 +4,17 @@
 use std::fmt::Write as _;
 
 use lockbench_reports::scale::{ScalePoint, ScaleResults};
+use lockbench_reports::scale_pairs;
 
 use crate::base::measure::{Bound, Check, render_checks};
 use crate::base::table::grid;
 use crate::strategies;
 
-const HEADERS: [&str; 16] = [
+const HEADERS: [&str; 17] = [
     "strategy",
     "held",
     "held end",
+    "srv held",
     "fill s",
     "calls/s",
     "bound/s",
@@ -34,13 +36,20 @@ fn opt(value: Option<f64>, decimals: usize) -> String {
 
 /// The table of a scale run, then where strategies stopped, then the docs/design.md §8 checks.
 pub fn render(results: &ScaleResults) -> String {
-    let mut rows: Vec<[String; 16]> = Vec::new();
+    let mut rows: Vec<[String; 17]> = Vec::new();
     for series in &results.strategies {
+        let name = if series.in_adapter_process {
+            format!("{}†", series.strategy)
+        } else {
+            series.strategy.clone()
+        };
         for p in &series.points {
             rows.push([
-                series.strategy.clone(),
+                name.clone(),
                 p.held_locks.to_string(),
                 p.held_at_end.to_string(),
+                p.server_held
+                    .map_or_else(|| "-".to_owned(), |n| n.to_string()),
                 format!("{:.1}", p.fill_ms / 1e3),
                 opt(p.renew_calls_per_s, 1),
                 opt(p.renew_calls_bound_per_s, 1),
@@ -73,17 +82,27 @@ pub fn render(results: &ScaleResults) -> String {
     let s = &results.settings;
     let _ = writeln!(
         out,
-        "watchdog timeout {} ms, renewal every {} ms, {} ms window per step. calls/s: renew requests the \
+        "watchdog timeout {} ms, renewal every {} ms, {} ms window per step. srv held: locks the server \
+         itself held at the end (keys, ephemeral nodes); calls/s: renew requests the \
          server received (Redis EVALSHA, etcd LeaseKeepAlive, ZooKeeper packets); bound/s: held ÷ period ÷ \
-         locks per call; renew/s: per-lock renewals; failed, lost: since the step began filling; margin: the \
-         least TTL a renewal in the window found left, p0.1: the 0.1th percentile of those TTLs. {}: the \
+         locks per call (a library: its model's); renew/s: per-lock renewals the client reported (a library \
+         reports none); failed, lost: since the step began filling; margin: the \
+         least TTL a renewal in the window found left, p0.1: the 0.1th percentile of those TTLs. †: a real \
+         library, whose client CPU, RSS and threads are its adapter process's. Every row first cycled \
+         acquire and release for {} ms, unmeasured (the warm-up a JVM library needs). {}: the \
          batched calls sent on the same schedule and connection type without lockers code, the yardstick \
          of the client-CPU target.",
         s.watchdog_timeout_ms,
         s.renew_period_ms,
         s.hold_ms,
+        s.warm_up_ms.unwrap_or(0.0),
         super::raw::RAW_SENDER
     );
+    let pairs = scale_pairs::render_markdown(std::slice::from_ref(results));
+    if !pairs.is_empty() {
+        out.push_str("\nlockbench's rows beside the libraries:\n\n");
+        out.push_str(&pairs);
+    }
     let checks = checks(results);
     if !checks.is_empty() {
         out.push_str(&render_checks("targets (docs/design.md §8)", &checks));
@@ -105,6 +124,10 @@ fn per_renewal(results: &ScaleResults) -> Vec<String> {
         let Some(good) = series.points.iter().rev().find(|p| healthy(p)) else {
             continue;
         };
+        if good.renewals_per_s == 0.0 {
+            // A library that reports no renewals: its cost per renewal owed is in the pairs.
+            continue;
+        }
         let renewals = good.renewals_per_s.max(1e-9);
         let client_us = client_us_per_renewal(good);
         let server = good
@@ -229,6 +252,55 @@ pub fn checks(results: &ScaleResults) -> Vec<Check> {
             });
         }
     }
+    checks.extend(library_checks(results));
+    checks
+}
+
+/// The targets against the libraries (docs/design.md §8), at the largest step each of lockbench's rows
+/// and the libraries on its server all reached: client CPU per renewal owed at most half the best
+/// library's, and memory per held lock at most the best library's.
+fn library_checks(results: &ScaleResults) -> Vec<Check> {
+    let pairs = scale_pairs::pairs(std::slice::from_ref(results));
+    let mut checks = Vec::new();
+    let mut rows: Vec<&str> = Vec::new();
+    for pair in &pairs {
+        if !rows.contains(&pair.row.as_str()) {
+            rows.push(&pair.row);
+        }
+    }
+    for row in rows {
+        let Some(held) = pairs.iter().filter(|p| p.row == row).map(|p| p.held).max() else {
+            continue;
+        };
+        let at = pairs.iter().filter(|p| p.row == row && p.held == held);
+        let best_cpu = at
+            .clone()
+            .min_by(|a, b| a.cpu_us_per_renewal[1].total_cmp(&b.cpu_us_per_renewal[1]));
+        if let Some(best) = best_cpu {
+            checks.push(Check {
+                what: format!(
+                    "{row} client CPU per renewal at {held} held ÷ {}'s",
+                    best.peer
+                ),
+                value: best.cpu_us_per_renewal[0],
+                baseline: best.cpu_us_per_renewal[1],
+                unit: "µs",
+                target: Some(Bound::AtMost(0.5)),
+            });
+        }
+        let best_memory = at
+            .filter_map(|p| Some((p, p.bytes_per_lock[0]?, p.bytes_per_lock[1]?)))
+            .min_by(|a, b| a.2.total_cmp(&b.2));
+        if let Some((best, ours, theirs)) = best_memory {
+            checks.push(Check {
+                what: format!("{row} memory per lock at {held} held ÷ {}'s", best.peer),
+                value: ours,
+                baseline: theirs,
+                unit: "B",
+                target: Some(Bound::AtMost(1.0)),
+            });
+        }
+    }
     checks
 }
 
@@ -257,6 +329,7 @@ mod tests {
             client_cpu_percent: cpu,
             client_rss_bytes: 32 << 20,
             client_threads: 4,
+            server_held: None,
         }
     }
 
@@ -282,6 +355,7 @@ mod tests {
                     locks_per_renew_call: Some(100),
                     points: vec![point(1000, 10.0, 0.5), point(100_000, 1300.0, 25.0)],
                     stopped: None,
+                    ..ScaleSeries::default()
                 },
                 ScaleSeries {
                     strategy: "redis-watchdog".into(),
@@ -296,6 +370,7 @@ mod tests {
                         },
                     ],
                     stopped: None,
+                    ..ScaleSeries::default()
                 },
                 ScaleSeries {
                     strategy: "redis-guard-thread".into(),
@@ -307,6 +382,7 @@ mod tests {
                         step: 10_000,
                         reason: "thread cap 10000 reached".into(),
                     }),
+                    ..ScaleSeries::default()
                 },
             ],
         };
@@ -346,6 +422,7 @@ mod tests {
             locks_per_renew_call: Some(100),
             points: vec![point(1000, 10.0, 0.4), point(100_000, 1000.0, 20.0)],
             stopped: None,
+            ..ScaleSeries::default()
         });
         let with_raw = super::checks(&results);
         let find = |what: &str| {
