@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::backends::ServerKind;
 use crate::commands::run::keep_fault_targets;
 use crate::driver::case::lease_support;
+use crate::faults::applicability;
 use crate::scenarios;
 use crate::strategies::{self, Strategy, StrategySettings};
 use crate::workload::faults::{Topology, case_topology};
@@ -391,9 +392,13 @@ pub(crate) fn plan(
             let mut case_time = Duration::ZERO;
             let mut per_case = Duration::ZERO;
             for s in &kept {
+                // A strategy named but not applying is kept, and its case skipped at once.
                 let Ok(caps) = s.capabilities(&settings) else {
                     continue;
                 };
+                if applicability::applies_to(&w, s, &caps).is_err() {
+                    continue;
+                }
                 // The servers a case starts for itself, once per case.
                 let own_servers = match case_topology(&w.faults) {
                     None => Duration::ZERO,
