@@ -188,6 +188,10 @@ pub(crate) const SUITE: &[SuiteEntry] = &[
     SuiteEntry::preset("redlock-restart-no-delay").full_only(),
     SuiteEntry::preset("redlock-restart-delayed").full_only(),
     SuiteEntry::preset("redlock-clock-jump").full_only(),
+    // PostgreSQL's own faults, for its rows (named: they are not in `all` until the default suite
+    // has room for them).
+    SuiteEntry::preset("postgres-failover").full_only(),
+    SuiteEntry::preset("postgres-session-kill").full_only(),
 ];
 
 /// Why the many-locks pass keeps its own workload under the user's (the report says so).
@@ -702,6 +706,18 @@ mod tests {
                 "node_restart at=4s target=server nodes=3,4",
             ],
         ),
+        (
+            "postgres-failover",
+            "3s",
+            "0ns",
+            &["failover at=1s target=holder replication_lag=300ms"],
+        ),
+        (
+            "postgres-session-kill",
+            "3s",
+            "0ns",
+            &["terminate_session at=1s target=holder after_acquire=50ms"],
+        ),
     ];
 
     /// Every timing of a fault (a quota's only where it is one: elsewhere they are unused defaults).
@@ -859,7 +875,14 @@ mod tests {
                     entry.scenario
                 );
             }
-            for p in plan(Suite::Full, "all", 1, true, user) {
+            // Every registered row: the PostgreSQL ones are not in `all` yet.
+            for p in plan(
+                Suite::Full,
+                "all,postgres-advisory,postgres-lease",
+                1,
+                true,
+                user,
+            ) {
                 assert!(p.cases > 0, "{name}: {} runs no case", p.scenario);
             }
         }
