@@ -4,7 +4,10 @@
 // One registry per process, built as the JDBC Lock Registry docs show: a DefaultLockRepository over a
 // DataSource (HikariCP at its defaults, the pool Spring Boot gives a DataSource) with a
 // JdbcTransactionManager (what Spring Boot configures for a DataSource), table prefix INT_, region
-// DEFAULT, a random client id; `new JdbcLockRegistry(repository, ttl)` with the run's TTL as its time to
+// DEFAULT, a random client id (a random UUID, as the library's one-argument constructor picks, given
+// here so the pool can name its connections `lockbench <client id>`: the `application_name` by which
+// lockbench's terminate_session fault finds the sessions of the client whose INT_LOCK row holds a
+// lock, as it does a lease row's); `new JdbcLockRegistry(repository, ttl)` with the run's TTL as its time to
 // live (the library's default is 10 s, JdbcLockRegistry.DEFAULT_TTL) and its other defaults
 // (idleBetweenTries 100 ms, no insert hint). The lock record's expiry is computed on this process's
 // clock (LocalDateTime.now(UTC) + ttl), not the server's.
@@ -26,6 +29,7 @@ import java.io.InputStream;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.springframework.integration.jdbc.lock.DefaultLockRepository;
@@ -58,6 +62,8 @@ public final class SpringJdbcAdapter extends LockRegistryPeer {
     if (url.getUserInfo() != null) {
       pool.setUsername(url.getUserInfo().split(":", 2)[0]);
     }
+    String clientId = UUID.randomUUID().toString();
+    pool.addDataSourceProperty("ApplicationName", "lockbench " + clientId);
     HikariDataSource dataSource;
     try {
       dataSource = new HikariDataSource(pool);
@@ -66,7 +72,7 @@ public final class SpringJdbcAdapter extends LockRegistryPeer {
       Protocol.error(id, "backend", "no PostgreSQL connection: " + describe(e));
       return;
     }
-    DefaultLockRepository repository = new DefaultLockRepository(dataSource);
+    DefaultLockRepository repository = new DefaultLockRepository(dataSource, clientId);
     repository.setTransactionManager(new JdbcTransactionManager(dataSource));
     repository.afterPropertiesSet();
     repository.afterSingletonsInstantiated();

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use lockbench_servers::{PostgresServer, RedisServer};
 use lockers::peer::PeerLocker;
-use lockers::peer::catalog::SPRING_INT_LOCK_TABLE;
+use lockers::peer::catalog::{SPRING_INT_LOCK_TABLE, spring_int_lock_key};
 use lockers::{Events, LockError};
 
 #[path = "support/peers.rs"]
@@ -31,14 +31,11 @@ static POSTGRES: LazyLock<PostgresServer> = LazyLock::new(|| {
 /// The file's redis-server (each case uses keys of its own).
 static REDIS: LazyLock<RedisServer> = LazyLock::new(|| RedisServer::start().unwrap());
 
-/// The row `INT_LOCK` keeps for lock key `key`: `LOCK_KEY` is Java's `UUID.nameUUIDFromBytes` of the
-/// key (an MD5 with the version-3 and variant bits set), which is what `UUIDConverter` makes of it.
+/// Deletes the row `INT_LOCK` keeps for lock key `key`.
 fn delete_row_sql(key: &str) -> String {
     format!(
-        "DELETE FROM INT_LOCK WHERE LOCK_KEY = (SELECT encode(set_byte(set_byte(b, 6, \
-         (get_byte(b, 6) & 15) | 48), 8, (get_byte(b, 8) & 63) | 128), 'hex')::uuid::text \
-         FROM (SELECT decode(md5('{}'), 'hex') AS b) AS h)",
-        key.replace('\'', "''")
+        "DELETE FROM INT_LOCK WHERE LOCK_KEY = {}",
+        spring_int_lock_key(key)
     )
 }
 
@@ -128,6 +125,51 @@ mod jvm_spring_jdbc {
             .filter(|n| *n != "other")
             .collect();
         assert_eq!(names, ["Lost", "Released", "Released"], "events of {key}");
+    }
+
+    /// The server can tell which sessions hold a lock (what the terminate_session fault ends): the
+    /// holder's connections, named after the client id in its INT_LOCK row, and no other client's;
+    /// none once it is released.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_server_finds_the_holders_sessions_by_its_row() {
+        use lockers::{AcquireOptions, Locker};
+
+        let peer = spring_jdbc();
+        let (holder, other) = (
+            peer.start(Events::none()).await,
+            peer.start(Events::none()).await,
+        );
+        let key = format!("sessions:{:08x}", rand::random::<u32>());
+        let lease = holder
+            .acquire(&key, &AcquireOptions::try_once())
+            .await
+            .unwrap();
+        let sessions = |key: &str| {
+            let sql = format!(
+                "SELECT a.application_name, count(*) FROM pg_stat_activity a WHERE a.pid IN ({}) \
+                 GROUP BY 1",
+                lockers::peer::catalog::spring_jdbc_holder_sessions(key)
+            );
+            POSTGRES.query(&sql).unwrap()
+        };
+        let held = sessions(&key);
+        assert_eq!(held.len(), 1, "one client's sessions: {held:?}");
+        let name = held[0][0].clone().unwrap();
+        let row = POSTGRES
+            .query(&format!(
+                "SELECT CLIENT_ID FROM INT_LOCK WHERE LOCK_KEY = {}",
+                spring_int_lock_key(&key)
+            ))
+            .unwrap();
+        assert_eq!(
+            Some(format!("lockbench {}", row[0][0].clone().unwrap())),
+            Some(name)
+        );
+        let count: u32 = held[0][1].clone().unwrap().parse().unwrap();
+        assert!(count >= 1, "{held:?}");
+        lease.release().await.unwrap();
+        assert!(sessions(&key).is_empty(), "released: {:?}", sessions(&key));
+        drop(other);
     }
 }
 

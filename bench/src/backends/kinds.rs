@@ -513,11 +513,7 @@ static POSTGRES: KindEntry = KindEntry {
         checked_by_client: |_| true,
         start: || {
             let s = PostgresServer::start()?;
-            // lockbench's own server gets the strategies' tables, the Spring JDBC peer's, and
-            // pg_stat_statements' view.
-            s.query(lockers::postgres::SCHEMA)?;
-            s.query(lockers::peer::catalog::SPRING_INT_LOCK_TABLE)?;
-            s.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")?;
+            prepare_own_postgres(&s)?;
             Ok(one_server!(s, url, addr))
         },
         set_endpoint: |endpoints, address| endpoints.postgres = Some(address.to_owned()),
@@ -542,6 +538,16 @@ static POSTGRES: KindEntry = KindEntry {
         },
     }),
 };
+
+/// Gives a PostgreSQL server lockbench started (never a user's) what its rows need: the strategies'
+/// tables, the Spring JDBC peer's `INT_LOCK`, and `pg_stat_statements`' view. On a primary with a
+/// replica, they replicate.
+pub fn prepare_own_postgres(server: &PostgresServer) -> Result<(), ServerError> {
+    server.query(lockers::postgres::SCHEMA)?;
+    server.query(lockers::peer::catalog::SPRING_INT_LOCK_TABLE)?;
+    server.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")?;
+    Ok(())
+}
 
 fn no_proxy_address(kind: &str) -> String {
     format!("no {kind} address to put a proxy in front of")

@@ -217,19 +217,25 @@ async fn listen_for_workers(
     Ok(Some(Arc::new(pool)))
 }
 
-/// The servers the run starts: those its strategies need, but those a fault's own topology replaces
-/// (which the user may then not give).
+/// The servers the run starts: those its strategies need (on the kinds the scenario is about), but
+/// those a fault's own topology replaces (which the user may then not give).
 fn servers_to_start(
     workload: &Workload,
     chosen: &[&'static Strategy],
     given: &GivenAddresses,
 ) -> Result<std::collections::BTreeSet<ServerKind>, BenchError> {
-    let mut needed = strategies::servers_needed(chosen);
+    let in_scope: Vec<&'static Strategy> = chosen
+        .iter()
+        .copied()
+        .filter(|s| applicability::on_its_servers(workload, s).is_ok())
+        .collect();
+    let mut needed = strategies::servers_needed(&in_scope);
+    let about = |kind: &ServerKind| workload.servers.is_empty() || workload.servers.contains(kind);
     for spec in &workload.faults {
         let Some(topology) = own_topology(spec) else {
             continue;
         };
-        for kind in topology.replaces() {
+        for kind in topology.replaces().iter().filter(|k| about(k)) {
             let flag = kind
                 .server()
                 .filter(|_| given.get(*kind).is_some())
@@ -421,14 +427,15 @@ fn apply_fault_flags(file: &mut ScenarioFile, flags: &[String]) -> Result<(), St
 /// A strategy left out of a run and why.
 pub(crate) type NotApplicable = (&'static Strategy, String);
 
-/// With faults, `all` means every strategy the faults apply to: the others are left out of the run,
-/// and returned with the reason (their cases are listed as skipped); a strategy named explicitly stays,
-/// and its case is skipped with the reason. Errors when none is left.
+/// With faults or the scenario's own server kinds, `all` means every strategy the scenario applies to
+/// ([`applicability::applies_to`]): the others are left out of the run, and returned with the reason
+/// (their cases are listed as skipped); a strategy named explicitly stays, and its case is skipped
+/// with the reason before anything is set up. Errors when none is left.
 pub(crate) fn keep_fault_targets(
     workload: &Workload,
     chosen: Vec<&'static Strategy>,
 ) -> Result<(Vec<&'static Strategy>, Vec<NotApplicable>), String> {
-    if workload.faults.is_empty() {
+    if workload.faults.is_empty() && workload.servers.is_empty() {
         return Ok((chosen, Vec::new()));
     }
     let named: Vec<&str> = workload
@@ -440,7 +447,7 @@ pub(crate) fn keep_fault_targets(
     let settings = StrategySettings::new(workload.watchdog_timeout);
     let applies = |s: &Strategy| -> Result<(), String> {
         let caps = s.capabilities(&settings).map_err(|e| e.to_string())?;
-        applicability::applies_all(workload.faults.iter().map(|f| f.kind), s, &caps)
+        applicability::applies_to(workload, s, &caps)
     };
     let mut kept = Vec::new();
     let mut left_out = Vec::new();
@@ -449,6 +456,13 @@ pub(crate) fn keep_fault_targets(
             Err(why) if !named.contains(&s.id) => left_out.push((s, why)),
             _ => kept.push(s),
         }
+    }
+    if kept.is_empty() && !workload.servers.is_empty() {
+        let names: Vec<&str> = workload.servers.iter().map(|k| k.name()).collect();
+        return Err(format!(
+            "strategies: none of the selected strategies runs on the servers the scenario is about ({})",
+            names.join(", ")
+        ));
     }
     if kept.is_empty() {
         let kinds: Vec<String> = workload.faults.iter().map(|f| f.kind.to_string()).collect();
@@ -489,5 +503,41 @@ async fn handle_ctrl_c(interrupt: StopSignal) {
         lockbench_servers::kill_all_servers();
         kill_all_workers();
         std::process::exit(crate::base::error::EXIT_INTERRUPTED);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn with_every_strategy_a_failover_scenario_runs_only_its_own_kind() {
+        // `all` leaves the PostgreSQL rows out of the default suite; named, they join it.
+        let all =
+            strategies::resolve(&["all,postgres-advisory,postgres-lease".to_owned()]).expect("all");
+        for (scenario, kind) in [
+            ("redis-failover", ServerKind::Redis),
+            ("postgres-failover", ServerKind::Postgres),
+        ] {
+            let loaded = scenarios::load(scenario).expect("preset");
+            let workload =
+                Workload::resolve(&loaded.name, &loaded.source, loaded.file).expect("resolves");
+            let (kept, left_out) = keep_fault_targets(&workload, all.clone()).expect("kept");
+            assert!(!kept.is_empty(), "{scenario}");
+            assert!(kept.iter().all(|s| s.server == kind), "{scenario}");
+            // The other kind with a replica: the fault would serve it, the scenario is not about it.
+            let other = left_out
+                .iter()
+                .find(|(s, _)| s.server != kind && s.server.faults().replica_failover)
+                .map(|(s, why)| (s.id, why.clone()));
+            let (id, why) = other.expect("another kind's row left out");
+            assert!(
+                why.starts_with(&format!(
+                    "{scenario} does not apply to {id}: the scenario is about {} servers",
+                    kind.name()
+                )),
+                "{why}"
+            );
+        }
     }
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::backends::ServerKind;
 use crate::commands::run::keep_fault_targets;
 use crate::driver::case::lease_support;
+use crate::faults::applicability;
 use crate::scenarios;
 use crate::strategies::{self, Strategy, StrategySettings};
 use crate::workload::faults::{Topology, case_topology};
@@ -187,6 +188,10 @@ pub(crate) const SUITE: &[SuiteEntry] = &[
     SuiteEntry::preset("redlock-restart-no-delay").full_only(),
     SuiteEntry::preset("redlock-restart-delayed").full_only(),
     SuiteEntry::preset("redlock-clock-jump").full_only(),
+    // PostgreSQL's own faults, for its rows (named: they are not in `all` until the default suite
+    // has room for them).
+    SuiteEntry::preset("postgres-failover").full_only(),
+    SuiteEntry::preset("postgres-session-kill").full_only(),
 ];
 
 /// Why the many-locks pass keeps its own workload under the user's (the report says so).
@@ -391,9 +396,13 @@ pub(crate) fn plan(
             let mut case_time = Duration::ZERO;
             let mut per_case = Duration::ZERO;
             for s in &kept {
+                // A strategy named but not applying is kept, and its case skipped at once.
                 let Ok(caps) = s.capabilities(&settings) else {
                     continue;
                 };
+                if applicability::applies_to(&w, s, &caps).is_err() {
+                    continue;
+                }
                 // The servers a case starts for itself, once per case.
                 let own_servers = match case_topology(&w.faults) {
                     None => Duration::ZERO,
@@ -697,6 +706,18 @@ mod tests {
                 "node_restart at=4s target=server nodes=3,4",
             ],
         ),
+        (
+            "postgres-failover",
+            "3s",
+            "0ns",
+            &["failover at=1s target=holder replication_lag=300ms"],
+        ),
+        (
+            "postgres-session-kill",
+            "3s",
+            "0ns",
+            &["terminate_session at=1s target=holder after_acquire=50ms"],
+        ),
     ];
 
     /// Every timing of a fault (a quota's only where it is one: elsewhere they are unused defaults).
@@ -854,7 +875,14 @@ mod tests {
                     entry.scenario
                 );
             }
-            for p in plan(Suite::Full, "all", 1, true, user) {
+            // Every registered row: the PostgreSQL ones are not in `all` yet.
+            for p in plan(
+                Suite::Full,
+                "all,postgres-advisory,postgres-lease",
+                1,
+                true,
+                user,
+            ) {
                 assert!(p.cases > 0, "{name}: {} runs no case", p.scenario);
             }
         }

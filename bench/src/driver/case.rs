@@ -206,6 +206,7 @@ fn check_applies(
     let declared = strategy
         .capabilities(&plan.settings())
         .map_err(|e| NotRun::fail(format!("{}: {e}", strategy.id)))?;
+    crate::faults::applicability::on_its_servers(ctx.workload, strategy).map_err(NotRun::skip)?;
     if let Err(why) = lease_support(&declared, lease, ctx.workload) {
         return Err(NotRun::skip(format!("{} {why}", strategy.id)));
     }

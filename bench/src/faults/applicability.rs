@@ -16,12 +16,47 @@
 //! | `node_kill`, `node_restart`, `clock_jump` | strategies on independent Redis nodes (`redlock`) | 5 nodes started per case (one under libfaketime for `clock_jump`) |
 //! | `server_restart` | single-Redis strategies | a restartable Redis started per case |
 //! | `terminate_session` | PostgreSQL strategies | the run's PostgreSQL, reachable as a superuser (lockbench's own) |
+//!
+//! A scenario may also name the server kinds it is about (`servers = ["redis"]`): a fault that serves
+//! several kinds (`failover`) then applies only to the kind whose theory the scenario states
+//! ([`applies_to`]).
 
 use lockers::Capabilities;
 
 use crate::backends::ServerKind;
 use crate::strategies::Strategy;
+use crate::workload::Workload;
 use crate::workload::faults::FaultKind;
+
+/// Whether `workload` (a scenario) applies to `strategy` (which declares `caps`): the strategy runs
+/// on a server kind the scenario is about ([`on_its_servers`]) and every fault applies to it
+/// ([`applies_all`]).
+pub(crate) fn applies_to(
+    workload: &Workload,
+    strategy: &Strategy,
+    caps: &Capabilities,
+) -> Result<(), String> {
+    on_its_servers(workload, strategy)?;
+    applies_all(workload.faults.iter().map(|f| f.kind), strategy, caps)
+}
+
+/// Whether `strategy` runs on a server kind `workload` is about; the error says which kinds those
+/// are: "redis-failover does not apply to postgres-lease: the scenario is about redis servers, and
+/// postgres-lease runs on postgres".
+pub(crate) fn on_its_servers(workload: &Workload, strategy: &Strategy) -> Result<(), String> {
+    if workload.servers.is_empty() || workload.servers.contains(&strategy.server) {
+        return Ok(());
+    }
+    let names: Vec<&str> = workload.servers.iter().map(|k| k.name()).collect();
+    Err(format!(
+        "{} does not apply to {}: the scenario is about {} servers, and {} runs on {}",
+        workload.name,
+        strategy.id,
+        names.join(" and "),
+        strategy.id,
+        strategy.server.name()
+    ))
+}
 
 /// Whether every fault of `kinds` (a scenario's) applies to `strategy` (which declares `caps`); the
 /// error names each fault that does not, with why, one line: "cpu_hog and cgroup_quota do not apply to
@@ -239,5 +274,41 @@ mod tests {
                 "{kind}"
             );
         }
+    }
+    /// A preset, resolved.
+    fn preset(name: &str) -> Workload {
+        let loaded = crate::scenarios::load(name).expect("preset");
+        Workload::resolve(&loaded.name, &loaded.source, loaded.file).expect("resolves")
+    }
+
+    #[test]
+    fn a_failover_scenario_applies_to_the_server_kind_it_is_about() {
+        let settings = StrategySettings::new(std::time::Duration::from_secs(1));
+        let applies = |scenario: &Workload, id: &str| {
+            let s = find(id).expect("registered");
+            applies_to(scenario, s, &s.capabilities(&settings).expect("caps"))
+        };
+        // One fault serves both kinds; each scenario takes only the kind its theory is about.
+        let (redis, postgres) = (preset("redis-failover"), preset("postgres-failover"));
+        assert!(check(FaultKind::Failover, "postgres-lease").is_ok());
+        for id in ["redis-watchdog", "redisson", "jvm-spring-redis"] {
+            assert_eq!(applies(&redis, id), Ok(()), "{id}");
+            let why = applies(&postgres, id).expect_err(id);
+            assert_eq!(
+                why,
+                format!(
+                    "postgres-failover does not apply to {id}: the scenario is about postgres \
+                     servers, and {id} runs on redis"
+                )
+            );
+        }
+        for id in ["postgres-advisory", "postgres-lease", "jvm-spring-jdbc"] {
+            assert_eq!(applies(&postgres, id), Ok(()), "{id}");
+            let why = applies(&redis, id).expect_err(id);
+            assert!(why.contains("about redis servers"), "{why}");
+        }
+        // A kind the scenario is about still meets its faults' own rules.
+        let why = applies(&redis, "redlock").expect_err("redlock");
+        assert!(why.contains("runs on redis-nodes"), "{why}");
     }
 }

@@ -464,9 +464,12 @@ async fn terminate_session(
     rec.target = format!("postgres {socket}: the session of client {client} holding key {key}");
     rec.param("client", client);
     rec.param("key", key);
+    // Whichever row holds it: lockbench's own rows' tables and the Spring JDBC peer's INT_LOCK (the
+    // run's own server has both).
     let sql = format!(
-        "SELECT pg_terminate_backend(pid) FROM ({}) s",
-        lockers::postgres::holder_sessions(&lock)
+        "SELECT pg_terminate_backend(pid) FROM ({} UNION {}) s",
+        lockers::postgres::holder_sessions(&lock),
+        lockers::peer::catalog::spring_jdbc_holder_sessions(&lock)
     );
     let ended = blocking(move || {
         lockbench_servers::postgres::query(socket, &sql, COMMAND_TIMEOUT).map_err(|e| e.to_string())

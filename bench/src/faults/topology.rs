@@ -133,9 +133,10 @@ impl FailoverReport {
         }
     }
 
-    /// Kills a PostgreSQL pair's primary and compares the lock state it held just before (lease and
-    /// fencing rows, and the advisory locks its sessions held, which are never replicated) with the
-    /// replica's right after, and how far the replica's received WAL was behind the primary's.
+    /// Kills a PostgreSQL pair's primary and compares the lock state it held just before (lease,
+    /// fencing and INT_LOCK rows, and the advisory locks its sessions held, which are never
+    /// replicated) with the replica's right after, and how far the replica's received WAL was behind
+    /// the primary's.
     /// Nothing pauses the clients' writes first (PostgreSQL has no `CLIENT PAUSE`): a statement that
     /// commits between the snapshot and the kill, a few milliseconds, is counted as the snapshot saw
     /// it.
@@ -195,11 +196,13 @@ fn snapshot(server: Ask<'_>) -> BTreeMap<String, String> {
 }
 
 /// The lock state a PostgreSQL server holds, by row or lock: `lease KEY` → its token and holder,
-/// `fencing KEY` → its token, `advisory ID` → granted (advisory locks live in the sessions of the
-/// server that granted them; a replica shows none of its primary's).
+/// `fencing KEY` → its token, `int_lock KEY` → the Spring JDBC peer's row's client id and expiry,
+/// `advisory ID` → granted (advisory locks live in the sessions of the server that granted them; a
+/// replica shows none of its primary's).
 fn postgres_snapshot(server: &PostgresServer) -> BTreeMap<String, String> {
     const STATE: &str = "SELECT 'lease ' || key, token || ' ' || holder FROM lockbench_leases \
          UNION ALL SELECT 'fencing ' || key, token::text FROM lockbench_fencing \
+         UNION ALL SELECT 'int_lock ' || lock_key, client_id || ' ' || expired_after FROM int_lock \
          UNION ALL SELECT 'advisory ' || classid || ':' || objid, 'granted' FROM pg_locks \
          WHERE locktype = 'advisory' AND granted";
     server
@@ -368,17 +371,12 @@ impl CaseServers {
         }
     }
 
-    /// Starts a PostgreSQL primary with a streaming replica and the strategies' tables (created on the
-    /// primary, replicated). With a `replication_lag`, the replica streams through a proxy that
+    /// Starts a PostgreSQL primary with a streaming replica and the tables its rows need, the Spring
+    /// JDBC peer's included (created on the primary, replicated). With a `replication_lag`, the replica streams through a proxy that
     /// delays the primary's WAL by it. Blocking (about a second).
     fn postgres_pair(replication_lag: Duration) -> Result<Self, String> {
         let pair = PostgresPair::start().map_err(|e| format!("postgres primary + replica: {e}"))?;
-        pair.primary()
-            .query(lockers::postgres::SCHEMA)
-            .and_then(|_| {
-                pair.primary()
-                    .query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            })
+        crate::backends::kinds::prepare_own_postgres(pair.primary())
             .map_err(|e| format!("postgres tables: {e}"))?;
         let lag = if replication_lag.is_zero() {
             None
@@ -875,5 +873,37 @@ fn wait_for_link(pair: &RedisPair, port: u16) -> Result<(), String> {
             ));
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A PostgreSQL pair has every row's table, the Spring JDBC peer's included, and a failover's
+    /// evidence counts a Spring lock row written inside the replication lag as missing on the replica.
+    #[test]
+    fn a_postgres_failover_sees_the_spring_rows_the_replica_lacks() {
+        let servers =
+            CaseServers::pair(ServerKind::Postgres, Duration::from_secs(2)).expect("pair");
+        let CaseServers::PostgresPair { pair, .. } = &servers else {
+            panic!("a PostgreSQL pair");
+        };
+        pair.primary()
+            .query(
+                "INSERT INTO INT_LOCK VALUES ('00000000-0000-3000-8000-000000000000', 'DEFAULT', \
+                 '11111111-1111-4111-8111-111111111111', now(), now() + interval '1 minute')",
+            )
+            .expect("INT_LOCK on the primary");
+        let report = servers.failover(None).expect("failover");
+        assert_eq!(
+            (report.primary_keys, report.missing_keys),
+            (1, 1),
+            "{report:?}"
+        );
+        assert!(
+            report.unreplicated_bytes.is_some_and(|b| b > 0),
+            "{report:?}"
+        );
     }
 }

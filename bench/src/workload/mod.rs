@@ -16,6 +16,7 @@ use lockbench_reports::model::Expectation;
 use serde::Deserialize;
 
 use self::faults::{FaultFile, FaultSpec, needs_processes};
+use crate::backends::ServerKind;
 use crate::base::duration::{Units, format_duration, parse_duration, parse_timing};
 
 pub(crate) use distribution::TaskDistribution;
@@ -37,6 +38,11 @@ pub struct ScenarioFile {
     pub own_workload_why: Option<String>,
     /// Strategy ids, or `["all"]`.
     pub strategies: Option<Vec<String>>,
+    /// The server kinds the scenario is about, by their names (`redis`, `postgres`; see
+    /// `lockbench strategies`): a strategy on another kind does not apply, even where its faults
+    /// would (a `failover` serves any kind with a replica, but a scenario's theory is about one).
+    /// Unset: every kind its faults apply to.
+    pub servers: Option<Vec<String>>,
     /// Concurrent clients.
     pub clients: Option<u32>,
     /// Distinct lock keys.
@@ -106,6 +112,7 @@ impl ScenarioFile {
             own_workload,
             own_workload_why,
             strategies,
+            servers,
             clients,
             keys,
             task,
@@ -179,6 +186,8 @@ pub(crate) struct Workload {
     pub source: String,
     /// Strategy ids as given (`all` is resolved by the registry).
     pub strategies: Vec<String>,
+    /// The server kinds the scenario is about (see [`ScenarioFile::servers`]); empty: any.
+    pub servers: Vec<ServerKind>,
     /// Concurrent clients, ≥ 1.
     pub clients: u32,
     /// Distinct keys, ≥ 1.
@@ -379,6 +388,12 @@ impl Workload {
         if strategies.is_empty() {
             return Err("strategies: name at least one strategy (or all)".into());
         }
+        let servers = merged
+            .servers
+            .unwrap_or_default()
+            .iter()
+            .map(|name| server_kind(name).map_err(|e| field("servers", e)))
+            .collect::<Result<Vec<_>, _>>()?;
         let task =
             TaskDistribution::parse(&need("task", merged.task)?).map_err(|e| field("task", e))?;
         let leases = merged
@@ -446,6 +461,7 @@ impl Workload {
             description: merged.description.unwrap_or_default(),
             source: source.to_owned(),
             strategies,
+            servers,
             clients,
             keys,
             task,
@@ -540,6 +556,17 @@ impl Workload {
             orphan_after_ms: self.orphan_after.map(ms),
         }
     }
+}
+
+/// The server kind named `name` (as listings and results name it); the error lists the names.
+fn server_kind(name: &str) -> Result<ServerKind, String> {
+    ServerKind::ALL
+        .into_iter()
+        .find(|k| k.name() == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = ServerKind::ALL.iter().map(|k| k.name()).collect();
+            format!("{name:?} is not a server kind ({})", names.join(", "))
+        })
 }
 
 /// Checks the `faults` of a workload: each one (errors name `faults[i]`), that client faults have
@@ -667,6 +694,10 @@ mod tests {
             ("rate = -3.0", "rate:"),
             ("watchdog_timeout = \"0s\"", "watchdog_timeout:"),
             ("strategies = []", "strategies:"),
+            (
+                "servers = [\"postgresql\"]",
+                "servers: \"postgresql\" is not a server kind (in-process, per-client, redis,",
+            ),
             (
                 "colour = \"blue\"",
                 "line 1 (colour = \"blue\"): unknown field `colour`",

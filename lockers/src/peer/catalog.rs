@@ -124,6 +124,34 @@ pub const SPRING_INT_LOCK_TABLE: &str = "CREATE TABLE IF NOT EXISTS INT_LOCK (\
      CREATED_DATE TIMESTAMP NOT NULL, EXPIRED_AFTER TIMESTAMP NOT NULL, \
      constraint INT_LOCK_PK primary key (LOCK_KEY, REGION))";
 
+/// SQL for the `INT_LOCK.LOCK_KEY` of lock `key` (quoted as a literal): `UUIDConverter` turns a key
+/// that is not a UUID into Java's `UUID.nameUUIDFromBytes` of its UTF-8 bytes, an MD5 with the
+/// version-3 and variant bits set.
+pub fn spring_int_lock_key(key: &str) -> String {
+    format!(
+        "(SELECT encode(set_byte(set_byte(b, 6, (get_byte(b, 6) & 15) | 48), 8, \
+         (get_byte(b, 8) & 63) | 128), 'hex')::uuid::text \
+         FROM (SELECT decode(md5('{}'), 'hex') AS b) AS h)",
+        key.replace('\'', "''")
+    )
+}
+
+/// A query of the server processes of the `jvm-spring-jdbc` client whose live `INT_LOCK` row holds
+/// lock `key`: the adapter names each client's connections `lockbench <client id>`
+/// (`application_name`), the client id its repository writes into its rows (the random UUID the
+/// library's own constructor would pick). Every connection of that client's pool is its session:
+/// the registry runs each statement on whichever one the pool lends. Run as a superuser,
+/// `SELECT pg_terminate_backend(pid) FROM (…) s` ends them; `key` is quoted as a literal.
+pub fn spring_jdbc_holder_sessions(key: &str) -> String {
+    format!(
+        "SELECT a.pid FROM pg_stat_activity a JOIN INT_LOCK l \
+         ON a.application_name = 'lockbench ' || l.CLIENT_ID \
+         WHERE l.REGION = 'DEFAULT' AND l.LOCK_KEY = {} \
+         AND l.EXPIRED_AFTER >= (now() AT TIME ZONE 'UTC')",
+        spring_int_lock_key(key)
+    )
+}
+
 fn millis(d: Duration) -> String {
     d.as_millis().to_string()
 }
