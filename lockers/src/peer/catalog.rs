@@ -167,7 +167,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/memory.py",
         settings: no_settings,
         takes_replicas: false,
-        serves_many_clients: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "py-redis-py",
@@ -184,7 +184,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/redis_py.py",
         settings: no_settings,
         takes_replicas: false,
-        serves_many_clients: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "py-redis-lock",
@@ -203,7 +203,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/redis_lock_peer.py",
         settings: no_settings,
         takes_replicas: false,
-        serves_many_clients: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "py-kazoo",
@@ -224,7 +224,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/kazoo_peer.py",
         settings: session_timeout,
         takes_replicas: false,
-        serves_many_clients: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "py-etcd3",
@@ -242,7 +242,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/etcd3_peer.py",
         settings: no_settings,
         takes_replicas: false,
-        serves_many_clients: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "node-redlock",
