@@ -148,4 +148,10 @@ mod node_redlock {
         watchdog_lease_outlives_timeout, tokens_strictly_increase, stale_release_is_not_held,
         lost_when_removed_behind_back, cancelled_acquire_leaks_nothing, reentrant_acquire_and_release,
         dropped_lease_is_released);
+
+    /// The clients share one Node process, each its own Redlock over its own ioredis connections.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn clients_share_one_process_each_its_own_library_client() {
+        redlock().clients_share_one_process().await;
+    }
 }

@@ -262,7 +262,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "node/redlock.js",
         settings: no_settings,
         takes_replicas: false,
-        serves_many_clients: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "jvm-curator",
