@@ -4,6 +4,9 @@
 // A subclass of Redlock times every `extend` that `using()` makes (`renewed` / `renew_failed`); the abort
 // signal is the loss (`lost`). Waiting is redlock's own retry loop: `retryCount` = wait / `retryDelay`
 // (200 ms, plus up to 100 ms jitter), so a wait is honoured only to a retry. No fencing token.
+// Every client of a case is served in this process (`multi_client`, one event loop as a Node service
+// has): each `hello` makes a client's own Redlock over its own ioredis connections, and requests go
+// to the client they name.
 "use strict";
 
 const readline = require("node:readline");
@@ -17,10 +20,10 @@ const origin = process.hrtime.bigint();
 const now = () => Number(process.hrtime.bigint() - origin);
 const write = (message) => process.stdout.write(JSON.stringify(message) + "\n");
 
-const leases = new Map(); // lease id -> { release(): Promise }
+const clients = new Map(); // client number -> { redlock, connections }
+const leases = new Map(); // lease id (unique in the process) -> { release(): Promise }
 const byValue = new Map(); // lock value -> lease id (to report extensions)
 let nextLease = 1;
-let redlock;
 
 class ObservedRedlock extends Redlock {
   async acquire(resources, duration, settings) {
@@ -47,8 +50,20 @@ function refused(kind, message) {
   return Object.assign(new Error(message), { kind });
 }
 
+function clientOf(req) {
+  const client = clients.get(req.client ?? 0);
+  if (!client) throw refused("config", `client ${req.client ?? 0} is not open (no hello)`);
+  return client;
+}
+
+// Ends a client's connections (best effort: the client or the process ends anyway).
+function closeClient(client) {
+  for (const connection of client.connections) connection.disconnect();
+}
+
 async function acquire(req) {
   const { key, wait_ms: waitMs, lease: spec } = req;
+  const { redlock } = clientOf(req);
   const id = `L${nextLease++}`;
   const settings = { retryCount: waitMs == null ? 0 : Math.floor(waitMs / 200), lease: id };
   const ttl = Math.ceil(spec.ttl_ms);
@@ -82,10 +97,10 @@ async function handle(req) {
   try {
     if (op === "hello") {
       const servers = req.config.servers || [];
-      const clients = servers.map((url) => new Redis(url, { lazyConnect: false }));
-      redlock = new ObservedRedlock(clients);
+      const connections = servers.map((url) => new Redis(url, { lazyConnect: false }));
+      clients.set(req.client ?? 0, { redlock: new ObservedRedlock(connections), connections });
       return write({
-        id, ok: true, protocol: 1, adapter: "node-redlock", library: "redlock", version,
+        id, ok: true, protocol: 1, adapter: "node-redlock", library: "redlock", version, multi_client: true,
         capabilities: {
           reentrant: false, fencing: false, auto_renew: true, fixed_lease: true, wait_notify: false,
           lost_signal: true, hold_identity: true, renew_events: true, min_ttl_ms: 600, ttl_granularity_ms: 1,
@@ -107,7 +122,11 @@ async function handle(req) {
       return write({ id, ok: true });
     }
     if (op === "close") {
+      // A client's close ends that client; the process ends with its last client or a close naming none.
+      const client = req.client == null ? undefined : clients.get(req.client);
+      if (req.client != null) clients.delete(req.client);
       write({ id, ok: true });
+      if (req.client != null && clients.size > 0) return client && closeClient(client);
       return process.exit(0);
     }
     throw refused("unsupported", `unknown op ${op}`);

@@ -57,4 +57,4 @@ class Etcd3(Peer):
 
 
 if __name__ == "__main__":
-    serve(Etcd3())
+    serve(Etcd3)

@@ -1,7 +1,8 @@
 """py-kazoo: kazoo's `Lock` recipe (ephemeral-sequential node under /lockbench/<key>, watch the
-predecessor). One KazooClient per process; its session is every lock's lease and kazoo's heartbeats are
-the renewal, which kazoo does not expose: no `renewed` events (`renew_events: false`), the holder's lease
-stays open until a `lost` event. Fixed leases do not exist in ZooKeeper.
+predecessor). One KazooClient per protocol client (the clients of a case share a process); its session
+is every lock's lease and kazoo's heartbeats are the renewal, which kazoo does not expose: no `renewed`
+events (`renew_events: false`), the holder's lease stays open until a `lost` event. Fixed leases do not
+exist in ZooKeeper.
 
 Loss, as kazoo's documentation tells a Lock's user: a state listener watches SUSPENDED and LOST, and a
 holder stops at the first of them (after SUSPENDED it can no longer be sure it holds the lock; after LOST
@@ -122,4 +123,4 @@ class Kazoo(Peer):
 
 
 if __name__ == "__main__":
-    serve(Kazoo())
+    serve(Kazoo)

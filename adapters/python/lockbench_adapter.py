@@ -1,9 +1,12 @@
 """The lockbench adapter protocol (adapters/PROTOCOL.md) for Python: the loop every Python adapter shares.
 
 An adapter subclasses `Peer`, says who it is in the class attributes, and implements `setup`, `acquire`
-and `release`; `serve(peer)` does the rest: reads requests from stdin, answers `hello` and `ping` at once,
-runs each `acquire` and `release` on its own thread (requests are concurrent), writes one JSON line per
-reply or event, and exits on `close` or end of input. Only the standard library is used.
+and `release`; `serve(PeerClass)` does the rest: reads requests from stdin, makes one `Peer` (one library
+client) at each client's `hello` and routes the client's requests to it (every client of a case in this
+process: `multi_client`, threads sharing one interpreter as a Python service's do), answers `hello` and
+`ping` at once, runs each `acquire` and `release` on a thread of its own (requests are concurrent), writes
+one JSON line per reply or event, and exits on a process-wide `close`, the close of its last client, or end
+of input. Only the standard library is used.
 """
 
 import concurrent.futures
@@ -76,7 +79,8 @@ class Lease:
 
 
 class Peer:
-    """One client of a lock library. Subclasses set the attributes and implement the three methods."""
+    """One client of a lock library (one per protocol client; a process holds many). Subclasses set the
+    attributes and implement the three methods; state shared by the process's clients belongs nowhere."""
 
     ADAPTER = "unnamed"
     LIBRARY = "unknown"
@@ -114,24 +118,34 @@ def _error(rid, kind, message):
     return {"id": rid, "ok": False, "error": {"kind": kind, "message": message}}
 
 
-def serve(peer):
-    """Runs the protocol on stdin/stdout until `close` or end of input, then exits the process at once
-    (requests still waiting in the library are abandoned; their locks expire by their TTL)."""
+def serve(make_peer):
+    """Runs the protocol on stdin/stdout, `make_peer()` making each client's `Peer` at its `hello`, until
+    a process-wide `close` (no `client`), the close of the last open client, or end of input; then closes
+    the clients still open and exits the process at once (requests still waiting in a library are
+    abandoned; their locks expire by their TTL)."""
     try:
-        _loop(peer)
+        _loop(make_peer)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
 
 
-def _loop(peer):
+def _close_quietly(peer):
+    try:
+        peer.close()
+    except Exception:  # closing is best effort: the process or the client ends anyway
+        traceback.print_exc(file=sys.stderr)
+
+
+def _loop(make_peer):
     out = _Out()
-    leases = {}
+    clients = {}  # client number -> its Peer
+    leases = {}  # lease id -> (Peer, handle): unique in the process, across its clients
     leases_lock = threading.Lock()
     ids = itertools.count(1)
     # Acquires and releases run concurrently (an acquire may wait); threads are reused between requests.
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=256)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1024)
 
     def guarded(rid, work):
         try:
@@ -143,7 +157,13 @@ def _loop(peer):
             reply = _error(rid, "backend", f"{type(e).__name__}: {e}")
         return reply
 
-    def do_acquire(req):
+    def client_of(req):
+        peer = clients.get(req.get("client", 0))
+        if peer is None:
+            raise Refused("config", f"client {req.get('client', 0)} is not open (no hello)")
+        return peer
+
+    def do_acquire(req, peer):
         rid = req["id"]
         lease_id = f"L{next(ids)}"
         lease = Lease(out, lease_id)
@@ -154,7 +174,7 @@ def _loop(peer):
             handle, token = peer.acquire(req["key"], None if wait_ms is None else wait_ms / 1000,
                                          spec["mode"], spec["ttl_ms"], req.get("owner"), lease)
             with leases_lock:
-                leases[lease_id] = handle
+                leases[lease_id] = (peer, handle)
             reply = {"id": rid, "ok": True, "lease": lease_id, "token": token}
             if lease.sent is not None:
                 reply["sent"] = lease.sent
@@ -168,13 +188,22 @@ def _loop(peer):
 
         def work():
             with leases_lock:
-                handle = leases.pop(req["lease"], None)
-            if handle is None:
+                held = leases.pop(req["lease"], None)
+            if held is None:
                 raise Refused("not_held", f"unknown lease {req['lease']}")
+            peer, handle = held
             peer.release(handle)
             return {"id": rid, "ok": True}
 
         out.write(guarded(rid, work))
+
+    def hello(req):
+        peer = make_peer()
+        peer.setup(req.get("config") or {})
+        clients[req.get("client", 0)] = peer
+        return {"id": req["id"], "ok": True, "protocol": PROTOCOL, "adapter": peer.ADAPTER,
+                "library": peer.LIBRARY, "version": peer.VERSION, "multi_client": True,
+                "capabilities": peer.CAPABILITIES}
 
     for line in sys.stdin:
         if not line.strip():
@@ -184,20 +213,31 @@ def _loop(peer):
         if op == "ping":
             out.write({"id": rid, "ok": True, "t": now()})
         elif op == "hello":
-            def hello():
-                peer.setup(req.get("config") or {})
-                return {"id": rid, "ok": True, "protocol": PROTOCOL, "adapter": peer.ADAPTER,
-                        "library": peer.LIBRARY, "version": peer.VERSION,
-                        "capabilities": peer.CAPABILITIES}
-            out.write(guarded(rid, hello))
+            out.write(guarded(rid, lambda: hello(req)))
         elif op == "acquire":
-            pool.submit(do_acquire, req)
+            try:
+                peer = client_of(req)
+            except Refused as e:
+                out.write(_error(rid, e.kind, str(e)))
+                continue
+            pool.submit(do_acquire, req, peer)
         elif op == "release":
             pool.submit(do_release, req)
         elif op == "close":
-            peer.close()
+            if "client" in req:
+                peer = clients.pop(req["client"], None)
+                if clients:
+                    out.write({"id": rid, "ok": True})
+                    if peer is not None:
+                        threading.Thread(target=_close_quietly, args=(peer,), daemon=True).start()
+                    continue
+                if peer is not None:
+                    _close_quietly(peer)
+            for peer in clients.values():
+                _close_quietly(peer)
             out.write({"id": rid, "ok": True})
             return
         else:
             out.write(_error(rid, "unsupported", f"unknown op {op!r}"))
-    peer.close()
+    for peer in clients.values():
+        _close_quietly(peer)

@@ -1,6 +1,7 @@
 """py-memory: locks in this process's memory, no library and no server. It measures what the protocol
 itself costs per acquire/release (lockbench's `memory` strategy is the same work without a process
-boundary). One process is one client, so it is a lock only among that client's owners.
+boundary). Each client keeps its own locks (clients in one process share nothing, as they share no
+server), so it is a lock only among that client's owners.
 
 Test settings: `hang` = "acquire" never answers acquires (a hung adapter, as lockbench must detect it);
 `undeclared_lost` = "1" sends `lost` 100 ms after each grant although `lost_signal` is declared false (a
@@ -49,4 +50,4 @@ class Memory(Peer):
 
 
 if __name__ == "__main__":
-    serve(Memory())
+    serve(Memory)

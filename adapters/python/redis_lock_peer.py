@@ -83,4 +83,4 @@ class RedisLock(Peer):
 
 
 if __name__ == "__main__":
-    serve(RedisLock())
+    serve(RedisLock)

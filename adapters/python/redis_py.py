@@ -63,4 +63,4 @@ class RedisPy(Peer):
 
 
 if __name__ == "__main__":
-    serve(RedisPy())
+    serve(RedisPy)

@@ -186,8 +186,8 @@ fn redis_client_requests_are_what_the_clients_sent() {
 }
 
 /// A peer case carries its protocol round trip and how its clients were mapped to adapter processes:
-/// in tasks mode the clients of an adapter that serves many (`go-redsync`) share one process, the
-/// others (`py-redis-lock`) have one each; in processes mode every client has its own.
+/// in tasks mode the clients of an adapter that serves many (the Python and Go ones here) share one
+/// process; in processes mode every client has its own.
 #[test]
 fn a_peer_case_carries_its_protocol_round_trip_and_process_mapping() {
     for workers in ["tasks", "processes"] {
@@ -196,7 +196,7 @@ fn a_peer_case_carries_its_protocol_round_trip_and_process_mapping() {
         for case in &results.cases {
             let rtt = case.protocol_round_trip_ms;
             let mapping = case.adapter_processes.map(|m| (m.clients, m.processes));
-            let shared = workers == "tasks" && case.strategy == "go-redsync";
+            let shared = workers == "tasks";
             match case.strategy.as_str() {
                 "py-redis-lock" | "go-redsync" => {
                     assert!(rtt.is_some_and(|ms| ms > 0.0), "{workers}: {rtt:?}");

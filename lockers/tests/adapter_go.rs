@@ -1,7 +1,7 @@
 //! The Go peers (etcd's `concurrency.Mutex`, go-redsync) through their adapters on real servers: a
-//! conformance subset (mutual exclusion, release, lease expiry, renewal and the loss signal where declared), one
-//! adapter process per client. Built by `bash docker/install-deps.sh --with-peers`; a missing binary fails
-//! with that command.
+//! conformance subset (mutual exclusion, release, lease expiry, renewal and the loss signal where
+//! declared), the clients of a target sharing one adapter process (each its own library client). Built
+//! by `bash docker/install-deps.sh --with-peers`; a missing binary fails with that command.
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
@@ -91,40 +91,10 @@ mod go_etcd_mutex {
         b.acquire("hold", &once).await.unwrap();
     }
 
-    /// The clients of an adapter that serves many share one process, each its own library client (its
-    /// own etcd client and Session): they exclude each other as separate processes would; closing one
-    /// leaves the process serving the others, and the last one's close ends it. A client started on
-    /// its own (for a fault on its process) has a process of its own.
+    /// The clients share one process, each its own library client (its own etcd client and Session).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn clients_share_one_process_each_its_own_library_client() {
-        let t = etcd_mutex();
-        let (a, b) = (
-            t.start_shared(Events::none()).await,
-            t.start_shared(Events::none()).await,
-        );
-        let own = t.start(Events::none()).await;
-        assert_eq!(a.pid(), b.pid());
-        assert_ne!(a.pid(), own.pid());
-        assert_eq!((b.clients_in_process(), own.clients_in_process()), (2, 1));
-        let once = AcquireOptions::try_once();
-        let held = a.acquire("shared", &once).await.unwrap();
-        assert!(b.acquire("shared", &once).await.is_err(), "b got a's lock");
-        assert!(
-            own.acquire("shared", &once).await.is_err(),
-            "own got a's lock"
-        );
-        held.release().await.unwrap();
-        let token = b.acquire("shared", &once).await.unwrap();
-        token.release().await.unwrap();
-        let pid = a.pid().unwrap() as libc::pid_t;
-        a.close().await;
-        let still = b.acquire("after-close", &once).await.unwrap();
-        still.release().await.unwrap();
-        b.close().await;
-        // SAFETY: signal 0 only asks whether the (unreaped or gone) process exists.
-        let alive = || unsafe { libc::kill(pid, 0) } == 0 && !is_zombie(pid);
-        assert!(!alive(), "the process outlived its last client's close");
-        own.close().await;
+        etcd_mutex().clients_share_one_process().await;
     }
 
     /// A holder whose process stops (SIGSTOP) stops renewing: its session lease expires on the server
@@ -193,17 +163,4 @@ mod go_redsync {
         mutual_exclusion, release_then_reacquire, try_once_on_held_lock, wait_timeout_is_honoured,
         fixed_lease_expires, stale_release_is_not_held, watchdog_lease_outlives_timeout,
         lost_when_removed_behind_back);
-}
-
-/// Whether `pid` has exited but is not reaped yet.
-fn is_zombie(pid: libc::pid_t) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            stat.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(true)
 }

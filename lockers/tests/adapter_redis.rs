@@ -1,7 +1,7 @@
 //! The Redis peers (redis-py `Lock`, python-redis-lock, node redlock) through their adapters on real
-//! redis-servers: the conformance suite, one adapter process per client. A case a library departs from
-//! by design is not left out silently: it runs as a `departs_*` test that asserts the departure and says
-//! why (adapters/README.md lists them).
+//! redis-servers: the conformance suite, the clients of a target sharing one adapter process (each its
+//! own library client). A case a library departs from by design is not left out silently: it runs as a
+//! `departs_*` test that asserts the departure and says why (adapters/README.md lists them).
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
@@ -80,6 +80,12 @@ fn python_redis_lock() -> Peer<RedisServer> {
 mod python_redis_lock {
     use super::*;
 
+    /// The clients share one Python process, each its own redis-py connection pool and Lock objects.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn clients_share_one_process_each_its_own_library_client() {
+        python_redis_lock().clients_share_one_process().await;
+    }
+
     lockers::conformance_tests!(@cases python_redis_lock();
         mutual_exclusion, release_then_reacquire, try_once_on_held_lock,
         watchdog_lease_outlives_timeout, tokens_strictly_increase, stale_release_is_not_held,
@@ -142,4 +148,10 @@ mod node_redlock {
         watchdog_lease_outlives_timeout, tokens_strictly_increase, stale_release_is_not_held,
         lost_when_removed_behind_back, cancelled_acquire_leaks_nothing, reentrant_acquire_and_release,
         dropped_lease_is_released);
+
+    /// The clients share one Node process, each its own Redlock over its own ioredis connections.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn clients_share_one_process_each_its_own_library_client() {
+        redlock().clients_share_one_process().await;
+    }
 }

@@ -1,5 +1,6 @@
 //! The ZooKeeper and etcd peers (kazoo `Lock`, Curator `InterProcessMutex`, python-etcd3 `Lock`) through
-//! their adapters on a real server: the conformance suite, one adapter process per client.
+//! their adapters on a real server: the conformance suite, the clients of a target sharing one adapter
+//! process (each its own library client).
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;

@@ -195,7 +195,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/memory.py",
         settings: no_settings,
         takes_replicas: false,
-        serves_many_clients: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "py-redis-py",
@@ -212,7 +212,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/redis_py.py",
         settings: no_settings,
         takes_replicas: false,
-        serves_many_clients: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "py-redis-lock",
@@ -231,7 +231,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/redis_lock_peer.py",
         settings: no_settings,
         takes_replicas: false,
-        serves_many_clients: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "py-kazoo",
@@ -252,7 +252,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/kazoo_peer.py",
         settings: session_timeout,
         takes_replicas: false,
-        serves_many_clients: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "py-etcd3",
@@ -270,7 +270,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "python/etcd3_peer.py",
         settings: no_settings,
         takes_replicas: false,
-        serves_many_clients: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "node-redlock",
@@ -290,7 +290,7 @@ pub const PEERS: &[PeerSpec] = &[
         entry: "node/redlock.js",
         settings: no_settings,
         takes_replicas: false,
-        serves_many_clients: false,
+        serves_many_clients: true,
     },
     PeerSpec {
         id: "jvm-curator",

@@ -53,6 +53,45 @@ impl<S: Send + Sync> Peer<S> {
         self.open(events, Some(&self.processes)).await
     }
 
+    /// The clients of an adapter that serves many share one process, each its own library client: they
+    /// exclude each other as separate processes would; closing one leaves the process serving the
+    /// others, and the last one's close ends it. A client started on its own (for a fault on its
+    /// process) has a process of its own.
+    pub(crate) async fn clients_share_one_process(&self) {
+        let (a, b) = (
+            self.start_shared(Events::none()).await,
+            self.start_shared(Events::none()).await,
+        );
+        let own = self.start(Events::none()).await;
+        assert_eq!(a.pid(), b.pid());
+        assert_ne!(a.pid(), own.pid());
+        assert_eq!((b.clients_in_process(), own.clients_in_process()), (2, 1));
+        let once = AcquireOptions {
+            lease: self
+                .fixed_for_watchdog
+                .map_or(LeaseMode::Watchdog, LeaseMode::Fixed),
+            ..AcquireOptions::try_once()
+        };
+        let held = a.acquire("shared", &once).await.unwrap();
+        assert!(b.acquire("shared", &once).await.is_err(), "b got a's lock");
+        assert!(
+            own.acquire("shared", &once).await.is_err(),
+            "own got a's lock"
+        );
+        held.release().await.unwrap();
+        let token = b.acquire("shared", &once).await.unwrap();
+        token.release().await.unwrap();
+        let pid = a.pid().unwrap() as libc::pid_t;
+        a.close().await;
+        let still = b.acquire("after-close", &once).await.unwrap();
+        still.release().await.unwrap();
+        b.close().await;
+        // SAFETY: signal 0 only asks whether the (unreaped or gone) process exists.
+        let alive = || unsafe { libc::kill(pid, 0) } == 0 && !is_zombie(pid);
+        assert!(!alive(), "the process outlived its last client's close");
+        own.close().await;
+    }
+
     async fn open(&self, events: Events, shared: Option<&PeerProcesses>) -> PeerLocker {
         let mut config = config(self.spec, self.servers.clone(), self.watchdog);
         config.settings.extend(self.settings.iter().cloned());
@@ -141,4 +180,17 @@ where
         "the library now passes this case; move it back into the conformance list ({why})"
     );
     eprintln!("known departure: {why}");
+}
+
+/// Whether `pid` has exited but is not reaped yet.
+fn is_zombie(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            stat.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(true)
 }
