@@ -341,7 +341,10 @@ const NATIVE: &[Strategy] = &[
         |_| Ok(Redisson::CAPABILITIES),
         CONNECT_REDISSON_CLASSIC,
     )
-    .with(PER_LOCK),
+    .with(PER_LOCK)
+    // Left out of `all` to make room for PostgreSQL's rows in the 20-minute default suite: its cells
+    // are read beside Redisson 3.43.0 in docs/findings/redisson.md, and it runs by name.
+    .not_in_all(),
     Strategy::native(
         lockers::redis::redisson::ID,
         "Redisson 3.44+, faithfully: one scheduler per client renews every held lock each tick in chunks of 100; WAIT with replicas",
@@ -369,7 +372,10 @@ const NATIVE: &[Strategy] = &[
     .with(Facts {
         in_many_locks: false,
         ..PER_LOCK
-    }),
+    })
+    // A demonstration of the notification race, unsafe by design: left out of `all` (and the default
+    // suite) to make room for PostgreSQL's rows; it runs by name.
+    .not_in_all(),
     Strategy::native(
         lockers::redis::keyspace::SHADOW_ID,
         "renews when a shadow key (2/3 of the TTL) expires; as good as Redis's expiry-event delivery",
@@ -410,11 +416,7 @@ const NATIVE: &[Strategy] = &[
     .with(Facts {
         in_many_locks: false,
         ..PER_LOCK
-    })
-    // Left out of `all` (and so of `compare`'s default suite) until the suite makes room: its two rows
-    // would plan 1393 s against the 1200 s budget (1436 s with postgres-failover and
-    // postgres-session-kill, now in `--full`). `--strategies all,postgres-advisory,postgres-lease`.
-    .not_in_all(),
+    }),
     Strategy::native(
         lockers::postgres::lease::ID,
         "PostgreSQL lease row taken by one INSERT ... ON CONFLICT on the server's clock, renewed every TTL/3; token bumped on every grant; polling waiters",
@@ -422,8 +424,7 @@ const NATIVE: &[Strategy] = &[
         |_| Ok(PostgresLease::CAPABILITIES),
         CONNECT_POSTGRES_LEASE,
     )
-    .with(PER_LOCK)
-    .not_in_all(),
+    .with(PER_LOCK),
     Strategy::native(
         "memory-unshared",
         "control without mutual exclusion: each client has its own MemoryServer, so the oracle must report violations",
