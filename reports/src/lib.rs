@@ -11,6 +11,7 @@
 //! |---|---|
 //! | [`model`], [`comparison`] | the results files (serde types) |
 //! | [`scale`] | the `lockbench scale` file: cost of holding many locks |
+//! | [`bench`] | the ratio benches' file (`cargo bench`) and its table |
 //! | [`schema`] | the files' JSON schemas, derived from those types, and a validator |
 //! | [`grid`] | rows (scenario × lease) by columns (strategies); facts of one case |
 //! | [`histogram`] | the raw HdrHistograms: the codec, summaries, percentile curves, spreads |
@@ -28,6 +29,7 @@
 //! | [`mod@write`] | writes a report to a directory |
 
 pub mod agreement;
+pub mod bench;
 pub mod charts;
 pub mod comparison;
 pub mod content;
