@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::model::Environment;
+use crate::repeats::median_by;
 
 /// The bench file format version. Bumped on any change that is not a pure addition of optional data.
 pub const BENCH_SCHEMA_VERSION: u32 = 1;
@@ -166,13 +167,9 @@ fn with_unit(value: f64, unit: &str) -> String {
 /// One cell: the median ratio (bold when it misses the target), the median run's value against its
 /// baseline, then every run's ratio in run order; `-` when no run measured it.
 fn cell(checks: &[&BenchCheck], target: Bound) -> String {
-    if checks.is_empty() {
+    let Some(median) = median_by(checks, |c| c.ratio()) else {
         return "-".into();
-    }
-    let mut order: Vec<usize> = (0..checks.len()).collect();
-    order.sort_by(|a, b| checks[*a].ratio().total_cmp(&checks[*b].ratio()));
-    // The lower middle for an even count: always a run that happened.
-    let median = checks[order[(checks.len() - 1) / 2]];
+    };
     let ratio = median.ratio();
     let shown = if target.met(ratio) {
         format!("{ratio:.2}")
