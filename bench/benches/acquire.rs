@@ -396,10 +396,12 @@ async fn setup() -> Setup {
         if let Some(locker) = support::or_skip("etcd-lease", connected) {
             let put = Raw::EtcdPut(locker.client().kv_client());
             raws.push(put.clone());
+            // Never kept alive, so it must outlive the whole bench: criterion's passes and the pinned
+            // pass take minutes on a loaded machine (a 60 s lease expired mid-run and the raw txn failed).
             let lease = locker
                 .client()
                 .lease_client()
-                .grant(60, None)
+                .grant(3600, None)
                 .await
                 .unwrap()
                 .id();
