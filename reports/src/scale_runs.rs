@@ -21,7 +21,7 @@ fn per_renewal_us(p: &ScalePoint) -> Option<f64> {
     (p.renewals_per_s > 0.0).then(|| p.client_cpu_percent / 100.0 * 1e6 / p.renewals_per_s)
 }
 
-const FIGURES: [Figure; 6] = [
+const FIGURES: [Figure; 7] = [
     Figure {
         heading: "client CPU (% of a core)",
         value: |p| Some(p.client_cpu_percent),
@@ -55,6 +55,12 @@ const FIGURES: [Figure; 6] = [
     Figure {
         heading: "margin p0.1 (ms)",
         value: |p| p.margin_p0_1_ms,
+        decimals: 0,
+        each_run: false,
+    },
+    Figure {
+        heading: "client memory per held lock (bytes)",
+        value: |p| (p.held_locks > 0).then(|| p.client_rss_bytes as f64 / p.held_locks as f64),
         decimals: 0,
         each_run: false,
     },
@@ -142,9 +148,10 @@ pub fn markdown_table(runs: &[ScaleResults], yardstick: Option<&str>) -> String 
             if ratios.is_empty() {
                 continue;
             }
+            // The ratio sits under client CPU; the other figures' cells and the losses' stay empty.
             let _ = writeln!(
                 out,
-                "| {strategy} ÷ {yardstick} | {held} | {} |{} |",
+                "| {strategy} ÷ {yardstick} | {held} | {} |{}",
                 cell(&ratios, 2, true),
                 " |".repeat(FIGURES.len())
             );
@@ -259,12 +266,19 @@ mod tests {
         let table = markdown_table(&runs, Some("raw"));
         // Client CPU 6.6 (6.0, 7.0, 6.6); per renewal 6.6 % ÷ 1000/s = 66 µs.
         assert!(
-            table.contains("| batched | 1000 | 6.60 (6.00, 7.00, 6.60) | 66.00 | 10.0 | 10.0 | 2063 (2063, 2060, 2064) | 2100 | 3, 0 |"),
+            table.contains("| batched | 1000 | 6.60 (6.00, 7.00, 6.60) | 66.00 | 10.0 | 10.0 | 2063 (2063, 2060, 2064) | 2100 | 1049 | 3, 0 |"),
             "{table}"
         );
         // Ratios per run: 1.20, 1.40, 1.10.
         assert!(
-            table.contains("| batched ÷ raw | 1000 | 1.20 (1.20, 1.40, 1.10) |"),
+            table.contains("| batched ÷ raw | 1000 | 1.20 (1.20, 1.40, 1.10) | | | | | | | |\n"),
+            "{table}"
+        );
+        // Every row has the header's columns.
+        let columns = |line: &str| line.matches('|').count();
+        let lines: Vec<&str> = table.lines().take_while(|l| l.starts_with('|')).collect();
+        assert!(
+            lines.iter().all(|l| columns(l) == columns(lines[0])),
             "{table}"
         );
         assert!(!table.contains("raw ÷ raw"), "{table}");
