@@ -87,6 +87,13 @@ pub enum Bound {
 }
 
 impl Bound {
+    /// The limit, whichever side.
+    pub fn limit(self) -> f64 {
+        match self {
+            Bound::AtMost(limit) | Bound::AtLeast(limit) => limit,
+        }
+    }
+
     /// Whether `ratio` is on the right side.
     pub fn met(self, ratio: f64) -> bool {
         match self {
@@ -173,6 +180,9 @@ fn cell(checks: &[&BenchCheck], target: Bound) -> String {
     let ratio = median.ratio();
     let shown = if target.met(ratio) {
         format!("{ratio:.2}")
+    } else if format!("{ratio:.2}") == format!("{:.2}", target.limit()) {
+        // A miss never reads as the limit itself: 1.104 against ≤ 1.10.
+        format!("**{ratio:.3}**")
     } else {
         format!("**{ratio:.2}**")
     };
