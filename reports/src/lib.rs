@@ -11,7 +11,7 @@
 //! |---|---|
 //! | [`model`], [`comparison`] | the results files (serde types) |
 //! | [`scale`] | the `lockbench scale` file: cost of holding many locks |
-//! | [`bench`] | the ratio benches' file (`cargo bench`) and its table |
+//! | [`mod@bench`] | the ratio benches' file (`cargo bench`) and its table |
 //! | [`scale_runs`] | several `lockbench scale` runs of one command as one table of medians |
 //! | [`repeats`] | the median of a figure over repeated runs |
 //! | [`schema`] | the files' JSON schemas, derived from those types, and a validator |
