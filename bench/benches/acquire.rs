@@ -396,10 +396,12 @@ async fn setup() -> Setup {
         if let Some(locker) = support::or_skip("etcd-lease", connected) {
             let put = Raw::EtcdPut(locker.client().kv_client());
             raws.push(put.clone());
+            // Never kept alive, so it must outlive the whole bench: criterion's passes and the pinned
+            // pass take minutes on a loaded machine (a 60 s lease expired mid-run and the raw txn failed).
             let lease = locker
                 .client()
                 .lease_client()
-                .grant(60, None)
+                .grant(3600, None)
                 .await
                 .unwrap()
                 .id();
@@ -531,8 +533,8 @@ fn bench_raw(c: &mut Criterion, runtime: &Runtime, raws: &[Raw]) {
     group.finish();
 }
 
-/// The p50/p99 table and the target checks, from the interleaved histograms.
-async fn report(subjects: &[Subject]) {
+/// The p50/p99 table and the target checks, from the interleaved histograms; gives the checks.
+async fn report(subjects: &[Subject]) -> Vec<Check> {
     println!(
         "\nuncontended acquire+release, interleaved with its baselines (same client, same run)"
     );
@@ -613,18 +615,20 @@ async fn report(subjects: &[Subject]) {
     }
     println!();
     print!("{}", render_checks("targets (docs/design.md §8)", &checks));
+    checks
 }
 
 /// Cycles per strategy (each with its baselines) in the pinned pass.
 const PINNED_CYCLES: usize = 400;
 
-/// The pinned pass: fresh histograms, then `PINNED_CYCLES` interleaved cycles per strategy.
-async fn pinned_pass(subjects: &[Subject], server_pids: &[u32]) {
+/// The pinned pass: fresh histograms, then `PINNED_CYCLES` interleaved cycles per strategy; gives its
+/// checks (none when pinning is not possible).
+async fn pinned_pass(subjects: &[Subject], server_pids: &[u32]) -> Vec<Check> {
     let pinned = match support::Pinned::new(server_pids) {
         Ok(pinned) => pinned,
         Err(e) => {
             println!("\npinned pass skipped: {e}");
-            return;
+            return Vec::new();
         }
     };
     let cycles = if lockbench::base::measure::full_bench_run() {
@@ -645,11 +649,14 @@ async fn pinned_pass(subjects: &[Subject], server_pids: &[u32]) {
         }
     }
     println!("\nPINNED: servers on core 0, this process on core 1 ({cycles} cycles per strategy)");
-    report(subjects).await;
+    let checks = report(subjects).await;
     drop(pinned);
+    checks
 }
 
 fn main() {
+    let criterion_settings = "criterion: 0.5 s warm-up, 2 s measurement, 10 samples per benchmark unless the command line says otherwise; the pinned pass 400 cycles per strategy";
+    let mut recorder = support::Recorder::start("acquire", criterion_settings.into());
     let runtime = support::runtime();
     let setup = runtime.block_on(setup());
     let mut criterion = support::criterion();
@@ -658,12 +665,16 @@ fn main() {
     criterion.final_summary();
     runtime.block_on(async {
         println!("\nUNPINNED");
-        report(&setup.subjects).await;
+        recorder.pass("unpinned", &report(&setup.subjects).await);
         if support::pin_requested() {
-            pinned_pass(&setup.subjects, &setup.server_pids()).await;
+            let checks = pinned_pass(&setup.subjects, &setup.server_pids()).await;
+            if !checks.is_empty() {
+                recorder.pass("pinned", &checks);
+            }
         }
         for subject in &setup.subjects {
             subject.locker.close().await;
         }
     });
+    recorder.finish();
 }

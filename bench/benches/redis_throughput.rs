@@ -267,8 +267,8 @@ fn reset(ops: &mut [Measured]) {
     }
 }
 
-/// The table, the docs/design.md §8 ratios and where the time goes, for one pass.
-fn print_pass(ops: &[Measured]) {
+/// The table, the docs/design.md §8 ratios and where the time goes, for one pass; gives the ratios.
+fn print_pass(ops: &[Measured]) -> Vec<Check> {
     print_table(ops);
     let ratio = |m: &str, baseline: &str, target: Option<Bound>| Check {
         what: format!("{m} ÷ {baseline}"),
@@ -332,6 +332,7 @@ fn print_pass(ops: &[Measured]) {
             "  script cost in the server ≈ {base:.2} µs + {per_call:.2} µs per redis.call (fit over k = 0…6)"
         );
     }
+    checks
 }
 
 fn main() {
@@ -341,6 +342,13 @@ fn main() {
     } else {
         (1, Duration::from_millis(100))
     };
+    let mut recorder = support::Recorder::start(
+        "redis_throughput",
+        format!(
+            "64 tasks on 64 keys; {rounds} round-robin rounds of {} ms per operation",
+            length.as_millis()
+        ),
+    );
     let runtime = support::runtime();
     let server = RedisServer::start().unwrap();
     runtime.block_on(async {
@@ -427,7 +435,7 @@ fn main() {
             started.elapsed().as_secs_f64()
         );
         println!("{}", support::load_line());
-        print_pass(&ops);
+        recorder.pass("unpinned", &print_pass(&ops));
 
         if support::pin_requested() {
             match support::Pinned::new(&[server.pid()]) {
@@ -436,7 +444,7 @@ fn main() {
                     measure(&server, &mut ops, rounds, length).await;
                     println!("\nPINNED — redis-server on core 0, this process on core 1");
                     println!("{}", support::load_line());
-                    print_pass(&ops);
+                    recorder.pass("pinned", &print_pass(&ops));
                     drop(pinned);
                 }
                 Err(e) => println!("\npinned pass skipped: {e}"),
@@ -446,4 +454,5 @@ fn main() {
             locker.close().await;
         }
     });
+    recorder.finish();
 }

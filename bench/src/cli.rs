@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
+use lockbench_reports::sections::Part;
 
 use crate::backends::{GivenAddresses, ServerKind};
 use crate::base::duration::{format_duration, parse_duration};
@@ -381,12 +382,14 @@ pub struct WorkerArgs {
 /// `lockbench report`.
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "\
-RESULTS.json is DIR/results.json of `lockbench compare` or of `lockbench run`, or DIR itself. Writes
+RESULTS.json is DIR/results.json of `lockbench compare` or of `lockbench run`, or DIR itself, or
+either gzip'd (FILE.json.gz). Writes
 report.html, report.md and charts/ into --out (default: the directory of RESULTS.json). Without
 --scale, DIR/runs/many-locks/scale.json (the many-locks pass of `compare`) is read when it exists. With --baseline, prints one
 line: how many cases changed beyond noise (a verdict changed, or throughput moved by more than the two
 cases' trial spread, at least 10%) and how many are new violations; the report lists only those cases.
-Exit codes: 0 done, 1 writing failed or --fail-on found what it names, 2 bad input (missing file, not
+With --section NAME, prints that section alone (the tables in docs/findings/ are such sections of the
+files in docs/results/). Exit codes: 0 done, 1 writing failed or --fail-on found what it names, 2 bad input (missing file, not
 JSON, wrong schema_version).")]
 pub struct ReportArgs {
     /// The results file to report, or the directory holding it.
@@ -412,6 +415,15 @@ pub struct ReportArgs {
     /// Output directory [default: the directory of RESULTS.json].
     #[arg(short, long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Print one section of the Markdown report to stdout, as report.md shows it, and write nothing:
+    /// how the tables in docs/findings/ are made.
+    #[arg(
+        long,
+        value_name = "NAME",
+        value_parser = clap::builder::PossibleValuesParser::new(Part::ALL.map(Part::name)),
+        conflicts_with_all = ["baseline", "out"]
+    )]
+    pub section: Option<String>,
 }
 
 impl ReportArgs {
@@ -422,6 +434,7 @@ impl ReportArgs {
             baseline: self.baseline.clone(),
             scale: self.scale.clone(),
             out: self.out.clone(),
+            section: self.section.as_deref().and_then(Part::named),
             fail_on: self
                 .fail_on
                 .iter()

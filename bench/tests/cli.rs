@@ -440,3 +440,38 @@ fn bad_workloads_for_compare_are_caught_before_running() {
         "think: \"0.5task\" is relative",
     );
 }
+
+/// `report FILE --section NAME` prints that section of the Markdown report alone and writes nothing;
+/// a gzip'd results file is read like a plain one; a section the file has no data for, or a name
+/// that is no section, is one line (the latter listing the names).
+#[test]
+fn report_prints_one_section() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.json.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(include_bytes!(
+        "../../reports/tests/fixtures/compare-quick.json"
+    ))
+    .unwrap();
+    std::fs::write(&path, gz.finish().unwrap()).unwrap();
+    let file = path.to_str().unwrap();
+    let out = run(&["report", file, "--section", "verdicts"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("## Breaking points: verdicts\n"), "{text}");
+    assert!(text.contains("| baseline |"), "{text}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "nothing written beside the results file"
+    );
+    usage_error(
+        &["report", file, "--section", "verdict"],
+        "[possible values: scorecard, verdicts, which, redlock, peers, models, cost]",
+    );
+    usage_error(
+        &["report", file, "--section", "peers"],
+        "no data for section peers",
+    );
+}

@@ -8,8 +8,11 @@
 //! ```
 //!
 //! (`from A.json.gz and B-scale.json` adds a `lockbench scale` file, as `lockbench report --scale`
-//! does). The test fails when a block differs from a fresh rendering; with `LOCKBENCH_UPDATE_DOCS=1` it
-//! writes every block anew instead. Every results file under `docs/results/` must be quoted somewhere
+//! does). Two sections are not the report's: `bench` renders a `cargo bench` results file
+//! ([`lockbench_reports::bench`], written by `scripts/bench-results.sh`), and `scale-runs` renders
+//! several `lockbench scale` files of one command (`from A.json and B.json and C.json`) as one table of
+//! medians ([`lockbench_reports::scale_runs`]). The test fails when a block differs from a fresh
+//! rendering; with `LOCKBENCH_UPDATE_DOCS=1` it writes every block anew instead. Every results file under `docs/results/` must be quoted somewhere
 //! and described in `docs/results/README.md` (its command, date, commit and machine).
 
 use std::collections::BTreeMap;
@@ -17,11 +20,19 @@ use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
+use lockbench::commands::scale::raw::RAW_SENDER;
+use lockbench_reports::bench::BenchResults;
 use lockbench_reports::sections::Part;
-use lockbench_reports::{Comparison, ReportInput, markdown, report, scale::ScaleResults};
+use lockbench_reports::{
+    Comparison, ReportInput, markdown, report, scale::ScaleResults, scale_runs,
+};
 
 const START: &str = "<!-- generated from ";
 const END: &str = "<!-- end generated -->";
+/// The section of a `cargo bench` results file.
+const BENCH: &str = "bench";
+/// The section of several `lockbench scale` runs of one command.
+const SCALE_RUNS: &str = "scale-runs";
 
 /// The repository's root (this crate lives in `bench/`).
 fn root() -> PathBuf {
@@ -52,11 +63,10 @@ fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// What a block's opening line asks for.
 #[derive(Debug, PartialEq)]
 struct Source {
-    /// The results file, relative to the repository's root.
-    results: String,
-    /// A `lockbench scale` file beside it, if any.
-    scale: Option<String>,
-    /// The section's name ([`Part::name`]).
+    /// The files it is made from, relative to the repository's root: a results file and perhaps a
+    /// `lockbench scale` file beside it (a report section), a bench file, or scale files.
+    files: Vec<String>,
+    /// The section's name ([`Part::name`], [`BENCH`] or [`SCALE_RUNS`]).
     section: String,
 }
 
@@ -68,7 +78,7 @@ struct Block {
     body: std::ops::Range<usize>,
 }
 
-/// Parses an opening line's text after [`START`]: `FILE[ and SCALE], section NAME, by …-->`.
+/// Parses an opening line's text after [`START`]: `FILE[ and FILE…], section NAME, by …-->`.
 fn parse_source(rest: &str) -> Result<Source, String> {
     let (files, rest) = rest
         .split_once(", section ")
@@ -78,13 +88,8 @@ fn parse_source(rest: &str) -> Result<Source, String> {
         .next()
         .filter(|s| !s.is_empty())
         .ok_or("no section name")?;
-    let (results, scale) = match files.split_once(" and ") {
-        Some((r, s)) => (r, Some(s.trim().to_owned())),
-        None => (files, None),
-    };
     Ok(Source {
-        results: results.trim().to_owned(),
-        scale,
+        files: files.split(" and ").map(|f| f.trim().to_owned()).collect(),
         section: section.to_owned(),
     })
 }
@@ -133,43 +138,75 @@ fn read_text(name: &str) -> Result<String, String> {
 #[derive(Default)]
 struct Sources {
     results: BTreeMap<String, Comparison>,
-    scale: BTreeMap<String, Vec<lockbench_reports::scale::CostSeries>>,
+    scale: BTreeMap<String, ScaleResults>,
 }
 
 impl Sources {
+    /// The run of the scale file `name`.
+    fn scale(&mut self, name: &str) -> Result<&ScaleResults, String> {
+        if !self.scale.contains_key(name) {
+            let text = read_text(name)?;
+            let run = ScaleResults::from_json(&text).map_err(|e| format!("{name}: {e}"))?;
+            self.scale.insert(name.to_owned(), run);
+        }
+        Ok(&self.scale[name])
+    }
+
     /// The body a block should have: the section rendered afresh, between blank lines.
     fn render(&mut self, source: &Source) -> Result<String, String> {
-        let part = Part::named(&source.section).ok_or_else(|| {
-            let names: Vec<_> = Part::ALL.iter().map(|p| p.name()).collect();
-            format!("no section '{}' (sections: {names:?})", source.section)
-        })?;
-        if !self.results.contains_key(&source.results) {
-            let text = read_text(&source.results)?;
-            let comparison =
-                Comparison::read(&text).map_err(|e| format!("{}: {e}", source.results))?;
-            self.results.insert(source.results.clone(), comparison);
-        }
-        if let Some(scale) = &source.scale
-            && !self.scale.contains_key(scale)
-        {
-            let text = read_text(scale)?;
-            let series = ScaleResults::from_json(&text)
-                .map_err(|e| format!("{scale}: {e}"))?
-                .cost_series();
-            self.scale.insert(scale.clone(), series);
-        }
-        let cost = source
-            .scale
-            .as_ref()
-            .map_or(&[][..], |s| self.scale[s].as_slice());
-        let report = report::without_charts(ReportInput {
-            current: &self.results[&source.results],
-            baseline: None,
-            cost,
-        });
-        let text = markdown::section(&report, part)
-            .ok_or_else(|| format!("{} has no data for section {}", source.results, part.name()))?;
+        let text = match source.section.as_str() {
+            BENCH => {
+                let [file] = source.files.as_slice() else {
+                    return Err(format!("section {BENCH} is made from one file"));
+                };
+                let results = BenchResults::from_json(&read_text(file)?)
+                    .map_err(|e| format!("{file}: {e}"))?;
+                lockbench_reports::bench::markdown_table(&results)
+            }
+            SCALE_RUNS => {
+                let mut runs = Vec::new();
+                for file in &source.files {
+                    runs.push(self.scale(file)?.clone());
+                }
+                scale_runs::markdown_table(&runs, Some(RAW_SENDER))
+            }
+            name => self.report_section(name, &source.files)?,
+        };
         Ok(format!("\n{}\n\n", text.trim_end()))
+    }
+
+    /// Section `name` of the report of `files`: a results file, then perhaps a scale file.
+    fn report_section(&mut self, name: &str, files: &[String]) -> Result<String, String> {
+        let part = Part::named(name).ok_or_else(|| {
+            let mut names: Vec<_> = Part::ALL.iter().map(|p| p.name()).collect();
+            names.extend([BENCH, SCALE_RUNS]);
+            format!("no section '{name}' (sections: {names:?})")
+        })?;
+        let (results, scale) = match files {
+            [results] => (results, None),
+            [results, scale] => (results, Some(scale)),
+            _ => {
+                return Err(format!(
+                    "section {name} is made from a results file and at most one scale file"
+                ));
+            }
+        };
+        if !self.results.contains_key(results) {
+            let text = read_text(results)?;
+            let comparison = Comparison::read(&text).map_err(|e| format!("{results}: {e}"))?;
+            self.results.insert(results.clone(), comparison);
+        }
+        let cost = match scale {
+            Some(scale) => self.scale(scale)?.cost_series(),
+            None => Vec::new(),
+        };
+        let report = report::without_charts(ReportInput {
+            current: &self.results[results],
+            baseline: None,
+            cost: &cost,
+        });
+        markdown::section(&report, part)
+            .ok_or_else(|| format!("{results} has no data for section {}", part.name()))
     }
 }
 
@@ -191,8 +228,7 @@ fn generated_tables_match_their_results_files() {
         let mut updated = String::new();
         let mut copied = 0;
         for block in &found {
-            quoted.push(block.source.results.clone());
-            quoted.extend(block.source.scale.clone());
+            quoted.extend(block.source.files.iter().cloned());
             // A block that cannot be rendered keeps its text (the others are still written anew).
             let fresh = match sources.render(&block.source) {
                 Ok(fresh) => fresh,
@@ -206,7 +242,7 @@ fn generated_tables_match_their_results_files() {
                     "{}: section {} of {}",
                     path.display(),
                     block.source.section,
-                    block.source.results
+                    block.source.files.join(" and ")
                 ));
             }
             updated.push_str(&text[copied..block.body.start]);
@@ -259,14 +295,16 @@ fn blocks_are_found_and_a_changed_one_is_told_apart() {
     assert_eq!(
         found[0].source,
         Source {
-            results: "docs/results/a.json.gz".into(),
-            scale: Some("docs/results/a-scale.json".into()),
+            files: vec![
+                "docs/results/a.json.gz".into(),
+                "docs/results/a-scale.json".into()
+            ],
             section: "cost".into(),
         }
     );
     assert_eq!(&text[found[0].body.clone()], "\n| a |\n\n");
     assert_eq!(found[1].source.section, "models");
-    assert_eq!(found[1].source.scale, None);
+    assert_eq!(found[1].source.files, ["b.json"]);
     assert_eq!(&text[found[1].body.clone()], "body\n");
     assert!(blocks("<!-- generated from x.json, section models -->\nno end").is_err());
     assert!(blocks("<!-- generated from x.json -->\n<!-- end generated -->").is_err());

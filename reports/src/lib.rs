@@ -12,6 +12,9 @@
 //! | [`model`], [`comparison`] | the results files (serde types) |
 //! | [`scale`] | the `lockbench scale` file: cost of holding many locks |
 //! | [`scale_pairs`] | lockbench's rows beside the libraries in a `lockbench scale --peers` run |
+//! | [`mod@bench`] | the ratio benches' file (`cargo bench`) and its table |
+//! | [`scale_runs`] | several `lockbench scale` runs of one command as one table of medians |
+//! | [`repeats`] | the median of a figure over repeated runs |
 //! | [`schema`] | the files' JSON schemas, derived from those types, and a validator |
 //! | [`grid`] | rows (scenario × lease) by columns (strategies); facts of one case |
 //! | [`histogram`] | the raw HdrHistograms: the codec, summaries, percentile curves, spreads |
@@ -29,6 +32,7 @@
 //! | [`mod@write`] | writes a report to a directory |
 
 pub mod agreement;
+pub mod bench;
 pub mod charts;
 pub mod comparison;
 pub mod content;
@@ -40,10 +44,12 @@ pub mod html;
 pub mod markdown;
 pub mod model;
 pub mod pairing;
+pub mod repeats;
 pub mod report;
 pub mod rules;
 pub mod scale;
 pub mod scale_pairs;
+pub mod scale_runs;
 pub mod schema;
 pub mod scorecard;
 pub mod sections;

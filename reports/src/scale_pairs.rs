@@ -10,6 +10,7 @@
 
 use std::fmt::Write as _;
 
+use crate::repeats::median_by;
 use crate::scale::{ScalePoint, ScaleResults, ScaleSeries};
 
 /// One row beside one library at one step, each figure the median over the runs that measured it.
@@ -74,19 +75,11 @@ fn bytes_per_lock(series: &ScaleSeries, point: &ScalePoint) -> Option<f64> {
     Some(point.client_rss_bytes.saturating_sub(start) as f64 / point.held_locks.max(1) as f64)
 }
 
-/// The median of what is there; `None` when nothing is.
+/// The median of what is there (the lower middle of an even count, a value some run measured);
+/// `None` when nothing is.
 fn median(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
-    let mut values: Vec<f64> = values.into_iter().flatten().collect();
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    })
+    let values: Vec<f64> = values.into_iter().flatten().collect();
+    median_by(&values, |v| *v).copied()
 }
 
 /// Every pair in `runs` (runs of one command), in the order of the first run's peers, each figure the

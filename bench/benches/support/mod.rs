@@ -221,3 +221,83 @@ impl Drop for Pinned {
         }
     }
 }
+
+/// The file `LOCKBENCH_BENCH_RESULTS` names: each full bench run appends its checks there
+/// ([`lockbench_reports::bench`]), the file `docs/results/bench.json` is made of.
+pub(crate) const RESULTS_FILE: &str = "LOCKBENCH_BENCH_RESULTS";
+
+/// One bench run's checks, pass by pass, appended to [`RESULTS_FILE`] when it is set.
+pub(crate) struct Recorder {
+    run: lockbench_reports::bench::BenchRun,
+}
+
+impl Recorder {
+    /// Starts recording run of `bench` (load average and time taken now); `settings` says how long it
+    /// measures.
+    pub(crate) fn start(bench: &str, settings: String) -> Self {
+        let args: Vec<String> = std::env::args()
+            .skip(1)
+            .filter(|a| a != "--bench")
+            .collect();
+        let command = format!(
+            "{}cargo bench -p lockbench --bench {bench}{}{}",
+            if pin_requested() {
+                "LOCKBENCH_PIN=1 "
+            } else {
+                ""
+            },
+            if args.is_empty() { "" } else { " -- " },
+            args.join(" ")
+        );
+        Recorder {
+            run: lockbench_reports::bench::BenchRun {
+                bench: bench.to_owned(),
+                command,
+                settings,
+                started_at: lockbench_reports::format::now_rfc3339(),
+                finished_at: String::new(),
+                load_average: lockbench::base::measure::load_average(),
+                environment: lockbench::base::environment::collect(Vec::new()),
+                passes: Vec::new(),
+            },
+        }
+    }
+
+    /// Records one pass's checks.
+    pub(crate) fn pass(&mut self, name: &str, checks: &[lockbench::base::measure::Check]) {
+        self.run.passes.push(lockbench_reports::bench::BenchPass {
+            name: name.to_owned(),
+            checks: checks.iter().map(|c| c.recorded()).collect(),
+        });
+    }
+
+    /// Appends the run to [`RESULTS_FILE`] when it is set and this is a full bench run (a smoke pass's
+    /// figures mean nothing); a file that is not a bench file stops the bench with one line.
+    pub(crate) fn finish(mut self) {
+        let Some(path) = std::env::var_os(RESULTS_FILE) else {
+            return;
+        };
+        if !lockbench::base::measure::full_bench_run() {
+            return;
+        }
+        let path = std::path::PathBuf::from(path);
+        let fail = |why: String| -> ! {
+            eprintln!("{RESULTS_FILE}={}: {why}", path.display());
+            std::process::exit(2)
+        };
+        let mut results = match std::fs::read_to_string(&path) {
+            Ok(text) => lockbench_reports::bench::BenchResults::from_json(&text)
+                .unwrap_or_else(|e| fail(e.to_string())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                lockbench_reports::bench::BenchResults::new()
+            }
+            Err(e) => fail(e.to_string()),
+        };
+        self.run.finished_at = lockbench_reports::format::now_rfc3339();
+        results.runs.push(self.run);
+        if let Err(e) = std::fs::write(&path, results.to_json() + "\n") {
+            fail(e.to_string());
+        }
+        println!("\nchecks appended to {}", path.display());
+    }
+}

@@ -8,6 +8,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use lockbench_reports::bench::BenchCheck;
+pub use lockbench_reports::bench::Bound;
 use lockbench_servers::probe;
 pub use lockbench_servers::redis::CommandStat;
 use lockbench_servers::redis::commandstats;
@@ -152,15 +154,6 @@ impl RedisCommandStats {
     }
 }
 
-/// Which side of a target a ratio must be on.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Bound {
-    /// ratio ≤ limit.
-    AtMost(f64),
-    /// ratio ≥ limit.
-    AtLeast(f64),
-}
-
 /// A measured value against a baseline measured by the same client in the same run, and its target.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Check {
@@ -184,11 +177,18 @@ impl Check {
 
     /// Whether the target is met (`None` without a target).
     pub fn met(&self) -> Option<bool> {
-        let ratio = self.ratio();
-        self.target.map(|bound| match bound {
-            Bound::AtMost(limit) => ratio <= limit,
-            Bound::AtLeast(limit) => ratio >= limit,
-        })
+        self.target.map(|bound| bound.met(self.ratio()))
+    }
+
+    /// This check as the bench results file keeps it.
+    pub fn recorded(&self) -> BenchCheck {
+        BenchCheck {
+            what: self.what.clone(),
+            value: self.value,
+            baseline: self.baseline,
+            unit: self.unit.to_owned(),
+            target: self.target,
+        }
     }
 }
 
@@ -206,11 +206,9 @@ pub fn render_checks(title: &str, checks: &[Check]) -> String {
         "measure", "value", "baseline", "ratio", "target"
     );
     for check in checks {
-        let target = match check.target {
-            Some(Bound::AtMost(limit)) => format!("≤ {limit:.2}"),
-            Some(Bound::AtLeast(limit)) => format!("≥ {limit:.2}"),
-            None => "-".into(),
-        };
+        let target = check
+            .target
+            .map_or_else(|| "-".to_owned(), |bound| bound.to_string());
         let verdict = match check.met() {
             Some(true) => "met",
             Some(false) => "MISSED",

@@ -1,17 +1,21 @@
 //! `lockbench report RESULTS.json [--baseline OLD.json [--fail-on regression|violation]]
-//! [--scale SCALE.json] [--out DIR]`: renders the reports again from a results file — a comparison
+//! [--scale SCALE.json] [--out DIR] [--section NAME]`: renders the reports again from a results file — a comparison
 //! (`lockbench compare`) or a single run (`lockbench run`) — with the changes against an earlier file
 //! when `--baseline` is given (one summary line printed; with `--fail-on`, exit 1 when the changes
 //! hold what it names: the CI gate) and the cost-against-held-locks charts and losses at scale when a
 //! `lockbench scale` file is given or `runs/many-locks/scale.json` lies beside the results (RESULTS may
-//! also be the results directory). Also the one place that writes reports for `compare`.
+//! also be the results directory, and either file gzip'd). With `--section`, prints one section of the
+//! Markdown report instead, as the whole report shows it. Also the one place that writes reports for
+//! `compare`.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use lockbench_reports::Comparison;
 use lockbench_reports::delta::{self, Deltas};
 use lockbench_reports::scale::{CostSeries, ScaleResults};
-use lockbench_reports::{ReportInput, WrittenReport, write_report};
+use lockbench_reports::sections::Part;
+use lockbench_reports::{ReportInput, WrittenReport, markdown, write_report};
 
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_OK};
 
@@ -28,6 +32,8 @@ pub struct ReportRequest {
     pub out: Option<PathBuf>,
     /// What in the changes against the baseline fails the command (exit 1).
     pub fail_on: Vec<FailOn>,
+    /// Print this section of the Markdown report alone instead of writing the reports.
+    pub section: Option<Part>,
 }
 
 /// A kind of change against the baseline that `--fail-on` turns into exit code 1.
@@ -57,9 +63,20 @@ impl FailOn {
     }
 }
 
+/// A file's text; gunzipped when its name ends in `.gz` (results files kept in a repository).
 fn read_text(path: &Path) -> Result<String, BenchError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| BenchError::usage(format!("{}: cannot read: {e}", path.display())))
+    let bad =
+        |e: std::io::Error| BenchError::usage(format!("{}: cannot read: {e}", path.display()));
+    let bytes = std::fs::read(path).map_err(bad)?;
+    if path.extension().is_some_and(|e| e == "gz") {
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(bytes.as_slice())
+            .read_to_string(&mut text)
+            .map_err(bad)?;
+        return Ok(text);
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| BenchError::usage(format!("{}: not UTF-8 text: {e}", path.display())))
 }
 
 /// Reads a results file (comparison or single run); bad input is a one-line usage error.
@@ -114,6 +131,30 @@ pub(crate) fn print_written(written: &WrittenReport) {
     );
 }
 
+/// Prints `part` of the Markdown report of `current` (with `cost` from a scale file); a results file
+/// without data for it is bad input.
+fn print_section(
+    results: &Path,
+    current: &Comparison,
+    cost: &[CostSeries],
+    part: Part,
+) -> Result<i32, BenchError> {
+    let report = lockbench_reports::report::without_charts(ReportInput {
+        current,
+        baseline: None,
+        cost,
+    });
+    let text = markdown::section(&report, part).ok_or_else(|| {
+        BenchError::usage(format!(
+            "{}: no data for section {} in this results file",
+            results.display(),
+            part.name()
+        ))
+    })?;
+    print!("{text}");
+    Ok(EXIT_OK)
+}
+
 /// Runs `lockbench report`.
 pub(crate) fn command(mut args: ReportRequest) -> Result<i32, BenchError> {
     // A results directory (what `compare` writes) stands for its results.json.
@@ -129,6 +170,9 @@ pub(crate) fn command(mut args: ReportRequest) -> Result<i32, BenchError> {
         Some(path) => read_scale(&path)?,
         None => Vec::new(),
     };
+    if let Some(part) = args.section {
+        return print_section(&args.results, &current, &cost, part);
+    }
     let dir = match &args.out {
         Some(dir) => dir.clone(),
         None => args
