@@ -11,7 +11,8 @@
 //! does). Two sections are not the report's: `bench` renders a `cargo bench` results file
 //! ([`lockbench_reports::bench`], written by `scripts/bench-results.sh`), and `scale-runs` renders
 //! several `lockbench scale` files of one command (`from A.json and B.json and C.json`) as one table of
-//! medians ([`lockbench_reports::scale_runs`]). The test fails when a block differs from a fresh
+//! medians ([`lockbench_reports::scale_runs`]); `scale-pairs` the pairs of several `lockbench scale
+//! --peers` files ([`lockbench_reports::scale_pairs`]). The test fails when a block differs from a fresh
 //! rendering; with `LOCKBENCH_UPDATE_DOCS=1` it writes every block anew instead. Every results file under `docs/results/` must be quoted somewhere
 //! and described in `docs/results/README.md` (its command, date, commit and machine).
 
@@ -24,7 +25,7 @@ use lockbench::commands::scale::raw::RAW_SENDER;
 use lockbench_reports::bench::BenchResults;
 use lockbench_reports::sections::Part;
 use lockbench_reports::{
-    Comparison, ReportInput, markdown, report, scale::ScaleResults, scale_runs,
+    Comparison, ReportInput, markdown, report, scale::ScaleResults, scale_pairs, scale_runs,
 };
 
 const START: &str = "<!-- generated from ";
@@ -33,6 +34,8 @@ const END: &str = "<!-- end generated -->";
 const BENCH: &str = "bench";
 /// The section of several `lockbench scale` runs of one command.
 const SCALE_RUNS: &str = "scale-runs";
+/// The pairs of several `lockbench scale --peers` runs of one command.
+const SCALE_PAIRS: &str = "scale-pairs";
 
 /// The repository's root (this crate lives in `bench/`).
 fn root() -> PathBuf {
@@ -170,6 +173,13 @@ impl Sources {
                 }
                 scale_runs::markdown_table(&runs, Some(RAW_SENDER))
             }
+            SCALE_PAIRS => {
+                let mut runs = Vec::new();
+                for file in &source.files {
+                    runs.push(self.scale(file)?.clone());
+                }
+                scale_pairs::render_markdown(&runs)
+            }
             name => self.report_section(name, &source.files)?,
         };
         Ok(format!("\n{}\n\n", text.trim_end()))
@@ -179,7 +189,7 @@ impl Sources {
     fn report_section(&mut self, name: &str, files: &[String]) -> Result<String, String> {
         let part = Part::named(name).ok_or_else(|| {
             let mut names: Vec<_> = Part::ALL.iter().map(|p| p.name()).collect();
-            names.extend([BENCH, SCALE_RUNS]);
+            names.extend([BENCH, SCALE_RUNS, SCALE_PAIRS]);
             format!("no section '{name}' (sections: {names:?})")
         })?;
         let (results, scale) = match files {
