@@ -103,21 +103,8 @@ public final class CuratorAdapter implements Protocol.Library {
       Protocol.error(id, "unsupported", "ZooKeeper has no fixed leases (the session is the lease)");
       return;
     }
-    OwnerThreads.Owner owner = owners.enter(req.path("owner").asText());
-    owner.thread.execute(() -> {
-      boolean granted = false;
-      boolean clean = false;
-      try {
-        granted = lock(id, req, owner);
-        clean = true;
-      } catch (Exception e) {
-        Protocol.error(id, "backend", e.toString());
-      } finally {
-        if (!granted) {
-          owners.leave(owner, clean);
-        }
-      }
-    });
+    owners.acquire(req.path("owner").asText(), id, owner -> lock(id, req, owner),
+        Exception::toString);
   }
 
   /** Runs on the owner's thread; true when the lock was granted (the hold keeps the owner). */

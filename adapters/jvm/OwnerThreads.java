@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.function.Function;
 
 final class OwnerThreads {
   /** One protocol owner: its Java thread, and how many acquires and holds still use it. */
@@ -30,8 +31,36 @@ final class OwnerThreads {
   /** Threads whose owner is done with them, kept for the next owner. */
   private final ArrayDeque<ExecutorService> idle = new ArrayDeque<>();
 
+  /** A lock call on an owner's thread: answers its request and says whether the lock was granted. */
+  interface Grant {
+    boolean run(Owner owner) throws Exception;
+  }
+
+  /**
+   * Runs an acquire of owner `name` on its thread: `grant` answers request `id`; a granted lock keeps
+   * the owner (its release leaves it), anything else leaves it at once, cleanly unless `grant` threw
+   * (answered as a `backend` error in `describe`'s words).
+   */
+  void acquire(String name, long id, Grant grant, Function<Exception, String> describe) {
+    Owner owner = enter(name);
+    owner.thread.execute(() -> {
+      boolean granted = false;
+      boolean clean = false;
+      try {
+        granted = grant.run(owner);
+        clean = true;
+      } catch (Exception e) {
+        Protocol.error(id, "backend", describe.apply(e));
+      } finally {
+        if (!granted) {
+          leave(owner, clean);
+        }
+      }
+    });
+  }
+
   /** One more use (an acquire, then its hold) of owner `name`, on its thread. */
-  synchronized Owner enter(String name) {
+  private synchronized Owner enter(String name) {
     Owner owner = owners.computeIfAbsent(name, n -> new Owner(n, thread()));
     owner.uses++;
     return owner;

@@ -139,21 +139,8 @@ public final class RedissonAdapter implements Protocol.Library {
 
   @Override
   public void acquire(long id, JsonNode req) {
-    OwnerThreads.Owner owner = owners.enter(req.path("owner").asText());
-    owner.thread.execute(() -> {
-      boolean granted = false;
-      boolean clean = false;
-      try {
-        granted = lock(id, req, owner);
-        clean = true;
-      } catch (Exception e) {
-        Protocol.error(id, "backend", describe(e));
-      } finally {
-        if (!granted) {
-          owners.leave(owner, clean);
-        }
-      }
-    });
+    owners.acquire(req.path("owner").asText(), id, owner -> lock(id, req, owner),
+        RedissonAdapter::describe);
   }
 
   /** Runs on the owner's thread; true when the lock was granted (the hold keeps the owner). */
