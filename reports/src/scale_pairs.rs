@@ -43,17 +43,25 @@ pub struct Pair {
 }
 
 impl Pair {
-    /// lockbench's row's CPU per renewal over the library's.
-    pub fn cpu_ratio(&self) -> Option<f64> {
-        ratio(
-            Some(self.cpu_us_per_renewal[0]),
-            Some(self.cpu_us_per_renewal[1]),
-        )
+    /// Whether both sides kept every lock they believed they held, by the server's count and their own
+    /// (none lost): only then did they do the same work, and their costs compare.
+    pub fn comparable(&self) -> bool {
+        let held = self.held as f64;
+        self.server_held.iter().all(|n| n.is_none_or(|n| n >= held))
+            && self.lost.iter().all(|n| *n == 0.0)
     }
 
-    /// lockbench's row's memory per lock over the library's.
+    /// lockbench's row's CPU per renewal over the library's; `None` when not
+    /// [comparable](Self::comparable).
+    pub fn cpu_ratio(&self) -> Option<f64> {
+        let (ours, theirs) = (self.cpu_us_per_renewal[0], self.cpu_us_per_renewal[1]);
+        ratio(Some(ours), Some(theirs)).filter(|_| self.comparable())
+    }
+
+    /// lockbench's row's memory per lock over the library's; `None` when not
+    /// [comparable](Self::comparable).
     pub fn memory_ratio(&self) -> Option<f64> {
-        ratio(self.bytes_per_lock[0], self.bytes_per_lock[1])
+        ratio(self.bytes_per_lock[0], self.bytes_per_lock[1]).filter(|_| self.comparable())
     }
 }
 
@@ -200,7 +208,9 @@ pub fn render_markdown(runs: &[ScaleResults]) -> String {
     }
     let _ = writeln!(
         out,
-        "\nEach cell: lockbench's row · the library{}. Client CPU per renewal owed: CPU time over the window ÷ \
+        "\nEach cell: lockbench's row · the library{}. A ratio is left out (-) where a side's server held \
+         fewer locks than it believed, or it lost any: it did less work than the other. Client CPU per \
+         renewal owed: CPU time over the window ÷ \
          (held ÷ renewal period × window), from the client's process (a library's is its adapter process, \
          read from /proc); bytes per lock: resident-set growth since connecting ÷ held; ratio: row ÷ \
          library; renew calls/s and server CPU as the server counted them; held on server: the server's own \
@@ -278,5 +288,12 @@ mod tests {
         let table = render_markdown(&runs);
         assert!(table.contains("| 1000 | redisson · Redisson RLock 3.52.0 (jvm-redisson) | 3 | 20.00 · 40.00 | 0.50 | 2000 · 4000 | 0.50 |"), "{table}");
         assert!(table.contains("the median of 3 runs"), "{table}");
+
+        // A library whose server kept fewer locks than it believed did less work: no ratio.
+        let mut lossy = run(1.0, 4.0);
+        lossy.strategies[1].points[0].server_held = Some(400);
+        let p = &super::pairs(&[lossy])[0];
+        assert!(!p.comparable());
+        assert_eq!((p.cpu_ratio(), p.memory_ratio()), (None, None));
     }
 }
