@@ -151,6 +151,14 @@ fn pair_at(runs: &[ScaleResults], row: &str, peer: &str, held: u64) -> Option<Pa
     })
 }
 
+/// The first 200 characters of `reason` (a library's exception can run to a page).
+fn shortened(reason: &str) -> String {
+    match reason.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &reason[..at]),
+        None => reason.to_owned(),
+    }
+}
+
 fn cell(value: Option<f64>, decimals: usize) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
 }
@@ -195,13 +203,21 @@ pub fn render_markdown(runs: &[ScaleResults]) -> String {
             two(p.lost.map(Some), 0),
         );
     }
-    if let Some(first) = runs.first() {
-        for series in first.strategies.iter().filter(|s| !s.beside.is_empty()) {
+    for (number, run) in runs.iter().enumerate() {
+        for series in run.strategies.iter().filter(|s| !s.beside.is_empty()) {
             if let Some(stop) = &series.stopped {
+                let run = if runs.len() > 1 {
+                    format!(" (run {})", number + 1)
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     out,
-                    "\n{} stopped at {} held (filling {}): {}",
-                    series.strategy, stop.held, stop.step, stop.reason
+                    "\n{}{run} stopped at {} held (filling {}): {}",
+                    series.strategy,
+                    stop.held,
+                    stop.step,
+                    shortened(&stop.reason)
                 );
             }
         }
