@@ -121,6 +121,7 @@ pub async fn mutual_exclusion(t: &dyn Target) {
     let inside = Arc::new(AtomicUsize::new(0));
     let overlaps = Arc::new(AtomicUsize::new(0));
     let completed = Arc::new(AtomicUsize::new(0));
+    let ttl = t.watchdog_timeout();
     let mut tasks = Vec::new();
     for _ in 0..CONTENDERS {
         let locker = t.client(Events::none()).await;
@@ -133,12 +134,20 @@ pub async fn mutual_exclusion(t: &dyn Target) {
         tasks.push(tokio::spawn(async move {
             for _ in 0..ROUNDS {
                 let opts = AcquireOptions::wait(Duration::from_secs(60));
+                let called = Instant::now();
                 let lease = expect_lease(locker.as_ref(), &key, &opts, CASE).await;
                 if inside.fetch_add(1, Ordering::SeqCst) != 0 {
                     overlaps.fetch_add(1, Ordering::SeqCst);
                 }
                 tokio::time::sleep(Duration::from_millis(2)).await;
-                assert!(lease.is_held(), "{CASE}: lease not held inside its section");
+                // A lease granted after a wait longer than its TTL may be given up at once by a
+                // holder that dates it from its first attempt (node-redlock's `using` does, and so
+                // does the deadline of an adapter that cannot say when the winning attempt was
+                // sent); any other lease must still be held.
+                assert!(
+                    lease.is_held() || called.elapsed() >= ttl,
+                    "{CASE}: lease not held inside its section"
+                );
                 inside.fetch_sub(1, Ordering::SeqCst);
                 if let Err(e) = lease.release().await {
                     panic!("{CASE}: release failed: {e}");
