@@ -218,6 +218,23 @@ fn redis_count(addr: SocketAddr, pattern: &str) -> Option<u64> {
     None
 }
 
+impl ServerProbe {
+    /// The server's CPU seconds so far from `/proc`, when its process is known: its own, and for
+    /// PostgreSQL, which serves each session from a child process, its children's too.
+    fn process_cpu_seconds(&self) -> Option<f64> {
+        let pid = self.pid?;
+        match self.kind {
+            ServerKind::Postgres => proc_stat::tree_cpu_seconds(pid),
+            ServerKind::Redis
+            | ServerKind::RedisNodes
+            | ServerKind::Etcd
+            | ServerKind::ZooKeeper
+            | ServerKind::InProcess
+            | ServerKind::PerClient => proc_stat::sample(Some(pid)).map(|s| s.cpu_seconds),
+        }
+    }
+}
+
 /// `count` of an etcd range reply (the gateway spells int64 as a string; absent when zero).
 fn etcd_count(body: &str) -> Option<u64> {
     let reply: serde_json::Value = serde_json::from_str(body).ok()?;
@@ -555,9 +572,9 @@ async fn read(
         let Some(server) = server else {
             return (None, None, None, None);
         };
-        let snapshot = server.stats.and_then(|s| s.snapshot());
-        let cpu = match server.pid.and_then(|pid| proc_stat::sample(Some(pid))) {
-            Some(sample) => Some(sample.cpu_seconds),
+        let snapshot = server.stats.as_ref().and_then(|s| s.snapshot());
+        let cpu = match server.process_cpu_seconds() {
+            Some(seconds) => Some(seconds),
             None => snapshot.as_ref().and_then(|s| s.cpu_seconds),
         };
         let (redis, etcd) = match (server.kind, server.socket) {
