@@ -155,7 +155,8 @@ pub struct ScalePoint {
     pub client_threads: u64,
     /// Locks the server itself held at the end of the window: in Redis the keys named after the run's
     /// lock keys (`SCAN MATCH *scale*`, less the `…:fence` counters), ephemeral nodes in ZooKeeper
-    /// (`zk_ephemerals_count`), keys in etcd; less those there before the row's first acquire; absent
+    /// (`zk_ephemerals_count`), keys in etcd, granted advisory locks and unexpired lease rows (lockbench's
+    /// and Spring JDBC's `INT_LOCK`) in PostgreSQL; less those there before the row's first acquire; absent
     /// where not counted. Read beside `held_at_end`, which
     /// is the client's own view (a peer that reports no loss keeps its leases held).
     #[serde(default)]

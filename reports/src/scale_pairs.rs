@@ -230,7 +230,7 @@ pub fn render_markdown(runs: &[ScaleResults]) -> String {
          (held ÷ renewal period × window), from the client's process (a library's is its adapter process, \
          read from /proc); bytes per lock: resident-set growth since connecting ÷ held; ratio: row ÷ \
          library; renew calls/s and server CPU as the server counted them; held on server: the server's own \
-         count at the end of the window (Redis lock keys, ZooKeeper ephemeral nodes, etcd keys).",
+         count at the end of the window (Redis lock keys, ZooKeeper ephemeral nodes, etcd keys, PostgreSQL advisory locks and unexpired lease rows).",
         if runs.len() > 1 {
             format!(", each the median of {} runs", runs.len())
         } else {

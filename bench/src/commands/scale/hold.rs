@@ -158,7 +158,8 @@ impl ServerProbe {
     /// run's lock keys (`SCAN MATCH *scale*`, every row names its lock key after the key it was given,
     /// `lockbench:{scale:42}`, `lock:scale:42`), less the fencing counters (`…:fence`); ephemeral
     /// nodes in ZooKeeper (`mntr`'s `zk_ephemerals_count`), keys in etcd (a count-only range over every
-    /// key); `None` where not counted or unreadable. Blocking.
+    /// key), granted advisory locks and live lease rows in PostgreSQL ([`POSTGRES_HELD`]); `None` where
+    /// not counted or unreadable. Blocking.
     fn locks_held(&self) -> Option<u64> {
         let addr = self.socket?;
         match self.kind {
@@ -179,12 +180,26 @@ impl ServerProbe {
                 let reply = probe::http_post(addr, "/v3/kv/range", body, SERVER_TIMEOUT).ok()?;
                 etcd_count(&reply.body)
             }
-            ServerKind::InProcess
-            | ServerKind::PerClient
-            | ServerKind::RedisNodes
-            | ServerKind::Postgres => None,
+            ServerKind::Postgres => postgres_count(addr),
+            ServerKind::InProcess | ServerKind::PerClient | ServerKind::RedisNodes => None,
         }
     }
+}
+
+/// The locks a PostgreSQL server lockbench started holds, as it sees them: granted advisory locks
+/// (`pg_locks`, every session's), lease rows not yet expired on the server's clock
+/// (`lockbench_leases`), and Spring JDBC's `INT_LOCK` rows not yet expired (their `EXPIRED_AFTER` is
+/// the client's UTC time, a `timestamp` without zone). Every table is there on a server lockbench
+/// prepared; on a user's server the query fails and nothing is counted.
+const POSTGRES_HELD: &str = "SELECT (SELECT count(*) FROM pg_locks \
+     WHERE locktype = 'advisory' AND granted) \
+     + (SELECT count(*) FROM lockbench_leases WHERE expires_at > now()) \
+     + (SELECT count(*) FROM int_lock WHERE expired_after > now() AT TIME ZONE 'UTC')";
+
+/// [`POSTGRES_HELD`] read from the server at `addr`; `None` when unreadable.
+fn postgres_count(addr: SocketAddr) -> Option<u64> {
+    let rows = lockbench_servers::postgres::query(addr, POSTGRES_HELD, SERVER_TIMEOUT).ok()?;
+    rows.first()?.first()?.as_deref()?.parse().ok()
 }
 
 /// [`ServerProbe::locks_held`] off the async threads; `None` without a server.
@@ -751,6 +766,48 @@ mod tests {
         );
         assert_eq!(locks_per_renew_call(id("redis-watchdog")), Some(1));
         assert_eq!(locks_per_renew_call(id("memory")), None);
+    }
+
+    /// PostgreSQL's count is what its server holds: a live session's two advisory locks, one live lease
+    /// row and one live Spring row; a released lock and expired rows are not counted.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_counts_what_its_server_holds() {
+        use lockers::postgres::PostgresConfig;
+        use lockers::postgres::advisory::PostgresAdvisory;
+        let server = lockbench_servers::PostgresServer::start().expect("postgres");
+        crate::backends::kinds::prepare_own_postgres(&server).expect("tables");
+        server
+            .query(
+                "INSERT INTO lockbench_leases VALUES ('live', 'h', 1, now() + interval '1 minute'), \
+                 ('expired', 'h', 2, now() - interval '1 second'); \
+                 INSERT INTO int_lock VALUES ('00000000-0000-3000-8000-000000000001', 'DEFAULT', \
+                 'c', now(), (now() AT TIME ZONE 'UTC') + interval '1 minute'), \
+                 ('00000000-0000-3000-8000-000000000002', 'DEFAULT', 'c', now(), \
+                 (now() AT TIME ZONE 'UTC') - interval '1 second')",
+            )
+            .expect("rows");
+        let advisory =
+            PostgresAdvisory::connect(&server.url(), PostgresConfig::default(), Events::none())
+                .await
+                .expect("connect");
+        let once = AcquireOptions::try_once();
+        let held = [
+            advisory.acquire("a", &once).await.expect("a"),
+            advisory.acquire("b", &once).await.expect("b"),
+        ];
+        advisory
+            .acquire("c", &once)
+            .await
+            .expect("c")
+            .release()
+            .await
+            .expect("release c");
+        let addr = server.addr();
+        let count = tokio::task::spawn_blocking(move || postgres_count(addr))
+            .await
+            .expect("count");
+        assert_eq!(count, Some(4));
+        drop(held);
     }
 
     #[test]

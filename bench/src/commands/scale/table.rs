@@ -83,7 +83,7 @@ pub fn render(results: &ScaleResults) -> String {
     let _ = writeln!(
         out,
         "watchdog timeout {} ms, renewal every {} ms, {} ms window per step. srv held: locks the server \
-         itself held at the end (keys, ephemeral nodes); calls/s: renew requests the \
+         itself held at the end (keys, ephemeral nodes, advisory locks, lease rows); calls/s: renew requests the \
          server received (Redis EVALSHA, etcd LeaseKeepAlive, ZooKeeper packets); bound/s: held ÷ period ÷ \
          locks per call (a library: its model's); renew/s: per-lock renewals the client reported (a library \
          reports none); failed, lost: since the step began filling; margin: the \
