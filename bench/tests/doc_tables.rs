@@ -18,7 +18,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use lockbench::commands::scale::raw::RAW_SENDER;
@@ -125,16 +124,7 @@ fn blocks(text: &str) -> Result<Vec<Block>, String> {
 
 /// A results file's text (`name` relative to the repository's root): gunzipped when it ends in `.gz`.
 fn read_text(name: &str) -> Result<String, String> {
-    let bytes = fs::read(root().join(name)).map_err(|e| format!("{name}: {e}"))?;
-    if name.ends_with(".gz") {
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(bytes.as_slice())
-            .read_to_string(&mut text)
-            .map_err(|e| format!("{name}: not gzip'd UTF-8: {e}"))?;
-        Ok(text)
-    } else {
-        String::from_utf8(bytes).map_err(|e| format!("{name}: {e}"))
-    }
+    lockbench::base::output::read_text(&root().join(name)).map_err(|e| format!("{name}: {e}"))
 }
 
 /// The results files read so far, by path.

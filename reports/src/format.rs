@@ -15,6 +15,11 @@ pub fn ms(value: Option<f64>) -> String {
     }
 }
 
+/// A figure to a fixed number of decimals; `-` when absent.
+pub fn fixed(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
+}
+
 /// A moment in RFC 3339 UTC to the second, `2026-11-23T20:18:35Z`: the form of every `started_at` and
 /// `finished_at`. Total: a time before 1970 or past 9999 still formats (with a sign or more digits).
 pub fn rfc3339(time: SystemTime) -> String {

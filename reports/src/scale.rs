@@ -109,6 +109,17 @@ pub struct ScaleStop {
     pub reason: String,
 }
 
+impl ScaleStop {
+    /// `stopped at 9990 held (filling step 10000): ` followed by `reason` (the stop's own, or a
+    /// shortened one).
+    pub fn describe(&self, reason: &str) -> String {
+        format!(
+            "stopped at {} held (filling step {}): {reason}",
+            self.held, self.step
+        )
+    }
+}
+
 /// The cost of holding `held_locks` locks with one client, over one measured window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScalePoint {

@@ -10,6 +10,7 @@
 
 use std::fmt::Write as _;
 
+use crate::format::fixed;
 use crate::repeats::median_by;
 use crate::scale::{ScalePoint, ScaleResults, ScaleSeries};
 
@@ -159,15 +160,11 @@ fn shortened(reason: &str) -> String {
     }
 }
 
-fn cell(value: Option<f64>, decimals: usize) -> String {
-    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
-}
-
 fn two(values: [Option<f64>; 2], decimals: usize) -> String {
     format!(
         "{} · {}",
-        cell(values[0], decimals),
-        cell(values[1], decimals)
+        fixed(values[0], decimals),
+        fixed(values[1], decimals)
     )
 }
 
@@ -194,9 +191,9 @@ pub fn render_markdown(runs: &[ScaleResults]) -> String {
             p.row,
             p.runs,
             two(p.cpu_us_per_renewal.map(Some), 2),
-            cell(p.cpu_ratio(), 2),
+            fixed(p.cpu_ratio(), 2),
             two(p.bytes_per_lock, 0),
-            cell(p.memory_ratio(), 2),
+            fixed(p.memory_ratio(), 2),
             two(p.renew_calls_per_s, 1),
             two(p.server_cpu_ms_per_s, 1),
             two(p.server_held, 0),
@@ -213,11 +210,9 @@ pub fn render_markdown(runs: &[ScaleResults]) -> String {
                 };
                 let _ = writeln!(
                     out,
-                    "\n{}{run} stopped at {} held (filling {}): {}",
+                    "\n{}{run} {}",
                     series.strategy,
-                    stop.held,
-                    stop.step,
-                    shortened(&stop.reason)
+                    stop.describe(&shortened(&stop.reason))
                 );
             }
         }

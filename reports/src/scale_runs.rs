@@ -212,8 +212,10 @@ fn legend(runs: &[ScaleResults], yardstick: Option<&str>) -> String {
             if let Some(stop) = &series.stopped {
                 let _ = write!(
                     text,
-                    " {} (run of {}) stopped at {} held: {}.",
-                    series.strategy, run.started_at, stop.held, stop.reason
+                    " {} (run of {}) {}.",
+                    series.strategy,
+                    run.started_at,
+                    stop.describe(&stop.reason)
                 );
             }
         }

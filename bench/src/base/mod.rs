@@ -8,7 +8,7 @@ pub mod environment;
 pub(crate) mod error;
 pub(crate) mod holds;
 pub mod measure;
-pub(crate) mod output;
+pub mod output;
 pub mod proc_stat;
 pub(crate) mod progress;
 pub(crate) mod stop;

@@ -1,9 +1,10 @@
 //! The output directory: checked (created and probed for writing) before a run starts so no
 //! measurement is wasted, removed again if the command ends with it still empty, and written
-//! atomically (temp file + rename) so a reader never sees half a results file.
+//! atomically (temp file + rename) so a reader never sees half a results file; and a results file
+//! read back, gunzipped when it is kept compressed.
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read as _, Write};
 use std::path::{Path, PathBuf};
 
 use crate::base::error::BenchError;
@@ -93,6 +94,17 @@ pub(crate) fn write_atomic(dir: &Path, name: &str, contents: &str) -> Result<Pat
         failed(e)
     })?;
     Ok(target)
+}
+
+/// A results file's text, gunzipped when its name ends in `.gz` (results kept in a repository).
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    let bytes = fs::read(path)?;
+    if path.extension().is_none_or(|e| e != "gz") {
+        return String::from_utf8(bytes).map_err(std::io::Error::other);
+    }
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(bytes.as_slice()).read_to_string(&mut text)?;
+    Ok(text)
 }
 
 #[cfg(test)]

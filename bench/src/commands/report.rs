@@ -8,7 +8,6 @@
 //! Markdown report instead, as the whole report shows it. Also the one place that writes reports for
 //! `compare`.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use lockbench_reports::Comparison;
@@ -18,6 +17,7 @@ use lockbench_reports::sections::Part;
 use lockbench_reports::{ReportInput, WrittenReport, markdown, write_report};
 
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_OK};
+use crate::base::output;
 
 /// What `lockbench report` is asked to do.
 #[derive(Debug, Clone)]
@@ -63,20 +63,10 @@ impl FailOn {
     }
 }
 
-/// A file's text; gunzipped when its name ends in `.gz` (results files kept in a repository).
+/// A file's text ([`output::read_text`]); unreadable is a one-line usage error.
 fn read_text(path: &Path) -> Result<String, BenchError> {
-    let bad =
-        |e: std::io::Error| BenchError::usage(format!("{}: cannot read: {e}", path.display()));
-    let bytes = std::fs::read(path).map_err(bad)?;
-    if path.extension().is_some_and(|e| e == "gz") {
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(bytes.as_slice())
-            .read_to_string(&mut text)
-            .map_err(bad)?;
-        return Ok(text);
-    }
-    String::from_utf8(bytes)
-        .map_err(|e| BenchError::usage(format!("{}: not UTF-8 text: {e}", path.display())))
+    output::read_text(path)
+        .map_err(|e| BenchError::usage(format!("{}: cannot read: {e}", path.display())))
 }
 
 /// Reads a results file (comparison or single run); bad input is a one-line usage error.

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use lockbench_reports::format::fixed;
 use lockbench_reports::scale::{ScalePoint, ScaleResults};
 use lockbench_reports::scale_pairs;
 
@@ -30,10 +31,6 @@ const HEADERS: [&str; 17] = [
     "p0.1 ms",
 ];
 
-fn opt(value: Option<f64>, decimals: usize) -> String {
-    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
-}
-
 /// The table of a scale run, then where strategies stopped, then the docs/design.md §8 checks.
 pub fn render(results: &ScaleResults) -> String {
     let mut rows: Vec<[String; 17]> = Vec::new();
@@ -51,29 +48,25 @@ pub fn render(results: &ScaleResults) -> String {
                 p.server_held
                     .map_or_else(|| "-".to_owned(), |n| n.to_string()),
                 format!("{:.1}", p.fill_ms / 1e3),
-                opt(p.renew_calls_per_s, 1),
-                opt(p.renew_calls_bound_per_s, 1),
+                fixed(p.renew_calls_per_s, 1),
+                fixed(p.renew_calls_bound_per_s, 1),
                 format!("{:.0}", p.renewals_per_s),
-                opt(p.server_cpu_ms_per_s, 1),
-                opt(p.server_command_ms_per_s, 1),
+                fixed(p.server_cpu_ms_per_s, 1),
+                fixed(p.server_command_ms_per_s, 1),
                 format!("{:.2}", p.client_cpu_percent),
                 format!("{:.1}", p.client_rss_bytes as f64 / f64::from(1 << 20)),
                 p.client_threads.to_string(),
                 p.renew_failures.to_string(),
                 p.lost.to_string(),
-                opt(p.thinnest_margin_ms, 0),
-                opt(p.margin_p0_1_ms, 0),
+                fixed(p.thinnest_margin_ms, 0),
+                fixed(p.margin_p0_1_ms, 0),
             ]);
         }
     }
     let mut out = grid(&HEADERS, &rows, 1);
     for series in &results.strategies {
         if let Some(stop) = &series.stopped {
-            let _ = writeln!(
-                out,
-                "{}: stopped at {} held (filling step {}): {}",
-                series.strategy, stop.held, stop.step, stop.reason
-            );
+            let _ = writeln!(out, "{}: {}", series.strategy, stop.describe(&stop.reason));
         }
     }
     for line in per_renewal(results) {
@@ -154,7 +147,7 @@ fn per_renewal(results: &ScaleResults) -> Vec<String> {
                 bad.lost,
                 bad.held_at_end,
                 bad.client_cpu_percent,
-                opt(bad.server_cpu_ms_per_s, 0)
+                fixed(bad.server_cpu_ms_per_s, 0)
             );
         } else if let Some(stop) = &series.stopped {
             let _ = write!(line, "; stopped at {} held: {}", stop.held, stop.reason);
