@@ -258,6 +258,8 @@ struct Started {
     capabilities: model::Capabilities,
     protocol_round_trip: Option<Duration>,
     library: Option<(String, String)>,
+    /// Whether the clients are peers, each worker's library in an adapter process.
+    peer_adapters: bool,
     adapter_processes: Option<model::AdapterProcesses>,
 }
 
@@ -295,7 +297,9 @@ pub(crate) async fn run(
 
     let timing = Timing::starting_now(&ctx.clock, workload);
     case.served.resource.measure_from(timing.measure_from);
-    let launched = case.launch(&mut workers, timing).await?;
+    let launched = case
+        .launch(&mut workers, timing, started.peer_adapters)
+        .await?;
 
     let bar = ctx
         .progress
@@ -307,6 +311,7 @@ pub(crate) async fn run(
             &bar,
             &mut events,
             &launched.commands,
+            &launched.control,
             workers.len(),
             &mut heard,
         )
@@ -390,12 +395,16 @@ impl Case<'_> {
         &self,
         workers: &mut [WorkerLink],
         timing: Timing,
+        peer_adapters: bool,
     ) -> Result<Launched, CaseError> {
         let ctx = self.ctx;
         let commands = send_go(workers, timing).await?;
         let pids: Vec<u32> = workers.iter().filter_map(|w| w.pid).collect();
-        let control =
-            WorkerControl::new(pids.clone(), commands.iter().map(fault_channel).collect());
+        let control = WorkerControl::new(
+            pids.clone(),
+            commands.iter().map(fault_channel).collect(),
+            peer_adapters,
+        );
         let schedule = self.faults.start(
             ctx.clock,
             timing.go,
@@ -489,6 +498,7 @@ impl Case<'_> {
         bar: &CaseProgress,
         events: &mut mpsc::UnboundedReceiver<Event>,
         commands: &[mpsc::UnboundedSender<ToChild>],
+        control: &WorkerControl,
         workers: usize,
         heard: &mut Heard,
     ) -> Option<(bool, u64)> {
@@ -521,6 +531,9 @@ impl Case<'_> {
                         heard.oracle.add(batch);
                     }
                     Some(Event::Message(_, FromChild::Hold(event))) => self.faults.board().push(event),
+                    Some(Event::Message(client, FromChild::LibraryStarved(report))) => {
+                        control.record_library_starve(client, report);
+                    }
                     Some(Event::Message(client, FromChild::Report(tally))) => {
                         heard.reports.insert(client, *tally);
                     }
@@ -672,6 +685,7 @@ async fn await_ready(
         capabilities,
         protocol_round_trip,
         library,
+        peer_adapters: !adapter_pids.is_empty(),
         adapter_processes: adapter_processes(&adapter_pids, workers as u32),
     })
 }
