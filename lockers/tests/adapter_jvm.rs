@@ -506,7 +506,7 @@ async fn starving_redissons_threads_stops_its_watchdog() {
             watchdog,
             ..redisson(id)
         };
-        let mut redis = redis::Client::open(library.servers[0].as_str())
+        let redis = redis::Client::open(library.servers[0].as_str())
             .unwrap()
             .get_multiplexed_async_connection()
             .await

@@ -310,8 +310,7 @@ pub(crate) async fn run(
             timing,
             &bar,
             &mut events,
-            &launched.commands,
-            &launched.control,
+            &launched,
             workers.len(),
             &mut heard,
         )
@@ -490,15 +489,14 @@ impl Case<'_> {
     }
 
     /// Hears the workers until every one has ended (or they overstay the stop grace), telling them
-    /// to stop when the supervisor ends the case; returns its outcome (none when the workers ended
-    /// first).
+    /// to stop when the supervisor ends the case (through `launched`'s commands, whose control keeps
+    /// what the faults need to hear); returns its outcome (none when the workers ended first).
     async fn listen(
         &self,
         timing: Timing,
         bar: &CaseProgress,
         events: &mut mpsc::UnboundedReceiver<Event>,
-        commands: &[mpsc::UnboundedSender<ToChild>],
-        control: &WorkerControl,
+        launched: &Launched,
         workers: usize,
         heard: &mut Heard,
     ) -> Option<(bool, u64)> {
@@ -518,7 +516,7 @@ impl Case<'_> {
                 result = &mut supervisor, if outcome.is_none() => {
                     outcome = Some(result);
                     grace_end = Some(tokio::time::Instant::now() + STOP_GRACE);
-                    for command in commands {
+                    for command in &launched.commands {
                         // A worker that already exited cannot be told; it is counted by its EOF.
                         let _ = command.send(ToChild::Stop);
                     }
@@ -532,7 +530,7 @@ impl Case<'_> {
                     }
                     Some(Event::Message(_, FromChild::Hold(event))) => self.faults.board().push(event),
                     Some(Event::Message(client, FromChild::LibraryStarved(report))) => {
-                        control.record_library_starve(client, report);
+                        launched.control.record_library_starve(client, report);
                     }
                     Some(Event::Message(client, FromChild::Report(tally))) => {
                         heard.reports.insert(client, *tally);
