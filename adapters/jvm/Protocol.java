@@ -2,18 +2,23 @@
 // (hello and ping answered inline, each acquire on a thread of its own, release and close), replies,
 // events and the monotonic clock. An adapter implements Protocol.Library and calls Protocol.serveClients
 // with a factory (one Library per protocol client, all in this process: `multi_client`) or
-// Protocol.serve with one Library (the process is one client).
+// Protocol.serve with one Library (the process is one client). Protocol.holdThreads is the `starve` op's
+// part every adapter shares: it blocks the threads an adapter names until a deadline.
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 final class Protocol {
@@ -32,6 +37,12 @@ final class Protocol {
     /** Releases lease (must not block the reading thread for long); replies ok(...) or an error. */
     void release(long id, String lease) throws Exception;
 
+    /** Blocks every thread the library renews on for forMs (`starve`, for adapters that declare it in
+     * hello's capabilities); replies with holdThreads' reply. Runs on a thread of its own. */
+    default void starve(long id, long forMs) throws Exception {
+      error(id, "unsupported", "this adapter cannot block its library's threads (no `starve`)");
+    }
+
     /** Ends this client (its library client; leases still held are left to expire). Runs on a thread
      * of its own after the close was answered. */
     default void close() throws Exception {}
@@ -44,6 +55,43 @@ final class Protocol {
     t.setDaemon(true);
     return t;
   });
+
+  /** The name a thread held by `starve` takes while held (its native name on Linux, as /proc shows it),
+   * as lockbench's own starved runtime threads do. */
+  static final String HELD_THREAD = "lockbench-held";
+
+  /** How long `starve` waits for every thread to be held before it replies with how many were. */
+  private static final long GATHER_MS = 1000;
+
+  /**
+   * Holds each of the library's threads for forMs from now and replies to `starve` request id once all
+   * are held (or after GATHER_MS, with how many were): each runner runs one task on one thread (an event
+   * loop's execute, a timer's next tick); the task renames its thread HELD_THREAD, sleeps out the time
+   * and gives the name back.
+   */
+  static void holdThreads(long id, long forMs, List<Consumer<Runnable>> runners) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(forMs);
+    CountDownLatch held = new CountDownLatch(runners.size());
+    for (Consumer<Runnable> runner : runners) {
+      runner.accept(() -> {
+        Thread me = Thread.currentThread();
+        String name = me.getName();
+        me.setName(HELD_THREAD);
+        held.countDown();
+        try {
+          for (long left; (left = deadline - System.nanoTime()) > 0; ) {
+            TimeUnit.NANOSECONDS.sleep(left);
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        } finally {
+          me.setName(name);
+        }
+      });
+    }
+    held.await(Math.min(GATHER_MS, forMs), TimeUnit.MILLISECONDS);
+    write(ok(id).put("held", runners.size() - held.getCount()).put("threads", runners.size()));
+  }
 
   /** Whether this process serves many clients (serveClients): hello then says `multi_client`. */
   private static volatile boolean multiClient;
@@ -165,6 +213,13 @@ final class Protocol {
             }
           });
           case "release" -> library.release(id, req.path("lease").asText());
+          case "starve" -> ACQUIRES.execute(() -> {
+            try {
+              library.starve(id, req.path("for_ms").asLong());
+            } catch (Exception e) {
+              error(id, "backend", e.toString());
+            }
+          });
           case "close" -> {
             clients.open().remove(client);
             write(ok(id));

@@ -22,18 +22,29 @@
 // (pub/sub, `wait_notify`). Redisson exposes neither its renewals (`renew_events: false`) nor a lost
 // lock: it logs a failed renewal and tells the holder nothing (`lost_signal: false`), so this adapter
 // sends no events at all. No fencing token.
+//
+// `starve` (a CPU starvation of the library, declared as the `starve` capability) blocks every thread
+// Redisson renews a lock on, as user code that blocks them does: each event loop of the client's Netty
+// EventLoopGroup (renewal commands are written and their replies completed there) and the timer thread
+// of its HashedWheelTimer (the watchdog schedules each renewal on it: 3.43's renewExpiration and the
+// 3.44+ LockRenewalScheduler alike), both ServiceManager's (getGroup, getTimer) in 3.43, 3.52 and 4.7.
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netty.util.concurrent.EventExecutor;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.redisson.Redisson;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.BaseConfig;
 import org.redisson.config.Config;
 import org.redisson.config.MasterSlaveServersConfig;
+import org.redisson.connection.ServiceManager;
 
 public final class RedissonAdapter implements Protocol.Library {
   private record Hold(RLock lock, OwnerThreads.Owner owner) {}
@@ -89,8 +100,20 @@ public final class RedissonAdapter implements Protocol.Library {
     reply.putObject("capabilities").put("reentrant", true).put("fencing", false)
         .put("auto_renew", true).put("fixed_lease", true).put("wait_notify", true)
         .put("lost_signal", false).put("hold_identity", false).put("renew_events", false)
-        .put("min_ttl_ms", 1).put("ttl_granularity_ms", 1);
+        .put("min_ttl_ms", 1).put("ttl_granularity_ms", 1).put("starve", true);
     Protocol.write(reply);
+  }
+
+  /** Holds each event loop of the client's EventLoopGroup and its timer thread for forMs. */
+  @Override
+  public void starve(long id, long forMs) throws InterruptedException {
+    ServiceManager service = ((Redisson) client).getServiceManager();
+    List<Consumer<Runnable>> runners = new ArrayList<>();
+    for (EventExecutor loop : service.getGroup()) {
+      runners.add(loop::execute);
+    }
+    runners.add(task -> service.getTimer().newTimeout(timeout -> task.run(), 0, TimeUnit.MILLISECONDS));
+    Protocol.holdThreads(id, forMs, runners);
   }
 
   /**

@@ -269,6 +269,14 @@ impl Strategy {
         matches!(self.client, Client::Peer(_))
     }
 
+    /// The reference adapter it runs, for a peer.
+    pub fn peer_spec(&self) -> Option<&'static catalog::PeerSpec> {
+        match self.client {
+            Client::Native { .. } => None,
+            Client::Peer(spec) => Some(spec),
+        }
+    }
+
     /// What it declares, without connecting (the live client's `capabilities()` is what the results
     /// record; a difference is reported). For a peer whose runtime is missing, a `Config` error naming
     /// the install command.

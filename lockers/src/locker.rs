@@ -39,6 +39,18 @@ pub struct Capabilities {
     pub ttl_granularity: Duration,
 }
 
+/// What [`Locker::starve_library`] held: `held` of the `threads` the library renews on, in its adapter
+/// process `pid`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LibraryThreadsHeld {
+    /// The adapter process.
+    pub pid: u32,
+    /// The threads held when the adapter answered.
+    pub held: u32,
+    /// The threads the library renews on.
+    pub threads: u32,
+}
+
 /// A distributed lock strategy: one client of one backend. Object-safe, so drivers hold
 /// `Arc<dyn Locker>` and know strategies only through this trait.
 ///
@@ -78,6 +90,18 @@ pub trait Locker: Send + Sync + Debug {
     /// report the same, so a case can state how its clients were mapped to processes. `None` (the
     /// default) for lockbench's own strategies.
     fn adapter_process(&self) -> Option<u32> {
+        None
+    }
+
+    /// Blocks, for `hold`, every thread the library of a peer adapter renews on (the adapter's `starve`,
+    /// adapters/PROTOCOL.md), the CPU starvation of a library whose threads the caller's own runtime
+    /// does not reach; returns once they are held, with how many were. `None` (the default) for a
+    /// strategy without threads of its own outside the caller's runtime (lockbench's own strategies);
+    /// an [`LockError::Unsupported`] for a peer whose adapter does not declare `starve`.
+    async fn starve_library(
+        &self,
+        _hold: Duration,
+    ) -> Option<Result<LibraryThreadsHeld, LockError>> {
         None
     }
 

@@ -481,3 +481,81 @@ async fn unsynced_wait_in_redisson_and_its_models() {
         );
     }
 }
+
+/// How many threads of process `pid` are named `name` right now (their `comm` in `/proc`).
+fn threads_named(pid: u32, name: &str) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == name)
+        .count()
+}
+
+/// Issue 37: a CPU starvation of the library. `starve` blocks every thread Redisson renews on (its
+/// event loops and the watchdog's timer) for two watchdog timeouts; `/proc` shows them all renamed
+/// `lockbench-held` when the adapter answers, the watchdog stops and the lock's key runs out on the
+/// server within a timeout while the holder still believes it holds. Before, the key outlived its
+/// timeout (the watchdog ran). The three rows run at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starving_redissons_threads_stops_its_watchdog() {
+    use lockers::{AcquireOptions, Events, Locker};
+
+    let watchdog = Duration::from_millis(1000);
+    let row = |id: &'static str| async move {
+        let library = Peer {
+            watchdog,
+            ..redisson(id)
+        };
+        let redis = redis::Client::open(library.servers[0].as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let holder = library.start(Events::none()).await;
+        let key = format!("starved-{id}");
+        let lease = holder
+            .acquire(&key, &AcquireOptions::try_once())
+            .await
+            .unwrap();
+        let pttl = |mut redis: redis::aio::MultiplexedConnection| {
+            let name = format!("lockbench:{{{key}}}");
+            async move {
+                redis::cmd("PTTL")
+                    .arg(&name)
+                    .query_async::<i64>(&mut redis)
+                    .await
+                    .unwrap()
+            }
+        };
+        tokio::time::sleep(watchdog * 6 / 5).await;
+        let renewed = pttl(redis.clone()).await > 0;
+        let held = holder.starve_library(watchdog * 2).await.unwrap().unwrap();
+        let seen = threads_named(holder.pid().unwrap(), "lockbench-held");
+        let started = std::time::Instant::now();
+        while pttl(redis.clone()).await > 0 && started.elapsed() < watchdog * 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let ran_out = (pttl(redis.clone()).await == -2).then(|| started.elapsed());
+        let believed = lease.is_held();
+        (id, renewed, held, seen, ran_out, believed)
+    };
+    let rows =
+        futures::future::join_all(["jvm-redisson-3.43", "jvm-redisson", "jvm-redisson-4"].map(row))
+            .await;
+    for (id, renewed, held, seen, ran_out, believed) in rows {
+        eprintln!("{id}: {held:?}, {seen} seen held, key gone after {ran_out:?}");
+        assert!(renewed, "{id}: the key did not outlive its timeout before");
+        // Every event loop (Redisson's default 32, at least one) and the timer.
+        assert!(held.threads >= 2, "{id}: {held:?}");
+        assert_eq!(held.held, held.threads, "{id}");
+        assert_eq!(seen, held.threads as usize, "{id}: /proc");
+        assert!(
+            ran_out.is_some_and(|after| after <= watchdog * 5 / 4),
+            "{id}: the key outlived the starved watchdog ({ran_out:?})"
+        );
+        assert!(
+            believed,
+            "{id}: the holder was told (Redisson tells nothing)"
+        );
+    }
+}

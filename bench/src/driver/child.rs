@@ -3,8 +3,8 @@
 //! says ready, waits for `go`, runs the same worker loop as tasks mode, streams interval batches and
 //! finally its report as JSON lines on stdout, then exits. It stops on `stop`, at its deadline, or when
 //! stdin closes (the driver is gone). In cases with faults it also reports each acquire and end of hold
-//! at once, and obeys fault commands: `starve` blocks every thread of its async runtime for a while,
-//! `hog` runs busy threads (see [`WorkerCommand`]).
+//! at once, and obeys fault commands: `starve` blocks every thread of its async runtime for a while
+//! (a peer's library threads too, through its adapter), `hog` runs busy threads (see [`WorkerCommand`]).
 
 use std::io::BufRead;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use crate::base::clock::MonoClock;
 use crate::base::error::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::base::holds::{BatchQueue, COLLECT_EVERY, HoldEvent};
 use crate::base::stop::StopSignal;
-use crate::faults::workers::{HOG_THREAD, STARVED_THREAD, WorkerCommand};
+use crate::faults::workers::{HOG_THREAD, LibraryStarve, STARVED_THREAD, WorkerCommand};
 use crate::strategies::{self, Endpoints};
 
 /// Runs the worker command on the process's runtime; returns the exit code.
@@ -204,7 +204,16 @@ where
     let (go, measure, stop_at) = (local(go), local(measure), stop_at.map(local));
     measure_from.store(measure, Ordering::Release);
     let stop = StopSignal::new();
-    tokio::spawn(follow_commands(stdin, stop.clone(), clock, local));
+    tokio::spawn(follow_commands(
+        stdin,
+        stop.clone(),
+        Obeying {
+            clock,
+            locker: locker.clone(),
+            out: out.clone(),
+        },
+        local,
+    ));
     if let Some(at) = stop_at {
         let stop = stop.clone();
         tokio::spawn(async move {
@@ -278,21 +287,32 @@ where
     }
 }
 
+/// What a worker carries out fault commands with: its clock, its client (a peer's library is starved
+/// in its adapter process) and its line to the driver.
+struct Obeying {
+    clock: MonoClock,
+    locker: Arc<dyn lockers::Locker>,
+    out: mpsc::UnboundedSender<FromChild>,
+}
+
 /// After `go`: carries out the driver's fault commands, then sets `stop` when the driver says stop. End
 /// of input (or a line that is not a command) means the driver is gone or confused: stop too. `local`
 /// turns driver times into this process's.
 async fn follow_commands<R>(
     mut stdin: Lines<R>,
     stop: StopSignal,
-    clock: MonoClock,
+    obeying: Obeying,
     local: impl Fn(u64) -> u64,
 ) where
     R: AsyncBufRead + Unpin,
 {
+    let clock = obeying.clock;
     while let Ok(Some(line)) = stdin.next_line().await {
         match serde_json::from_str::<ToChild>(&line) {
             Ok(ToChild::Fault(WorkerCommand::Starve { until_ns })) => {
-                starve_runtime(clock, local(until_ns))
+                let until_ns = local(until_ns);
+                starve_library(&obeying, until_ns).await;
+                starve_runtime(clock, until_ns)
             }
             Ok(ToChild::Fault(WorkerCommand::Hog { threads, until_ns })) => {
                 hog(clock, threads, local(until_ns))
@@ -301,6 +321,25 @@ async fn follow_commands<R>(
         }
     }
     stop.set();
+}
+
+/// A peer's part of a starvation, before the runtime's (once the runtime is starved, nothing can be
+/// sent): has the adapter block its library's threads until `until_ns` and reports what it held to
+/// the driver. Lockbench's own strategies renew on the runtime alone: nothing to do.
+async fn starve_library(obeying: &Obeying, until_ns: u64) {
+    let hold = Duration::from_nanos(until_ns.saturating_sub(obeying.clock.now()));
+    let Some(outcome) = obeying.locker.starve_library(hold).await else {
+        return;
+    };
+    let report = match outcome {
+        Ok(held) => LibraryStarve::Held {
+            pid: held.pid,
+            held: held.held,
+            threads: held.threads,
+        },
+        Err(e) => LibraryStarve::Failed { why: e.to_string() },
+    };
+    let _ = obeying.out.send(FromChild::LibraryStarved(report));
 }
 
 /// Sends the worker's finished intervals to the driver every [`COLLECT_EVERY`], and the last ones once

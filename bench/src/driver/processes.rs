@@ -258,6 +258,8 @@ struct Started {
     capabilities: model::Capabilities,
     protocol_round_trip: Option<Duration>,
     library: Option<(String, String)>,
+    /// Whether the clients are peers, each worker's library in an adapter process.
+    peer_adapters: bool,
     adapter_processes: Option<model::AdapterProcesses>,
 }
 
@@ -295,7 +297,9 @@ pub(crate) async fn run(
 
     let timing = Timing::starting_now(&ctx.clock, workload);
     case.served.resource.measure_from(timing.measure_from);
-    let launched = case.launch(&mut workers, timing).await?;
+    let launched = case
+        .launch(&mut workers, timing, started.peer_adapters)
+        .await?;
 
     let bar = ctx
         .progress
@@ -306,7 +310,7 @@ pub(crate) async fn run(
             timing,
             &bar,
             &mut events,
-            &launched.commands,
+            &launched,
             workers.len(),
             &mut heard,
         )
@@ -390,12 +394,16 @@ impl Case<'_> {
         &self,
         workers: &mut [WorkerLink],
         timing: Timing,
+        peer_adapters: bool,
     ) -> Result<Launched, CaseError> {
         let ctx = self.ctx;
         let commands = send_go(workers, timing).await?;
         let pids: Vec<u32> = workers.iter().filter_map(|w| w.pid).collect();
-        let control =
-            WorkerControl::new(pids.clone(), commands.iter().map(fault_channel).collect());
+        let control = WorkerControl::new(
+            pids.clone(),
+            commands.iter().map(fault_channel).collect(),
+            peer_adapters,
+        );
         let schedule = self.faults.start(
             ctx.clock,
             timing.go,
@@ -481,14 +489,14 @@ impl Case<'_> {
     }
 
     /// Hears the workers until every one has ended (or they overstay the stop grace), telling them
-    /// to stop when the supervisor ends the case; returns its outcome (none when the workers ended
-    /// first).
+    /// to stop when the supervisor ends the case (through `launched`'s commands, whose control keeps
+    /// what the faults need to hear); returns its outcome (none when the workers ended first).
     async fn listen(
         &self,
         timing: Timing,
         bar: &CaseProgress,
         events: &mut mpsc::UnboundedReceiver<Event>,
-        commands: &[mpsc::UnboundedSender<ToChild>],
+        launched: &Launched,
         workers: usize,
         heard: &mut Heard,
     ) -> Option<(bool, u64)> {
@@ -508,7 +516,7 @@ impl Case<'_> {
                 result = &mut supervisor, if outcome.is_none() => {
                     outcome = Some(result);
                     grace_end = Some(tokio::time::Instant::now() + STOP_GRACE);
-                    for command in commands {
+                    for command in &launched.commands {
                         // A worker that already exited cannot be told; it is counted by its EOF.
                         let _ = command.send(ToChild::Stop);
                     }
@@ -521,6 +529,9 @@ impl Case<'_> {
                         heard.oracle.add(batch);
                     }
                     Some(Event::Message(_, FromChild::Hold(event))) => self.faults.board().push(event),
+                    Some(Event::Message(client, FromChild::LibraryStarved(report))) => {
+                        launched.control.record_library_starve(client, report);
+                    }
                     Some(Event::Message(client, FromChild::Report(tally))) => {
                         heard.reports.insert(client, *tally);
                     }
@@ -672,6 +683,7 @@ async fn await_ready(
         capabilities,
         protocol_round_trip,
         library,
+        peer_adapters: !adapter_pids.is_empty(),
         adapter_processes: adapter_processes(&adapter_pids, workers as u32),
     })
 }

@@ -12,7 +12,7 @@ use super::worker::CasePlan;
 use crate::backends::EndpointAddrs;
 use crate::base::holds::HoldEvent;
 use crate::base::holds::IntervalBatch;
-use crate::faults::workers::WorkerCommand;
+use crate::faults::workers::{LibraryStarve, WorkerCommand};
 
 /// The first line a worker process reads: what to run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -76,6 +76,9 @@ pub(crate) enum FromChild {
     Intervals(IntervalBatch),
     /// An acquire or the end of a hold, at once (cases with faults).
     Hold(HoldEvent),
+    /// What the adapter of a peer worker held of its library's threads when the worker was told to
+    /// starve (sent before it starves its own runtime).
+    LibraryStarved(LibraryStarve),
     /// The final figures; the worker exits after it.
     Report(Box<WorkerTally>),
     /// Something failed; one line.

@@ -4,7 +4,8 @@
 //! | fault | applies to | needs |
 //! |---|---|---|
 //! | `pause_worker`, `crash_worker`, `cgroup_quota` | every strategy with a lock server (not `memory`, whose server lives in the driver); for peers they act on the worker's whole process group, adapter included | `workers = "processes"` |
-//! | `starve_worker`, `cpu_hog` | the same, but not peers (their library runs in the adapter's process, out of the worker runtime's reach) | `workers = "processes"` |
+//! | `starve_worker` | the same; peers only if their adapter blocks its library's threads too (`starve`: the Redisson rows), since the library runs in the adapter's process, out of the worker runtime's reach | `workers = "processes"` |
+//! | `cpu_hog` | the same as `pause_worker` | `workers = "processes"` |
 //! | `proxy_delay`, `proxy_blackhole`, `proxy_reset` | every strategy with a real server | a TCP proxy per client and server address |
 //! | `pause_server` | every strategy with a real server | a server lockbench started (its pid) |
 //! | `client_pause` | Redis strategies | |
@@ -100,11 +101,15 @@ pub(crate) fn applies_all(
 fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<(), String> {
     let server = strategy.server;
     // Starvation blocks the worker's async runtime threads; a peer's library renews on its own
-    // threads in the adapter process, which that does not reach. A CPU hog does: its threads run in
-    // the worker, beside the adapter in the same process group and cgroup, and compete with the
-    // library's threads for the CPU as they would with a native row's runtime.
-    if kind == FaultKind::StarveWorker && crate::strategies::is_peer(strategy.id) {
-        return Err("its library renews on its own threads in the adapter's own process, which the worker's runtime starvation does not reach (process-pause stops them all)".to_owned());
+    // threads in the adapter process, which that does not reach: the adapter must block them itself
+    // (`starve`, declared in its catalog entry). A CPU hog does reach them: its threads run in the
+    // worker, beside the adapter in the same process group and cgroup, and compete with the library's
+    // threads for the CPU as they would with a native row's runtime.
+    if kind == FaultKind::StarveWorker
+        && let Some(peer) = strategy.peer_spec()
+        && !peer.starve_library
+    {
+        return Err("its library renews on its own threads in the adapter's own process, which the worker's runtime starvation does not reach, and its adapter cannot block them (no `starve` in adapters/PROTOCOL.md; process-pause stops them all)".to_owned());
     }
     let takes = server.faults();
     let ok = match kind {
@@ -228,6 +233,10 @@ mod tests {
         assert!(check(FaultKind::CpuHog, "jvm-redisson").is_ok());
         let why = check(FaultKind::StarveWorker, "py-redis-lock").expect_err("peer");
         assert!(why.contains("adapter's own process"), "{why}");
+        // Unless the adapter blocks its library's threads itself (Redisson's event loops and timer).
+        for id in ["jvm-redisson", "jvm-redisson-4", "jvm-redisson-3.43"] {
+            assert!(check(FaultKind::StarveWorker, id).is_ok(), "{id}");
+        }
         for id in ["redis-watchdog", "etcd-lease", "zookeeper", "memory"] {
             for kind in [
                 FaultKind::NodeKill,

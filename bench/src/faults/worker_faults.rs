@@ -10,7 +10,8 @@ use super::env::{
     hold_for, lasts_until, measure_victim, pick_client,
 };
 use super::workers::{
-    Crash, HOG_THREAD, STARVED_THREAD, WorkerCommand, runtime_threads, starve_evidence,
+    Crash, HOG_THREAD, HeldSeen, LibrarySeen, STARVED_THREAD, WorkerCommand, WorkerControl,
+    runtime_threads, starve_evidence,
 };
 use crate::base::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec};
@@ -74,6 +75,8 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             } else {
                 WorkerCommand::Starve { until_ns }
             };
+            // A report left from an earlier starvation is not this one's.
+            let _ = workers.take_library_starve(victim.client);
             if !workers.send(victim.client, command) {
                 rec.not_applied("the worker is gone");
                 return;
@@ -82,7 +85,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 rec.evidence(if spec.kind == FaultKind::CpuHog {
                     hog_threads_seen(env, pid, until_ns).await
                 } else {
-                    starved_threads_seen(env, pid, until_ns).await
+                    starved_threads_seen(env, &workers, victim.client, pid, until_ns).await
                 });
             }
             if spec.kind == FaultKind::CpuHog
@@ -235,27 +238,87 @@ async fn hog_threads_seen(env: &FaultEnv, pid: u32, until_ns: u64) -> Result<Str
     }
 }
 
-/// Watches the worker's runtime threads until the starvation ends: how many were held at most
-/// (renamed [`STARVED_THREAD`] while held), and for how long at least one was, as `/proc` showed them
-/// (every 5 ms). The evidence that the runtime was starved: every one of its threads held at once.
-async fn starved_threads_seen(env: &FaultEnv, pid: u32, until_ns: u64) -> Result<String, String> {
-    let (mut most, mut first, mut last) = (0, None, 0);
+/// How long after the starvation the driver waits for a peer worker's report of its library's
+/// threads (sent before it starved its runtime, it may be written only once the runtime runs again).
+const LIBRARY_REPORT_WAIT: Duration = Duration::from_secs(1);
+
+/// Watches the threads of a starved worker until the starvation ends: its runtime threads (renamed
+/// [`STARVED_THREAD`] while held) and, for a peer, its adapter processes' (the rest of its process
+/// group) library threads (renamed the same by the adapter's `starve`), as `/proc` showed them every
+/// 5 ms; then reads the worker's report of its library's starvation. The evidence that the client
+/// was starved: every runtime thread held at once and, for a peer, every thread its library renews on.
+async fn starved_threads_seen(
+    env: &FaultEnv,
+    workers: &WorkerControl,
+    client: u32,
+    pid: u32,
+    until_ns: u64,
+) -> Result<String, String> {
+    let adapters: Vec<u32> = if workers.peer_adapters() {
+        crate::base::proc_stat::group_members(pid)
+            .into_iter()
+            .filter(|p| *p != pid)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let (mut runtime, mut library) = (Watch::default(), Watch::default());
     // The worker lets go at `until_ns` by itself; a little after it, it must have.
     let watch_until = until_ns + duration_ns(Duration::from_millis(200));
     while env.clock.now() < watch_until {
-        let held = crate::base::proc_stat::threads_named(pid, STARVED_THREAD);
-        if held > 0 {
-            let now = env.clock.now();
-            most = most.max(held);
-            first.get_or_insert(now);
-            last = now;
-        } else if first.is_some() || env.stop.is_set() {
+        let now = env.clock.now();
+        let in_runtime = crate::base::proc_stat::threads_named(pid, STARVED_THREAD);
+        let in_library: u32 = adapters
+            .iter()
+            .map(|a| crate::base::proc_stat::threads_named(*a, STARVED_THREAD))
+            .sum();
+        runtime.saw(in_runtime as usize, now);
+        library.saw(in_library as usize, now);
+        if in_runtime + in_library == 0 && (runtime.first.is_some() || env.stop.is_set()) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let held_ms = first.map(|first| (last - first) as f64 / 1e6);
-    starve_evidence(most as usize, runtime_threads(), pid, held_ms)
+    let library = if workers.peer_adapters() {
+        let report_by = env.clock.now() + duration_ns(LIBRARY_REPORT_WAIT);
+        let mut report = workers.take_library_starve(client);
+        while report.is_none() && env.clock.now() < report_by {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            report = workers.take_library_starve(client);
+        }
+        Some(LibrarySeen {
+            report,
+            seen: library.seen(),
+        })
+    } else {
+        None
+    };
+    starve_evidence(runtime.seen(), runtime_threads(), pid, library.as_ref())
+}
+
+/// Sightings of held threads: the most at once, the first and the last time any was (ns).
+#[derive(Debug, Default)]
+struct Watch {
+    most: usize,
+    first: Option<u64>,
+    last: u64,
+}
+
+impl Watch {
+    fn saw(&mut self, held: usize, now: u64) {
+        if held > 0 {
+            self.most = self.most.max(held);
+            self.first.get_or_insert(now);
+            self.last = now;
+        }
+    }
+
+    fn seen(&self) -> HeldSeen {
+        HeldSeen {
+            most: self.most,
+            held_ms: self.first.map(|first| (self.last - first) as f64 / 1e6),
+        }
+    }
 }
 
 #[cfg(test)]

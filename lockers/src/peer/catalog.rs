@@ -79,6 +79,10 @@ pub struct PeerSpec {
     /// in adapters/PROTOCOL.md), so a case's clients share one process as the models' share lockbench's.
     /// False: one process per client.
     pub serves_many_clients: bool,
+    /// Whether the adapter can block the threads its library renews on (`starve` in
+    /// adapters/PROTOCOL.md, declared in its `hello`), so that a CPU starvation of the client reaches the
+    /// library and not only the worker's runtime. False: the starvation does not apply to the peer.
+    pub starve_library: bool,
 }
 
 /// How long a JIT-compiled adapter (the JVM's) runs its lock calls before its figures mean something:
@@ -196,6 +200,7 @@ pub const PEERS: &[PeerSpec] = &[
         settings: no_settings,
         takes_replicas: false,
         serves_many_clients: true,
+        starve_library: false,
     },
     PeerSpec {
         id: "py-redis-py",
@@ -213,6 +218,7 @@ pub const PEERS: &[PeerSpec] = &[
         settings: no_settings,
         takes_replicas: false,
         serves_many_clients: true,
+        starve_library: false,
     },
     PeerSpec {
         id: "py-redis-lock",
@@ -232,6 +238,7 @@ pub const PEERS: &[PeerSpec] = &[
         settings: no_settings,
         takes_replicas: false,
         serves_many_clients: true,
+        starve_library: false,
     },
     PeerSpec {
         id: "py-kazoo",
@@ -253,6 +260,7 @@ pub const PEERS: &[PeerSpec] = &[
         settings: session_timeout,
         takes_replicas: false,
         serves_many_clients: true,
+        starve_library: false,
     },
     PeerSpec {
         id: "py-etcd3",
@@ -271,6 +279,7 @@ pub const PEERS: &[PeerSpec] = &[
         settings: no_settings,
         takes_replicas: false,
         serves_many_clients: true,
+        starve_library: false,
     },
     PeerSpec {
         id: "node-redlock",
@@ -291,6 +300,7 @@ pub const PEERS: &[PeerSpec] = &[
         settings: no_settings,
         takes_replicas: false,
         serves_many_clients: true,
+        starve_library: false,
     },
     PeerSpec {
         id: "jvm-curator",
@@ -312,6 +322,7 @@ pub const PEERS: &[PeerSpec] = &[
         settings: session_timeout,
         takes_replicas: false,
         serves_many_clients: true,
+        starve_library: false,
     },
     redisson(
         "jvm-redisson-3.43",
@@ -355,6 +366,7 @@ pub const PEERS: &[PeerSpec] = &[
         settings: registry_ttl,
         takes_replicas: false,
         serves_many_clients: true,
+        starve_library: false,
     },
     PeerSpec {
         id: "jvm-spring-redis",
@@ -374,6 +386,7 @@ pub const PEERS: &[PeerSpec] = &[
         settings: registry_ttl,
         takes_replicas: false,
         serves_many_clients: true,
+        starve_library: false,
     },
     PeerSpec {
         id: "go-etcd-mutex",
@@ -394,6 +407,7 @@ pub const PEERS: &[PeerSpec] = &[
         settings: no_settings,
         takes_replicas: false,
         serves_many_clients: true,
+        starve_library: false,
     },
     PeerSpec {
         id: "go-redsync",
@@ -415,6 +429,7 @@ pub const PEERS: &[PeerSpec] = &[
         settings: no_settings,
         takes_replicas: false,
         serves_many_clients: true,
+        starve_library: false,
     },
 ];
 
@@ -449,6 +464,8 @@ const fn redisson(
         settings: redisson_settings,
         takes_replicas: true,
         serves_many_clients: true,
+        // Its event loops and watchdog timer (RedissonAdapter.java).
+        starve_library: true,
     }
 }
 

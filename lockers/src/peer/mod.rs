@@ -40,7 +40,7 @@ use serde_json::{Map, Value};
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
 use crate::lease::{AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, OwnerId};
-use crate::locker::{Capabilities, Locker};
+use crate::locker::{Capabilities, LibraryThreadsHeld, Locker};
 use crate::settings::Renewal;
 pub use process::PeerCommand;
 use process::{AcquireWait, Adapter, ClientTag, Process};
@@ -108,6 +108,8 @@ pub struct PeerInfo {
     pub renew_events: bool,
     /// The smallest clock-sync round trip at start: a floor for the protocol's cost per request.
     pub ping_rtt: Duration,
+    /// Whether the adapter can block the threads its library renews on (`starve`).
+    pub starve: bool,
 }
 
 /// The adapter processes of one case (one per peer id), so the clients of an adapter that serves many
@@ -296,6 +298,7 @@ impl PeerLocker {
             version: text("version").to_owned(),
             renew_events: flag(caps, "renew_events"),
             ping_rtt,
+            starve: flag(caps, "starve"),
         };
         Ok(PeerLocker {
             process,
@@ -305,6 +308,37 @@ impl PeerLocker {
             info,
             watchdog_timeout: config.renewal.ttl,
         })
+    }
+
+    /// Asks the adapter to block its library's threads for `hold` (`starve`); how many it held.
+    async fn starve(&self, hold: Duration) -> Result<LibraryThreadsHeld, LockError> {
+        let unsupported = |what: String| LockError::Unsupported {
+            strategy: "peer",
+            what: format!("{}: {what}", self.adapter.id),
+        };
+        let (Some(pid), true) = (self.adapter.pid, self.info.starve) else {
+            return Err(unsupported(
+                "the adapter cannot block its library's threads (it declares no `starve`)".into(),
+            ));
+        };
+        let reply = self
+            .adapter
+            .request(|id| wire::starve(id, self.client.id, hold), None, hold)
+            .await?
+            .map_err(|e| wire_error(&self.adapter, "", Duration::ZERO, e))?
+            .0;
+        let count = |name: &str| {
+            reply
+                .get(name)
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+        };
+        match (count("held"), count("threads")) {
+            (Some(held), Some(threads)) => Ok(LibraryThreadsHeld { pid, held, threads }),
+            _ => Err(self
+                .adapter
+                .backend_error("answered starve without counts (\"held\", \"threads\")")),
+        }
     }
 
     /// What the adapter said about itself.
@@ -349,6 +383,13 @@ impl Locker for PeerLocker {
 
     fn capabilities(&self) -> Capabilities {
         self.capabilities
+    }
+
+    async fn starve_library(
+        &self,
+        hold: Duration,
+    ) -> Option<Result<LibraryThreadsHeld, LockError>> {
+        Some(self.starve(hold).await)
     }
 
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {

@@ -87,6 +87,12 @@ pub(crate) fn release(id: u64, client: u32, lease: &str) -> String {
     json!({"id": id, "op": "release", "client": client, "lease": lease}).to_string()
 }
 
+/// `starve` of client `client`: block its library's threads for `hold`.
+pub(crate) fn starve(id: u64, client: u32, hold: Duration) -> String {
+    json!({"id": id, "op": "starve", "client": client, "for_ms": hold.as_millis() as u64})
+        .to_string()
+}
+
 /// `close` of one client (`Some`), or of the whole process (`None`: the adapter exits).
 pub(crate) fn close(id: u64, client: Option<u32>) -> String {
     match client {

@@ -106,6 +106,12 @@ impl<S: Send + Sync> Peer<S> {
             "{}: the adapter's hello and the catalog disagree",
             self.spec.id
         );
+        assert_eq!(
+            locker.info().starve,
+            self.spec.starve_library,
+            "{}: the adapter's hello and the catalog disagree on `starve`",
+            self.spec.id
+        );
         locker
     }
 }
