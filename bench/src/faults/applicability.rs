@@ -132,6 +132,7 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         }
         FaultKind::ServerRestart => takes.redis_primary,
         FaultKind::TerminateSession => takes.terminate_session,
+        FaultKind::KeepalivePartition => server == ServerKind::Postgres,
     };
     if ok {
         return Ok(());
@@ -162,6 +163,7 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         }
         FaultKind::ServerRestart => "it does not run on one Redis server",
         FaultKind::TerminateSession => "it holds no PostgreSQL session",
+        FaultKind::KeepalivePartition => "it does not run on PostgreSQL",
         FaultKind::PauseWorker
         | FaultKind::CrashWorker
         | FaultKind::StarveWorker
