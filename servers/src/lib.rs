@@ -141,6 +141,9 @@ mod tests {
         shareable::<ZkEnsemble>();
         shareable::<PostgresServer>();
         shareable::<PostgresPair>();
+        shareable::<NamespacedPostgres>();
+        shareable::<NetNamespace>();
+        shareable::<Partition>();
         shareable::<Proxy>();
         shareable::<ServerProcess>();
         shareable::<ServerError>();

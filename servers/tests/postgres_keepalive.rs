@@ -1,7 +1,8 @@
 //! A PostgreSQL in a network namespace of its own notices a silent partition of one client only by TCP
 //! keepalive: the partitioned session (holding an advisory lock) ends about `idle + interval × count`
 //! after its last packet, its lock goes to another session that kept working meanwhile, and the
-//! namespace, the server and its data directory are gone once the handle is dropped.
+//! namespace, the server and its data directory are gone once the handle is dropped (a namespace
+//! left by a dead process is removed by the next start).
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -19,6 +20,19 @@ fn a_silent_partition_ends_the_session_after_the_keepalive_limit_only() {
         interval: Duration::from_secs(1),
         count: 2,
     };
+    // Left by a run killed before its destructors ran (no such process): removed by the next start.
+    let stale = "lockbench-999999999-1-0";
+    let listed = || {
+        let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        String::from_utf8_lossy(&list.stdout).into_owned()
+    };
+    assert!(
+        Command::new("ip")
+            .args(["netns", "add", stale])
+            .status()
+            .unwrap()
+            .success()
+    );
     let limit = keepalives.limit();
     assert_eq!(limit, Duration::from_secs(3));
     let postgres = NamespacedPostgres::start(PostgresOptions {
@@ -28,6 +42,8 @@ fn a_silent_partition_ends_the_session_after_the_keepalive_limit_only() {
     .unwrap();
     let (server, namespace) = (postgres.server(), postgres.namespace());
     assert_eq!(server.addr().ip(), namespace.inner_addr());
+    assert!(!listed().contains(stale), "{}", listed());
+    assert!(listed().contains(namespace.name()));
     assert_eq!(
         first_value(&server.query("SHOW tcp_keepalives_count").unwrap()).as_deref(),
         Some("2")
@@ -97,6 +113,5 @@ fn a_silent_partition_ends_the_session_after_the_keepalive_limit_only() {
     drop(postgres);
     common::assert_gone(pid);
     assert!(!dir.exists());
-    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    assert!(!String::from_utf8_lossy(&list.stdout).contains(&name));
+    assert!(!listed().contains(&name));
 }
