@@ -725,7 +725,7 @@ mod tests {
             "postgres-keepalive-partition",
             "8s",
             "0ns",
-            &["keepalive_partition at=0ns target=holder duration=5s"],
+            &["keepalive_partition at=0ns target=holder duration=5s after_acquire=500ms"],
         ),
     ];
 
