@@ -2,7 +2,8 @@
 //! single server ([`PostgresServer`]) and a primary with a streaming replica ([`PostgresPair`]),
 //! each from a fresh data directory (`initdb`) in its temp dir, listening on 127.0.0.1 only on a
 //! free port, with `pg_stat_statements` loaded so the statements clients sent can be counted from
-//! the server's side. PostgreSQL refuses to run as root: when lockbench is root, the data directory
+//! the server's side; and a single server in a network namespace of its own ([`NamespacedPostgres`],
+//! listening on the namespace's end of a veth link, optionally with short TCP keepalive settings). PostgreSQL refuses to run as root: when lockbench is root, the data directory
 //! is handed to the `postgres` user and the server runs as that user.
 //!
 //! The server trusts loopback connections of the superuser [`USER`] (there is no password). Dropping a

@@ -59,6 +59,9 @@ fn a_silent_partition_ends_the_session_after_the_keepalive_limit_only() {
         Some("f")
     );
 
+    // Until the holder's acknowledgement of that reply is out: keepalive runs only on an idle socket
+    // (one with a reply unacknowledged is on retransmission, which tcp_user_timeout bounds instead).
+    std::thread::sleep(Duration::from_millis(200));
     let partition = namespace
         .partition(&[holder.local_port().unwrap()])
         .unwrap();
