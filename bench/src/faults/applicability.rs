@@ -16,6 +16,7 @@
 //! | `node_kill`, `node_restart`, `clock_jump` | strategies on independent Redis nodes (`redlock`) | 5 nodes started per case (one under libfaketime for `clock_jump`) |
 //! | `server_restart` | single-Redis strategies | a restartable Redis started per case |
 //! | `terminate_session` | PostgreSQL strategies | the run's PostgreSQL, reachable as a superuser (lockbench's own) |
+//! | `keepalive_partition` | PostgreSQL strategies | a PostgreSQL in a network namespace started per case (root, iproute2, nftables), clients behind proxies |
 //!
 //! A scenario may also name the server kinds it is about (`servers = ["redis"]`): a fault that serves
 //! several kinds (`failover`) then applies only to the kind whose theory the scenario states
@@ -223,6 +224,8 @@ mod tests {
         assert!(check(FaultKind::ServerRestart, "redis-watchdog").is_ok());
         assert!(check(FaultKind::TerminateSession, "postgres-advisory").is_ok());
         assert!(check(FaultKind::TerminateSession, "redis-watchdog").is_err());
+        assert!(check(FaultKind::KeepalivePartition, "postgres-lease").is_ok());
+        assert!(check(FaultKind::KeepalivePartition, "redis-watchdog").is_err());
         // A peer's library lives in its adapter process: signals, cgroups and the hog threads beside
         // it reach it through the worker's process group; the worker runtime's starvation does not.
         assert!(check(FaultKind::PauseWorker, "py-redis-lock").is_ok());
