@@ -56,6 +56,8 @@ need pkg-config pkg-config
 need openssl openssl
 # The remote-worker test puts workers in network namespaces of its own (ip netns, veth).
 need ip iproute2
+# The keepalive partition drops one client's packets inside PostgreSQL's namespace (nf_tables).
+need nft nftables
 # redlock's clock-jump fault runs one redis-server under libfaketime.
 need /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 faketime
 if [ "$want_browser" -eq 1 ]; then

@@ -99,6 +99,10 @@ pub(crate) const PRESETS: &[Preset] = &[
         toml: include_str!("../scenarios/postgres-session-kill.toml"),
     },
     Preset {
+        name: "postgres-keepalive-partition",
+        toml: include_str!("../scenarios/postgres-keepalive-partition.toml"),
+    },
+    Preset {
         name: "leader-loss",
         toml: include_str!("../scenarios/leader-loss.toml"),
     },

@@ -21,6 +21,7 @@ fn users_server() -> &'static (PostgresServer, TestCertificates) {
         let certificates = TestCertificates::generate().unwrap();
         let options = PostgresOptions {
             tls: Some(TlsFiles::of(&certificates)),
+            ..PostgresOptions::default()
         };
         (PostgresServer::start_with(options).unwrap(), certificates)
     })

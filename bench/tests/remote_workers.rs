@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use lockbench_reports::model::Verdict;
-use lockbench_servers::{RedisOptions, RedisServer};
+use lockbench_servers::{NetNamespace, RedisOptions, RedisServer};
 
 const TOKEN: &str = "lockbench-test-worker-token-7f3a";
 const CLIENTS: &str = "3";
@@ -132,70 +132,9 @@ fn three_tcp_workers_give_the_verdicts_of_tasks_mode() {
     }
 }
 
-/// A network namespace with a veth link to this one (host side `10.213.<n>.1/24`, namespace side
-/// `.2`), deleted on drop (its end of the link goes with it, and the other end with that).
-struct Netns {
-    name: String,
-    host_ip: String,
-}
-
-impl Netns {
-    /// Creates it, or says why this machine cannot (not root, no iproute2, no netns support).
-    fn create() -> Result<Self, String> {
-        let n = std::process::id() % 200 + 20;
-        let name = format!("lbw{n}");
-        let (host_end, ns_end) = (format!("lbh{n}"), format!("lbn{n}"));
-        let host_ip = format!("10.213.{n}.1");
-        let netns = Netns {
-            name: name.clone(),
-            host_ip: host_ip.clone(),
-        };
-        // Left over from a run that was killed: gone first.
-        let _ = Command::new("ip").args(["netns", "delete", &name]).output();
-        let _ = Command::new("ip")
-            .args(["link", "delete", &host_end])
-            .output();
-        let ns_ip = format!("10.213.{n}.2/24");
-        let host_cidr = format!("{host_ip}/24");
-        let steps: [&[&str]; 7] = [
-            &["netns", "add", &name],
-            &[
-                "link", "add", &host_end, "type", "veth", "peer", "name", &ns_end,
-            ],
-            &["link", "set", &ns_end, "netns", &name],
-            &["addr", "add", &host_cidr, "dev", &host_end],
-            &["link", "set", &host_end, "up"],
-            &["-n", &name, "addr", "add", &ns_ip, "dev", &ns_end],
-            &["-n", &name, "link", "set", &ns_end, "up"],
-        ];
-        for args in steps {
-            let out = Command::new("ip")
-                .args(args)
-                .output()
-                .map_err(|e| format!("ip: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "ip {}: {}",
-                    args.join(" "),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ));
-            }
-        }
-        Ok(netns)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "delete", &self.name])
-            .status();
-    }
-}
-
 #[test]
 fn workers_in_a_network_namespace_reach_everything_through_its_link() {
-    let netns = match Netns::create() {
+    let netns = match NetNamespace::create() {
         Ok(netns) => netns,
         // Where the machine allows it: CI (root, iproute2) must; elsewhere say why not.
         Err(why) if std::env::var_os("CI").is_none() => {
@@ -208,17 +147,18 @@ fn workers_in_a_network_namespace_reach_everything_through_its_link() {
             "cannot create a network namespace ({why}): run as root, `apt-get install iproute2`"
         ),
     };
+    let host_ip = netns.host_addr().to_string();
     // Redis listens on loopback and on the link, so the workers in the namespace can reach it.
     let redis = RedisServer::start_with(RedisOptions {
         extra: vec![
-            ("bind".to_owned(), format!("127.0.0.1 {}", netns.host_ip)),
+            ("bind".to_owned(), format!("127.0.0.1 {host_ip}")),
             ("protected-mode".to_owned(), "no".to_owned()),
         ],
         ..RedisOptions::default()
     })
     .unwrap();
-    let url = format!("redis://{}:{}/", netns.host_ip, redis.addr().port());
-    let listen = format!("{}:0", netns.host_ip);
+    let url = format!("redis://{host_ip}:{}/", redis.addr().port());
+    let listen = format!("{host_ip}:0");
     let args = [
         "--strategies",
         "redis-watchdog",
@@ -227,7 +167,7 @@ fn workers_in_a_network_namespace_reach_everything_through_its_link() {
         "--redis",
         &url,
     ];
-    let (remote, _, _) = run_with_remote_workers(&args, &listen, Some(&netns.name));
+    let (remote, _, _) = run_with_remote_workers(&args, &listen, Some(netns.name()));
     let tasks = support::run_scenario("lease-too-short", &args);
     assert_eq!(verdicts(&remote), verdicts(&tasks));
     for case in &remote.cases {
@@ -238,7 +178,7 @@ fn workers_in_a_network_namespace_reach_everything_through_its_link() {
     let port = redis.addr().port();
     let reach = |ip: &str| {
         Command::new("ip")
-            .args(["netns", "exec", &netns.name, "bash", "-c"])
+            .args(["netns", "exec", netns.name(), "bash", "-c"])
             .arg(format!("exec 3<>/dev/tcp/{ip}/{port}"))
             .stderr(Stdio::null())
             .status()
@@ -246,7 +186,7 @@ fn workers_in_a_network_namespace_reach_everything_through_its_link() {
             .success()
     };
     assert!(!reach("127.0.0.1"));
-    assert!(reach(&netns.host_ip));
+    assert!(reach(&host_ip));
 }
 
 #[test]

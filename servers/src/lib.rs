@@ -25,6 +25,7 @@
 //! | ZooKeeper ensemble | [`ZkEnsemble`] | every node is leader or follower |
 //! | one PostgreSQL (fresh `initdb`) | [`PostgresServer`] | `SELECT 1` answers |
 //! | primary + streaming replica | [`PostgresPair`] | the primary sees the replica streaming |
+//! | one PostgreSQL in a network namespace of its own | [`NamespacedPostgres`] | `SELECT 1` answers over the veth link |
 //!
 //! Servers secured like production ones: [`RedisOptions::security`] (an ACL user, optionally a TLS
 //! port), [`EtcdOptions::tls`] and [`EtcdOptions::root_password`] (TLS client port, authentication),
@@ -47,6 +48,7 @@ pub mod certs;
 pub mod etcd;
 mod etcd_auth;
 pub mod group;
+pub mod netns;
 pub mod poll;
 pub mod ports;
 pub mod postgres;
@@ -63,8 +65,9 @@ pub mod zookeeper;
 pub use certs::TestCertificates;
 pub use etcd::{EtcdCluster, EtcdOptions, EtcdServer};
 pub use group::{GroupMember, ServerGroup};
+pub use netns::{NetNamespace, Partition};
 pub use ports::free_ports;
-pub use postgres::{PostgresOptions, PostgresPair, PostgresServer};
+pub use postgres::{Keepalives, NamespacedPostgres, PostgresOptions, PostgresPair, PostgresServer};
 pub use process::{ServerProcess, data_parent, kill_all_servers};
 pub use programs::Program;
 pub use proxy::{Direction, Fault, Proxy};
@@ -138,6 +141,9 @@ mod tests {
         shareable::<ZkEnsemble>();
         shareable::<PostgresServer>();
         shareable::<PostgresPair>();
+        shareable::<NamespacedPostgres>();
+        shareable::<NetNamespace>();
+        shareable::<Partition>();
         shareable::<Proxy>();
         shareable::<ServerProcess>();
         shareable::<ServerError>();

@@ -2,7 +2,8 @@
 //! single server ([`PostgresServer`]) and a primary with a streaming replica ([`PostgresPair`]),
 //! each from a fresh data directory (`initdb`) in its temp dir, listening on 127.0.0.1 only on a
 //! free port, with `pg_stat_statements` loaded so the statements clients sent can be counted from
-//! the server's side. PostgreSQL refuses to run as root: when lockbench is root, the data directory
+//! the server's side; and a single server in a network namespace of its own ([`NamespacedPostgres`],
+//! listening on the namespace's end of a veth link, optionally with short TCP keepalive settings). PostgreSQL refuses to run as root: when lockbench is root, the data directory
 //! is handed to the `postgres` user and the server runs as that user.
 //!
 //! The server trusts loopback connections of the superuser [`USER`] (there is no password). Dropping a
@@ -12,11 +13,13 @@
 use std::ffi::CString;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::netns::{self, NetNamespace};
 use crate::process::{ServerProcess, make_temp_dir, process_accessors, retry_on_port_race};
 use crate::{Result, ServerError, free_ports};
 
@@ -41,6 +44,82 @@ pub struct PostgresOptions {
     /// Serve TLS too (`ssl = on`) with this certificate and key (copied into the server's temp dir,
     /// readable by the server's user only); plain connections stay allowed.
     pub tls: Option<crate::certs::TlsFiles>,
+    /// TCP keepalive on the clients' connections (`tcp_keepalives_*`); `None`: the system's.
+    pub keepalives: Option<Keepalives>,
+}
+
+/// How the server probes a silent client connection (`tcp_keepalives_idle`, `_interval`, `_count`;
+/// whole seconds, PostgreSQL's unit): after `idle` without a packet it sends a probe every
+/// `interval`, and after `count` unanswered probes the kernel ends the connection, and the server
+/// the session ("could not receive data from client: Connection timed out").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalives {
+    /// Silence before the first probe.
+    pub idle: Duration,
+    /// Time between probes.
+    pub interval: Duration,
+    /// Unanswered probes before the connection is given up.
+    pub count: u32,
+}
+
+impl Keepalives {
+    /// How long after its last packet a silent connection is given up: `idle + interval × count`
+    /// (each rounded up to whole seconds, as the server applies them).
+    pub fn limit(&self) -> Duration {
+        Duration::from_secs(
+            whole_secs(self.idle) + whole_secs(self.interval) * u64::from(self.count),
+        )
+    }
+
+    /// The server settings (`-c name=value`). `tcp_user_timeout` is set to the same limit: a reply
+    /// still unacknowledged when the peer went silent puts the socket on retransmission, where
+    /// keepalive never fires (Linux would retry for about 15 minutes); with it, that socket is
+    /// given up at the same limit, and a keepalive one too (Linux then ends a probing connection
+    /// once the user timeout has passed).
+    fn settings(&self) -> [String; 4] {
+        [
+            format!("tcp_keepalives_idle={}", whole_secs(self.idle)),
+            format!("tcp_keepalives_interval={}", whole_secs(self.interval)),
+            format!("tcp_keepalives_count={}", self.count),
+            format!("tcp_user_timeout={}", self.limit().as_millis()),
+        ]
+    }
+}
+
+/// `d` in whole seconds, rounded up, at least 1.
+fn whole_secs(d: Duration) -> u64 {
+    d.as_millis().div_ceil(1000).max(1) as u64
+}
+
+/// A PostgreSQL server inside a network namespace of its own ([`NetNamespace`]), listening on the
+/// namespace's end of its veth link, so that a partition inside the namespace
+/// ([`NetNamespace::partition`]) is one the server notices only by its own TCP timers. Dropping it
+/// stops the server, removes its data directory, then deletes the namespace.
+#[derive(Debug)]
+pub struct NamespacedPostgres {
+    // Declared first: dropped (the server stopped) before the namespace is deleted.
+    server: PostgresServer,
+    namespace: NetNamespace,
+}
+
+impl NamespacedPostgres {
+    /// Creates a namespace and starts a fresh server in it with `options`, trusting connections
+    /// from this side of the link. Fails with one line when the namespace cannot be made.
+    pub fn start(options: PostgresOptions) -> Result<Self> {
+        let namespace = NetNamespace::create()?;
+        let server = PostgresServer::start_in(options, Some(&namespace))?;
+        Ok(Self { server, namespace })
+    }
+
+    /// The server (its address is the namespace's).
+    pub fn server(&self) -> &PostgresServer {
+        &self.server
+    }
+
+    /// The namespace it runs in.
+    pub fn namespace(&self) -> &NetNamespace {
+        &self.namespace
+    }
 }
 
 /// One PostgreSQL server.
@@ -60,6 +139,11 @@ impl PostgresServer {
 
     /// Starts a fresh server with `options` and waits until it answers a query.
     pub fn start_with(options: PostgresOptions) -> Result<Self> {
+        Self::start_in(options, None)
+    }
+
+    /// [`Self::start_with`], inside `namespace` when given.
+    fn start_in(options: PostgresOptions, namespace: Option<&NetNamespace>) -> Result<Self> {
         let bin = bin_dir()?;
         let began = Instant::now();
         retry_on_port_race(|| {
@@ -88,7 +172,17 @@ impl PostgresServer {
                 }
                 settings.extend(["ssl=on".to_owned()]);
             }
-            Self::spawn(&bin, dir, owner, began, &settings)
+            if let Some(keepalives) = options.keepalives {
+                settings.extend(keepalives.settings());
+            }
+            if let Some(namespace) = namespace {
+                // initdb trusts loopback only; the clients come from this side of the link.
+                let mut hba = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(data.join("pg_hba.conf"))?;
+                writeln!(hba, "host all all {}/32 trust", namespace.host_addr())?;
+            }
+            Self::spawn(&bin, dir, owner, began, &settings, namespace)
         })
     }
 
@@ -98,14 +192,17 @@ impl PostgresServer {
         owner: Option<(u32, u32)>,
         began: Instant,
         settings: &[String],
+        namespace: Option<&NetNamespace>,
     ) -> Result<Self> {
         let port = free_ports(1)?[0];
+        let ip = namespace.map_or(Ipv4Addr::LOCALHOST, NetNamespace::inner_addr);
         let mut command = Command::new(bin.join("postgres"));
         command
             .arg("-D")
             .arg(dir.path().join("data"))
             .args(["-p", &port.to_string()])
-            .args(["-c", "listen_addresses=127.0.0.1"])
+            .arg("-c")
+            .arg(format!("listen_addresses={ip}"))
             .arg("-c")
             .arg(format!("unix_socket_directories={}", dir.path().display()))
             .args(["-c", "shared_preload_libraries=pg_stat_statements"])
@@ -118,11 +215,26 @@ impl PostgresServer {
         for setting in settings {
             command.arg("-c").arg(setting);
         }
-        if let Some((uid, gid)) = owner {
-            command.uid(uid).gid(gid);
+        // Held open until the child has joined it.
+        let namespace_file = namespace
+            .map(|n| crate::netns::open(&n.path()))
+            .transpose()?;
+        match &namespace_file {
+            Some(file) => {
+                let fd = file.as_raw_fd();
+                // SAFETY: the closure runs in the forked child before exec and only makes the
+                // async-signal-safe calls of `join_in_child`; `fd` stays open until the spawn returns.
+                unsafe { command.pre_exec(move || netns::join_in_child(fd, owner)) };
+            }
+            None => {
+                if let Some((uid, gid)) = owner {
+                    command.uid(uid).gid(gid);
+                }
+            }
         }
         let process = ServerProcess::spawn("postgres", command, dir, "postgres.log")?;
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        drop(namespace_file);
+        let addr = SocketAddr::from((ip, port));
         process.wait_ready(START_TIMEOUT, Duration::from_millis(20), || {
             process.listens_on(port) && query(addr, "SELECT 1", QUERY_TIMEOUT).is_ok()
         })?;
@@ -204,7 +316,7 @@ impl PostgresPair {
             .arg(dir.path().join("data"))
             .args(["-R", "-X", "stream", "--no-sync"]);
         run_to_end(backup, owner, "pg_basebackup")?;
-        let replica = PostgresServer::spawn(&bin, dir, owner, began, &[])?;
+        let replica = PostgresServer::spawn(&bin, dir, owner, began, &[], None)?;
         let deadline = Instant::now() + REPLICATION_TIMEOUT;
         loop {
             let streaming = primary
@@ -364,28 +476,58 @@ pub fn query_in(
     sql: &str,
     timeout: Duration,
 ) -> Result<Vec<Vec<Option<String>>>> {
-    let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
-    stream.set_read_timeout(Some(timeout))?;
-    stream.set_write_timeout(Some(timeout))?;
-    let mut startup = Vec::new();
-    startup.extend_from_slice(&196_608_i32.to_be_bytes()); // protocol 3.0
-    for part in ["user", USER, "database", database, ""] {
-        startup.extend_from_slice(part.as_bytes());
-        startup.push(0);
+    Session::connect(addr, database, timeout)?.query(sql)
+}
+
+/// One open session as [`USER`] (trust authentication, the simple query protocol), for callers that
+/// need a connection to stay open between statements (a session-level lock). Dropping it ends the
+/// session (`Terminate`).
+#[derive(Debug)]
+pub struct Session {
+    stream: TcpStream,
+}
+
+impl Session {
+    /// Connects to the server at `addr`, in `database`; every read and write is bounded by `timeout`.
+    pub fn connect(addr: SocketAddr, database: &str, timeout: Duration) -> Result<Self> {
+        let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
+        let mut startup = Vec::new();
+        startup.extend_from_slice(&196_608_i32.to_be_bytes()); // protocol 3.0
+        for part in ["user", USER, "database", database, ""] {
+            startup.extend_from_slice(part.as_bytes());
+            startup.push(0);
+        }
+        let mut message = ((startup.len() + 4) as i32).to_be_bytes().to_vec();
+        message.extend_from_slice(&startup);
+        stream.write_all(&message)?;
+        expect_ready(&mut stream, &mut Vec::new())?;
+        Ok(Self { stream })
     }
-    let mut message = ((startup.len() + 4) as i32).to_be_bytes().to_vec();
-    message.extend_from_slice(&startup);
-    stream.write_all(&message)?;
-    expect_ready(&mut stream, &mut Vec::new())?;
-    let mut q = vec![b'Q'];
-    q.extend_from_slice(&((sql.len() + 5) as i32).to_be_bytes());
-    q.extend_from_slice(sql.as_bytes());
-    q.push(0);
-    stream.write_all(&q)?;
-    let mut rows = Vec::new();
-    let result = expect_ready(&mut stream, &mut rows);
-    let _ = stream.write_all(&[b'X', 0, 0, 0, 4]);
-    result.map(|()| rows)
+
+    /// Runs `sql` and returns its rows, each column as text (`None` for NULL). An error the server
+    /// reports is [`ServerError::Reply`].
+    pub fn query(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>> {
+        let mut q = vec![b'Q'];
+        q.extend_from_slice(&((sql.len() + 5) as i32).to_be_bytes());
+        q.extend_from_slice(sql.as_bytes());
+        q.push(0);
+        self.stream.write_all(&q)?;
+        let mut rows = Vec::new();
+        expect_ready(&mut self.stream, &mut rows).map(|()| rows)
+    }
+
+    /// This end's port (what the server sees as the client's, `pg_stat_activity.client_port`).
+    pub fn local_port(&self) -> Result<u16> {
+        Ok(self.stream.local_addr()?.port())
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.stream.write_all(&[b'X', 0, 0, 0, 4]);
+    }
 }
 
 /// Reads messages until `ReadyForQuery`, collecting data rows into `rows`; the first error

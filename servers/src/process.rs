@@ -171,7 +171,7 @@ const OWNER_FILE: &str = ".lockbench-owner";
 
 /// `"PID STARTTIME"` for a live process (the start time tells a reused pid apart), from
 /// `/proc/PID/stat`; `None` if there is no such process or no `/proc`.
-fn process_identity(pid: u32) -> Option<String> {
+pub(crate) fn process_identity(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the parenthesised command name start with field 3 (state); the start time
     // is field 22.
@@ -363,20 +363,22 @@ impl ServerProcess {
     }
 
     /// Whether this child (not some other process) has a listening TCP socket on `port`, from
-    /// `/proc/net/tcp{,6}` and `/proc/PID/fd`. Start-up checks this so that a server which lost
-    /// its port to another one is not mistaken for ready because the other one answers. Where
-    /// `/proc` is unavailable it returns true.
+    /// `/proc/PID/net/tcp{,6}` (the child's own network namespace, which may not be ours) and
+    /// `/proc/PID/fd`. Start-up checks this so that a server which lost its port to another one is
+    /// not mistaken for ready because the other one answers. Where `/proc` is unavailable it returns
+    /// true.
     pub fn listens_on(&self, port: u16) -> bool {
         let mut inodes = Vec::new();
         let mut have_proc = false;
-        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            if let Ok(text) = std::fs::read_to_string(table) {
+        for table in ["tcp", "tcp6"] {
+            if let Ok(text) = std::fs::read_to_string(format!("/proc/{}/net/{table}", self.pid)) {
                 have_proc = true;
                 inodes.extend(listening_inodes(&text, port));
             }
         }
         if !have_proc {
-            return true;
+            // No `/proc` at all: cannot tell. A child that is gone has no table: not listening.
+            return !Path::new("/proc/self/net").exists();
         }
         let Ok(fds) = std::fs::read_dir(format!("/proc/{}/fd", self.pid)) else {
             return false;

@@ -234,6 +234,16 @@ impl Proxy {
         live
     }
 
+    /// The local ports of the live connections to the upstream server (what the server sees as its
+    /// clients' ports).
+    pub fn upstream_ports(&self) -> Vec<u16> {
+        self.shared
+            .conns()
+            .values()
+            .filter_map(|c| Some(c.server.local_addr().ok()?.port()))
+            .collect()
+    }
+
     /// How many proxied connections are open right now.
     pub fn connections(&self) -> usize {
         self.shared.conns().len()

@@ -192,6 +192,7 @@ pub(crate) const SUITE: &[SuiteEntry] = &[
     // has room for them).
     SuiteEntry::preset("postgres-failover").full_only(),
     SuiteEntry::preset("postgres-session-kill").full_only(),
+    SuiteEntry::preset("postgres-keepalive-partition").full_only(),
 ];
 
 /// Why the many-locks pass keeps its own workload under the user's (the report says so).
@@ -429,6 +430,8 @@ pub(crate) fn plan(
                     Some(Topology::RedisNodes { .. } | Topology::RedisNode(_)) => {
                         CASE_OWN_REDIS_PAIR
                     }
+                    // One server (no replica), plus its namespace and link.
+                    Some(Topology::PostgresNamespace) => CASE_OWN_POSTGRES_PAIR / 2,
                 };
                 let overhead = match w.workers {
                     WorkerMode::Tasks => CASE_OVERHEAD_TASKS,
@@ -717,6 +720,12 @@ mod tests {
             "3s",
             "0ns",
             &["terminate_session at=1s target=holder after_acquire=50ms"],
+        ),
+        (
+            "postgres-keepalive-partition",
+            "8s",
+            "0ns",
+            &["keepalive_partition at=0ns target=holder duration=5s after_acquire=500ms"],
         ),
     ];
 

@@ -17,6 +17,7 @@
 //! | `node_kill`, `node_restart`, `clock_jump` | strategies on independent Redis nodes (`redlock`) | 5 nodes started per case (one under libfaketime for `clock_jump`) |
 //! | `server_restart` | single-Redis strategies | a restartable Redis started per case |
 //! | `terminate_session` | PostgreSQL strategies | the run's PostgreSQL, reachable as a superuser (lockbench's own) |
+//! | `keepalive_partition` | PostgreSQL strategies | a PostgreSQL in a network namespace started per case (root, iproute2, nftables), clients behind proxies |
 //!
 //! A scenario may also name the server kinds it is about (`servers = ["redis"]`): a fault that serves
 //! several kinds (`failover`) then applies only to the kind whose theory the scenario states
@@ -137,6 +138,7 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         }
         FaultKind::ServerRestart => takes.redis_primary,
         FaultKind::TerminateSession => takes.terminate_session,
+        FaultKind::KeepalivePartition => server == ServerKind::Postgres,
     };
     if ok {
         return Ok(());
@@ -167,6 +169,7 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         }
         FaultKind::ServerRestart => "it does not run on one Redis server",
         FaultKind::TerminateSession => "it holds no PostgreSQL session",
+        FaultKind::KeepalivePartition => "it does not run on PostgreSQL",
         FaultKind::PauseWorker
         | FaultKind::CrashWorker
         | FaultKind::StarveWorker
@@ -226,6 +229,8 @@ mod tests {
         assert!(check(FaultKind::ServerRestart, "redis-watchdog").is_ok());
         assert!(check(FaultKind::TerminateSession, "postgres-advisory").is_ok());
         assert!(check(FaultKind::TerminateSession, "redis-watchdog").is_err());
+        assert!(check(FaultKind::KeepalivePartition, "postgres-lease").is_ok());
+        assert!(check(FaultKind::KeepalivePartition, "redis-watchdog").is_err());
         // A peer's library lives in its adapter process: signals, cgroups and the hog threads beside
         // it reach it through the worker's process group; the worker runtime's starvation does not.
         assert!(check(FaultKind::PauseWorker, "py-redis-lock").is_ok());

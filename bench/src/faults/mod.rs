@@ -133,6 +133,7 @@ impl CaseFaults {
                     Topology::Cluster => CaseServers::cluster(kind),
                     Topology::RedisNodes { fake_clock } => CaseServers::redis_nodes(fake_clock),
                     Topology::RedisNode(durability) => CaseServers::redis_node(durability),
+                    Topology::PostgresNamespace => CaseServers::postgres_namespace(),
                 })
                 .await
                 .map_err(|e| fail(format!("server start task failed: {e}")))?

@@ -1,14 +1,17 @@
 //! Faults on the network between clients and server, through the clients' TCP proxies: added delay
 //! (`proxy_delay`), a partition that drops every byte (`proxy_blackhole`) and reset connections
-//! (`proxy_reset`), on one client (the holder, `client:N`) or all.
+//! (`proxy_reset`), on one client (the holder, `client:N`) or all; and a partition the server notices
+//! only by TCP keepalive (`keepalive_partition`): the client's proxy connections to a PostgreSQL in a
+//! network namespace of its own are dropped silently inside that namespace.
 
 use lockbench_servers::{Fault, Proxy};
 
 use super::env::{
-    FaultEnv, Record, Victim, check_struck_hold, describe_victim, hold_for, lasts_until,
-    measure_any, measure_victim, pick_client, sleep_until,
+    FaultEnv, Record, ServerAccess, Victim, check_struck_hold, describe_victim, hold_for,
+    lasts_until, measure_any, measure_victim, pick_client, sleep_until,
 };
 use super::proxies::{self, ClientProxies};
+use super::topology;
 use crate::base::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
@@ -52,6 +55,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
             degrade(spec, env, rec, &chosen).await;
         }
         FaultKind::ProxyReset => reset(spec, env, rec, &chosen, t0).await,
+        FaultKind::KeepalivePartition => keepalive_partition(spec, env, rec, &chosen).await,
         // Applied by the worker and server fault runners.
         FaultKind::PauseWorker
         | FaultKind::CrashWorker
@@ -153,6 +157,100 @@ async fn degrade(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record, chosen: &[&
         }
     }
     rec.stop = Some(env.clock.now());
+}
+
+/// Drops the packets of `chosen`'s connections to the server silently, both ways, inside the
+/// server's network namespace for the fault's length, watching (every 50 ms) for the server to end
+/// their sessions; then lifts the rules and resets the proxies' streams (left unusable). Evidence:
+/// the rules' packet counters, the sessions the server ended and its "timed out" log lines.
+async fn keepalive_partition(
+    spec: &FaultSpec,
+    env: &FaultEnv,
+    rec: &mut Record,
+    chosen: &[&Proxy],
+) {
+    let ServerAccess::Own(own) = &env.server else {
+        rec.not_applied("keepalive_partition needs the case's own namespaced PostgreSQL");
+        return;
+    };
+    let ports: Vec<u16> = chosen.iter().flat_map(|p| p.upstream_ports()).collect();
+    if ports.is_empty() {
+        rec.not_applied("the target had no connection to the server");
+        return;
+    }
+    rec.param("connections", ports.len() as u64);
+    rec.param(
+        "keepalive_limit_ms",
+        topology::KEEPALIVES.limit().as_secs_f64() * 1e3,
+    );
+    let blocking = |f: Box<dyn FnOnce() -> Result<(u64, usize), String> + Send>| async move {
+        tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| format!("blocking task failed: {e}"))?
+    };
+    let (own_c, ports_c) = (own.clone(), ports.clone());
+    let before = blocking(Box::new(move || own_c.sessions_from(&ports_c))).await;
+    let (own_c, ports_c) = (own.clone(), ports.clone());
+    let partition = match tokio::task::spawn_blocking(move || own_c.partition(&ports_c)).await {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => return rec.not_applied(e),
+        Err(e) => return rec.not_applied(format!("blocking task failed: {e}")),
+    };
+    let t0 = rec.start;
+    let end = env.clock.now() + spec.duration.map(duration_ns).unwrap_or(0);
+    let mut ended_at = None;
+    let mut after;
+    loop {
+        let (own_c, ports_c) = (own.clone(), ports.clone());
+        after = blocking(Box::new(move || own_c.sessions_from(&ports_c))).await;
+        if ended_at.is_none() && matches!(after, Ok((0, _))) {
+            ended_at = Some(env.clock.now());
+        }
+        let next = (env.clock.now() + 50_000_000).min(end);
+        if next >= end {
+            lasts_until(env, t0, end, rec).await;
+            break;
+        }
+        if !sleep_until(env, next).await {
+            rec.cut_short(super::env::cut_short_words(env.clock.now(), t0, end));
+            break;
+        }
+    }
+    let dropped = tokio::task::spawn_blocking(move || partition.lift())
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    for p in chosen {
+        // The dropped bytes left these streams unusable: end them, as the peers' timeouts would.
+        p.reset_all();
+    }
+    rec.stop = Some(env.clock.now());
+    if let Some(at) = ended_at {
+        rec.param("sessions_ended_ms", at.saturating_sub(t0) as f64 / 1e6);
+    }
+    let dropped = match dropped {
+        Ok(n) => n,
+        Err(e) => return rec.not_applied(format!("reading the rules' counters: {e}")),
+    };
+    rec.param("dropped_packets", dropped);
+    let (live_before, log_before) = before.unwrap_or_default();
+    let (live_after, log_after) = after.unwrap_or((live_before, log_before));
+    let timed_out = log_after.saturating_sub(log_before);
+    rec.param("sessions_before", live_before);
+    rec.param("sessions_ended", live_before.saturating_sub(live_after));
+    rec.param("timed_out_log_lines", timed_out as u64);
+    rec.evidence(if dropped > 0 {
+        Ok(format!(
+            "nft dropped {dropped} packets of {} connections; the server ended {} of their {live_before} sessions{} ({timed_out} × \"could not receive data from client: Connection timed out\" in its log)",
+            ports.len(),
+            live_before.saturating_sub(live_after),
+            ended_at
+                .map(|at| format!(" {:.0} ms after the partition began", at.saturating_sub(t0) as f64 / 1e6))
+                .unwrap_or_default(),
+        ))
+    } else {
+        Err("nft dropped no packets (no traffic while the fault was on)".to_owned())
+    });
 }
 
 /// Resets every connection through `chosen`, once or `every` so often for the fault's length.

@@ -142,7 +142,8 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         | FaultKind::CgroupQuota
         | FaultKind::ProxyDelay
         | FaultKind::ProxyBlackhole
-        | FaultKind::ProxyReset => Ok(false),
+        | FaultKind::ProxyReset
+        | FaultKind::KeepalivePartition => Ok(false),
     };
     let Ok(measure) = applied else {
         return;

@@ -14,9 +14,9 @@ use lockbench_reports::model::ServerInfo;
 use lockbench_servers::postgres::first_value;
 use lockbench_servers::redis::info_field;
 use lockbench_servers::{
-    Direction, Durability, EtcdCluster, FakeClock, Fault, OnRestart, PostgresPair, PostgresServer,
-    Proxy, RedisCluster, RedisNode, RedisNodeOptions, RedisNodes, RedisPair, RedisSentinels,
-    RedisServer, ZkEnsemble,
+    Direction, Durability, EtcdCluster, FakeClock, Fault, Keepalives, NamespacedPostgres,
+    OnRestart, Partition, PostgresOptions, PostgresPair, PostgresServer, Proxy, RedisCluster,
+    RedisNode, RedisNodeOptions, RedisNodes, RedisPair, RedisSentinels, RedisServer, ZkEnsemble,
 };
 
 use super::proxies::ClientProxies;
@@ -58,7 +58,21 @@ pub(crate) enum CaseServers {
     RedisSentinel(Box<RedisSentinels>),
     /// 3 masters and 3 replicas in one cluster; clients connect with every node as a seed (boxed).
     RedisCluster(Box<RedisCluster>),
+    /// One PostgreSQL in a network namespace of its own, with [`KEEPALIVES`] (for
+    /// `keepalive_partition`; boxed).
+    PostgresNamespaced(Box<NamespacedPostgres>),
 }
+
+/// The TCP keepalive a namespaced PostgreSQL applies to its clients' connections: a silent client is
+/// given up 3 s after its last packet.
+pub(crate) const KEEPALIVES: Keepalives = Keepalives {
+    idle: Duration::from_secs(1),
+    interval: Duration::from_secs(1),
+    count: 2,
+};
+
+/// What the server logs when keepalive (or the user timeout) gave up a client's connection.
+const TIMED_OUT: &str = "could not receive data from client: Connection timed out";
 
 /// What a failover found and did.
 #[derive(Debug, Clone, PartialEq)]
@@ -395,6 +409,66 @@ impl CaseServers {
         })
     }
 
+    /// Starts a PostgreSQL in a network namespace of its own with [`KEEPALIVES`], and the tables its
+    /// rows need. Blocking (about a second).
+    pub(crate) fn postgres_namespace() -> Result<Self, String> {
+        let postgres = NamespacedPostgres::start(PostgresOptions {
+            keepalives: Some(KEEPALIVES),
+            ..PostgresOptions::default()
+        })
+        .map_err(|e| format!("postgres in a network namespace: {e}"))?;
+        crate::backends::kinds::prepare_own_postgres(postgres.server())
+            .map_err(|e| format!("postgres tables: {e}"))?;
+        Ok(CaseServers::PostgresNamespaced(Box::new(postgres)))
+    }
+
+    /// Drops every packet of the connections from this side's `ports` inside the namespaced
+    /// PostgreSQL's namespace, silently, both ways, until the partition is dropped. Blocking.
+    pub(crate) fn partition(&self, ports: &[u16]) -> Result<Partition, String> {
+        match self {
+            CaseServers::PostgresNamespaced(postgres) => postgres
+                .namespace()
+                .partition(ports)
+                .map_err(|e| format!("partition: {e}")),
+            CaseServers::RedisPair { .. }
+            | CaseServers::PostgresPair { .. }
+            | CaseServers::Etcd(_)
+            | CaseServers::ZooKeeper(_)
+            | CaseServers::RedisNodes(_)
+            | CaseServers::RedisNode(_)
+            | CaseServers::RedisSentinel(_)
+            | CaseServers::RedisCluster(_) => {
+                Err("these servers are not in a network namespace".into())
+            }
+        }
+    }
+
+    /// How many of the namespaced PostgreSQL's sessions come from this side's `ports`, and how many
+    /// times its log says a client's connection timed out. Blocking.
+    pub(crate) fn sessions_from(&self, ports: &[u16]) -> Result<(u64, usize), String> {
+        let CaseServers::PostgresNamespaced(postgres) = self else {
+            return Err("these servers are not in a network namespace".into());
+        };
+        let list = ports
+            .iter()
+            .map(u16::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let sql = format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE client_addr = '{}' AND client_port IN ({list})",
+            postgres.namespace().host_addr()
+        );
+        let server = postgres.server();
+        let rows = server
+            .query(&sql)
+            .map_err(|e| format!("pg_stat_activity: {e}"))?;
+        let live = first_value(&rows)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default();
+        let timed_out = server.log_tail(10_000).matches(TIMED_OUT).count();
+        Ok((live, timed_out))
+    }
+
     /// Starts a 3-member cluster of `kind` (etcd or ZooKeeper). Blocking (seconds).
     pub(crate) fn cluster(kind: ServerKind) -> Result<Self, String> {
         match kind {
@@ -423,6 +497,7 @@ impl CaseServers {
             CaseServers::RedisNode(_)
             | CaseServers::RedisSentinel(_)
             | CaseServers::RedisCluster(_) => ServerKind::Redis,
+            CaseServers::PostgresNamespaced(_) => ServerKind::Postgres,
         }
     }
 
@@ -436,6 +511,7 @@ impl CaseServers {
                 out.redis_replicas = vec![pair.replica().url()];
             }
             CaseServers::PostgresPair { pair, .. } => out.postgres = Some(pair.primary().url()),
+            CaseServers::PostgresNamespaced(p) => out.postgres = Some(p.server().url()),
             CaseServers::Etcd(c) => out.etcd = c.endpoints(),
             CaseServers::ZooKeeper(z) => out.zookeeper = Some(z.connect_string()),
             CaseServers::RedisNodes(n) => out.redis_nodes = n.urls(),
@@ -469,6 +545,11 @@ impl CaseServers {
                 ServerKind::Postgres,
                 pair.primary().addr(),
                 Some(pair.primary().pid()),
+            )),
+            CaseServers::PostgresNamespaced(p) => Some(StatsSource::new(
+                ServerKind::Postgres,
+                p.server().addr(),
+                Some(p.server().pid()),
             )),
             CaseServers::Etcd(c) => {
                 let i = (c.leader().unwrap_or(0) + 1) % c.len();
@@ -517,6 +598,18 @@ impl CaseServers {
                     }
                 ),
                 pair.primary().startup() + pair.replica().startup(),
+            ),
+            CaseServers::PostgresNamespaced(p) => (
+                p.server().version().to_owned(),
+                format!(
+                    "one server in network namespace {} started per case (tcp_keepalives {} s / {} s × {}, tcp_user_timeout {} ms)",
+                    p.namespace().name(),
+                    KEEPALIVES.idle.as_secs(),
+                    KEEPALIVES.interval.as_secs(),
+                    KEEPALIVES.count,
+                    KEEPALIVES.limit().as_millis()
+                ),
+                p.server().startup(),
             ),
             CaseServers::Etcd(c) => (
                 c.member(0).version().to_owned(),
@@ -581,6 +674,10 @@ impl CaseServers {
                 pair.primary().pid(),
                 format!("postgres primary {}", pair.primary().addr()),
             )),
+            CaseServers::PostgresNamespaced(p) => Some((
+                p.server().pid(),
+                format!("postgres {} (in a network namespace)", p.server().addr()),
+            )),
             CaseServers::RedisCluster(cluster) => {
                 let node = &cluster.nodes()[0];
                 node.pid()
@@ -613,6 +710,7 @@ impl CaseServers {
             CaseServers::RedisSentinel(group) => Some(group.pair().primary().addr()),
             CaseServers::RedisNode(n) => Some(n.addr()),
             CaseServers::PostgresPair { .. }
+            | CaseServers::PostgresNamespaced(_)
             | CaseServers::Etcd(_)
             | CaseServers::ZooKeeper(_)
             | CaseServers::RedisNodes(_)
@@ -639,7 +737,8 @@ impl CaseServers {
             | CaseServers::RedisNodes(_)
             | CaseServers::RedisNode(_)
             | CaseServers::RedisSentinel(_)
-            | CaseServers::RedisCluster(_) => {
+            | CaseServers::RedisCluster(_)
+            | CaseServers::PostgresNamespaced(_) => {
                 return Err("failover needs a primary + replica".into());
             }
         };
@@ -683,7 +782,10 @@ impl CaseServers {
             | CaseServers::RedisNodes(_)
             | CaseServers::RedisNode(_)
             | CaseServers::RedisSentinel(_)
-            | CaseServers::RedisCluster(_) => Err("failover needs a primary + replica".into()),
+            | CaseServers::RedisCluster(_)
+            | CaseServers::PostgresNamespaced(_) => {
+                Err("failover needs a primary + replica".into())
+            }
         }
     }
 
@@ -792,6 +894,7 @@ impl CaseServers {
             }
             CaseServers::RedisPair { .. }
             | CaseServers::PostgresPair { .. }
+            | CaseServers::PostgresNamespaced(_)
             | CaseServers::RedisNodes(_)
             | CaseServers::RedisNode(_)
             | CaseServers::RedisSentinel(_)
@@ -804,6 +907,7 @@ impl CaseServers {
             CaseServers::ZooKeeper(z) => z.wait_for_leader(LEADER_TIMEOUT),
             CaseServers::RedisPair { .. }
             | CaseServers::PostgresPair { .. }
+            | CaseServers::PostgresNamespaced(_)
             | CaseServers::RedisNodes(_)
             | CaseServers::RedisNode(_)
             | CaseServers::RedisSentinel(_)

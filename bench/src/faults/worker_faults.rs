@@ -128,6 +128,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         FaultKind::ProxyDelay
         | FaultKind::ProxyBlackhole
         | FaultKind::ProxyReset
+        | FaultKind::KeepalivePartition
         | FaultKind::PauseServer
         | FaultKind::ClientPause
         | FaultKind::PubsubKill

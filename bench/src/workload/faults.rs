@@ -89,6 +89,9 @@ pub(crate) enum FaultKind {
     ProxyBlackhole,
     /// The TCP proxy resets the target's connections, once or `every` period during `duration`.
     ProxyReset,
+    /// Drop the target's packets silently both ways for `duration`, inside the network namespace of a
+    /// PostgreSQL the case starts for itself (nf_tables): the server notices only by TCP keepalive.
+    KeepalivePartition,
     /// Kill the Redis primary, promote its replica, point the clients at it.
     Failover,
     /// Kill the Redis primary watched by 3 Sentinels; they agree it is down, promote its replica,
@@ -120,7 +123,7 @@ pub(crate) enum FaultKind {
 
 impl FaultKind {
     /// Every kind, in listing order.
-    pub(crate) const ALL: [FaultKind; 22] = [
+    pub(crate) const ALL: [FaultKind; 23] = [
         FaultKind::PauseWorker,
         FaultKind::CrashWorker,
         FaultKind::StarveWorker,
@@ -133,6 +136,7 @@ impl FaultKind {
         FaultKind::ProxyDelay,
         FaultKind::ProxyBlackhole,
         FaultKind::ProxyReset,
+        FaultKind::KeepalivePartition,
         FaultKind::Failover,
         FaultKind::SentinelFailover,
         FaultKind::ClusterMasterKill,
@@ -160,6 +164,7 @@ impl FaultKind {
             FaultKind::ProxyDelay => "proxy_delay",
             FaultKind::ProxyBlackhole => "proxy_blackhole",
             FaultKind::ProxyReset => "proxy_reset",
+            FaultKind::KeepalivePartition => "keepalive_partition",
             FaultKind::Failover => "failover",
             FaultKind::SentinelFailover => "sentinel_failover",
             FaultKind::ClusterMasterKill => "cluster_master_kill",
@@ -203,6 +208,7 @@ impl FaultKind {
             | FaultKind::BusyScript
             | FaultKind::ProxyBlackhole
             | FaultKind::ProxyReset
+            | FaultKind::KeepalivePartition
             | FaultKind::Failover
             | FaultKind::SentinelFailover
             | FaultKind::ClusterMasterKill
@@ -223,9 +229,10 @@ impl FaultKind {
             | FaultKind::StarveWorker
             | FaultKind::CpuHog
             | FaultKind::CgroupQuota => FaultScope::WorkerProcess,
-            FaultKind::ProxyDelay | FaultKind::ProxyBlackhole | FaultKind::ProxyReset => {
-                FaultScope::Network
-            }
+            FaultKind::ProxyDelay
+            | FaultKind::ProxyBlackhole
+            | FaultKind::ProxyReset
+            | FaultKind::KeepalivePartition => FaultScope::Network,
             FaultKind::PauseServer
             | FaultKind::ClientPause
             | FaultKind::PubsubKill
@@ -263,6 +270,7 @@ impl FaultKind {
             FaultKind::ProxyReset => &["duration", "every", "after_acquire"],
             FaultKind::ProxyDelay => &["duration", "delay", "direction", "after_acquire"],
             FaultKind::ProxyBlackhole => &["duration", "direction", "after_acquire"],
+            FaultKind::KeepalivePartition => &["duration", "after_acquire"],
             FaultKind::Failover => &["replication_lag"],
             FaultKind::NodeKill => &["duration", "nodes"],
             FaultKind::NodeRestart => &["nodes"],
@@ -282,7 +290,8 @@ impl FaultKind {
             | FaultKind::CpuHog
             | FaultKind::CgroupQuota
             | FaultKind::BusyScript
-            | FaultKind::ProxyBlackhole => &["duration"],
+            | FaultKind::ProxyBlackhole
+            | FaultKind::KeepalivePartition => &["duration"],
             FaultKind::ProxyDelay => &["duration", "delay"],
             FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => &["nodes"],
             FaultKind::CrashWorker
@@ -702,6 +711,7 @@ impl FaultSpec {
             | FaultKind::PubsubKill
             | FaultKind::BusyScript
             | FaultKind::ProxyReset
+            | FaultKind::KeepalivePartition
             | FaultKind::SentinelFailover
             | FaultKind::ClusterMasterKill
             | FaultKind::ClusterFailover
@@ -871,6 +881,7 @@ pub(crate) fn own_topology(spec: &FaultSpec) -> Option<Topology> {
             fake_clock: spec.nodes.first().map(|n| (*n, spec.rate)),
         }),
         FaultKind::ServerRestart => Some(Topology::RedisNode(spec.durability)),
+        FaultKind::KeepalivePartition => Some(Topology::PostgresNamespace),
         FaultKind::PauseWorker
         | FaultKind::CrashWorker
         | FaultKind::StarveWorker
@@ -898,7 +909,8 @@ pub(crate) fn case_topology(specs: &[FaultSpec]) -> Option<Topology> {
             | Topology::RedisSentinel
             | Topology::RedisCluster
             | Topology::Cluster
-            | Topology::RedisNode(_) => None,
+            | Topology::RedisNode(_)
+            | Topology::PostgresNamespace => None,
         });
     }
     Some(topology)
@@ -923,6 +935,8 @@ pub(crate) enum Topology {
     },
     /// One restartable Redis server with this durability.
     RedisNode(Durability),
+    /// One PostgreSQL in a network namespace of its own, with short TCP keepalive settings.
+    PostgresNamespace,
 }
 
 impl Topology {
@@ -930,6 +944,7 @@ impl Topology {
     pub(crate) fn replaces(self) -> &'static [ServerKind] {
         match self {
             Topology::Pair => &[ServerKind::Redis, ServerKind::Postgres],
+            Topology::PostgresNamespace => &[ServerKind::Postgres],
             Topology::RedisSentinel | Topology::RedisCluster => &[ServerKind::Redis],
             Topology::Cluster => &[ServerKind::Etcd, ServerKind::ZooKeeper],
             Topology::RedisNodes { .. } => &[ServerKind::RedisNodes],
@@ -1008,6 +1023,28 @@ mod tests {
                 .iter()
                 .any(|(n, v)| *n == "delay_ms" && v.as_f64() == Some(200.0))
         );
+    }
+
+    #[test]
+    fn a_keepalive_partition_strikes_a_client_on_a_namespaced_postgres() {
+        let f = resolve("keepalive_partition duration=5s").expect("valid");
+        assert_eq!(f.target, Target::Holder);
+        assert_eq!(f.duration, Some(Duration::from_secs(5)));
+        assert_eq!(resolve(&f.to_string()), Ok(f.clone()));
+        assert_eq!(own_topology(&f), Some(Topology::PostgresNamespace));
+        assert_eq!(
+            Topology::PostgresNamespace.replaces(),
+            &[ServerKind::Postgres]
+        );
+        assert!(
+            needs_proxies(f.kind),
+            "the holder's connections are found by its proxies"
+        );
+        let why = resolve("keepalive_partition duration=5s target=server").expect_err("server");
+        assert!(why.contains("target"), "{why}");
+        let why = resolve("keepalive_partition").expect_err("no duration");
+        assert!(why.contains("duration"), "{why}");
+        assert!(resolve("keepalive_partition duration=5s direction=both").is_err());
     }
 
     #[test]
