@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::process::process_identity;
+use crate::process::{owner_alive, process_identity};
 use crate::{Result, ServerError};
 
 /// What a namespace name starts with.
@@ -272,13 +272,7 @@ fn remove_abandoned_namespaces() {
         let Some(owner) = namespace_owner(name) else {
             continue;
         };
-        let alive = owner
-            .split_whitespace()
-            .next()
-            .and_then(|pid| pid.parse().ok())
-            .and_then(process_identity)
-            .is_some_and(|identity| identity == owner);
-        if !alive {
+        if !owner_alive(&owner) {
             let _ = ip(&["netns", "delete", name]);
         }
     }

@@ -179,6 +179,17 @@ pub(crate) fn process_identity(pid: u32) -> Option<String> {
     Some(format!("{pid} {start_time}"))
 }
 
+/// Whether `owner` (a [`process_identity`]: pid and start time) is a process still running: the pid
+/// alone could have been reused.
+pub(crate) fn owner_alive(owner: &str) -> bool {
+    owner
+        .split_whitespace()
+        .next()
+        .and_then(|pid| pid.parse().ok())
+        .and_then(process_identity)
+        .is_some_and(|identity| identity == owner)
+}
+
 /// Removes server temp dirs under `parent` left behind by processes that no longer exist
 /// (killed before their destructors ran). Only dirs carrying an owner file are touched. An
 /// abandoned etcd member dir alone holds ~120 MB of preallocated WAL, which on tmpfs is RAM.
@@ -198,13 +209,7 @@ fn remove_abandoned_dirs(parent: &Path) {
         let Ok(owner) = std::fs::read_to_string(path.join(OWNER_FILE)) else {
             continue;
         };
-        let alive = owner
-            .split_whitespace()
-            .next()
-            .and_then(|pid| pid.parse().ok())
-            .and_then(process_identity)
-            .is_some_and(|identity| identity == owner.trim());
-        if !alive {
+        if !owner_alive(owner.trim()) {
             let _ = std::fs::remove_dir_all(&path);
         }
     }
