@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::process::{owner_alive, process_identity};
+use crate::programs;
 use crate::{Result, ServerError};
 
 /// What a namespace name starts with.
@@ -27,7 +28,6 @@ const NETNS_DIR: &str = "/var/run/netns";
 /// The namespace's end of the veth pair.
 const INNER_LINK: &str = "veth0";
 const IP_INSTALL: &str = "run as root (CAP_NET_ADMIN) with iproute2 installed: sudo apt-get install -y iproute2 (or run docker/install-deps.sh)";
-const NFT_INSTALL: &str = "sudo apt-get install -y nftables (or run docker/install-deps.sh)";
 /// The /30 blocks of 10.231.0.0/16.
 const BLOCKS: u32 = 1 << 14;
 
@@ -150,23 +150,23 @@ impl Partition {
     pub fn lift(mut self) -> Result<u64> {
         let dropped = self.dropped_packets()?;
         self.lifted = true;
+        self.delete_table()?;
+        Ok(dropped)
+    }
+
+    fn delete_table(&self) -> Result<String> {
         nft(
             &self.namespace,
             &["delete", "table", "inet", &self.table],
             None,
-        )?;
-        Ok(dropped)
+        )
     }
 }
 
 impl Drop for Partition {
     fn drop(&mut self) {
         if !self.lifted {
-            let _ = nft(
-                &self.namespace,
-                &["delete", "table", "inet", &self.table],
-                None,
-            );
+            let _ = self.delete_table();
         }
     }
 }
@@ -305,14 +305,11 @@ fn ip(args: &[&str]) -> Result<String> {
 /// Runs `nft args` inside namespace `namespace` (`ip netns exec`), with `input` on its stdin.
 fn nft(namespace: &str, args: &[&str], input: Option<&str>) -> Result<String> {
     use std::io::Write;
-    let missing = || ServerError::Missing {
-        program: "nft".into(),
-        install: NFT_INSTALL.into(),
-    };
-    if !std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("nft").is_file()))
-    {
-        return Err(missing());
+    if programs::search_path(&"nft".into()).is_none() {
+        return Err(ServerError::Missing {
+            program: "nft".into(),
+            install: programs::install_hint("nftables"),
+        });
     }
     let mut child = Command::new("ip")
         .args(["netns", "exec", namespace, "nft"])

@@ -99,7 +99,8 @@ impl Program {
     }
 }
 
-fn install_hint(package: &str) -> String {
+/// `sudo apt-get install -y PACKAGE (or run docker/install-deps.sh)`.
+pub(crate) fn install_hint(package: &str) -> String {
     format!("sudo apt-get install -y {package} {INSTALL_SUFFIX}")
 }
 
@@ -109,7 +110,8 @@ fn is_executable(path: &Path) -> bool {
         .unwrap_or(false)
 }
 
-fn search_path(name: &OsString) -> Option<PathBuf> {
+/// The first executable `name` on `PATH`.
+pub(crate) fn search_path(name: &OsString) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))

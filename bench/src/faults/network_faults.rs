@@ -7,7 +7,7 @@
 use lockbench_servers::{Fault, Proxy};
 
 use super::env::{
-    FaultEnv, Record, ServerAccess, Victim, check_struck_hold, describe_victim, hold_for,
+    FaultEnv, Record, ServerAccess, Victim, blocking, check_struck_hold, describe_victim, hold_for,
     lasts_until, measure_any, measure_victim, pick_client, sleep_until,
 };
 use super::proxies::{self, ClientProxies};
@@ -183,18 +183,12 @@ async fn keepalive_partition(
         "keepalive_limit_ms",
         topology::KEEPALIVES.limit().as_secs_f64() * 1e3,
     );
-    let blocking = |f: Box<dyn FnOnce() -> Result<(u64, usize), String> + Send>| async move {
-        tokio::task::spawn_blocking(f)
-            .await
-            .map_err(|e| format!("blocking task failed: {e}"))?
-    };
     let (own_c, ports_c) = (own.clone(), ports.clone());
-    let before = blocking(Box::new(move || own_c.sessions_from(&ports_c))).await;
+    let before = blocking(move || own_c.sessions_from(&ports_c)).await;
     let (own_c, ports_c) = (own.clone(), ports.clone());
-    let partition = match tokio::task::spawn_blocking(move || own_c.partition(&ports_c)).await {
-        Ok(Ok(p)) => p,
-        Ok(Err(e)) => return rec.not_applied(e),
-        Err(e) => return rec.not_applied(format!("blocking task failed: {e}")),
+    let partition = match blocking(move || own_c.partition(&ports_c)).await {
+        Ok(p) => p,
+        Err(e) => return rec.not_applied(e),
     };
     let t0 = rec.start;
     let end = env.clock.now() + spec.duration.map(duration_ns).unwrap_or(0);
@@ -202,7 +196,7 @@ async fn keepalive_partition(
     let mut after;
     loop {
         let (own_c, ports_c) = (own.clone(), ports.clone());
-        after = blocking(Box::new(move || own_c.sessions_from(&ports_c))).await;
+        after = blocking(move || own_c.sessions_from(&ports_c)).await;
         if ended_at.is_none() && matches!(after, Ok((0, _))) {
             ended_at = Some(env.clock.now());
         }
@@ -216,10 +210,7 @@ async fn keepalive_partition(
             break;
         }
     }
-    let dropped = tokio::task::spawn_blocking(move || partition.lift())
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r.map_err(|e| e.to_string()));
+    let dropped = blocking(move || partition.lift().map_err(|e| e.to_string())).await;
     for p in chosen {
         // The dropped bytes left these streams unusable: end them, as the peers' timeouts would.
         p.reset_all();

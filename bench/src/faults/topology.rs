@@ -422,14 +422,10 @@ impl CaseServers {
         Ok(CaseServers::PostgresNamespaced(Box::new(postgres)))
     }
 
-    /// Drops every packet of the connections from this side's `ports` inside the namespaced
-    /// PostgreSQL's namespace, silently, both ways, until the partition is dropped. Blocking.
-    pub(crate) fn partition(&self, ports: &[u16]) -> Result<Partition, String> {
+    /// The case's PostgreSQL in a network namespace of its own; an error for every other topology.
+    fn namespaced_postgres(&self) -> Result<&NamespacedPostgres, String> {
         match self {
-            CaseServers::PostgresNamespaced(postgres) => postgres
-                .namespace()
-                .partition(ports)
-                .map_err(|e| format!("partition: {e}")),
+            CaseServers::PostgresNamespaced(postgres) => Ok(postgres),
             CaseServers::RedisPair { .. }
             | CaseServers::PostgresPair { .. }
             | CaseServers::Etcd(_)
@@ -443,12 +439,19 @@ impl CaseServers {
         }
     }
 
+    /// Drops every packet of the connections from this side's `ports` inside the namespaced
+    /// PostgreSQL's namespace, silently, both ways, until the partition is dropped. Blocking.
+    pub(crate) fn partition(&self, ports: &[u16]) -> Result<Partition, String> {
+        self.namespaced_postgres()?
+            .namespace()
+            .partition(ports)
+            .map_err(|e| format!("partition: {e}"))
+    }
+
     /// How many of the namespaced PostgreSQL's sessions come from this side's `ports`, and how many
     /// times its log says a client's connection timed out. Blocking.
     pub(crate) fn sessions_from(&self, ports: &[u16]) -> Result<(u64, usize), String> {
-        let CaseServers::PostgresNamespaced(postgres) = self else {
-            return Err("these servers are not in a network namespace".into());
-        };
+        let postgres = self.namespaced_postgres()?;
         let list = ports
             .iter()
             .map(u16::to_string)
