@@ -10,8 +10,8 @@ use super::env::{
     hold_for, lasts_until, measure_victim, pick_client,
 };
 use super::workers::{
-    Crash, HOG_THREAD, HeldSeen, LibrarySeen, STARVED_THREAD, WorkerCommand, WorkerControl,
-    runtime_threads, starve_evidence,
+    Crash, HOG_THREAD, HeldSeen, LibrarySeen, LibraryStarve, STARVED_THREAD, WorkerCommand,
+    WorkerControl, runtime_threads, starve_evidence,
 };
 use crate::base::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec};
@@ -85,7 +85,14 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 rec.evidence(if spec.kind == FaultKind::CpuHog {
                     hog_threads_seen(env, pid, until_ns).await
                 } else {
-                    starved_threads_seen(env, &workers, victim.client, pid, until_ns).await
+                    starved_threads_seen(
+                        env,
+                        &workers,
+                        victim.client,
+                        pid,
+                        (until_ns, until_ns - t0),
+                    )
+                    .await
                 });
             }
             if spec.kind == FaultKind::CpuHog
@@ -253,7 +260,7 @@ async fn starved_threads_seen(
     workers: &WorkerControl,
     client: u32,
     pid: u32,
-    until_ns: u64,
+    (until_ns, planned_ns): (u64, u64),
 ) -> Result<String, String> {
     let adapters: Vec<u32> = if workers.peer_adapters() {
         crate::base::proc_stat::group_members(pid)
@@ -287,6 +294,14 @@ async fn starved_threads_seen(
             tokio::time::sleep(Duration::from_millis(10)).await;
             report = workers.take_library_starve(client);
         }
+        if let Some(LibraryStarve::Held { pid: adapter, .. }) = &report
+            && !adapters.contains(adapter)
+        {
+            return Err(format!(
+                "the worker reported its library's threads held in process {adapter}, which is not \
+                 one of the adapter processes watched ({adapters:?}, worker {pid}'s process group)"
+            ));
+        }
         Some(LibrarySeen {
             report,
             seen: library.seen(),
@@ -294,10 +309,17 @@ async fn starved_threads_seen(
     } else {
         None
     };
-    starve_evidence(runtime.seen(), runtime_threads(), pid, library.as_ref())
+    let planned_ms = planned_ns as f64 / 1e6;
+    starve_evidence(
+        runtime.seen(),
+        runtime_threads(),
+        pid,
+        library.as_ref(),
+        planned_ms,
+    )
 }
 
-/// Sightings of held threads: the most at once, the first and the last time any was (ns).
+/// Sightings of held threads: the most at once, and the first and the last time that many were (ns).
 #[derive(Debug, Default)]
 struct Watch {
     most: usize,
@@ -307,9 +329,11 @@ struct Watch {
 
 impl Watch {
     fn saw(&mut self, held: usize, now: u64) {
-        if held > 0 {
-            self.most = self.most.max(held);
-            self.first.get_or_insert(now);
+        if held > self.most {
+            self.most = held;
+            self.first = Some(now);
+        }
+        if held > 0 && held == self.most {
             self.last = now;
         }
     }

@@ -29,12 +29,13 @@ pub(crate) fn runtime_threads() -> usize {
 }
 
 /// What `/proc` showed of threads renamed [`STARVED_THREAD`] during a starvation: the most held at
-/// once, and for how long at least one was (ms; `None`: never).
+/// once, and for how long that many were (ms, from the first to the last sight of them; `None`:
+/// none ever was).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct HeldSeen {
     /// The most held at once.
     pub most: usize,
-    /// From the first to the last sight of one held.
+    /// From the first to the last sight of `most` held.
     pub held_ms: Option<f64>,
 }
 
@@ -73,15 +74,34 @@ pub(crate) struct LibrarySeen {
 /// The evidence of a starvation from what `/proc` showed: `runtime` of worker process `pid`, whose
 /// claim is that every one of its `threads` runtime threads was held at once; for a peer, `library`
 /// too, whose claim is that every thread its library renews on was (in the adapter process), or the
-/// library renewed on and the starvation did not happen to it.
+/// library renewed on and the starvation did not happen to it. Each must have lasted at least
+/// [`HELD_SHARE`] of the `planned_ms` the fault asked for: a shorter one is not the experiment the
+/// scenario describes.
 pub(crate) fn starve_evidence(
     runtime: HeldSeen,
     threads: usize,
     pid: u32,
     library: Option<&LibrarySeen>,
+    planned_ms: f64,
 ) -> Result<String, String> {
+    let too_short = |ms: f64, whose: &str| {
+        (ms < planned_ms * HELD_SHARE).then(|| {
+            format!(
+                "{whose} held for {ms:.0} ms of the {planned_ms:.0} ms planned: the starvation was \
+                 shorter than the fault"
+            )
+        })
+    };
     let runtime_ms = match runtime.held_ms {
-        Some(ms) if runtime.most >= threads => ms,
+        Some(ms) if runtime.most >= threads => {
+            if let Some(short) = too_short(
+                ms,
+                &format!("the runtime threads of worker process {pid} were"),
+            ) {
+                return Err(short);
+            }
+            ms
+        }
         Some(ms) => {
             return Err(format!(
                 "only {} of the {threads} runtime threads of worker process {pid} were held at \
@@ -119,10 +139,18 @@ pub(crate) fn starve_evidence(
     };
     let most = library.seen.most;
     match library.seen.held_ms {
-        Some(ms) if of > 0 && held >= of && most >= of => Ok(format!(
-            "{runtime_held} and all {of} library threads of its adapter process {adapter} for \
+        Some(ms) if of > 0 && held >= of && most >= of => match too_short(
+            ms,
+            &format!(
+                "{runtime_held}, but the library threads of its adapter process {adapter} were"
+            ),
+        ) {
+            Some(short) => Err(short),
+            None => Ok(format!(
+                "{runtime_held} and all {of} library threads of its adapter process {adapter} for \
              {ms:.0} ms (/proc/{pid}/task, /proc/{adapter}/task)"
-        )),
+            )),
+        },
         Some(ms) => Err(format!(
             "{runtime_held}, but only {most} of the {of} library threads of its adapter process \
              {adapter} were held at once (for {ms:.0} ms; the adapter said {held}; \
@@ -134,6 +162,10 @@ pub(crate) fn starve_evidence(
         )),
     }
 }
+
+/// The share of a starvation's planned length its threads must have been held for it to count as
+/// applied (the watch polls every 5 ms, and the runtime starts after the adapter's answer).
+pub(crate) const HELD_SHARE: f64 = 0.9;
 
 /// A worker process killed by a fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,20 +299,31 @@ impl WorkerControl {
 mod tests {
     use super::*;
 
+    /// The planned length of the starvations below (ms).
+    const PLANNED: f64 = 2000.0;
+
     #[test]
     fn a_starvation_is_applied_only_when_every_runtime_thread_was_held() {
         let seen = |most, ms| HeldSeen { most, held_ms: ms };
         assert_eq!(
-            starve_evidence(seen(2, Some(1990.4)), 2, 42, None),
+            starve_evidence(seen(2, Some(1990.4)), 2, 42, None, PLANNED),
             Ok(
                 "all 2 runtime threads of worker process 42 were held for 1990 ms (/proc/42/task)"
                     .into()
             )
         );
         // One held thread of two: the runtime ran on the other (it used to count as applied).
-        let one = starve_evidence(seen(1, Some(1990.0)), 2, 42, None).expect_err("one of two");
+        let one =
+            starve_evidence(seen(1, Some(1990.0)), 2, 42, None, PLANNED).expect_err("one of two");
         assert!(one.starts_with("only 1 of the 2 runtime threads"), "{one}");
-        assert!(starve_evidence(seen(0, None), 2, 42, None).is_err());
+        assert!(starve_evidence(seen(0, None), 2, 42, None, PLANNED).is_err());
+        // Every thread held, but for half the fault: not the experiment described.
+        let short =
+            starve_evidence(seen(2, Some(1000.0)), 2, 42, None, PLANNED).expect_err("short");
+        assert!(
+            short.contains("held for 1000 ms of the 2000 ms planned"),
+            "{short}"
+        );
         assert!(runtime_threads() >= 1);
     }
 
@@ -304,7 +347,8 @@ mod tests {
                 runtime,
                 2,
                 42,
-                Some(&library(held(33, 33), 33, Some(1995.2)))
+                Some(&library(held(33, 33), 33, Some(1995.2))),
+                PLANNED
             ),
             Ok(
                 "all 2 runtime threads of worker process 42 were held for 1990 ms and all 33 \
@@ -330,8 +374,12 @@ mod tests {
             (library(held(33, 33), 31, Some(1995.0)), "only 31 of the 33"),
             (library(held(33, 33), 0, None), "no library thread"),
             (library(held(0, 0), 0, None), "no library thread"),
+            (
+                library(held(33, 33), 33, Some(900.0)),
+                "were held for 900 ms of the 2000 ms planned",
+            ),
         ] {
-            let not = starve_evidence(runtime, 2, 42, Some(&case)).expect_err(why);
+            let not = starve_evidence(runtime, 2, 42, Some(&case), PLANNED).expect_err(why);
             assert!(not.contains(why), "{not}");
         }
         // A runtime not starved fails first.
@@ -340,6 +388,7 @@ mod tests {
             2,
             42,
             Some(&library(held(33, 33), 33, Some(1995.0))),
+            PLANNED,
         );
         assert!(
             runtime_only
