@@ -47,9 +47,13 @@ impl Pair {
     /// Whether both sides kept every lock they believed they held, by the server's count and their own
     /// (none lost): only then did they do the same work, and their costs compare.
     pub fn comparable(&self) -> bool {
-        let held = self.held as f64;
-        self.server_held.iter().all(|n| n.is_none_or(|n| n >= held))
-            && self.lost.iter().all(|n| *n == 0.0)
+        self.kept(0) && self.kept(1)
+    }
+
+    /// Whether side `i` (0: lockbench's row, 1: the library) kept every lock it believed it held, by
+    /// the server's count and its own.
+    pub fn kept(&self, i: usize) -> bool {
+        self.server_held[i].is_none_or(|n| n >= self.held as f64) && self.lost[i] == 0.0
     }
 
     /// lockbench's row's CPU per renewal over the library's; `None` when not
