@@ -151,9 +151,7 @@ impl ServerProbe {
             pid: server.pid().or_else(|| pids.get(&server.kind()).copied()),
         }
     }
-}
 
-impl ServerProbe {
     /// The locks the server holds now, counted by the server: in Redis the keys named after the scale
     /// run's lock keys (`SCAN MATCH *scale*`, every row names its lock key after the key it was given,
     /// `lockbench:{scale:42}`, `lock:scale:42`), less the fencing counters (`…:fence`); ephemeral
@@ -588,10 +586,9 @@ async fn read(
             return (None, None, None, None);
         };
         let snapshot = server.stats.as_ref().and_then(|s| s.snapshot());
-        let cpu = match server.process_cpu_seconds() {
-            Some(seconds) => Some(seconds),
-            None => snapshot.as_ref().and_then(|s| s.cpu_seconds),
-        };
+        let cpu = server
+            .process_cpu_seconds()
+            .or_else(|| snapshot.as_ref().and_then(|s| s.cpu_seconds));
         let (redis, etcd) = match (server.kind, server.socket) {
             (_, None) => (None, None),
             (ServerKind::Redis, Some(addr)) => (RedisCommandStats::read(addr).ok(), None),
