@@ -295,6 +295,18 @@ impl ServerProcess {
         read_tail(&self.log, n)
     }
 
+    /// How many bytes the log file holds now (0 if it cannot be read): a mark for
+    /// [`log_since`](Self::log_since).
+    pub fn log_len(&self) -> u64 {
+        std::fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// What the log file gained after byte `mark` (at most its last 1 MiB; empty if it cannot be
+    /// read).
+    pub fn log_since(&self, mark: u64) -> String {
+        read_since(&self.log, mark)
+    }
+
     fn lock(&self) -> MutexGuard<'_, ChildState> {
         self.state
             .lock()
@@ -474,6 +486,16 @@ macro_rules! process_accessors {
             self.process.log_tail(n)
         }
 
+        /// How many bytes the server's log holds now: a mark for `log_since`.
+        pub fn log_len(&self) -> u64 {
+            self.process.log_len()
+        }
+
+        /// What the server's log gained after byte `mark` (at most its last 1 MiB).
+        pub fn log_since(&self, mark: u64) -> String {
+            self.process.log_since(mark)
+        }
+
         /// How long `start` took until the server was ready.
         pub fn startup(&self) -> std::time::Duration {
             self.startup
@@ -566,22 +588,30 @@ fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
 }
 
 fn read_tail(path: &Path, n: usize) -> String {
-    const MAX_BYTES: u64 = 64 * 1024;
+    let text = read_from(path, 0, 64 * 1024);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+fn read_since(path: &Path, mark: u64) -> String {
+    read_from(path, mark, 1024 * 1024)
+}
+
+/// The file's bytes after `mark`, at most its last `max_bytes`, as text (empty if unreadable).
+fn read_from(path: &Path, mark: u64, max_bytes: u64) -> String {
     let Ok(mut file) = File::open(path) else {
         return String::new();
     };
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let start = len.saturating_sub(MAX_BYTES);
-    if file.seek(SeekFrom::Start(start)).is_err() {
+    let start = len.saturating_sub(max_bytes).max(mark);
+    if start >= len || file.seek(SeekFrom::Start(start)).is_err() {
         return String::new();
     }
     let mut bytes = Vec::new();
     if file.read_to_end(&mut bytes).is_err() {
         return String::new();
     }
-    let text = String::from_utf8_lossy(&bytes);
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 #[cfg(test)]
@@ -638,6 +668,24 @@ mod tests {
         assert!(!reused_pid.exists());
         assert!(unmarked.exists());
         assert!(foreign.exists());
+    }
+
+    #[test]
+    fn the_log_since_a_mark_is_what_was_written_after_it() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("server.log");
+        assert_eq!(read_since(&path, 0), "", "no file yet");
+        std::fs::write(&path, "before\n").expect("write");
+        let mark = std::fs::metadata(&path).expect("len").len();
+        assert_eq!(read_since(&path, mark), "");
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("open");
+        file.write_all(b"after\n").expect("append");
+        assert_eq!(read_since(&path, mark), "after\n");
+        assert_eq!(read_since(&path, 0), "before\nafter\n");
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! only by TCP keepalive (`keepalive_partition`): the client's proxy connections to a PostgreSQL in a
 //! network namespace of its own are dropped silently inside that namespace.
 
+use std::sync::{Arc, Mutex};
+
 use lockbench_servers::{Fault, Proxy};
 
 use super::env::{
@@ -160,8 +162,8 @@ async fn degrade(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record, chosen: &[&
 }
 
 /// Drops the packets of `chosen`'s connections to the server silently, both ways, inside the
-/// server's network namespace for the fault's length, watching (every 50 ms) for the server to end
-/// their sessions; then lifts the rules and resets the proxies' streams (left unusable). Evidence:
+/// server's network namespace for the fault's length, watching (every 50 ms, on one session kept
+/// open) for the server to end their sessions; then lifts the rules and resets the proxies' streams (left unusable). Evidence:
 /// the rules' packet counters, the sessions the server ended and its "timed out" log lines.
 async fn keepalive_partition(
     spec: &FaultSpec,
@@ -184,7 +186,16 @@ async fn keepalive_partition(
         topology::KEEPALIVES.limit().as_secs_f64() * 1e3,
     );
     let (own_c, ports_c) = (own.clone(), ports.clone());
-    let before = blocking(move || own_c.sessions_from(&ports_c)).await;
+    let watching = blocking(move || {
+        let mut watch = own_c.watch_sessions(&ports_c)?;
+        let before = watch.read(&own_c)?;
+        Ok((Arc::new(Mutex::new(watch)), before))
+    })
+    .await;
+    let (watch, before) = match watching {
+        Ok(w) => w,
+        Err(e) => return rec.not_applied(e),
+    };
     let (own_c, ports_c) = (own.clone(), ports.clone());
     let partition = match blocking(move || own_c.partition(&ports_c)).await {
         Ok(p) => p,
@@ -195,8 +206,12 @@ async fn keepalive_partition(
     let mut ended_at = None;
     let mut after;
     loop {
-        let (own_c, ports_c) = (own.clone(), ports.clone());
-        after = blocking(move || own_c.sessions_from(&ports_c)).await;
+        let (own_c, watch_c) = (own.clone(), watch.clone());
+        after = blocking(move || {
+            let mut watch = watch_c.lock().unwrap_or_else(|e| e.into_inner());
+            watch.read(&own_c)
+        })
+        .await;
         if ended_at.is_none() && matches!(after, Ok((0, _))) {
             ended_at = Some(env.clock.now());
         }
@@ -224,9 +239,8 @@ async fn keepalive_partition(
         Err(e) => return rec.not_applied(format!("reading the rules' counters: {e}")),
     };
     rec.param("dropped_packets", dropped);
-    let (live_before, log_before) = before.unwrap_or_default();
-    let (live_after, log_after) = after.unwrap_or((live_before, log_before));
-    let timed_out = log_after.saturating_sub(log_before);
+    let (live_before, _) = before;
+    let (live_after, timed_out) = after.unwrap_or((live_before, 0));
     rec.param("sessions_before", live_before);
     rec.param("sessions_ended", live_before.saturating_sub(live_after));
     rec.param("timed_out_log_lines", timed_out as u64);

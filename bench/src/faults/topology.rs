@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use lockbench_reports::model::ServerInfo;
-use lockbench_servers::postgres::first_value;
+use lockbench_servers::postgres::{DATABASE, Session as PostgresSession, first_value};
 use lockbench_servers::redis::info_field;
 use lockbench_servers::{
     Direction, Durability, EtcdCluster, FakeClock, Fault, Keepalives, NamespacedPostgres,
@@ -73,6 +73,39 @@ pub(crate) const KEEPALIVES: Keepalives = Keepalives {
 
 /// What the server logs when keepalive (or the user timeout) gave up a client's connection.
 const TIMED_OUT: &str = "could not receive data from client: Connection timed out";
+
+/// How long one statement of a [`SessionWatch`] may take.
+const WATCH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The namespaced PostgreSQL's sessions from some client ports, watched on one session kept open
+/// ([`CaseServers::watch_sessions`]).
+#[derive(Debug)]
+pub(crate) struct SessionWatch {
+    session: PostgresSession,
+    /// Counts the watched sessions in `pg_stat_activity`.
+    count: String,
+    /// The server log's length when the watch began.
+    log_mark: u64,
+}
+
+impl SessionWatch {
+    /// How many of the watched sessions are live, and how many times the server's log has said a
+    /// client's connection timed out since the watch began. Blocking. `server` is the case's.
+    pub(crate) fn read(&mut self, server: &CaseServers) -> Result<(u64, usize), String> {
+        let rows = self
+            .session
+            .query(&self.count)
+            .map_err(|e| format!("pg_stat_activity: {e}"))?;
+        let live = first_value(&rows)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default();
+        let log = server
+            .namespaced_postgres()?
+            .server()
+            .log_since(self.log_mark);
+        Ok((live, log.matches(TIMED_OUT).count()))
+    }
+}
 
 /// What a failover found and did.
 #[derive(Debug, Clone, PartialEq)]
@@ -448,28 +481,28 @@ impl CaseServers {
             .map_err(|e| format!("partition: {e}"))
     }
 
-    /// How many of the namespaced PostgreSQL's sessions come from this side's `ports`, and how many
-    /// times its log says a client's connection timed out. Blocking.
-    pub(crate) fn sessions_from(&self, ports: &[u16]) -> Result<(u64, usize), String> {
+    /// A watch on the namespaced PostgreSQL's sessions from this side's `ports`, on one session of
+    /// its own kept open for the fault, counting the server's "timed out" log lines from now on.
+    /// Blocking.
+    pub(crate) fn watch_sessions(&self, ports: &[u16]) -> Result<SessionWatch, String> {
         let postgres = self.namespaced_postgres()?;
+        let server = postgres.server();
         let list = ports
             .iter()
             .map(u16::to_string)
             .collect::<Vec<_>>()
             .join(",");
-        let sql = format!(
+        let count = format!(
             "SELECT count(*) FROM pg_stat_activity WHERE client_addr = '{}' AND client_port IN ({list})",
             postgres.namespace().host_addr()
         );
-        let server = postgres.server();
-        let rows = server
-            .query(&sql)
-            .map_err(|e| format!("pg_stat_activity: {e}"))?;
-        let live = first_value(&rows)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_default();
-        let timed_out = server.log_tail(10_000).matches(TIMED_OUT).count();
-        Ok((live, timed_out))
+        let session = PostgresSession::connect(server.addr(), DATABASE, WATCH_TIMEOUT)
+            .map_err(|e| format!("a session to watch pg_stat_activity: {e}"))?;
+        Ok(SessionWatch {
+            session,
+            count,
+            log_mark: server.log_len(),
+        })
     }
 
     /// Starts a 3-member cluster of `kind` (etcd or ZooKeeper). Blocking (seconds).
