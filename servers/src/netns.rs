@@ -12,6 +12,7 @@
 use std::collections::BTreeSet;
 use std::io;
 use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -30,6 +31,9 @@ const INNER_LINK: &str = "veth0";
 const IP_INSTALL: &str = "run as root (CAP_NET_ADMIN) with iproute2 installed: sudo apt-get install -y iproute2 (or run docker/install-deps.sh)";
 /// The /30 blocks of 10.231.0.0/16.
 const BLOCKS: u32 = 1 << 14;
+/// Held (`flock`) by the process choosing a block until its addresses are up, so two processes
+/// never choose the same free block at the same instant.
+const CHOOSING_LOCK: &str = "/run/lockbench-netns.lock";
 
 /// A network namespace with a veth link to this one; deleted on drop.
 #[derive(Debug)]
@@ -51,6 +55,7 @@ impl NetNamespace {
         let identity = process_identity(pid).unwrap_or_else(|| format!("{pid} 0"));
         let name = namespace_name(&identity, n);
         let host_link = host_link_name(pid, n);
+        let _choosing = ChoosingLock::take()?;
         let used = used_addresses()?;
         let block = free_block(&used, pid.wrapping_mul(31).wrapping_add(n))
             .ok_or_else(|| start_error("every /30 of 10.231.0.0/16 is in use here".into()))?;
@@ -192,6 +197,33 @@ fn namespace_owner(name: &str) -> Option<String> {
 /// This side's end of the veth pair (at most 15 bytes, an interface name's limit).
 fn host_link_name(pid: u32, n: u32) -> String {
     format!("lb{:x}-{:x}", pid & 0xff_ffff, n & 0xffff)
+}
+
+/// The machine-wide lock on choosing a block ([`CHOOSING_LOCK`]), released when dropped.
+struct ChoosingLock(std::fs::File);
+
+impl ChoosingLock {
+    fn take() -> Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(CHOOSING_LOCK)
+            .map_err(|e| start_error(format!("{CHOOSING_LOCK}: {e}")))?;
+        // SAFETY: flock(2) on a descriptor this function owns; no memory is shared with it.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            let e = io::Error::last_os_error();
+            return Err(start_error(format!("locking {CHOOSING_LOCK}: {e}")));
+        }
+        Ok(ChoosingLock(file))
+    }
+}
+
+impl Drop for ChoosingLock {
+    fn drop(&mut self) {
+        // SAFETY: as in `take`; closing the file would release it too.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
 }
 
 /// (this side, the namespace's side) of /30 block `block` of 10.231.0.0/16.
