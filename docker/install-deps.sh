@@ -30,8 +30,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 missing=()
-need() { # need <command-or-path> <package>
-  if command -v "$1" >/dev/null 2>&1 || [ -e "$1" ]; then
+need() { # need <command-or-path-pattern> <package>
+  if command -v "$1" >/dev/null 2>&1 || compgen -G "$1" >/dev/null; then
     echo "install-deps: have $2 ($1)"
   else
     echo "install-deps: need $2 (no $1)"
@@ -43,11 +43,11 @@ need redis-cli redis-tools
 need etcd etcd-server
 need /usr/share/java/zookeeper.jar zookeeper
 need java default-jre-headless
-# PostgreSQL 15 (Debian's packaged server; lockbench runs /usr/lib/postgresql/15/bin itself, from a
-# fresh data directory per run, as the postgres user when run as root); postgresql-contrib brings
-# pg_stat_statements.
-need /usr/lib/postgresql/15/bin/postgres postgresql
-need /usr/share/postgresql/15/extension/pg_stat_statements.control postgresql-contrib
+# PostgreSQL (the distribution's packaged server, 15 on Debian 12; lockbench runs the newest
+# /usr/lib/postgresql/<version>/bin itself, or LOCKBENCH_POSTGRES_BIN, from a fresh data directory per
+# run, as the postgres user when run as root); postgresql-contrib brings pg_stat_statements.
+need '/usr/lib/postgresql/*/bin/postgres' postgresql
+need '/usr/share/postgresql/*/extension/pg_stat_statements.control' postgresql-contrib
 need protoc protobuf-compiler
 # etcd-client's build also needs the well-known types (google/protobuf/*.proto).
 need /usr/include/google/protobuf/descriptor.proto libprotobuf-dev

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole lockbench test suite on a Debian/Ubuntu machine with Rust: installs what is missing (servers,
 # protoc, Chromium), then checks formatting, lints and docs and runs every test. Tests start their own
-# redis-server, etcd and ZooKeeper on loopback; a missing server fails the run with the install command.
+# redis-server, etcd, ZooKeeper and PostgreSQL on loopback; a missing server fails the run with the install command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -297,7 +297,8 @@ pub struct CompareArgs {
     pub quick: bool,
     /// The full suite: the default one plus the library-fidelity scenarios (Redisson's renewal
     /// errors, busy server, orphaned holders and renewal after unlock; Redis restarts; Redlock's node
-    /// faults; failovers through Sentinel and in a Redis Cluster), about 40 minutes at 3 trials.
+    /// faults; failovers through Sentinel and in a Redis Cluster; PostgreSQL's failover, session kill
+    /// and keepalive partition), about 40 minutes at 3 trials.
     #[arg(long, conflicts_with = "quick")]
     pub full: bool,
     /// The full suite at 10 trials per case, for tighter violation-rate intervals.
