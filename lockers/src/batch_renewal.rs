@@ -18,6 +18,12 @@
 //! of every chunk that queues on the connection and lands late. N held locks cost at most
 //! ⌈N / chunk⌉ + [`RENEW_EVERY_TICKS`] − 1 calls per round.
 //!
+//! Scheduling a lock and taking it out are a push and a removal under a short lock: no task is
+//! spawned and, while any lock is scheduled, no thread woken (a new lock's first renewal is never due
+//! before the tick the scheduler already sleeps until). Only a lock scheduled while the scheduler
+//! sleeps with nothing scheduled wakes it, so a client that takes and frees one lock over and over
+//! wakes it at most once per tick.
+//!
 //! Chunk calls are built lazily, at most [`CHUNKS_IN_FLIGHT`] at a time, from the target each lock
 //! was scheduled with (kept in its entry, never re-encoded). [`SCHEDULE`] gives these numbers to a
 //! caller that sends the same calls on the same schedule without this code (lockbench's raw yardstick).
@@ -39,6 +45,7 @@
 
 use std::fmt::Display;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -136,6 +143,8 @@ fn first_due(latest: u64, chunk: usize, load: impl Fn(u64) -> usize) -> u64 {
 struct Schedule<T> {
     inner: Mutex<Inner<T>>,
     changed: Arc<Notify>,
+    /// How often a planned renewal woke the scheduler.
+    wakes: AtomicU64,
     plan: RenewalPlan,
     /// Locks per call.
     chunk: usize,
@@ -183,6 +192,7 @@ impl<T> Schedule<T> {
         }
         if inner.sleeping_until.is_some_and(|t| due < t) {
             inner.sleeping_until = None;
+            self.wakes.fetch_add(1, Ordering::Relaxed);
             self.changed.notify_one();
         }
     }
@@ -355,6 +365,7 @@ impl<T: Send + Sync + 'static> BatchRenewer<T> {
                 sleeping_until: Some(u64::MAX),
             }),
             changed: Arc::new(Notify::new()),
+            wakes: AtomicU64::new(0),
             plan,
             chunk: chunk.max(1),
             origin: Instant::now(),
@@ -407,6 +418,12 @@ impl<T: Send + Sync + 'static> BatchRenewer<T> {
             schedule: Arc::downgrade(s),
             id,
         }
+    }
+
+    /// How often scheduling a lock woke the scheduler.
+    #[cfg(test)]
+    fn wakes(&self) -> u64 {
+        self.schedule.wakes.load(Ordering::Relaxed)
     }
 
     /// How many locks are scheduled.
@@ -598,6 +615,52 @@ mod tests {
             "the ended lease is not extended"
         );
         assert_eq!(renewer.len(), 1, "the ended lease left the schedule");
+    }
+
+    /// The bench's cycle: one key acquired and released over and over, an await between. Scheduling
+    /// wakes the scheduler only when it sleeps with nothing scheduled, at most once per tick, however
+    /// many cycles run.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lock_scheduled_and_released_over_and_over_wakes_the_scheduler_at_most_once_a_tick() {
+        let ttl = Duration::from_millis(360);
+        let plan = RenewalPlan {
+            ttl,
+            period: ttl / 3,
+        };
+        let tick = plan.period / TICKS_PER_PERIOD as u32;
+        let renewer = BatchRenewer::start(plan, 100, Events::none(), "test", |targets| {
+            std::future::ready(Ok(vec![
+                RenewOutcome::Extended {
+                    remaining_before: None
+                };
+                targets.len()
+            ]))
+        });
+        let started = Instant::now();
+        let mut cycles = 0u64;
+        while started.elapsed() < tick * 20 {
+            let now = Instant::now();
+            let state = LeaseState::in_table(
+                renewer.lease_table(),
+                "key".into(),
+                now + ttl,
+                Events::none(),
+                Duration::ZERO,
+            );
+            let stop = renewer.schedule(String::from("key"), state.clone(), now);
+            tokio::task::yield_now().await;
+            stop.stop();
+            state.mark_released();
+            tokio::task::yield_now().await;
+            cycles += 1;
+        }
+        let ticks = (started.elapsed().as_nanos() / tick.as_nanos()) as u64 + 1;
+        assert!(cycles > 20 * ticks, "{cycles} cycles in {ticks} ticks");
+        assert!(
+            renewer.wakes() <= ticks,
+            "{} wakes in {ticks} ticks",
+            renewer.wakes()
+        );
     }
 
     fn phase(tick: u64) -> usize {
