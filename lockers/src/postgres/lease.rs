@@ -17,16 +17,18 @@
 //! `RenewFailed` for each of its rows, retried a third of a period later, and each of them is lost at
 //! its local deadline. A [`LeaseMode::Fixed`] lease is never renewed and is lost at its local deadline.
 //! The local deadline counts from the time the acquire or renewal was sent, less the
-//! [`notice_allowance`], so it never claims more than the server's clock granted (on that clock, the
+//! notice allowance, so it never claims more than the server's clock granted (on that clock, the
 //! lease may outlive it by a round trip).
 //!
 //! # Renewal schedule
 //! The scheduler ticks 12 times per renewal period while the client holds a watchdog lease; each row
 //! is renewed every 11 ticks (12/11 times per period) in one of 11 phases, and the rows fill the
 //! phases chunk by chunk. So N held rows cost at most ⌈N / [`RENEW_CHUNK`]⌉ + 10 statements per 11
-//! ticks: one per period for up to a thousand rows. The thinnest margin: a row is renewed at most a
-//! period after it was granted (its first renewal lands on a tick in the period before that), so it
-//! still has ⅔ of its TTL on the server (default ratio ⅓, less a tick if a statement goes out late).
+//! ticks (11/12 of a period): one statement per round for up to a thousand rows. The thinnest
+//! margin: a row is renewed at most a period after it was granted (its first renewal is due on a
+//! tick of the period before that, each next one 11 ticks after the last was due), so it still has ⅔
+//! of its TTL on the server (default ratio ⅓) as long as a statement goes out no more than a tick
+//! late.
 //! An acquire puts its row in the schedule and a release takes it out, each a push or a removal under
 //! a short lock: no task is spawned and no thread woken per hold (the scheduler is woken only when a
 //! row is scheduled while it sleeps with none, at most once per tick). The scheduler ends with the
