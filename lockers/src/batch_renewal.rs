@@ -20,9 +20,10 @@
 //!
 //! Scheduling a lock and taking it out are a push and a removal under a short lock: no task is
 //! spawned and, while any lock is scheduled, no thread woken (a new lock's first renewal is never due
-//! before the tick the scheduler already sleeps until). Only a lock scheduled while the scheduler
-//! sleeps with nothing scheduled wakes it, so a client that takes and frees one lock over and over
-//! wakes it at most once per tick.
+//! before the tick the scheduler already sleeps until). The scheduler stops ticking only after a tick
+//! with nothing scheduled and no lock scheduled since the tick before; only a lock scheduled while it
+//! sleeps so wakes it. So a client that takes and frees one lock over and over wakes it once, and at
+//! most once per tick whatever the gaps between its locks.
 //!
 //! Chunk calls are built lazily, at most [`CHUNKS_IN_FLIGHT`] at a time, from the target each lock
 //! was scheduled with (kept in its entry, never re-encoded). [`SCHEDULE`] gives these numbers to a
@@ -125,6 +126,9 @@ struct Inner<T> {
     /// The tick the scheduler sleeps until (`u64::MAX`: nothing scheduled), or `None` while it works; a
     /// lock planned earlier than it wakes the scheduler.
     sleeping_until: Option<u64>,
+    /// Whether a lock was scheduled since the scheduler last planned its sleep: it then stays on its
+    /// grid for another tick even if the lock has left again.
+    scheduled_lately: bool,
 }
 
 /// The tick of a new lock's first renewal, among the `RENEW_EVERY_TICKS` ticks up to `latest`: a phase
@@ -363,6 +367,7 @@ impl<T: Send + Sync + 'static> BatchRenewer<T> {
                 locks: PhaseTable::new(PHASES),
                 next_tick: 0,
                 sleeping_until: Some(u64::MAX),
+                scheduled_lately: false,
             }),
             changed: Arc::new(Notify::new()),
             wakes: AtomicU64::new(0),
@@ -412,6 +417,7 @@ impl<T: Send + Sync + 'static> BatchRenewer<T> {
             state,
         };
         let id = inner.locks.insert(item, due);
+        inner.scheduled_lately = true;
         s.plan(&mut inner, id, due, now);
         drop(inner);
         Unschedule {
@@ -455,7 +461,10 @@ where
         changed.as_mut().enable();
         let next = {
             let mut inner = s.lock();
-            let next = (inner.locks.len() > 0).then_some(inner.next_tick);
+            // Nothing scheduled: sleep until woken, unless a lock came (and went) since the last look,
+            // so a client taking and freeing locks does not wake it every time.
+            let lately = std::mem::take(&mut inner.scheduled_lately);
+            let next = (inner.locks.len() > 0 || lately).then_some(inner.next_tick);
             inner.sleeping_until = Some(next.unwrap_or(u64::MAX));
             next
         };
@@ -617,12 +626,12 @@ mod tests {
         assert_eq!(renewer.len(), 1, "the ended lease left the schedule");
     }
 
-    /// The bench's cycle: one key acquired and released over and over, an await between. Scheduling
-    /// wakes the scheduler only when it sleeps with nothing scheduled, at most once per tick, however
-    /// many cycles run.
+    /// The bench's cycle: one key acquired and released over and over, an await between. Only the
+    /// first wakes the scheduler, which then stays on its grid (a stall of the test of a tick or more
+    /// may let it sleep and cost one more wake).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lock_scheduled_and_released_over_and_over_wakes_the_scheduler_at_most_once_a_tick() {
-        let ttl = Duration::from_millis(360);
+        let ttl = Duration::from_millis(720);
         let plan = RenewalPlan {
             ttl,
             period: ttl / 3,
@@ -638,7 +647,7 @@ mod tests {
         });
         let started = Instant::now();
         let mut cycles = 0u64;
-        while started.elapsed() < tick * 20 {
+        while started.elapsed() < tick * 12 {
             let now = Instant::now();
             let state = LeaseState::in_table(
                 renewer.lease_table(),
@@ -657,7 +666,7 @@ mod tests {
         let ticks = (started.elapsed().as_nanos() / tick.as_nanos()) as u64 + 1;
         assert!(cycles > 20 * ticks, "{cycles} cycles in {ticks} ticks");
         assert!(
-            renewer.wakes() <= ticks,
+            renewer.wakes() <= 3,
             "{} wakes in {ticks} ticks",
             renewer.wakes()
         );

@@ -30,9 +30,9 @@
 //! of its TTL on the server (default ratio ⅓) as long as a statement goes out no more than a tick
 //! late.
 //! An acquire puts its row in the schedule and a release takes it out, each a push or a removal under
-//! a short lock: no task is spawned and no thread woken per hold (the scheduler is woken only when a
-//! row is scheduled while it sleeps with none, at most once per tick). The scheduler ends with the
-//! client.
+//! a short lock: no task is spawned and no thread woken per hold (the scheduler keeps ticking until a
+//! tick passes with no row scheduled, and only a row scheduled after that wakes it). The scheduler
+//! ends with the client.
 //!
 //! # Release
 //! Release sets `expires_at = '-infinity'` on our token if it is still live (no row:
