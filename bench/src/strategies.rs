@@ -158,6 +158,13 @@ const BATCHED: Facts = Facts {
     ..PLAIN
 };
 
+/// `postgres-lease`'s renewal: one statement per chunk of due rows, a little more than once per period.
+const ROWS_BATCHED: Facts = Facts {
+    locks_per_renew_call: Some(lockers::postgres::lease::RENEW_CHUNK as u64),
+    renewals_per_period: lockers::postgres::lease::RENEWALS_PER_PERIOD,
+    ..PLAIN
+};
+
 /// Redisson 3.44+'s renewal: every held lock once per tick (a third of the timeout), in chunks of
 /// `lockWatchdogBatchSize` per call.
 const REDISSON_SCHEDULER: Facts = Facts {
@@ -427,12 +434,12 @@ const NATIVE: &[Strategy] = &[
     }),
     Strategy::native(
         lockers::postgres::lease::ID,
-        "PostgreSQL lease row taken by one INSERT ... ON CONFLICT on the server's clock, renewed every TTL/3; token bumped on every grant; polling waiters",
+        "PostgreSQL lease row taken by one INSERT ... ON CONFLICT on the server's clock, the client's rows renewed about every TTL/3 by one UPDATE per chunk of due rows; token bumped on every grant; polling waiters",
         ServerKind::Postgres,
         |_| Ok(PostgresLease::CAPABILITIES),
         CONNECT_POSTGRES_LEASE,
     )
-    .with(PER_LOCK),
+    .with(ROWS_BATCHED),
     Strategy::native(
         "memory-unshared",
         "control without mutual exclusion: each client has its own MemoryServer, so the oracle must report violations",

@@ -40,8 +40,10 @@ mod settings;
 mod types;
 
 // The implementor kit: lease cells, renewal registries and loops every strategy builds leases with.
+#[cfg(any(feature = "redis", feature = "postgres"))]
+mod batch_renewal;
 mod lease_cells;
-#[cfg(feature = "redis")]
+#[cfg(any(feature = "redis", feature = "postgres"))]
 mod phase_table;
 mod renewal;
 

@@ -228,3 +228,64 @@ async fn requests_sent_are_what_pg_stat_statements_counted() {
         "the server counted {seen}, the clients sent {sent}"
     );
 }
+
+/// `postgres-lease` renews all of a client's rows together: forty leases held for two renewal periods
+/// cost a few statements (one per round of the client's scheduler), not one per lease per period;
+/// every lease is renewed, and the one whose row was taken away is lost alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_rows_are_renewed_together_and_a_stolen_row_is_lost_alone() {
+    const LEASES: usize = 40;
+    let log = lockers::EventLog::new();
+    let client = Row::Lease.client(Events::to(log.clone())).await;
+    let prefix = format!("together:{:08x}", rand::random::<u32>());
+    let mut leases = Vec::new();
+    for i in 0..LEASES {
+        let key = format!("{prefix}:{i}");
+        leases.push(
+            client
+                .acquire(&key, &AcquireOptions::try_once())
+                .await
+                .unwrap(),
+        );
+    }
+    let stolen = leases.pop().unwrap();
+    admin(format!(
+        "UPDATE lockbench_leases SET token = token + 1 WHERE key = '{}'",
+        stolen.key()
+    ))
+    .await;
+    let sent_before = client.requests_sent().unwrap();
+    let period = TTL / 3;
+    let reason = tokio::time::timeout(period * 2, stolen.lost())
+        .await
+        .unwrap();
+    assert!(matches!(reason, LossReason::RenewRejected), "{reason}");
+    tokio::time::sleep(period * 2).await;
+    let sent = client.requests_sent().unwrap() - sent_before;
+    let renewed = |key: &str| {
+        log.count(|e| matches!(e, lockers::LockEvent::Renewed { key: k, .. } if &**k == key))
+    };
+    for lease in &leases {
+        assert!(lease.is_held(), "{} lost", lease.key());
+        assert!(
+            renewed(lease.key()) >= 2,
+            "{} renewed {}",
+            lease.key(),
+            renewed(lease.key())
+        );
+    }
+    assert_eq!(renewed(stolen.key()), 0);
+    // A round is 11/12 of a period: at most 4 rounds (and a retry) in the window, where renewing
+    // each lease alone would have taken LEASES × 2.
+    assert!(
+        (2..=6).contains(&sent),
+        "{sent} statements for {LEASES} leases"
+    );
+    for lease in leases {
+        lease.release().await.unwrap();
+    }
+    assert!(matches!(
+        stolen.release().await,
+        Err(LockError::NotHeld { .. })
+    ));
+}

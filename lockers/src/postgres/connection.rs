@@ -81,9 +81,12 @@ impl PostgresConfig {
     }
 }
 
+/// The backend named by PostgreSQL errors.
+pub(super) const BACKEND: &str = "postgres";
+
 /// A `Backend` error for a failed PostgreSQL operation `what`.
 pub(super) fn pg_error(what: &str, error: &tokio_postgres::Error) -> LockError {
-    LockError::backend("postgres", format!("{what}: {}", one_line(error)))
+    LockError::backend(BACKEND, format!("{what}: {}", one_line(error)))
 }
 
 /// The client's error on one line (a server error with its severity and message).

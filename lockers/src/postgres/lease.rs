@@ -9,12 +9,33 @@
 //! [`poll_interval`](super::PostgresConfig::poll_interval): a row wakes nobody (`wait_notify: false`).
 //!
 //! # Lease and loss
-//! A [`LeaseMode::Watchdog`] lease is renewed every TTL/3 by the renewal machinery (`UPDATE … SET
-//! expires_at = now() + TTL WHERE key = … AND token = … AND expires_at >= now()`; no row: `Gone`, the
-//! lease is lost with `RenewRejected`). A [`LeaseMode::Fixed`] lease is never renewed and is lost at
-//! its local deadline. The local deadline counts from the time the statement was sent, so it never
-//! claims more than the server's clock granted (on that clock, the lease may outlive it by a round
-//! trip). Release sets `expires_at = '-infinity'` on our token if it is still live (no row:
+//! A [`LeaseMode::Watchdog`] lease is renewed about every TTL/3 by the client's one renewal scheduler
+//! (`crate::batch_renewal`, as `redis-watchdog`'s batched mode): each tick it sends one statement for
+//! every row of the client that is due, [`RENEW_ROWS`] (`UPDATE … FROM unnest(keys, tokens) … WHERE
+//! expires_at >= now() RETURNING key, token`), in chunks of at most [`RENEW_CHUNK`] rows. A due row
+//! not returned is `Gone`: that lease alone is lost with `RenewRejected`. A failed statement is a
+//! `RenewFailed` for each of its rows, retried a third of a period later, and each of them is lost at
+//! its local deadline. A [`LeaseMode::Fixed`] lease is never renewed and is lost at its local deadline.
+//! The local deadline counts from the time the acquire or renewal was sent, less the
+//! notice allowance, so it never claims more than the server's clock granted (on that clock, the
+//! lease may outlive it by a round trip).
+//!
+//! # Renewal schedule
+//! The scheduler ticks 12 times per renewal period while the client holds a watchdog lease; each row
+//! is renewed every 11 ticks (12/11 times per period) in one of 11 phases, and the rows fill the
+//! phases chunk by chunk. So N held rows cost at most ⌈N / [`RENEW_CHUNK`]⌉ + 10 statements per 11
+//! ticks (11/12 of a period): one statement per round for up to a thousand rows. The thinnest
+//! margin: a row is renewed at most a period after it was granted (its first renewal is due on a
+//! tick of the period before that, each next one 11 ticks after the last was due), so it still has ⅔
+//! of its TTL on the server (default ratio ⅓) as long as a statement goes out no more than a tick
+//! late.
+//! An acquire puts its row in the schedule and a release takes it out, each a push or a removal under
+//! a short lock: no task is spawned and no thread woken per hold (the scheduler keeps ticking until a
+//! tick passes with no row scheduled, and only a row scheduled after that wakes it). The scheduler
+//! ends with the client.
+//!
+//! # Release
+//! Release sets `expires_at = '-infinity'` on our token if it is still live (no row:
 //! `NotHeld`); a stale release names its token, so it never frees a newer hold.
 //!
 //! # Connection
@@ -22,6 +43,8 @@
 //! when it has ended. Its `application_name` is `lockbench <client id>`, and a row's holder is
 //! `<client id>:<owner>`, so the server can tell which session holds a row ([`holder_sessions`](super::holder_sessions)).
 
+use std::collections::HashSet;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,8 +54,9 @@ use tokio_postgres::Statement;
 use tokio_postgres::types::ToSql;
 
 use super::connection::{
-    Connection, LEASE_TABLE, PostgresConfig, ServerAddress, client_config, pg_error,
+    BACKEND, Connection, LEASE_TABLE, PostgresConfig, ServerAddress, client_config, pg_error,
 };
+use crate::batch_renewal::{BatchRenewer, Unschedule};
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
 use crate::lease::{
@@ -40,7 +64,7 @@ use crate::lease::{
     notice_allowance,
 };
 use crate::locker::{Capabilities, Locker};
-use crate::renewal::{RenewOutcome, RenewalPlan, in_background, renew_until_lost};
+use crate::renewal::{RenewOutcome, RenewalPlan, in_background};
 
 /// The strategy id.
 pub const ID: &str = "postgres-lease";
@@ -51,8 +75,17 @@ pub const ACQUIRE: &str = "INSERT INTO lockbench_leases AS l (key, holder, token
      VALUES ($1, $2, 1, now() + make_interval(secs => $3)) \
      ON CONFLICT (key) DO UPDATE SET holder = EXCLUDED.holder, token = l.token + 1, \
      expires_at = EXCLUDED.expires_at WHERE l.expires_at < now() RETURNING l.token";
-const RENEW: &str = "UPDATE lockbench_leases SET expires_at = now() + make_interval(secs => $3) \
-     WHERE key = $1 AND token = $2 AND expires_at >= now()";
+/// Renews the rows named by `$1` (keys) and `$2` (their tokens) that are still live, to `$3` seconds
+/// from now; returns the key and token of each row it renewed.
+pub const RENEW_ROWS: &str = "UPDATE lockbench_leases l \
+     SET expires_at = now() + make_interval(secs => $3) \
+     FROM unnest($1::text[], $2::bigint[]) AS u(key, token) \
+     WHERE l.key = u.key AND l.token = u.token AND l.expires_at >= now() \
+     RETURNING l.key, l.token";
+/// Rows renewed by one [`RENEW_ROWS`] statement at most.
+pub const RENEW_CHUNK: usize = 1000;
+/// How many times per renewal period each row is renewed (12/11: see the [module docs](self)).
+pub const RENEWALS_PER_PERIOD: f64 = crate::batch_renewal::RENEWALS_PER_PERIOD;
 /// Frees our row (`$2`: our token) if it is still live (no row: not held).
 pub const RELEASE: &str = "UPDATE lockbench_leases SET expires_at = '-infinity' \
      WHERE key = $1 AND token = $2 AND expires_at >= now()";
@@ -69,7 +102,7 @@ struct Session {
 impl Session {
     async fn open(config: &ServerAddress) -> Result<Arc<Self>, LockError> {
         let (connection, [acquire, renew, release]) =
-            Connection::open_prepared(config, LEASE_TABLE, [ACQUIRE, RENEW, RELEASE]).await?;
+            Connection::open_prepared(config, LEASE_TABLE, [ACQUIRE, RENEW_ROWS, RELEASE]).await?;
         Ok(Arc::new(Session {
             connection,
             acquire,
@@ -111,10 +144,51 @@ impl Sessions {
     }
 }
 
+/// A held row as its renewal names it.
+#[derive(Debug)]
+struct RowTarget {
+    key: Arc<str>,
+    token: i64,
+}
+
+/// The [`RENEW_ROWS`] statement for `rows`, to `seconds` from now: per row, `Extended` if the server
+/// returned it, else `Gone`. The statement is counted as sent once it is.
+fn renew_rows(
+    sessions: Arc<Sessions>,
+    rows: &[&RowTarget],
+    seconds: f64,
+) -> impl Future<Output = Result<Vec<RenewOutcome>, LockError>> + Send + use<> {
+    let keys: Vec<Arc<str>> = rows.iter().map(|row| row.key.clone()).collect();
+    let tokens: Vec<i64> = rows.iter().map(|row| row.token).collect();
+    async move {
+        let session = sessions.get().await?;
+        let keys: Vec<&str> = keys.iter().map(|key| &**key).collect();
+        let renewed = session
+            .connection
+            .sending()
+            .query(&session.renew, &[&keys, &tokens, &seconds])
+            .await
+            .map_err(|e| pg_error("renew", &e))?;
+        let renewed: HashSet<(&str, i64)> = renewed
+            .iter()
+            .map(|row| (row.get::<_, &str>(0), row.get::<_, i64>(1)))
+            .collect();
+        let outcome = |row| match renewed.contains(&row) {
+            true => RenewOutcome::Extended {
+                remaining_before: None,
+            },
+            false => RenewOutcome::Gone,
+        };
+        Ok(keys.into_iter().zip(tokens).map(outcome).collect())
+    }
+}
+
 /// One client taking lease rows (see the [module docs](self)).
 #[derive(Debug)]
 pub struct PostgresLease {
     sessions: Arc<Sessions>,
+    /// Renews the client's watchdog leases; its task ends when the client is dropped.
+    renewer: BatchRenewer<RowTarget>,
     config: PostgresConfig,
     events: Events,
     client_id: String,
@@ -146,11 +220,22 @@ impl PostgresLease {
         // The server names the client's connection as its rows name their holder.
         let client_config = client_config(url, &config)?.named(&client_id);
         let first = Session::open(&client_config).await?;
+        let sessions = Arc::new(Sessions {
+            config: client_config,
+            current: Mutex::new(first),
+        });
+        let renewing = sessions.clone();
+        let seconds = config.renewal.ttl.as_secs_f64();
+        let renewer = BatchRenewer::start(
+            RenewalPlan::from(config.renewal),
+            RENEW_CHUNK,
+            events.clone(),
+            BACKEND,
+            move |rows| renew_rows(renewing.clone(), rows, seconds),
+        );
         Ok(PostgresLease {
-            sessions: Arc::new(Sessions {
-                config: client_config,
-                current: Mutex::new(first),
-            }),
+            sessions,
+            renewer,
             config,
             events,
             client_id,
@@ -170,6 +255,10 @@ impl Locker for PostgresLease {
 
     fn requests_sent(&self) -> Option<u64> {
         Some(self.sessions.config.requests())
+    }
+
+    async fn close(&self) {
+        self.renewer.stop();
     }
 
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
@@ -230,37 +319,25 @@ impl PostgresLease {
             sent_at,
             at: Instant::now(),
         });
-        let state = LeaseState::noticing_early(
-            key.clone(),
-            sent_at + ttl,
-            self.events.clone(),
-            notice_allowance(ttl),
-        );
-        let renewal = match mode {
+        let (deadline, allowance) = (sent_at + ttl, notice_allowance(ttl));
+        let (state, renewal) = match mode {
             LeaseMode::Watchdog => {
-                let (sessions, key) = (self.sessions.clone(), key.clone());
-                let seconds = ttl.as_secs_f64();
-                let renew = move || {
-                    let (sessions, key) = (sessions.clone(), key.clone());
-                    async move {
-                        let session = sessions.get().await?;
-                        let held = session
-                            .update(&session.renew, &[&&*key, &token, &seconds], "renew")
-                            .await?;
-                        Ok(match held {
-                            true => RenewOutcome::Extended {
-                                remaining_before: None,
-                            },
-                            false => RenewOutcome::Gone,
-                        })
-                    }
+                // Its deadline sits beside the other rows' the scheduler reads each tick.
+                let table = self.renewer.lease_table();
+                let events = self.events.clone();
+                let state = LeaseState::in_table(table, key.clone(), deadline, events, allowance);
+                let row = RowTarget {
+                    key: key.clone(),
+                    token,
                 };
-                let plan = RenewalPlan::from(self.config.renewal);
-                let task =
-                    renew_until_lost(state.clone(), plan, sent_at, self.events.clone(), renew);
-                Some(tokio::spawn(task).abort_handle())
+                let renewal = self.renewer.schedule(row, state.clone(), sent_at);
+                (state, Some(renewal))
             }
-            LeaseMode::Fixed(_) => None,
+            LeaseMode::Fixed(_) => {
+                let events = self.events.clone();
+                let state = LeaseState::noticing_early(key.clone(), deadline, events, allowance);
+                (state, None)
+            }
         };
         let handle = LeaseHold {
             sessions: self.sessions.clone(),
@@ -275,14 +352,25 @@ impl PostgresLease {
 }
 
 /// One held lease row.
-#[derive(Debug)]
 struct LeaseHold {
     sessions: Arc<Sessions>,
     key: Arc<str>,
     token: i64,
     state: Arc<LeaseState>,
-    renewal: Option<tokio::task::AbortHandle>,
+    /// Takes the row out of the client's renewal schedule (a watchdog lease).
+    renewal: Option<Unschedule<RowTarget>>,
     events: Events,
+}
+
+impl std::fmt::Debug for LeaseHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseHold")
+            .field("key", &self.key)
+            .field("token", &self.token)
+            .field("state", &self.state)
+            .field("renewed", &self.renewal.is_some())
+            .finish()
+    }
 }
 
 impl LeaseHold {
@@ -297,9 +385,9 @@ impl LeaseHold {
 
 #[async_trait]
 impl LeaseHandle for LeaseHold {
-    async fn release(self: Box<Self>) -> Result<(), LockError> {
-        if let Some(renewal) = &self.renewal {
-            renewal.abort();
+    async fn release(mut self: Box<Self>) -> Result<(), LockError> {
+        if let Some(renewal) = self.renewal.take() {
+            renewal.stop();
         }
         let live = self.state.mark_released();
         let freed = Self::free(&self.sessions, &self.key, self.token).await?;
@@ -315,9 +403,9 @@ impl LeaseHandle for LeaseHold {
         Ok(())
     }
 
-    fn abandon(self: Box<Self>) {
-        if let Some(renewal) = &self.renewal {
-            renewal.abort();
+    fn abandon(mut self: Box<Self>) {
+        if let Some(renewal) = self.renewal.take() {
+            renewal.stop();
         }
         let live = self.state.mark_released();
         // Without a runtime the row is left to expire by its TTL.

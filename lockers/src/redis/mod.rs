@@ -25,7 +25,7 @@
 //! `crate::renewal::record_renewal`, shared by every renewer here: the per-lock loop, the batch scheduler,
 //! the guard threads and the keyspace holders.
 //!
-//! Batched renewal timing (`watchdog::batch`): ticks of a twelfth of a period; each lock is renewed every
+//! Batched renewal timing (`crate::batch_renewal`, shared with `postgres-lease`): ticks of a twelfth of a period; each lock is renewed every
 //! eleventh tick from the tick it was due at, in one of eleven phases, and the locks spread over the
 //! phases in full chunks, so every held lock is renewed 12/11 times per period and N held locks cost at
 //! most ⌈N / chunk⌉ + 10 calls per round.

@@ -5,7 +5,8 @@
 //! Where the numbers come from: Redis `INFO commandstats` (script calls are the renewals while the
 //! client only holds; their `usec` is the time spent executing them), etcd `/metrics`
 //! (`grpc_server_msg_received_total` of `LeaseKeepAlive`), ZooKeeper `mntr` (`packets_received`: pings
-//! and probes); server CPU from `/proc/<pid>` when the pid is known (else `INFO cpu` /
+//! and probes), PostgreSQL `pg_stat_statements` (`UPDATE` statements: `postgres-lease`'s renewals while
+//! the client only holds); server CPU from `/proc/<pid>` when the pid is known (else `INFO cpu` /
 //! `process_cpu_seconds_total`); client CPU from `getrusage`, RSS and threads from `/proc/self/stat`;
 //! per-lock renewals, failures and losses from the strategy's own events. A peer's client figures are
 //! its library's own process (the adapter), read from `/proc/<pid>`, and its acquires share a few
@@ -648,8 +649,14 @@ fn renew_calls(before: &Reading, after: &Reading) -> Option<u64> {
         return Some(a.saturating_sub(b));
     }
     let (b, a) = (before.server.as_ref()?, after.server.as_ref()?);
-    let now = a.requests.get("packets_received")?;
-    Some(now.saturating_sub(b.requests.get("packets_received").copied().unwrap_or(0)))
+    // ZooKeeper's packets; PostgreSQL's `UPDATE`s, which nothing but a renewal sends while the client
+    // only holds.
+    ["packets_received", "update"]
+        .into_iter()
+        .find_map(|counter| {
+            let now = a.requests.get(counter)?;
+            Some(now.saturating_sub(b.requests.get(counter).copied().unwrap_or(0)))
+        })
 }
 
 /// The measured window of one step.

@@ -77,7 +77,7 @@ pub fn render(results: &ScaleResults) -> String {
         out,
         "watchdog timeout {} ms, renewal every {} ms, {} ms window per step. srv held: locks the server \
          itself held at the end (keys, ephemeral nodes, advisory locks, lease rows); calls/s: renew requests the \
-         server received (Redis EVALSHA, etcd LeaseKeepAlive, ZooKeeper packets); bound/s: held ÷ period ÷ \
+         server received (Redis EVALSHA, etcd LeaseKeepAlive, ZooKeeper packets, PostgreSQL UPDATEs); bound/s: held ÷ period ÷ \
          locks per call (a library: its model's); renew/s: per-lock renewals the client reported (a library \
          reports none); failed, lost: since the step began filling; margin: the \
          least TTL a renewal in the window found left, p0.1: the 0.1th percentile of those TTLs. †: a real \

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::batch::BatchSchedule;
 use crate::redis::transport::connection::Commands;
 use async_trait::async_trait;
 use tokio::sync::watch;
 
-use super::batch::{BatchRenewer, BatchTarget};
+use super::batch::BatchTarget;
 use super::config::{RenewalMode, WatchdogConfig};
+use crate::batch_renewal::{BatchRenewer, BatchSchedule};
 use crate::error::LockError;
 use crate::event::Events;
 use crate::lease::{AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseState};
@@ -35,9 +35,9 @@ pub const ID: &str = "redis-watchdog";
 pub const BATCHED_ID: &str = "redis-watchdog-batched";
 /// How many times per renewal period batched renewal renews each lock (a little more than once: see
 /// `batch`), so a caller can bound its server calls.
-pub const BATCHED_RENEWALS_PER_PERIOD: f64 = super::batch::RENEWALS_PER_PERIOD;
+pub const BATCHED_RENEWALS_PER_PERIOD: f64 = crate::batch_renewal::RENEWALS_PER_PERIOD;
 /// The timing of batched renewal (ticks, phases, calls in flight), for a sender that mirrors it.
-pub const BATCHED_SCHEDULE: BatchSchedule = super::batch::SCHEDULE;
+pub const BATCHED_SCHEDULE: BatchSchedule = crate::batch_renewal::SCHEDULE;
 
 /// The text of the batched renewal script (`KEYS` lock hashes; `ARGV` the TTL in ms, then one owner
 /// field per key; answers 0 or the PTTL found, per key), for a sender that makes the same calls.
@@ -193,7 +193,7 @@ async fn renew_answers(
 #[derive(Debug)]
 enum Renewer {
     PerLock(DeferredStarts),
-    Batched(BatchRenewer),
+    Batched(BatchRenewer<BatchTarget>),
 }
 
 /// One client of a Redis server running the `redis-watchdog` strategy. See the module docs.
@@ -241,6 +241,7 @@ impl RedisWatchdog {
                     plan,
                     chunk,
                     events.clone(),
+                    BACKEND,
                     move |targets| renew_chunk(commands.clone(), targets, ttl_ms, &calls),
                 ))
             }
@@ -309,7 +310,7 @@ impl RedisWatchdog {
         let deferred = match &self.renewer {
             Renewer::Batched(batch) => {
                 let target = BatchTarget::new(&keys.lock, owner);
-                return batch.schedule(target, state, sent_at);
+                return Box::new(batch.schedule(target, state, sent_at));
             }
             Renewer::PerLock(deferred) => deferred,
         };

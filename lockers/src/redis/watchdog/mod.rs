@@ -36,14 +36,14 @@
 //! | module | what it holds |
 //! |---|---|
 //! | `config` | [`WatchdogConfig`], [`RenewalMode`] |
-//! | `batch` | one scheduler per client renewing due locks in chunked script calls (batched mode) |
+//! | `batch` | a lock's target in the batched mode's scheduler (`crate::batch_renewal`): key and owner inline |
 //! | `locker` | [`RedisWatchdog`]: acquire, grant, per-lock renewal start, a lease's release path |
 
 mod batch;
 mod config;
 mod locker;
 
-pub use batch::BatchSchedule;
+pub use crate::batch_renewal::BatchSchedule;
 pub use config::{RenewalMode, WatchdogConfig};
 pub use locker::{
     BATCHED_ID, BATCHED_RENEWALS_PER_PERIOD, BATCHED_SCHEDULE, ID, RedisWatchdog,
