@@ -570,12 +570,10 @@ impl<P> SessionHolds<P> {
 
     /// A session renewal sent at `sent_at` was granted `granted`: the session and every lock under it
     /// that has not ended now live to `sent_at + granted` (one write: they read the session's deadline);
-    /// one `Renewed` event per such lock.
+    /// one `Renewed` event per such lock, or, for a sink that reads no renewal keys, one call with their
+    /// count. Its cost does not grow with the locks held unless the sink reads their keys.
     pub(crate) fn renewed(&self, renewal: SessionRenewed, events: &Events) {
         self.session.extend_to(renewal.sent_at + renewal.granted);
-        if !events.enabled() {
-            return;
-        }
         let renewed = Renewed {
             scheduled_at: renewal.scheduled_at,
             sent_at: renewal.sent_at,
@@ -584,6 +582,9 @@ impl<P> SessionHolds<P> {
             granted_ttl: renewal.granted,
             trigger_lag: None,
         };
+        if !events.renewal_keys_wanted() {
+            return events.renewals(self.carrier.carried(), renewed);
+        }
         for state in self.states() {
             if !state.has_ended() {
                 events.renewed(state.key(), || renewed);
@@ -753,8 +754,27 @@ mod tests {
     use super::*;
     use crate::event::EventLog;
 
+    /// A sink that reads no renewal keys and keeps the count of each call it got.
+    #[derive(Debug, Default)]
+    struct KeylessCounter {
+        calls: Mutex<Vec<u64>>,
+    }
+
+    impl crate::event::EventSink for KeylessCounter {
+        fn record(&self, _event: LockEvent) {}
+
+        fn reads_renewal_keys(&self) -> bool {
+            false
+        }
+
+        fn record_renewals(&self, count: u64, _renewed: Renewed) {
+            self.calls.lock().expect("not poisoned").push(count);
+        }
+    }
+
     /// One renewal of the session moves the deadline of every lock under it; a lock released alone
-    /// keeps the deadline it had and gets no `Renewed`, and a lock inserted later starts at the session's.
+    /// keeps the deadline it had and gets no `Renewed`, and a lock inserted later starts at the session's. A
+    /// sink that reads no keys gets the renewals of every lasting lock in one call.
     #[test]
     fn a_session_renewal_moves_every_lock_under_it_but_one_released_alone() {
         let sent = Instant::now();
@@ -786,6 +806,10 @@ mod tests {
         assert!(log.snapshot().iter().all(|e| e.key() != "k0"));
         let late = holds.insert(&"late".into(), &owner, &events, (), || {});
         assert_eq!(late.expect("live").state.deadline(), until);
+        // A sink that reads no keys takes the next renewal of the 100 lasting locks in one call.
+        let counter = Arc::new(KeylessCounter::default());
+        holds.renewed(renewal, &Events::to(counter.clone()));
+        assert_eq!(*counter.calls.lock().expect("not poisoned"), vec![100]);
         // The session's loss still loses every lock that lasted, and only those.
         holds.lose(LossReason::SessionExpired);
         assert!(held[1..].iter().all(|h| h.state.loss().is_some()));

@@ -71,6 +71,14 @@ impl EventSink for RenewalCounts {
         self.renewed(renewed.remaining_ttl_before);
     }
 
+    fn reads_renewal_keys(&self) -> bool {
+        false
+    }
+
+    fn record_renewals(&self, count: u64, renewed: Renewed) {
+        self.renewed_many(count, renewed.remaining_ttl_before);
+    }
+
     fn record(&self, event: LockEvent) {
         if let Some(renewed) = event.renewal() {
             return self.renewed(renewed.remaining_ttl_before);
@@ -86,15 +94,23 @@ impl EventSink for RenewalCounts {
 impl RenewalCounts {
     /// One lock renewed, which had `left` of its TTL when the renewal ran (when known).
     pub(super) fn renewed(&self, left: Option<Duration>) {
+        self.renewed_many(1, left);
+    }
+
+    /// `count` locks renewed, each of which had `left` of its TTL when the renewal ran (when known).
+    fn renewed_many(&self, count: u64, left: Option<Duration>) {
+        if count == 0 {
+            return;
+        }
         if let Some(left) = left {
             let us = u64::try_from(left.as_micros()).unwrap_or(u64::MAX);
             self.thinnest_us.fetch_min(us, Ordering::Relaxed);
             self.margins_us
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .saturating_record(us);
+                .saturating_record_n(us, count);
         }
-        self.renewed.fetch_add(1, Ordering::Relaxed);
+        self.renewed.fetch_add(count, Ordering::Relaxed);
     }
 
     /// One renewal failed.
