@@ -249,6 +249,7 @@ pub struct Events {
     /// The sink's [`EventSink::wants_renewal_plans`].
     plans: bool,
     /// The sink's [`EventSink::reads_renewal_keys`].
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
     renewal_keys: bool,
 }
 
@@ -294,6 +295,7 @@ impl Events {
 
     /// Whether a sink is set and reads renewals' keys (else a session's renewals go to
     /// [`Events::renewals`] at once).
+    #[cfg(any(feature = "etcd", feature = "zookeeper"))]
     #[inline]
     pub(crate) fn renewal_keys_wanted(&self) -> bool {
         self.renewal_keys
@@ -301,6 +303,7 @@ impl Events {
 
     /// Records `count` renewals alike but for their keys ([`EventSink::record_renewals`]), if a sink is
     /// set.
+    #[cfg(any(feature = "etcd", feature = "zookeeper"))]
     #[inline]
     pub(crate) fn renewals(&self, count: u64, renewed: Renewed) {
         if let Some(sink) = &self.sink {

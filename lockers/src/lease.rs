@@ -59,7 +59,9 @@ pub(crate) fn notice_allowance(ttl: Duration) -> Duration {
 enum Cell {
     Own(LeaseCell),
     Table(TableCell),
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
     Carrier(Arc<CarrierCell>),
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
     Carried(CarriedCell),
 }
 
@@ -105,6 +107,7 @@ impl LeaseState {
     /// The state of a session named `key` whose cell is `carrier`: the locks it carries
     /// ([`LeaseState::carried`]) read their deadline there, so extending it extends every one of them.
     /// Nothing of it is reported.
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
     pub(crate) fn carrier(key: Arc<str>, carrier: &Arc<CarrierCell>) -> Arc<Self> {
         let deadline = carrier.cell().deadline();
         let cell = Cell::Carrier(carrier.clone());
@@ -114,6 +117,7 @@ impl LeaseState {
     /// A live lease on `key` carried by the session whose cell is `carrier`: its deadline is the
     /// session's for as long as it lasts; it can end (be released or lost) alone. Losses are reported to
     /// `events`.
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
     pub(crate) fn carried(key: Arc<str>, carrier: &Arc<CarrierCell>, events: Events) -> Arc<Self> {
         let deadline = carrier.cell().deadline();
         let cell = Cell::Carried(CarriedCell::new(carrier));

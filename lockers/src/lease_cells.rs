@@ -69,6 +69,7 @@ pub(crate) struct CarrierCell {
 
 impl CarrierCell {
     /// A carrier alive until `deadline`, carrying nothing yet.
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
     pub(crate) fn new(deadline: Instant) -> Arc<Self> {
         let carrier = Arc::new(CarrierCell::default());
         carrier.cell.extend_to(deadline);
@@ -81,6 +82,7 @@ impl CarrierCell {
     }
 
     /// How many of the leases it carries have not ended.
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
     pub(crate) fn carried(&self) -> u64 {
         self.carried.load(Ordering::Acquire)
     }
@@ -99,6 +101,7 @@ pub(crate) struct CarriedCell {
 
 impl CarriedCell {
     /// A live lease carried by `carrier`, counted among its carried leases until it ends.
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
     pub(crate) fn new(carrier: &Arc<CarrierCell>) -> Self {
         carrier.carried.fetch_add(1, Ordering::AcqRel);
         CarriedCell {
