@@ -1,7 +1,9 @@
 //! `LockEvent`s: what a strategy reports about acquisitions, renewals and losses, and the optional sink
 //! they go to. The driver builds every renewal metric from these events, so all strategies are measured
 //! the same way. Renewals reach a sink through [`EventSink::record_renewed`], which a sink that never
-//! reads their keys takes as [`Renewed`]; by default it records them as [`LockEvent::Renewed`].
+//! reads their keys takes as [`Renewed`]; by default it records them as [`LockEvent::Renewed`]. A sink
+//! that says it never reads renewals' keys takes the renewals of every lock one session renewal extended
+//! in one call ([`EventSink::record_renewals`]).
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -176,6 +178,24 @@ pub trait EventSink: Send + Sync + fmt::Debug {
     fn record_renewed(&self, key: &Arc<str>, renewed: Renewed) {
         self.record(renewed.into_event(key.clone()));
     }
+
+    /// Whether this sink reads the keys of renewals. One that does not takes the renewals of the locks a
+    /// client's session carries (an etcd lease, a ZooKeeper session) in one call to
+    /// [`EventSink::record_renewals`] per session renewal, so renewing a session costs the same however
+    /// many locks it carries. Asked once, when [`Events::to`] wraps the sink.
+    fn reads_renewal_keys(&self) -> bool {
+        true
+    }
+
+    /// Takes `count` renewals alike but for their keys: every lock one session renewal extended.
+    /// Called instead of `count` calls to [`EventSink::record_renewed`] only for a sink that does not
+    /// read renewal keys; by default it makes those calls, with an empty key.
+    fn record_renewals(&self, count: u64, renewed: Renewed) {
+        let key: Arc<str> = Arc::from("");
+        for _ in 0..count {
+            self.record_renewed(&key, renewed);
+        }
+    }
 }
 
 impl EventSink for tokio::sync::mpsc::UnboundedSender<LockEvent> {
@@ -228,6 +248,9 @@ pub struct Events {
     sink: Option<Arc<dyn EventSink>>,
     /// The sink's [`EventSink::wants_renewal_plans`].
     plans: bool,
+    /// The sink's [`EventSink::reads_renewal_keys`].
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
+    renewal_keys: bool,
 }
 
 impl Events {
@@ -239,9 +262,11 @@ impl Events {
     /// Events go to `sink`.
     pub fn to(sink: Arc<dyn EventSink>) -> Self {
         let plans = sink.wants_renewal_plans();
+        let renewal_keys = sink.reads_renewal_keys();
         Events {
             sink: Some(sink),
             plans,
+            renewal_keys,
         }
     }
 
@@ -265,6 +290,24 @@ impl Events {
     pub(crate) fn renewed(&self, key: &Arc<str>, make: impl FnOnce() -> Renewed) {
         if let Some(sink) = &self.sink {
             sink.record_renewed(key, make());
+        }
+    }
+
+    /// Whether a sink is set and reads renewals' keys (else a session's renewals go to
+    /// [`Events::renewals`] at once).
+    #[cfg(any(feature = "etcd", feature = "zookeeper"))]
+    #[inline]
+    pub(crate) fn renewal_keys_wanted(&self) -> bool {
+        self.renewal_keys
+    }
+
+    /// Records `count` renewals alike but for their keys ([`EventSink::record_renewals`]), if a sink is
+    /// set.
+    #[cfg(any(feature = "etcd", feature = "zookeeper"))]
+    #[inline]
+    pub(crate) fn renewals(&self, count: u64, renewed: Renewed) {
+        if let Some(sink) = &self.sink {
+            sink.record_renewals(count, renewed);
         }
     }
 

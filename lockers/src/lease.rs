@@ -2,7 +2,8 @@
 //! lease shares with its strategy's renewal (`LeaseState`: the deadline and how the lease ended) and the
 //! strategy's release path (`LeaseHandle`). Callers cannot reach either, so no caller can move a deadline.
 //! The deadline and end flag sit in a [`LeaseCell`], the lease's own or one of its strategy's
-//! [`LeaseTable`].
+//! [`LeaseTable`]; a lock carried by its client's session reads its deadline from the session's
+//! [`CarrierCell`].
 
 use std::fmt;
 use std::future::Future;
@@ -14,7 +15,7 @@ use tokio::sync::watch;
 
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
-use crate::lease_cells::{CellRef, LeaseCell, LeaseTable, TableCell};
+use crate::lease_cells::{CarriedCell, CarrierCell, CellRef, LeaseCell, LeaseTable, TableCell};
 pub(crate) use crate::types::{AcquireOptions, FencingToken, LeaseMode, LossReason, OwnerId};
 
 /// How a lease ended: released by its holder, or lost for a reason.
@@ -52,10 +53,16 @@ pub(crate) fn notice_allowance(ttl: Duration) -> Duration {
     ttl / 100 + Duration::from_millis(2)
 }
 
-/// Where a lease's [`LeaseCell`] lives: inside its state, or in its strategy's [`LeaseTable`].
+/// Where a lease's deadline and end flag live: in a [`LeaseCell`] inside its state or in its strategy's
+/// [`LeaseTable`]; for a session, in the cell its locks read their deadline from; for a lock carried
+/// by a session, its end flag in a cell of its own and its deadline in the session's.
 enum Cell {
     Own(LeaseCell),
     Table(TableCell),
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
+    Carrier(Arc<CarrierCell>),
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
+    Carried(CarriedCell),
 }
 
 impl fmt::Debug for LeaseState {
@@ -97,6 +104,26 @@ impl LeaseState {
         )
     }
 
+    /// The state of a session named `key` whose cell is `carrier`: the locks it carries
+    /// ([`LeaseState::carried`]) read their deadline there, so extending it extends every one of them.
+    /// Nothing of it is reported.
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
+    pub(crate) fn carrier(key: Arc<str>, carrier: &Arc<CarrierCell>) -> Arc<Self> {
+        let deadline = carrier.cell().deadline();
+        let cell = Cell::Carrier(carrier.clone());
+        Self::with_cell(key, deadline, Events::none(), cell, Duration::ZERO)
+    }
+
+    /// A live lease on `key` carried by the session whose cell is `carrier`: its deadline is the
+    /// session's for as long as it lasts; it can end (be released or lost) alone. Losses are reported to
+    /// `events`.
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
+    pub(crate) fn carried(key: Arc<str>, carrier: &Arc<CarrierCell>, events: Events) -> Arc<Self> {
+        let deadline = carrier.cell().deadline();
+        let cell = Cell::Carried(CarriedCell::new(carrier));
+        Self::with_cell(key, deadline, events, cell, Duration::ZERO)
+    }
+
     /// As [`LeaseState::noticing_early`], with its cell in `table` (given back when the state is
     /// dropped).
     pub(crate) fn in_table(
@@ -131,7 +158,7 @@ impl LeaseState {
     /// reads many side by side (and holds this state as long as the reference).
     pub(crate) fn table_cell(&self) -> Option<&CellRef> {
         match &self.cell {
-            Cell::Own(_) => None,
+            Cell::Own(_) | Cell::Carrier(_) | Cell::Carried(_) => None,
             Cell::Table(cell) => Some(cell.shared()),
         }
     }
@@ -149,22 +176,37 @@ impl LeaseState {
     /// The conservative local deadline: the lease is certainly not held after it (the server-side
     /// deadline less the strategy's allowance).
     pub(crate) fn deadline(&self) -> Instant {
-        let server_side = self.cell().deadline();
+        let server_side = match &self.cell {
+            Cell::Carried(cell) => cell.deadline(),
+            Cell::Own(_) | Cell::Table(_) | Cell::Carrier(_) => self.cell().deadline(),
+        };
         server_side
             .checked_sub(self.allowance)
             .unwrap_or(server_side)
     }
 
-    /// Moves the deadline forward to `deadline` (never backward).
+    /// Moves the deadline forward to `deadline` (never backward). For a session, the deadline of every
+    /// lock it carries moves with it.
     pub(crate) fn extend_to(&self, deadline: Instant) {
         self.cell().extend_to(deadline);
     }
 
-    /// The deadline and end flag.
+    /// The end flag and the deadline. For a lock carried by a session the deadline in it is only a floor
+    /// under the session's while the lock lasts: read it with [`LeaseState::deadline`].
     pub(crate) fn cell(&self) -> &LeaseCell {
         match &self.cell {
             Cell::Own(cell) => cell,
             Cell::Table(cell) => cell.get(),
+            Cell::Carrier(carrier) => carrier.cell(),
+            Cell::Carried(cell) => cell.own(),
+        }
+    }
+
+    /// Marks the lease ended (a carried lock's deadline stops following its session).
+    fn set_ended(&self) {
+        match &self.cell {
+            Cell::Carried(cell) => cell.set_ended(),
+            Cell::Own(_) | Cell::Table(_) | Cell::Carrier(_) => self.cell().set_ended(),
         }
     }
 
@@ -184,7 +226,7 @@ impl LeaseState {
                 reason: reason.clone(),
             });
             *slot = Some(LeaseEnd::Lost(reason.clone()));
-            self.cell().set_ended();
+            self.set_ended();
             true
         })
     }
@@ -197,7 +239,7 @@ impl LeaseState {
                 return false;
             }
             *slot = Some(LeaseEnd::Released);
-            self.cell().set_ended();
+            self.set_ended();
             true
         })
     }

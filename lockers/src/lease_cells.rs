@@ -1,7 +1,9 @@
 //! Where a lease keeps its deadline and end flag: a [`LeaseCell`], either the lease's own or one of a
 //! [`LeaseTable`]'s, which keeps the cells of many leases side by side. A scheduler that renews
 //! thousands of leases per tick reads and extends their cells in a few contiguous blocks instead of
-//! one allocation per lease scattered over the heap.
+//! one allocation per lease scattered over the heap. A lease carried by another (a lock that lives
+//! exactly as long as its client's session) keeps only its end flag and reads its deadline from its
+//! carrier's [`CarrierCell`], so one renewal of the carrier extends every lease it carries.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -45,10 +47,99 @@ impl LeaseCell {
         self.ended.store(true, Ordering::Release);
     }
 
+    /// Marks the lease ended; returns whether it had not ended before.
+    fn end_once(&self) -> bool {
+        !self.ended.swap(true, Ordering::AcqRel)
+    }
+
     /// Back to a fresh cell: no deadline, not ended.
     fn reset(&self) {
         self.deadline_nanos.store(0, Ordering::Release);
         self.ended.store(false, Ordering::Release);
+    }
+}
+
+/// The cell of a lease that carries others (a client's session, whose locks live exactly as long as it
+/// does), and how many of the leases it carries have not ended.
+#[derive(Debug, Default)]
+pub(crate) struct CarrierCell {
+    cell: LeaseCell,
+    carried: AtomicU64,
+}
+
+impl CarrierCell {
+    /// A carrier alive until `deadline`, carrying nothing yet.
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
+    pub(crate) fn new(deadline: Instant) -> Arc<Self> {
+        let carrier = Arc::new(CarrierCell::default());
+        carrier.cell.extend_to(deadline);
+        carrier
+    }
+
+    /// The carrier's own deadline and end flag.
+    pub(crate) fn cell(&self) -> &LeaseCell {
+        &self.cell
+    }
+
+    /// How many of the leases it carries have not ended.
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
+    pub(crate) fn carried(&self) -> u64 {
+        self.carried.load(Ordering::Acquire)
+    }
+}
+
+/// The cell of a lease carried by a [`CarrierCell`]: its own end flag, and its carrier's deadline while
+/// it lasts (or a later one set on the lease itself). The deadline stops following the carrier when the
+/// lease ends.
+#[derive(Debug)]
+pub(crate) struct CarriedCell {
+    /// The end flag; its deadline is a floor under the carrier's while the lease lasts, and the deadline
+    /// once it has ended.
+    own: LeaseCell,
+    carrier: Arc<CarrierCell>,
+}
+
+impl CarriedCell {
+    /// A live lease carried by `carrier`, counted among its carried leases until it ends.
+    #[cfg_attr(not(any(feature = "etcd", feature = "zookeeper")), allow(dead_code))]
+    pub(crate) fn new(carrier: &Arc<CarrierCell>) -> Self {
+        carrier.carried.fetch_add(1, Ordering::AcqRel);
+        CarriedCell {
+            own: LeaseCell::default(),
+            carrier: carrier.clone(),
+        }
+    }
+
+    /// The end flag, and a floor under the deadline (read the deadline with
+    /// [`CarriedCell::deadline`]).
+    pub(crate) fn own(&self) -> &LeaseCell {
+        &self.own
+    }
+
+    /// The carrier's deadline (or the lease's own, if later) while the lease lasts; where it stood
+    /// when the lease ended afterwards.
+    pub(crate) fn deadline(&self) -> Instant {
+        if self.own.has_ended() {
+            return self.own.deadline();
+        }
+        self.own.deadline().max(self.carrier.cell.deadline())
+    }
+
+    /// Marks the lease ended: its deadline stays where the carrier's is now, and the carrier no longer
+    /// counts it.
+    pub(crate) fn set_ended(&self) {
+        self.own.extend_to(self.carrier.cell.deadline());
+        if self.own.end_once() {
+            self.carrier.carried.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for CarriedCell {
+    fn drop(&mut self) {
+        if !self.own.has_ended() {
+            self.carrier.carried.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -175,6 +266,28 @@ mod tests {
         assert!(!cell.has_ended());
         cell.set_ended();
         assert!(cell.has_ended());
+    }
+
+    #[test]
+    fn a_carried_lease_follows_its_carrier_until_it_ends_and_is_counted_while_it_lasts() {
+        let now = Instant::now();
+        let carrier = CarrierCell::new(now + Duration::from_secs(1));
+        let (one, two) = (CarriedCell::new(&carrier), CarriedCell::new(&carrier));
+        assert_eq!(carrier.carried(), 2);
+        carrier.cell().extend_to(now + Duration::from_secs(2));
+        assert_eq!(one.deadline(), now + Duration::from_secs(2));
+        one.set_ended();
+        one.set_ended();
+        assert_eq!(carrier.carried(), 1);
+        carrier.cell().extend_to(now + Duration::from_secs(3));
+        assert_eq!(one.deadline(), now + Duration::from_secs(2));
+        assert_eq!(two.deadline(), now + Duration::from_secs(3));
+        // A later deadline set on the lease itself stands while the carrier's is earlier.
+        two.own().extend_to(now + Duration::from_secs(4));
+        assert_eq!(two.deadline(), now + Duration::from_secs(4));
+        drop(two);
+        drop(one);
+        assert_eq!(carrier.carried(), 0);
     }
 
     #[test]

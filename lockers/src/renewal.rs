@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use crate::error::LockError;
 use crate::event::{Events, LockEvent, Renewed};
 use crate::lease::{LeaseEnd, LeaseState, LossReason, notice_allowance};
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+use crate::lease_cells::CarrierCell;
 use crate::lease_cells::{LeaseCell, LeaseTable};
 use crate::settings::Renewal;
 
@@ -449,10 +451,14 @@ impl<P: std::fmt::Debug> std::fmt::Debug for SessionHold<P> {
     }
 }
 
-/// The locks a client holds under one session, by `(key, owner)`. Every lock's deadline follows the
-/// session's renewals and every lock is lost with the session; a lock can also be lost alone (its own state).
+/// The locks a client holds under one session, by `(key, owner)`. Every lock's deadline is the
+/// session's (its state reads the session's cell, so a renewal moves them all in one write) and every
+/// lock is lost with the session; a lock can also end alone (its own end flag), and then its deadline
+/// stays where it was.
 #[cfg(any(feature = "etcd", feature = "zookeeper"))]
 pub(crate) struct SessionHolds<P> {
+    /// The session's deadline and end flag, which its locks' states read, and how many of them last.
+    carrier: Arc<CarrierCell>,
     session: Arc<LeaseState>,
     entries: Mutex<HashMap<HoldKey, Arc<SessionHold<P>>>>,
 }
@@ -471,8 +477,10 @@ impl<P> std::fmt::Debug for SessionHolds<P> {
 impl<P> SessionHolds<P> {
     /// A session named `name` (used in its own state only, never in events) alive until `deadline`.
     pub(crate) fn new(name: &str, deadline: Instant) -> Self {
+        let carrier = CarrierCell::new(deadline);
         SessionHolds {
-            session: LeaseState::new(name.into(), deadline, Events::none()),
+            session: LeaseState::carrier(name.into(), &carrier),
+            carrier,
             entries: Mutex::default(),
         }
     }
@@ -512,7 +520,7 @@ impl<P> SessionHolds<P> {
         }
         announce();
         let hold = Arc::new(SessionHold {
-            state: LeaseState::new(key.clone(), self.session.deadline(), events.clone()),
+            state: LeaseState::carried(key.clone(), &self.carrier, events.clone()),
             payload,
             holds: std::sync::atomic::AtomicU32::new(1),
         });
@@ -560,26 +568,27 @@ impl<P> SessionHolds<P> {
         self.lock().values().map(|h| h.state.clone()).collect()
     }
 
-    /// A session renewal sent at `sent_at` was granted `granted`: the session and every lock under it now
-    /// live to `sent_at + granted`; one `Renewed` event per lock.
+    /// A session renewal sent at `sent_at` was granted `granted`: the session and every lock under it
+    /// that has not ended now live to `sent_at + granted` (one write: they read the session's deadline);
+    /// one `Renewed` event per such lock, or, for a sink that reads no renewal keys, one call with their
+    /// count. Its cost does not grow with the locks held unless the sink reads their keys.
     pub(crate) fn renewed(&self, renewal: SessionRenewed, events: &Events) {
-        let until = renewal.sent_at + renewal.granted;
-        self.session.extend_to(until);
-        let timing = RenewTiming {
+        self.session.extend_to(renewal.sent_at + renewal.granted);
+        let renewed = Renewed {
             scheduled_at: renewal.scheduled_at,
             sent_at: renewal.sent_at,
             done_at: renewal.done_at,
+            remaining_ttl_before: None,
+            granted_ttl: renewal.granted,
             trigger_lag: None,
         };
+        if !events.renewal_keys_wanted() {
+            return events.renewals(self.carrier.carried(), renewed);
+        }
         for state in self.states() {
-            extended(
-                state.cell(),
-                state.key(),
-                events,
-                timing,
-                None,
-                renewal.granted,
-            );
+            if !state.has_ended() {
+                events.renewed(state.key(), || renewed);
+            }
         }
     }
 
@@ -737,5 +746,73 @@ pub(crate) async fn renew_session_until_lost<P: Send + Sync>(
 pub(crate) fn in_background(work: impl Future<Output = ()> + Send + 'static) {
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(work);
+    }
+}
+
+#[cfg(all(test, any(feature = "etcd", feature = "zookeeper")))]
+mod tests {
+    use super::*;
+    use crate::event::EventLog;
+
+    /// A sink that reads no renewal keys and keeps the count of each call it got.
+    #[derive(Debug, Default)]
+    struct KeylessCounter {
+        calls: Mutex<Vec<u64>>,
+    }
+
+    impl crate::event::EventSink for KeylessCounter {
+        fn record(&self, _event: LockEvent) {}
+
+        fn reads_renewal_keys(&self) -> bool {
+            false
+        }
+
+        fn record_renewals(&self, count: u64, _renewed: Renewed) {
+            self.calls.lock().expect("not poisoned").push(count);
+        }
+    }
+
+    /// One renewal of the session moves the deadline of every lock under it; a lock released alone
+    /// keeps the deadline it had and gets no `Renewed`, and a lock inserted later starts at the session's. A
+    /// sink that reads no keys gets the renewals of every lasting lock in one call.
+    #[test]
+    fn a_session_renewal_moves_every_lock_under_it_but_one_released_alone() {
+        let sent = Instant::now();
+        let holds = SessionHolds::<()>::new("session", sent + Duration::from_secs(3));
+        let log = EventLog::new();
+        let events = Events::to(log.clone());
+        let owner: Arc<str> = "owner".into();
+        let keys: Vec<Arc<str>> = (0..100).map(|i| format!("k{i}").into()).collect();
+        let held: Vec<_> = keys
+            .iter()
+            .map(|key| holds.insert(key, &owner, &events, (), || {}))
+            .collect::<Result<_, _>>()
+            .expect("the session is live");
+        assert!(holds.leave(&keys[0], &owner, &held[0]));
+        let renewal = SessionRenewed {
+            scheduled_at: sent,
+            sent_at: sent + Duration::from_secs(1),
+            done_at: sent + Duration::from_secs(1),
+            granted: Duration::from_secs(3),
+        };
+        holds.renewed(renewal, &events);
+        let until = sent + Duration::from_secs(4);
+        assert_eq!(holds.session().deadline(), until);
+        assert!(held[1..].iter().all(|h| h.state.deadline() == until));
+        assert_eq!(held[0].state.deadline(), sent + Duration::from_secs(3));
+        assert_eq!(held[0].state.end(), Some(LeaseEnd::Released));
+        let renewed = log.count(|e| e.renewal().is_some());
+        assert_eq!(renewed, 99);
+        assert!(log.snapshot().iter().all(|e| e.key() != "k0"));
+        let late = holds.insert(&"late".into(), &owner, &events, (), || {});
+        assert_eq!(late.expect("live").state.deadline(), until);
+        // A sink that reads no keys takes the next renewal of the 100 lasting locks in one call.
+        let counter = Arc::new(KeylessCounter::default());
+        holds.renewed(renewal, &Events::to(counter.clone()));
+        assert_eq!(*counter.calls.lock().expect("not poisoned"), vec![100]);
+        // The session's loss still loses every lock that lasted, and only those.
+        holds.lose(LossReason::SessionExpired);
+        assert!(held[1..].iter().all(|h| h.state.loss().is_some()));
+        assert_eq!(held[0].state.end(), Some(LeaseEnd::Released));
     }
 }
