@@ -13,11 +13,13 @@
 //!
 //! # Lease and loss
 //! There is no TTL on the server: the lock lasts as long as the session. The holder learns that the
-//! session is alive by asking it: every renewal period (TTL/3) a `SELECT 1` on the hold's connection,
-//! through the renewal machinery, moves the local deadline to its send time plus the TTL. `lost()`
-//! resolves as soon as the connection ends (`ChannelClosed`: the server freed the lock when it saw
-//! the session go), or when no check answered before the deadline (`Expired`: the server may still
-//! hold the lock for us, but we cannot know). Only [`LeaseMode::Watchdog`] exists; a fixed lease is
+//! session is alive by asking it: about every renewal period (TTL/3) a `SELECT 1` on the hold's
+//! connection moves the local deadline to its send time plus the TTL. The checks of a client's holds
+//! are sent by its one renewal scheduler (`crate::batch_renewal`, one check per call, each on its own
+//! connection), so taking and freeing a lock spawns no task. `lost()` resolves as soon as the
+//! connection ends (`ChannelClosed`, marked by the connection's own task: the server freed the lock
+//! when it saw the session go), or when no check answered before the deadline (`Expired`: the server
+//! may still hold the lock for us, but we cannot know). Only [`LeaseMode::Watchdog`] exists; a fixed lease is
 //! `Unsupported`.
 //!
 //! # Cancellation
@@ -26,6 +28,7 @@
 //! `client_connection_check_interval` (250 ms). A dropped lease unlocks in the background (or, without
 //! a runtime, closes its connection).
 
+use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
@@ -33,16 +36,17 @@ use async_trait::async_trait;
 use tokio_postgres::Statement;
 
 use super::connection::{
-    Connection, FENCING_TABLE, PostgresConfig, ServerAddress, client_config, is_lock_timeout,
-    pg_error, timeout_setting,
+    BACKEND, Connection, FENCING_TABLE, PostgresConfig, ServerAddress, client_config,
+    is_lock_timeout, pg_error, timeout_setting,
 };
+use crate::batch_renewal::{BatchRenewer, Unschedule};
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
 use crate::lease::{
-    AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, LeaseState, LossReason, OwnerId,
+    AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, LeaseState, OwnerId,
 };
 use crate::locker::{Capabilities, Locker};
-use crate::renewal::{RenewOutcome, RenewalPlan, in_background, renew_until_lost};
+use crate::renewal::{RenewOutcome, RenewalPlan, in_background};
 
 /// The strategy id.
 pub const ID: &str = "postgres-advisory";
@@ -88,6 +92,28 @@ impl Session {
 /// The client's idle sessions.
 type Idle = Arc<Mutex<Vec<Session>>>;
 
+/// The check that a held lock's session is alive: `Extended` when it answers. A session already
+/// given back (its hold released) is `NotHeld`, whose answer the scheduler ignores.
+fn check(
+    session: &Weak<Session>,
+) -> impl Future<Output = Result<Vec<RenewOutcome>, LockError>> + Send + use<> {
+    let session = session.upgrade();
+    async move {
+        let Some(session) = session else {
+            return Err(LockError::NotHeld { key: String::new() });
+        };
+        session
+            .connection
+            .sending()
+            .query_one(&session.check, &[])
+            .await
+            .map_err(|e| pg_error("session check", &e))?;
+        Ok(vec![RenewOutcome::Extended {
+            remaining_before: None,
+        }])
+    }
+}
+
 /// One client taking advisory locks (see the [module docs](self)).
 #[derive(Debug)]
 pub struct PostgresAdvisory {
@@ -95,6 +121,8 @@ pub struct PostgresAdvisory {
     config: PostgresConfig,
     events: Events,
     idle: Idle,
+    /// Checks the sessions of the client's holds; its task ends when the client is dropped.
+    checks: BatchRenewer<Weak<Session>>,
 }
 
 impl PostgresAdvisory {
@@ -121,11 +149,20 @@ impl PostgresAdvisory {
     ) -> Result<Self, LockError> {
         let client_config = client_config(url, &config)?;
         let first = Session::open(&client_config).await?;
+        // One check per call: each hold's session is a connection of its own.
+        let checks = BatchRenewer::start(
+            RenewalPlan::from(config.renewal),
+            1,
+            events.clone(),
+            BACKEND,
+            |sessions: &[&Weak<Session>]| check(sessions[0]),
+        );
         Ok(PostgresAdvisory {
             client_config,
             config,
             events,
             idle: Arc::new(Mutex::new(vec![first])),
+            checks,
         })
     }
 
@@ -211,26 +248,23 @@ impl Locker for PostgresAdvisory {
             sent_at,
             at: Instant::now(),
         });
-        let state = LeaseState::new(
+        let state = LeaseState::in_table(
+            self.checks.lease_table(),
             key.clone(),
             sent_at + self.config.renewal.ttl,
             self.events.clone(),
+            std::time::Duration::ZERO,
         );
         let session = Arc::new(session);
-        let watch = tokio::spawn(watch_session(
-            state.clone(),
-            session.connection.ended(),
-            Arc::downgrade(&session),
-            RenewalPlan::from(self.config.renewal),
-            sent_at,
-            self.events.clone(),
-        ))
-        .abort_handle();
+        session.connection.tie(state.clone());
+        let checks = self
+            .checks
+            .schedule(Arc::downgrade(&session), state.clone(), sent_at);
         let handle = AdvisoryHold {
             session: Some(session),
             key: key.clone(),
             state: state.clone(),
-            watch,
+            checks: Some(checks),
             idle: self.idle.clone(),
             events: self.events.clone(),
         };
@@ -249,6 +283,7 @@ impl Locker for PostgresAdvisory {
     }
 
     async fn close(&self) {
+        self.checks.stop();
         self.idle
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -256,51 +291,23 @@ impl Locker for PostgresAdvisory {
     }
 }
 
-/// Checks the hold's session every renewal period until the lease ends; marks it lost at once when the
-/// connection ends.
-/// It holds the session weakly, so a release can take the session back for the idle ones.
-async fn watch_session(
-    state: Arc<LeaseState>,
-    ended: impl std::future::Future<Output = String>,
-    session: Weak<Session>,
-    plan: RenewalPlan,
-    sent_at: Instant,
-    events: Events,
-) {
-    let checks = renew_until_lost(state.clone(), plan, sent_at, events, || {
-        let session = session.upgrade();
-        async move {
-            let Some(session) = session else {
-                return Err(LockError::NotHeld { key: String::new() });
-            };
-            session
-                .connection
-                .sending()
-                .query_one(&session.check, &[])
-                .await
-                .map(|_| RenewOutcome::Extended {
-                    remaining_before: None,
-                })
-                .map_err(|e| pg_error("session check", &e))
-        }
-    });
-    tokio::select! {
-        why = ended => {
-            state.mark_lost(LossReason::ChannelClosed(why));
-        }
-        () = checks => {}
-    }
-}
-
-/// One held advisory lock: its session and the task checking it.
-#[derive(Debug)]
+/// One held advisory lock: its session and its place in the client's checks.
 struct AdvisoryHold {
     session: Option<Arc<Session>>,
     key: Arc<str>,
     state: Arc<LeaseState>,
-    watch: tokio::task::AbortHandle,
+    checks: Option<Unschedule<Weak<Session>>>,
     idle: Idle,
     events: Events,
+}
+
+impl std::fmt::Debug for AdvisoryHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdvisoryHold")
+            .field("key", &self.key)
+            .field("state", &self.state)
+            .finish()
+    }
 }
 
 impl AdvisoryHold {
@@ -313,6 +320,7 @@ impl AdvisoryHold {
             .await
             .map_err(|e| pg_error("unlock", &e))?;
         let freed: bool = row.get(0);
+        session.connection.untie();
         if freed && let Ok(session) = Arc::try_unwrap(session) {
             idle.lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -320,12 +328,19 @@ impl AdvisoryHold {
         }
         Ok(freed)
     }
+
+    /// Takes the hold out of the client's checks.
+    fn stop_checks(&mut self) {
+        if let Some(checks) = self.checks.take() {
+            checks.stop();
+        }
+    }
 }
 
 #[async_trait]
 impl LeaseHandle for AdvisoryHold {
     async fn release(mut self: Box<Self>) -> Result<(), LockError> {
-        self.watch.abort();
+        self.stop_checks();
         let live = self.state.mark_released();
         let Some(session) = self.session.take() else {
             return Err(LockError::NotHeld {
@@ -351,7 +366,7 @@ impl LeaseHandle for AdvisoryHold {
     }
 
     fn abandon(mut self: Box<Self>) {
-        self.watch.abort();
+        self.stop_checks();
         let live = self.state.mark_released();
         let Some(session) = self.session.take() else {
             return;

@@ -2,8 +2,8 @@
 //! signal when it ends), the tables they need and error mapping.
 
 use std::str::FromStr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rustls::pki_types::pem::PemObject;
@@ -14,6 +14,7 @@ use tokio_postgres::{Client, Config, NoTls, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::LockError;
+use crate::lease::{LeaseState, LossReason};
 use crate::settings::Renewal;
 
 /// The table of `postgres-lease`: one row per lock key, kept after release (its token must keep
@@ -218,29 +219,35 @@ fn rustls_connector(
     Ok(MakeRustlsConnect::new(config))
 }
 
-/// One connection: its client, and a signal that says why the connection ended.
+/// The lease that ends with a connection (an advisory lock's), if one does.
+type Holder = Arc<Mutex<Option<Arc<LeaseState>>>>;
+
+/// One connection: its client, a signal that says why the connection ended, and the lease its end
+/// marks lost.
 #[derive(Debug)]
 pub(super) struct Connection {
     client: Client,
     closed: watch::Receiver<Option<String>>,
     task: tokio::task::AbortHandle,
     requests: Arc<AtomicU64>,
+    holder: Holder,
 }
 
 impl Connection {
     /// Connects to `address` (failure: one line, without the password).
     pub(super) async fn open(address: &ServerAddress) -> Result<Self, LockError> {
         let (tx, closed) = watch::channel(None);
+        let holder = Holder::default();
         let connect = |e: tokio_postgres::Error| pg_error("connect", &e);
         let (client, task) = match &address.tls {
             None => {
                 let (client, connection) = address.config.connect(NoTls).await.map_err(connect)?;
-                (client, watch_connection(connection, tx))
+                (client, watch_connection(connection, tx, holder.clone()))
             }
             Some(tls) => {
                 let (client, connection) =
                     address.config.connect(tls.clone()).await.map_err(connect)?;
-                (client, watch_connection(connection, tx))
+                (client, watch_connection(connection, tx, holder.clone()))
             }
         };
         Ok(Connection {
@@ -248,6 +255,7 @@ impl Connection {
             closed,
             task,
             requests: address.requests.clone(),
+            holder,
         })
     }
 
@@ -281,34 +289,49 @@ impl Connection {
         &self.client
     }
 
-    /// Resolves with the reason when the connection ends.
-    pub(super) fn ended(&self) -> impl std::future::Future<Output = String> + Send + 'static {
-        let mut closed = self.closed.clone();
-        async move {
-            match closed.wait_for(Option::is_some).await {
-                Ok(why) => why.clone().unwrap_or_default(),
-                Err(_) => "connection task ended".to_owned(),
-            }
-        }
-    }
-
     /// Whether the connection has ended.
     pub(super) fn is_closed(&self) -> bool {
         self.client.is_closed() || self.closed.borrow().is_some()
     }
+
+    /// Ties `state` to this connection: when the connection ends, `state` is lost with
+    /// `ChannelClosed` and the reason, at once (at once here too if it has ended already). Until
+    /// [`Connection::untie`].
+    pub(super) fn tie(&self, state: Arc<LeaseState>) {
+        *lock(&self.holder) = Some(state.clone());
+        // The connection's task sets `closed` before it reads the holder: one of the two sees the end.
+        if let Some(why) = self.closed.borrow().clone() {
+            state.mark_lost(LossReason::ChannelClosed(why));
+        }
+    }
+
+    /// Unties the lease [`Connection::tie`] tied.
+    pub(super) fn untie(&self) {
+        lock(&self.holder).take();
+    }
 }
 
-/// Runs a connection's task, telling `tx` why it ended.
+fn lock(holder: &Holder) -> std::sync::MutexGuard<'_, Option<Arc<LeaseState>>> {
+    holder
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Runs a connection's task, telling `tx` why it ended, then marking the lease tied to it lost.
 fn watch_connection(
     connection: impl std::future::Future<Output = Result<(), tokio_postgres::Error>> + Send + 'static,
     tx: watch::Sender<Option<String>>,
+    holder: Holder,
 ) -> tokio::task::AbortHandle {
     tokio::spawn(async move {
         let why = match connection.await {
             Ok(()) => "connection closed".to_owned(),
             Err(e) => one_line(&e),
         };
-        let _ = tx.send(Some(why));
+        tx.send_replace(Some(why.clone()));
+        if let Some(state) = lock(&holder).take() {
+            state.mark_lost(LossReason::ChannelClosed(why));
+        }
     })
     .abort_handle()
 }
