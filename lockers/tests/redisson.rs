@@ -768,7 +768,12 @@ async fn scheduler_renews_every_lock_each_tick_in_chunks_of_100() {
         (6..=9).contains(&client),
         "{client} renew calls in 3 periods, expected 3 per tick"
     );
-    assert_eq!(client, server);
+    // The client counts a call when it sends it, the server when it runs it: a call in flight when one
+    // of the counts is read is in one window and not the other (at most one at each edge, one way each).
+    assert!(
+        client.abs_diff(server) <= 1,
+        "{client} renew calls sent, {server} run by the server"
+    );
     // Chunks of 100, 100 and 50: about 250 / 3 renewals per call (a window edge may split a tick).
     let expected = client as usize * LOCKS / 3;
     assert!(
