@@ -318,7 +318,20 @@ mod tests {
     use lockbench_reports::scale::{SCALE_SCHEMA_VERSION, ScalePoint, ScaleSeries, ScaleStop};
 
     use super::*;
-    use crate::commands::scale::ScaleOptions;
+    use crate::commands::scale::{ScaleOptions, ScaleSpec};
+
+    /// A finished run of `spec` with `strategies`.
+    fn results_of(spec: &ScaleSpec, strategies: Vec<ScaleSeries>) -> ScaleResults {
+        ScaleResults {
+            schema_version: SCALE_SCHEMA_VERSION,
+            complete: true,
+            started_at: String::new(),
+            finished_at: String::new(),
+            settings: spec.to_model(),
+            environment: crate::base::environment::collect(Vec::new()),
+            strategies,
+        }
+    }
 
     fn point(held: u64, calls: f64, cpu: f64) -> ScalePoint {
         ScalePoint {
@@ -350,31 +363,28 @@ mod tests {
             .spec()
             .unwrap_or_else(|e| panic!("{e}"));
         let held = spec.steps[0];
-        let results = |lost| ScaleResults {
-            schema_version: SCALE_SCHEMA_VERSION,
-            complete: true,
-            started_at: String::new(),
-            finished_at: String::new(),
-            settings: spec.to_model(),
-            environment: crate::base::environment::collect(Vec::new()),
-            strategies: vec![
-                ScaleSeries {
-                    strategy: "redisson".into(),
-                    server: "redis".into(),
-                    points: vec![ScalePoint {
-                        lost,
-                        ..point(held, 10.0, 0.5)
-                    }],
-                    ..ScaleSeries::default()
-                },
-                ScaleSeries {
-                    strategy: "jvm-redisson".into(),
-                    server: "redis".into(),
-                    beside: vec!["redisson".into()],
-                    points: vec![point(held, 10.0, 5.0)],
-                    ..ScaleSeries::default()
-                },
-            ],
+        let results = |lost| {
+            results_of(
+                &spec,
+                vec![
+                    ScaleSeries {
+                        strategy: "redisson".into(),
+                        server: "redis".into(),
+                        points: vec![ScalePoint {
+                            lost,
+                            ..point(held, 10.0, 0.5)
+                        }],
+                        ..ScaleSeries::default()
+                    },
+                    ScaleSeries {
+                        strategy: "jvm-redisson".into(),
+                        server: "redis".into(),
+                        beside: vec!["redisson".into()],
+                        points: vec![point(held, 10.0, 5.0)],
+                        ..ScaleSeries::default()
+                    },
+                ],
+            )
         };
         let kept = |checks: &[Check]| {
             checks
@@ -406,14 +416,9 @@ mod tests {
         }
         .spec()
         .unwrap_or_else(|e| panic!("{e}"));
-        let results = ScaleResults {
-            schema_version: SCALE_SCHEMA_VERSION,
-            complete: true,
-            started_at: String::new(),
-            finished_at: String::new(),
-            settings: spec.to_model(),
-            environment: crate::base::environment::collect(Vec::new()),
-            strategies: vec![
+        let results = results_of(
+            &spec,
+            vec![
                 ScaleSeries {
                     strategy: "redis-watchdog-batched".into(),
                     server: "redis".into(),
@@ -450,7 +455,7 @@ mod tests {
                     ..ScaleSeries::default()
                 },
             ],
-        };
+        );
         let table = render(&results);
         assert!(
             table.contains(
