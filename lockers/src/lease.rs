@@ -7,11 +7,11 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
@@ -37,7 +37,11 @@ pub(crate) struct LeaseState {
     /// The deadline, and whether `end` holds an end (set once, after it is written). Renewal reads
     /// them for every held lock each period; this plain cell costs no lock and no visit to the channel.
     cell: Cell,
-    end: watch::Sender<Option<LeaseEnd>>,
+    /// How the lease ended, set once. A plain cell and one [`Notify`], not a `watch` channel: a
+    /// channel's shared state (nine `Notify`s) was a fifth of a held lock's memory.
+    end: OnceLock<LeaseEnd>,
+    /// Wakes [`LeaseState::wait_lost`] when `end` is set.
+    ended: Notify,
     events: Events,
     /// How long before the server-side deadline the holder gives the lease up (see
     /// [`notice_allowance`]); zero for a strategy that copies a library with no such margin.
@@ -70,7 +74,7 @@ impl fmt::Debug for LeaseState {
         f.debug_struct("LeaseState")
             .field("key", &self.key)
             .field("deadline", &self.deadline())
-            .field("end", &*self.end.borrow())
+            .field("end", &self.end.get())
             .finish()
     }
 }
@@ -146,7 +150,8 @@ impl LeaseState {
         let state = LeaseState {
             key,
             cell,
-            end: watch::Sender::new(None),
+            end: OnceLock::new(),
+            ended: Notify::new(),
             events,
             allowance,
         };
@@ -216,32 +221,35 @@ impl LeaseState {
     /// sees it.
     pub(crate) fn mark_lost(&self, reason: LossReason) -> bool {
         let detected_at = Instant::now();
-        self.end.send_if_modified(|slot| {
-            if slot.is_some() {
-                return false;
-            }
+        self.end_with(|| {
             self.events.emit(|| LockEvent::Lost {
                 key: self.key.clone(),
                 detected_at,
                 reason: reason.clone(),
             });
-            *slot = Some(LeaseEnd::Lost(reason.clone()));
-            self.set_ended();
-            true
+            LeaseEnd::Lost(reason.clone())
         })
     }
 
     /// Records that the holder released the lease, unless it has already ended. Returns whether this call
     /// ended it.
     pub(crate) fn mark_released(&self) -> bool {
-        self.end.send_if_modified(|slot| {
-            if slot.is_some() {
-                return false;
-            }
-            *slot = Some(LeaseEnd::Released);
+        self.end_with(|| LeaseEnd::Released)
+    }
+
+    /// Ends the lease with what `end` returns, unless it has already ended; `end` runs only if it has
+    /// not, and before the end flag is set and any waiter wakes. Returns whether this call ended it.
+    fn end_with(&self, end: impl FnOnce() -> LeaseEnd) -> bool {
+        let mut first = false;
+        self.end.get_or_init(|| {
+            first = true;
+            end()
+        });
+        if first {
             self.set_ended();
-            true
-        })
+            self.ended.notify_waiters();
+        }
+        first
     }
 
     /// How the lease ended, if it has.
@@ -249,7 +257,7 @@ impl LeaseState {
         if !self.has_ended() {
             return None;
         }
-        self.end.borrow().clone()
+        self.end.get().cloned()
     }
 
     /// The loss reason, if the lease is known to be lost.
@@ -274,18 +282,18 @@ impl LeaseState {
     /// it marks the lease lost with [`LossReason::Expired`]). A lease that is released is not lost: then
     /// this never resolves.
     pub(crate) async fn wait_lost(&self) -> LossReason {
-        let mut rx = self.end.subscribe();
         loop {
-            let end = rx.borrow_and_update().clone();
-            match end {
-                Some(LeaseEnd::Lost(reason)) => return reason,
+            // Registered before `end` is read, so an end set in between still wakes it.
+            let mut notified = std::pin::pin!(self.ended.notified());
+            notified.as_mut().enable();
+            match self.end.get() {
+                Some(LeaseEnd::Lost(reason)) => return reason.clone(),
                 Some(LeaseEnd::Released) => return std::future::pending().await,
                 None => {}
             }
             let deadline = self.deadline();
             tokio::select! {
-                // `self` owns the sender, so `changed` cannot fail while we are here.
-                _ = rx.changed() => {}
+                _ = notified => {}
                 _ = tokio::time::sleep_until(deadline.into()) => {
                     if Instant::now() >= self.deadline() {
                         self.mark_lost(LossReason::Expired);
@@ -458,5 +466,39 @@ mod tests {
         let gone = LeaseState::noticing_early("k".into(), sent + ttl, Events::none(), wide);
         assert!(!gone.is_held());
         assert!(model.is_held());
+    }
+
+    /// A waiter on `lost()` wakes when another task marks the lease lost, with one `Lost` event
+    /// recorded before it wakes; only the first end counts; a released lease is never lost.
+    #[tokio::test]
+    async fn a_waiter_wakes_on_the_first_end_only_and_never_for_a_release() {
+        let log = crate::event::EventLog::new();
+        let far = Instant::now() + Duration::from_secs(60);
+        let state = LeaseState::new("k".into(), far, Events::to(log.clone()));
+        let waiter = tokio::spawn({
+            let state = state.clone();
+            async move { state.wait_lost().await }
+        });
+        tokio::task::yield_now().await;
+        let marker = {
+            let state = state.clone();
+            std::thread::spawn(move || state.mark_lost(LossReason::SessionExpired))
+        };
+        assert!(marker.join().expect("the marking thread"));
+        let reason = tokio::time::timeout(Duration::from_secs(5), waiter).await;
+        let reason = reason.expect("the waiter woke").expect("the waiter task");
+        assert_eq!(reason, LossReason::SessionExpired);
+        assert!(!state.mark_lost(LossReason::Expired));
+        assert!(!state.mark_released());
+        assert_eq!(state.loss(), Some(LossReason::SessionExpired));
+        assert_eq!(log.count(|e| matches!(e, LockEvent::Lost { .. })), 1);
+
+        let released = LeaseState::new("r".into(), far, Events::to(log.clone()));
+        assert!(released.mark_released());
+        assert!(!released.mark_lost(LossReason::Expired));
+        let never = tokio::time::timeout(Duration::from_millis(50), released.wait_lost()).await;
+        assert!(never.is_err(), "a released lease resolved lost()");
+        assert_eq!(released.end(), Some(LeaseEnd::Released));
+        assert_eq!(log.count(|e| matches!(e, LockEvent::Lost { .. })), 1);
     }
 }
