@@ -261,17 +261,18 @@ mod tests {
 
     use super::*;
 
-    fn write(name: &str, text: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("lockbench-user-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let path = dir.join(name);
+    /// Writes `text` to `name` in `dir`, a directory removed when the test drops it.
+    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+        let path = dir.path().join(name);
         std::fs::write(&path, text).expect("write");
         path
     }
 
     #[test]
     fn flags_override_the_file_and_unset_fields_stay_the_scenarios() {
+        let dir = tempfile::tempdir().expect("temp dir");
         let path = write(
+            &dir,
             "order.toml",
             "description = \"orders\"\nclients = 16\nkeys = 4\ntask = \"uniform 1ms..5ms\"\nwatchdog_timeout = \"10s\"",
         );
@@ -349,6 +350,7 @@ mod tests {
 
     #[test]
     fn each_bad_input_is_one_line_naming_the_field() {
+        let dir = tempfile::tempdir().expect("temp dir");
         for (toml, needle) in [
             ("colour = \"blue\"", "unknown field `colour`"),
             ("duration = \"10s\"", "unknown field `duration`"),
@@ -364,7 +366,7 @@ mod tests {
             ("task = \"0.5task\"", "task: \"0.5task\" is relative"),
             ("clients = 0", "clients:"),
         ] {
-            let path = write("bad.toml", toml);
+            let path = write(&dir, "bad.toml", toml);
             let err =
                 UserWorkload::new(Some(&path), ScenarioFile::default(), None).expect_err(toml);
             assert!(

@@ -100,10 +100,20 @@ impl std::fmt::Debug for Adapter {
     }
 }
 
-/// Ends the child when dropped.
+/// Ends the child when dropped, and removes its log if it is empty (a log with anything in it stays,
+/// for the errors that name it).
 #[derive(Debug)]
 pub(crate) struct ChildGuard {
     _kill: oneshot::Sender<()>,
+    log_path: PathBuf,
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if std::fs::metadata(&self.log_path).is_ok_and(|m| m.len() == 0) {
+            let _ = std::fs::remove_file(&self.log_path);
+        }
+    }
 }
 
 /// A running adapter process as its clients share it: the protocol side, the child (ended when the
@@ -225,7 +235,7 @@ impl Adapter {
             base: Instant::now(),
             offset_ns: AtomicI64::new(0),
             declares_lost: AtomicBool::new(false),
-            log_path,
+            log_path: log_path.clone(),
             request_timeout,
             pid: child.id(),
         });
@@ -249,7 +259,13 @@ impl Adapter {
                 }
             }
         });
-        Ok((adapter, ChildGuard { _kill: kill }))
+        Ok((
+            adapter,
+            ChildGuard {
+                _kill: kill,
+                log_path,
+            },
+        ))
     }
 
     /// The parent's clock now, in nanoseconds since `base`.
@@ -590,7 +606,8 @@ async fn read_lines(adapter: Arc<Adapter>, stdout: tokio::process::ChildStdout) 
     }
 }
 
-/// Where an adapter's stderr goes by default: `<temp>/lockbench-peers/<id>-<pid>-<n>.log`.
+/// Where an adapter's stderr goes by default: `<temp>/lockbench-peers/<id>-<pid>-<n>.log` (removed
+/// when lockbench stops an adapter that wrote nothing).
 pub(crate) fn default_log_path(dir: Option<&Path>, id: &str) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = dir.map_or_else(
