@@ -5,13 +5,17 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Milliseconds with sensible precision: `0.046`, `4.21`, `52.2`, `4200`; `-` when absent.
 pub fn ms(value: Option<f64>) -> String {
-    match value {
-        None => "-".to_owned(),
-        Some(v) if !v.is_finite() => "-".to_owned(),
-        Some(v) if v.abs() < 1.0 => format!("{v:.3}"),
-        Some(v) if v.abs() < 10.0 => format!("{v:.2}"),
-        Some(v) if v.abs() < 1000.0 => format!("{v:.1}"),
-        Some(v) => format!("{v:.0}"),
+    value.map_or_else(|| "-".to_owned(), figure)
+}
+
+/// A figure of any unit with sensible precision: `0.046`, `4.21`, `52.2`, `4200`; `-` when not finite.
+pub fn figure(v: f64) -> String {
+    match v {
+        v if !v.is_finite() => "-".to_owned(),
+        v if v.abs() < 1.0 => format!("{v:.3}"),
+        v if v.abs() < 10.0 => format!("{v:.2}"),
+        v if v.abs() < 1000.0 => format!("{v:.1}"),
+        v => format!("{v:.0}"),
     }
 }
 

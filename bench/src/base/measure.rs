@@ -10,6 +10,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use lockbench_reports::bench::BenchCheck;
 pub use lockbench_reports::bench::Bound;
+use lockbench_reports::format;
 use lockbench_servers::probe;
 pub use lockbench_servers::redis::CommandStat;
 use lockbench_servers::redis::commandstats;
@@ -216,11 +217,11 @@ pub fn render_checks(title: &str, checks: &[Check]) -> String {
         };
         let _ = writeln!(
             out,
-            "  {:width$}  {:>9.1} {:<2}  {:>9.1} {:<2}  {:>6.2}  {:>7}  {verdict}",
+            "  {:width$}  {:>9} {:<2}  {:>9} {:<2}  {:>6.2}  {:>7}  {verdict}",
             check.what,
-            check.value,
+            format::figure(check.value),
             check.unit,
-            check.baseline,
+            format::figure(check.baseline),
             check.unit,
             check.ratio(),
             target

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use lockbench_reports::format::fixed;
+use lockbench_reports::format::{self, fixed};
 use lockbench_reports::scale::{ScalePoint, ScaleResults};
 use lockbench_reports::scale_pairs;
 
@@ -125,13 +125,14 @@ fn per_renewal(results: &ScaleResults) -> Vec<String> {
         let client_us = client_us_per_renewal(good);
         let server = good
             .server_cpu_ms_per_s
-            .map(|ms| format!(", {:.2} µs of server CPU", ms * 1e3 / renewals))
+            .map(|ms| format!(", {} µs of server CPU", format::figure(ms * 1e3 / renewals)))
             .unwrap_or_default();
         let mut line = format!(
-            "{}: at {} held, {:.0} renewals/s cost {client_us:.2} µs of client CPU each{server}; {:.0} bytes of client memory per lock",
+            "{}: at {} held, {:.0} renewals/s cost {} µs of client CPU each{server}; {:.0} bytes of client memory per lock",
             series.strategy,
             good.held_locks,
             good.renewals_per_s,
+            format::figure(client_us),
             good.client_rss_bytes as f64 / good.held_locks.max(1) as f64
         );
         let broke = series
@@ -467,7 +468,7 @@ mod tests {
         assert!(
             table.contains(
                 "redis-watchdog: at 100000 held, 100000 renewals/s cost 9.00 µs of client CPU each, \
-                 0.03 µs of server CPU; 336 bytes of client memory per lock; collapsed by 140000 held \
+                 0.030 µs of server CPU; 336 bytes of client memory per lock; collapsed by 140000 held \
                  (0 renewals failed, 7 leases lost, 60000 still held)"
             ),
             "{table}"
