@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use crate::format::fixed;
+use crate::format::{figure, fixed};
 use crate::repeats::median_by;
 use crate::scale::{ScalePoint, ScaleResults, ScaleSeries};
 
@@ -165,11 +165,12 @@ fn shortened(reason: &str) -> String {
 }
 
 fn two(values: [Option<f64>; 2], decimals: usize) -> String {
-    format!(
-        "{} · {}",
-        fixed(values[0], decimals),
-        fixed(values[1], decimals)
-    )
+    two_with(values, |v| fixed(v, decimals))
+}
+
+/// Row · library, each as `show` writes it.
+fn two_with(values: [Option<f64>; 2], show: impl Fn(Option<f64>) -> String) -> String {
+    format!("{} · {}", show(values[0]), show(values[1]))
 }
 
 /// The pairs as a Markdown table (row · library in each two-valued cell), with the rows that stopped
@@ -194,7 +195,10 @@ pub fn render_markdown(runs: &[ScaleResults]) -> String {
             p.held,
             p.row,
             p.runs,
-            two(p.cpu_us_per_renewal.map(Some), 2),
+            // Three significant digits: at 100k locks a renewal costs hundredths of a µs.
+            two_with(p.cpu_us_per_renewal.map(Some), |v| {
+                v.map_or_else(|| "-".to_owned(), figure)
+            }),
             fixed(p.cpu_ratio(), 2),
             two(p.bytes_per_lock, 0),
             fixed(p.memory_ratio(), 2),
@@ -301,7 +305,7 @@ mod tests {
         // 2 MB over 1000 locks beside 4 MB.
         assert_eq!(p.bytes_per_lock, [Some(2000.0), Some(4000.0)]);
         let table = render_markdown(&runs);
-        assert!(table.contains("| 1000 | redisson · Redisson RLock 3.52.0 (jvm-redisson) | 3 | 20.00 · 40.00 | 0.50 | 2000 · 4000 | 0.50 |"), "{table}");
+        assert!(table.contains("| 1000 | redisson · Redisson RLock 3.52.0 (jvm-redisson) | 3 | 20.0 · 40.0 | 0.50 | 2000 · 4000 | 0.50 |"), "{table}");
         assert!(table.contains("the median of 3 runs"), "{table}");
 
         // A library whose server kept fewer locks than it believed did less work: no ratio.
