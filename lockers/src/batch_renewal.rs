@@ -316,6 +316,12 @@ pub(crate) struct Unschedule<T> {
     id: EntryId,
 }
 
+impl<T> std::fmt::Debug for Unschedule<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unschedule").field("id", &self.id).finish()
+    }
+}
+
 impl<T> Unschedule<T> {
     /// Takes the lock out now (nothing if the scheduler is gone).
     pub(crate) fn stop(self) {

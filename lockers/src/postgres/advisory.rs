@@ -292,6 +292,7 @@ impl Locker for PostgresAdvisory {
 }
 
 /// One held advisory lock: its session and its place in the client's checks.
+#[derive(Debug)]
 struct AdvisoryHold {
     session: Option<Arc<Session>>,
     key: Arc<str>,
@@ -299,15 +300,6 @@ struct AdvisoryHold {
     checks: Option<Unschedule<Weak<Session>>>,
     idle: Idle,
     events: Events,
-}
-
-impl std::fmt::Debug for AdvisoryHold {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AdvisoryHold")
-            .field("key", &self.key)
-            .field("state", &self.state)
-            .finish()
-    }
 }
 
 impl AdvisoryHold {

@@ -352,6 +352,7 @@ impl PostgresLease {
 }
 
 /// One held lease row.
+#[derive(Debug)]
 struct LeaseHold {
     sessions: Arc<Sessions>,
     key: Arc<str>,
@@ -360,17 +361,6 @@ struct LeaseHold {
     /// Takes the row out of the client's renewal schedule (a watchdog lease).
     renewal: Option<Unschedule<RowTarget>>,
     events: Events,
-}
-
-impl std::fmt::Debug for LeaseHold {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LeaseHold")
-            .field("key", &self.key)
-            .field("token", &self.token)
-            .field("state", &self.state)
-            .field("renewed", &self.renewal.is_some())
-            .finish()
-    }
 }
 
 impl LeaseHold {
