@@ -221,10 +221,12 @@ async fn pause_server(
     }
     rec.evidence(seen_in_state(pid, 'T', "server process").await);
     hold_for(env, spec.duration, rec).await;
+    // The clock is read before the signal: the server may run again the moment it is sent.
+    let resumed = env.clock.now();
     if let Err(e) = signal_group(pid, libc::SIGCONT) {
         rec.note(e);
     }
-    rec.stop = Some(env.clock.now());
+    rec.stop = Some(resumed);
     Ok(true)
 }
 

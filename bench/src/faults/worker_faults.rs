@@ -45,10 +45,12 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
                 rec.evidence(group_seen_stopped(pid).await);
             }
             hold_for(env, spec.duration, rec).await;
+            // Read before the signal: the worker may run again the moment it is sent.
+            let resumed = env.clock.now();
             if let Err(e) = workers.signal(victim.client, libc::SIGCONT) {
                 rec.note(e);
             }
-            rec.stop = Some(env.clock.now());
+            rec.stop = Some(resumed);
         }
         FaultKind::CrashWorker => {
             if let Err(e) = workers.signal(victim.client, libc::SIGKILL) {
