@@ -235,13 +235,14 @@ fn a_crashed_holder_blocks_its_lock_for_about_the_ttl() {
     // ZooKeeper session are renewed per client, up to a renewal period before the acquire, and
     // expire on the server's own check: ZooKeeper's 100 ms tick, etcd's lessor looks every 500 ms
     // (measured etcd 920-1402 ms, ZooKeeper 1011-1092 ms). Bounds: from TTL − one renewal period
-    // (Redis: TTL − 60 ms) to TTL + one renewal period + 250 ms (etcd: + its 500 ms check).
+    // (Redis: TTL − 200 ms, since the crash follows the parent's sight of the acquire, which a busy
+    // machine delays) to TTL + one renewal period + 250 ms (etcd: + its 500 ms check).
     let results = run(
         "client-crash",
         &["--strategies", "redis-watchdog,etcd-lease,zookeeper"],
     );
     for (strategy, low, high) in [
-        ("redis-watchdog", TTL_MS - 60.0, TTL_MS + RENEW_MS + 250.0),
+        ("redis-watchdog", TTL_MS - 200.0, TTL_MS + RENEW_MS + 250.0),
         (
             "etcd-lease",
             TTL_MS - RENEW_MS - 60.0,
@@ -432,7 +433,7 @@ fn a_starved_runtime_loses_timer_renewed_locks_and_a_guard_thread_keeps_its_own(
     within(
         "redis-watchdog takeover",
         w.recovery_ms,
-        TTL_MS - 100.0,
+        TTL_MS - 200.0,
         TTL_MS + 400.0,
     );
     within(

@@ -297,10 +297,8 @@ async fn renewals_report_round_trip_and_granted_ttl() {
     // 4 s at one keep-alive per 667 ms: about 6 for each lock.
     for renewal in consensus::renewals_of(&log, &["renew-a", "renew-b"], 4) {
         assert_eq!(renewal.granted, TTL);
-        assert!(
-            renewal.round_trip < Duration::from_millis(300),
-            "{renewal:?}"
-        );
+        // Under the keep-alive period: a loaded machine may stretch one, but never past the next.
+        assert!(renewal.round_trip < TTL / 3, "{renewal:?}");
         assert_eq!(renewal.remaining_before, None);
     }
     a.release().await.unwrap();

@@ -614,7 +614,8 @@ async fn redisson_reads_the_layout_on_its_scan_timer() {
         .unwrap();
     let reads = reads_while_idle().await;
     assert!(
-        (4..=6).contains(&reads),
+        // 5.5 scans nominally; a sleep that wakes late may see one more.
+        (4..=7).contains(&reads),
         "{reads} layout reads in {IDLE:?}, one per {SCAN:?} expected"
     );
     drop(redisson);

@@ -203,8 +203,9 @@ async fn frozen_server_loses_the_lease_at_its_deadline() {
     let key = unique("frozen");
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let deadline = lease.deadline();
     let frozen = t.freeze();
+    // Read after the freeze: a renewal that lands between a read and the freeze would move it.
+    let deadline = lease.deadline();
     let reason = tokio::time::timeout(TIMEOUT * 2, lease.lost())
         .await
         .unwrap();

@@ -255,7 +255,8 @@ async fn redisson_asks_the_sentinels_on_its_scan_timer() {
         .unwrap();
     let asked = asked_while_idle().await;
     assert!(
-        (4..=6).contains(&asked),
+        // 5.5 scans nominally; a sleep that wakes late may see one more.
+        (4..=7).contains(&asked),
         "{asked} questions in {IDLE:?}, one per {SCAN:?} expected"
     );
     drop(redisson);

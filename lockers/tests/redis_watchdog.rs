@@ -235,7 +235,8 @@ fn spawn_waiter(
     })
 }
 
-/// Asserts that `waiter` got the lock within 150 ms of its release at `released_at`, then releases it.
+/// Asserts that `waiter` got the lock within 250 ms of its release at `released_at` (a waiter sleeping
+/// on the PTTL would take at least 400 ms), then releases it.
 async fn expect_quick_handoff(
     waiter: JoinHandle<(Result<Lease, LockError>, Instant)>,
     released_at: Instant,
@@ -244,7 +245,7 @@ async fn expect_quick_handoff(
     let handoff = got_at - released_at;
     assert!(next.is_ok(), "waiter failed: {next:?}");
     assert!(
-        handoff < Duration::from_millis(150),
+        handoff < Duration::from_millis(250),
         "hand-off took {handoff:?}"
     );
     next.unwrap().release().await.unwrap();
@@ -421,8 +422,9 @@ mod per_lock {
 mod batched {
     both_modes!(RenewalMode::BATCHED_DEFAULT);
 
-    /// 1,000 held locks cost ⌈1000 / 100⌉ = 10 renew calls per period, counted by the client and by the
-    /// server alike.
+    /// 1,000 held locks cost ⌈1000 / 100⌉ = 10 renew calls per period (times the schedule's 12/11, a
+    /// renewal every 11 of its 12 ticks), counted by the client and by the server alike. The expected
+    /// count is taken over the window as measured, so a sleep that wakes late does not fail it.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn thousand_locks_cost_one_call_per_chunk_per_period() {
         const LOCKS: usize = 1000;
@@ -440,17 +442,20 @@ mod batched {
         // Let the first renewals (spread by the acquires) settle onto the shared ticks.
         tokio::time::sleep(PERIOD * 2).await;
         let (client0, server0) = (a.renew_calls(), t.evalsha_calls());
+        let opened = Instant::now();
         tokio::time::sleep(PERIOD * PERIODS).await;
         let (client1, server1) = (a.renew_calls(), t.evalsha_calls());
+        let periods = opened.elapsed().as_secs_f64() / PERIOD.as_secs_f64();
         let (client, server) = (client1 - client0, server1 - server0);
         let per_period = LOCKS.div_ceil(CHUNK) as u64;
-        let expected = per_period * u64::from(PERIODS);
+        let rate = per_period as f64 * lockers::redis::watchdog::BATCHED_RENEWALS_PER_PERIOD;
+        let expected = (rate * periods).round() as u64;
         eprintln!(
-            "{client} client / {server} server renew calls in {PERIODS} periods (expected {expected})"
+            "{client} client / {server} server renew calls in {periods:.2} periods (expected {expected})"
         );
         assert!(
             client.abs_diff(expected) <= per_period,
-            "{client} renew calls in {PERIODS} periods, expected {expected} ± {per_period}"
+            "{client} renew calls in {periods:.2} periods, expected {expected} ± {per_period}"
         );
         assert!(
             client.abs_diff(server) <= per_period,

@@ -445,7 +445,8 @@ async fn waits_after_lock_writes(generation: Generation) {
             .acquire(&unique("wait"), &AcquireOptions::try_once())
             .await
             .unwrap();
-        tokio::time::sleep(TIMEOUT).await; // about 3 renewals
+        // Two renewals, then the release mid-period, with no renewal in flight beside it.
+        tokio::time::sleep(TIMEOUT * 5 / 6).await;
         lease.release().await.unwrap();
         let waits = calls(primary, "wait") - before;
         let renewals = a.renew_calls();
@@ -702,9 +703,14 @@ async fn timer_chains_pile_up_after_idle() {
     tokio::time::sleep(TIMEOUT / 3 + TIMEOUT / 6).await; // past the first chain's tick
     assert_eq!(a.renewal_chains(), 2);
     let before = a.renew_calls();
-    tokio::time::sleep(TIMEOUT).await; // three periods, two chains
+    // Two and a half periods: each chain ticks two or three times in it however late the sleep
+    // wakes (a window of whole periods lets a late wake count a fourth tick).
+    tokio::time::sleep(TIMEOUT * 5 / 6).await;
     let calls = a.renew_calls() - before;
-    assert!((5..=7).contains(&calls), "{calls} renew calls in 3 periods");
+    assert!(
+        (4..=6).contains(&calls),
+        "{calls} renew calls in 2.5 periods, one chain makes 2 or 3"
+    );
     second.release().await.unwrap();
     tokio::time::sleep(TIMEOUT / 2).await;
     assert_eq!(a.renewal_chains(), 0, "chains outlived the last lock");
@@ -736,7 +742,7 @@ async fn waiter_wakes_on_the_unlock_message() {
     lease.release().await.unwrap();
     let took = waiter.await.unwrap().saturating_duration_since(released);
     assert!(
-        took < Duration::from_millis(100),
+        took < Duration::from_millis(250),
         "waiter took {took:?} after the release"
     );
 }
@@ -759,14 +765,15 @@ async fn scheduler_renews_every_lock_each_tick_in_chunks_of_100() {
     tokio::time::sleep(TIMEOUT / 3).await;
     let (client0, server0) = (a.renew_calls(), t.evalsha_calls());
     let renewed0 = log.count(|e| matches!(e, LockEvent::Renewed { .. }));
-    tokio::time::sleep(TIMEOUT).await; // three periods
+    // Two and a half periods: two or three ticks, however late the sleep wakes.
+    tokio::time::sleep(TIMEOUT * 5 / 6).await;
     let client = a.renew_calls() - client0;
     let server = t.evalsha_calls() - server0;
     let renewed = log.count(|e| matches!(e, LockEvent::Renewed { .. })) - renewed0;
-    eprintln!("{client} client / {server} server renew calls, {renewed} renewals in 3 periods");
+    eprintln!("{client} client / {server} server renew calls, {renewed} renewals in 2.5 periods");
     assert!(
         (6..=9).contains(&client),
-        "{client} renew calls in 3 periods, expected 3 per tick"
+        "{client} renew calls in 2.5 periods, expected 3 per tick"
     );
     // The client counts a call when it sends it, the server when it runs it: a call in flight when one
     // of the counts is read is in one window and not the other (at most one at each edge, one way each).

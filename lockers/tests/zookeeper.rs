@@ -200,10 +200,8 @@ async fn renewals_report_round_trip_and_session_timeout() {
     // 2 s at one probe per 333 ms: about 6 for each lock.
     for renewal in consensus::renewals_of(&log, &["renew-a", "renew-b"], 4) {
         assert_eq!(renewal.granted, negotiated);
-        assert!(
-            renewal.round_trip < Duration::from_millis(200),
-            "{renewal:?}"
-        );
+        // Under the probe period: a loaded machine may stretch one, but never past the next.
+        assert!(renewal.round_trip < SESSION / 3, "{renewal:?}");
     }
     assert!(
         a.deadline() > Instant::now() + SESSION / 3,
