@@ -445,8 +445,15 @@ async fn waits_after_lock_writes(generation: Generation) {
             .acquire(&unique("wait"), &AcquireOptions::try_once())
             .await
             .unwrap();
-        // Two renewals, then the release mid-period, with no renewal in flight beside it.
-        tokio::time::sleep(TIMEOUT * 5 / 6).await;
+        // Two renewals, then the release half a period after the second was sent: its WAIT is back
+        // and the next renewal is not yet due, so none is in flight beside the release. (A period
+        // here runs from the previous renewal's answer, WAIT included, so a fixed sleep may see one.)
+        let renewed = lockbench_servers::poll::until_async(TIMEOUT * 5, || a.renew_calls() >= 2);
+        assert!(
+            renewed.await,
+            "{generation:?} {topology:?}: no second renewal"
+        );
+        tokio::time::sleep(TIMEOUT / 6).await;
         lease.release().await.unwrap();
         let waits = calls(primary, "wait") - before;
         let renewals = a.renew_calls();
