@@ -5,7 +5,8 @@
 # it on an otherwise idle machine. `RUNS=N` changes the count; an argument names another file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out="$(pwd)/${1:-docs/results/bench.json}"
+out="${1:-docs/results/bench.json}"
+case "$out" in /*) ;; *) out="$(pwd)/$out" ;; esac
 runs="${RUNS:-3}"
 rm -f "$out"
 for _ in $(seq "$runs"); do
