@@ -35,7 +35,8 @@ pub(crate) enum LeaseEnd {
 pub(crate) struct LeaseState {
     key: Arc<str>,
     /// The deadline, and whether `end` holds an end (set once, after it is written). Renewal reads
-    /// them for every held lock each period; this plain cell costs no lock and no visit to the channel.
+    /// them for every held lock each period, from the cell alone (a batch scheduler's table holds the
+    /// cell, not this state), at the cost of no lock.
     cell: Cell,
     /// How the lease ended, set once. A plain cell and one [`Notify`], not a `watch` channel: a
     /// channel's shared state (nine `Notify`s) was a fifth of a held lock's memory.
