@@ -108,6 +108,9 @@ if [ "$want_peers" -eq 1 ]; then
   if command -v go >/dev/null 2>&1; then
     (cd "$adapters/go" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go build -trimpath -o build/ ./cmd/...)
     echo "install-deps: built the Go adapters in $adapters/go/build"
+    # The history checker the tests run (bench/tests/checker, Porcupine pinned by its go.sum).
+    (cd "$adapters/../bench/tests/checker" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go build -o /dev/null .)
+    echo "install-deps: built the history checker in bench/tests/checker"
   else
     echo "install-deps: no Go toolchain (go >= 1.26) on PATH: the go-* peers are not built" >&2
   fi

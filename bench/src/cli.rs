@@ -233,6 +233,10 @@ pub struct RunArgs {
     /// No progress bar (it is shown only when stdout is a terminal anyway).
     #[arg(long)]
     pub no_progress: bool,
+    /// Write each case's history (every acquire, read, write and release, as invoked and completed)
+    /// as JSON lines into DIR/history/, for a checker outside lockbench (bench/tests/checker/).
+    #[arg(long)]
+    pub history: bool,
     /// Inject a fault in every case, replacing the scenario's (repeatable; `none` removes them):
     /// KIND [at=D] [target=holder|client:N|all|server] [duration=D] and the kind's settings, e.g.
     /// "pause_worker at=1s duration=2s". Kinds: pause_worker, crash_worker, starve_worker, cpu_hog
@@ -277,6 +281,7 @@ impl RunArgs {
             settle_early: false,
             listen: self.listen.clone(),
             fit: Fit::default(),
+            history: self.history,
         }
     }
 }
@@ -329,6 +334,10 @@ pub struct CompareArgs {
     /// No progress bars (they are shown only when stdout is a terminal anyway).
     #[arg(long)]
     pub no_progress: bool,
+    /// Write each case's history (every acquire, read, write and release) as JSON lines into each
+    /// scenario's DIR/runs/NAME/history/, for a checker outside lockbench (bench/tests/checker/).
+    #[arg(long)]
+    pub history: bool,
     /// Run every scenario with this workload (a TOML file of workload fields: clients, keys, task,
     /// leases, watchdog_timeout, acquire_wait, think, rate, on_lost; see bench/workloads/); each
     /// scenario keeps its own fault, and the few that need part of their own workload keep it.
@@ -357,6 +366,7 @@ impl CompareArgs {
             peers: self.peers,
             servers: self.servers.given(),
             progress: !self.no_progress,
+            history: self.history,
             workload: self.workload.clone(),
             workload_fields: self.workload_flags.fields(),
             time_scale: self.time_scale,

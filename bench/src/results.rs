@@ -496,6 +496,7 @@ mod tests {
                     ended_by: EndedBy::Released,
                 }],
                 low_bound: u64::MAX,
+                history: Vec::new(),
             });
         }
         let totals = resource.totals();

@@ -106,6 +106,114 @@ pub(crate) struct IntervalBatch {
     pub intervals: Vec<Interval>,
     /// No later interval of this client starts before this (u64::MAX: the client is done).
     pub low_bound: u64,
+    /// The operations behind the intervals, when the case records its history (`--history`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<HistoryOp>,
+}
+
+impl IntervalBatch {
+    /// A client's last batch of holds the driver recovered rather than heard from it (a killed
+    /// worker's, taken from the resource's record; a remote worker's, whose clock is its own); with
+    /// `history`, each hold's acquire and end are its history, its reads and writes unknown.
+    pub(crate) fn recovered(client: u32, intervals: Vec<Interval>, history: bool) -> Self {
+        let history = if history {
+            intervals
+                .iter()
+                .flat_map(|i| HistoryOp::of_interval(client, i))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        IntervalBatch {
+            client,
+            intervals,
+            low_bound: u64::MAX,
+            history,
+        }
+    }
+}
+
+/// What a client did to the lock or the protected resource, as one entry of a case's history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum HistoryKind {
+    /// The lock was granted (a failed acquire is not recorded).
+    Acquire,
+    /// The client read the resource's counter (`value`, the answer).
+    Read,
+    /// The client wrote the counter (`value`); `accepted` is the resource's answer.
+    Write,
+    /// The client's belief in the lock ended: it called release or noticed the loss.
+    Release,
+}
+
+/// One operation of a case's history, as invoked and completed on the run's monotonic clock: the
+/// format `lockbench run --history` writes, one JSON object a line, for checkers outside lockbench
+/// (docs/design.md, "The history").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct HistoryOp {
+    /// The client index.
+    pub client: u32,
+    /// The key index.
+    pub key: u32,
+    /// What it did.
+    pub op: HistoryKind,
+    /// When the call started, ns.
+    pub invoke_ns: u64,
+    /// When it returned, ns.
+    pub complete_ns: u64,
+    /// The lease's fencing token (strategies with fencing only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
+    /// The value read, or written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<u64>,
+    /// Whether the resource accepted the write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<bool>,
+}
+
+impl HistoryOp {
+    /// An operation on the lock (no value).
+    pub(crate) fn lock(
+        client: u32,
+        key: u32,
+        op: HistoryKind,
+        invoke_ns: u64,
+        complete_ns: u64,
+    ) -> Self {
+        HistoryOp {
+            client,
+            key,
+            op,
+            invoke_ns,
+            complete_ns,
+            token: None,
+            value: None,
+            accepted: None,
+        }
+    }
+
+    /// The acquire and the end of `interval`, for a hold known only by its interval (a killed
+    /// worker's holds recovered from the resource, a remote worker's as the resource heard them).
+    pub(crate) fn of_interval(client: u32, interval: &Interval) -> [Self; 2] {
+        [
+            HistoryOp::lock(
+                client,
+                interval.key,
+                HistoryKind::Acquire,
+                interval.acquire_started,
+                interval.start,
+            ),
+            HistoryOp::lock(
+                client,
+                interval.key,
+                HistoryKind::Release,
+                interval.end,
+                interval.end,
+            ),
+        ]
+    }
 }
 
 /// Where workers leave interval batches for the oracle without waking anyone: the oracle (or a worker

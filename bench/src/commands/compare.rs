@@ -72,6 +72,8 @@ pub struct CompareRequest {
     pub workload_fields: ScenarioFile,
     /// `--time-scale`: run at 1/N time.
     pub time_scale: Option<u32>,
+    /// Write each case's history beside its scenario's results.
+    pub history: bool,
 }
 
 impl CompareRequest {
@@ -635,6 +637,7 @@ impl Compare<'_> {
             settle_early: !args.thorough,
             listen: None,
             fit: suite::fit(entry, self.user.as_ref()),
+            history: args.history,
         }
     }
 

@@ -2,7 +2,7 @@
 //! directory, server addresses, worker mode), start the servers, run the cases, write the results
 //! atomically — also when Ctrl-C cut the run short (marked incomplete) — and stop the servers.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lockbench_reports::model::{
@@ -58,6 +58,8 @@ pub struct RunRequest {
     /// How `compare` fits the scenario to the user's workload (time scale, window floor); the
     /// default changes nothing.
     pub fit: Fit,
+    /// Write each case's history (`--history`) beside the results.
+    pub history: bool,
 }
 
 /// What a finished run produced.
@@ -110,6 +112,7 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
     let backends = Backends::prepare(&needed, &args.servers, strategies::check_address).await?;
     let runner = CaseRunner {
         args: &args,
+        history_dir: args.history.then(|| out_dir.join(HISTORY_DIR)),
         workload: &workload,
         backends: &backends,
         interrupt: interrupt.clone(),
@@ -164,9 +167,10 @@ fn resolve(
     let mut file = loaded.file;
     file.overlay(args.overrides.clone());
     apply_fault_flags(&mut file, &args.faults).map_err(BenchError::usage)?;
-    let workload = Workload::resolve(&loaded.name, &loaded.source, file)
+    let mut workload = Workload::resolve(&loaded.name, &loaded.source, file)
         .map_err(BenchError::usage)?
         .fitted(args.fit);
+    workload.history = args.history;
     workload.faults_fit().map_err(BenchError::usage)?;
     let chosen = strategies::resolve(&workload.strategies).map_err(BenchError::usage)?;
     let (chosen, not_applicable) =
@@ -246,6 +250,8 @@ fn servers_to_start(
 /// What every case of a run shares.
 struct CaseRunner<'a> {
     args: &'a RunRequest,
+    /// Where each case's history goes (`--history`): `<out>/history/`.
+    history_dir: Option<PathBuf>,
     workload: &'a Workload,
     backends: &'a Backends,
     interrupt: StopSignal,
@@ -300,8 +306,11 @@ impl CaseRunner<'_> {
             // Every trial gets keys of its own, so nothing a trial left behind meets the next.
             let case_index = index * trials as usize + trial as usize;
             let wall = std::time::Instant::now();
-            let run = run_case(&ctx, strategy, lease, case_index).await;
+            let mut run = run_case(&ctx, strategy, lease, case_index).await;
             let mut case = results::case_result(&run);
+            if let Some(dir) = &self.history_dir {
+                write_history(dir, &seeded, &mut run, &case, trial, trials);
+            }
             case.window.wall_ms = Some(wall.elapsed().as_secs_f64() * 1e3);
             pooled.push((seeded.seed, case));
             runs.push(run);
@@ -375,6 +384,60 @@ fn not_applicable_cases(
         }
     }
     cases
+}
+
+/// The folder of a run's output that holds its cases' histories (`--history`).
+const HISTORY_DIR: &str = "history";
+
+/// Writes the history `run` recorded as JSON lines into `dir` (`<strategy>-<lease>[-trial<n>].jsonl`,
+/// a header line first), in order of invocation, and frees it; a failure to write is noted on
+/// stderr and costs nothing else (the results file is what the run is for).
+fn write_history(
+    dir: &Path,
+    workload: &Workload,
+    run: &mut CaseRun,
+    case: &CaseResult,
+    trial: u32,
+    trials: u32,
+) {
+    let Some(output) = run.output.as_mut() else {
+        return;
+    };
+    let mut ops = std::mem::take(&mut output.findings.history);
+    ops.sort_by_key(|op| (op.invoke_ns, op.complete_ns, op.client));
+    let header = serde_json::json!({
+        "format": "lockbench-history/1",
+        "strategy": run.strategy,
+        "lease": run.lease.to_string(),
+        "fencing": output.capabilities.fencing,
+        "keys": workload.keys,
+        "clients": workload.clients,
+        "verdict": case.safety.verdict,
+        "trial": trial + 1,
+    });
+    let mut text = header.to_string();
+    text.push('\n');
+    for op in &ops {
+        text.push_str(&serde_json::to_string(op).unwrap_or_default());
+        text.push('\n');
+    }
+    let lease: String = run
+        .lease
+        .to_string()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let name = if trials > 1 {
+        format!("{}-{lease}-trial{}.jsonl", run.strategy, trial + 1)
+    } else {
+        format!("{}-{lease}.jsonl", run.strategy)
+    };
+    let written = std::fs::create_dir_all(dir)
+        .map_err(|e| e.to_string())
+        .and_then(|()| output::write_atomic(dir, &name, &text).map_err(|e| e.to_string()));
+    if let Err(e) = written {
+        eprintln!("lockbench: history of {}: {e}", run.strategy);
+    }
 }
 
 /// Whether a trial settles its case: it was violated and the scenario's `[expect]` table predicts

@@ -28,7 +28,7 @@ use lockbench_reports::model::{HolderSample, OverlapExample};
 use super::availability::Grants;
 use super::histogram::{Hist, new_hist, record};
 use super::holder_sample::{HolderSampler, held};
-use crate::base::holds::{BatchQueue, COLLECT_EVERY, EndedBy, Interval, IntervalBatch};
+use crate::base::holds::{BatchQueue, COLLECT_EVERY, EndedBy, HistoryOp, Interval, IntervalBatch};
 
 /// An interval waiting for the watermark, ordered by (start, arrival).
 #[derive(Debug, Clone, Copy)]
@@ -117,6 +117,8 @@ pub(crate) struct OracleFindings {
     /// Per key, the times some client held it: the union of its intervals as disjoint (start, end)
     /// spans in time order, ns (see [`Self::waited`]).
     pub held: Vec<Vec<(u64, u64)>>,
+    /// Every operation the workers recorded (cases that record their history), in arrival order.
+    pub history: Vec<HistoryOp>,
 }
 
 impl OracleFindings {
@@ -177,6 +179,7 @@ impl Oracle {
                 grants: Grants::new(case_start),
                 contended: false,
                 held: Vec::new(),
+                history: Vec::new(),
             },
             sampler: HolderSampler::new(keys),
         }
@@ -184,6 +187,7 @@ impl Oracle {
 
     /// Takes a batch and sweeps what the new watermark allows.
     pub(crate) fn add(&mut self, batch: IntervalBatch) {
+        self.found.history.extend(batch.history);
         for interval in batch.intervals {
             let Some(state) = self.keys.get_mut(interval.key as usize) else {
                 continue;

@@ -570,20 +570,20 @@ impl Case<'_> {
             // its last batch, the one open at its death closed at the kill.
             let since = heard.reported_to.get(&crash.client).copied().unwrap_or(0);
             let intervals = resource.holds.of_killed(crash.client, since, crash.at_ns);
-            heard.oracle.add(IntervalBatch {
-                client: crash.client,
+            heard.oracle.add(IntervalBatch::recovered(
+                crash.client,
                 intervals,
-                low_bound: u64::MAX,
-            });
+                self.ctx.workload.history,
+            ));
         }
         let clients = self.ctx.workload.clients;
         if self.remote.is_some() {
             for client in 0..clients {
-                heard.oracle.add(IntervalBatch {
+                heard.oracle.add(IntervalBatch::recovered(
                     client,
-                    intervals: resource.holds.all(client, stopped_at),
-                    low_bound: u64::MAX,
-                });
+                    resource.holds.all(client, stopped_at),
+                    self.ctx.workload.history,
+                ));
             }
         }
     }
@@ -615,11 +615,11 @@ impl Case<'_> {
                 resource.holds.of_killed(client, since, died_at)
             };
             let recovered = intervals.len();
-            heard.oracle.add(IntervalBatch {
+            heard.oracle.add(IntervalBatch::recovered(
                 client,
                 intervals,
-                low_bound: u64::MAX,
-            });
+                self.ctx.workload.history,
+            ));
             heard.problems.push(format!(
                 "worker {client} died: {how}; what it reported up to its death is kept ({recovered} \
                  hold{} it had not reported recovered from the resource)",

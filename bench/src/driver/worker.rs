@@ -20,7 +20,7 @@ use super::resource::WriteVerdict;
 use super::resource_socket::ResourceClient;
 use super::tally::WorkerTally;
 use crate::base::clock::{MonoClock, duration_ns};
-use crate::base::holds::{BatchQueue, EndedBy, Interval, IntervalBatch};
+use crate::base::holds::{BatchQueue, EndedBy, HistoryKind, HistoryOp, Interval, IntervalBatch};
 use crate::base::holds::{HoldChange, HoldEvent, HoldSink};
 use crate::base::stop::StopSignal;
 use crate::strategies::StrategySettings;
@@ -58,6 +58,10 @@ pub(crate) struct CasePlan {
     /// Client 0's first task ending this long (ns) after the case start is orphaned.
     #[serde(default)]
     pub orphan_after_ns: Option<u64>,
+    /// Record the history of every operation (a remote worker's clock is its own: its history is
+    /// taken from the resource instead).
+    #[serde(default)]
+    pub history: bool,
 }
 
 impl CasePlan {
@@ -81,6 +85,7 @@ impl CasePlan {
             keys: workload.keys,
             seed: workload.seed,
             orphan_after_ns: workload.orphan_after.map(duration_ns),
+            history: workload.history && workload.workers != crate::workload::WorkerMode::Remote,
         }
     }
 
@@ -101,6 +106,7 @@ pub(crate) struct ReadyPlan {
     on_lost: OnLost,
     seed: u64,
     orphan_after_ns: Option<u64>,
+    history: bool,
 }
 
 impl ReadyPlan {
@@ -124,6 +130,7 @@ impl ReadyPlan {
             on_lost: plan.on_lost,
             seed: plan.seed,
             orphan_after_ns: plan.orphan_after_ns,
+            history: plan.history,
         })
     }
 }
@@ -171,6 +178,8 @@ struct LoopState {
     tally: WorkerTally,
     rng: SmallRng,
     batch: Vec<Interval>,
+    /// The operations behind `batch` (cases that record their history).
+    history: Vec<HistoryOp>,
     last_flush: u64,
     next_slot: u64,
     lease_seq: u64,
@@ -282,7 +291,7 @@ impl Worker {
             }
             self.end_cycle(&mut state, &cycle);
         }
-        self.flush(&mut state.batch, u64::MAX);
+        self.flush(&mut state, u64::MAX);
         state.tally
     }
 
@@ -292,6 +301,7 @@ impl Worker {
             tally: WorkerTally::default(),
             rng: SmallRng::seed_from_u64(seed),
             batch: Vec::with_capacity(BATCH),
+            history: Vec::new(),
             last_flush: self.go,
             next_slot: self.go,
             lease_seq: 0,
@@ -358,6 +368,19 @@ impl Worker {
             );
         }
         let token = self.fencing.then(|| lease.token().0);
+        self.record(
+            state,
+            HistoryOp {
+                token,
+                ..HistoryOp::lock(
+                    self.client,
+                    cycle.key,
+                    HistoryKind::Acquire,
+                    cycle.t0,
+                    cycle.t1,
+                )
+            },
+        );
         let task = self.plan.task.sample(&mut state.rng);
         let outcome = self
             .critical_section(state, cycle, &lease, task, token, lease_id)
@@ -388,10 +411,26 @@ impl Worker {
             .resource
             .hold_began(self.client, cycle.key, cycle.t0, cycle.t1)
             .await;
+        let read_at = self.clock.now();
         let read = match announced {
             Ok(()) => self.resource.read(cycle.key, token, cycle.t1).await,
             Err(e) => Err(e),
         };
+        if let Ok(value) = read {
+            self.record(
+                state,
+                HistoryOp {
+                    value: Some(value),
+                    ..HistoryOp::lock(
+                        self.client,
+                        cycle.key,
+                        HistoryKind::Read,
+                        read_at,
+                        self.clock.now(),
+                    )
+                },
+            );
+        }
         let Ok(value) = read else {
             state.tally.resource_errors += 1;
             self.stop.set();
@@ -407,11 +446,29 @@ impl Worker {
             outcome = Outcome::Lost(self.clock.now());
         }
         if matches!(outcome, Outcome::Done) {
-            match self
+            let write_at = self.clock.now();
+            let written = self
                 .resource
                 .write(cycle.key, value + 1, token, lease_id)
-                .await
-            {
+                .await;
+            if let Ok(verdict) = &written {
+                self.record(
+                    state,
+                    HistoryOp {
+                        token,
+                        value: Some(value + 1),
+                        accepted: Some(*verdict == WriteVerdict::Accepted),
+                        ..HistoryOp::lock(
+                            self.client,
+                            cycle.key,
+                            HistoryKind::Write,
+                            write_at,
+                            self.clock.now(),
+                        )
+                    },
+                );
+            }
+            match written {
                 Ok(WriteVerdict::Accepted) => {
                     let at = self.clock.now();
                     if at >= self.measure_from {
@@ -469,7 +526,11 @@ impl Worker {
             end: t3,
             ended_by: EndedBy::Orphaned,
         });
-        self.flush(&mut state.batch, u64::MAX);
+        self.record(
+            state,
+            HistoryOp::lock(self.client, cycle.key, HistoryKind::Release, t3, t3),
+        );
+        self.flush(state, u64::MAX);
         self.stop.wait().await;
         drop(lease);
     }
@@ -520,6 +581,15 @@ impl Worker {
             record(&mut tally.hold, end.saturating_sub(cycle.t1));
             record(&mut tally.release, cycle.release_ns);
         }
+        // The client's belief ended at `end` (release called, or the loss noticed).
+        let release = HistoryOp::lock(
+            self.client,
+            cycle.key,
+            HistoryKind::Release,
+            end,
+            t4.max(end),
+        );
+        self.record(state, release);
         state.batch.push(Interval {
             key: cycle.key,
             acquire_started: cycle.t0,
@@ -544,7 +614,7 @@ impl Worker {
         state.cycle_top = cycle_end;
         if state.batch.len() >= BATCH || cycle_end - state.last_flush >= FLUSH_NS {
             state.last_flush = cycle_end;
-            self.flush(&mut state.batch, cycle_end);
+            self.flush(state, cycle_end);
         }
     }
 
@@ -561,12 +631,21 @@ impl Worker {
         }
     }
 
-    fn flush(&self, batch: &mut Vec<Interval>, low_bound: u64) {
-        let intervals = std::mem::replace(batch, Vec::with_capacity(BATCH));
+    fn flush(&self, state: &mut LoopState, low_bound: u64) {
+        let intervals = std::mem::replace(&mut state.batch, Vec::with_capacity(BATCH));
         self.intervals.push(IntervalBatch {
             client: self.client,
             intervals,
             low_bound,
+            history: std::mem::take(&mut state.history),
         });
+    }
+
+    /// Adds `op` to the case's history, when it records one.
+    #[inline]
+    fn record(&self, state: &mut LoopState, op: HistoryOp) {
+        if self.plan.history {
+            state.history.push(op);
+        }
     }
 }

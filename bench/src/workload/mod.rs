@@ -223,6 +223,9 @@ pub(crate) struct Workload {
     pub monitor_renewals: bool,
     /// Follow the Redis servers with `MONITOR` (see [`ScenarioFile::monitor_commands`]).
     pub monitor_commands: bool,
+    /// Record every acquire, read, write and release of the case and write them beside the results
+    /// (`--history`; set by the command, never by a scenario file).
+    pub history: bool,
     /// Random seed.
     pub seed: u64,
     /// Faults injected in every case.
@@ -498,6 +501,7 @@ impl Workload {
                 .map(|t| parse_timing(&t, units).map_err(|e| field("orphan_after", e)))
                 .transpose()?,
             monitor_renewals: merged.monitor_renewals.unwrap_or(false),
+            history: false,
             monitor_commands: merged.monitor_commands.unwrap_or(false),
             seed: merged.seed.unwrap_or(1),
             faults,
