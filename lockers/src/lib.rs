@@ -66,6 +66,6 @@ pub mod conformance;
 pub use error::{BoxError, LockError};
 pub use event::{EventLog, EventSink, Events, LockEvent, Renewed};
 pub use lease::Lease;
-pub use locker::{Capabilities, LibraryThreadsHeld, Locker};
+pub use locker::{Capabilities, LibraryThreadsHeld, Locker, PeerProcess};
 pub use settings::Renewal;
 pub use types::{AcquireOptions, FencingToken, LeaseMode, LossReason, OwnerId};

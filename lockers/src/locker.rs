@@ -39,7 +39,7 @@ pub struct Capabilities {
     pub ttl_granularity: Duration,
 }
 
-/// What [`Locker::starve_library`] held: `held` of the `threads` the library renews on, in its adapter
+/// What [`PeerProcess::starve_library`] held: `held` of the `threads` the library renews on, in its adapter
 /// process `pid`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LibraryThreadsHeld {
@@ -49,6 +49,31 @@ pub struct LibraryThreadsHeld {
     pub held: u32,
     /// The threads the library renews on.
     pub threads: u32,
+}
+
+/// What a peer adapter (a real library run in a process of its own, adapters/PROTOCOL.md) adds to the
+/// contract, reached through [`Locker::peer`]: what the bench needs to measure and fault it, nothing a
+/// caller that only locks uses.
+#[async_trait]
+pub trait PeerProcess: Send + Sync {
+    /// The round trip of the transport the library itself does not have, measured when the client
+    /// connected: the JSON-lines exchange with the adapter process. Each acquire and each release pays
+    /// about one, so peer figures carry about twice this per cycle.
+    fn protocol_round_trip(&self) -> Duration;
+
+    /// The library this client runs and the version its process loaded (`("Redisson RLock",
+    /// "3.52.0")`).
+    fn loaded_library(&self) -> (String, String);
+
+    /// The process the library runs in (its pid), when known: clients sharing one adapter process
+    /// report the same, so a case can state how its clients were mapped to processes.
+    fn adapter_process(&self) -> Option<u32>;
+
+    /// Blocks, for `hold`, every thread the library renews on (the adapter's `starve`,
+    /// adapters/PROTOCOL.md), the CPU starvation of a library whose threads the caller's own runtime
+    /// does not reach; returns once they are held, with how many were, or
+    /// [`LockError::Unsupported`] when the adapter does not declare `starve`.
+    async fn starve_library(&self, hold: Duration) -> Result<LibraryThreadsHeld, LockError>;
 }
 
 /// A distributed lock strategy: one client of one backend. Object-safe, so drivers hold
@@ -72,36 +97,10 @@ pub trait Locker: Send + Sync + Debug {
     /// default does nothing.
     async fn close(&self) {}
 
-    /// The round trip of a transport the strategy's own library does not have, measured when it
-    /// connected: a peer adapter's JSON-lines exchange with its child process. Each acquire and each
-    /// release pays about one, so peer figures carry about twice this per cycle. `None` (the default)
-    /// for lockbench's own strategies.
-    fn protocol_round_trip(&self) -> Option<std::time::Duration> {
-        None
-    }
-
-    /// The library this client runs and the version its process loaded (`("Redisson RLock",
-    /// "3.52.0")`), for a peer adapter; `None` (the default) for lockbench's own strategies.
-    fn loaded_library(&self) -> Option<(String, String)> {
-        None
-    }
-
-    /// The process the library of a peer adapter runs in (its pid): clients sharing one adapter process
-    /// report the same, so a case can state how its clients were mapped to processes. `None` (the
-    /// default) for lockbench's own strategies.
-    fn adapter_process(&self) -> Option<u32> {
-        None
-    }
-
-    /// Blocks, for `hold`, every thread the library of a peer adapter renews on (the adapter's `starve`,
-    /// adapters/PROTOCOL.md), the CPU starvation of a library whose threads the caller's own runtime
-    /// does not reach; returns once they are held, with how many were. `None` (the default) for a
-    /// strategy without threads of its own outside the caller's runtime (lockbench's own strategies);
-    /// an [`LockError::Unsupported`] for a peer whose adapter does not declare `starve`.
-    async fn starve_library(
-        &self,
-        _hold: Duration,
-    ) -> Option<Result<LibraryThreadsHeld, LockError>> {
+    /// What only a peer adapter has (its process, its protocol, the library it loaded), for the
+    /// driver that measures it; `None` (the default) for lockbench's own strategies. Callers that only
+    /// lock never need it.
+    fn peer(&self) -> Option<&dyn PeerProcess> {
         None
     }
 

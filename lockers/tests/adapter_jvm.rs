@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use lockbench_servers::RedisServer;
+use lockers::PeerProcess;
 
 #[path = "support/peers.rs"]
 mod peers;
@@ -669,7 +670,7 @@ async fn starving_redissons_threads_stops_its_watchdog() {
         tokio::time::sleep(watchdog * 6 / 5).await;
         let renewed = pttl(redis.clone()).await > 0;
         let asked = std::time::Instant::now();
-        let held = holder.starve_library(watchdog * 3).await.unwrap().unwrap();
+        let held = holder.starve_library(watchdog * 3).await.unwrap();
         let seen = threads_named(holder.pid().unwrap(), "lockbench-held");
         let started = std::time::Instant::now();
         let gathered = started - asked;

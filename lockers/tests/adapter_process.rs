@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
 use lockers::peer::PeerLocker;
 use lockers::peer::catalog::{self, INSTALL};
-use lockers::{AcquireOptions, Events, LockError, Locker};
+use lockers::{AcquireOptions, Events, LockError, Locker, PeerProcess};
 
 #[path = "support/peers.rs"]
 mod peers;
@@ -141,7 +141,7 @@ async fn a_version_other_than_the_pin_fails_with_the_install_command() {
         "{err}"
     );
     let locker = memory_peer(Vec::new(), Duration::from_secs(5)).await;
-    let (_, version) = locker.loaded_library().unwrap();
+    let (_, version) = locker.loaded_library();
     assert_eq!(version, spec.version);
 }
 
@@ -198,7 +198,7 @@ async fn protocol_overhead_per_cycle() {
         peer.info().ping_rtt
     );
     // What the results carry for peers (`protocol_round_trip_ms`); lockbench's own strategies have none.
-    assert_eq!(peer.protocol_round_trip(), Some(peer.info().ping_rtt));
+    assert_eq!(peer.protocol_round_trip(), peer.info().ping_rtt);
     assert!(peer.info().ping_rtt > Duration::ZERO);
-    assert_eq!(native.protocol_round_trip(), None);
+    assert!(native.peer().is_none());
 }

@@ -220,10 +220,10 @@ where
     let _ = out.send(FromChild::Ready {
         capabilities: capabilities_model(&capabilities),
         protocol_round_trip_ns: locker
-            .protocol_round_trip()
-            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
-        library: locker.loaded_library(),
-        adapter_pid: locker.adapter_process(),
+            .peer()
+            .map(|p| u64::try_from(p.protocol_round_trip().as_nanos()).unwrap_or(u64::MAX)),
+        library: locker.peer().map(|p| p.loaded_library()),
+        adapter_pid: locker.peer().and_then(|p| p.adapter_process()),
     });
 
     let Some((go, measure, stop_at)) = wait_for_go(&mut stdin).await? else {
@@ -259,7 +259,13 @@ where
     let holds = spec.report_holds.then(|| forward_holds(out.clone()));
     let cost = own_cost.then(|| {
         tokio::spawn(cost::sample(
-            CostScope::DriverProcess(locker.adapter_process().into_iter().collect()),
+            CostScope::DriverProcess(
+                locker
+                    .peer()
+                    .and_then(|p| p.adapter_process())
+                    .into_iter()
+                    .collect(),
+            ),
             clock,
             measure,
             worker_done.clone(),
@@ -356,9 +362,10 @@ async fn follow_commands<R>(
 /// the driver. Lockbench's own strategies renew on the runtime alone: nothing to do.
 async fn starve_library(obeying: &Obeying, until_ns: u64) {
     let hold = Duration::from_nanos(until_ns.saturating_sub(obeying.clock.now()));
-    let Some(outcome) = obeying.locker.starve_library(hold).await else {
+    let Some(peer) = obeying.locker.peer() else {
         return;
     };
+    let outcome = peer.starve_library(hold).await;
     let report = match outcome {
         Ok(held) => LibraryStarve::Held {
             pid: held.pid,

@@ -65,12 +65,14 @@ pub(crate) async fn run(
         .ok_or_else(|| CaseError::Fail("no clients".into()))?;
     let protocol_round_trip = clients
         .iter()
-        .filter_map(|(l, _)| l.protocol_round_trip())
+        .filter_map(|(l, _)| l.peer().map(|p| p.protocol_round_trip()))
         .min();
-    let library = clients.first().and_then(|(l, _)| l.loaded_library());
+    let library = clients
+        .first()
+        .and_then(|(l, _)| l.peer().map(|p| p.loaded_library()));
     let pids: Vec<u32> = clients
         .iter()
-        .filter_map(|(l, _)| l.adapter_process())
+        .filter_map(|(l, _)| l.peer().and_then(|p| p.adapter_process()))
         .collect();
     let adapter_processes = adapter_processes(&pids, workload.clients);
 
@@ -98,7 +100,7 @@ pub(crate) async fn run(
     // its CPU is the client's cost as much as the driver's own.
     let mut adapters: Vec<u32> = clients
         .iter()
-        .filter_map(|(locker, _)| locker.adapter_process())
+        .filter_map(|(locker, _)| locker.peer().and_then(|p| p.adapter_process()))
         .collect();
     adapters.sort_unstable();
     adapters.dedup();

@@ -40,7 +40,7 @@ use serde_json::{Map, Value};
 use crate::error::LockError;
 use crate::event::{Events, LockEvent};
 use crate::lease::{AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, OwnerId};
-use crate::locker::{Capabilities, LibraryThreadsHeld, Locker};
+use crate::locker::{Capabilities, LibraryThreadsHeld, Locker, PeerProcess};
 use crate::settings::Renewal;
 pub use process::PeerCommand;
 use process::{AcquireWait, Adapter, ClientTag, Process};
@@ -364,32 +364,36 @@ impl PeerLocker {
 }
 
 #[async_trait]
-impl Locker for PeerLocker {
-    fn id(&self) -> &str {
-        &self.adapter.id
+impl PeerProcess for PeerLocker {
+    fn protocol_round_trip(&self) -> Duration {
+        self.info.ping_rtt
     }
 
-    fn protocol_round_trip(&self) -> Option<Duration> {
-        Some(self.info.ping_rtt)
-    }
-
-    fn loaded_library(&self) -> Option<(String, String)> {
-        Some((self.info.library.clone(), self.info.version.clone()))
+    fn loaded_library(&self) -> (String, String) {
+        (self.info.library.clone(), self.info.version.clone())
     }
 
     fn adapter_process(&self) -> Option<u32> {
         self.adapter.pid
     }
 
-    fn capabilities(&self) -> Capabilities {
-        self.capabilities
+    async fn starve_library(&self, hold: Duration) -> Result<LibraryThreadsHeld, LockError> {
+        self.starve(hold).await
+    }
+}
+
+#[async_trait]
+impl Locker for PeerLocker {
+    fn id(&self) -> &str {
+        &self.adapter.id
     }
 
-    async fn starve_library(
-        &self,
-        hold: Duration,
-    ) -> Option<Result<LibraryThreadsHeld, LockError>> {
-        Some(self.starve(hold).await)
+    fn peer(&self) -> Option<&dyn PeerProcess> {
+        Some(self)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities
     }
 
     async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {

@@ -290,7 +290,8 @@ impl ClientProcess {
     /// The adapter process of a peer's client, else this process.
     fn of(locker: &dyn Locker) -> Self {
         locker
-            .adapter_process()
+            .peer()
+            .and_then(|p| p.adapter_process())
             .map_or(ClientProcess::Own, ClientProcess::Adapter)
     }
 
@@ -370,9 +371,10 @@ pub async fn measure_strategy(
     warm_up(&locker, spec.warm_up, spec).await;
     let client = ClientProcess::of(locker.as_ref());
     series.in_adapter_process = client != ClientProcess::Own;
-    series.library = locker
-        .loaded_library()
-        .map(|(name, version)| format!("{name} {version}"));
+    series.library = locker.peer().map(|p| {
+        let (name, version) = p.loaded_library();
+        format!("{name} {version}")
+    });
     series.client_rss_at_start_bytes = client.sample().map(|s| s.rss_bytes);
     let server_before = server_locks_held(server.clone()).await;
     let mut held: Vec<Lease> = Vec::new();
