@@ -543,6 +543,8 @@ impl Case<'_> {
                     }
                     Some(Event::Message(_, FromChild::Ready { .. })) => {}
                     Some(Event::Closed(client)) => {
+                        // Every hold event it sent is on the board now (a fault waits for them).
+                        self.faults.board().closed(client);
                         heard.closed_at.insert(client, self.ctx.clock.now());
                         open -= 1;
                     }
