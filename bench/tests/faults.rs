@@ -378,7 +378,13 @@ fn a_failover_that_no_hold_spans_is_not_applied_and_never_reads_safe() {
         &["--strategies", "redis-watchdog", "--task", "20ms"],
     );
     let c = case(&results, "redis-watchdog");
-    assert_ne!(c.safety.verdict, Verdict::Safe, "{:?} {:?}", c.safety, c.faults);
+    assert_ne!(
+        c.safety.verdict,
+        Verdict::Safe,
+        "{:?} {:?}",
+        c.safety,
+        c.faults
+    );
 }
 
 /// A failover `kind` promoted the replica no sooner than `bound` (the time the servers wait before they

@@ -172,7 +172,10 @@ fn an_orphaned_hold_is_judged_the_same_by_remote_workers_and_worker_processes() 
         .find(|c| c.lease.starts_with("fixed"))
         .unwrap();
     let orphans = fixed.orphans.as_ref().unwrap();
-    assert_eq!(orphans.capped, 0, "the fixed lease frees the lock: {orphans:?}");
+    assert_eq!(
+        orphans.capped, 0,
+        "the fixed lease frees the lock: {orphans:?}"
+    );
     // The driver says what the resource's arrival stamps added to the workers' own times.
     assert!(
         driver.contains("remote hold stamps: the resource stamped each hold's begin and end"),

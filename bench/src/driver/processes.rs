@@ -343,7 +343,10 @@ pub(crate) async fn run(
     };
     heard.problems.dedup();
     if case.remote.is_some() {
-        eprintln!("{label}: {}", stamp_delay_words(&case.served.server.stamp_delays()));
+        eprintln!(
+            "{label}: {}",
+            stamp_delay_words(&case.served.server.stamp_delays())
+        );
     }
     Ok(ModeOutput {
         protocol_round_trip: started.protocol_round_trip,

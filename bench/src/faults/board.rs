@@ -148,8 +148,7 @@ impl HoldBoard {
             if self.lock().closed.contains(&client) {
                 return HoldEnd::Died;
             }
-            if stop.is_set() && stopped_at.get_or_insert_with(Instant::now).elapsed() >= grace
-            {
+            if stop.is_set() && stopped_at.get_or_insert_with(Instant::now).elapsed() >= grace {
                 return HoldEnd::Unknown;
             }
             tokio::select! {

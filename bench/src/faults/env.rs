@@ -150,7 +150,11 @@ impl Record {
         match self.applied {
             None => self.not_applied(NO_EVIDENCE),
             Some(true) if self.recovery_needed && self.recovery.is_none() => {
-                let seen = self.evidence.take().map(|e| format!(" ({e})")).unwrap_or_default();
+                let seen = self
+                    .evidence
+                    .take()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default();
                 self.not_applied(format!(
                     "{NO_EVIDENCE}: no client acquired the lock after it struck before the case \
                      ended (recovery_ms null), so nothing tested the lock after it{seen}"
@@ -546,7 +550,10 @@ mod tests {
         late.await.expect("joined");
         assert_eq!(rec.applied, Some(false), "{rec:?}");
         assert!(
-            rec.evidence.as_deref().unwrap_or("").starts_with("it struck no hold"),
+            rec.evidence
+                .as_deref()
+                .unwrap_or("")
+                .starts_with("it struck no hold"),
             "{rec:?}"
         );
         // A worker killed holding (its reports end without the end) was struck.
