@@ -78,9 +78,9 @@ pub(super) struct Record {
     pub(super) evidence: Option<String>,
     /// Why its window ended before its planned end (the case stopped first).
     pub(super) cut_short: Option<String>,
-    /// Whether what followed the fault is judged by its `recovery` (another acquire after it): a
-    /// fault that can take a lock away, aimed at a held key or at the whole server. Without that
-    /// acquire nothing tested the lock after the fault, and the window says it was not applied.
+    /// Whether the fault's test of the lock needs its `recovery` (another acquire after it): a
+    /// failover ([`recovery_is_evidence`]). Without that acquire nothing tested whether the new
+    /// primary let a second holder in, and the window says it was not applied.
     pub(super) recovery_needed: bool,
 }
 
@@ -375,13 +375,27 @@ pub(super) async fn measure_victim(
     };
     let (noticed, recovered) = tokio::join!(noticed, recovered);
     rec.noticed = noticed;
-    rec.recovery_needed = rec.kind.measures_recovery();
-    rec.recovery = recovered.filter(|_| rec.recovery_needed);
+    rec.recovery_needed = recovery_is_evidence(rec.kind);
+    rec.recovery = recovered.filter(|_| rec.kind.measures_recovery());
+}
+
+/// Whether a fault of `kind` tested the lock only if some client acquired it after the fault: a
+/// failover, whose question is whether the new primary grants a lock its holder still believes it
+/// holds. (Elsewhere no acquire after the fault can be the lock working: a holder that kept its lock
+/// through a starved runtime, or one that stopped on its loss before its session could expire.)
+pub(super) fn recovery_is_evidence(kind: FaultKind) -> bool {
+    matches!(
+        kind,
+        FaultKind::Failover
+            | FaultKind::SentinelFailover
+            | FaultKind::ClusterMasterKill
+            | FaultKind::ClusterFailover
+    )
 }
 
 /// After a server-wide fault at `t0`: when any client acquired any key.
 pub(super) async fn measure_any(env: &FaultEnv, cursor: usize, t0: u64, rec: &mut Record) {
-    rec.recovery_needed = rec.kind.measures_recovery();
+    rec.recovery_needed = recovery_is_evidence(rec.kind);
     let mut c = cursor;
     rec.recovery = env
         .board
