@@ -344,6 +344,49 @@ fn a_failover_to_a_lagging_replica_repeats_fencing_tokens_and_a_caught_up_one_do
     );
 }
 
+#[test]
+fn a_failover_that_no_hold_spans_is_not_applied_and_never_reads_safe() {
+    // 1 ms tasks end within the few milliseconds the failover takes: no client holds a lock across
+    // the promotion, so nothing was at stake. With a replica that kept up, nothing is lost either; it
+    // once read safe on "replica promoted" alone.
+    let results = run(
+        "redis-failover",
+        &[
+            "--strategies",
+            "redis-watchdog",
+            "--task",
+            "1ms",
+            "--fault",
+            "failover at=1s target=holder replication_lag=0s",
+        ],
+    );
+    let c = case(&results, "redis-watchdog");
+    assert_eq!(c.faults.len(), 1, "{:?}", c.faults);
+    let w = &c.faults[0];
+    assert_eq!(w.applied, Some(false), "{w:?}");
+    let evidence = w.evidence.as_deref().unwrap_or_default();
+    assert!(
+        evidence.contains("no client held a lock across the promotion"),
+        "{w:?}"
+    );
+    assert_ne!(c.safety.verdict, Verdict::Safe, "{:?}", c.safety);
+    assert_eq!(c.safety.no_verdict, Some(NoVerdict::FaultNotApplied));
+
+    // The theory's own failover with 20 ms tasks: whichever way it goes, never safe.
+    let results = run(
+        "redis-failover",
+        &["--strategies", "redis-watchdog", "--task", "20ms"],
+    );
+    let c = case(&results, "redis-watchdog");
+    assert_ne!(
+        c.safety.verdict,
+        Verdict::Safe,
+        "{:?} {:?}",
+        c.safety,
+        c.faults
+    );
+}
+
 /// A failover `kind` promoted the replica no sooner than `bound` (the time the servers wait before they
 /// call a master failed), lost no key, kept `strategy` safe, and the one lock was taken again after the
 /// promotion.

@@ -55,9 +55,21 @@ fn run_with_remote_workers(
     listen: &str,
     netns: Option<&str>,
 ) -> (lockbench_reports::Results, String, String) {
+    run_scenario_with_remote_workers("lease-too-short", 3, args, listen, netns)
+}
+
+/// Runs `scenario` with `args` and `workers` remote workers (in `netns` when given) listening on
+/// `listen`; returns the results, the driver's stderr and the workers' output.
+fn run_scenario_with_remote_workers(
+    scenario: &str,
+    workers: usize,
+    args: &[&str],
+    listen: &str,
+    netns: Option<&str>,
+) -> (lockbench_reports::Results, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let mut driver = support::lockbench()
-        .args(["run", "--scenario", "lease-too-short", "--no-progress"])
+        .args(["run", "--scenario", scenario, "--no-progress"])
         .args(args)
         .args(["--workers", "remote", "--listen", listen, "--out"])
         .arg(dir.path())
@@ -77,7 +89,7 @@ fn run_with_remote_workers(
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_owned();
     assert!(!line.contains(TOKEN), "{line}");
-    let workers: Vec<Child> = (0..3).map(|_| worker(&address, netns)).collect();
+    let workers: Vec<Child> = (0..workers).map(|_| worker(&address, netns)).collect();
 
     let deadline = Instant::now() + Duration::from_secs(180);
     let status = loop {
@@ -129,6 +141,48 @@ fn three_tcp_workers_give_the_verdicts_of_tasks_mode() {
     }
     for (what, text) in [("driver", &driver), ("workers", &outputs)] {
         assert!(!text.contains(TOKEN), "the token reached the {what}");
+    }
+}
+
+/// An orphaned hold (a task that ends without releasing or dropping its lease) ends where the
+/// worker's own report ends it, at the task's end, under either transport: remote workers tell the
+/// resource, whose record the oracle judges them by, as worker processes report it. It once stayed
+/// open on the resource's record until the case stopped, so the fixed 1 s lease, which frees the
+/// orphan's lock under a second later, read violated remotely and safe with worker processes.
+#[test]
+fn an_orphaned_hold_is_judged_the_same_by_remote_workers_and_worker_processes() {
+    let args = ["--strategies", "redis-watchdog"];
+    let processes = support::run_scenario(
+        "orphaned-holder",
+        &["--strategies", "redis-watchdog", "--workers", "processes"],
+    );
+    let (remote, driver, _) =
+        run_scenario_with_remote_workers("orphaned-holder", 2, &args, "127.0.0.1:0", None);
+    assert_eq!(verdicts(&remote), verdicts(&processes), "{driver}");
+    for case in &remote.cases {
+        assert_eq!(case.safety.verdict, Verdict::Safe, "{case:?}");
+        assert_eq!(case.safety.overlap.pairs, 0, "{:?}", case.safety);
+        // The orphan's end is on the record, so its wait for the next holder is measured too.
+        let orphans = case.orphans.as_ref().expect("an orphan");
+        assert_eq!(orphans.holds, 1, "{}: {orphans:?}", case.lease);
+    }
+    let fixed = remote
+        .cases
+        .iter()
+        .find(|c| c.lease.starts_with("fixed"))
+        .unwrap();
+    let orphans = fixed.orphans.as_ref().unwrap();
+    assert_eq!(
+        orphans.capped, 0,
+        "the fixed lease frees the lock: {orphans:?}"
+    );
+    // The driver says what the resource's arrival stamps added to the workers' own times.
+    assert!(
+        driver.contains("remote hold stamps: the resource stamped each hold's begin and end"),
+        "{driver}"
+    );
+    for line in driver.lines().filter(|l| l.contains("remote hold stamps")) {
+        eprintln!("{line}");
     }
 }
 

@@ -349,6 +349,12 @@ pub(crate) async fn run(
         None => remote_cost(heard.reports.values()),
     };
     heard.problems.dedup();
+    if case.remote.is_some() {
+        eprintln!(
+            "{label}: {}",
+            stamp_delay_words(&case.served.server.stamp_delays())
+        );
+    }
     Ok(ModeOutput {
         protocol_round_trip: started.protocol_round_trip,
         library: started.library,
@@ -547,6 +553,8 @@ impl Case<'_> {
                     }
                     Some(Event::Message(_, FromChild::Ready { .. })) => {}
                     Some(Event::Closed(client)) => {
+                        // Every hold event it sent is on the board now (a fault waits for them).
+                        self.faults.board().closed(client);
                         heard.closed_at.insert(client, self.ctx.clock.now());
                         open -= 1;
                     }
@@ -651,6 +659,24 @@ fn resource_errors_problem(reports: &HashMap<u32, WorkerTally>) -> Option<String
         clients.len(),
         named.join(", ")
     ))
+}
+
+/// What the remote resource's arrival stamps (`delays`, sorted, ns) add to the workers' own times of
+/// their holds' begins and ends: the median and the 99th percentile.
+fn stamp_delay_words(delays: &[i64]) -> String {
+    let at = |q: f64| delays[((delays.len() - 1) as f64 * q).round() as usize] as f64 / 1e3;
+    if delays.is_empty() {
+        return "remote hold stamps: no hold message arrived".to_owned();
+    }
+    format!(
+        "remote hold stamps: the resource stamped each hold's begin and end as its message arrived, \
+         median {:.0} µs and p99 {:.0} µs after the worker's own time of it (its clock corrected to \
+         the resource's), over {} messages; an overlap shorter than the difference of two workers' \
+         delays is not seen",
+        at(0.5),
+        at(0.99),
+        delays.len()
+    )
 }
 
 /// Waits for every worker to connect its client and say ready.

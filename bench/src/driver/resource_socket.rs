@@ -20,7 +20,14 @@
 //! w <key> <value> <token|-> <lease>   ->  a (accepted) | x (rejected)
 //! h <client> <key> <acquire_started> <start>   ->  k   (a hold began; sent before the read)
 //! e <client> <key> <end> <ended_by>            ->  k   (it ended; sent before the release)
+//! c                                             ->  <the resource's clock, ns>
 //! ```
+//!
+//! A remote worker reads the resource's clock a few times when it connects (`c`) and keeps the
+//! offset of the round trip with the shortest time (its error is at most half that round trip), and
+//! sends its hold times corrected by it. The resource still times the holds by its own clock as the
+//! messages arrive; the difference between its stamp and the worker's corrected one is the delay the
+//! transport adds to each hold's begin and end, kept for [`ResourceServer::stamp_delays`].
 
 use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -35,6 +42,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::resource::{Resource, WriteVerdict};
+use crate::base::clock::mono_now_ns;
 use crate::base::holds::EndedBy;
 
 /// How long a worker waits for one answer before giving up (the driver is gone or stuck).
@@ -47,7 +55,13 @@ pub(crate) struct ResourceServer {
     wake: Box<dyn Fn() + Send>,
     stopping: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
+    /// Remote workers: per hold message, its arrival stamp minus the worker's clock-corrected one.
+    delays: Option<StampDelays>,
 }
+
+/// Per hold message of a remote worker, the resource's arrival stamp minus the worker's own time of
+/// the event, corrected to the resource's clock (ns; negative when the correction overshot).
+type StampDelays = Arc<std::sync::Mutex<Vec<i64>>>;
 
 impl std::fmt::Debug for ResourceServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -65,6 +79,8 @@ struct Access {
     /// Hold beginnings and ends, and each reader's acquire time, are taken from the resource's own
     /// clock as each message arrives, not from the worker's (remote workers share no clock with it).
     stamp: bool,
+    /// With `stamp`: where each hold message's arrival stamp minus the worker's time goes.
+    delays: Option<StampDelays>,
 }
 
 /// A connection both ends of which can be used at once.
@@ -92,11 +108,13 @@ impl ResourceServer {
         let access = Access {
             token: None,
             stamp: false,
+            delays: None,
         };
         let path = path.to_path_buf();
         Self::spawn(
             move |stopping| accept_loop(listener.incoming(), &resource, &access, &stopping),
             Box::new(move || drop(UnixStream::connect(&path))),
+            None,
         )
     }
 
@@ -110,13 +128,16 @@ impl ResourceServer {
         let listener = TcpListener::bind((ip, 0))?;
         let address = listener.local_addr()?;
         resource.holds.keep_all();
+        let delays = StampDelays::default();
         let access = Access {
             token: Some(token),
             stamp: true,
+            delays: Some(delays.clone()),
         };
         let server = Self::spawn(
             move |stopping| accept_loop(listener.incoming(), &resource, &access, &stopping),
             Box::new(move || drop(TcpStream::connect_timeout(&address, ANSWER_TIMEOUT))),
+            Some(delays),
         )?;
         Ok((server, address))
     }
@@ -124,6 +145,7 @@ impl ResourceServer {
     fn spawn(
         serve: impl FnOnce(Arc<AtomicBool>) + Send + 'static,
         wake: Box<dyn Fn() + Send>,
+        delays: Option<StampDelays>,
     ) -> io::Result<Self> {
         let stopping = Arc::new(AtomicBool::new(false));
         let accept = std::thread::Builder::new()
@@ -136,7 +158,21 @@ impl ResourceServer {
             wake,
             stopping,
             accept: Some(accept),
+            delays,
         })
+    }
+
+    /// Remote workers (a TCP server): per hold message so far, the resource's arrival stamp minus
+    /// the worker's own time of the event corrected to the resource's clock, ns, sorted. Empty for
+    /// worker processes, whose own times are used.
+    pub(crate) fn stamp_delays(&self) -> Vec<i64> {
+        let mut delays = self
+            .delays
+            .as_ref()
+            .map(|d| d.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .unwrap_or_default();
+        delays.sort_unstable();
+        delays
     }
 
     /// Stops accepting (connection threads end when their worker closes its end).
@@ -203,7 +239,7 @@ fn serve_connection<S: Duplex>(stream: S, resource: &Resource, access: &Access) 
             Ok(_) => {}
         }
         if access.stamp {
-            line = stamped(resource, &line, &mut began_at);
+            line = stamped(resource, &line, &mut began_at, access.delays.as_ref());
         }
         // A malformed request ends the connection; the worker reports the error.
         let Some(answer) = answer(resource, &line) else {
@@ -217,10 +253,24 @@ fn serve_connection<S: Duplex>(stream: S, resource: &Resource, access: &Access) 
 
 /// `line` with the worker's times replaced by the resource's: a hold begins and ends when its
 /// message arrives (its acquire started as long before as the worker says the acquire took), and a
-/// read's acquire time is when this connection's hold began.
-fn stamped(resource: &Resource, line: &str, began_at: &mut Option<u64>) -> String {
+/// read's acquire time is when this connection's hold began. The arrival stamp minus the worker's
+/// own (clock-corrected) time of a hold's begin or end goes to `delays`.
+fn stamped(
+    resource: &Resource,
+    line: &str,
+    began_at: &mut Option<u64>,
+    delays: Option<&StampDelays>,
+) -> String {
     let words: Vec<&str> = line.split_ascii_whitespace().collect();
     let now = resource.now();
+    let worker_time = match words.as_slice() {
+        ["h", _, _, _, at] | ["e", _, _, at, _] => at.parse::<u64>().ok(),
+        _ => None,
+    };
+    if let (Some(delays), Some(at)) = (delays, worker_time) {
+        let delay = i64::try_from(i128::from(now) - i128::from(at)).unwrap_or(i64::MAX);
+        delays.lock().unwrap_or_else(|e| e.into_inner()).push(delay);
+    }
     match words.as_slice() {
         ["h", client, key, acquire_started, start] => {
             // The acquire's length is the worker's to tell (a duration needs no shared clock).
@@ -251,6 +301,7 @@ fn answer(resource: &Resource, line: &str) -> Option<String> {
     let op = words.next()?;
     let mut number = || -> Option<u64> { words.next()?.parse().ok() };
     match op {
+        "c" => return Some(format!("{}\n", resource.now())),
         "h" => {
             let (client, key) = (
                 u32::try_from(number()?).ok()?,
@@ -311,6 +362,9 @@ pub(crate) struct RemoteResource {
     writer: Box<dyn Write + Send>,
     request: String,
     answer: String,
+    /// Added to this worker's clock to get the resource's (remote workers; 0 over the Unix socket,
+    /// whose ends share the machine's clock).
+    offset_ns: i128,
 }
 
 impl std::fmt::Debug for RemoteResource {
@@ -385,7 +439,38 @@ impl RemoteResource {
         resource
             .acknowledged()
             .map_err(|_| io::Error::other("the resource refused the worker token"))?;
+        resource.offset_ns = resource.clock_offset()?;
         Ok(resource)
+    }
+
+    /// The resource's clock minus this process's, from the shortest of a few round trips (its
+    /// error is at most half that round trip).
+    fn clock_offset(&mut self) -> io::Result<i128> {
+        let mut best: Option<(u64, i128)> = None;
+        for _ in 0..8 {
+            self.request.clear();
+            self.request.push_str("c\n");
+            let sent = mono_now_ns();
+            let answer = self.call()?;
+            let theirs: u64 = answer.parse().map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("bad clock answer {answer:?}"),
+                )
+            })?;
+            let back = mono_now_ns();
+            let round_trip = back.saturating_sub(sent);
+            let offset = i128::from(theirs) - (i128::from(sent) + i128::from(back)) / 2;
+            if best.is_none_or(|(rtt, _)| round_trip < rtt) {
+                best = Some((round_trip, offset));
+            }
+        }
+        Ok(best.map_or(0, |(_, offset)| offset))
+    }
+
+    /// `t` (this process's clock) on the resource's clock.
+    fn on_resource_clock(&self, t: u64) -> u64 {
+        u64::try_from((i128::from(t) + self.offset_ns).max(0)).unwrap_or(u64::MAX)
     }
 
     fn over(reader: Box<dyn Read + Send>, writer: Box<dyn Write + Send>) -> Self {
@@ -394,6 +479,7 @@ impl RemoteResource {
             writer,
             request: String::with_capacity(64),
             answer: String::with_capacity(32),
+            offset_ns: 0,
         }
     }
 
@@ -427,6 +513,10 @@ impl RemoteResource {
         acquire_started: u64,
         start: u64,
     ) -> io::Result<()> {
+        let (acquire_started, start) = (
+            self.on_resource_clock(acquire_started),
+            self.on_resource_clock(start),
+        );
         self.request.clear();
         let _ = writeln!(self.request, "h {client} {key} {acquire_started} {start}");
         self.acknowledged()
@@ -440,6 +530,7 @@ impl RemoteResource {
         end: u64,
         ended_by: EndedBy,
     ) -> io::Result<()> {
+        let end = self.on_resource_clock(end);
         self.request.clear();
         let _ = writeln!(
             self.request,
@@ -733,6 +824,32 @@ mod tests {
                     assert!(last && interval.ended_by == EndedBy::Stopped);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_remote_worker_corrects_its_clock_and_the_resource_keeps_each_stamps_delay() {
+        let shared = Arc::new(Resource::new(1, MonoClock::new(), None, StopSignal::new()));
+        let token = "a-worker-token-of-some-length";
+        let (server, address) =
+            ResourceServer::start_tcp("127.0.0.1".parse().expect("ip"), shared, token.into())
+                .expect("serves");
+        let mut worker = RemoteResource::connect_to(&ResourceAddress::Tcp {
+            address: address.to_string(),
+            token: token.into(),
+        })
+        .expect("connects");
+        // One machine, one CLOCK_MONOTONIC: the offset is within the shortest round trip.
+        assert!(worker.offset_ns.abs() < 5_000_000, "{}", worker.offset_ns);
+        let t = mono_now_ns();
+        worker.hold_began(0, 0, t, t).expect("began");
+        worker
+            .hold_ended(0, 0, mono_now_ns(), EndedBy::Released)
+            .expect("ended");
+        let delays = server.stamp_delays();
+        assert_eq!(delays.len(), 2, "{delays:?}");
+        for d in delays {
+            assert!((-5_000_000..1_000_000_000).contains(&d), "{d} ns");
         }
     }
 

@@ -513,9 +513,20 @@ impl Worker {
     }
 
     /// The task's thread dies here: the lease is neither released nor dropped (it stays referenced
-    /// until the case ends), and this client does no more.
+    /// until the case ends), and this client does no more. The hold ends at the task's end, where the
+    /// worker's own report ends it; the resource is told so too, as for every other end of a hold
+    /// (remote workers' holds are judged from the resource's record, which would otherwise keep the
+    /// orphan's hold open until the case stopped).
     async fn orphan(&mut self, state: &mut LoopState, cycle: &Cycle, lease: Lease, t3: u64) {
         self.report_hold(cycle.key, t3, HoldChange::Ended(EndedBy::Orphaned));
+        if self
+            .resource
+            .hold_ended(self.client, cycle.key, t3, EndedBy::Orphaned)
+            .await
+            .is_err()
+        {
+            state.tally.resource_errors += 1;
+        }
         if cycle.measured {
             record(&mut state.tally.hold, t3.saturating_sub(cycle.t1));
         }

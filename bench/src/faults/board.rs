@@ -2,8 +2,9 @@
 //! acquire and end since the case started — so a fault can pick a client that holds a lock and then
 //! wait for what follows (the holder noticing its loss, another client getting the key).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, mpsc};
 
@@ -14,11 +15,27 @@ use crate::base::stop::StopSignal;
 /// update who holds what.
 const MAX_LOG: usize = 1 << 20;
 
+/// How long after the case's end [`HoldBoard::hold_end`] still waits for a holder's report.
+const REPORT_GRACE: Duration = Duration::from_secs(10);
+
+/// How a hold ended, by its holder's own reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HoldEnd {
+    /// The holder reported its end at this time (ns).
+    Ended(u64),
+    /// The holder's reports ended (its process was killed or died) with the hold still open.
+    Died,
+    /// Its reports said neither by [`REPORT_GRACE`] after the case ended.
+    Unknown,
+}
+
 #[derive(Debug, Default)]
 struct State {
     /// client → (key, since) while it holds.
     holding: HashMap<u32, (u32, u64)>,
     log: Vec<HoldEvent>,
+    /// Clients whose reports have ended: every event they sent is on the board.
+    closed: HashSet<u32>,
 }
 
 /// Shared by the driver (which posts events) and the fault tasks (which wait on them).
@@ -77,6 +94,68 @@ impl HoldBoard {
     /// What `client` holds right now: (key, since).
     pub(crate) fn holding(&self, client: u32) -> Option<(u32, u64)> {
         self.lock().holding.get(&client).copied()
+    }
+
+    /// Every hold open right now by the events posted so far: (client, key, since).
+    pub(crate) fn holders(&self) -> Vec<(u32, u32, u64)> {
+        let mut holders: Vec<(u32, u32, u64)> = self
+            .lock()
+            .holding
+            .iter()
+            .map(|(client, (key, since))| (*client, *key, *since))
+            .collect();
+        holders.sort_unstable();
+        holders
+    }
+
+    /// `client`'s reports have ended (its worker process exited or was killed, and everything it
+    /// wrote has been posted).
+    pub(crate) fn closed(&self, client: u32) {
+        self.lock().closed.insert(client);
+        self.changed.notify_waiters();
+    }
+
+    /// How `client`'s hold of `key` acquired at `since` ended, by its own reports: waits for its end
+    /// to be posted, or for the client's reports to end without one (it died holding), or, once
+    /// `stop` is set, at most [`REPORT_GRACE`] more (then [`HoldEnd::Unknown`]: no evidence).
+    pub(crate) async fn hold_end(
+        &self,
+        client: u32,
+        key: u32,
+        since: u64,
+        stop: &StopSignal,
+    ) -> HoldEnd {
+        self.hold_end_within(client, key, since, stop, REPORT_GRACE)
+            .await
+    }
+
+    async fn hold_end_within(
+        &self,
+        client: u32,
+        key: u32,
+        since: u64,
+        stop: &StopSignal,
+        grace: Duration,
+    ) -> HoldEnd {
+        let mut stopped_at: Option<Instant> = None;
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(end) = self.ended_at(client, key, since) {
+                return HoldEnd::Ended(end);
+            }
+            if self.lock().closed.contains(&client) {
+                return HoldEnd::Died;
+            }
+            if stop.is_set() && stopped_at.get_or_insert_with(Instant::now).elapsed() >= grace {
+                return HoldEnd::Unknown;
+            }
+            tokio::select! {
+                _ = &mut notified => {}
+                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            }
+        }
     }
 
     /// Forgets `client`'s hold (it was killed: it will never report the end).
@@ -175,5 +254,34 @@ mod tests {
         let mut cursor = board.cursor();
         stop.set();
         assert_eq!(board.next(&mut cursor, &stop, |_| Some(())).await, None);
+    }
+
+    #[tokio::test]
+    async fn a_holds_end_is_what_its_holder_reported_or_unknown() {
+        let board = HoldBoard::new();
+        let stop = StopSignal::new();
+        board.push(event(0, 1, 10, HoldChange::Acquired));
+        board.push(event(1, 1, 30, HoldChange::Acquired));
+        board.push(event(2, 0, 40, HoldChange::Acquired));
+        // Client 0's end arrives while the board waits for it.
+        let waiter = tokio::spawn({
+            let (board, stop) = (board.clone(), stop.clone());
+            async move { board.hold_end(0, 1, 10, &stop).await }
+        });
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        board.push(event(0, 1, 20, HoldChange::Ended(EndedBy::Released)));
+        assert_eq!(waiter.await.expect("joined"), HoldEnd::Ended(20));
+        // Client 1's reports end without its end: it died holding.
+        board.closed(1);
+        assert_eq!(board.hold_end(1, 1, 30, &stop).await, HoldEnd::Died);
+        // Client 2 says nothing more: once the case has ended, no evidence either way.
+        stop.set();
+        let grace = Duration::from_millis(100);
+        assert_eq!(
+            board.hold_end_within(2, 0, 40, &stop, grace).await,
+            HoldEnd::Unknown
+        );
+        // Who held what by the events (a dead client's last hold stays until a fault forgets it).
+        assert_eq!(board.holders(), vec![(1, 1, 30), (2, 0, 40)]);
     }
 }

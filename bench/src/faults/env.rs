@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use lockbench_reports::model::FaultWindow;
 
-use super::board::HoldBoard;
+use super::board::{HoldBoard, HoldEnd};
 use super::proxies::ClientProxies;
 use super::topology::CaseServers;
 use super::workers::WorkerControl;
@@ -72,11 +72,16 @@ pub(super) struct Record {
     pub(super) recovery: Option<u64>,
     pub(super) noticed: Option<u64>,
     pub(super) notes: Vec<String>,
-    /// Whether the fault took effect, by its own evidence (`None`: not checked).
+    /// Whether the fault took effect, by its own evidence (`None`: not checked, which its window
+    /// records as not applied: no evidence it took effect).
     pub(super) applied: Option<bool>,
     pub(super) evidence: Option<String>,
     /// Why its window ended before its planned end (the case stopped first).
     pub(super) cut_short: Option<String>,
+    /// Whether the fault's test of the lock needs its `recovery` (another acquire after it): a
+    /// failover ([`recovery_is_evidence`]). Without that acquire nothing tested whether the new
+    /// primary let a second holder in, and the window says it was not applied.
+    pub(super) recovery_needed: bool,
 }
 
 impl Record {
@@ -97,6 +102,7 @@ impl Record {
             applied: None,
             evidence: None,
             cut_short: None,
+            recovery_needed: false,
         }
     }
 
@@ -138,7 +144,24 @@ impl Record {
         self.notes.push(note.into());
     }
 
-    pub(super) fn window(self, go: u64) -> FaultWindow {
+    pub(super) fn window(mut self, go: u64) -> FaultWindow {
+        // Applied means evidence that it was: an unchecked fault, or one that took effect but after
+        // which no client acquired what it took away, gives its case no verdict.
+        match self.applied {
+            None => self.not_applied(NO_EVIDENCE),
+            Some(true) if self.recovery_needed && self.recovery.is_none() => {
+                let seen = self
+                    .evidence
+                    .take()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default();
+                self.not_applied(format!(
+                    "{NO_EVIDENCE}: no client acquired the lock after it struck before the case \
+                     ended (recovery_ms null), so nothing tested the lock after it{seen}"
+                ));
+            }
+            Some(_) => {}
+        }
         let ms = |ns: u64| ns.saturating_sub(go) as f64 / 1e6;
         let rel = |ns: u64| ns.saturating_sub(self.start) as f64 / 1e6;
         FaultWindow {
@@ -156,6 +179,9 @@ impl Record {
         }
     }
 }
+
+/// Why a fault without evidence of its effect counts as not applied.
+pub(super) const NO_EVIDENCE: &str = "no evidence it took effect";
 
 /// Waits (up to half a second) for process `pid` to be seen in `state` (`T` stopped after SIGSTOP, `Z`
 /// or gone after SIGKILL): the evidence that a signal took effect, or why not.
@@ -349,11 +375,27 @@ pub(super) async fn measure_victim(
     };
     let (noticed, recovered) = tokio::join!(noticed, recovered);
     rec.noticed = noticed;
+    rec.recovery_needed = recovery_is_evidence(rec.kind);
     rec.recovery = recovered.filter(|_| rec.kind.measures_recovery());
+}
+
+/// Whether a fault of `kind` tested the lock only if some client acquired it after the fault: a
+/// failover, whose question is whether the new primary grants a lock its holder still believes it
+/// holds. (Elsewhere no acquire after the fault can be the lock working: a holder that kept its lock
+/// through a starved runtime, or one that stopped on its loss before its session could expire.)
+pub(super) fn recovery_is_evidence(kind: FaultKind) -> bool {
+    matches!(
+        kind,
+        FaultKind::Failover
+            | FaultKind::SentinelFailover
+            | FaultKind::ClusterMasterKill
+            | FaultKind::ClusterFailover
+    )
 }
 
 /// After a server-wide fault at `t0`: when any client acquired any key.
 pub(super) async fn measure_any(env: &FaultEnv, cursor: usize, t0: u64, rec: &mut Record) {
+    rec.recovery_needed = recovery_is_evidence(rec.kind);
     let mut c = cursor;
     rec.recovery = env
         .board
@@ -365,9 +407,12 @@ pub(super) async fn measure_any(env: &FaultEnv, cursor: usize, t0: u64, rec: &mu
 
 /// For a fault aimed at a holder (`target = holder`): whether the hold it was aimed at was still held
 /// when the fault struck at `t0`, by the holder's own hold events (the times its intervals are made
-/// of). A hold that had ended first was not hit: the fault is not applied. Otherwise the evidence says
-/// which hold it struck.
-pub(super) fn check_struck_hold(
+/// of): its end reported at or after `t0`, or its reports ended (the worker died) without one. Waits
+/// for that report (see [`HoldBoard::hold_end`]): a hold whose end had not yet arrived when the fault
+/// looked is not taken as open. A hold that had ended first was not hit, and one whose holder never
+/// said is not known to be: the fault is not applied. Otherwise the evidence says which hold it
+/// struck.
+pub(super) async fn check_struck_hold(
     env: &FaultEnv,
     target: Target,
     victim: &Victim,
@@ -381,11 +426,20 @@ pub(super) fn check_struck_hold(
         return;
     };
     let ms = |ns: u64| ns as f64 / 1e6;
-    match env.board.ended_at(victim.client, key, acquired) {
-        Some(ended) if ended < t0 => rec.not_applied(format!(
+    let end = env
+        .board
+        .hold_end(victim.client, key, acquired, &env.stop)
+        .await;
+    match end {
+        HoldEnd::Ended(ended) if ended < t0 => rec.not_applied(format!(
             "it struck no hold: client {} had ended its hold of key {key} {:.1} ms before",
             victim.client,
             ms(t0 - ended)
+        )),
+        HoldEnd::Unknown => rec.not_applied(format!(
+            "{NO_EVIDENCE}: client {} never reported whether its hold of key {key} was still open \
+             when it struck",
+            victim.client
         )),
         _ if rec.applied != Some(false) => {
             let held = format!(
@@ -450,8 +504,8 @@ mod tests {
         rec
     }
 
-    #[test]
-    fn a_holder_fault_that_struck_after_the_hold_ended_is_not_applied() {
+    #[tokio::test]
+    async fn a_holder_fault_that_struck_after_the_hold_ended_is_not_applied() {
         // Client 1 held key 0 from 100 µs to 200 µs; the fault struck at 300 µs (a 20 ms task that
         // released before the fault landed).
         let env = env_with(&[
@@ -463,14 +517,14 @@ mod tests {
             held: Some((0, 100_000)),
         };
         let mut missed = pause_record();
-        check_struck_hold(&env, Target::Holder, &victim, 300_000, &mut missed);
+        check_struck_hold(&env, Target::Holder, &victim, 300_000, &mut missed).await;
         assert_eq!(missed.applied, Some(false));
         assert_eq!(
             missed.evidence.as_deref(),
             Some("it struck no hold: client 1 had ended its hold of key 0 0.1 ms before")
         );
         let mut hit = pause_record();
-        check_struck_hold(&env, Target::Holder, &victim, 150_000, &mut hit);
+        check_struck_hold(&env, Target::Holder, &victim, 150_000, &mut hit).await;
         assert_eq!(hit.applied, Some(true));
         assert_eq!(
             hit.evidence.as_deref(),
@@ -481,8 +535,83 @@ mod tests {
         );
         // A client named by the user is hit whether it holds or not.
         let mut named = pause_record();
-        check_struck_hold(&env, Target::Client(1), &victim, 300_000, &mut named);
+        check_struck_hold(&env, Target::Client(1), &victim, 300_000, &mut named).await;
         assert_eq!(named.applied, Some(true));
+    }
+
+    #[tokio::test]
+    async fn a_hold_whose_end_was_still_on_its_way_when_the_fault_struck_was_not_struck() {
+        // Client 1 held key 0 from 100 µs and ended it at 200 µs; the fault struck at 300 µs, but the
+        // end's report reached the board only afterwards (a worker process's events cross a pipe).
+        // It used to count as struck: no end on the board yet read as "still held".
+        let env = env_with(&[(100_000, HoldChange::Acquired)]);
+        let victim = Victim {
+            client: 1,
+            held: Some((0, 100_000)),
+        };
+        let board = env.board.clone();
+        let late = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            board.push(HoldEvent {
+                client: 1,
+                key: 0,
+                at_ns: 200_000,
+                change: HoldChange::Ended(EndedBy::Released),
+            });
+        });
+        let mut rec = pause_record();
+        check_struck_hold(&env, Target::Holder, &victim, 300_000, &mut rec).await;
+        late.await.expect("joined");
+        assert_eq!(rec.applied, Some(false), "{rec:?}");
+        assert!(
+            rec.evidence
+                .as_deref()
+                .unwrap_or("")
+                .starts_with("it struck no hold"),
+            "{rec:?}"
+        );
+        // A worker killed holding (its reports end without the end) was struck.
+        let env = env_with(&[(100_000, HoldChange::Acquired)]);
+        env.board.closed(1);
+        let mut killed = pause_record();
+        check_struck_hold(&env, Target::Holder, &victim, 300_000, &mut killed).await;
+        assert_eq!(killed.applied, Some(true), "{killed:?}");
+    }
+
+    #[test]
+    fn a_window_without_evidence_or_without_a_later_acquire_is_not_applied() {
+        let spec = crate::workload::faults::FaultSpec::resolve(
+            &crate::workload::faults::parse_fault_text("pause_worker at=0s duration=1s")
+                .expect("parses"),
+            crate::base::duration::Units {
+                ttl: Duration::from_secs(1),
+                task: Duration::from_millis(10),
+            },
+        )
+        .expect("valid");
+        // Never checked: `applied` null once read as applied.
+        let w = Record::new(&spec, 0).window(0);
+        assert_eq!(w.applied, Some(false));
+        assert_eq!(w.evidence.as_deref(), Some(NO_EVIDENCE));
+        // Took effect on a held key, but nobody acquired the lock after it.
+        let mut rec = pause_record();
+        rec.recovery_needed = true;
+        let w = rec.window(0);
+        assert_eq!(w.applied, Some(false));
+        assert!(
+            w.evidence
+                .as_deref()
+                .unwrap_or("")
+                .contains("no client acquired the lock after it struck"),
+            "{w:?}"
+        );
+        // With the acquire that followed it, applied.
+        let mut rec = pause_record();
+        rec.recovery_needed = true;
+        rec.recovery = Some(5_000_000);
+        let w = rec.window(0);
+        assert_eq!(w.applied, Some(true));
+        assert_eq!(w.recovery_ms, Some(5.0));
     }
 
     #[tokio::test]

@@ -82,7 +82,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     match victim {
         Some(v) => {
             measure_victim(env, v, cursor, t0, rec).await;
-            check_struck_hold(env, spec.target, &v, t0, rec);
+            check_struck_hold(env, spec.target, &v, t0, rec).await;
         }
         None if spec.kind.measures_recovery() => measure_any(env, cursor, t0, rec).await,
         None => {}

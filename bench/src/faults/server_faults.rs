@@ -16,6 +16,7 @@ use lockbench_servers::probe::resp_command;
 use lockbench_servers::redis_cluster::NODE_TIMEOUT as CLUSTER_NODE_TIMEOUT;
 use lockbench_servers::redis_sentinel::DOWN_AFTER as SENTINEL_DOWN_AFTER;
 
+use super::board::HoldEnd;
 use super::env::{
     FaultEnv, Record, ServerAccess, Victim, blocking, check_struck_hold, describe_victim, hold_for,
     lasts_until, measure_any, measure_victim, pick_client, seen_in_state, sleep_until,
@@ -151,7 +152,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     // A fault aimed at a holder (a failover or a busy script right after its acquire) must have
     // struck while that hold lasted, or no lock was at stake.
     if let Some(v) = &victim {
-        check_struck_hold(env, spec.target, v, t0, rec);
+        check_struck_hold(env, spec.target, v, t0, rec).await;
     }
     match victim {
         Some(v) => measure_victim(env, v, cursor, t0, rec).await,
@@ -368,15 +369,28 @@ async fn failover(
     // lockbench Redis strategy tags a lock's keys with `{name}`, so this key shares their slot.
     let key = victim.and_then(|v| v.held).map_or(0, |(key, _)| key);
     let slot_key = format!("{{{}{key}}}", env.key_prefix);
+    // Who held what as the failover began, by the holders' own reports.
+    let holders = env.board.holders();
+    let began = env.clock.now();
     let failover = move || match switch {
         Switch::Sentinel => own.sentinel_failover(),
         Switch::ClusterKill => own.cluster_failover(&slot_key, true),
         Switch::ClusterCommand => own.cluster_failover(&slot_key, false),
         Switch::Replica => own.failover(proxies.as_deref()),
     };
-    match blocking(failover).await {
-        Ok(report) => record_failover(kind, server, key, &report, rec),
+    let report = match blocking(failover).await {
+        Ok(report) => report,
         Err(e) => return not_applied(rec, format!("{kind} failed: {e}")),
+    };
+    let promoted = env.clock.now();
+    record_failover(kind, server, key, &report, rec);
+    match lock_at_stake(env, switch, &report, &holders, (began, promoted)).await {
+        Ok(Some(at_stake)) => {
+            let promoted = rec.evidence.take().unwrap_or_default();
+            rec.took_effect(format!("{promoted}; {at_stake}"));
+        }
+        Ok(None) => {}
+        Err(why) => return not_applied(rec, why),
     }
     if let Some(v) = victim {
         rec.target = format!(
@@ -390,6 +404,81 @@ async fn failover(
         }
     }
     Ok(true)
+}
+
+/// Whether a failover put a lock at stake: the evidence that it did (none to add for a manual
+/// cluster failover), or why not. A
+/// failover that killed the primary compared the lock state the primary held just before it died
+/// with the new primary's: none held (every task had ended and released) means no lock was at
+/// stake. A promotion by hand, which is over in milliseconds, must also find a hold open across it
+/// (begun before the failover `window` began, not ended before the promotion, by its holder's own
+/// reports): a holder whose task ended during the failover's first milliseconds had nothing for the
+/// new primary to lose, and its case, safe or not, says nothing of the lock's promise across a
+/// failover. (Sentinel and cluster promotions take seconds, longer than the tasks: their holder
+/// was struck at the kill, by [`check_struck_hold`], and its lock stays on the server until it
+/// expires.) A manual cluster failover kills nothing and compares nothing: its applied stays
+/// "promoted".
+async fn lock_at_stake(
+    env: &FaultEnv,
+    switch: Switch,
+    report: &FailoverReport,
+    holders: &[(u32, u32, u64)],
+    (began, promoted): (u64, u64),
+) -> Result<Option<String>, String> {
+    if matches!(switch, Switch::ClusterCommand) {
+        return Ok(None);
+    }
+    if report.primary_keys == 0 {
+        return Err(format!(
+            "replica {} promoted, but the primary held no lock state when it died: no lock was at \
+             stake",
+            report.new_primary
+        ));
+    }
+    let state = format!(
+        "of the {} keys the primary held when it died, {} were missing and {} stale on the new \
+         primary",
+        report.primary_keys, report.missing_keys, report.stale_keys
+    );
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let mut held = None;
+    if matches!(switch, Switch::Replica) {
+        for &(client, key, since) in holders.iter().filter(|h| h.2 <= began) {
+            match env.board.hold_end(client, key, since, &env.stop).await {
+                HoldEnd::Ended(end) if end >= promoted => {
+                    held = Some(format!(
+                        "client {client} held key {key} across the promotion (from {:.1} ms before \
+                         the failover began to {:.1} ms after the promotion, by its own reports)",
+                        ms(began - since),
+                        ms(end - promoted)
+                    ));
+                    break;
+                }
+                HoldEnd::Died => {
+                    held = Some(format!(
+                        "client {client} held key {key} across the promotion (its worker died \
+                         holding it)"
+                    ));
+                    break;
+                }
+                HoldEnd::Ended(_) | HoldEnd::Unknown => {}
+            }
+        }
+        if held.is_none() {
+            return Err(format!(
+                "replica {} promoted {:.1} ms after the failover began, but no client held a lock \
+                 across the promotion by its own reports ({} holder(s) when it began, every hold \
+                 ended before the promotion or unreported); {state}",
+                report.new_primary,
+                ms(promoted - began),
+                holders.len()
+            ));
+        }
+    }
+    Ok(Some(match held {
+        Some(held) => format!("{held}; {state}"),
+        None => state,
+    }))
 }
 
 /// What a failover of `kind` of `server`s (on the master of lock `key`, in a cluster) did, as its

@@ -154,7 +154,7 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         | FaultKind::TerminateSession => return,
     }
     measure_victim(env, victim, cursor, t0, rec).await;
-    check_struck_hold(env, spec.target, &victim, t0, rec);
+    check_struck_hold(env, spec.target, &victim, t0, rec).await;
 }
 
 /// The most CPU time the hog's threads in worker `pid` were seen to have used, sampled every 50 ms
