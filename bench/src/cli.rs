@@ -592,6 +592,13 @@ where
 /// `lockbench worker`: a remote worker with `--connect`, else one child of a processes-mode run.
 fn worker(runtime: &tokio::runtime::Runtime, args: &WorkerArgs) -> i32 {
     let Some(connect) = &args.connect else {
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            eprintln!(
+                "lockbench worker: a driver starts this itself (lockbench run --workers processes) and \
+                 writes its case to stdin; for a remote worker give --connect ADDR"
+            );
+            return EXIT_USAGE;
+        }
         return runtime.block_on(child::worker_main());
     };
     let checked = crate::driver::remote::token_from_env()

@@ -56,26 +56,21 @@ pub(crate) fn violations(
     found
 }
 
-/// The verdict of a case that ran, from its [`violations`].
-pub(crate) fn verdict_of(reasons: &[Violation]) -> Verdict {
-    if reasons.is_empty() {
-        Verdict::Safe
-    } else {
-        Verdict::Violated
-    }
-}
-
-/// The verdict of a case that ran: [`verdict_of`] its reasons, but none (unknown) when it failed or
-/// has a [`no_verdict`] reason.
+/// The verdict of a case that ran. A violation seen is a fact: it makes the case violated whatever
+/// else happened (a worker died, the fault did not take effect, nothing was measured), since the lock
+/// broke all the same. Without one, the case is safe only when it did not fail and has no
+/// [`no_verdict`] reason.
 pub(crate) fn judged(
     reasons: &[Violation],
     failed: bool,
     no_verdict: Option<NoVerdict>,
 ) -> Verdict {
-    if failed || no_verdict.is_some() {
+    if !reasons.is_empty() {
+        Verdict::Violated
+    } else if failed || no_verdict.is_some() {
         Verdict::Unknown
     } else {
-        verdict_of(reasons)
+        Verdict::Safe
     }
 }
 
@@ -86,7 +81,9 @@ pub(crate) struct Judged<'a> {
     pub failed: Option<&'a str>,
     /// Its fault windows.
     pub faults: &'a [FaultWindow],
-    /// Any acquire succeeded.
+    /// Length of its measured window, ns: 0 when it stopped before the window began.
+    pub measured_ns: u64,
+    /// Any acquire succeeded, or any write landed, in the measured window.
     pub held_anything: bool,
     /// Writes the resource accepted (completed critical sections).
     pub completed_writes: u64,
@@ -98,36 +95,26 @@ pub(crate) struct Judged<'a> {
     pub contended: bool,
 }
 
-/// ` (seen without it: overlapping holders)`, or nothing when `reasons` is empty.
-fn seen_anyway(reasons: &[Violation]) -> String {
-    if reasons.is_empty() {
-        return String::new();
-    }
-    let words: Vec<&str> = reasons.iter().map(|r| r.words()).collect();
-    format!(" (seen without it: {})", words.join(", "))
-}
-
-/// Why a case that ran has no verdict, with one line saying so; `None` when it has one (or, for a case
-/// that failed otherwise, when it has no reason of its own: [`judged`] still gives it none). A case whose
+/// Why a case that ran would have no verdict, with one line saying so; `None` when nothing stands in
+/// the way of one (for a case that failed otherwise, [`judged`] still gives it none). A case whose
 /// experiment did not happen as described (a worker died, a fault was cut short or did not take
-/// effect) has none whatever it saw — what it saw is named, so nothing measured is hidden. A case with
-/// nothing to judge (nothing held, no critical section completed, no key wanted by two clients at
-/// once) is never safe; a violation it saw stands.
-pub(crate) fn no_verdict(reasons: &[Violation], case: Judged<'_>) -> Option<(NoVerdict, String)> {
-    let seen = seen_anyway(reasons);
+/// effect, no measured window elapsed) or that had nothing to judge (nothing held, no critical
+/// section completed, no key wanted by two clients at once) is never safe. A violation it saw still
+/// makes it violated ([`judged`]); the reason is then kept as a note.
+pub(crate) fn no_verdict(case: Judged<'_>) -> Option<(NoVerdict, String)> {
     if let Some(problem) = case.failed
         && problem.contains(" died: ")
     {
-        return Some((NoVerdict::WorkerDied, format!("{problem}{seen}")));
+        return Some((NoVerdict::WorkerDied, problem.to_owned()));
     }
     if let Some(w) = case.faults.iter().find(|w| w.cut_short.is_some()) {
         let why = w.cut_short.as_deref().unwrap_or_default();
         return Some((
             NoVerdict::FaultCutShort,
-            format!("fault cut short: {}: {why}{seen}", w.kind),
+            format!("fault cut short: {}: {why}", w.kind),
         ));
     }
-    if let Some(w) = case.faults.iter().find(|w| w.applied == Some(false)) {
+    if let Some(w) = case.faults.iter().find(|w| w.applied != Some(true)) {
         let why = w
             .evidence
             .as_deref()
@@ -135,11 +122,16 @@ pub(crate) fn no_verdict(reasons: &[Violation], case: Judged<'_>) -> Option<(NoV
             .unwrap_or("no evidence it took effect");
         return Some((
             NoVerdict::FaultNotApplied,
-            format!("fault not applied: {}: {why}{seen}", w.kind),
+            format!("fault not applied: {}: {why}", w.kind),
         ));
     }
-    if !reasons.is_empty() {
-        return None;
+    if case.measured_ns == 0 {
+        return Some((
+            NoVerdict::NothingMeasured,
+            "nothing measured: the case stopped before its measured window began, so only its \
+             warm-up ran"
+                .to_owned(),
+        ));
     }
     if !case.held_anything {
         return Some((NoVerdict::HeldNoLock, String::new()));
@@ -172,28 +164,26 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
     let fencing = out.capabilities.fencing;
     let reasons = violations(f.pairs, lost, fencing.then_some(r));
     let failed = (run.status == CaseStatus::Failed).then(|| run.error.as_deref().unwrap_or(""));
-    let why_none = no_verdict(
-        &reasons,
-        Judged {
-            failed,
-            faults: &run.faults,
-            held_anything: r.completed_writes > 0 || t.acquired > 0,
-            completed_writes: r.completed_writes,
-            aborted_on_loss: t.aborted_on_loss,
-            contended: f.contended
-                || t.acquire_errors.get("timeout").is_some_and(|n| *n > 0)
-                || t.cut_acquires
-                    .iter()
-                    .any(|&(key, called, returned)| f.waited(key, called, returned)),
-        },
-    );
+    let why_none = no_verdict(Judged {
+        failed,
+        faults: &run.faults,
+        measured_ns: out.measured_ns,
+        held_anything: r.measured_writes > 0 || t.acquired > 0,
+        completed_writes: r.completed_writes,
+        aborted_on_loss: t.aborted_on_loss,
+        contended: f.contended
+            || t.acquire_errors.get("timeout").is_some_and(|n| *n > 0)
+            || t.cut_acquires
+                .iter()
+                .any(|&(key, called, returned)| f.waited(key, called, returned)),
+    });
     let verdict = judged(
         &reasons,
         failed.is_some(),
         why_none.as_ref().map(|(w, _)| *w),
     );
     let stale_accepted = fencing.then_some(r.stale_accepted);
-    let (not_applied, error) = match &why_none {
+    let (mut not_applied, mut error) = match &why_none {
         Some((NoVerdict::FaultNotApplied, line)) => (Some(line.clone()), run.error.clone()),
         Some((NoVerdict::HeldNoLock, _)) => (
             None,
@@ -211,6 +201,15 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
         ),
         None => (None, run.error.clone()),
     };
+    let mut why_none = why_none.map(|(w, _)| w);
+    if verdict == Verdict::Violated && why_none.is_some() {
+        // The lock broke all the same: what would have withheld a verdict stays as the case's note.
+        why_none = None;
+        error = match (not_applied.take(), error) {
+            (Some(line), Some(note)) => Some(format!("{line}; {note}")),
+            (line, note) => line.or(note),
+        };
+    }
     let histograms: BTreeMap<String, String> = [
         ("acquire", &t.acquire),
         ("handoff", &f.handoff),
@@ -269,7 +268,7 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
         safety: Safety {
             verdict,
             data: (verdict != Verdict::Unknown).then(|| DataState::of(lost, stale_accepted)),
-            no_verdict: why_none.map(|(w, _)| w),
+            no_verdict: why_none,
             reasons,
             overlap: Overlap {
                 pairs: f.pairs,
@@ -517,7 +516,7 @@ mod tests {
             "the legitimate third holder was refused"
         );
         assert_eq!(reasons, vec![Violation::TokenRegressions]);
-        assert_eq!(verdict_of(&reasons), Verdict::Violated);
+        assert_eq!(judged(&reasons, false, None), Verdict::Violated);
     }
 
     #[test]
@@ -526,7 +525,7 @@ mod tests {
         assert_eq!(reasons, vec![Violation::DuplicateTokens]);
         let (reasons, _) = judge(&[(0, 0, 10), (1, 20, 30), (0, 40, 50)], &[1, 2, 3]);
         assert!(reasons.is_empty(), "{reasons:?}");
-        assert_eq!(verdict_of(&reasons), Verdict::Safe);
+        assert_eq!(judged(&reasons, false, None), Verdict::Safe);
     }
 
     /// A paused holder (lease 0, token 1) read the counter, the next holder (lease 1, token 2) read
@@ -553,7 +552,7 @@ mod tests {
             vec![Violation::Overlap],
             "the lock's promise broke"
         );
-        assert_eq!(verdict_of(&reasons), Verdict::Violated);
+        assert_eq!(judged(&reasons, false, None), Verdict::Violated);
         assert_eq!(totals.stale_rejected, 1, "fencing refused the stale write");
         assert_eq!(data, DataState::Intact);
 
@@ -592,6 +591,7 @@ mod tests {
         Judged {
             failed: None,
             faults,
+            measured_ns: 1_000_000_000,
             held_anything: true,
             completed_writes: 10,
             aborted_on_loss: 0,
@@ -601,7 +601,7 @@ mod tests {
 
     /// The verdict and the no-verdict reason of a case with `reasons` and `case`.
     fn judge_case(reasons: &[Violation], case: Judged<'_>) -> (Verdict, Option<NoVerdict>, String) {
-        let why = no_verdict(reasons, case);
+        let why = no_verdict(case);
         let verdict = judged(
             reasons,
             case.failed.is_some(),
@@ -621,15 +621,19 @@ mod tests {
             line,
             "fault not applied: pause_worker: worker process 4242 was already gone"
         );
-        let (verdict, _, seen) = judge_case(&[Violation::Overlap], ran_with(&failed));
-        assert_eq!(verdict, Verdict::Unknown);
-        assert!(
-            seen.ends_with("(seen without it: overlapping holders)"),
-            "{seen}"
+        // Overlapping holders without the fault: the lock broke all the same.
+        let (verdict, _, _) = judge_case(&[Violation::Overlap], ran_with(&failed));
+        assert_eq!(verdict, Verdict::Violated);
+        // Not recorded is no evidence: never safe.
+        let unrecorded = [window(Some(true)), window(None)];
+        assert_eq!(
+            judge_case(&[], ran_with(&unrecorded)).1,
+            Some(NoVerdict::FaultNotApplied)
         );
-        // Applied, or not checked: the verdict stands.
-        let fine = [window(Some(true)), window(None)];
-        assert_eq!(judge_case(&[], ran_with(&fine)).0, Verdict::Safe);
+        assert_eq!(
+            judge_case(&[], ran_with(&[window(Some(true))])).0,
+            Verdict::Safe
+        );
     }
 
     #[test]
@@ -647,7 +651,27 @@ mod tests {
             "fault cut short: pause_worker: the case ended 500ms into its 2s window"
         );
         let (verdict, _, _) = judge_case(&[Violation::Overlap], ran_with(&faults));
-        assert_eq!(verdict, Verdict::Unknown, "the experiment did not happen");
+        assert_eq!(verdict, Verdict::Violated, "an overlap seen is a fact");
+    }
+
+    #[test]
+    fn a_case_that_measured_nothing_is_never_safe() {
+        // Interrupted in its warm-up, or a window that never opened: only the warm-up ran.
+        let empty = Judged {
+            measured_ns: 0,
+            ..ran_with(&[])
+        };
+        let (verdict, why, line) = judge_case(&[], empty);
+        assert_eq!(
+            (verdict, why),
+            (Verdict::Unknown, Some(NoVerdict::NothingMeasured))
+        );
+        assert!(line.starts_with("nothing measured"), "{line}");
+        // What the warm-up broke is still a broken lock.
+        assert_eq!(
+            judge_case(&[Violation::Overlap], empty).0,
+            Verdict::Violated
+        );
     }
 
     #[test]
@@ -696,7 +720,7 @@ mod tests {
     }
 
     #[test]
-    fn a_case_whose_worker_died_has_no_verdict_whatever_it_saw() {
+    fn a_case_whose_worker_died_is_not_safe_but_a_violation_it_saw_stands() {
         let died = "worker 2 died: killed by signal 9 (SIGKILL); what it reported up to its death is kept (1 hold it had not reported recovered from the resource)";
         let case = Judged {
             failed: Some(died),
@@ -708,7 +732,7 @@ mod tests {
             (Verdict::Unknown, Some(NoVerdict::WorkerDied))
         );
         assert_eq!(line, died);
-        assert_eq!(judge_case(&[Violation::Overlap], case).0, Verdict::Unknown);
+        assert_eq!(judge_case(&[Violation::Overlap], case).0, Verdict::Violated);
         // Another failure has no reason of its own, and no verdict either.
         let other = Judged {
             failed: Some("workers did not stop within 5s"),

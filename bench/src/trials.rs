@@ -36,10 +36,18 @@ pub(crate) fn wilson(k: u32, n: u32) -> (f64, f64) {
 
 /// Pools the trials of one case, given with their seeds in run order (`None` when there are none). Trials that
 /// produced no verdict (skipped, failed before starting, their fault did not take effect) count in no
-/// rate; when none has one, the first entry stands for the case. The holder timeline comes from the
-/// first trial with an overlap. `stopped_early`: the trials stopped at the first violated one before
-/// all planned ran (sequential sampling), so they give no rate interval.
-pub(crate) fn pool(trials: Vec<(u64, CaseResult)>, stopped_early: bool) -> Option<CaseResult> {
+/// rate; when none has one, the first entry stands for the case. A trial that saw a violation is
+/// violated whatever else it says (an older file may call it unknown): what any trial saw is never
+/// dropped. Every distinct error of the trials stays in the case's note. The holder timeline comes
+/// from the first trial with an overlap. `stopped_early`: the trials stopped at the first violated
+/// one before all planned ran (sequential sampling), so they give no rate interval.
+pub(crate) fn pool(mut trials: Vec<(u64, CaseResult)>, stopped_early: bool) -> Option<CaseResult> {
+    for (_, c) in &mut trials {
+        if !c.safety.reasons.is_empty() && c.safety.verdict != Verdict::Violated {
+            c.safety.verdict = Verdict::Violated;
+            c.safety.no_verdict = None;
+        }
+    }
     let each: Vec<Trial> = trials
         .iter()
         .filter(|(_, c)| c.safety.verdict != Verdict::Unknown)
@@ -63,7 +71,13 @@ pub(crate) fn pool(trials: Vec<(u64, CaseResult)>, stopped_early: bool) -> Optio
         .count() as u32;
     let (rate_low, rate_high) = wilson(violated, runs);
     let status = pooled_status(trials.iter().map(|(_, c)| c.status), runs > 0);
-    let error = trials.iter().find_map(|(_, c)| c.error.clone());
+    let mut errors: Vec<String> = Vec::new();
+    for error in trials.iter().filter_map(|(_, c)| c.error.clone()) {
+        if !errors.contains(&error) {
+            errors.push(error);
+        }
+    }
+    let error = (!errors.is_empty()).then(|| errors.join("; "));
     let not_applied: Vec<String> = trials
         .iter()
         .filter_map(|(_, c)| c.fault_not_applied.clone())
@@ -464,6 +478,33 @@ mod tests {
         );
         let t = pooled.trials.expect("trials");
         assert_eq!((t.runs, t.unknown), (1, 1));
+    }
+
+    #[test]
+    fn what_a_trial_without_a_verdict_saw_is_never_dropped() {
+        // An older file's unknown trial that saw overlapping holders beside two safe ones.
+        let mut saw = trial(Verdict::Unknown, true);
+        saw.safety.reasons = vec![lockbench_reports::model::Violation::Overlap];
+        saw.error = Some("worker 3 died: exited with code 101".into());
+        let mut other = trial(Verdict::Safe, false);
+        other.error = Some("a note of trial 2".into());
+        let pooled = pool(
+            vec![(1, trial(Verdict::Safe, false)), (2, other), (3, saw)],
+            false,
+        )
+        .expect("pooled");
+        assert_eq!(
+            pooled.safety.verdict,
+            Verdict::Violated,
+            "an overlap is a fact"
+        );
+        let t = pooled.trials.as_ref().expect("trials");
+        assert_eq!((t.violated, t.runs), (1, 3));
+        assert_eq!(
+            pooled.error.as_deref(),
+            Some("a note of trial 2; worker 3 died: exited with code 101"),
+            "every trial's error kept"
+        );
     }
 
     #[test]

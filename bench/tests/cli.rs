@@ -164,7 +164,21 @@ fn negative_numbers_are_named_as_such() {
 #[test]
 fn bad_values_name_their_field() {
     usage_error(&["run", "--clients", "0"], "clients: must be");
-    usage_error(&["run", "--keys", "0"], "keys: must be at least 1");
+    usage_error(&["run", "--keys", "0"], "keys: must be 1..=");
+    // Bounds named where they are parsed: never an overflow, an allocation failure or a fork bomb.
+    usage_error(
+        &["run", "--keys", "4000000000"],
+        "keys: must be 1..=1000000",
+    );
+    usage_error(
+        &["run", "--workers", "processes", "--clients", "10000"],
+        "clients: at most 256 with workers = processes",
+    );
+    usage_error(
+        &["run", "--strategies", "memory", "--duration", "1000y"],
+        "limit of 30 days",
+    );
+    usage_error(&["run", "--warmup", "100000h"], "limit of 30 days");
     usage_error(&["run", "--clients", "lots"], "invalid value 'lots'");
     usage_error(
         &["run", "--duration=-5s"],

@@ -397,3 +397,213 @@ fn a_worker_killed_from_outside_fails_its_case_with_no_verdict() {
     assert!(c.operations.completed > 0, "{:?}", c.operations);
     assert!(stdout.contains("  worker died\n"), "{stdout}");
 }
+
+/// Whether `pid` still runs (a zombie waiting to be reaped does not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .next()?
+                .to_owned();
+            Some(state != "Z" && state != "X")
+        })
+        .unwrap_or(false)
+}
+
+/// Starts a 30 s run of redis-watchdog with two worker processes writing into `out` (and `extra`
+/// flags); returns it once it measures, with its worker pids.
+fn run_with_worker_processes(
+    out: &std::path::Path,
+    extra: &[&str],
+) -> (std::process::Child, Vec<u32>) {
+    let marks = tempfile::tempdir().unwrap();
+    let measuring = marks.path().join("measuring");
+    let mut child = support::lockbench()
+        .env("LOCKBENCH_MEASURING_FILE", &measuring)
+        .args([
+            "run",
+            "--scenario",
+            "baseline",
+            "--strategies",
+            "redis-watchdog",
+            "--workers",
+            "processes",
+            "--clients",
+            "2",
+            "--keys",
+            "1",
+            "--duration",
+            "30s",
+            "--warmup",
+            "0s",
+            "--no-progress",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    if !lockbench_servers::poll::until(Duration::from_secs(30), || measuring.exists()) {
+        let _ = child.kill();
+        panic!("the case did not start measuring within 30 s");
+    }
+    // A second of measuring: what the stopped case must keep.
+    std::thread::sleep(Duration::from_secs(1));
+    let workers = worker_pids(child.id());
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    (child, workers)
+}
+
+#[test]
+fn sigterm_writes_what_was_measured_as_ctrl_c_does() {
+    // SIGTERM is what `timeout`, systemd, Kubernetes and CI send: it used to exit 143 with no results.
+    let dir = tempfile::tempdir().unwrap();
+    let (child, workers) = run_with_worker_processes(dir.path(), &[]);
+    let began = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        began.elapsed() < Duration::from_secs(20),
+        "stopped promptly"
+    );
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("terminated (SIGTERM)"), "{stderr}");
+    let results = support::read_results(dir.path());
+    assert!(!results.complete);
+    let c = &results.cases[0];
+    assert_eq!(c.status, CaseStatus::Interrupted, "{:?}", c.error);
+    assert!(
+        c.window.measured_ms > 500.0 && c.window.measured_ms < 20_000.0,
+        "{:?}",
+        c.window
+    );
+    assert!(c.operations.completed > 0);
+    assert!(
+        workers.iter().all(|pid| !running(*pid)),
+        "workers outlived the run: {workers:?}"
+    );
+}
+
+#[test]
+fn worker_processes_end_when_their_driver_is_killed_outright() {
+    // A driver killed with SIGKILL while a fault starves a worker's runtime (every runtime thread
+    // blocked for 20 s): the worker cannot read its stdin's end, and used to live on holding its
+    // lock and connections until the starvation ended.
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, workers) = run_with_worker_processes(
+        dir.path(),
+        &[
+            "--fault",
+            "starve_worker at=0s target=client:0 duration=20s",
+        ],
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let gone = lockbench_servers::poll::until(Duration::from_secs(10), || {
+        workers.iter().all(|pid| !running(*pid))
+    });
+    if !gone {
+        for pid in &workers {
+            // SAFETY: as above; clean up what the test found.
+            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+        }
+    }
+    assert!(
+        gone,
+        "workers still running 10 s after their driver died: {workers:?}"
+    );
+}
+
+#[test]
+fn a_case_stopped_in_its_warm_up_is_never_judged() {
+    use lockbench_reports::model::{NoVerdict, Verdict};
+    // Its clients ran only the warm-up: no measured window, so no verdict (it used to read safe).
+    let dir = tempfile::tempdir().unwrap();
+    let child = support::lockbench()
+        .args([
+            "run",
+            "--scenario",
+            "baseline",
+            "--strategies",
+            "memory",
+            "--duration",
+            "5s",
+            "--warmup",
+            "10m",
+            "--no-progress",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = support::read_results(dir.path());
+    let c = &results.cases[0];
+    assert_eq!(c.window.measured_ms, 0.0);
+    assert_eq!(c.safety.verdict, Verdict::Unknown, "{:?}", c.safety);
+    assert_eq!(c.safety.no_verdict, Some(NoVerdict::NothingMeasured));
+    assert!(c.operations.acquired == 0 && c.throughput.completed_per_s == 0.0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("nothing measured"), "{stdout}");
+}
+
+#[test]
+fn an_output_directory_is_never_written_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let args = [
+        "run",
+        "--strategies",
+        "memory",
+        "--duration",
+        "200ms",
+        "--warmup",
+        "0s",
+        "--no-progress",
+        "--out",
+        out,
+    ];
+    support::run_ok(&args);
+    let first = std::fs::read(dir.path().join("results.json")).unwrap();
+    let again = support::run(&args);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{err}");
+    assert!(err.contains("already holds results.json"), "{err}");
+    assert_eq!(
+        std::fs::read(dir.path().join("results.json")).unwrap(),
+        first
+    );
+    // Another command still writing into a folder holds it (its pid in the marker: here ours).
+    let busy = tempfile::tempdir().unwrap();
+    std::fs::write(
+        busy.path().join(".lockbench-running"),
+        std::process::id().to_string(),
+    )
+    .unwrap();
+    let mut taken = args;
+    taken[9] = busy.path().to_str().unwrap();
+    let refused = support::run(&taken);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(err.contains("another lockbench command (pid"), "{err}");
+    assert!(!busy.path().join("results.json").exists());
+}

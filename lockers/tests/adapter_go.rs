@@ -62,6 +62,53 @@ fn etcd_mutex() -> Peer<EtcdServer> {
     }
 }
 
+/// etcd-lease and etcd's Go `concurrency.Mutex` (the recipe `etcdctl lock <name>` runs) on one lock
+/// interoperate: the Mutex queues under `<name>/`, etcd-lease under `<prefix>/<key>/`; given the same
+/// queue, each orders the other's key by its create revision (names differ: `<lease hex>` and
+/// `<client id hex>-<slot>`), so they exclude each other and a release wakes the other's waiter, which
+/// watches the key below its own. Both ways; the bound is a quarter of the wait a waiter that missed the
+/// release would sleep out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_lease_and_go_mutex_share_one_lock() {
+    use std::sync::Arc;
+
+    use lockers::etcd::{EtcdConfig, EtcdLease};
+
+    let wait = Duration::from_secs(10);
+    let library = etcd_mutex();
+    let go: Arc<dyn Locker> = Arc::new(library.start_shared(Events::none()).await);
+    let config = EtcdConfig {
+        renewal: lockers::Renewal::new(SESSION),
+        ..EtcdConfig::default()
+    };
+    let model = Arc::new(
+        EtcdLease::connect(&library.servers, config, Events::none())
+            .await
+            .unwrap(),
+    );
+    for way in ["model-to-go", "go-to-model"] {
+        let key = format!("interop-{way}");
+        // The Mutex's name is the model's queue prefix without its trailing '/'.
+        let queue = model.queue_prefix(&key);
+        let name = queue.trim_end_matches('/').to_owned();
+        let took = match way {
+            "model-to-go" => peers::hand_off(model.as_ref(), &key, go.clone(), &name, wait).await,
+            _ => {
+                peers::hand_off(
+                    go.as_ref(),
+                    &name,
+                    model.clone() as Arc<dyn Locker>,
+                    &key,
+                    wait,
+                )
+                .await
+            }
+        };
+        eprintln!("{way}: hand-off {took:?} on {queue}");
+        assert!(took < wait / 4, "{way}: hand-off {took:?}");
+    }
+}
+
 /// Left out: `watchdog_lease_outlives_timeout` (it counts `Renewed` events; the Session's keep-alives
 /// are not exposed, so `holds_past_timeouts` checks the hold itself) and the fixed-lease cases (a Session
 /// always keeps its lease alive).

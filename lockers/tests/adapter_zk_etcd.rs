@@ -122,6 +122,49 @@ fn delete_children(connect: &str, parent: &str) {
     });
 }
 
+/// The `zookeeper` model and Curator's `InterProcessMutex` on one lock interoperate: Curator locks
+/// `/lockbench/<key>` with nodes `_c_<uuid>-lock-<seq>`, the model (prefix `lockbench`) the same
+/// parent with `<hex>-lock-<seq>`; both order the children by the sequence after `lock-` (one counter
+/// per parent), so they exclude each other and a release wakes the other's waiter, which watches the
+/// node below its own. Both ways; the bound is a quarter of the wait a waiter that missed the release
+/// would sleep out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_and_curator_share_one_lock() {
+    use std::sync::Arc;
+
+    use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
+    use lockers::{Events, Locker};
+
+    let wait = Duration::from_secs(10);
+    let library = curator();
+    let curator: Arc<dyn Locker> = Arc::new(library.start_shared(Events::none()).await);
+    let config = ZkConfig {
+        renewal: lockers::Renewal::new(Duration::from_secs(4)),
+        prefix: "lockbench".into(),
+        ..ZkConfig::default()
+    };
+    let model = Arc::new(
+        ZooKeeperLock::connect(&library.servers[0], config, Events::none())
+            .await
+            .unwrap(),
+    );
+    for way in ["model-to-curator", "curator-to-model"] {
+        let key = format!("interop-{way}");
+        assert_eq!(model.lock_path(&key), format!("/lockbench/{key}"));
+        let took = match way {
+            "model-to-curator" => {
+                peers::hand_off(model.as_ref(), &key, curator.clone(), &key, wait).await
+            }
+            _ => {
+                let waiter: Arc<dyn Locker> = model.clone();
+                peers::hand_off(curator.as_ref(), &key, waiter, &key, wait).await
+            }
+        };
+        eprintln!("{way}: hand-off {took:?}");
+        assert!(took < wait / 4, "{way}: hand-off {took:?}");
+    }
+}
+
 /// Curator's own lost signal (session LOST) is tested in `adapter_jvm.rs`.
 mod jvm_curator {
     use super::*;

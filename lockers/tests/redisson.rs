@@ -533,7 +533,8 @@ async fn every_unlock_publishes(generation: Generation) {
         lease.release().await.unwrap();
     }
     assert_eq!(t.calls("publish"), 20);
-    assert_eq!(t.subscribers(&format!("{}:unlock", lock_key(&key))), 0);
+    let channel = format!("redisson_lock__channel:{}", lock_key(&key));
+    assert_eq!(t.subscribers(&channel), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -544,6 +545,81 @@ async fn classic_unlock_always_publishes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scheduler_unlock_always_publishes() {
     every_unlock_publishes(Generation::Scheduler).await;
+}
+
+/// The model speaks Redisson's names on the wire (issue 46 item 8): its waiter listens on
+/// `redisson_lock__channel:<lock>` and is woken by the unlock a Redisson client sends (the hash deleted
+/// and `0` published there), long before the holder's 5 s PTTL runs out; and its own final release
+/// publishes Redisson's `0` there. Against the real Redisson: `adapter_jvm.rs`,
+/// `redisson_and_its_models_hand_off_on_one_lock`.
+async fn speaks_redissons_channel(generation: Generation) {
+    use futures::StreamExt;
+
+    let t = Setup::start(Row(generation));
+    let a = t.connect(Events::none()).await;
+    let key = unique("channel");
+    let lock = lock_key(&key);
+    let channel = format!("redisson_lock__channel:{lock}");
+    // A Redisson client's hold: `<uuid>:<thread id>` → 1, a 5 s lease.
+    t.redis(&["HSET", &lock, "8c0e0a6e-5d1c-4b8e-9a51-2f0c3c7d9e10:1", "1"]);
+    t.redis(&["PEXPIRE", &lock, "5000"]);
+    let waiting = tokio::spawn({
+        let (a, key) = (a.clone(), key.clone());
+        async move {
+            let lease = a
+                .acquire(&key, &AcquireOptions::wait(Duration::from_secs(8)))
+                .await;
+            (Instant::now(), lease)
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while t.subscribers(&channel) == 0 {
+        assert!(Instant::now() < deadline, "no waiter on {channel}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Past the waiter's retry right after its subscription: it now sleeps until a message or the PTTL.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut listener = redis::Client::open(t.server.url().as_str())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    listener.subscribe(&channel).await.unwrap();
+    // Redisson's unlock script: the hash deleted, UNLOCK_MESSAGE published.
+    let released = Instant::now();
+    t.redis(&["DEL", &lock]);
+    t.redis(&["PUBLISH", &channel, "0"]);
+    let (granted, lease) = waiting.await.unwrap();
+    let took = granted.duration_since(released);
+    eprintln!("{generation:?}: woken {took:?} after Redisson's unlock");
+    assert!(
+        took < Duration::from_secs(1),
+        "the waiter slept {took:?} of the 5 s PTTL"
+    );
+    let mut messages = listener.on_message();
+    let ours = messages.next().await.unwrap();
+    assert_eq!(
+        ours.get_payload::<String>().unwrap(),
+        "0",
+        "Redisson's own message"
+    );
+    lease.unwrap().release().await.unwrap();
+    let theirs = tokio::time::timeout(Duration::from_secs(2), messages.next())
+        .await
+        .expect("no unlock message on Redisson's channel")
+        .unwrap();
+    assert_eq!(theirs.get_channel_name(), channel);
+    assert_eq!(theirs.get_payload::<String>().unwrap(), "0");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn classic_speaks_redissons_channel() {
+    speaks_redissons_channel(Generation::Classic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduler_speaks_redissons_channel() {
+    speaks_redissons_channel(Generation::Scheduler).await;
 }
 
 /// The commands a redis-server ran, read from `MONITOR` on a connection of its own.
@@ -637,7 +713,7 @@ async fn short_cycles(generation: Generation) -> Cycles {
     for call in &calls {
         let numkeys: usize = call[2].parse().unwrap();
         let keys = &call[3..3 + numkeys];
-        if numkeys == 3 && keys[2].contains(":unlock_latch:") {
+        if numkeys == 3 && keys[2].starts_with("redisson_unlock_latch:") {
             released.insert(keys[0].clone());
         } else if call[1] != acquire_sha {
             renewals += 1;

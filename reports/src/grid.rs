@@ -331,12 +331,18 @@ pub fn violated_of(case: &CaseResult) -> (u32, u32) {
 /// What a violated case whose tokens went backwards did to the data, when nothing else harmed it.
 pub const TOKEN_WENT_BACKWARDS: &str = "rightful holder refused: token went backwards";
 
-/// Whether the case has a verdict to show (it ran, possibly interrupted, and was judged). A failed
-/// case never has one, whatever an older file says: its experiment did not happen as described.
+/// Whether the case has a verdict to show. A violation is shown whatever else happened (the lock
+/// broke all the same); safe needs a case that ran (possibly interrupted) without failing, since a
+/// failed case's experiment did not happen as described, whatever an older file says.
 pub fn ran(case: &CaseResult) -> bool {
-    case.safety.verdict != Verdict::Unknown
-        && matches!(case.status, CaseStatus::Complete | CaseStatus::Interrupted)
-        && !safe_on_unrecorded_fault(case)
+    match case.safety.verdict {
+        Verdict::Violated => true,
+        Verdict::Safe => {
+            matches!(case.status, CaseStatus::Complete | CaseStatus::Interrupted)
+                && !safe_on_unrecorded_fault(case)
+        }
+        Verdict::Unknown => false,
+    }
 }
 
 /// The cell text of a safe case from a file written before faults recorded whether they took
@@ -356,6 +362,9 @@ pub fn verdict_word(case: Option<&CaseResult>) -> &'static str {
     let Some(c) = case else {
         return "not run";
     };
+    if c.safety.verdict == Verdict::Violated {
+        return "VIOLATED";
+    }
     if let Some(why) = c.safety.no_verdict {
         return why.words();
     }
@@ -379,7 +388,7 @@ pub fn no_verdict_legend() -> String {
         .map(|r| format!("\u{201c}{}\u{201d}: {}", r.words(), r.meaning()))
         .collect();
     format!(
-        "no verdict (never counted as safe, and in no rate): {}; “{FAULT_NOT_RECORDED}”: a file written before faults recorded whether they took effect, read as not applied",
+        "no verdict (never counted as safe, and in no rate; a violation seen in such a case still reads VIOLATED, with this as its note): {}; “{FAULT_NOT_RECORDED}”: a file written before faults recorded whether they took effect, read as not applied",
         each.join("; ")
     )
 }

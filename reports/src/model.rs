@@ -704,7 +704,8 @@ pub enum Verdict {
 }
 
 /// Why a case that ran has no verdict; its `error` (or `fault_not_applied`) has the one-line detail.
-/// None of these is safe: each says the experiment did not happen as described.
+/// None of these is safe: each says the experiment did not happen as described. None of them stands
+/// against a violation the case saw: that makes it violated, and the reason becomes its `error`.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
@@ -723,14 +724,18 @@ pub enum NoVerdict {
     FaultCutShort,
     /// A worker process exited outside a fault (a signal or an exit code nobody asked for).
     WorkerDied,
+    /// The case stopped before its measured window began (interrupted during the warm-up, or a
+    /// window of 0 ms): only the warm-up ran.
+    NothingMeasured,
 }
 
 impl NoVerdict {
     /// The reasons in the order a case is checked for them (the first that holds is its reason).
-    pub const ALL: [NoVerdict; 6] = [
+    pub const ALL: [NoVerdict; 7] = [
         NoVerdict::WorkerDied,
         NoVerdict::FaultCutShort,
         NoVerdict::FaultNotApplied,
+        NoVerdict::NothingMeasured,
         NoVerdict::HeldNoLock,
         NoVerdict::NoCompletedSection,
         NoVerdict::NoContention,
@@ -745,6 +750,7 @@ impl NoVerdict {
             NoVerdict::FaultNotApplied => "fault not applied",
             NoVerdict::FaultCutShort => "fault cut short",
             NoVerdict::WorkerDied => "worker died",
+            NoVerdict::NothingMeasured => "nothing measured",
         }
     }
 
@@ -763,7 +769,10 @@ impl NoVerdict {
                 "the fault's window ended before its planned end (the case stopped first)"
             }
             NoVerdict::WorkerDied => {
-                "a worker process exited outside any fault; what it reported before is kept, but the trial is not judged"
+                "a worker process exited outside any fault; what it reported before is kept, but the trial is not judged safe"
+            }
+            NoVerdict::NothingMeasured => {
+                "the case stopped before its measured window began, so only its warm-up ran"
             }
         }
     }

@@ -490,7 +490,12 @@ fn fastest(grid: &Grid<'_>, head: &Row<'_>, under: &str) -> String {
         .iter()
         .filter(|s| s.is_distributed())
         .filter_map(|s| head.case(&s.id).filter(|c| ran(c)))
-        .filter(|c| c.safety.verdict == Verdict::Safe)
+        // Ranked on a complete, measured window only: an interrupted or empty one has no rate.
+        .filter(|c| {
+            c.safety.verdict == Verdict::Safe
+                && c.status == CaseStatus::Complete
+                && c.window.measured_ms > 0.0
+        })
         .map(|c| (c.strategy.as_str(), c.throughput.completed_per_s))
         .collect();
     match tied(&held, true).as_slice() {

@@ -15,6 +15,21 @@ pub(crate) struct Units {
     pub task: Duration,
 }
 
+/// The longest duration lockbench takes anywhere (a case, a warm-up, a task, a fault's timing): 30
+/// days. A case's window is kept in nanoseconds of a `u64` (about 584 years), so a bound far below
+/// that keeps every sum of a warm-up, a window and a fault's offset exact.
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Refuses a duration longer than [`MAX_DURATION`], naming the limit.
+fn bounded(text: &str, d: Duration) -> Result<Duration, String> {
+    if d > MAX_DURATION {
+        return Err(format!(
+            "{text:?} is longer than lockbench's limit of 30 days for any duration"
+        ));
+    }
+    Ok(d)
+}
+
 /// The relative units, by name.
 const RELATIVE_UNITS: [&str; 2] = ["ttl", "task"];
 
@@ -42,8 +57,9 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     if text == "0" {
         return Ok(Duration::ZERO);
     }
-    humantime::parse_duration(text)
-        .map_err(|e| format!("expected a duration like 500ms or 20s, got {text:?} ({e})"))
+    let d = humantime::parse_duration(text)
+        .map_err(|e| format!("expected a duration like 500ms or 20s, got {text:?} ({e})"))?;
+    bounded(text, d)
 }
 
 /// Parses a fault timing or a case length: an absolute duration, or a non-negative multiple of the
@@ -61,6 +77,11 @@ pub(crate) fn parse_timing(text: &str, units: Units) -> Result<Duration, String>
     }
     let base = if unit == "ttl" { units.ttl } else { units.task };
     let micros = (base.as_secs_f64() * factor * 1e6).round();
+    if micros > MAX_DURATION.as_micros() as f64 {
+        return Err(format!(
+            "{text:?} is longer than lockbench's limit of 30 days for any duration"
+        ));
+    }
     Ok(Duration::from_micros(micros as u64))
 }
 

@@ -30,6 +30,8 @@ pub(crate) struct OutputDir {
     path: PathBuf,
     /// The directories `prepare_dir` created, deepest first.
     created: Vec<PathBuf>,
+    /// The claim marker [`claim_dir`] created, removed on drop.
+    marker: Option<PathBuf>,
 }
 
 impl std::ops::Deref for OutputDir {
@@ -48,6 +50,9 @@ impl AsRef<Path> for OutputDir {
 
 impl Drop for OutputDir {
     fn drop(&mut self) {
+        if let Some(marker) = &self.marker {
+            let _ = fs::remove_file(marker);
+        }
         // `remove_dir` removes empty directories only, so results are never touched.
         for dir in &self.created {
             if fs::remove_dir(dir).is_err() {
@@ -71,6 +76,7 @@ pub(crate) fn prepare_dir(dir: &Path) -> Result<OutputDir, BenchError> {
     let prepared = OutputDir {
         path: dir.to_path_buf(),
         created,
+        marker: None,
     };
     fs::create_dir_all(dir).map_err(|e| bad(e.to_string()))?;
     let probe = dir.join(format!(".lockbench-probe-{}", std::process::id()));
@@ -105,6 +111,64 @@ pub fn read_text(path: &Path) -> std::io::Result<String> {
     let mut text = String::new();
     flate2::read::GzDecoder::new(bytes.as_slice()).read_to_string(&mut text)?;
     Ok(text)
+}
+
+/// The marker a command that writes results keeps in its output directory while it runs: its pid.
+const CLAIM_MARKER: &str = ".lockbench-running";
+
+/// Claims `dir` for one command's results, `file`: prepared as by [`prepare_dir`], and refused with a
+/// usage error when it already holds `file` (an earlier run's results are never overwritten) or when
+/// another lockbench command still running is writing into it (its marker, created exclusively and
+/// removed when the claim is dropped; a marker whose process is gone is taken over).
+pub(crate) fn claim_dir(dir: &Path, file: &str) -> Result<OutputDir, BenchError> {
+    let bad = |why: String| BenchError::usage(format!("output directory {}: {why}", dir.display()));
+    if dir.join(file).exists() {
+        return Err(bad(format!(
+            "already holds {file} from an earlier run; choose another --out (results are never overwritten)"
+        )));
+    }
+    let mut prepared = prepare_dir(dir)?;
+    let marker = dir.join(CLAIM_MARKER);
+    let create = || {
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&marker)
+    };
+    let mut claimed = create();
+    if claimed.is_err() {
+        let holder = fs::read_to_string(&marker).ok();
+        match holder
+            .as_deref()
+            .map(str::trim)
+            .and_then(|p| p.parse::<i32>().ok())
+        {
+            Some(pid) if process_alive(pid) => {
+                return Err(bad(format!(
+                    "another lockbench command (pid {pid}) is writing into it; choose another --out"
+                )));
+            }
+            // Left by a command that is gone: take it over.
+            _ => {
+                let _ = fs::remove_file(&marker);
+                claimed = create();
+            }
+        }
+    }
+    let mut claimed = claimed.map_err(|e| bad(format!("cannot claim it: {e}")))?;
+    claimed
+        .write_all(std::process::id().to_string().as_bytes())
+        .map_err(|e| bad(format!("cannot claim it: {e}")))?;
+    prepared.marker = Some(marker);
+    Ok(prepared)
+}
+
+/// Whether a process with this pid exists.
+fn process_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists and may be signalled.
+    pid > 0
+        && (unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
 }
 
 #[cfg(test)]

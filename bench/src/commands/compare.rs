@@ -371,7 +371,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
         .out
         .clone()
         .unwrap_or_else(|| output::default_dir("compare", &started_at));
-    let out_dir = output::prepare_dir(&out_dir)?;
+    let out_dir = output::claim_dir(&out_dir, output::RESULTS_FILE)?;
     let ran = compare.run_scenarios(&out_dir).await?;
     if ran.runs.is_empty() && ran.cost.is_empty() {
         return Err(BenchError::failed(format!(

@@ -103,19 +103,11 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
         .out
         .clone()
         .unwrap_or_else(|| output::default_dir(&workload.name, &started_at));
-    let out_dir = output::prepare_dir(&out_dir)?;
+    let out_dir = output::claim_dir(&out_dir, output::RESULTS_FILE)?;
     let needed = servers_to_start(&workload, &chosen, &args.servers)?;
 
-    let interrupt = StopSignal::new();
-    let handler = tokio::spawn(handle_ctrl_c(interrupt.clone()));
-    let backends = Backends::prepare(&needed, &args.servers, strategies::check_address).await;
-    let backends = match backends {
-        Ok(b) => b,
-        Err(e) => {
-            handler.abort();
-            return Err(e);
-        }
-    };
+    let interrupt = stop_signals();
+    let backends = Backends::prepare(&needed, &args.servers, strategies::check_address).await?;
     let runner = CaseRunner {
         args: &args,
         workload: &workload,
@@ -156,7 +148,6 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
     };
     let written = output::write_atomic(&out_dir, output::RESULTS_FILE, &results.to_json());
     drop(backends);
-    handler.abort();
     Ok(RunOutcome {
         results,
         path: written?,
@@ -490,16 +481,46 @@ fn with_case_servers(
     servers
 }
 
-/// First Ctrl-C: stop the run and write what was measured. Second: kill servers and workers, exit 130.
-async fn handle_ctrl_c(interrupt: StopSignal) {
-    if tokio::signal::ctrl_c().await.is_err() {
-        return;
+/// The process's stop signal, set by the first SIGINT (Ctrl-C) or SIGTERM (what `timeout`,
+/// systemd, Kubernetes and CI send): the run stops and writes what it measured. The watcher is
+/// installed once per process, on the first call, so a signal between two runs of a `compare` stops
+/// it as well (a signal already received is not forgotten). A second signal kills servers and
+/// workers and exits at once.
+fn stop_signals() -> StopSignal {
+    static SIGNALS: std::sync::OnceLock<StopSignal> = std::sync::OnceLock::new();
+    SIGNALS
+        .get_or_init(|| {
+            let interrupt = StopSignal::new();
+            tokio::spawn(watch_stop_signals(interrupt.clone()));
+            interrupt
+        })
+        .clone()
+}
+
+/// Waits for SIGINT or SIGTERM; its name, or `None` when signals cannot be watched.
+async fn next_stop_signal(terminate: &mut tokio::signal::unix::Signal) -> Option<&'static str> {
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.ok().map(|()| "interrupted"),
+        s = terminate.recv() => s.map(|()| "terminated (SIGTERM)"),
     }
+}
+
+/// First signal: stop the run and write what was measured. Second: kill servers and workers, exit
+/// 130.
+async fn watch_stop_signals(interrupt: StopSignal) {
+    let Ok(mut terminate) =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    else {
+        return;
+    };
+    let Some(how) = next_stop_signal(&mut terminate).await else {
+        return;
+    };
     interrupt.set();
     eprintln!(
-        "lockbench: interrupted; stopping and writing what was measured (Ctrl-C again to quit now)"
+        "lockbench: {how}; stopping and writing what was measured (Ctrl-C again to quit now)"
     );
-    if tokio::signal::ctrl_c().await.is_ok() {
+    if next_stop_signal(&mut terminate).await.is_some() {
         lockbench_servers::kill_all_servers();
         kill_all_workers();
         std::process::exit(crate::base::error::EXIT_INTERRUPTED);

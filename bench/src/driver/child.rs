@@ -28,8 +28,36 @@ use crate::base::stop::StopSignal;
 use crate::faults::workers::{HOG_THREAD, LibraryStarve, STARVED_THREAD, WorkerCommand};
 use crate::strategies::{self, Endpoints};
 
+/// How often a worker process checks that the driver that started it is still alive.
+const PARENT_CHECK: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Ends this worker process when the driver that started it is gone (killed with SIGKILL, or dead
+/// before it could close our stdin): a worker never outlives its run holding locks and connections.
+/// The kernel sends SIGKILL when the driver's thread that started it ends (`PR_SET_PDEATHSIG`: it
+/// reaches a worker that a fault stopped with SIGSTOP, and the driver starts workers from its
+/// runtime's threads, which live as long as it does); a thread of its own also checks the parent,
+/// for a driver gone before that was set.
+fn exit_with_parent() {
+    // SAFETY: getppid has no preconditions and cannot fail.
+    let parent = unsafe { libc::getppid() };
+    // SAFETY: prctl(PR_SET_PDEATHSIG) only sets this process's parent-death signal.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    let _ = std::thread::Builder::new()
+        .name("parent-watch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(PARENT_CHECK);
+                // SAFETY: as above.
+                if unsafe { libc::getppid() } != parent {
+                    std::process::exit(EXIT_FAILED);
+                }
+            }
+        });
+}
+
 /// Runs the worker command on the process's runtime; returns the exit code.
 pub(crate) async fn worker_main() -> i32 {
+    exit_with_parent();
     let mut first = String::new();
     let spec: Result<ChildSpec, String> = std::io::stdin()
         .lock()

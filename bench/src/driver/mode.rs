@@ -99,12 +99,16 @@ pub(crate) struct Timing {
 impl Timing {
     /// Timing starting now.
     pub(crate) fn starting_now(clock: &MonoClock, workload: &Workload) -> Self {
+        // Durations are bounded at parse time (`MAX_DURATION`); saturating sums keep a window that
+        // somehow was not from ever wrapping round to zero.
         let go = clock.now();
-        let measure_from = go + duration_ns(workload.warmup);
+        let measure_from = go.saturating_add(duration_ns(workload.warmup));
         Timing {
             go,
             measure_from,
-            stop_at: workload.duration.map(|d| measure_from + duration_ns(d)),
+            stop_at: workload
+                .duration
+                .map(|d| measure_from.saturating_add(duration_ns(d))),
         }
     }
 }

@@ -318,9 +318,13 @@ pub(crate) async fn run(
     let (interrupted, stopped_at) = match outcome {
         Some(o) => o,
         None => {
-            // Every worker exited before the end: stop the case now.
+            // Every worker exited before the end: stop the case now. The window it measured is
+            // shorter than planned, so the case says so (and is not judged safe).
             case.stop.set();
             bar.finish();
+            heard
+                .problems
+                .push("every worker exited before the end of the case".to_owned());
             (false, ctx.clock.now())
         }
     };
@@ -334,6 +338,9 @@ pub(crate) async fn run(
     let mut tally = WorkerTally::default();
     for report in heard.reports.values() {
         tally.merge(report);
+    }
+    if let Some(line) = resource_errors_problem(&heard.reports) {
+        heard.problems.push(line);
     }
     let client_cost = match launched.cost_task {
         Some(task) => task
@@ -620,6 +627,30 @@ impl Case<'_> {
             ));
         }
     }
+}
+
+/// The clients whose connection to the protected resource failed, as a problem: each stopped alone
+/// at its first failure, so the case ran with fewer clients than planned for part of its window.
+fn resource_errors_problem(reports: &HashMap<u32, WorkerTally>) -> Option<String> {
+    let mut clients: Vec<(u32, u64)> = reports
+        .iter()
+        .filter(|(_, t)| t.resource_errors > 0)
+        .map(|(client, t)| (*client, t.resource_errors))
+        .collect();
+    if clients.is_empty() {
+        return None;
+    }
+    clients.sort_unstable();
+    let named: Vec<String> = clients
+        .iter()
+        .map(|(client, n)| format!("client {client} ({n})"))
+        .collect();
+    Some(format!(
+        "the protected resource's connection failed for {} of the workers, which stopped before the \
+         end of the case: {}",
+        clients.len(),
+        named.join(", ")
+    ))
 }
 
 /// Waits for every worker to connect its client and say ready.

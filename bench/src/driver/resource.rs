@@ -60,6 +60,8 @@ struct Cell {
 pub(crate) struct ResourceTotals {
     /// Accepted writes.
     pub completed_writes: u64,
+    /// Accepted writes in the measured window (the warm-up's excluded).
+    pub measured_writes: u64,
     /// Sum of the counters.
     pub final_counter_sum: u64,
     /// Stale writes rejected.
@@ -287,6 +289,7 @@ impl Resource {
             totals.duplicate_tokens += cell.duplicate_tokens;
             totals.token_regressions += cell.token_regressions;
         }
+        totals.measured_writes = self.measured_writes();
         totals
     }
 }

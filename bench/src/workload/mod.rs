@@ -279,6 +279,15 @@ seed = 1
 
 const MAX_CLIENTS: u32 = 10_000;
 
+/// Most clients when each is a process of its own (`workers = processes` or `remote`): every one is
+/// a `lockbench worker` with its own runtime and connections, so a few hundred already crowd a
+/// machine.
+const MAX_WORKER_PROCESSES: u32 = 256;
+
+/// Most distinct keys: the resource keeps a counter and a fencing record per key, so a count far
+/// beyond any workload's hot set would only exhaust memory.
+const MAX_KEYS: u32 = 1_000_000;
+
 impl Workload {
     /// This workload with at least `min` of warm-up, its faults moved by the added time so each
     /// strikes the same moment of the measured window; `None` when it already has that much. A
@@ -381,8 +390,8 @@ impl Workload {
             return Err(format!("clients: must be 1..={MAX_CLIENTS}, got {clients}"));
         }
         let keys = merged.keys.unwrap_or(0);
-        if keys == 0 {
-            return Err("keys: must be at least 1, got 0".into());
+        if keys == 0 || keys > MAX_KEYS {
+            return Err(format!("keys: must be 1..={MAX_KEYS}, got {keys}"));
         }
         let strategies = merged.strategies.unwrap_or_default();
         if strategies.is_empty() {
@@ -448,6 +457,12 @@ impl Workload {
         let workers: WorkerMode = need("workers", merged.workers)?
             .parse()
             .map_err(|e| field("workers", e))?;
+        if workers != WorkerMode::Tasks && clients > MAX_WORKER_PROCESSES {
+            return Err(format!(
+                "clients: at most {MAX_WORKER_PROCESSES} with workers = {workers} (each client is a \
+                 process of its own), got {clients}; use workers = tasks for more"
+            ));
+        }
         let theory = theory::checked(merged.expect.unwrap_or_default())?;
         let think = duration("think", merged.think)?;
         let faults = resolve_faults(

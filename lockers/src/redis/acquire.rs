@@ -60,12 +60,24 @@ pub(super) struct Request {
 }
 
 impl Request {
-    /// Reads `opts` for lock `key` under `prefix`; a zero fixed lease or an empty key is a `Config` error.
+    /// Reads `opts` for lock `key` under `prefix`, with the keys [`LockKeys::new`] names; a zero fixed
+    /// lease or an empty key is a `Config` error.
     pub(super) fn new(
         prefix: &str,
         key: &str,
         opts: &AcquireOptions,
         watchdog_timeout: Duration,
+    ) -> Result<Self, LockError> {
+        Self::named(prefix, key, opts, watchdog_timeout, LockKeys::new)
+    }
+
+    /// As [`Self::new`], with the keys `keys` names (a strategy whose channel is named otherwise).
+    pub(super) fn named(
+        prefix: &str,
+        key: &str,
+        opts: &AcquireOptions,
+        watchdog_timeout: Duration,
+        keys: fn(&str, &str) -> Result<LockKeys, LockError>,
     ) -> Result<Self, LockError> {
         let ttl = match opts.lease {
             LeaseMode::Watchdog => watchdog_timeout,
@@ -74,7 +86,7 @@ impl Request {
             }
             LeaseMode::Fixed(d) => d,
         };
-        let keys = Arc::new(LockKeys::new(prefix, key)?);
+        let keys = Arc::new(keys(prefix, key)?);
         let started = Instant::now();
         Ok(Request {
             keys,

@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | the lock | `P{name}` | a hash (watchdog) or a string (guard-thread, keyspace) |
 //! | fencing counter | `P{name}:fence` | `INCR`ed on every fresh acquire; never expires |
-//! | unlock channel | `P{name}:unlock` | pub/sub channel the release publishes on (watchdog) |
+//! | unlock channel | `P{name}:unlock` | pub/sub channel the release publishes on (watchdog); the Redisson rows name theirs as Redisson does, `redisson_lock__channel:P{name}` (`redisson::lock`) |
 //! | shadow key | `P{name}:shadow` | expires before the lock, triggering its renewal (keyspace shadow) |
 //!
 //! The `{name}` hash tag puts every key of one lock in one Redis Cluster slot, so the scripts that touch

@@ -10,6 +10,16 @@
 //!
 //! Fencing token: the node's czxid (the zxid of its creation; a later holder's node was created later).
 //!
+//! Wire compatibility: interoperates with Curator's `InterProcessMutex` (5.9.0) on one lock: lock `k`
+//! is Curator's mutex on `/<prefix>/k` (the JVM adapter's `/lockbench/<key>` with prefix `lockbench`;
+//! the default prefix `lockbench/zookeeper` puts the lock elsewhere). Curator's nodes are
+//! `_c_<uuid>-lock-<seq>` (its protected mode), ours `<hex>-lock-<seq>`; both order the parent's
+//! children by the digits after `lock-` (Curator's `StandardLockInternalsDriver.fixForSorting`), which
+//! one counter per parent hands out, so the two see one queue, exclude each other, and a release wakes
+//! the other's waiter (each watches the node just below its own). Tested with Curator's adapter, both
+//! ways (`lockers/tests/adapter_zk_etcd.rs`, `zookeeper_and_curator_share_one_lock`). Re-entry is per
+//! client on both sides: a Curator thread and a model owner never re-enter each other's hold.
+//!
 //! # Lease: the session
 //! Ephemeral nodes live as long as the session: the session timeout plays the TTL of every lock the
 //! client holds ([`LeaseMode::Watchdog`]; the negotiated timeout counts). [`LeaseMode::Fixed`] is not

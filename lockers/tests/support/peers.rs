@@ -200,3 +200,53 @@ fn is_zombie(pid: libc::pid_t) -> bool {
         })
         .unwrap_or(true)
 }
+
+/// One lock shared by two implementations (a model and its library), each naming it its own way:
+/// `holder` takes it as `holder_key`, `waiter` finds it busy as `waiter_key`, then waits for it (up to
+/// `wait`) and must not get it before `holder` releases. Answers how long after the release was sent
+/// the waiter got it. The waiter is given 500 ms to queue before the release (one that queues later
+/// gets a free lock, which only makes the hand-off short, never fails it).
+pub(crate) async fn hand_off(
+    holder: &dyn Locker,
+    holder_key: &str,
+    waiter: Arc<dyn Locker>,
+    waiter_key: &str,
+    wait: Duration,
+) -> Duration {
+    use std::time::Instant;
+
+    let held = holder
+        .acquire(holder_key, &AcquireOptions::try_once())
+        .await
+        .unwrap_or_else(|e| panic!("{} could not take the free lock: {e}", holder.id()));
+    match waiter
+        .acquire(waiter_key, &AcquireOptions::try_once())
+        .await
+    {
+        Err(LockError::Timeout { .. }) => {}
+        Ok(_) => panic!(
+            "{} took {waiter_key} while {} held it as {holder_key}: both hold",
+            waiter.id(),
+            holder.id()
+        ),
+        Err(e) => panic!("{}: {e}", waiter.id()),
+    }
+    let waiting = {
+        let key = waiter_key.to_owned();
+        tokio::spawn(async move {
+            let lease = waiter.acquire(&key, &AcquireOptions::wait(wait)).await;
+            (Instant::now(), lease)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !waiting.is_finished(),
+        "the waiter got {waiter_key} (or gave up) while {holder_key} was held"
+    );
+    let released = Instant::now();
+    held.release().await.unwrap();
+    let (granted, lease) = waiting.await.unwrap();
+    let lease = lease.unwrap_or_else(|e| panic!("the waiter did not get {waiter_key}: {e}"));
+    lease.release().await.unwrap();
+    granted.duration_since(released)
+}

@@ -408,7 +408,7 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
         .out
         .clone()
         .unwrap_or_else(|| output::default_dir("scale", &started_at));
-    let out_dir = output::prepare_dir(&out_dir)?;
+    let out_dir = output::claim_dir(&out_dir, SCALE_FILE)?;
     let given = args.servers.clone();
     let needed = strategies::servers_needed(&spec.strategies);
     let backends = Backends::prepare(&needed, &given, strategies::check_address).await?;

@@ -9,6 +9,8 @@
 //!   (`ServiceManager.execute`) before failing with that error; 3.43 to 3.46 fail at once and leave the
 //!   hold ([`UnsyncedLockCall`]). 3.47+ likewise tries an unconfirmed release again (with the same
 //!   unlock latch); 3.43 to 3.46 fail it at once.
+//! - Names: Redisson's own (`redisson_keys`, `unlock_latch`), so that a model and a Redisson client on
+//!   one lock share its hash, unlock channel and latch naming.
 //! - Release: the unlock script with its unlock latch key (a retried release reads the first answer
 //!   from it), always `PUBLISH`ing on the final release; then the latch is deleted by a separate
 //!   `DEL` that nobody waits for. Renewal is cancelled after the server answered (Redisson cancels in
@@ -78,9 +80,35 @@ pub(crate) static REDISSON_RENEW_BATCH: LazyLock<LuaScript> = LazyLock::new(|| {
     )
 });
 
-/// A fresh unlock latch key of the lock at `keys` (Redisson's `getUnlockLatchName(requestId)`).
+/// Redisson's `RedissonObject.prefixName(prefix, name)`: `prefix:name` when the name already has a
+/// `{` (its hash tag then stays the key's), else `prefix:{name}`.
+fn prefix_name(prefix: &str, name: &str) -> String {
+    if name.contains('{') {
+        format!("{prefix}:{name}")
+    } else {
+        format!("{prefix}:{{{name}}}")
+    }
+}
+
+/// The keys of the lock called `name` under `prefix`, named as Redisson names those of the `RLock`
+/// called `P{name}` (`getRawName()`; the JVM adapters lock `lockbench:{<key>}`): the lock hash is
+/// that name itself, and the unlock channel is Redisson's `getChannelName()`,
+/// `redisson_lock__channel:P{name}`, so a release by either reaches the other's waiters.
+pub(crate) fn redisson_keys(prefix: &str, name: &str) -> Result<LockKeys, LockError> {
+    let mut keys = LockKeys::new(prefix, name)?;
+    keys.channel = prefix_name("redisson_lock__channel", &keys.lock);
+    Ok(keys)
+}
+
+/// A fresh unlock latch key of the lock at `keys`: Redisson's `getUnlockLatchName(requestId)`,
+/// `redisson_unlock_latch:P{name}:<request id>`, the request id being 16 random bytes in hex
+/// (`ServiceManager.generateId`).
 fn unlock_latch(keys: &LockKeys) -> String {
-    format!("{}:unlock_latch:{:016x}", keys.lock, rand::random::<u64>())
+    format!(
+        "{}:{:032x}",
+        prefix_name("redisson_unlock_latch", &keys.lock),
+        rand::random::<u128>()
+    )
 }
 
 /// One held lock as a renew call names it.
@@ -482,5 +510,39 @@ impl LeaseHandle for RedissonHold {
                 .await
                 .map(|_freed| ())
         });
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The names Redisson 3.43.0, 3.52.0 and 4.7.0 give the `RLock` called `lb:{orders:7}`.
+    #[test]
+    fn names_are_redissons() {
+        let keys = redisson_keys("lb:", "orders:7").unwrap();
+        assert_eq!(keys.lock, "lb:{orders:7}");
+        assert_eq!(keys.channel, "redisson_lock__channel:lb:{orders:7}");
+        let latch = unlock_latch(&keys);
+        let id = latch
+            .strip_prefix("redisson_unlock_latch:lb:{orders:7}:")
+            .unwrap();
+        assert!(
+            id.len() == 32
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+            "{latch}"
+        );
+        assert_ne!(latch, unlock_latch(&keys));
+    }
+
+    /// `prefixName` adds a hash tag only to a name without a `{`.
+    #[test]
+    fn prefix_name_keeps_an_existing_hash_tag() {
+        assert_eq!(prefix_name("p", "a{b}c"), "p:a{b}c");
+        assert_eq!(prefix_name("p", "ab"), "p:{ab}");
+        assert_eq!(prefix_name("p", "a}b"), "p:{a}b}");
     }
 }

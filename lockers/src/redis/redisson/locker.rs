@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use super::classic;
 use super::config::{Generation, RedissonConfig};
-use super::lock::{Core, RedissonHold, RenewTarget};
+use super::lock::{Core, RedissonHold, RenewTarget, redisson_keys};
 use super::scheduler::Scheduler;
 use crate::error::LockError;
 use crate::event::Events;
@@ -188,7 +188,13 @@ impl Locker for Redisson {
             return Err(acquire::closed());
         }
         let config = &self.core.config;
-        let request = Request::new(&config.key_prefix, key, opts, config.renewal.ttl)?;
+        let request = Request::named(
+            &config.key_prefix,
+            key,
+            opts,
+            config.renewal.ttl,
+            redisson_keys,
+        )?;
         let owner = owner_field(&config.client_id, &request.owner);
         // A key without TTL (set by someone else) leaves only a message or the wait's end.
         let holder_left = |pttl: i64| u64::try_from(pttl).ok().map(Duration::from_millis);
