@@ -399,6 +399,11 @@ report.html, report.md and charts/ into --out (default: the directory of RESULTS
 --scale, DIR/runs/many-locks/scale.json (the many-locks pass of `compare`) is read when it exists. With --baseline, prints one
 line: how many cases changed beyond noise (a verdict changed, or throughput moved by more than the two
 cases' trial spread, at least 10%) and how many are new violations; the report lists only those cases.
+With --baseline it also prints one line per contradiction and a count line: a first-screen cell the two
+runs contradict each other on beyond their own uncertainty (a verdict cell whose 95% Wilson intervals for
+the violation rate exclude each other, a \"breaks under\" entry in one scorecard and not the other on such
+counts, a CS/s figure whose trials' min–max ranges do not overlap); --fail-on contradiction exits 1 when
+there is one: run the same suite twice to check that its answers repeat.
 With --section NAME, prints that section alone (the tables in docs/findings/ are such sections of the
 files in docs/results/). Exit codes: 0 done, 1 writing failed or --fail-on found what it names, 2 bad input (missing file, not
 JSON, wrong schema_version).")]
@@ -410,12 +415,13 @@ pub struct ReportArgs {
     #[arg(long, value_name = "OLD.json")]
     pub baseline: Option<PathBuf>,
     /// With --baseline: exit 1 when the changes hold a regression (a new violation, or throughput
-    /// down beyond noise) or a violation (a case violated that was not before); comma-separated.
+    /// down beyond noise), a violation (a case violated that was not before) or a contradiction (a
+    /// first-screen cell whose two runs exclude each other); comma-separated.
     #[arg(
         long,
-        value_name = "regression|violation",
+        value_name = "regression|violation|contradiction",
         value_delimiter = ',',
-        value_parser = ["regression", "violation"],
+        value_parser = ["regression", "violation", "contradiction"],
         requires = "baseline"
     )]
     pub fail_on: Vec<String>,
@@ -451,6 +457,7 @@ impl ReportArgs {
                 .iter()
                 .map(|name| match name.as_str() {
                     "violation" => FailOn::Violation,
+                    "contradiction" => FailOn::Contradiction,
                     _ => FailOn::Regression,
                 })
                 .collect(),

@@ -126,6 +126,10 @@ pub struct Facts {
     /// (the same calls on the same schedule, no `lockers` code between), which its client-CPU target
     /// is a ratio to.
     pub yardstick: bool,
+    /// Whether its lock is the holder's own connection (a PostgreSQL session-level advisory lock)
+    /// rather than a lease the server expires: the report neither judges it among the watchdog leases
+    /// nor expects a many-locks figure of it (one connection per held lock), and says so.
+    pub connection_lock: bool,
     /// The warm-up a case gives it at least (its runtime compiles as it goes: the JVM rows), with the
     /// workload's faults moved by the same amount so they strike the same moment of the measured window.
     pub min_warmup: Duration,
@@ -137,6 +141,7 @@ const PLAIN: Facts = Facts {
     renewals_per_period: 1.0,
     in_many_locks: true,
     yardstick: false,
+    connection_lock: false,
     min_warmup: Duration::ZERO,
 };
 
@@ -430,6 +435,7 @@ const NATIVE: &[Strategy] = &[
     // A held lock is a session of its own: thousands of held locks would be thousands of connections.
     .with(Facts {
         in_many_locks: false,
+        connection_lock: true,
         ..PER_LOCK
     }),
     Strategy::native(

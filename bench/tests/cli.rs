@@ -377,7 +377,7 @@ fn baseline_changes_gate_ci() {
     usage_error(&["report", &old, "--fail-on", "violation"], "--baseline");
     usage_error(
         &["report", &old, "--baseline", &old, "--fail-on", "violatoin"],
-        "[possible values: regression, violation]",
+        "[possible values: regression, violation, contradiction]",
     );
 }
 

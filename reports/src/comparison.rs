@@ -84,12 +84,26 @@ pub struct StrategyInfo {
     /// which the report reads it beside. Null for lockbench's own strategies.
     #[serde(default)]
     pub counterpart: Option<String>,
+    /// Whether its lock is the holder's own connection rather than a lease the server expires (a
+    /// PostgreSQL session-level advisory lock: held while the session lives, with no TTL): no watchdog
+    /// lease to judge, and one connection per held lock, so the many-locks pass leaves it out. False
+    /// for leases (and in older files).
+    #[serde(default)]
+    pub connection_lock: bool,
 }
+
+/// [`StrategyInfo::server`] of a strategy whose lock lives in the driver's own process.
+pub const IN_PROCESS: &str = "in-process";
 
 impl StrategyInfo {
     /// Whether it is a lock a team could deploy across machines (its state lives in a server).
     pub fn is_distributed(&self) -> bool {
         self.distributed
+    }
+
+    /// Whether its lock lives in the driver's own process, with no server ([`IN_PROCESS`]).
+    pub fn is_in_process(&self) -> bool {
+        self.server == IN_PROCESS
     }
 }
 
@@ -136,6 +150,7 @@ impl Comparison {
                 distributed: false,
                 description: String::new(),
                 counterpart: None,
+                connection_lock: false,
             })
             .collect();
         Comparison {
@@ -172,6 +187,7 @@ impl Comparison {
                 distributed: false,
                 description: String::new(),
                 counterpart: None,
+                connection_lock: false,
             })
     }
 }

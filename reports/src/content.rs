@@ -2,7 +2,7 @@
 //! the headline table, the changes table — as plain text cells, so Markdown and HTML differ only in
 //! layout.
 
-use crate::comparison::Comparison;
+use crate::comparison::{Comparison, StrategyInfo};
 use crate::delta::{CaseDelta, Deltas, NOISE_FLOOR_PCT};
 use crate::format::{change_pct, duration_ms, ms, rate, signed_count, signed_pct};
 use crate::grid::{
@@ -177,6 +177,19 @@ pub fn verdict_cell(case: Option<&CaseResult>) -> String {
             format!("{word}: {}", Violations::of(c).short())
         }
         _ => word,
+    }
+}
+
+/// The verdict matrix's legend on the data of a strategy without fencing tokens.
+pub const NO_FENCING_LEGEND: &str = "for a strategy without fencing tokens, “no fencing: stale writes not detectable” stands where intact would (the resource cannot tell a stale write from a rightful one without tokens; a lost update still reads harmed)";
+
+/// The verdict matrix's strategy cell: its id, labelled when it is the driver's yardstick (a lock in
+/// the driver's own process, never ranked).
+pub fn matrix_strategy(grid: &Grid<'_>, strategy: &StrategyInfo) -> String {
+    if grid.is_yardstick(&strategy.id) {
+        format!("{} ({})", strategy.id, crate::scorecard::YARDSTICK)
+    } else {
+        strategy.id.clone()
     }
 }
 

@@ -7,10 +7,13 @@ use crate::model::{CaseResult, CaseStatus, DataState, NoVerdict, Verdict, Violat
 /// The report's grid.
 #[derive(Debug)]
 pub struct Grid<'a> {
-    /// The strategies, in column order.
+    /// The strategies, in column order: the distributed ones and controls as the comparison lists
+    /// them, then the driver's yardsticks ([`Grid::is_yardstick`]), which nothing ranks.
     pub strategies: Vec<StrategyInfo>,
     /// The rows, in run order.
     pub rows: Vec<Row<'a>>,
+    /// The ids of the yardsticks among `strategies`.
+    yardsticks: Vec<String>,
 }
 
 /// One scenario under one lease mode.
@@ -71,7 +74,26 @@ impl<'a> Grid<'a> {
                 });
             }
         }
-        Grid { strategies, rows }
+        let yardsticks: Vec<String> = strategies
+            .iter()
+            .filter(|s| is_yardstick(comparison, s))
+            .map(|s| s.id.clone())
+            .collect();
+        // The yardsticks last: a lock in the driver's own process is what the driver can do, not a
+        // contender, so no table or chart lists it first.
+        strategies.sort_by_key(|s| yardsticks.contains(&s.id));
+        Grid {
+            strategies,
+            rows,
+            yardsticks,
+        }
+    }
+
+    /// Whether `strategy` is the driver's yardstick: its lock lives in the driver's own process with
+    /// no server (`in-process`, such as `memory`), so its figures are what the driver itself can do.
+    /// It is shown apart and never ranked.
+    pub fn is_yardstick(&self, strategy: &str) -> bool {
+        self.yardsticks.iter().any(|id| id == strategy)
     }
 
     /// Every case that ran, with its row, in row then column order.
@@ -105,6 +127,25 @@ impl<'a> Row<'a> {
     pub fn is_fixed(&self) -> bool {
         self.lease.starts_with("fixed")
     }
+}
+
+/// Whether `strategy` of `comparison` keeps its lock in the driver's own process: the registry says
+/// `in-process`; a single run's file names no servers, so there a strategy with a case that ran and
+/// none that talked to a server or a library's process counts as one.
+fn is_yardstick(comparison: &Comparison, strategy: &StrategyInfo) -> bool {
+    if !strategy.server.is_empty() {
+        return strategy.is_in_process();
+    }
+    let mut cases = comparison
+        .runs
+        .iter()
+        .flat_map(|r| &r.results.cases)
+        .filter(|c| c.strategy == strategy.id && ran(c))
+        .peekable();
+    cases.peek().is_some()
+        && cases.all(|c| {
+            c.server_cost.is_none() && c.library.is_none() && c.protocol_round_trip_ms.is_none()
+        })
 }
 
 /// Lowercase ASCII letters and digits, everything else one dash.
@@ -223,10 +264,23 @@ pub fn trials_line(case: &CaseResult) -> Option<String> {
     })
 }
 
+/// What a case without fencing tokens says of its data where it would otherwise read intact: the
+/// resource cannot tell a stale write from a rightful one without tokens, so none was counted. A lost
+/// update, which the resource's counter sees without tokens, still reads harmed.
+pub const NO_FENCING_DATA: &str = "no fencing: stale writes not detectable";
+
+/// Whether stale writes of `case` could not be seen: its strategy declared no fencing tokens, or the
+/// resource did not check them (then it counted no stale write at all).
+pub fn stale_writes_undetectable(case: &CaseResult) -> bool {
+    case.capabilities.as_ref().is_some_and(|c| !c.fencing) || !case.safety.fencing.enforced
+}
+
 /// What became of the data in a violated case: `data harmed`, `data intact (fenced)` (fencing
 /// rejected the stale writes) or `data intact`; when tokens went backwards and nothing else harmed
 /// the data, `rightful holder refused: token went backwards` (the write fencing refused was the
-/// newer holder's, so nothing about it is intact); `None` for a case that is not violated.
+/// newer holder's, so nothing about it is intact); for a strategy without fencing tokens whose
+/// updates all landed, [`NO_FENCING_DATA`] (a stale write would have gone unseen, so intact would be
+/// a claim nothing measured); `None` for a case that is not violated.
 pub fn data_words(case: &CaseResult) -> Option<String> {
     if case.safety.verdict != Verdict::Violated {
         return None;
@@ -234,6 +288,9 @@ pub fn data_words(case: &CaseResult) -> Option<String> {
     let data = case.safety.data_state()?;
     if data == DataState::Intact && case.safety.reasons.contains(&Violation::TokenRegressions) {
         return Some(TOKEN_WENT_BACKWARDS.to_owned());
+    }
+    if data == DataState::Intact && stale_writes_undetectable(case) {
+        return Some(NO_FENCING_DATA.to_owned());
     }
     Some(if case.safety.fenced() {
         format!("{} (fenced)", data.words())
@@ -397,6 +454,43 @@ mod tests {
         // Harmed data says so first.
         case.safety.data = Some(DataState::Harmed);
         assert_eq!(verdict_with_data(Some(&case)), "VIOLATED · data harmed");
+    }
+
+    #[test]
+    fn without_fencing_tokens_a_violated_case_never_reads_data_intact() {
+        let mut case = fixture_case();
+        let s = &mut case.safety;
+        s.verdict = Verdict::Violated;
+        s.reasons = vec![Violation::Overlap];
+        s.data = Some(DataState::Intact);
+        s.fencing.enforced = false;
+        (s.fencing.stale_rejected, s.fencing.stale_accepted) = (None, None);
+        if let Some(caps) = case.capabilities.as_mut() {
+            caps.fencing = false;
+        }
+        assert!(stale_writes_undetectable(&case));
+        assert_eq!(
+            verdict_with_data(Some(&case)),
+            "VIOLATED · no fencing: stale writes not detectable"
+        );
+        let line = trials_line(&case).expect("ran");
+        assert!(
+            line.ends_with("; no fencing: stale writes not detectable"),
+            "{line}"
+        );
+        assert!(!line.contains("intact"), "{line}");
+        // A lost update is seen without tokens.
+        case.safety.lost_updates.lost = 1;
+        case.safety.data = Some(DataState::Harmed);
+        assert_eq!(verdict_with_data(Some(&case)), "VIOLATED · data harmed");
+        // With fencing the resource counts stale writes: intact means intact.
+        let mut fenced = fixture_case();
+        fenced.safety.verdict = Verdict::Violated;
+        fenced.safety.reasons = vec![Violation::Overlap];
+        fenced.safety.data = Some(DataState::Intact);
+        fenced.safety.fencing.enforced = true;
+        assert!(!stale_writes_undetectable(&fenced));
+        assert_eq!(verdict_with_data(Some(&fenced)), "VIOLATED · data intact");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::comparison::Comparison;
+use crate::comparison::{Comparison, StrategyInfo};
 use crate::content::{self, DELTA_COLUMNS, HEADLINE_COLUMNS, MatrixCell};
 use crate::delta::Deltas;
 use crate::grid::Grid;
@@ -46,6 +46,7 @@ table.matrix td { overflow-wrap: anywhere; } table.matrix th { overflow-wrap: no
 table.matrix th.who { width: 9.5rem; text-align: left; } table.matrix td small { font-size: 0.62rem; }
 td.na { background: #fafafa; color: #9e9e9e; text-align: center; }
 td.predicted { background: #fff3e0; color: #8d4b00; }
+table.card tr.yardstick td { border-top: 2px solid #bdbdbd; color: #616161; font-style: italic; }
 table.card td, table.card th { text-align: left; } table.card td:first-child { white-space: nowrap; } table.card { font-size: 0.85rem; }
 .mark { color: #e65100; font-weight: bold; margin-left: 0.15rem; }
 /* Phones last, so they override the rules above. */
@@ -135,14 +136,23 @@ impl Layout for Html {
             let _ = write!(out, "<th>{}</th>", escape(h));
         }
         out.push_str("</tr></thead><tbody>\n");
-        for (row, surprise) in card.rows.iter().zip(&card.unexpected) {
-            out.push_str("<tr>");
-            for (i, cell) in row.iter().enumerate() {
-                let class = match i {
-                    4 if cell != "none" => " class=\"predicted\"",
-                    5 if *surprise => " class=\"violated\"",
-                    7 if cell != "intact" => " class=\"violated\"",
-                    8 if cell.starts_with("LOSES") => " class=\"violated\"",
+        for ((row, surprise), yardstick) in
+            card.rows.iter().zip(&card.unexpected).zip(&card.yardstick)
+        {
+            out.push_str(if *yardstick {
+                "<tr class=\"yardstick\">"
+            } else {
+                "<tr>"
+            });
+            for (column, cell) in card.columns.iter().zip(row) {
+                let class = match *column {
+                    "breaks under (predicted)" if cell != "none" => " class=\"predicted\"",
+                    "breaks under (unexpected)" if *surprise => " class=\"violated\"",
+                    scorecard::DATA if cell.starts_with(crate::grid::NO_FENCING_DATA) => {
+                        " class=\"other\""
+                    }
+                    scorecard::DATA if cell != "intact" && cell != "-" => " class=\"violated\"",
+                    scorecard::MANY_LOCKS if cell.starts_with("LOSES") => " class=\"violated\"",
                     _ => "",
                 };
                 let _ = write!(out, "<td{class}>{}</td>", escape(cell));
@@ -193,8 +203,9 @@ impl Layout for Html {
         let cost = report.input.cost;
         let _ = write!(
             out,
-            "<h2 id=\"breaking\">{}</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes), or that the rightful holder was refused because its token went backwards; {}; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); <span class=\"predicted-key\">orange</span>: a violation theory predicted for this strategy under this scenario; red: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (<code>lockbench scale</code>), flagged when a strategy lost leases or failed renewals while holding many locks (hover for why).</p>\n<div class=\"scroll\"><table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>",
+            "<h2 id=\"breaking\">{}</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes), or that the rightful holder was refused because its token went backwards; {}; {}; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); <span class=\"predicted-key\">orange</span>: a violation theory predicted for this strategy under this scenario; red: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (<code>lockbench scale</code>), flagged when a strategy lost leases or failed renewals while holding many locks (hover for why).</p>\n<div class=\"scroll\"><table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>",
             sections::VERDICTS,
+            escape(content::NO_FENCING_LEGEND),
             escape(&crate::grid::no_verdict_legend())
         );
         for row in &grid.rows {
@@ -215,13 +226,13 @@ impl Layout for Html {
             let _ = write!(
                 out,
                 "<tr><th class=\"who\">{}</th>",
-                escape(&s.id).replace('-', "-<wbr>")
+                escape(&content::matrix_strategy(grid, s)).replace('-', "-<wbr>")
             );
             for row in &grid.rows {
                 matrix_cell(out, &content::matrix_cell(row, &s.id));
             }
             if !cost.is_empty() {
-                many_locks_cell(out, cost, &s.id);
+                many_locks_cell(out, cost, s);
             }
             out.push_str("</tr>\n");
         }
@@ -455,11 +466,11 @@ fn matrix_cell(out: &mut String, cell: &MatrixCell) {
 }
 
 /// The many-locks cell of `strategy`: red when it lost locks.
-fn many_locks_cell(out: &mut String, cost: &[CostSeries], strategy: &str) {
+fn many_locks_cell(out: &mut String, cost: &[CostSeries], strategy: &StrategyInfo) {
     let (text, lost) = scorecard::many_locks_cell(cost, strategy);
     let class = match (lost, text.as_str()) {
         (true, _) => "violated",
-        (false, "-") => "na",
+        (false, "-" | scorecard::CONNECTION_LOCK_AT_SCALE) => "na",
         _ => "safe",
     };
     let _ = write!(out, "<td class=\"{class}\">{}</td>", escape(&text));

@@ -21,6 +21,7 @@
 //! | [`scorecard`] | the first screen: one row per strategy and the headline lines |
 //! | [`rules`] | "which strategy when", derived from the numbers by stated rules |
 //! | [`delta`] | changes against a baseline results file |
+//! | [`contradictions`] | first-screen cells two runs contradict each other on, beyond their trials' uncertainty |
 //! | [`charts`] | every chart, as SVG and PNG, with the embedded font |
 //! | [`report`] | builds a report: charts, findings, changes |
 //! | [`topics`] | the sections shown only with their data: Redlock and clocks, peers |
@@ -36,6 +37,7 @@ pub mod bench;
 pub mod charts;
 pub mod comparison;
 pub mod content;
+pub mod contradictions;
 pub mod delta;
 pub mod format;
 pub mod grid;

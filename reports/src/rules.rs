@@ -5,6 +5,9 @@
 //! Terms the rules use:
 //! - a *candidate* is a distributed strategy (its lock state lives in Redis, etcd or ZooKeeper);
 //!   in-process references and controls are measured but never recommended;
+//! - only a candidate with watchdog leases (its capabilities declare `auto_renew`, and its lock is not
+//!   the holder's connection, [`StrategyInfo::connection_lock`]) is judged *safe* or picked below: a
+//!   lock without a lease has no watchdog to judge;
 //! - a strategy is *safe* when every one of its watchdog-lease cases, in every *discriminating*
 //!   scenario, had no overlap, no lost update and no accepted stale write. Fixed-lease cases are judged
 //!   per scenario (a fixed lease is a setting the user chooses, not a property of the strategy), and a
@@ -47,14 +50,20 @@ pub fn derive(grid: &Grid<'_>) -> Vec<Finding> {
         .iter()
         .filter(|s| is_candidate(grid, s))
         .collect();
-    let safe: Vec<&StrategyInfo> = candidates
+    // Only a strategy with watchdog leases is judged by the watchdog-lease rule and picked by the
+    // rules that read its verdict.
+    let (leased, unleased): (Vec<&StrategyInfo>, Vec<&StrategyInfo>) = candidates
+        .iter()
+        .copied()
+        .partition(|s| has_watchdog_lease(grid, s));
+    let safe: Vec<&StrategyInfo> = leased
         .iter()
         .copied()
         .filter(|s| unsafe_watchdog_rows(grid, &s.id).is_empty())
         .collect();
     let mut findings = Vec::new();
     findings.extend(violations_by_row(grid));
-    findings.extend(safety_overall(grid, &candidates, &safe));
+    findings.extend(safety_overall(grid, &leased, &safe, &unleased));
     if let Some(headline) = headline_row(grid) {
         // The speed and cost rules read the safe strategies; when no strategy is safe in every
         // scenario that told strategies apart (a fuller suite breaks each somewhere), they read those
@@ -69,13 +78,13 @@ pub fn derive(grid: &Grid<'_>) -> Vec<Finding> {
                     .case(id)
                     .is_some_and(|c| ran(c) && c.safety.verdict == Verdict::Safe)
             };
-            let fewest = candidates
+            let fewest = leased
                 .iter()
                 .filter(|s| held_here(&s.id))
                 .map(|s| broken(&s.id))
                 .min()
                 .unwrap_or(0);
-            safe_ids = candidates
+            safe_ids = leased
                 .iter()
                 .filter(|s| held_here(&s.id) && broken(&s.id) == fewest)
                 .map(|s| s.id.as_str())
@@ -112,6 +121,9 @@ pub fn derive(grid: &Grid<'_>) -> Vec<Finding> {
 }
 
 fn is_candidate(grid: &Grid<'_>, strategy: &StrategyInfo) -> bool {
+    if grid.is_yardstick(&strategy.id) {
+        return false;
+    }
     if strategy.is_distributed() {
         return true;
     }
@@ -121,6 +133,24 @@ fn is_candidate(grid: &Grid<'_>, strategy: &StrategyInfo) -> bool {
         && grid
             .cases()
             .any(|(_, c)| c.strategy == strategy.id && c.server_cost.is_some())
+}
+
+/// Whether `strategy` has watchdog leases: a case of it declares `auto_renew`, and its lock is not
+/// the holder's connection ([`StrategyInfo::connection_lock`]).
+fn has_watchdog_lease(grid: &Grid<'_>, strategy: &StrategyInfo) -> bool {
+    !strategy.connection_lock
+        && grid.cases().any(|(_, c)| {
+            c.strategy == strategy.id && c.capabilities.as_ref().is_some_and(|k| k.auto_renew)
+        })
+}
+
+/// Why a candidate is not judged by the watchdog-lease rule.
+fn why_no_watchdog_lease(strategy: &StrategyInfo) -> &'static str {
+    if strategy.connection_lock {
+        "its lock is its holder's connection, not a lease: no watchdog to judge"
+    } else {
+        "it declares no watchdog lease (auto_renew)"
+    }
 }
 
 /// Whether some candidate held in `row` (so the row tells strategies apart).
@@ -220,6 +250,7 @@ fn safety_overall(
     grid: &Grid<'_>,
     candidates: &[&StrategyInfo],
     safe: &[&StrategyInfo],
+    unleased: &[&StrategyInfo],
 ) -> Option<Finding> {
     if candidates.is_empty() {
         return None;
@@ -257,6 +288,13 @@ fn safety_overall(
             evidence.push(format!("{}: violated under {}", s.id, bad.join(", ")));
         }
     }
+    for s in unleased {
+        evidence.push(format!(
+            "{}: not judged here: {}",
+            s.id,
+            why_no_watchdog_lease(s)
+        ));
+    }
     let names: Vec<&str> = safe.iter().map(|s| s.id.as_str()).collect();
     let conclusion = if names.is_empty() {
         "No distributed strategy held in every watchdog case.".to_owned()
@@ -277,7 +315,7 @@ fn safety_overall(
     Some(Finding {
         title: "Safe with watchdog leases".into(),
         rule: format!(
-            "a strategy is safe when all its watchdog-lease cases ({}){excluded} had, in every trial, 0 overlaps, 0 lost updates, 0 accepted stale writes and no token that went backwards or repeated; only safe strategies are picked below",
+            "a strategy with watchdog leases (auto_renew; a lock that is its holder's connection has none) is safe when all its watchdog-lease cases ({}){excluded} had, in every trial, 0 overlaps, 0 lost updates, 0 accepted stale writes and no token that went backwards or repeated; only safe strategies are picked below",
             watchdog_rows.join(", ")
         ),
         conclusion,
@@ -559,4 +597,68 @@ fn references(grid: &Grid<'_>) -> Option<Finding> {
         conclusion: format!("Measured but never picked: {}.", refs.join(", ")),
         evidence: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comparison::Comparison;
+
+    fn fixture() -> Comparison {
+        Comparison::read(include_str!("../tests/fixtures/compare-quick.json")).expect("fixture")
+    }
+
+    fn finding<'f>(findings: &'f [Finding], title: &str) -> &'f Finding {
+        findings
+            .iter()
+            .find(|f| f.title == title)
+            .unwrap_or_else(|| panic!("no finding {title}"))
+    }
+
+    #[test]
+    fn only_strategies_with_watchdog_leases_are_judged_safe_with_them() {
+        let c = fixture();
+        let findings = derive(&Grid::new(&c));
+        let safe = finding(&findings, "Safe with watchdog leases");
+        assert!(safe.conclusion.contains("zookeeper"), "{safe:?}");
+        // A lock that is its holder's connection has no lease: not judged, not picked, and said so.
+        let mut c = fixture();
+        c.strategies[3].connection_lock = true; // zookeeper, standing in for postgres-advisory
+        let findings = derive(&Grid::new(&c));
+        let safe = finding(&findings, "Safe with watchdog leases");
+        assert!(!safe.conclusion.contains("zookeeper"), "{safe:?}");
+        assert!(
+            safe.evidence.contains(
+                &"zookeeper: not judged here: its lock is its holder's connection, not a lease: no watchdog to judge"
+                    .to_owned()
+            ),
+            "{safe:?}"
+        );
+        let fastest = finding(&findings, "Fastest safe strategy under baseline");
+        assert!(
+            !fastest.evidence.iter().any(|l| l.starts_with("zookeeper")),
+            "{fastest:?}"
+        );
+        // Likewise a strategy whose capabilities declare no watchdog lease.
+        let mut c = fixture();
+        for run in &mut c.runs {
+            for case in &mut run.results.cases {
+                if case.strategy == "zookeeper"
+                    && let Some(caps) = case.capabilities.as_mut()
+                {
+                    caps.auto_renew = false;
+                }
+            }
+        }
+        let findings = derive(&Grid::new(&c));
+        let safe = finding(&findings, "Safe with watchdog leases");
+        assert!(!safe.conclusion.contains("zookeeper"), "{safe:?}");
+        assert!(
+            safe.evidence.contains(
+                &"zookeeper: not judged here: it declares no watchdog lease (auto_renew)"
+                    .to_owned()
+            ),
+            "{safe:?}"
+        );
+    }
 }

@@ -1,16 +1,27 @@
 //! The first screen: one scorecard row per strategy (throughput with its trials' spread, acquire p99,
 //! client requests per critical section against the fewest on the same server kind, where it broke —
-//! predicted or not —, fencing, what became of the data) and the headline lines drawn from those
-//! cells, each naming the cells it rests on; ties within [`TIE_PCT`] are named as ties.
+//! predicted or not —, fencing, what became of the data, how long a fault left the lock unavailable)
+//! and the headline lines drawn from those cells, each naming the cells it rests on; ties within
+//! [`TIE_PCT`] are named as ties. The driver's yardstick (a lock in its own process, no server) has
+//! its row last, labelled, and its own line: it is never ranked.
 
+use crate::comparison::StrategyInfo;
 use crate::format::{ms, rate};
-use crate::grid::{Grid, Row, ran, verdict_word, violated_of};
+use crate::grid::{
+    Grid, NO_FENCING_DATA, Row, ran, stale_writes_undetectable, verdict_word, violated_of,
+};
 use crate::model::{CaseResult, CaseStatus, DataState, Expectation, Verdict, Violation};
 use crate::rules::{TIE_PCT, headline_row};
 use crate::scale::CostSeries;
 
+/// The data column ([`COLUMNS`]).
+pub const DATA: &str = "data";
+
+/// The liveness column ([`COLUMNS`]): the longest a fault left the lock unavailable.
+pub const UNAVAILABLE: &str = "unavailable";
+
 /// Scorecard columns.
-pub const COLUMNS: [&str; 8] = [
+pub const COLUMNS: [&str; 9] = [
     "strategy",
     "CS/s (trials min–max)",
     "acquire p99 ms",
@@ -18,16 +29,26 @@ pub const COLUMNS: [&str; 8] = [
     "breaks under (predicted)",
     "breaks under (unexpected)",
     "fencing",
-    "data",
+    DATA,
+    UNAVAILABLE,
 ];
 
 /// The column added with a many-locks (`lockbench scale`) pass.
 pub const MANY_LOCKS: &str = "many locks";
 
+/// The many-locks cell of a strategy whose lock is its holder's connection
+/// ([`StrategyInfo::connection_lock`]): the pass leaves it out, and the cell says why.
+pub const CONNECTION_LOCK_AT_SCALE: &str = "one connection per held lock: not measured at scale";
+
+/// The yardstick's strategy cell: its id and this.
+pub const YARDSTICK: &str = "yardstick";
+
 /// The many-locks cell of `strategy` and whether it lost leases or failed renewals: `held 10000`,
-/// `LOST 3005 of 10000 held locks, ...`, `-` (not in the scale data).
-pub fn many_locks_cell(cost: &[CostSeries], strategy: &str) -> (String, bool) {
-    match cost.iter().find(|c| c.strategy == strategy) {
+/// `LOST 3005 of 10000 held locks, ...`, [`CONNECTION_LOCK_AT_SCALE`] for a lock that is a connection,
+/// `-` (not in the scale data).
+pub fn many_locks_cell(cost: &[CostSeries], strategy: &StrategyInfo) -> (String, bool) {
+    match cost.iter().find(|c| c.strategy == strategy.id) {
+        None if strategy.connection_lock => (CONNECTION_LOCK_AT_SCALE.to_owned(), false),
         None => ("-".to_owned(), false),
         Some(series) => match series.losses() {
             Some(losses) => (format!("LOSES LOCKS: {losses}"), true),
@@ -40,7 +61,7 @@ pub fn many_locks_cell(cost: &[CostSeries], strategy: &str) -> (String, bool) {
 }
 
 /// Under the scorecard: how to read it.
-pub const NOTE: &str = "CS/s: completed critical sections per second, pooled over the trials, with the slowest and fastest trial; client requests per CS are compared only with strategies on the same server kind; a break is predicted when the scenario's theory says this strategy may violate there; data: harmed when an update was lost or a stale write accepted in any scenario (the scenarios are those it broke under), intact otherwise.";
+pub const NOTE: &str = "CS/s: completed critical sections per second, pooled over the trials, with the slowest and fastest trial; client requests per CS are compared only with strategies on the same server kind; a break is predicted when the scenario's theory says this strategy may violate there; data: harmed when an update was lost or a stale write accepted in any scenario (the scenarios are those it broke under), “no fencing: stale writes not detectable” for a strategy without fencing tokens (the resource cannot tell a stale write from a rightful one, so none was counted; a lost update still reads harmed), intact otherwise; unavailable: the longest stretch of a fault scenario's measured window in which no client was granted any lock (its first trial), the worst over the fault scenarios, with the scenario (≥: no lock was granted again before the case ended); the yardstick row (a lock in the driver's own process, no server) shows what the driver itself can do and is never ranked.";
 
 /// The scorecard: the row it measures speed and cost under, and one row of cells per strategy.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +74,9 @@ pub struct Scorecard {
     pub rows: Vec<Vec<String>>,
     /// Per row, whether the strategy broke where theory did not predict it.
     pub unexpected: Vec<bool>,
+    /// Per row, whether it is the driver's yardstick ([`Grid::is_yardstick`]): shown last and
+    /// labelled, never ranked.
+    pub yardstick: Vec<bool>,
     /// The headline lines: (label, text with the cells it rests on).
     pub headlines: Vec<(String, String)>,
 }
@@ -95,7 +119,7 @@ fn requests_per_cs(case: &CaseResult) -> Option<(String, f64)> {
 }
 
 /// Whether a violation of `case` in `row` was predicted (theory says violated or either).
-fn predicted(row: &Row<'_>, case: &CaseResult) -> bool {
+pub(crate) fn predicted(row: &Row<'_>, case: &CaseResult) -> bool {
     matches!(
         row.run
             .results
@@ -134,17 +158,35 @@ pub fn of(grid: &Grid<'_>, cost: &[CostSeries]) -> Option<Scorecard> {
     let fewest = fewest_requests(grid, head);
     let mut rows = Vec::new();
     let mut unexpected = Vec::new();
+    let mut yardstick = Vec::new();
     let mut tally = Tally::default();
     let mut losers: Vec<String> = Vec::new();
+    let mut yardsticks: Vec<String> = Vec::new();
+    // The grid lists the yardsticks last: their rows close the table.
     for s in &grid.strategies {
         let breaks = Breaks::of(grid, &s.id);
-        let (scale, lost) = many_locks_cell(cost, &s.id);
+        let (scale, lost) = many_locks_cell(cost, s);
         if lost {
             losers.push(s.id.clone());
         }
         unexpected.push(!breaks.unexpected.is_empty());
         let case = head.case(&s.id).filter(|c| ran(c));
-        let mut cells = strategy_cells(&s.id, case, &breaks, &fewest);
+        let is_yardstick = grid.is_yardstick(&s.id);
+        yardstick.push(is_yardstick);
+        let name = if is_yardstick {
+            if let Some(c) = case {
+                yardsticks.push(format!(
+                    "{} {} CS/s",
+                    s.id,
+                    rate(c.throughput.completed_per_s)
+                ));
+            }
+            format!("{} ({YARDSTICK})", s.id)
+        } else {
+            s.id.clone()
+        };
+        let mut cells = strategy_cells(name, case, &breaks, &fewest);
+        cells.push(unavailable_cell(grid, &s.id));
         if !cost.is_empty() {
             cells.push(scale);
         }
@@ -162,6 +204,12 @@ pub fn of(grid: &Grid<'_>, cost: &[CostSeries]) -> Option<Scorecard> {
     if !losers.is_empty() {
         headlines.push(("Losses at scale".to_owned(), losses_line(&losers)));
     }
+    if !yardsticks.is_empty() {
+        headlines.push((
+            "Yardstick, not ranked".to_owned(),
+            yardstick_line(&yardsticks, &under),
+        ));
+    }
     let mut columns = COLUMNS.to_vec();
     if !cost.is_empty() {
         columns.push(MANY_LOCKS);
@@ -171,8 +219,53 @@ pub fn of(grid: &Grid<'_>, cost: &[CostSeries]) -> Option<Scorecard> {
         columns,
         rows,
         unexpected,
+        yardstick,
         headlines,
     })
+}
+
+/// The worst unavailability a fault caused `strategy`: the longest measured stretch without a grant
+/// ([`crate::model::Availability::longest_gap`]) over its cases that ran with one, in ms, with the
+/// row's label and whether no lock was granted again before the case ended; `None` when no case of
+/// it measured one (no fault scenario ran it).
+pub fn worst_unavailable(grid: &Grid<'_>, strategy: &str) -> Option<(f64, String, bool)> {
+    let mut worst: Option<(f64, String, bool)> = None;
+    for row in &grid.rows {
+        let Some(c) = row.case(strategy).filter(|c| ran(c)) else {
+            continue;
+        };
+        let Some(a) = &c.availability else {
+            continue;
+        };
+        let Some(gap) = a.longest_gap else {
+            continue;
+        };
+        let length = gap.to_ms - gap.from_ms;
+        if worst.as_ref().is_some_and(|(w, ..)| *w >= length) {
+            continue;
+        }
+        // No grant in any bin after the gap's first one: it ran to the end of the case.
+        let open = a.bin_ms > 0.0
+            && a.grants
+                .iter()
+                .skip((gap.from_ms / a.bin_ms).floor() as usize + 1)
+                .all(|g| *g == 0);
+        worst = Some((length, row.label.clone(), open));
+    }
+    worst
+}
+
+/// `2126 ms (network-partition)`, `≥ 2598 ms (network-delay)` (no grant again before the case
+/// ended), `-` (no fault scenario measured it).
+fn unavailable_cell(grid: &Grid<'_>, strategy: &str) -> String {
+    match worst_unavailable(grid, strategy) {
+        Some((length, label, open)) => format!(
+            "{}{} ms ({label})",
+            if open { "≥ " } else { "" },
+            ms(Some(length))
+        ),
+        None => "-".to_owned(),
+    }
 }
 
 /// Fewest client requests per CS on each server kind, among the cases of `head` that held.
@@ -210,6 +303,8 @@ struct Breaks {
     refused: usize,
     /// Whether fencing was enforced in any case.
     fencing: bool,
+    /// Whether any case that ran could not see a stale write (no fencing tokens).
+    undetectable: bool,
 }
 
 impl Breaks {
@@ -227,6 +322,7 @@ impl Breaks {
             }
             breaks.ran += 1;
             breaks.fencing |= c.safety.fencing.enforced;
+            breaks.undetectable |= stale_writes_undetectable(c);
             if violated_of(c).0 == 0 {
                 continue;
             }
@@ -245,9 +341,10 @@ impl Breaks {
     }
 }
 
-/// The scorecard's cells of `strategy` ([`COLUMNS`]), `case` being its case in the headline row.
+/// The scorecard's cells of `strategy` ([`COLUMNS`] up to the data), `case` being its case in the
+/// headline row.
 fn strategy_cells(
-    strategy: &str,
+    strategy: String,
     case: Option<&CaseResult>,
     breaks: &Breaks,
     fewest: &[(String, f64)],
@@ -271,13 +368,19 @@ fn strategy_cells(
             scenarios(breaks.refused)
         ));
     }
-    let data = if data.is_empty() {
+    // Without fencing tokens a stale write goes unseen: the data cannot be called intact.
+    if breaks.undetectable {
+        data.push(NO_FENCING_DATA.to_owned());
+    }
+    let data = if breaks.ran == 0 {
+        "-".to_owned()
+    } else if data.is_empty() {
         "intact".to_owned()
     } else {
         data.join("; ")
     };
     vec![
-        strategy.to_owned(),
+        strategy,
         case.map_or_else(dash, rate_cell),
         case.map_or_else(dash, |c| ms(c.latency.acquire.p99_ms)),
         case.and_then(requests_per_cs)
@@ -454,6 +557,14 @@ fn fewest_requests_line(
     }
 }
 
+/// The headline on the yardsticks: what the driver itself does with a lock in its own process.
+fn yardstick_line(yardsticks: &[String], under: &str) -> String {
+    format!(
+        "under {under}, {}: a lock in the driver's own process with no server, so what the driver itself can do (the ceiling of every figure above), not a contender: it is never ranked. Cells: the scorecard's {YARDSTICK} row.",
+        yardsticks.join(", ")
+    )
+}
+
 /// The headline on the strategies that lost leases or failed renewals holding many locks.
 fn losses_line(losers: &[String]) -> String {
     format!(
@@ -474,5 +585,182 @@ mod tests {
         assert_eq!(names, ["a", "b", "d"]);
         let names: Vec<String> = tied(&list, false).into_iter().map(|(id, _)| id).collect();
         assert_eq!(names, ["c"]);
+    }
+
+    use crate::comparison::Comparison;
+    use crate::model::{Availability, Gap};
+
+    fn fixture() -> Comparison {
+        Comparison::read(include_str!("../tests/fixtures/compare-quick.json")).expect("fixture")
+    }
+
+    /// The scorecard row of `strategy` (its first cell starts with the id).
+    fn row<'c>(card: &'c Scorecard, strategy: &str) -> &'c [String] {
+        card.rows
+            .iter()
+            .find(|r| r[0] == strategy || r[0].starts_with(&format!("{strategy} (")))
+            .unwrap_or_else(|| panic!("no row {strategy}"))
+    }
+
+    fn cell<'c>(card: &'c Scorecard, strategy: &str, column: &str) -> &'c str {
+        let at = card
+            .columns
+            .iter()
+            .position(|c| *c == column)
+            .unwrap_or_else(|| panic!("no column {column}"));
+        &row(card, strategy)[at]
+    }
+
+    /// Every case of `strategy` in `c`.
+    fn cases_of<'c>(
+        c: &'c mut Comparison,
+        strategy: &'c str,
+    ) -> impl Iterator<Item = &'c mut CaseResult> {
+        c.runs
+            .iter_mut()
+            .flat_map(|r| r.results.cases.iter_mut())
+            .filter(move |case| case.strategy == strategy)
+    }
+
+    #[test]
+    fn without_fencing_the_data_column_never_claims_intact() {
+        let mut c = fixture();
+        // redis-keyspace-naive broke in lease-too-short without losing an update; as a strategy
+        // without fencing tokens its stale writes would have gone unseen.
+        for case in cases_of(&mut c, "redis-keyspace-naive") {
+            if let Some(caps) = case.capabilities.as_mut() {
+                caps.fencing = false;
+            }
+            let f = &mut case.safety.fencing;
+            (f.enforced, f.stale_rejected, f.stale_accepted) = (false, None, None);
+            (f.duplicate_tokens, f.token_regressions) = (None, None);
+            case.safety.data = None;
+        }
+        let grid = Grid::new(&c);
+        let card = of(&grid, &[]).expect("a scorecard");
+        assert_eq!(cell(&card, "redis-keyspace-naive", DATA), NO_FENCING_DATA);
+        assert_eq!(cell(&card, "redis-keyspace-naive", "fencing"), "no");
+        assert_eq!(cell(&card, "zookeeper", DATA), "intact");
+        // A lost update is seen without tokens: harmed, and still no claim about stale writes.
+        for case in cases_of(&mut c, "redis-keyspace-naive") {
+            if case.safety.verdict == Verdict::Violated {
+                case.safety.lost_updates.lost = 2;
+            }
+        }
+        let grid = Grid::new(&c);
+        let card = of(&grid, &[]).expect("a scorecard");
+        assert_eq!(
+            cell(&card, "redis-keyspace-naive", DATA),
+            format!("harmed in 2 scenarios; {NO_FENCING_DATA}")
+        );
+    }
+
+    #[test]
+    fn the_in_process_yardstick_is_set_apart_and_never_ranked() {
+        let mut c = fixture();
+        // Make the yardstick and one server strategy the two fastest, within the tie rule.
+        for case in cases_of(&mut c, "memory") {
+            case.throughput.completed_per_s = 800.0;
+        }
+        let grid = Grid::new(&c);
+        assert!(grid.is_yardstick("memory"), "the registry says in-process");
+        assert!(!grid.is_yardstick("redis-watchdog"));
+        let card = of(&grid, &[]).expect("a scorecard");
+        // Its row comes last, labelled; no other row is.
+        let last = card.rows.last().expect("rows");
+        assert_eq!(last[0], "memory (yardstick)");
+        assert_eq!(card.yardstick, [false, false, false, true]);
+        assert_eq!(card.rows[0][0], "redis-watchdog");
+        // Not in "Fastest", not in a tie; on its own line.
+        let fastest = &card.headlines[0].1;
+        assert!(!fastest.contains("memory"), "{fastest}");
+        assert!(fastest.contains("redis-watchdog: 734 CS/s"), "{fastest}");
+        let (label, line) = card
+            .headlines
+            .iter()
+            .find(|(label, _)| label.starts_with("Yardstick"))
+            .expect("a yardstick line");
+        assert_eq!(label, "Yardstick, not ranked");
+        assert!(line.contains("memory 800 CS/s"), "{line}");
+        assert!(line.contains("what the driver itself can do"), "{line}");
+        // Known from the model, not the id: a server strategy named like it is ranked.
+        c.strategies[0].server = "redis".into();
+        c.strategies[0].distributed = true;
+        assert!(!Grid::new(&c).is_yardstick("memory"));
+    }
+
+    #[test]
+    fn a_single_run_knows_its_yardstick_by_the_server_it_did_not_ask() {
+        let c = fixture();
+        let mut run = c.runs[0].results.clone();
+        run.scenario.workload.strategies = run.cases.iter().map(|c| c.strategy.clone()).collect();
+        let single = Comparison::of_run(run);
+        let grid = Grid::new(&single);
+        assert!(grid.is_yardstick("memory"));
+        assert!(!grid.is_yardstick("zookeeper"));
+        assert_eq!(
+            grid.strategies.last().map(|s| s.id.as_str()),
+            Some("memory")
+        );
+    }
+
+    #[test]
+    fn unavailability_is_the_worst_fault_with_its_scenario() {
+        let mut c = fixture();
+        let gap = |from_ms, to_ms, grants: Vec<u32>| Availability {
+            bin_ms: 100.0,
+            max_wait_ms: vec![None; grants.len()],
+            grants,
+            longest_gap: Some(Gap { from_ms, to_ms }),
+        };
+        for run in &mut c.runs {
+            let name = run.results.scenario.name.clone();
+            for case in &mut run.results.cases {
+                case.availability = match (name.as_str(), case.strategy.as_str()) {
+                    // 1200 ms, closed by a grant at 1700 ms.
+                    ("long-tail", "redis-watchdog") => Some(gap(
+                        500.0,
+                        1700.0,
+                        vec![1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+                    )),
+                    // 900 ms: shorter, not the worst.
+                    ("baseline", "redis-watchdog") => {
+                        Some(gap(100.0, 1000.0, vec![1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1]))
+                    }
+                    // No grant again until the case ended.
+                    ("long-tail", "zookeeper") => Some(gap(250.0, 3000.0, vec![1, 1, 1, 0, 0, 0])),
+                    _ => None,
+                };
+            }
+        }
+        let grid = Grid::new(&c);
+        let card = of(&grid, &[]).expect("a scorecard");
+        assert_eq!(
+            cell(&card, "redis-watchdog", UNAVAILABLE),
+            "1200 ms (long-tail)"
+        );
+        assert_eq!(
+            cell(&card, "zookeeper", UNAVAILABLE),
+            "≥ 2750 ms (long-tail)"
+        );
+        assert_eq!(cell(&card, "memory", UNAVAILABLE), "-");
+    }
+
+    #[test]
+    fn a_lock_that_is_a_connection_says_why_it_has_no_many_locks_figure() {
+        let mut c = fixture();
+        c.strategies[3].connection_lock = true; // zookeeper, standing in for postgres-advisory
+        let cost = vec![CostSeries {
+            strategy: "redis-watchdog".into(),
+            stopped: None,
+            points: Vec::new(),
+        }];
+        let grid = Grid::new(&c);
+        let card = of(&grid, &cost).expect("a scorecard");
+        assert_eq!(
+            cell(&card, "zookeeper", MANY_LOCKS),
+            CONNECTION_LOCK_AT_SCALE
+        );
+        assert_eq!(cell(&card, "redis-keyspace-naive", MANY_LOCKS), "-");
     }
 }

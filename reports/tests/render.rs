@@ -282,7 +282,10 @@ fn a_baseline_adds_the_changes() {
         assert!(text.contains("Changes against old.json"));
         assert!(text.contains("-50%"), "throughput halved");
         assert!(text.contains("3 → 0 (-3)"), "overlaps went away");
-        assert!(text.contains("Only in this run: long-tail memory"));
+        // The yardstick (memory, in-process) is listed last, after the strategies it measures the
+        // driver for.
+        assert!(text.contains("Only in this run: long-tail redis-watchdog"));
+        assert!(text.contains(", long-tail memory."));
         assert!(
             text.contains("11 of 11 cases changed beyond noise (11 slower); 0 new violations"),
             "every matched case ran at half its old throughput"

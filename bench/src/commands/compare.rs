@@ -676,6 +676,7 @@ impl Compare<'_> {
                     distributed: s.server.entry().distributed,
                     description: s.description.to_owned(),
                     counterpart: strategies::counterpart(s.id).map(str::to_owned),
+                    connection_lock: s.facts.connection_lock,
                 })
                 .collect(),
             workload: self

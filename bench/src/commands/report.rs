@@ -1,8 +1,9 @@
-//! `lockbench report RESULTS.json [--baseline OLD.json [--fail-on regression|violation]]
+//! `lockbench report RESULTS.json [--baseline OLD.json [--fail-on regression|violation|contradiction]]
 //! [--scale SCALE.json] [--out DIR] [--section NAME]`: renders the reports again from a results file — a comparison
 //! (`lockbench compare`) or a single run (`lockbench run`) — with the changes against an earlier file
-//! when `--baseline` is given (one summary line printed; with `--fail-on`, exit 1 when the changes
-//! hold what it names: the CI gate) and the cost-against-held-locks charts and losses at scale when a
+//! when `--baseline` is given (one summary line printed, then one line per first-screen cell the two
+//! runs contradict each other on and a count line; with `--fail-on`, exit 1 when the changes or the
+//! contradictions hold what it names: the CI gate, and the check that a suite's answers repeat) and the cost-against-held-locks charts and losses at scale when a
 //! `lockbench scale` file is given or `runs/many-locks/scale.json` lies beside the results (RESULTS may
 //! also be the results directory, and either file gzip'd). With `--section`, prints one section of the
 //! Markdown report instead, as the whole report shows it. Also the one place that writes reports for
@@ -11,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use lockbench_reports::Comparison;
+use lockbench_reports::contradictions::{self, Contradiction};
 use lockbench_reports::delta::{self, Deltas};
 use lockbench_reports::scale::{CostSeries, ScaleResults};
 use lockbench_reports::sections::Part;
@@ -43,6 +45,9 @@ pub enum FailOn {
     Regression,
     /// A case violated now that was not before.
     Violation,
+    /// A first-screen cell whose two runs contradict each other beyond their trials' uncertainty
+    /// ([`contradictions::find`]).
+    Contradiction,
 }
 
 impl FailOn {
@@ -51,14 +56,16 @@ impl FailOn {
         match self {
             FailOn::Regression => "regression",
             FailOn::Violation => "violation",
+            FailOn::Contradiction => "contradiction",
         }
     }
 
-    /// How many of the changes are of this kind.
-    fn count(self, deltas: &Deltas) -> usize {
+    /// How many of the changes and contradictions are of this kind.
+    fn count(self, deltas: &Deltas, contradictions: &[Contradiction]) -> usize {
         match self {
             FailOn::Regression => deltas.regressions(),
             FailOn::Violation => deltas.new_violations(),
+            FailOn::Contradiction => contradictions.len(),
         }
     }
 }
@@ -184,9 +191,22 @@ pub(crate) fn command(mut args: ReportRequest) -> Result<i32, BenchError> {
     };
     let deltas = delta::compare(old, &current);
     println!("changes against {name}: {}", deltas.summary());
+    let found = contradictions::find(old, &current);
+    let this = args.results.display().to_string();
+    for c in &found {
+        println!(
+            "contradiction: {}: {name} {}; {this} {}",
+            c.cell, c.old, c.new
+        );
+    }
+    println!(
+        "contradictions against {name}: {} ({})",
+        found.len(),
+        contradictions::RULE
+    );
     let mut code = EXIT_OK;
     for fail_on in &args.fail_on {
-        let found = fail_on.count(&deltas);
+        let found = fail_on.count(&deltas, &found);
         if found > 0 {
             eprintln!(
                 "lockbench: --fail-on {}: {found} found against {name}",
