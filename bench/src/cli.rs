@@ -4,6 +4,19 @@
 //! Values that need domain checks (durations, lease modes, task distributions) are taken as text here
 //! and checked by the workload or the command, so every bad value gets one error line naming its
 //! field.
+//!
+//! One dialect for every flag, so a flag learned on one command works on the others:
+//! - A long flag is the name of the field it sets, `_` written `-`: the workload-file field
+//!   (`--watchdog-timeout` sets `watchdog_timeout`, `--warmup` sets `warmup`, `--leases` sets
+//!   `leases`) or, for a command's own setting, its words joined by `-` (`--step-budget`). Never an
+//!   underscore.
+//! - A flag that takes a comma-separated LIST is plural (`--strategies`, `--scenarios`, `--leases`,
+//!   `--steps`); one that takes a single value is singular (`run --scenario NAME|FILE`); a
+//!   repeatable flag is singular, one value per use (`--fault`).
+//! - One concept, one spelling across commands (`--warmup` on `run` and `scale`; `-s` is the
+//!   scenario on `run` and `compare`). A spelling that was replaced stays a hidden alias, so old
+//!   command lines keep working: `--warm-up` for `--warmup`, `--lease` for `--leases`,
+//!   `compare --scenario` for `--scenarios`. `bench/tests/cli.rs` checks these rules on every flag.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -146,8 +159,8 @@ pub struct WorkloadFlags {
     #[arg(long, value_name = "DIST")]
     pub task: Option<String>,
     /// Lease modes, comma-separated: watchdog, fixed:300ms.
-    #[arg(long, value_name = "LIST")]
-    pub lease: Option<String>,
+    #[arg(long, value_name = "LIST", alias = "lease")]
+    pub leases: Option<String>,
     /// TTL of watchdog leases (renewed every third of it).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub watchdog_timeout: Option<String>,
@@ -172,7 +185,7 @@ impl WorkloadFlags {
             clients: self.clients,
             keys: self.keys,
             task: self.task.clone(),
-            leases: self.lease.as_deref().map(split_list),
+            leases: self.leases.as_deref().map(split_list),
             watchdog_timeout: self.watchdog_timeout.clone(),
             acquire_wait: self.acquire_wait.clone(),
             think: self.think.clone(),
@@ -204,7 +217,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u64>)]
     pub cycles: Option<u64>,
     /// Unmeasured time at the start of each case.
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        alias = "warm-up",
+        allow_hyphen_values = true
+    )]
     pub warmup: Option<String>,
     /// The workload: clients, keys, task, leases, TTL, acquire wait, think time or rate, on lost().
     #[command(flatten)]
@@ -308,7 +326,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u32>)]
     pub trials: Option<u32>,
     /// Only these scenarios of the suite, comma-separated [default: the whole suite].
-    #[arg(long, value_name = "LIST")]
+    #[arg(short, long, value_name = "LIST", alias = "scenario")]
     pub scenarios: Option<String>,
     /// Output directory [default: results/compare-UTCTIME].
     #[arg(short, long, value_name = "DIR")]
@@ -491,8 +509,13 @@ pub struct ScaleArgs {
     pub peers: bool,
     /// Acquire-and-release cycles every strategy runs before its first step, unmeasured [default: the
     /// longest warm-up a chosen strategy needs: 4s with a JVM library, else none].
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub warm_up: Option<String>,
+    #[arg(
+        long,
+        value_name = "DURATION",
+        alias = "warm-up",
+        allow_hyphen_values = true
+    )]
+    pub warmup: Option<String>,
     /// Output directory [default: results/scale-UTCTIME].
     #[arg(short, long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -526,7 +549,7 @@ impl ScaleArgs {
                 in_process: self.in_process || self.worker,
                 yardstick: true,
                 peers: self.peers,
-                warm_up: self.warm_up.clone(),
+                warm_up: self.warmup.clone(),
             },
             out: self.out.clone(),
             servers: self.servers.given(),
@@ -778,7 +801,7 @@ mod tests {
             "1500ms",
             "--max-rss-mib",
             "512",
-            "--warm-up",
+            "--warmup",
             "2s",
         ])
         .options
@@ -811,7 +834,7 @@ mod tests {
                 "2",
                 "--task",
                 "uniform 20ms..60ms",
-                "--lease",
+                "--leases",
                 "watchdog,fixed:1s",
                 "--watchdog-timeout",
                 "1500ms",

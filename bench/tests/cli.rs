@@ -198,11 +198,11 @@ fn bad_values_name_their_field() {
         "task: mix weights add up to 50%",
     );
     usage_error(
-        &["run", "--lease", "forever"],
+        &["run", "--leases", "forever"],
         "leases: expected watchdog or fixed",
     );
     usage_error(
-        &["run", "--lease", "fixed:0s"],
+        &["run", "--leases", "fixed:0s"],
         "leases: a fixed lease must be longer than 0",
     );
     usage_error(
@@ -488,4 +488,104 @@ fn report_prints_one_section() {
         &["report", file, "--section", "peers"],
         "no data for section peers",
     );
+}
+
+/// Every visible long flag of every subcommand, as `(subcommand, flag, value name)`: what a user
+/// reads in `--help` (hidden flags and hidden aliases left out).
+fn visible_long_flags() -> Vec<(String, String, String)> {
+    use clap::CommandFactory as _;
+    let cli = lockbench::Cli::command();
+    let mut flags = Vec::new();
+    for command in cli.get_subcommands() {
+        for arg in command.get_arguments().filter(|a| !a.is_hide_set()) {
+            let value = arg
+                .get_value_names()
+                .map(|names| names.join(" "))
+                .unwrap_or_default();
+            for long in arg
+                .get_long()
+                .into_iter()
+                .chain(arg.get_visible_aliases().into_iter().flatten())
+            {
+                flags.push((
+                    command.get_name().to_owned(),
+                    long.to_owned(),
+                    value.clone(),
+                ));
+            }
+        }
+    }
+    flags
+}
+
+/// One dialect (the rule at the top of bench/src/cli.rs): no underscore in a flag; no concept spelled
+/// two ways across commands (`--warmup` beside `--warm-up`); a flag taking a comma-separated LIST
+/// is plural, as the workload file's field is (`--leases`, not `--lease`).
+#[test]
+fn every_flag_speaks_one_dialect() {
+    let flags = visible_long_flags();
+    assert!(flags.len() > 40, "flags found: {flags:?}");
+    let mut problems = Vec::new();
+    let mut spellings: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        std::collections::BTreeMap::new();
+    for (command, flag, value) in &flags {
+        if flag.contains('_') || flag.chars().any(|c| c.is_ascii_uppercase()) {
+            problems.push(format!(
+                "{command} --{flag}: write it lower-case, words joined by '-'"
+            ));
+        }
+        if value == "LIST" && !flag.ends_with('s') {
+            problems.push(format!("{command} --{flag} {value}: a list flag is plural"));
+        }
+        spellings
+            .entry(flag.replace('-', ""))
+            .or_default()
+            .insert(format!("--{flag}"));
+    }
+    for (_, spelled) in spellings.iter().filter(|(_, s)| s.len() > 1) {
+        problems.push(format!("one concept, two spellings: {spelled:?}"));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The spellings replaced by the dialect still parse, as hidden aliases: old command lines work.
+#[test]
+fn old_spellings_still_parse() {
+    use clap::Parser as _;
+    for argv in [
+        &["lockbench", "run", "--warm-up", "1s", "--lease", "watchdog"][..],
+        &["lockbench", "run", "--warmup", "1s", "--leases", "watchdog"],
+        &["lockbench", "scale", "--warm-up", "1s"],
+        &["lockbench", "scale", "--warmup", "1s"],
+        &[
+            "lockbench",
+            "compare",
+            "--scenario",
+            "baseline",
+            "--lease",
+            "watchdog",
+        ],
+        &[
+            "lockbench",
+            "compare",
+            "-s",
+            "baseline,long-tail",
+            "--leases",
+            "watchdog",
+        ],
+    ] {
+        if let Err(e) = lockbench::Cli::try_parse_from(argv) {
+            panic!("{argv:?}: {e}");
+        }
+    }
+    for (command, old) in [
+        ("run", "--warm-up"),
+        ("run", "--lease "),
+        ("scale", "--warm-up"),
+        ("compare", "--lease "),
+        ("compare", "--scenario "),
+    ] {
+        let help = String::from_utf8_lossy(&run(&[command, "--help"]).stdout).into_owned();
+        assert!(!help.contains(old), "{command} --help shows {old}:\n{help}");
+    }
 }
