@@ -37,6 +37,17 @@ use crate::driver::child;
 use crate::workload::{Fit, ScenarioFile, split_list};
 use crate::{scenarios, strategies};
 
+/// The value syntax of the workload flags `run` and `compare` share, as one literal for `concat!`
+/// (every command's help states the syntax it accepts).
+macro_rules! workload_syntax {
+    () => {
+        "\
+DURATIONS are humantime: 500ms, 20s, 1m 30s.
+TASK distributions: 50ms | uniform 10ms..100ms | exp 50ms | lognormal 50ms 0.5 | \"95% 50ms, 5% uniform 3s..5s\".
+LEASES: watchdog | fixed:<duration>, comma-separated; each lease mode runs as its own case per strategy."
+    };
+}
+
 /// lockbench: compare distributed lock strategies on real local servers.
 #[derive(Debug, Parser)]
 #[command(
@@ -45,7 +56,14 @@ use crate::{scenarios, strategies};
     about = "Compares distributed lock strategies on real local servers: throughput, latency, renewal health and safety",
     long_about = None,
     arg_required_else_help = true,
-    propagate_version = true
+    propagate_version = true,
+    after_help = "\
+Examples:
+  lockbench strategies                              # what can be compared
+  lockbench run --strategies memory --duration 2s   # a first run, no server needed
+  lockbench compare --quick                         # every strategy through the quick suite, about 4 minutes
+  lockbench report results/compare-<UTC time>       # render the reports again
+Each command's --help has its syntax and more examples."
 )]
 pub struct Cli {
     /// What to do.
@@ -59,12 +77,20 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List the lock strategies, the server each needs and what each can do.
+    #[command(after_help = "\
+Examples:
+  lockbench strategies            # every strategy: its server, whether `all` includes it, capabilities
+  lockbench strategies --peers    # only the real libraries, each with the strategy that models it")]
     Strategies {
         /// Only the peers (the real libraries), each with the strategy that models it.
         #[arg(long)]
         peers: bool,
     },
     /// List the scenario presets.
+    #[command(after_help = "\
+Examples:
+  lockbench scenarios                                        # every preset and what it does to a lock
+  lockbench run -s process-pause --strategies redis-watchdog   # run one of them")]
     Scenarios,
     /// Run a scenario against strategies; writes DIR/results.json and prints a summary.
     Run(RunArgs),
@@ -198,11 +224,15 @@ impl WorkloadFlags {
 
 /// `lockbench run`: a scenario (preset or TOML file) with overrides.
 #[derive(Debug, Clone, Default, Args)]
-#[command(after_help = "\
-DURATIONS are humantime: 500ms, 20s, 1m 30s.
-TASK distributions: 50ms | uniform 10ms..100ms | exp 50ms | lognormal 50ms 0.5 | \"95% 50ms, 5% uniform 3s..5s\".
-LEASES: watchdog | fixed:<duration>, comma-separated; each lease mode runs as its own case per strategy.
-Exit codes: 0 done, 1 failed while running, 2 bad input (nothing measured), 130 interrupted (partial results written).")]
+#[command(after_help = concat!(workload_syntax!(), "
+Exit codes: 0 done, 1 failed while running, 2 bad input (nothing measured), 130 interrupted (partial results written).
+
+Examples:
+  lockbench run --strategies memory --duration 2s                # a first run, no server needed
+  lockbench run -s process-pause --strategies redis-watchdog,zookeeper
+  lockbench run -s lease-too-short --leases watchdog,fixed:1s --task \"uniform 10ms..100ms\"
+  lockbench run -s my-scenario.toml --clients 8 --keys 2 --out results/mine
+  lockbench run --strategies redis-watchdog --redis redis://10.0.0.5:6379/0 --fault \"pause_worker at=1s duration=2s\""))]
 pub struct RunArgs {
     /// Preset name (see `lockbench scenarios`) or path of a scenario TOML file.
     #[arg(short, long, value_name = "NAME|FILE", default_value = "baseline")]
@@ -301,14 +331,22 @@ impl RunArgs {
 
 /// `lockbench compare`.
 #[derive(Debug, Clone, Default, Args)]
-#[command(after_help = "\
+#[command(after_help = concat!("\
 Runs every scenario of the suite (baseline, long-tail, lease-too-short, every fault kind and a short
 many-locks scale pass; --full adds the library-fidelity scenarios) against every strategy each applies to, every case --trials times with different
 seeds, starting each scenario's servers once; then writes DIR/results.json (all scenarios in one file),
 DIR/report.html (self-contained), DIR/report.md and DIR/charts/*.png|svg. `lockbench report
 DIR/results.json` renders the reports again. Planned on 2 idle cores: default (3 trials) under 20
 minutes; --quick (fewer scenarios, 1 trial) under 4 minutes; the plan is printed at the start.
-Exit codes: 0 done, 1 a case or scenario failed (the report shows it), 2 bad input, 130 interrupted.")]
+Exit codes: 0 done, 1 a case or scenario failed (the report shows it), 2 bad input, 130 interrupted.
+", workload_syntax!(), "
+
+Examples:
+  lockbench compare --quick                                  # a first look, about 4 minutes
+  lockbench compare --strategies redis-watchdog,etcd-lease,zookeeper --trials 5
+  lockbench compare --scenarios baseline,process-pause --clients 5 --task \"uniform 20ms..60ms\" --watchdog-timeout 1500ms
+  lockbench compare --workload bench/workloads/queue-consumer.toml --time-scale 10
+  lockbench compare --full --out results/full                # + the library-fidelity scenarios"))]
 pub struct CompareArgs {
     /// The short suite (under 4 minutes: fewer scenarios, 1 trial), for a first look.
     #[arg(long, conflicts_with = "thorough")]
@@ -384,6 +422,12 @@ impl CompareArgs {
 
 /// `lockbench worker`.
 #[derive(Debug, Clone, Default, Args)]
+#[command(after_help = "\
+ADDR is host:port; DURATIONS are humantime: 500ms, 20s, 1m 30s.
+
+Examples (LOCKBENCH_WORKER_TOKEN set to one secret on every machine):
+  lockbench run -s lease-too-short --clients 3 --workers remote --listen 0.0.0.0:7457   # the driver
+  lockbench worker --connect driver.internal:7457 --wait 1m   # on each load machine, once per client")]
 pub struct WorkerArgs {
     /// The driver's remote-worker address (`host:port`, as printed by `lockbench run --workers remote`).
     #[arg(long, value_name = "ADDR")]
@@ -409,7 +453,13 @@ line: how many cases changed beyond noise (a verdict changed, or throughput move
 cases' trial spread, at least 10%) and how many are new violations; the report lists only those cases.
 With --section NAME, prints that section alone (the tables in docs/findings/ are such sections of the
 files in docs/results/). Exit codes: 0 done, 1 writing failed or --fail-on found what it names, 2 bad input (missing file, not
-JSON, wrong schema_version).")]
+JSON, wrong schema_version).
+
+Examples:
+  lockbench report results/compare-<UTC time>      # reads DIR/results.json, writes the reports beside it
+  lockbench report NEW/results.json --baseline OLD/results.json --fail-on regression,violation
+  lockbench report docs/results/default-suite.json.gz --section verdicts
+  lockbench report results.json --scale scale.json --out /tmp/report")]
 pub struct ReportArgs {
     /// The results file to report, or the directory holding it.
     #[arg(value_name = "RESULTS.json")]
@@ -473,7 +523,14 @@ Each strategy runs with one client, in its own child process; each step adds loc
 then the client holds still for --hold while the cost is measured. A strategy stops at the first acquire
 error, at --max-threads threads, at --max-rss-mib resident memory or when a step takes longer than
 --step-budget to fill; the stop and its reason are recorded. Exit codes: 0 done, 1 failed while running,
-2 bad input.")]
+2 bad input. DURATIONS are humantime (500ms, 20s, 1m 30s); LIST values are comma-separated, and held-lock
+counts take k (10k = 10000).
+
+Examples:
+  lockbench scale                                               # 1k, 10k, 100k locks, every strategy
+  lockbench scale --strategies redis-watchdog-batched --steps 100000 --watchdog-timeout 3s
+  lockbench scale --peers --strategies redisson,zookeeper,etcd-lease   # beside Redisson, Curator, kazoo, etcd's Mutex
+  lockbench scale --strategies redis-watchdog --redis redis://10.0.0.5:6379/0 --warmup 2s")]
 pub struct ScaleArgs {
     /// Strategy ids, comma-separated, or `all` [default: all but redis-keyspace-naive].
     #[arg(long, value_name = "LIST")]

@@ -589,3 +589,42 @@ fn old_spellings_still_parse() {
         assert!(!help.contains(old), "{command} --help shows {old}:\n{help}");
     }
 }
+
+/// Every command's help ends with examples, and states the syntax of the values it takes: `compare`
+/// takes `--task` and durations as `run` does, so its help shows their syntax too.
+#[test]
+fn every_help_has_examples_and_its_syntax() {
+    use clap::CommandFactory as _;
+    let cli = lockbench::Cli::command();
+    let mut commands = vec![Vec::new()];
+    commands.extend(
+        cli.get_subcommands()
+            .filter(|c| !c.is_hide_set())
+            .map(|c| vec![c.get_name().to_owned()]),
+    );
+    assert!(commands.len() >= 8, "{commands:?}");
+    for command in &commands {
+        let mut args: Vec<&str> = command.iter().map(String::as_str).collect();
+        args.push("--help");
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            help.contains("\nExamples") && help.contains(":\n  lockbench "),
+            "{args:?} has no examples:\n{help}"
+        );
+    }
+    for command in ["run", "compare"] {
+        let help = String::from_utf8_lossy(&run(&[command, "--help"]).stdout).into_owned();
+        for syntax in [
+            "DURATIONS are humantime: 500ms",
+            "TASK distributions: 50ms | uniform 10ms..100ms",
+            "LEASES: watchdog | fixed:<duration>",
+        ] {
+            assert!(
+                help.contains(syntax),
+                "{command} --help lacks {syntax:?}:\n{help}"
+            );
+        }
+    }
+}
