@@ -32,7 +32,7 @@ use crate::commands::compare::CompareRequest;
 use crate::commands::report::{FailOn, ReportRequest};
 use crate::commands::run::{RunOutcome, RunRequest};
 use crate::commands::scale::{ScaleOptions, ScaleRequest};
-use crate::commands::{compare, report, scale};
+use crate::commands::{compare, report, scale, suite};
 use crate::driver::child;
 use crate::workload::{Fit, ScenarioFile, split_list};
 use crate::{scenarios, strategies};
@@ -357,7 +357,8 @@ pub struct CompareArgs {
     /// and keepalive partition), about 40 minutes at 3 trials.
     #[arg(long, conflicts_with = "quick")]
     pub full: bool,
-    /// The full suite at 10 trials per case, for tighter violation-rate intervals.
+    /// The full suite at 10 trials per case, for tighter violation-rate intervals: planned at about
+    /// 2.5 hours on 2 idle cores (every trial runs, none stops at a first violation).
     #[arg(long)]
     pub thorough: bool,
     /// Trials per case, each with its own seed [default: 3; 1 with --quick; 10 with --thorough].
@@ -794,16 +795,41 @@ fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
     Ok(EXIT_OK)
 }
 
+/// `lockbench scenarios`: every preset with the suites of `compare` that run it (read from the
+/// suite itself) and its description; then the many-locks pass, which only `compare` runs.
 fn list_scenarios() -> Result<i32, BenchError> {
-    let width = scenarios::PRESETS
+    let mut rows: Vec<(&str, String, String)> = scenarios::PRESETS
         .iter()
-        .map(|p| p.name.len())
-        .max()
-        .unwrap_or(8);
-    for preset in scenarios::PRESETS {
-        println!("{:width$}  {}", preset.name, preset.description());
+        .map(|p| (p.name, suite_column(p.name), p.description()))
+        .collect();
+    rows.push((
+        suite::MANY_LOCKS,
+        suite_column(suite::MANY_LOCKS),
+        "compare only: a short `lockbench scale` pass, one client holding 1,000 then 10,000 locks"
+            .to_owned(),
+    ));
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(8);
+    let suites = rows.iter().map(|r| r.1.len()).max().unwrap_or(6);
+    println!("{:width$}  {:suites$}  description", "scenario", "suites");
+    for (name, in_suites, description) in &rows {
+        println!("{name:width$}  {in_suites:suites$}  {description}");
     }
+    println!(
+        "suites: `compare --quick`, `compare` (default), `compare --full`, `compare --thorough` (the \
+         full suite at 10 trials); one in a suite also runs alone with `compare --scenarios NAME`; every \
+         preset runs with `run -s NAME`, the only way for those by name only"
+    );
     Ok(EXIT_OK)
+}
+
+/// The suites column of `lockbench scenarios`: `quick, default, full, thorough`, or `by name only`.
+fn suite_column(scenario: &str) -> String {
+    let names = suite::suites_running(scenario);
+    if names.is_empty() {
+        "by name only".to_owned()
+    } else {
+        names.join(", ")
+    }
 }
 
 #[cfg(test)]
@@ -877,6 +903,42 @@ mod tests {
         assert_eq!(child.strategies.len(), 1);
         assert_eq!(child.isolation, Isolation::InProcess);
         assert!(time_bound(&spec) > spec.step_budget * 2);
+    }
+
+    /// `about 40 minutes` or `about 2.5 hours` in `text`, in hours.
+    fn stated_hours(text: &str) -> Option<f64> {
+        let rest = text.split("about ").nth(1)?;
+        let mut words = rest.split_whitespace();
+        let n: f64 = words.next()?.parse().ok()?;
+        match words.next()?.trim_end_matches([',', '.', ';']) {
+            "minutes" => Some(n / 60.0),
+            "hours" => Some(n),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_suite_times_in_compare_help_are_the_planners() {
+        use clap::CommandFactory as _;
+        let command = Cli::command();
+        let compare = command.find_subcommand("compare").expect("compare");
+        for (flag, trials, settle_early) in [("full", 3, true), ("thorough", 10, false)] {
+            let help = compare
+                .get_arguments()
+                .find(|a| a.get_id() == flag)
+                .and_then(|a| a.get_help())
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let plan = suite::plan(suite::Suite::Full, "all", trials, settle_early, None);
+            let planned = suite::planned_total(&plan).as_secs_f64() / 3600.0;
+            let stated =
+                stated_hours(&help).unwrap_or_else(|| panic!("--{flag} states no time: {help}"));
+            eprintln!("--{flag}: planned {planned:.2} h, stated {stated:.2} h");
+            assert!(
+                (stated - planned).abs() <= planned * 0.2,
+                "--{flag} says {stated:.2} h, the planner {planned:.2} h: {help}"
+            );
+        }
     }
 
     #[test]

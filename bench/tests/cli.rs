@@ -628,3 +628,40 @@ fn every_help_has_examples_and_its_syntax() {
         }
     }
 }
+
+/// `lockbench scenarios` says which suites of `compare` run each scenario (read from the suite), and
+/// which run only by name; `compare --help` says how long `--thorough` takes.
+#[test]
+fn scenarios_name_their_suites() {
+    let out = run(&["scenarios"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name}: {text}"))
+            .to_owned()
+    };
+    assert!(line("scenario").contains("suites"), "a header: {text}");
+    for (name, suites) in [
+        ("baseline", "quick, default, full, thorough"),
+        ("cpu-starvation", "default, full, thorough"),
+        ("renewal-error", "full, thorough"),
+        ("many-locks", "default, full, thorough"),
+        ("overhead", "by name only"),
+    ] {
+        let found = line(name);
+        assert!(found.contains(&format!("  {suites}  ")), "{name}: {found}");
+    }
+    let help = String::from_utf8_lossy(&run(&["compare", "--help"]).stdout).into_owned();
+    let thorough = help
+        .lines()
+        .skip_while(|l| !l.contains("--thorough"))
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        thorough.contains("hours"),
+        "--thorough states its time: {thorough}"
+    );
+}
