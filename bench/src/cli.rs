@@ -66,6 +66,9 @@ Examples:
 Each command's --help has its syntax and more examples."
 )]
 pub struct Cli {
+    /// Also print internal diagnostics: the driver's own cost per cycle, each scenario's case length.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -635,6 +638,7 @@ where
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
     };
+    crate::base::verbosity::set_verbose(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -665,3 +665,37 @@ fn scenarios_name_their_suites() {
         "--thorough states its time: {thorough}"
     );
 }
+
+/// The console holds progress and findings: the driver's own cost per cycle prints only with
+/// `-v`/`--verbose` (a global flag, before or after the command).
+#[test]
+fn diagnostics_print_only_when_verbose() {
+    let driver_lines = |verbose: &[&str]| {
+        let dir = tempfile::tempdir().unwrap();
+        let out_dir = dir.path().join("out");
+        let mut args = verbose.to_vec();
+        args.extend([
+            "run",
+            "--strategies",
+            "memory",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--no-progress",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(stdout.contains("results: "), "{stdout}");
+        stdout
+            .lines()
+            .filter(|l| l.contains("driver overhead"))
+            .count()
+    };
+    assert_eq!(driver_lines(&[]), 0, "no diagnostics by default");
+    assert!(driver_lines(&["-v"]) > 0, "-v shows the driver's overhead");
+    assert!(driver_lines(&["--verbose"]) > 0);
+}

@@ -29,7 +29,7 @@ use crate::backends::GivenAddresses;
 use crate::base::clock::now_rfc3339;
 use crate::base::duration::format_duration;
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
-use crate::base::{output, suggest, table};
+use crate::base::{output, suggest, table, verbosity};
 use crate::commands::report;
 use crate::commands::run::{self, RunRequest};
 use crate::commands::scale::{self, ScaleOptions, ScaleRequest};
@@ -519,12 +519,19 @@ impl Compare<'_> {
                 .sum::<Duration>()
                 + suite::report_time(&self.plan);
             let title = format!("[{}/{}] {}", index + 1, self.suite.len(), entry.scenario);
-            println!(
-                "{title}: {}{}; about {} left",
-                self.cases_line(entry),
-                self.length_line(entry, *length),
-                minutes(left)
-            );
+            // The case length is a diagnostic (`--verbose`); the cases and the time left are progress.
+            let cases = self.cases_line(entry);
+            let detail = if verbosity::verbose() {
+                format!("{cases}{}", self.length_line(entry, *length))
+            } else {
+                cases.trim_end_matches([',', ' ']).to_owned()
+            };
+            let detail = if detail.is_empty() {
+                detail
+            } else {
+                format!("{detail}; ")
+            };
+            println!("{title}: {detail}about {} left", minutes(left));
             if entry.scenario == MANY_LOCKS {
                 match many_locks(self.args, &self.list, out_dir).await {
                     Ok(series) => ran.cost = series,
