@@ -225,6 +225,23 @@ impl WorkloadFlags {
     }
 }
 
+/// The report-format flag of `report` and `compare` (defined once).
+#[derive(Debug, Clone, Default, Args)]
+pub struct FormatFlag {
+    /// Also write the report's tables in this format beside report.md (report.html and report.md
+    /// are always written): csv writes scorecard.csv and verdicts.csv (RFC 4180), one row per
+    /// strategy.
+    #[arg(long, value_name = "FORMAT", value_parser = ["csv"])]
+    pub format: Option<String>,
+}
+
+impl FormatFlag {
+    /// Whether CSV is asked for.
+    pub fn csv(&self) -> bool {
+        self.format.as_deref() == Some("csv")
+    }
+}
+
 /// `lockbench run`: a scenario (preset or TOML file) with overrides.
 #[derive(Debug, Clone, Default, Args)]
 #[command(after_help = concat!(workload_syntax!(), "
@@ -401,6 +418,9 @@ pub struct CompareArgs {
     /// (a 30s TTL runs as 3s with N = 10); round trips, server latency and GC do not scale.
     #[arg(long, value_name = "N")]
     pub time_scale: Option<u32>,
+    /// The report's tables in another format too.
+    #[command(flatten)]
+    pub format: FormatFlag,
 }
 
 impl CompareArgs {
@@ -420,6 +440,7 @@ impl CompareArgs {
             workload: self.workload.clone(),
             workload_fields: self.workload_flags.fields(),
             time_scale: self.time_scale,
+            csv: self.format.csv(),
         }
     }
 }
@@ -463,7 +484,8 @@ Examples:
   lockbench report results/compare-<UTC time>      # reads DIR/results.json, writes the reports beside it
   lockbench report NEW/results.json --baseline OLD/results.json --fail-on regression,violation
   lockbench report docs/results/default-suite.json.gz --section verdicts
-  lockbench report results.json --scale scale.json --out /tmp/report")]
+  lockbench report results.json --scale scale.json --out /tmp/report
+  lockbench report results/compare-<UTC time> --format csv     # also scorecard.csv and verdicts.csv")]
 pub struct ReportArgs {
     /// The results file to report, or the directory holding it.
     #[arg(value_name = "RESULTS.json")]
@@ -494,9 +516,12 @@ pub struct ReportArgs {
         long,
         value_name = "NAME",
         value_parser = clap::builder::PossibleValuesParser::new(Part::ALL.map(Part::name)),
-        conflicts_with_all = ["baseline", "out"]
+        conflicts_with_all = ["baseline", "out", "format"]
     )]
     pub section: Option<String>,
+    /// The report's tables in another format too.
+    #[command(flatten)]
+    pub format: FormatFlag,
 }
 
 impl ReportArgs {
@@ -508,6 +533,7 @@ impl ReportArgs {
             scale: self.scale.clone(),
             out: self.out.clone(),
             section: self.section.as_deref().and_then(Part::named),
+            csv: self.format.csv(),
             fail_on: self
                 .fail_on
                 .iter()

@@ -699,3 +699,89 @@ fn diagnostics_print_only_when_verbose() {
     assert!(driver_lines(&["-v"]) > 0, "-v shows the driver's overhead");
     assert!(driver_lines(&["--verbose"]) > 0);
 }
+
+/// The fields of one CSV record (RFC 4180: a quoted field may hold commas and doubled quotes).
+fn csv_fields(record: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let (mut quoted, mut chars) = (false, record.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                fields.last_mut().unwrap().push('"');
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => fields.push(String::new()),
+            (c, _) => fields.last_mut().unwrap().push(c),
+        }
+    }
+    fields
+}
+
+/// `report RESULTS --format csv` writes scorecard.csv and verdicts.csv beside report.md: a header row
+/// and one row per strategy, every row as wide as its header, CRLF line ends.
+#[test]
+fn report_writes_its_tables_as_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut results: serde_json::Value = serde_json::from_str(include_str!(
+        "../../reports/tests/fixtures/compare-quick.json"
+    ))
+    .unwrap();
+    results["runs"].as_array_mut().unwrap().truncate(1);
+    let mut strategies: Vec<String> = results["runs"][0]["results"]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["strategy"].as_str().unwrap().to_owned())
+        .collect();
+    strategies.dedup();
+    let file = dir.path().join("results.json");
+    std::fs::write(&file, results.to_string()).unwrap();
+    let out = run(&["report", file.to_str().unwrap(), "--format", "csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("scorecard.csv"));
+    assert!(dir.path().join("report.md").is_file());
+    for (name, first) in [
+        (
+            "scorecard.csv",
+            "strategy,CS/s (trials min–max),acquire p99 ms",
+        ),
+        (
+            "verdicts.csv",
+            "strategy,baseline: violated,baseline: trials,baseline: 95% interval,baseline: verdict",
+        ),
+    ] {
+        let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert!(
+            text.ends_with("\r\n") && !text.contains("\n\n"),
+            "{name}: {text:?}"
+        );
+        let lines: Vec<&str> = text.split_terminator("\r\n").collect();
+        assert!(lines[0].starts_with(first), "{name}: {}", lines[0]);
+        let width = csv_fields(lines[0]).len();
+        let rows: Vec<String> = lines[1..]
+            .iter()
+            .map(|l| {
+                let fields = csv_fields(l);
+                assert_eq!(fields.len(), width, "{name}: {l}");
+                fields[0].clone()
+            })
+            .collect();
+        assert_eq!(rows, strategies, "{name}: one row per strategy");
+    }
+    let verdicts = std::fs::read_to_string(dir.path().join("verdicts.csv")).unwrap();
+    let memory = verdicts
+        .split_terminator("\r\n")
+        .find(|l| l.starts_with("memory,"));
+    let memory = csv_fields(memory.unwrap());
+    assert_eq!(
+        (memory[1].as_str(), memory[4].as_str()),
+        ("0", "safe"),
+        "{memory:?}"
+    );
+    assert!(memory[2].parse::<u32>().unwrap() >= 1, "{memory:?}");
+    usage_error(
+        &["report", file.to_str().unwrap(), "--format", "xlsx"],
+        "[possible values: csv]",
+    );
+}

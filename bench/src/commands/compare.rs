@@ -72,6 +72,8 @@ pub struct CompareRequest {
     pub workload_fields: ScenarioFile,
     /// `--time-scale`: run at 1/N time.
     pub time_scale: Option<u32>,
+    /// Also write the report's tables as CSV (`--format csv`): scorecard.csv and verdicts.csv.
+    pub csv: bool,
 }
 
 impl CompareRequest {
@@ -384,6 +386,11 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     let (comparison, cost) = compare.comparison(&chosen, started_at, ran, skipped_peers);
     let results_path = output::write_atomic(&out_dir, output::RESULTS_FILE, &comparison.to_json())?;
     let written = report::render(&out_dir, &comparison, None, &cost)?;
+    let tables = if args.csv {
+        report::write_csv(&out_dir, &comparison, &cost)?
+    } else {
+        Vec::new()
+    };
     let what = match &args.scenarios {
         Some(names) => format!("--scenarios {names}"),
         None => format!("{} suite", comparison.suite),
@@ -396,6 +403,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     );
     println!("results: {}", results_path.display());
     report::print_written(&written);
+    report::print_tables(&tables);
     if interrupted {
         return Ok(EXIT_INTERRUPTED);
     }

@@ -1,5 +1,5 @@
 //! `lockbench report RESULTS.json [--baseline OLD.json [--fail-on regression|violation]]
-//! [--scale SCALE.json] [--out DIR] [--section NAME]`: renders the reports again from a results file — a comparison
+//! [--scale SCALE.json] [--out DIR] [--section NAME] [--format csv]`: renders the reports again from a results file — a comparison
 //! (`lockbench compare`) or a single run (`lockbench run`) — with the changes against an earlier file
 //! when `--baseline` is given (one summary line printed; with `--fail-on`, exit 1 when the changes
 //! hold what it names: the CI gate) and the cost-against-held-locks charts and losses at scale when a
@@ -34,6 +34,8 @@ pub struct ReportRequest {
     pub fail_on: Vec<FailOn>,
     /// Print this section of the Markdown report alone instead of writing the reports.
     pub section: Option<Part>,
+    /// Also write the report's tables as CSV (`--format csv`): scorecard.csv and verdicts.csv.
+    pub csv: bool,
 }
 
 /// A kind of change against the baseline that `--fail-on` turns into exit code 1.
@@ -110,6 +112,32 @@ pub(crate) fn render(
     .map_err(|e| BenchError::failed(e.to_string()))
 }
 
+/// Writes the scorecard and the verdict matrix of `current` as CSV into `dir` (beside report.md);
+/// returns the files written.
+pub(crate) fn write_csv(
+    dir: &Path,
+    current: &Comparison,
+    cost: &[CostSeries],
+) -> Result<Vec<PathBuf>, BenchError> {
+    lockbench_reports::csv::write_csv(
+        dir,
+        ReportInput {
+            current,
+            baseline: None,
+            cost,
+        },
+    )
+    .map_err(|e| BenchError::failed(e.to_string()))
+}
+
+/// Prints where the CSV tables are, when there are any.
+pub(crate) fn print_tables(tables: &[PathBuf]) {
+    let names: Vec<String> = tables.iter().map(|p| p.display().to_string()).collect();
+    if !names.is_empty() {
+        println!("tables: {}", names.join(", "));
+    }
+}
+
 /// Prints where the reports are.
 pub(crate) fn print_written(written: &WrittenReport) {
     println!("report: {}", written.html.display());
@@ -179,6 +207,9 @@ pub(crate) fn command(mut args: ReportRequest) -> Result<i32, BenchError> {
         &cost,
     )?;
     print_written(&written);
+    if args.csv {
+        print_tables(&write_csv(&dir, &current, &cost)?);
+    }
     let Some((old, name)) = &baseline else {
         return Ok(EXIT_OK);
     };
