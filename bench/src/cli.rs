@@ -4,6 +4,19 @@
 //! Values that need domain checks (durations, lease modes, task distributions) are taken as text here
 //! and checked by the workload or the command, so every bad value gets one error line naming its
 //! field.
+//!
+//! One dialect for every flag, so a flag learned on one command works on the others:
+//! - A long flag is the name of the field it sets, `_` written `-`: the workload-file field
+//!   (`--watchdog-timeout` sets `watchdog_timeout`, `--warmup` sets `warmup`, `--leases` sets
+//!   `leases`) or, for a command's own setting, its words joined by `-` (`--step-budget`). Never an
+//!   underscore.
+//! - A flag that takes a comma-separated LIST is plural (`--strategies`, `--scenarios`, `--leases`,
+//!   `--steps`); one that takes a single value is singular (`run --scenario NAME|FILE`); a
+//!   repeatable flag is singular, one value per use (`--fault`).
+//! - One concept, one spelling across commands (`--warmup` on `run` and `scale`; `-s` is the
+//!   scenario on `run` and `compare`). A spelling that was replaced stays a hidden alias, so old
+//!   command lines keep working: `--warm-up` for `--warmup`, `--lease` for `--leases`,
+//!   `compare --scenario` for `--scenarios`. `bench/tests/cli.rs` checks these rules on every flag.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -19,10 +32,21 @@ use crate::commands::compare::CompareRequest;
 use crate::commands::report::{FailOn, ReportRequest};
 use crate::commands::run::{RunOutcome, RunRequest};
 use crate::commands::scale::{ScaleOptions, ScaleRequest};
-use crate::commands::{compare, report, scale};
+use crate::commands::{compare, report, scale, suite};
 use crate::driver::child;
 use crate::workload::{Fit, ScenarioFile, split_list};
 use crate::{scenarios, strategies};
+
+/// The value syntax of the workload flags `run` and `compare` share, as one literal for `concat!`
+/// (every command's help states the syntax it accepts).
+macro_rules! workload_syntax {
+    () => {
+        "\
+DURATIONS are humantime: 500ms, 20s, 1m 30s.
+TASK distributions: 50ms | uniform 10ms..100ms | exp 50ms | lognormal 50ms 0.5 | \"95% 50ms, 5% uniform 3s..5s\".
+LEASES: watchdog | fixed:<duration>, comma-separated; each lease mode runs as its own case per strategy."
+    };
+}
 
 /// lockbench: compare distributed lock strategies on real local servers.
 #[derive(Debug, Parser)]
@@ -32,9 +56,19 @@ use crate::{scenarios, strategies};
     about = "Compares distributed lock strategies on real local servers: throughput, latency, renewal health and safety",
     long_about = None,
     arg_required_else_help = true,
-    propagate_version = true
+    propagate_version = true,
+    after_help = "\
+Examples:
+  lockbench strategies                              # what can be compared
+  lockbench run --strategies memory --duration 2s   # a first run, no server needed
+  lockbench compare --quick                         # every strategy through the quick suite, about 4 minutes
+  lockbench report results/compare-<UTC time>       # render the reports again
+Each command's --help has its syntax and more examples."
 )]
 pub struct Cli {
+    /// Also print internal diagnostics: the driver's own cost per cycle, each scenario's case length.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -46,12 +80,20 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List the lock strategies, the server each needs and what each can do.
+    #[command(after_help = "\
+Examples:
+  lockbench strategies            # every strategy: its server, whether `all` includes it, capabilities
+  lockbench strategies --peers    # only the real libraries, each with the strategy that models it")]
     Strategies {
         /// Only the peers (the real libraries), each with the strategy that models it.
         #[arg(long)]
         peers: bool,
     },
     /// List the scenario presets.
+    #[command(after_help = "\
+Examples:
+  lockbench scenarios                                        # every preset and what it does to a lock
+  lockbench run -s process-pause --strategies redis-watchdog   # run one of them")]
     Scenarios,
     /// Run a scenario against strategies; writes DIR/results.json and prints a summary.
     Run(RunArgs),
@@ -146,8 +188,8 @@ pub struct WorkloadFlags {
     #[arg(long, value_name = "DIST")]
     pub task: Option<String>,
     /// Lease modes, comma-separated: watchdog, fixed:300ms.
-    #[arg(long, value_name = "LIST")]
-    pub lease: Option<String>,
+    #[arg(long, value_name = "LIST", alias = "lease")]
+    pub leases: Option<String>,
     /// TTL of watchdog leases (renewed every third of it).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub watchdog_timeout: Option<String>,
@@ -172,7 +214,7 @@ impl WorkloadFlags {
             clients: self.clients,
             keys: self.keys,
             task: self.task.clone(),
-            leases: self.lease.as_deref().map(split_list),
+            leases: self.leases.as_deref().map(split_list),
             watchdog_timeout: self.watchdog_timeout.clone(),
             acquire_wait: self.acquire_wait.clone(),
             think: self.think.clone(),
@@ -183,13 +225,34 @@ impl WorkloadFlags {
     }
 }
 
+/// The report-format flag of `report` and `compare` (defined once).
+#[derive(Debug, Clone, Default, Args)]
+pub struct FormatFlag {
+    /// Also write the report's tables in this format beside report.md (report.html and report.md
+    /// are always written): csv writes scorecard.csv and verdicts.csv (RFC 4180), one row per
+    /// strategy.
+    #[arg(long, value_name = "FORMAT", value_parser = ["csv"])]
+    pub format: Option<String>,
+}
+
+impl FormatFlag {
+    /// Whether CSV is asked for.
+    pub fn csv(&self) -> bool {
+        self.format.as_deref() == Some("csv")
+    }
+}
+
 /// `lockbench run`: a scenario (preset or TOML file) with overrides.
 #[derive(Debug, Clone, Default, Args)]
-#[command(after_help = "\
-DURATIONS are humantime: 500ms, 20s, 1m 30s.
-TASK distributions: 50ms | uniform 10ms..100ms | exp 50ms | lognormal 50ms 0.5 | \"95% 50ms, 5% uniform 3s..5s\".
-LEASES: watchdog | fixed:<duration>, comma-separated; each lease mode runs as its own case per strategy.
-Exit codes: 0 done, 1 failed while running, 2 bad input (nothing measured), 130 interrupted (partial results written).")]
+#[command(after_help = concat!(workload_syntax!(), "
+Exit codes: 0 done, 1 failed while running, 2 bad input (nothing measured), 130 interrupted (partial results written).
+
+Examples:
+  lockbench run --strategies memory --duration 2s                # a first run, no server needed
+  lockbench run -s process-pause --strategies redis-watchdog,zookeeper
+  lockbench run -s lease-too-short --leases watchdog,fixed:1s --task \"uniform 10ms..100ms\"
+  lockbench run -s my-scenario.toml --clients 8 --keys 2 --out results/mine
+  lockbench run --strategies redis-watchdog --redis redis://10.0.0.5:6379/0 --fault \"pause_worker at=1s duration=2s\""))]
 pub struct RunArgs {
     /// Preset name (see `lockbench scenarios`) or path of a scenario TOML file.
     #[arg(short, long, value_name = "NAME|FILE", default_value = "baseline")]
@@ -204,7 +267,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u64>)]
     pub cycles: Option<u64>,
     /// Unmeasured time at the start of each case.
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        alias = "warm-up",
+        allow_hyphen_values = true
+    )]
     pub warmup: Option<String>,
     /// The workload: clients, keys, task, leases, TTL, acquire wait, think time or rate, on lost().
     #[command(flatten)]
@@ -288,14 +356,22 @@ impl RunArgs {
 
 /// `lockbench compare`.
 #[derive(Debug, Clone, Default, Args)]
-#[command(after_help = "\
+#[command(after_help = concat!("\
 Runs every scenario of the suite (baseline, long-tail, lease-too-short, every fault kind and a short
 many-locks scale pass; --full adds the library-fidelity scenarios) against every strategy each applies to, every case --trials times with different
 seeds, starting each scenario's servers once; then writes DIR/results.json (all scenarios in one file),
 DIR/report.html (self-contained), DIR/report.md and DIR/charts/*.png|svg. `lockbench report
 DIR/results.json` renders the reports again. Planned on 2 idle cores: default (3 trials) under 20
 minutes; --quick (fewer scenarios, 1 trial) under 4 minutes; the plan is printed at the start.
-Exit codes: 0 done, 1 a case or scenario failed (the report shows it), 2 bad input, 130 interrupted.")]
+Exit codes: 0 done, 1 a case or scenario failed (the report shows it), 2 bad input, 130 interrupted.
+", workload_syntax!(), "
+
+Examples:
+  lockbench compare --quick                                  # a first look, about 4 minutes
+  lockbench compare --strategies redis-watchdog,etcd-lease,zookeeper --trials 5
+  lockbench compare --scenarios baseline,process-pause --clients 5 --task \"uniform 20ms..60ms\" --watchdog-timeout 1500ms
+  lockbench compare --workload bench/workloads/queue-consumer.toml --time-scale 10
+  lockbench compare --full --out results/full                # + the library-fidelity scenarios"))]
 pub struct CompareArgs {
     /// The short suite (under 4 minutes: fewer scenarios, 1 trial), for a first look.
     #[arg(long, conflicts_with = "thorough")]
@@ -306,14 +382,15 @@ pub struct CompareArgs {
     /// and keepalive partition), about 40 minutes at 3 trials.
     #[arg(long, conflicts_with = "quick")]
     pub full: bool,
-    /// The full suite at 10 trials per case, for tighter violation-rate intervals.
+    /// The full suite at 10 trials per case, for tighter violation-rate intervals: planned at about
+    /// 2.5 hours on 2 idle cores (every trial runs, none stops at a first violation).
     #[arg(long)]
     pub thorough: bool,
     /// Trials per case, each with its own seed [default: 3; 1 with --quick; 10 with --thorough].
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u32>)]
     pub trials: Option<u32>,
     /// Only these scenarios of the suite, comma-separated [default: the whole suite].
-    #[arg(long, value_name = "LIST")]
+    #[arg(short, long, value_name = "LIST", alias = "scenario")]
     pub scenarios: Option<String>,
     /// Output directory [default: results/compare-UTCTIME].
     #[arg(short, long, value_name = "DIR")]
@@ -350,6 +427,9 @@ pub struct CompareArgs {
     /// (a 30s TTL runs as 3s with N = 10); round trips, server latency and GC do not scale.
     #[arg(long, value_name = "N")]
     pub time_scale: Option<u32>,
+    /// The report's tables in another format too.
+    #[command(flatten)]
+    pub format: FormatFlag,
 }
 
 impl CompareArgs {
@@ -370,12 +450,19 @@ impl CompareArgs {
             workload: self.workload.clone(),
             workload_fields: self.workload_flags.fields(),
             time_scale: self.time_scale,
+            csv: self.format.csv(),
         }
     }
 }
 
 /// `lockbench worker`.
 #[derive(Debug, Clone, Default, Args)]
+#[command(after_help = "\
+ADDR is host:port; DURATIONS are humantime: 500ms, 20s, 1m 30s.
+
+Examples (LOCKBENCH_WORKER_TOKEN set to one secret on every machine):
+  lockbench run -s lease-too-short --clients 3 --workers remote --listen 0.0.0.0:7457   # the driver
+  lockbench worker --connect driver.internal:7457 --wait 1m   # on each load machine, once per client")]
 pub struct WorkerArgs {
     /// The driver's remote-worker address (`host:port`, as printed by `lockbench run --workers remote`).
     #[arg(long, value_name = "ADDR")]
@@ -406,7 +493,14 @@ counts, a CS/s figure whose trials' min–max ranges do not overlap); --fail-on 
 there is one: run the same suite twice to check that its answers repeat.
 With --section NAME, prints that section alone (the tables in docs/findings/ are such sections of the
 files in docs/results/). Exit codes: 0 done, 1 writing failed or --fail-on found what it names, 2 bad input (missing file, not
-JSON, wrong schema_version).")]
+JSON, wrong schema_version).
+
+Examples:
+  lockbench report results/compare-<UTC time>      # reads DIR/results.json, writes the reports beside it
+  lockbench report NEW/results.json --baseline OLD/results.json --fail-on regression,violation
+  lockbench report docs/results/default-suite.json.gz --section verdicts
+  lockbench report results.json --scale scale.json --out /tmp/report
+  lockbench report results/compare-<UTC time> --format csv     # also scorecard.csv and verdicts.csv")]
 pub struct ReportArgs {
     /// The results file to report, or the directory holding it.
     #[arg(value_name = "RESULTS.json")]
@@ -438,9 +532,12 @@ pub struct ReportArgs {
         long,
         value_name = "NAME",
         value_parser = clap::builder::PossibleValuesParser::new(Part::ALL.map(Part::name)),
-        conflicts_with_all = ["baseline", "out"]
+        conflicts_with_all = ["baseline", "out", "format"]
     )]
     pub section: Option<String>,
+    /// The report's tables in another format too.
+    #[command(flatten)]
+    pub format: FormatFlag,
 }
 
 impl ReportArgs {
@@ -452,6 +549,7 @@ impl ReportArgs {
             scale: self.scale.clone(),
             out: self.out.clone(),
             section: self.section.as_deref().and_then(Part::named),
+            csv: self.format.csv(),
             fail_on: self
                 .fail_on
                 .iter()
@@ -472,7 +570,14 @@ Each strategy runs with one client, in its own child process; each step adds loc
 then the client holds still for --hold while the cost is measured. A strategy stops at the first acquire
 error, at --max-threads threads, at --max-rss-mib resident memory or when a step takes longer than
 --step-budget to fill; the stop and its reason are recorded. Exit codes: 0 done, 1 failed while running,
-2 bad input.")]
+2 bad input. DURATIONS are humantime (500ms, 20s, 1m 30s); LIST values are comma-separated, and held-lock
+counts take k (10k = 10000).
+
+Examples:
+  lockbench scale                                               # 1k, 10k, 100k locks, every strategy
+  lockbench scale --strategies redis-watchdog-batched --steps 100000 --watchdog-timeout 3s
+  lockbench scale --peers --strategies redisson,zookeeper,etcd-lease   # beside Redisson, Curator, kazoo, etcd's Mutex
+  lockbench scale --strategies redis-watchdog --redis redis://10.0.0.5:6379/0 --warmup 2s")]
 pub struct ScaleArgs {
     /// Strategy ids, comma-separated, or `all` [default: all but redis-keyspace-naive].
     #[arg(long, value_name = "LIST")]
@@ -508,8 +613,13 @@ pub struct ScaleArgs {
     pub peers: bool,
     /// Acquire-and-release cycles every strategy runs before its first step, unmeasured [default: the
     /// longest warm-up a chosen strategy needs: 4s with a JVM library, else none].
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub warm_up: Option<String>,
+    #[arg(
+        long,
+        value_name = "DURATION",
+        alias = "warm-up",
+        allow_hyphen_values = true
+    )]
+    pub warmup: Option<String>,
     /// Output directory [default: results/scale-UTCTIME].
     #[arg(short, long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -543,7 +653,7 @@ impl ScaleArgs {
                 in_process: self.in_process || self.worker,
                 yardstick: true,
                 peers: self.peers,
-                warm_up: self.warm_up.clone(),
+                warm_up: self.warmup.clone(),
             },
             out: self.out.clone(),
             servers: self.servers.given(),
@@ -571,6 +681,7 @@ where
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
     };
+    crate::base::verbosity::set_verbose(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -731,16 +842,41 @@ fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
     Ok(EXIT_OK)
 }
 
+/// `lockbench scenarios`: every preset with the suites of `compare` that run it (read from the
+/// suite itself) and its description; then the many-locks pass, which only `compare` runs.
 fn list_scenarios() -> Result<i32, BenchError> {
-    let width = scenarios::PRESETS
+    let mut rows: Vec<(&str, String, String)> = scenarios::PRESETS
         .iter()
-        .map(|p| p.name.len())
-        .max()
-        .unwrap_or(8);
-    for preset in scenarios::PRESETS {
-        println!("{:width$}  {}", preset.name, preset.description());
+        .map(|p| (p.name, suite_column(p.name), p.description()))
+        .collect();
+    rows.push((
+        suite::MANY_LOCKS,
+        suite_column(suite::MANY_LOCKS),
+        "compare only: a short `lockbench scale` pass, one client holding 1,000 then 10,000 locks"
+            .to_owned(),
+    ));
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(8);
+    let suites = rows.iter().map(|r| r.1.len()).max().unwrap_or(6);
+    println!("{:width$}  {:suites$}  description", "scenario", "suites");
+    for (name, in_suites, description) in &rows {
+        println!("{name:width$}  {in_suites:suites$}  {description}");
     }
+    println!(
+        "suites: `compare --quick`, `compare` (default), `compare --full`, `compare --thorough` (the \
+         full suite at 10 trials); one in a suite also runs alone with `compare --scenarios NAME`; every \
+         preset runs with `run -s NAME`, the only way for those by name only"
+    );
     Ok(EXIT_OK)
+}
+
+/// The suites column of `lockbench scenarios`: `quick, default, full, thorough`, or `by name only`.
+fn suite_column(scenario: &str) -> String {
+    let names = suite::suites_running(scenario);
+    if names.is_empty() {
+        "by name only".to_owned()
+    } else {
+        names.join(", ")
+    }
 }
 
 #[cfg(test)]
@@ -795,7 +931,7 @@ mod tests {
             "1500ms",
             "--max-rss-mib",
             "512",
-            "--warm-up",
+            "--warmup",
             "2s",
         ])
         .options
@@ -816,6 +952,42 @@ mod tests {
         assert!(time_bound(&spec) > spec.step_budget * 2);
     }
 
+    /// `about 40 minutes` or `about 2.5 hours` in `text`, in hours.
+    fn stated_hours(text: &str) -> Option<f64> {
+        let rest = text.split("about ").nth(1)?;
+        let mut words = rest.split_whitespace();
+        let n: f64 = words.next()?.parse().ok()?;
+        match words.next()?.trim_end_matches([',', '.', ';']) {
+            "minutes" => Some(n / 60.0),
+            "hours" => Some(n),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_suite_times_in_compare_help_are_the_planners() {
+        use clap::CommandFactory as _;
+        let command = Cli::command();
+        let compare = command.find_subcommand("compare").expect("compare");
+        for (flag, trials, settle_early) in [("full", 3, true), ("thorough", 10, false)] {
+            let help = compare
+                .get_arguments()
+                .find(|a| a.get_id() == flag)
+                .and_then(|a| a.get_help())
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let plan = suite::plan(suite::Suite::Full, "all", trials, settle_early, None);
+            let planned = suite::planned_total(&plan).as_secs_f64() / 3600.0;
+            let stated =
+                stated_hours(&help).unwrap_or_else(|| panic!("--{flag} states no time: {help}"));
+            eprintln!("--{flag}: planned {planned:.2} h, stated {stated:.2} h");
+            assert!(
+                (stated - planned).abs() <= planned * 0.2,
+                "--{flag} says {stated:.2} h, the planner {planned:.2} h: {help}"
+            );
+        }
+    }
+
     #[test]
     fn workload_flags_are_defined_once_and_reach_run_and_compare() {
         let argv = |command: &'static str| {
@@ -828,7 +1000,7 @@ mod tests {
                 "2",
                 "--task",
                 "uniform 20ms..60ms",
-                "--lease",
+                "--leases",
                 "watchdog,fixed:1s",
                 "--watchdog-timeout",
                 "1500ms",

@@ -198,11 +198,11 @@ fn bad_values_name_their_field() {
         "task: mix weights add up to 50%",
     );
     usage_error(
-        &["run", "--lease", "forever"],
+        &["run", "--leases", "forever"],
         "leases: expected watchdog or fixed",
     );
     usage_error(
-        &["run", "--lease", "fixed:0s"],
+        &["run", "--leases", "fixed:0s"],
         "leases: a fixed lease must be longer than 0",
     );
     usage_error(
@@ -487,5 +487,301 @@ fn report_prints_one_section() {
     usage_error(
         &["report", file, "--section", "peers"],
         "no data for section peers",
+    );
+}
+
+/// Every visible long flag of every subcommand, as `(subcommand, flag, value name)`: what a user
+/// reads in `--help` (hidden flags and hidden aliases left out).
+fn visible_long_flags() -> Vec<(String, String, String)> {
+    use clap::CommandFactory as _;
+    let cli = lockbench::Cli::command();
+    let mut flags = Vec::new();
+    for command in cli.get_subcommands() {
+        for arg in command.get_arguments().filter(|a| !a.is_hide_set()) {
+            let value = arg
+                .get_value_names()
+                .map(|names| names.join(" "))
+                .unwrap_or_default();
+            for long in arg
+                .get_long()
+                .into_iter()
+                .chain(arg.get_visible_aliases().into_iter().flatten())
+            {
+                flags.push((
+                    command.get_name().to_owned(),
+                    long.to_owned(),
+                    value.clone(),
+                ));
+            }
+        }
+    }
+    flags
+}
+
+/// One dialect (the rule at the top of bench/src/cli.rs): no underscore in a flag; no concept spelled
+/// two ways across commands (`--warmup` beside `--warm-up`); a flag taking a comma-separated LIST
+/// is plural, as the workload file's field is (`--leases`, not `--lease`).
+#[test]
+fn every_flag_speaks_one_dialect() {
+    let flags = visible_long_flags();
+    assert!(flags.len() > 40, "flags found: {flags:?}");
+    let mut problems = Vec::new();
+    let mut spellings: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        std::collections::BTreeMap::new();
+    for (command, flag, value) in &flags {
+        if flag.contains('_') || flag.chars().any(|c| c.is_ascii_uppercase()) {
+            problems.push(format!(
+                "{command} --{flag}: write it lower-case, words joined by '-'"
+            ));
+        }
+        if value == "LIST" && !flag.ends_with('s') {
+            problems.push(format!("{command} --{flag} {value}: a list flag is plural"));
+        }
+        spellings
+            .entry(flag.replace('-', ""))
+            .or_default()
+            .insert(format!("--{flag}"));
+    }
+    for (_, spelled) in spellings.iter().filter(|(_, s)| s.len() > 1) {
+        problems.push(format!("one concept, two spellings: {spelled:?}"));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The spellings replaced by the dialect still parse, as hidden aliases: old command lines work.
+#[test]
+fn old_spellings_still_parse() {
+    use clap::Parser as _;
+    for argv in [
+        &["lockbench", "run", "--warm-up", "1s", "--lease", "watchdog"][..],
+        &["lockbench", "run", "--warmup", "1s", "--leases", "watchdog"],
+        &["lockbench", "scale", "--warm-up", "1s"],
+        &["lockbench", "scale", "--warmup", "1s"],
+        &[
+            "lockbench",
+            "compare",
+            "--scenario",
+            "baseline",
+            "--lease",
+            "watchdog",
+        ],
+        &[
+            "lockbench",
+            "compare",
+            "-s",
+            "baseline,long-tail",
+            "--leases",
+            "watchdog",
+        ],
+    ] {
+        if let Err(e) = lockbench::Cli::try_parse_from(argv) {
+            panic!("{argv:?}: {e}");
+        }
+    }
+    for (command, old) in [
+        ("run", "--warm-up"),
+        ("run", "--lease "),
+        ("scale", "--warm-up"),
+        ("compare", "--lease "),
+        ("compare", "--scenario "),
+    ] {
+        let help = String::from_utf8_lossy(&run(&[command, "--help"]).stdout).into_owned();
+        assert!(!help.contains(old), "{command} --help shows {old}:\n{help}");
+    }
+}
+
+/// Every command's help ends with examples, and states the syntax of the values it takes: `compare`
+/// takes `--task` and durations as `run` does, so its help shows their syntax too.
+#[test]
+fn every_help_has_examples_and_its_syntax() {
+    use clap::CommandFactory as _;
+    let cli = lockbench::Cli::command();
+    let mut commands = vec![Vec::new()];
+    commands.extend(
+        cli.get_subcommands()
+            .filter(|c| !c.is_hide_set())
+            .map(|c| vec![c.get_name().to_owned()]),
+    );
+    assert!(commands.len() >= 8, "{commands:?}");
+    for command in &commands {
+        let mut args: Vec<&str> = command.iter().map(String::as_str).collect();
+        args.push("--help");
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            help.contains("\nExamples") && help.contains(":\n  lockbench "),
+            "{args:?} has no examples:\n{help}"
+        );
+    }
+    for command in ["run", "compare"] {
+        let help = String::from_utf8_lossy(&run(&[command, "--help"]).stdout).into_owned();
+        for syntax in [
+            "DURATIONS are humantime: 500ms",
+            "TASK distributions: 50ms | uniform 10ms..100ms",
+            "LEASES: watchdog | fixed:<duration>",
+        ] {
+            assert!(
+                help.contains(syntax),
+                "{command} --help lacks {syntax:?}:\n{help}"
+            );
+        }
+    }
+}
+
+/// `lockbench scenarios` says which suites of `compare` run each scenario (read from the suite), and
+/// which run only by name; `compare --help` says how long `--thorough` takes.
+#[test]
+fn scenarios_name_their_suites() {
+    let out = run(&["scenarios"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name}: {text}"))
+            .to_owned()
+    };
+    assert!(line("scenario").contains("suites"), "a header: {text}");
+    for (name, suites) in [
+        ("baseline", "quick, default, full, thorough"),
+        ("cpu-starvation", "default, full, thorough"),
+        ("renewal-error", "full, thorough"),
+        ("many-locks", "default, full, thorough"),
+        ("overhead", "by name only"),
+    ] {
+        let found = line(name);
+        assert!(found.contains(&format!("  {suites}  ")), "{name}: {found}");
+    }
+    let help = String::from_utf8_lossy(&run(&["compare", "--help"]).stdout).into_owned();
+    let thorough = help
+        .lines()
+        .skip_while(|l| !l.contains("--thorough"))
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        thorough.contains("hours"),
+        "--thorough states its time: {thorough}"
+    );
+}
+
+/// The console holds progress and findings: the driver's own cost per cycle prints only with
+/// `-v`/`--verbose` (a global flag, before or after the command).
+#[test]
+fn diagnostics_print_only_when_verbose() {
+    let driver_lines = |verbose: &[&str]| {
+        let dir = tempfile::tempdir().unwrap();
+        let out_dir = dir.path().join("out");
+        let mut args = verbose.to_vec();
+        args.extend([
+            "run",
+            "--strategies",
+            "memory",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--no-progress",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(stdout.contains("results: "), "{stdout}");
+        stdout
+            .lines()
+            .filter(|l| l.contains("driver overhead"))
+            .count()
+    };
+    assert_eq!(driver_lines(&[]), 0, "no diagnostics by default");
+    assert!(driver_lines(&["-v"]) > 0, "-v shows the driver's overhead");
+    assert!(driver_lines(&["--verbose"]) > 0);
+}
+
+/// The fields of one CSV record (RFC 4180: a quoted field may hold commas and doubled quotes).
+fn csv_fields(record: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let (mut quoted, mut chars) = (false, record.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                fields.last_mut().unwrap().push('"');
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => fields.push(String::new()),
+            (c, _) => fields.last_mut().unwrap().push(c),
+        }
+    }
+    fields
+}
+
+/// `report RESULTS --format csv` writes scorecard.csv and verdicts.csv beside report.md: a header row
+/// and one row per strategy, every row as wide as its header, CRLF line ends.
+#[test]
+fn report_writes_its_tables_as_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut results: serde_json::Value = serde_json::from_str(include_str!(
+        "../../reports/tests/fixtures/compare-quick.json"
+    ))
+    .unwrap();
+    results["runs"].as_array_mut().unwrap().truncate(1);
+    let mut strategies: Vec<String> = results["runs"][0]["results"]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["strategy"].as_str().unwrap().to_owned())
+        .collect();
+    strategies.dedup();
+    let file = dir.path().join("results.json");
+    std::fs::write(&file, results.to_string()).unwrap();
+    let out = run(&["report", file.to_str().unwrap(), "--format", "csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("scorecard.csv"));
+    assert!(dir.path().join("report.md").is_file());
+    for (name, first) in [
+        (
+            "scorecard.csv",
+            "strategy,CS/s (trials min–max),acquire p99 ms",
+        ),
+        (
+            "verdicts.csv",
+            "strategy,baseline: violated,baseline: trials,baseline: 95% interval,baseline: verdict",
+        ),
+    ] {
+        let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert!(
+            text.ends_with("\r\n") && !text.contains("\n\n"),
+            "{name}: {text:?}"
+        );
+        let lines: Vec<&str> = text.split_terminator("\r\n").collect();
+        assert!(lines[0].starts_with(first), "{name}: {}", lines[0]);
+        let width = csv_fields(lines[0]).len();
+        let rows: Vec<String> = lines[1..]
+            .iter()
+            .map(|l| {
+                let fields = csv_fields(l);
+                assert_eq!(fields.len(), width, "{name}: {l}");
+                fields[0].clone()
+            })
+            .collect();
+        assert_eq!(rows, strategies, "{name}: one row per strategy");
+    }
+    let verdicts = std::fs::read_to_string(dir.path().join("verdicts.csv")).unwrap();
+    let memory = verdicts
+        .split_terminator("\r\n")
+        .find(|l| l.starts_with("memory,"));
+    let memory = csv_fields(memory.unwrap());
+    assert_eq!(
+        (memory[1].as_str(), memory[4].as_str()),
+        ("0", "safe"),
+        "{memory:?}"
+    );
+    assert!(memory[2].parse::<u32>().unwrap() >= 1, "{memory:?}");
+    usage_error(
+        &["report", file.to_str().unwrap(), "--format", "xlsx"],
+        "[possible values: csv]",
     );
 }

@@ -21,11 +21,12 @@ fn a_real_run_validates_and_prints_the_table() {
     let dir = tempfile::tempdir().unwrap();
     let out = support::run_ok(&[
         "run",
+        "-v",
         "--scenario",
         "baseline",
         "--strategies",
         "memory",
-        "--lease",
+        "--leases",
         "watchdog,fixed:2s",
         "--duration",
         "1s",

@@ -30,6 +30,7 @@
 //! | [`content`], [`mod@format`] | the cells and figures both formats show; the RFC 3339 timestamp |
 //! | [`sections`] | the sections in report order, each format a [`sections::Layout`]; the headings, sentences and topics both show alike |
 //! | [`markdown`], [`html`] | the two layouts |
+//! | [`mod@csv`] | the scorecard and the verdict matrix as CSV |
 //! | [`mod@write`] | writes a report to a directory |
 
 pub mod agreement;
@@ -38,6 +39,7 @@ pub mod charts;
 pub mod comparison;
 pub mod content;
 pub mod contradictions;
+pub mod csv;
 pub mod delta;
 pub mod format;
 pub mod grid;

@@ -66,7 +66,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WriteError + '_ {
 }
 
 /// Writes `bytes` to `path` through a temp file and a rename.
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let temp = path.with_file_name(format!(
         ".{}.{}.tmp",

@@ -1,6 +1,6 @@
 //! Layer 1, the leaf types every other layer uses: the clock, durations as text, the stop signal, hold
 //! intervals, "did you mean", errors and exit codes, the atomic results file, progress bars, the summary
-//! table, process CPU, measurement helpers shared with `cargo bench`, and the machine a run ran on.
+//! table, whether diagnostics show (`--verbose`), process CPU, measurement helpers shared with `cargo bench`, and the machine a run ran on.
 
 pub(crate) mod clock;
 pub(crate) mod duration;
@@ -14,3 +14,4 @@ pub(crate) mod progress;
 pub(crate) mod stop;
 pub(crate) mod suggest;
 pub(crate) mod table;
+pub(crate) mod verbosity;

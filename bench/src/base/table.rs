@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use crate::base::verbosity;
 use lockbench_reports::format::ms;
 use lockbench_reports::grid::{data_words, verdict_word};
 use lockbench_reports::model::{CaseResult, Results, Verdict};
@@ -112,7 +113,7 @@ pub(crate) fn render(results: &Results) -> String {
         if let Some(why) = &case.fault_not_applied {
             let _ = writeln!(out, "{} {}: no verdict, {why}", case.strategy, case.lease);
         }
-        if case.driver.cycles > 0 {
+        if case.driver.cycles > 0 && verbosity::verbose() {
             let _ = writeln!(
                 out,
                 "{} {}: driver overhead {:.0} ns/cycle (cycle {:.0} ns, in strategy {:.0} ns, {} cycles)",

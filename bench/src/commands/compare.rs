@@ -29,7 +29,7 @@ use crate::backends::GivenAddresses;
 use crate::base::clock::now_rfc3339;
 use crate::base::duration::format_duration;
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
-use crate::base::{output, suggest, table};
+use crate::base::{output, suggest, table, verbosity};
 use crate::commands::report;
 use crate::commands::run::{self, RunRequest};
 use crate::commands::scale::{self, ScaleOptions, ScaleRequest};
@@ -74,6 +74,8 @@ pub struct CompareRequest {
     pub time_scale: Option<u32>,
     /// Write each case's history beside its scenario's results.
     pub history: bool,
+    /// Also write the report's tables as CSV (`--format csv`): scorecard.csv and verdicts.csv.
+    pub csv: bool,
 }
 
 impl CompareRequest {
@@ -386,6 +388,11 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     let (comparison, cost) = compare.comparison(&chosen, started_at, ran, skipped_peers);
     let results_path = output::write_atomic(&out_dir, output::RESULTS_FILE, &comparison.to_json())?;
     let written = report::render(&out_dir, &comparison, None, &cost)?;
+    let tables = if args.csv {
+        report::write_csv(&out_dir, &comparison, &cost)?
+    } else {
+        Vec::new()
+    };
     let what = match &args.scenarios {
         Some(names) => format!("--scenarios {names}"),
         None => format!("{} suite", comparison.suite),
@@ -398,6 +405,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     );
     println!("results: {}", results_path.display());
     report::print_written(&written);
+    report::print_tables(&tables);
     if interrupted {
         return Ok(EXIT_INTERRUPTED);
     }
@@ -521,12 +529,19 @@ impl Compare<'_> {
                 .sum::<Duration>()
                 + suite::report_time(&self.plan);
             let title = format!("[{}/{}] {}", index + 1, self.suite.len(), entry.scenario);
-            println!(
-                "{title}: {}{}; about {} left",
-                self.cases_line(entry),
-                self.length_line(entry, *length),
-                minutes(left)
-            );
+            // The case length is a diagnostic (`--verbose`); the cases and the time left are progress.
+            let cases = self.cases_line(entry);
+            let detail = if verbosity::verbose() {
+                format!("{cases}{}", self.length_line(entry, *length))
+            } else {
+                cases.trim_end_matches([',', ' ']).to_owned()
+            };
+            let detail = if detail.is_empty() {
+                detail
+            } else {
+                format!("{detail}; ")
+            };
+            println!("{title}: {detail}about {} left", minutes(left));
             if entry.scenario == MANY_LOCKS {
                 match many_locks(self.args, &self.list, out_dir).await {
                     Ok(series) => ran.cost = series,

@@ -1,5 +1,5 @@
 //! `lockbench report RESULTS.json [--baseline OLD.json [--fail-on regression|violation|contradiction]]
-//! [--scale SCALE.json] [--out DIR] [--section NAME]`: renders the reports again from a results file — a comparison
+//! [--scale SCALE.json] [--out DIR] [--section NAME] [--format csv]`: renders the reports again from a results file — a comparison
 //! (`lockbench compare`) or a single run (`lockbench run`) — with the changes against an earlier file
 //! when `--baseline` is given (one summary line printed, then one line per first-screen cell the two
 //! runs contradict each other on and a count line; with `--fail-on`, exit 1 when the changes or the
@@ -36,6 +36,8 @@ pub struct ReportRequest {
     pub fail_on: Vec<FailOn>,
     /// Print this section of the Markdown report alone instead of writing the reports.
     pub section: Option<Part>,
+    /// Also write the report's tables as CSV (`--format csv`): scorecard.csv and verdicts.csv.
+    pub csv: bool,
 }
 
 /// A kind of change against the baseline that `--fail-on` turns into exit code 1.
@@ -117,6 +119,32 @@ pub(crate) fn render(
     .map_err(|e| BenchError::failed(e.to_string()))
 }
 
+/// Writes the scorecard and the verdict matrix of `current` as CSV into `dir` (beside report.md);
+/// returns the files written.
+pub(crate) fn write_csv(
+    dir: &Path,
+    current: &Comparison,
+    cost: &[CostSeries],
+) -> Result<Vec<PathBuf>, BenchError> {
+    lockbench_reports::csv::write_csv(
+        dir,
+        ReportInput {
+            current,
+            baseline: None,
+            cost,
+        },
+    )
+    .map_err(|e| BenchError::failed(e.to_string()))
+}
+
+/// Prints where the CSV tables are, when there are any.
+pub(crate) fn print_tables(tables: &[PathBuf]) {
+    let names: Vec<String> = tables.iter().map(|p| p.display().to_string()).collect();
+    if !names.is_empty() {
+        println!("tables: {}", names.join(", "));
+    }
+}
+
 /// Prints where the reports are.
 pub(crate) fn print_written(written: &WrittenReport) {
     println!("report: {}", written.html.display());
@@ -186,6 +214,9 @@ pub(crate) fn command(mut args: ReportRequest) -> Result<i32, BenchError> {
         &cost,
     )?;
     print_written(&written);
+    if args.csv {
+        print_tables(&write_csv(&dir, &current, &cost)?);
+    }
     let Some((old, name)) = &baseline else {
         return Ok(EXIT_OK);
     };

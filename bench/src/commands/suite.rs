@@ -319,6 +319,21 @@ pub(crate) fn entries(suite: Suite) -> Vec<(SuiteEntry, Length)> {
         .collect()
 }
 
+/// The names of the suites that run `scenario` (a [`SUITE`] entry's scenario), smallest first:
+/// `quick`, `default`, `full`, then `thorough` (the full suite at 10 trials) wherever `full` is; empty
+/// for a scenario that runs only by name.
+pub(crate) fn suites_running(scenario: &str) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = [Suite::Quick, Suite::Default, Suite::Full]
+        .into_iter()
+        .filter(|&suite| entries(suite).iter().any(|(e, _)| e.scenario == scenario))
+        .map(|suite| suite.name(false))
+        .collect();
+    if names.contains(&Suite::Full.name(false)) {
+        names.push(Suite::Full.name(true));
+    }
+    names
+}
+
 /// The workload of `entry` at `length` for `strategies` (a list as `--strategies` takes it), under
 /// the user's workload if any, as the run resolves and fits it.
 pub(crate) fn workload(

@@ -118,7 +118,7 @@ pub(crate) fn worker_args(
         spec.max_threads.to_string(),
         "--max-rss-mib".to_owned(),
         (spec.max_rss_bytes >> 20).max(1).to_string(),
-        "--warm-up".to_owned(),
+        "--warmup".to_owned(),
         format_duration(spec.warm_up),
     ];
     for kind in ServerKind::ALL {

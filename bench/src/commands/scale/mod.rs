@@ -220,10 +220,10 @@ impl ScaleOptions {
         let step_budget = duration("step-budget", &self.step_budget)?;
         let warm_up = match &self.warm_up {
             Some(text) => {
-                let d = parse_duration(text).map_err(|e| usage("warm-up", e))?;
+                let d = parse_duration(text).map_err(|e| usage("warmup", e))?;
                 if d > MAX_DURATION {
                     let most = format_duration(MAX_DURATION);
-                    return Err(usage("warm-up", format!("must be ≤ {most}")));
+                    return Err(usage("warmup", format!("must be ≤ {most}")));
                 }
                 d
             }
