@@ -84,7 +84,7 @@ pub fn verdicts(grid: &Grid<'_>, cost: &[CostSeries]) -> String {
             ]);
         }
         if !cost.is_empty() {
-            cells.push(scorecard::many_locks_cell(cost, &s.id).0);
+            cells.push(scorecard::many_locks_cell(cost, s).0);
         }
         all.push(cells);
     }

@@ -389,6 +389,7 @@ mod tests {
             client,
             intervals,
             low_bound: low_bound.saturating_mul(US),
+            history: Vec::new(),
         }
     }
 
