@@ -411,16 +411,17 @@ impl Worker {
             .resource
             .hold_began(self.client, cycle.key, cycle.t0, cycle.t1)
             .await;
-        let read_at = self.clock.now();
+        // The history's clock reads are taken only when the case records one.
+        let read_at = self.plan.history.then(|| self.clock.now());
         let read = match announced {
             Ok(()) => self.resource.read(cycle.key, token, cycle.t1).await,
             Err(e) => Err(e),
         };
-        if let Ok(value) = read {
+        if let (Ok(value), Some(read_at)) = (&read, read_at) {
             self.record(
                 state,
                 HistoryOp {
-                    value: Some(value),
+                    value: Some(*value),
                     ..HistoryOp::lock(
                         self.client,
                         cycle.key,
@@ -446,12 +447,12 @@ impl Worker {
             outcome = Outcome::Lost(self.clock.now());
         }
         if matches!(outcome, Outcome::Done) {
-            let write_at = self.clock.now();
+            let write_at = self.plan.history.then(|| self.clock.now());
             let written = self
                 .resource
                 .write(cycle.key, value + 1, token, lease_id)
                 .await;
-            if let Ok(verdict) = &written {
+            if let (Ok(verdict), Some(write_at)) = (&written, write_at) {
                 self.record(
                     state,
                     HistoryOp {
