@@ -1,38 +1,18 @@
-//! Repeated trials of one case (docs/design.md §5, verdicts and trials): the 95 % Wilson score interval for a
-//! violation rate, and pooling the trials' results entries into one — counts summed, histograms
-//! merged and summarised again, the verdict violated when any trial was, and `trials` saying how
-//! many were.
+//! Repeated trials of one case (docs/design.md §5, verdicts and trials): pooling the trials' results
+//! entries into one — counts summed, histograms merged and summarised again, the verdict violated
+//! when any trial was, and `trials` saying how many were, with the 95 % Wilson interval of the
+//! violation rate (`lockbench_reports::contradictions::wilson`).
 
 use std::collections::BTreeMap;
 
+use lockbench_reports::contradictions::wilson;
 use lockbench_reports::histogram::{Hist, decode, encode, summary};
 use lockbench_reports::model::{
     CaseResult, CaseStatus, DataState, ServerCost, Summary, Trial, Trials, Verdict,
 };
 
-/// z for a two-sided 95 % interval.
-const Z95: f64 = 1.959_963_984_540_054;
-
 /// Most overlap examples kept after pooling (as one case keeps).
 const MAX_EXAMPLES: usize = 20;
-
-/// The 95 % Wilson score interval for `k` successes in `n` trials, as (low, high); (0, 1) when `n`
-/// is 0. Unlike the normal approximation it stays inside [0, 1] and is not degenerate at 0 of n.
-pub(crate) fn wilson(k: u32, n: u32) -> (f64, f64) {
-    if n == 0 {
-        return (0.0, 1.0);
-    }
-    let n = f64::from(n);
-    let p = f64::from(k.min(n as u32)) / n;
-    let z2 = Z95 * Z95;
-    let centre = p + z2 / (2.0 * n);
-    let spread = Z95 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    let denominator = 1.0 + z2 / n;
-    (
-        ((centre - spread) / denominator).max(0.0),
-        ((centre + spread) / denominator).min(1.0),
-    )
-}
 
 /// Pools the trials of one case, given with their seeds in run order (`None` when there are none). Trials that
 /// produced no verdict (skipped, failed before starting, their fault did not take effect) count in no
@@ -364,10 +344,6 @@ fn finish(case: &mut CaseResult, histograms: &BTreeMap<String, Hist>) {
 mod tests {
     use super::*;
 
-    fn close(a: f64, b: f64) -> bool {
-        (a - b).abs() < 5e-4
-    }
-
     /// A results entry of a case that ran, from a real run's file, with `verdict`.
     fn trial(verdict: Verdict, fault_not_applied: bool) -> CaseResult {
         let fixture = include_str!("../../reports/tests/fixtures/run-redis-watchdog.json");
@@ -505,24 +481,5 @@ mod tests {
             Some("a note of trial 2; worker 3 died: exited with code 101"),
             "every trial's error kept"
         );
-    }
-
-    #[test]
-    fn wilson_matches_known_intervals() {
-        // Reference values: Wilson score interval, z = 1.96 (e.g. Newcombe 1998, Table I; R's
-        // prop.test without continuity correction).
-        for (k, n, low, high) in [
-            (0, 3, 0.0, 0.5615),
-            (3, 3, 0.4385, 1.0),
-            (1, 3, 0.0615, 0.7923),
-            (0, 10, 0.0, 0.2775),
-            (5, 10, 0.2366, 0.7634),
-            (81, 263, 0.2553, 0.3662),
-            (1, 1, 0.2065, 1.0),
-        ] {
-            let (l, h) = wilson(k, n);
-            assert!(close(l, low) && close(h, high), "{k}/{n}: ({l:.4}, {h:.4})");
-        }
-        assert_eq!(wilson(0, 0), (0.0, 1.0));
     }
 }

@@ -28,8 +28,9 @@ pub const RULE: &str = "first-screen cells whose two runs exclude each other: ve
 /// z of a two-sided 95 % interval.
 const Z95: f64 = 1.959_963_984_540_054;
 
-/// The 95 % Wilson score interval for a rate of `k` in `n` (as `lockbench run` computes it for its
-/// trials); (0, 1) when `n` is 0.
+/// The 95 % Wilson score interval for a rate of `k` in `n`, the one interval of every violation rate
+/// (`lockbench run` pools its trials with it); (0, 1) when `n` is 0. Unlike the normal approximation it
+/// stays inside [0, 1] and is not degenerate at 0 of n.
 pub fn wilson(k: u32, n: u32) -> (f64, f64) {
     if n == 0 {
         return (0.0, 1.0);
@@ -214,6 +215,7 @@ mod tests {
             (3, 3, 0.4385, 1.0),
             (1, 3, 0.0615, 0.7923),
             (0, 10, 0.0, 0.2775),
+            (5, 10, 0.2366, 0.7634),
             (81, 263, 0.2553, 0.3662),
             (1, 1, 0.2065, 1.0),
         ] {
