@@ -489,8 +489,9 @@ mod tests {
         }
     }
 
-    fn pause_record() -> Record {
-        let spec = crate::workload::faults::FaultSpec::resolve(
+    /// A one-second worker pause at the case start.
+    fn pause_spec() -> crate::workload::faults::FaultSpec {
+        crate::workload::faults::FaultSpec::resolve(
             &crate::workload::faults::parse_fault_text("pause_worker at=0s duration=1s")
                 .expect("parses"),
             crate::base::duration::Units {
@@ -498,7 +499,11 @@ mod tests {
                 task: Duration::from_millis(10),
             },
         )
-        .expect("valid");
+        .expect("valid")
+    }
+
+    fn pause_record() -> Record {
+        let spec = pause_spec();
         let mut rec = Record::new(&spec, 0);
         rec.took_effect("worker process 7 stopped (/proc state T)");
         rec
@@ -580,15 +585,7 @@ mod tests {
 
     #[test]
     fn a_window_without_evidence_or_without_a_later_acquire_is_not_applied() {
-        let spec = crate::workload::faults::FaultSpec::resolve(
-            &crate::workload::faults::parse_fault_text("pause_worker at=0s duration=1s")
-                .expect("parses"),
-            crate::base::duration::Units {
-                ttl: Duration::from_secs(1),
-                task: Duration::from_millis(10),
-            },
-        )
-        .expect("valid");
+        let spec = pause_spec();
         // Never checked: `applied` null once read as applied.
         let w = Record::new(&spec, 0).window(0);
         assert_eq!(w.applied, Some(false));
