@@ -305,6 +305,15 @@ pub struct RunArgs {
     /// as JSON lines into DIR/history/, for a checker outside lockbench (bench/tests/checker/).
     #[arg(long)]
     pub history: bool,
+    /// Run each case N times, each with its own seed, and pool them into one result that says how
+    /// many trials were violated, with the 95 % interval of the rate [default: one run, not pooled].
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u32>)]
+    pub trials: Option<u32>,
+    /// With --trials: the most trials a case may run; a case whose trials disagree, or where the
+    /// scenario's theory calls the break a race and it broke in every trial, gets extra trials until
+    /// its 95 % interval is narrow [default: --trials, no extra trials].
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u32>)]
+    pub max_trials: Option<u32>,
     /// Inject a fault in every case, replacing the scenario's (repeatable; `none` removes them):
     /// KIND [at=D] [target=holder|client:N|all|server] [duration=D] and the kind's settings, e.g.
     /// "pause_worker at=1s duration=2s". Kinds: pause_worker, crash_worker, starve_worker, cpu_hog
@@ -344,9 +353,11 @@ impl RunArgs {
             out: self.out.clone(),
             servers: self.servers.given(),
             progress: !self.no_progress,
-            trials: 0,
+            trials: self.trials.unwrap_or(0),
             progress_title: None,
             settle_early: false,
+            max_trials: self.max_trials.unwrap_or(0),
+            extra_trials_until: None,
             listen: self.listen.clone(),
             fit: Fit::default(),
             history: self.history,
@@ -389,6 +400,12 @@ pub struct CompareArgs {
     /// Trials per case, each with its own seed [default: 3; 1 with --quick; 10 with --thorough].
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u32>)]
     pub trials: Option<u32>,
+    /// The most trials a case may run: a case whose trials disagree, or where theory calls the
+    /// break a race and it broke in every trial, gets extra trials (after every planned one, within
+    /// the suite's budget) until its 95 % interval is narrow [default: 3 × --trials; --trials with
+    /// --quick or --thorough].
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number::<u32>)]
+    pub max_trials: Option<u32>,
     /// Only these scenarios of the suite, comma-separated [default: the whole suite].
     #[arg(short, long, value_name = "LIST", alias = "scenario")]
     pub scenarios: Option<String>,
@@ -440,6 +457,7 @@ impl CompareArgs {
             full: self.full,
             thorough: self.thorough,
             trials: self.trials,
+            max_trials: self.max_trials,
             scenarios: self.scenarios.clone(),
             out: self.out.clone(),
             strategies: self.strategies.clone(),

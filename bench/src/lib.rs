@@ -27,6 +27,7 @@ mod faults;
 mod results;
 mod scenarios;
 pub mod strategies;
+mod trial_stop;
 mod trials;
 mod workload;
 

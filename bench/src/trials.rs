@@ -36,6 +36,7 @@ pub(crate) fn pool(mut trials: Vec<(u64, CaseResult)>, stopped_early: bool) -> O
             verdict: c.safety.verdict,
             reasons: c.safety.reasons.clone(),
             completed: c.operations.completed,
+            measured_ms: Some(c.window.measured_ms),
         })
         .collect();
     let runs = each.len() as u32;
@@ -104,6 +105,7 @@ pub(crate) fn pool(mut trials: Vec<(u64, CaseResult)>, stopped_early: bool) -> O
         fault_not_applied: not_applied.len() as u32,
         unknown,
         each,
+        stopped_by: None,
     });
     Some(pooled)
 }

@@ -8,7 +8,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use lockbench_reports::model::CaseStatus;
+use lockbench_reports::model::{CaseStatus, TrialStop};
 use lockbench_reports::schema::validate;
 use serde_json::{Value, json};
 
@@ -607,4 +607,86 @@ fn an_output_directory_is_never_written_twice() {
     assert_eq!(refused.status.code(), Some(2), "{err}");
     assert!(err.contains("another lockbench command (pid"), "{err}");
     assert!(!busy.path().join("results.json").exists());
+}
+
+/// A scenario file in `dir` whose one fixed 100 ms lease always expires under 120-160 ms tasks, with
+/// `expect` as its `[expect]` table's default.
+fn short_lease_scenario(dir: &std::path::Path, expect: &str) -> String {
+    let path = dir.join("short-lease.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "description = \"a fixed lease shorter than every task\"\n\
+             clients = 2\nkeys = 1\ntask = \"uniform 120ms..160ms\"\nleases = [\"fixed:100ms\"]\n\
+             acquire_wait = \"2s\"\non_lost = \"ignore\"\nduration = \"600ms\"\nwarmup = \"0s\"\n\
+             [expect]\ndefault = {expect}\n"
+        ),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn trials_stop_by_a_rule_they_name_and_a_race_that_always_broke_gets_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let trials_of = |expect: &str, max: &str, out: &str| {
+        let scenario = short_lease_scenario(dir.path(), expect);
+        let out = dir.path().join(out);
+        support::run_ok(&[
+            "run",
+            "-s",
+            &scenario,
+            "--strategies",
+            "memory",
+            "--trials",
+            "3",
+            "--max-trials",
+            max,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let results = support::read_results(&out);
+        results.cases[0].trials.clone().expect("pooled trials")
+    };
+    // Theory calls it a race, yet it broke in all 3 planned trials: that has not shown it is a race,
+    // so it runs on until the interval of its rate is narrow (4 of 4: 51-100 %).
+    let race = trials_of("{ either = \"called a race for this test\" }", "8", "race");
+    assert_eq!((race.violated, race.runs), (4, 4), "{race:?}");
+    assert_eq!(race.stopped_by, Some(TrialStop::Narrow), "{race:?}");
+    let (low, high) = race.interval().expect("every trial ran, so a rate");
+    assert!(high - low <= 0.5, "{low}..{high}");
+    // The cap holds: at most 3 trials when --max-trials is 3, and the cap is named as what stopped
+    // a case that wanted more.
+    let capped = trials_of("{ either = \"called a race\" }", "3", "capped");
+    assert_eq!(capped.runs, 3, "{capped:?}");
+    assert_eq!(capped.stopped_by, Some(TrialStop::Cap), "{capped:?}");
+    // Theory says it holds and it broke every time: the trials agree, no extra ones.
+    let agreed = trials_of("\"safe\"", "8", "agreed");
+    assert_eq!((agreed.violated, agreed.runs), (3, 3), "{agreed:?}");
+    assert_eq!(agreed.stopped_by, Some(TrialStop::Planned), "{agreed:?}");
+    assert!(
+        agreed.each.iter().all(|t| t.measured_ms == Some(600.0)),
+        "each trial keeps its own window: {agreed:?}"
+    );
+}
+
+#[test]
+fn trial_counts_outside_what_a_run_can_do_are_refused() {
+    for (args, needle) in [
+        (&["--trials", "3", "--max-trials", "2"][..], "--max-trials"),
+        (&["--max-trials", "4"][..], "--max-trials"),
+        (&["--trials", "101"][..], "--trials"),
+        (
+            &["--trials", "3", "--max-trials", "101"][..],
+            "--max-trials",
+        ),
+    ] {
+        let mut all = vec!["run", "--strategies", "memory"];
+        all.extend_from_slice(args);
+        let out = support::run(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
 }

@@ -240,6 +240,7 @@ mod tests {
             stopped_early: stopped,
             fault_not_applied: 0,
             unknown: 0,
+            stopped_by: None,
             each: completed
                 .iter()
                 .enumerate()
@@ -248,6 +249,7 @@ mod tests {
                     verdict: Verdict::Safe,
                     reasons: Vec::new(),
                     completed,
+                    measured_ms: None,
                 })
                 .collect(),
         }

@@ -259,6 +259,7 @@ mod tests {
             verdict: Verdict::Safe,
             reasons: Vec::new(),
             completed,
+            measured_ms: None,
         };
         case.trials = Some(Trials {
             runs: 3,
@@ -268,6 +269,7 @@ mod tests {
             stopped_early: false,
             fault_not_applied: 0,
             unknown: 0,
+            stopped_by: None,
             each: vec![trial(795), trial(761), trial(745)],
         });
         let spread = trial_spread_pct(&case);

@@ -244,6 +244,9 @@ pub fn trials_line(case: &CaseResult) -> Option<String> {
     if let Some(data) = data_words(case) {
         why = format!("{why}; {data}");
     }
+    if let Some(stop) = case.trials.as_ref().and_then(|t| t.stopped_by) {
+        why = format!("{why}; trials: {}", stop.describe());
+    }
     Some(match &case.trials {
         Some(t) if t.stopped_early => {
             format!(
@@ -508,6 +511,7 @@ mod tests {
             fault_not_applied: 1,
             unknown: 2,
             each: Vec::new(),
+            stopped_by: None,
         });
         let line = trials_line(&case).expect("ran");
         assert!(line.starts_with("broke at trial 3 "), "{line}");

@@ -464,6 +464,43 @@ pub struct Trials {
     pub unknown: u32,
     /// Each trial, in run order.
     pub each: Vec<Trial>,
+    /// Which rule ended the trials ([`TrialStop`]); null in files written before it was recorded.
+    #[serde(default)]
+    pub stopped_by: Option<TrialStop>,
+}
+
+/// Which rule ended a case's trials. A case runs its planned trials; one whose trials disagree (or,
+/// where theory calls the break a race, broke in every one) may get extra trials until its 95 %
+/// interval is narrow enough to name, up to a cap and within the suite's budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TrialStop {
+    /// Every planned trial ran and no rule asked for more (they agreed, or extra trials were off).
+    Planned,
+    /// A violated trial where theory predicts the break every time settled the case (no rate).
+    TheoryBreak,
+    /// Extra trials ran until the Wilson interval of the violation rate was narrow enough to name.
+    Narrow,
+    /// Extra trials ran up to the cap on trials per case without a narrow interval.
+    Cap,
+    /// The suite's time for extra trials was spent before the interval was narrow.
+    Budget,
+    /// Ctrl-C (or SIGTERM) stopped the trials.
+    Interrupted,
+}
+
+impl TrialStop {
+    /// The rule in a few words, for the reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TrialStop::Planned => "its planned trials",
+            TrialStop::TheoryBreak => "stopped at a break theory predicts",
+            TrialStop::Narrow => "extra trials until its interval was narrow",
+            TrialStop::Cap => "extra trials up to the cap, interval still wide",
+            TrialStop::Budget => "extra trials until the suite's time ran out",
+            TrialStop::Interrupted => "interrupted",
+        }
+    }
 }
 
 impl Trials {
@@ -493,6 +530,9 @@ pub struct Trial {
     pub reasons: Vec<Violation>,
     /// Critical sections completed in its measured window.
     pub completed: u64,
+    /// Its measured window (ms), so its own rate is `completed` over it; null in older files.
+    #[serde(default)]
+    pub measured_ms: Option<f64>,
 }
 
 /// Orphaned holds: tasks that ended without releasing or dropping their lease while the process lived.

@@ -61,7 +61,7 @@ pub fn many_locks_cell(cost: &[CostSeries], strategy: &StrategyInfo) -> (String,
 }
 
 /// Under the scorecard: how to read it.
-pub const NOTE: &str = "CS/s: completed critical sections per second, pooled over the trials, with the slowest and fastest trial; client requests per CS are compared only with strategies on the same server kind; a break is predicted when the scenario's theory says this strategy may violate there; data: harmed when an update was lost or a stale write accepted in any scenario (the scenarios are those it broke under), “no fencing: stale writes not detectable” for a strategy without fencing tokens (the resource cannot tell a stale write from a rightful one, so none was counted; a lost update still reads harmed), intact otherwise; unavailable: the longest stretch of a fault scenario's measured window in which no client was granted any lock (its first trial), the worst over the fault scenarios, with the scenario (≥: no lock was granted again before the case ended); the yardstick row (a lock in the driver's own process, no server) shows what the driver itself can do and is never ranked.";
+pub const NOTE: &str = "CS/s: completed critical sections per second, pooled over the trials, with the slowest and fastest trial; client requests per CS are compared only with strategies on the same server kind; a break is predicted when the scenario's theory says this strategy may violate there, and each scenario it broke under says how often: always (theory predicts a break every time, and every trial with a verdict broke or the first settled it), every trial: k of n, or sometimes: k of n, with the 95 % Wilson interval of the rate when every planned trial ran; data: harmed when an update was lost or a stale write accepted in any scenario (the scenarios are those it broke under), “no fencing: stale writes not detectable” for a strategy without fencing tokens (the resource cannot tell a stale write from a rightful one, so none was counted; a lost update still reads harmed), intact otherwise; unavailable: the longest stretch of a fault scenario's measured window in which no client was granted any lock (its first trial), the worst over the fault scenarios, with the scenario (≥: no lock was granted again before the case ended); the yardstick row (a lock in the driver's own process, no server) shows what the driver itself can do and is never ranked.";
 
 /// The scorecard: the row it measures speed and cost under, and one row of cells per strategy.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,6 +116,33 @@ fn requests_per_cs(case: &CaseResult) -> Option<(String, f64)> {
     let cost = case.server_cost.as_ref()?;
     let per = case.per_critical_section(cost.client_requests? as f64)?;
     per.is_finite().then(|| (cost.kind.clone(), per))
+}
+
+/// How often `case`, violated, broke in `row`: `always` where theory predicts a break every time and
+/// every trial that has a verdict broke (or the first settled it); otherwise `every trial: 3 of 3` or
+/// `sometimes: 2 of 9, 95 % 8–56 %`, so a race reads as one.
+pub(crate) fn how_often(row: &Row<'_>, case: &CaseResult) -> String {
+    let (k, n) = violated_of(case);
+    let theory = row
+        .run
+        .results
+        .scenario
+        .expected(&case.strategy, &case.lease);
+    let settled = case.trials.as_ref().is_some_and(|t| t.stopped_early);
+    if settled || (k == n && theory == Some(Expectation::Violated)) {
+        return "always".to_owned();
+    }
+    let interval = case
+        .trials
+        .as_ref()
+        .and_then(|t| t.interval())
+        .map(|(low, high)| format!(", 95 % {}", crate::grid::interval(low, high)))
+        .unwrap_or_default();
+    if k == n {
+        format!("every trial: {k} of {n}{interval}")
+    } else {
+        format!("sometimes: {k} of {n}{interval}")
+    }
 }
 
 /// Whether a violation of `case` in `row` was predicted (theory says violated or either).
@@ -326,10 +353,11 @@ impl Breaks {
             if violated_of(c).0 == 0 {
                 continue;
             }
+            let entry = format!("{} ({})", row.label, how_often(row, c));
             if predicted(row, c) {
-                breaks.predicted.push(row.label.clone());
+                breaks.predicted.push(entry);
             } else {
-                breaks.unexpected.push(row.label.clone());
+                breaks.unexpected.push(entry);
             }
             if c.safety.data_state() == Some(DataState::Harmed) {
                 breaks.harmed += 1;

@@ -277,6 +277,7 @@ fn full_suite() -> Comparison {
                 fault_not_applied: 0,
                 unknown: 0,
                 each: Vec::new(),
+                stopped_by: None,
             });
         }
         c.runs.push(run);

@@ -593,6 +593,7 @@ fn with_restart_and_peer() -> Comparison {
                 fault_not_applied: 0,
                 unknown: 0,
                 each: Vec::new(),
+                stopped_by: None,
             });
         }
     }
@@ -792,6 +793,7 @@ fn a_stopped_cell_has_no_interval_and_a_full_one_has() {
         fault_not_applied: 0,
         unknown: 0,
         each: Vec::new(),
+        stopped_by: None,
     });
     let stopped_cell = cell(&stopped);
     assert_eq!(stopped_cell.text, "broke at trial 1 · data harmed");
@@ -823,6 +825,7 @@ fn a_stopped_cell_has_no_interval_and_a_full_one_has() {
         fault_not_applied: 0,
         unknown: 0,
         each: Vec::new(),
+        stopped_by: None,
     });
     let full_cell = cell(&full);
     assert_eq!(full_cell.text, "1/3 · data harmed");
@@ -910,6 +913,7 @@ fn models_against_libraries_renders_from_a_hand_made_file() {
             fault_not_applied: 0,
             unknown: 0,
             each: Vec::new(),
+            stopped_by: None,
         });
     }
     let unexplained = markdown::render(&report::build(input(&c)).unwrap(), "charts");
@@ -1000,6 +1004,7 @@ fn markdown_and_html_agree_on_every_figure() {
                 stopped_early: false,
                 fault_not_applied: 0,
                 unknown: 0,
+                stopped_by: None,
                 each: [95, 100, 107]
                     .into_iter()
                     .enumerate()
@@ -1008,6 +1013,7 @@ fn markdown_and_html_agree_on_every_figure() {
                         verdict,
                         reasons: Vec::new(),
                         completed,
+                        measured_ms: None,
                     })
                     .collect(),
             });

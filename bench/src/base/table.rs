@@ -171,6 +171,7 @@ mod tests {
             fault_not_applied: 0,
             unknown: 0,
             each: Vec::new(),
+            stopped_by: None,
         });
         assert!(
             render(&results).contains("VIOLATED 1/3"),

@@ -64,6 +64,9 @@ pub struct CompareRequest {
     pub thorough: bool,
     /// Trials per case (default: 3; 1 with `quick`; 10 with `thorough`).
     pub trials: Option<u32>,
+    /// The most trials a case may run when its trials disagree, or a race broke in every one
+    /// (default: 3 × `trials`; `trials` with `quick` or `thorough`).
+    pub max_trials: Option<u32>,
     /// Only these scenarios of the suite, comma-separated (default: all of it).
     pub scenarios: Option<String>,
     /// The user's workload file (`--workload`).
@@ -90,6 +93,15 @@ impl CompareRequest {
         }
     }
 
+    /// The most trials a case may run, extra ones included.
+    pub(crate) fn max_trials(&self) -> u32 {
+        self.max_trials.unwrap_or(if self.thorough || self.quick {
+            self.trials()
+        } else {
+            EXTRA_TRIALS_FACTOR * self.trials()
+        })
+    }
+
     /// Trials per case.
     pub(crate) fn trials(&self) -> u32 {
         self.trials.unwrap_or(if self.thorough {
@@ -101,6 +113,9 @@ impl CompareRequest {
         })
     }
 }
+
+/// By default a case may run this many times its planned trials when they disagree.
+const EXTRA_TRIALS_FACTOR: u32 = 3;
 
 /// The suite `--scenarios` picks from: any scenario, at the quick suite's lengths with `--quick`.
 fn named_from(chosen: Suite) -> Suite {
@@ -353,6 +368,12 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             "--trials: must be 1..=100, got {trials}"
         )));
     }
+    let max_trials = args.max_trials();
+    if max_trials < trials || max_trials > 100 {
+        return Err(BenchError::usage(format!(
+            "--max-trials: must be at least --trials ({trials}) and at most 100, got {max_trials}"
+        )));
+    }
     let suite = chosen_entries(args.suite(), args.scenarios.as_deref())?;
     let user = UserWorkload::new(
         args.workload.as_deref(),
@@ -469,6 +490,32 @@ impl Compare<'_> {
         .collect()
     }
 
+    /// How the plan spends trials beyond the planned ones: which cases get them, up to how many,
+    /// and from what time.
+    fn extra_trials_line(&self, planned: Duration) -> String {
+        let (trials, cap) = (self.trials, self.args.max_trials());
+        let settle = if self.args.thorough {
+            "every planned trial runs"
+        } else {
+            "a break theory predicts every time stops its case at the first violated trial"
+        };
+        if cap <= trials {
+            return format!("{settle}; no extra trials (--max-trials {cap})");
+        }
+        let time = match suite::budget(self.args.suite()) {
+            Some(budget) => format!(
+                "in the time the {} budget leaves (now {}, plus whatever the run gains on the plan)",
+                minutes(budget),
+                minutes(budget.saturating_sub(planned))
+            ),
+            None => "with no time limit but the cap".to_owned(),
+        };
+        format!(
+            "{settle}; a case whose trials disagree, or a race (theory: either) that broke in every trial, gets extra trials after all planned ones, up to {cap} in all or until its 95 % Wilson interval is at most {:.0} points wide, {time}",
+            crate::trial_stop::NARROW_ENOUGH * 100.0
+        )
+    }
+
     /// Prints the user's workload, the plan, and, when it exceeds the suite's budget, each scenario's
     /// share and a time scale that would fit.
     fn announce(&self, planned: Duration) {
@@ -487,6 +534,7 @@ impl Compare<'_> {
             if trials == 1 { "" } else { "s" },
             minutes(planned)
         );
+        println!("compare: {}", self.extra_trials_line(planned));
         if let (Some(user), Some(budget)) = (&self.user, suite::budget(args.suite()))
             && planned > budget
         {
@@ -522,12 +570,18 @@ impl Compare<'_> {
     /// left; stops at an interrupt, and at a usage error on the first.
     async fn run_scenarios(&self, out_dir: &Path) -> Result<Ran, BenchError> {
         let mut ran = Ran::default();
+        let started = Instant::now();
+        let budget = suite::budget(self.args.suite());
         for (index, (entry, length)) in self.suite.iter().enumerate() {
-            let left: Duration = self.plan[index.min(self.plan.len())..]
+            let after: Duration = self.plan[(index + 1).min(self.plan.len())..]
                 .iter()
                 .map(|p| p.total)
                 .sum::<Duration>()
                 + suite::report_time(&self.plan);
+            let left = after + self.plan.get(index).map_or(Duration::ZERO, |p| p.total);
+            // Extra trials may use what the budget leaves once the later scenarios' planned time is
+            // set aside: the plan's slack and whatever the run gained on it so far.
+            let extra_until = budget.map(|b| started + b.saturating_sub(after));
             let title = format!("[{}/{}] {}", index + 1, self.suite.len(), entry.scenario);
             // The case length is a diagnostic (`--verbose`); the cases and the time left are progress.
             let cases = self.cases_line(entry);
@@ -556,7 +610,8 @@ impl Compare<'_> {
             let if_violated = scenarios::load(entry.scenario)
                 .ok()
                 .and_then(|l| l.file.if_violated);
-            let request = self.run_request(entry, *length, out_dir, &title, left);
+            let mut request = self.run_request(entry, *length, out_dir, &title, left);
+            request.extra_trials_until = extra_until;
             match run::run(request).await {
                 Ok(outcome) => {
                     print!("{}", table::render(&outcome.results));
@@ -650,6 +705,8 @@ impl Compare<'_> {
             trials: self.trials,
             progress_title: Some(format!("{title} ETA {}", minutes(left))),
             settle_early: !args.thorough,
+            max_trials: args.max_trials(),
+            extra_trials_until: None,
             listen: None,
             fit: suite::fit(entry, self.user.as_ref()),
             history: args.history,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lockbench_reports::model::{
-    CaseResult, CaseStatus, Expectation, Results, SCHEMA_VERSION, Scenario, Verdict, expected_in,
+    CaseResult, CaseStatus, Results, SCHEMA_VERSION, Scenario, TrialStop, Verdict, expected_in,
 };
 
 use crate::backends::{Backends, GivenAddresses, ServerKind};
@@ -21,6 +21,7 @@ use crate::driver::processes::kill_all_workers;
 use crate::driver::remote;
 use crate::faults::applicability;
 use crate::strategies::{Strategy, StrategySettings};
+use crate::trial_stop::{self, Next, Theory, TrialRule};
 use crate::workload::faults::{own_topology, parse_fault_text};
 use crate::workload::{Fit, LeaseSpec, ScenarioFile, WorkerMode, Workload};
 use crate::{results, scenarios, strategies, trials};
@@ -50,9 +51,14 @@ pub struct RunRequest {
     /// Shown before each case on the progress bar (`compare`: the scenario and the suite's ETA);
     /// the trial is added when there are several.
     pub progress_title: Option<String>,
-    /// Stop a case's trials at the first one that shows a violation theory predicted ([`settles`]);
-    /// `false` runs every trial.
+    /// Stop a case's trials at the first one that shows a violation theory predicts every time
+    /// ([`trial_stop::next`]); `false` runs every planned trial.
     pub settle_early: bool,
+    /// The most trials a case may run: above `trials`, a case whose trials disagree, or a race that
+    /// broke in every one, gets extra trials ([`trial_stop::next`]); 0 or `trials`: none.
+    pub max_trials: u32,
+    /// No extra trial starts after this (`compare`: what its budget leaves); `None`: only the cap.
+    pub extra_trials_until: Option<std::time::Instant>,
     /// Where to listen for remote workers (`--workers remote`; default [`remote::DEFAULT_LISTEN`]).
     pub listen: Option<String>,
     /// How `compare` fits the scenario to the user's workload (time scale, window floor); the
@@ -93,6 +99,7 @@ pub(crate) async fn command(request: RunRequest) -> Result<i32, BenchError> {
 pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
     let args = request;
     let started_at = now_rfc3339();
+    check_trials(&args)?;
     let (workload, chosen, not_applicable) = resolve(&args)?;
     let remote = listen_for_workers(&args, &workload).await?;
     let worker_exe = match std::env::var_os(WORKER_EXE_ENV) {
@@ -156,6 +163,30 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
         path: written?,
         interrupted,
     })
+}
+
+/// `--trials` and `--max-trials` are within what a run can do: 1 to 100 trials, and a cap not below
+/// the trials asked for (no cap without trials).
+fn check_trials(args: &RunRequest) -> Result<(), BenchError> {
+    if args.trials > 100 {
+        return Err(BenchError::usage(format!(
+            "--trials: must be 1..=100, got {}",
+            args.trials
+        )));
+    }
+    if args.max_trials > 0 && (args.trials == 0 || args.max_trials < args.trials) {
+        return Err(BenchError::usage(format!(
+            "--max-trials: must be at least --trials ({}), got {}",
+            args.trials, args.max_trials
+        )));
+    }
+    if args.max_trials > 100 {
+        return Err(BenchError::usage(format!(
+            "--max-trials: must be at most 100, got {}",
+            args.max_trials
+        )));
+    }
+    Ok(())
 }
 
 /// The run's workload, the strategies it runs, and those left out because its faults do not apply
@@ -263,74 +294,106 @@ struct CaseRunner<'a> {
 }
 
 impl CaseRunner<'_> {
-    /// Runs the cases of `chosen` (each strategy under each lease mode) in turn until Ctrl-C; returns
-    /// every trial's run and each case's result.
+    /// Runs the cases of `chosen` (each strategy under each lease mode) until Ctrl-C, their trials
+    /// interleaved: round by round, each case still running its next trial in turn, so a drift of the
+    /// machine falls on every case alike. Each case's trials follow [`trial_stop::next`]; extra trials
+    /// come after every planned one, while the time allowed for them lasts. Returns every trial's run
+    /// and each case's result (pooled when trials were asked for).
     async fn every_case(&self, chosen: &[&'static Strategy]) -> (Vec<CaseRun>, Vec<CaseResult>) {
-        let mut runs = Vec::new();
-        let mut cases = Vec::new();
-        let planned_cases = chosen
+        let rule = self.rule();
+        let mut cells: Vec<Cell> = chosen
             .iter()
-            .flat_map(|s| self.workload.leases.iter().map(move |l| (*s, *l)));
-        for (index, (strategy, lease)) in planned_cases.enumerate() {
-            cases.extend(self.case(index, strategy, lease, &mut runs).await);
-            if self.interrupt.is_set() {
+            .flat_map(|s| self.workload.leases.iter().map(move |l| (*s, *l)))
+            .map(|(strategy, lease)| Cell {
+                strategy,
+                lease,
+                theory: Theory::of(expected_in(
+                    &self.workload.expect,
+                    strategy.id,
+                    &lease.to_string(),
+                )),
+                trials: Vec::new(),
+                next: Next::Planned,
+            })
+            .collect();
+        let mut runs = Vec::new();
+        let mut keys_index = 0;
+        'rounds: loop {
+            let mut ran_any = false;
+            for cell in &mut cells {
+                if self.interrupt.is_set() {
+                    break 'rounds;
+                }
+                match cell.next {
+                    Next::Stop(_) => continue,
+                    Next::Extra if !self.extra_time_left() => {
+                        cell.next = Next::Stop(TrialStop::Budget);
+                        continue;
+                    }
+                    Next::Planned | Next::Extra => {}
+                }
+                let trial = cell.trials.len() as u32;
+                let (case, run) = self.trial(cell, trial, keys_index).await;
+                keys_index += 1;
+                ran_any = true;
+                runs.push(run);
+                let skipped = case.status == CaseStatus::Skipped;
+                cell.trials.push(case);
+                // A case that cannot run (skipped) will not run in another trial either.
+                cell.next = if skipped {
+                    Next::Stop(TrialStop::Planned)
+                } else {
+                    let verdicts: Vec<Verdict> =
+                        cell.trials.iter().map(|c| c.safety.verdict).collect();
+                    trial_stop::next(rule, cell.theory, &verdicts)
+                };
+            }
+            if !ran_any {
                 break;
             }
         }
+        let interrupted = self.interrupt.is_set();
+        let cases = cells
+            .into_iter()
+            .filter_map(|cell| cell.result(self.args.trials, self.workload.seed, interrupted))
+            .collect();
         (runs, cases)
     }
 
-    /// Runs a case's trials, each with its own seed, until they are done, one is skipped or settles
-    /// the case, or Ctrl-C; adds each trial's run to `runs` and returns the case's result (pooled when
-    /// trials were asked for).
-    async fn case(
-        &self,
-        index: usize,
-        strategy: &'static Strategy,
-        lease: LeaseSpec,
-        runs: &mut Vec<CaseRun>,
-    ) -> Option<CaseResult> {
-        let (args, workload) = (self.args, self.workload);
-        let trials = args.trials.max(1);
-        let mut pooled = Vec::new();
-        let mut stopped_early = false;
-        for trial in 0..trials {
-            if self.interrupt.is_set() {
-                break;
-            }
-            let seeded = Workload {
-                seed: workload.seed.wrapping_add(u64::from(trial)),
-                ..workload.clone()
-            };
-            let ctx = self.context(&seeded, trial, trials);
-            // Every trial gets keys of its own, so nothing a trial left behind meets the next.
-            let case_index = index * trials as usize + trial as usize;
-            let wall = std::time::Instant::now();
-            let mut run = run_case(&ctx, strategy, lease, case_index).await;
-            let mut case = results::case_result(&run);
-            if let Some(dir) = &self.history_dir {
-                write_history(dir, &seeded, &mut run, &case, trial, trials);
-            }
-            case.window.wall_ms = Some(wall.elapsed().as_secs_f64() * 1e3);
-            pooled.push((seeded.seed, case));
-            runs.push(run);
-            // A case that cannot run (skipped) will not run in another trial either.
-            if pooled
-                .last()
-                .is_some_and(|(_, c)| c.status == CaseStatus::Skipped)
-            {
-                break;
-            }
-            if args.settle_early && pooled.last().is_some_and(|(_, c)| settles(workload, c)) {
-                stopped_early = trial + 1 < trials;
-                break;
-            }
+    /// How this run's cases spend their trials.
+    fn rule(&self) -> TrialRule {
+        let planned = self.args.trials.max(1);
+        TrialRule {
+            planned,
+            cap: self.args.max_trials.max(planned),
+            settle_early: self.args.settle_early,
         }
-        if args.trials == 0 {
-            pooled.pop().map(|(_, c)| c)
-        } else {
-            trials::pool(pooled, stopped_early)
+    }
+
+    /// Whether an extra trial may still start: before the time allowed for extra trials ends (no
+    /// limit but the cap when none was set).
+    fn extra_time_left(&self) -> bool {
+        self.args
+            .extra_trials_until
+            .is_none_or(|until| std::time::Instant::now() < until)
+    }
+
+    /// Runs trial `trial` of `cell` with its own seed and keys (`keys_index`); writes its history when
+    /// asked; answers its result and its run.
+    async fn trial(&self, cell: &Cell, trial: u32, keys_index: usize) -> (CaseResult, CaseRun) {
+        let seeded = Workload {
+            seed: self.workload.seed.wrapping_add(u64::from(trial)),
+            ..self.workload.clone()
+        };
+        let ctx = self.context(&seeded, trial, self.args.trials.max(1));
+        let wall = std::time::Instant::now();
+        let mut run = run_case(&ctx, cell.strategy, cell.lease, keys_index).await;
+        let mut case = results::case_result(&run);
+        if let Some(dir) = &self.history_dir {
+            write_history(dir, &seeded, &mut run, &case, trial, self.args.trials);
         }
+        case.window.wall_ms = Some(wall.elapsed().as_secs_f64() * 1e3);
+        (case, run)
     }
 
     /// The context of one trial, run with `seeded`.
@@ -350,6 +413,47 @@ impl CaseRunner<'_> {
                 trials,
             )),
         }
+    }
+}
+
+/// One case (a strategy under a lease mode) and the trials it ran so far.
+struct Cell {
+    strategy: &'static Strategy,
+    lease: LeaseSpec,
+    /// What the scenario's theory says of it.
+    theory: Theory,
+    /// Each trial's result, in run order.
+    trials: Vec<CaseResult>,
+    /// What it does next.
+    next: Next,
+}
+
+impl Cell {
+    /// The case's result: its one run when no trials were asked for (`trials` 0), else its trials
+    /// pooled (each with its seed, `seed` plus its index) with the rule that stopped them.
+    fn result(self, trials: u32, seed: u64, interrupted: bool) -> Option<CaseResult> {
+        let ran = self.trials.len() as u32;
+        let stopped_by = match self.next {
+            Next::Stop(stop) => stop,
+            Next::Planned | Next::Extra if interrupted => TrialStop::Interrupted,
+            Next::Planned | Next::Extra => TrialStop::Planned,
+        };
+        let mut each = self.trials;
+        if trials == 0 {
+            return each.pop();
+        }
+        let seeded = each
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| (seed.wrapping_add(i as u64), c))
+            .collect();
+        // Settled before every planned trial ran: sequential, so no rate interval.
+        let stopped_early = stopped_by == TrialStop::TheoryBreak && ran < trials;
+        let mut pooled = trials::pool(seeded, stopped_early)?;
+        if let Some(t) = pooled.trials.as_mut() {
+            t.stopped_by = Some(stopped_by);
+        }
+        Some(pooled)
     }
 }
 
@@ -379,7 +483,14 @@ fn not_applicable_cases(
             cases.push(if args.trials == 0 {
                 case
             } else {
-                trials::pool(vec![(workload.seed, case.clone())], false).unwrap_or(case)
+                trials::pool(vec![(workload.seed, case.clone())], false)
+                    .map(|mut pooled| {
+                        if let Some(t) = pooled.trials.as_mut() {
+                            t.stopped_by = Some(TrialStop::Planned);
+                        }
+                        pooled
+                    })
+                    .unwrap_or(case)
             });
         }
     }
@@ -438,15 +549,6 @@ fn write_history(
     if let Err(e) = written {
         eprintln!("lockbench: history of {}: {e}", run.strategy);
     }
-}
-
-/// Whether a trial settles its case: it was violated and the scenario's `[expect]` table predicts
-/// a violation. One violation makes the case VIOLATED whatever later trials show, so more trials
-/// would only narrow the violation rate; a case that held, or whose outcome theory leaves open, runs
-/// every trial, because only repetition shows how often it breaks.
-pub(crate) fn settles(workload: &Workload, case: &CaseResult) -> bool {
-    case.safety.verdict == Verdict::Violated
-        && expected_in(&workload.expect, &case.strategy, &case.lease) == Some(Expectation::Violated)
 }
 
 /// The progress bar's title of one trial: `TITLE trial 2/3`.

@@ -372,7 +372,7 @@ pub(crate) fn overrides(
 
 /// The planned time of every scenario of the chosen suite, for `strategies` with `trials` trials.
 /// With `settle_early` (as `compare` runs, but for `--thorough`), a case theory expects to be
-/// violated is planned at one trial: its first violated trial settles it (`run::settles`).
+/// violated is planned at one trial: its first violated trial settles it (`trial_stop::next`).
 pub(crate) fn plan(
     suite: Suite,
     strategies: &str,
