@@ -551,9 +551,14 @@ fn write_history(
     }
 }
 
-/// The progress bar's title of one trial: `TITLE trial 2/3`.
+/// The progress bar's title of one trial: `TITLE trial 2/3`, or `TITLE extra trial 4` past the
+/// planned ones.
 fn trial_title(title: Option<&str>, trial: u32, trials: u32) -> Option<String> {
-    let trial = (trials > 1).then(|| format!("trial {}/{trials}", trial + 1));
+    let trial = if trial >= trials {
+        Some(format!("extra trial {}", trial + 1))
+    } else {
+        (trials > 1).then(|| format!("trial {}/{trials}", trial + 1))
+    };
     match (title, trial) {
         (Some(t), Some(n)) => Some(format!("{t} {n}")),
         (t, n) => t.map(str::to_owned).or(n),
