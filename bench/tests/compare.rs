@@ -245,4 +245,11 @@ fn report_refuses_bad_input_in_one_line() {
     one_line_usage_error(&["compare", "--strategies", "nope"], "--strategies");
     one_line_usage_error(&["compare", "--scenarios", "nope"], "--scenarios");
     one_line_usage_error(&["compare", "--trials", "0"], "--trials");
+    // More trials than the budgeted suites can fit: refused with what they would need.
+    one_line_usage_error(&["compare", "--trials", "10"], "over its budget of 20m");
+    one_line_usage_error(
+        &["compare", "--quick", "--trials", "5"],
+        "over its budget of 4m",
+    );
+    one_line_usage_error(&["compare", "--max-trials", "2"], "--max-trials");
 }

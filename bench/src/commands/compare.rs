@@ -391,6 +391,16 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     };
     compare.plan = compare.plan_for(compare.user.as_ref());
     let planned = suite::planned_total(&compare.plan);
+    if let (Some(asked), Some(budget)) = (args.trials, suite::budget(args.suite()))
+        && planned > budget
+    {
+        return Err(BenchError::usage(format!(
+            "--trials {asked}: the {} suite would plan {}, over its budget of {}; ask fewer trials, fewer scenarios (--scenarios), or the full suite (--full), which has no budget",
+            args.suite().name(false),
+            minutes(planned),
+            minutes(budget)
+        )));
+    }
     compare.announce(planned);
     let out_dir = args
         .out
