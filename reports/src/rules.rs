@@ -182,6 +182,19 @@ pub(crate) fn headline_row<'g, 'a>(grid: &'g Grid<'a>) -> Option<&'g Row<'a>> {
         .or_else(|| grid.rows.iter().find(|r| !r.is_fixed()))
 }
 
+/// A case that held, with what its trials can say: `zookeeper (0 of 3 trials, rate ≤ 56 %)`, the
+/// bound being the upper end of the 95 % Wilson interval; a single run says `1 run`.
+fn held_words(case: &CaseResult) -> String {
+    let (k, n) = crate::grid::violated_of(case);
+    let (_, high) = crate::contradictions::wilson(k, n);
+    format!(
+        "{} ({k} of {n} trial{}, rate ≤ {:.0} %)",
+        case.strategy,
+        if n == 1 { "" } else { "s" },
+        high * 100.0
+    )
+}
+
 fn violations_by_row(grid: &Grid<'_>) -> Vec<Finding> {
     let mut findings = Vec::new();
     for row in &grid.rows {
@@ -197,10 +210,10 @@ fn violations_by_row(grid: &Grid<'_>) -> Vec<Finding> {
         if violated.is_empty() {
             continue;
         }
-        let held: Vec<&str> = cases
+        let held: Vec<String> = cases
             .iter()
             .filter(|c| c.safety.verdict == Verdict::Safe)
-            .map(|c| c.strategy.as_str())
+            .map(|c| held_words(c))
             .collect();
         let lesson = row.run.if_violated.clone().unwrap_or_else(|| {
             "a strategy that violates here is not a lock under this scenario".into()
@@ -214,7 +227,10 @@ fn violations_by_row(grid: &Grid<'_>) -> Vec<Finding> {
             cases.len()
         );
         if !held.is_empty() {
-            conclusion.push_str(&format!(" Held: {}.", held.join(", ")));
+            conclusion.push_str(&format!(
+                " No violation seen: {} (a rate up to the bound is not ruled out).",
+                held.join(", ")
+            ));
         }
         if !discriminating(grid, row) {
             conclusion.push_str(
@@ -300,7 +316,7 @@ fn safety_overall(
         "No distributed strategy held in every watchdog case.".to_owned()
     } else {
         format!(
-            "Safe in every scenario that told strategies apart: {}.",
+            "No violation in any trial of the scenarios that told strategies apart: {} (each cell rests on its trials, listed above; a rare break is not ruled out).",
             names.join(", ")
         )
     };
@@ -613,6 +629,36 @@ mod tests {
             .iter()
             .find(|f| f.title == title)
             .unwrap_or_else(|| panic!("no finding {title}"))
+    }
+
+    #[test]
+    fn a_strategy_that_held_says_how_many_trials_that_rests_on() {
+        let c = fixture();
+        let findings = derive(&Grid::new(&c));
+        let unsafe_rows: Vec<&Finding> = findings
+            .iter()
+            .filter(|f| f.title.starts_with("Unsafe under"))
+            .collect();
+        assert!(!unsafe_rows.is_empty(), "{findings:?}");
+        let held = unsafe_rows
+            .iter()
+            .find(|f| f.conclusion.contains("No violation seen"))
+            .expect("a row where some strategy held");
+        assert!(
+            held.conclusion
+                .contains("redis-watchdog (0 of 1 trial, rate ≤ 79 %)"),
+            "{held:?}"
+        );
+        assert!(
+            unsafe_rows
+                .iter()
+                .all(|f| !f.conclusion.contains(" Held: "))
+        );
+        let safe = finding(&findings, "Safe with watchdog leases");
+        assert!(
+            safe.conclusion.contains("a rare break is not ruled out"),
+            "{safe:?}"
+        );
     }
 
     #[test]
