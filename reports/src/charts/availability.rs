@@ -36,7 +36,7 @@ pub struct AvailabilityChart {
     pub faults: Vec<(f64, f64)>,
     /// The x axis, seconds from the first fault.
     pub x_range: (f64, f64),
-    /// One series per strategy that ran.
+    /// One series per strategy that ran, the longest unavailability first.
     pub series: Vec<WaitSeries>,
 }
 
@@ -112,7 +112,7 @@ impl AvailabilityChart {
                 Some((s.id.as_str(), case, case.availability.as_ref()?))
             })
             .collect();
-        let (_, first, _) = cases.first()?;
+        let first: &CaseResult = cases.first()?.1;
         let span_of = |case: &CaseResult, a: &Availability| {
             let origin = origin_ms(case) / 1e3;
             (-origin, a.grants.len() as f64 * a.bin_ms / 1e3 - origin)
@@ -121,6 +121,12 @@ impl AvailabilityChart {
             .iter()
             .map(|(_, c, a)| span_of(c, a))
             .fold((0.0f64, 0.1f64), |(lo, hi), (l, h)| (lo.min(l), hi.max(h)));
+        // Longest unavailability first, so the legend reads as a ranking of what differs.
+        let mut cases = cases;
+        cases.sort_by(|(_, _, a), (_, _, b)| {
+            let gap = |a: &Availability| a.longest_gap.map_or(-1.0, |g| g.to_ms - g.from_ms);
+            gap(b).total_cmp(&gap(a))
+        });
         let series = cases
             .iter()
             .map(|(id, case, a)| WaitSeries {
@@ -218,7 +224,44 @@ impl Plot for AvailabilityChart {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::comparison::Comparison;
     use crate::model::Gap;
+
+    #[test]
+    fn the_legend_ranks_the_strategies_by_their_longest_stretch_without_a_grant() {
+        let mut c = Comparison::read(include_str!("../../tests/fixtures/compare-quick.json"))
+            .expect("fixture");
+        // The first scenario's cases, in report order, with gaps that are not in order.
+        let cases = &mut c.runs[0].results.cases;
+        assert!(cases.len() >= 3, "{}", cases.len());
+        for (case, gap_ms) in cases.iter_mut().zip([100.0, 500.0, 300.0]) {
+            case.availability = Some(Availability {
+                bin_ms: 100.0,
+                grants: vec![1, 0, 1],
+                max_wait_ms: vec![Some(1.0), None, Some(1.0)],
+                longest_gap: Some(Gap {
+                    from_ms: 50.0,
+                    to_ms: 50.0 + gap_ms,
+                }),
+            });
+        }
+        let grid = Grid::new(&c);
+        let palette = Palette::new(grid.strategies.iter().map(|s| s.id.as_str()));
+        let row = &grid.rows[0];
+        let chart = AvailabilityChart::of_row(&grid, row, &palette).expect("a chart");
+        let gap = |id: &str| {
+            row.case(id)
+                .and_then(|c| c.availability.as_ref()?.longest_gap)
+                .map_or(-1.0, |g| g.to_ms - g.from_ms)
+        };
+        let gaps: Vec<f64> = chart.series.iter().map(|s| gap(&s.strategy)).collect();
+        assert_eq!(&gaps[..3], &[500.0, 300.0, 100.0], "{:?}", chart.series);
+        assert!(
+            chart.series[0].label.contains("no grant for 500 ms"),
+            "{:?}",
+            chart.series[0]
+        );
+    }
 
     #[test]
     fn bins_without_grants_break_the_line_and_the_gap_is_worded() {

@@ -1,27 +1,27 @@
 //! One look per strategy, the same in every chart of a report: a colour from a palette of
-//! [`COLORS`] distinct hues (no red, which marks violations; no grey, which marks cases that did not
-//! run) and, for strategies beyond it, the colours again with dashed, then dotted lines. The look
-//! follows the strategy's place in the report's strategy list, never its place in one chart.
+//! [`COLORS`] hues chosen to stay distinct for colour-blind readers (no red, which marks violations;
+//! no grey, which marks cases that did not run) and, for strategies beyond it, the colours again
+//! with dashed, then dotted lines. The look follows the strategy's place in the report's strategy
+//! list, never its place in one chart.
 
 use plotters::prelude::*;
 
-/// The palette, in assignment order: strong hues first, then darker and lighter ones that stay
-/// apart from them.
-pub const COLORS: [RGBColor; 14] = [
-    RGBColor(0x1f, 0x77, 0xb4), // blue
-    RGBColor(0xff, 0x7f, 0x0e), // orange
-    RGBColor(0x2c, 0xa0, 0x2c), // green
-    RGBColor(0x94, 0x67, 0xbd), // purple
-    RGBColor(0x8c, 0x56, 0x4b), // brown
-    RGBColor(0xe3, 0x77, 0xc2), // pink
-    RGBColor(0xbc, 0xbd, 0x22), // olive
-    RGBColor(0x17, 0xbe, 0xcf), // cyan
-    RGBColor(0x0b, 0x2e, 0x6f), // navy
-    RGBColor(0x98, 0xdf, 0x8a), // light green
-    RGBColor(0x00, 0x6d, 0x5b), // dark teal
-    RGBColor(0xae, 0xc7, 0xe8), // light blue
-    RGBColor(0xff, 0xbb, 0x78), // light orange
-    RGBColor(0x4a, 0x14, 0x8c), // indigo
+/// The palette, in assignment order: Okabe and Ito's colours for readers with a colour-vision
+/// deficiency (their vermillion left out, too near the violation red), then Paul Tol's muted
+/// scheme's darker and lighter hues that stay apart from them, then black.
+pub const COLORS: [RGBColor; 12] = [
+    RGBColor(0x00, 0x72, 0xb2), // blue
+    RGBColor(0xe6, 0x9f, 0x00), // orange
+    RGBColor(0x00, 0x9e, 0x73), // bluish green
+    RGBColor(0xcc, 0x79, 0xa7), // reddish purple
+    RGBColor(0x56, 0xb4, 0xe9), // sky blue
+    RGBColor(0x33, 0x22, 0x88), // indigo
+    RGBColor(0x99, 0x99, 0x33), // olive
+    RGBColor(0x44, 0xaa, 0x99), // teal
+    RGBColor(0xdd, 0xcc, 0x77), // sand
+    RGBColor(0x11, 0x77, 0x33), // green
+    RGBColor(0xaa, 0x44, 0x99), // purple
+    RGBColor(0x00, 0x00, 0x00), // black
 ];
 
 /// How a strategy's line is drawn.

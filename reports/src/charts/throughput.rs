@@ -1,5 +1,6 @@
-//! Throughput per strategy for one row (scenario × lease): horizontal bars, one per strategy, the
-//! value and the verdict written at the bar's end.
+//! Throughput per strategy for one row (scenario × lease): horizontal bars, one per strategy, fastest
+//! at the top and the cases that did not run last, each with a whisker over its trials' range and its
+//! value and verdict written at the end.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -9,6 +10,7 @@ use super::palette::{Palette, SeriesStyle};
 use super::{AXIS_SIZE, LABEL_SIZE, MUTED, Plot, TITLE_SIZE, VIOLATED, err, text};
 use crate::format::rate;
 use crate::grid::{Grid, Row, ran, verdict_word};
+use crate::scorecard::trial_rates;
 
 /// One bar.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +21,8 @@ pub struct Bar {
     pub style: SeriesStyle,
     /// Completed critical sections per second; None when the case did not run.
     pub value: Option<f64>,
+    /// The slowest and fastest trial's rate, when there were several.
+    pub range: Option<(f64, f64)>,
     /// `safe`, `VIOLATED`, `skipped`, ...
     pub verdict: &'static str,
 }
@@ -28,26 +32,33 @@ pub struct Bar {
 pub struct ThroughputChart {
     /// Title.
     pub title: String,
-    /// Bars, top to bottom.
+    /// Bars, top to bottom: fastest first, those that did not run last.
     pub bars: Vec<Bar>,
 }
 
 impl ThroughputChart {
     /// The chart of `row`, each bar in its strategy's colour from `palette`.
     pub fn of_row(grid: &Grid<'_>, row: &Row<'_>, palette: &Palette) -> Self {
-        let bars = grid
+        let mut bars: Vec<Bar> = grid
             .strategies
             .iter()
             .filter_map(|s| {
                 let case = row.case(&s.id)?;
+                let ran = ran(case);
                 Some(Bar {
                     strategy: s.id.clone(),
                     style: palette.style(&s.id),
-                    value: ran(case).then_some(case.throughput.completed_per_s),
+                    value: ran.then_some(case.throughput.completed_per_s),
+                    range: trial_rates(case).filter(|_| ran),
                     verdict: verdict_word(Some(case)),
                 })
             })
             .collect();
+        // Fastest first; a stable sort keeps the report's order among equals and the not-run.
+        bars.sort_by(|a, b| {
+            let key = |bar: &Bar| bar.value.map_or(f64::NEG_INFINITY, |v| v);
+            key(b).total_cmp(&key(a))
+        });
         ThroughputChart {
             title: format!("Throughput — {}", row.label),
             bars,
@@ -70,7 +81,7 @@ impl Plot for ThroughputChart {
         let max = self
             .bars
             .iter()
-            .filter_map(|b| b.value)
+            .filter_map(|b| b.range.map(|(_, high)| high).or(b.value))
             .fold(0.0f64, f64::max);
         // Room right of the longest bar for its label.
         let x_max = if max > 0.0 { max * 1.45 } else { 1.0 };
@@ -124,6 +135,24 @@ impl Plot for ThroughputChart {
             );
             rect.set_margin(8, 8, 0, 0);
             chart.draw_series(std::iter::once(rect)).map_err(err)?;
+            if let Some((low, high)) = bar.range {
+                // The trials' range: a line across the bar's middle, a dot at each end.
+                let center = SegmentValue::CenterOf(slot);
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(low, center.clone()), (high, center.clone())],
+                        BLACK.stroke_width(2),
+                    )))
+                    .map_err(err)?;
+                chart
+                    .draw_series(
+                        [low, high]
+                            .into_iter()
+                            .map(|end| Circle::new((end, center.clone()), 3, BLACK.filled())),
+                    )
+                    .map_err(err)?;
+            }
+            let label_x = bar.range.map_or(value, |(_, high)| high.max(value));
             let label = match bar.value {
                 Some(v) if bar.verdict == "VIOLATED" => format!("{} CS/s · VIOLATED", rate(v)),
                 // Under a fault that takes the lock away, a safe strategy that completed nothing
@@ -144,7 +173,7 @@ impl Plot for ThroughputChart {
             chart
                 .draw_series(std::iter::once(Text::new(
                     label,
-                    (value + x_max * 0.01, SegmentValue::CenterOf(slot)),
+                    (label_x + x_max * 0.01, SegmentValue::CenterOf(slot)),
                     style,
                 )))
                 .map_err(err)?;
@@ -156,6 +185,35 @@ impl Plot for ThroughputChart {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::comparison::Comparison;
+
+    #[test]
+    fn bars_run_fastest_first_with_their_trials_range_and_the_not_run_last() {
+        let c = Comparison::read(include_str!("../../tests/fixtures/compare-quick.json"))
+            .expect("fixture");
+        let grid = Grid::new(&c);
+        let palette = Palette::new(grid.strategies.iter().map(|s| s.id.as_str()));
+        for row in &grid.rows {
+            let chart = ThroughputChart::of_row(&grid, row, &palette);
+            let values: Vec<Option<f64>> = chart.bars.iter().map(|b| b.value).collect();
+            let ran: Vec<f64> = values.iter().map_while(|v| *v).collect();
+            assert!(
+                ran.windows(2).all(|w| w[0] >= w[1]),
+                "{}: {values:?}",
+                row.label
+            );
+            assert!(
+                values[ran.len()..].iter().all(Option::is_none),
+                "{}: {values:?}",
+                row.label
+            );
+            for bar in &chart.bars {
+                if let (Some((low, high)), Some(v)) = (bar.range, bar.value) {
+                    assert!(low <= v && v <= high, "{bar:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn a_safe_strategy_that_completed_nothing_gave_up() {
@@ -163,6 +221,7 @@ mod tests {
             strategy: strategy.to_owned(),
             style: Palette::new(["a", "b"]).style(strategy),
             value: Some(value),
+            range: None,
             verdict,
         };
         let chart = ThroughputChart {
