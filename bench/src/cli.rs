@@ -28,6 +28,7 @@ use lockbench_reports::sections::Part;
 use crate::backends::{GivenAddresses, ServerKind};
 use crate::base::duration::{format_duration, parse_duration};
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::base::stdout::outln;
 use crate::commands::compare::CompareRequest;
 use crate::commands::report::{FailOn, ReportRequest};
 use crate::commands::run::{RunOutcome, RunRequest};
@@ -796,15 +797,17 @@ fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
         .map(|s| s.id.len())
         .max()
         .unwrap_or(8);
-    println!(
+    outln!(
         "{:width$}  {:10}  {:6}  description",
-        "id", "server", "in all"
+        "id",
+        "server",
+        "in all"
     );
     for s in strategies::STRATEGIES
         .iter()
         .filter(|s| !only_peers || s.is_peer())
     {
-        println!(
+        outln!(
             "{:width$}  {:10}  {:6}  {}",
             s.id,
             s.server.name(),
@@ -812,7 +815,7 @@ fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
             s.description
         );
         if let Some(model) = s.counterpart {
-            println!("{:width$}  modelled by: {model}", "");
+            outln!("{:width$}  modelled by: {model}", "");
         }
         match s.capabilities(&settings) {
             Ok(c) => {
@@ -828,7 +831,7 @@ fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
                 .into_iter()
                 .filter_map(|(on, name)| on.then_some(name))
                 .collect();
-                println!(
+                outln!(
                     "{:width$}  capabilities: {}; min ttl {}, ttl granularity {}",
                     "",
                     flags.join(" "),
@@ -836,7 +839,7 @@ fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
                     format_duration(c.ttl_granularity)
                 );
             }
-            Err(e) => println!("{:width$}  capabilities: unavailable ({e})", ""),
+            Err(e) => outln!("{:width$}  capabilities: unavailable ({e})", ""),
         }
     }
     Ok(EXIT_OK)
@@ -857,11 +860,11 @@ fn list_scenarios() -> Result<i32, BenchError> {
     ));
     let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(8);
     let suites = rows.iter().map(|r| r.1.len()).max().unwrap_or(6);
-    println!("{:width$}  {:suites$}  description", "scenario", "suites");
+    outln!("{:width$}  {:suites$}  description", "scenario", "suites");
     for (name, in_suites, description) in &rows {
-        println!("{name:width$}  {in_suites:suites$}  {description}");
+        outln!("{name:width$}  {in_suites:suites$}  {description}");
     }
-    println!(
+    outln!(
         "suites: `compare --quick`, `compare` (default), `compare --full`, `compare --thorough` (the \
          full suite at 10 trials); one in a suite also runs alone with `compare --scenarios NAME`; every \
          preset runs with `run -s NAME`, the only way for those by name only"

@@ -798,3 +798,68 @@ fn report_writes_its_tables_as_csv() {
         "[possible values: csv]",
     );
 }
+
+/// Runs `args` with a stdout whose reader goes away: before reading anything when `read_first` is
+/// false (every write then meets a closed pipe), after one line otherwise (as `| head -1`). Returns
+/// the exit code and stderr.
+fn with_closed_stdout(args: &[&str], read_first: bool) -> (Option<i32>, String) {
+    use std::io::BufRead as _;
+    use std::process::Stdio;
+    let mut child = support::lockbench()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    if read_first {
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .unwrap();
+        assert!(!line.is_empty(), "{args:?} printed nothing");
+    } else {
+        drop(stdout);
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), stderr(&out))
+}
+
+/// A reader that closes early (`lockbench scenarios | head -1`) ends a command quietly: exit 0 and
+/// nothing on stderr, never "panicked" or "Broken pipe"; `report DIR` still writes its reports.
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.json");
+    std::fs::write(
+        &results,
+        include_str!("../../reports/tests/fixtures/compare-quick.json"),
+    )
+    .unwrap();
+    let results = results.to_str().unwrap();
+    let commands: [&[&str]; 9] = [
+        &["scenarios"],
+        &["strategies"],
+        &["strategies", "--peers"],
+        &["--help"],
+        &["run", "--help"],
+        &["compare", "--help"],
+        &["--version"],
+        &["report", results, "--section", "verdicts"],
+        &["report", results],
+    ];
+    for args in commands {
+        for read_first in [false, true] {
+            let (code, err) = with_closed_stdout(args, read_first);
+            assert!(
+                !err.contains("panicked") && !err.contains("Broken pipe"),
+                "{args:?}: {err}"
+            );
+            assert_eq!(code, Some(0), "{args:?} (read first: {read_first}): {err}");
+            assert_eq!(err, "", "{args:?}: stderr should be empty");
+        }
+    }
+    assert!(dir.path().join("report.md").exists());
+    assert!(dir.path().join("report.html").exists());
+}

@@ -29,6 +29,7 @@ use crate::backends::GivenAddresses;
 use crate::base::clock::now_rfc3339;
 use crate::base::duration::format_duration;
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::base::stdout::{out, outln};
 use crate::base::{output, suggest, table, verbosity};
 use crate::commands::report;
 use crate::commands::run::{self, RunRequest};
@@ -397,13 +398,13 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
         Some(names) => format!("--scenarios {names}"),
         None => format!("{} suite", comparison.suite),
     };
-    println!(
+    outln!(
         "\ncompare ({what}, {trials} trial{} per case) took {} (planned {})",
         if trials == 1 { "" } else { "s" },
         minutes(started.elapsed()),
         minutes(planned)
     );
-    println!("results: {}", results_path.display());
+    outln!("results: {}", results_path.display());
     report::print_written(&written);
     report::print_tables(&tables);
     if interrupted {
@@ -474,12 +475,12 @@ impl Compare<'_> {
     fn announce(&self, planned: Duration) {
         let (args, suite, trials) = (self.args, &self.suite, self.trials);
         if let Some(user) = &self.user {
-            println!("{}", user.summary());
+            outln!("{}", user.summary());
             if let Some(line) = user.scale_line() {
-                println!("{line}");
+                outln!("{line}");
             }
         }
-        println!(
+        outln!(
             "compare: {} scenario{}, {} trial{} per case, planned {} (on 2 idle cores)",
             suite.len(),
             if suite.len() == 1 { "" } else { "s" },
@@ -491,7 +492,7 @@ impl Compare<'_> {
             && planned > budget
         {
             for p in &self.plan {
-                println!(
+                outln!(
                     "  {:<24} {:>3} cases, ~{:.1} s each, {} in all",
                     p.scenario,
                     p.cases,
@@ -500,7 +501,7 @@ impl Compare<'_> {
                 );
             }
             let fits = fitting_scale(user, budget, &self.plan, |u| self.plan_for(Some(u)));
-            println!(
+            outln!(
                 "compare: the plan exceeds the {} suite's budget of {}; {}; running as asked",
                 args.suite().name(false),
                 minutes(budget),
@@ -541,7 +542,7 @@ impl Compare<'_> {
             } else {
                 format!("{detail}; ")
             };
-            println!("{title}: {detail}about {} left", minutes(left));
+            outln!("{title}: {detail}about {} left", minutes(left));
             if entry.scenario == MANY_LOCKS {
                 match many_locks(self.args, &self.list, out_dir).await {
                     Ok(series) => ran.cost = series,
@@ -559,7 +560,7 @@ impl Compare<'_> {
             let request = self.run_request(entry, *length, out_dir, &title, left);
             match run::run(request).await {
                 Ok(outcome) => {
-                    print!("{}", table::render(&outcome.results));
+                    out!("{}", table::render(&outcome.results));
                     ran.interrupted = outcome.interrupted;
                     ran.runs.push(SuiteRun {
                         if_violated,

@@ -13,6 +13,7 @@ use crate::backends::{Backends, GivenAddresses, ServerKind};
 use crate::base::clock::{MonoClock, now_rfc3339};
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::base::progress::Progress;
+use crate::base::stdout::{out, outln};
 use crate::base::stop::StopSignal;
 use crate::base::{environment, output, table};
 use crate::driver::case::{CaseRun, run_case};
@@ -76,8 +77,8 @@ pub struct RunOutcome {
 /// Runs `lockbench run`: prints the summary table and where the results are; returns the exit code.
 pub(crate) async fn command(request: RunRequest) -> Result<i32, BenchError> {
     let outcome = run(request).await?;
-    print!("{}", table::render(&outcome.results));
-    println!("results: {}", outcome.path.display());
+    out!("{}", table::render(&outcome.results));
+    outln!("results: {}", outcome.path.display());
     if outcome.interrupted {
         return Ok(EXIT_INTERRUPTED);
     }

@@ -41,6 +41,7 @@ use crate::backends::{Backend, Backends, GivenAddresses, ServerKind};
 use crate::base::clock::now_rfc3339;
 use crate::base::duration::{format_duration, parse_duration};
 use crate::base::error::BenchError;
+use crate::base::stdout::{out, outln};
 use crate::base::{environment, output};
 use crate::strategies;
 use crate::strategies::{Strategy, StrategySettings};
@@ -451,8 +452,8 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
     results.finished_at = now_rfc3339();
     let path = output::write_atomic(&out_dir, SCALE_FILE, &results.to_json())?;
     if !args.worker {
-        print!("{}", render(&results));
-        println!("results: {}", path.display());
+        out!("{}", render(&results));
+        outln!("results: {}", path.display());
     }
     Ok(crate::base::error::EXIT_OK)
 }
