@@ -424,10 +424,11 @@ pub struct CompareArgs {
     /// The workload's fields as flags, over the --workload file's.
     #[command(flatten)]
     pub workload_flags: WorkloadFlags,
-    /// Run at 1/N time: every duration of the workload, the faults and the cases divided by N
-    /// (a 30s TTL runs as 3s with N = 10); round trips, server latency and GC do not scale.
-    #[arg(long, value_name = "N")]
-    pub time_scale: Option<u32>,
+    /// Run at 1/N time: every duration of the workload, the faults and the cases divided by N, a
+    /// decimal from 0.1 to 1000 (a 30s TTL runs as 3s with N = 10, as 12s with N = 2.5); round trips,
+    /// server latency and GC do not scale.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub time_scale: Option<String>,
     /// The report's tables in another format too.
     #[command(flatten)]
     pub format: FormatFlag,
@@ -450,7 +451,7 @@ impl CompareArgs {
             history: self.history,
             workload: self.workload.clone(),
             workload_fields: self.workload_flags.fields(),
-            time_scale: self.time_scale,
+            time_scale: self.time_scale.clone(),
             csv: self.format.csv(),
         }
     }
@@ -1032,7 +1033,7 @@ mod tests {
             assert_eq!(fields.on_lost.as_deref(), Some("ignore"));
         }
         assert_eq!(compare.workload, Some(PathBuf::from("w.toml")));
-        assert_eq!(compare.time_scale, Some(10));
+        assert_eq!(compare.time_scale.as_deref(), Some("10"));
     }
 
     #[test]

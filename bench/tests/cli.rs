@@ -447,7 +447,7 @@ fn bad_workloads_for_compare_are_caught_before_running() {
     }
     usage_error(
         &["compare", "--time-scale", "0", "--out", out],
-        "--time-scale: must be at least 1",
+        "--time-scale: must be a number from 0.1 to 1000",
     );
     usage_error(
         &["compare", "--think", "0.5task", "--out", out],
@@ -862,4 +862,81 @@ fn a_closed_stdout_ends_quietly() {
     }
     assert!(dir.path().join("report.md").exists());
     assert!(dir.path().join("report.html").exists());
+}
+
+/// `compare --time-scale` takes decimals and prints them and the durations they make as written,
+/// without float noise; a bad value (zero, negative, not a number, infinite, absurdly large, too
+/// many decimals) is one line and exit 2 before any server starts.
+#[test]
+fn time_scale_takes_decimals_and_refuses_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    for bad in [
+        "0",
+        "-1",
+        "-0.5",
+        "NaN",
+        "inf",
+        "-inf",
+        "abc",
+        "",
+        "1e3",
+        "1e999",
+        "100000",
+        "99999999999999999999999",
+        "0.0001",
+    ] {
+        usage_error(
+            &["compare", "--time-scale", bad, "--out", out],
+            "--time-scale: ",
+        );
+    }
+    // A server that is not there stops the command before anything runs, after the plan is printed.
+    for (scale, ttl, task) in [
+        ("2.25", "13333ms", "4444us"),
+        ("0.5", "1m", "20ms"),
+        ("1.5", "20s", "6667us"),
+        ("10", "3s", "1ms"),
+    ] {
+        let result = run(&[
+            "compare",
+            "--quick",
+            "--scenarios",
+            "baseline",
+            "--strategies",
+            "redis-watchdog",
+            "--redis",
+            "redis://127.0.0.1:1",
+            "--watchdog-timeout",
+            "30s",
+            "--task",
+            "10ms",
+            "--time-scale",
+            scale,
+            "--out",
+            out,
+        ]);
+        let err = stderr(&result);
+        assert_eq!(result.status.code(), Some(2), "{scale}: {err}");
+        assert!(err.contains("--redis"), "{scale}: {err}");
+        let plan = String::from_utf8_lossy(&result.stdout);
+        let expected = format!(
+            "Your workload at 1/{scale} time: a 30s TTL run as {ttl}, a 10ms task as {task}."
+        );
+        assert!(plan.contains(&expected), "{scale}: {plan}");
+        assert!(plan.contains(&format!("divided by {scale} ")), "{plan}");
+        assert!(
+            plan.contains("baseline: 1 cases"),
+            "{scale}: no case skipped: {plan}"
+        );
+        assert!(
+            !plan.contains("0000000") && !plan.contains("9999999"),
+            "{plan}"
+        );
+        assert!(
+            !std::path::Path::new(out).exists(),
+            "{scale} left its output directory"
+        );
+    }
 }
