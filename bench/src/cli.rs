@@ -28,12 +28,12 @@ use lockbench_reports::sections::Part;
 use crate::backends::{GivenAddresses, ServerKind};
 use crate::base::duration::{format_duration, parse_duration};
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use crate::base::stdout::outln;
+use crate::base::stdout::{out, outln};
 use crate::commands::compare::CompareRequest;
 use crate::commands::report::{FailOn, ReportRequest};
 use crate::commands::run::{RunOutcome, RunRequest};
 use crate::commands::scale::{ScaleOptions, ScaleRequest};
-use crate::commands::{compare, report, scale, suite};
+use crate::commands::{compare, pages, report, scale, suite};
 use crate::driver::child;
 use crate::workload::{Fit, ScenarioFile, split_list};
 use crate::{scenarios, strategies};
@@ -64,6 +64,8 @@ Examples:
   lockbench run --strategies memory --duration 2s   # a first run, no server needed
   lockbench compare --quick                         # every strategy through the quick suite, about 4 minutes
   lockbench report results/compare-<UTC time>       # render the reports again
+  lockbench completions bash > ~/.local/share/bash-completion/completions/lockbench   # tab completion
+  lockbench man > lockbench.1                       # the man page (man ./lockbench.1)
 Each command's --help has its syntax and more examples."
 )]
 pub struct Cli {
@@ -110,6 +112,24 @@ Examples:
     /// driver, case after case (LOCKBENCH_WORKER_TOKEN must match the driver's). Without
     /// `--connect`: internal, one client of a processes-mode run (reads its spec on stdin).
     Worker(WorkerArgs),
+    /// Print a shell completion script to stdout, for bash, zsh, fish, elvish or powershell.
+    #[command(after_help = "\
+Examples:
+  lockbench completions bash > ~/.local/share/bash-completion/completions/lockbench
+  lockbench completions zsh > ~/.zfunc/_lockbench          # with fpath+=~/.zfunc before compinit
+  lockbench completions fish > ~/.config/fish/completions/lockbench.fish
+  lockbench completions powershell >> $PROFILE")]
+    Completions {
+        /// The shell the script is for.
+        #[arg(value_name = "SHELL", value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print lockbench's man page (roff) to stdout.
+    #[command(after_help = "\
+Examples:
+  lockbench man > lockbench.1 && man ./lockbench.1
+  lockbench man | sudo tee /usr/local/share/man/man1/lockbench.1 >/dev/null   # then: man lockbench")]
+    Man,
 }
 
 /// The server-address flags: servers the user runs, used instead of starting them, one flag per
@@ -702,6 +722,23 @@ where
         Command::Report(args) => report::command(args.request()),
         Command::Scale(args) => runtime.block_on(scale::command(args.request())),
         Command::Worker(args) => return worker(&runtime, &args),
+        Command::Completions { shell } => {
+            use clap::CommandFactory as _;
+            out!(
+                "{}",
+                String::from_utf8_lossy(&pages::completions(Cli::command(), shell))
+            );
+            Ok(EXIT_OK)
+        }
+        Command::Man => {
+            use clap::CommandFactory as _;
+            pages::man_page(Cli::command())
+                .map(|page| {
+                    out!("{}", String::from_utf8_lossy(&page));
+                    EXIT_OK
+                })
+                .map_err(|e| BenchError::failed(format!("man page: {e}")))
+        }
     };
     match result {
         Ok(code) => code,

@@ -838,8 +838,10 @@ fn a_closed_stdout_ends_quietly() {
     )
     .unwrap();
     let results = results.to_str().unwrap();
-    let commands: [&[&str]; 9] = [
+    let commands: [&[&str]; 11] = [
         &["scenarios"],
+        &["completions", "bash"],
+        &["man"],
         &["strategies"],
         &["strategies", "--peers"],
         &["--help"],
@@ -939,4 +941,44 @@ fn time_scale_takes_decimals_and_refuses_the_rest() {
             "{scale} left its output directory"
         );
     }
+}
+
+/// `lockbench completions SHELL` prints a completion script naming the commands, for every shell
+/// clap_complete knows; `lockbench man` prints a roff page opening with its `.TH` line; a shell that is
+/// not one of them is one error line, exit 2.
+#[test]
+fn completions_and_the_man_page() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = run(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}: {}", stderr(&out));
+        let script = String::from_utf8(out.stdout).unwrap();
+        for word in ["lockbench", "compare", "scenarios", "time-scale"] {
+            assert!(script.contains(word), "{shell} lacks {word}:\n{script}");
+        }
+        assert!(
+            out.stderr.is_empty(),
+            "{shell}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = run(&["man"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(page.starts_with(".TH lockbench 1 "), "{page}");
+    for part in [
+        ".SH NAME",
+        ".SH SYNOPSIS",
+        "compare",
+        "completions",
+        "Examples:",
+    ] {
+        assert!(page.contains(part), "the man page lacks {part}:\n{page}");
+    }
+    assert!(page.ends_with('\n'));
+    usage_error(
+        &["completions", "tcsh"],
+        "[possible values: bash, elvish, fish, powershell, zsh]",
+    );
+    usage_error(&["completions"], "<SHELL>");
+    usage_error(&["man", "extra"], "unexpected argument 'extra'");
 }
