@@ -28,11 +28,12 @@ use lockbench_reports::sections::Part;
 use crate::backends::{GivenAddresses, ServerKind};
 use crate::base::duration::{format_duration, parse_duration};
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::base::stdout::{out, outln};
 use crate::commands::compare::CompareRequest;
 use crate::commands::report::{FailOn, ReportRequest};
 use crate::commands::run::{RunOutcome, RunRequest};
 use crate::commands::scale::{ScaleOptions, ScaleRequest};
-use crate::commands::{compare, report, scale, suite};
+use crate::commands::{compare, pages, report, scale, suite};
 use crate::driver::child;
 use crate::workload::{Fit, ScenarioFile, split_list};
 use crate::{scenarios, strategies};
@@ -63,6 +64,8 @@ Examples:
   lockbench run --strategies memory --duration 2s   # a first run, no server needed
   lockbench compare --quick                         # every strategy through the quick suite, about 4 minutes
   lockbench report results/compare-<UTC time>       # render the reports again
+  lockbench completions bash > ~/.local/share/bash-completion/completions/lockbench   # tab completion
+  lockbench man > lockbench.1                       # the man page (man ./lockbench.1)
 Each command's --help has its syntax and more examples."
 )]
 pub struct Cli {
@@ -109,6 +112,24 @@ Examples:
     /// driver, case after case (LOCKBENCH_WORKER_TOKEN must match the driver's). Without
     /// `--connect`: internal, one client of a processes-mode run (reads its spec on stdin).
     Worker(WorkerArgs),
+    /// Print a shell completion script to stdout, for bash, zsh, fish, elvish or powershell.
+    #[command(after_help = "\
+Examples:
+  lockbench completions bash > ~/.local/share/bash-completion/completions/lockbench
+  lockbench completions zsh > ~/.zfunc/_lockbench          # with fpath+=~/.zfunc before compinit
+  lockbench completions fish > ~/.config/fish/completions/lockbench.fish
+  lockbench completions powershell >> $PROFILE")]
+    Completions {
+        /// The shell the script is for.
+        #[arg(value_name = "SHELL", value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print lockbench's man page (roff) to stdout.
+    #[command(after_help = "\
+Examples:
+  lockbench man > lockbench.1 && man ./lockbench.1
+  lockbench man | sudo tee /usr/local/share/man/man1/lockbench.1 >/dev/null   # then: man lockbench")]
+    Man,
 }
 
 /// The server-address flags: servers the user runs, used instead of starting them, one flag per
@@ -440,10 +461,11 @@ pub struct CompareArgs {
     /// The workload's fields as flags, over the --workload file's.
     #[command(flatten)]
     pub workload_flags: WorkloadFlags,
-    /// Run at 1/N time: every duration of the workload, the faults and the cases divided by N
-    /// (a 30s TTL runs as 3s with N = 10); round trips, server latency and GC do not scale.
-    #[arg(long, value_name = "N")]
-    pub time_scale: Option<u32>,
+    /// Run at 1/N time: every duration of the workload, the faults and the cases divided by N, a
+    /// decimal from 0.1 to 1000 (a 30s TTL runs as 3s with N = 10, as 12s with N = 2.5); round trips,
+    /// server latency and GC do not scale.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub time_scale: Option<String>,
     /// The report's tables in another format too.
     #[command(flatten)]
     pub format: FormatFlag,
@@ -467,7 +489,7 @@ impl CompareArgs {
             history: self.history,
             workload: self.workload.clone(),
             workload_fields: self.workload_flags.fields(),
-            time_scale: self.time_scale,
+            time_scale: self.time_scale.clone(),
             csv: self.format.csv(),
         }
     }
@@ -718,6 +740,23 @@ where
         Command::Report(args) => report::command(args.request()),
         Command::Scale(args) => runtime.block_on(scale::command(args.request())),
         Command::Worker(args) => return worker(&runtime, &args),
+        Command::Completions { shell } => {
+            use clap::CommandFactory as _;
+            out!(
+                "{}",
+                String::from_utf8_lossy(&pages::completions(Cli::command(), shell))
+            );
+            Ok(EXIT_OK)
+        }
+        Command::Man => {
+            use clap::CommandFactory as _;
+            pages::man_page(Cli::command())
+                .map(|page| {
+                    out!("{}", String::from_utf8_lossy(&page));
+                    EXIT_OK
+                })
+                .map_err(|e| BenchError::failed(format!("man page: {e}")))
+        }
     };
     match result {
         Ok(code) => code,
@@ -814,15 +853,17 @@ fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
         .map(|s| s.id.len())
         .max()
         .unwrap_or(8);
-    println!(
+    outln!(
         "{:width$}  {:10}  {:6}  description",
-        "id", "server", "in all"
+        "id",
+        "server",
+        "in all"
     );
     for s in strategies::STRATEGIES
         .iter()
         .filter(|s| !only_peers || s.is_peer())
     {
-        println!(
+        outln!(
             "{:width$}  {:10}  {:6}  {}",
             s.id,
             s.server.name(),
@@ -830,7 +871,7 @@ fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
             s.description
         );
         if let Some(model) = s.counterpart {
-            println!("{:width$}  modelled by: {model}", "");
+            outln!("{:width$}  modelled by: {model}", "");
         }
         match s.capabilities(&settings) {
             Ok(c) => {
@@ -846,7 +887,7 @@ fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
                 .into_iter()
                 .filter_map(|(on, name)| on.then_some(name))
                 .collect();
-                println!(
+                outln!(
                     "{:width$}  capabilities: {}; min ttl {}, ttl granularity {}",
                     "",
                     flags.join(" "),
@@ -854,7 +895,7 @@ fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
                     format_duration(c.ttl_granularity)
                 );
             }
-            Err(e) => println!("{:width$}  capabilities: unavailable ({e})", ""),
+            Err(e) => outln!("{:width$}  capabilities: unavailable ({e})", ""),
         }
     }
     Ok(EXIT_OK)
@@ -875,11 +916,11 @@ fn list_scenarios() -> Result<i32, BenchError> {
     ));
     let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(8);
     let suites = rows.iter().map(|r| r.1.len()).max().unwrap_or(6);
-    println!("{:width$}  {:suites$}  description", "scenario", "suites");
+    outln!("{:width$}  {:suites$}  description", "scenario", "suites");
     for (name, in_suites, description) in &rows {
-        println!("{name:width$}  {in_suites:suites$}  {description}");
+        outln!("{name:width$}  {in_suites:suites$}  {description}");
     }
-    println!(
+    outln!(
         "suites: `compare --quick`, `compare` (default), `compare --full`, `compare --thorough` (the \
          full suite at 10 trials); one in a suite also runs alone with `compare --scenarios NAME`; every \
          preset runs with `run -s NAME`, the only way for those by name only"
@@ -1047,7 +1088,7 @@ mod tests {
             assert_eq!(fields.on_lost.as_deref(), Some("ignore"));
         }
         assert_eq!(compare.workload, Some(PathBuf::from("w.toml")));
-        assert_eq!(compare.time_scale, Some(10));
+        assert_eq!(compare.time_scale.as_deref(), Some("10"));
     }
 
     #[test]

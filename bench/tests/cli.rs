@@ -447,7 +447,7 @@ fn bad_workloads_for_compare_are_caught_before_running() {
     }
     usage_error(
         &["compare", "--time-scale", "0", "--out", out],
-        "--time-scale: must be at least 1",
+        "--time-scale: must be a number from 0.1 to 1000",
     );
     usage_error(
         &["compare", "--think", "0.5task", "--out", out],
@@ -797,4 +797,188 @@ fn report_writes_its_tables_as_csv() {
         &["report", file.to_str().unwrap(), "--format", "xlsx"],
         "[possible values: csv]",
     );
+}
+
+/// Runs `args` with a stdout whose reader goes away: before reading anything when `read_first` is
+/// false (every write then meets a closed pipe), after one line otherwise (as `| head -1`). Returns
+/// the exit code and stderr.
+fn with_closed_stdout(args: &[&str], read_first: bool) -> (Option<i32>, String) {
+    use std::io::BufRead as _;
+    use std::process::Stdio;
+    let mut child = support::lockbench()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    if read_first {
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .unwrap();
+        assert!(!line.is_empty(), "{args:?} printed nothing");
+    } else {
+        drop(stdout);
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), stderr(&out))
+}
+
+/// A reader that closes early (`lockbench scenarios | head -1`) ends a command quietly: exit 0 and
+/// nothing on stderr, never "panicked" or "Broken pipe"; `report DIR` still writes its reports.
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.json");
+    std::fs::write(
+        &results,
+        include_str!("../../reports/tests/fixtures/compare-quick.json"),
+    )
+    .unwrap();
+    let results = results.to_str().unwrap();
+    let commands: [&[&str]; 11] = [
+        &["scenarios"],
+        &["completions", "bash"],
+        &["man"],
+        &["strategies"],
+        &["strategies", "--peers"],
+        &["--help"],
+        &["run", "--help"],
+        &["compare", "--help"],
+        &["--version"],
+        &["report", results, "--section", "verdicts"],
+        &["report", results],
+    ];
+    for args in commands {
+        for read_first in [false, true] {
+            let (code, err) = with_closed_stdout(args, read_first);
+            assert!(
+                !err.contains("panicked") && !err.contains("Broken pipe"),
+                "{args:?}: {err}"
+            );
+            assert_eq!(code, Some(0), "{args:?} (read first: {read_first}): {err}");
+            assert_eq!(err, "", "{args:?}: stderr should be empty");
+        }
+    }
+    assert!(dir.path().join("report.md").exists());
+    assert!(dir.path().join("report.html").exists());
+}
+
+/// `compare --time-scale` takes decimals and prints them and the durations they make as written,
+/// without float noise; a bad value (zero, negative, not a number, infinite, absurdly large, too
+/// many decimals) is one line and exit 2 before any server starts.
+#[test]
+fn time_scale_takes_decimals_and_refuses_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    for bad in [
+        "0",
+        "-1",
+        "-0.5",
+        "NaN",
+        "inf",
+        "-inf",
+        "abc",
+        "",
+        "1e3",
+        "1e999",
+        "100000",
+        "99999999999999999999999",
+        "0.0001",
+    ] {
+        usage_error(
+            &["compare", "--time-scale", bad, "--out", out],
+            "--time-scale: ",
+        );
+    }
+    // A server that is not there stops the command before anything runs, after the plan is printed.
+    for (scale, ttl, task) in [
+        ("2.25", "13333ms", "4444us"),
+        ("0.5", "1m", "20ms"),
+        ("1.5", "20s", "6667us"),
+        ("10", "3s", "1ms"),
+    ] {
+        let result = run(&[
+            "compare",
+            "--quick",
+            "--scenarios",
+            "baseline",
+            "--strategies",
+            "redis-watchdog",
+            "--redis",
+            "redis://127.0.0.1:1",
+            "--watchdog-timeout",
+            "30s",
+            "--task",
+            "10ms",
+            "--time-scale",
+            scale,
+            "--out",
+            out,
+        ]);
+        let err = stderr(&result);
+        assert_eq!(result.status.code(), Some(2), "{scale}: {err}");
+        assert!(err.contains("--redis"), "{scale}: {err}");
+        let plan = String::from_utf8_lossy(&result.stdout);
+        let expected = format!(
+            "Your workload at 1/{scale} time: a 30s TTL run as {ttl}, a 10ms task as {task}."
+        );
+        assert!(plan.contains(&expected), "{scale}: {plan}");
+        assert!(plan.contains(&format!("divided by {scale} ")), "{plan}");
+        assert!(
+            plan.contains("baseline: 1 cases"),
+            "{scale}: no case skipped: {plan}"
+        );
+        assert!(
+            !plan.contains("0000000") && !plan.contains("9999999"),
+            "{plan}"
+        );
+        assert!(
+            !std::path::Path::new(out).exists(),
+            "{scale} left its output directory"
+        );
+    }
+}
+
+/// `lockbench completions SHELL` prints a completion script naming the commands, for every shell
+/// clap_complete knows; `lockbench man` prints a roff page opening with its `.TH` line; a shell that is
+/// not one of them is one error line, exit 2.
+#[test]
+fn completions_and_the_man_page() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = run(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}: {}", stderr(&out));
+        let script = String::from_utf8(out.stdout).unwrap();
+        for word in ["lockbench", "compare", "scenarios", "time-scale"] {
+            assert!(script.contains(word), "{shell} lacks {word}:\n{script}");
+        }
+        assert!(
+            out.stderr.is_empty(),
+            "{shell}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = run(&["man"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(page.starts_with(".TH lockbench 1 "), "{page}");
+    for part in [
+        ".SH NAME",
+        ".SH SYNOPSIS",
+        "compare",
+        "completions",
+        "Examples:",
+    ] {
+        assert!(page.contains(part), "the man page lacks {part}:\n{page}");
+    }
+    assert!(page.ends_with('\n'));
+    usage_error(
+        &["completions", "tcsh"],
+        "[possible values: bash, elvish, fish, powershell, zsh]",
+    );
+    usage_error(&["completions"], "<SHELL>");
+    usage_error(&["man", "extra"], "unexpected argument 'extra'");
 }

@@ -1,8 +1,8 @@
 //! `lockbench scale` through the built binary, against a redis-server it starts itself: each strategy in
 //! its own child process, the scale file written and readable, the batched watchdog's renew calls at
 //! the ⌈held ÷ chunk⌉ per period the design promises, the raw sender beside it making the same calls,
-//! guard threads stopped by the thread cap with the reason recorded, and bad input rejected with exit
-//! code 2.
+//! guard threads stopped by the thread cap with the reason recorded, bad input rejected with exit
+//! code 2, and SIGTERM mid-run ending it with the file written, marked incomplete, and exit code 130.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -142,5 +142,142 @@ fn bad_input_is_one_line_and_exit_code_2() {
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
         assert!(stderr.starts_with("lockbench: --"), "{stderr}");
         assert!(results.is_none());
+    }
+}
+
+/// The process ids whose parent is `parent`, from /proc.
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // The fields after the command's closing parenthesis: state, then the parent's pid.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            children.push(pid);
+        }
+    }
+    children
+}
+
+/// Whether process `pid` is gone (or only a zombie no one has reaped yet).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// SIGTERM while a strategy holds its locks: the scale run stops its load, starts no other strategy,
+/// writes scale.json marked incomplete with the stop recorded, and exits 130; no worker process of it
+/// is left running. Once with each strategy in its own child process (the default), once in-process.
+#[test]
+fn sigterm_mid_run_writes_what_was_measured_and_exits_130() {
+    use std::io::BufRead as _;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    for in_process in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut argv = vec![
+            "scale",
+            "--out",
+            dir.path().to_str().unwrap(),
+            "--strategies",
+            "memory,redis-watchdog-batched",
+            "--steps",
+            "50,100",
+            "--hold",
+            "60s",
+            "--watchdog-timeout",
+            "1s",
+        ];
+        if in_process {
+            argv.push("--in-process");
+        }
+        let mut child = support::lockbench()
+            .args(&argv)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // stderr names each strategy as it starts: wait for the first, then let it fill its step.
+        let (lines, started) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut all = String::new();
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if line.starts_with("lockbench scale: memory") {
+                    let _ = lines.send(());
+                }
+                all.push_str(&line);
+                all.push('\n');
+            }
+            all
+        });
+        let stdout = child.stdout.take().unwrap();
+        let printed = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap());
+        started
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the first strategy started");
+        std::thread::sleep(Duration::from_secs(3));
+        let workers = children_of(pid);
+        if !in_process {
+            assert!(!workers.is_empty(), "no worker process found");
+        }
+        // SAFETY: kill(2) has no memory-safety preconditions; `pid` is our child, not yet reaped.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        let began = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if began.elapsed() > Duration::from_secs(90) {
+                let _ = child.kill();
+                panic!("scale did not stop within 90 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let stderr = reader.join().unwrap();
+        let stdout = printed.join().unwrap();
+        assert_eq!(status.code(), Some(130), "{stderr}\n{stdout}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(stdout.contains("results: "), "{stdout}");
+        for worker in workers {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !gone(worker) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            assert!(gone(worker), "worker process {worker} left running");
+        }
+        let text = std::fs::read_to_string(dir.path().join("scale.json")).unwrap();
+        let doc = serde_json::from_str(&text).unwrap();
+        let errors = schema::validate(&schema::scale(), &doc);
+        assert!(errors.is_empty(), "{errors:?}");
+        let results = ScaleResults::from_json(&text).unwrap();
+        assert!(!results.complete, "in process: {in_process}");
+        let names: Vec<&str> = results
+            .strategies
+            .iter()
+            .map(|s| s.strategy.as_str())
+            .collect();
+        assert_eq!(names, ["memory"], "the second strategy must not start");
+        let stop = results.strategies[0].stopped.as_ref().expect("a stop");
+        assert!(stop.reason.contains("interrupted"), "{stop:?}");
+        assert_eq!(
+            stop.step, 50,
+            "stopped in the first step's 60 s window: {stop:?}"
+        );
     }
 }

@@ -57,8 +57,8 @@ pub struct Comparison {
 pub struct UserWorkload {
     /// One line: the workload's name, clients, keys, task distribution, leases, TTL.
     pub summary: String,
-    /// `--time-scale`: every duration was divided by it (1 = real time).
-    pub time_scale: u32,
+    /// `--time-scale`: every duration was divided by it (1 = real time; a decimal such as 2.25).
+    pub time_scale: f64,
     /// What else a reader must know, one line each: the time compression in words and what does not
     /// scale, the cases where that breaks the ratio, the scenarios that kept part of their own
     /// workload and why.

@@ -29,6 +29,7 @@ use crate::backends::GivenAddresses;
 use crate::base::clock::now_rfc3339;
 use crate::base::duration::format_duration;
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::base::stdout::{out, outln};
 use crate::base::{output, suggest, table, verbosity};
 use crate::commands::report;
 use crate::commands::run::{self, RunRequest};
@@ -38,7 +39,7 @@ use crate::commands::suite::{
     PlannedScenario, SUITE, Suite, SuiteEntry,
 };
 use crate::workload::user::UserWorkload;
-use crate::workload::{ScenarioFile, split_list};
+use crate::workload::{ScenarioFile, TimeScale, split_list};
 use crate::{scenarios, strategies};
 
 /// What `lockbench compare` is asked to do.
@@ -73,8 +74,8 @@ pub struct CompareRequest {
     pub workload: Option<PathBuf>,
     /// The workload flags, over the file's fields.
     pub workload_fields: ScenarioFile,
-    /// `--time-scale`: run at 1/N time.
-    pub time_scale: Option<u32>,
+    /// `--time-scale`: run at 1/N time (checked by the workload: a decimal from 0.1 to 1000).
+    pub time_scale: Option<String>,
     /// Write each case's history beside its scenario's results.
     pub history: bool,
     /// Also write the report's tables as CSV (`--format csv`): scorecard.csv and verdicts.csv.
@@ -181,20 +182,21 @@ fn fitting_scale(
     budget: Duration,
     asked: &[PlannedScenario],
     plan: impl Fn(&UserWorkload) -> Vec<PlannedScenario>,
-) -> Option<(u32, Duration)> {
+) -> Option<(TimeScale, Duration)> {
     let cases = |p: &[PlannedScenario]| p.iter().map(|s| s.cases).sum::<u32>();
-    let candidates: Vec<(u32, Duration)> = [2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000]
-        .into_iter()
-        .map(|k| user.time_scale.saturating_mul(k))
-        .filter(|n| *n <= 1000)
-        .filter_map(|n| {
-            let scaled = plan(&UserWorkload {
-                time_scale: n,
-                ..user.clone()
-            });
-            (cases(&scaled) == cases(asked)).then(|| (n, suite::planned_total(&scaled)))
-        })
-        .collect();
+    let candidates: Vec<(TimeScale, Duration)> =
+        [2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000]
+            .into_iter()
+            .map(|k| user.time_scale.times(k))
+            .filter(|n| *n <= TimeScale::FASTEST)
+            .filter_map(|n| {
+                let scaled = plan(&UserWorkload {
+                    time_scale: n,
+                    ..user.clone()
+                });
+                (cases(&scaled) == cases(asked)).then(|| (n, suite::planned_total(&scaled)))
+            })
+            .collect();
     candidates
         .iter()
         .find(|(_, total)| *total <= budget)
@@ -214,14 +216,14 @@ fn workload_note(
     no_many_locks: bool,
 ) -> UserWorkloadNote {
     let mut notes: Vec<String> = user.scale_line().into_iter().collect();
-    if user.time_scale > 1 {
+    if user.time_scale > TimeScale::REAL {
         // Per strategy: how many cases, and the worst share of its TTL one round trip took.
         let mut broken: Vec<(&str, u32, f64, f64, &str)> = Vec::new();
         for run in runs {
             // A scenario that keeps its own TTL ran at real time: nothing was compressed.
             let compressed = suite.iter().any(|(entry, _)| {
                 entry.scenario == run.results.scenario.name
-                    && user.time_scale_for(&suite::own_workload(entry).0) > 1
+                    && user.time_scale_for(&suite::own_workload(entry).0) > TimeScale::REAL
             });
             if !compressed {
                 continue;
@@ -283,7 +285,7 @@ fn workload_note(
     }
     UserWorkloadNote {
         summary: user.summary(),
-        time_scale: user.time_scale,
+        time_scale: f64::from(user.time_scale),
         notes,
     }
 }
@@ -378,7 +380,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     let user = UserWorkload::new(
         args.workload.as_deref(),
         args.workload_fields.clone(),
-        args.time_scale,
+        args.time_scale.as_deref(),
     )
     .map_err(BenchError::usage)?;
     let mut compare = Compare {
@@ -428,13 +430,13 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
         Some(names) => format!("--scenarios {names}"),
         None => format!("{} suite", comparison.suite),
     };
-    println!(
+    outln!(
         "\ncompare ({what}, {trials} trial{} per case) took {} (planned {})",
         if trials == 1 { "" } else { "s" },
         minutes(started.elapsed()),
         minutes(planned)
     );
-    println!("results: {}", results_path.display());
+    outln!("results: {}", results_path.display());
     report::print_written(&written);
     report::print_tables(&tables);
     if interrupted {
@@ -531,12 +533,12 @@ impl Compare<'_> {
     fn announce(&self, planned: Duration) {
         let (args, suite, trials) = (self.args, &self.suite, self.trials);
         if let Some(user) = &self.user {
-            println!("{}", user.summary());
+            outln!("{}", user.summary());
             if let Some(line) = user.scale_line() {
-                println!("{line}");
+                outln!("{line}");
             }
         }
-        println!(
+        outln!(
             "compare: {} scenario{}, {} trial{} per case, planned {} (on 2 idle cores)",
             suite.len(),
             if suite.len() == 1 { "" } else { "s" },
@@ -549,7 +551,7 @@ impl Compare<'_> {
             && planned > budget
         {
             for p in &self.plan {
-                println!(
+                outln!(
                     "  {:<24} {:>3} cases, ~{:.1} s each, {} in all",
                     p.scenario,
                     p.cases,
@@ -558,7 +560,7 @@ impl Compare<'_> {
                 );
             }
             let fits = fitting_scale(user, budget, &self.plan, |u| self.plan_for(Some(u)));
-            println!(
+            outln!(
                 "compare: the plan exceeds the {} suite's budget of {}; {}; running as asked",
                 args.suite().name(false),
                 minutes(budget),
@@ -605,7 +607,7 @@ impl Compare<'_> {
             } else {
                 format!("{detail}; ")
             };
-            println!("{title}: {detail}about {} left", minutes(left));
+            outln!("{title}: {detail}about {} left", minutes(left));
             if entry.scenario == MANY_LOCKS {
                 match many_locks(self.args, &self.list, out_dir).await {
                     Ok(series) => ran.cost = series,
@@ -624,7 +626,7 @@ impl Compare<'_> {
             request.extra_trials_until = extra_until;
             match run::run(request).await {
                 Ok(outcome) => {
-                    print!("{}", table::render(&outcome.results));
+                    out!("{}", table::render(&outcome.results));
                     ran.interrupted = outcome.interrupted;
                     ran.runs.push(SuiteRun {
                         if_violated,
@@ -781,7 +783,7 @@ mod tests {
 
     const FIXTURE: &str = include_str!("../../../reports/tests/fixtures/compare-quick.json");
 
-    fn user(time_scale: u32) -> UserWorkload {
+    fn user(time_scale: &str) -> UserWorkload {
         let fields = ScenarioFile {
             watchdog_timeout: Some("30s".into()),
             task: Some("uniform 2s..20s".into()),
@@ -805,9 +807,9 @@ mod tests {
             }
         }
         let suite = suite::entries(Suite::Default);
-        let note = workload_note(&user(10), &suite, &c.runs, false);
+        let note = workload_note(&user("10"), &suite, &c.runs, false);
         let text = note.notes.join("\n");
-        assert_eq!(note.time_scale, 10);
+        assert_eq!(note.time_scale, 10.0);
         assert!(note.summary.contains("TTL 30s"), "{}", note.summary);
         assert!(
             text.starts_with("Your workload at 1/10 time: a 30s TTL run as 3s"),
@@ -830,7 +832,7 @@ mod tests {
         );
         assert!(text.contains("many-locks keeps its own workload"), "{text}");
         // At real time nothing is compressed, so no ratio is broken.
-        let real = workload_note(&user(1), &suite, &c.runs, true);
+        let real = workload_note(&user("1"), &suite, &c.runs, true);
         assert!(
             !real.notes.iter().any(|n| n.contains("Ratio")),
             "{:?}",
@@ -842,16 +844,16 @@ mod tests {
     #[test]
     fn the_suggested_scale_fits_the_budget_and_keeps_every_case() {
         let plan = |u: &UserWorkload| suite::plan(Suite::Default, "all", 3, true, Some(u));
-        let asked = plan(&user(1));
+        let asked = plan(&user("1"));
         let total = suite::planned_total(&asked);
         assert!(total > Duration::from_secs(1200), "{total:?}");
         let (n, fitted) =
-            fitting_scale(&user(1), Duration::from_secs(3600), &asked, plan).expect("a scale");
+            fitting_scale(&user("1"), Duration::from_secs(3600), &asked, plan).expect("a scale");
         assert!(
-            fitted <= Duration::from_secs(3600) && n > 1,
+            fitted <= Duration::from_secs(3600) && n > TimeScale::REAL,
             "{n}: {fitted:?}"
         );
         let cases = |p: &[PlannedScenario]| p.iter().map(|s| s.cases).sum::<u32>();
-        assert_eq!(cases(&plan(&user(n))), cases(&asked));
+        assert_eq!(cases(&plan(&user(&n.to_string()))), cases(&asked));
     }
 }

@@ -1,9 +1,13 @@
 //! Layer 5, the commands: each takes a domain request (`RunRequest`, `CompareRequest`,
 //! `ReportRequest`, `ScaleRequest`) and does one job. `compare` runs its `suite` of scenarios through
-//! `run`; `report` draws a results folder; [`scale`] holds many locks at once.
+//! `run`; `report` draws a results folder; [`scale`] holds many locks at once;
+//! `signals` is the stop signal (SIGINT, SIGTERM) every measuring command shares; `pages` prints
+//! the shell completions and the man page.
 
 pub(crate) mod compare;
+pub(crate) mod pages;
 pub(crate) mod report;
 pub(crate) mod run;
 pub mod scale;
+pub(crate) mod signals;
 pub(crate) mod suite;

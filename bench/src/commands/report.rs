@@ -20,6 +20,7 @@ use lockbench_reports::{ReportInput, WrittenReport, markdown, write_report};
 
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_OK};
 use crate::base::output;
+use crate::base::stdout::{out, outln};
 
 /// What `lockbench report` is asked to do.
 #[derive(Debug, Clone)]
@@ -141,15 +142,15 @@ pub(crate) fn write_csv(
 pub(crate) fn print_tables(tables: &[PathBuf]) {
     let names: Vec<String> = tables.iter().map(|p| p.display().to_string()).collect();
     if !names.is_empty() {
-        println!("tables: {}", names.join(", "));
+        outln!("tables: {}", names.join(", "));
     }
 }
 
 /// Prints where the reports are.
 pub(crate) fn print_written(written: &WrittenReport) {
-    println!("report: {}", written.html.display());
-    println!("        {}", written.markdown.display());
-    println!(
+    outln!("report: {}", written.html.display());
+    outln!("        {}", written.markdown.display());
+    outln!(
         "charts: {} ({} charts, PNG and SVG)",
         written.charts_dir.display(),
         written.charts.len()
@@ -176,7 +177,7 @@ fn print_section(
             part.name()
         ))
     })?;
-    print!("{text}");
+    out!("{text}");
     Ok(EXIT_OK)
 }
 
@@ -221,16 +222,18 @@ pub(crate) fn command(mut args: ReportRequest) -> Result<i32, BenchError> {
         return Ok(EXIT_OK);
     };
     let deltas = delta::compare(old, &current);
-    println!("changes against {name}: {}", deltas.summary());
+    outln!("changes against {name}: {}", deltas.summary());
     let found = contradictions::find(old, &current);
     let this = args.results.display().to_string();
     for c in &found {
-        println!(
+        outln!(
             "contradiction: {}: {name} {}; {this} {}",
-            c.cell, c.old, c.new
+            c.cell,
+            c.old,
+            c.new
         );
     }
-    println!(
+    outln!(
         "contradictions against {name}: {} ({})",
         found.len(),
         contradictions::RULE

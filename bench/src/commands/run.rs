@@ -13,11 +13,12 @@ use crate::backends::{Backends, GivenAddresses, ServerKind};
 use crate::base::clock::{MonoClock, now_rfc3339};
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::base::progress::Progress;
+use crate::base::stdout::{out, outln};
 use crate::base::stop::StopSignal;
 use crate::base::{environment, output, table};
+use crate::commands::signals::stop_signals;
 use crate::driver::case::{CaseRun, run_case};
 use crate::driver::mode::CaseContext;
-use crate::driver::processes::kill_all_workers;
 use crate::driver::remote;
 use crate::faults::applicability;
 use crate::strategies::{Strategy, StrategySettings};
@@ -82,8 +83,8 @@ pub struct RunOutcome {
 /// Runs `lockbench run`: prints the summary table and where the results are; returns the exit code.
 pub(crate) async fn command(request: RunRequest) -> Result<i32, BenchError> {
     let outcome = run(request).await?;
-    print!("{}", table::render(&outcome.results));
-    println!("results: {}", outcome.path.display());
+    out!("{}", table::render(&outcome.results));
+    outln!("results: {}", outcome.path.display());
     if outcome.interrupted {
         return Ok(EXIT_INTERRUPTED);
     }
@@ -649,52 +650,6 @@ fn with_case_servers(
         }
     }
     servers
-}
-
-/// The process's stop signal, set by the first SIGINT (Ctrl-C) or SIGTERM (what `timeout`,
-/// systemd, Kubernetes and CI send): the run stops and writes what it measured. The watcher is
-/// installed once per process, on the first call, so a signal between two runs of a `compare` stops
-/// it as well (a signal already received is not forgotten). A second signal kills servers and
-/// workers and exits at once.
-fn stop_signals() -> StopSignal {
-    static SIGNALS: std::sync::OnceLock<StopSignal> = std::sync::OnceLock::new();
-    SIGNALS
-        .get_or_init(|| {
-            let interrupt = StopSignal::new();
-            tokio::spawn(watch_stop_signals(interrupt.clone()));
-            interrupt
-        })
-        .clone()
-}
-
-/// Waits for SIGINT or SIGTERM; its name, or `None` when signals cannot be watched.
-async fn next_stop_signal(terminate: &mut tokio::signal::unix::Signal) -> Option<&'static str> {
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.ok().map(|()| "interrupted"),
-        s = terminate.recv() => s.map(|()| "terminated (SIGTERM)"),
-    }
-}
-
-/// First signal: stop the run and write what was measured. Second: kill servers and workers, exit
-/// 130.
-async fn watch_stop_signals(interrupt: StopSignal) {
-    let Ok(mut terminate) =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-    else {
-        return;
-    };
-    let Some(how) = next_stop_signal(&mut terminate).await else {
-        return;
-    };
-    interrupt.set();
-    eprintln!(
-        "lockbench: {how}; stopping and writing what was measured (Ctrl-C again to quit now)"
-    );
-    if next_stop_signal(&mut terminate).await.is_some() {
-        lockbench_servers::kill_all_servers();
-        kill_all_workers();
-        std::process::exit(crate::base::error::EXIT_INTERRUPTED);
-    }
 }
 
 #[cfg(test)]

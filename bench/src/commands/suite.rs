@@ -515,7 +515,7 @@ mod tests {
 
     #[test]
     fn fault_scenarios_keep_their_meaning_under_the_users_ttl() {
-        let user = |ttl: &str, scale: u32| {
+        let user = |ttl: &str, scale: &str| {
             let fields = ScenarioFile {
                 watchdog_timeout: Some(ttl.into()),
                 task: Some("uniform 20ms..60ms".into()),
@@ -533,7 +533,7 @@ mod tests {
                 .expect(name)
         };
         let (pause, length) = entry("process-pause");
-        for u in [user("3s", 1), user("30s", 10)] {
+        for u in [user("3s", "1"), user("30s", "10")] {
             let w = workload(&pause, length, "redis-watchdog", Some(&u)).expect("resolves");
             assert_eq!(
                 w.to_model(&[]).faults,
@@ -547,7 +547,7 @@ mod tests {
         }
         // lease-too-short keeps its own lease, tasks and TTL, at real time.
         let (short, length) = entry("lease-too-short");
-        let w = workload(&short, length, "redis-watchdog", Some(&user("30s", 10))).expect("ok");
+        let w = workload(&short, length, "redis-watchdog", Some(&user("30s", "10"))).expect("ok");
         assert_eq!(w.watchdog_timeout, seconds("1s"));
         assert_eq!(w.task.to_string(), "uniform 1200ms..1600ms");
         assert_eq!(w.clients, 5);
@@ -873,9 +873,9 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
         let mut users = vec![None];
         for (name, scale) in [
-            ("scheduled-job.toml", 10),
-            ("queue-consumer.toml", 1),
-            ("order-processing.toml", 1),
+            ("scheduled-job.toml", "10"),
+            ("queue-consumer.toml", "1"),
+            ("order-processing.toml", "1"),
         ] {
             let user =
                 UserWorkload::new(Some(&dir.join(name)), ScenarioFile::default(), Some(scale))

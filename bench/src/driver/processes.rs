@@ -68,12 +68,42 @@ struct WorkerLink {
 impl Drop for WorkerLink {
     fn drop(&mut self) {
         if let Some(pid) = self.pid {
-            LIVE_WORKERS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .retain(|p| *p != pid);
+            forget_worker(pid);
         }
     }
+}
+
+/// Another command's child process that [`kill_all_workers`] kills too (`lockbench scale`'s one per
+/// strategy): it must lead its own process group. Forgotten when dropped.
+#[derive(Debug)]
+pub(crate) struct LiveWorker(u32);
+
+impl LiveWorker {
+    /// Tracks the process `pid` until the guard is dropped.
+    pub(crate) fn track(pid: u32) -> Self {
+        track_worker(pid);
+        LiveWorker(pid)
+    }
+}
+
+impl Drop for LiveWorker {
+    fn drop(&mut self) {
+        forget_worker(self.0);
+    }
+}
+
+fn track_worker(pid: u32) {
+    LIVE_WORKERS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(pid);
+}
+
+fn forget_worker(pid: u32) {
+    LIVE_WORKERS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|p| *p != pid);
 }
 
 enum Event {
@@ -129,10 +159,7 @@ fn spawn_worker(
         ))
     })?;
     let pid = child.id().unwrap_or(0);
-    LIVE_WORKERS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(pid);
+    track_worker(pid);
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(CaseError::Fail("worker process without pipes".into()));
     };

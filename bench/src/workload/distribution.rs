@@ -20,6 +20,7 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp, LogNormal};
 
 use crate::base::duration::{format_duration, parse_duration};
+use crate::workload::TimeScale;
 
 const SAMPLE_CAP_NS: f64 = 3_600e9;
 
@@ -176,8 +177,8 @@ impl TaskDistribution {
             .unwrap_or_default()
     }
 
-    /// The same distribution with every duration divided by `factor` (≥ 1; σ and weights kept).
-    pub(crate) fn scaled(&self, factor: u32) -> Self {
+    /// The same distribution with every duration divided by `factor` (σ and weights kept).
+    pub(crate) fn scaled(&self, factor: TimeScale) -> Self {
         let parts = self
             .parts
             .iter()
@@ -374,11 +375,15 @@ mod tests {
             assert_eq!(dist.median(), median, "{text}");
         }
         let dist = TaskDistribution::parse("95% 2s, 5% uniform 20s..40s").expect("mix");
-        assert_eq!(dist.scaled(10).to_string(), "95% 200ms, 5% uniform 2s..4s");
+        assert_eq!(
+            dist.scaled(TimeScale::parse("10").expect("scale"))
+                .to_string(),
+            "95% 200ms, 5% uniform 2s..4s"
+        );
         assert_eq!(
             TaskDistribution::parse("lognormal 30ms 0.4")
                 .expect("lognormal")
-                .scaled(3)
+                .scaled(TimeScale::parse("3").expect("scale"))
                 .to_string(),
             "lognormal 10ms 0.4"
         );

@@ -23,6 +23,7 @@ use serde::Deserialize;
 
 use crate::backends::ServerKind;
 use crate::base::duration::{Units, format_duration, parse_timing};
+use crate::workload::TimeScale;
 
 /// A fault as written in a scenario file: every field optional, unknown fields rejected.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -725,7 +726,7 @@ impl FaultSpec {
 impl FaultSpec {
     /// The same fault with every timing divided by `factor` (`--time-scale`); counts, targets and
     /// kinds kept.
-    pub(crate) fn scaled(&self, factor: u32) -> Self {
+    pub(crate) fn scaled(&self, factor: TimeScale) -> Self {
         FaultSpec {
             at: self.at / factor,
             duration: self.duration.map(|d| d / factor),
@@ -982,7 +983,7 @@ mod tests {
             (d.at, d.delay),
             (Duration::from_millis(80), Duration::from_millis(375))
         );
-        let s = d.scaled(5);
+        let s = d.scaled(TimeScale::parse("5").expect("scale"));
         assert_eq!(
             (s.at, s.duration, s.delay),
             (

@@ -7,6 +7,7 @@ pub(crate) mod distribution;
 pub(crate) mod faults;
 pub(crate) mod parse;
 pub(crate) mod theory;
+pub(crate) mod time_scale;
 pub(crate) mod user;
 
 use std::collections::BTreeMap;
@@ -21,6 +22,7 @@ use crate::base::duration::{Units, format_duration, parse_duration, parse_timing
 
 pub(crate) use distribution::TaskDistribution;
 pub(crate) use parse::{LeaseSpec, OnLost, WorkerMode};
+pub(crate) use time_scale::TimeScale;
 
 /// A scenario file as written: every field optional (the built-in default applies), unknown fields
 /// rejected. Durations are humantime strings; the case's length (`duration`, `warmup`,
@@ -243,7 +245,7 @@ pub(crate) struct Workload {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fit {
     /// Every duration divided by this (`--time-scale`; 1 = real time).
-    pub time_scale: u32,
+    pub time_scale: TimeScale,
     /// The measured window is at least this many mean tasks (0: as the scenario says).
     pub min_window_tasks: u32,
     /// The measured window is lengthened until every fault's window and recovery fit
@@ -255,7 +257,7 @@ pub struct Fit {
 impl Default for Fit {
     fn default() -> Self {
         Fit {
-            time_scale: 1,
+            time_scale: TimeScale::REAL,
             min_window_tasks: 0,
             lengthen_for_faults: false,
         }
@@ -528,7 +530,7 @@ impl Workload {
     /// The same workload at 1/`factor` time (`--time-scale`): every duration of the workload, its
     /// faults and the case divided by `factor`, the open-loop rate multiplied by it (its period
     /// divided); everything else kept.
-    pub(crate) fn scaled(&self, factor: u32) -> Workload {
+    pub(crate) fn scaled(&self, factor: TimeScale) -> Workload {
         Workload {
             task: self.task.scaled(factor),
             leases: self
@@ -859,7 +861,7 @@ mod tests {
              target = \"client:0\"",
         )
         .expect("valid");
-        let s = w.scaled(10);
+        let s = w.scaled(TimeScale::parse("10").expect("scale"));
         let ms = Duration::from_millis;
         assert_eq!(s.task.to_string(), "95% 200ms, 5% uniform 2s..4s");
         assert_eq!(s.leases, [LeaseSpec::Watchdog, LeaseSpec::Fixed(ms(2000))]);
@@ -889,7 +891,7 @@ mod tests {
             ..s.clone()
         };
         assert_eq!(back, w);
-        assert_eq!(w.scaled(1), w);
+        assert_eq!(w.scaled(TimeScale::parse("1").expect("scale")), w);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{DEFAULTS, ScenarioFile, WORKLOAD_FIELDS, Workload, parse_toml};
+use super::{DEFAULTS, ScenarioFile, TimeScale, WORKLOAD_FIELDS, Workload, parse_toml};
 use crate::base::duration::format_duration;
 
 /// A workload file as written: the workload fields of a scenario file, every one optional, anything
@@ -101,7 +101,7 @@ pub(crate) struct UserWorkload {
     /// The workload fields set (file, then flags over it); the others stay each scenario's own.
     pub fields: ScenarioFile,
     /// `--time-scale`: every duration divided by it (1 = real time).
-    pub time_scale: u32,
+    pub time_scale: TimeScale,
 }
 
 impl UserWorkload {
@@ -110,11 +110,12 @@ impl UserWorkload {
     pub(crate) fn new(
         file: Option<&Path>,
         flags: ScenarioFile,
-        time_scale: Option<u32>,
+        time_scale: Option<&str>,
     ) -> Result<Option<Self>, String> {
-        if time_scale == Some(0) {
-            return Err("--time-scale: must be at least 1 (1 = real time), got 0".into());
-        }
+        let time_scale = time_scale
+            .map(TimeScale::parse)
+            .transpose()
+            .map_err(|e| format!("--time-scale: {e}"))?;
         let (mut fields, description) = match file {
             Some(path) => {
                 let shown = path.display();
@@ -141,7 +142,7 @@ impl UserWorkload {
             file: file.map(|p| p.display().to_string()),
             description,
             fields,
-            time_scale: time_scale.unwrap_or(1),
+            time_scale: time_scale.unwrap_or(TimeScale::REAL),
         }))
     }
 
@@ -156,9 +157,9 @@ impl UserWorkload {
     }
 
     /// The time scale for a scenario keeping `own`: one that keeps its own TTL keeps its own time.
-    pub(crate) fn time_scale_for(&self, own: &[String]) -> u32 {
+    pub(crate) fn time_scale_for(&self, own: &[String]) -> TimeScale {
         if own.iter().any(|f| f == "watchdog_timeout") {
-            1
+            TimeScale::REAL
         } else {
             self.time_scale
         }
@@ -198,7 +199,7 @@ impl UserWorkload {
 
     /// The time compression in words, if any: `your workload at 1/10 time: a 30 s TTL run as 3 s`.
     pub(crate) fn scale_line(&self) -> Option<String> {
-        if self.time_scale == 1 {
+        if self.time_scale == TimeScale::REAL {
             return None;
         }
         let n = self.time_scale;
@@ -296,7 +297,7 @@ mod tests {
             (o.clients, o.task, o.watchdog_timeout),
             (Some(5), None, None)
         );
-        assert_eq!(user.time_scale_for(&own), 1);
+        assert_eq!(user.time_scale_for(&own), TimeScale::REAL);
         assert!(
             user.summary().contains("5 clients on 4 keys"),
             "{}",
@@ -332,7 +333,7 @@ mod tests {
             task: Some("uniform 2s..20s".into()),
             ..ScenarioFile::default()
         };
-        let user = UserWorkload::new(None, flags, Some(10))
+        let user = UserWorkload::new(None, flags, Some("10"))
             .expect("valid")
             .expect("given");
         let line = user.scale_line().expect("scaled");
@@ -343,7 +344,9 @@ mod tests {
             "{line}"
         );
         assert_eq!(
-            user.resolved().map(|w| w.scaled(10).watchdog_timeout),
+            user.resolved().map(|w| w
+                .scaled(TimeScale::parse("10").expect("scale"))
+                .watchdog_timeout),
             Ok(Duration::from_secs(3))
         );
     }
@@ -375,7 +378,7 @@ mod tests {
             );
             assert!(!err.contains('\n'), "{toml}: one line: {err}");
         }
-        let err = UserWorkload::new(None, ScenarioFile::default(), Some(0)).expect_err("scale 0");
+        let err = UserWorkload::new(None, ScenarioFile::default(), Some("0")).expect_err("scale 0");
         assert!(err.starts_with("--time-scale:"), "{err}");
         let flags = ScenarioFile {
             watchdog_timeout: Some("2ttl".into()),

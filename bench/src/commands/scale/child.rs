@@ -3,6 +3,10 @@
 //! `scale.json` into a temporary directory that the parent reads back. The child's client RSS, threads
 //! and CPU are then the strategy's alone. A child that fails or overruns its time bound gives a series
 //! that says so. The raw sender beside a batched strategy runs the same way (`--raw-sender`).
+//!
+//! Each child leads its own process group, so a terminal's Ctrl-C reaches only the parent, which
+//! passes one SIGTERM on when it is stopped: the child stops, releases its locks and writes the series
+//! so far (exit 130). A second signal to the parent kills the children with the servers.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -11,18 +15,25 @@ use std::time::Duration;
 use lockbench_reports::scale::{ScaleResults, ScaleSeries, ScaleStop};
 
 use super::hold::locks_per_renew_call;
-use super::{SCALE_FILE, ScaleSpec, Subject, raw};
+use super::{INTERRUPTED, SCALE_FILE, ScaleSpec, Subject, raw};
 use crate::backends::{Backends, ServerKind};
 use crate::base::duration::format_duration;
+use crate::base::stop::StopSignal;
+use crate::driver::processes::LiveWorker;
 use crate::strategies::Strategy;
 
-/// Runs `strategy` (or its raw sender) in a child process of `exe`.
-pub async fn measure_strategy(
+/// How long a child told to stop may take to release its locks and write its file.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+
+/// Runs `strategy` (or its raw sender) in a child process of `exe`; once `interrupt` is set, tells the
+/// child to stop and keeps what it measured.
+pub(crate) async fn measure_strategy(
     exe: &Path,
     strategy: &'static Strategy,
     subject: Subject,
     spec: &ScaleSpec,
     backends: &Backends,
+    interrupt: &StopSignal,
 ) -> ScaleSeries {
     let name = match subject {
         Subject::Strategy => strategy.id,
@@ -58,13 +69,28 @@ pub async fn measure_strategy(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        .kill_on_drop(true)
+        .process_group(0);
     let child = match command.spawn() {
         Ok(child) => child,
         Err(e) => return failed(format!("could not start the worker process: {e}")),
     };
+    let pid = child.id();
+    let _live = pid.map(LiveWorker::track);
     let bound = time_bound(spec);
-    let output = match tokio::time::timeout(bound, child.wait_with_output()).await {
+    let finished = child.wait_with_output();
+    tokio::pin!(finished);
+    let waited = tokio::select! {
+        waited = tokio::time::timeout(bound, &mut finished) => waited,
+        () = interrupt.wait() => {
+            if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+                // SAFETY: kill(2) has no memory-safety preconditions; the child is still ours to reap.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+            tokio::time::timeout(spec.step_budget + STOP_GRACE, &mut finished).await
+        }
+    };
+    let output = match waited {
         Ok(Ok(output)) => output,
         Ok(Err(e)) => return failed(format!("worker process: {e}")),
         Err(_) => {
@@ -79,7 +105,8 @@ pub async fn measure_strategy(
         .ok()
         .and_then(|r| r.strategies.into_iter().next())
     {
-        Some(series) if output.status.success() => series,
+        Some(series) if output.status.success() || interrupt.is_set() => series,
+        _ if interrupt.is_set() => failed(INTERRUPTED.to_owned()),
         _ => {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let last = stderr.lines().rev().find(|l| !l.trim().is_empty());

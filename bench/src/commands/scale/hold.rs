@@ -24,12 +24,13 @@ use lockbench_reports::scale::{ScalePoint, ScaleSeries, ScaleStop};
 use lockbench_servers::probe;
 use lockers::{AcquireOptions, EventSink, Events, Lease, LockEvent, Locker, OwnerId, Renewed};
 
-use super::{SERVER_TIMEOUT, ScaleSpec, ms};
+use super::{INTERRUPTED, SERVER_TIMEOUT, ScaleSpec, ms};
 use crate::backends::stats::{StatsSnapshot, StatsSource};
 use crate::backends::{Backend, Backends, ServerKind};
 use crate::base::duration::format_duration;
 use crate::base::measure::RedisCommandStats;
 use crate::base::proc_stat;
+use crate::base::stop::StopSignal;
 use crate::strategies::{Endpoints, Strategy, StrategySettings};
 
 /// Counts the renewal events of one client, and the margins (remaining TTLs) its renewals found.
@@ -329,12 +330,35 @@ fn holds_no_watchdog_lease(strategy: &Strategy, settings: &StrategySettings) -> 
     }
 }
 
-/// Runs `spec.steps` with one client of `strategy`, in this process.
-pub async fn measure_strategy(
+/// The stop of a series that SIGINT or SIGTERM cut short at `step`, holding `held` locks.
+pub(super) fn interrupted(held: usize, step: u64) -> ScaleStop {
+    ScaleStop {
+        held: held as u64,
+        step,
+        reason: INTERRUPTED.to_owned(),
+    }
+}
+
+/// `work`, cut short when `interrupt` is set (then `None`).
+pub(super) async fn unless_interrupted<T>(
+    interrupt: &StopSignal,
+    work: impl Future<Output = T>,
+) -> Option<T> {
+    tokio::select! {
+        done = work => Some(done),
+        () = interrupt.wait() => None,
+    }
+}
+
+/// Runs `spec.steps` with one client of `strategy`, in this process. Once `interrupt` is set it takes
+/// no more locks and measures no more windows (one under way is dropped): it records the stop, then
+/// releases what it holds.
+pub(crate) async fn measure_strategy(
     strategy: &'static Strategy,
     spec: &ScaleSpec,
     backends: &Backends,
     server: Option<ServerProbe>,
+    interrupt: &StopSignal,
 ) -> ScaleSeries {
     let mut series = ScaleSeries {
         strategy: strategy.id.to_owned(),
@@ -368,7 +392,7 @@ pub async fn measure_strategy(
             return series;
         }
     };
-    warm_up(&locker, spec.warm_up, spec).await;
+    unless_interrupted(interrupt, warm_up(&locker, spec.warm_up, spec)).await;
     let client = ClientProcess::of(locker.as_ref());
     series.in_adapter_process = client != ClientProcess::Own;
     series.library = locker.peer().map(|p| {
@@ -380,12 +404,28 @@ pub async fn measure_strategy(
     let mut held: Vec<Lease> = Vec::new();
     let next_key = Arc::new(AtomicUsize::new(0));
     for &step in &spec.steps {
+        if interrupt.is_set() {
+            series.stopped = Some(interrupted(held.len(), step));
+            break;
+        }
         let target = usize::try_from(step).unwrap_or(usize::MAX);
         let at_start = counts.now();
         let began = Instant::now();
-        let (leases, stop) = fill(&locker, client, &next_key, target - held.len(), spec).await;
+        let filling = fill(
+            &locker,
+            client,
+            &next_key,
+            target - held.len(),
+            spec,
+            interrupt,
+        );
+        let (leases, stop) = filling.await;
         let fill_time = began.elapsed();
         held.extend(leases);
+        if interrupt.is_set() {
+            series.stopped = Some(interrupted(held.len(), step));
+            break;
+        }
         if held.is_empty() {
             series.stopped = stop.map(|reason| ScaleStop {
                 held: 0,
@@ -394,8 +434,6 @@ pub async fn measure_strategy(
             });
             break;
         }
-        // Let every lock settle into its renewal cycle before measuring.
-        tokio::time::sleep(spec.renew_period().max(Duration::from_millis(500))).await;
         let window = Window {
             held_locks: held.len() as u64,
             spec,
@@ -408,9 +446,17 @@ pub async fn measure_strategy(
             client,
             server_before,
         };
-        let point = window
-            .measure(|| held.iter().filter(|l| l.is_held()).count() as u64)
-            .await;
+        let measured = unless_interrupted(interrupt, async {
+            // Let every lock settle into its renewal cycle before measuring.
+            tokio::time::sleep(spec.renew_period().max(Duration::from_millis(500))).await;
+            window
+                .measure(|| held.iter().filter(|l| l.is_held()).count() as u64)
+                .await
+        });
+        let Some(point) = measured.await else {
+            series.stopped = Some(interrupted(held.len(), step));
+            break;
+        };
         series.points.push(point);
         if let Some(reason) = stop {
             series.stopped = Some(ScaleStop {
@@ -451,13 +497,14 @@ async fn warm_up(locker: &Arc<dyn Locker>, length: Duration, spec: &ScaleSpec) {
 }
 
 /// Starts up to `count` more acquires of fresh keys, `spec.concurrency` at a time; stops early on the
-/// first error, a cap or the step budget, and says why.
+/// first error, a cap, the step budget or `interrupt`, and says why.
 async fn fill(
     locker: &Arc<dyn Locker>,
     client: ClientProcess,
     next_key: &Arc<AtomicUsize>,
     count: usize,
     spec: &ScaleSpec,
+    interrupt: &StopSignal,
 ) -> (Vec<Lease>, Option<String>) {
     let remaining = Arc::new(AtomicUsize::new(count));
     let stop: Arc<Mutex<Option<String>>> = Arc::default();
@@ -475,6 +522,7 @@ async fn fill(
             budget: spec.step_budget,
             max_threads: spec.max_threads,
             max_rss: spec.max_rss_bytes,
+            interrupt: interrupt.clone(),
         };
         workers.spawn(worker.run());
     }
@@ -517,6 +565,8 @@ struct FillWorker {
     budget: Duration,
     max_threads: u64,
     max_rss: u64,
+    /// Set by SIGINT or SIGTERM: no more acquires.
+    interrupt: StopSignal,
 }
 
 impl FillWorker {
@@ -531,6 +581,9 @@ impl FillWorker {
             .is_some();
         if stopped || self.remaining.load(Ordering::Acquire) == 0 {
             return Some(String::new());
+        }
+        if self.interrupt.is_set() {
+            return Some(INTERRUPTED.to_owned());
         }
         if Instant::now() >= self.deadline {
             let budget = format_duration(self.budget);
@@ -870,7 +923,14 @@ mod tests {
         .spec()
         .unwrap_or_else(|e| panic!("{e}"));
         let strategy = spec.strategies[0];
-        let memory = measure_strategy(strategy, &spec, &Backends::default(), None).await;
+        let memory = measure_strategy(
+            strategy,
+            &spec,
+            &Backends::default(),
+            None,
+            &StopSignal::new(),
+        )
+        .await;
         assert!(memory.stopped.is_none(), "{:?}", memory.stopped);
         assert_eq!(memory.points.len(), 2);
         let last = &memory.points[1];
@@ -899,7 +959,14 @@ mod tests {
         }
         .spec()
         .unwrap_or_else(|e| panic!("{e}"));
-        let series = measure_strategy(spec.strategies[0], &spec, &Backends::default(), None).await;
+        let series = measure_strategy(
+            spec.strategies[0],
+            &spec,
+            &Backends::default(),
+            None,
+            &StopSignal::new(),
+        )
+        .await;
         let stop = series.stopped.as_ref().expect("stopped");
         assert_eq!(stop.held, 0);
         assert!(stop.reason.contains("thread cap 1"), "{}", stop.reason);

@@ -3,7 +3,9 @@
 //! window and records the server's renew calls and CPU per second, and the client's CPU, resident set and
 //! threads (docs/design.md §3 batched renewal, §5 client/server cost, §8 targets). Writes `DIR/scale.json`
 //! ([`lockbench_reports::scale`]) after every strategy, so an interrupted run keeps what it measured
-//! (`complete: false`), and prints a table.
+//! (`complete: false`), and prints a table. SIGINT or SIGTERM (the stop signal `run` and `compare`
+//! share) stops the strategy under way (its child is told in turn, and records where it stopped),
+//! starts no other, writes the file marked incomplete and exits 130.
 //!
 //! Each strategy runs in its own child process (`lockbench scale --worker …`, see [`child`]), so its
 //! client RSS, threads and CPU are its own and not what earlier strategies left behind; the servers
@@ -40,8 +42,11 @@ use lockbench_servers::probe;
 use crate::backends::{Backend, Backends, GivenAddresses, ServerKind};
 use crate::base::clock::now_rfc3339;
 use crate::base::duration::{format_duration, parse_duration};
-use crate::base::error::BenchError;
+use crate::base::error::{BenchError, EXIT_INTERRUPTED, EXIT_OK};
+use crate::base::stdout::{out, outln};
+use crate::base::stop::StopSignal;
 use crate::base::{environment, output};
+use crate::commands::signals::stop_signals;
 use crate::strategies;
 use crate::strategies::{Strategy, StrategySettings};
 
@@ -56,6 +61,9 @@ const MAX_DURATION: Duration = Duration::from_secs(600);
 const MAX_CONCURRENCY: usize = 1024;
 
 const SERVER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The stop reason of a series that SIGINT or SIGTERM cut short.
+const INTERRUPTED: &str = "interrupted (SIGINT or SIGTERM)";
 
 /// Default of [`ScaleOptions::steps`].
 pub const DEFAULT_STEPS: &str = "1000,10000,100000";
@@ -411,6 +419,7 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
     let out_dir = output::claim_dir(&out_dir, SCALE_FILE)?;
     let given = args.servers.clone();
     let needed = strategies::servers_needed(&spec.strategies);
+    let interrupt = stop_signals();
     let backends = Backends::prepare(&needed, &given, strategies::check_address).await?;
     let mut results = ScaleResults {
         schema_version: SCALE_SCHEMA_VERSION,
@@ -435,35 +444,54 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
             .collect()
     };
     for (strategy, subject) in subjects {
+        if interrupt.is_set() {
+            break;
+        }
         if !args.worker {
             match subject {
                 Subject::Strategy => eprintln!("lockbench scale: {} …", strategy.id),
                 Subject::RawSender => eprintln!("lockbench scale: {} …", raw::RAW_SENDER),
             }
         }
-        let series = measure_one(strategy, subject, &spec, &backends, &server_pids).await;
+        let series = measure_one(
+            strategy,
+            subject,
+            &spec,
+            &backends,
+            &server_pids,
+            &interrupt,
+        )
+        .await;
         results.strategies.push(series);
         results.finished_at = now_rfc3339();
         // Written after every strategy, so an interrupted run keeps what it measured.
         output::write_atomic(&out_dir, SCALE_FILE, &results.to_json())?;
     }
-    results.complete = true;
+    let interrupted = interrupt.is_set();
+    results.complete = !interrupted;
     results.finished_at = now_rfc3339();
     let path = output::write_atomic(&out_dir, SCALE_FILE, &results.to_json())?;
     if !args.worker {
-        print!("{}", render(&results));
-        println!("results: {}", path.display());
+        out!("{}", render(&results));
+        outln!("results: {}", path.display());
     }
-    Ok(crate::base::error::EXIT_OK)
+    Ok(if interrupted {
+        EXIT_INTERRUPTED
+    } else {
+        EXIT_OK
+    })
 }
 
 /// Holds `spec.steps` locks with one client of each strategy in turn; one series per strategy, and the
 /// raw sender's beside `redis-watchdog-batched`.
 pub async fn measure(spec: &ScaleSpec, backends: &Backends) -> Vec<ScaleSeries> {
     let mut all = Vec::new();
+    let never = StopSignal::new();
     for strategy in &spec.strategies {
         for (strategy, subject) in subjects_of(strategy, spec) {
-            all.push(measure_one(strategy, subject, spec, backends, &BTreeMap::new()).await);
+            all.push(
+                measure_one(strategy, subject, spec, backends, &BTreeMap::new(), &never).await,
+            );
         }
     }
     all
@@ -484,6 +512,7 @@ async fn measure_one(
     spec: &ScaleSpec,
     backends: &Backends,
     server_pids: &BTreeMap<ServerKind, u32>,
+    interrupt: &StopSignal,
 ) -> ScaleSeries {
     let server = backends.get(strategy.server);
     if let Some(server) = server {
@@ -493,12 +522,16 @@ async fn measure_one(
         Isolation::InProcess => {
             let probe = server.map(|s| hold::ServerProbe::of(s, server_pids));
             match subject {
-                Subject::Strategy => hold::measure_strategy(strategy, spec, backends, probe).await,
-                Subject::RawSender => raw::measure(strategy, spec, backends, probe).await,
+                Subject::Strategy => {
+                    hold::measure_strategy(strategy, spec, backends, probe, interrupt).await
+                }
+                Subject::RawSender => {
+                    raw::measure(strategy, spec, backends, probe, interrupt).await
+                }
             }
         }
         Isolation::ChildProcess(exe) => {
-            child::measure_strategy(exe, strategy, subject, spec, backends).await
+            child::measure_strategy(exe, strategy, subject, spec, backends, interrupt).await
         }
     };
     if let Some(server) = server {

@@ -22,8 +22,11 @@ use lockers::redis::watchdog::{BATCHED_SCHEDULE, batch_renewal_script};
 use redis::aio::ConnectionManager;
 
 use super::ScaleSpec;
-use super::hold::{ClientProcess, RenewalCounts, ServerProbe, Window};
+use super::hold::{
+    ClientProcess, RenewalCounts, ServerProbe, Window, interrupted, unless_interrupted,
+};
 use crate::backends::Backends;
+use crate::base::stop::StopSignal;
 use crate::strategies::Strategy;
 
 /// The raw sender's series name.
@@ -36,12 +39,14 @@ const SETUP_BATCH: usize = 1000;
 const OWNER: &str = "raw-sender-00000000000000000000000:0000000000000000";
 
 /// Runs `spec.steps` with the raw sender beside `strategy` (the batched watchdog), in this process: its
-/// locks per call and renewals per period are the strategy's.
-pub async fn measure(
+/// locks per call and renewals per period are the strategy's. `interrupt` stops it as it stops a
+/// strategy ([`super::hold::measure_strategy`]).
+pub(crate) async fn measure(
     strategy: &Strategy,
     spec: &ScaleSpec,
     backends: &Backends,
     server: Option<ServerProbe>,
+    interrupt: &StopSignal,
 ) -> ScaleSeries {
     let chunk = strategy.facts.locks_per_renew_call.unwrap_or(1);
     let mut series = ScaleSeries {
@@ -80,7 +85,15 @@ pub async fn measure(
         let at_start = counts.now();
         let began = Instant::now();
         let target = usize::try_from(step).unwrap_or(usize::MAX);
-        if let Err(e) = locks.fill(&connection, target, spec.watchdog_timeout).await {
+        let filled = unless_interrupted(
+            interrupt,
+            locks.fill(&connection, target, spec.watchdog_timeout),
+        );
+        let Some(filled) = filled.await else {
+            series.stopped = Some(interrupted(locks.held(), step));
+            break;
+        };
+        if let Err(e) = filled {
             stop(
                 &mut series,
                 locks.held(),
@@ -90,7 +103,6 @@ pub async fn measure(
             break;
         }
         let fill_time = began.elapsed();
-        tokio::time::sleep(spec.renew_period().max(Duration::from_millis(500))).await;
         let window = Window {
             held_locks: locks.held() as u64,
             spec,
@@ -104,7 +116,14 @@ pub async fn measure(
             // The database is emptied before each row.
             server_before: None,
         };
-        let point = window.measure(|| locks.still_held() as u64).await;
+        let measured = unless_interrupted(interrupt, async {
+            tokio::time::sleep(spec.renew_period().max(Duration::from_millis(500))).await;
+            window.measure(|| locks.still_held() as u64).await
+        });
+        let Some(point) = measured.await else {
+            series.stopped = Some(interrupted(locks.held(), step));
+            break;
+        };
         series.points.push(point);
     }
     sender.abort();
