@@ -546,7 +546,7 @@ impl Compare<'_> {
             if trials == 1 { "" } else { "s" },
             minutes(planned)
         );
-        println!("compare: {}", self.extra_trials_line(planned));
+        outln!("compare: {}", self.extra_trials_line(planned));
         if let (Some(user), Some(budget)) = (&self.user, suite::budget(args.suite()))
             && planned > budget
         {
