@@ -66,6 +66,22 @@ impl ThroughputChart {
     }
 }
 
+impl Bar {
+    /// What is written at the bar's end: its rate, with the verdict where it says more.
+    fn label(&self) -> String {
+        match self.value {
+            Some(v) if self.verdict == "VIOLATED" => format!("{} CS/s · VIOLATED", rate(v)),
+            // Under a fault that takes the lock away, a safe strategy that completed nothing
+            // waited for a lock it could not get: that is the right answer, not a breakage.
+            Some(v) if gave_up(v, self.verdict) => {
+                format!("{} CS/s · safe: gave up (no lock)", rate(v))
+            }
+            Some(v) => format!("{} CS/s", rate(v)),
+            None => self.verdict.to_owned(),
+        }
+    }
+}
+
 /// Whether a bar is a safe case that completed (about) nothing: it gave up rather than break.
 fn gave_up(value: f64, verdict: &str) -> bool {
     verdict == "safe" && value < 0.005
@@ -153,16 +169,7 @@ impl Plot for ThroughputChart {
                     .map_err(err)?;
             }
             let label_x = bar.range.map_or(value, |(_, high)| high.max(value));
-            let label = match bar.value {
-                Some(v) if bar.verdict == "VIOLATED" => format!("{} CS/s · VIOLATED", rate(v)),
-                // Under a fault that takes the lock away, a safe strategy that completed nothing
-                // waited for a lock it could not get: that is the right answer, not a breakage.
-                Some(v) if gave_up(v, bar.verdict) => {
-                    format!("{} CS/s · safe: gave up (no lock)", rate(v))
-                }
-                Some(v) => format!("{} CS/s", rate(v)),
-                None => bar.verdict.to_owned(),
-            };
+            let label = bar.label();
             let style = text(LABEL_SIZE)
                 .color(if bar.verdict == "VIOLATED" {
                     &VIOLATED
