@@ -318,8 +318,11 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
         adapter_processes: out.adapter_processes,
         fault_not_applied: not_applied,
         availability: (!run.faults.is_empty()).then(|| {
-            let warmup = run.warmup.as_nanos() as u64;
-            f.grants.finish(warmup, warmup + out.measured_ns)
+            f.availability(
+                &t.cut_acquires,
+                run.warmup.as_nanos() as u64,
+                out.measured_ns,
+            )
         }),
     }
 }

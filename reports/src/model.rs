@@ -410,8 +410,23 @@ pub struct Availability {
     /// null when none was granted in the bin.
     pub max_wait_ms: Vec<Option<f64>>,
     /// The longest stretch of the measured window in which no client was granted any lock (exact to
-    /// within a bin): the measured unavailability. Null when the window is empty.
+    /// within a bin). It includes the time a holder worked: see `longest_blocked` for the lock's
+    /// unavailability. Null when the window is empty.
     pub longest_gap: Option<Gap>,
+    /// The longest stretch of the measured window in which some client waited for a key that no
+    /// client held: the lock unavailable (a crashed or partitioned holder's lease running out, a
+    /// failover, a frozen server); of zero length, at the window's start, when no client ever waited
+    /// for a key nobody held. Null in files written before it was measured.
+    #[serde(default)]
+    pub longest_blocked: Option<Gap>,
+}
+
+impl Availability {
+    /// The lock's measured unavailability: [`Self::longest_blocked`], or in older files, which lack
+    /// it, [`Self::longest_gap`] (no grant, which also counts a holder's working time).
+    pub fn unavailable(&self) -> Option<Gap> {
+        self.longest_blocked.or(self.longest_gap)
+    }
 }
 
 /// A stretch of time, ms from the case start.

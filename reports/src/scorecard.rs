@@ -61,7 +61,7 @@ pub fn many_locks_cell(cost: &[CostSeries], strategy: &StrategyInfo) -> (String,
 }
 
 /// Under the scorecard: how to read it.
-pub const NOTE: &str = "CS/s: completed critical sections per second, pooled over the trials, with the slowest and fastest trial; client requests per CS are compared only with strategies on the same server kind; a break is predicted when the scenario's theory says this strategy may violate there, and each scenario it broke under says how often: always (theory predicts a break every time, and every trial with a verdict broke or the first settled it), every trial: k of n, or sometimes: k of n, with the 95 % Wilson interval of the rate when every planned trial ran; data: harmed when an update was lost or a stale write accepted in any scenario (the scenarios are those it broke under), “no fencing: stale writes not detectable” for a strategy without fencing tokens (the resource cannot tell a stale write from a rightful one, so none was counted; a lost update still reads harmed), intact otherwise; unavailable: the longest stretch of a fault scenario's measured window in which no client was granted any lock (its first trial), the worst over the fault scenarios, with the scenario (≥: no lock was granted again before the case ended); the yardstick row (a lock in the driver's own process, no server) shows what the driver itself can do and is never ranked.";
+pub const NOTE: &str = "CS/s: completed critical sections per second, pooled over the trials, with the slowest and fastest trial; client requests per CS are compared only with strategies on the same server kind; a break is predicted when the scenario's theory says this strategy may violate there, and each scenario it broke under says how often: always (theory predicts a break every time, and every trial with a verdict broke or the first settled it), every trial: k of n, or sometimes: k of n, with the 95 % Wilson interval of the rate when every planned trial ran; data: harmed when an update was lost or a stale write accepted in any scenario (the scenarios are those it broke under), “no fencing: stale writes not detectable” for a strategy without fencing tokens (the resource cannot tell a stale write from a rightful one, so none was counted; a lost update still reads harmed), intact otherwise; unavailable: the longest stretch of a fault scenario's measured window in which a client waited for a key that no client held (a crashed or cut-off holder's lease running out, a failover), from the oracle's own intervals, the worst over the fault scenarios and their trials' pooled first trial, with the scenario (≥: no lock was granted again before the case ended; files from before it was measured give the longest stretch without any grant instead); the yardstick row (a lock in the driver's own process, no server) shows what the driver itself can do and is never ranked.";
 
 /// The scorecard: the row it measures speed and cost under, and one row of cells per strategy.
 #[derive(Debug, Clone, PartialEq)]
@@ -252,7 +252,7 @@ pub fn of(grid: &Grid<'_>, cost: &[CostSeries]) -> Option<Scorecard> {
 }
 
 /// The worst unavailability a fault caused `strategy`: the longest measured stretch without a grant
-/// ([`crate::model::Availability::longest_gap`]) over its cases that ran with one, in ms, with the
+/// ([`crate::model::Availability::unavailable`]) over its cases that ran with one, in ms, with the
 /// row's label and whether no lock was granted again before the case ended; `None` when no case of
 /// it measured one (no fault scenario ran it).
 pub fn worst_unavailable(grid: &Grid<'_>, strategy: &str) -> Option<(f64, String, bool)> {
@@ -264,7 +264,7 @@ pub fn worst_unavailable(grid: &Grid<'_>, strategy: &str) -> Option<(f64, String
         let Some(a) = &c.availability else {
             continue;
         };
-        let Some(gap) = a.longest_gap else {
+        let Some(gap) = a.unavailable() else {
             continue;
         };
         let length = gap.to_ms - gap.from_ms;
@@ -740,6 +740,7 @@ mod tests {
             max_wait_ms: vec![None; grants.len()],
             grants,
             longest_gap: Some(Gap { from_ms, to_ms }),
+            longest_blocked: None,
         };
         for run in &mut c.runs {
             let name = run.results.scenario.name.clone();

@@ -532,6 +532,7 @@ fn with_a_fault_row() -> Comparison {
                 from_ms: start_ms,
                 to_ms: start_ms + 1000.0,
             }),
+            longest_blocked: None,
         });
     }
     c.runs.push(fault);

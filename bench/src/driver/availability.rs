@@ -1,7 +1,9 @@
 //! Availability over time: when locks were granted and how long the granted acquires had waited, in
-//! time bins from the case start, with bounded memory (bins double in width past [`MAX_BINS`]); and the
-//! longest stretch of the measured window in which no lock was granted at all. Fault scenarios chart it
-//! with the fault window shaded, instead of reading a throughput of 0 as "broken".
+//! time bins from the case start, with bounded memory (bins double in width past [`MAX_BINS`]); the
+//! longest stretch of the measured window in which no lock was granted at all; and the longest in
+//! which some client waited for a key that no client held (the lock unavailable, [`longest_blocked`]).
+//! Fault scenarios chart it with the fault window shaded, instead of reading a throughput of 0 as
+//! "broken".
 
 use lockbench_reports::model::{Availability, Gap};
 
@@ -116,8 +118,75 @@ impl Grants {
                 from_ms: ms(from),
                 to_ms: ms(to),
             }),
+            longest_blocked: None,
         }
     }
+}
+
+/// The longest stretch of `[from, to]` in which some client waited for a key that no client held: per
+/// key, the union of its waits (`(key, called, returned)`: an acquire from its call to its grant or
+/// its giving up) less the spans in which some client held the key (`held`, per key, disjoint and in
+/// time order). All times are monotonic ns. A hold a client believed in counts as held, even one the
+/// server had already ended; a crashed holder's lease, which nobody holds, counts as unavailable.
+pub(crate) fn longest_blocked(
+    waits: impl IntoIterator<Item = (u32, u64, u64)>,
+    held: &[Vec<(u64, u64)>],
+    from: u64,
+    to: u64,
+) -> Option<(u64, u64)> {
+    let mut by_key: Vec<Vec<(u64, u64)>> = vec![Vec::new(); held.len()];
+    for (key, called, returned) in waits {
+        let (start, end) = (called.max(from), returned.min(to));
+        if let Some(spans) = by_key.get_mut(key as usize)
+            && start < end
+        {
+            spans.push((start, end));
+        }
+    }
+    let mut longest: Option<(u64, u64)> = None;
+    for (mut waits, held) in by_key.into_iter().zip(held) {
+        waits.sort_unstable();
+        for (start, end) in union(&waits) {
+            for stretch in less(start, end, held) {
+                if longest.is_none_or(|(a, b)| stretch.1 - stretch.0 > b - a) {
+                    longest = Some(stretch);
+                }
+            }
+        }
+    }
+    longest
+}
+
+/// The union of `spans` (sorted by start) as disjoint spans in time order.
+fn union(spans: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for &(start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
+}
+
+/// What of `[start, end)` no span of `held` (disjoint, in time order) covers.
+fn less(start: u64, end: u64, held: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut left = Vec::new();
+    let mut at = start;
+    let first = held.partition_point(|&(_, e)| e <= start);
+    for &(h_start, h_end) in &held[first..] {
+        if h_start >= end {
+            break;
+        }
+        if h_start > at {
+            left.push((at, h_start));
+        }
+        at = at.max(h_end);
+    }
+    if at < end {
+        left.push((at, end));
+    }
+    left
 }
 
 #[cfg(test)]
@@ -164,5 +233,27 @@ mod tests {
         let a = g.finish(0, 100_000 * MS);
         assert_eq!(a.bin_ms, 200.0);
         assert_eq!(a.grants.iter().sum::<u32>(), 10_000);
+    }
+
+    #[test]
+    fn blocked_is_waiting_for_a_key_nobody_holds() {
+        // Key 0 held 0-100 and 300-400; a client waits 50-350 (granted at 300, after a 200 ms
+        // stretch with nobody holding: a crashed holder's lease running out, say).
+        let held = vec![vec![(0, 100), (300, 400)], vec![(0, 1_000)]];
+        let waits = [(0, 50, 300), (0, 60, 320), (1, 10, 900)];
+        assert_eq!(longest_blocked(waits, &held, 0, 1_000), Some((100, 300)));
+        // Waiting while another holds is not unavailability, nor is a key nobody waits for.
+        assert_eq!(longest_blocked([(0, 10, 90)], &held, 0, 1_000), None);
+        assert_eq!(longest_blocked([], &held, 0, 1_000), None);
+        // Clipped to the window.
+        assert_eq!(
+            longest_blocked([(0, 50, 300)], &held, 150, 1_000),
+            Some((150, 300))
+        );
+        // A wait that ran to the end of the case with nobody holding counts up to the end.
+        assert_eq!(
+            longest_blocked([(0, 450, 2_000)], &held, 0, 1_000),
+            Some((450, 1_000))
+        );
     }
 }

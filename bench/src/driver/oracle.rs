@@ -25,10 +25,11 @@ use std::collections::BinaryHeap;
 
 use lockbench_reports::model::{HolderSample, OverlapExample};
 
-use super::availability::Grants;
+use super::availability::{Grants, longest_blocked};
 use super::histogram::{Hist, new_hist, record};
 use super::holder_sample::{HolderSampler, held};
 use crate::base::holds::{BatchQueue, COLLECT_EVERY, EndedBy, HistoryOp, Interval, IntervalBatch};
+use lockbench_reports::model::{Availability, Gap};
 
 /// An interval waiting for the watermark, ordered by (start, arrival).
 #[derive(Debug, Clone, Copy)]
@@ -119,6 +120,10 @@ pub(crate) struct OracleFindings {
     pub held: Vec<Vec<(u64, u64)>>,
     /// Every operation the workers recorded (cases that record their history), in arrival order.
     pub history: Vec<HistoryOp>,
+    /// Every granted acquire's wait: (key, called, granted), monotonic ns.
+    pub waits: Vec<(u32, u64, u64)>,
+    /// The case start, monotonic ns.
+    pub case_start: u64,
 }
 
 impl OracleFindings {
@@ -134,6 +139,33 @@ impl OracleFindings {
         // the only one that can overlap it first.
         let first = spans.partition_point(|&(_, end)| end <= called);
         spans.get(first).is_some_and(|&(start, _)| start < returned)
+    }
+}
+
+impl OracleFindings {
+    /// The case's availability over its measured window (`warmup_ns` to `warmup_ns + measured_ns`
+    /// from the case start): grants by time, and the longest stretch in which a client,
+    /// granted or not (`cut`: the acquires that got no lock, `(key, called, returned)`), waited for a
+    /// key nobody held.
+    pub(crate) fn availability(
+        &self,
+        cut: &[(u32, u64, u64)],
+        warmup_ns: u64,
+        measured_ns: u64,
+    ) -> Availability {
+        let case_start = self.case_start;
+        let mut availability = self.grants.finish(warmup_ns, warmup_ns + measured_ns);
+        let from = case_start + warmup_ns;
+        let waits = self.waits.iter().chain(cut).copied();
+        let ms = |ns: u64| ns.saturating_sub(case_start) as f64 / 1e6;
+        // Nobody ever waited for a free key: a stretch of zero length (measured, not missing).
+        let (start, end) =
+            longest_blocked(waits, &self.held, from, from + measured_ns).unwrap_or((from, from));
+        availability.longest_blocked = Some(Gap {
+            from_ms: ms(start),
+            to_ms: ms(end),
+        });
+        availability
     }
 }
 
@@ -180,6 +212,8 @@ impl Oracle {
                 contended: false,
                 held: Vec::new(),
                 history: Vec::new(),
+                waits: Vec::new(),
+                case_start,
             },
             sampler: HolderSampler::new(keys),
         }
@@ -196,6 +230,9 @@ impl Oracle {
             self.found
                 .grants
                 .add(interval.acquire_started, interval.start);
+            self.found
+                .waits
+                .push((interval.key, interval.acquire_started, interval.start));
             state.pending.push(Reverse(Pending {
                 start: interval.start,
                 seq: self.seq,

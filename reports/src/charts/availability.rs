@@ -43,9 +43,14 @@ pub struct AvailabilityChart {
 /// The longest stretch without a grant, as the legend words it: its length, and where it lay from
 /// `origin_ms` (the first fault).
 pub fn unavailability(a: &Availability, origin_ms: f64) -> Option<String> {
-    let gap = a.longest_gap?;
+    let gap = a.unavailable()?;
     Some(format!(
-        "no grant for {} ({} to {} s)",
+        "{} for {} ({} to {} s)",
+        if a.longest_blocked.is_some() {
+            "unavailable"
+        } else {
+            "no grant"
+        },
         span(gap.to_ms - gap.from_ms),
         secs(gap.from_ms - origin_ms),
         secs(gap.to_ms - origin_ms)
@@ -124,7 +129,7 @@ impl AvailabilityChart {
         // Longest unavailability first, so the legend reads as a ranking of what differs.
         let mut cases = cases;
         cases.sort_by(|(_, _, a), (_, _, b)| {
-            let gap = |a: &Availability| a.longest_gap.map_or(-1.0, |g| g.to_ms - g.from_ms);
+            let gap = |a: &Availability| a.unavailable().map_or(-1.0, |g| g.to_ms - g.from_ms);
             gap(b).total_cmp(&gap(a))
         });
         let series = cases
@@ -243,6 +248,7 @@ mod tests {
                     from_ms: 50.0,
                     to_ms: 50.0 + gap_ms,
                 }),
+                longest_blocked: None,
             });
         }
         let grid = Grid::new(&c);
@@ -251,7 +257,7 @@ mod tests {
         let chart = AvailabilityChart::of_row(&grid, row, &palette).expect("a chart");
         let gap = |id: &str| {
             row.case(id)
-                .and_then(|c| c.availability.as_ref()?.longest_gap)
+                .and_then(|c| c.availability.as_ref()?.unavailable())
                 .map_or(-1.0, |g| g.to_ms - g.from_ms)
         };
         let gaps: Vec<f64> = chart.series.iter().map(|s| gap(&s.strategy)).collect();
@@ -273,6 +279,7 @@ mod tests {
                 from_ms: 90.0,
                 to_ms: 350.0,
             }),
+            longest_blocked: None,
         };
         assert_eq!(
             runs(&a, 50.0),
