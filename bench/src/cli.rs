@@ -529,7 +529,8 @@ cases' trial spread, at least 10%) and how many are new violations; the report l
 With --baseline it also prints one line per contradiction and a count line: a first-screen cell the two
 runs contradict each other on beyond their own uncertainty (a verdict cell whose 95% Wilson intervals for
 the violation rate exclude each other, a \"breaks under\" entry in one scorecard and not the other on such
-counts, a CS/s figure whose trials' min–max ranges do not overlap); --fail-on contradiction exits 1 when
+counts, a CS/s figure whose 95% intervals, Student's t over its trials' own rates, exclude each
+other); --fail-on contradiction exits 1 when
 there is one: run the same suite twice to check that its answers repeat.
 With --section NAME, prints that section alone (the tables in docs/findings/ are such sections of the
 files in docs/results/). Exit codes: 0 done, 1 writing failed or --fail-on found what it names, 2 bad input (missing file, not

@@ -744,7 +744,7 @@ fn report_writes_its_tables_as_csv() {
     for (name, first) in [
         (
             "scorecard.csv",
-            "strategy,CS/s (trials min–max),acquire p99 ms",
+            "strategy,CS/s (95 % interval),acquire p99 ms",
         ),
         (
             "verdicts.csv",

@@ -10,23 +10,21 @@
 //!   at trial 1" against "0 of 20" is a contradiction, against "0 of 3" it is not;
 //! - a scorecard "breaks under" entry present in one run and absent from the other, judged by the same
 //!   intervals (a strategy that broke once in three trials and held in three is no contradiction);
-//! - a scorecard CS/s figure whose trials' ranges (slowest to fastest trial) do not overlap; a single
-//!   run has no range, so its figure never contradicts another.
+//! - a scorecard CS/s figure whose 95 % intervals ([`RateInterval`]: the mean of the trials' own
+//!   rates, Student's t) exclude each other; a single trial has no interval, so its figure never
+//!   contradicts another.
 //!
 //! [`Trials::interval`]: crate::model::Trials::interval
 
 use crate::comparison::Comparison;
-use crate::format::rate;
 use crate::grid::{Grid, Row, interval, ran, violated_of};
 use crate::model::CaseResult;
+use crate::rate_interval::{RateInterval, Z95};
 use crate::rules::headline_row;
-use crate::scorecard::{predicted, trial_rates};
+use crate::scorecard::{cs_per_s, predicted};
 
 /// What the count line counts, in words.
-pub const RULE: &str = "first-screen cells whose two runs exclude each other: verdicts and \"breaks under\" entries by the 95 % Wilson intervals of their violation rates, CS/s by their trials' min–max";
-
-/// z of a two-sided 95 % interval.
-const Z95: f64 = 1.959_963_984_540_054;
+pub const RULE: &str = "first-screen cells whose two runs exclude each other: verdicts and \"breaks under\" entries by the 95 % Wilson intervals of their violation rates, CS/s by the 95 % intervals of their mean per-trial rates (Student's t)";
 
 /// The 95 % Wilson score interval for a rate of `k` in `n`, the one interval of every violation rate
 /// (`lockbench run` pools its trials with it); (0, 1) when `n` is 0. Unlike the normal approximation it
@@ -99,14 +97,13 @@ fn verdict_figure(case: &CaseResult, (low, high): (f64, f64)) -> String {
     }
 }
 
-/// `770 CS/s, trials 745–795 (n = 3)`.
-fn rate_figure(case: &CaseResult, (low, high): (f64, f64)) -> String {
+/// `770 CS/s (95 % 745–795) over 3 trials`.
+fn speed_figure(estimate: &RateInterval) -> String {
     format!(
-        "{} CS/s, trials {}–{} (n = {})",
-        rate(case.throughput.completed_per_s),
-        rate(low),
-        rate(high),
-        case.trials.as_ref().map_or(1, |t| t.each.len())
+        "{} over {} trial{}",
+        cs_per_s(estimate),
+        estimate.n,
+        if estimate.n == 1 { "" } else { "s" }
     )
 }
 
@@ -181,14 +178,12 @@ pub fn find(old: &Comparison, new: &Comparison) -> Vec<Contradiction> {
             ) else {
                 continue;
             };
-            let (Some(a), Some(b)) = (trial_rates(was), trial_rates(case)) else {
-                continue;
-            };
-            if apart(a, b) {
+            let (a, b) = (RateInterval::of_case(was), RateInterval::of_case(case));
+            if a.apart(&b) {
                 speeds.push(Contradiction {
                     cell: format!("CS/s {} × {}", new_head.label, s.id),
-                    old: rate_figure(was, a),
-                    new: rate_figure(case, b),
+                    old: speed_figure(&a),
+                    new: speed_figure(&b),
                 });
             }
         }
@@ -228,8 +223,8 @@ mod tests {
         assert_eq!(wilson(0, 0), (0.0, 1.0));
     }
 
-    /// `trials` trials of `completed` critical sections each, `violated` of them violated; stopped
-    /// at the first violation when `stopped`.
+    /// `trials` trials of `completed` critical sections each in a 1 s window, `violated` of them
+    /// violated; stopped at the first violation when `stopped`.
     fn trials(violated: u32, runs: u32, stopped: bool, completed: &[u64]) -> Trials {
         let (low, high) = wilson(violated, runs);
         Trials {
@@ -249,7 +244,7 @@ mod tests {
                     verdict: Verdict::Safe,
                     reasons: Vec::new(),
                     completed,
-                    measured_ms: None,
+                    measured_ms: Some(1000.0),
                 })
                 .collect(),
         }
@@ -313,14 +308,22 @@ mod tests {
         assert_eq!(find(&fixture(), &fixture()), []);
     }
 
-    /// The fixture with redis-watchdog's baseline case at `per_s` over trials of `completed`.
-    fn with_baseline_rate(per_s: f64, completed: &[u64]) -> Comparison {
+    /// The fixture with redis-watchdog's baseline case over 1 s trials of `completed`, their pooled
+    /// rate and window; as an older file wrote it (no window per trial) when `old`.
+    fn with_baseline_rate(completed: &[u64], old: bool) -> Comparison {
         let mut c = fixture();
+        let n = completed.len();
         for run in &mut c.runs {
             for case in &mut run.results.cases {
                 if case.strategy == "redis-watchdog" && run.results.scenario.name == "baseline" {
-                    case.throughput.completed_per_s = per_s;
-                    case.trials = Some(trials(0, completed.len() as u32, false, completed));
+                    case.throughput.completed_per_s =
+                        completed.iter().sum::<u64>() as f64 / n as f64;
+                    case.window.measured_ms = 1000.0 * n as f64;
+                    let mut t = trials(0, n as u32, false, completed);
+                    if old {
+                        t.each.iter_mut().for_each(|t| t.measured_ms = None);
+                    }
+                    case.trials = Some(t);
                 }
             }
         }
@@ -328,18 +331,29 @@ mod tests {
     }
 
     #[test]
-    fn throughputs_whose_trial_ranges_do_not_overlap_contradict() {
-        let fast = with_baseline_rate(770.0, &[745, 770, 795]);
-        let slow = with_baseline_rate(560.0, &[540, 560, 580]);
+    fn throughputs_whose_intervals_exclude_each_other_contradict() {
+        // 770 ± 4.303 · 25 / √3 = 708–832; 560 ± 4.303 · 20 / √3 = 510–610.
+        let fast = with_baseline_rate(&[745, 770, 795], false);
+        let slow = with_baseline_rate(&[540, 560, 580], false);
         let found = find(&fast, &slow);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].cell, "CS/s baseline × redis-watchdog");
-        assert_eq!(found[0].old, "770 CS/s, trials 745–795 (n = 3)");
-        assert_eq!(found[0].new, "560 CS/s, trials 540–580 (n = 3)");
-        // Ranges that overlap are the same figure measured twice.
-        let close = with_baseline_rate(740.0, &[700, 740, 780]);
+        assert_eq!(found[0].old, "770 CS/s (95 % 708–832) over 3 trials");
+        assert_eq!(found[0].new, "560 CS/s (95 % 510–610) over 3 trials");
+        // Older files share the pooled window out equally: the same intervals.
+        let old = (
+            with_baseline_rate(&[745, 770, 795], true),
+            with_baseline_rate(&[540, 560, 580], true),
+        );
+        assert_eq!(find(&old.0, &old.1), found);
+        // Intervals that overlap are the same figure measured twice: 740 ± 99 = 641–839.
+        let close = with_baseline_rate(&[700, 740, 780], false);
         assert_eq!(find(&fast, &close), []);
-        // A single run has no range to compare.
+        // Trial ranges apart (650–710 against 745–795) are not enough: three trials cannot tell
+        // 680 ± 75 = 605–755 from 708–832.
+        let apart_ranges = with_baseline_rate(&[650, 680, 710], false);
+        assert_eq!(find(&fast, &apart_ranges), []);
+        // A single run has no interval to compare.
         let mut single = fixture();
         single.runs[0].results.cases[1].throughput.completed_per_s = 300.0;
         assert_eq!(find(&fast, &single), []);

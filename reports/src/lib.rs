@@ -18,6 +18,7 @@
 //! | [`schema`] | the files' JSON schemas, derived from those types, and a validator |
 //! | [`grid`] | rows (scenario × lease) by columns (strategies); facts of one case |
 //! | [`histogram`] | the raw HdrHistograms: the codec, summaries, percentile curves, spreads |
+//! | [`rate_interval`] | a case's CS/s with its 95 % interval, from its trials' own rates |
 //! | [`scorecard`] | the first screen: one row per strategy and the headline lines |
 //! | [`rules`] | "which strategy when", derived from the numbers by stated rules |
 //! | [`delta`] | changes against a baseline results file |
@@ -48,6 +49,7 @@ pub mod html;
 pub mod markdown;
 pub mod model;
 pub mod pairing;
+pub mod rate_interval;
 pub mod repeats;
 pub mod report;
 pub mod rules;

@@ -1,16 +1,17 @@
-//! The first screen: one scorecard row per strategy (throughput with its trials' spread, acquire p99,
+//! The first screen: one scorecard row per strategy (throughput with its 95 % interval, acquire p99,
 //! client requests per critical section against the fewest on the same server kind, where it broke —
 //! predicted or not —, fencing, what became of the data, how long a fault left the lock unavailable)
-//! and the headline lines drawn from those cells, each naming the cells it rests on; ties within
-//! [`TIE_PCT`] are named as ties. The driver's yardstick (a lock in its own process, no server) has
-//! its row last, labelled, and its own line: it is never ranked.
-
+//! and the headline lines drawn from those cells, each naming the cells it rests on. "Fastest" names
+//! one strategy only when its 95 % interval lies above every other's, else the tie; requests per CS
+//! within [`TIE_PCT`] are named as ties. The driver's yardstick (a lock in its own process, no
+//! server) has its row last, labelled, and its own line: it is never ranked.
 use crate::comparison::StrategyInfo;
 use crate::format::{ms, rate};
 use crate::grid::{
     Grid, NO_FENCING_DATA, Row, ran, stale_writes_undetectable, verdict_word, violated_of,
 };
 use crate::model::{CaseResult, CaseStatus, DataState, Expectation, Verdict, Violation};
+use crate::rate_interval::RateInterval;
 use crate::rules::{TIE_PCT, headline_row};
 use crate::scale::CostSeries;
 
@@ -23,7 +24,7 @@ pub const UNAVAILABLE: &str = "unavailable";
 /// Scorecard columns.
 pub const COLUMNS: [&str; 9] = [
     "strategy",
-    "CS/s (trials min–max)",
+    "CS/s (95 % interval)",
     "acquire p99 ms",
     "client requests per CS",
     "breaks under (predicted)",
@@ -61,7 +62,7 @@ pub fn many_locks_cell(cost: &[CostSeries], strategy: &StrategyInfo) -> (String,
 }
 
 /// Under the scorecard: how to read it.
-pub const NOTE: &str = "CS/s: completed critical sections per second, pooled over the trials, with the slowest and fastest trial; client requests per CS are compared only with strategies on the same server kind; a break is predicted when the scenario's theory says this strategy may violate there, and each scenario it broke under says how often: always (theory predicts a break every time, and every trial with a verdict broke or the first settled it), every trial: k of n, or sometimes: k of n, with the 95 % Wilson interval of the rate when every planned trial ran; data: harmed when an update was lost or a stale write accepted in any scenario (the scenarios are those it broke under), “no fencing: stale writes not detectable” for a strategy without fencing tokens (the resource cannot tell a stale write from a rightful one, so none was counted; a lost update still reads harmed), intact otherwise; unavailable: the longest stretch of a fault scenario's measured window in which a client waited for a key that no client held (a crashed or cut-off holder's lease running out, a failover), from the oracle's own intervals, the worst over the fault scenarios and their trials' pooled first trial, with the scenario (≥: no lock was granted again before the case ended; files from before it was measured give the longest stretch without any grant instead); the yardstick row (a lock in the driver's own process, no server) shows what the driver itself can do and is never ranked.";
+pub const NOTE: &str = "CS/s: completed critical sections per second, the mean of the trials' own rates with its 95 % interval (Student's t; the trials of all strategies ran interleaved, so a drift of the machine falls on each; none with a single trial); a strategy is named fastest only when its interval lies above every other's, else the strategies whose intervals overlap the fastest's are a tie; client requests per CS are compared only with strategies on the same server kind; a break is predicted when the scenario's theory says this strategy may violate there, and each scenario it broke under says how often: always (theory predicts a break every time, and every trial with a verdict broke or the first settled it), every trial: k of n, or sometimes: k of n, with the 95 % Wilson interval of the rate when every planned trial ran; data: harmed when an update was lost or a stale write accepted in any scenario (the scenarios are those it broke under), “no fencing: stale writes not detectable” for a strategy without fencing tokens (the resource cannot tell a stale write from a rightful one, so none was counted; a lost update still reads harmed), intact otherwise; unavailable: the longest stretch of a fault scenario's measured window in which a client waited for a key that no client held (a crashed or cut-off holder's lease running out, a failover), from the oracle's own intervals, the worst over the fault scenarios and their trials' pooled first trial, with the scenario (≥: no lock was granted again before the case ended; files from before it was measured give the longest stretch without any grant instead); the yardstick row (a lock in the driver's own process, no server) shows what the driver itself can do and is never ranked.";
 
 /// The scorecard: the row it measures speed and cost under, and one row of cells per strategy.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,34 +82,22 @@ pub struct Scorecard {
     pub headlines: Vec<(String, String)>,
 }
 
-/// Critical sections per second of each trial: the pooled rate shared out by each trial's count
-/// (the trials' measured windows are equally long); `None` without at least two trials.
-pub fn trial_rates(case: &CaseResult) -> Option<(f64, f64)> {
-    let each = &case.trials.as_ref()?.each;
-    if each.len() < 2 {
-        return None;
-    }
-    let mean = each.iter().map(|t| t.completed as f64).sum::<f64>() / each.len() as f64;
-    if mean <= 0.0 {
-        return None;
-    }
-    let per_s = |n: u64| case.throughput.completed_per_s * n as f64 / mean;
-    let low = each.iter().map(|t| t.completed).min()?;
-    let high = each.iter().map(|t| t.completed).max()?;
-    Some((per_s(low), per_s(high)))
-}
-
-/// `770 (745–795)` or `770`.
-fn rate_cell(case: &CaseResult) -> String {
-    match trial_rates(case) {
+/// `770 (95 % 745–795)`, or `770` without an interval (fewer than two trials).
+pub fn rate_figure(estimate: &RateInterval) -> String {
+    match estimate.bounds {
         Some((low, high)) => format!(
-            "{} ({}–{})",
-            rate(case.throughput.completed_per_s),
+            "{} (95 % {}–{})",
+            rate(estimate.mean),
             rate(low),
             rate(high)
         ),
-        None => rate(case.throughput.completed_per_s),
+        None => rate(estimate.mean),
     }
+}
+
+/// The CS/s cell of `case` ([`rate_figure`] of its [`RateInterval`]).
+fn rate_cell(case: &CaseResult) -> String {
+    rate_figure(&RateInterval::of_case(case))
 }
 
 /// Client requests over the whole case per critical section completed, with the server kind.
@@ -510,10 +499,16 @@ impl Tally {
     }
 }
 
-/// The "Fastest" headline: distributed strategies that held under the headline row; every one
-/// within the tie rule.
+/// `redis-watchdog 770 (95 % 745–795)`.
+fn named_figure(id: &str, estimate: &RateInterval) -> String {
+    format!("{id} {}", rate_figure(estimate))
+}
+
+/// The "Fastest" headline: distributed strategies that held under the headline row. One is named
+/// alone only when its 95 % interval lies above every other's; otherwise every strategy whose
+/// interval overlaps the fastest's, or that has none (a single trial), is named in a tie.
 fn fastest(grid: &Grid<'_>, head: &Row<'_>, under: &str) -> String {
-    let held: Vec<(&str, f64)> = grid
+    let mut held: Vec<(&str, RateInterval)> = grid
         .strategies
         .iter()
         .filter(|s| s.is_distributed())
@@ -524,26 +519,74 @@ fn fastest(grid: &Grid<'_>, head: &Row<'_>, under: &str) -> String {
                 && c.status == CaseStatus::Complete
                 && c.window.measured_ms > 0.0
         })
-        .map(|c| (c.strategy.as_str(), c.throughput.completed_per_s))
+        .map(|c| (c.strategy.as_str(), RateInterval::of_case(c)))
         .collect();
-    match tied(&held, true).as_slice() {
-        [] => format!("no distributed strategy held under {under}."),
-        [(id, v)] => format!(
-            "under {under}, {id}: {} CS/s; the next is more than {TIE_PCT:.0} % slower. Cells: {under} × {id} and the other CS/s cells of the scorecard.",
-            rate(*v)
+    held.sort_by(|a, b| b.1.mean.total_cmp(&a.1.mean));
+    let Some(&(best_id, best)) = held.first() else {
+        return format!("no distributed strategy held under {under}.");
+    };
+    if held.len() == 1 {
+        return format!(
+            "under {under}, {best_id}: {}, the only distributed strategy that held there. Cells: {under} × {best_id}.",
+            cs_per_s(&best)
+        );
+    }
+    // Sorted fastest first, and the fastest's own interval decides who ties with it.
+    let others: Vec<&(&str, RateInterval)> = held[1..]
+        .iter()
+        .filter(|(_, e)| e.bounds.is_none() || best.bounds.is_none() || !best.apart(e))
+        .collect();
+    let list = |of: &[&(&str, RateInterval)]| {
+        of.iter()
+            .map(|(id, e)| named_figure(id, e))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let cells = std::iter::once(best_id)
+        .chain(others.iter().map(|(id, _)| *id))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if others.is_empty() {
+        let (next_id, next) = &held[1];
+        format!(
+            "under {under}, {best_id}: {}; its 95 % interval lies above every other's (the next, {}). Cells: {under} × {best_id} and the other CS/s cells of the scorecard.",
+            cs_per_s(&best),
+            named_figure(next_id, next)
+        )
+    } else if best.bounds.is_none() && others.iter().all(|(_, e)| e.bounds.is_none()) {
+        format!(
+            "not ranked under {under}: a single trial gives no 95 % interval to rank on ({}, {}). Cells: the scorecard's CS/s column, {under} × {cells}.",
+            named_figure(best_id, &best),
+            list(&others)
+        )
+    } else {
+        let one = others.len() == 1;
+        let missing = best.bounds.is_none() || others.iter().any(|(_, e)| e.bounds.is_none());
+        format!(
+            "a tie under {under}: the fastest, {}, and {} whose 95 % interval{}{} ({}), too close to rank on this machine. Cells: the scorecard's CS/s column, {under} × {cells}.",
+            named_figure(best_id, &best),
+            others.len(),
+            if one { " overlaps it" } else { "s overlap it" },
+            match (missing, one) {
+                (false, _) => "",
+                (true, true) => " or is missing (a single trial)",
+                (true, false) => " or are missing (a single trial)",
+            },
+            list(&others)
+        )
+    }
+}
+
+/// `770 CS/s (95 % 745–795)`, or `770 CS/s` without an interval.
+pub fn cs_per_s(estimate: &RateInterval) -> String {
+    match estimate.bounds {
+        Some((low, high)) => format!(
+            "{} CS/s (95 % {}–{})",
+            rate(estimate.mean),
+            rate(low),
+            rate(high)
         ),
-        many => format!(
-            "a tie under {under}: {} are within {TIE_PCT:.0} % of each other ({}), too close to rank on this machine. Cells: the scorecard's CS/s column, {under} × {}.",
-            many.len(),
-            many.iter()
-                .map(|(id, v)| format!("{id} {}", rate(*v)))
-                .collect::<Vec<_>>()
-                .join(", "),
-            many.iter()
-                .map(|(id, _)| id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        None => format!("{} CS/s", rate(estimate.mean)),
     }
 }
 
@@ -650,6 +693,105 @@ mod tests {
             .filter(move |case| case.strategy == strategy)
     }
 
+    /// Gives `strategy`'s baseline case trials of `completed` critical sections in 1 s each, their
+    /// pooled rate and window.
+    fn with_baseline_trials(c: &mut Comparison, strategy: &str, completed: &[u64]) {
+        use crate::model::{Trial, Trials};
+        let n = completed.len();
+        for run in &mut c.runs {
+            if run.results.scenario.name != "baseline" {
+                continue;
+            }
+            for case in &mut run.results.cases {
+                if case.strategy != strategy {
+                    continue;
+                }
+                case.throughput.completed_per_s = completed.iter().sum::<u64>() as f64 / n as f64;
+                case.window.measured_ms = 1000.0 * n as f64;
+                case.trials = Some(Trials {
+                    runs: n as u32,
+                    violated: 0,
+                    rate_low: None,
+                    rate_high: None,
+                    stopped_early: false,
+                    fault_not_applied: 0,
+                    unknown: 0,
+                    stopped_by: None,
+                    each: completed
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &completed)| Trial {
+                            seed: i as u64,
+                            verdict: Verdict::Safe,
+                            reasons: Vec::new(),
+                            completed,
+                            measured_ms: Some(1000.0),
+                        })
+                        .collect(),
+                });
+            }
+        }
+    }
+
+    #[test]
+    fn the_fastest_is_named_alone_only_when_its_interval_is_above_every_other() {
+        let mut c = fixture();
+        // 734 ± 4.303 · 4 / √3 = 724–744 against 587 ± 17 = 570–604 and 422 ± 5 = 417–427.
+        with_baseline_trials(&mut c, "redis-watchdog", &[730, 734, 738]);
+        with_baseline_trials(&mut c, "redis-keyspace-naive", &[580, 587, 594]);
+        with_baseline_trials(&mut c, "zookeeper", &[420, 422, 424]);
+        let card = of(&Grid::new(&c), &[]).expect("a scorecard");
+        assert_eq!(
+            card.headlines[0].1,
+            "under baseline, redis-watchdog: 734 CS/s (95 % 724–744); its 95 % interval lies above every other's (the next, redis-keyspace-naive 587 (95 % 570–604)). Cells: baseline × redis-watchdog and the other CS/s cells of the scorecard."
+        );
+        assert_eq!(
+            cell(&card, "redis-watchdog", COLUMNS[1]),
+            "734 (95 % 724–744)"
+        );
+        // Wider spread: 700 ± 4.303 · 60 / √3 = 551–849 reaches 734's interval; 422's does not
+        // reach either.
+        with_baseline_trials(&mut c, "redis-keyspace-naive", &[640, 700, 760]);
+        let card = of(&Grid::new(&c), &[]).expect("a scorecard");
+        assert_eq!(
+            card.headlines[0].1,
+            "a tie under baseline: the fastest, redis-watchdog 734 (95 % 724–744), and 1 whose 95 % interval overlaps it (redis-keyspace-naive 700 (95 % 551–849)), too close to rank on this machine. Cells: the scorecard's CS/s column, baseline × redis-watchdog, redis-keyspace-naive."
+        );
+        // A higher mean with a wide interval ties with a narrow one below it.
+        with_baseline_trials(&mut c, "redis-keyspace-naive", &[720, 760, 800]);
+        let fastest = &card_line(&c);
+        assert!(
+            fastest.starts_with("a tie under baseline: the fastest, redis-keyspace-naive 760 (95 % 661–859), and 1 whose 95 % interval overlaps it (redis-watchdog 734 (95 % 724–744))"),
+            "{fastest}"
+        );
+        // A strategy with a single trial has no interval: it cannot be ranked out.
+        with_baseline_trials(&mut c, "redis-keyspace-naive", &[580, 587, 594]);
+        with_baseline_trials(&mut c, "zookeeper", &[422]);
+        let fastest = &card_line(&c);
+        assert!(
+            fastest.contains("and 1 whose 95 % interval overlaps it or is missing (a single trial) (zookeeper 422)"),
+            "{fastest}"
+        );
+        // The only one that held is named as such.
+        for case in cases_of(&mut c, "redis-keyspace-naive") {
+            case.safety.verdict = Verdict::Violated;
+        }
+        for case in cases_of(&mut c, "zookeeper") {
+            case.status = CaseStatus::Interrupted;
+        }
+        assert_eq!(
+            card_line(&c),
+            "under baseline, redis-watchdog: 734 CS/s (95 % 724–744), the only distributed strategy that held there. Cells: baseline × redis-watchdog."
+        );
+    }
+
+    /// The "Fastest" line of `c`.
+    fn card_line(c: &Comparison) -> String {
+        of(&Grid::new(c), &[]).expect("a scorecard").headlines[0]
+            .1
+            .clone()
+    }
+
     #[test]
     fn without_fencing_the_data_column_never_claims_intact() {
         let mut c = fixture();
@@ -702,7 +844,22 @@ mod tests {
         // Not in "Fastest", not in a tie; on its own line.
         let fastest = &card.headlines[0].1;
         assert!(!fastest.contains("memory"), "{fastest}");
-        assert!(fastest.contains("redis-watchdog: 734 CS/s"), "{fastest}");
+        assert!(
+            fastest.starts_with("not ranked under baseline: a single trial gives no 95 % interval to rank on (redis-watchdog 734, redis-keyspace-naive 587, zookeeper 422)"),
+            "{fastest}"
+        );
+        // Trials give intervals; memory's, far above, still ranks nothing.
+        with_baseline_trials(&mut c, "memory", &[800, 800, 800]);
+        with_baseline_trials(&mut c, "redis-watchdog", &[730, 734, 738]);
+        with_baseline_trials(&mut c, "redis-keyspace-naive", &[580, 587, 594]);
+        with_baseline_trials(&mut c, "zookeeper", &[420, 422, 424]);
+        let card = of(&Grid::new(&c), &[]).expect("a scorecard");
+        let fastest = &card.headlines[0].1;
+        assert!(!fastest.contains("memory"), "{fastest}");
+        assert!(
+            fastest.starts_with("under baseline, redis-watchdog: 734 CS/s (95 % 724–744)"),
+            "{fastest}"
+        );
         let (label, line) = card
             .headlines
             .iter()

@@ -538,12 +538,23 @@ impl Compare<'_> {
                 outln!("{line}");
             }
         }
+        // Scenarios that take more, shorter trials per trial asked.
+        let more: Vec<String> = suite
+            .iter()
+            .filter(|(_, length)| length.trials(trials) != trials)
+            .map(|(entry, length)| format!("{} {}", entry.scenario, length.trials(trials)))
+            .collect();
         outln!(
-            "compare: {} scenario{}, {} trial{} per case, planned {} (on 2 idle cores)",
+            "compare: {} scenario{}, {} trial{} per case{}, planned {} (on 2 idle cores)",
             suite.len(),
             if suite.len() == 1 { "" } else { "s" },
             trials,
             if trials == 1 { "" } else { "s" },
+            if more.is_empty() {
+                String::new()
+            } else {
+                format!(" ({}, shorter)", more.join(", "))
+            },
             minutes(planned)
         );
         outln!("compare: {}", self.extra_trials_line(planned));
@@ -596,7 +607,7 @@ impl Compare<'_> {
             let extra_until = budget.map(|b| started + b.saturating_sub(after));
             let title = format!("[{}/{}] {}", index + 1, self.suite.len(), entry.scenario);
             // The case length is a diagnostic (`--verbose`); the cases and the time left are progress.
-            let cases = self.cases_line(entry);
+            let cases = self.cases_line(entry, *length);
             let detail = if verbosity::verbose() {
                 format!("{cases}{}", self.length_line(entry, *length))
             } else {
@@ -654,8 +665,8 @@ impl Compare<'_> {
     }
 
     /// How many cases a scenario runs and how long each takes, as planned.
-    fn cases_line(&self, entry: &SuiteEntry) -> String {
-        let trials = self.trials;
+    fn cases_line(&self, entry: &SuiteEntry, length: Length) -> String {
+        let trials = length.trials(self.trials);
         self.plan
             .iter()
             .find(|p| p.scenario == entry.scenario)
@@ -714,10 +725,10 @@ impl Compare<'_> {
             out: Some(out_dir.join("runs").join(entry.scenario)),
             servers: args.servers.clone(),
             progress: args.progress,
-            trials: self.trials,
+            trials: length.trials(self.trials),
             progress_title: Some(format!("{title} ETA {}", minutes(left))),
             settle_early: !args.thorough,
-            max_trials: args.max_trials(),
+            max_trials: length.trials(args.max_trials()),
             extra_trials_until: None,
             listen: None,
             fit: suite::fit(entry, self.user.as_ref()),

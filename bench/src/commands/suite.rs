@@ -21,20 +21,27 @@ use crate::workload::{Fit, ScenarioFile, WorkerMode, Workload};
 use lockbench_reports::model::{Expectation, expected_in};
 
 /// How long a scenario's cases run in a suite: measured time and warm-up per case (`None`: the
-/// preset's own, for scenarios whose faults are timed against it).
+/// preset's own, for scenarios whose faults are timed against it), and how many trials per trial asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Length {
     /// Measured time per case.
     pub duration: Option<&'static str>,
     /// Warm-up per case.
     pub warmup: Option<&'static str>,
+    /// Trials per trial asked (`--trials`): more, shorter trials where a figure's interval rests on
+    /// the spread of its trials (the baseline's CS/s); 1 elsewhere.
+    pub trials_times: u32,
 }
+
+/// The most trials a run takes (`lockbench run --trials`, `--max-trials`).
+pub(crate) const MOST_TRIALS: u32 = 100;
 
 impl Length {
     /// The preset's own lengths.
     pub(crate) const PRESET: Length = Length {
         duration: None,
         warmup: None,
+        trials_times: 1,
     };
 
     /// `duration` measured after `warmup`.
@@ -42,7 +49,14 @@ impl Length {
         Length {
             duration: Some(duration),
             warmup: Some(warmup),
+            trials_times: 1,
         }
+    }
+
+    /// The trials a case runs at this length when `asked` are asked for (a cap on trials likewise),
+    /// at most [`MOST_TRIALS`].
+    pub(crate) fn trials(self, asked: u32) -> u32 {
+        asked.saturating_mul(self.trials_times).min(MOST_TRIALS)
     }
 }
 
@@ -120,6 +134,18 @@ impl SuiteEntry {
         }
     }
 
+    /// The same with `times` trials per trial asked in the default and full suites (the quick suite's
+    /// one trial stays one).
+    pub(crate) const fn trials_times(self, times: u32) -> SuiteEntry {
+        SuiteEntry {
+            default: Length {
+                trials_times: times,
+                ..self.default
+            },
+            ..self
+        }
+    }
+
     /// The same, left out of the quick suite.
     pub(crate) const fn not_quick(self) -> SuiteEntry {
         SuiteEntry {
@@ -145,7 +171,7 @@ pub(crate) const MANY_LOCKS: &str = "many-locks";
 /// The suite, in run order: one line per scenario. Fault scenarios run at their preset's length (the
 /// faults are timed against it; shortening would cut a fault short). The others run just long enough
 /// for their mechanism — a long task renewed several times, a fixed lease expiring under a task — since
-/// the trials of a case are pooled: three 1 s baseline trials give the figures of one 3 s run.
+/// the trials of a case are pooled: six 0.5 s baseline trials give the figures of one 3 s run.
 ///
 /// The default suite is the breaking-points matrix: every fault kind lockbench injects, against every
 /// strategy, 3 trials, within 20 minutes on 2 cores. The library-fidelity and infrastructure scenarios (issues
@@ -155,7 +181,14 @@ pub(crate) const SUITE: &[SuiteEntry] = &[
     // The baseline's window is absolute (nothing in it is timed against the TTL); under the user's
     // workload it is at least a few of the user's tasks (`fit`). Lengths in TTL units are the presets'
     // at their TTL and in proportion under the user's.
-    SuiteEntry::of("baseline", "1s", "300ms").quick("1s", "200ms"),
+    // Its CS/s is the first screen's speed figure, with a 95 % interval from the spread of its trials
+    // (Student's t): twice the trials at half the window (6 x 0.5 s at 3 trials asked) measure as
+    // long as three 1 s trials but narrow the interval (t(5) = 2.57 against t(2) = 4.30), for 11.5 s
+    // more in the default plan: the warm-up is the quick suite's 200 ms (runtimes that compile as they
+    // go keep their longer one, `min_warmup`).
+    SuiteEntry::of("baseline", "500ms", "200ms")
+        .trials_times(2)
+        .quick("1s", "200ms"),
     // Long tasks are 3-5 s against a 2 s timeout: a 2 s window sees each renewed 3+ times, and three
     // pooled trials see as many long tasks as one 6 s run.
     SuiteEntry::of("long-tail", "1ttl", "0.15ttl").quick("0.75ttl", "0.1ttl"),
@@ -464,7 +497,7 @@ pub(crate) fn plan(
                         let runs = if settle_early && expected == Some(Expectation::Violated) {
                             1
                         } else {
-                            trials
+                            length.trials(trials)
                         };
                         cases += 1;
                         case_time += one * runs;
@@ -558,7 +591,7 @@ mod tests {
     /// figures its file gave before it took TTL units (`2ttl`, `1/3ttl`): the units change nothing at
     /// a file's own TTL.
     const OWN_TIMINGS: &[(&str, &str, &str, &[&str])] = &[
-        ("baseline", "1s", "300ms", &[]),
+        ("baseline", "500ms", "200ms", &[]),
         ("long-tail", "2s", "300ms", &[]),
         ("lease-too-short", "1600ms", "0ns", &[]),
         (
@@ -954,9 +987,10 @@ mod tests {
         assert_eq!(one.cases, 1);
         assert_eq!(
             one.per_case,
-            seconds("1s") + seconds("300ms") + CASE_OVERHEAD_TASKS
+            seconds("500ms") + seconds("200ms") + CASE_OVERHEAD_TASKS
         );
-        assert_eq!(one.total, one.per_case * 3 + SCENARIO_SERVERS);
+        // Twice the trials asked: the baseline's CS/s interval rests on their spread.
+        assert_eq!(one.total, one.per_case * 6 + SCENARIO_SERVERS);
         assert!(total > one.total);
     }
 }

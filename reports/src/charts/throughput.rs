@@ -1,5 +1,5 @@
 //! Throughput per strategy for one row (scenario × lease): horizontal bars, one per strategy, fastest
-//! at the top and the cases that did not run last, each with a whisker over its trials' range and its
+//! at the top and the cases that did not run last, each with a whisker over its 95 % interval and its
 //! value and verdict written at the end.
 
 use plotters::coord::Shift;
@@ -10,7 +10,7 @@ use super::palette::{Palette, SeriesStyle};
 use super::{AXIS_SIZE, LABEL_SIZE, MUTED, Plot, TITLE_SIZE, VIOLATED, err, text};
 use crate::format::rate;
 use crate::grid::{Grid, Row, ran, verdict_word};
-use crate::scorecard::trial_rates;
+use crate::rate_interval::RateInterval;
 
 /// One bar.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,9 +19,10 @@ pub struct Bar {
     pub strategy: String,
     /// The strategy's look in this report.
     pub style: SeriesStyle,
-    /// Completed critical sections per second; None when the case did not run.
+    /// Completed critical sections per second (the mean of its trials' rates, as the scorecard's);
+    /// None when the case did not run.
     pub value: Option<f64>,
-    /// The slowest and fastest trial's rate, when there were several.
+    /// The 95 % interval of the mean rate, when there were several trials (as the scorecard's).
     pub range: Option<(f64, f64)>,
     /// `safe`, `VIOLATED`, `skipped`, ...
     pub verdict: &'static str,
@@ -44,12 +45,12 @@ impl ThroughputChart {
             .iter()
             .filter_map(|s| {
                 let case = row.case(&s.id)?;
-                let ran = ran(case);
+                let rate = ran(case).then(|| RateInterval::of_case(case));
                 Some(Bar {
                     strategy: s.id.clone(),
                     style: palette.style(&s.id),
-                    value: ran.then_some(case.throughput.completed_per_s),
-                    range: trial_rates(case).filter(|_| ran),
+                    value: rate.as_ref().map(|r| r.mean),
+                    range: rate.and_then(|r| r.bounds),
                     verdict: verdict_word(Some(case)),
                 })
             })
@@ -152,7 +153,7 @@ impl Plot for ThroughputChart {
             rect.set_margin(8, 8, 0, 0);
             chart.draw_series(std::iter::once(rect)).map_err(err)?;
             if let Some((low, high)) = bar.range {
-                // The trials' range: a line across the bar's middle, a dot at each end.
+                // The 95 % interval: a line across the bar's middle, a dot at each end.
                 let center = SegmentValue::CenterOf(slot);
                 chart
                     .draw_series(std::iter::once(PathElement::new(
@@ -195,7 +196,7 @@ mod tests {
     use crate::comparison::Comparison;
 
     #[test]
-    fn bars_run_fastest_first_with_their_trials_range_and_the_not_run_last() {
+    fn bars_run_fastest_first_with_their_interval_and_the_not_run_last() {
         let c = Comparison::read(include_str!("../../tests/fixtures/compare-quick.json"))
             .expect("fixture");
         let grid = Grid::new(&c);
