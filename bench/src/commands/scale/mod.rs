@@ -492,8 +492,8 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
     Ok(crate::base::error::EXIT_OK)
 }
 
-/// Holds `spec.steps` locks with one client of each strategy in turn; one series per strategy, and the
-/// raw sender's beside `redis-watchdog-batched`.
+/// Holds `spec.steps` locks with one client of each strategy in turn, one pass (the command runs
+/// `spec.passes`); one series per strategy, and the raw sender's beside `redis-watchdog-batched`.
 pub async fn measure(spec: &ScaleSpec, backends: &Backends) -> Vec<ScaleSeries> {
     let mut all = Vec::new();
     for strategy in &spec.strategies {
