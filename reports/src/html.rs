@@ -468,13 +468,17 @@ fn matrix_cell(out: &mut String, cell: &MatrixCell) {
     out.push_str("</td>");
 }
 
-/// The many-locks cell of `strategy`: red when it lost locks.
+/// The many-locks cell of `strategy`: red when a loss repeated, grey when one did not.
 fn many_locks_cell(out: &mut String, cost: &[CostSeries], strategy: &StrategyInfo) {
     let cell = many_locks::cell(cost, strategy);
-    let class = match (cell.flagged, cell.measured) {
-        (true, _) => "violated",
-        (false, false) => "na",
-        (false, true) => "safe",
+    let class = if cell.flagged {
+        "violated"
+    } else if !cell.measured {
+        "na"
+    } else if cell.unrepeated_loss {
+        "other"
+    } else {
+        "safe"
     };
     let _ = write!(out, "<td class=\"{class}\">{}</td>", escape(&cell.text));
 }

@@ -34,6 +34,9 @@ pub struct Cell {
     pub flagged: bool,
     /// Whether any pass measured it (false: the text says why not).
     pub measured: bool,
+    /// Whether a pass lost a lease or failed a renewal without it repeating (`sometimes`, or a single
+    /// pass): not the flag, and not clean either.
+    pub unrepeated_loss: bool,
 }
 
 impl Cell {
@@ -42,6 +45,7 @@ impl Cell {
             text: text.into(),
             flagged: false,
             measured: false,
+            unrepeated_loss: false,
         }
     }
 }
@@ -102,6 +106,7 @@ pub fn of_passes(passes: &[PassLosses]) -> Cell {
         text,
         flagged: troubled.len() >= REPEATED,
         measured: true,
+        unrepeated_loss: troubled.len() == 1,
     }
 }
 
@@ -299,7 +304,7 @@ mod tests {
     #[test]
     fn a_loss_in_one_of_three_passes_is_sometimes_not_the_red_flag() {
         let c = cell_of(&[(0, 0), (368, 2380), (0, 0)]);
-        assert!(!c.flagged, "{c:?}");
+        assert!(!c.flagged && c.unrepeated_loss, "{c:?}");
         assert_eq!(
             c.text,
             "sometimes: 1 of 3 passes lost 368 of 10000 (2380 failed renewals)"
@@ -315,7 +320,7 @@ mod tests {
     #[test]
     fn a_cell_that_held_in_every_pass_says_how_many() {
         let c = cell_of(&[(0, 0), (0, 0), (0, 0)]);
-        assert!(!c.flagged && c.measured);
+        assert!(!c.flagged && c.measured && !c.unrepeated_loss);
         assert_eq!(c.text, "held 10000 in 3 of 3 passes");
     }
 
