@@ -288,7 +288,12 @@ pub(crate) const CASE_OWN_ZOOKEEPER_ENSEMBLE: Duration = Duration::from_secs(4);
 /// start.
 pub(crate) const SCENARIO_SERVERS: Duration = Duration::from_secs(1);
 /// One many-locks pass of one strategy: filling 10k locks (at most [`MANY_LOCKS_STEP_BUDGET`]), the
-/// settling period and the hold, releasing, in a child process. MEASURED_PER_PASS.
+/// settling period (1 s) and the 1 s hold, releasing, in a child process. Estimated from the last
+/// single pass (`docs/results/default-suite-scale.json`, 71 s for 9 strategies): its 10k fills took
+/// 0.1-3.7 s, 0.76 s on average, and start-up, releases and reads about 1 s per strategy, so about
+/// 3.8 s a pass on average (zookeeper's slow fill the longest, at about 6.5 s). Measured once with a
+/// release build at load average 5-6 (not idle): 3 passes of the 9 strategies and the raw sender in
+/// 166 s, about 5.5 s a pass, the fills 2-3 times the idle run's; to be measured again on idle cores.
 pub(crate) const MANY_LOCKS_PER_PASS: Duration = Duration::from_millis(4000);
 /// The many-locks entry per strategy: [`MANY_LOCKS_PASSES`] passes (the former single pass of 1k and
 /// 10k locks held 2 s each was planned at 10 s: measured 76 s for 9 strategies, 8.4 s each).
