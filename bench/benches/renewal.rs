@@ -229,6 +229,7 @@ async fn scheduler_cost(
         yardstick: true,
         // lockbench's own rows need none.
         warm_up: Duration::ZERO,
+        passes: 1,
     };
     let started = Instant::now();
     let series = scale::measure(&spec, backends).await;

@@ -618,7 +618,8 @@ Examples:
   lockbench scale                                               # 1k, 10k, 100k locks, every strategy
   lockbench scale --strategies redis-watchdog-batched --steps 100000 --watchdog-timeout 3s
   lockbench scale --peers --strategies redisson,zookeeper,etcd-lease   # beside Redisson, Curator, kazoo, etcd's Mutex
-  lockbench scale --strategies redis-watchdog --redis redis://10.0.0.5:6379/0 --warmup 2s")]
+  lockbench scale --strategies redis-watchdog --redis redis://10.0.0.5:6379/0 --warmup 2s
+  lockbench scale --strategies redis-guard-thread --steps 10k --hold 1s --passes 3   # does a loss repeat?")]
 pub struct ScaleArgs {
     /// Strategy ids, comma-separated, or `all` [default: all but redis-keyspace-naive].
     #[arg(long, value_name = "LIST")]
@@ -661,6 +662,11 @@ pub struct ScaleArgs {
         allow_hyphen_values = true
     )]
     pub warmup: Option<String>,
+    /// Hold the steps this many times per strategy, each pass a fresh client in a fresh process; the
+    /// first pass of every strategy runs before the second of any. scale.json records every pass, and
+    /// a report flags only a loss that repeats.
+    #[arg(long, value_name = "N", default_value_t = scale::DEFAULT_PASSES, allow_negative_numbers = true, value_parser = whole_number::<u32>)]
+    pub passes: u32,
     /// Output directory [default: results/scale-UTCTIME].
     #[arg(short, long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -695,6 +701,7 @@ impl ScaleArgs {
                 yardstick: true,
                 peers: self.peers,
                 warm_up: self.warmup.clone(),
+                passes: self.passes,
             },
             out: self.out.clone(),
             servers: self.servers.given(),
@@ -912,7 +919,7 @@ fn list_scenarios() -> Result<i32, BenchError> {
     rows.push((
         suite::MANY_LOCKS,
         suite_column(suite::MANY_LOCKS),
-        "compare only: a short `lockbench scale` pass, one client holding 1,000 then 10,000 locks"
+        "compare only: `lockbench scale` holding 10,000 locks with one client, 3 passes per strategy"
             .to_owned(),
     ));
     let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(8);

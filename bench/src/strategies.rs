@@ -26,6 +26,8 @@ use lockers::redis::{
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{Capabilities, Events, LockError, Locker, Renewal};
 
+use lockbench_reports::many_locks;
+
 use crate::backends::{AddressCheckFuture, EndpointAddrs, ServerKind};
 use crate::base::suggest;
 
@@ -134,6 +136,11 @@ pub struct Facts {
     /// workload's faults moved by the same amount so they strike the same moment of the measured window.
     pub min_warmup: Duration,
 }
+
+/// The many-locks cell of a strategy whose locks are lost and re-taken at every expiry by design
+/// ([`Facts::in_many_locks`] false).
+pub const RETAKEN_AT_EXPIRY: &str =
+    "locks lost and re-taken at every expiry by design: a held count means nothing";
 
 /// Renewal calls not told apart; a held count that means something.
 const PLAIN: Facts = Facts {
@@ -273,6 +280,20 @@ impl Strategy {
         Strategy {
             in_all: false,
             ..self
+        }
+    }
+
+    /// Why the many-locks pass (`compare`'s, `lockbench scale` by default) leaves it out, in the words
+    /// of its many-locks cell; `None` when it takes part.
+    pub fn not_at_scale(&self) -> Option<&'static str> {
+        if !self.server.is_external() {
+            Some(many_locks::NO_SERVER_AT_SCALE)
+        } else if self.facts.connection_lock {
+            Some(many_locks::CONNECTION_LOCK_AT_SCALE)
+        } else if !self.facts.in_many_locks {
+            Some(RETAKEN_AT_EXPIRY)
+        } else {
+            None
         }
     }
 

@@ -381,37 +381,87 @@ fn baseline_changes_gate_ci() {
     );
 }
 
-/// `report DIR` reads DIR/results.json and, without `--scale`, the many-locks pass `compare` wrote
-/// beside it (DIR/runs/many-locks/scale.json): a strategy that lost leases there is flagged in the
-/// verdict matrix and the scorecard.
+/// `report DIR` reads DIR/results.json and, without `--scale`, the many-locks passes `compare` wrote
+/// beside it (DIR/runs/many-locks/scale.json): a strategy that lost leases in two of its three passes
+/// is flagged in the verdict matrix and the scorecard, with each pass's count; one that lost them in
+/// one pass reads "sometimes" and is not flagged; a strategy the pass left out says why.
 #[test]
-fn report_reads_a_results_directory_and_its_many_locks_pass() {
+fn report_reads_a_results_directory_and_flags_only_a_repeated_many_locks_loss() {
     let dir = tempfile::tempdir().unwrap();
     let mut results: serde_json::Value = serde_json::from_str(include_str!(
         "../../reports/tests/fixtures/compare-quick.json"
     ))
     .unwrap();
     results["runs"].as_array_mut().unwrap().truncate(1);
+    // What `compare` now records of a strategy its many-locks pass leaves out.
+    results["strategies"][2]["not_at_scale"] =
+        "locks lost and re-taken at every expiry by design: a held count means nothing".into();
     std::fs::write(dir.path().join("results.json"), results.to_string()).unwrap();
     let mut scale: serde_json::Value = serde_json::from_str(include_str!(
         "../../reports/tests/fixtures/scale-redis.json"
     ))
     .unwrap();
-    let series = &mut scale["strategies"][0];
-    series["strategy"] = "redis-watchdog".into();
-    let point = &mut series["points"][1];
-    point["lost"] = 107.into();
-    point["renew_failures"] = 17159.into();
+    scale["settings"]["passes"] = 3.into();
+    // Three passes of each series: the first is its points, the others its repeats.
+    let with_losses = |series: &serde_json::Value, losses: [(u64, u64); 3]| {
+        let pass = |(lost, failed): (u64, u64)| {
+            let mut points = series["points"].clone();
+            let last = points.as_array_mut().unwrap().last_mut().unwrap();
+            last["lost"] = lost.into();
+            last["renew_failures"] = failed.into();
+            serde_json::json!({"points": points, "stopped": series["stopped"].clone()})
+        };
+        let mut series = series.clone();
+        let first = pass(losses[0]);
+        series["points"] = first["points"].clone();
+        series["repeats"] = serde_json::json!([pass(losses[1]), pass(losses[2])]);
+        series
+    };
+    let strategies = scale["strategies"].as_array_mut().unwrap();
+    let mut watchdog = with_losses(&strategies[0], [(107, 17159), (12, 0), (0, 0)]);
+    watchdog["strategy"] = "redis-watchdog".into();
+    let mut zookeeper = with_losses(&strategies[0], [(0, 0), (36, 2380), (0, 0)]);
+    zookeeper["strategy"] = "zookeeper".into();
+    *strategies = vec![watchdog, zookeeper];
     let many = dir.path().join("runs/many-locks");
     std::fs::create_dir_all(&many).unwrap();
     std::fs::write(many.join("scale.json"), scale.to_string()).unwrap();
     let result = run(&["report", dir.path().to_str().unwrap()]);
     assert_eq!(result.status.code(), Some(0), "{}", stderr(&result));
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
-    let flagged = "LOSES LOCKS: 107 of 300 locks lost, 17159 failed renewals";
+    let flagged = "LOSES LOCKS: lost locks in 2 of 3 passes: 107, 12, 0 of 300; failed renewals \
+                   in 1 of 3 passes: 17159, 0, 0";
     assert_eq!(md.matches(flagged).count(), 2, "scorecard and matrix: {md}");
-    assert!(md.contains("**Losses at scale:** holding many locks, redis-watchdog lost leases"));
+    assert_eq!(
+        md.matches(&format!("**{flagged}**")).count(),
+        1,
+        "bold in the matrix"
+    );
+    let sometimes = "sometimes: 1 of 3 passes lost 36 of 300 (2380 failed renewals)";
+    assert_eq!(md.matches(sometimes).count(), 2, "{md}");
+    assert!(!md.contains(&format!("**{sometimes}")), "not flagged: {md}");
+    assert!(md.contains(
+        "**Losses at scale:** holding many locks, redis-watchdog lost leases or failed renewals \
+         in 2 or more passes"
+    ));
+    assert!(
+        md.contains("locks lost and re-taken at every expiry by design"),
+        "{md}"
+    );
+    assert!(
+        md.contains("no lock server: not measured at scale"),
+        "memory: {md}"
+    );
     assert!(md.contains("| many-locks |"), "{md}");
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(
+        html.contains(&format!("<td class=\"violated\">{flagged}</td>")),
+        "the matrix cell is red"
+    );
+    assert!(
+        html.contains(&format!("<td class=\"other\">{sometimes}</td>")),
+        "a one-off is neither red nor green"
+    );
 }
 
 #[test]

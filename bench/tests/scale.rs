@@ -135,6 +135,7 @@ fn bad_input_is_one_line_and_exit_code_2() {
         &["--hold", "forever"],
         &["--strategies", "redis-nope"],
         &["--concurrency", "0"],
+        &["--passes", "0"],
     ] {
         let (output, results, _dir) = scale(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
@@ -280,4 +281,60 @@ fn sigterm_mid_run_writes_what_was_measured_and_exits_130() {
             "stopped in the first step's 60 s window: {stop:?}"
         );
     }
+}
+
+/// `--passes 3`: every strategy holds its steps three times, each a fresh client; scale.json records
+/// the passes (the first in the series' points, the others in its repeats, the count in the
+/// settings), and the table ends with what each strategy's passes came to.
+#[test]
+fn passes_repeat_every_strategy_and_are_recorded() {
+    let (output, results, _dir) = scale(&[
+        "--strategies",
+        "redis-watchdog,redis-guard-thread",
+        "--steps",
+        "100",
+        "--hold",
+        "300ms",
+        "--watchdog-timeout",
+        "900ms",
+        "--passes",
+        "3",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let results = results.unwrap();
+    assert!(results.complete);
+    assert_eq!(results.settings.passes, 3);
+    assert_eq!(results.strategies.len(), 2);
+    for series in &results.strategies {
+        assert_eq!(series.repeats.len(), 2, "{}", series.strategy);
+        for points in
+            std::iter::once(&series.points).chain(series.repeats.iter().map(|p| &p.points))
+        {
+            assert_eq!(points.len(), 1, "{}", series.strategy);
+            assert_eq!(points[0].held_locks, 100);
+        }
+        assert!(
+            stdout.contains(&format!("  {}: held 100 in 3 of 3 passes", series.strategy)),
+            "{stdout}"
+        );
+    }
+    // The first pass of every strategy before the second of any.
+    let order: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("lockbench scale: "))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "redis-watchdog (pass 1 of 3) …",
+            "redis-guard-thread (pass 1 of 3) …",
+            "redis-watchdog (pass 2 of 3) …",
+            "redis-guard-thread (pass 2 of 3) …",
+            "redis-watchdog (pass 3 of 3) …",
+            "redis-guard-thread (pass 3 of 3) …",
+        ],
+        "{stderr}"
+    );
 }

@@ -90,6 +90,11 @@ pub struct StrategyInfo {
     /// for leases (and in older files).
     #[serde(default)]
     pub connection_lock: bool,
+    /// Why `compare`'s many-locks pass leaves it out, one line for its many-locks cell (`one
+    /// connection per held lock: not measured at scale`, `no lock server: …`); null when it takes part
+    /// (and in older files).
+    #[serde(default)]
+    pub not_at_scale: Option<String>,
 }
 
 /// [`StrategyInfo::server`] of a strategy whose lock lives in the driver's own process.
@@ -151,6 +156,7 @@ impl Comparison {
                 description: String::new(),
                 counterpart: None,
                 connection_lock: false,
+                not_at_scale: None,
             })
             .collect();
         Comparison {
@@ -188,6 +194,7 @@ impl Comparison {
                 description: String::new(),
                 counterpart: None,
                 connection_lock: false,
+                not_at_scale: None,
             })
     }
 }

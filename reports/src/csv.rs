@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::grid::{Grid, ran, rate_interval, verdict_word, violated_of};
+use crate::many_locks;
 use crate::report::ReportInput;
 use crate::scale::CostSeries;
 use crate::scorecard;
@@ -84,7 +85,7 @@ pub fn verdicts(grid: &Grid<'_>, cost: &[CostSeries]) -> String {
             ]);
         }
         if !cost.is_empty() {
-            cells.push(scorecard::many_locks_cell(cost, s).0);
+            cells.push(many_locks::cell(cost, s).text);
         }
         all.push(cells);
     }

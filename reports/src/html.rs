@@ -7,6 +7,7 @@ use crate::comparison::{Comparison, StrategyInfo};
 use crate::content::{self, DELTA_COLUMNS, HEADLINE_COLUMNS, MatrixCell};
 use crate::delta::Deltas;
 use crate::grid::Grid;
+use crate::many_locks;
 use crate::pairing::{self, ModelRows};
 use crate::report::{Report, Section};
 use crate::rules::Finding;
@@ -152,7 +153,9 @@ impl Layout for Html {
                         " class=\"other\""
                     }
                     scorecard::DATA if cell != "intact" && cell != "-" => " class=\"violated\"",
-                    scorecard::MANY_LOCKS if cell.starts_with("LOSES") => " class=\"violated\"",
+                    scorecard::MANY_LOCKS if cell.starts_with(many_locks::FLAG) => {
+                        " class=\"violated\""
+                    }
                     _ => "",
                 };
                 let _ = write!(out, "<td{class}>{}</td>", escape(cell));
@@ -203,7 +206,7 @@ impl Layout for Html {
         let cost = report.input.cost;
         let _ = write!(
             out,
-            "<h2 id=\"breaking\">{}</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes), or that the rightful holder was refused because its token went backwards; {}; {}; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); <span class=\"predicted-key\">orange</span>: a violation theory predicted for this strategy under this scenario; red: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (<code>lockbench scale</code>), flagged when a strategy lost leases or failed renewals while holding many locks (hover for why).</p>\n<div class=\"scroll\"><table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>",
+            "<h2 id=\"breaking\">{}</h2>\n<p class=\"env\">Each cell: violated trials / trials, and the 95 % Wilson interval for the violation rate when every trial ran; \u{201c}broke at trial k\u{201d}: the case stopped at its first violation, so it has no rate (<code>--thorough</code> gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes), or that the rightful holder was refused because its token went backwards; {}; {}; <span class=\"mark\">≠</span> marks a measurement that disagrees with what the scenario says theory predicts (explained below); <span class=\"predicted-key\">orange</span>: a violation theory predicted for this strategy under this scenario; red: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (<code>lockbench scale</code>), flagged when a strategy lost leases or failed renewals while holding many locks in at least two of its passes (a loss in one pass reads “sometimes”; each cell says how many passes it rests on).</p>\n<div class=\"scroll\"><table id=\"verdicts\" class=\"matrix\"><thead><tr><th class=\"who\">strategy</th>",
             sections::VERDICTS,
             escape(content::NO_FENCING_LEGEND),
             escape(&crate::grid::no_verdict_legend())
@@ -465,15 +468,19 @@ fn matrix_cell(out: &mut String, cell: &MatrixCell) {
     out.push_str("</td>");
 }
 
-/// The many-locks cell of `strategy`: red when it lost locks.
+/// The many-locks cell of `strategy`: red when a loss repeated, grey when one did not.
 fn many_locks_cell(out: &mut String, cost: &[CostSeries], strategy: &StrategyInfo) {
-    let (text, lost) = scorecard::many_locks_cell(cost, strategy);
-    let class = match (lost, text.as_str()) {
-        (true, _) => "violated",
-        (false, "-" | scorecard::CONNECTION_LOCK_AT_SCALE) => "na",
-        _ => "safe",
+    let cell = many_locks::cell(cost, strategy);
+    let class = if cell.flagged {
+        "violated"
+    } else if !cell.measured {
+        "na"
+    } else if cell.unrepeated_loss {
+        "other"
+    } else {
+        "safe"
     };
-    let _ = write!(out, "<td class=\"{class}\">{}</td>", escape(&text));
+    let _ = write!(out, "<td class=\"{class}\">{}</td>", escape(&cell.text));
 }
 
 /// `page` with a sticky table of contents after its title: one link per `<h2 id>`, in page order.

@@ -20,6 +20,7 @@
 //! | [`histogram`] | the raw HdrHistograms: the codec, summaries, percentile curves, spreads |
 //! | [`rate_interval`] | a case's CS/s with its 95 % interval, from its trials' own rates |
 //! | [`scorecard`] | the first screen: one row per strategy and the headline lines |
+//! | [`many_locks`] | the many-locks cell: a strategy's passes of holding many locks, flagged only for a repeated loss |
 //! | [`rules`] | "which strategy when", derived from the numbers by stated rules |
 //! | [`delta`] | changes against a baseline results file |
 //! | [`contradictions`] | first-screen cells two runs contradict each other on, beyond their trials' uncertainty |
@@ -46,6 +47,7 @@ pub mod format;
 pub mod grid;
 pub mod histogram;
 pub mod html;
+pub mod many_locks;
 pub mod markdown;
 pub mod model;
 pub mod pairing;

@@ -8,10 +8,11 @@ use crate::comparison::Comparison;
 use crate::content::{self, DELTA_COLUMNS, HEADLINE_COLUMNS, MatrixCell};
 use crate::delta::Deltas;
 use crate::grid::{Grid, slug};
+use crate::many_locks;
 use crate::pairing::{self, ModelRows};
 use crate::report::{Report, Section};
 use crate::rules::Finding;
-use crate::scorecard::{self, Scorecard};
+use crate::scorecard::Scorecard;
 use crate::sections::{self, Layout};
 use crate::topics::{self, CostTable, Fault, Pair};
 
@@ -128,8 +129,12 @@ impl Layout for Markdown<'_> {
                         .map(|row| matrix_cell(content::matrix_cell(row, &s.id))),
                 );
                 if !cost.is_empty() {
-                    let (text, lost) = scorecard::many_locks_cell(cost, s);
-                    cells.push(if lost { format!("**{text}**") } else { text });
+                    let cell = many_locks::cell(cost, s);
+                    cells.push(if cell.flagged {
+                        format!("**{}**", cell.text)
+                    } else {
+                        cell.text
+                    });
                 }
                 cells
             })
@@ -137,7 +142,7 @@ impl Layout for Markdown<'_> {
         table(out, &header, &rows);
         let _ = write!(
             out,
-            "Each cell: violated trials / trials and the 95 % Wilson interval for the violation rate when every trial ran; \"broke at trial k\": the case stopped at its first violation, so it has no rate (`--thorough` gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes), or that the rightful holder was refused because its token went backwards; {}; {}, listed below; ≠ = the measurement disagrees with theory (below); *italic (predicted)*: a violation theory predicted for this strategy under this scenario; **bold**: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (`lockbench scale`), flagged when a strategy lost leases or failed renewals while holding many locks. Violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens.\n\n",
+            "Each cell: violated trials / trials and the 95 % Wilson interval for the violation rate when every trial ran; \"broke at trial k\": the case stopped at its first violation, so it has no rate (`--thorough` gives one); a violated cell says whether the data was harmed (a lost update or a stale write accepted) or stayed intact (fenced: fencing rejected the stale writes), or that the rightful holder was refused because its token went backwards; {}; {}, listed below; ≠ = the measurement disagrees with theory (below); *italic (predicted)*: a violation theory predicted for this strategy under this scenario; **bold**: a violation theory did not predict; – = the scenario does not apply; many-locks: the many-locks pass (`lockbench scale`), flagged when a strategy lost leases or failed renewals while holding many locks in at least two of its passes (a loss in one pass reads “sometimes”; each cell says how many passes it rests on). Violated = overlapping holders, lost updates, stale writes accepted, tokens that went backwards or duplicate tokens.\n\n",
             content::NO_FENCING_LEGEND,
             crate::grid::no_verdict_legend()
         );

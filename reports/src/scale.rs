@@ -62,6 +62,15 @@ pub struct ScaleSettings {
     /// JVM library needs, given to every row of the run alike); absent in older files.
     #[serde(default)]
     pub warm_up_ms: Option<f64>,
+    /// Passes per strategy (`--passes`): each pass a fresh client in a fresh process holds the same
+    /// steps again, so a loss can be told apart from a one-off; 1 in older files.
+    #[serde(default = "one_pass")]
+    pub passes: u32,
+}
+
+/// [`ScaleSettings::passes`] of a file written before passes were recorded.
+fn one_pass() -> u32 {
+    1
 }
 
 /// One strategy's steps.
@@ -96,6 +105,20 @@ pub struct ScaleSeries {
     /// held lock is the growth from here; absent in files written before it was recorded.
     #[serde(default)]
     pub client_rss_at_start_bytes: Option<u64>,
+    /// The passes after the first, in run order, when the run repeated every strategy
+    /// ([`ScaleSettings::passes`]): `points` and `stopped` above are the first pass's. Empty with one
+    /// pass (and in older files).
+    #[serde(default)]
+    pub repeats: Vec<ScalePass>,
+}
+
+/// One more pass of a strategy: a fresh client holding the same steps again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScalePass {
+    /// One point per step reached, ascending.
+    pub points: Vec<ScalePoint>,
+    /// Where and why this pass stopped short of the last step; absent when it reached every step.
+    pub stopped: Option<ScaleStop>,
 }
 
 /// Where a strategy stopped.
@@ -117,6 +140,11 @@ impl ScaleStop {
             "stopped at {} held (filling step {}): {reason}",
             self.held, self.step
         )
+    }
+
+    /// `stopped at 9998: reason`.
+    pub fn one_line(&self) -> String {
+        format!("stopped at {}: {}", self.held, self.reason)
     }
 }
 
@@ -174,12 +202,24 @@ pub struct ScalePoint {
     pub server_held: Option<u64>,
 }
 
-/// One strategy's cost against held locks, for the chart.
+/// One strategy's cost against held locks, for the chart (its first pass), and the losses of every
+/// pass.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CostSeries {
     /// Strategy id.
     pub strategy: String,
     /// Where it stopped short, as one line (`stopped at 9998: …`).
+    pub stopped: Option<String>,
+    /// Ascending by held locks.
+    pub points: Vec<CostPoint>,
+    /// The passes after the first ([`ScaleSeries::repeats`]); empty with one pass.
+    pub repeats: Vec<CostPass>,
+}
+
+/// One more pass of a [`CostSeries`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostPass {
+    /// Where it stopped short, as one line.
     pub stopped: Option<String>,
     /// Ascending by held locks.
     pub points: Vec<CostPoint>,
@@ -208,42 +248,66 @@ pub struct CostPoint {
     pub thinnest_margin_ms: Option<f64>,
 }
 
-impl CostSeries {
-    /// What holding many locks cost in safety, one line, from the worst step: `107 of 10000 locks
-    /// lost, 17159 failed renewals (thinnest margin 19 ms)`; `None` when no step lost a lease
-    /// or failed a renewal.
-    pub fn losses(&self) -> Option<String> {
-        let worst = self
-            .points
-            .iter()
-            .filter(|p| p.lost > 0 || p.renew_failures > 0)
-            .max_by_key(|p| (p.lost, p.renew_failures))?;
-        let mut parts = Vec::new();
-        if worst.lost > 0 {
-            parts.push(format!("{} of {} locks lost", worst.lost, worst.held_locks));
+/// What one pass of a strategy cost in safety: the step that went worst.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PassLosses {
+    /// Steps it measured (0: it held nothing, see `stopped`).
+    pub steps: usize,
+    /// Where it stopped short, as one line.
+    pub stopped: Option<String>,
+    /// The step with the most locks lost, then the most failed renewals; `None` when no step lost a
+    /// lease or failed a renewal.
+    pub worst: Option<CostPoint>,
+    /// The most locks it held through a step without a loss or failed renewal (0 when none).
+    pub held_cleanly: u64,
+}
+
+impl PassLosses {
+    /// The losses of one pass's `points`, which stopped short where `stopped` says.
+    pub fn of(points: &[CostPoint], stopped: Option<&str>) -> Self {
+        PassLosses {
+            steps: points.len(),
+            stopped: stopped.map(str::to_owned),
+            worst: points
+                .iter()
+                .filter(|p| p.lost > 0 || p.renew_failures > 0)
+                .max_by_key(|p| (p.lost, p.renew_failures))
+                .copied(),
+            held_cleanly: points
+                .iter()
+                .filter(|p| p.lost == 0 && p.renew_failures == 0)
+                .map(|p| p.held_locks)
+                .max()
+                .unwrap_or(0),
         }
-        if worst.renew_failures > 0 {
-            parts.push(format!(
-                "{} failed renewal{}",
-                worst.renew_failures,
-                if worst.renew_failures == 1 { "" } else { "s" }
-            ));
-        }
-        let margin = worst
-            .thinnest_margin_ms
-            .map(|m| format!(" (thinnest margin {m:.0} ms)"))
-            .unwrap_or_default();
-        Some(format!("{}{margin}", parts.join(", ")))
     }
 
-    /// The most locks it held through a step without a loss or failed renewal (0 when none).
-    pub fn held_cleanly(&self) -> u64 {
-        self.points
-            .iter()
-            .filter(|p| p.lost == 0 && p.renew_failures == 0)
-            .map(|p| p.held_locks)
-            .max()
-            .unwrap_or(0)
+    /// Whether it lost a lease or failed a renewal at some step.
+    pub fn troubled(&self) -> bool {
+        self.worst.is_some()
+    }
+
+    /// Leases lost at its worst step (0 when none).
+    pub fn lost(&self) -> u64 {
+        self.worst.map_or(0, |w| w.lost)
+    }
+
+    /// Failed renewals at its worst step (0 when none).
+    pub fn renew_failures(&self) -> u64 {
+        self.worst.map_or(0, |w| w.renew_failures)
+    }
+}
+
+impl CostSeries {
+    /// The losses of every pass, the first first.
+    pub fn passes(&self) -> Vec<PassLosses> {
+        std::iter::once(PassLosses::of(&self.points, self.stopped.as_deref()))
+            .chain(
+                self.repeats
+                    .iter()
+                    .map(|p| PassLosses::of(&p.points, p.stopped.as_deref())),
+            )
+            .collect()
     }
 }
 
@@ -296,15 +360,20 @@ impl ScaleResults {
 }
 
 impl ScaleSeries {
-    /// This strategy's cost against held locks.
+    /// This strategy's cost against held locks, with its later passes.
     pub fn cost_series(&self) -> CostSeries {
         CostSeries {
             strategy: self.strategy.clone(),
-            stopped: self
-                .stopped
-                .as_ref()
-                .map(|s| format!("stopped at {}: {}", s.held, s.reason)),
+            stopped: self.stopped.as_ref().map(ScaleStop::one_line),
             points: self.points.iter().map(ScalePoint::cost_point).collect(),
+            repeats: self
+                .repeats
+                .iter()
+                .map(|pass| CostPass {
+                    stopped: pass.stopped.as_ref().map(ScaleStop::one_line),
+                    points: pass.points.iter().map(ScalePoint::cost_point).collect(),
+                })
+                .collect(),
         }
     }
 }
@@ -367,6 +436,7 @@ pub(crate) mod tests {
                 max_threads: 10_000,
                 max_rss_bytes: 4 << 30,
                 warm_up_ms: None,
+                passes: 1,
             },
             environment: Environment {
                 lockbench_version: "0.1.0".into(),
@@ -421,5 +491,58 @@ pub(crate) mod tests {
         assert_eq!(point.rss_mb, 64.0);
         assert_eq!(point.threads, 3);
         assert_eq!(point.renew_calls_per_s, Some(10.0));
+    }
+
+    #[test]
+    fn a_file_written_before_passes_reads_as_one_pass() {
+        let old =
+            ScaleResults::from_json(include_str!("../../docs/results/default-suite-scale.json"))
+                .unwrap();
+        assert_eq!(old.settings.passes, 1);
+        for series in old.cost_series() {
+            assert!(series.repeats.is_empty());
+            assert_eq!(series.passes().len(), 1, "{}", series.strategy);
+        }
+    }
+
+    #[test]
+    fn every_pass_is_recorded_and_read_back_with_its_losses() {
+        let mut results = sample();
+        results.settings.passes = 3;
+        let first = results.strategies[0].points[0].clone();
+        let lossy = ScalePoint {
+            lost: 34,
+            renew_failures: 7,
+            ..first.clone()
+        };
+        results.strategies[0].repeats = vec![
+            ScalePass {
+                points: vec![lossy],
+                stopped: None,
+            },
+            ScalePass {
+                points: Vec::new(),
+                stopped: Some(ScaleStop {
+                    held: 0,
+                    step: 1000,
+                    reason: "could not connect".into(),
+                }),
+            },
+        ];
+        let text = results.to_json();
+        assert!(text.contains("\"repeats\""), "{text}");
+        let back = ScaleResults::from_json(&text).unwrap();
+        assert_eq!(back, results);
+        let passes = back.cost_series()[0].passes();
+        assert_eq!(passes.len(), 3);
+        assert!(!passes[0].troubled());
+        assert_eq!(passes[0].held_cleanly, 1000);
+        assert_eq!((passes[1].lost(), passes[1].renew_failures()), (34, 7));
+        assert_eq!(passes[1].held_cleanly, 0);
+        assert_eq!(passes[2].steps, 0);
+        assert_eq!(
+            passes[2].stopped.as_deref(),
+            Some("stopped at 0: could not connect")
+        );
     }
 }

@@ -5,11 +5,12 @@
 //! one strategy only when its 95 % interval lies above every other's, else the tie; requests per CS
 //! within [`TIE_PCT`] are named as ties. The driver's yardstick (a lock in its own process, no
 //! server) has its row last, labelled, and its own line: it is never ranked.
-use crate::comparison::StrategyInfo;
+
 use crate::format::{ms, rate};
 use crate::grid::{
     Grid, NO_FENCING_DATA, Row, ran, stale_writes_undetectable, verdict_word, violated_of,
 };
+use crate::many_locks;
 use crate::model::{CaseResult, CaseStatus, DataState, Expectation, Verdict, Violation};
 use crate::rate_interval::RateInterval;
 use crate::rules::{TIE_PCT, headline_row};
@@ -37,29 +38,8 @@ pub const COLUMNS: [&str; 9] = [
 /// The column added with a many-locks (`lockbench scale`) pass.
 pub const MANY_LOCKS: &str = "many locks";
 
-/// The many-locks cell of a strategy whose lock is its holder's connection
-/// ([`StrategyInfo::connection_lock`]): the pass leaves it out, and the cell says why.
-pub const CONNECTION_LOCK_AT_SCALE: &str = "one connection per held lock: not measured at scale";
-
 /// The yardstick's strategy cell: its id and this.
 pub const YARDSTICK: &str = "yardstick";
-
-/// The many-locks cell of `strategy` and whether it lost leases or failed renewals: `held 10000`,
-/// `LOST 3005 of 10000 held locks, ...`, [`CONNECTION_LOCK_AT_SCALE`] for a lock that is a connection,
-/// `-` (not in the scale data).
-pub fn many_locks_cell(cost: &[CostSeries], strategy: &StrategyInfo) -> (String, bool) {
-    match cost.iter().find(|c| c.strategy == strategy.id) {
-        None if strategy.connection_lock => (CONNECTION_LOCK_AT_SCALE.to_owned(), false),
-        None => ("-".to_owned(), false),
-        Some(series) => match series.losses() {
-            Some(losses) => (format!("LOSES LOCKS: {losses}"), true),
-            None => (
-                format!("held {} without a loss", series.held_cleanly()),
-                false,
-            ),
-        },
-    }
-}
 
 /// Under the scorecard: how to read it.
 pub const NOTE: &str = "CS/s: completed critical sections per second, the mean of the trials' own rates with its 95 % interval (Student's t; the trials of all strategies ran interleaved, so a drift of the machine falls on each; none with a single trial); a strategy is named fastest only when its interval lies above every other's, else the strategies whose intervals overlap the fastest's are a tie; client requests per CS are compared only with strategies on the same server kind; a break is predicted when the scenario's theory says this strategy may violate there, and each scenario it broke under says how often: always (theory predicts a break every time, and every trial with a verdict broke or the first settled it), every trial: k of n, or sometimes: k of n, with the 95 % Wilson interval of the rate when every planned trial ran; data: harmed when an update was lost or a stale write accepted in any scenario (the scenarios are those it broke under), “no fencing: stale writes not detectable” for a strategy without fencing tokens (the resource cannot tell a stale write from a rightful one, so none was counted; a lost update still reads harmed), intact otherwise; unavailable: the longest stretch of a fault scenario's measured window in which a client waited for a key that no client held (a crashed or cut-off holder's lease running out, a failover), from the oracle's own intervals, the worst over the fault scenarios and their trials' pooled first trial, with the scenario (≥: no lock was granted again before the case ended; files from before it was measured give the longest stretch without any grant instead); the yardstick row (a lock in the driver's own process, no server) shows what the driver itself can do and is never ranked.";
@@ -181,8 +161,8 @@ pub fn of(grid: &Grid<'_>, cost: &[CostSeries]) -> Option<Scorecard> {
     // The grid lists the yardsticks last: their rows close the table.
     for s in &grid.strategies {
         let breaks = Breaks::of(grid, &s.id);
-        let (scale, lost) = many_locks_cell(cost, s);
-        if lost {
+        let scale = many_locks::cell(cost, s);
+        if scale.flagged {
             losers.push(s.id.clone());
         }
         unexpected.push(!breaks.unexpected.is_empty());
@@ -204,7 +184,7 @@ pub fn of(grid: &Grid<'_>, cost: &[CostSeries]) -> Option<Scorecard> {
         let mut cells = strategy_cells(name, case, &breaks, &fewest);
         cells.push(unavailable_cell(grid, &s.id));
         if !cost.is_empty() {
-            cells.push(scale);
+            cells.push(scale.text);
         }
         rows.push(cells);
         tally.add(&s.id, breaks);
@@ -639,8 +619,9 @@ fn yardstick_line(yardsticks: &[String], under: &str) -> String {
 /// The headline on the strategies that lost leases or failed renewals holding many locks.
 fn losses_line(losers: &[String]) -> String {
     format!(
-        "holding many locks, {} lost leases or failed renewals: a lock that drops leases under load is not safe there. Cells: many locks × {}.",
+        "holding many locks, {} lost leases or failed renewals in {} or more passes: a lock that drops leases under load is not safe there. Cells: many locks × {}.",
         losers.join(", "),
+        many_locks::REPEATED,
         losers.join(", ")
     )
 }
@@ -940,13 +921,72 @@ mod tests {
             strategy: "redis-watchdog".into(),
             stopped: None,
             points: Vec::new(),
+            repeats: Vec::new(),
         }];
         let grid = Grid::new(&c);
         let card = of(&grid, &cost).expect("a scorecard");
         assert_eq!(
             cell(&card, "zookeeper", MANY_LOCKS),
-            CONNECTION_LOCK_AT_SCALE
+            many_locks::CONNECTION_LOCK_AT_SCALE
         );
-        assert_eq!(cell(&card, "redis-keyspace-naive", MANY_LOCKS), "-");
+        assert_eq!(
+            cell(&card, "redis-keyspace-naive", MANY_LOCKS),
+            many_locks::NOT_IN_THE_PASS
+        );
+    }
+
+    #[test]
+    fn only_a_repeated_loss_at_scale_makes_a_headline() {
+        let c = fixture();
+        let point = |lost| crate::scale::CostPoint {
+            held_locks: 10_000,
+            renew_calls_per_s: None,
+            server_cpu_ms_per_s: None,
+            client_cpu_percent: 1.0,
+            rss_mb: 10.0,
+            threads: 3,
+            lost,
+            renew_failures: 0,
+            thinnest_margin_ms: None,
+        };
+        let series = |strategy: &str, lost: [u64; 3]| CostSeries {
+            strategy: strategy.into(),
+            stopped: None,
+            points: vec![point(lost[0])],
+            repeats: lost[1..]
+                .iter()
+                .map(|&l| crate::scale::CostPass {
+                    stopped: None,
+                    points: vec![point(l)],
+                })
+                .collect(),
+        };
+        let cost = vec![
+            series("redis-watchdog", [34, 120, 386]),
+            series("zookeeper", [0, 368, 0]),
+        ];
+        let grid = Grid::new(&c);
+        let card = of(&grid, &cost).expect("a scorecard");
+        assert_eq!(
+            cell(&card, "redis-watchdog", MANY_LOCKS),
+            "LOSES LOCKS: lost locks in 3 of 3 passes: 34, 120, 386 of 10000"
+        );
+        assert_eq!(
+            cell(&card, "zookeeper", MANY_LOCKS),
+            "sometimes: 1 of 3 passes lost 368 of 10000"
+        );
+        let losses: Vec<&String> = card
+            .headlines
+            .iter()
+            .filter(|(label, _)| label == "Losses at scale")
+            .map(|(_, text)| text)
+            .collect();
+        assert_eq!(losses.len(), 1);
+        assert!(
+            losses[0].contains("holding many locks, redis-watchdog lost"),
+            "{}",
+            losses[0]
+        );
+        assert!(!losses[0].contains("zookeeper"), "{}", losses[0]);
     }
 }

@@ -313,11 +313,13 @@ fn scale_data_adds_cost_charts() {
             strategy: "redis-watchdog".into(),
             stopped: None,
             points: vec![point(1000, 1000.0, 5.0), point(10_000, 10_000.0, 40.0)],
+            repeats: Vec::new(),
         },
         CostSeries {
             strategy: "redis-watchdog-batched".into(),
             stopped: Some("stopped at 9000: budget".into()),
             points: vec![point(1000, 10.0, 1.0)],
+            repeats: Vec::new(),
         },
     ];
     let charts = CostChart::of_scale(&cost, &Palette::default());
@@ -369,6 +371,7 @@ fn each_strategy_keeps_its_colour_in_every_chart() {
             renew_failures: 0,
             thinnest_margin_ms: None,
         }],
+        repeats: Vec::new(),
     };
     let cost = vec![
         series("zookeeper"),

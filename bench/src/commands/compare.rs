@@ -35,8 +35,8 @@ use crate::commands::report;
 use crate::commands::run::{self, RunRequest};
 use crate::commands::scale::{self, ScaleOptions, ScaleRequest};
 use crate::commands::suite::{
-    self, Length, MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_STEP_BUDGET, MANY_LOCKS_STEPS,
-    PlannedScenario, SUITE, Suite, SuiteEntry,
+    self, Length, MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_PASSES, MANY_LOCKS_STEP_BUDGET,
+    MANY_LOCKS_STEPS, PlannedScenario, SUITE, Suite, SuiteEntry,
 };
 use crate::workload::user::UserWorkload;
 use crate::workload::{ScenarioFile, TimeScale, split_list};
@@ -290,19 +290,34 @@ fn workload_note(
     }
 }
 
-/// Runs the many-locks pass: `lockbench scale` at 1k and 10k held locks for the strategies with a
-/// server; its cost series feed the report's cost-against-held-locks charts.
+/// Runs the many-locks entry: `lockbench scale` holding 10k locks, [`MANY_LOCKS_PASSES`] passes of
+/// every strategy with a server; its cost series feed the report's many-locks cells (every pass) and
+/// its cost-against-held-locks charts (the first).
 async fn many_locks(
     args: &CompareRequest,
     list: &str,
     out_dir: &Path,
 ) -> Result<Vec<CostSeries>, BenchError> {
     let dir = out_dir.join("runs").join(MANY_LOCKS);
-    // The chosen strategies with a lock server, but those whose held count means nothing.
+    scale::command(many_locks_request(args, list, &dir)?).await?;
+    let text = std::fs::read_to_string(dir.join(scale::SCALE_FILE))
+        .map_err(|e| BenchError::failed(format!("many-locks: {e}")))?;
+    ScaleResults::from_json(&text)
+        .map(|s| s.cost_series())
+        .map_err(|e| BenchError::failed(format!("many-locks: {e}")))
+}
+
+/// The `lockbench scale` run of the many-locks entry, writing into `dir`: the chosen strategies that
+/// can hold many locks ([`strategies::Strategy::not_at_scale`]), each in [`MANY_LOCKS_PASSES`] passes.
+fn many_locks_request(
+    args: &CompareRequest,
+    list: &str,
+    dir: &Path,
+) -> Result<ScaleRequest, BenchError> {
     let chosen = strategies::resolve(&[list.to_owned()]).map_err(BenchError::usage)?;
     let with_server: Vec<&str> = chosen
         .iter()
-        .filter(|s| s.server.is_external() && s.facts.in_many_locks)
+        .filter(|s| s.not_at_scale().is_none())
         .map(|s| s.id)
         .collect();
     if with_server.is_empty() {
@@ -310,28 +325,36 @@ async fn many_locks(
             "many-locks: none of the chosen strategies has a lock server",
         ));
     }
-    let request = ScaleRequest {
+    Ok(ScaleRequest {
         options: ScaleOptions {
             strategies: Some(with_server.join(",")),
             steps: MANY_LOCKS_STEPS.to_owned(),
             hold: MANY_LOCKS_HOLD.to_owned(),
             step_budget: MANY_LOCKS_STEP_BUDGET.to_owned(),
+            passes: MANY_LOCKS_PASSES,
             // The cost chart needs no yardstick.
             yardstick: false,
             ..ScaleOptions::default()
         },
-        out: Some(dir.clone()),
+        out: Some(dir.to_path_buf()),
         servers: args.servers.clone(),
         worker: false,
         server_pids: None,
         raw_sender: false,
-    };
-    scale::command(request).await?;
-    let text = std::fs::read_to_string(dir.join(scale::SCALE_FILE))
-        .map_err(|e| BenchError::failed(format!("many-locks: {e}")))?;
-    ScaleResults::from_json(&text)
-        .map(|s| s.cost_series())
-        .map_err(|e| BenchError::failed(format!("many-locks: {e}")))
+    })
+}
+
+/// What the comparison file records of strategy `s`.
+fn strategy_info(s: &strategies::Strategy) -> StrategyInfo {
+    StrategyInfo {
+        id: s.id.to_owned(),
+        server: s.server.name().to_owned(),
+        distributed: s.server.entry().distributed,
+        description: s.description.to_owned(),
+        counterpart: strategies::counterpart(s.id).map(str::to_owned),
+        connection_lock: s.facts.connection_lock,
+        not_at_scale: s.not_at_scale().map(str::to_owned),
+    }
 }
 
 /// What the steps of a comparison share: the request, the strategy list, the suite and its plan.
@@ -673,9 +696,10 @@ impl Compare<'_> {
             .map(|p| {
                 if entry.scenario == MANY_LOCKS {
                     format!(
-                        "{} strategies at {MANY_LOCKS_STEPS} held locks, ~{:.0} s each, ",
+                        "{} strategies × {MANY_LOCKS_PASSES} passes holding {MANY_LOCKS_STEPS} \
+                         locks, ~{:.0} s each, ",
                         p.cases,
-                        p.per_case.as_secs_f64()
+                        p.per_case.as_secs_f64() / f64::from(MANY_LOCKS_PASSES)
                     )
                 } else {
                     format!(
@@ -763,17 +787,7 @@ impl Compare<'_> {
             complete,
             started_at,
             finished_at: now_rfc3339(),
-            strategies: chosen
-                .iter()
-                .map(|s| StrategyInfo {
-                    id: s.id.to_owned(),
-                    server: s.server.name().to_owned(),
-                    distributed: s.server.entry().distributed,
-                    description: s.description.to_owned(),
-                    counterpart: strategies::counterpart(s.id).map(str::to_owned),
-                    connection_lock: s.facts.connection_lock,
-                })
-                .collect(),
+            strategies: chosen.iter().map(|s| strategy_info(s)).collect(),
             workload: self
                 .user
                 .as_ref()
@@ -850,6 +864,45 @@ mod tests {
             real.notes
         );
         assert!(!real.notes.iter().any(|n| n.contains("many-locks")));
+    }
+
+    #[test]
+    fn many_locks_holds_ten_thousand_locks_in_three_passes_of_the_strategies_that_can() {
+        let dir = Path::new("many-locks");
+        let list = "redis-watchdog,postgres-advisory,memory,redis-keyspace-naive,zookeeper";
+        let request = many_locks_request(&CompareRequest::default(), list, dir).expect("a request");
+        let options = &request.options;
+        assert_eq!(
+            options.strategies.as_deref(),
+            Some("redis-watchdog,zookeeper")
+        );
+        assert_eq!(
+            (options.steps.as_str(), options.hold.as_str()),
+            ("10000", "1s")
+        );
+        assert_eq!(options.passes, 3);
+        let spec = options.spec().expect("a valid scale run");
+        assert_eq!((spec.steps.as_slice(), spec.passes), (&[10_000][..], 3));
+        assert!(!spec.yardstick);
+        assert_eq!(request.out.as_deref(), Some(dir));
+    }
+
+    #[test]
+    fn the_results_file_says_why_a_strategy_is_left_out_of_many_locks() {
+        use lockbench_reports::many_locks::{CONNECTION_LOCK_AT_SCALE, NO_SERVER_AT_SCALE};
+        let info = |id: &str| strategy_info(strategies::find(id).expect("registered"));
+        let why = |id: &str| info(id).not_at_scale;
+        assert_eq!(
+            why("postgres-advisory").as_deref(),
+            Some(CONNECTION_LOCK_AT_SCALE)
+        );
+        assert_eq!(
+            why("redis-keyspace-naive").as_deref(),
+            Some(strategies::RETAKEN_AT_EXPIRY)
+        );
+        assert_eq!(why("memory").as_deref(), Some(NO_SERVER_AT_SCALE));
+        assert_eq!(why("redis-watchdog"), None);
+        assert!(info("postgres-advisory").connection_lock);
     }
 
     #[test]

@@ -11,6 +11,11 @@
 //! client RSS, threads and CPU are its own and not what earlier strategies left behind; the servers
 //! are started once, by the parent, which also empties a managed Redis between strategies.
 //!
+//! With `--passes N` every strategy holds the steps N times, each pass a fresh client in a fresh child
+//! process, the first pass of every strategy before the second of any; `scale.json` keeps the first
+//! pass in each series' points and the later ones in its `repeats`, so a loss can be told apart from
+//! a one-off ([`lockbench_reports::many_locks`]).
+//!
 //! Everything is bounded: a step that is not filled within `--step-budget`, a client that reaches
 //! `--max-threads` threads or `--max-rss-mib` resident memory, or an acquire error stops that strategy,
 //! and the stop is recorded with its reason (`stopped at 9984: thread cap 10000 reached`). The locks held
@@ -36,7 +41,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lockbench_reports::scale::{SCALE_SCHEMA_VERSION, ScaleResults, ScaleSeries, ScaleSettings};
+use lockbench_reports::scale::{
+    SCALE_SCHEMA_VERSION, ScalePass, ScaleResults, ScaleSeries, ScaleSettings,
+};
 use lockbench_servers::probe;
 
 use crate::backends::{Backend, Backends, GivenAddresses, ServerKind};
@@ -59,6 +66,7 @@ pub const SCALE_FILE: &str = "scale.json";
 const MAX_STEP: u64 = 1_000_000;
 const MAX_DURATION: Duration = Duration::from_secs(600);
 const MAX_CONCURRENCY: usize = 1024;
+const MAX_PASSES: u32 = 20;
 
 const SERVER_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -79,6 +87,8 @@ pub const DEFAULT_STEP_BUDGET: &str = "60s";
 pub const DEFAULT_MAX_THREADS: u64 = 10_000;
 /// Default of [`ScaleOptions::max_rss_mib`].
 pub const DEFAULT_MAX_RSS_MIB: u64 = 4096;
+/// Default of [`ScaleOptions::passes`].
+pub const DEFAULT_PASSES: u32 = 1;
 
 /// The settings of a scale run as given (text, checked by [`ScaleOptions::spec`], whose errors name
 /// the flag each value came from).
@@ -109,6 +119,9 @@ pub struct ScaleOptions {
     /// Acquire-and-release cycles every row runs before its first step, unmeasured; `None`: the longest
     /// warm-up any chosen row needs (its runtime compiles as it goes: the JVM libraries), else none.
     pub warm_up: Option<String>,
+    /// How many times every strategy holds the steps, each time a fresh client in a fresh process
+    /// (the report flags only a loss that repeats).
+    pub passes: u32,
 }
 
 impl Default for ScaleOptions {
@@ -126,6 +139,7 @@ impl Default for ScaleOptions {
             yardstick: true,
             peers: false,
             warm_up: None,
+            passes: DEFAULT_PASSES,
         }
     }
 }
@@ -191,6 +205,8 @@ pub struct ScaleSpec {
     /// Acquire-and-release cycles every row runs before its first step (the same churn for every row
     /// of a run, so a pair is measured after the same workload).
     pub warm_up: Duration,
+    /// Passes per strategy, ≥ 1: the first of every strategy, then the second of every strategy, ….
+    pub passes: u32,
 }
 
 impl ScaleOptions {
@@ -253,6 +269,9 @@ impl ScaleOptions {
         if self.max_rss_mib == 0 {
             return Err(usage("max-rss-mib", "must be ≥ 1".into()));
         }
+        if !(1..=MAX_PASSES).contains(&self.passes) {
+            return Err(usage("passes", format!("must be in 1..={MAX_PASSES}")));
+        }
         let isolation = if self.in_process {
             Isolation::InProcess
         } else {
@@ -273,6 +292,7 @@ impl ScaleOptions {
             isolation,
             yardstick: self.yardstick,
             warm_up,
+            passes: self.passes,
         })
     }
 }
@@ -390,6 +410,7 @@ impl ScaleSpec {
             max_threads: self.max_threads,
             max_rss_bytes: self.max_rss_bytes,
             warm_up_ms: Some(ms(self.warm_up)),
+            passes: self.passes,
         }
     }
 }
@@ -443,29 +464,43 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
             .flat_map(|s| subjects_of(s, &spec))
             .collect()
     };
-    for (strategy, subject) in subjects {
-        if interrupt.is_set() {
-            break;
-        }
-        if !args.worker {
-            match subject {
-                Subject::Strategy => eprintln!("lockbench scale: {} …", strategy.id),
-                Subject::RawSender => eprintln!("lockbench scale: {} …", raw::RAW_SENDER),
+    // Pass by pass: the first of every subject, then the second of every subject, …, so a stretch of
+    // bad luck on the machine falls on one pass of several strategies, not on every pass of one.
+    'passes: for pass in 1..=spec.passes {
+        for (index, &(strategy, subject)) in subjects.iter().enumerate() {
+            if interrupt.is_set() {
+                break 'passes;
             }
+            if !args.worker {
+                let name = match subject {
+                    Subject::Strategy => strategy.id,
+                    Subject::RawSender => raw::RAW_SENDER,
+                };
+                match spec.passes {
+                    1 => eprintln!("lockbench scale: {name} …"),
+                    n => eprintln!("lockbench scale: {name} (pass {pass} of {n}) …"),
+                }
+            }
+            let series = measure_one(
+                strategy,
+                subject,
+                &spec,
+                &backends,
+                &server_pids,
+                &interrupt,
+            )
+            .await;
+            match results.strategies.get_mut(index) {
+                Some(first) if pass > 1 => first.repeats.push(ScalePass {
+                    points: series.points,
+                    stopped: series.stopped,
+                }),
+                _ => results.strategies.push(series),
+            }
+            results.finished_at = now_rfc3339();
+            // Written after every measurement, so an interrupted run keeps what it measured.
+            output::write_atomic(&out_dir, SCALE_FILE, &results.to_json())?;
         }
-        let series = measure_one(
-            strategy,
-            subject,
-            &spec,
-            &backends,
-            &server_pids,
-            &interrupt,
-        )
-        .await;
-        results.strategies.push(series);
-        results.finished_at = now_rfc3339();
-        // Written after every strategy, so an interrupted run keeps what it measured.
-        output::write_atomic(&out_dir, SCALE_FILE, &results.to_json())?;
     }
     let interrupted = interrupt.is_set();
     results.complete = !interrupted;
@@ -482,8 +517,8 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
     })
 }
 
-/// Holds `spec.steps` locks with one client of each strategy in turn; one series per strategy, and the
-/// raw sender's beside `redis-watchdog-batched`.
+/// Holds `spec.steps` locks with one client of each strategy in turn, one pass (the command runs
+/// `spec.passes`); one series per strategy, and the raw sender's beside `redis-watchdog-batched`.
 pub async fn measure(spec: &ScaleSpec, backends: &Backends) -> Vec<ScaleSeries> {
     let mut all = Vec::new();
     let never = StopSignal::new();

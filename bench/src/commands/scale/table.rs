@@ -1,9 +1,11 @@
-//! The terminal view of a scale run: one row per (strategy, step), where strategies stopped and why, and
-//! the docs/design.md §8 checks a scale run answers.
+//! The terminal view of a scale run: one row per (strategy, step) of the first pass, where strategies
+//! stopped and why, with several passes what each strategy's passes came to (the report's many-locks
+//! cell), and the docs/design.md §8 checks a scale run answers.
 
 use std::fmt::Write as _;
 
 use lockbench_reports::format::{self, fixed};
+use lockbench_reports::many_locks;
 use lockbench_reports::scale::{ScalePoint, ScaleResults};
 use lockbench_reports::scale_pairs;
 
@@ -31,7 +33,8 @@ const HEADERS: [&str; 17] = [
     "p0.1 ms",
 ];
 
-/// The table of a scale run, then where strategies stopped, then the docs/design.md §8 checks.
+/// The table of a scale run (its first pass), then where strategies stopped, what every strategy's
+/// passes came to when there were several, then the docs/design.md §8 checks.
 pub fn render(results: &ScaleResults) -> String {
     let mut rows: Vec<[String; 17]> = Vec::new();
     for series in &results.strategies {
@@ -67,6 +70,17 @@ pub fn render(results: &ScaleResults) -> String {
     for series in &results.strategies {
         if let Some(stop) = &series.stopped {
             let _ = writeln!(out, "{}: {}", series.strategy, stop.describe(&stop.reason));
+        }
+    }
+    if results.settings.passes > 1 {
+        let _ = writeln!(
+            out,
+            "over {} passes (the rows above are the first; a loss is flagged when it repeats):",
+            results.settings.passes
+        );
+        for series in &results.strategies {
+            let cell = many_locks::of_passes(&series.cost_series().passes());
+            let _ = writeln!(out, "  {}: {}", series.strategy, cell.text);
         }
     }
     for line in per_renewal(results) {
