@@ -4,8 +4,8 @@
 //! trial, get extra trials until the 95 % Wilson interval of the violation rate is narrow enough to
 //! name, the cap on trials is reached, or the time allowed for extra trials is spent.
 
-use lockbench_reports::contradictions::wilson;
 use lockbench_reports::model::{Expectation, TrialStop, Verdict};
+use lockbench_reports::rate_interval::wilson;
 
 /// The widest 95 % interval (in rate points, 0–1) that ends a case's extra trials: narrow enough to
 /// name the rate as "about a third" or "about half".

@@ -1,15 +1,15 @@
 //! Repeated trials of one case (docs/design.md §5, verdicts and trials): pooling the trials' results
 //! entries into one — counts summed, histograms merged and summarised again, the verdict violated
 //! when any trial was, and `trials` saying how many were, with the 95 % Wilson interval of the
-//! violation rate (`lockbench_reports::contradictions::wilson`).
+//! violation rate (`lockbench_reports::rate_interval::wilson`).
 
 use std::collections::BTreeMap;
 
-use lockbench_reports::contradictions::wilson;
 use lockbench_reports::histogram::{Hist, decode, encode, summary};
 use lockbench_reports::model::{
     CaseResult, CaseStatus, DataState, ServerCost, Summary, Trial, Trials, Verdict,
 };
+use lockbench_reports::rate_interval::wilson;
 
 /// Most overlap examples kept after pooling (as one case keeps).
 const MAX_EXAMPLES: usize = 20;

@@ -19,31 +19,12 @@
 use crate::comparison::Comparison;
 use crate::grid::{Grid, Row, interval, ran, violated_of};
 use crate::model::CaseResult;
-use crate::rate_interval::{RateInterval, Z95};
+use crate::rate_interval::{RateInterval, wilson};
 use crate::rules::headline_row;
 use crate::scorecard::{cs_per_s, predicted};
 
 /// What the count line counts, in words.
 pub const RULE: &str = "first-screen cells whose two runs exclude each other: verdicts and \"breaks under\" entries by the 95 % Wilson intervals of their violation rates, CS/s by the 95 % intervals of their mean per-trial rates (Student's t)";
-
-/// The 95 % Wilson score interval for a rate of `k` in `n`, the one interval of every violation rate
-/// (`lockbench run` pools its trials with it); (0, 1) when `n` is 0. Unlike the normal approximation it
-/// stays inside [0, 1] and is not degenerate at 0 of n.
-pub fn wilson(k: u32, n: u32) -> (f64, f64) {
-    if n == 0 {
-        return (0.0, 1.0);
-    }
-    let p = f64::from(k.min(n)) / f64::from(n);
-    let n = f64::from(n);
-    let z2 = Z95 * Z95;
-    let centre = p + z2 / (2.0 * n);
-    let spread = Z95 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    let denominator = 1.0 + z2 / n;
-    (
-        ((centre - spread) / denominator).max(0.0),
-        ((centre + spread) / denominator).min(1.0),
-    )
-}
 
 /// The 95 % interval of the violation rate of a case that ran: its trials' own, else the Wilson
 /// interval of its k of n; `None` for trials stopped at their first violation after some held (sequential

@@ -1,11 +1,31 @@
-//! A case's critical sections per second with its 95 % confidence interval, from its trials' own
-//! rates: the one CS/s interval of the reports (the scorecard's cell and "Fastest" line, and the CS/s
-//! contradictions between two runs all read it).
+//! The reports' 95 % intervals, each written once: a case's critical sections per second from its
+//! trials' own rates (the scorecard's cell and "Fastest" line, and the CS/s contradictions between two
+//! runs all read it), and a violation rate's Wilson interval ([`wilson`]: the trials' pooling, their
+//! stopping rule, the verdict matrix and the findings).
 
 use crate::model::CaseResult;
 
 /// z of a two-sided 95 % interval: the normal quantile, and the t quantile beyond [`T95`]'s table.
 pub const Z95: f64 = 1.959_963_984_540_054;
+
+/// The 95 % Wilson score interval for a rate of `k` in `n`, the one interval of every violation rate
+/// (`lockbench run` pools its trials and decides when to stop them with it); (0, 1) when `n` is 0. Unlike the normal approximation it
+/// stays inside [0, 1] and is not degenerate at 0 of n.
+pub fn wilson(k: u32, n: u32) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let p = f64::from(k.min(n)) / f64::from(n);
+    let n = f64::from(n);
+    let z2 = Z95 * Z95;
+    let centre = p + z2 / (2.0 * n);
+    let spread = Z95 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    let denominator = 1.0 + z2 / n;
+    (
+        ((centre - spread) / denominator).max(0.0),
+        ((centre + spread) / denominator).min(1.0),
+    )
+}
 
 /// The 0.975 quantile of Student's t for 1 to 30 degrees of freedom (two-sided 95 %).
 const T95: [f64; 30] = [

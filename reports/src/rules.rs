@@ -186,7 +186,7 @@ pub(crate) fn headline_row<'g, 'a>(grid: &'g Grid<'a>) -> Option<&'g Row<'a>> {
 /// bound being the upper end of the 95 % Wilson interval; a single run says `1 run`.
 fn held_words(case: &CaseResult) -> String {
     let (k, n) = crate::grid::violated_of(case);
-    let (_, high) = crate::contradictions::wilson(k, n);
+    let (_, high) = crate::rate_interval::wilson(k, n);
     format!(
         "{} ({k} of {n} trial{}, rate ≤ {:.0} %)",
         case.strategy,

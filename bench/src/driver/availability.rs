@@ -126,8 +126,10 @@ impl Grants {
 /// The longest stretch of `[from, to]` in which some client waited for a key that no client held: per
 /// key, the union of its waits (`(key, called, returned)`: an acquire from its call to its grant or
 /// its giving up) less the spans in which some client held the key (`held`, per key, disjoint and in
-/// time order). All times are monotonic ns. A hold a client believed in counts as held, even one the
-/// server had already ended; a crashed holder's lease, which nobody holds, counts as unavailable.
+/// time order), from the key's first hold on: before it the clients were still starting (a first
+/// acquire's wait includes connecting), not kept out. All times are monotonic ns. A hold a client
+/// believed in counts as held, even one the server had already ended; a crashed holder's lease, which
+/// nobody holds, counts as unavailable.
 pub(crate) fn longest_blocked(
     waits: impl IntoIterator<Item = (u32, u64, u64)>,
     held: &[Vec<(u64, u64)>],
@@ -145,6 +147,11 @@ pub(crate) fn longest_blocked(
     }
     let mut longest: Option<(u64, u64)> = None;
     for (mut waits, held) in by_key.into_iter().zip(held) {
+        let first_hold = held.first().map_or(from, |&(start, _)| start);
+        waits.retain_mut(|(start, end)| {
+            *start = (*start).max(first_hold);
+            start < end
+        });
         waits.sort_unstable();
         for (start, end) in union(&waits) {
             for stretch in less(start, end, held) {
@@ -237,6 +244,12 @@ mod tests {
 
     #[test]
     fn blocked_is_waiting_for_a_key_nobody_holds() {
+        // Before a key's first hold the clients were starting, not kept out.
+        let late = vec![vec![(200, 400)]];
+        assert_eq!(
+            longest_blocked([(0, 10, 200), (0, 20, 450)], &late, 0, 1_000),
+            Some((400, 450))
+        );
         // Key 0 held 0-100 and 300-400; a client waits 50-350 (granted at 300, after a 200 ms
         // stretch with nobody holding: a crashed holder's lease running out, say).
         let held = vec![vec![(0, 100), (300, 400)], vec![(0, 1_000)]];
