@@ -5,7 +5,8 @@
 
 use crate::model::CaseResult;
 
-/// z of a two-sided 95 % interval: the normal quantile, and the t quantile beyond [`T95`]'s table.
+/// z of a two-sided 95 % interval: the normal quantile, and the t quantile beyond 30 degrees of
+/// freedom.
 pub const Z95: f64 = 1.959_963_984_540_054;
 
 /// The 95 % Wilson score interval for a rate of `k` in `n`, the one interval of every violation rate
@@ -34,7 +35,7 @@ const T95: [f64; 30] = [
     2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
 ];
 
-/// The t quantile of a two-sided 95 % interval with `df` degrees of freedom: [`T95`] up to 30,
+/// The t quantile of a two-sided 95 % interval with `df` degrees of freedom: a table up to 30,
 /// [`Z95`] beyond (within 4 % of t there); infinite for 0 (no interval).
 pub fn t95(df: usize) -> f64 {
     match df {
