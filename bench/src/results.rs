@@ -4,14 +4,17 @@
 use std::collections::BTreeMap;
 
 use lockbench_reports::model::{
-    CaseResult, CaseStatus, ClientCost, DataState, DriverCost, FaultWindow, Fencing, Latencies,
-    LoadedLibrary, LostSignal, LostUpdates, NoVerdict, Operations, Orphans, Overlap, Renewal,
-    Safety, Throughput, Verdict, Violation, Window,
+    Availability, CaseResult, CaseStatus, ClientCost, DataState, DriverCost, FaultWindow, Fencing,
+    Latencies, LoadedLibrary, LostSignal, LostUpdates, NoVerdict, Operations, Orphans, Overlap,
+    Renewal, Safety, Summary, Throughput, Verdict, Violation, Window,
 };
 
 use crate::driver::case::CaseRun;
 use crate::driver::histogram::{Hist, encode, new_hist, summary};
+use crate::driver::mode::ModeOutput;
+use crate::driver::oracle::OracleFindings;
 use crate::driver::resource::ResourceTotals;
+use crate::driver::tally::WorkerTally;
 
 fn per_s(n: u64, seconds: f64) -> f64 {
     if seconds > 0.0 {
@@ -158,38 +161,138 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
     };
     let t = &out.tally;
     let f = &out.findings;
-    let r = &out.resource;
     let seconds = out.measured_ns as f64 / 1e9;
-    let lost = r.completed_writes.saturating_sub(r.final_counter_sum);
-    let fencing = out.capabilities.fencing;
-    let reasons = violations(f.pairs, lost, fencing.then_some(r));
-    let failed = (run.status == CaseStatus::Failed).then(|| run.error.as_deref().unwrap_or(""));
-    let why_none = no_verdict(Judged {
-        failed,
-        faults: &run.faults,
-        measured_ns: out.measured_ns,
-        held_anything: r.measured_writes > 0 || t.acquired > 0,
-        completed_writes: r.completed_writes,
-        aborted_on_loss: t.aborted_on_loss,
-        contended: f.contended
-            || t.acquire_errors.get("timeout").is_some_and(|n| *n > 0)
-            || t.cut_acquires
-                .iter()
-                .any(|&(key, called, returned)| f.waited(key, called, returned)),
-    });
-    let verdict = judged(
-        &reasons,
-        failed.is_some(),
-        why_none.as_ref().map(|(w, _)| *w),
-    );
-    let stale_accepted = fencing.then_some(r.stale_accepted);
-    let (mut not_applied, mut error) = match &why_none {
+    let judgement = Judgement::of(run, out);
+    CaseResult {
+        strategy: run.strategy.to_owned(),
+        lease: run.lease.to_string(),
+        status: run.status,
+        error: judgement.error.clone(),
+        capabilities: Some(out.capabilities.clone()),
+        window: Window {
+            warmup_ms: run.warmup.as_secs_f64() * 1e3,
+            measured_ms: out.measured_ns as f64 / 1e6,
+            wall_ms: None,
+        },
+        operations: operations(t),
+        throughput: throughput(t, seconds),
+        latency: Latencies {
+            acquire: summary(&t.acquire),
+            handoff: summary(&f.handoff),
+            hold: summary(&t.hold),
+            release: summary(&t.release),
+        },
+        renewal: renewal(t, seconds),
+        safety: safety(out, &judgement),
+        client_cost: out.client_cost.clone(),
+        server_cost: run.server_cost.clone(),
+        driver: driver_cost(t),
+        histograms: histograms(t, f),
+        faults: run.faults.clone(),
+        holder_sample: f.holder_sample.clone(),
+        trials: None,
+        orphans: orphans(&f.orphan_waits, out.measured_ns),
+        renew_after_unlock: run.renew_after_unlock.clone(),
+        protocol_round_trip_ms: out.protocol_round_trip.map(|d| d.as_secs_f64() * 1e3),
+        library: out
+            .library
+            .clone()
+            .map(|(name, version)| LoadedLibrary { name, version }),
+        adapter_processes: out.adapter_processes,
+        fault_not_applied: judgement.not_applied,
+        availability: availability(run, out),
+    }
+}
+
+/// The safety judgement of a case that ran: its verdict, the violations behind it, why it has none,
+/// and the note and fault-not-applied line its entry carries.
+#[derive(Debug)]
+struct Judgement {
+    /// The verdict ([`judged`]).
+    verdict: Verdict,
+    /// What made it violated ([`violations`]).
+    reasons: Vec<Violation>,
+    /// Why it has no verdict ([`no_verdict`]); `None` when violated, since the lock broke all the same.
+    no_verdict: Option<NoVerdict>,
+    /// Updates lost: completed writes the final counters do not show.
+    lost: u64,
+    /// The case's note (`error`).
+    error: Option<String>,
+    /// The line saying its fault did not take effect (`fault_not_applied`).
+    not_applied: Option<String>,
+}
+
+impl Judgement {
+    /// Judges the case `run` from what it measured (`out`).
+    fn of(run: &CaseRun, out: &ModeOutput) -> Judgement {
+        let r = &out.resource;
+        let lost = r.completed_writes.saturating_sub(r.final_counter_sum);
+        let reasons = violations(
+            out.findings.pairs,
+            lost,
+            out.capabilities.fencing.then_some(r),
+        );
+        let failed = (run.status == CaseStatus::Failed).then(|| run.error.as_deref().unwrap_or(""));
+        let why_none = no_verdict(Judged {
+            failed,
+            faults: &run.faults,
+            measured_ns: out.measured_ns,
+            held_anything: r.measured_writes > 0 || out.tally.acquired > 0,
+            completed_writes: r.completed_writes,
+            aborted_on_loss: out.tally.aborted_on_loss,
+            contended: contended(out),
+        });
+        let verdict = judged(
+            &reasons,
+            failed.is_some(),
+            why_none.as_ref().map(|(w, _)| *w),
+        );
+        let (mut not_applied, mut error) = notes(run, out.measured_ns, why_none.as_ref());
+        let mut why_none = why_none.map(|(w, _)| w);
+        if verdict == Verdict::Violated && why_none.is_some() {
+            // The lock broke all the same: what would have withheld a verdict stays as the case's note.
+            why_none = None;
+            error = match (not_applied.take(), error) {
+                (Some(line), Some(note)) => Some(format!("{line}; {note}")),
+                (line, note) => line.or(note),
+            };
+        }
+        Judgement {
+            verdict,
+            reasons,
+            no_verdict: why_none,
+            lost,
+            error,
+            not_applied,
+        }
+    }
+}
+
+/// Whether some key was wanted by two clients at once ([`Judged::contended`]): the oracle saw it, an
+/// acquire timed out waiting, or one the end of the case cut short waited for a held key.
+fn contended(out: &ModeOutput) -> bool {
+    let (t, f) = (&out.tally, &out.findings);
+    f.contended
+        || t.acquire_errors.get("timeout").is_some_and(|n| *n > 0)
+        || t.cut_acquires
+            .iter()
+            .any(|&(key, called, returned)| f.waited(key, called, returned))
+}
+
+/// The fault-not-applied line and the note of a case that ran, from why it has no verdict
+/// (`why_none`) and the error it had.
+fn notes(
+    run: &CaseRun,
+    measured_ns: u64,
+    why_none: Option<&(NoVerdict, String)>,
+) -> (Option<String>, Option<String>) {
+    match why_none {
         Some((NoVerdict::FaultNotApplied, line)) => (Some(line.clone()), run.error.clone()),
         Some((NoVerdict::HeldNoLock, _)) => (
             None,
             run.error
                 .clone()
-                .or_else(|| Some(held_nothing(run, out.measured_ns))),
+                .or_else(|| Some(held_nothing(run, measured_ns))),
         ),
         Some((NoVerdict::WorkerDied, line)) => (None, Some(line.clone())),
         Some((_, line)) => (
@@ -200,17 +303,99 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
             }),
         ),
         None => (None, run.error.clone()),
-    };
-    let mut why_none = why_none.map(|(w, _)| w);
-    if verdict == Verdict::Violated && why_none.is_some() {
-        // The lock broke all the same: what would have withheld a verdict stays as the case's note.
-        why_none = None;
-        error = match (not_applied.take(), error) {
-            (Some(line), Some(note)) => Some(format!("{line}; {note}")),
-            (line, note) => line.or(note),
-        };
     }
-    let histograms: BTreeMap<String, String> = [
+}
+
+/// The safety block of a case that ran: its judgement and the three measures behind it (overlap,
+/// lost updates, fencing), with how its holders learned of a lost lock.
+fn safety(out: &ModeOutput, judgement: &Judgement) -> Safety {
+    let (f, r) = (&out.findings, &out.resource);
+    let fencing = out.capabilities.fencing;
+    let stale_accepted = fencing.then_some(r.stale_accepted);
+    let (verdict, lost) = (judgement.verdict, judgement.lost);
+    Safety {
+        verdict,
+        data: (verdict != Verdict::Unknown).then(|| DataState::of(lost, stale_accepted)),
+        no_verdict: judgement.no_verdict,
+        reasons: judgement.reasons.clone(),
+        overlap: Overlap {
+            pairs: f.pairs,
+            total_ms: f.total_ns as f64 / 1e6,
+            max_ms: f.max_ns as f64 / 1e6,
+            keys: f.keys,
+            unnoticed_pairs: f.unnoticed_pairs,
+            examples: f.examples.clone(),
+        },
+        lost_updates: LostUpdates {
+            completed_writes: r.completed_writes,
+            final_counter_sum: r.final_counter_sum,
+            lost,
+        },
+        fencing: Fencing {
+            enforced: fencing,
+            stale_rejected: fencing.then_some(r.stale_rejected),
+            stale_accepted,
+            duplicate_tokens: fencing.then_some(r.duplicate_tokens),
+            token_regressions: fencing.then_some(r.token_regressions),
+        },
+        lost_signal: LostSignal {
+            fired: f.lost_fired,
+            too_late: f.lost_too_late,
+            lateness: summary(&f.lateness),
+        },
+    }
+}
+
+/// The lock operations the workers counted.
+fn operations(t: &WorkerTally) -> Operations {
+    Operations {
+        acquired: t.acquired,
+        completed: t.completed,
+        aborted_on_loss: t.aborted_on_loss,
+        rejected_writes: t.rejected_writes,
+        stopped: t.stopped,
+        acquire_errors: t.acquire_errors.clone(),
+        release_errors: t.release_errors.clone(),
+    }
+}
+
+/// Completed critical sections per second over the measured window (`seconds`), overall and for each
+/// whole second of it.
+fn throughput(t: &WorkerTally, seconds: f64) -> Throughput {
+    let mut timeline = t.timeline.clone();
+    timeline.truncate(seconds.floor() as usize);
+    Throughput {
+        completed_per_s: per_s(t.completed, seconds),
+        timeline_per_s: timeline,
+    }
+}
+
+/// The lease renewals the clients made over the measured window (`seconds`), and how they went.
+fn renewal(t: &WorkerTally, seconds: f64) -> Renewal {
+    Renewal {
+        renewals: t.renewal.renewals,
+        renewals_per_s: per_s(t.renewal.renewals, seconds),
+        failures: t.renewal.failures,
+        round_trip: summary(&t.renewal.round_trip),
+        lag: summary(&t.renewal.lag),
+        margin: summary(&t.renewal.margin),
+        losses: t.renewal.losses.clone(),
+    }
+}
+
+/// The driver's own time per cycle, around the strategy's.
+fn driver_cost(t: &WorkerTally) -> DriverCost {
+    DriverCost {
+        cycles: t.cycles,
+        cycle_ns: mean(t.cycle_ns, t.cycles),
+        strategy_ns: mean(t.strategy_ns, t.cycles),
+        overhead_ns: mean(t.overhead_ns, t.cycles),
+    }
+}
+
+/// The raw histograms that recorded anything, encoded, by name.
+fn histograms(t: &WorkerTally, f: &OracleFindings) -> BTreeMap<String, String> {
+    [
         ("acquire", &t.acquire),
         ("handoff", &f.handoff),
         ("hold", &t.hold),
@@ -223,108 +408,20 @@ pub(crate) fn case_result(run: &CaseRun) -> CaseResult {
     .into_iter()
     .filter(|(_, h)| !h.is_empty())
     .map(|(name, h)| (name.to_owned(), encode(h)))
-    .collect();
-    let mut timeline = t.timeline.clone();
-    timeline.truncate(seconds.floor() as usize);
-    CaseResult {
-        strategy: run.strategy.to_owned(),
-        lease: run.lease.to_string(),
-        status: run.status,
-        error,
-        capabilities: Some(out.capabilities.clone()),
-        window: Window {
-            warmup_ms: run.warmup.as_secs_f64() * 1e3,
-            measured_ms: out.measured_ns as f64 / 1e6,
-            wall_ms: None,
-        },
-        operations: Operations {
-            acquired: t.acquired,
-            completed: t.completed,
-            aborted_on_loss: t.aborted_on_loss,
-            rejected_writes: t.rejected_writes,
-            stopped: t.stopped,
-            acquire_errors: t.acquire_errors.clone(),
-            release_errors: t.release_errors.clone(),
-        },
-        throughput: Throughput {
-            completed_per_s: per_s(t.completed, seconds),
-            timeline_per_s: timeline,
-        },
-        latency: Latencies {
-            acquire: summary(&t.acquire),
-            handoff: summary(&f.handoff),
-            hold: summary(&t.hold),
-            release: summary(&t.release),
-        },
-        renewal: Renewal {
-            renewals: t.renewal.renewals,
-            renewals_per_s: per_s(t.renewal.renewals, seconds),
-            failures: t.renewal.failures,
-            round_trip: summary(&t.renewal.round_trip),
-            lag: summary(&t.renewal.lag),
-            margin: summary(&t.renewal.margin),
-            losses: t.renewal.losses.clone(),
-        },
-        safety: Safety {
-            verdict,
-            data: (verdict != Verdict::Unknown).then(|| DataState::of(lost, stale_accepted)),
-            no_verdict: why_none,
-            reasons,
-            overlap: Overlap {
-                pairs: f.pairs,
-                total_ms: f.total_ns as f64 / 1e6,
-                max_ms: f.max_ns as f64 / 1e6,
-                keys: f.keys,
-                unnoticed_pairs: f.unnoticed_pairs,
-                examples: f.examples.clone(),
-            },
-            lost_updates: LostUpdates {
-                completed_writes: r.completed_writes,
-                final_counter_sum: r.final_counter_sum,
-                lost,
-            },
-            fencing: Fencing {
-                enforced: fencing,
-                stale_rejected: fencing.then_some(r.stale_rejected),
-                stale_accepted,
-                duplicate_tokens: fencing.then_some(r.duplicate_tokens),
-                token_regressions: fencing.then_some(r.token_regressions),
-            },
-            lost_signal: LostSignal {
-                fired: f.lost_fired,
-                too_late: f.lost_too_late,
-                lateness: summary(&f.lateness),
-            },
-        },
-        client_cost: out.client_cost.clone(),
-        server_cost: run.server_cost.clone(),
-        driver: DriverCost {
-            cycles: t.cycles,
-            cycle_ns: mean(t.cycle_ns, t.cycles),
-            strategy_ns: mean(t.strategy_ns, t.cycles),
-            overhead_ns: mean(t.overhead_ns, t.cycles),
-        },
-        histograms,
-        faults: run.faults.clone(),
-        holder_sample: f.holder_sample.clone(),
-        trials: None,
-        orphans: orphans(&f.orphan_waits, out.measured_ns),
-        renew_after_unlock: run.renew_after_unlock.clone(),
-        protocol_round_trip_ms: out.protocol_round_trip.map(|d| d.as_secs_f64() * 1e3),
-        library: out
-            .library
-            .clone()
-            .map(|(name, version)| LoadedLibrary { name, version }),
-        adapter_processes: out.adapter_processes,
-        fault_not_applied: not_applied,
-        availability: (!run.faults.is_empty()).then(|| {
-            f.availability(
-                &t.cut_acquires,
-                run.warmup.as_nanos() as u64,
-                out.measured_ns,
-            )
-        }),
-    }
+    .collect()
+}
+
+/// How available the lock stayed in a case with faults: grants over time, the longest stretch of the
+/// measured window without one, and the longest in which a client waited for a key nobody held;
+/// `None` for a case without faults.
+fn availability(run: &CaseRun, out: &ModeOutput) -> Option<Availability> {
+    (!run.faults.is_empty()).then(|| {
+        out.findings.availability(
+            &out.tally.cut_acquires,
+            run.warmup.as_nanos() as u64,
+            out.measured_ns,
+        )
+    })
 }
 
 /// Why a case that ran has no verdict although its fault (if any) took effect: no client held the lock
@@ -376,15 +473,7 @@ fn not_run(run: &CaseRun) -> CaseResult {
             measured_ms: 0.0,
             wall_ms: None,
         },
-        operations: Operations {
-            acquired: 0,
-            completed: 0,
-            aborted_on_loss: 0,
-            rejected_writes: 0,
-            stopped: 0,
-            acquire_errors: BTreeMap::new(),
-            release_errors: BTreeMap::new(),
-        },
+        operations: no_operations(),
         throughput: Throughput {
             completed_per_s: 0.0,
             timeline_per_s: Vec::new(),
@@ -395,46 +484,8 @@ fn not_run(run: &CaseRun) -> CaseResult {
             hold: none.clone(),
             release: none.clone(),
         },
-        renewal: Renewal {
-            renewals: 0,
-            renewals_per_s: 0.0,
-            failures: 0,
-            round_trip: none.clone(),
-            lag: none.clone(),
-            margin: none.clone(),
-            losses: BTreeMap::new(),
-        },
-        safety: Safety {
-            verdict: Verdict::Unknown,
-            reasons: Vec::new(),
-            overlap: Overlap {
-                pairs: 0,
-                total_ms: 0.0,
-                max_ms: 0.0,
-                keys: 0,
-                unnoticed_pairs: 0,
-                examples: Vec::new(),
-            },
-            lost_updates: LostUpdates {
-                completed_writes: 0,
-                final_counter_sum: 0,
-                lost: 0,
-            },
-            fencing: Fencing {
-                enforced: false,
-                stale_rejected: None,
-                stale_accepted: None,
-                duplicate_tokens: None,
-                token_regressions: None,
-            },
-            lost_signal: LostSignal {
-                fired: 0,
-                too_late: 0,
-                lateness: none,
-            },
-            data: None,
-            no_verdict: None,
-        },
+        renewal: no_renewal(&none),
+        safety: unjudged(none),
         client_cost: ClientCost {
             scope: "driver_process".to_owned(),
             threads_max: 0,
@@ -460,6 +511,68 @@ fn not_run(run: &CaseRun) -> CaseResult {
         adapter_processes: None,
         fault_not_applied: None,
         availability: None,
+    }
+}
+
+/// No lock operations: those of a case that produced no figures.
+fn no_operations() -> Operations {
+    Operations {
+        acquired: 0,
+        completed: 0,
+        aborted_on_loss: 0,
+        rejected_writes: 0,
+        stopped: 0,
+        acquire_errors: BTreeMap::new(),
+        release_errors: BTreeMap::new(),
+    }
+}
+
+/// No renewals, each latency the empty summary `none`: those of a case that produced no figures.
+fn no_renewal(none: &Summary) -> Renewal {
+    Renewal {
+        renewals: 0,
+        renewals_per_s: 0.0,
+        failures: 0,
+        round_trip: none.clone(),
+        lag: none.clone(),
+        margin: none.clone(),
+        losses: BTreeMap::new(),
+    }
+}
+
+/// The safety block of a case that produced no figures: no verdict, every measure zero, the loss
+/// signal's lateness the empty summary `none`.
+fn unjudged(none: Summary) -> Safety {
+    Safety {
+        verdict: Verdict::Unknown,
+        reasons: Vec::new(),
+        overlap: Overlap {
+            pairs: 0,
+            total_ms: 0.0,
+            max_ms: 0.0,
+            keys: 0,
+            unnoticed_pairs: 0,
+            examples: Vec::new(),
+        },
+        lost_updates: LostUpdates {
+            completed_writes: 0,
+            final_counter_sum: 0,
+            lost: 0,
+        },
+        fencing: Fencing {
+            enforced: false,
+            stale_rejected: None,
+            stale_accepted: None,
+            duplicate_tokens: None,
+            token_regressions: None,
+        },
+        lost_signal: LostSignal {
+            fired: 0,
+            too_late: 0,
+            lateness: none,
+        },
+        data: None,
+        no_verdict: None,
     }
 }
 

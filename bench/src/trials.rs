@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use lockbench_reports::histogram::{Hist, decode, encode, summary};
 use lockbench_reports::model::{
-    CaseResult, CaseStatus, DataState, ServerCost, Summary, Trial, Trials, Verdict,
+    CaseResult, CaseStatus, DataState, Safety, ServerCost, Summary, Trial, Trials, Verdict,
 };
 use lockbench_reports::rate_interval::wilson;
 
@@ -148,6 +148,17 @@ fn add_opt(into: &mut Option<u64>, from: Option<u64>) {
 
 /// Adds `other`'s counts into `into` and its histograms into `histograms`.
 fn add_case(into: &mut CaseResult, other: &CaseResult, histograms: &mut BTreeMap<String, Hist>) {
+    add_histograms(histograms, other);
+    add_findings(into, other);
+    add_client_facts(into, other);
+    add_counts(into, other);
+    add_safety(&mut into.safety, &other.safety);
+    add_costs(into, other);
+    into.faults.extend(other.faults.iter().cloned());
+}
+
+/// Merges `other`'s histograms into `histograms`, by name.
+fn add_histograms(histograms: &mut BTreeMap<String, Hist>, other: &CaseResult) {
     for (name, hist) in decode_all(other) {
         match histograms.get_mut(&name) {
             Some(h) => {
@@ -158,6 +169,10 @@ fn add_case(into: &mut CaseResult, other: &CaseResult, histograms: &mut BTreeMap
             }
         }
     }
+}
+
+/// Adds `other`'s orphaned holds and renewals after unlock into `into`'s.
+fn add_findings(into: &mut CaseResult, other: &CaseResult) {
     match (&mut into.orphans, &other.orphans) {
         (Some(a), Some(b)) => {
             a.holds += b.holds;
@@ -176,6 +191,11 @@ fn add_case(into: &mut CaseResult, other: &CaseResult, histograms: &mut BTreeMap
         (a @ None, b) => a.clone_from(b),
         (Some(_), None) => {}
     }
+}
+
+/// Fills in what `into`'s client did not report (capabilities, library, adapter processes) from
+/// `other`'s, and keeps the smaller protocol round trip.
+fn add_client_facts(into: &mut CaseResult, other: &CaseResult) {
     if into.capabilities.is_none() {
         into.capabilities.clone_from(&other.capabilities);
     }
@@ -189,6 +209,10 @@ fn add_case(into: &mut CaseResult, other: &CaseResult, histograms: &mut BTreeMap
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
+}
+
+/// Adds `other`'s windows, operations, throughput timeline and renewal counts into `into`'s.
+fn add_counts(into: &mut CaseResult, other: &CaseResult) {
     into.window.measured_ms += other.window.measured_ms;
     into.window.wall_ms = match (into.window.wall_ms, other.window.wall_ms) {
         (Some(a), Some(b)) => Some(a + b),
@@ -209,7 +233,11 @@ fn add_case(into: &mut CaseResult, other: &CaseResult, histograms: &mut BTreeMap
     r.renewals += x.renewals;
     r.failures += x.failures;
     add_map(&mut r.losses, &x.losses);
-    let (s, x) = (&mut into.safety, &other.safety);
+}
+
+/// Adds a trial's safety block `x` into `s`: reasons joined, violated if either was, data harmed if
+/// either was, the measures summed (overlap examples up to [`MAX_EXAMPLES`]).
+fn add_safety(s: &mut Safety, x: &Safety) {
     for reason in &x.reasons {
         if !s.reasons.contains(reason) {
             s.reasons.push(*reason);
@@ -244,6 +272,11 @@ fn add_case(into: &mut CaseResult, other: &CaseResult, histograms: &mut BTreeMap
     );
     s.lost_signal.fired += x.lost_signal.fired;
     s.lost_signal.too_late += x.lost_signal.too_late;
+}
+
+/// Adds `other`'s client, server and driver costs into `into`'s: peaks kept, totals summed, the
+/// driver's per-cycle times weighed by cycles.
+fn add_costs(into: &mut CaseResult, other: &CaseResult) {
     let c = &mut into.client_cost;
     c.threads_max = c.threads_max.max(other.client_cost.threads_max);
     c.rss_max_bytes = c.rss_max_bytes.max(other.client_cost.rss_max_bytes);
@@ -264,7 +297,6 @@ fn add_case(into: &mut CaseResult, other: &CaseResult, histograms: &mut BTreeMap
         );
     }
     d.cycles = cycles;
-    into.faults.extend(other.faults.iter().cloned());
 }
 
 fn add_server(mut a: ServerCost, b: &ServerCost) -> ServerCost {

@@ -189,6 +189,8 @@ async fn write_lines<W: AsyncWrite + Unpin>(
     }
 }
 
+/// Runs the case of `spec`: connects, says ready, waits for `go`, runs the worker loop, streams its
+/// intervals (and holds, in cases with faults) and finally its report to `out`.
 async fn run<R>(
     spec: ChildSpec,
     out: &mpsc::UnboundedSender<FromChild>,
@@ -205,41 +207,20 @@ where
         .driver_now_ns
         .map_or(0, |driver| i128::from(driver) - i128::from(clock.now()));
     let local = move |t: u64| u64::try_from((i128::from(t) - offset).max(0)).unwrap_or(u64::MAX);
-    let strategy = strategies::find(&spec.plan.strategy)
-        .ok_or_else(|| format!("unknown strategy {:?}", spec.plan.strategy))?;
-    let ready = Arc::new(ReadyPlan::new(&spec.plan)?);
-    let endpoints = Endpoints::new(spec.endpoints.clone());
-    let measure_from = Arc::new(AtomicU64::new(u64::MAX));
-    let recorder = RenewalRecorder::new(clock, measure_from.clone());
-    let settings = spec.plan.settings();
-    let locker = strategy
-        .connect(&endpoints, &settings, Events::to(recorder.clone()))
-        .await
-        .map_err(|e| format!("{}: {e}", strategy.id))?;
-    let capabilities = locker.capabilities();
-    let resource = RemoteResource::connect_to(&spec.resource)
-        .map_err(|e| format!("resource {}: {e}", spec.resource))?;
-    let _ = out.send(FromChild::Ready {
-        capabilities: capabilities_model(&capabilities),
-        protocol_round_trip_ns: locker
-            .peer()
-            .map(|p| u64::try_from(p.protocol_round_trip().as_nanos()).unwrap_or(u64::MAX)),
-        library: locker.peer().map(|p| p.loaded_library()),
-        adapter_pid: locker.peer().and_then(|p| p.adapter_process()),
-    });
+    let client = Client::connect(&spec, clock, out).await?;
 
     let Some((go, measure, stop_at)) = wait_for_go(&mut stdin).await? else {
         return Ok(()); // The driver went away, or stopped us, before the start.
     };
     let (go, measure, stop_at) = (local(go), local(measure), stop_at.map(local));
-    measure_from.store(measure, Ordering::Release);
+    client.measure_from.store(measure, Ordering::Release);
     let stop = StopSignal::new();
     tokio::spawn(follow_commands(
         stdin,
         stop.clone(),
         Obeying {
             clock,
-            locker: locker.clone(),
+            locker: client.locker.clone(),
             out: out.clone(),
         },
         local,
@@ -261,18 +242,20 @@ where
     let holds = spec.report_holds.then(|| forward_holds(out.clone()));
     let cost = own_cost.then(|| {
         tokio::spawn(cost::sample(
-            CostScope::DriverProcess(
-                locker
-                    .peer()
-                    .and_then(|p| p.adapter_process())
-                    .into_iter()
-                    .collect(),
-            ),
+            CostScope::DriverProcess(client.adapter_pid().into_iter().collect()),
             clock,
             measure,
             worker_done.clone(),
         ))
     });
+    let Client {
+        locker,
+        recorder,
+        capabilities,
+        resource,
+        ready,
+        ..
+    } = client;
     let worker = Worker {
         client: spec.client,
         locker: locker.clone(),
@@ -299,6 +282,68 @@ where
     }
     let _ = out.send(FromChild::Report(Box::new(tally)));
     Ok(())
+}
+
+/// This worker's client of the case, connected, with the protected resource.
+struct Client {
+    /// The client's strategy instance.
+    locker: Arc<dyn lockers::Locker>,
+    /// Records its renewal events.
+    recorder: Arc<RenewalRecorder>,
+    /// When the recorder starts counting: the start of the measured window, once it is known.
+    measure_from: Arc<AtomicU64>,
+    /// What it declared.
+    capabilities: lockers::Capabilities,
+    /// The protected resource, through the driver's socket.
+    resource: RemoteResource,
+    /// The case's plan.
+    ready: Arc<ReadyPlan>,
+}
+
+impl Client {
+    /// Builds the client of `spec` through the registry, connects to the resource socket, and tells
+    /// the driver it is ready (with what the client declared) on `out`.
+    async fn connect(
+        spec: &ChildSpec,
+        clock: MonoClock,
+        out: &mpsc::UnboundedSender<FromChild>,
+    ) -> Result<Client, String> {
+        let strategy = strategies::find(&spec.plan.strategy)
+            .ok_or_else(|| format!("unknown strategy {:?}", spec.plan.strategy))?;
+        let ready = Arc::new(ReadyPlan::new(&spec.plan)?);
+        let endpoints = Endpoints::new(spec.endpoints.clone());
+        let measure_from = Arc::new(AtomicU64::new(u64::MAX));
+        let recorder = RenewalRecorder::new(clock, measure_from.clone());
+        let settings = spec.plan.settings();
+        let locker = strategy
+            .connect(&endpoints, &settings, Events::to(recorder.clone()))
+            .await
+            .map_err(|e| format!("{}: {e}", strategy.id))?;
+        let capabilities = locker.capabilities();
+        let resource = RemoteResource::connect_to(&spec.resource)
+            .map_err(|e| format!("resource {}: {e}", spec.resource))?;
+        let _ = out.send(FromChild::Ready {
+            capabilities: capabilities_model(&capabilities),
+            protocol_round_trip_ns: locker
+                .peer()
+                .map(|p| u64::try_from(p.protocol_round_trip().as_nanos()).unwrap_or(u64::MAX)),
+            library: locker.peer().map(|p| p.loaded_library()),
+            adapter_pid: locker.peer().and_then(|p| p.adapter_process()),
+        });
+        Ok(Client {
+            locker,
+            recorder,
+            measure_from,
+            capabilities,
+            resource,
+            ready,
+        })
+    }
+
+    /// The pid of the peer adapter process the client's library runs in, if it is a peer.
+    fn adapter_pid(&self) -> Option<u32> {
+        self.locker.peer().and_then(|p| p.adapter_process())
+    }
 }
 
 /// The driver's `go` (its go, measure-from and stop-at times, on the driver's clock), or `None` when

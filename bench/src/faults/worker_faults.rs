@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::cgroup::CpuQuota;
 use super::env::{
-    FaultEnv, Record, check_struck_hold, describe_victim, group_seen_killed, group_seen_stopped,
-    hold_for, lasts_until, measure_victim, pick_client,
+    FaultEnv, Record, Victim, check_struck_hold, describe_victim, group_seen_killed,
+    group_seen_stopped, hold_for, lasts_until, measure_victim, pick_client,
 };
 use super::workers::{
     Crash, HOG_THREAD, HeldSeen, LibrarySeen, LibraryStarve, STARVED_THREAD, WorkerCommand,
@@ -34,105 +34,16 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     let cursor = env.board.cursor();
     let t0 = env.clock.now();
     rec.start = t0;
-    let until = |d: Option<Duration>| t0 + d.map(duration_ns).unwrap_or(0);
-    match spec.kind {
-        FaultKind::PauseWorker => {
-            if let Err(e) = workers.signal(victim.client, libc::SIGSTOP) {
-                rec.not_applied(e);
-                return;
-            }
-            if let Some(pid) = workers.pid(victim.client) {
-                rec.evidence(group_seen_stopped(pid).await);
-            }
-            hold_for(env, spec.duration, rec).await;
-            // Read before the signal: the worker may run again the moment it is sent.
-            let resumed = env.clock.now();
-            if let Err(e) = workers.signal(victim.client, libc::SIGCONT) {
-                rec.note(e);
-            }
-            rec.stop = Some(resumed);
-        }
-        FaultKind::CrashWorker => {
-            if let Err(e) = workers.signal(victim.client, libc::SIGKILL) {
-                rec.not_applied(e);
-                return;
-            }
-            if let Some(pid) = workers.pid(victim.client) {
-                rec.evidence(group_seen_killed(pid).await);
-            }
-            env.board.forget(victim.client);
-            workers.record_crash(Crash {
-                client: victim.client,
-                held: victim.held,
-                at_ns: t0,
-            });
-        }
-        FaultKind::StarveWorker | FaultKind::CpuHog => {
-            let until_ns = until(spec.duration);
-            let command = if spec.kind == FaultKind::CpuHog {
-                WorkerCommand::Hog {
-                    threads: spec.threads,
-                    until_ns,
-                }
-            } else {
-                WorkerCommand::Starve { until_ns }
-            };
-            // A report left from an earlier starvation is not this one's.
-            let _ = workers.take_library_starve(victim.client);
-            if !workers.send(victim.client, command) {
-                rec.not_applied("the worker is gone");
-                return;
-            }
-            if let Some(pid) = workers.pid(victim.client) {
-                rec.evidence(if spec.kind == FaultKind::CpuHog {
-                    hog_threads_seen(env, pid, until_ns).await
-                } else {
-                    starved_threads_seen(
-                        env,
-                        &workers,
-                        victim.client,
-                        pid,
-                        (until_ns, until_ns - t0),
-                    )
-                    .await
-                });
-            }
-            if spec.kind == FaultKind::CpuHog
-                && rec.applied == Some(true)
-                && let Some(pid) = workers.pid(victim.client)
-            {
-                let used = hog_cpu_until(env, pid, until_ns).await;
-                let seen = rec.evidence.take();
-                rec.evidence(hog_evidence(seen, used, until_ns - t0));
-            }
-            // The worker ends it by itself at `until_ns`, also if the case ends first (then it was
-            // cut short).
-            lasts_until(env, t0, until_ns, rec).await;
-            rec.stop = Some(until_ns.min(env.clock.now()));
-        }
-        FaultKind::CgroupQuota => {
-            let Some(pid) = workers.pid(victim.client) else {
-                rec.not_applied("no worker process");
-                return;
-            };
-            let quota = match CpuQuota::apply(pid, spec.quota, spec.period) {
-                Ok(q) => q,
-                Err(e) => {
-                    rec.not_applied(format!("cgroup CPU quota unavailable here: {e}"));
-                    return;
-                }
-            };
-            hold_for(env, spec.duration, rec).await;
-            let window = Duration::from_nanos(env.clock.now() - t0);
-            match quota.throttled() {
-                Ok(throttled) => {
-                    rec.evidence(quota_evidence(throttled, window, spec.quota, spec.period))
-                }
-                Err(e) => rec.not_applied(e),
-            }
-            drop(quota);
-            rec.stop = Some(env.clock.now());
-        }
+    let strike = Strike {
+        workers: &workers,
+        client: victim.client,
+        t0,
+    };
+    let struck = match spec.kind {
+        FaultKind::PauseWorker => pause(spec, env, strike, rec).await,
+        FaultKind::CrashWorker => crash(env, strike, &victim, rec).await,
+        FaultKind::StarveWorker | FaultKind::CpuHog => starve_or_hog(spec, env, strike, rec).await,
+        FaultKind::CgroupQuota => cgroup_quota(spec, env, strike, rec).await,
         // Applied by the network and server fault runners.
         FaultKind::ProxyDelay
         | FaultKind::ProxyBlackhole
@@ -151,10 +62,151 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         | FaultKind::NodeRestart
         | FaultKind::ClockJump
         | FaultKind::ServerRestart
-        | FaultKind::TerminateSession => return,
+        | FaultKind::TerminateSession => false,
+    };
+    if !struck {
+        return;
     }
     measure_victim(env, victim, cursor, t0, rec).await;
     check_struck_hold(env, spec.target, &victim, t0, rec).await;
+}
+
+/// The worker process a fault strikes, and when.
+#[derive(Debug, Clone, Copy)]
+struct Strike<'a> {
+    /// The case's worker processes.
+    workers: &'a WorkerControl,
+    /// The client whose process it strikes.
+    client: u32,
+    /// When the fault began.
+    t0: u64,
+}
+
+/// `pause_worker`: stops the worker process (SIGSTOP) for the fault's duration, then lets it go on
+/// (SIGCONT). False when it could not be stopped: then there is nothing to measure.
+async fn pause(spec: &FaultSpec, env: &FaultEnv, strike: Strike<'_>, rec: &mut Record) -> bool {
+    let Strike {
+        workers, client, ..
+    } = strike;
+    if let Err(e) = workers.signal(client, libc::SIGSTOP) {
+        rec.not_applied(e);
+        return false;
+    }
+    if let Some(pid) = workers.pid(client) {
+        rec.evidence(group_seen_stopped(pid).await);
+    }
+    hold_for(env, spec.duration, rec).await;
+    // Read before the signal: the worker may run again the moment it is sent.
+    let resumed = env.clock.now();
+    if let Err(e) = workers.signal(client, libc::SIGCONT) {
+        rec.note(e);
+    }
+    rec.stop = Some(resumed);
+    true
+}
+
+/// `crash_worker`: kills the worker process (SIGKILL) and records the crash, with the lock `victim`
+/// held, for the driver. False when it could not be killed: then there is nothing to measure.
+async fn crash(env: &FaultEnv, strike: Strike<'_>, victim: &Victim, rec: &mut Record) -> bool {
+    let Strike {
+        workers,
+        client,
+        t0,
+    } = strike;
+    if let Err(e) = workers.signal(client, libc::SIGKILL) {
+        rec.not_applied(e);
+        return false;
+    }
+    if let Some(pid) = workers.pid(client) {
+        rec.evidence(group_seen_killed(pid).await);
+    }
+    env.board.forget(client);
+    workers.record_crash(Crash {
+        client,
+        held: victim.held,
+        at_ns: t0,
+    });
+    true
+}
+
+/// `starve_worker` and `cpu_hog`: tells the worker to starve its own runtime, or to run busy threads,
+/// until the fault's end, and gathers the evidence that it did. False when the worker is gone.
+async fn starve_or_hog(
+    spec: &FaultSpec,
+    env: &FaultEnv,
+    strike: Strike<'_>,
+    rec: &mut Record,
+) -> bool {
+    let Strike {
+        workers,
+        client,
+        t0,
+    } = strike;
+    let until_ns = t0 + spec.duration.map(duration_ns).unwrap_or(0);
+    let command = if spec.kind == FaultKind::CpuHog {
+        WorkerCommand::Hog {
+            threads: spec.threads,
+            until_ns,
+        }
+    } else {
+        WorkerCommand::Starve { until_ns }
+    };
+    // A report left from an earlier starvation is not this one's.
+    let _ = workers.take_library_starve(client);
+    if !workers.send(client, command) {
+        rec.not_applied("the worker is gone");
+        return false;
+    }
+    if let Some(pid) = workers.pid(client) {
+        rec.evidence(if spec.kind == FaultKind::CpuHog {
+            hog_threads_seen(env, pid, until_ns).await
+        } else {
+            starved_threads_seen(env, workers, client, pid, (until_ns, until_ns - t0)).await
+        });
+    }
+    if spec.kind == FaultKind::CpuHog
+        && rec.applied == Some(true)
+        && let Some(pid) = workers.pid(client)
+    {
+        let used = hog_cpu_until(env, pid, until_ns).await;
+        let seen = rec.evidence.take();
+        rec.evidence(hog_evidence(seen, used, until_ns - t0));
+    }
+    // The worker ends it by itself at `until_ns`, also if the case ends first (then it was cut
+    // short).
+    lasts_until(env, t0, until_ns, rec).await;
+    rec.stop = Some(until_ns.min(env.clock.now()));
+    true
+}
+
+/// `cgroup_quota`: puts the worker process under a cgroup CPU quota for the fault's duration, and
+/// takes how long the cgroup throttled it as the evidence. False when the quota could not be set.
+async fn cgroup_quota(
+    spec: &FaultSpec,
+    env: &FaultEnv,
+    strike: Strike<'_>,
+    rec: &mut Record,
+) -> bool {
+    let Some(pid) = strike.workers.pid(strike.client) else {
+        rec.not_applied("no worker process");
+        return false;
+    };
+    let quota = match CpuQuota::apply(pid, spec.quota, spec.period) {
+        Ok(q) => q,
+        Err(e) => {
+            rec.not_applied(format!("cgroup CPU quota unavailable here: {e}"));
+            return false;
+        }
+    };
+    hold_for(env, spec.duration, rec).await;
+    let window = Duration::from_nanos(env.clock.now() - strike.t0);
+    match quota.throttled() {
+        Ok(throttled) => rec.evidence(quota_evidence(throttled, window, spec.quota, spec.period)),
+        Err(e) => rec.not_applied(e),
+    }
+    drop(quota);
+    rec.stop = Some(env.clock.now());
+    true
 }
 
 /// The most CPU time the hog's threads in worker `pid` were seen to have used, sampled every 50 ms

@@ -383,93 +383,31 @@ impl Workload {
     pub(crate) fn resolve(name: &str, source: &str, file: ScenarioFile) -> Result<Self, String> {
         let mut merged = ScenarioFile::from_toml(DEFAULTS)?;
         merged.overlay(file);
-        let field = |name: &str, e: String| format!("{name}: {e}");
-        let need =
-            |name: &str, value: Option<String>| value.ok_or_else(|| format!("{name}: missing"));
-        let duration = |name: &str, value: Option<String>| -> Result<Duration, String> {
-            parse_duration(&need(name, value)?).map_err(|e| field(name, e))
-        };
-
-        let clients = merged.clients.unwrap_or(0);
-        if clients == 0 || clients > MAX_CLIENTS {
-            return Err(format!("clients: must be 1..={MAX_CLIENTS}, got {clients}"));
-        }
-        let keys = merged.keys.unwrap_or(0);
-        if keys == 0 || keys > MAX_KEYS {
-            return Err(format!("keys: must be 1..={MAX_KEYS}, got {keys}"));
-        }
+        let clients = count_in("clients", merged.clients, MAX_CLIENTS)?;
+        let keys = count_in("keys", merged.keys, MAX_KEYS)?;
         let strategies = merged.strategies.unwrap_or_default();
         if strategies.is_empty() {
             return Err("strategies: name at least one strategy (or all)".into());
         }
-        let servers = merged
-            .servers
-            .unwrap_or_default()
-            .iter()
-            .map(|name| server_kind(name).map_err(|e| field("servers", e)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let servers = server_kinds(&merged.servers.unwrap_or_default())?;
         let task =
             TaskDistribution::parse(&need("task", merged.task)?).map_err(|e| field("task", e))?;
-        let leases = merged
-            .leases
-            .unwrap_or_default()
-            .iter()
-            .map(|l| l.parse::<LeaseSpec>().map_err(|e| field("leases", e)))
-            .collect::<Result<Vec<_>, _>>()?;
-        if leases.is_empty() {
-            return Err(
-                "leases: name at least one lease mode (watchdog or fixed:<duration>)".into(),
-            );
-        }
-        let watchdog_timeout = duration("watchdog_timeout", merged.watchdog_timeout)?;
+        let leases = lease_specs(&merged.leases.unwrap_or_default())?;
+        let watchdog_timeout = duration_field("watchdog_timeout", merged.watchdog_timeout)?;
         if watchdog_timeout.is_zero() {
             return Err("watchdog_timeout: must be longer than 0".into());
         }
-        for name in merged.own_workload.iter().flatten() {
-            if !WORKLOAD_FIELDS.contains(&name.as_str()) {
-                return Err(format!(
-                    "own_workload: {name:?} is not a workload field ({})",
-                    WORKLOAD_FIELDS.join(", ")
-                ));
-            }
-        }
+        check_own_workload(merged.own_workload.iter().flatten())?;
         // The case's length and the faults' timings may be relative to this case's TTL and tasks.
         let units = Units {
             ttl: watchdog_timeout,
             task: task.median(),
         };
-        let timing = |name: &str, value: Option<String>| -> Result<Duration, String> {
-            parse_timing(&need(name, value)?, units).map_err(|e| field(name, e))
-        };
-        let rate = match merged.rate {
-            Some(r) if !(r > 0.0 && r.is_finite()) => {
-                return Err(format!(
-                    "rate: must be a positive number of cycles per second, got {r}"
-                ));
-            }
-            other => other,
-        };
-        let run_time = timing("duration", merged.duration)?;
-        let cycles = match merged.cycles {
-            Some(0) => return Err("cycles: must be at least 1".into()),
-            other => other,
-        };
-        let duration_limit = (!run_time.is_zero()).then_some(run_time);
-        if duration_limit.is_none() && cycles.is_none() {
-            return Err("duration: must be longer than 0 (or set cycles)".into());
-        }
-        let warmup = timing("warmup", merged.warmup)?;
-        let workers: WorkerMode = need("workers", merged.workers)?
-            .parse()
-            .map_err(|e| field("workers", e))?;
-        if workers != WorkerMode::Tasks && clients > MAX_WORKER_PROCESSES {
-            return Err(format!(
-                "clients: at most {MAX_WORKER_PROCESSES} with workers = {workers} (each client is a \
-                 process of its own), got {clients}; use workers = tasks for more"
-            ));
-        }
+        let rate = checked_rate(merged.rate)?;
+        let length = CaseLength::resolve(merged.duration, merged.cycles, merged.warmup, units)?;
+        let workers = worker_mode(merged.workers, clients)?;
         let theory = theory::checked(merged.expect.unwrap_or_default())?;
-        let think = duration("think", merged.think)?;
+        let think = duration_field("think", merged.think)?;
         let faults = resolve_faults(
             merged.faults.as_deref().unwrap_or_default(),
             workers,
@@ -487,12 +425,12 @@ impl Workload {
             task,
             leases,
             watchdog_timeout,
-            acquire_wait: duration("acquire_wait", merged.acquire_wait)?,
+            acquire_wait: duration_field("acquire_wait", merged.acquire_wait)?,
             think,
             rate,
-            duration: duration_limit,
-            cycles,
-            warmup,
+            duration: length.duration,
+            cycles: length.cycles,
+            warmup: length.warmup,
             workers,
             peer_process_per_client: merged.peer_process_per_client.unwrap_or(false),
             on_lost: need("on_lost", merged.on_lost)?
@@ -576,6 +514,129 @@ impl Workload {
             faults: self.faults.iter().map(ToString::to_string).collect(),
             orphan_after_ms: self.orphan_after.map(ms),
         }
+    }
+}
+
+/// The error of field `name`: `name: e`.
+fn field(name: &str, e: String) -> String {
+    format!("{name}: {e}")
+}
+
+/// The value of field `name`; the error says it is missing.
+fn need(name: &str, value: Option<String>) -> Result<String, String> {
+    value.ok_or_else(|| format!("{name}: missing"))
+}
+
+/// Field `name`, a duration (`250ms`).
+fn duration_field(name: &str, value: Option<String>) -> Result<Duration, String> {
+    parse_duration(&need(name, value)?).map_err(|e| field(name, e))
+}
+
+/// Field `name`, a duration or one relative to the case's TTL or task (`units`: `3.5ttl`).
+fn timing_field(name: &str, value: Option<String>, units: Units) -> Result<Duration, String> {
+    parse_timing(&need(name, value)?, units).map_err(|e| field(name, e))
+}
+
+/// Field `name`, a count from 1 to `max`.
+fn count_in(name: &str, value: Option<u32>, max: u32) -> Result<u32, String> {
+    let count = value.unwrap_or(0);
+    if count == 0 || count > max {
+        return Err(format!("{name}: must be 1..={max}, got {count}"));
+    }
+    Ok(count)
+}
+
+/// The `servers` field: each a server kind by name.
+fn server_kinds(names: &[String]) -> Result<Vec<ServerKind>, String> {
+    names
+        .iter()
+        .map(|name| server_kind(name).map_err(|e| field("servers", e)))
+        .collect()
+}
+
+/// The `leases` field: at least one lease mode.
+fn lease_specs(names: &[String]) -> Result<Vec<LeaseSpec>, String> {
+    let leases = names
+        .iter()
+        .map(|l| l.parse::<LeaseSpec>().map_err(|e| field("leases", e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    if leases.is_empty() {
+        return Err("leases: name at least one lease mode (watchdog or fixed:<duration>)".into());
+    }
+    Ok(leases)
+}
+
+/// Checks the `own_workload` field: each name is a workload field ([`WORKLOAD_FIELDS`]).
+fn check_own_workload<'a>(names: impl Iterator<Item = &'a String>) -> Result<(), String> {
+    for name in names {
+        if !WORKLOAD_FIELDS.contains(&name.as_str()) {
+            return Err(format!(
+                "own_workload: {name:?} is not a workload field ({})",
+                WORKLOAD_FIELDS.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `rate` field: a positive number of cycles per second per client, if set.
+fn checked_rate(rate: Option<f64>) -> Result<Option<f64>, String> {
+    match rate {
+        Some(r) if !(r > 0.0 && r.is_finite()) => Err(format!(
+            "rate: must be a positive number of cycles per second, got {r}"
+        )),
+        other => Ok(other),
+    }
+}
+
+/// The `workers` field, checked against the number of `clients` it would start processes for.
+fn worker_mode(workers: Option<String>, clients: u32) -> Result<WorkerMode, String> {
+    let workers: WorkerMode = need("workers", workers)?
+        .parse()
+        .map_err(|e| field("workers", e))?;
+    if workers != WorkerMode::Tasks && clients > MAX_WORKER_PROCESSES {
+        return Err(format!(
+            "clients: at most {MAX_WORKER_PROCESSES} with workers = {workers} (each client is a \
+             process of its own), got {clients}; use workers = tasks for more"
+        ));
+    }
+    Ok(workers)
+}
+
+/// How long a case runs, checked: a measured window, a number of cycles or both, after a warm-up.
+#[derive(Debug, Clone, Copy)]
+struct CaseLength {
+    /// The measured window; `None` when only `cycles` ends the case.
+    duration: Option<Duration>,
+    /// The cycles that end the case, if any.
+    cycles: Option<u64>,
+    /// The warm-up before the measured window.
+    warmup: Duration,
+}
+
+impl CaseLength {
+    /// The `duration`, `cycles` and `warmup` fields, the times possibly relative to `units`.
+    fn resolve(
+        duration: Option<String>,
+        cycles: Option<u64>,
+        warmup: Option<String>,
+        units: Units,
+    ) -> Result<CaseLength, String> {
+        let run_time = timing_field("duration", duration, units)?;
+        let cycles = match cycles {
+            Some(0) => return Err("cycles: must be at least 1".into()),
+            other => other,
+        };
+        let duration = (!run_time.is_zero()).then_some(run_time);
+        if duration.is_none() && cycles.is_none() {
+            return Err("duration: must be longer than 0 (or set cycles)".into());
+        }
+        let warmup = timing_field("warmup", warmup, units)?;
+        Ok(CaseLength {
+            duration,
+            cycles,
+            warmup,
+        })
     }
 }
 

@@ -4,6 +4,8 @@
 //! zone (under a third left).
 
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::SegmentedCoord;
+use plotters::coord::types::{RangedCoordf64, RangedCoordi32};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -79,6 +81,11 @@ impl MarginChart {
     }
 }
 
+/// The plot's coordinates: ms across, one segment per strategy (and, on top, one for the labels of
+/// the reference lines) up.
+type MarginPlot<'a, DB> =
+    ChartContext<'a, DB, Cartesian2d<RangedCoordf64, SegmentedCoord<RangedCoordi32>>>;
+
 impl Plot for MarginChart {
     fn size(&self) -> (u32, u32) {
         (960, 170 + 48 * self.ranges.len().max(1) as u32)
@@ -92,6 +99,25 @@ impl Plot for MarginChart {
             .map(|r| r.max)
             .fold(self.ttl_ms, f64::max);
         let x_max = max * 1.08;
+        let mut chart = self.axes(area, n, x_max)?;
+        self.draw_references(&mut chart, n, x_max)?;
+        let third = self.ttl_ms / 3.0;
+        for (i, r) in self.ranges.iter().enumerate() {
+            draw_range(&mut chart, r, n - 1 - i as i32, x_max, third)?;
+        }
+        Ok(())
+    }
+}
+
+impl MarginChart {
+    /// The plot on `area` with its caption, its axis up to `x_max` ms, and the strategies' names
+    /// beside their `n` slots.
+    fn axes<'a, DB: DrawingBackend>(
+        &self,
+        area: &'a DrawingArea<DB, Shift>,
+        n: i32,
+        x_max: f64,
+    ) -> Result<MarginPlot<'a, DB>, String> {
         let label_width = self
             .ranges
             .iter()
@@ -122,6 +148,17 @@ impl Plot for MarginChart {
         super::category_labels(area, &names, |slot| {
             chart.backend_coord(&(0.0, SegmentValue::CenterOf(slot)))
         })?;
+        Ok(chart)
+    }
+
+    /// The late zone (under a third of the TTL left) shaded, and labelled lines where renewals are
+    /// late, where they are due and at the TTL, across the `n` slots.
+    fn draw_references<DB: DrawingBackend>(
+        &self,
+        chart: &mut MarginPlot<'_, DB>,
+        n: i32,
+        x_max: f64,
+    ) -> Result<(), String> {
         // The top segment (slot n) is left free for the labels of the reference lines.
         let (top, bottom) = (|| SegmentValue::Exact(n + 1), || SegmentValue::Exact(0));
         let third = self.ttl_ms / 3.0;
@@ -153,59 +190,69 @@ impl Plot for MarginChart {
                 )))
                 .map_err(err)?;
         }
-        for (i, r) in self.ranges.iter().enumerate() {
-            let slot = n - 1 - i as i32;
-            let color = r.style.color;
-            let mid = || SegmentValue::CenterOf(slot);
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(r.min, mid()), (r.max, mid())],
-                    color.stroke_width(2),
-                )))
-                .map_err(err)?;
-            let mut rect = Rectangle::new(
-                [
-                    (r.p10, SegmentValue::Exact(slot)),
-                    (
-                        r.p90.max(r.p10 + x_max * 0.003),
-                        SegmentValue::Exact(slot + 1),
-                    ),
-                ],
-                color.filled(),
-            );
-            rect.set_margin(12, 12, 0, 0);
-            chart.draw_series(std::iter::once(rect)).map_err(err)?;
-            let mut median = Rectangle::new(
-                [
-                    (r.p50 - x_max * 0.002, SegmentValue::Exact(slot)),
-                    (r.p50 + x_max * 0.002, SegmentValue::Exact(slot + 1)),
-                ],
-                BLACK.filled(),
-            );
-            median.set_margin(6, 6, 0, 0);
-            chart.draw_series(std::iter::once(median)).map_err(err)?;
-            let note = format!(
-                "min {} · p50 {} ms · {} renewal{}",
-                ms(Some(r.min)),
-                ms(Some(r.p50)),
-                r.count,
-                if r.count == 1 { "" } else { "s" }
-            );
-            let ink = if r.min < third { VIOLATED } else { BLACK };
-            // Right of the whisker when there is room, else left of it.
-            let (x, h) = if x_max - r.max > 0.3 * x_max {
-                (r.max + x_max * 0.01, HPos::Left)
-            } else {
-                (r.min - x_max * 0.01, HPos::Right)
-            };
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    note,
-                    (x, mid()),
-                    text(NOTE_SIZE).color(&ink).pos(Pos::new(h, VPos::Center)),
-                )))
-                .map_err(err)?;
-        }
         Ok(())
     }
+}
+
+/// One strategy's range `r` in its `slot`: the whisker min..max, the box p10..p90, the median's
+/// tick, and a note with its smallest and median margins (red when the smallest was late, under
+/// `third` of the TTL left).
+fn draw_range<DB: DrawingBackend>(
+    chart: &mut MarginPlot<'_, DB>,
+    r: &MarginRange,
+    slot: i32,
+    x_max: f64,
+    third: f64,
+) -> Result<(), String> {
+    let color = r.style.color;
+    let mid = || SegmentValue::CenterOf(slot);
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            vec![(r.min, mid()), (r.max, mid())],
+            color.stroke_width(2),
+        )))
+        .map_err(err)?;
+    let mut rect = Rectangle::new(
+        [
+            (r.p10, SegmentValue::Exact(slot)),
+            (
+                r.p90.max(r.p10 + x_max * 0.003),
+                SegmentValue::Exact(slot + 1),
+            ),
+        ],
+        color.filled(),
+    );
+    rect.set_margin(12, 12, 0, 0);
+    chart.draw_series(std::iter::once(rect)).map_err(err)?;
+    let mut median = Rectangle::new(
+        [
+            (r.p50 - x_max * 0.002, SegmentValue::Exact(slot)),
+            (r.p50 + x_max * 0.002, SegmentValue::Exact(slot + 1)),
+        ],
+        BLACK.filled(),
+    );
+    median.set_margin(6, 6, 0, 0);
+    chart.draw_series(std::iter::once(median)).map_err(err)?;
+    let note = format!(
+        "min {} · p50 {} ms · {} renewal{}",
+        ms(Some(r.min)),
+        ms(Some(r.p50)),
+        r.count,
+        if r.count == 1 { "" } else { "s" }
+    );
+    let ink = if r.min < third { VIOLATED } else { BLACK };
+    // Right of the whisker when there is room, else left of it.
+    let (x, h) = if x_max - r.max > 0.3 * x_max {
+        (r.max + x_max * 0.01, HPos::Left)
+    } else {
+        (r.min - x_max * 0.01, HPos::Right)
+    };
+    chart
+        .draw_series(std::iter::once(Text::new(
+            note,
+            (x, mid()),
+            text(NOTE_SIZE).color(&ink).pos(Pos::new(h, VPos::Center)),
+        )))
+        .map_err(err)?;
+    Ok(())
 }

@@ -5,7 +5,7 @@
 //! in a schema is an error, so the schema cannot silently grow one this validator ignores. (The
 //! `jsonschema` crate would pull some 25 crates into a cold build for this.)
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 const ANNOTATIONS: &[&str] = &[
     "$schema",
@@ -53,6 +53,8 @@ fn type_matches(name: &str, value: &Value) -> bool {
     }
 }
 
+/// Checks `doc` at `path` against `schema` (`root`: the whole schema, for `$ref`s), adding each
+/// violation to `errors`.
 fn check(root: &Value, schema: &Value, doc: &Value, path: &str, errors: &mut Vec<String>) {
     let rules = match schema {
         Value::Bool(true) => return,
@@ -80,17 +82,48 @@ fn check(root: &Value, schema: &Value, doc: &Value, path: &str, errors: &mut Vec
             None => errors.push(format!("{path}: unresolvable $ref {reference}")),
         }
     }
-    if let Some(types) = rules.get("type") {
-        let names: Vec<&str> = match types {
-            Value::String(s) => vec![s.as_str()],
-            Value::Array(list) => list.iter().filter_map(Value::as_str).collect(),
-            _ => vec![],
-        };
-        if !names.iter().any(|n| type_matches(n, doc)) {
-            errors.push(format!("{path}: expected {names:?}, got {}", short(doc)));
-            return;
-        }
+    if !check_type(rules, doc, path, errors) {
+        return;
     }
+    check_value(root, rules, doc, path, errors);
+    if let Some(object) = doc.as_object() {
+        check_object(root, rules, object, path, errors);
+    }
+    if let Some(items) = doc.as_array() {
+        check_array(root, rules, items, path, errors);
+    }
+}
+
+/// Checks `type`: false (with the error added) when `doc` is none of the types it names.
+fn check_type(
+    rules: &Map<String, Value>,
+    doc: &Value,
+    path: &str,
+    errors: &mut Vec<String>,
+) -> bool {
+    let Some(types) = rules.get("type") else {
+        return true;
+    };
+    let names: Vec<&str> = match types {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(list) => list.iter().filter_map(Value::as_str).collect(),
+        _ => vec![],
+    };
+    if !names.iter().any(|n| type_matches(n, doc)) {
+        errors.push(format!("{path}: expected {names:?}, got {}", short(doc)));
+        return false;
+    }
+    true
+}
+
+/// Checks the keywords on the value itself: `enum`, `const`, `minimum`, `anyOf` and `oneOf`.
+fn check_value(
+    root: &Value,
+    rules: &Map<String, Value>,
+    doc: &Value,
+    path: &str,
+    errors: &mut Vec<String>,
+) {
     if let Some(options) = rules.get("enum").and_then(Value::as_array)
         && !options.contains(doc)
     {
@@ -123,43 +156,59 @@ fn check(root: &Value, schema: &Value, doc: &Value, path: &str, errors: &mut Vec
             ));
         }
     }
-    if let Some(object) = doc.as_object() {
-        let properties = rules.get("properties").and_then(Value::as_object);
-        for name in rules
-            .get("required")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-        {
-            if !object.contains_key(name) {
-                errors.push(format!("{path}: missing required {name}"));
-            }
-        }
-        for (name, value) in object {
-            let child = format!("{path}.{name}");
-            match properties.and_then(|p| p.get(name)) {
-                Some(schema) => check(root, schema, value, &child, errors),
-                None => match rules.get("additionalProperties") {
-                    Some(Value::Bool(false)) => {
-                        errors.push(format!("{child}: not allowed by the schema"))
-                    }
-                    Some(extra) => check(root, extra, value, &child, errors),
-                    _ => {}
-                },
-            }
+}
+
+/// Checks an object against `required`, `properties` and `additionalProperties`.
+fn check_object(
+    root: &Value,
+    rules: &Map<String, Value>,
+    object: &Map<String, Value>,
+    path: &str,
+    errors: &mut Vec<String>,
+) {
+    let properties = rules.get("properties").and_then(Value::as_object);
+    for name in rules
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        if !object.contains_key(name) {
+            errors.push(format!("{path}: missing required {name}"));
         }
     }
-    if let Some(items) = doc.as_array() {
-        if let Some(min) = rules.get("minItems").and_then(Value::as_u64)
-            && (items.len() as u64) < min
-        {
-            errors.push(format!("{path}: fewer than {min} items"));
+    for (name, value) in object {
+        let child = format!("{path}.{name}");
+        match properties.and_then(|p| p.get(name)) {
+            Some(schema) => check(root, schema, value, &child, errors),
+            None => match rules.get("additionalProperties") {
+                Some(Value::Bool(false)) => {
+                    errors.push(format!("{child}: not allowed by the schema"))
+                }
+                Some(extra) => check(root, extra, value, &child, errors),
+                _ => {}
+            },
         }
-        if let Some(schema) = rules.get("items") {
-            for (i, item) in items.iter().enumerate() {
-                check(root, schema, item, &format!("{path}[{i}]"), errors);
-            }
+    }
+}
+
+/// Checks an array against `minItems` and `items`.
+fn check_array(
+    root: &Value,
+    rules: &Map<String, Value>,
+    items: &[Value],
+    path: &str,
+    errors: &mut Vec<String>,
+) {
+    if let Some(min) = rules.get("minItems").and_then(Value::as_u64)
+        && (items.len() as u64) < min
+    {
+        errors.push(format!("{path}: fewer than {min} items"));
+    }
+    if let Some(schema) = rules.get("items") {
+        for (i, item) in items.iter().enumerate() {
+            check(root, schema, item, &format!("{path}[{i}]"), errors);
         }
     }
 }
