@@ -546,7 +546,7 @@ pub struct ReportArgs {
     /// The results file to report, or the directory holding it.
     #[arg(value_name = "RESULTS.json")]
     pub results: PathBuf,
-    /// An earlier results file: the report adds the changes against it.
+    /// An earlier results file, or the directory holding it: the report adds the changes against it.
     #[arg(long, value_name = "OLD.json")]
     pub baseline: Option<PathBuf>,
     /// With --baseline: exit 1 when the changes hold a regression (a new violation, or throughput

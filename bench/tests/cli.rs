@@ -353,6 +353,19 @@ fn baseline_changes_gate_ci() {
         stdout.contains("0 of 4 cases changed beyond noise; 0 new violations"),
         "{stdout}"
     );
+    // A results directory stands for its results.json, as the baseline too.
+    let old_dir = dir.path().join("old-run");
+    std::fs::create_dir(&old_dir).unwrap();
+    std::fs::copy(&old, old_dir.join("results.json")).unwrap();
+    let by_dir = run(&[
+        "report",
+        &old,
+        "--baseline",
+        old_dir.to_str().unwrap(),
+        "--out",
+        &out,
+    ]);
+    assert_eq!(by_dir.status.code(), Some(0), "{}", stderr(&by_dir));
 
     let (code, stdout, err) = report(&broken, "violation");
     assert_eq!(code, Some(1), "{stdout}{err}");

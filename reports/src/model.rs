@@ -496,7 +496,8 @@ pub enum TrialStop {
     TheoryBreak,
     /// Extra trials ran until the Wilson interval of the violation rate was narrow enough to name.
     Narrow,
-    /// Extra trials ran up to the cap on trials per case without a narrow interval.
+    /// The cap on trials per case was reached without a narrow interval (with no extra trials when
+    /// the cap is the planned count, as under `--quick`).
     Cap,
     /// The suite's time for extra trials was spent before the interval was narrow.
     Budget,
@@ -511,7 +512,7 @@ impl TrialStop {
             TrialStop::Planned => "its planned trials",
             TrialStop::TheoryBreak => "stopped at a break theory predicts",
             TrialStop::Narrow => "extra trials until its interval was narrow",
-            TrialStop::Cap => "extra trials up to the cap, interval still wide",
+            TrialStop::Cap => "stopped at the cap on trials, interval still wide",
             TrialStop::Budget => "extra trials until the suite's time ran out",
             TrialStop::Interrupted => "interrupted",
         }

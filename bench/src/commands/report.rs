@@ -183,9 +183,12 @@ fn print_section(
 
 /// Runs `lockbench report`.
 pub(crate) fn command(mut args: ReportRequest) -> Result<i32, BenchError> {
-    // A results directory (what `compare` writes) stands for its results.json.
-    if args.results.is_dir() {
-        args.results = args.results.join("results.json");
+    // A results directory (what `compare` and `run` write) stands for its results.json, the
+    // baseline's as well as the new run's.
+    for path in std::iter::once(&mut args.results).chain(args.baseline.as_mut()) {
+        if path.is_dir() {
+            *path = path.join(crate::base::output::RESULTS_FILE);
+        }
     }
     let current = read_results(&args.results)?;
     let baseline = match &args.baseline {
