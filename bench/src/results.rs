@@ -473,7 +473,7 @@ fn not_run(run: &CaseRun) -> CaseResult {
             measured_ms: 0.0,
             wall_ms: None,
         },
-        operations: no_operations(),
+        operations: Operations::default(),
         throughput: Throughput {
             completed_per_s: 0.0,
             timeline_per_s: Vec::new(),
@@ -511,19 +511,6 @@ fn not_run(run: &CaseRun) -> CaseResult {
         adapter_processes: None,
         fault_not_applied: None,
         availability: None,
-    }
-}
-
-/// No lock operations: those of a case that produced no figures.
-fn no_operations() -> Operations {
-    Operations {
-        acquired: 0,
-        completed: 0,
-        aborted_on_loss: 0,
-        rejected_writes: 0,
-        stopped: 0,
-        acquire_errors: BTreeMap::new(),
-        release_errors: BTreeMap::new(),
     }
 }
 

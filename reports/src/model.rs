@@ -664,7 +664,7 @@ pub struct Window {
 }
 
 /// What the holders did in the measured window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Operations {
     /// Successful acquires.
     pub acquired: u64,
