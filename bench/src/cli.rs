@@ -263,6 +263,25 @@ impl FormatFlag {
     }
 }
 
+/// The `--fail-on` flag of `report` and `compare` (defined once).
+#[derive(Debug, Clone, Default, Args)]
+pub struct GateFlag {
+    /// Exit 1 when the results hold one of these, comma-separated: `violation` (a violated case;
+    /// with --baseline, one violated now that was not before), `regression` (with --baseline: a new
+    /// violation, or throughput down beyond noise), `contradiction` (with --baseline: a first-screen
+    /// cell whose two runs exclude each other), or an absolute limit on every complete case,
+    /// `[SCENARIO:]METRIC>VALUE` or `<VALUE`: METRIC is an acquire-latency p50, p90, p99, p999 or
+    /// max, `unavailable` (the longest wait for a key nobody held), both durations (200ms, 1.5s),
+    /// or `cs/s` (critical sections per second).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        value_parser = FailOn::parse
+    )]
+    pub fail_on: Vec<FailOn>,
+}
+
 /// `lockbench run`: a scenario (preset or TOML file) with overrides.
 #[derive(Debug, Clone, Default, Args)]
 #[command(after_help = concat!(workload_syntax!(), "
@@ -403,7 +422,8 @@ Examples:
   lockbench compare --strategies redis-watchdog,etcd-lease,zookeeper --trials 5
   lockbench compare --scenarios baseline,process-pause --clients 5 --task \"uniform 20ms..60ms\" --watchdog-timeout 1500ms
   lockbench compare --workload bench/workloads/queue-consumer.toml --time-scale 10
-  lockbench compare --full --out results/full                # + the library-fidelity scenarios"))]
+  lockbench compare --full --out results/full                # + the library-fidelity scenarios
+  lockbench compare --strategies redis-watchdog --fail-on 'violation,baseline:p99>200ms'   # a CI gate"))]
 pub struct CompareArgs {
     /// The short suite (under 4 minutes: fewer scenarios, 1 trial), for a first look.
     #[arg(long, conflicts_with = "thorough")]
@@ -469,6 +489,10 @@ pub struct CompareArgs {
     /// The report's tables in another format too.
     #[command(flatten)]
     pub format: FormatFlag,
+    /// What makes the command exit 1 once the reports are written (limits and violation; the
+    /// other gates need `lockbench report --baseline`).
+    #[command(flatten)]
+    pub gates: GateFlag,
 }
 
 impl CompareArgs {
@@ -491,6 +515,7 @@ impl CompareArgs {
             workload_fields: self.workload_flags.fields(),
             time_scale: self.time_scale.clone(),
             csv: self.format.csv(),
+            fail_on: self.gates.fail_on.clone(),
         }
     }
 }
@@ -539,6 +564,7 @@ JSON, wrong schema_version).
 Examples:
   lockbench report results/compare-<UTC time>      # reads DIR/results.json, writes the reports beside it
   lockbench report NEW/results.json --baseline OLD/results.json --fail-on regression,violation
+  lockbench report results/compare-<UTC time> --fail-on 'violation,baseline:p99>200ms'   # a CI gate
   lockbench report docs/results/default-suite.json.gz --section verdicts
   lockbench report results.json --scale scale.json --out /tmp/report
   lockbench report results/compare-<UTC time> --format csv     # also scorecard.csv and verdicts.csv")]
@@ -549,17 +575,9 @@ pub struct ReportArgs {
     /// An earlier results file, or the directory holding it: the report adds the changes against it.
     #[arg(long, value_name = "OLD.json")]
     pub baseline: Option<PathBuf>,
-    /// With --baseline: exit 1 when the changes hold a regression (a new violation, or throughput
-    /// down beyond noise), a violation (a case violated that was not before) or a contradiction (a
-    /// first-screen cell whose two runs exclude each other); comma-separated.
-    #[arg(
-        long,
-        value_name = "regression|violation|contradiction",
-        value_delimiter = ',',
-        value_parser = ["regression", "violation", "contradiction"],
-        requires = "baseline"
-    )]
-    pub fail_on: Vec<String>,
+    /// What makes the command exit 1.
+    #[command(flatten)]
+    pub gates: GateFlag,
     /// A `lockbench scale` file: the report adds cost against held locks and losses at scale
     /// [default: runs/many-locks/scale.json beside RESULTS.json, when there].
     #[arg(long, value_name = "SCALE.json")]
@@ -591,15 +609,7 @@ impl ReportArgs {
             out: self.out.clone(),
             section: self.section.as_deref().and_then(Part::named),
             csv: self.format.csv(),
-            fail_on: self
-                .fail_on
-                .iter()
-                .map(|name| match name.as_str() {
-                    "violation" => FailOn::Violation,
-                    "contradiction" => FailOn::Contradiction,
-                    _ => FailOn::Regression,
-                })
-                .collect(),
+            fail_on: self.gates.fail_on.clone(),
         }
     }
 }

@@ -387,11 +387,46 @@ fn baseline_changes_gate_ci() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("--fail-on regression: 1 found"), "{err}");
 
-    usage_error(&["report", &old, "--fail-on", "violation"], "--baseline");
+    usage_error(
+        &["report", &old, "--fail-on", "regression"],
+        "--baseline OLD",
+    );
     usage_error(
         &["report", &old, "--baseline", &old, "--fail-on", "violatoin"],
-        "[possible values: regression, violation, contradiction]",
+        "expected regression, violation, contradiction or a limit such as p99>200ms",
     );
+
+    // Without a baseline, `violation` is any violated case, and a limit bounds every complete case
+    // of the scenario it names.
+    let gate = |file: &str, fail_on: &str| {
+        let result = run(&["report", file, "--fail-on", fail_on, "--out", &out]);
+        (result.status.code(), stderr(&result))
+    };
+    let (code, err) = gate(&broken, "violation,baseline:cs/s<1000000");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("--fail-on violation: 1 found this run"),
+        "{err}"
+    );
+    assert!(
+        err.contains("--fail-on baseline:cs/s<1000000: 4 found this run\n  baseline · "),
+        "{err}"
+    );
+    assert!(
+        err.contains(" cs/s\n"),
+        "each breach with its figure: {err}"
+    );
+    assert_eq!(gate(&old, "violation,baseline:cs/s<0.5,p99>1h").0, Some(0));
+    usage_error(
+        &["report", &old, "--fail-on", "nope:p99>1s"],
+        "scenario 'nope' is not among the scenarios here",
+    );
+    usage_error(&["report", &old, "--fail-on", "p98>1s"], "unknown metric");
+    usage_error(
+        &["compare", "--fail-on", "baseline:p99>soon"],
+        "is not a duration",
+    );
+    usage_error(&["compare", "--fail-on", "contradiction"], "--baseline OLD");
 }
 
 /// `report DIR` reads DIR/results.json and, without `--scale`, the many-locks passes `compare` wrote

@@ -23,7 +23,7 @@ use lockers::{AcquireOptions, Events, Locker, Renewal};
 /// The watchdog timeout: renewals every 100 ms.
 const TIMEOUT: Duration = Duration::from_millis(300);
 /// Cycles per client.
-const CYCLES: usize = 40;
+const CYCLES: usize = 20;
 
 /// Every row this test counts.
 const ROWS: [&str; 4] = [
@@ -91,7 +91,7 @@ async fn cycles(clients: [Arc<dyn Locker>; 2]) {
                     .acquire("count", &AcquireOptions::wait(Duration::from_secs(5)))
                     .await
                     .unwrap();
-                let hold = if (i + c) % 5 == 0 { 250 } else { 5 };
+                let hold = if (i + c) % 5 == 0 { 160 } else { 5 };
                 tokio::time::sleep(Duration::from_millis(hold)).await;
                 lease.release().await.unwrap();
             }

@@ -47,6 +47,7 @@ pub mod format;
 pub mod grid;
 pub mod histogram;
 pub mod html;
+pub mod limits;
 pub mod many_locks;
 pub mod markdown;
 pub mod model;

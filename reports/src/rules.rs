@@ -16,12 +16,15 @@
 //!   rule one strategy out;
 //! - the *headline* row is the `baseline` scenario's watchdog row (else the first watchdog row): the
 //!   everyday workload the speed rules read;
-//! - figures within [`TIE_PCT`] of the best are a tie on a noisy machine.
+//! - a throughput whose 95 % interval ([`RateInterval`]) overlaps the best's is a tie; where either
+//!   case has a single trial (no interval), and for latencies, figures within [`TIE_PCT`] of the best
+//!   are a tie on a noisy machine.
 
 use crate::comparison::StrategyInfo;
 use crate::format::{ms, rate};
 use crate::grid::{Grid, Row, Violations, ran};
 use crate::model::{CaseResult, Verdict};
+use crate::rate_interval::RateInterval;
 
 /// Differences smaller than this (percent of the best) are reported as ties.
 pub const TIE_PCT: f64 = 10.0;
@@ -406,18 +409,46 @@ fn tie_sentence(ties: &[String]) -> String {
 fn fastest(row: &Row<'_>, safe: &[&str], among: &str) -> Option<Finding> {
     let list = ranked(row, safe, |c| Some(c.throughput.completed_per_s), true);
     let (best, value) = *list.first()?;
-    let (evidence, ties) = ranking_lines(&list, |v| format!("{} CS/s", rate(v)));
+    let (evidence, _) = ranking_lines(&list, |v| format!("{} CS/s", rate(v)));
+    let best_interval = RateInterval::of_case(best);
+    let (by_interval, by_pct): (Vec<_>, Vec<_>) = list[1..]
+        .iter()
+        .map(|(case, value)| (case, *value, RateInterval::of_case(case)))
+        .partition(|(_, _, interval)| interval.bounds.is_some() && best_interval.bounds.is_some());
+    let overlapping: Vec<String> = by_interval
+        .iter()
+        .filter(|(_, _, interval)| !interval.apart(&best_interval))
+        .map(|(case, _, _)| case.strategy.clone())
+        .collect();
+    let close: Vec<String> = by_pct
+        .iter()
+        .filter(|(_, v, _)| value != 0.0 && ((v - value) / value * 100.0).abs() < TIE_PCT)
+        .map(|(case, _, _)| case.strategy.clone())
+        .collect();
+    let mut ties = String::new();
+    if !overlapping.is_empty() {
+        ties.push_str(&format!(
+            " Not told apart from it (95 % intervals overlap): {}.",
+            overlapping.join(", ")
+        ));
+    }
+    ties.push_str(&tie_sentence(&close));
+    let shown = |case: &CaseResult| match RateInterval::of_case(case).bounds {
+        Some((lo, hi)) => format!(" (95 % interval {}–{})", rate(lo), rate(hi)),
+        None => String::new(),
+    };
     Some(Finding {
         title: format!("Fastest safe strategy under {}", row.label),
         rule: format!(
-            "highest throughput (completed critical sections per second) under {} {among}",
+            "highest throughput (completed critical sections per second) under {} {among}; a \
+             strategy whose 95 % interval overlaps the best's is not told apart from it",
             row.label
         ),
         conclusion: format!(
-            "{}: {} CS/s.{}",
+            "{}: {} CS/s{}.{ties}",
             best.strategy,
             rate(value),
-            tie_sentence(&ties)
+            shown(best)
         ),
         evidence,
     })
@@ -706,5 +737,78 @@ mod tests {
             ),
             "{safe:?}"
         );
+    }
+
+    /// Gives every baseline case of `c` three trials of 1 s at these rates, by strategy.
+    fn with_rates(c: &mut Comparison, rates: &[(&str, [u64; 3])]) {
+        let run = c
+            .runs
+            .iter_mut()
+            .find(|r| r.results.scenario.name == "baseline")
+            .expect("fixture");
+        for case in &mut run.results.cases {
+            let Some((_, r)) = rates.iter().find(|(s, _)| *s == case.strategy) else {
+                continue;
+            };
+            let each: Vec<serde_json::Value> = r
+                .iter()
+                .enumerate()
+                .map(|(seed, completed)| {
+                    serde_json::json!({"seed": seed, "verdict": "safe", "reasons": [],
+                        "completed": completed, "measured_ms": 1000.0})
+                })
+                .collect();
+            case.trials = Some(
+                serde_json::from_value(serde_json::json!({"runs": 3, "violated": 0, "each": each}))
+                    .expect("fixture"),
+            );
+            case.throughput.completed_per_s = r.iter().sum::<u64>() as f64 / 3.0;
+        }
+    }
+
+    /// "Fastest" ties by the 95 % intervals, not by a fixed 10 %: 15 % apart with noisy trials is
+    /// not told apart; 5 % apart with steady trials is.
+    #[test]
+    fn the_fastest_is_told_apart_by_its_interval_not_by_ten_percent() {
+        let mut c = fixture();
+        let fastest_of = |c: &Comparison| {
+            finding(
+                &derive(&Grid::new(c)),
+                "Fastest safe strategy under baseline",
+            )
+            .clone()
+        };
+        with_rates(
+            &mut c,
+            &[
+                ("redis-watchdog", [1000, 1300, 1150]),
+                ("zookeeper", [900, 1100, 1000]),
+                ("etcd-lease", [500, 510, 505]),
+            ],
+        );
+        let f = fastest_of(&c);
+        assert!(
+            f.conclusion
+                .starts_with("redis-watchdog: 1\u{2009}150 CS/s (95 % interval"),
+            "{f:?}"
+        );
+        assert!(
+            f.conclusion
+                .contains("Not told apart from it (95 % intervals overlap): zookeeper."),
+            "{f:?}"
+        );
+        with_rates(
+            &mut c,
+            &[
+                ("redis-watchdog", [1050, 1051, 1052]),
+                ("zookeeper", [1000, 1001, 1002]),
+            ],
+        );
+        let f = fastest_of(&c);
+        assert!(
+            !f.conclusion.contains("zookeeper"),
+            "5 % apart, intervals apart: {f:?}"
+        );
+        assert!(!f.conclusion.contains("Within 10%"), "{f:?}");
     }
 }

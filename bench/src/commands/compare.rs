@@ -28,10 +28,10 @@ use lockbench_reports::scale::{CostSeries, ScaleResults};
 use crate::backends::GivenAddresses;
 use crate::base::clock::now_rfc3339;
 use crate::base::duration::format_duration;
-use crate::base::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::base::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::base::stdout::{out, outln};
 use crate::base::{output, suggest, table, verbosity};
-use crate::commands::report;
+use crate::commands::report::{self, FailOn};
 use crate::commands::run::{self, RunRequest};
 use crate::commands::scale::{self, ScaleOptions, ScaleRequest};
 use crate::commands::suite::{
@@ -80,6 +80,8 @@ pub struct CompareRequest {
     pub history: bool,
     /// Also write the report's tables as CSV (`--format csv`): scorecard.csv and verdicts.csv.
     pub csv: bool,
+    /// What makes the command exit 1 once the reports are written ([`report::gate`]).
+    pub fail_on: Vec<FailOn>,
 }
 
 impl CompareRequest {
@@ -400,6 +402,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
         )));
     }
     let suite = chosen_entries(args.suite(), args.scenarios.as_deref())?;
+    report::check_gates(&args.fail_on, false, suite.iter().map(|(e, _)| e.scenario))?;
     let user = UserWorkload::new(
         args.workload.as_deref(),
         args.workload_fields.clone(),
@@ -471,7 +474,8 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
             .iter()
             .flat_map(|r| &r.results.cases)
             .any(|c| c.status == CaseStatus::Failed);
-    Ok(if failed { EXIT_FAILED } else { EXIT_OK })
+    let gated = report::gate(&args.fail_on, &comparison, None);
+    Ok(if failed { EXIT_FAILED } else { gated })
 }
 
 /// The `--strategies` list (default `all`) with the peers `--peers` adds, and a note for each peer

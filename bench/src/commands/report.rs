@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use lockbench_reports::Comparison;
 use lockbench_reports::contradictions::{self, Contradiction};
 use lockbench_reports::delta::{self, Deltas};
+use lockbench_reports::limits::Limit;
+use lockbench_reports::model::Verdict;
 use lockbench_reports::scale::{CostSeries, ScaleResults};
 use lockbench_reports::sections::Part;
 use lockbench_reports::{ReportInput, WrittenReport, markdown, write_report};
@@ -41,36 +43,130 @@ pub struct ReportRequest {
     pub csv: bool,
 }
 
-/// A kind of change against the baseline that `--fail-on` turns into exit code 1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What `--fail-on` turns into exit code 1: a change against the baseline, or a figure past an
+/// absolute limit.
+#[derive(Debug, Clone, PartialEq)]
 pub enum FailOn {
-    /// A new violation, or throughput down by more than the noise ([`delta::CaseDelta::regression`]).
+    /// A new violation, or throughput down by more than the noise ([`delta::CaseDelta::regression`]);
+    /// needs `--baseline`.
     Regression,
-    /// A case violated now that was not before.
+    /// A case violated now that was not before; without a baseline, any violated case.
     Violation,
     /// A first-screen cell whose two runs contradict each other beyond their trials' uncertainty
-    /// ([`contradictions::find`]).
+    /// ([`contradictions::find`]); needs `--baseline`.
     Contradiction,
+    /// A figure of some case past an absolute limit (`p99>200ms`, `baseline:cs/s<500`).
+    Limit(Limit),
 }
 
 impl FailOn {
-    /// Its flag value.
-    pub fn name(self) -> &'static str {
-        match self {
-            FailOn::Regression => "regression",
-            FailOn::Violation => "violation",
-            FailOn::Contradiction => "contradiction",
+    /// Parses one `--fail-on` value; the error says what was expected.
+    pub fn parse(text: &str) -> Result<FailOn, String> {
+        match text.trim() {
+            "regression" => Ok(FailOn::Regression),
+            "violation" => Ok(FailOn::Violation),
+            "contradiction" => Ok(FailOn::Contradiction),
+            other if other.contains(['>', '<']) => Limit::parse(other).map(FailOn::Limit),
+            other => Err(format!(
+                "{other:?}: expected regression, violation, contradiction or a limit such as p99>200ms"
+            )),
         }
     }
 
-    /// How many of the changes and contradictions are of this kind.
-    fn count(self, deltas: &Deltas, contradictions: &[Contradiction]) -> usize {
+    /// Its flag value.
+    pub fn name(&self) -> String {
         match self {
-            FailOn::Regression => deltas.regressions(),
-            FailOn::Violation => deltas.new_violations(),
-            FailOn::Contradiction => contradictions.len(),
+            FailOn::Regression => "regression".into(),
+            FailOn::Violation => "violation".into(),
+            FailOn::Contradiction => "contradiction".into(),
+            FailOn::Limit(limit) => limit.to_string(),
         }
     }
+
+    /// Whether it compares two runs, so it needs `--baseline`.
+    pub fn needs_baseline(&self) -> bool {
+        matches!(self, FailOn::Regression | FailOn::Contradiction)
+    }
+}
+
+/// The earlier run the gates compare against: its name, the changes and the contradictions.
+pub(crate) struct Against<'a> {
+    name: &'a str,
+    deltas: &'a Deltas,
+    contradictions: &'a [Contradiction],
+}
+
+/// Refuses, in one line, a gate that cannot be checked: one that compares two runs without a
+/// baseline, or a limit on a scenario that is not among `scenarios`.
+pub(crate) fn check_gates<'a>(
+    fail_on: &[FailOn],
+    has_baseline: bool,
+    scenarios: impl IntoIterator<Item = &'a str> + Clone,
+) -> Result<(), BenchError> {
+    for gate in fail_on {
+        if gate.needs_baseline() && !has_baseline {
+            return Err(BenchError::usage(format!(
+                "--fail-on {}: compares two runs: give it to `lockbench report NEW --baseline OLD`",
+                gate.name()
+            )));
+        }
+        if let FailOn::Limit(limit) = gate
+            && let Some(named) = &limit.scenario
+            && !scenarios.clone().into_iter().any(|s| s == named)
+        {
+            return Err(BenchError::usage(format!(
+                "--fail-on {}: scenario '{named}' is not among the scenarios here",
+                gate.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Prints, on stderr, one line per gate that found something, and returns the exit code: 1 when any
+/// did.
+pub(crate) fn gate(fail_on: &[FailOn], current: &Comparison, against: Option<&Against>) -> i32 {
+    let mut code = EXIT_OK;
+    for gate in fail_on {
+        let found: Vec<String> = match (gate, against) {
+            (FailOn::Limit(limit), _) => limit
+                .breaches(current)
+                .into_iter()
+                .map(|b| format!("{}: {}", b.case, b.figure))
+                .collect(),
+            (FailOn::Violation, None) => current
+                .runs
+                .iter()
+                .flat_map(|r| r.results.cases.iter().map(move |c| (r, c)))
+                .filter(|(_, c)| c.safety.verdict == Verdict::Violated)
+                .map(|(r, c)| {
+                    format!(
+                        "{} · {} · {}: violated",
+                        r.results.scenario.name, c.strategy, c.lease
+                    )
+                })
+                .collect(),
+            (_, None) => Vec::new(),
+            (FailOn::Violation, Some(a)) => vec![String::new(); a.deltas.new_violations()],
+            (FailOn::Regression, Some(a)) => vec![String::new(); a.deltas.regressions()],
+            (FailOn::Contradiction, Some(a)) => vec![String::new(); a.contradictions.len()],
+        };
+        if found.is_empty() {
+            continue;
+        }
+        code = EXIT_FAILED;
+        let against =
+            against.map_or_else(|| "this run".to_owned(), |a| format!("against {}", a.name));
+        eprintln!(
+            "lockbench: --fail-on {}: {} found {against}",
+            gate.name(),
+            found.len()
+        );
+        for line in found.iter().filter(|l| !l.is_empty()) {
+            eprintln!("  {line}");
+        }
+    }
+    code
 }
 
 /// A file's text ([`output::read_text`]); unreadable is a one-line usage error.
@@ -195,6 +291,11 @@ pub(crate) fn command(mut args: ReportRequest) -> Result<i32, BenchError> {
         Some(path) => Some((read_results(path)?, path.display().to_string())),
         None => None,
     };
+    let scenarios = current
+        .runs
+        .iter()
+        .map(|r| r.results.scenario.name.as_str());
+    check_gates(&args.fail_on, baseline.is_some(), scenarios)?;
     let cost = match args.scale.clone().or_else(|| own_scale_file(&args.results)) {
         Some(path) => read_scale(&path)?,
         None => Vec::new(),
@@ -222,7 +323,7 @@ pub(crate) fn command(mut args: ReportRequest) -> Result<i32, BenchError> {
         print_tables(&write_csv(&dir, &current, &cost)?);
     }
     let Some((old, name)) = &baseline else {
-        return Ok(EXIT_OK);
+        return Ok(gate(&args.fail_on, &current, None));
     };
     let deltas = delta::compare(old, &current);
     outln!("changes against {name}: {}", deltas.summary());
@@ -241,16 +342,10 @@ pub(crate) fn command(mut args: ReportRequest) -> Result<i32, BenchError> {
         found.len(),
         contradictions::RULE
     );
-    let mut code = EXIT_OK;
-    for fail_on in &args.fail_on {
-        let found = fail_on.count(&deltas, &found);
-        if found > 0 {
-            eprintln!(
-                "lockbench: --fail-on {}: {found} found against {name}",
-                fail_on.name()
-            );
-            code = EXIT_FAILED;
-        }
-    }
-    Ok(code)
+    let against = Against {
+        name,
+        deltas: &deltas,
+        contradictions: &found,
+    };
+    Ok(gate(&args.fail_on, &current, Some(&against)))
 }
