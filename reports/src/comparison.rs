@@ -120,6 +120,29 @@ pub struct SuiteRun {
     pub if_violated: Option<String>,
     /// The run's results, as `lockbench run` writes them.
     pub results: Results,
+    /// Not run by this command but read from this committed results file: a scenario the suite
+    /// leaves out for time, shown so that its figure is on the first screen (its date and commit are
+    /// the run's own `started_at` and `environment.git_commit`). Null for a run of this suite.
+    #[serde(default)]
+    pub committed: Option<String>,
+}
+
+impl SuiteRun {
+    /// The run's name for people: the scenario's, with the date of the committed run it was read
+    /// from (`postgres-keepalive-partition, committed run of 2026-12-02`).
+    pub fn name(&self) -> String {
+        let scenario = &self.results.scenario.name;
+        match &self.committed {
+            Some(_) => format!(
+                "{scenario}, committed run of {}",
+                self.results
+                    .started_at
+                    .get(..10)
+                    .unwrap_or("an earlier day")
+            ),
+            None => scenario.clone(),
+        }
+    }
 }
 
 impl Comparison {
@@ -167,6 +190,7 @@ impl Comparison {
             finished_at: results.finished_at.clone(),
             strategies,
             runs: vec![SuiteRun {
+                committed: None,
                 if_violated: None,
                 results,
             }],

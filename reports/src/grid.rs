@@ -56,9 +56,9 @@ impl<'a> Grid<'a> {
                 }
                 let name = &results.scenario.name;
                 let label = if several || lease != "watchdog" {
-                    format!("{name} · {lease}")
+                    format!("{} · {lease}", run.name())
                 } else {
-                    name.clone()
+                    run.name()
                 };
                 let slug = slug(&if several || lease != "watchdog" {
                     format!("{name}-{lease}")

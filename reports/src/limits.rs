@@ -247,7 +247,10 @@ mod tests {
             (l.scenario.as_deref(), l.metric, l.above, l.value),
             (Some("baseline"), Metric::Throughput, false, 500.0)
         );
-        assert_eq!(Limit::parse("unavailable>1.5s").expect("parses").value, 1500.0);
+        assert_eq!(
+            Limit::parse("unavailable>1.5s").expect("parses").value,
+            1500.0
+        );
         assert_eq!(Limit::parse("max>250us").expect("parses").value, 0.25);
         for (bad, says) in [
             ("p98>1s", "unknown metric"),

@@ -44,6 +44,11 @@ impl GivenAddresses {
         self.by_kind.get(&kind).map(String::as_str)
     }
 
+    /// Whether no address was given: lockbench starts every server itself.
+    pub fn is_empty(&self) -> bool {
+        self.by_kind.is_empty()
+    }
+
     /// Gives `address` for `kind`.
     pub fn set(&mut self, kind: ServerKind, address: String) {
         self.by_kind.insert(kind, address);

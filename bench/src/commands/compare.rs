@@ -31,6 +31,7 @@ use crate::base::duration::format_duration;
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::base::stdout::{out, outln};
 use crate::base::{output, suggest, table, verbosity};
+use crate::commands::committed;
 use crate::commands::report::{self, FailOn};
 use crate::commands::run::{self, RunRequest};
 use crate::commands::scale::{self, ScaleOptions, ScaleRequest};
@@ -444,7 +445,15 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     }
     let interrupted = ran.interrupted;
     let scenario_failed = ran.scenario_failed;
-    let (comparison, cost) = compare.comparison(&chosen, started_at, ran, skipped_peers);
+    let (mut comparison, cost) = compare.comparison(&chosen, started_at, ran, skipped_peers);
+    committed::attach(
+        &mut comparison,
+        &committed::Setting {
+            suite: args.suite(),
+            selected: args.scenarios.is_some(),
+            as_committed: compare.user.is_none() && args.servers.is_empty(),
+        },
+    );
     let results_path = output::write_atomic(&out_dir, output::RESULTS_FILE, &comparison.to_json())?;
     let written = report::render(&out_dir, &comparison, None, &cost)?;
     let tables = if args.csv {
@@ -667,6 +676,7 @@ impl Compare<'_> {
                     out!("{}", table::render(&outcome.results));
                     ran.interrupted = outcome.interrupted;
                     ran.runs.push(SuiteRun {
+                        committed: None,
                         if_violated,
                         results: outcome.results,
                     });

@@ -2,8 +2,10 @@
 //! `ReportRequest`, `ScaleRequest`) and does one job. `compare` runs its `suite` of scenarios through
 //! `run`; `report` draws a results folder; [`scale`] holds many locks at once;
 //! `signals` is the stop signal (SIGINT, SIGTERM) every measuring command shares; `pages` prints
-//! the shell completions and the man page.
+//! the shell completions and the man page; `committed` holds the runs the default suite leaves out for
+//! time, which its report shows from their committed results.
 
+pub(crate) mod committed;
 pub(crate) mod compare;
 pub(crate) mod pages;
 pub(crate) mod report;
