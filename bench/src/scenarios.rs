@@ -106,7 +106,7 @@ pub(crate) const PRESETS: &[Preset] = &[
         name: "leader-loss",
         toml: include_str!("../scenarios/leader-loss.toml"),
     },
-    // Redlock and clocks (issue 15): faults on Redlock's independent nodes; durable fencing.
+    // Redlock and clocks: faults on Redlock's independent nodes; durable fencing.
     Preset {
         name: "redlock-kill-minority",
         toml: include_str!("../scenarios/redlock-kill-minority.toml"),
@@ -131,7 +131,7 @@ pub(crate) const PRESETS: &[Preset] = &[
         name: "server-restart-fsync",
         toml: include_str!("../scenarios/server-restart-fsync.toml"),
     },
-    // Failures Redisson users reported (issue 14; each file cites the issues).
+    // Failures Redisson users reported (each file cites the issues).
     Preset {
         name: "renewal-error",
         toml: include_str!("../scenarios/renewal-error.toml"),
