@@ -32,6 +32,8 @@ td.other { background: #f5f5f5; color: #616161; text-align: center; }
 .env { color: #424242; font-size: 0.92rem; } .incomplete { color: #b71c1c; font-weight: bold; }
 ol.findings li { margin-bottom: 0.8rem; } .rule { color: #555; font-style: italic; }
 figure { margin: 1rem 0 2rem; } figure svg { width: 100%; height: auto; border: 1px solid #eee; }
+/* --w is the chart's drawn width: a narrow chart grows to at most 1.25 times it. */
+figure svg { max-width: calc(var(--w, 2000px) * 1.25); display: block; }
 figcaption { color: #555; font-size: 0.85rem; } details summary { cursor: pointer; margin: 0.4rem 0; }
 .scroll { overflow-x: auto; }
 nav.toc { position: sticky; top: 0; z-index: 1; background: #fff; border-bottom: 1px solid #ddd;
@@ -56,7 +58,9 @@ table.card td, table.card th { text-align: left; } table.card td:first-child { w
   table.card { font-size: 0.75rem; } table.card td { white-space: nowrap; } table.card th, table.card td { padding: 0.2rem 0.3rem; }
   table.matrix { table-layout: auto; width: auto; font-size: 0.8rem; }
   table.matrix th.who { width: auto; }
-  figure { overflow-x: auto; } figure svg { min-width: 640px; }
+  /* A chart shrinks to the phone's width down to half its drawn width (text at 8 px or more); a
+     wider one scrolls in its own box. */
+  figure { overflow-x: auto; } figure svg { min-width: min(640px, calc(var(--w, 640px) * 0.5)); }
 }
 ";
 
@@ -425,8 +429,9 @@ impl Layout for Html {
             );
             for placed in report.charts_in(section) {
                 let figure = format!(
-                    "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>\n",
+                    "<figure id=\"{}\" style=\"--w:{}px\">{}<figcaption>{}</figcaption></figure>\n",
                     escape(&placed.chart.name),
+                    placed.chart.width,
                     inline_svg(&placed.chart.svg),
                     escape(&placed.chart.title)
                 );

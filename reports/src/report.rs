@@ -32,7 +32,7 @@ pub struct ReportInput<'a> {
 pub enum Section {
     /// Throughput per row (rows without faults).
     Throughput,
-    /// Acquire latency over time per fault row, the fault shaded.
+    /// Lock availability over time per fault row: a lane per strategy, the fault shaded.
     Availability,
     /// Acquire latency percentiles per row.
     Latency,
@@ -49,7 +49,7 @@ impl Section {
     pub fn heading(self) -> &'static str {
         match self {
             Section::Throughput => "Throughput",
-            Section::Availability => "Acquire latency over time under faults",
+            Section::Availability => "Lock availability under faults",
             Section::Latency => "Acquire latency percentiles",
             Section::Margin => "Renewal margin",
             Section::Timeline => "Holder timelines",
@@ -133,7 +133,7 @@ fn charts(
             chart,
         })
     };
-    // A fault row shows its acquire latency over time, the fault shaded, in place of a throughput
+    // A fault row shows its lock availability over time, the fault shaded, in place of a throughput
     // bar that would read a strategy that rightly gave up as 0 CS/s.
     for row in &grid.rows {
         if let Some(plot) = AvailabilityChart::of_row(grid, row, &palette) {
@@ -189,7 +189,9 @@ fn charts(
             }
         }
     }
+    let absent = absent_at_scale(grid, cost);
     for plot in CostChart::of_scale(cost, &palette) {
+        let plot = plot.naming_absent(&absent);
         place(
             Section::Cost,
             false,
@@ -197,6 +199,19 @@ fn charts(
         );
     }
     Ok(charts)
+}
+
+/// The report's strategies the scale data lacks (yardsticks aside), each with why, for the cost
+/// charts to name.
+pub fn absent_at_scale(
+    grid: &Grid<'_>,
+    cost: &[crate::scale::CostSeries],
+) -> Vec<(String, String)> {
+    grid.strategies
+        .iter()
+        .filter(|s| !grid.is_yardstick(&s.id) && !cost.iter().any(|c| c.strategy == s.id))
+        .map(|s| (s.id.clone(), crate::many_locks::why_left_out(s).to_owned()))
+        .collect()
 }
 
 impl Report<'_> {

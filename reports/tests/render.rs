@@ -138,10 +138,10 @@ fn every_file_is_written_with_its_labels() {
             ],
             Section::Cost => vec!["held locks"],
             Section::Availability => vec![
-                "Acquire latency over time",
+                "Lock availability over time",
                 "time from the fault",
-                "longest wait of a granted acquire",
-                "no grant for",
+                "shaded: the fault",
+                "no lock was granted",
             ],
         };
         for label in expected {
@@ -329,25 +329,194 @@ fn scale_data_adds_cost_charts() {
         "renew calls, server CPU, client CPU, RSS, threads"
     );
     let chart = render("cost-renew-calls", &charts[0].title, &charts[0]).unwrap();
-    assert!(chart.svg.contains("held locks (log scale)"));
-    assert!(chart.svg.contains("renew calls per second"));
-    assert!(
-        chart
-            .svg
-            .contains("redis-watchdog-batched (stopped at 9000: budget)")
-    );
+    let texts: Vec<String> = svg_texts(&chart.svg).into_iter().map(|t| t.2).collect();
+    for label in [
+        "renew calls per second, log scale",
+        // Each row named at its left, its values at its right, in step order.
+        "redis-watchdog",
+        "1\u{2009}000 → 10\u{2009}000",
+        "redis-watchdog-batched",
+        "10",
+        "redis-watchdog-batched stopped at 9000: budget",
+        "\u{25cb} 1\u{2009}000 held locks · \u{25cf} 10\u{2009}000 held locks · values at the right, in that order",
+    ] {
+        assert!(
+            texts.iter().any(|t| t == label),
+            "no {label:?} in {texts:?}"
+        );
+    }
     assert!(
         CostChart::of_scale(&[], &Palette::default()).is_empty(),
         "no data, no chart"
     );
-    // The held-locks axis is labelled at round values only (once "9 00010 000" overlapped).
-    let label = |text: &str| format!(">{}\n</text>", text.replace(',', "\u{2009}"));
-    let labels = chart
-        .svg
-        .replace(['\n', ' '], "")
-        .replace("</text>", "\n</text>");
-    assert!(labels.contains(&label("5,000")) && labels.contains(&label("10,000")));
-    assert!(!labels.contains(&label("9,000")), "no label per thousand");
+}
+
+/// The text elements of an SVG chart: (x, y, text), their entities decoded.
+fn svg_texts(svg: &str) -> Vec<(i32, i32, String)> {
+    let attribute = |tag: &str, name: &str| -> i32 {
+        let tag = format!(" {tag}");
+        let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+        tag[at..at + tag[at..].find('"').unwrap()].parse().unwrap()
+    };
+    svg.split("<text ")
+        .skip(1)
+        .map(|part| {
+            let (tag, rest) = part.split_once('>').unwrap();
+            let content = rest[..rest.find("</text>").unwrap()]
+                .trim()
+                .replace("&apos;", "'")
+                .replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&");
+            (attribute(tag, "x"), attribute(tag, "y"), content)
+        })
+        .collect()
+}
+
+/// The fixture's fault row, each case unavailable for longer than the one before it (100, 200, …
+/// ms): the lanes must run in the opposite order to the report's.
+#[test]
+fn each_strategy_of_a_fault_row_gets_its_own_lane_worst_first() {
+    use lockbench_reports::model::Gap;
+    let mut c = with_a_fault_row();
+    let fault = c.runs.last_mut().unwrap();
+    for (i, case) in fault.results.cases.iter_mut().enumerate() {
+        let a = case.availability.as_mut().unwrap();
+        let from_ms = case.faults[0].start_ms + 200.0;
+        a.longest_blocked = Some(Gap {
+            from_ms,
+            to_ms: from_ms + 100.0 * (i + 1) as f64,
+        });
+    }
+    let grid = Grid::new(&c);
+    let palette = report::palette(&grid, &[]);
+    let row = grid
+        .rows
+        .iter()
+        .find(|r| r.slug == "process-pause")
+        .unwrap();
+    let chart = AvailabilityChart::of_row(&grid, row, &palette).unwrap();
+    let lanes: Vec<&str> = chart.lanes.iter().map(|l| l.strategy.as_str()).collect();
+    let mut run_order: Vec<&str> = row
+        .run
+        .results
+        .cases
+        .iter()
+        .map(|c| c.strategy.as_str())
+        .collect();
+    assert!(run_order.len() >= 3, "{run_order:?}");
+    run_order.reverse();
+    assert_eq!(lanes, run_order, "the longest unavailability first");
+    let svg = render("availability", &chart.title, &chart).unwrap().svg;
+    let texts = svg_texts(&svg);
+    let mut lane_ys = Vec::new();
+    for (k, lane) in chart.lanes.iter().enumerate() {
+        // Its name once, at the left of its lane.
+        let names: Vec<&(i32, i32, String)> =
+            texts.iter().filter(|t| t.2 == lane.strategy).collect();
+        assert_eq!(names.len(), 1, "{}: {texts:?}", lane.strategy);
+        let (x, y, _) = *names[0];
+        // What differs, at the right of the same lane.
+        let length = 100 * (chart.lanes.len() - k);
+        let words = format!(
+            "unavailable for {length} ms (+0.20 to +{:.2} s)",
+            0.2 + length as f64 / 1e3
+        );
+        assert_eq!(lane.label, words);
+        let written = format!("{length} ms");
+        assert!(
+            texts.iter().any(|t| t.2 == written && t.1 == y && t.0 > x),
+            "{written:?} beside {}: {texts:?}",
+            lane.strategy
+        );
+        // Its bar, in its colour, in its lane.
+        let (r, g, b) = (lane.style.color.0, lane.style.color.1, lane.style.color.2);
+        let fill = format!("opacity=\"1\" fill=\"#{r:02X}{g:02X}{b:02X}\"");
+        let in_lane = svg.split("<rect ").skip(1).any(|rect| {
+            let top = rect_attribute(rect, "y");
+            let height = rect_attribute(rect, "height");
+            rect.contains(&fill) && height > 10 && (top + height / 2 - y).abs() <= 4
+        });
+        assert!(in_lane, "no bar of {} in its lane at y {y}", lane.strategy);
+        lane_ys.push(y);
+    }
+    assert!(lane_ys.windows(2).all(|w| w[1] - w[0] >= 30), "{lane_ys:?}");
+}
+
+fn rect_attribute(rect: &str, name: &str) -> i32 {
+    let at = rect
+        .find(&format!(" {name}=\""))
+        .map_or(0, |i| i + name.len() + 3);
+    rect[at..at + rect[at..].find('"').unwrap()]
+        .parse()
+        .unwrap()
+}
+
+/// Rows of the report without a figure are named on the cost chart, not left out silently: a
+/// strategy the scale run measured without renew calls, and one the run left out.
+#[test]
+fn the_cost_chart_names_the_rows_it_cannot_plot() {
+    let c = fixture();
+    let grid = Grid::new(&c);
+    let point = |held: u64, calls: Option<f64>| CostPoint {
+        held_locks: held,
+        renew_calls_per_s: calls,
+        server_cpu_ms_per_s: Some(3.0),
+        client_cpu_percent: held as f64 / 1000.0,
+        rss_mb: 20.0,
+        threads: 4,
+        lost: 0,
+        renew_failures: 0,
+        thinnest_margin_ms: None,
+    };
+    let series = |strategy: &str, calls: Option<f64>| CostSeries {
+        strategy: strategy.into(),
+        stopped: None,
+        points: vec![point(1000, calls), point(10_000, calls.map(|c| c * 10.0))],
+        repeats: Vec::new(),
+    };
+    let cost = vec![
+        series("redis-watchdog", Some(1000.0)),
+        series("zookeeper", None),
+    ];
+    let absent = report::absent_at_scale(&grid, &cost);
+    assert_eq!(
+        absent.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+        ["redis-keyspace-naive"],
+        "memory is a yardstick, not a row"
+    );
+    let palette = report::palette(&grid, &cost);
+    let charts: Vec<CostChart> = CostChart::of_scale(&cost, &palette)
+        .into_iter()
+        .map(|chart| chart.naming_absent(&absent))
+        .collect();
+    let renew = charts.iter().find(|c| c.slug == "renew-calls").unwrap();
+    let texts: Vec<String> = svg_texts(&render("renew", &renew.title, renew).unwrap().svg)
+        .into_iter()
+        .map(|t| t.2)
+        .collect();
+    for label in [
+        "redis-watchdog",
+        "1\u{2009}000 → 10\u{2009}000",
+        "Not measured: zookeeper (the scale run has no renew calls per second of it)",
+        "Not in the scale run: redis-keyspace-naive",
+    ] {
+        assert!(
+            texts.iter().any(|t| t == label),
+            "no {label:?} in {texts:?}"
+        );
+    }
+    assert!(
+        !texts.iter().any(|t| t == "zookeeper"),
+        "no row without a figure"
+    );
+    // Where every measured row has the figure, only the strategy the run left out is named.
+    let cpu = charts.iter().find(|c| c.slug == "client-cpu").unwrap();
+    let notes = cpu.notes();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert_eq!(notes[1], "Not in the scale run: redis-keyspace-naive");
+    assert_eq!(cpu.rows().len(), 2);
 }
 
 /// Every chart of a report draws a strategy in the same look — its place in the report's strategy
@@ -405,9 +574,9 @@ fn each_strategy_keeps_its_colour_in_every_chart() {
         if let Some(chart) = AvailabilityChart::of_row(&grid, row, &palette) {
             seen.extend(
                 chart
-                    .series
+                    .lanes
                     .into_iter()
-                    .map(|s| (s.strategy, s.style, "availability")),
+                    .map(|l| (l.strategy, l.style, "availability")),
             );
         }
     }
@@ -544,7 +713,7 @@ fn with_a_fault_row() -> Comparison {
 }
 
 #[test]
-fn a_fault_row_charts_latency_over_time_instead_of_throughput() {
+fn a_fault_row_charts_availability_over_time_instead_of_throughput() {
     let c = with_a_fault_row();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("reports-render-fault-row");
     let _ = fs::remove_dir_all(&dir);
@@ -567,15 +736,13 @@ fn a_fault_row_charts_latency_over_time_instead_of_throughput() {
     let svg = fs::read_to_string(dir.join("charts/availability-process-pause.svg")).unwrap();
     for needle in [
         "time from the fault",
-        "redis-watchdog: no grant for 1.00 s (+0.00 to +1.00 s)",
+        "the longest stretch in which no lock was granted",
+        "1.00 s",
     ] {
         assert!(svg.contains(needle), "{needle}");
     }
     let md = fs::read_to_string(&written.markdown).unwrap();
-    assert!(
-        md.contains("### Acquire latency over time under faults"),
-        "{md}"
-    );
+    assert!(md.contains("### Lock availability under faults"), "{md}");
 }
 
 fn with_restart_and_peer() -> Comparison {

@@ -1,30 +1,42 @@
-//! Acquire latency over time for one fault scenario's row: per strategy, the longest wait of the
-//! acquires granted in each time bin (log scale), on a time axis that starts at each case's first fault
-//! (faults aimed at a holder strike at different moments in each case), with the fault shaded and a gap
-//! in the line where no lock was granted. Each legend entry carries the measured unavailability: the
-//! longest stretch of the measured window without any grant. A strategy that rightly gave up shows as a
-//! long gap here, not as a throughput of 0.
+//! Lock availability over time for one fault scenario's row: one horizontal lane per strategy, its
+//! name at the left, on a shared time axis that starts at each case's first fault (faults aimed at a
+//! holder strike at different moments in each case). In each lane, behind, the case's faults shaded;
+//! thin ticks where locks were granted (per bin); and a bar in the strategy's colour over the lock's
+//! measured unavailability, the longest stretch in which some client waited for a key no client held
+//! (in older files, which lack it, the longest stretch without any grant). Lanes run worst first, and
+//! each lane's label at the right words its unavailability ([`unavailability`]). A strategy that
+//! rightly gave up shows as a long bar here, not as a throughput of 0.
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::palette::{Palette, SeriesStyle};
-use super::{AXIS_SIZE, LABEL_SIZE, LEGEND_ROW, LIGHT, Plot, TITLE_SIZE, err, text};
+use super::{AXIS_SIZE, LABEL_SIZE, LIGHT, Plot, TITLE_SIZE, err, text, widest, wrap};
 use crate::grid::{Grid, Row, ran};
 use crate::model::{Availability, CaseResult};
 
-/// One strategy's series.
+/// One strategy's lane.
 #[derive(Debug, Clone, PartialEq)]
-pub struct WaitSeries {
-    /// Strategy id.
+pub struct Lane {
+    /// Strategy id, written left of the lane.
     pub strategy: String,
-    /// Legend text: the strategy and its longest stretch without a grant.
+    /// Its unavailability in full ([`unavailability`]: kind, length, from and to), or that nothing
+    /// was measured; the chart writes its length ([`Lane::length`]) and the key its kind.
     pub label: String,
     /// The strategy's look in this report.
     pub style: SeriesStyle,
-    /// Runs of (seconds from the case's first fault, longest wait in ms) over consecutive bins with
-    /// grants.
-    pub runs: Vec<Vec<(f64, f64)>>,
+    /// The case's fault windows, seconds from its first fault.
+    pub faults: Vec<(f64, f64)>,
+    /// Runs of consecutive bins in which a lock was granted, seconds from the case's first fault.
+    pub granted: Vec<(f64, f64)>,
+    /// The longest stretch unavailable (the bar, when it has a length), seconds from the case's
+    /// first fault; None when the window was empty.
+    pub unavailable: Option<(f64, f64)>,
+    /// Whether the bar is the lock's measured unavailability (`longest_blocked`); false when it is
+    /// the older figure, the longest stretch without any grant.
+    pub blocked: bool,
 }
 
 /// The chart.
@@ -32,12 +44,12 @@ pub struct WaitSeries {
 pub struct AvailabilityChart {
     /// Title.
     pub title: String,
-    /// Fault windows to shade, seconds from the first fault (of the row's first case).
-    pub faults: Vec<(f64, f64)>,
     /// The x axis, seconds from the first fault.
     pub x_range: (f64, f64),
-    /// One series per strategy that ran, the longest unavailability first.
-    pub series: Vec<WaitSeries>,
+    /// The bin width of the grant ticks, ms (the first lane's).
+    pub bin_ms: f64,
+    /// One lane per strategy that ran, top to bottom: the longest unavailability first.
+    pub lanes: Vec<Lane>,
 }
 
 /// The longest stretch without a grant, as the legend words it: its length, and where it lay from
@@ -71,19 +83,23 @@ fn secs(ms: f64) -> String {
     format!("{:+.2}", if s.abs() < 0.005 { 0.0 } else { s })
 }
 
-fn runs(a: &Availability, origin_ms: f64) -> Vec<Vec<(f64, f64)>> {
+/// Runs of consecutive bins with at least one grant, as (from, to) seconds from `origin_ms`.
+fn granted(a: &Availability, origin_ms: f64) -> Vec<(f64, f64)> {
+    let at = |bin: usize| (bin as f64 * a.bin_ms - origin_ms) / 1e3;
     let mut runs = Vec::new();
-    let mut run = Vec::new();
-    for (i, wait) in a.max_wait_ms.iter().enumerate() {
-        let mid_s = ((i as f64 + 0.5) * a.bin_ms - origin_ms) / 1e3;
-        match wait {
-            Some(w) => run.push((mid_s, *w)),
-            None if !run.is_empty() => runs.push(std::mem::take(&mut run)),
-            None => {}
+    let mut start = None;
+    for (i, n) in a.grants.iter().enumerate() {
+        match (start, *n > 0) {
+            (None, true) => start = Some(i),
+            (Some(s), false) => {
+                runs.push((at(s), at(i)));
+                start = None;
+            }
+            _ => {}
         }
     }
-    if !run.is_empty() {
-        runs.push(run);
+    if let Some(s) = start {
+        runs.push((at(s), at(a.grants.len())));
     }
     runs
 }
@@ -105,11 +121,16 @@ fn fault_windows(case: &CaseResult, end_s: f64) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// The length of `a`'s unavailability, ms (-1 without one), by which lanes are ranked.
+fn unavailable_ms(a: &Availability) -> f64 {
+    a.unavailable().map_or(-1.0, |g| g.to_ms - g.from_ms)
+}
+
 impl AvailabilityChart {
-    /// The chart of `row`, each series in its strategy's look from `palette`; None when no case of
-    /// the row recorded grants over time (rows without faults).
+    /// The chart of `row`, each lane in its strategy's look from `palette`; None when no case of the
+    /// row recorded grants over time (rows without faults).
     pub fn of_row(grid: &Grid<'_>, row: &Row<'_>, palette: &Palette) -> Option<Self> {
-        let cases: Vec<(&str, &CaseResult, &Availability)> = grid
+        let mut cases: Vec<(&str, &CaseResult, &Availability)> = grid
             .strategies
             .iter()
             .filter_map(|s| {
@@ -117,7 +138,7 @@ impl AvailabilityChart {
                 Some((s.id.as_str(), case, case.availability.as_ref()?))
             })
             .collect();
-        let first: &CaseResult = cases.first()?.1;
+        let bin_ms = cases.first()?.2.bin_ms;
         let span_of = |case: &CaseResult, a: &Availability| {
             let origin = origin_ms(case) / 1e3;
             (-origin, a.grants.len() as f64 * a.bin_ms / 1e3 - origin)
@@ -126,103 +147,276 @@ impl AvailabilityChart {
             .iter()
             .map(|(_, c, a)| span_of(c, a))
             .fold((0.0f64, 0.1f64), |(lo, hi), (l, h)| (lo.min(l), hi.max(h)));
-        // Longest unavailability first, so the legend reads as a ranking of what differs.
-        let mut cases = cases;
-        cases.sort_by(|(_, _, a), (_, _, b)| {
-            let gap = |a: &Availability| a.unavailable().map_or(-1.0, |g| g.to_ms - g.from_ms);
-            gap(b).total_cmp(&gap(a))
-        });
-        let series = cases
+        // Worst first, so the lanes read as a ranking of what differs; a stable sort keeps the
+        // report's order among equals.
+        cases.sort_by(|(_, _, a), (_, _, b)| unavailable_ms(b).total_cmp(&unavailable_ms(a)));
+        let lanes = cases
             .iter()
-            .map(|(id, case, a)| WaitSeries {
-                strategy: (*id).to_owned(),
-                label: match unavailability(a, origin_ms(case)) {
-                    Some(gap) => format!("{id}: {gap}"),
-                    None => (*id).to_owned(),
-                },
-                style: palette.style(id),
-                runs: runs(a, origin_ms(case)),
+            .map(|(id, case, a)| {
+                let origin = origin_ms(case);
+                Lane {
+                    strategy: (*id).to_owned(),
+                    label: unavailability(a, origin)
+                        .unwrap_or_else(|| "nothing measured".to_owned()),
+                    style: palette.style(id),
+                    faults: fault_windows(case, x_range.1),
+                    granted: granted(a, origin),
+                    unavailable: a
+                        .unavailable()
+                        .map(|g| ((g.from_ms - origin) / 1e3, (g.to_ms - origin) / 1e3)),
+                    blocked: a.longest_blocked.is_some(),
+                }
             })
             .collect();
         Some(AvailabilityChart {
-            title: format!("Acquire latency over time — {}", row.label),
-            faults: fault_windows(first, x_range.1),
+            title: format!("Lock availability over time — {}", row.label),
             x_range,
-            series,
+            bin_ms,
+            lanes,
         })
     }
 
-    fn legend_width(&self) -> i32 {
-        super::legend_width(self.series.iter().map(|s| s.label.as_str()))
+    /// The key under the plot: what a bar, a tick and the shading mean, in the words the lanes'
+    /// figures call for.
+    fn key(&self) -> Vec<(Swatch, String)> {
+        let mut key = Vec::new();
+        if self.lanes.iter().any(|l| l.blocked) {
+            key.push((
+                Swatch::Bar,
+                "bar, its length at the right: the longest stretch in which a client waited and \
+                 no client held the lock"
+                    .to_owned(),
+            ));
+        }
+        if self.lanes.iter().any(|l| !l.blocked) {
+            key.push((
+                Swatch::Bar,
+                "bar, its length at the right: the longest stretch in which no lock was granted"
+                    .to_owned(),
+            ));
+        }
+        key.push((
+            Swatch::Tick,
+            format!(
+                "tick: a {} bin in which a lock was granted",
+                span(self.bin_ms)
+            ),
+        ));
+        key.push((Swatch::Shade, "shaded: the fault".to_owned()));
+        key
+    }
+
+    /// The key's lines, wrapped to the chart's width, each with its sample on its first line.
+    fn key_lines(&self, width: i32) -> Vec<(Option<Swatch>, String)> {
+        let mut lines = Vec::new();
+        for (swatch, words) in self.key() {
+            for (i, line) in wrap(&words, LABEL_SIZE, width - KEY_TEXT - 12)
+                .into_iter()
+                .enumerate()
+            {
+                lines.push(((i == 0).then_some(swatch), line));
+            }
+        }
+        lines
+    }
+
+    fn name_width(&self) -> i32 {
+        widest(self.lanes.iter().map(|l| &l.strategy), LABEL_SIZE) + 20
+    }
+
+    fn length_width(&self) -> i32 {
+        widest(self.lanes.iter().map(Lane::length), LABEL_SIZE) + 24
+    }
+
+    fn width(&self) -> i32 {
+        24 + self.name_width() + PLOT_WIDTH + self.length_width()
+    }
+
+    fn key_height(&self) -> i32 {
+        KEY_ROW * self.key_lines(self.width()).len() as i32 + 12
     }
 }
 
+impl Lane {
+    /// Written right of the lane: the bar's length, what differs between the lanes (`–` when the
+    /// window was empty).
+    pub fn length(&self) -> String {
+        self.unavailable
+            .map_or_else(|| "–".to_owned(), |(from, to)| span((to - from) * 1e3))
+    }
+}
+
+/// A key entry's sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Swatch {
+    /// A lane's bar.
+    Bar,
+    /// A grant tick.
+    Tick,
+    /// The fault's shading.
+    Shade,
+}
+
+/// Pixels per lane.
+const LANE: i32 = 44;
+/// The plot's own width, between the names and the lengths.
+const PLOT_WIDTH: i32 = 400;
+/// Height of one key line.
+const KEY_ROW: i32 = 24;
+/// Where the key's words start, right of its samples.
+const KEY_TEXT: i32 = 66;
+/// The fault's shading: opaque, so the windows of several trials that overlap read as one.
+const SHADE: RGBColor = RGBColor(0xe6, 0xe6, 0xe6);
+/// The key's sample colour (lanes have their own).
+const KEY_INK: RGBColor = RGBColor(0x42, 0x42, 0x42);
+/// A lane's bar, in lane heights from its top: (top, bottom).
+const BAR: (f64, f64) = (0.16, 0.66);
+/// A lane's grant ticks, in lane heights from its top: (top, bottom).
+const TICKS: (f64, f64) = (0.76, 0.9);
+
+type LaneChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
 impl Plot for AvailabilityChart {
     fn size(&self) -> (u32, u32) {
-        let legend_height = 120 + LEGEND_ROW * self.series.len() as i32;
-        (
-            (760 + self.legend_width()) as u32,
-            legend_height.max(520) as u32,
-        )
+        let height = 60 + LANE * self.lanes.len().max(1) as i32 + 60 + self.key_height();
+        (self.width() as u32, height as u32)
     }
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        let waits = self.series.iter().flat_map(|s| s.runs.iter().flatten());
-        let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
-        for &(_, w) in waits {
-            lo = lo.min(w.max(0.01));
-            hi = hi.max(w);
-        }
-        if !lo.is_finite() || hi <= 0.0 {
-            (lo, hi) = (0.1, 1.0);
-        }
-        let (y_lo, y_hi) = (lo / 1.6, hi * 2.0);
+        let (width, height) = area.dim_in_pixel();
+        let (upper, foot) = area.split_vertically(height as i32 - self.key_height());
+        let n = self.lanes.len().max(1) as f64;
         let (x_lo, x_hi) = self.x_range;
-        let body = area.titled(&self.title, text(TITLE_SIZE)).map_err(err)?;
-        let (width, _) = body.dim_in_pixel();
-        let (plot_area, legend_area) = body.split_horizontally(width as i32 - self.legend_width());
-        let mut chart = ChartBuilder::on(&plot_area)
-            .margin(14)
-            .margin_right(24)
-            .x_label_area_size(56)
-            .y_label_area_size(84)
-            .build_cartesian_2d(x_lo..x_hi, super::log_axis(y_lo, y_hi))
+        let mut chart = ChartBuilder::on(&upper)
+            .caption(&self.title, text(TITLE_SIZE))
+            .margin(12)
+            .margin_left(4)
+            .margin_right(0)
+            .x_label_area_size(52)
+            .y_label_area_size(self.name_width())
+            .right_y_label_area_size(self.length_width())
+            .build_cartesian_2d(x_lo..x_hi, 0.0..n)
             .map_err(err)?;
         chart
             .configure_mesh()
-            .disable_x_mesh()
-            .x_desc("time from the fault's start (s); shaded: the fault")
-            .y_desc("longest wait of a granted acquire (ms, log)")
+            .disable_y_mesh()
+            .disable_y_axis()
+            .x_desc("time from the fault's start (s)")
             .axis_desc_style(text(AXIS_SIZE))
             .label_style(text(LABEL_SIZE))
+            .bold_line_style(LIGHT)
+            .light_line_style(WHITE)
+            .x_labels(8)
             .x_label_formatter(&|x| super::tick(*x))
-            .y_label_formatter(&|y| super::tick(*y))
             .draw()
             .map_err(err)?;
-        chart
-            .draw_series(self.faults.iter().map(|&(from, to)| {
-                Rectangle::new(
-                    [(from, y_lo), (to.min(x_hi), y_hi)],
-                    LIGHT.mix(0.6).filled(),
-                )
-            }))
-            .map_err(err)?;
-        for series in &self.series {
-            for run in &series.runs {
-                super::draw_line(&mut chart, run.clone(), series.style, 2)?;
-                chart
-                    .draw_series(run.iter().map(|&(x, y)| {
-                        Circle::new((x, y.max(y_lo)), 3, series.style.color.filled())
-                    }))
+        self.draw_lanes(&mut chart)?;
+        for (i, lane) in self.lanes.iter().enumerate() {
+            let middle = lane_top(n, i) - (BAR.0 + BAR.1) / 2.0;
+            let (left, y) = chart.backend_coord(&(x_lo, middle));
+            let (right, _) = chart.backend_coord(&(x_hi, middle));
+            for (label, x, side) in [
+                (lane.strategy.clone(), left - 10, HPos::Right),
+                (lane.length(), right + 12, HPos::Left),
+            ] {
+                upper
+                    .draw(&Text::new(
+                        label,
+                        (x, y),
+                        text(LABEL_SIZE).pos(Pos::new(side, VPos::Center)),
+                    ))
                     .map_err(err)?;
             }
         }
-        let entries: Vec<(String, SeriesStyle)> = self
-            .series
-            .iter()
-            .map(|s| (s.label.clone(), s.style))
-            .collect();
-        super::draw_legend(&legend_area, &entries, 14)
+        self.draw_key(&foot, width as i32)
+    }
+}
+
+/// The y value of the top of lane `i` (0 is the top lane) of `n`.
+fn lane_top(n: f64, i: usize) -> f64 {
+    n - i as f64
+}
+
+impl AvailabilityChart {
+    /// Each lane: its faults shaded, a line under it, its grant ticks and its bar.
+    fn draw_lanes<DB: DrawingBackend>(&self, chart: &mut LaneChart<'_, DB>) -> Result<(), String> {
+        let n = self.lanes.len().max(1) as f64;
+        let (x_lo, x_hi) = self.x_range;
+        // Three pixels' worth of seconds: a bar of a few ms still shows.
+        let least = (x_hi - x_lo) / PLOT_WIDTH as f64 * 3.0;
+        let clip = |x: f64| x.clamp(x_lo, x_hi);
+        for (i, lane) in self.lanes.iter().enumerate() {
+            let top = lane_top(n, i);
+            let rect = |from: f64, to: f64, (upper, lower): (f64, f64), style: ShapeStyle| {
+                Rectangle::new([(clip(from), top - upper), (clip(to), top - lower)], style)
+            };
+            chart
+                .draw_series(
+                    lane.faults
+                        .iter()
+                        .map(|&(from, to)| rect(from, to, (0.0, 1.0), SHADE.filled())),
+                )
+                .map_err(err)?;
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(x_lo, top - 1.0), (x_hi, top - 1.0)],
+                    LIGHT.stroke_width(1),
+                )))
+                .map_err(err)?;
+            let tick = lane.style.color.filled();
+            chart
+                .draw_series(
+                    lane.granted
+                        .iter()
+                        .map(|&(from, to)| rect(from, to, TICKS, tick)),
+                )
+                .map_err(err)?;
+            if let Some((from, to)) = lane.unavailable.filter(|(from, to)| to > from) {
+                let to = to.max(from + least);
+                chart
+                    .draw_series([
+                        rect(from, to, BAR, lane.style.color.filled()),
+                        rect(from, to, BAR, BLACK.mix(0.45).stroke_width(1)),
+                    ])
+                    .map_err(err)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The key, one entry a line (wrapped to `width`): a sample, then what it means.
+    fn draw_key<DB: DrawingBackend>(
+        &self,
+        foot: &DrawingArea<DB, Shift>,
+        width: i32,
+    ) -> Result<(), String> {
+        for (i, (swatch, words)) in self.key_lines(width).into_iter().enumerate() {
+            let y = KEY_ROW / 2 + i as i32 * KEY_ROW;
+            let (x0, x1) = (24, KEY_TEXT - 10);
+            let sample = match swatch {
+                Some(Swatch::Bar) => {
+                    Some(Rectangle::new([(x0, y - 7), (x1, y + 7)], KEY_INK.filled()))
+                }
+                Some(Swatch::Tick) => Some(Rectangle::new(
+                    [(x0 + 8, y - 3), (x0 + 24, y + 3)],
+                    KEY_INK.filled(),
+                )),
+                Some(Swatch::Shade) => {
+                    Some(Rectangle::new([(x0, y - 10), (x1, y + 10)], SHADE.filled()))
+                }
+                None => None,
+            };
+            if let Some(sample) = sample {
+                foot.draw(&sample).map_err(err)?;
+            }
+            foot.draw(&Text::new(
+                words,
+                (KEY_TEXT, y),
+                text(LABEL_SIZE).pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(err)?;
+        }
+        Ok(())
     }
 }
 
@@ -233,7 +427,7 @@ mod tests {
     use crate::model::Gap;
 
     #[test]
-    fn the_legend_ranks_the_strategies_by_their_longest_stretch_without_a_grant() {
+    fn the_lanes_rank_the_strategies_by_their_longest_stretch_without_a_grant() {
         let mut c = Comparison::read(include_str!("../../tests/fixtures/compare-quick.json"))
             .expect("fixture");
         // The first scenario's cases, in report order, with gaps that are not in order.
@@ -260,17 +454,16 @@ mod tests {
                 .and_then(|c| c.availability.as_ref()?.unavailable())
                 .map_or(-1.0, |g| g.to_ms - g.from_ms)
         };
-        let gaps: Vec<f64> = chart.series.iter().map(|s| gap(&s.strategy)).collect();
-        assert_eq!(&gaps[..3], &[500.0, 300.0, 100.0], "{:?}", chart.series);
-        assert!(
-            chart.series[0].label.contains("no grant for 500 ms"),
-            "{:?}",
-            chart.series[0]
-        );
+        let gaps: Vec<f64> = chart.lanes.iter().map(|l| gap(&l.strategy)).collect();
+        assert_eq!(&gaps[..3], &[500.0, 300.0, 100.0], "{:?}", chart.lanes);
+        let first = &chart.lanes[0];
+        assert!(first.label.contains("no grant for 500 ms"), "{first:?}");
+        assert_eq!(first.unavailable, Some((0.05, 0.55)), "{first:?}");
+        assert!(!first.blocked);
     }
 
     #[test]
-    fn bins_without_grants_break_the_line_and_the_gap_is_worded() {
+    fn bins_with_grants_make_ticks_and_the_gap_is_worded() {
         let a = Availability {
             bin_ms: 100.0,
             grants: vec![2, 0, 0, 1, 1],
@@ -281,10 +474,15 @@ mod tests {
             }),
             longest_blocked: None,
         };
-        assert_eq!(
-            runs(&a, 50.0),
-            vec![vec![(0.0, 5.0)], vec![(0.3, 900.0), (0.4, 2.0)]]
-        );
+        let runs = granted(&a, 50.0);
+        let expected = [(-0.05, 0.05), (0.25, 0.45)];
+        assert_eq!(runs.len(), expected.len(), "{runs:?}");
+        for ((from, to), (want_from, want_to)) in runs.iter().zip(expected) {
+            assert!(
+                (from - want_from).abs() < 1e-9 && (to - want_to).abs() < 1e-9,
+                "{runs:?}"
+            );
+        }
         assert_eq!(
             unavailability(&a, 90.0).as_deref(),
             Some("no grant for 260 ms (+0.00 to +0.26 s)")

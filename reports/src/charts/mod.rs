@@ -7,14 +7,15 @@
 //! |---|---|
 //! | [`throughput`] | throughput per strategy, one chart per row |
 //! | [`latency`] | acquire-latency percentile curves, log scales |
-//! | [`availability`] | acquire latency over time in fault scenarios, the fault shaded, the longest stretch without a grant |
+//! | [`availability`] | lock availability over time in fault scenarios: a lane per strategy, the fault shaded, grants as ticks, the longest unavailability as a bar |
 //! | [`margin`] | renewal margin distribution (TTL left when renewals land) |
 //! | [`timeline`] | holder timeline of one key per case, overlaps and fault windows marked |
-//! | [`cost`] | cost against held locks (drawn only when such data is given) |
+//! | [`cost`] | cost at each held-lock step, a row per strategy with its values written, rows without a figure named (drawn only when such data is given) |
 //! | [`palette`] | one colour and line style per strategy, the same in every chart of a report |
 //!
-//! Line charts put their legend right of the plot (`draw_legend`); log axes are labelled at 1, 2, 5
-//! (or fewer) per decade with no minor grid (`log_ticks`).
+//! Line charts put their legend right of the plot (`draw_legend`); lane and row charts name each row at
+//! its left instead. Log axes are labelled at 1, 2, 5 (or fewer) per decade with no minor grid
+//! (`log_ticks`).
 
 pub mod availability;
 pub mod cost;
@@ -181,6 +182,38 @@ pub(crate) fn text_width(s: &str, size: u32) -> i32 {
         .box_size(s)
         .map(|(w, _)| w as i32)
         .unwrap_or((s.chars().count() as f64 * size as f64 * 0.6) as i32)
+}
+
+/// The widest of `labels` at `size` in the chart font, in pixels (0 without any).
+pub(crate) fn widest<S: AsRef<str>>(labels: impl IntoIterator<Item = S>, size: u32) -> i32 {
+    labels
+        .into_iter()
+        .map(|l| text_width(l.as_ref(), size))
+        .max()
+        .unwrap_or(0)
+}
+
+/// `words` broken into lines at most `width` pixels wide at `size` (a word wider than that keeps a
+/// line of its own).
+pub(crate) fn wrap(words: &str, size: u32, width: i32) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in words.split(' ') {
+        let longer = if line.is_empty() {
+            word.to_owned()
+        } else {
+            format!("{line} {word}")
+        };
+        if !line.is_empty() && text_width(&longer, size) > width {
+            lines.push(std::mem::replace(&mut line, word.to_owned()));
+        } else {
+            line = longer;
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// An axis tick: whole numbers without decimals (thousands grouped), others with up to three
@@ -375,6 +408,11 @@ mod tests {
         );
         assert_eq!(log_ticks(1.0, 1e12).len(), 7, "every other power of ten");
         assert_eq!(tick(0.0002), "0.0002");
+        let wide = text_width("alpha beta", LABEL_SIZE).max(text_width("gamma delta", LABEL_SIZE));
+        assert_eq!(
+            wrap("alpha beta gamma delta", LABEL_SIZE, wide),
+            ["alpha beta", "gamma delta"]
+        );
         assert_eq!(tick(0.3), "0.3");
     }
 }
