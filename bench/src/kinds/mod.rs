@@ -10,7 +10,8 @@
 //! 1. A launcher in `servers/` (a fresh data directory, loopback only, a free port, stopped on drop,
 //!    its version).
 //! 2. A folder `kinds/<kind>/` with the same files as the others: `mod.rs`, its [`KindEntry`] (name,
-//!    flag, address and secret handling, probes, version, start, endpoints, proxies, faults).
+//!    flag, address and secret handling, probes, version, start, endpoints, proxies, faults);
+//!    `counters.rs`, its outside counters read into a [`counters::StatsSnapshot`].
 //! 3. Its registration: a variant of [`ServerKind`], added to [`ServerKind::ALL`], and its entry in
 //!    [`ServerKind::entry`]; a field for its addresses in [`EndpointAddrs`]. No `match` on a kind ends
 //!    in a catch-all, so the compiler names every other place that must say something about it (the
@@ -22,6 +23,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use lockbench_servers::ServerError;
+
+use self::counters::ReadCounters;
 
 pub use self::endpoints::EndpointAddrs;
 pub use self::postgres::prepare_own_postgres;
@@ -42,6 +45,7 @@ macro_rules! one_server {
     }};
 }
 
+pub mod counters;
 pub mod endpoints;
 pub mod etcd;
 pub mod postgres;
@@ -116,6 +120,8 @@ pub struct ServerEntry {
     pub via_proxies: fn(&mut EndpointAddrs, &[SocketAddr]),
     /// The server faults it takes beyond a pause and the network faults every server takes.
     pub faults: ServerFaults,
+    /// Reads its outside counters (its `counters.rs`).
+    pub counters: ReadCounters,
 }
 
 impl std::fmt::Debug for ServerEntry {

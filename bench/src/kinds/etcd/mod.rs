@@ -1,6 +1,8 @@
 //! The etcd kind: an etcd cluster: its flag and endpoints, its version probe and how lockbench
 //! starts one.
 
+pub mod counters;
+
 use lockbench_servers::{EtcdServer, probe};
 
 use super::{KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, Started, no_proxy_address};
@@ -61,6 +63,7 @@ pub(super) static ETCD: KindEntry = KindEntry {
             independent_nodes: false,
             terminate_session: false,
         },
+        counters: counters::read,
     }),
 };
 

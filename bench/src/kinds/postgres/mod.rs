@@ -1,6 +1,8 @@
 //! The PostgreSQL kind: a PostgreSQL server: its flag and URL, and how lockbench starts one and
 //! prepares the tables its strategies need.
 
+pub mod counters;
+
 use lockbench_servers::{PostgresServer, ServerError};
 
 use super::{KindEntry, ServerEntry, ServerFaults, Started, no_proxy_address};
@@ -49,6 +51,7 @@ pub(super) static POSTGRES: KindEntry = KindEntry {
             independent_nodes: false,
             terminate_session: true,
         },
+        counters: counters::read,
     }),
 };
 

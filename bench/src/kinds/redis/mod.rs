@@ -1,6 +1,8 @@
 //! The Redis kind: one Redis server (or the primary its Sentinels name, or a Redis Cluster's
 //! nodes): its flag and addresses, its version probe and how lockbench starts one.
 
+pub mod counters;
+
 use std::net::SocketAddr;
 
 use lockbench_servers::RedisServer;
@@ -78,6 +80,7 @@ pub(super) static REDIS: KindEntry = KindEntry {
             independent_nodes: false,
             terminate_session: false,
         },
+        counters: counters::read,
     }),
 };
 

@@ -1,6 +1,8 @@
 //! The Redis-nodes kind: N independent Redis servers, Redlock's masters (5 when lockbench starts
 //! them): their flag and addresses, their version probe and how lockbench starts them.
 
+pub mod counters;
+
 use lockbench_servers::{RedisNodeOptions, RedisNodes, probe};
 
 use super::redis::redis_version;
@@ -95,5 +97,6 @@ pub(super) static REDIS_NODES: KindEntry = KindEntry {
             independent_nodes: true,
             terminate_session: false,
         },
+        counters: counters::read,
     }),
 };

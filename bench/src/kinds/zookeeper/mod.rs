@@ -1,6 +1,8 @@
 //! The ZooKeeper kind: a ZooKeeper ensemble: its flag and connect string, its version probe and
 //! how lockbench starts one.
 
+pub mod counters;
+
 use std::net::SocketAddr;
 
 use lockbench_servers::{ZkServer, probe};
@@ -60,5 +62,6 @@ pub(super) static ZOOKEEPER: KindEntry = KindEntry {
             independent_nodes: false,
             terminate_session: false,
         },
+        counters: counters::read,
     }),
 };
