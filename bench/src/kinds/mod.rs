@@ -11,7 +11,8 @@
 //!    its version).
 //! 2. A folder `kinds/<kind>/` with the same files as the others: `mod.rs`, its [`KindEntry`] (name,
 //!    flag, address and secret handling, probes, version, start, endpoints, proxies, faults);
-//!    `counters.rs`, its outside counters read into a [`counters::StatsSnapshot`].
+//!    `counters.rs`, its outside counters read into a [`counters::StatsSnapshot`]; `held.rs`, its
+//!    [`held::HeldProbe`], what `lockbench scale` reads of it while a client only holds locks.
 //! 3. Its registration: a variant of [`ServerKind`], added to [`ServerKind::ALL`], and its entry in
 //!    [`ServerKind::entry`]; a field for its addresses in [`EndpointAddrs`]. No `match` on a kind ends
 //!    in a catch-all, so the compiler names every other place that must say something about it (the
@@ -25,6 +26,7 @@ use std::time::Duration;
 use lockbench_servers::ServerError;
 
 use self::counters::ReadCounters;
+use self::held::HeldProbe;
 
 pub use self::endpoints::EndpointAddrs;
 pub use self::postgres::prepare_own_postgres;
@@ -48,6 +50,7 @@ macro_rules! one_server {
 pub mod counters;
 pub mod endpoints;
 pub mod etcd;
+pub mod held;
 pub mod postgres;
 pub mod redis;
 pub mod redis_nodes;
@@ -122,6 +125,8 @@ pub struct ServerEntry {
     pub faults: ServerFaults,
     /// Reads its outside counters (its `counters.rs`).
     pub counters: ReadCounters,
+    /// What `lockbench scale` reads of it while its client only holds locks (its `held.rs`).
+    pub held: HeldProbe,
 }
 
 impl std::fmt::Debug for ServerEntry {

@@ -2,6 +2,7 @@
 //! starts one.
 
 pub mod counters;
+pub mod held;
 
 use lockbench_servers::{EtcdServer, probe};
 
@@ -64,6 +65,7 @@ pub(super) static ETCD: KindEntry = KindEntry {
             terminate_session: false,
         },
         counters: counters::read,
+        held: held::HELD,
     }),
 };
 

@@ -2,6 +2,7 @@
 //! prepares the tables its strategies need.
 
 pub mod counters;
+pub mod held;
 
 use lockbench_servers::{PostgresServer, ServerError};
 
@@ -52,6 +53,7 @@ pub(super) static POSTGRES: KindEntry = KindEntry {
             terminate_session: true,
         },
         counters: counters::read,
+        held: held::HELD,
     }),
 };
 

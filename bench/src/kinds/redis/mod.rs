@@ -2,6 +2,7 @@
 //! nodes): its flag and addresses, its version probe and how lockbench starts one.
 
 pub mod counters;
+pub mod held;
 
 use std::net::SocketAddr;
 
@@ -81,6 +82,7 @@ pub(super) static REDIS: KindEntry = KindEntry {
             terminate_session: false,
         },
         counters: counters::read,
+        held: held::HELD,
     }),
 };
 

@@ -2,6 +2,7 @@
 //! them): their flag and addresses, their version probe and how lockbench starts them.
 
 pub mod counters;
+pub mod held;
 
 use lockbench_servers::{RedisNodeOptions, RedisNodes, probe};
 
@@ -98,5 +99,6 @@ pub(super) static REDIS_NODES: KindEntry = KindEntry {
             terminate_session: false,
         },
         counters: counters::read,
+        held: held::HELD,
     }),
 };

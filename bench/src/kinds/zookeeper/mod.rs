@@ -2,6 +2,7 @@
 //! how lockbench starts one.
 
 pub mod counters;
+pub mod held;
 
 use std::net::SocketAddr;
 
@@ -63,5 +64,6 @@ pub(super) static ZOOKEEPER: KindEntry = KindEntry {
             terminate_session: false,
         },
         counters: counters::read,
+        held: held::HELD,
     }),
 };
