@@ -1,5 +1,5 @@
 //! What `lockbench scale` reads of a PostgreSQL while its client only holds locks: the locks it
-//! holds as it sees them ([`POSTGRES_HELD`]), its `UPDATE`s (`postgres-lease`'s renewals), and the
+//! holds as it sees them (`POSTGRES_HELD`), its `UPDATE`s (`postgres-lease`'s renewals), and the
 //! CPU time of the postmaster and its sessions.
 
 use std::net::SocketAddr;
