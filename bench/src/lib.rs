@@ -11,6 +11,7 @@
 //! |---|---|---|
 //! | 1 leaf types (`base/`) | `clock`, `duration`, `stop`, `holds`, `suggest` | the monotonic clock and the RFC 3339 timestamp; durations as text; the stop signal; hold intervals (`Interval`, `EndedBy`, `IntervalBatch`) and hold events; "did you mean" for misspelled names |
 //! | | `error`, `output`, `stdout`, `progress`, `table`, `proc_stat`, `measure`, `environment` | errors and exit codes; the atomic results file; printing that a closed pipe ends quietly; progress bars; the summary table; process CPU; measurement helpers shared with `cargo bench`; the machine |
+//! | | [`kinds`] | the server kinds, one folder each with the same skeleton, registered by one line |
 //! | | [`backends`], [`strategies`] | the servers (given or started here) and their cost counters; the registry, one entry per strategy id |
 //! | 2 workload | `workload` (with `workload::faults`), `scenarios` | what a run asks for, fault specs included (pure data): TOML presets and files, flags, checks |
 //! | 3 fault injection | `faults` | which fault applies where; worker pause/crash/starvation, proxies, server freeze, failover, leader loss; its own commands and errors |
@@ -28,6 +29,7 @@ mod cli;
 pub mod commands;
 mod driver;
 mod faults;
+pub mod kinds;
 mod results;
 mod scenarios;
 pub mod strategies;

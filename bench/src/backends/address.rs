@@ -10,8 +10,6 @@ use std::time::Duration;
 use lockbench_servers::probe::{resp_command, resp_command_as};
 use lockers::address::{self, Credentials};
 
-use super::ServerKind;
-
 /// The address without credentials and TLS parameters.
 fn bare(address: &str) -> Result<String, String> {
     address::split(address)
@@ -67,24 +65,6 @@ pub fn is_tls(url: &str) -> bool {
     ]
     .iter()
     .any(|scheme| url.trim().starts_with(scheme))
-}
-
-/// `address` with the password from the environment filled in where the address has none: the
-/// variable is the kind's ([`ServerEntry::secret_variable`](super::kinds::ServerEntry)), filled in as
-/// the kind's [`fill_secret`](super::kinds::ServerEntry) says. A variable that is set but cannot be
-/// used is an error (the message never contains it).
-pub fn password_from_env(kind: ServerKind, address: &str) -> Result<String, String> {
-    let Some(server) = kind.server() else {
-        return Ok(address.to_owned());
-    };
-    let var = server.secret_variable;
-    let Some(secret) = std::env::var_os(var) else {
-        return Ok(address.to_owned());
-    };
-    let secret = secret
-        .into_string()
-        .map_err(|_| format!("{var} is not UTF-8"))?;
-    (server.fill_secret)(address, &secret).map_err(|why| format!("{var} {why}"))
 }
 
 /// ZooKeeper's `user:password` (`LOCKBENCH_ZK_AUTH`) before a connect string without one.

@@ -3,7 +3,6 @@
 //! kills them, and a Ctrl-C handler can kill them all with `lockbench_servers::kill_all_servers`.
 
 pub mod address;
-pub mod kinds;
 pub mod monitor;
 pub mod stats;
 
@@ -14,11 +13,10 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use lockbench_reports::model::ServerInfo;
-use serde::{Deserialize, Serialize};
 
-pub use self::kinds::ServerKind;
-use self::kinds::Started;
 use crate::base::error::BenchError;
+use crate::kinds::Started;
+pub use crate::kinds::{self, EndpointAddrs, ServerKind};
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -65,32 +63,6 @@ impl std::fmt::Debug for GivenAddresses {
     }
 }
 
-/// The addresses strategies connect to, as strategies take them (serializable, so worker processes
-/// get them too; `Debug` shows them redacted).
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EndpointAddrs {
-    /// Redis URL (`redis://127.0.0.1:PORT/`).
-    pub redis: Option<String>,
-    /// URLs of the independent Redis servers (Redlock's nodes), in order.
-    #[serde(default)]
-    pub redis_nodes: Vec<String>,
-    /// etcd endpoints (`http://127.0.0.1:PORT`).
-    pub etcd: Vec<String>,
-    /// ZooKeeper connect string (`127.0.0.1:PORT`).
-    pub zookeeper: Option<String>,
-    /// PostgreSQL URL (`postgres://user@127.0.0.1:PORT/db`).
-    #[serde(default)]
-    pub postgres: Option<String>,
-    /// Whether the Redis primary has a replica (the failover topology): Redisson's rows then run in a
-    /// replicated mode and `WAIT` after lock writes.
-    #[serde(default)]
-    pub redis_replicated: bool,
-    /// URLs of the primary's replicas when lockbench started them beside it (the failover pair), for
-    /// clients configured with them (the real Redisson's master/slave mode).
-    #[serde(default)]
-    pub redis_replicas: Vec<String>,
-}
-
 /// A server lockbench started: its process ids (one per socket) and the handle that stops it.
 struct Managed {
     pids: Vec<Option<u32>>,
@@ -105,21 +77,6 @@ pub struct Backend {
     version: Option<String>,
     startup: Option<Duration>,
     managed: Option<Managed>,
-}
-
-impl std::fmt::Debug for EndpointAddrs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use lockers::address::redact;
-        f.debug_struct("EndpointAddrs")
-            .field("redis", &self.redis.as_deref().map(redact))
-            .field("redis_nodes", &redact(&self.redis_nodes.join(",")))
-            .field("etcd", &redact(&self.etcd.join(",")))
-            .field("zookeeper", &self.zookeeper.as_deref().map(redact))
-            .field("postgres", &self.postgres.as_deref().map(redact))
-            .field("redis_replicated", &self.redis_replicated)
-            .field("redis_replicas", &redact(&self.redis_replicas.join(",")))
-            .finish()
-    }
 }
 
 impl std::fmt::Debug for Backend {
@@ -278,7 +235,7 @@ fn check_given(kind: ServerKind, address: &str) -> Result<Backend, BenchError> {
     };
     let flag = entry.flag;
     let bad = |why: String| BenchError::usage(format!("--{flag} {shown}: {why}"));
-    let address = &address::password_from_env(kind, address).map_err(bad)?;
+    let address = &kind.password_from_env(address).map_err(bad)?;
     let sockets = (entry.sockets)(address).map_err(bad)?;
     for socket in &sockets {
         TcpStream::connect_timeout(socket, PROBE_TIMEOUT)

@@ -93,7 +93,7 @@ impl RenewMonitor {
         let mut stream = TcpStream::connect_timeout(&socket, Duration::from_secs(2))
             .map_err(|e| format!("MONITOR connection to {socket}: {e}"))?;
         if let Some((user, password)) = auth {
-            super::stats::note_probe_auth(socket);
+            crate::kinds::redis::counters::note_probe_auth(socket);
             // The `+OK` answer is read (and ignored) as the first line of the stream below.
             let mut request = b"*3\r\n$4\r\nAUTH\r\n".to_vec();
             for arg in [user, password] {

@@ -2,7 +2,7 @@
 //! caps and the step budget), lets renewal settle, holds still for the measured window while reading the
 //! counters before and after, and finally releases everything.
 //!
-//! Where the numbers come from: Redis `INFO commandstats` (script calls are the renewals while the
+//! Where the numbers come from (each kind's `kinds/<kind>/held.rs` and `counters.rs`): Redis `INFO commandstats` (script calls are the renewals while the
 //! client only holds; their `usec` is the time spent executing them), etcd `/metrics`
 //! (`grpc_server_msg_received_total` of `LeaseKeepAlive`), ZooKeeper `mntr` (`packets_received`: pings
 //! and probes), PostgreSQL `pg_stat_statements` (`UPDATE` statements: `postgres-lease`'s renewals while
@@ -21,16 +21,16 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use lockbench_reports::scale::{ScalePoint, ScaleSeries, ScaleStop};
-use lockbench_servers::probe;
 use lockers::{AcquireOptions, EventSink, Events, Lease, LockEvent, Locker, OwnerId, Renewed};
 
-use super::{INTERRUPTED, SERVER_TIMEOUT, ScaleSpec, ms};
+use super::{INTERRUPTED, ScaleSpec, ms};
 use crate::backends::stats::{StatsSnapshot, StatsSource};
 use crate::backends::{Backend, Backends, ServerKind};
 use crate::base::duration::format_duration;
 use crate::base::measure::RedisCommandStats;
 use crate::base::proc_stat;
 use crate::base::stop::StopSignal;
+use crate::kinds::held::{HeldProbe, NOT_COUNTED};
 use crate::strategies::{Endpoints, Strategy, StrategySettings};
 
 /// Counts the renewal events of one client, and the margins (remaining TTLs) its renewals found.
@@ -153,7 +153,7 @@ pub fn locks_per_renew_call(strategy: &Strategy) -> Option<u64> {
 /// Where a server's counters are read, and its process for CPU time when known.
 #[derive(Debug, Clone)]
 pub struct ServerProbe {
-    kind: ServerKind,
+    held: HeldProbe,
     socket: Option<SocketAddr>,
     stats: Option<StatsSource>,
     pid: Option<u32>,
@@ -163,59 +163,21 @@ impl ServerProbe {
     /// The probe of `server`; `pids` gives the process of a server this process did not start.
     pub fn of(server: &Backend, pids: &BTreeMap<ServerKind, u32>) -> Self {
         ServerProbe {
-            kind: server.kind(),
+            held: server
+                .kind()
+                .server()
+                .map_or(NOT_COUNTED, |entry| entry.held),
             socket: server.socket(),
             stats: server.stats_source(),
             pid: server.pid().or_else(|| pids.get(&server.kind()).copied()),
         }
     }
 
-    /// The locks the server holds now, counted by the server: in Redis the keys named after the scale
-    /// run's lock keys (`SCAN MATCH *scale*`, every row names its lock key after the key it was given,
-    /// `lockbench:{scale:42}`, `lock:scale:42`), less the fencing counters (`…:fence`); ephemeral
-    /// nodes in ZooKeeper (`mntr`'s `zk_ephemerals_count`), keys in etcd (a count-only range over every
-    /// key), granted advisory locks and live lease rows in PostgreSQL ([`POSTGRES_HELD`]); `None` where
-    /// not counted or unreadable. Blocking.
+    /// The locks the server holds now, counted by the server as its kind's
+    /// [`HeldProbe::locks_held`] says; `None` where not counted or unreadable. Blocking.
     fn locks_held(&self) -> Option<u64> {
-        let addr = self.socket?;
-        match self.kind {
-            ServerKind::Redis => {
-                let all = redis_count(addr, "*scale*")?;
-                Some(all.saturating_sub(redis_count(addr, "*scale*:fence")?))
-            }
-            ServerKind::ZooKeeper => probe::four_letter_word(addr, "mntr", SERVER_TIMEOUT)
-                .ok()?
-                .lines()
-                .find_map(|line| line.strip_prefix("zk_ephemerals_count\t"))?
-                .trim()
-                .parse()
-                .ok(),
-            ServerKind::Etcd => {
-                // Every key: from "\0" to the end of the keyspace ("\0" as range_end), base64.
-                let body = r#"{"key":"AA==","range_end":"AA==","count_only":true}"#;
-                let reply = probe::http_post(addr, "/v3/kv/range", body, SERVER_TIMEOUT).ok()?;
-                etcd_count(&reply.body)
-            }
-            ServerKind::Postgres => postgres_count(addr),
-            ServerKind::InProcess | ServerKind::PerClient | ServerKind::RedisNodes => None,
-        }
+        (self.held.locks_held)(self.socket?)
     }
-}
-
-/// The locks a PostgreSQL server lockbench started holds, as it sees them: granted advisory locks
-/// (`pg_locks`, every session's), lease rows not yet expired on the server's clock
-/// (`lockbench_leases`), and Spring JDBC's `INT_LOCK` rows not yet expired (their `EXPIRED_AFTER` is
-/// the client's UTC time, a `timestamp` without zone). Every table is there on a server lockbench
-/// prepared; on a user's server the query fails and nothing is counted.
-const POSTGRES_HELD: &str = "SELECT (SELECT count(*) FROM pg_locks \
-     WHERE locktype = 'advisory' AND granted) \
-     + (SELECT count(*) FROM lockbench_leases WHERE expires_at > now()) \
-     + (SELECT count(*) FROM int_lock WHERE expired_after > now() AT TIME ZONE 'UTC')";
-
-/// [`POSTGRES_HELD`] read from the server at `addr`; `None` when unreadable.
-fn postgres_count(addr: SocketAddr) -> Option<u64> {
-    let rows = lockbench_servers::postgres::query(addr, POSTGRES_HELD, SERVER_TIMEOUT).ok()?;
-    rows.first()?.first()?.as_deref()?.parse().ok()
 }
 
 /// [`ServerProbe::locks_held`] off the async threads; `None` without a server.
@@ -227,53 +189,11 @@ pub(super) async fn server_locks_held(server: Option<ServerProbe>) -> Option<u64
         .flatten()
 }
 
-/// The keys matching `pattern` in a Redis, by `SCAN` (a key present throughout is counted; one moved by
-/// a rehash meanwhile may be counted twice); `None` when unreadable or past 10,000 calls.
-fn redis_count(addr: SocketAddr, pattern: &str) -> Option<u64> {
-    let mut cursor = "0".to_owned();
-    let mut count = 0u64;
-    for _ in 0..10_000 {
-        let reply = probe::resp_command(
-            addr,
-            &["SCAN", &cursor, "MATCH", pattern, "COUNT", "10000"],
-            SERVER_TIMEOUT,
-        )
-        .ok()?;
-        let mut lines = reply.lines();
-        cursor = lines.next()?.trim().to_owned();
-        count += lines.filter(|line| !line.is_empty()).count() as u64;
-        if cursor == "0" {
-            return Some(count);
-        }
-    }
-    None
-}
-
 impl ServerProbe {
-    /// The server's CPU seconds so far from `/proc`, when its process is known: its own, and for
-    /// PostgreSQL, which serves each session from a child process, its children's too.
+    /// The server's CPU seconds so far from `/proc`, when its process is known, as its kind's
+    /// [`HeldProbe::process_cpu_seconds`] reads them (PostgreSQL's children too).
     fn process_cpu_seconds(&self) -> Option<f64> {
-        let pid = self.pid?;
-        match self.kind {
-            ServerKind::Postgres => proc_stat::tree_cpu_seconds(pid),
-            ServerKind::Redis
-            | ServerKind::RedisNodes
-            | ServerKind::Etcd
-            | ServerKind::ZooKeeper
-            | ServerKind::InProcess
-            | ServerKind::PerClient => proc_stat::sample(Some(pid)).map(|s| s.cpu_seconds),
-        }
-    }
-}
-
-/// `count` of an etcd range reply (the gateway spells int64 as a string; absent when zero).
-fn etcd_count(body: &str) -> Option<u64> {
-    let reply: serde_json::Value = serde_json::from_str(body).ok()?;
-    reply.get("header")?;
-    match reply.get("count") {
-        None => Some(0),
-        Some(serde_json::Value::String(n)) => n.parse().ok(),
-        Some(n) => n.as_u64(),
+        (self.held.process_cpu_seconds)(self.pid?)
     }
 }
 
@@ -644,8 +564,10 @@ struct Reading {
     counts: [u64; 3],
     server: Option<StatsSnapshot>,
     server_cpu: Option<f64>,
-    redis: Option<RedisCommandStats>,
-    etcd_keepalives: Option<u64>,
+    /// The scripts' calls and time, where a renewal is a script call.
+    scripts: Option<RedisCommandStats>,
+    /// The renewal messages received, where the counters tell them apart.
+    renewal_messages: Option<u64>,
 }
 
 async fn read(
@@ -661,73 +583,42 @@ async fn read(
         let cpu = server
             .process_cpu_seconds()
             .or_else(|| snapshot.as_ref().and_then(|s| s.cpu_seconds));
-        let (redis, etcd) = match (server.kind, server.socket) {
-            (_, None) => (None, None),
-            (ServerKind::Redis, Some(addr)) => (RedisCommandStats::read(addr).ok(), None),
-            (ServerKind::Etcd, Some(addr)) => (
-                None,
-                probe::http_get(addr, "/metrics", SERVER_TIMEOUT)
-                    .ok()
-                    .map(|r| etcd_keepalives_received(&r.body)),
+        let (scripts, messages) = match server.socket {
+            None => (None, None),
+            Some(addr) => (
+                server.held.script_stats.and_then(|read| read(addr)),
+                server.held.renewal_messages.and_then(|read| read(addr)),
             ),
-            (
-                ServerKind::InProcess
-                | ServerKind::PerClient
-                | ServerKind::RedisNodes
-                | ServerKind::ZooKeeper
-                | ServerKind::Postgres,
-                Some(_),
-            ) => (None, None),
         };
-        (snapshot, cpu, redis, etcd)
+        (snapshot, cpu, scripts, messages)
     })
     .await;
-    let (server, server_cpu, redis, etcd_keepalives) = blocking.unwrap_or((None, None, None, None));
+    let (server, server_cpu, scripts, renewal_messages) =
+        blocking.unwrap_or((None, None, None, None));
     Reading {
         at: Instant::now(),
         client_cpu: client.cpu_time(),
         counts: counts.now(),
         server,
         server_cpu,
-        redis,
-        etcd_keepalives,
+        scripts,
+        renewal_messages,
     }
 }
 
-/// `LeaseKeepAlive` messages received (`grpc_server_msg_received_total`; the `handled` counter of a
-/// stream moves only when the stream ends).
-fn etcd_keepalives_received(metrics: &str) -> u64 {
-    metrics
-        .lines()
-        .filter_map(|line| {
-            let labels = line.strip_prefix("grpc_server_msg_received_total{")?;
-            let (labels, value) = labels.rsplit_once("} ")?;
-            if !labels.contains("grpc_method=\"LeaseKeepAlive\"") {
-                return None;
-            }
-            value.trim().parse::<f64>().ok()
-        })
-        .map(|v| v as u64)
-        .sum()
-}
-
-/// Requests the server received that were renewals, between two readings.
-fn renew_calls(before: &Reading, after: &Reading) -> Option<u64> {
-    if let (Some(b), Some(a)) = (&before.redis, &after.redis) {
+/// Requests the server received that were renewals, between two readings: script calls, renewal
+/// messages, or else the outside counter only renewals move (`renewal_counter`: ZooKeeper's packets,
+/// PostgreSQL's `UPDATE`s, which nothing but a renewal sends while the client only holds).
+fn renew_calls(before: &Reading, after: &Reading, renewal_counter: Option<&str>) -> Option<u64> {
+    if let (Some(b), Some(a)) = (&before.scripts, &after.scripts) {
         return Some(a.since(b).scripts().calls);
     }
-    if let (Some(b), Some(a)) = (before.etcd_keepalives, after.etcd_keepalives) {
+    if let (Some(b), Some(a)) = (before.renewal_messages, after.renewal_messages) {
         return Some(a.saturating_sub(b));
     }
     let (b, a) = (before.server.as_ref()?, after.server.as_ref()?);
-    // ZooKeeper's packets; PostgreSQL's `UPDATE`s, which nothing but a renewal sends while the client
-    // only holds.
-    ["packets_received", "update"]
-        .into_iter()
-        .find_map(|counter| {
-            let now = a.requests.get(counter)?;
-            Some(now.saturating_sub(b.requests.get(counter).copied().unwrap_or(0)))
-        })
+    let now = a.requests.get(renewal_counter?)?;
+    Some(now.saturating_sub(b.requests.get(renewal_counter?).copied().unwrap_or(0)))
 }
 
 /// The measured window of one step.
@@ -765,14 +656,15 @@ impl Window<'_> {
         let me = self.client.sample().unwrap_or_default();
         // Counted once the window is over, so the count's own calls are not measured.
         let server_held = server_locks_held(self.server.clone()).await;
+        let renewal_counter = self.server.as_ref().and_then(|s| s.held.renewal_counter);
         let server_cpu = before
             .server_cpu
             .zip(after.server_cpu)
             .map(|(b, a)| (a - b).max(0.0));
         let command_usec = before
-            .redis
+            .scripts
             .as_ref()
-            .zip(after.redis.as_ref())
+            .zip(after.scripts.as_ref())
             .map(|(b, a)| a.since(b).scripts().usec as f64);
         let held_locks = self.held_locks;
         let period = self.spec.renew_period().as_secs_f64() / self.renewals_per_period;
@@ -785,7 +677,8 @@ impl Window<'_> {
             held_at_end: held_at_end(),
             fill_ms: ms(self.fill_time),
             window_ms: seconds * 1e3,
-            renew_calls_per_s: renew_calls(&before, &after).map(|n| n as f64 / seconds),
+            renew_calls_per_s: renew_calls(&before, &after, renewal_counter)
+                .map(|n| n as f64 / seconds),
             renew_calls_bound_per_s: bound,
             renewals_per_s: after.counts[0].saturating_sub(before.counts[0]) as f64 / seconds,
             renew_failures: after.counts[1].saturating_sub(self.at_start[1]),
@@ -848,66 +741,6 @@ mod tests {
         );
         assert_eq!(locks_per_renew_call(id("redis-watchdog")), Some(1));
         assert_eq!(locks_per_renew_call(id("memory")), None);
-    }
-
-    /// PostgreSQL's count is what its server holds: a live session's two advisory locks, one live lease
-    /// row and one live Spring row; a released lock and expired rows are not counted.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres_counts_what_its_server_holds() {
-        use lockers::postgres::PostgresConfig;
-        use lockers::postgres::advisory::PostgresAdvisory;
-        let server = lockbench_servers::PostgresServer::start().expect("postgres");
-        crate::backends::kinds::prepare_own_postgres(&server).expect("tables");
-        server
-            .query(
-                "INSERT INTO lockbench_leases VALUES ('live', 'h', 1, now() + interval '1 minute'), \
-                 ('expired', 'h', 2, now() - interval '1 second'); \
-                 INSERT INTO int_lock VALUES ('00000000-0000-3000-8000-000000000001', 'DEFAULT', \
-                 'c', now(), (now() AT TIME ZONE 'UTC') + interval '1 minute'), \
-                 ('00000000-0000-3000-8000-000000000002', 'DEFAULT', 'c', now(), \
-                 (now() AT TIME ZONE 'UTC') - interval '1 second')",
-            )
-            .expect("rows");
-        let advisory =
-            PostgresAdvisory::connect(&server.url(), PostgresConfig::default(), Events::none())
-                .await
-                .expect("connect");
-        let once = AcquireOptions::try_once();
-        let held = [
-            advisory.acquire("a", &once).await.expect("a"),
-            advisory.acquire("b", &once).await.expect("b"),
-        ];
-        advisory
-            .acquire("c", &once)
-            .await
-            .expect("c")
-            .release()
-            .await
-            .expect("release c");
-        let addr = server.addr();
-        let count = tokio::task::spawn_blocking(move || postgres_count(addr))
-            .await
-            .expect("count");
-        assert_eq!(count, Some(4));
-        drop(held);
-    }
-
-    #[test]
-    fn etcd_counts_are_read() {
-        assert_eq!(
-            etcd_count(r#"{"header":{"revision":"9"},"count":"42"}"#),
-            Some(42)
-        );
-        assert_eq!(etcd_count(r#"{"header":{"revision":"9"}}"#), Some(0));
-        assert_eq!(etcd_count("not json"), None);
-    }
-
-    #[test]
-    fn etcd_keepalive_messages_are_counted() {
-        let metrics = "grpc_server_msg_received_total{grpc_method=\"LeaseKeepAlive\",grpc_service=\"etcdserverpb.Lease\",grpc_type=\"bidi_stream\"} 42\n\
-                       grpc_server_msg_received_total{grpc_method=\"Range\",grpc_service=\"etcdserverpb.KV\",grpc_type=\"unary\"} 7\n\
-                       grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"LeaseKeepAlive\"} 1\n";
-        assert_eq!(etcd_keepalives_received(metrics), 42);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,45 @@
+//! The addresses strategies connect to, one field per server kind, as each kind's entry puts them
+//! there ([`ServerEntry::set_endpoint`](super::ServerEntry)).
+
+use serde::{Deserialize, Serialize};
+
+/// The addresses strategies connect to, as strategies take them (serializable, so worker processes
+/// get them too; `Debug` shows them redacted).
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointAddrs {
+    /// Redis URL (`redis://127.0.0.1:PORT/`).
+    pub redis: Option<String>,
+    /// URLs of the independent Redis servers (Redlock's nodes), in order.
+    #[serde(default)]
+    pub redis_nodes: Vec<String>,
+    /// etcd endpoints (`http://127.0.0.1:PORT`).
+    pub etcd: Vec<String>,
+    /// ZooKeeper connect string (`127.0.0.1:PORT`).
+    pub zookeeper: Option<String>,
+    /// PostgreSQL URL (`postgres://user@127.0.0.1:PORT/db`).
+    #[serde(default)]
+    pub postgres: Option<String>,
+    /// Whether the Redis primary has a replica (the failover topology): Redisson's rows then run in a
+    /// replicated mode and `WAIT` after lock writes.
+    #[serde(default)]
+    pub redis_replicated: bool,
+    /// URLs of the primary's replicas when lockbench started them beside it (the failover pair), for
+    /// clients configured with them (the real Redisson's master/slave mode).
+    #[serde(default)]
+    pub redis_replicas: Vec<String>,
+}
+
+impl std::fmt::Debug for EndpointAddrs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use lockers::address::redact;
+        f.debug_struct("EndpointAddrs")
+            .field("redis", &self.redis.as_deref().map(redact))
+            .field("redis_nodes", &redact(&self.redis_nodes.join(",")))
+            .field("etcd", &redact(&self.etcd.join(",")))
+            .field("zookeeper", &self.zookeeper.as_deref().map(redact))
+            .field("postgres", &self.postgres.as_deref().map(redact))
+            .field("redis_replicated", &self.redis_replicated)
+            .field("redis_replicas", &redact(&self.redis_replicas.join(",")))
+            .finish()
+    }
+}
