@@ -503,6 +503,11 @@ fn fastest(grid: &Grid<'_>, head: &Row<'_>, under: &str) -> String {
         .collect();
     held.sort_by(|a, b| b.1.mean.total_cmp(&a.1.mean));
     let Some(&(best_id, best)) = held.first() else {
+        if !grid.strategies.iter().any(|s| s.is_distributed()) {
+            // A single run's file does not record where each strategy's lock lives.
+            return "not ranked: this results file does not say which strategies are distributed."
+                .to_owned();
+        }
         return format!("no distributed strategy held under {under}.");
     };
     if held.len() == 1 {
