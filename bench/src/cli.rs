@@ -275,7 +275,7 @@ pub struct GateFlag {
     /// or `cs/s` (critical sections per second).
     #[arg(
         long,
-        value_name = "LIST",
+        value_name = "GATES",
         value_delimiter = ',',
         value_parser = FailOn::parse
     )]
