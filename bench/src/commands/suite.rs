@@ -9,7 +9,6 @@
 
 use std::time::Duration;
 
-use crate::backends::ServerKind;
 use crate::commands::run::keep_fault_targets;
 use crate::driver::case::lease_support;
 use crate::faults::applicability;
@@ -300,24 +299,6 @@ pub(crate) const CASE_OVERHEAD_TASKS: Duration = Duration::from_millis(150);
 /// The same in processes mode: starting one `lockbench` worker process per client and collecting
 /// them (measured 0.03-0.10 s per trial).
 pub(crate) const CASE_OVERHEAD_PROCESSES: Duration = Duration::from_millis(120);
-/// Extra per case for a fault that starts servers of its own for every case (it destroys them): a
-/// Redis primary + replica (failover; measured 170-260 ms in all).
-pub(crate) const CASE_OWN_REDIS_PAIR: Duration = Duration::from_millis(300);
-/// The same for a PostgreSQL primary + streaming replica (failover: a fresh server from `initdb` and
-/// its copy from `pg_basebackup`; measured 1.36-1.52 s to start both, 2.7 s on a busy machine, then the tables and
-/// the replication link's proxy).
-pub(crate) const CASE_OWN_POSTGRES_PAIR: Duration = Duration::from_millis(2000);
-/// The same for a primary + replica watched by 3 Sentinels (Sentinel failover; measured 2.3 s: the
-/// Sentinels find each other through the primary's hello channel, every 2 s).
-pub(crate) const CASE_OWN_REDIS_SENTINELS: Duration = Duration::from_secs(3);
-/// The same for a Redis Cluster of 3 masters + 3 replicas (cluster failovers; measured 2.08-2.11 s:
-/// six servers, slot assignment, `CLUSTER MEET` gossip and the replicas' first sync).
-pub(crate) const CASE_OWN_REDIS_CLUSTER: Duration = Duration::from_millis(2500);
-/// The same for a 3-member etcd cluster (leader loss; measured 0.6 s, 3.0 s at load ~10).
-pub(crate) const CASE_OWN_ETCD_CLUSTER: Duration = Duration::from_millis(1500);
-/// The same for a 3-node ZooKeeper ensemble (leader loss; measured 3.3 s, 8.0 s at load ~10: three
-/// JVMs start slowly on a busy machine).
-pub(crate) const CASE_OWN_ZOOKEEPER_ENSEMBLE: Duration = Duration::from_secs(4);
 /// Starting a scenario's servers once (redis 0.1 s, etcd 0.6 s, ZooKeeper up to 1.4 s) and stopping
 /// them, plus the scenario's results file: at most 1 s between one scenario's end and the next one's
 /// start.
@@ -467,34 +448,24 @@ pub(crate) fn plan(
                     continue;
                 }
                 // The servers a case starts for itself, once per case.
+                let own = s
+                    .server
+                    .entry()
+                    .server
+                    .as_ref()
+                    .map(|e| e.case_servers)
+                    .unwrap_or_default();
                 let own_servers = match case_topology(&w.faults) {
-                    None => Duration::ZERO,
-                    Some(Topology::Cluster) => match s.server {
-                        ServerKind::ZooKeeper => CASE_OWN_ZOOKEEPER_ENSEMBLE,
-                        ServerKind::Etcd
-                        | ServerKind::InProcess
-                        | ServerKind::PerClient
-                        | ServerKind::Redis
-                        | ServerKind::RedisNodes
-                        | ServerKind::Postgres => CASE_OWN_ETCD_CLUSTER,
-                    },
-                    Some(Topology::RedisSentinel) => CASE_OWN_REDIS_SENTINELS,
-                    Some(Topology::RedisCluster) => CASE_OWN_REDIS_CLUSTER,
-                    Some(Topology::Pair) => match s.server {
-                        ServerKind::Postgres => CASE_OWN_POSTGRES_PAIR,
-                        ServerKind::Redis
-                        | ServerKind::InProcess
-                        | ServerKind::PerClient
-                        | ServerKind::RedisNodes
-                        | ServerKind::Etcd
-                        | ServerKind::ZooKeeper => CASE_OWN_REDIS_PAIR,
-                    },
-                    Some(Topology::RedisNodes { .. } | Topology::RedisNode(_)) => {
-                        CASE_OWN_REDIS_PAIR
-                    }
+                    None => None,
+                    Some(Topology::Cluster | Topology::RedisCluster) => own.cluster,
+                    Some(Topology::RedisSentinel) => own.sentinels,
+                    Some(
+                        Topology::Pair | Topology::RedisNodes { .. } | Topology::RedisNode(_),
+                    ) => own.pair,
                     // One server (no replica), plus its namespace and link.
-                    Some(Topology::PostgresNamespace) => CASE_OWN_POSTGRES_PAIR / 2,
-                };
+                    Some(Topology::PostgresNamespace) => own.pair.map(|pair| pair / 2),
+                }
+                .unwrap_or_default();
                 let overhead = match w.workers {
                     WorkerMode::Tasks => CASE_OVERHEAD_TASKS,
                     WorkerMode::Processes | WorkerMode::Remote => CASE_OVERHEAD_PROCESSES,
@@ -519,7 +490,7 @@ pub(crate) fn plan(
                     }
                 }
             }
-            let servers = kept.iter().any(|s| s.server != ServerKind::InProcess);
+            let servers = kept.iter().any(|s| s.server.entry().server.is_some());
             PlannedScenario {
                 scenario: entry.scenario,
                 cases,

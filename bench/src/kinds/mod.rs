@@ -10,7 +10,8 @@
 //! 1. A launcher in `servers/` (a fresh data directory, loopback only, a free port, stopped on drop,
 //!    its version).
 //! 2. A folder `kinds/<kind>/` with the same files as the others: `mod.rs`, its [`KindEntry`] (name,
-//!    flag, address and secret handling, probes, version, start, endpoints, proxies, faults);
+//!    flag, address and secret handling, probes, version, start, endpoints, proxies, faults, how long
+//!    the servers its faults start per case take, [`CaseServers`]);
 //!    `counters.rs`, its outside counters read into a [`counters::StatsSnapshot`]; `held.rs`, its
 //!    [`held::HeldProbe`], what `lockbench scale` reads of it while a client only holds locks.
 //! 3. Its registration: a variant of [`ServerKind`], added to [`ServerKind::ALL`], and its entry in
@@ -123,6 +124,8 @@ pub struct ServerEntry {
     pub via_proxies: fn(&mut EndpointAddrs, &[SocketAddr]),
     /// The server faults it takes beyond a pause and the network faults every server takes.
     pub faults: ServerFaults,
+    /// How long starting the servers a fault gives each case of its own takes.
+    pub case_servers: CaseServers,
     /// Reads its outside counters (its `counters.rs`).
     pub counters: ReadCounters,
     /// What `lockbench scale` reads of it while its client only holds locks (its `held.rs`).
@@ -154,6 +157,20 @@ pub struct ServerFaults {
     pub independent_nodes: bool,
     /// Ending a holder's session from the server (PostgreSQL's `pg_terminate_backend`).
     pub terminate_session: bool,
+}
+
+/// How long a case's own servers take to start and stop, for the kinds whose faults start them per
+/// case (the suite's plan adds it to each such case). `None` where the kind has no such servers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CaseServers {
+    /// A primary + replica pair ([`ServerFaults::replica_failover`]), or the nodes a node fault
+    /// starts; half of it for one server in a network namespace of its own.
+    pub pair: Option<Duration>,
+    /// A cluster: 3 members for a leader kill ([`ServerFaults::leader_kill`]), or a Redis Cluster of
+    /// 3 masters + 3 replicas for its failovers.
+    pub cluster: Option<Duration>,
+    /// A primary + replica watched by 3 Sentinels, for a Sentinel failover.
+    pub sentinels: Option<Duration>,
 }
 
 /// A server lockbench started: where it listens and the handle that stops it when dropped.

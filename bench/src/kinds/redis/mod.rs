@@ -5,10 +5,11 @@ pub mod counters;
 pub mod held;
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use lockbench_servers::RedisServer;
 
-use super::{KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, Started, no_proxy_address};
+use super::{CaseServers, KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, Started, no_proxy_address};
 use crate::backends::address;
 
 /// The Redis kind.
@@ -80,6 +81,16 @@ pub(super) static REDIS: KindEntry = KindEntry {
             leader_kill: false,
             independent_nodes: false,
             terminate_session: false,
+        },
+        case_servers: CaseServers {
+            // A primary + replica (failover; measured 170-260 ms in all).
+            pair: Some(Duration::from_millis(300)),
+            // A Redis Cluster of 3 masters + 3 replicas (cluster failovers; measured 2.08-2.11 s:
+            // six servers, slot assignment, `CLUSTER MEET` gossip and the replicas' first sync).
+            cluster: Some(Duration::from_millis(2500)),
+            // A primary + replica watched by 3 Sentinels (Sentinel failover; measured 2.3 s: the
+            // Sentinels find each other through the primary's hello channel, every 2 s).
+            sentinels: Some(Duration::from_secs(3)),
         },
         counters: counters::read,
         held: held::HELD,

@@ -4,10 +4,12 @@
 pub mod counters;
 pub mod held;
 
+use std::time::Duration;
+
 use lockbench_servers::{RedisNodeOptions, RedisNodes, probe};
 
 use super::redis::redis_version;
-use super::{KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, Started, no_proxy_address};
+use super::{CaseServers, KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, Started, no_proxy_address};
 use crate::backends::address;
 
 /// The Redis-nodes kind.
@@ -97,6 +99,12 @@ pub(super) static REDIS_NODES: KindEntry = KindEntry {
             leader_kill: false,
             independent_nodes: true,
             terminate_session: false,
+        },
+        case_servers: CaseServers {
+            // The nodes a node fault starts for the case, as long as a Redis primary + replica.
+            pair: Some(Duration::from_millis(300)),
+            cluster: None,
+            sentinels: None,
         },
         counters: counters::read,
         held: held::HELD,
