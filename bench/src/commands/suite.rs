@@ -459,9 +459,9 @@ pub(crate) fn plan(
                     None => None,
                     Some(Topology::Cluster | Topology::RedisCluster) => own.cluster,
                     Some(Topology::RedisSentinel) => own.sentinels,
-                    Some(
-                        Topology::Pair | Topology::RedisNodes { .. } | Topology::RedisNode(_),
-                    ) => own.pair,
+                    Some(Topology::Pair | Topology::RedisNodes { .. } | Topology::RedisNode(_)) => {
+                        own.pair
+                    }
                     // One server (no replica), plus its namespace and link.
                     Some(Topology::PostgresNamespace) => own.pair.map(|pair| pair / 2),
                 }

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use lockbench_servers::{EtcdServer, probe};
 
-use super::{CaseServers, KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, Started, no_proxy_address};
+use super::{
+    CaseServers, KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, Started, no_proxy_address,
+};
 use crate::backends::address;
 
 /// The etcd kind.

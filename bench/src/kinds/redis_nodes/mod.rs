@@ -9,7 +9,9 @@ use std::time::Duration;
 use lockbench_servers::{RedisNodeOptions, RedisNodes, probe};
 
 use super::redis::redis_version;
-use super::{CaseServers, KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, Started, no_proxy_address};
+use super::{
+    CaseServers, KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, Started, no_proxy_address,
+};
 use crate::backends::address;
 
 /// The Redis-nodes kind.
