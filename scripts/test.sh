@@ -20,6 +20,6 @@ fi
 step "fmt" cargo fmt --all -- --check
 step "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "doc" env RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --locked
-step "test" cargo test --workspace --locked
+step "test" cargo test --workspace --locked --no-fail-fast
 step "history checker" env GOTOOLCHAIN=local GOFLAGS=-mod=readonly bash -c 'cd bench/tests/checker && go test ./...'
 echo "==> all checks passed in $SECONDS s"

@@ -311,7 +311,7 @@ fn fail_on_contradiction_names_the_cells_two_runs_cannot_both_be_right_about() {
     // Documented where a user looks.
     let help = String::from_utf8(support::run_ok(&["report", "--help"]).stdout).unwrap();
     assert!(
-        help.contains("regression|violation|contradiction"),
+        help.contains("`contradiction` (with --baseline: a first-screen cell whose two runs"),
         "{help}"
     );
     assert!(help.contains("--fail-on contradiction exits 1"), "{help}");
