@@ -38,11 +38,17 @@ fn check_schemas(path: &Path) {
 fn compare_quick_runs_the_suite_and_writes_the_reports() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cmp");
-    // Two of the quick suite's scenarios (the whole quick suite takes up to 4 minutes), with a CI
-    // gate every baseline case crosses: the reports are written, then the command exits 1.
+    // Two of the quick suite's scenarios (the whole quick suite takes up to 4 minutes), for seven
+    // strategies on three kinds of server (every strategy runs through the compares of other tests),
+    // with a CI gate every baseline case crosses: the reports are written, then the command exits 1.
+    let mut strategies = WATCHDOG_HOLDS.to_vec();
+    strategies.push("redis-keyspace-shadow");
+    let strategies = strategies.join(",");
     let run = support::run(&[
         "compare",
         "--quick",
+        "--strategies",
+        &strategies,
         "--scenarios",
         "baseline,lease-too-short",
         "--out",

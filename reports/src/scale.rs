@@ -496,7 +496,7 @@ pub(crate) mod tests {
     #[test]
     fn a_file_written_before_passes_reads_as_one_pass() {
         let old =
-            ScaleResults::from_json(include_str!("../../docs/results/default-suite-scale.json"))
+            ScaleResults::from_json(include_str!("../tests/fixtures/scale-before-passes.json"))
                 .unwrap();
         assert_eq!(old.settings.passes, 1);
         for series in old.cost_series() {
