@@ -202,6 +202,13 @@ impl Backends {
         Ok(Backends { servers })
     }
 
+    /// Every server of the run, in the order of their kinds ([`ServerKind::ALL`]).
+    pub fn all(&self) -> Vec<&Backend> {
+        let mut all: Vec<&Backend> = self.servers.iter().collect();
+        all.sort_by_key(|s| s.kind);
+        all
+    }
+
     /// The server of `kind`, if the run has one.
     pub fn get(&self, kind: ServerKind) -> Option<&Backend> {
         self.servers.iter().find(|s| s.kind == kind)

@@ -208,7 +208,7 @@ fn resolve(
     let (chosen, not_applicable) =
         keep_fault_targets(&workload, chosen).map_err(BenchError::usage)?;
     if workload.workers != WorkerMode::Tasks
-        && let Some(s) = chosen.iter().find(|s| s.server == ServerKind::InProcess)
+        && let Some(s) = chosen.iter().find(|s| s.server.entry().in_driver_process)
     {
         return Err(BenchError::usage(format!(
             "strategy {} cannot run with workers = {}: its server lives in one process, so each worker would have its own (use workers = tasks)",

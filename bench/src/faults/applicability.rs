@@ -118,7 +118,7 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         | FaultKind::CrashWorker
         | FaultKind::StarveWorker
         | FaultKind::CpuHog
-        | FaultKind::CgroupQuota => server != ServerKind::InProcess,
+        | FaultKind::CgroupQuota => !server.entry().in_driver_process,
         FaultKind::ProxyDelay | FaultKind::ProxyBlackhole | FaultKind::ProxyReset => {
             server.is_external()
         }
@@ -138,7 +138,7 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         }
         FaultKind::ServerRestart => takes.redis_primary,
         FaultKind::TerminateSession => takes.terminate_session,
-        FaultKind::KeepalivePartition => server == ServerKind::Postgres,
+        FaultKind::KeepalivePartition => takes.keepalive_partition,
     };
     if ok {
         return Ok(());

@@ -27,6 +27,13 @@ pub struct HeldProbe {
     /// The outside counter (a name in [`StatsSnapshot::requests`](super::counters::StatsSnapshot))
     /// nothing but renewals move while the client only holds.
     pub renewal_counter: Option<&'static str>,
+    /// Readies a server lockbench started (never one the user gave) for a strategy's scale run, given
+    /// the most client threads the run allows (Redis: a clean slate, no keyspace notifications left
+    /// on by an earlier strategy, room for one connection per guard thread).
+    pub prepare: Option<fn(SocketAddr, usize)>,
+    /// Clears what a strategy's scale run left on a server lockbench started (Redis: fencing
+    /// counters never expire).
+    pub clean: Option<fn(SocketAddr)>,
 }
 
 /// The CPU seconds of process `pid` so far, its own (not its children's).
@@ -42,4 +49,6 @@ pub(crate) const NOT_COUNTED: HeldProbe = HeldProbe {
     script_stats: None,
     renewal_messages: None,
     renewal_counter: None,
+    prepare: None,
+    clean: None,
 };

@@ -87,6 +87,9 @@ pub struct KindEntry {
     pub name: &'static str,
     /// Whether a lock on it is one a team could deploy across machines (the report's candidates).
     pub distributed: bool,
+    /// Whether its lock lives in the driver's own process, shared by every client of a case: its
+    /// clients must run as tasks, and the faults of a client's process cannot reach it.
+    pub in_driver_process: bool,
     /// The server process, when the kind has one.
     pub server: Option<ServerEntry>,
 }
@@ -157,6 +160,19 @@ pub struct ServerFaults {
     pub independent_nodes: bool,
     /// Ending a holder's session from the server (PostgreSQL's `pg_terminate_backend`).
     pub terminate_session: bool,
+    /// Dropping a holder's packets silently in a network namespace of the server's own, so that only
+    /// the server's TCP keepalive notices (a PostgreSQL lockbench starts in the namespace).
+    pub keepalive_partition: bool,
+}
+
+/// The kind named `name` as listings and results name it (`redis`, `in-process`, ...).
+pub fn kind_named(name: &str) -> Option<ServerKind> {
+    ServerKind::ALL.into_iter().find(|k| k.name() == name)
+}
+
+/// Every kind's name, in [`ServerKind::ALL`]'s order.
+pub fn kind_names() -> Vec<&'static str> {
+    ServerKind::ALL.iter().map(|k| k.name()).collect()
 }
 
 /// How long a case's own servers take to start and stop, for the kinds whose faults start them per
@@ -266,12 +282,14 @@ impl ServerKind {
 static IN_PROCESS: KindEntry = KindEntry {
     name: "in-process",
     distributed: false,
+    in_driver_process: true,
     server: None,
 };
 
 static PER_CLIENT: KindEntry = KindEntry {
     name: "per-client",
     distributed: false,
+    in_driver_process: false,
     server: None,
 };
 

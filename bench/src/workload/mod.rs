@@ -642,13 +642,10 @@ impl CaseLength {
 
 /// The server kind named `name` (as listings and results name it); the error lists the names.
 fn server_kind(name: &str) -> Result<ServerKind, String> {
-    ServerKind::ALL
-        .into_iter()
-        .find(|k| k.name() == name)
-        .ok_or_else(|| {
-            let names: Vec<&str> = ServerKind::ALL.iter().map(|k| k.name()).collect();
-            format!("{name:?} is not a server kind ({})", names.join(", "))
-        })
+    crate::kinds::kind_named(name).ok_or_else(|| {
+        let names = crate::kinds::kind_names();
+        format!("{name:?} is not a server kind ({})", names.join(", "))
+    })
 }
 
 /// Checks the `faults` of a workload: each one (errors name `faults[i]`), that client faults have

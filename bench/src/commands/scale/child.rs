@@ -16,7 +16,7 @@ use lockbench_reports::scale::{ScaleResults, ScaleSeries, ScaleStop};
 
 use super::hold::locks_per_renew_call;
 use super::{INTERRUPTED, SCALE_FILE, ScaleSpec, Subject, raw};
-use crate::backends::{Backends, ServerKind};
+use crate::backends::Backends;
 use crate::base::duration::format_duration;
 use crate::base::stop::StopSignal;
 use crate::driver::processes::LiveWorker;
@@ -148,17 +148,15 @@ pub(crate) fn worker_args(
         "--warmup".to_owned(),
         format_duration(spec.warm_up),
     ];
-    for kind in ServerKind::ALL {
-        if let (Some(entry), Some(server)) = (kind.server(), backends.get(kind)) {
+    for server in backends.all() {
+        if let Some(entry) = server.kind().server() {
             args.extend([format!("--{}", entry.flag), server.address().to_owned()]);
         }
     }
-    let pids: Vec<String> = ServerKind::ALL
+    let pids: Vec<String> = backends
+        .all()
         .into_iter()
-        .filter_map(|kind| {
-            let pid = backends.get(kind)?.pid()?;
-            Some(format!("{}={pid}", kind.name()))
-        })
+        .filter_map(|server| Some(format!("{}={}", server.kind().name(), server.pid()?)))
         .collect();
     if !pids.is_empty() {
         args.extend(["--server-pids".to_owned(), pids.join(",")]);

@@ -375,9 +375,8 @@ fn parse_server_pids(text: &str) -> Result<BTreeMap<ServerKind, u32>, String> {
         let (name, pid) = part
             .split_once('=')
             .ok_or_else(|| format!("expected KIND=PID, got {part:?}"))?;
-        let kind = ServerKind::ALL
-            .into_iter()
-            .find(|k| k.is_external() && k.name() == name)
+        let kind = crate::kinds::kind_named(name)
+            .filter(|k| k.is_external())
             .ok_or_else(|| format!("unknown server kind {name:?}"))?;
         let pid = pid
             .parse()
@@ -575,46 +574,23 @@ async fn measure_one(
     series
 }
 
-/// Runs Redis commands on a server lockbench started (never on one the user gave).
-async fn managed_redis(server: &Backend, commands: Vec<Vec<String>>) {
-    if server.kind() != ServerKind::Redis || server.pid().is_none() {
-        return;
-    }
-    let Some(addr) = server.socket() else { return };
-    let _ = tokio::task::spawn_blocking(move || {
-        for command in &commands {
-            let args: Vec<&str> = command.iter().map(String::as_str).collect();
-            if let Err(e) = probe::resp_command(addr, &args, SERVER_TIMEOUT) {
-                eprintln!("lockbench scale: redis {}: {e}", command.join(" "));
-            }
-        }
-    })
-    .await;
-}
-
-/// A managed Redis gets a clean slate, no keyspace notifications left on by an earlier strategy, and
-/// room for one connection per guard thread (Redis needs maxclients + 32 descriptors and raises its own
-/// limit as far as the hard limit allows).
+/// Readies a server lockbench started (never one the user gave) for a strategy's run, as its kind
+/// says ([`HeldProbe::prepare`](crate::kinds::held::HeldProbe)).
 async fn prepare_server(server: &Backend, spec: &ScaleSpec) {
-    let maxclients = (spec.max_threads + 1024).min(19_000).to_string();
-    let commands = [
-        vec!["FLUSHALL"],
-        vec!["CONFIG", "SET", "notify-keyspace-events", ""],
-        vec!["CONFIG", "SET", "maxclients", &maxclients],
-    ];
-    managed_redis(
-        server,
-        commands
-            .iter()
-            .map(|c| c.iter().map(|s| s.to_string()).collect())
-            .collect(),
-    )
-    .await;
+    let prepare = server.kind().server().and_then(|e| e.held.prepare);
+    if let (Some(prepare), Some(addr), Some(_)) = (prepare, server.socket(), server.pid()) {
+        let max_threads = spec.max_threads;
+        let _ = tokio::task::spawn_blocking(move || prepare(addr, max_threads)).await;
+    }
 }
 
-/// A managed Redis is emptied after a strategy (fencing counters never expire).
+/// Clears what a strategy's run left on a server lockbench started, as its kind says
+/// ([`HeldProbe::clean`](crate::kinds::held::HeldProbe)).
 async fn clean_server(server: &Backend) {
-    managed_redis(server, vec![vec!["FLUSHALL".to_owned()]]).await;
+    let clean = server.kind().server().and_then(|e| e.held.clean);
+    if let (Some(clean), Some(addr), Some(_)) = (clean, server.socket(), server.pid()) {
+        let _ = tokio::task::spawn_blocking(move || clean(addr)).await;
+    }
 }
 
 #[cfg(test)]

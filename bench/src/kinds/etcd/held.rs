@@ -18,6 +18,8 @@ pub(super) const HELD: HeldProbe = HeldProbe {
             .map(|r| etcd_keepalives_received(&r.body))
     }),
     renewal_counter: None,
+    prepare: None,
+    clean: None,
 };
 
 /// Keys in etcd (a count-only range over every key).

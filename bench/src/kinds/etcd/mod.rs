@@ -17,6 +17,7 @@ use crate::backends::address;
 pub(super) static ETCD: KindEntry = KindEntry {
     name: "etcd",
     distributed: true,
+    in_driver_process: false,
     server: Some(ServerEntry {
         flag: "etcd",
         value_name: "URLS",
@@ -67,6 +68,7 @@ pub(super) static ETCD: KindEntry = KindEntry {
             leader_kill: true,
             independent_nodes: false,
             terminate_session: false,
+            keepalive_partition: false,
         },
         // A 3-member etcd cluster (leader loss; measured 0.6 s, 3.0 s at load ~10).
         case_servers: CaseServers {

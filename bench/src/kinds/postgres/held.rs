@@ -15,6 +15,8 @@ pub(super) const HELD: HeldProbe = HeldProbe {
     script_stats: None,
     renewal_messages: None,
     renewal_counter: Some("update"),
+    prepare: None,
+    clean: None,
 };
 
 /// The locks a PostgreSQL server lockbench started holds, as it sees them: granted advisory locks

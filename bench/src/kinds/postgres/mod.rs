@@ -15,6 +15,7 @@ use crate::backends::address;
 pub(super) static POSTGRES: KindEntry = KindEntry {
     name: "postgres",
     distributed: true,
+    in_driver_process: false,
     server: Some(ServerEntry {
         flag: "postgres",
         value_name: "URL",
@@ -53,6 +54,7 @@ pub(super) static POSTGRES: KindEntry = KindEntry {
             leader_kill: false,
             independent_nodes: false,
             terminate_session: true,
+            keepalive_partition: true,
         },
         // A PostgreSQL primary + streaming replica (failover: a fresh server from `initdb` and its
         // copy from `pg_basebackup`; measured 1.36-1.52 s to start both, 2.7 s on a busy machine,

@@ -16,7 +16,33 @@ pub(super) const HELD: HeldProbe = HeldProbe {
     script_stats: Some(|addr| RedisCommandStats::read(addr).ok()),
     renewal_messages: None,
     renewal_counter: None,
+    prepare: Some(prepare),
+    clean: Some(|addr| run_commands(addr, &[&["FLUSHALL"]])),
 };
+
+/// A clean slate, no keyspace notifications left on by an earlier strategy, and room for one
+/// connection per guard thread (Redis needs maxclients + 32 descriptors and raises its own limit as
+/// far as the hard limit allows).
+fn prepare(addr: SocketAddr, max_threads: usize) {
+    let maxclients = (max_threads + 1024).min(19_000).to_string();
+    run_commands(
+        addr,
+        &[
+            &["FLUSHALL"],
+            &["CONFIG", "SET", "notify-keyspace-events", ""],
+            &["CONFIG", "SET", "maxclients", &maxclients],
+        ],
+    );
+}
+
+/// Runs `commands` on the Redis at `addr`, saying on stderr which failed.
+fn run_commands(addr: SocketAddr, commands: &[&[&str]]) {
+    for command in commands {
+        if let Err(e) = probe::resp_command(addr, command, HELD_TIMEOUT) {
+            eprintln!("lockbench scale: redis {}: {e}", command.join(" "));
+        }
+    }
+}
 
 /// The keys named after the scale run's lock keys (`SCAN MATCH *scale*`, every row names its lock key
 /// after the key it was given, `lockbench:{scale:42}`, `lock:scale:42`), less the fencing counters

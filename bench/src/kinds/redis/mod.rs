@@ -18,6 +18,7 @@ use crate::backends::address;
 pub(super) static REDIS: KindEntry = KindEntry {
     name: "redis",
     distributed: true,
+    in_driver_process: false,
     server: Some(ServerEntry {
         flag: "redis",
         value_name: "URL",
@@ -83,6 +84,7 @@ pub(super) static REDIS: KindEntry = KindEntry {
             leader_kill: false,
             independent_nodes: false,
             terminate_session: false,
+            keepalive_partition: false,
         },
         case_servers: CaseServers {
             // A primary + replica (failover; measured 170-260 ms in all).

@@ -18,6 +18,7 @@ use crate::backends::address;
 pub(super) static REDIS_NODES: KindEntry = KindEntry {
     name: "redis-nodes",
     distributed: true,
+    in_driver_process: false,
     server: Some(ServerEntry {
         flag: "redis-nodes",
         value_name: "URLS",
@@ -101,6 +102,7 @@ pub(super) static REDIS_NODES: KindEntry = KindEntry {
             leader_kill: false,
             independent_nodes: true,
             terminate_session: false,
+            keepalive_partition: false,
         },
         case_servers: CaseServers {
             // The nodes a node fault starts for the case, as long as a Redis primary + replica.

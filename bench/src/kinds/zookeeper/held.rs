@@ -15,6 +15,8 @@ pub(super) const HELD: HeldProbe = HeldProbe {
     script_stats: None,
     renewal_messages: None,
     renewal_counter: Some("packets_received"),
+    prepare: None,
+    clean: None,
 };
 
 /// Ephemeral nodes in ZooKeeper (`mntr`'s `zk_ephemerals_count`).

@@ -18,6 +18,7 @@ use crate::backends::address;
 pub(super) static ZOOKEEPER: KindEntry = KindEntry {
     name: "zookeeper",
     distributed: true,
+    in_driver_process: false,
     server: Some(ServerEntry {
         flag: "zk",
         value_name: "HOSTS",
@@ -65,6 +66,7 @@ pub(super) static ZOOKEEPER: KindEntry = KindEntry {
             leader_kill: true,
             independent_nodes: false,
             terminate_session: false,
+            keepalive_partition: false,
         },
         // A 3-node ZooKeeper ensemble (leader loss; measured 3.3 s, 8.0 s at load ~10: three JVMs
         // start slowly on a busy machine).
