@@ -25,7 +25,6 @@
 
 use lockers::Capabilities;
 
-use crate::backends::ServerKind;
 use crate::strategies::Strategy;
 use crate::workload::Workload;
 use crate::workload::faults::FaultKind;

@@ -30,7 +30,7 @@ pub struct HeldProbe {
     /// Readies a server lockbench started (never one the user gave) for a strategy's scale run, given
     /// the most client threads the run allows (Redis: a clean slate, no keyspace notifications left
     /// on by an earlier strategy, room for one connection per guard thread).
-    pub prepare: Option<fn(SocketAddr, usize)>,
+    pub prepare: Option<fn(SocketAddr, u64)>,
     /// Clears what a strategy's scale run left on a server lockbench started (Redis: fencing
     /// counters never expire).
     pub clean: Option<fn(SocketAddr)>,

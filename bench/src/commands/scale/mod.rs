@@ -44,7 +44,6 @@ use std::time::Duration;
 use lockbench_reports::scale::{
     SCALE_SCHEMA_VERSION, ScalePass, ScaleResults, ScaleSeries, ScaleSettings,
 };
-use lockbench_servers::probe;
 
 use crate::backends::{Backend, Backends, GivenAddresses, ServerKind};
 use crate::base::clock::now_rfc3339;
@@ -67,8 +66,6 @@ const MAX_STEP: u64 = 1_000_000;
 const MAX_DURATION: Duration = Duration::from_secs(600);
 const MAX_CONCURRENCY: usize = 1024;
 const MAX_PASSES: u32 = 20;
-
-const SERVER_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The stop reason of a series that SIGINT or SIGTERM cut short.
 const INTERRUPTED: &str = "interrupted (SIGINT or SIGTERM)";

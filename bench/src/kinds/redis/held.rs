@@ -23,7 +23,7 @@ pub(super) const HELD: HeldProbe = HeldProbe {
 /// A clean slate, no keyspace notifications left on by an earlier strategy, and room for one
 /// connection per guard thread (Redis needs maxclients + 32 descriptors and raises its own limit as
 /// far as the hard limit allows).
-fn prepare(addr: SocketAddr, max_threads: usize) {
+fn prepare(addr: SocketAddr, max_threads: u64) {
     let maxclients = (max_threads + 1024).min(19_000).to_string();
     run_commands(
         addr,
