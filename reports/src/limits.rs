@@ -179,7 +179,7 @@ impl Limit {
                     figure < self.value
                 };
                 crossed.then(|| Breach {
-                    case: format!("{scenario} · {} · {}", c.strategy, c.lease),
+                    case: case_label(scenario, c),
                     figure: self.shown(figure),
                 })
             })
@@ -201,6 +201,11 @@ impl Limit {
             format!("{figure:.1} cs/s")
         }
     }
+}
+
+/// `scenario · strategy · lease`: a case as the gates name it.
+pub fn case_label(scenario: &str, case: &CaseResult) -> String {
+    format!("{scenario} · {} · {}", case.strategy, case.lease)
 }
 
 fn metric_named(name: &str) -> Option<Metric> {

@@ -410,21 +410,19 @@ fn fastest(row: &Row<'_>, safe: &[&str], among: &str) -> Option<Finding> {
     let list = ranked(row, safe, |c| Some(c.throughput.completed_per_s), true);
     let (best, value) = *list.first()?;
     let (evidence, _) = ranking_lines(&list, |v| format!("{} CS/s", rate(v)));
+    // A tie by the 95 % intervals where both have one (two or more trials), else by TIE_PCT.
     let best_interval = RateInterval::of_case(best);
-    let (by_interval, by_pct): (Vec<_>, Vec<_>) = list[1..]
-        .iter()
-        .map(|(case, value)| (case, *value, RateInterval::of_case(case)))
-        .partition(|(_, _, interval)| interval.bounds.is_some() && best_interval.bounds.is_some());
-    let overlapping: Vec<String> = by_interval
-        .iter()
-        .filter(|(_, _, interval)| !interval.apart(&best_interval))
-        .map(|(case, _, _)| case.strategy.clone())
-        .collect();
-    let close: Vec<String> = by_pct
-        .iter()
-        .filter(|(_, v, _)| value != 0.0 && ((v - value) / value * 100.0).abs() < TIE_PCT)
-        .map(|(case, _, _)| case.strategy.clone())
-        .collect();
+    let (mut overlapping, mut close) = (Vec::new(), Vec::new());
+    for (case, v) in &list[1..] {
+        let interval = RateInterval::of_case(case);
+        if interval.bounds.is_some() && best_interval.bounds.is_some() {
+            if !interval.apart(&best_interval) {
+                overlapping.push(case.strategy.clone());
+            }
+        } else if value != 0.0 && ((v - value) / value * 100.0).abs() < TIE_PCT {
+            close.push(case.strategy.clone());
+        }
+    }
     let mut ties = String::new();
     if !overlapping.is_empty() {
         ties.push_str(&format!(
@@ -433,10 +431,9 @@ fn fastest(row: &Row<'_>, safe: &[&str], among: &str) -> Option<Finding> {
         ));
     }
     ties.push_str(&tie_sentence(&close));
-    let shown = |case: &CaseResult| match RateInterval::of_case(case).bounds {
-        Some((lo, hi)) => format!(" (95 % interval {}–{})", rate(lo), rate(hi)),
-        None => String::new(),
-    };
+    let shown = best_interval.bounds.map_or_else(String::new, |(lo, hi)| {
+        format!(" (95 % interval {}–{})", rate(lo), rate(hi))
+    });
     Some(Finding {
         title: format!("Fastest safe strategy under {}", row.label),
         rule: format!(
@@ -444,12 +441,7 @@ fn fastest(row: &Row<'_>, safe: &[&str], among: &str) -> Option<Finding> {
              strategy whose 95 % interval overlaps the best's is not told apart from it",
             row.label
         ),
-        conclusion: format!(
-            "{}: {} CS/s{}.{ties}",
-            best.strategy,
-            rate(value),
-            shown(best)
-        ),
+        conclusion: format!("{}: {} CS/s{}.{ties}", best.strategy, rate(value), shown),
         evidence,
     })
 }

@@ -496,8 +496,7 @@ pub(crate) mod tests {
     #[test]
     fn a_file_written_before_passes_reads_as_one_pass() {
         let old =
-            ScaleResults::from_json(include_str!("../tests/fixtures/scale-before-passes.json"))
-                .unwrap();
+            ScaleResults::from_json(include_str!("../tests/fixtures/scale-redis.json")).unwrap();
         assert_eq!(old.settings.passes, 1);
         for series in old.cost_series() {
             assert!(series.repeats.is_empty());

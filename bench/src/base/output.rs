@@ -108,8 +108,13 @@ pub fn read_text(path: &Path) -> std::io::Result<String> {
     if path.extension().is_none_or(|e| e != "gz") {
         return String::from_utf8(bytes).map_err(std::io::Error::other);
     }
+    gunzip_text(&bytes)
+}
+
+/// The text of gzip'd bytes (a results file kept in a repository, or built into the binary).
+pub fn gunzip_text(gzip: &[u8]) -> std::io::Result<String> {
     let mut text = String::new();
-    flate2::read::GzDecoder::new(bytes.as_slice()).read_to_string(&mut text)?;
+    flate2::read::GzDecoder::new(gzip).read_to_string(&mut text)?;
     Ok(text)
 }
 

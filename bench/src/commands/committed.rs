@@ -87,11 +87,7 @@ pub(crate) fn attach(comparison: &mut Comparison, setting: &Setting) {
 }
 
 fn read(committed: &CommittedRun) -> Result<Results, String> {
-    use std::io::Read;
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(committed.gzip)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
+    let text = crate::base::output::gunzip_text(committed.gzip).map_err(|e| e.to_string())?;
     Results::from_json(&text).map_err(|e| e.to_string())
 }
 

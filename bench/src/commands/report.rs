@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use lockbench_reports::Comparison;
 use lockbench_reports::contradictions::{self, Contradiction};
 use lockbench_reports::delta::{self, Deltas};
-use lockbench_reports::limits::Limit;
+use lockbench_reports::limits::{Limit, case_label};
 use lockbench_reports::model::Verdict;
 use lockbench_reports::scale::{CostSeries, ScaleResults};
 use lockbench_reports::sections::Part;
@@ -128,45 +128,47 @@ pub(crate) fn check_gates<'a>(
 pub(crate) fn gate(fail_on: &[FailOn], current: &Comparison, against: Option<&Against>) -> i32 {
     let mut code = EXIT_OK;
     for gate in fail_on {
-        let found: Vec<String> = match (gate, against) {
-            (FailOn::Limit(limit), _) => limit
-                .breaches(current)
-                .into_iter()
-                .map(|b| format!("{}: {}", b.case, b.figure))
-                .collect(),
-            (FailOn::Violation, None) => current
-                .runs
-                .iter()
-                .flat_map(|r| r.results.cases.iter().map(move |c| (r, c)))
-                .filter(|(_, c)| c.safety.verdict == Verdict::Violated)
-                .map(|(r, c)| {
-                    format!(
-                        "{} · {} · {}: violated",
-                        r.results.scenario.name, c.strategy, c.lease
-                    )
-                })
-                .collect(),
-            (_, None) => Vec::new(),
-            (FailOn::Violation, Some(a)) => vec![String::new(); a.deltas.new_violations()],
-            (FailOn::Regression, Some(a)) => vec![String::new(); a.deltas.regressions()],
-            (FailOn::Contradiction, Some(a)) => vec![String::new(); a.contradictions.len()],
-        };
-        if found.is_empty() {
+        let (count, cases) = found(gate, current, against);
+        if count == 0 {
             continue;
         }
         code = EXIT_FAILED;
         let against =
             against.map_or_else(|| "this run".to_owned(), |a| format!("against {}", a.name));
         eprintln!(
-            "lockbench: --fail-on {}: {} found {against}",
-            gate.name(),
-            found.len()
+            "lockbench: --fail-on {}: {count} found {against}",
+            gate.name()
         );
-        for line in found.iter().filter(|l| !l.is_empty()) {
+        for line in cases {
             eprintln!("  {line}");
         }
     }
     code
+}
+
+/// How many of what `gate` names the results hold, and a line per case where it names cases (the
+/// changes and contradictions against a baseline were printed already).
+fn found(gate: &FailOn, current: &Comparison, against: Option<&Against>) -> (usize, Vec<String>) {
+    let cases: Vec<String> = match (gate, against) {
+        (FailOn::Limit(limit), _) => limit
+            .breaches(current)
+            .into_iter()
+            .map(|b| format!("{}: {}", b.case, b.figure))
+            .collect(),
+        (FailOn::Violation, None) => current
+            .runs
+            .iter()
+            .flat_map(|r| r.results.cases.iter().map(move |c| (r, c)))
+            .filter(|(_, c)| c.safety.verdict == Verdict::Violated)
+            .map(|(r, c)| format!("{}: violated", case_label(&r.results.scenario.name, c)))
+            .collect(),
+        (FailOn::Violation, Some(a)) => return (a.deltas.new_violations(), Vec::new()),
+        (FailOn::Regression, Some(a)) => return (a.deltas.regressions(), Vec::new()),
+        (FailOn::Contradiction, Some(a)) => return (a.contradictions.len(), Vec::new()),
+        // Refused before anything ran ([`check_gates`]).
+        (FailOn::Regression | FailOn::Contradiction, None) => Vec::new(),
+    };
+    (cases.len(), cases)
 }
 
 /// A file's text ([`output::read_text`]); unreadable is a one-line usage error.
