@@ -20,6 +20,8 @@ rows=(
   "jvm-redisson-4 RedissonAdapter jvm-redisson-4 OwnerThreads"
   "jvm-spring-jdbc SpringJdbcAdapter - LockRegistryPeer"
   "jvm-spring-redis SpringRedisAdapter - LockRegistryPeer"
+  "jvm-shedlock-jdbc ShedLockJdbcAdapter - ShedLockPeer"
+  "jvm-shedlock-redis ShedLockRedisAdapter - ShedLockPeer"
 )
 for spec in "${rows[@]}"; do
   read -r row main args extra <<<"$spec"
