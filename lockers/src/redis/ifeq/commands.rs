@@ -127,7 +127,8 @@ pub(super) async fn check_server(commands: &mut Commands) -> Result<(), LockErro
         .arg("DELIFEQ")
         .query_async(commands)
         .await?;
-    let has_delifeq = matches!(&info, Value::Array(items) if items.first().is_some_and(|i| *i != Value::Nil));
+    let has_delifeq =
+        matches!(&info, Value::Array(items) if items.first().is_some_and(|i| *i != Value::Nil));
     // A server older than `COMMAND DOCS` (Redis < 7) answers an error: it has no IFEQ either.
     let docs: Option<Value> = redis::cmd("COMMAND")
         .arg("DOCS")
