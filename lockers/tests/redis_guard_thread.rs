@@ -2,7 +2,7 @@
 //! conformance suite, then what is specific to it — one OS thread per held lock (counted by the client
 //! and cross-checked in `/proc/self/task`), renewal margins, loss on a replaced value and during a
 //! `SIGSTOP` of the server, release by the thread itself when a lease is dropped outside any runtime,
-//! polling back-off, no re-entrancy, bad input.
+//! polling back-off, no re-entrancy, bad input; and the conformance suite once on Valkey.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
@@ -60,6 +60,17 @@ async fn connect_with(
 }
 
 lockers::conformance_tests!(GuardThread::start());
+
+/// The conformance suite once more on Valkey: the same scripts, on the Redis fork.
+mod on_valkey {
+    use super::*;
+    use lockbench_servers::{Flavor, RedisOptions};
+
+    lockers::conformance_tests!(Setup::start_with(
+        GuardThread,
+        RedisOptions::of(Flavor::Valkey)
+    ));
+}
 
 /// Threads of this process whose OS name is `name` (`/proc/self/task/*/comm`).
 fn threads_named(name: &str) -> usize {

@@ -1,7 +1,8 @@
 //! `redis-watchdog` against a real redis-server (one per test, started by lockbench-servers), in both
 //! renewal modes: the conformance suite, then what is specific to the watchdog — renewal seen from the
 //! server (`INFO commandstats`), loss detection after a `DEL` and during a `SIGSTOP` of the server,
-//! re-entrancy counts in the hash, batched renewal costs, pub/sub subscriptions of waiters, bad input.
+//! re-entrancy counts in the hash, batched renewal costs, pub/sub subscriptions of waiters, bad input;
+//! and the conformance suite once on Valkey.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
@@ -417,6 +418,17 @@ macro_rules! both_modes {
 
 mod per_lock {
     both_modes!(RenewalMode::PerLock);
+}
+
+/// The conformance suite once more on Valkey (per-lock mode): the same scripts, on the Redis fork.
+mod on_valkey {
+    use super::*;
+    use lockbench_servers::{Flavor, RedisOptions};
+
+    lockers::conformance_tests!(Setup::start_with(
+        Watchdog(RenewalMode::PerLock),
+        RedisOptions::of(Flavor::Valkey)
+    ));
 }
 
 mod batched {

@@ -31,9 +31,12 @@
 //! port), [`EtcdOptions::tls`] and [`EtcdOptions::root_password`] (TLS client port, authentication),
 //! with throw-away certificates from [`TestCertificates`] (made with the `openssl` tool).
 //!
-//! Programs are found on `PATH` unless overridden by `LOCKBENCH_REDIS_SERVER`, `LOCKBENCH_ETCD`,
-//! `LOCKBENCH_JAVA` and `LOCKBENCH_ZK_CLASSPATH` (or by the options structs, which win over
-//! both); a missing one gives [`ServerError::Missing`] naming the install command.
+//! Every Redis launcher runs Valkey as well ([`Flavor::Valkey`] in [`RedisOptions::flavor`]).
+//!
+//! Programs are found on `PATH` unless overridden by `LOCKBENCH_REDIS_SERVER`,
+//! `LOCKBENCH_VALKEY_SERVER`, `LOCKBENCH_ETCD`, `LOCKBENCH_JAVA` and `LOCKBENCH_ZK_CLASSPATH` (or by
+//! the options structs, which win over both); a missing one gives [`ServerError::Missing`] naming
+//! the install command.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), lockbench_servers::ServerError> {
@@ -71,7 +74,7 @@ pub use postgres::{Keepalives, NamespacedPostgres, PostgresOptions, PostgresPair
 pub use process::{ServerProcess, data_parent, kill_all_servers};
 pub use programs::Program;
 pub use proxy::{Direction, Fault, Proxy};
-pub use redis::{RedisOptions, RedisPair, RedisSecurity, RedisServer};
+pub use redis::{Flavor, RedisOptions, RedisPair, RedisSecurity, RedisServer};
 pub use redis_cluster::RedisCluster;
 pub use redis_nodes::{Durability, FakeClock, OnRestart, RedisNode, RedisNodeOptions, RedisNodes};
 pub use redis_sentinel::RedisSentinels;

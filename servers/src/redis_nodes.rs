@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use crate::process::{ServerProcess, make_temp_dir, retry_on_port_race};
-use crate::programs::Program;
 use crate::redis::{RedisOptions, secure, server_command, wait_serving_as};
 use crate::{Result, ServerError, free_ports, probe};
 
@@ -94,7 +93,7 @@ pub enum OnRestart {
     DiscardData,
 }
 
-/// One redis-server on 127.0.0.1 with a fixed port and a data dir of its own, killable and
+/// One redis-server (or valkey-server, after [`RedisOptions::flavor`]) on 127.0.0.1 with a fixed port and a data dir of its own, killable and
 /// restartable. Killed on drop.
 #[derive(Debug)]
 pub struct RedisNode {
@@ -123,7 +122,11 @@ impl RedisNode {
         options: RedisNodeOptions,
         mut pick_ports: impl FnMut(usize) -> std::io::Result<Vec<u16>>,
     ) -> Result<Self> {
-        let program = Program::RedisServer.locate(options.redis.redis_server.as_deref())?;
+        let redis = &options.redis;
+        let program = redis
+            .flavor
+            .program()
+            .locate(redis.redis_server.as_deref())?;
         let began = Instant::now();
         retry_on_port_race(|| {
             let ports = pick_ports(3)?;
@@ -194,7 +197,8 @@ impl RedisNode {
                 if clock.dont_fake_monotonic { "1" } else { "0" },
             );
         }
-        let process = ServerProcess::spawn("redis-server node", command, logs, "redis.log")?;
+        let name = format!("{} node", self.options.redis.flavor.program().name());
+        let process = ServerProcess::spawn(&name, command, logs, "redis.log")?;
         wait_serving_as(&process, self.addr, self.login())?;
         *self.lock() = Some(process);
         Ok(())

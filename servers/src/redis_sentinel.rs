@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use crate::certs::TlsFiles;
 use crate::process::{ServerProcess, make_temp_dir, retry_on_port_race};
-use crate::programs::Program;
 use crate::redis::{RedisOptions, RedisPair, wait_serving_as};
 use crate::{Result, ServerError, free_ports, probe};
 
@@ -175,7 +174,11 @@ impl RedisSentinels {
     /// speak it (the Sentinels name the servers' TLS ports).
     pub fn start_with(options: RedisOptions) -> Result<Self> {
         let began = Instant::now();
-        let program = Program::RedisServer.locate(None)?;
+        // A Sentinel is the server program in Sentinel mode (`--sentinel`), Redis's and Valkey's alike.
+        let program = options
+            .flavor
+            .program()
+            .locate(options.redis_server.as_deref())?;
         let auth = options
             .security
             .as_ref()

@@ -8,14 +8,18 @@
 //! thread. Stopping a pending start removes it; stopping a started loop aborts its task.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio::task::AbortHandle;
 
-use crate::renewal::StopRenewal;
+use crate::error::LockError;
+use crate::event::Events;
+use crate::lease::LeaseState;
+use crate::renewal::{RenewOutcome, RenewalPlan, StopRenewal, renew_until_lost};
 
 /// Spawns the renewal loop and returns its handle.
 pub(crate) type Start = Box<dyn FnOnce() -> AbortHandle + Send>;
@@ -106,6 +110,35 @@ impl DeferredStarts {
             inner: Arc::downgrade(&self.inner),
             slot,
         })
+    }
+
+    /// Schedules `state`'s renewal loop ([`renew_until_lost`] on `plan`, each attempt one `renew` call) to
+    /// start half a period after `sent_at` (its first renewal stays due one period after it); the loop
+    /// ends when the lease does or when `closed` turns true (its client closed).
+    pub(crate) fn schedule_renewal<F, Fut>(
+        &self,
+        state: Arc<LeaseState>,
+        plan: RenewalPlan,
+        sent_at: Instant,
+        events: Events,
+        mut closed: watch::Receiver<bool>,
+        renew: F,
+    ) -> Box<dyn StopRenewal>
+    where
+        F: FnMut() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<RenewOutcome, LockError>> + Send + 'static,
+    {
+        let start = move || {
+            let renewing = renew_until_lost(state, plan, sent_at, events, renew);
+            let task = tokio::spawn(async move {
+                tokio::select! {
+                    _ = renewing => {}
+                    _ = closed.wait_for(|closed| *closed) => {}
+                }
+            });
+            task.abort_handle()
+        };
+        self.schedule(sent_at + plan.period / 2, Box::new(start))
     }
 
     /// Stops the scheduler; pending starts never happen.

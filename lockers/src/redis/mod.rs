@@ -10,10 +10,11 @@
 //! | `scripts` | Lua scripts (`scripts/*.lua`, with the shared `lib.lua`: fencing `INCR`, extend-only TTLs) called by SHA with reload on `NOSCRIPT`; the answers every script shares (acquire attempt, renew outcome, TTL in ms); the watchdog's scripts | every Redis strategy |
 //! | `script_roles` | [`ScriptRole`], [`script_shas`]: every strategy's scripts by SHA1, for a `MONITOR` observer | callers |
 //! | `acquire` | capabilities; reading a request (lease TTL, owner, wait); `Timeout`; the wait-and-retry loop of a pub/sub-woken acquire (`redis-watchdog`, Redisson); reading a hash lock's release answer; registering a grant and building its lease; releasing a dropped lease in the background | every Redis strategy |
-//! | `deferred` | per-lock renewal loops spawned only once a lease outlives half a period (shared here because two families use it) | `redis-watchdog` per-lock mode, `redisson-classic` |
+//! | `deferred` | per-lock renewal loops spawned only once a lease outlives half a period (shared here because several families use it) | `redis-watchdog` per-lock mode, `redisson-classic`, `valkey-ifeq` |
 //! | `string_lock` | the token-valued string lock (`SET NX PX` + `INCR`, check-and-pexpire, check-and-delete, optional shadow key) and its holder values | `redis-guard-thread`, `redis-keyspace`, `redlock` |
 //! | [`watchdog`] | the `redis-watchdog` strategy ([`RedisWatchdog`]) with its config and batch scheduler | |
 //! | [`guard_thread`] | the `redis-guard-thread` strategy ([`RedisGuardThread`]) with its config and renewal threads | |
+//! | [`ifeq`] | the `valkey-ifeq` strategy ([`ValkeyIfeq`]): no scripts, Valkey's `SET … IFEQ` and `DELIFEQ`, fencing from a `MULTI`/`EXEC` | |
 //! | [`keyspace`] | the `redis-keyspace-naive` / `-shadow` strategy ([`RedisKeyspace`]) with its config and holder task | |
 //! | [`redisson`] | the `redisson-classic` / `redisson` strategy ([`Redisson`]) with its config, scripts and both renewers (and the `jvm-redisson*` peers' timeouts) | |
 //! | [`redlock`] | the `redlock` strategy ([`Redlock`]) over N independent masters, using `string_lock`'s value, check-and-pexpire and check-and-delete | |
@@ -33,6 +34,7 @@
 mod transport;
 
 pub mod guard_thread;
+pub mod ifeq;
 pub mod keyspace;
 pub mod redisson;
 pub mod redlock;
@@ -52,6 +54,7 @@ pub use transport::connection;
 pub use transport::connection::{Commands, ConnectionSettings, RedisConnection};
 
 pub use guard_thread::{GuardThreadConfig, PollBackoff, RedisGuardThread};
+pub use ifeq::ValkeyIfeq;
 pub use keyspace::{KeyspaceConfig, RedisKeyspace, Variant as KeyspaceVariant};
 pub use redisson::{
     Generation, Redisson, RedissonConfig, RetryDelay, ScaledTimeouts, Topology, UnsyncedLockCall,

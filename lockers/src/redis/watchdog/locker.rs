@@ -27,7 +27,7 @@ use crate::redis::scripts::{
 use crate::redis::transport::cluster::by_slot;
 use crate::redis::transport::connection::{BACKEND, RedisConnection};
 use crate::redis::transport::pubsub::PubSub;
-use crate::renewal::{HoldTicket, Holds, RenewOutcome, RenewalPlan, StopRenewal, renew_until_lost};
+use crate::renewal::{HoldTicket, Holds, RenewOutcome, RenewalPlan, StopRenewal};
 
 /// The strategy id (per-lock renewal timers, Redisson's classic behaviour).
 pub const ID: &str = "redis-watchdog";
@@ -325,20 +325,8 @@ impl RedisWatchdog {
             async move { renew_one(commands, &key, &owner, ttl_ms).await }
         };
         let events = self.core.events.clone();
-        let mut closed = self.closed.subscribe();
-        // The loop is spawned only if the lease is still held half a period after the acquire; its
-        // first renewal stays due one period after it.
-        let start = move || {
-            let renewing = renew_until_lost(state, plan, sent_at, events, renew);
-            let task = tokio::spawn(async move {
-                tokio::select! {
-                    _ = renewing => {}
-                    _ = closed.wait_for(|closed| *closed) => {}
-                }
-            });
-            task.abort_handle()
-        };
-        deferred.schedule(sent_at + plan.period / 2, Box::new(start))
+        // The loop is spawned only if the lease is still held half a period after the acquire.
+        deferred.schedule_renewal(state, plan, sent_at, events, self.closed.subscribe(), renew)
     }
 
     /// Registers a granted hold and builds its lease. No await: a cancelled acquire either never gets
