@@ -1,5 +1,7 @@
-//! Which fault applies to which strategy (what each kind needs from the run is pure data, in
-//! [`crate::workload::faults`]).
+//! Which fault applies to which strategy: a server fault applies where the strategy's server kind
+//! offers what it needs (its entry's [`ServerFaults`](crate::kinds::ServerFaults): the set-ups it
+//! starts per case, Redis's commands, ending a session), and the refusal says why not (what each
+//! fault needs from the run is pure data, in [`crate::workload::faults`]).
 //!
 //! | fault | applies to | needs |
 //! |---|---|---|

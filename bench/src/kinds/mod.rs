@@ -1,24 +1,25 @@
-//! The server kinds, one entry each: everything that is true of a kind (its name, whether a lock on
-//! it is distributed, its command-line flag and secret variable, how a given address is probed and
-//! its version read, how lockbench starts one, where its addresses sit among a run's endpoints and
-//! how a proxy is put in front of them, which server faults it takes) lives in its [`KindEntry`], so
-//! shared code never asks "which server is this?" by name. Each kind with a server has a folder of
-//! its own (`redis/`, `redis_nodes/`, `etcd/`, `zookeeper/`, `postgres/`) with the same skeleton;
-//! the two without one (in-process, per-client) are here.
+//! The server kinds, one entry each: everything that is true of a kind (whether a lock on it is
+//! distributed, its command-line flag and secret variable, how a given address is probed, checked
+//! and its version read, how lockbench starts one, where its addresses sit among a run's endpoints
+//! and how a proxy is put in front of them, whether `MONITOR` follows it, which server faults it
+//! offers) lives in its [`KindEntry`], keyed by its id ([`ServerKind`], shared with the peers'
+//! catalog), so shared code never asks "which server is this?" by name. Each kind with a server has
+//! a folder of its own (`redis/`, `redis_nodes/`, `etcd/`, `zookeeper/`, `postgres/`) with the same
+//! skeleton; the two without one (in-process, per-client) are here.
 //!
 //! # Adding a kind
 //! 1. A launcher in `servers/` (a fresh data directory, loopback only, a free port, stopped on drop,
 //!    its version).
-//! 2. A folder `kinds/<kind>/` with the same files as the others: `mod.rs`, its [`KindEntry`] (name,
-//!    flag, address and secret handling, probes, version, start, endpoints, proxies, faults, how long
-//!    the servers its faults start per case take, [`CaseServers`]);
-//!    `counters.rs`, its outside counters read into a [`counters::StatsSnapshot`]; `held.rs`, its
-//!    [`held::HeldProbe`], what `lockbench scale` reads of it while a client only holds locks.
-//! 3. Its registration: a variant of [`ServerKind`], added to [`ServerKind::ALL`], and its entry in
-//!    [`ServerKind::entry`]; a field for its addresses in [`EndpointAddrs`]. No `match` on a kind ends
-//!    in a catch-all, so the compiler names every other place that must say something about it (the
-//!    strategies' own address check).
-//! 4. Its strategies, registered in `strategies`.
+//! 2. Its id: a variant of [`ServerKind`] (`lockers/src/kind.rs`) with its name.
+//! 3. A folder `kinds/<kind>/` with the same files as the others: `mod.rs`, its `KIND` and its
+//!    [`KindEntry`] (flag, address and secret handling, probes, version, start, endpoints, proxies,
+//!    monitor, faults); `check.rs`, its [`ServerEntry::client_check`]; `case_servers.rs`, the
+//!    set-ups its faults start per case ([`CaseServers`], offered as [`CaseStarts`]); `counters.rs`,
+//!    its outside counters read into a [`counters::StatsSnapshot`]; `held.rs`, its
+//!    [`held::HeldProbe`], what `lockbench scale` reads of it while a client only holds locks. A
+//!    field for its addresses in [`EndpointAddrs`].
+//! 4. Its registration: one line in [`entry`], whose `match` has no catch-all.
+//! 5. Its strategies, registered in `strategies` with the folder's `KIND`.
 
 use std::any::Any;
 use std::future::Future;
