@@ -25,7 +25,7 @@ use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 use lockbench_reports::sections::Part;
 
-use crate::backends::{GivenAddresses, ServerKind};
+use crate::backends::GivenAddresses;
 use crate::base::duration::{format_duration, parse_duration};
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::base::stdout::{out, outln};
@@ -35,6 +35,7 @@ use crate::commands::run::{RunOutcome, RunRequest};
 use crate::commands::scale::{ScaleOptions, ScaleRequest};
 use crate::commands::{compare, pages, report, scale, suite};
 use crate::driver::child;
+use crate::kinds::ServerKindExt;
 use crate::workload::{Fit, ScenarioFile, split_list};
 use crate::{scenarios, strategies};
 
@@ -165,7 +166,7 @@ impl clap::FromArgMatches for ServerArgs {
     }
 
     fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
-        for kind in ServerKind::ALL {
+        for kind in crate::kinds::all() {
             if let Some(server) = kind.server()
                 && let Some(address) = matches.get_one::<String>(server.flag)
             {
@@ -178,7 +179,7 @@ impl clap::FromArgMatches for ServerArgs {
 
 impl Args for ServerArgs {
     fn augment_args(mut command: clap::Command) -> clap::Command {
-        for server in ServerKind::ALL.iter().filter_map(|k| k.server()) {
+        for server in crate::kinds::all().filter_map(|k| k.server()) {
             command = command.arg(
                 clap::Arg::new(server.flag)
                     .long(server.flag)
@@ -961,7 +962,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::backends::Backends;
+    use crate::backends::{Backends, ServerKind};
     use crate::commands::scale::Isolation;
     use crate::commands::scale::child::{time_bound, worker_args};
 

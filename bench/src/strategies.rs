@@ -13,15 +13,15 @@ use std::time::Duration;
 
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
-use lockers::peer::catalog::{self, PeerBackend, PeerSpec};
+use lockers::peer::catalog::{self, PeerSpec};
 use lockers::peer::{PeerLocker, PeerProcesses};
 use lockers::postgres::PostgresConfig;
 use lockers::postgres::advisory::PostgresAdvisory;
 use lockers::postgres::lease::PostgresLease;
 use lockers::redis::{
     ConnectionSettings, Generation, GuardThreadConfig, KeyspaceConfig, KeyspaceVariant,
-    RedisConnection, RedisGuardThread, RedisKeyspace, RedisWatchdog, Redisson, RedissonConfig,
-    Redlock, RedlockConfig, RenewalMode, ScaledTimeouts, Topology, WatchdogConfig,
+    RedisGuardThread, RedisKeyspace, RedisWatchdog, Redisson, RedissonConfig, Redlock,
+    RedlockConfig, RenewalMode, ScaledTimeouts, Topology, WatchdogConfig,
 };
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{Capabilities, Events, LockError, Locker, Renewal};
@@ -30,6 +30,8 @@ use lockbench_reports::many_locks;
 
 use crate::backends::{AddressCheckFuture, EndpointAddrs, ServerKind};
 use crate::base::suggest;
+use crate::kinds::endpoints::{required, required_list};
+use crate::kinds::{self, ServerKindExt};
 
 /// What every strategy is configured from: the workload's renewal setting (the watchdog lease's TTL and
 /// renewal ratio), which each strategy's config embeds as it is (Redisson's lockWatchdogTimeout;
@@ -61,44 +63,27 @@ impl Endpoints {
 
     /// The Redis URL, or a `Config` error.
     pub fn redis_url(&self) -> Result<&str, LockError> {
-        self.addrs
-            .redis
-            .as_deref()
-            .ok_or_else(|| LockError::Config("no redis server in this run".into()))
+        required(self.addrs.redis.as_deref(), "redis server")
     }
 
     /// The URLs of the independent Redis nodes (Redlock), or a `Config` error.
     pub fn redis_node_urls(&self) -> Result<&[String], LockError> {
-        if self.addrs.redis_nodes.is_empty() {
-            return Err(LockError::Config(
-                "no independent redis nodes in this run".into(),
-            ));
-        }
-        Ok(&self.addrs.redis_nodes)
+        required_list(&self.addrs.redis_nodes, "independent redis nodes")
     }
 
     /// The etcd endpoints, or a `Config` error.
     pub fn etcd_endpoints(&self) -> Result<&[String], LockError> {
-        if self.addrs.etcd.is_empty() {
-            return Err(LockError::Config("no etcd server in this run".into()));
-        }
-        Ok(&self.addrs.etcd)
+        required_list(&self.addrs.etcd, "etcd server")
     }
 
     /// The PostgreSQL URL, or a `Config` error.
     pub fn postgres_url(&self) -> Result<&str, LockError> {
-        self.addrs
-            .postgres
-            .as_deref()
-            .ok_or_else(|| LockError::Config("no postgres server in this run".into()))
+        required(self.addrs.postgres.as_deref(), "postgres server")
     }
 
     /// The ZooKeeper connect string, or a `Config` error.
     pub fn zookeeper_connect(&self) -> Result<&str, LockError> {
-        self.addrs
-            .zookeeper
-            .as_deref()
-            .ok_or_else(|| LockError::Config("no zookeeper server in this run".into()))
+        required(self.addrs.zookeeper.as_deref(), "zookeeper server")
     }
 }
 
@@ -241,14 +226,7 @@ impl Strategy {
     /// The row of a peer from the catalog; `None` for an adapter without a server (`py-memory`, which
     /// measures the adapter protocol's own cost and is no row).
     fn peer(spec: &'static PeerSpec) -> Option<Self> {
-        let server = match spec.backend {
-            PeerBackend::None => return None,
-            PeerBackend::Redis => ServerKind::Redis,
-            PeerBackend::RedisMany => ServerKind::RedisNodes,
-            PeerBackend::ZooKeeper => ServerKind::ZooKeeper,
-            PeerBackend::Etcd => ServerKind::Etcd,
-            PeerBackend::Postgres => ServerKind::Postgres,
-        };
+        let server = spec.backend?;
         Some(Strategy {
             id: spec.id,
             description: spec.description,
@@ -332,13 +310,16 @@ impl Strategy {
     ) -> ConnectFuture<'a> {
         match self.client {
             Client::Native { connect, .. } => connect(endpoints, settings, events),
-            Client::Peer(spec) => Box::pin(async move {
-                let servers = peer_servers(endpoints, spec.backend)?;
-                let replicas = &endpoints.addrs.redis_replicas;
-                let config = spec.config(servers, replicas, *settings)?;
-                let client = PeerLocker::start_in(config, events, &endpoints.peers).await?;
-                Ok(Arc::new(client) as Arc<dyn Locker>)
-            }),
+            Client::Peer(spec) => {
+                let kind = self.server;
+                Box::pin(async move {
+                    let servers = peer_servers(endpoints, kind)?;
+                    let replicas = &endpoints.addrs.redis_replicas;
+                    let config = spec.config(servers, replicas, *settings)?;
+                    let client = PeerLocker::start_in(config, events, &endpoints.peers).await?;
+                    Ok(Arc::new(client) as Arc<dyn Locker>)
+                })
+            }
         }
     }
 }
@@ -355,14 +336,14 @@ const NATIVE: &[Strategy] = &[
     Strategy::native(
         lockers::memory::ID,
         "in-process reference: TTLs, timer renewal, fencing counter; every client of a case shares one MemoryServer",
-        ServerKind::InProcess,
+        kinds::IN_PROCESS,
         memory_capabilities,
         CONNECT_MEMORY,
     ),
     Strategy::native(
         lockers::redis::watchdog::ID,
         "lockbench's improved RLock: Redisson's hash lock and timeout/3 watchdog, plus lost() signal, retries until the deadline, INCR fencing",
-        ServerKind::Redis,
+        kinds::redis::KIND,
         |_| Ok(RedisWatchdog::CAPABILITIES),
         CONNECT_REDIS_WATCHDOG,
     )
@@ -370,7 +351,7 @@ const NATIVE: &[Strategy] = &[
     Strategy::native(
         lockers::redis::watchdog::BATCHED_ID,
         "redis-watchdog with batched renewal: one scheduler per client renews due locks in chunks of 100",
-        ServerKind::Redis,
+        kinds::redis::KIND,
         |_| Ok(RedisWatchdog::CAPABILITIES),
         CONNECT_REDIS_WATCHDOG_BATCHED,
     )
@@ -378,7 +359,7 @@ const NATIVE: &[Strategy] = &[
     Strategy::native(
         lockers::redis::redisson::CLASSIC_ID,
         "Redisson before 3.44, faithfully: one renewal timer per lock; a renewal error stops renewal for good, silently",
-        ServerKind::Redis,
+        kinds::redis::KIND,
         |_| Ok(Redisson::CAPABILITIES),
         CONNECT_REDISSON_CLASSIC,
     )
@@ -389,7 +370,7 @@ const NATIVE: &[Strategy] = &[
     Strategy::native(
         lockers::redis::redisson::ID,
         "Redisson 3.44+, faithfully: one scheduler per client renews every held lock each tick in chunks of 100; WAIT with replicas",
-        ServerKind::Redis,
+        kinds::redis::KIND,
         |_| Ok(Redisson::CAPABILITIES),
         CONNECT_REDISSON,
     )
@@ -397,7 +378,7 @@ const NATIVE: &[Strategy] = &[
     Strategy::native(
         lockers::redis::guard_thread::ID,
         "SET NX PX + one OS thread per held lock renewing every ttl/3 on its own connection; polling waiters",
-        ServerKind::Redis,
+        kinds::redis::KIND,
         |_| Ok(RedisGuardThread::CAPABILITIES),
         CONNECT_REDIS_GUARD_THREAD,
     )
@@ -406,7 +387,7 @@ const NATIVE: &[Strategy] = &[
     Strategy::native(
         lockers::redis::keyspace::NAIVE_ID,
         "re-acquires when its own key's expired event arrives (already too late: unsafe by design)",
-        ServerKind::Redis,
+        kinds::redis::KIND,
         |_| Ok(KeyspaceVariant::Naive.capabilities()),
         CONNECT_REDIS_KEYSPACE_NAIVE,
     )
@@ -420,7 +401,7 @@ const NATIVE: &[Strategy] = &[
     Strategy::native(
         lockers::redis::keyspace::SHADOW_ID,
         "renews when a shadow key (2/3 of the TTL) expires; as good as Redis's expiry-event delivery",
-        ServerKind::Redis,
+        kinds::redis::KIND,
         |_| Ok(KeyspaceVariant::Shadow.capabilities()),
         CONNECT_REDIS_KEYSPACE_SHADOW,
     )
@@ -428,28 +409,28 @@ const NATIVE: &[Strategy] = &[
     Strategy::native(
         lockers::redis::redlock::ID,
         "Redlock: SET NX PX on N independent masters (5), held on a majority within the validity time; extended on a majority; no fencing token",
-        ServerKind::RedisNodes,
+        kinds::redis_nodes::KIND,
         |_| Ok(Redlock::CAPABILITIES),
         CONNECT_REDLOCK,
     ),
     Strategy::native(
         lockers::etcd::ID,
         "etcd lease kept alive every TTL/3 on one stream per client; concurrency.Mutex queue ordered by create revision",
-        ServerKind::Etcd,
+        kinds::etcd::KIND,
         |_| Ok(EtcdLease::CAPABILITIES),
         CONNECT_ETCD,
     ),
     Strategy::native(
         lockers::zookeeper::ID,
         "Curator's ephemeral-sequential recipe; the session is the lease, probed every timeout/3",
-        ServerKind::ZooKeeper,
+        kinds::zookeeper::KIND,
         |_| Ok(ZooKeeperLock::CAPABILITIES),
         CONNECT_ZOOKEEPER,
     ),
     Strategy::native(
         lockers::postgres::advisory::ID,
         "PostgreSQL session-level advisory lock on a connection kept for the hold (checked every TTL/3); token from a per-key counter bumped in the same statement",
-        ServerKind::Postgres,
+        kinds::postgres::KIND,
         |_| Ok(PostgresAdvisory::CAPABILITIES),
         CONNECT_POSTGRES_ADVISORY,
     )
@@ -462,7 +443,7 @@ const NATIVE: &[Strategy] = &[
     Strategy::native(
         lockers::postgres::lease::ID,
         "PostgreSQL lease row taken by one INSERT ... ON CONFLICT on the server's clock, the client's rows renewed about every TTL/3 by one UPDATE per chunk of due rows; token bumped on every grant; polling waiters",
-        ServerKind::Postgres,
+        kinds::postgres::KIND,
         |_| Ok(PostgresLease::CAPABILITIES),
         CONNECT_POSTGRES_LEASE,
     )
@@ -470,7 +451,7 @@ const NATIVE: &[Strategy] = &[
     Strategy::native(
         "memory-unshared",
         "control without mutual exclusion: each client has its own MemoryServer, so the oracle must report violations",
-        ServerKind::PerClient,
+        kinds::PER_CLIENT,
         memory_capabilities,
         CONNECT_MEMORY_UNSHARED,
     )
@@ -523,59 +504,18 @@ pub fn servers_needed(strategies: &[&Strategy]) -> BTreeSet<ServerKind> {
     strategies.iter().map(|s| s.server).collect()
 }
 
-/// How long checking a user's Redis through the strategies' connection may take: to connect, and per
-/// answer.
-const REDIS_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long checking a user's etcd through the etcd strategy's client may take to connect.
-const ETCD_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
-/// How long checking a user's PostgreSQL through the strategies' client may take to connect.
-const POSTGRES_CHECK_TIMEOUT: Duration = Duration::from_secs(3);
-
 /// Checks a server the user gave as the strategies connect to it (the
 /// [`AddressCheck`](crate::backends::AddressCheck) of
-/// [`Backends::prepare`](crate::backends::Backends::prepare)): Redis through the strategies'
+/// [`Backends::prepare`](crate::backends::Backends::prepare)), as its kind's entry says
+/// ([`ServerEntry::client_check`](crate::kinds::ServerEntry)): Redis through the strategies'
 /// connection (user/password, TLS, a cluster's layout read from the seeds or the primary asked of the
 /// Sentinels), then its version from `INFO` (`None` if `INFO` is not allowed); etcd by a client of the
 /// etcd strategy, which asks one member for its status. Other servers are only probed, by `backends`.
 pub fn check_address(kind: ServerKind, address: &str) -> AddressCheckFuture<'_> {
-    Box::pin(async move {
-        match kind {
-            ServerKind::Redis => {
-                let settings = ConnectionSettings {
-                    connect_timeout: REDIS_CHECK_TIMEOUT,
-                    response_timeout: REDIS_CHECK_TIMEOUT,
-                };
-                let connection = RedisConnection::connect(address, settings).await?;
-                let info: Option<String> = redis::cmd("INFO")
-                    .arg("server")
-                    .query_async(&mut connection.commands())
-                    .await
-                    .ok();
-                Ok(info.and_then(|info| {
-                    lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
-                }))
-            }
-            ServerKind::Etcd => {
-                let endpoints: Vec<String> =
-                    address.split(',').map(|e| e.trim().to_owned()).collect();
-                let config = EtcdConfig {
-                    connect_timeout: ETCD_CHECK_TIMEOUT,
-                    ..EtcdConfig::default()
-                };
-                EtcdLease::connect(&endpoints, config, Events::none()).await?;
-                Ok(None)
-            }
-            ServerKind::Postgres => {
-                lockers::postgres::check_server(address, POSTGRES_CHECK_TIMEOUT)
-                    .await
-                    .map(Some)
-            }
-            ServerKind::InProcess
-            | ServerKind::PerClient
-            | ServerKind::RedisNodes
-            | ServerKind::ZooKeeper => Ok(None),
-        }
-    })
+    match kind.server().and_then(|s| s.client_check) {
+        Some(check) => check(address),
+        None => Box::pin(async { Ok(None) }),
+    }
 }
 
 /// Why the Redis strategies that cannot run on a Redis Cluster (the peers) cannot.
@@ -608,41 +548,32 @@ pub fn peer_available(id: &str) -> Result<(), LockError> {
 /// or TLS files are refused (a PostgreSQL user without a password is not a secret): the adapters do not
 /// take them yet, and their logs must not see them. So are Sentinel addresses: the adapters take one
 /// server.
-fn peer_servers(endpoints: &Endpoints, backend: PeerBackend) -> Result<Vec<String>, LockError> {
-    let servers = peer_addresses(endpoints, backend)?;
-    for server in &servers {
-        if crate::backends::address::is_sentinel(server)
-            || crate::backends::address::is_cluster(server)
+fn peer_servers(endpoints: &Endpoints, kind: ServerKind) -> Result<Vec<String>, LockError> {
+    let Some(server) = kind.server() else {
+        return Ok(Vec::new());
+    };
+    let servers = (server.client_addresses)(&endpoints.addrs)?;
+    for address in &servers {
+        if crate::backends::address::is_sentinel(address)
+            || crate::backends::address::is_cluster(address)
         {
             return Err(LockError::Config(
                 "peer adapters take one Redis server, not a Sentinel or cluster address".into(),
             ));
         }
-        let parts = lockers::address::split(server)?;
-        // A PostgreSQL address names its user (lockbench's own server: `lockbench@`, no password).
+        let parts = lockers::address::split(address)?;
         let secret = parts
             .credentials
             .as_ref()
-            .is_some_and(|c| backend != PeerBackend::Postgres || !c.password.is_empty());
+            .is_some_and(|c| !server.user_is_no_secret || !c.password.is_empty());
         if secret || !parts.tls.is_empty() {
             return Err(LockError::Config(format!(
                 "peer adapters do not support servers with a password or TLS ({})",
-                lockers::address::redact(server)
+                lockers::address::redact(address)
             )));
         }
     }
     Ok(servers)
-}
-
-fn peer_addresses(endpoints: &Endpoints, backend: PeerBackend) -> Result<Vec<String>, LockError> {
-    Ok(match backend {
-        PeerBackend::None => Vec::new(),
-        PeerBackend::Redis => vec![endpoints.redis_url()?.to_owned()],
-        PeerBackend::RedisMany => endpoints.redis_node_urls()?.to_vec(),
-        PeerBackend::ZooKeeper => vec![endpoints.zookeeper_connect()?.to_owned()],
-        PeerBackend::Etcd => endpoints.etcd_endpoints()?.to_vec(),
-        PeerBackend::Postgres => vec![endpoints.postgres_url()?.to_owned()],
-    })
 }
 
 /// A connect function from how one client is built from the endpoints and the renewal setting: every
@@ -845,7 +776,7 @@ mod tests {
             .collect();
         let with_server: Vec<&str> = catalog::PEERS
             .iter()
-            .filter(|p| p.backend != PeerBackend::None)
+            .filter(|p| p.backend.is_some())
             .map(|p| p.id)
             .collect();
         assert_eq!(peers, with_server);

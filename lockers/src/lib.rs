@@ -35,6 +35,7 @@
 pub mod address;
 mod error;
 mod event;
+pub mod kind;
 mod lease;
 mod locker;
 mod settings;
@@ -66,6 +67,7 @@ pub mod conformance;
 
 pub use error::{BoxError, LockError};
 pub use event::{EventLog, EventSink, Events, LockEvent, Renewed};
+pub use kind::ServerKind;
 pub use lease::Lease;
 pub use locker::{Capabilities, LibraryThreadsHeld, Locker, PeerProcess};
 pub use settings::Renewal;

@@ -7,14 +7,13 @@ pub mod monitor;
 pub mod stats;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
 use std::net::{SocketAddr, TcpStream};
-use std::pin::Pin;
 use std::time::Duration;
 
 use lockbench_reports::model::ServerInfo;
 
 use crate::base::error::BenchError;
+use crate::kinds::ServerKindExt;
 use crate::kinds::Started;
 pub use crate::kinds::{self, EndpointAddrs, ServerKind};
 
@@ -26,9 +25,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// an error is one line without the password.
 pub type AddressCheck = for<'a> fn(ServerKind, &'a str) -> AddressCheckFuture<'a>;
 
-/// What an [`AddressCheck`] returns.
-pub type AddressCheckFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<Option<String>, lockers::LockError>> + Send + 'a>>;
+pub use crate::kinds::AddressCheckFuture;
 
 /// Server addresses given on the command line, by kind (`Debug` shows them redacted).
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -202,7 +199,7 @@ impl Backends {
         Ok(Backends { servers })
     }
 
-    /// Every server of the run, in the order of their kinds ([`ServerKind::ALL`]).
+    /// Every server of the run, in the order of their kinds ([`kinds::all`]).
     pub fn all(&self) -> Vec<&Backend> {
         let mut all: Vec<&Backend> = self.servers.iter().collect();
         all.sort_by_key(|s| s.kind);

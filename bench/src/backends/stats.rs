@@ -10,6 +10,7 @@ use lockbench_reports::model::ServerCost;
 use lockers::address::Credentials;
 
 use super::{Backend, ServerKind};
+use crate::kinds::ServerKindExt;
 pub use crate::kinds::counters::StatsSnapshot;
 
 /// Where a server's counters are read: cheap to clone, so the blocking reads can run on another

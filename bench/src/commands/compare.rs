@@ -39,6 +39,7 @@ use crate::commands::suite::{
     self, Length, MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_PASSES, MANY_LOCKS_STEP_BUDGET,
     MANY_LOCKS_STEPS, PlannedScenario, SUITE, Suite, SuiteEntry,
 };
+use crate::kinds::ServerKindExt;
 use crate::workload::user::UserWorkload;
 use crate::workload::{ScenarioFile, TimeScale, split_list};
 use crate::{scenarios, strategies};

@@ -21,6 +21,7 @@ use crate::driver::case::{CaseRun, run_case};
 use crate::driver::mode::CaseContext;
 use crate::driver::remote;
 use crate::faults::applicability;
+use crate::kinds::ServerKindExt;
 use crate::strategies::{Strategy, StrategySettings};
 use crate::trial_stop::{self, Next, Theory, TrialRule};
 use crate::workload::faults::{own_topology, parse_fault_text};
@@ -674,7 +675,7 @@ mod tests {
             // The other kind with a replica: the fault would serve it, the scenario is not about it.
             let other = left_out
                 .iter()
-                .find(|(s, _)| s.server != kind && s.server.faults().replica_failover)
+                .find(|(s, _)| s.server != kind && s.server.faults().own.pair.is_some())
                 .map(|(s, why)| (s.id, why.clone()));
             let (id, why) = other.expect("another kind's row left out");
             assert!(

@@ -12,9 +12,10 @@ use std::time::Duration;
 use crate::commands::run::keep_fault_targets;
 use crate::driver::case::lease_support;
 use crate::faults::applicability;
+use crate::kinds::ServerKindExt;
 use crate::scenarios;
 use crate::strategies::{self, Strategy, StrategySettings};
-use crate::workload::faults::{Topology, case_topology};
+use crate::workload::faults::case_topology;
 use crate::workload::user::{MIN_WINDOW_TASKS, UserWorkload};
 use crate::workload::{Fit, ScenarioFile, WorkerMode, Workload};
 use lockbench_reports::model::{Expectation, expected_in};
@@ -448,24 +449,9 @@ pub(crate) fn plan(
                     continue;
                 }
                 // The servers a case starts for itself, once per case.
-                let own = s
-                    .server
-                    .entry()
-                    .server
-                    .as_ref()
-                    .map(|e| e.case_servers)
+                let own_servers = case_topology(&w.faults)
+                    .and_then(|t| t.takes(&s.server.faults().own))
                     .unwrap_or_default();
-                let own_servers = match case_topology(&w.faults) {
-                    None => None,
-                    Some(Topology::Cluster | Topology::RedisCluster) => own.cluster,
-                    Some(Topology::RedisSentinel) => own.sentinels,
-                    Some(Topology::Pair | Topology::RedisNodes { .. } | Topology::RedisNode(_)) => {
-                        own.pair
-                    }
-                    // One server (no replica), plus its namespace and link.
-                    Some(Topology::PostgresNamespace) => own.pair.map(|pair| pair / 2),
-                }
-                .unwrap_or_default();
                 let overhead = match w.workers {
                     WorkerMode::Tasks => CASE_OVERHEAD_TASKS,
                     WorkerMode::Processes | WorkerMode::Remote => CASE_OVERHEAD_PROCESSES,

@@ -12,6 +12,7 @@ use super::{processes, tasks};
 use crate::backends::monitor::{Followed, RenewMonitor};
 use crate::backends::{ServerKind, stats};
 use crate::faults::{CaseFaults, PrepareError};
+use crate::kinds::ServerKindExt;
 use crate::strategies::{self, Strategy};
 use crate::workload::{LeaseSpec, WorkerMode, Workload};
 
@@ -179,7 +180,10 @@ async fn run_applicable(
         let mut cost = stats::delta(source.kind(), &before, &after, seconds);
         // Redis counts the commands scripts run with the clients' own, so the requests the clients
         // sent are lockers' count (checked against MONITOR in a test); a peer's are not countable.
-        if matches!(source.kind(), ServerKind::Redis | ServerKind::RedisNodes)
+        if source
+            .kind()
+            .server()
+            .is_some_and(|s| s.requests_from_tally)
             && !strategies::is_peer(strategy.id)
             && let Ok(output) = &result
         {
@@ -210,17 +214,14 @@ fn check_applies(
     if let Err(why) = lease_support(&declared, lease, ctx.workload) {
         return Err(NotRun::skip(format!("{} {why}", strategy.id)));
     }
-    let on_cluster = ctx
-        .endpoints
-        .redis
-        .as_deref()
-        .is_some_and(crate::backends::address::is_cluster);
-    if strategy.server == ServerKind::Redis
-        && on_cluster
+    if let Some(many) = strategy
+        .server
+        .server()
+        .and_then(|s| (s.many_servers_behind)(&ctx.endpoints))
         && !crate::strategies::runs_on_redis_cluster(strategy.id)
     {
         return Err(NotRun::skip(format!(
-            "{} does not run on a Redis Cluster: {}",
+            "{} does not run on {many}: {}",
             strategy.id,
             strategies::NOT_ON_REDIS_CLUSTER
         )));
@@ -251,19 +252,19 @@ async fn prepare_faults(
     }
 }
 
-/// MONITOR on the one Redis for either count; on Redlock's nodes only for the commands.
+/// MONITOR on the servers of a kind it follows ([`ServerEntry::monitor`](crate::kinds::ServerEntry)):
+/// for either count where renewals after unlock are counted (one Redis), else only for the commands
+/// (Redlock's nodes).
 fn start_monitors(
     workload: &Workload,
     source: Option<&stats::StatsSource>,
 ) -> Result<Vec<RenewMonitor>, NotRun> {
-    let follow = |kind: ServerKind| match kind {
-        ServerKind::Redis => workload.monitor_renewals || workload.monitor_commands,
-        ServerKind::RedisNodes => workload.monitor_commands,
-        ServerKind::InProcess
-        | ServerKind::PerClient
-        | ServerKind::Etcd
-        | ServerKind::ZooKeeper
-        | ServerKind::Postgres => false,
+    let follow = |kind: ServerKind| match kind.server().and_then(|s| s.monitor) {
+        Some(m) if m.renewals_after_unlock => {
+            workload.monitor_renewals || workload.monitor_commands
+        }
+        Some(_) => workload.monitor_commands,
+        None => false,
     };
     match source {
         Some(s) if s.is_tls() && workload.monitor_renewals => Err(NotRun::fail(
@@ -312,7 +313,10 @@ async fn add_monitor_counts(
     }
     // Renewals after unlock are counted on one Redis or a cluster's masters (each key lives on
     // one), not on Redlock's nodes (a key freed on one says nothing of a majority).
-    if workload.monitor_renewals && source_kind == Some(ServerKind::Redis) {
+    let counts_renewals = source_kind
+        .and_then(|k| k.server()?.monitor)
+        .is_some_and(|m| m.renewals_after_unlock);
+    if workload.monitor_renewals && counts_renewals {
         run.renew_after_unlock = Some(after_unlock);
     }
     if let Some(cost) = &mut run.server_cost {

@@ -1,5 +1,7 @@
-//! Which fault applies to which strategy (what each kind needs from the run is pure data, in
-//! [`crate::workload::faults`]).
+//! Which fault applies to which strategy: a server fault applies where the strategy's server kind
+//! offers what it needs (its entry's [`ServerFaults`](crate::kinds::ServerFaults): the set-ups it
+//! starts per case, Redis's commands, ending a session), and the refusal says why not (what each
+//! fault needs from the run is pure data, in [`crate::workload::faults`]).
 //!
 //! | fault | applies to | needs |
 //! |---|---|---|
@@ -25,6 +27,7 @@
 
 use lockers::Capabilities;
 
+use crate::kinds::ServerKindExt;
 use crate::strategies::Strategy;
 use crate::workload::Workload;
 use crate::workload::faults::FaultKind;
@@ -112,6 +115,7 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         return Err("its library renews on its own threads in the adapter's own process, which the worker's runtime starvation does not reach, and its adapter cannot block them (no `starve` in adapters/PROTOCOL.md; process-pause stops them all)".to_owned());
     }
     let takes = server.faults();
+    let own = takes.own;
     let ok = match kind {
         FaultKind::PauseWorker
         | FaultKind::CrashWorker
@@ -122,37 +126,35 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
             server.is_external()
         }
         FaultKind::PauseServer => server.is_external(),
-        FaultKind::ClientPause | FaultKind::BusyScript => takes.redis_primary,
-        FaultKind::Failover => takes.replica_failover,
+        FaultKind::ClientPause | FaultKind::BusyScript => takes.redis_commands,
+        FaultKind::Failover => own.pair.is_some(),
         FaultKind::SentinelFailover => {
-            takes.redis_primary && !crate::strategies::is_peer(strategy.id)
+            own.sentinels.is_some() && !crate::strategies::is_peer(strategy.id)
         }
         FaultKind::ClusterMasterKill | FaultKind::ClusterFailover => {
-            takes.redis_primary && crate::strategies::runs_on_redis_cluster(strategy.id)
+            own.sharded.is_some() && crate::strategies::runs_on_redis_cluster(strategy.id)
         }
-        FaultKind::PubsubKill => takes.redis_primary && caps.wait_notify,
-        FaultKind::LeaderKill => takes.leader_kill,
-        FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => {
-            takes.independent_nodes
-        }
-        FaultKind::ServerRestart => takes.redis_primary,
-        FaultKind::TerminateSession => takes.terminate_session,
-        FaultKind::KeepalivePartition => takes.keepalive_partition,
+        FaultKind::PubsubKill => takes.redis_commands && caps.wait_notify,
+        FaultKind::LeaderKill => own.cluster.is_some(),
+        FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => own.nodes.is_some(),
+        FaultKind::ServerRestart => own.restartable.is_some(),
+        FaultKind::TerminateSession => takes.end_sessions.is_some(),
+        FaultKind::KeepalivePartition => own.namespaced.is_some(),
     };
     if ok {
         return Ok(());
     }
     let why = match kind {
-        FaultKind::SentinelFailover if takes.redis_primary => {
+        FaultKind::SentinelFailover if own.sentinels.is_some() => {
             "its library is given one server's address, not the Sentinels'"
         }
-        FaultKind::ClusterMasterKill | FaultKind::ClusterFailover if takes.redis_primary => {
+        FaultKind::ClusterMasterKill | FaultKind::ClusterFailover if own.sharded.is_some() => {
             return Err(format!(
                 "it does not run on a Redis Cluster ({})",
                 crate::strategies::NOT_ON_REDIS_CLUSTER
             ));
         }
-        FaultKind::PubsubKill if takes.redis_primary => {
+        FaultKind::PubsubKill if takes.redis_commands => {
             "it uses no pub/sub connection (its waiters poll)"
         }
         FaultKind::Failover => "it does not run on a primary with a replica (Redis or PostgreSQL)",

@@ -13,13 +13,13 @@ use lockbench_reports::model::FaultWindow;
 
 use super::board::{HoldBoard, HoldEnd};
 use super::proxies::ClientProxies;
-use super::topology::CaseServers;
 use super::workers::WorkerControl;
 use crate::backends::ServerKind;
 use crate::base::clock::{MonoClock, duration_ns};
 use crate::base::holds::EndedBy;
 use crate::base::holds::{HoldChange, HoldEvent};
 use crate::base::stop::StopSignal;
+use crate::kinds::CaseServers;
 use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
 /// The server a case's faults act on.
@@ -37,7 +37,7 @@ pub(crate) enum ServerAccess {
         pid: Option<u32>,
     },
     /// Servers started for this case.
-    Own(Arc<CaseServers>),
+    Own(Arc<dyn CaseServers>),
 }
 
 /// Everything the fault tasks of one case share.

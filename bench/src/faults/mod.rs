@@ -39,15 +39,15 @@ use tokio::task::JoinHandle;
 use self::board::HoldBoard;
 use self::env::{FaultEnv, ServerAccess};
 use self::proxies::ClientProxies;
-use self::topology::CaseServers;
 use self::workers::WorkerControl;
 use crate::backends::stats::StatsSource;
 use crate::backends::{Backends, EndpointAddrs};
 use crate::base::clock::MonoClock;
 use crate::base::holds::HoldSink;
 use crate::base::stop::StopSignal;
+use crate::kinds::CaseServers;
 use crate::strategies::Strategy;
-use crate::workload::faults::{FaultKind, FaultSpec, Topology, case_topology, needs_proxies};
+use crate::workload::faults::{FaultKind, FaultSpec, case_topology, needs_proxies};
 
 /// Why a case's faults could not be prepared.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,7 +69,7 @@ pub(crate) struct CaseFaults {
     per_client: Vec<EndpointAddrs>,
     proxies: Option<Arc<ClientProxies>>,
     server: ServerAccess,
-    own: Option<Arc<CaseServers>>,
+    own: Option<Arc<dyn CaseServers>>,
     /// What the case's lock names start with (key `k` is `{key_prefix}{k}`).
     key_prefix: String,
 }
@@ -126,19 +126,12 @@ impl CaseFaults {
                     .max()
                     .unwrap_or_default();
                 let kind = strategy.server;
-                let started = tokio::task::spawn_blocking(move || match topology {
-                    Topology::Pair => CaseServers::pair(kind, lag),
-                    Topology::RedisSentinel => CaseServers::redis_sentinel(),
-                    Topology::RedisCluster => CaseServers::redis_cluster(),
-                    Topology::Cluster => CaseServers::cluster(kind),
-                    Topology::RedisNodes { fake_clock } => CaseServers::redis_nodes(fake_clock),
-                    Topology::RedisNode(durability) => CaseServers::redis_node(durability),
-                    Topology::PostgresNamespace => CaseServers::postgres_namespace(),
-                })
-                .await
-                .map_err(|e| fail(format!("server start task failed: {e}")))?
-                .map_err(fail)?;
-                Some(Arc::new(started))
+                let started =
+                    tokio::task::spawn_blocking(move || topology::start(topology, kind, lag))
+                        .await
+                        .map_err(|e| fail(format!("server start task failed: {e}")))?
+                        .map_err(fail)?;
+                Some(started)
             }
         };
         let base = match &own {
@@ -201,7 +194,7 @@ impl CaseFaults {
 
     /// Where the server cost is read when the case runs on its own servers.
     pub(crate) fn stats_source(&self) -> Option<StatsSource> {
-        self.own.as_ref().and_then(|o| o.stats_source())
+        self.own.as_deref().and_then(topology::stats_source)
     }
 
     /// The servers started for the case, for the results' environment.

@@ -13,7 +13,6 @@ use super::env::{
     lasts_until, measure_any, measure_victim, pick_client, sleep_until,
 };
 use super::proxies::{self, ClientProxies};
-use super::topology;
 use crate::base::clock::duration_ns;
 use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
@@ -181,14 +180,13 @@ async fn keepalive_partition(
         return;
     }
     rec.param("connections", ports.len() as u64);
-    rec.param(
-        "keepalive_limit_ms",
-        topology::KEEPALIVES.limit().as_secs_f64() * 1e3,
-    );
+    if let Some(limit) = own.keepalive_limit() {
+        rec.param("keepalive_limit_ms", limit.as_secs_f64() * 1e3);
+    }
     let (own_c, ports_c) = (own.clone(), ports.clone());
     let watching = blocking(move || {
         let mut watch = own_c.watch_sessions(&ports_c)?;
-        let before = watch.read(&own_c)?;
+        let before = watch.read()?;
         Ok((Arc::new(Mutex::new(watch)), before))
     })
     .await;
@@ -206,10 +204,10 @@ async fn keepalive_partition(
     let mut ended_at = None;
     let mut after;
     loop {
-        let (own_c, watch_c) = (own.clone(), watch.clone());
+        let watch_c = watch.clone();
         after = blocking(move || {
             let mut watch = watch_c.lock().unwrap_or_else(|e| e.into_inner());
-            watch.read(&own_c)
+            watch.read()
         })
         .await;
         if ended_at.is_none() && matches!(after, Ok((0, _))) {

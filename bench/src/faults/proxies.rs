@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use lockbench_servers::{Direction, Fault, Proxy};
 
 use crate::backends::{EndpointAddrs, ServerKind};
+use crate::kinds::ServerKindExt;
 use crate::workload::faults::Directions;
 
 /// Every client's proxies, in front of the servers of one kind.

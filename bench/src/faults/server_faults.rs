@@ -21,9 +21,10 @@ use super::env::{
     FaultEnv, Record, ServerAccess, Victim, blocking, check_struck_hold, describe_victim, hold_for,
     lasts_until, measure_any, measure_victim, pick_client, seen_in_state, sleep_until,
 };
-use super::topology::{CaseServers, FailoverReport};
-use crate::backends::ServerKind;
+use super::topology;
 use crate::base::clock::duration_ns;
+use crate::kinds::ServerKindExt;
+use crate::kinds::{CaseServers, FailoverReport};
 use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
@@ -31,7 +32,9 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 /// The Redis address server commands go to.
 fn redis_socket(server: &ServerAccess) -> Option<SocketAddr> {
     match server {
-        ServerAccess::Shared { kind, socket, .. } => kind.faults().redis_primary.then_some(*socket),
+        ServerAccess::Shared { kind, socket, .. } => {
+            kind.faults().redis_commands.then_some(*socket)
+        }
         ServerAccess::Own(own) => own.redis_primary(),
         ServerAccess::None => None,
     }
@@ -376,7 +379,7 @@ async fn failover(
         Switch::Sentinel => own.sentinel_failover(),
         Switch::ClusterKill => own.cluster_failover(&slot_key, true),
         Switch::ClusterCommand => own.cluster_failover(&slot_key, false),
-        Switch::Replica => own.failover(proxies.as_deref()),
+        Switch::Replica => topology::failover(own.as_ref(), proxies.as_deref()),
     };
     let report = match blocking(failover).await {
         Ok(report) => report,
@@ -539,40 +542,30 @@ async fn terminate_session(
             "terminate_session needs a holder (target = \"holder\")",
         );
     };
-    let socket = match &env.server {
-        ServerAccess::Shared {
-            kind: ServerKind::Postgres,
-            socket,
-            ..
-        } => *socket,
-        ServerAccess::Shared { kind, .. } => {
-            return not_applied(rec, format!("no PostgreSQL session on {}", kind.name()));
-        }
+    let (kind, socket, end_sessions) = match &env.server {
+        ServerAccess::Shared { kind, socket, .. } => match kind.faults().end_sessions {
+            Some(end) => (*kind, *socket, end),
+            None => {
+                return not_applied(rec, format!("no PostgreSQL session on {}", kind.name()));
+            }
+        },
         ServerAccess::Own(_) | ServerAccess::None => {
             return not_applied(rec, "terminate_session needs the run's PostgreSQL");
         }
     };
     let lock = format!("{}{key}", env.key_prefix);
-    rec.target = format!("postgres {socket}: the session of client {client} holding key {key}");
+    rec.target = format!(
+        "{} {socket}: the session of client {client} holding key {key}",
+        kind.name()
+    );
     rec.param("client", client);
     rec.param("key", key);
-    // Whichever row holds it: lockbench's own rows' tables and the Spring JDBC peer's INT_LOCK (the
-    // run's own server has both).
-    let sql = format!(
-        "SELECT pg_terminate_backend(pid) FROM ({} UNION {}) s",
-        lockers::postgres::holder_sessions(&lock),
-        lockers::peer::catalog::spring_jdbc_holder_sessions(&lock)
-    );
-    let ended = blocking(move || {
-        lockbench_servers::postgres::query(socket, &sql, COMMAND_TIMEOUT).map_err(|e| e.to_string())
-    })
-    .await;
-    match ended {
-        Ok(rows) if !rows.is_empty() => {
-            rec.param("sessions_ended", rows.len());
+    let lock_c = lock.clone();
+    match blocking(move || end_sessions(socket, &lock_c)).await {
+        Ok(ended) if ended > 0 => {
+            rec.param("sessions_ended", ended);
             rec.took_effect(format!(
-                "the server ended {} session(s) holding {lock}",
-                rows.len()
+                "the server ended {ended} session(s) holding {lock}"
             ));
         }
         Ok(_) => return not_applied(rec, format!("no session held {lock} when it struck")),
@@ -637,7 +630,7 @@ async fn run_node_fault(
     spec: &FaultSpec,
     env: &FaultEnv,
     rec: &mut Record,
-    own: Arc<CaseServers>,
+    own: Arc<dyn CaseServers>,
     fault: NodeFault,
 ) -> Result<bool, String> {
     let nodes = spec.nodes.clone();
@@ -701,8 +694,12 @@ const CLOCK_RATE_TOLERANCE: f64 = 0.25;
 
 /// The evidence that the faked nodes' wall clocks run `rate` times as fast: each node's `TIME`
 /// against the real clock, now (the fault's `at`) and [`CLOCK_SAMPLE`] later.
-async fn clock_ahead(own: Arc<CaseServers>, nodes: &[usize], rate: u32) -> Result<String, String> {
-    let read = |own: Arc<CaseServers>, nodes: Vec<usize>| {
+async fn clock_ahead(
+    own: Arc<dyn CaseServers>,
+    nodes: &[usize],
+    rate: u32,
+) -> Result<String, String> {
+    let read = |own: Arc<dyn CaseServers>, nodes: Vec<usize>| {
         blocking(move || {
             nodes
                 .iter()

@@ -1,6 +1,7 @@
 //! The addresses strategies connect to, one field per server kind, as each kind's entry puts them
 //! there ([`ServerEntry::set_endpoint`](super::ServerEntry)).
 
+use lockers::LockError;
 use serde::{Deserialize, Serialize};
 
 /// The addresses strategies connect to, as strategies take them (serializable, so worker processes
@@ -42,4 +43,18 @@ impl std::fmt::Debug for EndpointAddrs {
             .field("redis_replicas", &redact(&self.redis_replicas.join(",")))
             .finish()
     }
+}
+
+/// The one address of a kind (`address`), or a `Config` error: "no `what` in this run".
+pub fn required<'a>(address: Option<&'a str>, what: &str) -> Result<&'a str, LockError> {
+    address.ok_or_else(|| LockError::Config(format!("no {what} in this run")))
+}
+
+/// The addresses of a kind (`addresses`), or a `Config` error when there are none: "no `what` in
+/// this run".
+pub fn required_list<'a>(addresses: &'a [String], what: &str) -> Result<&'a [String], LockError> {
+    if addresses.is_empty() {
+        return Err(LockError::Config(format!("no {what} in this run")));
+    }
+    Ok(addresses)
 }

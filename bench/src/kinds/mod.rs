@@ -1,36 +1,42 @@
-//! The server kinds, one entry each: everything that is true of a kind (its name, whether a lock on
-//! it is distributed, its command-line flag and secret variable, how a given address is probed and
-//! its version read, how lockbench starts one, where its addresses sit among a run's endpoints and
-//! how a proxy is put in front of them, which server faults it takes) lives in its [`KindEntry`], so
-//! shared code never asks "which server is this?" by name. Each kind with a server has a folder of
-//! its own (`redis/`, `redis_nodes/`, `etcd/`, `zookeeper/`, `postgres/`) with the same skeleton;
-//! the two without one (in-process, per-client) are here.
+//! The server kinds, one entry each: everything that is true of a kind (whether a lock on it is
+//! distributed, its command-line flag and secret variable, how a given address is probed, checked
+//! and its version read, how lockbench starts one, where its addresses sit among a run's endpoints
+//! and how a proxy is put in front of them, whether `MONITOR` follows it, which server faults it
+//! offers) lives in its [`KindEntry`], keyed by its id ([`ServerKind`], shared with the peers'
+//! catalog), so shared code never asks "which server is this?" by name. Each kind with a server has
+//! a folder of its own (`redis/`, `redis_nodes/`, `etcd/`, `zookeeper/`, `postgres/`) with the same
+//! skeleton; the two without one (in-process, per-client) are here.
 //!
 //! # Adding a kind
 //! 1. A launcher in `servers/` (a fresh data directory, loopback only, a free port, stopped on drop,
 //!    its version).
-//! 2. A folder `kinds/<kind>/` with the same files as the others: `mod.rs`, its [`KindEntry`] (name,
-//!    flag, address and secret handling, probes, version, start, endpoints, proxies, faults, how long
-//!    the servers its faults start per case take, [`CaseServers`]);
-//!    `counters.rs`, its outside counters read into a [`counters::StatsSnapshot`]; `held.rs`, its
-//!    [`held::HeldProbe`], what `lockbench scale` reads of it while a client only holds locks.
-//! 3. Its registration: a variant of [`ServerKind`], added to [`ServerKind::ALL`], and its entry in
-//!    [`ServerKind::entry`]; a field for its addresses in [`EndpointAddrs`]. No `match` on a kind ends
-//!    in a catch-all, so the compiler names every other place that must say something about it (the
-//!    strategies' own address check).
-//! 4. Its strategies, registered in `strategies`.
+//! 2. Its id: a variant of [`ServerKind`] (`lockers/src/kind.rs`) with its name.
+//! 3. A folder `kinds/<kind>/` with the same files as the others: `mod.rs`, its `KIND` and its
+//!    [`KindEntry`] (flag, address and secret handling, probes, version, start, endpoints, proxies,
+//!    monitor, faults); `check.rs`, its [`ServerEntry::client_check`]; `case_servers.rs`, the
+//!    set-ups its faults start per case ([`CaseServers`], offered as [`CaseStarts`]); `counters.rs`,
+//!    its outside counters read into a [`counters::StatsSnapshot`]; `held.rs`, its
+//!    [`held::HeldProbe`], what `lockbench scale` reads of it while a client only holds locks. A
+//!    field for its addresses in [`EndpointAddrs`].
+//! 4. Its registration: one line in [`entry`], whose `match` has no catch-all.
+//! 5. Its strategies, registered in `strategies` with the folder's `KIND`.
 
 use std::any::Any;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::time::Duration;
 
 use lockbench_servers::ServerError;
+use lockers::LockError;
 
 use self::counters::ReadCounters;
 use self::held::HeldProbe;
 
+pub use self::case_servers::{CaseServers, CaseStarts, FailoverReport, SessionWatch, Start};
 pub use self::endpoints::EndpointAddrs;
 pub use self::postgres::prepare_own_postgres;
+pub use lockers::ServerKind;
 
 /// The [`Started`] of one launched server process `$server`, whose `$address()` is its address as
 /// strategies take it and `$socket()` where it listens.
@@ -48,6 +54,7 @@ macro_rules! one_server {
     }};
 }
 
+pub mod case_servers;
 pub mod counters;
 pub mod endpoints;
 pub mod etcd;
@@ -60,31 +67,11 @@ pub mod zookeeper;
 /// How long a probe of a given server may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Where a strategy's lock state lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ServerKind {
-    /// In the lockbench process, shared by every client of a case (the `memory` strategy): clients
-    /// must run as tasks.
-    InProcess,
-    /// Nowhere shared: each client has its own (a control without mutual exclusion).
-    PerClient,
-    /// A Redis server.
-    Redis,
-    /// N independent Redis servers (Redlock's masters; 5 when lockbench starts them).
-    RedisNodes,
-    /// An etcd cluster.
-    Etcd,
-    /// A ZooKeeper ensemble.
-    ZooKeeper,
-    /// A PostgreSQL server.
-    Postgres,
-}
-
 /// What is true of one server kind.
 #[derive(Debug)]
 pub struct KindEntry {
-    /// The name used in listings and results.
-    pub name: &'static str,
+    /// Its id (whose [`name`](ServerKind::name) listings and results use).
+    pub kind: ServerKind,
     /// Whether a lock on it is one a team could deploy across machines (the report's candidates).
     pub distributed: bool,
     /// Whether its lock lives in the driver's own process, shared by every client of a case: its
@@ -116,6 +103,19 @@ pub struct ServerEntry {
     pub version: fn(address: &str, first: SocketAddr) -> Result<Option<String>, String>,
     /// Whether a given address is also checked through the strategies' own client.
     pub checked_by_client: fn(&str) -> bool,
+    /// Checks a given address as the strategies connect to it (user and password, TLS, a cluster's
+    /// layout read from the seeds, the primary asked of the Sentinels): `Ok(Some(version))` when the
+    /// server told its version. `None`: only probed.
+    pub client_check: Option<ClientCheck>,
+    /// The addresses a client of it is given from a run's endpoints (a peer's adapter), or a
+    /// `Config` error when the run has none.
+    pub client_addresses: fn(&EndpointAddrs) -> Result<Vec<String>, LockError>,
+    /// Whether its addresses name a user that is no secret without a password (PostgreSQL's
+    /// `lockbench@`): a peer's adapter may take such an address.
+    pub user_is_no_secret: bool,
+    /// What a run's address of it stands for when that is many servers behind one address, which a
+    /// peer's adapter cannot take (`a Redis Cluster`).
+    pub many_servers_behind: fn(&EndpointAddrs) -> Option<&'static str>,
     /// Starts one on loopback.
     pub start: fn() -> Result<Started, ServerError>,
     /// Puts a server's address (as strategies take it) into a run's endpoints.
@@ -127,8 +127,11 @@ pub struct ServerEntry {
     pub via_proxies: fn(&mut EndpointAddrs, &[SocketAddr]),
     /// The server faults it takes beyond a pause and the network faults every server takes.
     pub faults: ServerFaults,
-    /// How long starting the servers a fault gives each case of its own takes.
-    pub case_servers: CaseServers,
+    /// Whether `MONITOR` can follow its servers (the renewal-after-unlock count, a peer's requests).
+    pub monitor: Option<Monitor>,
+    /// Whether its counters count the commands its scripts run with the clients' own, so that the
+    /// requests a native client sent are the client's own tally (checked against `MONITOR`).
+    pub requests_from_tally: bool,
     /// Reads its outside counters (its `counters.rs`).
     pub counters: ReadCounters,
     /// What `lockbench scale` reads of it while its client only holds locks (its `held.rs`).
@@ -145,48 +148,66 @@ impl std::fmt::Debug for ServerEntry {
     }
 }
 
-/// The server faults a kind takes beyond pausing its process and the network faults of a proxy.
+/// The server faults a kind takes beyond pausing its process and the network faults of a proxy,
+/// as what it offers: a fault applies where its kind offers what it needs
+/// (`faults::applicability` says why not where it does not).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ServerFaults {
-    /// The faults of one Redis primary: `CLIENT PAUSE`, a busy script, Sentinel and cluster
-    /// failovers, a pub/sub kill, a restart.
-    pub redis_primary: bool,
-    /// Failover to a replica: the primary of a primary + asynchronous replica pair lockbench starts
-    /// for the case is killed, the replica promoted and the clients' proxies pointed at it.
-    pub replica_failover: bool,
-    /// Killing the leader of a 3-member cluster lockbench starts for the case.
-    pub leader_kill: bool,
-    /// Killing, restarting or jumping the clock of one of N independent nodes.
-    pub independent_nodes: bool,
-    /// Ending a holder's session from the server (PostgreSQL's `pg_terminate_backend`).
-    pub terminate_session: bool,
-    /// Dropping a holder's packets silently in a network namespace of the server's own, so that only
-    /// the server's TCP keepalive notices (a PostgreSQL lockbench starts in the namespace).
-    pub keepalive_partition: bool,
+    /// It speaks Redis's server commands on its one primary: `CLIENT PAUSE`, a busy Lua script,
+    /// `CLIENT KILL TYPE pubsub`.
+    pub redis_commands: bool,
+    /// Ends the sessions holding a lock from the server (PostgreSQL's `pg_terminate_backend`).
+    pub end_sessions: Option<EndSessions>,
+    /// The servers it can start for a case of its own, by set-up (each kind's `case_servers.rs`).
+    pub own: CaseStarts,
+}
+
+/// Ends, from the server at a socket (as its superuser), the sessions holding the lock named by
+/// the `&str`; how many it ended. Blocking.
+pub type EndSessions = fn(SocketAddr, &str) -> Result<usize, String>;
+
+/// Checks a server address as the strategies connect to it ([`ServerEntry::client_check`]).
+pub type ClientCheck = for<'a> fn(&'a str) -> AddressCheckFuture<'a>;
+
+/// What a [`ClientCheck`] returns: `Ok(Some(version))` when the server told its version; an error
+/// is one line without the password.
+pub type AddressCheckFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Option<String>, LockError>> + Send + 'a>>;
+
+/// How `MONITOR` follows a kind's servers.
+#[derive(Debug, Clone, Copy)]
+pub struct Monitor {
+    /// Whether renewals after unlock are counted on it: each lock key lives on one of its servers
+    /// (not so on Redlock's independent nodes, where a key freed on one says nothing of a majority).
+    pub renewals_after_unlock: bool,
+}
+
+/// Every kind, in [`ServerKind::ALL`]'s order.
+pub fn all() -> impl Iterator<Item = ServerKind> {
+    ServerKind::ALL.into_iter()
 }
 
 /// The kind named `name` as listings and results name it (`redis`, `in-process`, ...).
 pub fn kind_named(name: &str) -> Option<ServerKind> {
-    ServerKind::ALL.into_iter().find(|k| k.name() == name)
+    ServerKind::named(name)
 }
 
 /// Every kind's name, in [`ServerKind::ALL`]'s order.
 pub fn kind_names() -> Vec<&'static str> {
-    ServerKind::ALL.iter().map(|k| k.name()).collect()
+    all().map(ServerKind::name).collect()
 }
 
-/// How long a case's own servers take to start and stop, for the kinds whose faults start them per
-/// case (the suite's plan adds it to each such case). `None` where the kind has no such servers.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CaseServers {
-    /// A primary + replica pair ([`ServerFaults::replica_failover`]), or the nodes a node fault
-    /// starts; half of it for one server in a network namespace of its own.
-    pub pair: Option<Duration>,
-    /// A cluster: 3 members for a leader kill ([`ServerFaults::leader_kill`]), or a Redis Cluster of
-    /// 3 masters + 3 replicas for its failovers.
-    pub cluster: Option<Duration>,
-    /// A primary + replica watched by 3 Sentinels, for a Sentinel failover.
-    pub sentinels: Option<Duration>,
+/// Everything that is true of `kind`: its registration, one line per kind.
+pub fn entry(kind: ServerKind) -> &'static KindEntry {
+    match kind {
+        ServerKind::InProcess => &IN_PROCESS_ENTRY,
+        ServerKind::PerClient => &PER_CLIENT_ENTRY,
+        ServerKind::Redis => &redis::REDIS,
+        ServerKind::RedisNodes => &redis_nodes::REDIS_NODES,
+        ServerKind::Etcd => &etcd::ETCD,
+        ServerKind::ZooKeeper => &zookeeper::ZOOKEEPER,
+        ServerKind::Postgres => &postgres::POSTGRES,
+    }
 }
 
 /// A server lockbench started: where it listens and the handle that stops it when dropped.
@@ -215,48 +236,23 @@ impl std::fmt::Debug for Started {
     }
 }
 
-impl ServerKind {
-    /// Every kind.
-    pub const ALL: [ServerKind; 7] = [
-        ServerKind::InProcess,
-        ServerKind::PerClient,
-        ServerKind::Redis,
-        ServerKind::RedisNodes,
-        ServerKind::Etcd,
-        ServerKind::ZooKeeper,
-        ServerKind::Postgres,
-    ];
-
-    /// Everything that is true of this kind.
-    pub fn entry(self) -> &'static KindEntry {
-        match self {
-            ServerKind::InProcess => &IN_PROCESS,
-            ServerKind::PerClient => &PER_CLIENT,
-            ServerKind::Redis => &redis::REDIS,
-            ServerKind::RedisNodes => &redis_nodes::REDIS_NODES,
-            ServerKind::Etcd => &etcd::ETCD,
-            ServerKind::ZooKeeper => &zookeeper::ZOOKEEPER,
-            ServerKind::Postgres => &postgres::POSTGRES,
-        }
-    }
-
-    /// The name used in listings and results.
-    pub fn name(self) -> &'static str {
-        self.entry().name
-    }
+/// What a kind's entry says of it, asked of the kind id itself.
+pub trait ServerKindExt: Copy {
+    /// Everything that is true of this kind ([`entry`]).
+    fn entry(self) -> &'static KindEntry;
 
     /// Whether it is a real server process.
-    pub fn is_external(self) -> bool {
+    fn is_external(self) -> bool {
         self.entry().server.is_some()
     }
 
     /// Its server entry, when it is a real server process.
-    pub fn server(self) -> Option<&'static ServerEntry> {
+    fn server(self) -> Option<&'static ServerEntry> {
         self.entry().server.as_ref()
     }
 
     /// The server faults it takes (none without a server).
-    pub fn faults(self) -> ServerFaults {
+    fn faults(self) -> ServerFaults {
         self.server().map(|s| s.faults).unwrap_or_default()
     }
 
@@ -264,7 +260,7 @@ impl ServerKind {
     /// variable is the kind's ([`ServerEntry::secret_variable`]), filled in as the kind's
     /// [`fill_secret`](ServerEntry::fill_secret) says. A variable that is set but cannot be used is
     /// an error (the message never contains it).
-    pub fn password_from_env(self, address: &str) -> Result<String, String> {
+    fn password_from_env(self, address: &str) -> Result<String, String> {
         let Some(server) = self.server() else {
             return Ok(address.to_owned());
         };
@@ -279,15 +275,27 @@ impl ServerKind {
     }
 }
 
-static IN_PROCESS: KindEntry = KindEntry {
-    name: "in-process",
+impl ServerKindExt for ServerKind {
+    fn entry(self) -> &'static KindEntry {
+        entry(self)
+    }
+}
+
+/// The in-process kind's id: the lock lives in the driver (the `memory` strategy).
+pub const IN_PROCESS: ServerKind = ServerKind::InProcess;
+
+static IN_PROCESS_ENTRY: KindEntry = KindEntry {
+    kind: IN_PROCESS,
     distributed: false,
     in_driver_process: true,
     server: None,
 };
 
-static PER_CLIENT: KindEntry = KindEntry {
-    name: "per-client",
+/// The per-client kind's id: each client its own lock (the control without mutual exclusion).
+pub const PER_CLIENT: ServerKind = ServerKind::PerClient;
+
+static PER_CLIENT_ENTRY: KindEntry = KindEntry {
+    kind: PER_CLIENT,
     distributed: false,
     in_driver_process: false,
     server: None,
@@ -315,6 +323,7 @@ mod tests {
         let unique: std::collections::BTreeSet<_> = flags.iter().collect();
         assert_eq!(unique.len(), flags.len(), "{flags:?}");
         for kind in ServerKind::ALL {
+            assert_eq!(kind.entry().kind, kind);
             // A kind with a server is a distributed lock; one without is a reference or a control.
             assert_eq!(kind.is_external(), kind.entry().distributed, "{kind:?}");
         }

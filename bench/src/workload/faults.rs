@@ -23,6 +23,7 @@ use serde::Deserialize;
 
 use crate::backends::ServerKind;
 use crate::base::duration::{Units, format_duration, parse_timing};
+use crate::kinds::{self, CaseStarts, ServerKindExt};
 use crate::workload::TimeScale;
 
 /// A fault as written in a scenario file: every field optional, unknown fields rejected.
@@ -941,16 +942,25 @@ pub(crate) enum Topology {
 }
 
 impl Topology {
-    /// The server kinds this topology replaces the run's shared servers for.
-    pub(crate) fn replaces(self) -> &'static [ServerKind] {
+    /// How long a kind offering `starts` takes to start this set-up for a case (the suite's plan
+    /// adds it to each such case); `None` where the kind does not offer it.
+    pub(crate) fn takes(self, starts: &CaseStarts) -> Option<Duration> {
         match self {
-            Topology::Pair => &[ServerKind::Redis, ServerKind::Postgres],
-            Topology::PostgresNamespace => &[ServerKind::Postgres],
-            Topology::RedisSentinel | Topology::RedisCluster => &[ServerKind::Redis],
-            Topology::Cluster => &[ServerKind::Etcd, ServerKind::ZooKeeper],
-            Topology::RedisNodes { .. } => &[ServerKind::RedisNodes],
-            Topology::RedisNode(_) => &[ServerKind::Redis],
+            Topology::Pair => starts.pair.map(|s| s.takes),
+            Topology::RedisSentinel => starts.sentinels.map(|s| s.takes),
+            Topology::RedisCluster => starts.sharded.map(|s| s.takes),
+            Topology::Cluster => starts.cluster.map(|s| s.takes),
+            Topology::RedisNodes { .. } => starts.nodes.map(|s| s.takes),
+            Topology::RedisNode(_) => starts.restartable.map(|s| s.takes),
+            Topology::PostgresNamespace => starts.namespaced.map(|s| s.takes),
         }
+    }
+
+    /// The server kinds this topology replaces the run's shared servers for: those that offer it.
+    pub(crate) fn replaces(self) -> Vec<ServerKind> {
+        kinds::all()
+            .filter(|k| self.takes(&k.faults().own).is_some())
+            .collect()
     }
 }
 
@@ -1035,7 +1045,7 @@ mod tests {
         assert_eq!(own_topology(&f), Some(Topology::PostgresNamespace));
         assert_eq!(
             Topology::PostgresNamespace.replaces(),
-            &[ServerKind::Postgres]
+            vec![ServerKind::Postgres]
         );
         assert!(
             needs_proxies(f.kind),

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::LockError;
+use crate::kind::ServerKind;
 use crate::locker::Capabilities;
 use crate::peer::{PeerCommand, PeerConfig};
 use crate::redis::ScaledTimeouts;
@@ -16,23 +17,6 @@ pub const INSTALL: &str = "bash docker/install-deps.sh --with-peers";
 
 /// The environment variable that points at the `adapters/` folder (default: the source tree's).
 pub const ADAPTERS_ENV: &str = "LOCKBENCH_ADAPTERS";
-
-/// The server a peer talks to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PeerBackend {
-    /// None (the in-memory reference adapter).
-    None,
-    /// One redis-server.
-    Redis,
-    /// N independent redis-servers (Redlock).
-    RedisMany,
-    /// ZooKeeper.
-    ZooKeeper,
-    /// etcd.
-    Etcd,
-    /// One PostgreSQL server.
-    Postgres,
-}
 
 /// What runs an adapter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,8 +45,8 @@ pub struct PeerSpec {
     pub version: &'static str,
     /// One line for lockbench's strategy listing: what the peer is.
     pub description: &'static str,
-    /// The server it needs.
-    pub backend: PeerBackend,
+    /// The server it needs (`None`: the in-memory reference adapter, which needs none).
+    pub backend: Option<ServerKind>,
     /// The native strategy that models it (the report's pairing).
     pub counterpart: &'static str,
     /// What the adapter declares in `hello` (known without starting it; the tests check they agree).
@@ -188,7 +172,7 @@ pub const PEERS: &[PeerSpec] = &[
         library: "none (in-memory; the protocol's own cost)",
         version: "0",
         description: "peer: no library and no server, the adapter protocol's own cost; through its adapter process",
-        backend: PeerBackend::None,
+        backend: None,
         counterpart: "memory",
         capabilities: Capabilities {
             fencing: true,
@@ -207,7 +191,7 @@ pub const PEERS: &[PeerSpec] = &[
         library: "redis-py Lock",
         version: "5.2.1",
         description: "peer: redis-py's Lock (Python), fixed lease, no renewal; through its adapter process",
-        backend: PeerBackend::Redis,
+        backend: Some(ServerKind::Redis),
         counterpart: "redis-guard-thread",
         capabilities: Capabilities {
             fixed_lease: true,
@@ -225,7 +209,7 @@ pub const PEERS: &[PeerSpec] = &[
         library: "python-redis-lock",
         version: "4.0.0",
         description: "peer: python-redis-lock with auto_renewal (a renewal thread); through its adapter process",
-        backend: PeerBackend::Redis,
+        backend: Some(ServerKind::Redis),
         counterpart: "redis-guard-thread",
         capabilities: Capabilities {
             auto_renew: true,
@@ -245,7 +229,7 @@ pub const PEERS: &[PeerSpec] = &[
         library: "kazoo Lock",
         version: "2.10.0",
         description: "peer: kazoo's Lock (Python, ZooKeeper recipe); through its adapter process",
-        backend: PeerBackend::ZooKeeper,
+        backend: Some(ServerKind::ZooKeeper),
         counterpart: "zookeeper",
         // kazoo's state listener tells its user the connection is SUSPENDED (the lock may be gone) or
         // the session LOST; the adapter stops the holder at either, as kazoo's Lock docs advise.
@@ -267,7 +251,7 @@ pub const PEERS: &[PeerSpec] = &[
         library: "python-etcd3 Lock",
         version: "0.12.0",
         description: "peer: python-etcd3's Lock (a lease per lock); through its adapter process",
-        backend: PeerBackend::Etcd,
+        backend: Some(ServerKind::Etcd),
         counterpart: "etcd-lease",
         capabilities: Capabilities {
             fixed_lease: true,
@@ -286,7 +270,7 @@ pub const PEERS: &[PeerSpec] = &[
         library: "redlock (npm)",
         version: "v5.0.0-beta.2",
         description: "peer: the redlock npm package with using() auto-extension, on the Redlock nodes; through its adapter process",
-        backend: PeerBackend::RedisMany,
+        backend: Some(ServerKind::RedisNodes),
         counterpart: "redlock",
         capabilities: Capabilities {
             auto_renew: true,
@@ -307,7 +291,7 @@ pub const PEERS: &[PeerSpec] = &[
         library: "Apache Curator InterProcessMutex",
         version: "5.9.0",
         description: "peer: Apache Curator's InterProcessMutex (JVM); through its adapter process",
-        backend: PeerBackend::ZooKeeper,
+        backend: Some(ServerKind::ZooKeeper),
         counterpart: "zookeeper",
         // Curator's ConnectionStateListener: SUSPENDED (the lock may be gone) or LOST stops the holder,
         // as Curator's lock recipe docs advise.
@@ -350,7 +334,7 @@ pub const PEERS: &[PeerSpec] = &[
         library: "Spring Integration JdbcLockRegistry",
         version: "7.1.2",
         description: "peer: Spring Integration's JdbcLockRegistry (JVM) on PostgreSQL, renewLock() every TTL/3 by the holding thread as its docs ask; through its adapter process",
-        backend: PeerBackend::Postgres,
+        backend: Some(ServerKind::Postgres),
         counterpart: "postgres-lease",
         // JdbcLockRegistry renews nothing itself; its docs tell the user to call renewLock() while the
         // work outlasts the time to live: the adapter's holding thread does, reports each renewal, and
@@ -373,7 +357,7 @@ pub const PEERS: &[PeerSpec] = &[
         library: "Spring Integration RedisLockRegistry",
         version: "7.1.2",
         description: "peer: Spring Integration's RedisLockRegistry (JVM), spin lock, renewed every TTL/3 by its renewal TaskScheduler; through its adapter process",
-        backend: PeerBackend::Redis,
+        backend: Some(ServerKind::Redis),
         counterpart: "redis-guard-thread",
         // Renewed by the registry's own TaskScheduler, which tells the holder nothing.
         capabilities: Capabilities {
@@ -393,7 +377,7 @@ pub const PEERS: &[PeerSpec] = &[
         library: "etcd concurrency.Mutex (Go)",
         version: "v3.5.35",
         description: "peer: etcd's Go concurrency.Mutex on a Session (the recipe etcd-lease models); through its adapter process",
-        backend: PeerBackend::Etcd,
+        backend: Some(ServerKind::Etcd),
         counterpart: "etcd-lease",
         capabilities: Capabilities {
             fencing: true,
@@ -414,7 +398,7 @@ pub const PEERS: &[PeerSpec] = &[
         library: "redsync (Go)",
         version: "v4.18.1",
         description: "peer: go-redsync (Redlock for Go) on the Redlock nodes, watchdog leases by the adapter's Extend loop at TTL/3; through its adapter process",
-        backend: PeerBackend::RedisMany,
+        backend: Some(ServerKind::RedisNodes),
         counterpart: "redlock",
         // redsync renews nothing itself: the watchdog and its loss signal are the adapter's loop of
         // `ExtendContext` at a third of the TTL, as a user holding a lock past its expiry writes it.
@@ -449,7 +433,7 @@ const fn redisson(
         library: "Redisson RLock",
         version,
         description,
-        backend: PeerBackend::Redis,
+        backend: Some(ServerKind::Redis),
         counterpart,
         capabilities: Capabilities {
             reentrant: true,

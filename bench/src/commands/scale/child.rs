@@ -20,6 +20,7 @@ use crate::backends::Backends;
 use crate::base::duration::format_duration;
 use crate::base::stop::StopSignal;
 use crate::driver::processes::LiveWorker;
+use crate::kinds::ServerKindExt;
 use crate::strategies::Strategy;
 
 /// How long a child told to stop may take to release its locks and write its file.

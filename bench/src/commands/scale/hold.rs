@@ -30,6 +30,7 @@ use crate::base::duration::format_duration;
 use crate::base::measure::RedisCommandStats;
 use crate::base::proc_stat;
 use crate::base::stop::StopSignal;
+use crate::kinds::ServerKindExt;
 use crate::kinds::held::{HeldProbe, NOT_COUNTED};
 use crate::strategies::{Endpoints, Strategy, StrategySettings};
 

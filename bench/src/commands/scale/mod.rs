@@ -53,6 +53,7 @@ use crate::base::stdout::{out, outln};
 use crate::base::stop::StopSignal;
 use crate::base::{environment, output};
 use crate::commands::signals::stop_signals;
+use crate::kinds::ServerKindExt;
 use crate::strategies;
 use crate::strategies::{Strategy, StrategySettings};
 

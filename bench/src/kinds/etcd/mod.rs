@@ -1,21 +1,25 @@
 //! The etcd kind: an etcd cluster: its flag and endpoints, its version probe and how lockbench
 //! starts one.
 
+pub mod case_servers;
+mod check;
 pub mod counters;
 pub mod held;
-
-use std::time::Duration;
 
 use lockbench_servers::{EtcdServer, probe};
 
 use super::{
-    CaseServers, KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, Started, no_proxy_address,
+    KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, ServerKind, Started, no_proxy_address,
 };
 use crate::backends::address;
+use crate::kinds::endpoints::required_list;
+
+/// The kind's id, as the strategy registry names it.
+pub const KIND: ServerKind = ServerKind::Etcd;
 
 /// The etcd kind.
 pub(super) static ETCD: KindEntry = KindEntry {
-    name: "etcd",
+    kind: KIND,
     distributed: true,
     in_driver_process: false,
     server: Some(ServerEntry {
@@ -37,6 +41,12 @@ pub(super) static ETCD: KindEntry = KindEntry {
                 .and_then(|r| json_field(&r.body, "etcdserver")))
         },
         checked_by_client: |_| true,
+        client_check: Some(check::through_client),
+        client_addresses: |endpoints| {
+            required_list(&endpoints.etcd, "etcd server").map(<[String]>::to_vec)
+        },
+        user_is_no_secret: false,
+        many_servers_behind: |_| None,
         start: || Ok(one_server!(EtcdServer::start()?, endpoint, client_addr)),
         set_endpoint: |endpoints, address| {
             endpoints.etcd = address.split(',').map(str::to_owned).collect();
@@ -63,19 +73,12 @@ pub(super) static ETCD: KindEntry = KindEntry {
                 .collect();
         },
         faults: ServerFaults {
-            replica_failover: false,
-            redis_primary: false,
-            leader_kill: true,
-            independent_nodes: false,
-            terminate_session: false,
-            keepalive_partition: false,
+            redis_commands: false,
+            end_sessions: None,
+            own: case_servers::STARTS,
         },
-        // A 3-member etcd cluster (leader loss; measured 0.6 s, 3.0 s at load ~10).
-        case_servers: CaseServers {
-            pair: None,
-            cluster: Some(Duration::from_millis(1500)),
-            sentinels: None,
-        },
+        monitor: None,
+        requests_from_tally: false,
         counters: counters::read,
         held: held::HELD,
     }),

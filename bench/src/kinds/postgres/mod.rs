@@ -1,19 +1,29 @@
 //! The PostgreSQL kind: a PostgreSQL server: its flag and URL, and how lockbench starts one and
 //! prepares the tables its strategies need.
 
+pub mod case_servers;
+mod check;
 pub mod counters;
 pub mod held;
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use lockbench_servers::{PostgresServer, ServerError};
 
-use super::{CaseServers, KindEntry, ServerEntry, ServerFaults, Started, no_proxy_address};
+use super::{KindEntry, ServerEntry, ServerFaults, ServerKind, Started, no_proxy_address};
 use crate::backends::address;
+use crate::kinds::endpoints::required;
+
+/// How long ending a holder's sessions may take.
+const END_SESSIONS_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The kind's id, as the strategy registry names it.
+pub const KIND: ServerKind = ServerKind::Postgres;
 
 /// The PostgreSQL kind.
 pub(super) static POSTGRES: KindEntry = KindEntry {
-    name: "postgres",
+    kind: KIND,
     distributed: true,
     in_driver_process: false,
     server: Some(ServerEntry {
@@ -30,6 +40,13 @@ pub(super) static POSTGRES: KindEntry = KindEntry {
         // Read through the strategies' own client (it logs in as the user).
         version: |_, _| Ok(None),
         checked_by_client: |_| true,
+        client_check: Some(check::through_client),
+        client_addresses: |endpoints| {
+            required(endpoints.postgres.as_deref(), "postgres server").map(|a| vec![a.to_owned()])
+        },
+        // Its address names its user (lockbench's own server: `lockbench@`, no password).
+        user_is_no_secret: true,
+        many_servers_behind: |_| None,
         start: || {
             let s = PostgresServer::start()?;
             prepare_own_postgres(&s)?;
@@ -49,21 +66,12 @@ pub(super) static POSTGRES: KindEntry = KindEntry {
             }
         },
         faults: ServerFaults {
-            replica_failover: true,
-            redis_primary: false,
-            leader_kill: false,
-            independent_nodes: false,
-            terminate_session: true,
-            keepalive_partition: true,
+            redis_commands: false,
+            end_sessions: Some(end_holder_sessions),
+            own: case_servers::STARTS,
         },
-        // A PostgreSQL primary + streaming replica (failover: a fresh server from `initdb` and its
-        // copy from `pg_basebackup`; measured 1.36-1.52 s to start both, 2.7 s on a busy machine,
-        // then the tables and the replication link's proxy).
-        case_servers: CaseServers {
-            pair: Some(Duration::from_millis(2000)),
-            cluster: None,
-            sentinels: None,
-        },
+        monitor: None,
+        requests_from_tally: false,
         counters: counters::read,
         held: held::HELD,
     }),
@@ -77,4 +85,18 @@ pub fn prepare_own_postgres(server: &PostgresServer) -> Result<(), ServerError> 
     server.query(lockers::peer::catalog::SPRING_INT_LOCK_TABLE)?;
     server.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")?;
     Ok(())
+}
+
+/// Ends the sessions holding `lock` on the PostgreSQL at `socket` (`pg_terminate_backend`, as
+/// lockbench's superuser), whichever row holds it: lockbench's own rows' tables and the Spring JDBC
+/// peer's INT_LOCK (the run's own server has both). How many it ended. Blocking.
+fn end_holder_sessions(socket: SocketAddr, lock: &str) -> Result<usize, String> {
+    let sql = format!(
+        "SELECT pg_terminate_backend(pid) FROM ({} UNION {}) s",
+        lockers::postgres::holder_sessions(lock),
+        lockers::peer::catalog::spring_jdbc_holder_sessions(lock)
+    );
+    lockbench_servers::postgres::query(socket, &sql, END_SESSIONS_TIMEOUT)
+        .map(|rows| rows.len())
+        .map_err(|e| e.to_string())
 }

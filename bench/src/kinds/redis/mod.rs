@@ -1,22 +1,28 @@
 //! The Redis kind: one Redis server (or the primary its Sentinels name, or a Redis Cluster's
 //! nodes): its flag and addresses, its version probe and how lockbench starts one.
 
+pub mod case_servers;
+mod check;
 pub mod counters;
 pub mod held;
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use lockbench_servers::RedisServer;
 
 use super::{
-    CaseServers, KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, Started, no_proxy_address,
+    KindEntry, Monitor, PROBE_TIMEOUT, ServerEntry, ServerFaults, ServerKind, Started,
+    no_proxy_address,
 };
 use crate::backends::address;
+use crate::kinds::endpoints::required;
+
+/// The kind's id, as the strategy registry names it.
+pub const KIND: ServerKind = ServerKind::Redis;
 
 /// The Redis kind.
 pub(super) static REDIS: KindEntry = KindEntry {
-    name: "redis",
+    kind: KIND,
     distributed: true,
     in_driver_process: false,
     server: Some(ServerEntry {
@@ -44,6 +50,18 @@ pub(super) static REDIS: KindEntry = KindEntry {
             }
         },
         checked_by_client,
+        client_check: Some(check::through_client),
+        client_addresses: |endpoints| {
+            required(endpoints.redis.as_deref(), "redis server").map(|a| vec![a.to_owned()])
+        },
+        user_is_no_secret: false,
+        many_servers_behind: |endpoints| {
+            endpoints
+                .redis
+                .as_deref()
+                .is_some_and(address::is_cluster)
+                .then_some("a Redis Cluster")
+        },
         start: || Ok(one_server!(RedisServer::start()?, url, addr)),
         set_endpoint: |endpoints, address| {
             endpoints.redis = Some(address.to_owned());
@@ -79,23 +97,14 @@ pub(super) static REDIS: KindEntry = KindEntry {
             }
         },
         faults: ServerFaults {
-            replica_failover: true,
-            redis_primary: true,
-            leader_kill: false,
-            independent_nodes: false,
-            terminate_session: false,
-            keepalive_partition: false,
+            redis_commands: true,
+            end_sessions: None,
+            own: case_servers::STARTS,
         },
-        case_servers: CaseServers {
-            // A primary + replica (failover; measured 170-260 ms in all).
-            pair: Some(Duration::from_millis(300)),
-            // A Redis Cluster of 3 masters + 3 replicas (cluster failovers; measured 2.08-2.11 s:
-            // six servers, slot assignment, `CLUSTER MEET` gossip and the replicas' first sync).
-            cluster: Some(Duration::from_millis(2500)),
-            // A primary + replica watched by 3 Sentinels (Sentinel failover; measured 2.3 s: the
-            // Sentinels find each other through the primary's hello channel, every 2 s).
-            sentinels: Some(Duration::from_secs(3)),
-        },
+        monitor: Some(Monitor {
+            renewals_after_unlock: true,
+        }),
+        requests_from_tally: true,
         counters: counters::read,
         held: held::HELD,
     }),

@@ -1,22 +1,26 @@
 //! The Redis-nodes kind: N independent Redis servers, Redlock's masters (5 when lockbench starts
 //! them): their flag and addresses, their version probe and how lockbench starts them.
 
+pub mod case_servers;
 pub mod counters;
 pub mod held;
-
-use std::time::Duration;
 
 use lockbench_servers::{RedisNodeOptions, RedisNodes, probe};
 
 use super::redis::redis_version;
 use super::{
-    CaseServers, KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, Started, no_proxy_address,
+    KindEntry, Monitor, PROBE_TIMEOUT, ServerEntry, ServerFaults, ServerKind, Started,
+    no_proxy_address,
 };
 use crate::backends::address;
+use crate::kinds::endpoints::required_list;
+
+/// The kind's id, as the strategy registry names it.
+pub const KIND: ServerKind = ServerKind::RedisNodes;
 
 /// The Redis-nodes kind.
 pub(super) static REDIS_NODES: KindEntry = KindEntry {
-    name: "redis-nodes",
+    kind: KIND,
     distributed: true,
     in_driver_process: false,
     server: Some(ServerEntry {
@@ -55,6 +59,12 @@ pub(super) static REDIS_NODES: KindEntry = KindEntry {
             Ok(version)
         },
         checked_by_client: |_| false,
+        client_check: None,
+        client_addresses: |endpoints| {
+            required_list(&endpoints.redis_nodes, "independent redis nodes").map(<[String]>::to_vec)
+        },
+        user_is_no_secret: false,
+        many_servers_behind: |_| None,
         start: || {
             let nodes =
                 RedisNodes::start(RedisNodes::DEFAULT_COUNT, RedisNodeOptions::default(), None)?;
@@ -97,19 +107,14 @@ pub(super) static REDIS_NODES: KindEntry = KindEntry {
                 .collect();
         },
         faults: ServerFaults {
-            replica_failover: false,
-            redis_primary: false,
-            leader_kill: false,
-            independent_nodes: true,
-            terminate_session: false,
-            keepalive_partition: false,
+            redis_commands: false,
+            end_sessions: None,
+            own: case_servers::STARTS,
         },
-        case_servers: CaseServers {
-            // The nodes a node fault starts for the case, as long as a Redis primary + replica.
-            pair: Some(Duration::from_millis(300)),
-            cluster: None,
-            sentinels: None,
-        },
+        monitor: Some(Monitor {
+            renewals_after_unlock: false,
+        }),
+        requests_from_tally: true,
         counters: counters::read,
         held: held::HELD,
     }),

@@ -1,22 +1,26 @@
 //! The ZooKeeper kind: a ZooKeeper ensemble: its flag and connect string, its version probe and
 //! how lockbench starts one.
 
+pub mod case_servers;
 pub mod counters;
 pub mod held;
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use lockbench_servers::{ZkServer, probe};
 
 use super::{
-    CaseServers, KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, Started, no_proxy_address,
+    KindEntry, PROBE_TIMEOUT, ServerEntry, ServerFaults, ServerKind, Started, no_proxy_address,
 };
 use crate::backends::address;
+use crate::kinds::endpoints::required;
+
+/// The kind's id, as the strategy registry names it.
+pub const KIND: ServerKind = ServerKind::ZooKeeper;
 
 /// The ZooKeeper kind.
 pub(super) static ZOOKEEPER: KindEntry = KindEntry {
-    name: "zookeeper",
+    kind: KIND,
     distributed: true,
     in_driver_process: false,
     server: Some(ServerEntry {
@@ -38,6 +42,12 @@ pub(super) static ZOOKEEPER: KindEntry = KindEntry {
                 }))
         },
         checked_by_client: |_| false,
+        client_check: None,
+        client_addresses: |endpoints| {
+            required(endpoints.zookeeper.as_deref(), "zookeeper server").map(|a| vec![a.to_owned()])
+        },
+        user_is_no_secret: false,
+        many_servers_behind: |_| None,
         start: || Ok(one_server!(ZkServer::start()?, connect_string, addr)),
         set_endpoint: |endpoints, address| endpoints.zookeeper = Some(address.to_owned()),
         proxied_sockets: |endpoints| {
@@ -61,20 +71,12 @@ pub(super) static ZOOKEEPER: KindEntry = KindEntry {
             }
         },
         faults: ServerFaults {
-            replica_failover: false,
-            redis_primary: false,
-            leader_kill: true,
-            independent_nodes: false,
-            terminate_session: false,
-            keepalive_partition: false,
+            redis_commands: false,
+            end_sessions: None,
+            own: case_servers::STARTS,
         },
-        // A 3-node ZooKeeper ensemble (leader loss; measured 3.3 s, 8.0 s at load ~10: three JVMs
-        // start slowly on a busy machine).
-        case_servers: CaseServers {
-            pair: None,
-            cluster: Some(Duration::from_secs(4)),
-            sentinels: None,
-        },
+        monitor: None,
+        requests_from_tally: false,
         counters: counters::read,
         held: held::HELD,
     }),
