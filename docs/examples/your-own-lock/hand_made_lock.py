@@ -21,20 +21,26 @@ def send(message):
 
 
 class Redis:
-    """One connection, one command at a time."""
+    """One connection, one command at a time; after an error the next command reconnects."""
     def __init__(self, url):
         host, port = url.split("//")[-1].split("/")[0].rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)))
-        self.file = self.sock.makefile("rb")
-        self.lock = threading.Lock()
+        self.address, self.sock, self.lock = (host, int(port)), None, threading.Lock()
 
     def call(self, *args):
         parts = [f"*{len(args)}\r\n".encode()]
         for a in map(lambda a: str(a).encode(), args):
             parts.append(b"$%d\r\n%s\r\n" % (len(a), a))
         with self.lock:
-            self.sock.sendall(b"".join(parts))
-            return self.reply()
+            try:
+                if self.sock is None:
+                    self.sock = socket.create_connection(self.address, timeout=2)
+                    self.file = self.sock.makefile("rb")
+                self.sock.sendall(b"".join(parts))
+                return self.reply()
+            except OSError:
+                self.sock.close() if self.sock else None
+                self.sock = None  # a reply may still be on its way: never read it as another's
+                raise
 
     def reply(self):
         line = self.file.readline()
