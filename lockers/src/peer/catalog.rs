@@ -61,11 +61,11 @@ pub fn spring_jdbc_holder_sessions(key: &str) -> String {
 }
 
 /// Every manifest of the adapters folder ([`adapters_dir`]: each `*.toml` in one of its subfolders),
-/// read once; ids in the order of their files' paths. A bad manifest or a repeated id is the error.
+/// read once; in the order of the subfolders' names, then of the files' names. A bad manifest or a repeated id is the error.
 static SHIPPED: LazyLock<Result<Vec<PeerSpec>, String>> =
     LazyLock::new(|| read_folder(&adapters_dir()));
 
-/// Every adapter of the adapters folder, in the order of their manifests' paths; none when a manifest
+/// Every adapter of the adapters folder, in the order of their manifests' folders and names; none when a manifest
 /// there is bad ([`load_error`] says which).
 pub fn peers() -> &'static [PeerSpec] {
     SHIPPED.as_deref().unwrap_or_default()
@@ -93,7 +93,8 @@ fn read_folder(folder: &Path) -> Result<Vec<PeerSpec>, String> {
         let entries = std::fs::read_dir(dir)
             .map_err(|e| format!("adapters folder {}: {e}", dir.display()))?;
         let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        paths.sort();
+        // By name without the extension: `jvm-redisson` before `jvm-redisson-4`.
+        paths.sort_by(|a, b| a.file_stem().cmp(&b.file_stem()));
         Ok(paths)
     };
     let mut specs: Vec<PeerSpec> = Vec::new();

@@ -200,7 +200,7 @@ pub(crate) async fn check(
                 "held 3 TTLs ({:?}), another client refused throughout",
                 renewal.ttl * 3
             ),
-            run_case(async move { watchdog_outlives(&*t).await }).await,
+            run_case(async move { watchdog_outlives(&t).await }).await,
         )
     } else {
         Row::not_claimed("watchdog lease outlives its TTL")

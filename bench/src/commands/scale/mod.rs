@@ -677,11 +677,11 @@ mod tests {
                 "jvm-redisson-4",
                 "redis-watchdog-batched",
                 "zookeeper",
-                "py-kazoo",
                 "jvm-curator",
+                "py-kazoo",
                 "etcd-lease",
-                "py-etcd3",
-                "go-etcd-mutex"
+                "go-etcd-mutex",
+                "py-etcd3"
             ]
         );
         for peer in spec.strategies.iter().filter(|s| s.is_peer()) {
