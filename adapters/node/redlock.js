@@ -136,5 +136,13 @@ async function handle(req) {
 }
 
 readline.createInterface({ input: process.stdin }).on("line", (line) => {
-  if (line.trim()) handle(JSON.parse(line));
+  if (!line.trim()) return;
+  let request;
+  try {
+    request = JSON.parse(line);
+  } catch (e) {
+    // Not a request: there is no id to answer, so it is only logged.
+    return process.stderr.write(`not a request, skipped: ${JSON.stringify(line)}\n`);
+  }
+  handle(request);
 }).on("close", () => process.exit(0));

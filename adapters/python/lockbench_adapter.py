@@ -208,8 +208,12 @@ def _loop(make_peer):
     for line in sys.stdin:
         if not line.strip():
             continue
-        req = json.loads(line)
-        op, rid = req.get("op"), req.get("id")
+        try:
+            req = json.loads(line)
+            op, rid = req.get("op"), req.get("id")
+        except (ValueError, AttributeError):  # not a request: there is no id to answer, so say so here
+            print(f"not a request, skipped: {line.strip()!r}", file=sys.stderr, flush=True)
+            continue
         if op == "ping":
             out.write({"id": rid, "ok": True, "t": now()})
         elif op == "hello":

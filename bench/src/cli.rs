@@ -33,7 +33,7 @@ use crate::commands::compare::CompareRequest;
 use crate::commands::report::{FailOn, ReportRequest};
 use crate::commands::run::{RunOutcome, RunRequest};
 use crate::commands::scale::{ScaleOptions, ScaleRequest};
-use crate::commands::{compare, pages, report, scale, suite};
+use crate::commands::{check_adapter, compare, pages, report, scale, suite};
 use crate::driver::child;
 use crate::kinds::ServerKindExt;
 use crate::workload::{Fit, ScenarioFile, split_list};
@@ -87,11 +87,15 @@ pub enum Command {
     #[command(after_help = "\
 Examples:
   lockbench strategies            # every strategy: its server, whether `all` includes it, capabilities
-  lockbench strategies --peers    # only the real libraries, each with the strategy that models it")]
+  lockbench strategies --peers    # only the real libraries, each with the strategy that models it
+  lockbench strategies --adapter docs/examples/your-own-lock/py-hand-made-lock.toml   # with your own")]
     Strategies {
         /// Only the peers (the real libraries), each with the strategy that models it.
         #[arg(long)]
         peers: bool,
+        /// Adapters of your own, listed after lockbench's rows.
+        #[command(flatten)]
+        adapters: AdapterFlags,
     },
     /// List the scenario presets.
     #[command(after_help = "\
@@ -113,6 +117,18 @@ Examples:
     /// driver, case after case (LOCKBENCH_WORKER_TOKEN must match the driver's). Without
     /// `--connect`: internal, one client of a processes-mode run (reads its spec on stdin).
     Worker(WorkerArgs),
+    /// Check an adapter of your own against its manifest: the protocol, then each capability it claims,
+    /// on servers started for it; prints a table and exits 1 on any failure.
+    #[command(after_help = "\
+Starts the servers the adapter needs (as `run` does), then checks the protocol (hello's fields, the
+id, the version loaded, concurrent requests, a reply for every id, a broken line) and each capability
+the manifest claims, in under two minutes. A claim it cannot test is printed as such, never as a pass.
+Exit codes: 0 every check passed, 1 a check failed, 2 bad input (a bad manifest, a missing runtime).
+
+Examples:
+  lockbench check-adapter docs/examples/your-own-lock/py-hand-made-lock.toml
+  lockbench check-adapter adapters/python/py-redis-py.toml")]
+    CheckAdapter(CheckAdapterArgs),
     /// Print a shell completion script to stdout, for bash, zsh, fish, elvish or powershell.
     #[command(after_help = "\
 Examples:
@@ -131,6 +147,20 @@ Examples:
   lockbench man > lockbench.1 && man ./lockbench.1
   lockbench man | sudo tee /usr/local/share/man/man1/lockbench.1 >/dev/null   # then: man lockbench")]
     Man,
+}
+
+impl Command {
+    /// The `--adapter` flags of a command that takes them.
+    fn adapter_flags(&self) -> Option<&AdapterFlags> {
+        match self {
+            Command::Strategies { adapters, .. } => Some(adapters),
+            Command::Run(args) => Some(&args.adapters),
+            Command::Compare(args) => Some(&args.adapters),
+            Command::Scale(args) => Some(&args.adapters),
+            Command::Worker(args) => Some(&args.adapters),
+            _ => None,
+        }
+    }
 }
 
 /// The server-address flags: servers the user runs, used instead of starting them, one flag per
@@ -194,6 +224,45 @@ impl Args for ServerArgs {
     fn augment_args_for_update(command: clap::Command) -> clap::Command {
         Self::augment_args(command)
     }
+}
+
+/// The `--adapter` flag of `strategies`, `run`, `compare`, `scale` and `worker` (defined once): a
+/// team's own adapter, declared by its manifest (adapters/README.md, "Manifests"), added as a peer row
+/// and run with the chosen strategies.
+#[derive(Debug, Clone, Default, Args)]
+pub struct AdapterFlags {
+    /// An adapter of your own, by its manifest (repeatable): added as a peer row, run beside the
+    /// chosen strategies; its stderr goes to DIR/adapter-logs/ (docs/your-own-lock.md).
+    #[arg(long = "adapter", value_name = "FILE")]
+    pub adapters: Vec<PathBuf>,
+    /// Internal: where the added adapters' logs go (a worker process is given its run's).
+    #[arg(long, hide = true, value_name = "DIR")]
+    pub adapter_logs: Option<PathBuf>,
+}
+
+impl AdapterFlags {
+    /// Adds each adapter as a row (after checking that lockbench's own manifests read); a bad
+    /// manifest is a usage error, one line.
+    pub fn register(&self) -> Result<(), BenchError> {
+        if let Some(why) = lockers::peer::catalog::load_error() {
+            return Err(BenchError::usage(why));
+        }
+        for path in &self.adapters {
+            strategies::add_adapter(path).map_err(BenchError::usage)?;
+        }
+        if let Some(dir) = &self.adapter_logs {
+            strategies::log_added_adapters_under(dir);
+        }
+        Ok(())
+    }
+}
+
+/// `lockbench check-adapter`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckAdapterArgs {
+    /// The adapter's manifest (adapters/README.md, "Manifests").
+    #[arg(value_name = "MANIFEST.toml")]
+    pub manifest: PathBuf,
 }
 
 /// The workload flags of `run` and `compare` (defined once): each overrides the scenario's field, or,
@@ -367,6 +436,9 @@ pub struct RunArgs {
     /// terminate_session (target=holder only), keepalive_partition (PostgreSQL in a namespace of its own).
     #[arg(long = "fault", value_name = "FAULT")]
     pub faults: Vec<String>,
+    /// Adapters of your own.
+    #[command(flatten)]
+    pub adapters: AdapterFlags,
 }
 
 impl RunArgs {
@@ -494,6 +566,9 @@ pub struct CompareArgs {
     /// other gates need `lockbench report --baseline`).
     #[command(flatten)]
     pub gates: GateFlag,
+    /// Adapters of your own.
+    #[command(flatten)]
+    pub adapters: AdapterFlags,
 }
 
 impl CompareArgs {
@@ -541,6 +616,9 @@ pub struct WorkerArgs {
         allow_hyphen_values = true
     )]
     pub wait: String,
+    /// Adapters of your own (a remote worker needs the driver's).
+    #[command(flatten)]
+    pub adapters: AdapterFlags,
 }
 
 /// `lockbench report`.
@@ -693,6 +771,9 @@ pub struct ScaleArgs {
     /// Internal: as a worker, measure the raw sender beside the batched strategy.
     #[arg(long, hide = true, requires = "worker")]
     pub raw_sender: bool,
+    /// Adapters of your own.
+    #[command(flatten)]
+    pub adapters: AdapterFlags,
 }
 
 impl ScaleArgs {
@@ -741,6 +822,14 @@ where
         Err(e) => return clap_exit(e),
     };
     crate::base::verbosity::set_verbose(cli.verbose);
+    if let Err(e) = cli
+        .command
+        .adapter_flags()
+        .map_or(Ok(()), AdapterFlags::register)
+    {
+        eprintln!("lockbench: {e}");
+        return e.exit_code();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -752,12 +841,13 @@ where
         }
     };
     let result = match cli.command {
-        Command::Strategies { peers } => list_strategies(peers),
+        Command::Strategies { peers, .. } => list_strategies(peers),
         Command::Scenarios => list_scenarios(),
         Command::Run(args) => runtime.block_on(crate::commands::run::command(args.request())),
         Command::Compare(args) => runtime.block_on(compare::command(args.request())),
         Command::Report(args) => report::command(args.request()),
         Command::Scale(args) => runtime.block_on(scale::command(args.request())),
+        Command::CheckAdapter(args) => runtime.block_on(check_adapter::command(&args.manifest)),
         Command::Worker(args) => return worker(&runtime, &args),
         Command::Completions { shell } => {
             use clap::CommandFactory as _;
@@ -867,21 +957,14 @@ where
 
 fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
     let settings = strategies::StrategySettings::new(std::time::Duration::from_secs(30));
-    let width = strategies::STRATEGIES
-        .iter()
-        .map(|s| s.id.len())
-        .max()
-        .unwrap_or(8);
+    let width = strategies::every().map(|s| s.id.len()).max().unwrap_or(8);
     outln!(
         "{:width$}  {:10}  {:6}  description",
         "id",
         "server",
         "in all"
     );
-    for s in strategies::STRATEGIES
-        .iter()
-        .filter(|s| !only_peers || s.is_peer())
-    {
+    for s in strategies::every().filter(|s| !only_peers || s.is_peer()) {
         outln!(
             "{:width$}  {:10}  {:6}  {}",
             s.id,

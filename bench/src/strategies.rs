@@ -14,6 +14,11 @@ use std::time::Duration;
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
 use lockers::peer::catalog::{self, PeerSpec};
+
+pub use added::{
+    ADDED_ADAPTER_LOGS, add_adapter, added, added_adapter_args, added_log_dir,
+    log_added_adapters_under,
+};
 use lockers::peer::{PeerLocker, PeerProcesses};
 use lockers::postgres::PostgresConfig;
 use lockers::postgres::advisory::PostgresAdvisory;
@@ -29,6 +34,8 @@ use lockers::{Capabilities, Events, LockError, Locker, Renewal};
 use lockbench_reports::many_locks;
 
 use crate::backends::{AddressCheckFuture, EndpointAddrs, ServerKind};
+
+mod added;
 use crate::base::suggest;
 use crate::kinds::endpoints::{required, required_list};
 use crate::kinds::{self, ServerKindExt};
@@ -226,10 +233,11 @@ impl Strategy {
     /// The row of a peer from the catalog; `None` for an adapter without a server (`py-memory`, which
     /// measures the adapter protocol's own cost and is no row).
     fn peer(spec: &'static PeerSpec) -> Option<Self> {
+        let counterpart = spec.counterpart.as_str();
         let server = spec.backend?;
         Some(Strategy {
-            id: spec.id,
-            description: spec.description,
+            id: spec.id.as_str(),
+            description: spec.description.as_str(),
             server,
             in_all: false,
             // How its model renews (locks per server call, renewals per period), so `lockbench scale`
@@ -240,10 +248,10 @@ impl Strategy {
                 in_many_locks: PLAIN.in_many_locks,
                 ..NATIVE
                     .iter()
-                    .find(|s| s.id == spec.counterpart)
+                    .find(|s| s.id == counterpart)
                     .map_or(PLAIN, |model| model.facts)
             },
-            counterpart: Some(spec.counterpart),
+            counterpart: Some(counterpart),
             client: Client::Peer(spec),
         })
     }
@@ -295,7 +303,7 @@ impl Strategy {
         match self.client {
             Client::Native { capabilities, .. } => capabilities(settings),
             Client::Peer(spec) => {
-                spec.command(&catalog::adapters_dir())?;
+                spec.command()?;
                 Ok(spec.capabilities)
             }
         }
@@ -315,7 +323,10 @@ impl Strategy {
                 Box::pin(async move {
                     let servers = peer_servers(endpoints, kind)?;
                     let replicas = &endpoints.addrs.redis_replicas;
-                    let config = spec.config(servers, replicas, *settings)?;
+                    let mut config = spec.config(servers, replicas, *settings)?;
+                    if !spec.shipped {
+                        config.log_dir = added::added_log_dir();
+                    }
                     let client = PeerLocker::start_in(config, events, &endpoints.peers).await?;
                     Ok(Arc::new(client) as Arc<dyn Locker>)
                 })
@@ -325,9 +336,9 @@ impl Strategy {
 }
 
 /// Every strategy lockbench knows: `NATIVE` (lockbench's own), then a row per peer of the catalog
-/// ([`catalog::PEERS`]), in the catalog's order.
+/// ([`catalog::peers`]), in the catalog's order; the adapters a user adds come after ([`added`]).
 pub static STRATEGIES: LazyLock<Vec<Strategy>> = LazyLock::new(|| {
-    let peers = catalog::PEERS.iter().filter_map(Strategy::peer);
+    let peers = catalog::peers().iter().filter_map(Strategy::peer);
     NATIVE.iter().copied().chain(peers).collect()
 });
 
@@ -458,9 +469,14 @@ const NATIVE: &[Strategy] = &[
     .not_in_all(),
 ];
 
-/// The entry for `id`.
+/// The entry for `id` (a user's added adapter too).
 pub fn find(id: &str) -> Option<&'static Strategy> {
-    STRATEGIES.iter().find(|s| s.id == id)
+    every().find(|s| s.id == id)
+}
+
+/// Every strategy: [`STRATEGIES`], then the adapters a user added.
+pub fn every() -> impl Iterator<Item = &'static Strategy> + Clone {
+    STRATEGIES.iter().chain(added())
 }
 
 /// Resolves a list of ids (`all` expands to every entry with `in_all`), keeping order and dropping
@@ -477,7 +493,7 @@ pub fn resolve(ids: &[String]) -> Result<Vec<&'static Strategy>, String> {
             STRATEGIES.iter().filter(|s| s.in_all).collect()
         } else {
             vec![find(id).ok_or_else(|| {
-                let known = STRATEGIES.iter().map(|s| s.id).chain(["all"]);
+                let known = every().map(|s| s.id).chain(["all"]);
                 match suggest::did_you_mean(id, known.clone()) {
                     Some(hint) => format!("unknown strategy '{id}'{hint}"),
                     None => format!(
@@ -539,16 +555,17 @@ pub fn counterpart(id: &str) -> Option<&'static str> {
 /// Why peer `id` cannot run here (its runtime or adapter is not installed; the message names the
 /// install command), or `Ok` when it can.
 pub fn peer_available(id: &str) -> Result<(), LockError> {
-    let spec = catalog::find(id)
-        .ok_or_else(|| LockError::Config(format!("no reference adapter {id:?}")))?;
-    spec.command(&catalog::adapters_dir()).map(|_| ())
+    let spec = find(id)
+        .and_then(Strategy::peer_spec)
+        .ok_or_else(|| LockError::Config(format!("no adapter {id:?}")))?;
+    spec.command().map(|_| ())
 }
 
 /// The server addresses a peer's adapter is given, by the server it needs. Addresses with credentials
 /// or TLS files are refused (a PostgreSQL user without a password is not a secret): the adapters do not
 /// take them yet, and their logs must not see them. So are Sentinel addresses: the adapters take one
 /// server.
-fn peer_servers(endpoints: &Endpoints, kind: ServerKind) -> Result<Vec<String>, LockError> {
+pub fn peer_servers(endpoints: &Endpoints, kind: ServerKind) -> Result<Vec<String>, LockError> {
     let Some(server) = kind.server() else {
         return Ok(Vec::new());
     };
@@ -774,10 +791,10 @@ mod tests {
             .filter(|s| s.is_peer())
             .map(|s| s.id)
             .collect();
-        let with_server: Vec<&str> = catalog::PEERS
+        let with_server: Vec<&str> = catalog::peers()
             .iter()
             .filter(|p| p.backend.is_some())
-            .map(|p| p.id)
+            .map(|p| p.id.as_str())
             .collect();
         assert_eq!(peers, with_server);
         assert!(!is_peer("py-memory") && find("py-memory").is_none());

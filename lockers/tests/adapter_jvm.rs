@@ -76,7 +76,6 @@ async fn curator_loses_held_leases_and_sends_nothing_for_pending_ones() {
     use std::process::{Command, Stdio};
 
     use lockbench_servers::ZkServer;
-    use lockers::peer::catalog;
     use lockers::{AcquireOptions, Events, Locker};
 
     let session = Duration::from_secs(1);
@@ -99,7 +98,7 @@ async fn curator_loses_held_leases_and_sends_nothing_for_pending_ones() {
         .await
         .unwrap();
 
-    let command = curator.spec.command(&catalog::adapters_dir()).unwrap();
+    let command = curator.spec.command().unwrap();
     let mut waiter = Command::new(&command.program)
         .args(&command.args)
         .stdin(Stdio::piped())

@@ -130,7 +130,10 @@ async fn a_grant_nobody_read_is_given_back() {
 async fn a_version_other_than_the_pin_fails_with_the_install_command() {
     let spec = peers::spec("py-memory");
     let mut config = peers::config(spec, Vec::new(), Duration::from_secs(30));
-    assert_eq!(config.pinned_version.as_deref(), Some(spec.version));
+    assert_eq!(
+        config.pinned_version.as_deref(),
+        Some(spec.version.as_str())
+    );
     config.pinned_version = Some("9.9.9".into());
     let err = PeerLocker::start(config, Events::none())
         .await
@@ -148,8 +151,8 @@ async fn a_version_other_than_the_pin_fails_with_the_install_command() {
 #[tokio::test]
 async fn missing_runtime_names_the_install_command() {
     let empty = std::env::temp_dir().join("lockbench-no-adapters");
-    for spec in catalog::PEERS {
-        let err = spec.command(&empty).unwrap_err();
+    for spec in catalog::peers() {
+        let err = spec.command_in(&empty).unwrap_err();
         assert!(err.to_string().contains(INSTALL), "{err}");
     }
     let mut config = peers::config(

@@ -493,10 +493,13 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     Ok(if failed { EXIT_FAILED } else { gated })
 }
 
-/// The `--strategies` list (default `all`) with the peers `--peers` adds, and a note for each peer
-/// skipped because its runtime is missing.
+/// The `--strategies` list (default `all`) with the peers `--peers` adds and the adapters `--adapter`
+/// added, and a note for each peer skipped because its runtime is missing.
 fn with_peers(args: &CompareRequest) -> (String, Vec<String>) {
     let mut list = args.strategies.clone().unwrap_or_else(|| "all".to_owned());
+    for added in strategies::added() {
+        list = format!("{list},{}", added.id);
+    }
     let mut skipped_peers = Vec::new();
     if args.peers {
         // With --strategies, the peers read beside the chosen rows (the model-against-library pairs).
@@ -509,7 +512,7 @@ fn with_peers(args: &CompareRequest) -> (String, Vec<String>) {
         };
         for peer in strategies::STRATEGIES
             .iter()
-            .filter(|s| strategies::is_peer(s.id) && wanted(s.id))
+            .filter(|s| s.is_peer() && wanted(s.id))
         {
             match strategies::peer_available(peer.id) {
                 Ok(()) => list = format!("{list},{}", peer.id),

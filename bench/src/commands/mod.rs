@@ -1,10 +1,12 @@
 //! Layer 5, the commands: each takes a domain request (`RunRequest`, `CompareRequest`,
-//! `ReportRequest`, `ScaleRequest`) and does one job. `compare` runs its `suite` of scenarios through
+//! `ReportRequest`, `ScaleRequest`) and does one job; `check_adapter` checks a team's adapter against
+//! its manifest. `compare` runs its `suite` of scenarios through
 //! `run`; `report` draws a results folder; [`scale`] holds many locks at once;
 //! `signals` is the stop signal (SIGINT, SIGTERM) every measuring command shares; `pages` prints
 //! the shell completions and the man page; `committed` holds the runs the default suite leaves out for
 //! time, which its report shows from their committed results.
 
+pub(crate) mod check_adapter;
 pub(crate) mod committed;
 pub(crate) mod compare;
 pub(crate) mod pages;

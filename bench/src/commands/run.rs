@@ -115,6 +115,7 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
         .clone()
         .unwrap_or_else(|| output::default_dir(&workload.name, &started_at));
     let out_dir = output::claim_dir(&out_dir, output::RESULTS_FILE)?;
+    strategies::log_added_adapters_under(&out_dir.join(strategies::ADDED_ADAPTER_LOGS));
     let needed = servers_to_start(&workload, &chosen, &args.servers)?;
 
     let interrupt = stop_signals();
@@ -205,7 +206,13 @@ fn resolve(
         .fitted(args.fit);
     workload.history = args.history;
     workload.faults_fit().map_err(BenchError::usage)?;
-    let chosen = strategies::resolve(&workload.strategies).map_err(BenchError::usage)?;
+    let mut chosen = strategies::resolve(&workload.strategies).map_err(BenchError::usage)?;
+    // The adapters `--adapter` added run with the chosen rows.
+    for added in strategies::added() {
+        if !chosen.iter().any(|s| s.id == added.id) {
+            chosen.push(added);
+        }
+    }
     let (chosen, not_applicable) =
         keep_fault_targets(&workload, chosen).map_err(BenchError::usage)?;
     if workload.workers != WorkerMode::Tasks

@@ -147,6 +147,7 @@ fn spawn_worker(
     let mut command = Command::new(&ctx.worker_exe);
     command
         .arg("worker")
+        .args(crate::strategies::added_adapter_args())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

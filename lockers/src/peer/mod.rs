@@ -9,7 +9,8 @@
 //!   share one process, each still its own library client, as lockbench's own strategies run every
 //!   client of a case in one process with its own connections. Requests name their client
 //!   (`client` on the wire); lease ids are unique per process, so events need no client.
-//! - Ids are `<runtime>-<library>` (`py-redis-lock`, `node-redlock`, `jvm-curator`, see [`catalog`]): the
+//! - Ids are `<runtime>-<library>` (`py-redis-lock`, `node-redlock`, `jvm-curator`, each declared by
+//!   its manifest, see [`catalog`] and [`manifest`]): the
 //!   runtime prefix names what actually runs the client, keeps peer ids apart from native ids (`redlock`
 //!   vs `node-redlock`) and keeps ids kebab-case, safe in file names, flags and TOML like the native ones.
 //! - The adapter's monotonic timestamps are mapped to this process's [`Instant`]s by a clock sync at
@@ -26,6 +27,7 @@
 //!   wait) is a [`LockError::Backend`] naming the adapter and its log; its leases are lost.
 
 pub mod catalog;
+pub mod manifest;
 mod process;
 mod wire;
 

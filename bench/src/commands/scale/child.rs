@@ -149,6 +149,7 @@ pub(crate) fn worker_args(
         "--warmup".to_owned(),
         format_duration(spec.warm_up),
     ];
+    args.extend(crate::strategies::added_adapter_args());
     for server in backends.all() {
         if let Some(entry) = server.kind().server() {
             args.extend([format!("--{}", entry.flag), server.address().to_owned()]);

@@ -221,6 +221,16 @@ impl ScaleOptions {
                 .collect()),
         }
         .map_err(|e| usage("strategies", e))?;
+        // The adapters `--adapter` added hold their locks too.
+        let strategies: Vec<&'static Strategy> = strategies
+            .into_iter()
+            .chain(strategies::added())
+            .fold(Vec::new(), |mut all, s| {
+                if !all.iter().any(|a: &&Strategy| a.id == s.id) {
+                    all.push(s);
+                }
+                all
+            });
         let strategies = if self.peers {
             with_libraries(strategies)
         } else {
@@ -435,6 +445,10 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
         .clone()
         .unwrap_or_else(|| output::default_dir("scale", &started_at));
     let out_dir = output::claim_dir(&out_dir, SCALE_FILE)?;
+    if strategies::added_log_dir().is_none() {
+        // A worker was given its parent's (`--adapter-logs`).
+        strategies::log_added_adapters_under(&out_dir.join(strategies::ADDED_ADAPTER_LOGS));
+    }
     let given = args.servers.clone();
     let needed = strategies::servers_needed(&spec.strategies);
     let interrupt = stop_signals();
@@ -664,11 +678,11 @@ mod tests {
                 "jvm-redisson-4",
                 "redis-watchdog-batched",
                 "zookeeper",
-                "py-kazoo",
                 "jvm-curator",
+                "py-kazoo",
                 "etcd-lease",
-                "py-etcd3",
-                "go-etcd-mutex"
+                "go-etcd-mutex",
+                "py-etcd3"
             ]
         );
         for peer in spec.strategies.iter().filter(|s| s.is_peer()) {

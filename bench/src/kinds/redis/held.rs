@@ -17,8 +17,13 @@ pub(super) const HELD: HeldProbe = HeldProbe {
     renewal_messages: None,
     renewal_counter: None,
     prepare: Some(prepare),
-    clean: Some(|addr| run_commands(addr, &[&["FLUSHALL"]])),
+    clean: Some(flush_all),
 };
+
+/// Deletes every key of the Redis at `addr` (a server lockbench started).
+pub(crate) fn flush_all(addr: SocketAddr) {
+    run_commands(addr, &[&["FLUSHALL"]]);
+}
 
 /// A clean slate, no keyspace notifications left on by an earlier strategy, and room for one
 /// connection per guard thread (Redis needs maxclients + 32 descriptors and raises its own limit as
