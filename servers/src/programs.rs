@@ -38,6 +38,10 @@ pub enum Program {
     Etcd,
     /// `java`, which runs ZooKeeper (Debian package `default-jre-headless`).
     Java,
+    /// `mariadbd`, MariaDB's server (Debian package `mariadb-server`; in `/usr/sbin`).
+    MariaDb,
+    /// `mariadb-install-db`, which makes a MariaDB data directory (Debian package `mariadb-server`).
+    MariaDbInstallDb,
 }
 
 impl Program {
@@ -47,6 +51,8 @@ impl Program {
             Program::RedisServer => "redis-server",
             Program::Etcd => "etcd",
             Program::Java => "java",
+            Program::MariaDb => "mariadbd",
+            Program::MariaDbInstallDb => "mariadb-install-db",
         }
     }
 
@@ -56,6 +62,8 @@ impl Program {
             Program::RedisServer => "LOCKBENCH_REDIS_SERVER",
             Program::Etcd => "LOCKBENCH_ETCD",
             Program::Java => "LOCKBENCH_JAVA",
+            Program::MariaDb => "LOCKBENCH_MARIADBD",
+            Program::MariaDbInstallDb => "LOCKBENCH_MARIADB_INSTALL_DB",
         }
     }
 
@@ -65,6 +73,16 @@ impl Program {
             Program::RedisServer => "redis-server",
             Program::Etcd => "etcd-server",
             Program::Java => "default-jre-headless",
+            Program::MariaDb | Program::MariaDbInstallDb => "mariadb-server",
+        }
+    }
+
+    /// Where the distribution puts the program when that directory may be missing from `PATH`
+    /// (`/usr/sbin` for a user who is not root).
+    fn system_dir(self) -> Option<&'static str> {
+        match self {
+            Program::MariaDb => Some("/usr/sbin"),
+            _ => None,
         }
     }
 
@@ -74,7 +92,7 @@ impl Program {
     }
 
     /// Finds the program: `explicit` if given, else the [`env_var`](Self::env_var) if set and
-    /// non-empty, else `PATH`. A value containing `/` is taken as a path; a bare name is
+    /// non-empty, else `PATH` (then the distribution's directory for it, e.g. `/usr/sbin`). A value containing `/` is taken as a path; a bare name is
     /// searched on `PATH`. The result is an executable regular file.
     pub fn locate(self, explicit: Option<&Path>) -> Result<PathBuf> {
         let from_env = std::env::var_os(self.env_var()).filter(|v| !v.is_empty());
@@ -87,7 +105,11 @@ impl Program {
         let found = if wanted_path.components().count() > 1 || wanted_path.is_absolute() {
             is_executable(wanted_path).then(|| wanted_path.to_path_buf())
         } else {
-            search_path(&wanted)
+            search_path(&wanted).or_else(|| {
+                let dir = self.system_dir().filter(|_| source.is_none())?;
+                let path = Path::new(dir).join(&wanted);
+                is_executable(&path).then_some(path)
+            })
         };
         found.ok_or_else(|| ServerError::Missing {
             program: match source {
@@ -170,6 +192,16 @@ mod tests {
             .expect_err("must be missing");
         let text = err.to_string();
         assert!(text.contains("apt-get install -y etcd-server"), "{text}");
+        assert!(!text.contains('\n'), "{text}");
+    }
+
+    #[test]
+    fn a_missing_mariadb_names_its_package() {
+        let err = Program::MariaDb
+            .locate(Some(Path::new("/nonexistent/mariadbd")))
+            .expect_err("must be missing");
+        let text = err.to_string();
+        assert!(text.contains("apt-get install -y mariadb-server"), "{text}");
         assert!(!text.contains('\n'), "{text}");
     }
 
