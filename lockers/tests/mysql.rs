@@ -301,3 +301,68 @@ async fn bad_addresses_and_missing_tables_are_one_line_errors() {
         );
     }
 }
+
+/// The server's statement counters by kind (`Com_*`; a prepared statement's execution counts as its
+/// kind, preparing it as none of them): what a client sends, and not the probe's `SHOW STATUS`.
+const COUNTED: &str = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_select', 'Com_insert', \
+     'Com_insert_select', 'Com_update', 'Com_delete', 'Com_set_option')";
+
+/// What each client says it sent is what the server counted (a server of its own: the counters are
+/// global), its connect-time settings query included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_sent_are_what_the_server_counted() {
+    let own = tokio::task::spawn_blocking(|| {
+        let server = MariaDbServer::start().unwrap();
+        server.query(SCHEMA).unwrap();
+        server
+    })
+    .await
+    .unwrap();
+    let addr = own.addr();
+    let counted = || async move {
+        tokio::task::spawn_blocking(move || {
+            let timeout = Duration::from_secs(5);
+            let rows = lockbench_servers::mariadb::query(addr, COUNTED, timeout).unwrap();
+            rows.iter()
+                .map(|row| row[1].as_deref().unwrap().parse::<u64>().unwrap())
+                .sum::<u64>()
+        })
+        .await
+        .unwrap()
+    };
+    let before = counted().await;
+    let clients = [
+        connect(Row::GetLock, &own.url(), Events::none())
+            .await
+            .unwrap(),
+        connect(Row::Lease, &own.url(), Events::none())
+            .await
+            .unwrap(),
+    ];
+    for client in &clients {
+        for i in 0..25 {
+            let key = format!("counted:{i}");
+            let lease = client
+                .acquire(&key, &AcquireOptions::try_once())
+                .await
+                .unwrap();
+            lease.release().await.unwrap();
+        }
+        // Held past a renewal period: the lease row's renewals and the user lock's checks.
+        let lease = client
+            .acquire("counted:held", &AcquireOptions::try_once())
+            .await
+            .unwrap();
+        tokio::time::sleep(TTL / 2).await;
+        lease.release().await.unwrap();
+    }
+    let sent: u64 = clients.iter().map(|c| c.requests_sent().unwrap()).sum();
+    let seen = counted().await - before;
+    // Two statements per cycle, a check or a renewal (three statements) at least per held lease, a
+    // settings query and a table check per connection.
+    assert!(sent >= 2 * 26 * 2 + 1 + 3 + 2 * 2, "{sent}");
+    assert_eq!(
+        seen, sent,
+        "the server counted {seen}, the clients sent {sent}"
+    );
+}

@@ -351,7 +351,11 @@ async fn run(
         .pass(Some(PASSWORD))
         .db_name(Some(DATABASE))
         // Over TCP as asked, not over the Unix socket the server names.
-        .prefer_socket(false);
+        .prefer_socket(false)
+        // Given, so the client does not ask the server (a probe then adds only its own statement
+        // to the server's counters): the server's defaults.
+        .max_allowed_packet(Some(16 << 20))
+        .wait_timeout(Some(28_800));
     let mut conn = mysql_async::Conn::new(opts).await?;
     let mut rows = Vec::new();
     let mut result = conn.query_iter(sql).await?;

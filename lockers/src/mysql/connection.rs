@@ -213,6 +213,11 @@ impl Connection {
                     ));
                 }
             };
+        // Connecting asks the server for the settings the address does not give: one statement.
+        let opts = &address.opts;
+        if opts.max_allowed_packet().is_none() || opts.wait_timeout().is_none() {
+            address.requests.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(Connection {
             conn: tokio::sync::Mutex::new(conn),
             ended: Arc::default(),
