@@ -101,6 +101,7 @@ impl MariaDbServer {
             .arg(format!("--datadir={}", path.join("data").display()))
             .arg(format!("--socket={}", path.join("mariadb.sock").display()))
             .arg(format!("--pid-file={}", path.join("mariadb.pid").display()))
+            .arg(format!("--tmpdir={}", path.display()))
             .arg(format!("--port={port}"))
             .arg(format!("--bind-address={}", Ipv4Addr::LOCALHOST))
             .args(["--skip-name-resolve", "--max-connections=300"])
@@ -208,6 +209,8 @@ fn install_data_dir(program: &Path, dir: &Path) -> Result<()> {
         .arg("--no-defaults")
         .arg(format!("--datadir={}", dir.join("data").display()))
         .arg(format!("--extra-file={}", setup.display()))
+        // Its temporary tables beside the data, not in the shared /tmp.
+        .arg(format!("--tmpdir={}", dir.display()))
         .args(["--skip-test-db", "--skip-name-resolve"])
         .args(["--innodb-log-file-size=8M", "--innodb-buffer-pool-size=32M"]);
     if is_root() {
