@@ -48,8 +48,6 @@ mod lease_cells;
 #[cfg(any(feature = "redis", feature = "postgres", feature = "mysql"))]
 mod phase_table;
 mod renewal;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-mod sql_config;
 
 // The strategies, each with its public constructor and settings.
 #[cfg(feature = "etcd")]
@@ -63,6 +61,8 @@ pub mod peer;
 pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub mod sql_config;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 

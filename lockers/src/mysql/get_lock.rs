@@ -1,5 +1,5 @@
 //! `mysql-get-lock`: a user lock (`GET_LOCK(name, timeout)` / `RELEASE_LOCK(name)`) on the key's
-//! name ([`lock_name`](super::lock_name): the key, or its SHA-256 when longer than a MySQL lock name
+//! name ([`super::lock_name`]: the key, or its SHA-256 when longer than a MySQL lock name
 //! may be), held by the session of a connection kept for the hold.
 //!
 //! # Lock
