@@ -12,7 +12,7 @@ use lockbench_servers::{MariaDbOptions, MariaDbServer, TestCertificates};
 use lockers::conformance::Target;
 use lockers::mysql::get_lock::MysqlGetLock;
 use lockers::mysql::lease::MysqlLease;
-use lockers::mysql::{MysqlConfig, SCHEMA, holder_sessions, lock_name};
+use lockers::mysql::{HELD_LOCKS, MysqlConfig, SCHEMA, holder_sessions, lock_name};
 use lockers::{AcquireOptions, Events, Lease, LockError, Locker, LossReason, Renewal};
 
 /// Watchdog TTL of the clients: second-scale tests.
@@ -308,7 +308,8 @@ const COUNTED: &str = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_select', 
      'Com_insert_select', 'Com_update', 'Com_delete', 'Com_set_option')";
 
 /// What each client says it sent is what the server counted (a server of its own: the counters are
-/// global), its connect-time settings query included.
+/// global), its connect-time settings query included; and the locks it holds are what the server
+/// counts as held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_sent_are_what_the_server_counted() {
     let own = tokio::task::spawn_blocking(|| {
@@ -365,4 +366,26 @@ async fn requests_sent_are_what_the_server_counted() {
         seen, sent,
         "the server counted {seen}, the clients sent {sent}"
     );
+    // What the server holds: two user locks and a live lease row, not a released lock.
+    let once = AcquireOptions::try_once();
+    let held = [
+        clients[0].acquire("a", &once).await.unwrap(),
+        clients[0].acquire("b", &once).await.unwrap(),
+        clients[1].acquire("a", &once).await.unwrap(),
+    ];
+    clients[1]
+        .acquire("c", &once)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    let count = tokio::task::spawn_blocking(move || {
+        let rows = lockbench_servers::mariadb::query(addr, HELD_LOCKS, Duration::from_secs(5));
+        rows.unwrap()[0][0].clone()
+    })
+    .await
+    .unwrap();
+    assert_eq!(count.as_deref(), Some("3"));
+    drop(held);
 }

@@ -66,6 +66,14 @@ pub fn holder_sessions(key: &str) -> String {
     )
 }
 
+/// A query of how many locks the server holds, as it sees them: user locks granted to any session
+/// (`information_schema.METADATA_LOCK_INFO`, from the `metadata_lock_info` plugin lockbench's
+/// MariaDB loads) and lease rows not yet expired on the server's clock. On a server without the
+/// plugin or the table it fails.
+pub const HELD_LOCKS: &str = "SELECT (SELECT COUNT(*) FROM information_schema.METADATA_LOCK_INFO \
+     WHERE LOCK_TYPE = 'User lock') \
+     + (SELECT COUNT(*) FROM lockbench_leases WHERE expires_at > UTC_TIMESTAMP(6))";
+
 /// How a MySQL strategy talks to its server (the SQL strategies' shared settings).
 pub type MysqlConfig = crate::sql_config::SqlConfig;
 

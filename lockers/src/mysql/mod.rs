@@ -10,6 +10,6 @@ pub mod get_lock;
 pub mod lease;
 
 pub use connection::{
-    FENCING_TABLE, LEASE_TABLE, MAX_LOCK_NAME, MysqlConfig, SCHEMA, check_server, holder_sessions,
-    lock_name,
+    FENCING_TABLE, HELD_LOCKS, LEASE_TABLE, MAX_LOCK_NAME, MysqlConfig, SCHEMA, check_server,
+    holder_sessions, lock_name,
 };
