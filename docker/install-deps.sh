@@ -48,6 +48,10 @@ need java default-jre-headless
 # run, as the postgres user when run as root); postgresql-contrib brings pg_stat_statements.
 need '/usr/lib/postgresql/*/bin/postgres' postgresql
 need '/usr/share/postgresql/*/extension/pg_stat_statements.control' postgresql-contrib
+# MariaDB (Debian's MySQL, 10.11 on Debian 12): lockbench runs mariadbd itself, as root with
+# --user=root, from a fresh data directory (mariadb-install-db) per run; the package's client tools
+# (mariadb-client-core) come with it.
+need /usr/sbin/mariadbd mariadb-server
 need protoc protobuf-compiler
 # etcd-client's build also needs the well-known types (google/protobuf/*.proto).
 need /usr/include/google/protobuf/descriptor.proto libprotobuf-dev
@@ -86,7 +90,7 @@ else
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
   # The Debian packages start system services; lockbench starts its own servers on free ports: stop them.
-  for svc in redis-server etcd zookeeper postgresql; do
+  for svc in redis-server etcd zookeeper postgresql mariadb; do
     if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
       $sudo systemctl stop "$svc" || true
     fi

@@ -19,6 +19,8 @@
 //! | `zookeeper` | [`zookeeper`] | ephemeral-sequential node, the session is the lease | the node's czxid |
 //! | `postgres-advisory` | [`postgres::advisory`] | session-level advisory lock on a connection kept for the hold (checked every TTL/3) | per-key counter bumped in the same statement |
 //! | `postgres-lease` | [`postgres::lease`] | lease row on the server's clock, renewed every TTL/3 | the row's token, bumped on every grant |
+//! | `mysql-get-lock` | [`mysql::get_lock`] | `GET_LOCK` held by the session on a connection kept for the hold (checked every TTL/3) | per-key counter bumped in the same statement |
+//! | `mysql-lease` | [`mysql::lease`] | lease row on the server's clock, renewed every TTL/3 | the row's token, bumped on every grant |
 //! | `py-redis-lock`, `node-redlock`, `jvm-curator`, ... | [`peer`] | a peer library in an adapter process (`adapters/PROTOCOL.md`) | the library's, if it has one |
 //!
 //! The behaviour every strategy must show is the `conformance` suite (feature `conformance`).
@@ -42,10 +44,10 @@ mod settings;
 mod types;
 
 // The implementor kit: lease cells, renewal registries and loops every strategy builds leases with.
-#[cfg(any(feature = "redis", feature = "postgres"))]
+#[cfg(any(feature = "redis", feature = "postgres", feature = "mysql"))]
 mod batch_renewal;
 mod lease_cells;
-#[cfg(any(feature = "redis", feature = "postgres"))]
+#[cfg(any(feature = "redis", feature = "postgres", feature = "mysql"))]
 mod phase_table;
 mod renewal;
 
@@ -53,12 +55,16 @@ mod renewal;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod memory;
+#[cfg(feature = "mysql")]
+pub mod mysql;
 #[cfg(feature = "peers")]
 pub mod peer;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub mod sql_config;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 

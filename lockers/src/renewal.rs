@@ -741,7 +741,8 @@ pub(crate) async fn renew_session_until_lost<P: Send + Sync>(
     feature = "etcd",
     feature = "zookeeper",
     feature = "redis",
-    feature = "postgres"
+    feature = "postgres",
+    feature = "mysql"
 ))]
 pub(crate) fn in_background(work: impl Future<Output = ()> + Send + 'static) {
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {

@@ -1,4 +1,4 @@
-//! Starts and stops real `redis-server`, `etcd`, ZooKeeper and PostgreSQL processes for lockbench, plus a
+//! Starts and stops real `redis-server`, `etcd`, ZooKeeper, PostgreSQL and MariaDB processes for lockbench, plus a
 //! fault-injecting TCP proxy.
 //!
 //! Every server runs as a child process on free loopback ports, with its data and log file in a
@@ -26,6 +26,8 @@
 //! | one PostgreSQL (fresh `initdb`) | [`PostgresServer`] | `SELECT 1` answers |
 //! | primary + streaming replica | [`PostgresPair`] | the primary sees the replica streaming |
 //! | one PostgreSQL in a network namespace of its own | [`NamespacedPostgres`] | `SELECT 1` answers over the veth link |
+//! | one MariaDB (fresh `mariadb-install-db`) | [`MariaDbServer`] | its user logs in and `SELECT 1` answers |
+//! | primary + asynchronous replica | [`MariaDbPair`] | the replica's threads run and it applied the primary's binlog |
 //!
 //! Servers secured like production ones: [`RedisOptions::security`] (an ACL user, optionally a TLS
 //! port), [`EtcdOptions::tls`] and [`EtcdOptions::root_password`] (TLS client port, authentication),
@@ -34,9 +36,9 @@
 //! Every Redis launcher runs Valkey as well ([`Flavor::Valkey`] in [`RedisOptions::flavor`]).
 //!
 //! Programs are found on `PATH` unless overridden by `LOCKBENCH_REDIS_SERVER`,
-//! `LOCKBENCH_VALKEY_SERVER`, `LOCKBENCH_ETCD`, `LOCKBENCH_JAVA` and `LOCKBENCH_ZK_CLASSPATH` (or by
-//! the options structs, which win over both); a missing one gives [`ServerError::Missing`] naming
-//! the install command.
+//! `LOCKBENCH_VALKEY_SERVER`, `LOCKBENCH_ETCD`, `LOCKBENCH_JAVA`, `LOCKBENCH_MARIADBD`,
+//! `LOCKBENCH_MARIADB_INSTALL_DB` and `LOCKBENCH_ZK_CLASSPATH` (or by the options structs, which win
+//! over both); a missing one gives [`ServerError::Missing`] naming the install command.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), lockbench_servers::ServerError> {
@@ -51,6 +53,7 @@ pub mod certs;
 pub mod etcd;
 mod etcd_auth;
 pub mod group;
+pub mod mariadb;
 pub mod netns;
 pub mod poll;
 pub mod ports;
@@ -68,6 +71,7 @@ pub mod zookeeper;
 pub use certs::TestCertificates;
 pub use etcd::{EtcdCluster, EtcdOptions, EtcdServer};
 pub use group::{GroupMember, ServerGroup};
+pub use mariadb::{MariaDbOptions, MariaDbPair, MariaDbServer};
 pub use netns::{NetNamespace, Partition};
 pub use ports::free_ports;
 pub use postgres::{Keepalives, NamespacedPostgres, PostgresOptions, PostgresPair, PostgresServer};
@@ -145,6 +149,8 @@ mod tests {
         shareable::<PostgresServer>();
         shareable::<PostgresPair>();
         shareable::<NamespacedPostgres>();
+        shareable::<MariaDbServer>();
+        shareable::<MariaDbPair>();
         shareable::<NetNamespace>();
         shareable::<Partition>();
         shareable::<Proxy>();

