@@ -173,13 +173,28 @@ final class Protocol {
     Library get(long client);
   }
 
+  /** The request on line, or null when it is not a JSON object. */
+  private static JsonNode parse(String line) {
+    try {
+      JsonNode req = JSON.readTree(line);
+      return req != null && req.isObject() ? req : null;
+    } catch (Exception e) {
+      return null;
+    }
+  }
+
   private static void loop(Route route, Clients clients) throws Exception {
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     for (String line; (line = in.readLine()) != null; ) {
       if (line.isBlank()) {
         continue;
       }
-      JsonNode req = JSON.readTree(line);
+      JsonNode req = parse(line);
+      if (req == null) {
+        // Not a request (adapters/PROTOCOL.md): logged and skipped, the process goes on.
+        System.err.println("not a protocol request, skipped: " + line);
+        continue;
+      }
       long id = req.path("id").asLong();
       long client = req.path("client").asLong(0);
       String op = req.path("op").asText();

@@ -127,6 +127,9 @@ pub struct Facts {
     /// The warm-up a case gives it at least (its runtime compiles as it goes: the JVM rows), with the
     /// workload's faults moved by the same amount so they strike the same moment of the measured window.
     pub min_warmup: Duration,
+    /// The smallest watchdog TTL it takes when above its capabilities' `min_ttl` (a peer's manifest
+    /// says so: ShedLock's keep-alive refuses less than 30 s); zero for every other row.
+    pub min_watchdog_ttl: Duration,
 }
 
 /// The many-locks cell of a strategy whose locks are lost and re-taken at every expiry by design
@@ -142,6 +145,7 @@ const PLAIN: Facts = Facts {
     yardstick: false,
     connection_lock: false,
     min_warmup: Duration::ZERO,
+    min_watchdog_ttl: Duration::ZERO,
 };
 
 /// One server call per lock renewal.
@@ -244,6 +248,7 @@ impl Strategy {
             // holds the library to its model's call bound: a library renewing otherwise shows there.
             facts: Facts {
                 min_warmup: spec.warm_up(),
+                min_watchdog_ttl: spec.min_watchdog_ttl,
                 yardstick: false,
                 in_many_locks: PLAIN.in_many_locks,
                 ..NATIVE

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use lockbench_servers::{PostgresServer, RedisServer};
 use lockers::peer::PeerLocker;
-use lockers::peer::catalog::{SPRING_INT_LOCK_TABLE, spring_int_lock_key};
+use lockers::peer::catalog::{self, spring_int_lock_key};
 use lockers::{Events, LockError};
 
 #[path = "support/peers.rs"]
@@ -21,10 +21,16 @@ mod peers;
 
 use peers::{Peer, config, spec};
 
+/// The `INT_LOCK` statement the jvm-spring-jdbc manifest declares (its `server_setup`).
+fn int_lock_table() -> String {
+    let spec = catalog::find("jvm-spring-jdbc").expect("manifest");
+    spec.server_setup.clone().expect("server_setup")
+}
+
 /// The file's PostgreSQL, with the table JdbcLockRegistry needs (as lockbench's own servers get it).
 static POSTGRES: LazyLock<PostgresServer> = LazyLock::new(|| {
     let server = PostgresServer::start().unwrap();
-    server.query(SPRING_INT_LOCK_TABLE).unwrap();
+    server.query(&int_lock_table()).unwrap();
     server
 });
 
@@ -238,7 +244,7 @@ async fn spring_jdbc_without_its_table_says_what_to_create() {
         .split_once("create it with: ")
         .unwrap_or_else(|| panic!("{message}"))
         .1;
-    let ours = SPRING_INT_LOCK_TABLE.replace("IF NOT EXISTS ", "");
+    let ours = int_lock_table().replace("IF NOT EXISTS ", "");
     let words = |s: &str| s.split_whitespace().collect::<String>().to_lowercase();
     assert!(
         words(quoted).starts_with(&words(&ours)),

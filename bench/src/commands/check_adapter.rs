@@ -57,7 +57,9 @@ pub(crate) async fn command(manifest: &Path) -> Result<i32, BenchError> {
         .capabilities
         .ttl_granularity
         .max(Duration::from_millis(1));
-    let ttl = CHECK_TTL.max(spec.capabilities.min_ttl);
+    let ttl = CHECK_TTL
+        .max(spec.capabilities.min_ttl)
+        .max(spec.min_watchdog_ttl);
     let ttl = granule * ttl.as_millis().div_ceil(granule.as_millis()) as u32;
     let renewal = Renewal::new(ttl);
     let log_dir =

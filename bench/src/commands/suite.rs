@@ -463,7 +463,7 @@ pub(crate) fn plan(
                 let one = run.duration.unwrap_or_default() + run.warmup + overhead + own_servers;
                 // A lease mode the strategy cannot take is skipped at once.
                 for lease in &w.leases {
-                    if lease_support(&caps, *lease, &w).is_ok() {
+                    if lease_support(&caps, s.facts.min_watchdog_ttl, *lease, &w).is_ok() {
                         let expected = expected_in(&w.expect, s.id, &lease.to_string());
                         let runs = if settle_early && expected == Some(Expectation::Violated) {
                             1

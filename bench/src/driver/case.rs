@@ -41,9 +41,11 @@ pub(crate) struct CaseRun {
     pub renew_after_unlock: Option<RenewAfterUnlock>,
 }
 
-/// Whether a strategy with `caps` can run `lease` with `workload`'s watchdog timeout.
+/// Whether a strategy with `caps` (and `min_watchdog_ttl`, [`crate::strategies::Facts`]'s) can run
+/// `lease` with `workload`'s watchdog timeout.
 pub(crate) fn lease_support(
     caps: &lockers::Capabilities,
+    min_watchdog_ttl: Duration,
     lease: LeaseSpec,
     workload: &Workload,
 ) -> Result<(), String> {
@@ -57,6 +59,13 @@ pub(crate) fn lease_support(
     };
     if !supported {
         return Err(format!("does not support {what}"));
+    }
+    if lease == LeaseSpec::Watchdog && ttl < min_watchdog_ttl {
+        return Err(format!(
+            "a {} watchdog TTL is below its library's minimum of {}",
+            crate::base::duration::format_duration(ttl),
+            crate::base::duration::format_duration(min_watchdog_ttl)
+        ));
     }
     if ttl < caps.min_ttl {
         return Err(format!(
@@ -211,7 +220,12 @@ fn check_applies(
         .capabilities(&plan.settings())
         .map_err(|e| NotRun::fail(format!("{}: {e}", strategy.id)))?;
     crate::faults::applicability::on_its_servers(ctx.workload, strategy).map_err(NotRun::skip)?;
-    if let Err(why) = lease_support(&declared, lease, ctx.workload) {
+    if let Err(why) = lease_support(
+        &declared,
+        strategy.facts.min_watchdog_ttl,
+        lease,
+        ctx.workload,
+    ) {
         return Err(NotRun::skip(format!("{} {why}", strategy.id)));
     }
     if let Some(many) = strategy

@@ -55,6 +55,7 @@ pub fn add_adapter(path: &Path) -> Result<&'static Strategy, String> {
             format!("one of lockbench's own rows ({})", natives.join(", ")),
         ));
     }
+    catalog::add_server_setup(&spec);
     let spec: &'static catalog::PeerSpec = Box::leak(Box::new(spec));
     let row = Strategy::peer(spec).ok_or_else(|| {
         fail(

@@ -4,10 +4,11 @@
 //! command, never a silent skip.
 
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, RwLock};
 use std::time::Duration;
 
 use crate::error::LockError;
+use crate::kind::ServerKind;
 use crate::peer::manifest;
 use crate::peer::{PeerCommand, PeerConfig};
 use crate::settings::Renewal;
@@ -22,15 +23,6 @@ pub const ADAPTERS_ENV: &str = "LOCKBENCH_ADAPTERS";
 /// with 300 ms of warm-up the Redisson and Curator rows completed 3–10 critical sections per second,
 /// with 4 s 59–232 (adapters/README.md, "Warm-up").
 pub const JIT_WARM_UP: Duration = Duration::from_secs(4);
-
-/// The table `jvm-spring-jdbc`'s `DefaultLockRepository` needs: the `INT_LOCK` statement of Spring
-/// Integration 7.1.2's `org/springframework/integration/jdbc/schema-postgresql.sql` (the DDL its JDBC
-/// Lock Registry docs point PostgreSQL users to). lockbench runs it on PostgreSQL servers it starts; on a
-/// user's server the adapter's `hello` fails with one line quoting it.
-pub const SPRING_INT_LOCK_TABLE: &str = "CREATE TABLE IF NOT EXISTS INT_LOCK (\
-     LOCK_KEY CHAR(36) NOT NULL, REGION VARCHAR(100) NOT NULL, CLIENT_ID CHAR(36), \
-     CREATED_DATE TIMESTAMP NOT NULL, EXPIRED_AFTER TIMESTAMP NOT NULL, \
-     constraint INT_LOCK_PK primary key (LOCK_KEY, REGION))";
 
 /// SQL for the `INT_LOCK.LOCK_KEY` of lock `key` (quoted as a literal): `UUIDConverter` turns a key
 /// that is not a UUID into Java's `UUID.nameUUIDFromBytes` of its UTF-8 bytes, an MD5 with the
@@ -69,6 +61,37 @@ static SHIPPED: LazyLock<Result<Vec<PeerSpec>, String>> =
 /// there is bad ([`load_error`] says which).
 pub fn peers() -> &'static [PeerSpec] {
     SHIPPED.as_deref().unwrap_or_default()
+}
+
+/// The setups ([`PeerSpec::server_setup`]) of every shipped adapter on `kind` and of every adapter a
+/// user added ([`add_server_setup`]), in that order: what lockbench runs on a server of that kind it
+/// starts, never on a user's.
+pub fn server_setups(kind: ServerKind) -> Vec<String> {
+    let added = ADDED_SETUPS.read().unwrap_or_else(|e| e.into_inner());
+    peers()
+        .iter()
+        .filter(|p| p.backend == Some(kind))
+        .filter_map(|p| p.server_setup.clone())
+        .chain(
+            added
+                .iter()
+                .filter(|(k, _)| *k == kind)
+                .map(|(_, sql)| sql.clone()),
+        )
+        .collect()
+}
+
+/// The setups of the adapters a user added, by the server kind they need.
+static ADDED_SETUPS: RwLock<Vec<(ServerKind, String)>> = RwLock::new(Vec::new());
+
+/// Adds the setup of an adapter a user added (`--adapter`) to what [`server_setups`] gives.
+pub fn add_server_setup(spec: &PeerSpec) {
+    if let (Some(kind), Some(sql)) = (spec.backend, &spec.server_setup) {
+        let mut added = ADDED_SETUPS.write().unwrap_or_else(|e| e.into_inner());
+        if !added.iter().any(|(k, s)| *k == kind && s == sql) {
+            added.push((kind, sql.clone()));
+        }
+    }
 }
 
 /// Why the adapters folder's manifests could not be read (one line naming the file and the field).

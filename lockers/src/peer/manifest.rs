@@ -71,6 +71,18 @@ pub struct PeerSpec {
     pub(crate) warm_up: Duration,
     /// The command that installs what it needs, named when its runtime or entry is missing.
     pub install: String,
+    /// What the library needs on a server of its kind that lockbench starts, never on a user's (the
+    /// manifest's `server_setup`: SQL statements, e.g. the lock table its documentation tells users
+    /// to create); on a user's server the adapter says what is missing.
+    pub server_setup: Option<String>,
+    /// The smallest watchdog TTL the library takes, when above [`Capabilities::min_ttl`] (the
+    /// manifest's `min_watchdog_ttl_ms`: ShedLock's KeepAliveLockProvider refuses a lockAtMostFor
+    /// under 30 s); a case with a shorter watchdog TTL does not apply to it.
+    pub min_watchdog_ttl: Duration,
+    /// Whether a release of a lock no longer held answers `not_held` (the manifest's
+    /// `tells_stale_release`, true unless it says false: a library whose unlock returns nothing, as
+    /// ShedLock's, cannot tell).
+    pub tells_stale_release: bool,
     /// The manifest it was read from.
     pub manifest: PathBuf,
     /// Whether it is one of lockbench's own adapters (read from the adapters folder) rather than one a
@@ -126,6 +138,9 @@ const TOP_FIELDS: &[&str] = &[
     "starve_library",
     "warm_up_ms",
     "install",
+    "server_setup",
+    "min_watchdog_ttl_ms",
+    "tells_stale_release",
     "start",
     "capabilities",
     "hello",
@@ -253,6 +268,11 @@ pub fn parse(text: &str, path: &Path, shipped: bool) -> Result<PeerSpec, String>
             None if shipped => INSTALL.to_owned(),
             None => format!("see the [start] table of {}", path.display()),
         },
+        server_setup: fields.optional_text("server_setup")?,
+        min_watchdog_ttl: Duration::from_millis(
+            fields.optional_u64("min_watchdog_ttl_ms")?.unwrap_or(0),
+        ),
+        tells_stale_release: fields.optional_bool("tells_stale_release")?.unwrap_or(true),
         manifest: path.to_path_buf(),
         shipped,
         id,

@@ -78,11 +78,14 @@ pub(super) static POSTGRES: KindEntry = KindEntry {
 };
 
 /// Gives a PostgreSQL server lockbench started (never a user's) what its rows need: the strategies'
-/// tables, the Spring JDBC peer's `INT_LOCK`, and `pg_stat_statements`' view. On a primary with a
+/// tables, what the adapters on PostgreSQL declare in their manifests' `server_setup` (the tables
+/// their libraries' documentation has users create: Spring's `INT_LOCK`, ShedLock's `shedlock`), and `pg_stat_statements`' view. On a primary with a
 /// replica, they replicate.
 pub fn prepare_own_postgres(server: &PostgresServer) -> Result<(), ServerError> {
     server.query(lockers::postgres::SCHEMA)?;
-    server.query(lockers::peer::catalog::SPRING_INT_LOCK_TABLE)?;
+    for setup in lockers::peer::catalog::server_setups(KIND) {
+        server.query(&setup)?;
+    }
     server.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")?;
     Ok(())
 }
