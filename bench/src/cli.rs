@@ -529,11 +529,9 @@ pub struct CompareArgs {
     /// Strategy ids, comma-separated, or `all` [default: all].
     #[arg(long, value_name = "LIST")]
     pub strategies: Option<String>,
-    /// Add the peers: the real libraries through their adapter processes (py-redis-py,
-    /// py-redis-lock, py-kazoo, py-etcd3, node-redlock, jvm-curator, jvm-redisson-3.43, jvm-redisson,
-    /// jvm-redisson-4, jvm-spring-jdbc, jvm-spring-redis, go-etcd-mutex, go-redsync); with --strategies,
-    /// only those read beside a chosen strategy. One whose runtime is missing is skipped with the
-    /// install command.
+    /// Add the peers: the real libraries through their adapter processes (every manifest in
+    /// adapters/*/, as `lockbench strategies` lists them); with --strategies, only those read beside a
+    /// chosen strategy. One whose runtime is missing is skipped with the install command.
     #[arg(long)]
     pub peers: bool,
     /// Servers to use instead of starting them.
