@@ -16,6 +16,7 @@ use crate::base::progress::Progress;
 use crate::base::stdout::{out, outln};
 use crate::base::stop::StopSignal;
 use crate::base::{environment, output, table};
+use crate::commands::preflight;
 use crate::commands::signals::stop_signals;
 use crate::driver::case::{CaseRun, run_case};
 use crate::driver::mode::CaseContext;
@@ -116,9 +117,12 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
         .unwrap_or_else(|| output::default_dir(&workload.name, &started_at));
     let out_dir = output::claim_dir(&out_dir, output::RESULTS_FILE)?;
     let needed = servers_to_start(&workload, &chosen, &args.servers)?;
+    preflight::valkey_rows_need_valkey(&chosen, &args.servers)?;
 
     let interrupt = stop_signals();
     let backends = Backends::prepare(&needed, &args.servers, strategies::check_address).await?;
+    let settings = StrategySettings::new(workload.watchdog_timeout);
+    preflight::valkey_rows_have_their_commands(&chosen, &backends, &settings).await?;
     let runner = CaseRunner {
         args: &args,
         history_dir: args.history.then(|| out_dir.join(HISTORY_DIR)),
