@@ -666,9 +666,9 @@ mod tests {
         // `all` leaves the PostgreSQL rows out of the default suite; named, they join it.
         let all =
             strategies::resolve(&["all,postgres-advisory,postgres-lease".to_owned()]).expect("all");
-        for (scenario, kind) in [
-            ("redis-failover", ServerKind::Redis),
-            ("postgres-failover", ServerKind::Postgres),
+        for (scenario, kind, about) in [
+            ("redis-failover", ServerKind::Redis, "redis and valkey"),
+            ("postgres-failover", ServerKind::Postgres, "postgres"),
         ] {
             let loaded = scenarios::load(scenario).expect("preset");
             let workload =
@@ -684,8 +684,7 @@ mod tests {
             let (id, why) = other.expect("another kind's row left out");
             assert!(
                 why.starts_with(&format!(
-                    "{scenario} does not apply to {id}: the scenario is about {} servers",
-                    kind.name()
+                    "{scenario} does not apply to {id}: the scenario is about {about} servers"
                 )),
                 "{why}"
             );

@@ -3,7 +3,7 @@
 //! the same pair watched by 3 Sentinels (`sentinel_failover`), a Redis Cluster of 3 masters and 3
 //! replicas (`cluster_master_kill`, `cluster_failover`), and one restartable Redis with or without
 //! durable persistence (`server_restart`). Each runs Redis or Valkey ([`Flavor`]): the Valkey kind
-//! offers the same set-ups ([`VALKEY_STARTS`]).
+//! offers the same set-ups (`VALKEY_STARTS`).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -1,6 +1,6 @@
 //! The Redis kind: one Redis server (or the primary its Sentinels name, or a Redis Cluster's
 //! nodes): its flag and addresses, its version probe and how lockbench starts one. The entry is
-//! written once for any program speaking Redis's protocol ([`Program`]): the Valkey kind is the
+//! written once for any program speaking Redis's protocol (`Program`): the Valkey kind is the
 //! same entry on `valkey-server`.
 
 pub mod case_servers;

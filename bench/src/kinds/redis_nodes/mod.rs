@@ -1,6 +1,6 @@
 //! The Redis-nodes kind: N independent Redis servers, Redlock's masters (5 when lockbench starts
 //! them): their flag and addresses, their version probe and how lockbench starts them. The entry is
-//! written once for any program speaking Redis's protocol ([`Program`]): the Valkey-nodes kind is
+//! written once for any program speaking Redis's protocol (`Program`): the Valkey-nodes kind is
 //! the same entry on `valkey-server`.
 
 pub mod case_servers;

@@ -1,6 +1,6 @@
 //! The Valkey kind: one Valkey server (or the primary its Sentinels name, or a Valkey cluster's
 //! nodes), Redis's fork, on which every Redis row runs unchanged. It is the Redis kind's entry on
-//! another program ([`ValkeyProgram`]): the same address forms, probes, counters, held-lock probe,
+//! another program (`ValkeyProgram`): the same address forms, probes, counters, held-lock probe,
 //! address check and per-case set-ups (failover pair, Sentinels, cluster, restartable server, with
 //! `CLIENT PAUSE` and the other server commands), written once in `kinds/redis/` and parametrized by
 //! [`Flavor`]; only its flag, password variable and version differ (`valkey_version`, and a server
