@@ -9,7 +9,9 @@
 //! - zookeeper: create an ephemeral-sequential node, getChildren, delete;
 //! - postgres-advisory: its `pg_try_advisory_lock` + token statement and its `pg_advisory_unlock`;
 //! - postgres-lease: its lease-row `INSERT … ON CONFLICT` and its freeing `UPDATE` (both prepared, on
-//!   one connection of the bench's own to the same server).
+//!   one connection of the bench's own to the same server);
+//! - valkey-ifeq (on a Valkey of its own): its `MULTI` / `SET NX PX` / `INCR` / `EXEC` round trip and its
+//!   `DELIFEQ`, no script.
 //!
 //! Round 1's ratios against trivial calls (2 × `EVALSHA return 1`, 2 × `SET NX PX`, 2 × etcd put,
 //! 2 × (create + getChildren)) are printed as context.
@@ -41,7 +43,7 @@ use lockers::postgres::lease::PostgresLease;
 use lockers::redis::Commands;
 use lockers::redis::{
     GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
-    RedisWatchdog, RenewalMode, WatchdogConfig,
+    RedisWatchdog, RenewalMode, ValkeyIfeq, WatchdogConfig,
 };
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{AcquireOptions, Events, Locker};
@@ -76,6 +78,8 @@ enum Raw {
     ZkCycle(zookeeper_client::Client),
     /// A PostgreSQL strategy's own statements sent raw (prepared), on one connection: take, then free.
     PgStatements(Arc<PgRaw>),
+    /// valkey-ifeq's own commands sent raw: the claim's transaction, then `DELIFEQ`.
+    IfeqCommands(Commands),
 }
 
 /// A PostgreSQL strategy's two statements, prepared on the bench's own connection.
@@ -139,6 +143,7 @@ const RAW_ETCD: &str = "raw etcd txns";
 const RAW_ZK: &str = "raw zk cycle";
 const RAW_PG_ADVISORY: &str = "raw advisory stmts";
 const RAW_PG_LEASE: &str = "raw lease stmts";
+const RAW_IFEQ: &str = "raw ifeq commands";
 
 impl Raw {
     /// Runs it once, recording each timed part.
@@ -230,6 +235,11 @@ impl Raw {
                 pg.cycle().await;
                 timed(pg.name, started);
             }
+            Raw::IfeqCommands(connection) => {
+                let started = Instant::now();
+                support::ifeq_commands::run(connection, "bench:raw-ifeq{k}", "raw:1").await;
+                timed(RAW_IFEQ, started);
+            }
             Raw::ZkCreateList(zk) => {
                 let node = format!("{ZK_PARENT}/n-");
                 let mode = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
@@ -255,6 +265,7 @@ impl Raw {
             Raw::EtcdTxns(..) => RAW_ETCD,
             Raw::ZkCycle(_) => RAW_ZK,
             Raw::PgStatements(pg) => pg.name,
+            Raw::IfeqCommands(_) => RAW_IFEQ,
         }
     }
 }
@@ -294,10 +305,10 @@ struct Setup {
     _servers: Servers,
 }
 
-/// The servers the bench started (Redis, the keyspace variant's Redis, etcd, ZooKeeper, PostgreSQL).
+/// The servers the bench started (Redis, the keyspace variant's Redis, Valkey, etcd, ZooKeeper,
+/// PostgreSQL).
 type Servers = (
-    Option<RedisServer>,
-    Option<RedisServer>,
+    [Option<RedisServer>; 3],
     Option<EtcdServer>,
     Option<ZkServer>,
     Option<PostgresServer>,
@@ -306,12 +317,8 @@ type Servers = (
 impl Setup {
     /// The process ids of every server this bench started.
     fn server_pids(&self) -> Vec<u32> {
-        let (redis, keyspace, etcd, zk, postgres) = &self._servers;
-        let mut pids: Vec<u32> = [redis, keyspace]
-            .into_iter()
-            .flatten()
-            .map(|s| s.pid())
-            .collect();
+        let (redis_like, etcd, zk, postgres) = &self._servers;
+        let mut pids: Vec<u32> = redis_like.iter().flatten().map(|s| s.pid()).collect();
         pids.extend(etcd.iter().map(|s| s.pid()));
         pids.extend(zk.iter().map(|s| s.pid()));
         pids.extend(postgres.iter().map(|s| s.pid()));
@@ -381,6 +388,16 @@ async fn setup() -> Setup {
         if let Some(locker) = support::or_skip("redis-keyspace-shadow", connected) {
             let evalsha = Raw::Evalsha(locker.connection().commands(), script.clone());
             subjects.push(Subject::new(Arc::new(locker), vec![evalsha]));
+        }
+    }
+    let valkey = support::or_skip("valkey-ifeq", RedisServer::start_valkey());
+    if let Some(server) = &valkey {
+        let connected =
+            ValkeyIfeq::connect(&server.url(), GuardThreadConfig::default(), Events::none()).await;
+        if let Some(locker) = support::or_skip("valkey-ifeq", connected) {
+            let own = Raw::IfeqCommands(locker.connection().commands());
+            raws.push(own.clone());
+            subjects.push(Subject::new(Arc::new(locker), vec![own]));
         }
     }
 
@@ -469,7 +486,7 @@ async fn setup() -> Setup {
     Setup {
         subjects,
         raws,
-        _servers: (redis, keyspace_server, etcd, zk, postgres),
+        _servers: ([redis, keyspace_server, valkey], etcd, zk, postgres),
     }
 }
 
@@ -581,6 +598,7 @@ async fn report(subjects: &[Subject]) -> Vec<Check> {
             RAW_ZK,
             RAW_PG_ADVISORY,
             RAW_PG_LEASE,
+            RAW_IFEQ,
         ]
         .into_iter()
         .find_map(|name| p50(name).map(|p| (name, p)));

@@ -26,7 +26,7 @@ use lockers::postgres::lease::PostgresLease;
 use lockers::redis::{
     ConnectionSettings, Generation, GuardThreadConfig, KeyspaceConfig, KeyspaceVariant,
     RedisGuardThread, RedisKeyspace, RedisWatchdog, Redisson, RedissonConfig, Redlock,
-    RedlockConfig, RenewalMode, ScaledTimeouts, Topology, WatchdogConfig,
+    RedlockConfig, RenewalMode, ScaledTimeouts, Topology, ValkeyIfeq, WatchdogConfig,
 };
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{Capabilities, Events, LockError, Locker, Renewal};
@@ -130,6 +130,10 @@ pub struct Facts {
     /// The smallest watchdog TTL it takes when above its capabilities' `min_ttl` (a peer's manifest
     /// says so: ShedLock's keep-alive refuses less than 30 s); zero for every other row.
     pub min_watchdog_ttl: Duration,
+    /// The server command a renewal is when it is no script (`valkey-ifeq`'s `SET … IFEQ`, counted as
+    /// `set`): `lockbench scale` counts its calls as the renewals. `None`: a renewal is a script call,
+    /// or another kind's counter tells them apart.
+    pub renewal_command: Option<&'static str>,
 }
 
 /// The many-locks cell of a strategy whose locks are lost and re-taken at every expiry by design
@@ -146,6 +150,7 @@ const PLAIN: Facts = Facts {
     connection_lock: false,
     min_warmup: Duration::ZERO,
     min_watchdog_ttl: Duration::ZERO,
+    renewal_command: None,
 };
 
 /// One server call per lock renewal.
@@ -208,6 +213,9 @@ pub struct Strategy {
     /// For a peer: the lockbench strategy that models it, which the report reads it beside (`None` for
     /// lockbench's own strategies).
     pub counterpart: Option<&'static str>,
+    /// For a Redis row run on Valkey (`redis-watchdog~valkey`): the Redis row it is (its client, on
+    /// the Valkey servers' addresses).
+    pub valkey_twin_of: Option<&'static str>,
     client: Client,
 }
 
@@ -227,6 +235,7 @@ impl Strategy {
             in_all: true,
             facts: PLAIN,
             counterpart: None,
+            valkey_twin_of: None,
             client: Client::Native {
                 capabilities,
                 connect,
@@ -257,7 +266,29 @@ impl Strategy {
                     .map_or(PLAIN, |model| model.facts)
             },
             counterpart: Some(counterpart),
+            valkey_twin_of: None,
             client: Client::Peer(spec),
+        })
+    }
+
+    /// This Redis row (Redlock's: on Valkey nodes) run on Valkey, as a row of its own named
+    /// `<id>~valkey`, left out of `all`; `None` for a row of another server.
+    fn on_valkey(&self) -> Option<Self> {
+        let server = kinds::valkey_twin(self.server)?;
+        let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
+        Some(Strategy {
+            id: leak(format!("{}{ON_VALKEY}", self.id)),
+            description: leak(format!("on Valkey: {}", self.description)),
+            server,
+            in_all: false,
+            counterpart: self.counterpart.map(|m| leak(format!("{m}{ON_VALKEY}"))),
+            valkey_twin_of: Some(self.id),
+            // The raw sender beside batched renewal talks to the run's Redis.
+            facts: Facts {
+                yardstick: false,
+                ..self.facts
+            },
+            ..*self
         })
     }
 
@@ -321,6 +352,15 @@ impl Strategy {
         settings: &'a StrategySettings,
         events: Events,
     ) -> ConnectFuture<'a> {
+        if let Some(redis_row) = self.valkey_twin_of.and_then(find) {
+            return Box::pin(async move {
+                let on_valkey = Endpoints {
+                    addrs: endpoints.addrs.valkey_as_redis(),
+                    ..endpoints.clone()
+                };
+                redis_row.connect(&on_valkey, settings, events).await
+            });
+        }
         match self.client {
             Client::Native { connect, .. } => connect(endpoints, settings, events),
             Client::Peer(spec) => {
@@ -340,11 +380,19 @@ impl Strategy {
     }
 }
 
+/// What a Redis row's id ends with when it runs on Valkey (`redis-watchdog~valkey`).
+pub const ON_VALKEY: &str = "~valkey";
+
 /// Every strategy lockbench knows: `NATIVE` (lockbench's own), then a row per peer of the catalog
-/// ([`catalog::peers`]), in the catalog's order; the adapters a user adds come after ([`added`]).
+/// ([`catalog::peers`]), in the catalog's order; each followed by the Valkey twins of its Redis rows; the adapters a user
+/// adds come after ([`added`]).
 pub static STRATEGIES: LazyLock<Vec<Strategy>> = LazyLock::new(|| {
-    let peers = catalog::peers().iter().filter_map(Strategy::peer);
-    NATIVE.iter().copied().chain(peers).collect()
+    let peers: Vec<Strategy> = catalog::peers().iter().filter_map(Strategy::peer).collect();
+    let with_twins = |rows: &[Strategy]| {
+        let twins: Vec<Strategy> = rows.iter().filter_map(Strategy::on_valkey).collect();
+        [rows, &twins].concat()
+    };
+    [with_twins(NATIVE), with_twins(&peers)].concat()
 });
 
 /// lockbench's own strategies (`lockers`) and the control.
@@ -399,6 +447,21 @@ const NATIVE: &[Strategy] = &[
         CONNECT_REDIS_GUARD_THREAD,
     )
     .with(PER_LOCK),
+    Strategy::native(
+        lockers::redis::ifeq::ID,
+        "no Lua: SET NX PX + INCR in one MULTI, renewed every TTL/3 by SET IFEQ, released by DELIFEQ (Valkey 9)",
+        kinds::valkey::KIND,
+        |_| Ok(ValkeyIfeq::CAPABILITIES),
+        CONNECT_VALKEY_IFEQ,
+    )
+    // A renewal is one `SET … IFEQ`, no script.
+    .with(Facts {
+        renewal_command: Some("set"),
+        ..PER_LOCK
+    })
+    // Left out of `all` (and the default suite, whose 20 minutes it would overrun by about 110 s):
+    // it runs by name.
+    .not_in_all(),
     // Its locks are lost and re-taken at every expiry by design, so a held count means nothing.
     Strategy::native(
         lockers::redis::keyspace::NAIVE_ID,
@@ -658,6 +721,15 @@ const CONNECT_REDIS_GUARD_THREAD: Connect = connect_with!(|endpoints, renewal, e
     RedisGuardThread::connect(endpoints.redis_url()?, config, events).await?
 });
 
+const CONNECT_VALKEY_IFEQ: Connect = connect_with!(|endpoints, renewal, events| {
+    let config = GuardThreadConfig {
+        renewal,
+        ..GuardThreadConfig::default()
+    };
+    let url = required(endpoints.addrs.valkey.as_deref(), "valkey server")?;
+    ValkeyIfeq::connect(url, config, events).await?
+});
+
 /// Redisson's settings for a run: its defaults, except that the command timeouts are scaled with the
 /// watchdog timeout ([`ScaledTimeouts`]).
 fn redisson_config(
@@ -793,7 +865,7 @@ mod tests {
     fn peer_rows_are_the_catalog_s_adapters_with_a_server_after_the_native_rows() {
         let peers: Vec<&str> = STRATEGIES
             .iter()
-            .filter(|s| s.is_peer())
+            .filter(|s| s.is_peer() && s.valkey_twin_of.is_none())
             .map(|s| s.id)
             .collect();
         let with_server: Vec<&str> = catalog::peers()
@@ -824,7 +896,7 @@ mod tests {
         let ids = |keep: fn(&Facts) -> bool| -> Vec<&str> {
             STRATEGIES
                 .iter()
-                .filter(|s| keep(&s.facts))
+                .filter(|s| keep(&s.facts) && s.valkey_twin_of.is_none())
                 .map(|s| s.id)
                 .collect()
         };
@@ -839,6 +911,39 @@ mod tests {
         let calls = |id| find(id).expect("registered").facts.locks_per_renew_call;
         assert_eq!(calls("redisson"), Some(100));
         assert_eq!(calls("redisson-classic"), Some(1));
+    }
+
+    #[test]
+    fn every_redis_row_has_a_valkey_twin_and_valkey_ifeq_runs_on_valkey_only() {
+        for row in STRATEGIES.iter().filter(|s| s.valkey_twin_of.is_none()) {
+            let twin = find(&format!("{}{ON_VALKEY}", row.id));
+            match row.server {
+                ServerKind::Redis | ServerKind::RedisNodes => {
+                    let twin = twin.expect("a twin");
+                    assert_eq!(twin.valkey_twin_of, Some(row.id));
+                    assert!(
+                        !twin.in_all && twin.is_peer() == row.is_peer(),
+                        "{}",
+                        twin.id
+                    );
+                }
+                _ => assert!(twin.is_none(), "{}", row.id),
+            }
+        }
+        assert_eq!(
+            find("redlock~valkey").expect("twin").server,
+            kinds::valkey_nodes::KIND
+        );
+        assert_eq!(
+            find("jvm-redisson~valkey").and_then(|s| s.counterpart),
+            Some("redisson~valkey")
+        );
+        let ifeq = find("valkey-ifeq").expect("registered");
+        assert_eq!(
+            (ifeq.server, ifeq.facts.renewal_command),
+            (kinds::valkey::KIND, Some("set"))
+        );
+        assert!(STRATEGIES.iter().all(|s| !s.id.contains('@')));
     }
 
     #[tokio::test]

@@ -17,6 +17,8 @@ use serde_json::Value;
 const WATCHDOG_HOLDS: &[&str] = &[
     "memory",
     "redis-watchdog",
+    "redis-watchdog~valkey",
+    "valkey-ifeq",
     "redis-watchdog-batched",
     "redis-guard-thread",
     "etcd-lease",
@@ -38,8 +40,9 @@ fn check_schemas(path: &Path) {
 fn compare_quick_runs_the_suite_and_writes_the_reports() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cmp");
-    // Two of the quick suite's scenarios (the whole quick suite takes up to 4 minutes), for seven
-    // strategies on three kinds of server (every strategy runs through the compares of other tests),
+    // Two of the quick suite's scenarios (the whole quick suite takes up to 4 minutes), for nine
+    // strategies on four kinds of server (every strategy runs through the compares of other tests;
+    // redis-watchdog on Redis and on Valkey side by side, valkey-ifeq on the same Valkey),
     // with a CI gate every baseline case crosses: the reports are written, then the command exits 1.
     let mut strategies = WATCHDOG_HOLDS.to_vec();
     strategies.push("redis-keyspace-shadow");
@@ -108,6 +111,36 @@ fn compare_quick_runs_the_suite_and_writes_the_reports() {
     for id in WATCHDOG_HOLDS {
         assert!(ids.contains(id), "{id} is compared");
     }
+    // Each row names the server it ran on, and the results that server's name and version.
+    let server_of = |id: &str| {
+        c.strategies
+            .iter()
+            .find(|s| s.id == id)
+            .unwrap()
+            .server
+            .clone()
+    };
+    assert_eq!(
+        ["redis-watchdog", "redis-watchdog~valkey", "valkey-ifeq"].map(server_of),
+        ["redis", "valkey", "valkey"]
+    );
+    let servers = &c.runs[0].results.environment.servers;
+    let version = |kind: &str| {
+        servers
+            .iter()
+            .find(|s| s.kind == kind)
+            .unwrap()
+            .version
+            .clone()
+    };
+    assert!(
+        version("redis").is_some_and(|v| v.starts_with("7.")),
+        "{servers:?}"
+    );
+    assert!(
+        version("valkey").is_some_and(|v| v.starts_with("9.")),
+        "{servers:?}"
+    );
     for run in &c.runs {
         assert!(
             run.results.scenario.theory.is_some() && !run.results.scenario.expect.is_empty(),

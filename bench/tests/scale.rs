@@ -2,7 +2,8 @@
 //! its own child process, the scale file written and readable, the batched watchdog's renew calls at
 //! the ⌈held ÷ chunk⌉ per period the design promises, the raw sender beside it making the same calls,
 //! guard threads stopped by the thread cap with the reason recorded, bad input rejected with exit
-//! code 2, and SIGTERM mid-run ending it with the file written, marked incomplete, and exit code 130.
+//! code 2, SIGTERM mid-run ending it with the file written, marked incomplete, and exit code 130, and
+//! `valkey-ifeq` on a Valkey it starts.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -337,4 +338,39 @@ fn passes_repeat_every_strategy_and_are_recorded() {
         ],
         "{stderr}"
     );
+}
+
+/// `valkey-ifeq` on the Valkey scale starts: its locks counted on the server, and its renewals (one
+/// `SET … IFEQ` each, no script) counted as `SET` calls, once per lock per period; a Redis row's
+/// Valkey twin beside it, counted as on Redis.
+#[test]
+fn valkey_ifeq_renewals_are_counted_as_its_set_calls() {
+    let (output, results, _dir) = scale(&[
+        "--strategies",
+        "valkey-ifeq,redis-watchdog~valkey",
+        "--steps",
+        "100",
+        "--hold",
+        "1s",
+        "--watchdog-timeout",
+        "900ms",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let results = results.unwrap();
+    let servers = &results.environment.servers;
+    assert!(servers.iter().any(|s| s.kind == "valkey"), "{servers:?}");
+    assert_eq!(results.strategies.len(), 2);
+    for series in &results.strategies {
+        let point = &series.points[0];
+        assert_eq!(point.server_held, Some(100), "{}", series.strategy);
+        let (calls, bound) = (point.renew_calls_per_s, point.renew_calls_bound_per_s);
+        let (calls, bound) = (calls.unwrap(), bound.unwrap());
+        assert!(
+            calls <= bound * 1.2 && calls >= bound * 0.6,
+            "{}: {calls} renew calls/s against a bound of {bound}",
+            series.strategy
+        );
+    }
 }

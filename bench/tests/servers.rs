@@ -101,6 +101,26 @@ fn a_given_server_is_used_and_recorded() {
     assert!(!servers[0].managed);
     assert_eq!(servers[0].version.as_deref(), Some(redis.version()));
     assert!(redis.is_running(), "a given server is left alone");
+
+    // A Redis given as a Valkey, and a Valkey-only row with only a Redis given: one line each, exit 2.
+    let url = redis.url();
+    for (args, needle) in [
+        (
+            ["--strategies", "redis-watchdog~valkey", "--valkey", &url],
+            "not a Valkey server",
+        ),
+        (
+            ["--strategies", "valkey-ifeq", "--redis", &url],
+            "valkey-ifeq runs on Valkey only",
+        ),
+    ] {
+        let out = dir.path().join("refused");
+        let run = support::run(&[&["run"], &args[..], &["--out", out.to_str().unwrap()]].concat());
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(needle), "{stderr}");
+    }
 }
 
 /// `--redis redis+sentinel://…` runs the Redis strategies on the primary the Sentinels name; the

@@ -20,11 +20,15 @@ pub enum ServerKind {
     ZooKeeper,
     /// A PostgreSQL server.
     Postgres,
+    /// A Valkey server (Redis's fork: the Redis rows run on it unchanged).
+    Valkey,
+    /// N independent Valkey servers (Redlock's masters on Valkey).
+    ValkeyNodes,
 }
 
 impl ServerKind {
     /// Every kind.
-    pub const ALL: [ServerKind; 7] = [
+    pub const ALL: [ServerKind; 9] = [
         ServerKind::InProcess,
         ServerKind::PerClient,
         ServerKind::Redis,
@@ -32,6 +36,8 @@ impl ServerKind {
         ServerKind::Etcd,
         ServerKind::ZooKeeper,
         ServerKind::Postgres,
+        ServerKind::Valkey,
+        ServerKind::ValkeyNodes,
     ];
 
     /// The name used in listings and results.
@@ -44,6 +50,8 @@ impl ServerKind {
             ServerKind::Etcd => "etcd",
             ServerKind::ZooKeeper => "zookeeper",
             ServerKind::Postgres => "postgres",
+            ServerKind::Valkey => "valkey",
+            ServerKind::ValkeyNodes => "valkey-nodes",
         }
     }
 

@@ -154,7 +154,8 @@ impl Scenario {
 }
 
 /// The lookup of [`Scenario::expected`] in an `[expect]` table: the entry for the strategy id, else
-/// for the lease kind, else `default`.
+/// for the row it runs on another server (`redis-watchdog` for `redis-watchdog~valkey`), else for the
+/// lease kind, else `default`.
 pub fn expected_in(
     expect: &BTreeMap<String, Expectation>,
     strategy: &str,
@@ -170,7 +171,8 @@ fn expected_key<'a>(
     lease: &'a str,
 ) -> Option<&'a str> {
     let kind = lease.split(':').next().unwrap_or(lease);
-    [strategy, kind, "default"]
+    let row = strategy.split('~').next().unwrap_or(strategy);
+    [strategy, row, kind, "default"]
         .into_iter()
         .find(|k| expect.contains_key(*k))
 }
@@ -1199,6 +1201,11 @@ mod tests {
             Some(Expectation::Violated)
         );
         assert_eq!(scenario.expected("x", "watchdog"), Some(Expectation::Safe));
+        // A row run on another server is expected as the row, unless named itself.
+        assert_eq!(
+            scenario.expected("naive~valkey", "watchdog"),
+            Some(Expectation::Either)
+        );
         assert!(Expectation::Safe.disagrees(1, 3));
         assert!(!Expectation::Safe.disagrees(0, 3));
         assert!(Expectation::Violated.disagrees(0, 3));

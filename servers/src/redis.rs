@@ -48,7 +48,7 @@ impl Flavor {
 
     /// The `INFO server` field holding the server's own version (Valkey also reports a
     /// `redis_version`, the Redis version it stays compatible with).
-    fn version_field(self) -> &'static str {
+    pub fn version_field(self) -> &'static str {
         match self {
             Flavor::Redis => "redis_version",
             Flavor::Valkey => "valkey_version",

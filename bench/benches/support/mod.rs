@@ -301,3 +301,34 @@ impl Recorder {
         println!("\nchecks appended to {}", path.display());
     }
 }
+
+/// `valkey-ifeq`'s own commands sent raw, no script: the baseline its cycle is a ratio of.
+pub(crate) mod ifeq_commands {
+    use lockers::redis::Commands;
+
+    /// Takes `lock` with `value` as `valkey-ifeq` does (one `MULTI` / `SET NX PX` / `INCR` fence /
+    /// `EXEC` round trip), then releases it (`DELIFEQ`); panics unless both succeed.
+    pub(crate) async fn run(connection: &mut Commands, lock: &str, value: &str) {
+        let (set, _token): (Option<String>, u64) = redis::pipe()
+            .atomic()
+            .cmd("SET")
+            .arg(lock)
+            .arg(value)
+            .arg("NX")
+            .arg("PX")
+            .arg(30_000)
+            .cmd("INCR")
+            .arg(format!("{lock}:fence"))
+            .query_async(connection)
+            .await
+            .unwrap();
+        assert!(set.is_some(), "the raw SET NX found {lock} taken");
+        let deleted: i64 = redis::cmd("DELIFEQ")
+            .arg(lock)
+            .arg(value)
+            .query_async(connection)
+            .await
+            .unwrap();
+        assert_eq!(deleted, 1);
+    }
+}

@@ -122,6 +122,12 @@ impl RedisCommandStats {
         self.by_command.get(command).copied().unwrap_or_default()
     }
 
+    /// Calls and time of the renewals while a client only holds: `command`'s, where a renewal is that
+    /// command and no script (`set` for `valkey-ifeq`), or else the [`scripts`](Self::scripts).
+    pub fn renewals(&self, command: Option<&str>) -> CommandStat {
+        command.map_or_else(|| self.scripts(), |command| self.get(command))
+    }
+
     /// Calls and time of the script commands (`EVAL`, `EVALSHA`, `FCALL` and their `_RO` forms). Redis
     /// counts every `redis.call` a script makes again under that command's own name, inside the script's
     /// time: when only scripts are sent, this — not [`total`](Self::total) — is the server's time in

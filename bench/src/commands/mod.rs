@@ -2,6 +2,7 @@
 //! `ReportRequest`, `ScaleRequest`) and does one job; `check_adapter` checks a team's adapter against
 //! its manifest. `compare` runs its `suite` of scenarios through
 //! `run`; `report` draws a results folder; [`scale`] holds many locks at once;
+//! `preflight` checks the chosen rows against the run's servers before anything is measured;
 //! `signals` is the stop signal (SIGINT, SIGTERM) every measuring command shares; `pages` prints
 //! the shell completions and the man page; `committed` holds the runs the default suite leaves out for
 //! time, which its report shows from their committed results.
@@ -10,6 +11,7 @@ pub(crate) mod check_adapter;
 pub(crate) mod committed;
 pub(crate) mod compare;
 pub(crate) mod pages;
+pub(crate) mod preflight;
 pub(crate) mod report;
 pub(crate) mod run;
 pub mod scale;

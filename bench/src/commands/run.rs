@@ -16,6 +16,7 @@ use crate::base::progress::Progress;
 use crate::base::stdout::{out, outln};
 use crate::base::stop::StopSignal;
 use crate::base::{environment, output, table};
+use crate::commands::preflight;
 use crate::commands::signals::stop_signals;
 use crate::driver::case::{CaseRun, run_case};
 use crate::driver::mode::CaseContext;
@@ -117,9 +118,12 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
     let out_dir = output::claim_dir(&out_dir, output::RESULTS_FILE)?;
     strategies::log_added_adapters_under(&out_dir.join(strategies::ADDED_ADAPTER_LOGS));
     let needed = servers_to_start(&workload, &chosen, &args.servers)?;
+    preflight::valkey_rows_need_valkey(&chosen, &args.servers)?;
 
     let interrupt = stop_signals();
     let backends = Backends::prepare(&needed, &args.servers, strategies::check_address).await?;
+    let settings = StrategySettings::new(workload.watchdog_timeout);
+    preflight::valkey_rows_have_their_commands(&chosen, &backends, &settings).await?;
     let runner = CaseRunner {
         args: &args,
         history_dir: args.history.then(|| out_dir.join(HISTORY_DIR)),
@@ -669,9 +673,9 @@ mod tests {
         // `all` leaves the PostgreSQL rows out of the default suite; named, they join it.
         let all =
             strategies::resolve(&["all,postgres-advisory,postgres-lease".to_owned()]).expect("all");
-        for (scenario, kind) in [
-            ("redis-failover", ServerKind::Redis),
-            ("postgres-failover", ServerKind::Postgres),
+        for (scenario, kind, about) in [
+            ("redis-failover", ServerKind::Redis, "redis and valkey"),
+            ("postgres-failover", ServerKind::Postgres, "postgres"),
         ] {
             let loaded = scenarios::load(scenario).expect("preset");
             let workload =
@@ -687,8 +691,7 @@ mod tests {
             let (id, why) = other.expect("another kind's row left out");
             assert!(
                 why.starts_with(&format!(
-                    "{scenario} does not apply to {id}: the scenario is about {} servers",
-                    kind.name()
+                    "{scenario} does not apply to {id}: the scenario is about {about} servers"
                 )),
                 "{why}"
             );

@@ -320,7 +320,7 @@ mod tests {
         for id in ["postgres-advisory", "postgres-lease", "jvm-spring-jdbc"] {
             assert_eq!(applies(&postgres, id), Ok(()), "{id}");
             let why = applies(&redis, id).expect_err(id);
-            assert!(why.contains("about redis servers"), "{why}");
+            assert!(why.contains("about redis and valkey servers"), "{why}");
         }
         // A kind the scenario is about still meets its faults' own rules.
         let why = applies(&redis, "redlock").expect_err("redlock");

@@ -114,8 +114,7 @@ mod tests {
             etcd: vec!["http://127.0.0.1:1".into(), "http://127.0.0.1:2".into()],
             zookeeper: Some("127.0.0.1:1,127.0.0.1:2/locks".into()),
             postgres: Some("postgres://app:pw@127.0.0.1:3/db?sslmode=disable".into()),
-            redis_replicated: false,
-            redis_replicas: Vec::new(),
+            ..EndpointAddrs::default()
         };
         let postgres = rewrite(ServerKind::Postgres, &base, &[p1]);
         assert_eq!(

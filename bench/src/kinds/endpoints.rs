@@ -28,6 +28,42 @@ pub struct EndpointAddrs {
     /// clients configured with them (the real Redisson's master/slave mode).
     #[serde(default)]
     pub redis_replicas: Vec<String>,
+    /// The Valkey servers, as the Redis fields hold Redis's: [`valkey_as_redis`](Self::valkey_as_redis)
+    /// hands them to a Redis row run on Valkey.
+    #[serde(default)]
+    pub valkey: Option<String>,
+    /// URLs of the independent Valkey servers (Redlock's nodes on Valkey), in order.
+    #[serde(default)]
+    pub valkey_nodes: Vec<String>,
+    /// Whether the Valkey primary has a replica.
+    #[serde(default)]
+    pub valkey_replicated: bool,
+    /// URLs of the Valkey primary's replicas started beside it.
+    #[serde(default)]
+    pub valkey_replicas: Vec<String>,
+}
+
+impl EndpointAddrs {
+    /// Swaps the Valkey fields with the Redis ones: the Valkey kind reuses the Redis kind's
+    /// address handling by running it on the swapped fields.
+    pub fn swap_valkey_with_redis(&mut self) {
+        std::mem::swap(&mut self.redis, &mut self.valkey);
+        std::mem::swap(&mut self.redis_nodes, &mut self.valkey_nodes);
+        std::mem::swap(&mut self.redis_replicated, &mut self.valkey_replicated);
+        std::mem::swap(&mut self.redis_replicas, &mut self.valkey_replicas);
+    }
+
+    /// These addresses with the Valkey servers in the Redis fields (and no Redis): what a Redis row
+    /// run on Valkey connects to.
+    pub fn valkey_as_redis(&self) -> EndpointAddrs {
+        let mut swapped = self.clone();
+        swapped.swap_valkey_with_redis();
+        swapped.valkey = None;
+        swapped.valkey_nodes.clear();
+        swapped.valkey_replicas.clear();
+        swapped.valkey_replicated = false;
+        swapped
+    }
 }
 
 impl std::fmt::Debug for EndpointAddrs {
@@ -41,6 +77,10 @@ impl std::fmt::Debug for EndpointAddrs {
             .field("postgres", &self.postgres.as_deref().map(redact))
             .field("redis_replicated", &self.redis_replicated)
             .field("redis_replicas", &redact(&self.redis_replicas.join(",")))
+            .field("valkey", &self.valkey.as_deref().map(redact))
+            .field("valkey_nodes", &redact(&self.valkey_nodes.join(",")))
+            .field("valkey_replicated", &self.valkey_replicated)
+            .field("valkey_replicas", &redact(&self.valkey_replicas.join(",")))
             .finish()
     }
 }

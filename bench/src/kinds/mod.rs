@@ -5,7 +5,9 @@
 //! offers) lives in its [`KindEntry`], keyed by its id ([`ServerKind`], shared with the peers'
 //! catalog), so shared code never asks "which server is this?" by name. Each kind with a server has
 //! a folder of its own (`redis/`, `redis_nodes/`, `etcd/`, `zookeeper/`, `postgres/`) with the same
-//! skeleton; the two without one (in-process, per-client) are here.
+//! skeleton; the two without one (in-process, per-client) are here. A kind that is another kind's
+//! entry on another program (`valkey/`, `valkey_nodes/`: the Redis kinds on `valkey-server`) has a
+//! `mod.rs` only.
 //!
 //! # Adding a kind
 //! 1. A launcher in `servers/` (a fresh data directory, loopback only, a free port, stopped on drop,
@@ -62,6 +64,8 @@ pub mod held;
 pub mod postgres;
 pub mod redis;
 pub mod redis_nodes;
+pub mod valkey;
+pub mod valkey_nodes;
 pub mod zookeeper;
 
 /// How long a probe of a given server may take.
@@ -207,6 +211,18 @@ pub fn entry(kind: ServerKind) -> &'static KindEntry {
         ServerKind::Etcd => &etcd::ETCD,
         ServerKind::ZooKeeper => &zookeeper::ZOOKEEPER,
         ServerKind::Postgres => &postgres::POSTGRES,
+        ServerKind::Valkey => &valkey::VALKEY,
+        ServerKind::ValkeyNodes => &valkey_nodes::VALKEY_NODES,
+    }
+}
+
+/// The kind a row of `kind` runs on when it runs on Valkey (its `~valkey` twin): Valkey for Redis,
+/// Valkey nodes for Redlock's Redis nodes; `None` for a kind Valkey does not stand in for.
+pub fn valkey_twin(kind: ServerKind) -> Option<ServerKind> {
+    match kind {
+        ServerKind::Redis => Some(valkey::KIND),
+        ServerKind::RedisNodes => Some(valkey_nodes::KIND),
+        _ => None,
     }
 }
 

@@ -364,6 +364,7 @@ pub(crate) async fn measure_strategy(
             fill_time,
             locks_per_call: series.locks_per_renew_call,
             renewals_per_period: strategy.facts.renewals_per_period,
+            renewal_command: strategy.facts.renewal_command,
             client,
             server_before,
         };
@@ -607,12 +608,18 @@ async fn read(
     }
 }
 
-/// Requests the server received that were renewals, between two readings: script calls, renewal
-/// messages, or else the outside counter only renewals move (`renewal_counter`: ZooKeeper's packets,
-/// PostgreSQL's `UPDATE`s, which nothing but a renewal sends while the client only holds).
-fn renew_calls(before: &Reading, after: &Reading, renewal_counter: Option<&str>) -> Option<u64> {
+/// Requests the server received that were renewals, between two readings: script calls (or the
+/// calls of `renewal_command`, where a renewal is that command), renewal messages, or else the
+/// outside counter only renewals move (`renewal_counter`: ZooKeeper's packets, PostgreSQL's
+/// `UPDATE`s, which nothing but a renewal sends while the client only holds).
+fn renew_calls(
+    before: &Reading,
+    after: &Reading,
+    renewal_command: Option<&str>,
+    renewal_counter: Option<&str>,
+) -> Option<u64> {
     if let (Some(b), Some(a)) = (&before.scripts, &after.scripts) {
-        return Some(a.since(b).scripts().calls);
+        return Some(a.since(b).renewals(renewal_command).calls);
     }
     if let (Some(b), Some(a)) = (before.renewal_messages, after.renewal_messages) {
         return Some(a.saturating_sub(b));
@@ -634,6 +641,8 @@ pub(super) struct Window<'a> {
     pub(super) locks_per_call: Option<u64>,
     /// Renewals of each lock per renewal period (batched renewal: a little more than one).
     pub(super) renewals_per_period: f64,
+    /// The command a renewal is when it is no script (`set` for `valkey-ifeq`).
+    pub(super) renewal_command: Option<&'static str>,
     /// The process whose CPU, memory and threads are the client's.
     pub(super) client: ClientProcess,
     /// Locks the server held before the client's first acquire (counted by the server).
@@ -666,7 +675,7 @@ impl Window<'_> {
             .scripts
             .as_ref()
             .zip(after.scripts.as_ref())
-            .map(|(b, a)| a.since(b).scripts().usec as f64);
+            .map(|(b, a)| a.since(b).renewals(self.renewal_command).usec as f64);
         let held_locks = self.held_locks;
         let period = self.spec.renew_period().as_secs_f64() / self.renewals_per_period;
         let bound = self
@@ -678,7 +687,7 @@ impl Window<'_> {
             held_at_end: held_at_end(),
             fill_ms: ms(self.fill_time),
             window_ms: seconds * 1e3,
-            renew_calls_per_s: renew_calls(&before, &after, renewal_counter)
+            renew_calls_per_s: renew_calls(&before, &after, self.renewal_command, renewal_counter)
                 .map(|n| n as f64 / seconds),
             renew_calls_bound_per_s: bound,
             renewals_per_s: after.counts[0].saturating_sub(before.counts[0]) as f64 / seconds,

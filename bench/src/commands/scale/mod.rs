@@ -52,6 +52,7 @@ use crate::base::error::{BenchError, EXIT_INTERRUPTED, EXIT_OK};
 use crate::base::stdout::{out, outln};
 use crate::base::stop::StopSignal;
 use crate::base::{environment, output};
+use crate::commands::preflight;
 use crate::commands::signals::stop_signals;
 use crate::kinds::ServerKindExt;
 use crate::strategies;
@@ -451,8 +452,11 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
     }
     let given = args.servers.clone();
     let needed = strategies::servers_needed(&spec.strategies);
+    preflight::valkey_rows_need_valkey(&spec.strategies, &given)?;
     let interrupt = stop_signals();
     let backends = Backends::prepare(&needed, &given, strategies::check_address).await?;
+    preflight::valkey_rows_have_their_commands(&spec.strategies, &backends, &spec.settings())
+        .await?;
     let mut results = ScaleResults {
         schema_version: SCALE_SCHEMA_VERSION,
         complete: false,

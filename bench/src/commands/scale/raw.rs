@@ -112,6 +112,7 @@ pub(crate) async fn measure(
             fill_time,
             locks_per_call: series.locks_per_renew_call,
             renewals_per_period: strategy.facts.renewals_per_period,
+            renewal_command: strategy.facts.renewal_command,
             client: ClientProcess::Own,
             // The database is emptied before each row.
             server_before: None,

@@ -2,7 +2,8 @@
 //! asynchronous replica (`failover`; optionally with a delayed replication link, as across zones),
 //! the same pair watched by 3 Sentinels (`sentinel_failover`), a Redis Cluster of 3 masters and 3
 //! replicas (`cluster_master_kill`, `cluster_failover`), and one restartable Redis with or without
-//! durable persistence (`server_restart`).
+//! durable persistence (`server_restart`). Each runs Redis or Valkey ([`Flavor`]): the Valkey kind
+//! offers the same set-ups (`VALKEY_STARTS`).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -11,8 +12,8 @@ use std::time::{Duration, Instant};
 use lockbench_reports::model::ServerInfo;
 use lockbench_servers::redis::info_field;
 use lockbench_servers::{
-    Durability, OnRestart, Proxy, RedisCluster, RedisNode, RedisNodeOptions, RedisPair,
-    RedisSentinels, RedisServer,
+    Durability, Flavor, OnRestart, Proxy, RedisCluster, RedisNode, RedisNodeOptions, RedisOptions,
+    RedisPair, RedisSentinels, RedisServer,
 };
 
 use crate::kinds::case_servers::{
@@ -25,47 +26,83 @@ const LINK_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the Sentinels get to promote the replica (they need `down-after` plus an election).
 const PROMOTION_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The Redis set-ups, with how long each takes to start and stop.
-pub(super) const STARTS: CaseStarts = CaseStarts {
-    // A primary + replica (failover; measured 170-260 ms in all).
-    pair: Some(Start {
-        start: |lag| Ok(Box::new(Pair::start(lag)?)),
-        takes: Duration::from_millis(300),
-    }),
-    // A primary + replica watched by 3 Sentinels (Sentinel failover; measured 2.3 s: the Sentinels
-    // find each other through the primary's hello channel, every 2 s).
-    sentinels: Some(Start {
-        start: |()| Ok(Box::new(Sentinels::start()?)),
-        takes: Duration::from_secs(3),
-    }),
-    // A Redis Cluster of 3 masters + 3 replicas (cluster failovers; measured 2.08-2.11 s: six
-    // servers, slot assignment, `CLUSTER MEET` gossip and the replicas' first sync).
-    sharded: Some(Start {
-        start: |()| Ok(Box::new(Cluster::start()?)),
-        takes: Duration::from_millis(2500),
-    }),
-    cluster: None,
-    nodes: None,
-    // One restartable Redis, as long as a primary + replica.
-    restartable: Some(Start {
-        start: |durability| Ok(Box::new(Restartable::start(durability)?)),
-        takes: Duration::from_millis(300),
-    }),
-    namespaced: None,
-};
+/// The set-ups of `$flavor`'s servers, with how long each takes to start and stop.
+macro_rules! starts {
+    ($flavor:expr) => {
+        CaseStarts {
+            // A primary + replica (failover; measured 170-260 ms in all).
+            pair: Some(Start {
+                start: |lag| Ok(Box::new(Pair::start($flavor, lag)?)),
+                takes: Duration::from_millis(300),
+            }),
+            // A primary + replica watched by 3 Sentinels (Sentinel failover; measured 2.3 s: the
+            // Sentinels find each other through the primary's hello channel, every 2 s).
+            sentinels: Some(Start {
+                start: |()| Ok(Box::new(Sentinels::start($flavor)?)),
+                takes: Duration::from_secs(3),
+            }),
+            // A cluster of 3 masters + 3 replicas (cluster failovers; measured 2.08-2.11 s: six
+            // servers, slot assignment, `CLUSTER MEET` gossip and the replicas' first sync).
+            sharded: Some(Start {
+                start: |()| Ok(Box::new(Cluster::start($flavor)?)),
+                takes: Duration::from_millis(2500),
+            }),
+            cluster: None,
+            nodes: None,
+            // One restartable server, as long as a primary + replica.
+            restartable: Some(Start {
+                start: |durability| Ok(Box::new(Restartable::start($flavor, durability)?)),
+                takes: Duration::from_millis(300),
+            }),
+            namespaced: None,
+        }
+    };
+}
+
+/// The Redis set-ups.
+pub(super) const STARTS: CaseStarts = starts!(Flavor::Redis);
+
+/// The same set-ups on Valkey.
+pub(crate) const VALKEY_STARTS: CaseStarts = starts!(Flavor::Valkey);
+
+/// The kind of `flavor`'s servers.
+fn kind_of(flavor: Flavor) -> ServerKind {
+    match flavor {
+        Flavor::Redis => ServerKind::Redis,
+        Flavor::Valkey => ServerKind::Valkey,
+    }
+}
+
+/// `redis` (the Redis fields of a run's addresses) as the addresses of `flavor`'s servers.
+fn endpoints_of(flavor: Flavor, mut redis: EndpointAddrs) -> EndpointAddrs {
+    if flavor == Flavor::Valkey {
+        redis.swap_valkey_with_redis();
+    }
+    redis
+}
+
+/// `redis`, or the lower-case name of `flavor` in its place (`valkey primary + replica`).
+fn named(flavor: Flavor, what: &str) -> String {
+    match flavor {
+        Flavor::Redis => what.to_owned(),
+        Flavor::Valkey => what.replacen("redis", "valkey", 1),
+    }
+}
 
 /// A primary + replica; `lag` is the proxy on the replication link when it is delayed.
 #[derive(Debug)]
 struct Pair {
     pair: RedisPair,
     lag: Option<Proxy>,
+    flavor: Flavor,
 }
 
 impl Pair {
     /// Starts a primary + replica; with a `replication_lag`, the replica replicates through a proxy
     /// that delays the primary's stream by it. Blocking (about 0.2 s).
-    fn start(replication_lag: Duration) -> Result<Self, String> {
-        let pair = RedisPair::start().map_err(|e| format!("redis primary + replica: {e}"))?;
+    fn start(flavor: Flavor, replication_lag: Duration) -> Result<Self, String> {
+        let pair = RedisPair::start_with(RedisOptions::of(flavor))
+            .map_err(|e| format!("{}: {e}", named(flavor, "redis primary + replica")))?;
         let lag = lag_link(pair.primary().addr(), replication_lag, |proxy| {
             let port = proxy.addr().port().to_string();
             pair.replica()
@@ -73,22 +110,23 @@ impl Pair {
                 .map_err(|e| format!("REPLICAOF through the link proxy: {e}"))?;
             wait_for_link(&pair, proxy.addr().port())
         })?;
-        Ok(Pair { pair, lag })
+        Ok(Pair { pair, lag, flavor })
     }
 }
 
 impl CaseServers for Pair {
     fn kind(&self) -> ServerKind {
-        ServerKind::Redis
+        kind_of(self.flavor)
     }
 
     fn endpoints(&self) -> EndpointAddrs {
-        EndpointAddrs {
+        let redis = EndpointAddrs {
             redis: Some(self.pair.primary().url()),
             redis_replicated: true,
             redis_replicas: vec![self.pair.replica().url()],
             ..EndpointAddrs::default()
-        }
+        };
+        endpoints_of(self.flavor, redis)
     }
 
     fn stats_at(&self) -> Option<(SocketAddr, Option<u32>)> {
@@ -97,7 +135,7 @@ impl CaseServers for Pair {
 
     fn info(&self) -> ServerInfo {
         case_info(
-            ServerKind::Redis,
+            self.kind(),
             self.pair.primary().version().to_owned(),
             format!(
                 "primary + replica started per case{}",
@@ -127,29 +165,33 @@ impl CaseServers for Pair {
 
 /// A primary + replica watched by 3 Sentinels; clients connect through the Sentinels.
 #[derive(Debug)]
-struct Sentinels(RedisSentinels);
+struct Sentinels(RedisSentinels, Flavor);
 
 impl Sentinels {
     /// Starts a primary + replica and 3 Sentinels, and waits until the Sentinels know the replica
     /// and each other. Blocking (a few seconds).
-    fn start() -> Result<Self, String> {
-        RedisSentinels::start()
-            .map(Sentinels)
-            .map_err(|e| format!("redis primary + replica + 3 sentinels: {e}"))
+    fn start(flavor: Flavor) -> Result<Self, String> {
+        RedisSentinels::start_with(RedisOptions::of(flavor))
+            .map(|sentinels| Sentinels(sentinels, flavor))
+            .map_err(|e| {
+                let what = named(flavor, "redis primary + replica + 3 sentinels");
+                format!("{what}: {e}")
+            })
     }
 }
 
 impl CaseServers for Sentinels {
     fn kind(&self) -> ServerKind {
-        ServerKind::Redis
+        kind_of(self.1)
     }
 
     fn endpoints(&self) -> EndpointAddrs {
-        EndpointAddrs {
+        let redis = EndpointAddrs {
             redis: Some(self.0.url()),
             redis_replicated: true,
             ..EndpointAddrs::default()
-        }
+        };
+        endpoints_of(self.1, redis)
     }
 
     fn stats_at(&self) -> Option<(SocketAddr, Option<u32>)> {
@@ -158,7 +200,7 @@ impl CaseServers for Sentinels {
 
     fn info(&self) -> ServerInfo {
         case_info(
-            ServerKind::Redis,
+            self.kind(),
             self.0.pair().primary().version().to_owned(),
             "primary + replica + 3 Sentinels started per case".to_owned(),
             self.0.startup(),
@@ -195,28 +237,32 @@ impl CaseServers for Sentinels {
 
 /// 3 masters and 3 replicas in one cluster; clients connect with every node as a seed.
 #[derive(Debug)]
-struct Cluster(RedisCluster);
+struct Cluster(RedisCluster, Flavor);
 
 impl Cluster {
-    /// Starts a Redis Cluster of 3 masters and 3 replicas. Blocking (about 2 s).
-    fn start() -> Result<Self, String> {
-        RedisCluster::start()
-            .map(Cluster)
-            .map_err(|e| format!("redis cluster of 3 masters + 3 replicas: {e}"))
+    /// Starts a cluster of 3 masters and 3 replicas. Blocking (about 2 s).
+    fn start(flavor: Flavor) -> Result<Self, String> {
+        RedisCluster::start_with(RedisOptions::of(flavor))
+            .map(|cluster| Cluster(cluster, flavor))
+            .map_err(|e| {
+                let what = named(flavor, "redis cluster of 3 masters + 3 replicas");
+                format!("{what}: {e}")
+            })
     }
 }
 
 impl CaseServers for Cluster {
     fn kind(&self) -> ServerKind {
-        ServerKind::Redis
+        kind_of(self.1)
     }
 
     fn endpoints(&self) -> EndpointAddrs {
-        EndpointAddrs {
+        let redis = EndpointAddrs {
             redis: Some(self.0.url()),
             redis_replicated: true,
             ..EndpointAddrs::default()
-        }
+        };
+        endpoints_of(self.1, redis)
     }
 
     /// A failover changes roles: a demoted master's counters take in the new master's replicated
@@ -228,7 +274,7 @@ impl CaseServers for Cluster {
 
     fn info(&self) -> ServerInfo {
         case_info(
-            ServerKind::Redis,
+            self.kind(),
             node_version(&self.0.nodes()[0]),
             "cluster of 3 masters + 3 replicas started per case".to_owned(),
             self.0.startup(),
@@ -237,8 +283,12 @@ impl CaseServers for Cluster {
 
     fn serving_pid(&self) -> Option<(u32, String)> {
         let node = &self.0.nodes()[0];
-        node.pid()
-            .map(|pid| (pid, format!("redis cluster master {}", node.addr())))
+        node.pid().map(|pid| {
+            (
+                pid,
+                named(self.1, &format!("redis cluster master {}", node.addr())),
+            )
+        })
     }
 
     /// Waits until the slot is served by the new master and every node reports
@@ -300,28 +350,34 @@ struct Restartable(RedisNode);
 impl Restartable {
     /// Starts one restartable Redis with `durability`; a durable one keeps its AOF on the real disk
     /// (the system temp dir), so fsync costs what it costs there, not on `/dev/shm`. Blocking.
-    fn start(durability: Durability) -> Result<Self, String> {
+    fn start(flavor: Flavor, durability: Durability) -> Result<Self, String> {
         let options = RedisNodeOptions {
+            redis: RedisOptions::of(flavor),
             durability,
             data_parent: (durability == Durability::AofAlways).then(std::env::temp_dir),
             ..RedisNodeOptions::default()
         };
         RedisNode::start(options)
             .map(Restartable)
-            .map_err(|e| format!("restartable redis: {e}"))
+            .map_err(|e| format!("{}: {e}", named(flavor, "restartable redis")))
+    }
+
+    fn flavor(&self) -> Flavor {
+        self.0.options().redis.flavor
     }
 }
 
 impl CaseServers for Restartable {
     fn kind(&self) -> ServerKind {
-        ServerKind::Redis
+        kind_of(self.flavor())
     }
 
     fn endpoints(&self) -> EndpointAddrs {
-        EndpointAddrs {
+        let redis = EndpointAddrs {
             redis: Some(self.0.url()),
             ..EndpointAddrs::default()
-        }
+        };
+        endpoints_of(self.flavor(), redis)
     }
 
     /// None: a restart resets the counters.
@@ -335,7 +391,7 @@ impl CaseServers for Restartable {
             Durability::AofAlways => "appendonly yes, appendfsync always",
         };
         case_info(
-            ServerKind::Redis,
+            self.kind(),
             node_version(&self.0),
             format!("restartable server started per case ({durability})"),
             self.0.startup(),
@@ -345,7 +401,7 @@ impl CaseServers for Restartable {
     fn serving_pid(&self) -> Option<(u32, String)> {
         self.0
             .pid()
-            .map(|pid| (pid, format!("redis {}", self.0.addr())))
+            .map(|pid| (pid, format!("{} {}", self.kind().name(), self.0.addr())))
     }
 
     fn redis_primary(&self) -> Option<SocketAddr> {
@@ -355,8 +411,8 @@ impl CaseServers for Restartable {
     fn restart_server(&self) -> Result<String, String> {
         self.0
             .restart(OnRestart::KeepData)
-            .map_err(|e| format!("restarting redis: {e}"))?;
-        Ok(format!("redis {}", self.0.addr()))
+            .map_err(|e| format!("restarting {}: {e}", self.kind().name()))?;
+        Ok(format!("{} {}", self.kind().name(), self.0.addr()))
     }
 }
 
@@ -434,15 +490,19 @@ fn primary_stats(pair: &RedisPair) -> (SocketAddr, Option<u32>) {
 fn primary_pid(pair: &RedisPair) -> (u32, String) {
     (
         pair.primary().pid(),
-        format!("redis primary {}", pair.primary().addr()),
+        named(
+            pair.primary().flavor(),
+            &format!("redis primary {}", pair.primary().addr()),
+        ),
     )
 }
 
-/// The version a Redis node reports (empty when it does not answer).
+/// The version a Redis (or Valkey) node reports (empty when it does not answer).
 pub(crate) fn node_version(node: &RedisNode) -> String {
+    let field = node.options().redis.flavor.version_field();
     node.command(&["INFO", "server"])
         .ok()
-        .and_then(|info| info_field(&info, "redis_version").map(str::to_owned))
+        .and_then(|info| info_field(&info, field).map(str::to_owned))
         .unwrap_or_default()
 }
 

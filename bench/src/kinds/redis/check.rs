@@ -1,10 +1,11 @@
-//! A given Redis checked as the strategies connect to it: user and password, TLS, a cluster's layout
+//! A given Redis (or Valkey) checked as the strategies connect to it: user and password, TLS, a cluster's layout
 //! read from the seeds or the primary asked of the Sentinels, then its version from `INFO`.
 
 use std::time::Duration;
 
 use lockers::redis::{ConnectionSettings, RedisConnection};
 
+use super::{Program, version_in};
 use crate::kinds::AddressCheckFuture;
 
 /// How long checking a user's Redis through the strategies' connection may take: to connect, and
@@ -12,8 +13,8 @@ use crate::kinds::AddressCheckFuture;
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Connects to `address` through the strategies' connection and reads its version (`None` if `INFO`
-/// is not allowed).
-pub(super) fn through_client(address: &str) -> AddressCheckFuture<'_> {
+/// is not allowed); a server that is not `P` is refused.
+pub(super) fn through_client<P: Program>(address: &str) -> AddressCheckFuture<'_> {
     Box::pin(async move {
         let settings = ConnectionSettings {
             connect_timeout: CHECK_TIMEOUT,
@@ -25,8 +26,8 @@ pub(super) fn through_client(address: &str) -> AddressCheckFuture<'_> {
             .query_async(&mut connection.commands())
             .await
             .ok();
-        Ok(info.and_then(|info| {
-            lockbench_servers::redis::info_field(&info, "redis_version").map(str::to_owned)
-        }))
+        info.map_or(Ok(None), |info| {
+            version_in(P::FLAVOR, &info).map_err(lockers::LockError::Config)
+        })
     })
 }

@@ -1,29 +1,41 @@
 //! Redlock's independent nodes started for a case of its own (`node_kill`, `node_restart`,
-//! `clock_jump`: one of them under libfaketime).
+//! `clock_jump`: one of them under libfaketime), on Redis or Valkey ([`Flavor`]).
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use lockbench_reports::model::ServerInfo;
-use lockbench_servers::{FakeClock, OnRestart, RedisNode, RedisNodeOptions, RedisNodes};
+use lockbench_servers::{
+    FakeClock, Flavor, OnRestart, RedisNode, RedisNodeOptions, RedisNodes, RedisOptions,
+};
 
 use crate::kinds::case_servers::{CaseServers, CaseStarts, Start, case_info};
 use crate::kinds::redis::case_servers::node_version;
 use crate::kinds::{EndpointAddrs, ServerKind};
 
-/// The nodes a node fault starts for the case, as long as a Redis primary + replica.
-pub(super) const STARTS: CaseStarts = CaseStarts {
-    nodes: Some(Start {
-        start: |fake_clock| Ok(Box::new(Nodes::start(fake_clock)?)),
-        takes: Duration::from_millis(300),
-    }),
-    pair: None,
-    sentinels: None,
-    sharded: None,
-    cluster: None,
-    restartable: None,
-    namespaced: None,
-};
+/// The nodes of `$flavor` a node fault starts for the case, as long as a Redis primary + replica.
+macro_rules! starts {
+    ($flavor:expr) => {
+        CaseStarts {
+            nodes: Some(Start {
+                start: |fake_clock| Ok(Box::new(Nodes::start($flavor, fake_clock)?)),
+                takes: Duration::from_millis(300),
+            }),
+            pair: None,
+            sentinels: None,
+            sharded: None,
+            cluster: None,
+            restartable: None,
+            namespaced: None,
+        }
+    };
+}
+
+/// Redis nodes.
+pub(super) const STARTS: CaseStarts = starts!(Flavor::Redis);
+
+/// Valkey nodes.
+pub(crate) const VALKEY_STARTS: CaseStarts = starts!(Flavor::Valkey);
 
 /// Redlock's independent nodes.
 #[derive(Debug)]
@@ -32,11 +44,30 @@ struct Nodes(RedisNodes);
 impl Nodes {
     /// Starts Redlock's 5 independent nodes, without persistence; `fake_clock` = `(node, rate)`
     /// runs that node's wall clock `rate` times as fast. Blocking (~0.1 s).
-    fn start(fake_clock: Option<(usize, u32)>) -> Result<Self, String> {
+    fn start(flavor: Flavor, fake_clock: Option<(usize, u32)>) -> Result<Self, String> {
         let fake = fake_clock.map(|(node, rate)| (node, FakeClock::faster(rate)));
-        RedisNodes::start(RedisNodes::DEFAULT_COUNT, RedisNodeOptions::default(), fake)
+        let options = RedisNodeOptions {
+            redis: RedisOptions::of(flavor),
+            ..RedisNodeOptions::default()
+        };
+        RedisNodes::start(RedisNodes::DEFAULT_COUNT, options, fake)
             .map(Nodes)
-            .map_err(|e| format!("{} independent redis nodes: {e}", RedisNodes::DEFAULT_COUNT))
+            .map_err(|e| {
+                let (n, name) = (RedisNodes::DEFAULT_COUNT, flavor.name());
+                format!("{n} independent {name} nodes: {e}")
+            })
+    }
+
+    fn flavor(&self) -> Flavor {
+        self.0.node(0).options().redis.flavor
+    }
+
+    /// `redis` or `valkey`.
+    fn program(&self) -> &'static str {
+        match self.flavor() {
+            Flavor::Redis => "redis",
+            Flavor::Valkey => "valkey",
+        }
     }
 
     /// `redis nodes 3,4 (127.0.0.1:P3, 127.0.0.1:P4)`.
@@ -46,20 +77,32 @@ impl Nodes {
             .iter()
             .map(|&i| self.0.node(i).addr().to_string())
             .collect();
-        format!("redis nodes {} ({})", indices.join(","), addrs.join(", "))
+        let program = self.program();
+        format!(
+            "{program} nodes {} ({})",
+            indices.join(","),
+            addrs.join(", ")
+        )
     }
 }
 
 impl CaseServers for Nodes {
     fn kind(&self) -> ServerKind {
-        ServerKind::RedisNodes
+        match self.flavor() {
+            Flavor::Redis => ServerKind::RedisNodes,
+            Flavor::Valkey => ServerKind::ValkeyNodes,
+        }
     }
 
     fn endpoints(&self) -> EndpointAddrs {
-        EndpointAddrs {
+        let mut endpoints = EndpointAddrs {
             redis_nodes: self.0.urls(),
             ..EndpointAddrs::default()
+        };
+        if self.flavor() == Flavor::Valkey {
+            endpoints.swap_valkey_with_redis();
         }
+        endpoints
     }
 
     /// None: the node faults restart servers, and a restart resets the counters.
@@ -70,7 +113,7 @@ impl CaseServers for Nodes {
     fn info(&self) -> ServerInfo {
         let n = &self.0;
         case_info(
-            ServerKind::RedisNodes,
+            self.kind(),
             node_version(n.node(0)),
             format!(
                 "{} independent nodes started per case{}",
@@ -88,7 +131,7 @@ impl CaseServers for Nodes {
     fn serving_pid(&self) -> Option<(u32, String)> {
         let node = self.0.node(0);
         node.pid()
-            .map(|pid| (pid, format!("redis node 0 {}", node.addr())))
+            .map(|pid| (pid, format!("{} node 0 {}", self.program(), node.addr())))
     }
 
     /// An error naming any node that was not running (nothing was killed there, so the fault did
@@ -129,7 +172,7 @@ impl CaseServers for Nodes {
     /// round trip).
     fn node_clock_ahead_ms(&self, node: usize) -> Result<f64, String> {
         if node >= self.0.len() {
-            return Err(format!("no redis node {node}"));
+            return Err(format!("no {} node {node}", self.program()));
         }
         let reply = self
             .0
