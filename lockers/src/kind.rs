@@ -20,11 +20,13 @@ pub enum ServerKind {
     ZooKeeper,
     /// A PostgreSQL server.
     Postgres,
+    /// A MySQL server (MariaDB when lockbench starts it).
+    Mysql,
 }
 
 impl ServerKind {
     /// Every kind.
-    pub const ALL: [ServerKind; 7] = [
+    pub const ALL: [ServerKind; 8] = [
         ServerKind::InProcess,
         ServerKind::PerClient,
         ServerKind::Redis,
@@ -32,6 +34,7 @@ impl ServerKind {
         ServerKind::Etcd,
         ServerKind::ZooKeeper,
         ServerKind::Postgres,
+        ServerKind::Mysql,
     ];
 
     /// The name used in listings and results.
@@ -44,6 +47,7 @@ impl ServerKind {
             ServerKind::Etcd => "etcd",
             ServerKind::ZooKeeper => "zookeeper",
             ServerKind::Postgres => "postgres",
+            ServerKind::Mysql => "mysql",
         }
     }
 
