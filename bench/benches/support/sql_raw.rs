@@ -9,7 +9,7 @@ use tokio::sync::Mutex;
 pub(crate) const RAW_PG_ADVISORY: &str = "raw advisory stmts";
 pub(crate) const RAW_PG_LEASE: &str = "raw lease stmts";
 pub(crate) const RAW_MY_GET_LOCK: &str = "raw get_lock stmts";
-pub(crate) const RAW_MY_LEASE: &str = "raw mysql lease stmts";
+pub(crate) const RAW_MY_LEASE: &str = "raw my-lease stmts";
 
 /// Which of a server kind's two rows: the session lock or the lease row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
