@@ -12,6 +12,9 @@
 //!   one connection of the bench's own to the same server);
 //! - valkey-ifeq (on a Valkey of its own): its `MULTI` / `SET NX PX` / `INCR` / `EXEC` round trip and its
 //!   `DELIFEQ`, no script.
+//! - mysql-get-lock: its `GET_LOCK` + token statement and its `RELEASE_LOCK`, on MariaDB;
+//! - mysql-lease: its lease-row `INSERT … ON DUPLICATE KEY UPDATE` and its freeing `UPDATE` (both
+//!   sent through `mysql_async` as the strategies send them, on one connection of the bench's own).
 //!
 //! Round 1's ratios against trivial calls (2 × `EVALSHA return 1`, 2 × `SET NX PX`, 2 × etcd put,
 //! 2 × (create + getChildren)) are printed as context.
@@ -34,9 +37,12 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use lockbench::base::measure::{Bound, Check, Latency, micros, render_checks};
-use lockbench_servers::{EtcdServer, PostgresServer, RedisServer, ZkServer};
+use lockbench_servers::{EtcdServer, MariaDbServer, PostgresServer, RedisServer, ZkServer};
 use lockers::etcd::{EtcdConfig, EtcdLease};
 use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
+use lockers::mysql::MysqlConfig;
+use lockers::mysql::get_lock::MysqlGetLock;
+use lockers::mysql::lease::MysqlLease;
 use lockers::postgres::PostgresConfig;
 use lockers::postgres::advisory::PostgresAdvisory;
 use lockers::postgres::lease::PostgresLease;
@@ -47,6 +53,7 @@ use lockers::redis::{
 };
 use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
 use lockers::{AcquireOptions, Events, Locker};
+use support::sql_raw::{RAW_MY_GET_LOCK, RAW_MY_LEASE, RAW_PG_ADVISORY, RAW_PG_LEASE, Row, SqlRaw};
 use support::watchdog_scripts::{Calls, RawCycle};
 use tokio::runtime::Runtime;
 use tokio::sync::Mutex;
@@ -76,64 +83,10 @@ enum Raw {
     EtcdTxns(etcd_client::KvClient, i64),
     /// zookeeper's own calls sent raw: create an ephemeral-sequential node, list the parent, delete it.
     ZkCycle(zookeeper_client::Client),
-    /// A PostgreSQL strategy's own statements sent raw (prepared), on one connection: take, then free.
-    PgStatements(Arc<PgRaw>),
+    /// A SQL strategy's own statements sent raw (prepared), on one connection: take, then free.
+    SqlStatements(Arc<SqlRaw>),
     /// valkey-ifeq's own commands sent raw: the claim's transaction, then `DELIFEQ`.
     IfeqCommands(Commands),
-}
-
-/// A PostgreSQL strategy's two statements, prepared on the bench's own connection.
-struct PgRaw {
-    client: tokio_postgres::Client,
-    take: tokio_postgres::Statement,
-    free: tokio_postgres::Statement,
-    lease: bool,
-    name: &'static str,
-}
-
-impl PgRaw {
-    async fn connect(url: &str, lease: bool) -> Result<Self, tokio_postgres::Error> {
-        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
-        tokio::spawn(connection);
-        let (take, free, name) = match lease {
-            true => (
-                lockers::postgres::lease::ACQUIRE,
-                lockers::postgres::lease::RELEASE,
-                RAW_PG_LEASE,
-            ),
-            false => (
-                lockers::postgres::advisory::TRY_LOCK,
-                lockers::postgres::advisory::UNLOCK,
-                RAW_PG_ADVISORY,
-            ),
-        };
-        let (take, free) = (client.prepare(take).await?, client.prepare(free).await?);
-        Ok(PgRaw {
-            client,
-            take,
-            free,
-            lease,
-            name,
-        })
-    }
-
-    async fn cycle(&self) {
-        let key = "bench:raw-pg";
-        if self.lease {
-            let row = self
-                .client
-                .query_one(&self.take, &[&key, &"raw", &30.0_f64])
-                .await
-                .unwrap();
-            let token: i64 = row.get(0);
-            let freed = self.client.execute(&self.free, &[&key, &token]).await;
-            assert_eq!(freed.unwrap(), 1);
-        } else {
-            self.client.query_one(&self.take, &[&key]).await.unwrap();
-            let row = self.client.query_one(&self.free, &[&key]).await.unwrap();
-            assert!(row.get::<_, bool>(0));
-        }
-    }
 }
 
 /// The part name of each strategy's own calls sent raw (the baseline of its docs/design.md §8 ratio).
@@ -141,8 +94,6 @@ const RAW_WATCHDOG: &str = "raw watchdog scripts";
 const RAW_STRING: &str = "raw string scripts";
 const RAW_ETCD: &str = "raw etcd txns";
 const RAW_ZK: &str = "raw zk cycle";
-const RAW_PG_ADVISORY: &str = "raw advisory stmts";
-const RAW_PG_LEASE: &str = "raw lease stmts";
 const RAW_IFEQ: &str = "raw ifeq commands";
 
 impl Raw {
@@ -230,10 +181,10 @@ impl Raw {
                 zk.delete(&format!("{node}{sequence}"), None).await.unwrap();
                 timed(RAW_ZK, started);
             }
-            Raw::PgStatements(pg) => {
+            Raw::SqlStatements(sql) => {
                 let started = Instant::now();
-                pg.cycle().await;
-                timed(pg.name, started);
+                sql.cycle().await;
+                timed(sql.name(), started);
             }
             Raw::IfeqCommands(connection) => {
                 let started = Instant::now();
@@ -264,7 +215,7 @@ impl Raw {
             Raw::OwnScripts(_, _, name) => name,
             Raw::EtcdTxns(..) => RAW_ETCD,
             Raw::ZkCycle(_) => RAW_ZK,
-            Raw::PgStatements(pg) => pg.name,
+            Raw::SqlStatements(sql) => sql.name(),
             Raw::IfeqCommands(_) => RAW_IFEQ,
         }
     }
@@ -306,22 +257,24 @@ struct Setup {
 }
 
 /// The servers the bench started (Redis, the keyspace variant's Redis, Valkey, etcd, ZooKeeper,
-/// PostgreSQL).
+/// PostgreSQL, MariaDB).
 type Servers = (
     [Option<RedisServer>; 3],
     Option<EtcdServer>,
     Option<ZkServer>,
     Option<PostgresServer>,
+    Option<MariaDbServer>,
 );
 
 impl Setup {
     /// The process ids of every server this bench started.
     fn server_pids(&self) -> Vec<u32> {
-        let (redis_like, etcd, zk, postgres) = &self._servers;
+        let (redis_like, etcd, zk, postgres, mysql) = &self._servers;
         let mut pids: Vec<u32> = redis_like.iter().flatten().map(|s| s.pid()).collect();
         pids.extend(etcd.iter().map(|s| s.pid()));
         pids.extend(zk.iter().map(|s| s.pid()));
         pids.extend(postgres.iter().map(|s| s.pid()));
+        pids.extend(mysql.iter().map(|s| s.pid()));
         pids
     }
 }
@@ -463,22 +416,55 @@ async fn setup() -> Setup {
     if let Some(server) = &postgres {
         let url = server.url();
         let advisory = PostgresAdvisory::connect(&url, PostgresConfig::default(), Events::none());
-        let raw = PgRaw::connect(&url, false).await;
+        let raw = SqlRaw::postgres(&url, Row::SessionLock).await;
         if let (Some(locker), Some(raw)) = (
             support::or_skip("postgres-advisory", advisory.await),
             support::or_skip("postgres-advisory raw", raw),
         ) {
-            let own = Raw::PgStatements(Arc::new(raw));
+            let own = Raw::SqlStatements(Arc::new(raw));
             raws.push(own.clone());
             subjects.push(Subject::new(Arc::new(locker), vec![own]));
         }
         let lease = PostgresLease::connect(&url, PostgresConfig::default(), Events::none());
-        let raw = PgRaw::connect(&url, true).await;
+        let raw = SqlRaw::postgres(&url, Row::LeaseRow).await;
         if let (Some(locker), Some(raw)) = (
             support::or_skip("postgres-lease", lease.await),
             support::or_skip("postgres-lease raw", raw),
         ) {
-            let own = Raw::PgStatements(Arc::new(raw));
+            let own = Raw::SqlStatements(Arc::new(raw));
+            raws.push(own.clone());
+            subjects.push(Subject::new(Arc::new(locker), vec![own]));
+        }
+    }
+    let mysql = support::or_skip(
+        "mysql strategies",
+        tokio::task::spawn_blocking(|| {
+            let server = MariaDbServer::start()?;
+            server.query(lockers::mysql::SCHEMA)?;
+            Ok::<_, lockbench_servers::ServerError>(server)
+        })
+        .await
+        .unwrap(),
+    );
+    if let Some(server) = &mysql {
+        let url = server.url();
+        let get_lock = MysqlGetLock::connect(&url, MysqlConfig::default(), Events::none());
+        let raw = SqlRaw::mysql(&url, Row::SessionLock).await;
+        if let (Some(locker), Some(raw)) = (
+            support::or_skip("mysql-get-lock", get_lock.await),
+            support::or_skip("mysql-get-lock raw", raw),
+        ) {
+            let own = Raw::SqlStatements(Arc::new(raw));
+            raws.push(own.clone());
+            subjects.push(Subject::new(Arc::new(locker), vec![own]));
+        }
+        let lease = MysqlLease::connect(&url, MysqlConfig::default(), Events::none());
+        let raw = SqlRaw::mysql(&url, Row::LeaseRow).await;
+        if let (Some(locker), Some(raw)) = (
+            support::or_skip("mysql-lease", lease.await),
+            support::or_skip("mysql-lease raw", raw),
+        ) {
+            let own = Raw::SqlStatements(Arc::new(raw));
             raws.push(own.clone());
             subjects.push(Subject::new(Arc::new(locker), vec![own]));
         }
@@ -486,7 +472,7 @@ async fn setup() -> Setup {
     Setup {
         subjects,
         raws,
-        _servers: ([redis, keyspace_server, valkey], etcd, zk, postgres),
+        _servers: ([redis, keyspace_server, valkey], etcd, zk, postgres, mysql),
     }
 }
 
@@ -599,6 +585,8 @@ async fn report(subjects: &[Subject]) -> Vec<Check> {
             RAW_PG_ADVISORY,
             RAW_PG_LEASE,
             RAW_IFEQ,
+            RAW_MY_GET_LOCK,
+            RAW_MY_LEASE,
         ]
         .into_iter()
         .find_map(|name| p50(name).map(|p| (name, p)));

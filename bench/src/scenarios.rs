@@ -103,6 +103,14 @@ pub(crate) const PRESETS: &[Preset] = &[
         toml: include_str!("../scenarios/postgres-keepalive-partition.toml"),
     },
     Preset {
+        name: "mysql-failover",
+        toml: include_str!("../scenarios/mysql-failover.toml"),
+    },
+    Preset {
+        name: "mysql-session-kill",
+        toml: include_str!("../scenarios/mysql-session-kill.toml"),
+    },
+    Preset {
         name: "leader-loss",
         toml: include_str!("../scenarios/leader-loss.toml"),
     },

@@ -19,6 +19,8 @@ pub use added::{
     ADDED_ADAPTER_LOGS, add_adapter, added, added_adapter_args, added_log_dir,
     log_added_adapters_under,
 };
+use lockers::mysql::get_lock::MysqlGetLock;
+use lockers::mysql::lease::MysqlLease;
 use lockers::peer::{PeerLocker, PeerProcesses};
 use lockers::postgres::PostgresConfig;
 use lockers::postgres::advisory::PostgresAdvisory;
@@ -86,6 +88,11 @@ impl Endpoints {
     /// The PostgreSQL URL, or a `Config` error.
     pub fn postgres_url(&self) -> Result<&str, LockError> {
         required(self.addrs.postgres.as_deref(), "postgres server")
+    }
+
+    /// The MySQL URL, or a `Config` error.
+    pub fn mysql_url(&self) -> Result<&str, LockError> {
+        required(self.addrs.mysql.as_deref(), "mysql server")
     }
 
     /// The ZooKeeper connect string, or a `Config` error.
@@ -176,6 +183,22 @@ const ROWS_BATCHED: Facts = Facts {
     locks_per_renew_call: Some(lockers::postgres::lease::RENEW_CHUNK as u64),
     renewals_per_period: lockers::postgres::lease::RENEWALS_PER_PERIOD,
     ..PLAIN
+};
+
+/// `mysql-lease`'s renewal: one request (three statements) per chunk of due rows, a little more than
+/// once per period.
+const MYSQL_ROWS_BATCHED: Facts = Facts {
+    locks_per_renew_call: Some(lockers::mysql::lease::RENEW_CHUNK as u64),
+    renewals_per_period: lockers::mysql::lease::RENEWALS_PER_PERIOD,
+    ..PLAIN
+};
+
+/// A lock that is the holder's own connection (a session-level lock): thousands of held locks would
+/// be thousands of connections.
+const CONNECTION_LOCK: Facts = Facts {
+    in_many_locks: false,
+    connection_lock: true,
+    ..PER_LOCK
 };
 
 /// Redisson 3.44+'s renewal: every held lock once per tick (a third of the timeout), in chunks of
@@ -513,12 +536,7 @@ const NATIVE: &[Strategy] = &[
         |_| Ok(PostgresAdvisory::CAPABILITIES),
         CONNECT_POSTGRES_ADVISORY,
     )
-    // A held lock is a session of its own: thousands of held locks would be thousands of connections.
-    .with(Facts {
-        in_many_locks: false,
-        connection_lock: true,
-        ..PER_LOCK
-    }),
+    .with(CONNECTION_LOCK),
     Strategy::native(
         lockers::postgres::lease::ID,
         "PostgreSQL lease row taken by one INSERT ... ON CONFLICT on the server's clock, the client's rows renewed about every TTL/3 by one UPDATE per chunk of due rows; token bumped on every grant; polling waiters",
@@ -527,6 +545,25 @@ const NATIVE: &[Strategy] = &[
         CONNECT_POSTGRES_LEASE,
     )
     .with(ROWS_BATCHED),
+    // The MySQL rows run by name (not in `all`): the default suite has no room for them.
+    Strategy::native(
+        lockers::mysql::get_lock::ID,
+        "MySQL/MariaDB user lock (GET_LOCK) on a connection kept for the hold (checked every TTL/3); token from a per-key counter bumped in the same statement",
+        kinds::mysql::KIND,
+        |_| Ok(MysqlGetLock::CAPABILITIES),
+        CONNECT_MYSQL_GET_LOCK,
+    )
+    .with(CONNECTION_LOCK)
+    .not_in_all(),
+    Strategy::native(
+        lockers::mysql::lease::ID,
+        "MySQL/MariaDB lease row taken by one INSERT ... ON DUPLICATE KEY UPDATE on the server's clock, the client's rows renewed about every TTL/3 by one request per chunk of due rows; token bumped on every grant; polling waiters",
+        kinds::mysql::KIND,
+        |_| Ok(MysqlLease::CAPABILITIES),
+        CONNECT_MYSQL_LEASE,
+    )
+    .with(MYSQL_ROWS_BATCHED)
+    .not_in_all(),
     Strategy::native(
         "memory-unshared",
         "control without mutual exclusion: each client has its own MemoryServer, so the oracle must report violations",
@@ -806,20 +843,29 @@ const CONNECT_ZOOKEEPER: Connect = connect_with!(|endpoints, renewal, events| {
     ZooKeeperLock::connect(endpoints.zookeeper_connect()?, config, events).await?
 });
 
-const CONNECT_POSTGRES_ADVISORY: Connect = connect_with!(|endpoints, renewal, events| {
-    let config = PostgresConfig {
+/// The SQL strategies' settings for a run (PostgreSQL's and MySQL's are one type): their defaults
+/// with the workload's renewal.
+fn sql_config(renewal: Renewal) -> PostgresConfig {
+    PostgresConfig {
         renewal,
         ..PostgresConfig::default()
-    };
-    PostgresAdvisory::connect(endpoints.postgres_url()?, config, events).await?
+    }
+}
+
+const CONNECT_POSTGRES_ADVISORY: Connect = connect_with!(|endpoints, renewal, events| {
+    PostgresAdvisory::connect(endpoints.postgres_url()?, sql_config(renewal), events).await?
 });
 
 const CONNECT_POSTGRES_LEASE: Connect = connect_with!(|endpoints, renewal, events| {
-    let config = PostgresConfig {
-        renewal,
-        ..PostgresConfig::default()
-    };
-    PostgresLease::connect(endpoints.postgres_url()?, config, events).await?
+    PostgresLease::connect(endpoints.postgres_url()?, sql_config(renewal), events).await?
+});
+
+const CONNECT_MYSQL_GET_LOCK: Connect = connect_with!(|endpoints, renewal, events| {
+    MysqlGetLock::connect(endpoints.mysql_url()?, sql_config(renewal), events).await?
+});
+
+const CONNECT_MYSQL_LEASE: Connect = connect_with!(|endpoints, renewal, events| {
+    MysqlLease::connect(endpoints.mysql_url()?, sql_config(renewal), events).await?
 });
 
 #[cfg(test)]
@@ -903,7 +949,11 @@ mod tests {
         assert_eq!(ids(|f| f.yardstick), ["redis-watchdog-batched"]);
         assert_eq!(
             ids(|f| !f.in_many_locks),
-            ["redis-keyspace-naive", "postgres-advisory"]
+            [
+                "redis-keyspace-naive",
+                "postgres-advisory",
+                "mysql-get-lock"
+            ]
         );
         let batched = find("redis-watchdog-batched").expect("registered").facts;
         assert_eq!(batched.locks_per_renew_call, Some(100));

@@ -118,7 +118,7 @@ fn a_bad_manifest_is_one_line_naming_the_file_and_the_field() {
     let bad = dir.path().join("bad.toml");
     let manifest = std::fs::read_to_string(EXAMPLE)
         .unwrap()
-        .replace("server = \"redis\"", "server = \"mysql\"");
+        .replace("server = \"redis\"", "server = \"oracle\"");
     std::fs::write(&bad, manifest).unwrap();
     for command in [
         vec!["strategies", "--adapter", bad.to_str().unwrap()],

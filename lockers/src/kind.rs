@@ -24,11 +24,13 @@ pub enum ServerKind {
     Valkey,
     /// N independent Valkey servers (Redlock's masters on Valkey).
     ValkeyNodes,
+    /// A MySQL server (MariaDB when lockbench starts it).
+    Mysql,
 }
 
 impl ServerKind {
     /// Every kind.
-    pub const ALL: [ServerKind; 9] = [
+    pub const ALL: [ServerKind; 10] = [
         ServerKind::InProcess,
         ServerKind::PerClient,
         ServerKind::Redis,
@@ -38,6 +40,7 @@ impl ServerKind {
         ServerKind::Postgres,
         ServerKind::Valkey,
         ServerKind::ValkeyNodes,
+        ServerKind::Mysql,
     ];
 
     /// The name used in listings and results.
@@ -52,6 +55,7 @@ impl ServerKind {
             ServerKind::Postgres => "postgres",
             ServerKind::Valkey => "valkey",
             ServerKind::ValkeyNodes => "valkey-nodes",
+            ServerKind::Mysql => "mysql",
         }
     }
 

@@ -60,6 +60,8 @@ pub(crate) fn load_line() -> String {
 /// The `redis-watchdog` and `redis-guard-thread` Lua scripts exactly as `lockers` sends them: the shared
 /// `lib.lua`, then the body. `lockers` keeps its script objects private, so the benches build the same
 /// text from the same files to call the scripts directly, without the strategy's client around them.
+pub(crate) mod sql_raw;
+
 pub(crate) mod watchdog_scripts {
     use lockers::redis::Commands;
 

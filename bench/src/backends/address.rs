@@ -189,14 +189,41 @@ pub fn zk_sockets(connect: &str) -> Result<Vec<SocketAddr>, String> {
 /// The socket address inside a PostgreSQL URL (`postgres://[user[:pass]@]host[:port][/db][?…]`,
 /// `postgresql://` too; port 5432 by default).
 pub fn postgres_socket(url: &str) -> Result<SocketAddr, String> {
+    url_socket(
+        url,
+        &["postgres://", "postgresql://"],
+        5432,
+        "expected postgres://user@host:port/db",
+    )
+}
+
+/// The socket address inside a MySQL URL (`mysql://[user[:pass]@]host[:port]/db[?…]`, `mariadb://`
+/// too; port 3306 by default).
+pub fn mysql_socket(url: &str) -> Result<SocketAddr, String> {
+    url_socket(
+        url,
+        &["mysql://", "mariadb://"],
+        3306,
+        "expected mysql://user@host:port/db (or mariadb://)",
+    )
+}
+
+/// The socket address inside a URL of one of `schemes` (`scheme[user[:pass]@]host[:port][/…][?…]`,
+/// `default_port` when it names none); `expected` when the scheme is none of them.
+fn url_socket(
+    url: &str,
+    schemes: &[&str],
+    default_port: u16,
+    expected: &str,
+) -> Result<SocketAddr, String> {
     let url = url.trim();
-    let rest = url
-        .strip_prefix("postgres://")
-        .or_else(|| url.strip_prefix("postgresql://"))
-        .ok_or("expected postgres://user@host:port/db")?;
+    let rest = schemes
+        .iter()
+        .find_map(|scheme| url.strip_prefix(scheme))
+        .ok_or(expected)?;
     let authority = rest.split(['/', '?']).next().unwrap_or("");
     let host_port = authority.rsplit('@').next().unwrap_or("");
-    resolve(host_port, 5432)
+    resolve(host_port, default_port)
 }
 
 /// Asks the Sentinels of `url` in turn which server is the primary of its service
@@ -408,6 +435,11 @@ mod tests {
             Ok(local(5432))
         );
         assert!(postgres_socket("127.0.0.1:6").is_err());
+        assert_eq!(
+            mysql_socket("mariadb://app:p%40ss@127.0.0.1:7/db?ca=/x"),
+            Ok(local(7))
+        );
+        assert!(mysql_socket("postgres://127.0.0.1/db").is_err());
         assert!(redis_socket("redis://").is_err());
         assert!(redis_socket("redis://no-such-host.invalid:1").is_err());
     }

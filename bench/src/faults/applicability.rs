@@ -12,14 +12,14 @@
 //! | `pause_server` | every strategy with a real server | a server lockbench started (its pid) |
 //! | `client_pause` | Redis strategies | |
 //! | `pubsub_kill` | Redis strategies that use pub/sub (waiters woken by the server, keyspace events) | |
-//! | `failover` | Redis and PostgreSQL strategies | a primary + replica started per case, clients behind proxies |
+//! | `failover` | Redis, PostgreSQL and MySQL strategies | a primary + replica started per case, clients behind proxies |
 //! | `sentinel_failover` | Redis strategies but peers | a primary + replica + 3 Sentinels started per case |
 //! | `cluster_master_kill`, `cluster_failover` | Redis strategies that run on a cluster (not peers) | 3 masters + 3 replicas started per case |
 //! | `leader_kill` | etcd and ZooKeeper strategies | a 3-member cluster / ensemble started per case |
 //! | `node_kill`, `node_restart`, `clock_jump` | strategies on independent Redis nodes (`redlock`) | 5 nodes started per case (one under libfaketime for `clock_jump`) |
 //! | `server_restart` | single-Redis strategies | a restartable Redis started per case |
-//! | `terminate_session` | PostgreSQL strategies | the run's PostgreSQL, reachable as a superuser (lockbench's own) |
-//! | `keepalive_partition` | PostgreSQL strategies | a PostgreSQL in a network namespace started per case (root, iproute2, nftables), clients behind proxies |
+//! | `terminate_session` | PostgreSQL and MySQL strategies | the run's server, reachable as its administrator (lockbench's own) |
+//! | `keepalive_partition` | PostgreSQL strategies (no MySQL in a namespace yet) | a PostgreSQL in a network namespace started per case (root, iproute2, nftables), clients behind proxies |
 //!
 //! A scenario may also name the server kinds it is about (`servers = ["redis"]`): a fault that serves
 //! several kinds (`failover`) then applies only to the kind whose theory the scenario states
@@ -157,7 +157,9 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         FaultKind::PubsubKill if takes.redis_commands => {
             "it uses no pub/sub connection (its waiters poll)"
         }
-        FaultKind::Failover => "it does not run on a primary with a replica (Redis or PostgreSQL)",
+        FaultKind::Failover => {
+            "it does not run on a primary with a replica (Redis, PostgreSQL or MySQL)"
+        }
         FaultKind::ClientPause
         | FaultKind::BusyScript
         | FaultKind::SentinelFailover
@@ -169,8 +171,10 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
             "it does not run on independent Redis nodes (Redlock's masters)"
         }
         FaultKind::ServerRestart => "it does not run on one Redis server",
-        FaultKind::TerminateSession => "it holds no PostgreSQL session",
-        FaultKind::KeepalivePartition => "it does not run on PostgreSQL",
+        FaultKind::TerminateSession => "it holds no PostgreSQL or MySQL session",
+        FaultKind::KeepalivePartition => {
+            "it does not run on PostgreSQL (lockbench starts no other server in a network namespace)"
+        }
         FaultKind::PauseWorker
         | FaultKind::CrashWorker
         | FaultKind::StarveWorker
@@ -232,6 +236,13 @@ mod tests {
         assert!(check(FaultKind::TerminateSession, "redis-watchdog").is_err());
         assert!(check(FaultKind::KeepalivePartition, "postgres-lease").is_ok());
         assert!(check(FaultKind::KeepalivePartition, "redis-watchdog").is_err());
+        assert!(check(FaultKind::Failover, "mysql-lease").is_ok());
+        assert!(check(FaultKind::TerminateSession, "mysql-get-lock").is_ok());
+        assert!(
+            check(FaultKind::KeepalivePartition, "mysql-get-lock")
+                .expect_err("no namespaced mariadb")
+                .contains("network namespace")
+        );
         // A peer's library lives in its adapter process: signals, cgroups and the hog threads beside
         // it reach it through the worker's process group; the worker runtime's starvation does not.
         assert!(check(FaultKind::PauseWorker, "py-redis-lock").is_ok());

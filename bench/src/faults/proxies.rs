@@ -114,12 +114,18 @@ mod tests {
             etcd: vec!["http://127.0.0.1:1".into(), "http://127.0.0.1:2".into()],
             zookeeper: Some("127.0.0.1:1,127.0.0.1:2/locks".into()),
             postgres: Some("postgres://app:pw@127.0.0.1:3/db?sslmode=disable".into()),
+            mysql: Some("mysql://app:pw@127.0.0.1:4/db?ca=/c.pem".into()),
             ..EndpointAddrs::default()
         };
         let postgres = rewrite(ServerKind::Postgres, &base, &[p1]);
         assert_eq!(
             postgres.postgres.as_deref(),
             Some("postgres://app:pw@127.0.0.1:9001/db?sslmode=disable")
+        );
+        let mysql = rewrite(ServerKind::Mysql, &base, &[p2]);
+        assert_eq!(
+            mysql.mysql.as_deref(),
+            Some("mysql://app:pw@127.0.0.1:9002/db?ca=/c.pem")
         );
         let etcd = rewrite(ServerKind::Etcd, &base, &[p1, p2]);
         assert_eq!(

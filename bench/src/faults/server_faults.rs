@@ -5,8 +5,8 @@
 //! (`cluster_master_kill`, `cluster_failover`), the kill of a cluster's leader
 //! (`leader_kill`), kills and restarts of Redlock's nodes (`node_kill`, `node_restart`; `clock_jump` is
 //! set up when its node starts) and the restart of a single Redis with or without persistence
-//! (`server_restart`), and PostgreSQL's `pg_terminate_backend` of a holder's session
-//! (`terminate_session`).
+//! (`server_restart`), and the end of a holder's session from the server (`terminate_session`:
+//! PostgreSQL's `pg_terminate_backend`, MySQL's `KILL CONNECTION`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -529,8 +529,9 @@ fn record_failover(
     }
 }
 
-/// Ends the sessions holding `victim`'s lock from the server (`pg_terminate_backend`, as lockbench's
-/// superuser): what an administrator, `idle_session_timeout` or a connection pooler's reaper does.
+/// Ends the sessions holding `victim`'s lock from the server (its kind's `end_sessions`:
+/// `pg_terminate_backend`, `KILL CONNECTION`, as lockbench's administrator): what an administrator,
+/// a session timeout or a connection pooler's reaper does.
 async fn terminate_session(
     env: &FaultEnv,
     rec: &mut Record,
@@ -546,11 +547,11 @@ async fn terminate_session(
         ServerAccess::Shared { kind, socket, .. } => match kind.faults().end_sessions {
             Some(end) => (*kind, *socket, end),
             None => {
-                return not_applied(rec, format!("no PostgreSQL session on {}", kind.name()));
+                return not_applied(rec, format!("no session lock on {}", kind.name()));
             }
         },
         ServerAccess::Own(_) | ServerAccess::None => {
-            return not_applied(rec, "terminate_session needs the run's PostgreSQL");
+            return not_applied(rec, "terminate_session needs the run's PostgreSQL or MySQL");
         }
     };
     let lock = format!("{}{key}", env.key_prefix);
@@ -569,7 +570,7 @@ async fn terminate_session(
             ));
         }
         Ok(_) => return not_applied(rec, format!("no session held {lock} when it struck")),
-        Err(e) => return not_applied(rec, format!("pg_terminate_backend failed: {e}")),
+        Err(e) => return not_applied(rec, format!("ending the sessions failed: {e}")),
     }
     rec.stop = Some(env.clock.now());
     Ok(true)

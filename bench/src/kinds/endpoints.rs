@@ -20,6 +20,9 @@ pub struct EndpointAddrs {
     /// PostgreSQL URL (`postgres://user@127.0.0.1:PORT/db`).
     #[serde(default)]
     pub postgres: Option<String>,
+    /// MySQL URL (`mysql://user:password@127.0.0.1:PORT/db`).
+    #[serde(default)]
+    pub mysql: Option<String>,
     /// Whether the Redis primary has a replica (the failover topology): Redisson's rows then run in a
     /// replicated mode and `WAIT` after lock writes.
     #[serde(default)]
@@ -75,6 +78,7 @@ impl std::fmt::Debug for EndpointAddrs {
             .field("etcd", &redact(&self.etcd.join(",")))
             .field("zookeeper", &self.zookeeper.as_deref().map(redact))
             .field("postgres", &self.postgres.as_deref().map(redact))
+            .field("mysql", &self.mysql.as_deref().map(redact))
             .field("redis_replicated", &self.redis_replicated)
             .field("redis_replicas", &redact(&self.redis_replicas.join(",")))
             .field("valkey", &self.valkey.as_deref().map(redact))

@@ -4,7 +4,7 @@
 //! and how a proxy is put in front of them, whether `MONITOR` follows it, which server faults it
 //! offers) lives in its [`KindEntry`], keyed by its id ([`ServerKind`], shared with the peers'
 //! catalog), so shared code never asks "which server is this?" by name. Each kind with a server has
-//! a folder of its own (`redis/`, `redis_nodes/`, `etcd/`, `zookeeper/`, `postgres/`) with the same
+//! a folder of its own (`redis/`, `redis_nodes/`, `etcd/`, `zookeeper/`, `postgres/`, `mysql/`) with the same
 //! skeleton; the two without one (in-process, per-client) are here. A kind that is another kind's
 //! entry on another program (`valkey/`, `valkey_nodes/`: the Redis kinds on `valkey-server`) has a
 //! `mod.rs` only.
@@ -61,6 +61,7 @@ pub mod counters;
 pub mod endpoints;
 pub mod etcd;
 pub mod held;
+pub mod mysql;
 pub mod postgres;
 pub mod redis;
 pub mod redis_nodes;
@@ -211,6 +212,7 @@ pub fn entry(kind: ServerKind) -> &'static KindEntry {
         ServerKind::Etcd => &etcd::ETCD,
         ServerKind::ZooKeeper => &zookeeper::ZOOKEEPER,
         ServerKind::Postgres => &postgres::POSTGRES,
+        ServerKind::Mysql => &mysql::MYSQL,
         ServerKind::Valkey => &valkey::VALKEY,
         ServerKind::ValkeyNodes => &valkey_nodes::VALKEY_NODES,
     }

@@ -60,7 +60,7 @@ pub fn add_adapter(path: &Path) -> Result<&'static Strategy, String> {
     let row = Strategy::peer(spec).ok_or_else(|| {
         fail(
             "server",
-            "a server a run starts (redis, redis-nodes, etcd, zookeeper, postgres); `in-process` is \
+            "a server a run starts (redis, redis-nodes, etcd, zookeeper, postgres, mysql); `in-process` is \
              for `lockbench check-adapter` only"
                 .into(),
         )

@@ -501,7 +501,7 @@ ttl_ms = "{ttl_ms}"
     fn a_bad_manifest_is_one_line_naming_the_file_the_field_and_what_it_expected() {
         for (change, field, expected) in [
             (
-                ("server = \"redis\"", "server = \"mysql\""),
+                ("server = \"redis\"", "server = \"oracle\""),
                 "server",
                 "one of",
             ),

@@ -630,7 +630,7 @@ mod tests {
         let pids = parse_server_pids("redis=12,zookeeper=34").unwrap_or_default();
         assert_eq!(pids.get(&ServerKind::Redis), Some(&12));
         assert_eq!(pids.get(&ServerKind::ZooKeeper), Some(&34));
-        assert!(parse_server_pids("mysql=1").is_err());
+        assert!(parse_server_pids("oracle=1").is_err());
         assert!(parse_server_pids("redis").is_err());
         assert!(parse_server_pids("redis=x").is_err());
     }

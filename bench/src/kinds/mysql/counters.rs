@@ -27,7 +27,10 @@ pub(crate) fn read(
     _auth: Option<(&str, &str)>,
 ) -> Option<StatsSnapshot> {
     one_node(nodes, |socket, pid| {
-        let names: Vec<String> = COUNTED.iter().map(|(name, _)| format!("'{name}'")).collect();
+        let names: Vec<String> = COUNTED
+            .iter()
+            .map(|(name, _)| format!("'{name}'"))
+            .collect();
         let sql = format!(
             "SHOW GLOBAL STATUS WHERE Variable_name IN ({})",
             names.join(", ")

@@ -1,0 +1,215 @@
+//! The MariaDB set-ups a case starts for itself: a primary with an asynchronous GTID replica
+//! (`failover`; optionally with a delayed replication link). No MariaDB in a network namespace of
+//! its own is started, so `keepalive_partition` is refused on this kind.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use lockbench_reports::model::ServerInfo;
+use lockbench_servers::{MariaDbPair, MariaDbServer, Proxy};
+
+use super::prepare_own_mysql;
+use crate::kinds::case_servers::{
+    CaseServers, CaseStarts, FailoverReport, Start, case_info, fail_over_pair, lag_link, lag_words,
+    promoted,
+};
+use crate::kinds::{EndpointAddrs, ServerKind};
+
+/// The MariaDB set-ups, with how long each takes to start and stop.
+pub(super) const STARTS: CaseStarts = CaseStarts {
+    // A primary + GTID replica (failover: two fresh data directories from `mariadb-install-db`, both
+    // servers, the replica caught up, then the tables and the link's proxy). Not timed alone: a run of
+    // mysql-failover's two 3 s cases, each starting its own pair, took 8.9-9.9 s (debug build).
+    pair: Some(Start {
+        start: |lag| Ok(Box::new(Pair::start(lag)?)),
+        takes: Duration::from_millis(3000),
+    }),
+    namespaced: None,
+    sentinels: None,
+    sharded: None,
+    cluster: None,
+    nodes: None,
+    restartable: None,
+};
+
+/// A MariaDB primary + GTID replica; `lag` is the proxy on the replication link when it is delayed.
+#[derive(Debug)]
+pub(super) struct Pair {
+    pub(super) pair: MariaDbPair,
+    lag: Option<Proxy>,
+}
+
+impl Pair {
+    /// Starts a MariaDB primary with a replica and the tables its rows need (created on the
+    /// primary, replicated). With a `replication_lag`, the replica reads the primary's binlog through
+    /// a proxy that delays it by that much. Blocking (a few seconds).
+    pub(super) fn start(replication_lag: Duration) -> Result<Self, String> {
+        let pair = MariaDbPair::start().map_err(|e| format!("mariadb primary + replica: {e}"))?;
+        prepare_own_mysql(pair.primary()).map_err(|e| format!("mariadb tables: {e}"))?;
+        let lag = lag_link(pair.primary().addr(), replication_lag, |proxy| {
+            pair.replicate_through(proxy.addr())
+                .map_err(|e| format!("replicating through the link proxy: {e}"))
+        })?;
+        Ok(Pair { pair, lag })
+    }
+
+    /// Kills the primary and compares the lock state it held just before (lease and fencing rows,
+    /// and the user locks its sessions held, which are never replicated) with the replica's right
+    /// after, and how far the replica's received binlog was behind the primary's. Nothing pauses the
+    /// clients' writes first: a statement that commits between the snapshot and the kill, a few
+    /// milliseconds, is counted as the snapshot saw it.
+    fn kill_primary(&self) -> Result<FailoverReport, String> {
+        let (primary, replica) = (self.pair.primary(), self.pair.replica());
+        let before = snapshot(primary);
+        // `SHOW MASTER STATUS`: the binlog file and the position written up to.
+        let written = primary.query("SHOW MASTER STATUS").ok().and_then(|rows| {
+            let row = rows.into_iter().next()?;
+            Some((
+                row.first()?.clone()?,
+                row.get(1)?.clone()?.parse::<u64>().ok()?,
+            ))
+        });
+        primary
+            .kill()
+            .map_err(|e| format!("killing the primary: {e}"))?;
+        let unreplicated = written.and_then(|(file, position)| {
+            // `SHOW SLAVE STATUS`: the primary's binlog file it reads (6th column) and the position
+            // it has received up to in it (7th).
+            let rows = replica.query("SHOW SLAVE STATUS").ok()?;
+            let row = rows.first()?;
+            let (read_file, read) = (row.get(5)?.as_deref()?, row.get(6)?.as_deref()?);
+            let read: u64 = read.parse().ok()?;
+            (read_file == file).then(|| position.saturating_sub(read))
+        });
+        let after = snapshot(replica);
+        Ok(FailoverReport::compare(
+            (primary.addr(), &before),
+            (replica.addr(), &after),
+            unreplicated,
+        ))
+    }
+}
+
+impl CaseServers for Pair {
+    fn kind(&self) -> ServerKind {
+        ServerKind::Mysql
+    }
+
+    fn endpoints(&self) -> EndpointAddrs {
+        EndpointAddrs {
+            mysql: Some(self.pair.primary().url()),
+            ..EndpointAddrs::default()
+        }
+    }
+
+    fn stats_at(&self) -> Option<(SocketAddr, Option<u32>)> {
+        let primary = self.pair.primary();
+        Some((primary.addr(), Some(primary.pid())))
+    }
+
+    fn info(&self) -> ServerInfo {
+        case_info(
+            ServerKind::Mysql,
+            self.pair.primary().version().to_owned(),
+            format!(
+                "MariaDB primary + GTID replica started per case{}",
+                lag_words(self.lag.as_ref())
+            ),
+            self.pair.primary().startup() + self.pair.replica().startup(),
+        )
+    }
+
+    fn serving_pid(&self) -> Option<(u32, String)> {
+        let primary = self.pair.primary();
+        Some((primary.pid(), format!("mariadb primary {}", primary.addr())))
+    }
+
+    fn fail_over(&self, redirect: &dyn Fn(SocketAddr)) -> Result<FailoverReport, String> {
+        fail_over_pair(
+            self.lag.as_ref(),
+            self.pair.replica().addr(),
+            redirect,
+            || {
+                let report = self.kill_primary()?;
+                promoted(self.pair.promote_replica())?;
+                Ok(report)
+            },
+        )
+    }
+}
+
+/// The lock state a MariaDB holds, by row or lock: `lease NAME` → its token and holder, `fencing
+/// NAME` → its token (names in hex), `user_lock NAME` → granted (user locks live in the sessions of
+/// the server that granted them; a replica shows none of its primary's).
+fn snapshot(server: &MariaDbServer) -> BTreeMap<String, String> {
+    const STATE: &str = "SELECT CONCAT('lease ', HEX(name)), CONCAT(token, ' ', holder) \
+         FROM lockbench_leases \
+         UNION ALL SELECT CONCAT('fencing ', HEX(name)), token FROM lockbench_fencing \
+         UNION ALL SELECT CONCAT('user_lock ', TABLE_SCHEMA), 'granted' \
+         FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE = 'User lock'";
+    server
+        .query(STATE)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|row| match row.as_slice() {
+            [Some(key), Some(value)] => Some((key.clone(), value.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use lockers::mysql::MysqlConfig;
+    use lockers::mysql::get_lock::MysqlGetLock;
+    use lockers::mysql::lease::MysqlLease;
+    use lockers::{AcquireOptions, Events, Locker};
+
+    use super::*;
+
+    /// A MariaDB failover's evidence counts a user lock (never replicated) and the lease and fencing
+    /// rows written inside the replication lag as missing on the replica, and the promoted replica
+    /// takes writes.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_mariadb_failover_sees_what_the_replica_lacks() {
+        let servers = tokio::task::spawn_blocking(|| Pair::start(Duration::from_secs(2)))
+            .await
+            .expect("start")
+            .expect("pair");
+        let url = servers.pair.primary().url();
+        let once = AcquireOptions::try_once();
+        let get_lock = MysqlGetLock::connect(&url, MysqlConfig::default(), Events::none())
+            .await
+            .expect("connect");
+        let lease = MysqlLease::connect(&url, MysqlConfig::default(), Events::none())
+            .await
+            .expect("connect");
+        let held = [
+            get_lock.acquire("a", &once).await.expect("a"),
+            lease.acquire("b", &once).await.expect("b"),
+        ];
+        let (failover, servers) = tokio::task::spawn_blocking(move || {
+            let failover = servers.fail_over(&|_| {});
+            (failover, servers)
+        })
+        .await
+        .expect("failover");
+        let report = failover.expect("failover");
+        assert_eq!(
+            (report.primary_keys, report.missing_keys),
+            (3, 3),
+            "{report:?}"
+        );
+        assert!(
+            report.unreplicated_bytes.is_some_and(|b| b > 0),
+            "{report:?}"
+        );
+        servers
+            .pair
+            .replica()
+            .query("INSERT INTO lockbench_fencing VALUES ('after', 1)")
+            .expect("the promoted replica takes writes");
+        drop(held);
+    }
+}
