@@ -80,6 +80,11 @@ impl Pair {
             let row = rows.first()?;
             let (read_file, read) = (row.get(5)?.as_deref()?, row.get(6)?.as_deref()?);
             let read: u64 = read.parse().ok()?;
+            // A replica that has received nothing yet (its link still delayed) names no file: all
+            // the primary wrote after the file's 4-byte header is unreplicated.
+            if read_file.is_empty() {
+                return Some(position.saturating_sub(BINLOG_HEADER));
+            }
             (read_file == file).then(|| position.saturating_sub(read))
         });
         let after = snapshot(replica);
@@ -90,6 +95,9 @@ impl Pair {
         ))
     }
 }
+
+/// The bytes a binlog file starts with before its first event (its magic number).
+const BINLOG_HEADER: u64 = 4;
 
 impl CaseServers for Pair {
     fn kind(&self) -> ServerKind {
