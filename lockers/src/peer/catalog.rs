@@ -14,7 +14,7 @@ use crate::peer::{PeerCommand, PeerConfig};
 use crate::settings::Renewal;
 
 use crate::peer::manifest::Runtime;
-pub use crate::peer::manifest::{INSTALL, PeerSpec};
+pub use crate::peer::manifest::{INSTALL, PeerSpec, Registry};
 
 /// The environment variable that points at the `adapters/` folder (default: the source tree's).
 pub const ADAPTERS_ENV: &str = "LOCKBENCH_ADAPTERS";
@@ -171,6 +171,46 @@ impl PeerSpec {
         config.pinned_version = Some(self.version.clone());
         config.serves_many_clients = self.serves_many_clients;
         Ok(config)
+    }
+
+    /// This adapter running `version` of its library, installed in `dir` (a folder of its own): the
+    /// row `<id>@<version>`, whose process must report `version`. A JVM row starts from the install's
+    /// own `run.args`; a Python row runs the shipped script with the install's `.venv`.
+    pub fn at_version(&self, version: &str, dir: &Path) -> PeerSpec {
+        let entry = match self.runtime {
+            Runtime::Jvm => dir.join("run.args"),
+            _ => self.entry.clone(),
+        };
+        PeerSpec {
+            id: format!("{}@{version}", self.id),
+            version: version.to_owned(),
+            description: format!(
+                "peer: {} {version}, through {}'s adapter (another version of its library)",
+                self.library, self.id
+            ),
+            entry,
+            folder: dir.to_path_buf(),
+            install: format!(
+                "lockbench installs it at first use into {}; remove that folder to install it again",
+                dir.display()
+            ),
+            ..self.clone()
+        }
+    }
+
+    /// The folder of its manifest (where its runtime's environment and build files are).
+    pub fn folder(&self) -> &Path {
+        &self.folder
+    }
+
+    /// Its entry (a script, an argument file or a program), as its manifest resolves it.
+    pub fn entry_file(&self) -> &Path {
+        &self.entry
+    }
+
+    /// Its runtime as its manifest's `start.runtime` names it (`java`, `python-venv`, …).
+    pub fn runtime_name(&self) -> &'static str {
+        self.runtime.name()
     }
 
     /// The settings [`config`](Self::config) passes in `hello`.
