@@ -155,31 +155,53 @@ fn resolved_record(
     )
 }
 
-/// The last line of a failed command's output that holds `marker` (else its last line), trimmed to
-/// one short line for an error message.
-fn telling_line(output: &Output, marker: &str) -> String {
+/// The first line of a failed command's output that holds one of `markers` (tried in order; else
+/// its last line), cleaned of colour codes and cut to one short line for an error message, and the
+/// line after it when that holds `then` (javac's `symbol:` line).
+fn telling_line(output: &Output, markers: &[&str], then: &str) -> String {
     let text = format!(
         "{}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    let lines: Vec<&str> = text
+    let lines: Vec<String> = text
         .lines()
-        .map(str::trim)
+        .map(|l| without_colour(l).trim().to_owned())
         .filter(|l| !l.is_empty())
         .collect();
-    let line = lines
+    let at = markers
         .iter()
-        .rev()
-        .find(|l| l.contains(marker))
-        .or(lines.last())
-        .copied()
-        .unwrap_or("no output");
-    let mut line = line.to_owned();
-    if line.chars().count() > 200 {
-        line = line.chars().take(200).collect::<String>() + "…";
+        .find_map(|m| lines.iter().position(|l| l.contains(m)))
+        .unwrap_or(lines.len().saturating_sub(1));
+    let mut line = lines.get(at).cloned().unwrap_or_else(|| "no output".into());
+    if let Some(next) = lines
+        .get(at + 1)
+        .filter(|l| !then.is_empty() && l.contains(then))
+    {
+        line = format!("{line}; {next}");
+    }
+    if line.chars().count() > 240 {
+        line = line.chars().take(240).collect::<String>() + "…";
     }
     line
+}
+
+/// `line` without terminal colour codes (`ESC [ … m`).
+fn without_colour(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -191,7 +191,7 @@ impl PeerSpec {
             entry,
             folder: dir.to_path_buf(),
             install: format!(
-                "lockbench installs it at first use into {}; remove that folder to install it again",
+                "rm -rf '{}' (lockbench installs it again at its next use)",
                 dir.display()
             ),
             ..self.clone()

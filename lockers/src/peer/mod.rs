@@ -289,7 +289,7 @@ impl PeerLocker {
             && text("version") != pin
         {
             return Err(LockError::Config(format!(
-                "peer {}: its process loaded {} {}, but {pin} is pinned; install the pinned version with: {}",
+                "peer {}: its process loaded {} {}, but the row runs {pin}; install {pin} with: {}",
                 config.id,
                 text("library"),
                 text("version"),

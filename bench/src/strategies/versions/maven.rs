@@ -38,17 +38,16 @@ pub(super) fn install(
     match output.status.code() {
         Some(0) => {}
         Some(3) => {
-            let line = telling_line(&output, "[ERROR]");
-            return Err(
-                if line.contains("Could not find artifact") || line.contains("was not found") {
-                    format!("Maven Central has no {coordinates} ({line})")
-                } else {
-                    format!("mvn could not fetch {coordinates} from Maven Central ({line})")
-                },
-            );
+            let line = telling_line(&output, &["Could not", "[ERROR]"], "");
+            let missing = format!("{group}:{artifact}:jar:{version} was not found");
+            return Err(if line.contains(&missing) {
+                format!("Maven Central has no {coordinates}")
+            } else {
+                format!("mvn could not fetch {coordinates} from Maven Central ({line})")
+            });
         }
         Some(4) => {
-            let line = telling_line(&output, "error:");
+            let line = telling_line(&output, &["error:"], "symbol:");
             let line = line
                 .rsplit_once('/')
                 .map_or(line.as_str(), |(_, file)| file);
@@ -58,10 +57,8 @@ pub(super) fn install(
             ));
         }
         _ => {
-            return Err(format!(
-                "the JVM build failed ({})",
-                telling_line(&output, "jvm adapters")
-            ));
+            let line = telling_line(&output, &["jvm adapters"], "");
+            return Err(format!("the JVM build failed ({line})"));
         }
     }
     let args_path = building.join("run.args");

@@ -1,5 +1,5 @@
 //! A Python row at another version: a venv of its own (`.venv` in the install's folder) with
-//! `package==version` from PyPI, the other packages it brings held to the adapters'
+//! `package==version` from PyPI (by the pip of the adapters' venv when there is one), the other packages it brings held to the adapters'
 //! `requirements.txt` pins where it takes them, and the shipped adapter script importing in it.
 
 use std::path::Path;
@@ -19,18 +19,23 @@ pub(super) fn install(
 ) -> Result<Vec<String>, String> {
     let wanted = format!("{package}=={version}");
     let venv = building.join(".venv");
-    run(
-        Command::new("python3").args(["-m", "venv"]).arg(&venv),
-        "python3 -m venv",
-        "Error",
-    )?;
     let python = venv.join("bin/python");
+    // The adapters' own venv lends its pip (`pip --python`), which spares the new venv its own (a
+    // venv without pip is made in a fraction of a second, one with pip in seconds).
+    let lender = base.folder().join(".venv/bin/python");
+    let mut make_venv = Command::new("python3");
+    make_venv.args(["-m", "venv"]);
+    if lender.is_file() {
+        make_venv.arg("--without-pip");
+    }
+    run(make_venv.arg(&venv), "python3 -m venv")?;
     let constraints = building.join("constraints.txt");
     std::fs::write(&constraints, other_pins(base, package))
         .map_err(|e| format!("cannot write {} ({e})", constraints.display()))?;
     let pip = |args: &[&str]| {
-        let mut command = Command::new(&python);
+        let mut command = Command::new(if lender.is_file() { &lender } else { &python });
         command.args(["-m", "pip", "--disable-pip-version-check", "--no-input"]);
+        command.arg("--python").arg(&python);
         command.args(args);
         command
     };
@@ -39,9 +44,9 @@ pub(super) fn install(
         .output();
     let installed = installed.map_err(|e| format!("cannot run pip ({e})"))?;
     if !installed.status.success() {
-        let line = telling_line(&installed, "ERROR");
+        let line = telling_line(&installed, &["No matching distribution", "ERROR"], "");
         return Err(if line.contains("No matching distribution") {
-            format!("PyPI has no {wanted} ({line})")
+            format!("PyPI has no {wanted}")
         } else {
             format!("pip could not install {wanted} beside the adapter's other pins ({line})")
         });
@@ -66,7 +71,6 @@ pub(super) fn install(
             "{}'s adapter cannot use {wanted}: importing {module}",
             base.id
         ),
-        "Error",
     )?;
     let frozen = pip(&["freeze"])
         .output()
@@ -77,15 +81,18 @@ pub(super) fn install(
         .collect())
 }
 
-/// Runs `command`; an error is `what` and the output's telling line.
-fn run(command: &mut Command, what: &str, marker: &str) -> Result<(), String> {
+/// Runs `command`; an error is `what` and the output's last line (Python's exception).
+fn run(command: &mut Command, what: &str) -> Result<(), String> {
     let output = command
         .output()
         .map_err(|e| format!("{what}: cannot run it ({e})"))?;
     if output.status.success() {
         Ok(())
     } else {
-        Err(format!("{what} failed ({})", telling_line(&output, marker)))
+        Err(format!(
+            "{what} failed ({})",
+            telling_line(&output, &[], "")
+        ))
     }
 }
 
