@@ -327,7 +327,36 @@ mod tests {
                 if jvm { JIT_WARM_UP } else { Duration::ZERO }
             );
             assert_eq!(spec.install, INSTALL);
+            // Every library row takes `@version` but the Node and Go ones (not supported yet).
+            let library =
+                spec.id != "py-memory" && matches!(spec.runtime, Runtime::Jvm | Runtime::Venv);
+            assert_eq!(spec.registry.is_some(), library, "{}", spec.id);
         }
+    }
+
+    #[test]
+    fn a_row_at_another_version_is_the_shipped_row_with_its_own_id_version_and_install() {
+        let dir = Path::new("/versions/jvm-redisson@3.27.1");
+        let shipped = find("jvm-redisson").unwrap_or_else(|| panic!("jvm-redisson"));
+        let row = shipped.at_version("3.27.1", dir);
+        assert_eq!(
+            (row.id.as_str(), row.version.as_str()),
+            ("jvm-redisson@3.27.1", "3.27.1")
+        );
+        assert_eq!(row.entry, dir.join("run.args"));
+        assert_eq!(row.capabilities, shipped.capabilities);
+        assert_eq!(row.hello, shipped.hello);
+        let config = row.hello_settings(&[], Renewal::new(Duration::from_secs(3)));
+        assert_eq!(
+            config,
+            shipped.hello_settings(&[], Renewal::new(Duration::from_secs(3)))
+        );
+        let python = find("py-kazoo").unwrap_or_else(|| panic!("py-kazoo"));
+        let row = python.at_version("2.9.0", Path::new("/versions/py-kazoo@2.9.0"));
+        assert_eq!(
+            row.entry, python.entry,
+            "the shipped script, in the install's venv"
+        );
     }
 
     #[test]

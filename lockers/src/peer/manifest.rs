@@ -589,6 +589,12 @@ ttl_ms = "{ttl_ms}"
         assert_eq!(spec.id, "py-my-lock");
         assert_eq!(spec.entry, Path::new("/x/my_lock.py"));
         assert!(spec.capabilities.auto_renew && spec.capabilities.fixed_lease);
+        assert_eq!(spec.registry, None);
+        let venv =
+            GOOD.replace("\"python3\"", "\"python-venv\"") + "[versions]\npypi = \"my-lock\"\n";
+        let spec = parsed(&venv).unwrap();
+        assert_eq!(spec.registry, Some(Registry::PyPi("my-lock".into())));
+        assert_eq!(spec.registry.unwrap().coordinates("0.9"), "my-lock==0.9");
         assert_eq!(spec.capabilities.min_ttl, Duration::from_millis(1));
         let renewal = Renewal::new(Duration::from_secs(2));
         assert_eq!(spec.hello[0].value(renewal).as_deref(), Some("2000"));
@@ -650,6 +656,25 @@ ttl_ms = "{ttl_ms}"
                     && !err.contains('\n'),
                 "{err}"
             );
+        }
+        for (versions, expected) in [
+            (
+                "[versions]\npypi = \"my-lock\"\n",
+                "versions: expected no [versions] table",
+            ),
+            (
+                "[versions]\nmaven = \"org.x\"\n",
+                "versions.maven: expected a table with maven",
+            ),
+        ] {
+            let runtime = if versions.contains("maven") {
+                "java"
+            } else {
+                "python3"
+            };
+            let text = GOOD.replace("\"python3\"", &format!("{runtime:?}")) + versions;
+            let err = parsed(&text).unwrap_err();
+            assert!(err.contains(expected) && !err.contains('\n'), "{err}");
         }
         let err = parsed("id = ").unwrap_err();
         assert!(
