@@ -973,6 +973,14 @@ fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
         if let Some(model) = s.counterpart {
             outln!("{:width$}  modelled by: {model}", "");
         }
+        if let Some(registry) = s.peer_spec().and_then(|p| p.registry.as_ref()) {
+            let other = format!("{}@<version>", s.id);
+            outln!(
+                "{:width$}  other versions: {other} ({})",
+                "",
+                registry.name()
+            );
+        }
         match s.capabilities(&settings) {
             Ok(c) => {
                 let flags: Vec<&str> = [

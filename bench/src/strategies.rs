@@ -16,7 +16,7 @@ use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
 use lockers::peer::catalog::{self, PeerSpec};
 
 pub use added::{
-    ADDED_ADAPTER_LOGS, add_adapter, added, added_adapter_args, added_log_dir,
+    ADDED_ADAPTER_LOGS, add_adapter, add_version, added, added_adapter_args, added_log_dir,
     log_added_adapters_under,
 };
 use lockers::mysql::get_lock::MysqlGetLock;
@@ -38,6 +38,7 @@ use lockbench_reports::many_locks;
 use crate::backends::{AddressCheckFuture, EndpointAddrs, ServerKind};
 
 mod added;
+pub mod versions;
 use crate::base::suggest;
 use crate::kinds::endpoints::{required, required_list};
 use crate::kinds::{self, ServerKindExt};
@@ -574,9 +575,11 @@ const NATIVE: &[Strategy] = &[
     .not_in_all(),
 ];
 
-/// The entry for `id` (a user's added adapter too).
+/// The entry for `id` (a user's added adapter too, and a row `id@version` whose version is installed).
 pub fn find(id: &str) -> Option<&'static Strategy> {
-    every().find(|s| s.id == id)
+    every()
+        .find(|s| s.id == id)
+        .or_else(|| versions::split(id).and_then(|_| added::installed_version(id)))
 }
 
 /// Every strategy: [`STRATEGIES`], then the adapters a user added.
@@ -596,6 +599,8 @@ pub fn resolve(ids: &[String]) -> Result<Vec<&'static Strategy>, String> {
     {
         let entries: Vec<&'static Strategy> = if id == "all" {
             STRATEGIES.iter().filter(|s| s.in_all).collect()
+        } else if versions::split(id).is_some() {
+            vec![add_version(id)?]
         } else {
             vec![find(id).ok_or_else(|| {
                 let known = every().map(|s| s.id).chain(["all"]);

@@ -1,12 +1,13 @@
 //! A team's own adapter, as docs/your-own-lock.md walks through it: the example's manifest checks
 //! out, a copy claiming fencing it does not have fails on the row that names fencing, a shipped
-//! adapter checks out too, the example runs beside lockbench's row, and a bad manifest is one line.
+//! adapter checks out too, the example runs beside lockbench's row, a bad manifest is one line, and a
+//! shipped adapter runs another version of its library (`id@version`), installed at first use.
 
 #![allow(clippy::unwrap_used)]
 
 mod support;
 
-use support::run;
+use support::{lockbench, run};
 
 const EXAMPLE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -133,4 +134,71 @@ fn a_bad_manifest_is_one_line_naming_the_file_and_the_field() {
             "{stderr}"
         );
     }
+}
+
+/// The older python-redis-lock the version test installs (PyPI serves it; the pin is 4.0.0).
+const OLDER: &str = "3.7.0";
+
+#[test]
+fn an_older_library_version_installs_at_first_use_and_its_process_reports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let versions = dir.path().join("versions");
+    let out_dir = dir.path().join("out");
+    let id = format!("py-redis-lock@{OLDER}");
+    let out = lockbench()
+        .env("LOCKBENCH_VERSIONS_DIR", &versions)
+        .args(["run", "-s", "baseline", "--strategies", &id, "-d", "500ms"])
+        .args(["--no-progress", "--out", out_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let resolved = std::fs::read_to_string(versions.join(&id).join("resolved.toml")).unwrap();
+    let resolved: toml::Table = resolved.parse().unwrap();
+    assert_eq!(
+        resolved["coordinates"].as_str(),
+        Some(format!("python-redis-lock=={OLDER}").as_str())
+    );
+    assert!(resolved["resolved_at"].as_str().is_some(), "{resolved}");
+    let results = std::fs::read_to_string(out_dir.join("results.json")).unwrap();
+    let results: serde_json::Value = serde_json::from_str(&results).unwrap();
+    let case = &results["cases"][0];
+    assert_eq!(case["strategy"], id.as_str());
+    assert_eq!(case["status"], "complete", "{case}");
+    assert_eq!(case["library"]["version"], OLDER, "{case}");
+}
+
+#[test]
+fn a_version_the_registry_lacks_or_a_manifest_without_versions_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let versions = dir.path().join("versions");
+    for (args, expected) in [
+        (
+            vec!["--strategies", "py-redis-lock@9.9.9"],
+            "py-redis-lock@9.9.9: PyPI has no python-redis-lock==9.9.9",
+        ),
+        (
+            vec![
+                "--adapter",
+                EXAMPLE,
+                "--strategies",
+                "py-hand-made-lock@1.0",
+            ],
+            "not supported yet for python3 adapters",
+        ),
+    ] {
+        let out = lockbench()
+            .env("LOCKBENCH_VERSIONS_DIR", &versions)
+            .args(["run", "-s", "baseline", "-d", "500ms", "--no-progress"])
+            .args(["--out", dir.path().join("out").to_str().unwrap()])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let last = stderr.lines().last().unwrap_or_default();
+        assert!(last.contains(expected), "{stderr}");
+        assert!(!dir.path().join("out/results.json").exists());
+    }
+    let left: Vec<_> = std::fs::read_dir(&versions).map_or(Vec::new(), |d| d.collect());
+    assert!(left.is_empty(), "a failed install leaves nothing: {left:?}");
 }

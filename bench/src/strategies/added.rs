@@ -1,13 +1,15 @@
-//! The adapters a user adds with `--adapter FILE`: each manifest read once into a peer row of its own,
-//! after lockbench's rows, for the rest of the process; where their stderr logs go (under the run's
-//! output); and the manifests a worker process must be given to know the same rows.
+//! The rows added at run time: the adapters a user adds with `--adapter FILE` (each manifest read once
+//! into a peer row of its own) and the rows `id@version` (an adapter at another version of its library,
+//! [`versions`](super::versions)), after lockbench's rows, for the rest of the process; where the
+//! user's adapters' stderr logs go (under the run's output); and the manifests a worker process must
+//! be given to know the same rows.
 
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
 use lockers::peer::catalog;
 
-use super::{STRATEGIES, Strategy};
+use super::{STRATEGIES, Strategy, versions};
 
 /// The rows added so far, in the order they were added.
 static ADDED: RwLock<Vec<&'static Strategy>> = RwLock::new(Vec::new());
@@ -70,6 +72,39 @@ pub fn add_adapter(path: &Path) -> Result<&'static Strategy, String> {
     Ok(row)
 }
 
+/// Adds the row `id@version`: the adapter of row `id` (lockbench's or one added before) at that
+/// version of its library, installed first if it is not yet. An error is one line.
+pub fn add_version(id: &str) -> Result<&'static Strategy, String> {
+    add_version_row(id, true)
+}
+
+/// The row `id@version` when that version is installed (a worker process: its parent installed it).
+pub(super) fn installed_version(id: &str) -> Option<&'static Strategy> {
+    add_version_row(id, false).ok()
+}
+
+fn add_version_row(id: &str, install: bool) -> Result<&'static Strategy, String> {
+    let (base_id, version) = versions::split(id).ok_or_else(|| format!("{id}: no '@version'"))?;
+    let base = STRATEGIES
+        .iter()
+        .chain(added())
+        .find(|s| s.id == base_id)
+        .and_then(Strategy::peer_spec)
+        .ok_or_else(|| {
+            format!("unknown strategy '{id}': {base_id} is not an adapter's row (`lockbench strategies --peers`)")
+        })?;
+    let spec = versions::spec_at(base, version, install)?;
+    let mut added = ADDED.write().unwrap_or_else(|e| e.into_inner());
+    if let Some(same) = added.iter().find(|s| s.id == spec.id) {
+        return Ok(same);
+    }
+    let spec: &'static catalog::PeerSpec = Box::leak(Box::new(spec));
+    let row = Strategy::peer(spec).ok_or_else(|| format!("{id}: its adapter needs no server"))?;
+    let row: &'static Strategy = Box::leak(Box::new(row));
+    added.push(row);
+    Ok(row)
+}
+
 /// The rows added so far.
 pub fn added() -> Vec<&'static Strategy> {
     ADDED.read().unwrap_or_else(|e| e.into_inner()).clone()
@@ -79,6 +114,7 @@ pub fn added() -> Vec<&'static Strategy> {
 fn added_manifests() -> Vec<PathBuf> {
     added()
         .iter()
+        .filter(|s| versions::split(s.id).is_none())
         .filter_map(|s| s.peer_spec())
         .map(|spec| spec.manifest.clone())
         .collect()

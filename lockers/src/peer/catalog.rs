@@ -14,7 +14,7 @@ use crate::peer::{PeerCommand, PeerConfig};
 use crate::settings::Renewal;
 
 use crate::peer::manifest::Runtime;
-pub use crate::peer::manifest::{INSTALL, PeerSpec};
+pub use crate::peer::manifest::{INSTALL, PeerSpec, Registry};
 
 /// The environment variable that points at the `adapters/` folder (default: the source tree's).
 pub const ADAPTERS_ENV: &str = "LOCKBENCH_ADAPTERS";
@@ -173,6 +173,46 @@ impl PeerSpec {
         Ok(config)
     }
 
+    /// This adapter running `version` of its library, installed in `dir` (a folder of its own): the
+    /// row `<id>@<version>`, whose process must report `version`. A JVM row starts from the install's
+    /// own `run.args`; a Python row runs the shipped script with the install's `.venv`.
+    pub fn at_version(&self, version: &str, dir: &Path) -> PeerSpec {
+        let entry = match self.runtime {
+            Runtime::Jvm => dir.join("run.args"),
+            _ => self.entry.clone(),
+        };
+        PeerSpec {
+            id: format!("{}@{version}", self.id),
+            version: version.to_owned(),
+            description: format!(
+                "peer: {} {version}, through {}'s adapter (another version of its library)",
+                self.library, self.id
+            ),
+            entry,
+            folder: dir.to_path_buf(),
+            install: format!(
+                "rm -rf '{}' (lockbench installs it again at its next use)",
+                dir.display()
+            ),
+            ..self.clone()
+        }
+    }
+
+    /// The folder of its manifest (where its runtime's environment and build files are).
+    pub fn folder(&self) -> &Path {
+        &self.folder
+    }
+
+    /// Its entry (a script, an argument file or a program), as its manifest resolves it.
+    pub fn entry_file(&self) -> &Path {
+        &self.entry
+    }
+
+    /// Its runtime as its manifest's `start.runtime` names it (`java`, `python-venv`, …).
+    pub fn runtime_name(&self) -> &'static str {
+        self.runtime.name()
+    }
+
     /// The settings [`config`](Self::config) passes in `hello`.
     pub fn hello_settings(&self, replicas: &[String], renewal: Renewal) -> Vec<(String, String)> {
         let mut settings: Vec<(String, String)> = self
@@ -287,7 +327,36 @@ mod tests {
                 if jvm { JIT_WARM_UP } else { Duration::ZERO }
             );
             assert_eq!(spec.install, INSTALL);
+            // Every library row takes `@version` but the Node and Go ones (not supported yet).
+            let library =
+                spec.id != "py-memory" && matches!(spec.runtime, Runtime::Jvm | Runtime::Venv);
+            assert_eq!(spec.registry.is_some(), library, "{}", spec.id);
         }
+    }
+
+    #[test]
+    fn a_row_at_another_version_is_the_shipped_row_with_its_own_id_version_and_install() {
+        let dir = Path::new("/versions/jvm-redisson@3.27.1");
+        let shipped = find("jvm-redisson").unwrap_or_else(|| panic!("jvm-redisson"));
+        let row = shipped.at_version("3.27.1", dir);
+        assert_eq!(
+            (row.id.as_str(), row.version.as_str()),
+            ("jvm-redisson@3.27.1", "3.27.1")
+        );
+        assert_eq!(row.entry, dir.join("run.args"));
+        assert_eq!(row.capabilities, shipped.capabilities);
+        assert_eq!(row.hello, shipped.hello);
+        let config = row.hello_settings(&[], Renewal::new(Duration::from_secs(3)));
+        assert_eq!(
+            config,
+            shipped.hello_settings(&[], Renewal::new(Duration::from_secs(3)))
+        );
+        let python = find("py-kazoo").unwrap_or_else(|| panic!("py-kazoo"));
+        let row = python.at_version("2.9.0", Path::new("/versions/py-kazoo@2.9.0"));
+        assert_eq!(
+            row.entry, python.entry,
+            "the shipped script, in the install's venv"
+        );
     }
 
     #[test]

@@ -83,6 +83,9 @@ pub struct PeerSpec {
     /// `tells_stale_release`, true unless it says false: a library whose unlock returns nothing, as
     /// ShedLock's, cannot tell).
     pub tells_stale_release: bool,
+    /// The registry artifact whose version an `id@version` row replaces (the manifest's
+    /// `[versions]`); `None`: the row runs only the pinned version.
+    pub registry: Option<Registry>,
     /// The manifest it was read from.
     pub manifest: PathBuf,
     /// Whether it is one of lockbench's own adapters (read from the adapters folder) rather than one a
@@ -118,6 +121,16 @@ const RUNTIMES: &[(&str, Runtime)] = &[
     ("exec", Runtime::Exec),
 ];
 
+impl Runtime {
+    /// Its name in a manifest's `start.runtime`.
+    pub(crate) fn name(self) -> &'static str {
+        RUNTIMES
+            .iter()
+            .find(|(_, r)| *r == self)
+            .map_or("exec", |(name, _)| name)
+    }
+}
+
 /// The placeholders a `[hello]` value may hold.
 const PLACEHOLDERS: &[&str] = &[
     "{ttl_ms}",
@@ -144,6 +157,7 @@ const TOP_FIELDS: &[&str] = &[
     "start",
     "capabilities",
     "hello",
+    "versions",
 ];
 
 const CAPABILITY_FIELDS: &[&str] = &[
@@ -155,6 +169,40 @@ const CAPABILITY_FIELDS: &[&str] = &[
     "min_ttl_ms",
     "ttl_granularity_ms",
 ];
+
+/// The registry artifact a manifest's `[versions]` names: what `id@version` installs at that version
+/// (adapters/README.md, "Another version of a library").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Registry {
+    /// `maven = "group:artifact"`: the dependency of the row's profile in `pom.xml` whose version
+    /// is replaced (Maven Central).
+    Maven {
+        /// The artifact's group id.
+        group: String,
+        /// The artifact id.
+        artifact: String,
+    },
+    /// `pypi = "name"`: the package installed as `name==version` (PyPI).
+    PyPi(String),
+}
+
+impl Registry {
+    /// The registry's name, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Registry::Maven { .. } => "Maven Central",
+            Registry::PyPi(_) => "PyPI",
+        }
+    }
+
+    /// The artifact at `version`, as its registry spells it (`group:artifact:version`, `name==version`).
+    pub fn coordinates(&self, version: &str) -> String {
+        match self {
+            Registry::Maven { group, artifact } => format!("{group}:{artifact}:{version}"),
+            Registry::PyPi(name) => format!("{name}=={version}"),
+        }
+    }
+}
 
 /// One `hello` setting: its name and its value, a template over [`PLACEHOLDERS`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -245,6 +293,7 @@ pub fn parse(text: &str, path: &Path, shipped: bool) -> Result<PeerSpec, String>
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let capabilities = capabilities(&fields, auto_renew, fixed_lease, &fail)?;
     let hello = hello_settings(&table, &fail)?;
+    let registry = registry(&table, runtime, &fail)?;
     let warm_up_ms = fields.optional_u64("warm_up_ms")?.unwrap_or(0);
     Ok(PeerSpec {
         library: fields.text("library")?,
@@ -273,6 +322,7 @@ pub fn parse(text: &str, path: &Path, shipped: bool) -> Result<PeerSpec, String>
             fields.optional_u64("min_watchdog_ttl_ms")?.unwrap_or(0),
         ),
         tells_stale_release: fields.optional_bool("tells_stale_release")?.unwrap_or(true),
+        registry,
         manifest: path.to_path_buf(),
         shipped,
         id,
@@ -370,6 +420,53 @@ fn hello_settings(
             })
         })
         .collect()
+}
+
+/// The `[versions]` table: the one registry artifact whose version `id@version` replaces, named for
+/// the adapter's runtime (`maven` for `java`, `pypi` for `python-venv`).
+fn registry(
+    table: &Table,
+    runtime: Runtime,
+    fail: &dyn Fn(&str, &str) -> String,
+) -> Result<Option<Registry>, String> {
+    let Some(versions) = table.get("versions") else {
+        return Ok(None);
+    };
+    let expected = match runtime {
+        Runtime::Jvm => {
+            "a table with maven = \"group:artifact\" (a dependency of the row's pom.xml profile)"
+        }
+        Runtime::Venv => "a table with pypi = \"package\" (a package of the venv)",
+        _ => {
+            "no [versions] table: another version of a library is supported for java and python-venv adapters only"
+        }
+    };
+    let Value::Table(versions) = versions else {
+        return Err(fail("versions", expected));
+    };
+    let one = |name: &str| -> Result<String, String> {
+        let field = format!("versions.{name}");
+        match (versions.len(), versions.get(name)) {
+            (1, Some(Value::String(s))) if !s.trim().is_empty() => Ok(s.clone()),
+            _ => Err(fail(&field, expected)),
+        }
+    };
+    match runtime {
+        Runtime::Jvm => {
+            let coordinates = one("maven")?;
+            match coordinates.split(':').collect::<Vec<_>>()[..] {
+                [group, artifact] if !group.is_empty() && !artifact.is_empty() => {
+                    Ok(Some(Registry::Maven {
+                        group: group.to_owned(),
+                        artifact: artifact.to_owned(),
+                    }))
+                }
+                _ => Err(fail("versions.maven", expected)),
+            }
+        }
+        Runtime::Venv => Ok(Some(Registry::PyPi(one("pypi")?))),
+        _ => Err(fail("versions", expected)),
+    }
 }
 
 fn is_kebab_id(id: &str) -> bool {
@@ -492,6 +589,12 @@ ttl_ms = "{ttl_ms}"
         assert_eq!(spec.id, "py-my-lock");
         assert_eq!(spec.entry, Path::new("/x/my_lock.py"));
         assert!(spec.capabilities.auto_renew && spec.capabilities.fixed_lease);
+        assert_eq!(spec.registry, None);
+        let venv =
+            GOOD.replace("\"python3\"", "\"python-venv\"") + "[versions]\npypi = \"my-lock\"\n";
+        let spec = parsed(&venv).unwrap();
+        assert_eq!(spec.registry, Some(Registry::PyPi("my-lock".into())));
+        assert_eq!(spec.registry.unwrap().coordinates("0.9"), "my-lock==0.9");
         assert_eq!(spec.capabilities.min_ttl, Duration::from_millis(1));
         let renewal = Renewal::new(Duration::from_secs(2));
         assert_eq!(spec.hello[0].value(renewal).as_deref(), Some("2000"));
@@ -553,6 +656,25 @@ ttl_ms = "{ttl_ms}"
                     && !err.contains('\n'),
                 "{err}"
             );
+        }
+        for (versions, expected) in [
+            (
+                "[versions]\npypi = \"my-lock\"\n",
+                "versions: expected no [versions] table",
+            ),
+            (
+                "[versions]\nmaven = \"org.x\"\n",
+                "versions.maven: expected a table with maven",
+            ),
+        ] {
+            let runtime = if versions.contains("maven") {
+                "java"
+            } else {
+                "python3"
+            };
+            let text = GOOD.replace("\"python3\"", &format!("{runtime:?}")) + versions;
+            let err = parsed(&text).unwrap_err();
+            assert!(err.contains(expected) && !err.contains('\n'), "{err}");
         }
         let err = parsed("id = ").unwrap_err();
         assert!(

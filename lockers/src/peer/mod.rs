@@ -252,7 +252,10 @@ impl PeerLocker {
             .map_err(|e| wire_error(&adapter, "", Duration::ZERO, e))?
             .0;
         let text = |name: &str| hello.get(name).and_then(Value::as_str).unwrap_or_default();
-        if text("adapter") != config.id {
+        // A row at another version of its library (`id@version`) runs the shipped adapter, which
+        // calls itself by the shipped id.
+        let adapter_id = config.id.split('@').next().unwrap_or_default();
+        if text("adapter") != adapter_id {
             return Err(LockError::Config(format!(
                 "peer {}: the adapter calls itself {:?}",
                 config.id,
@@ -286,7 +289,7 @@ impl PeerLocker {
             && text("version") != pin
         {
             return Err(LockError::Config(format!(
-                "peer {}: its process loaded {} {}, but {pin} is pinned; install the pinned version with: {}",
+                "peer {}: its process loaded {} {}, but the row runs {pin}; install {pin} with: {}",
                 config.id,
                 text("library"),
                 text("version"),
