@@ -81,6 +81,20 @@ fn endpoints_of(flavor: Flavor, mut redis: EndpointAddrs) -> EndpointAddrs {
     redis
 }
 
+/// The endpoints of a replicated set-up of `flavor` whose clients connect at `url` (Redisson's
+/// modes then `WAIT` for the replicas), with the replicas' own addresses where clients are given them.
+fn replicated_endpoints(flavor: Flavor, url: String, replicas: Vec<String>) -> EndpointAddrs {
+    endpoints_of(
+        flavor,
+        EndpointAddrs {
+            redis: Some(url),
+            redis_replicated: true,
+            redis_replicas: replicas,
+            ..EndpointAddrs::default()
+        },
+    )
+}
+
 /// `redis`, or the lower-case name of `flavor` in its place (`valkey primary + replica`).
 fn named(flavor: Flavor, what: &str) -> String {
     match flavor {
@@ -120,13 +134,11 @@ impl CaseServers for Pair {
     }
 
     fn endpoints(&self) -> EndpointAddrs {
-        let redis = EndpointAddrs {
-            redis: Some(self.pair.primary().url()),
-            redis_replicated: true,
-            redis_replicas: vec![self.pair.replica().url()],
-            ..EndpointAddrs::default()
-        };
-        endpoints_of(self.flavor, redis)
+        replicated_endpoints(
+            self.flavor,
+            self.pair.primary().url(),
+            vec![self.pair.replica().url()],
+        )
     }
 
     fn stats_at(&self) -> Option<(SocketAddr, Option<u32>)> {
@@ -186,12 +198,7 @@ impl CaseServers for Sentinels {
     }
 
     fn endpoints(&self) -> EndpointAddrs {
-        let redis = EndpointAddrs {
-            redis: Some(self.0.url()),
-            redis_replicated: true,
-            ..EndpointAddrs::default()
-        };
-        endpoints_of(self.1, redis)
+        replicated_endpoints(self.1, self.0.url(), Vec::new())
     }
 
     fn stats_at(&self) -> Option<(SocketAddr, Option<u32>)> {
@@ -257,12 +264,7 @@ impl CaseServers for Cluster {
     }
 
     fn endpoints(&self) -> EndpointAddrs {
-        let redis = EndpointAddrs {
-            redis: Some(self.0.url()),
-            redis_replicated: true,
-            ..EndpointAddrs::default()
-        };
-        endpoints_of(self.1, redis)
+        replicated_endpoints(self.1, self.0.url(), Vec::new())
     }
 
     /// A failover changes roles: a demoted master's counters take in the new master's replicated
