@@ -1,7 +1,8 @@
 //! Which fault applies to which strategy: a server fault applies where the strategy's server kind
-//! offers what it needs (its entry's [`ServerFaults`](crate::kinds::ServerFaults): the set-ups it
-//! starts per case, Redis's commands, ending a session), and the refusal says why not (what each
-//! fault needs from the run is pure data, in [`crate::workload::faults`]).
+//! offers the ability it needs (a [`ServerFault`](crate::kinds::ServerFault) of its entry: the
+//! set-ups it starts per case, Redis's commands, ending a session), and the refusal, worded by the
+//! ability, says why not; a few faults also need something of the strategy (a library their fault
+//! reaches). What each fault needs is pure data, in [`crate::workload::faults`].
 //!
 //! | fault | applies to | needs |
 //! |---|---|---|
@@ -30,7 +31,7 @@ use lockers::Capabilities;
 use crate::kinds::ServerKindExt;
 use crate::strategies::Strategy;
 use crate::workload::Workload;
-use crate::workload::faults::FaultKind;
+use crate::workload::faults::{FaultKind, Needs};
 
 /// Whether `workload` (a scenario) applies to `strategy` (which declares `caps`): the strategy runs
 /// on a server kind the scenario is about ([`on_its_servers`]) and every fault applies to it
@@ -100,94 +101,62 @@ pub(crate) fn applies_all(
     Err(lines.join("; "))
 }
 
-/// Why `kind` does not apply to `strategy`.
+/// Why `kind` does not apply to `strategy`: what the fault needs of the strategy's kind (a worker
+/// process out of the driver's, a real server, or an ability the kind offers, whose refusal the
+/// kind's [`ServerFaults::offer`](crate::kinds::ServerFaults::offer) words), then what it needs of
+/// the strategy itself.
 fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<(), String> {
     let server = strategy.server;
-    // Starvation blocks the worker's async runtime threads; a peer's library renews on its own
-    // threads in the adapter process, which that does not reach: the adapter must block them itself
-    // (`starve`, declared in its catalog entry). A CPU hog does reach them: its threads run in the
-    // worker, beside the adapter in the same process group and cgroup, and compete with the library's
-    // threads for the CPU as they would with a native row's runtime.
-    if kind == FaultKind::StarveWorker
-        && let Some(peer) = strategy.peer_spec()
-        && !peer.starve_library
-    {
-        return Err("its library renews on its own threads in the adapter's own process, which the worker's runtime starvation does not reach, and its adapter cannot block them (no `starve` in adapters/PROTOCOL.md; process-pause stops them all)".to_owned());
-    }
-    let takes = server.faults();
-    let own = takes.own;
-    let ok = match kind {
-        FaultKind::PauseWorker
-        | FaultKind::CrashWorker
-        | FaultKind::StarveWorker
-        | FaultKind::CpuHog
-        | FaultKind::CgroupQuota => !server.entry().in_driver_process,
-        FaultKind::ProxyDelay | FaultKind::ProxyBlackhole | FaultKind::ProxyReset => {
-            server.is_external()
+    match kind.needs() {
+        Needs::WorkerProcesses if server.entry().in_driver_process => Err(
+            "its lock server lives in the driver process, so its clients cannot run as worker processes"
+                .to_owned(),
+        ),
+        Needs::Server if !server.is_external() => Err("it has no server to fault".to_owned()),
+        Needs::Offered(ability) => server.faults().offer(ability),
+        Needs::WorkerProcesses | Needs::Server => Ok(()),
+    }?;
+    of_the_strategy(kind, strategy, caps)
+}
+
+/// What a fault needs of the strategy beyond its kind's offer: a library its kind's faults reach.
+fn of_the_strategy(
+    kind: FaultKind,
+    strategy: &Strategy,
+    caps: &Capabilities,
+) -> Result<(), String> {
+    let refuse = |why: &str| Err(why.to_owned());
+    match kind {
+        // Starvation blocks the worker's async runtime threads; a peer's library renews on its own
+        // threads in the adapter process, which that does not reach: the adapter must block them
+        // itself (`starve`, declared in its catalog entry). A CPU hog does reach them: its threads
+        // run in the worker, beside the adapter in the same process group and cgroup, and compete
+        // with the library's threads for the CPU as they would with a native row's runtime.
+        FaultKind::StarveWorker
+            if strategy
+                .peer_spec()
+                .is_some_and(|peer| !peer.starve_library) =>
+        {
+            refuse(
+                "its library renews on its own threads in the adapter's own process, which the worker's runtime starvation does not reach, and its adapter cannot block them (no `starve` in adapters/PROTOCOL.md; process-pause stops them all)",
+            )
         }
-        FaultKind::PauseServer => server.is_external(),
-        FaultKind::ClientPause | FaultKind::BusyScript => takes.redis_commands,
-        FaultKind::Failover => own.pair.is_some(),
-        FaultKind::SentinelFailover => {
-            own.sentinels.is_some() && !crate::strategies::is_peer(strategy.id)
+        FaultKind::SentinelFailover if crate::strategies::is_peer(strategy.id) => {
+            refuse("its library is given one server's address, not the Sentinels'")
         }
-        FaultKind::ClusterMasterKill | FaultKind::ClusterFailover => {
-            own.sharded.is_some() && crate::strategies::runs_on_redis_cluster(strategy.id)
-        }
-        FaultKind::PubsubKill => takes.redis_commands && caps.wait_notify,
-        FaultKind::LeaderKill => own.cluster.is_some(),
-        FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => own.nodes.is_some(),
-        FaultKind::ServerRestart => own.restartable.is_some(),
-        FaultKind::TerminateSession => takes.end_sessions.is_some(),
-        FaultKind::KeepalivePartition => own.namespaced.is_some(),
-    };
-    if ok {
-        return Ok(());
-    }
-    let why = match kind {
-        FaultKind::SentinelFailover if own.sentinels.is_some() => {
-            "its library is given one server's address, not the Sentinels'"
-        }
-        FaultKind::ClusterMasterKill | FaultKind::ClusterFailover if own.sharded.is_some() => {
-            return Err(format!(
+        FaultKind::ClusterMasterKill | FaultKind::ClusterFailover
+            if !crate::strategies::runs_on_redis_cluster(strategy.id) =>
+        {
+            Err(format!(
                 "it does not run on a Redis Cluster ({})",
                 crate::strategies::NOT_ON_REDIS_CLUSTER
-            ));
+            ))
         }
-        FaultKind::PubsubKill if takes.redis_commands => {
-            "it uses no pub/sub connection (its waiters poll)"
+        FaultKind::PubsubKill if !caps.wait_notify => {
+            refuse("it uses no pub/sub connection (its waiters poll)")
         }
-        FaultKind::Failover => {
-            "it does not run on a primary with a replica (Redis, PostgreSQL or MySQL)"
-        }
-        FaultKind::ClientPause
-        | FaultKind::BusyScript
-        | FaultKind::SentinelFailover
-        | FaultKind::ClusterMasterKill
-        | FaultKind::ClusterFailover
-        | FaultKind::PubsubKill => "it does not run on a single Redis primary",
-        FaultKind::LeaderKill => "it has no etcd or ZooKeeper cluster",
-        FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => {
-            "it does not run on independent Redis nodes (Redlock's masters)"
-        }
-        FaultKind::ServerRestart => "it does not run on one Redis server",
-        FaultKind::TerminateSession => "it holds no PostgreSQL or MySQL session",
-        FaultKind::KeepalivePartition => {
-            "it does not run on PostgreSQL (lockbench starts no other server in a network namespace)"
-        }
-        FaultKind::PauseWorker
-        | FaultKind::CrashWorker
-        | FaultKind::StarveWorker
-        | FaultKind::CpuHog
-        | FaultKind::CgroupQuota => {
-            "its lock server lives in the driver process, so its clients cannot run as worker processes"
-        }
-        FaultKind::PauseServer
-        | FaultKind::ProxyDelay
-        | FaultKind::ProxyBlackhole
-        | FaultKind::ProxyReset => "it has no server to fault",
-    };
-    Err(why.to_owned())
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -23,18 +23,16 @@ use super::env::{
 };
 use super::topology;
 use crate::base::clock::duration_ns;
-use crate::kinds::ServerKindExt;
 use crate::kinds::{CaseServers, FailoverReport};
+use crate::kinds::{ServerFault, ServerKindExt};
 use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The Redis address server commands go to.
-fn redis_socket(server: &ServerAccess) -> Option<SocketAddr> {
+/// The Redis address the commands of `fault` go to.
+fn redis_socket(server: &ServerAccess, fault: ServerFault) -> Option<SocketAddr> {
     match server {
-        ServerAccess::Shared { kind, socket, .. } => {
-            kind.faults().redis_commands.then_some(*socket)
-        }
+        ServerAccess::Shared { kind, socket, .. } => kind.faults().offers(fault).then_some(*socket),
         ServerAccess::Own(own) => own.redis_primary(),
         ServerAccess::None => None,
     }
@@ -234,9 +232,13 @@ async fn pause_server(
     Ok(true)
 }
 
-/// The Redis server commands go to, named as the fault's target.
-fn redis_target(env: &FaultEnv, rec: &mut Record) -> Result<SocketAddr, NotApplied> {
-    let Some(socket) = redis_socket(&env.server) else {
+/// The Redis server the commands of `fault` go to, named as the fault's target.
+fn redis_target(
+    env: &FaultEnv,
+    rec: &mut Record,
+    fault: ServerFault,
+) -> Result<SocketAddr, NotApplied> {
+    let Some(socket) = redis_socket(&env.server, fault) else {
         return not_applied(rec, "no Redis server");
     };
     rec.target = format!("redis {socket}");
@@ -250,7 +252,7 @@ async fn client_pause(
     rec: &mut Record,
     t0: u64,
 ) -> Result<bool, NotApplied> {
-    let socket = redis_target(env, rec)?;
+    let socket = redis_target(env, rec, ServerFault::ClientPause)?;
     let ms = spec.duration.unwrap_or_default().as_millis().to_string();
     let args = ["CLIENT", "PAUSE", &ms, "ALL"].map(str::to_owned).to_vec();
     if let Err(e) = redis_command(socket, args).await {
@@ -290,7 +292,7 @@ async fn pubsub_kill(
     rec: &mut Record,
     t0: u64,
 ) -> Result<bool, NotApplied> {
-    let socket = redis_target(env, rec)?;
+    let socket = redis_target(env, rec, ServerFault::PubsubKill)?;
     let (kills, killed) = pubsub_kills(spec, env, socket, t0).await;
     if let Some(d) = spec.duration {
         lasts_until(env, t0, t0 + duration_ns(d), rec).await;
@@ -315,7 +317,7 @@ async fn busy(
     rec: &mut Record,
     victim: Option<&Victim>,
 ) -> Result<bool, NotApplied> {
-    let Some(socket) = redis_socket(&env.server) else {
+    let Some(socket) = redis_socket(&env.server, ServerFault::BusyScript) else {
         return not_applied(rec, "no Redis server");
     };
     rec.target = match victim {

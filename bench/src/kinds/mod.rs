@@ -2,7 +2,7 @@
 //! distributed, its command-line flag and secret variable, how a given address is probed, checked
 //! and its version read, how lockbench starts one, where its addresses sit among a run's endpoints
 //! and how a proxy is put in front of them, whether `MONITOR` follows it, which server faults it
-//! offers) lives in its [`KindEntry`], keyed by its id ([`ServerKind`], shared with the peers'
+//! offers, as abilities: [`ServerFault`]) lives in its [`KindEntry`], keyed by its id ([`ServerKind`], shared with the peers'
 //! catalog), so shared code never asks "which server is this?" by name. Each kind with a server has
 //! a folder of its own (`redis/`, `redis_nodes/`, `etcd/`, `zookeeper/`, `postgres/`, `mysql/`) with the same
 //! skeleton; the two without one (in-process, per-client) are here. A kind that is another kind's
@@ -37,6 +37,7 @@ use self::held::HeldProbe;
 
 pub use self::case_servers::{CaseServers, CaseStarts, FailoverReport, SessionWatch, Start};
 pub use self::endpoints::EndpointAddrs;
+pub use self::offered_faults::{EndSessions, REDIS_PRIMARY_COMMANDS, ServerFault, ServerFaults};
 pub use self::postgres::prepare_own_postgres;
 pub use lockers::ServerKind;
 
@@ -62,6 +63,7 @@ pub mod endpoints;
 pub mod etcd;
 pub mod held;
 pub mod mysql;
+pub mod offered_faults;
 pub mod postgres;
 pub mod redis;
 pub mod redis_nodes;
@@ -130,7 +132,7 @@ pub struct ServerEntry {
     /// `endpoints` with those sockets replaced by the proxies' (same order), keeping what surrounds
     /// them (credentials, a database, a chroot).
     pub via_proxies: fn(&mut EndpointAddrs, &[SocketAddr]),
-    /// The server faults it takes beyond a pause and the network faults every server takes.
+    /// The server faults it offers beyond a pause and the network faults every server takes.
     pub faults: ServerFaults,
     /// Whether `MONITOR` can follow its servers (the renewal-after-unlock count, a peer's requests).
     pub monitor: Option<Monitor>,
@@ -152,24 +154,6 @@ impl std::fmt::Debug for ServerEntry {
             .finish_non_exhaustive()
     }
 }
-
-/// The server faults a kind takes beyond pausing its process and the network faults of a proxy,
-/// as what it offers: a fault applies where its kind offers what it needs
-/// (`faults::applicability` says why not where it does not).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ServerFaults {
-    /// It speaks Redis's server commands on its one primary: `CLIENT PAUSE`, a busy Lua script,
-    /// `CLIENT KILL TYPE pubsub`.
-    pub redis_commands: bool,
-    /// Ends the sessions holding a lock from the server (PostgreSQL's `pg_terminate_backend`).
-    pub end_sessions: Option<EndSessions>,
-    /// The servers it can start for a case of its own, by set-up (each kind's `case_servers.rs`).
-    pub own: CaseStarts,
-}
-
-/// Ends, from the server at a socket (as its superuser), the sessions holding the lock named by
-/// the `&str`; how many it ended. Blocking.
-pub type EndSessions = fn(SocketAddr, &str) -> Result<usize, String>;
 
 /// Checks a server address as the strategies connect to it ([`ServerEntry::client_check`]).
 pub type ClientCheck = for<'a> fn(&'a str) -> AddressCheckFuture<'a>;

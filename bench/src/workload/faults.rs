@@ -23,7 +23,7 @@ use serde::Deserialize;
 
 use crate::backends::ServerKind;
 use crate::base::duration::{Units, format_duration, parse_timing};
-use crate::kinds::{self, CaseStarts, ServerKindExt};
+use crate::kinds::{self, CaseStarts, ServerFault, ServerKindExt};
 use crate::workload::TimeScale;
 
 /// A fault as written in a scenario file: every field optional, unknown fields rejected.
@@ -223,6 +223,36 @@ impl FaultKind {
         }
     }
 
+    /// What it needs of the strategy's server kind.
+    pub(crate) fn needs(self) -> Needs {
+        match self {
+            FaultKind::PauseWorker
+            | FaultKind::CrashWorker
+            | FaultKind::StarveWorker
+            | FaultKind::CpuHog
+            | FaultKind::CgroupQuota => Needs::WorkerProcesses,
+            FaultKind::PauseServer
+            | FaultKind::ProxyDelay
+            | FaultKind::ProxyBlackhole
+            | FaultKind::ProxyReset => Needs::Server,
+            FaultKind::ClientPause => Needs::Offered(ServerFault::ClientPause),
+            FaultKind::BusyScript => Needs::Offered(ServerFault::BusyScript),
+            FaultKind::PubsubKill => Needs::Offered(ServerFault::PubsubKill),
+            FaultKind::TerminateSession => Needs::Offered(ServerFault::EndSession),
+            FaultKind::Failover => Needs::Offered(ServerFault::Failover),
+            FaultKind::SentinelFailover => Needs::Offered(ServerFault::SentinelFailover),
+            FaultKind::ClusterMasterKill | FaultKind::ClusterFailover => {
+                Needs::Offered(ServerFault::ClusterFailover)
+            }
+            FaultKind::LeaderKill => Needs::Offered(ServerFault::LeaderKill),
+            FaultKind::NodeKill | FaultKind::NodeRestart | FaultKind::ClockJump => {
+                Needs::Offered(ServerFault::NodeFaults)
+            }
+            FaultKind::ServerRestart => Needs::Offered(ServerFault::Restart),
+            FaultKind::KeepalivePartition => Needs::Offered(ServerFault::KeepalivePartition),
+        }
+    }
+
     /// What acts on what: a client process, the proxies, or the server.
     pub(crate) fn scope(self) -> FaultScope {
         match self {
@@ -329,6 +359,17 @@ impl std::str::FromStr for FaultKind {
                 format!("unknown fault kind {text:?}; known: {}", names.join(", "))
             })
     }
+}
+
+/// What a fault needs of the strategy's server kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Needs {
+    /// Clients in worker processes, out of the driver's own.
+    WorkerProcesses,
+    /// A real server: its process, proxies in front of it.
+    Server,
+    /// An ability the kind offers.
+    Offered(ServerFault),
 }
 
 /// Where a fault acts.

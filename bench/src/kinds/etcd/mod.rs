@@ -73,7 +73,7 @@ pub(super) static ETCD: KindEntry = KindEntry {
                 .collect();
         },
         faults: ServerFaults {
-            redis_commands: false,
+            commands: &[],
             end_sessions: None,
             own: case_servers::STARTS,
         },

@@ -67,7 +67,7 @@ pub(super) static MYSQL: KindEntry = KindEntry {
             }
         },
         faults: ServerFaults {
-            redis_commands: false,
+            commands: &[],
             end_sessions: Some(end_holder_sessions),
             own: case_servers::STARTS,
         },

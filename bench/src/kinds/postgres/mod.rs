@@ -66,7 +66,7 @@ pub(super) static POSTGRES: KindEntry = KindEntry {
             }
         },
         faults: ServerFaults {
-            redis_commands: false,
+            commands: &[],
             end_sessions: Some(end_holder_sessions),
             own: case_servers::STARTS,
         },

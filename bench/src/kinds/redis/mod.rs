@@ -14,8 +14,8 @@ use lockbench_servers::redis::info_field;
 use lockbench_servers::{Flavor, RedisOptions, RedisServer};
 
 use super::{
-    CaseStarts, EndpointAddrs, KindEntry, Monitor, PROBE_TIMEOUT, ServerEntry, ServerFaults,
-    ServerKind, Started, no_proxy_address,
+    CaseStarts, EndpointAddrs, KindEntry, Monitor, PROBE_TIMEOUT, REDIS_PRIMARY_COMMANDS,
+    ServerEntry, ServerFaults, ServerKind, Started, no_proxy_address,
 };
 use crate::backends::address;
 use crate::kinds::endpoints::required;
@@ -90,7 +90,7 @@ pub(crate) const fn entry<P: Program>(
             proxied_sockets: proxied_sockets::<P>,
             via_proxies: via_proxies::<P>,
             faults: ServerFaults {
-                redis_commands: true,
+                commands: REDIS_PRIMARY_COMMANDS,
                 end_sessions: None,
                 own,
             },

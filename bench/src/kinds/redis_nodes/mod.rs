@@ -77,7 +77,7 @@ pub(crate) const fn entry<P: Program>(
             proxied_sockets: proxied_sockets::<P>,
             via_proxies: via_proxies::<P>,
             faults: ServerFaults {
-                redis_commands: false,
+                commands: &[],
                 end_sessions: None,
                 own,
             },

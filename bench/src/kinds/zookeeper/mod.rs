@@ -71,7 +71,7 @@ pub(super) static ZOOKEEPER: KindEntry = KindEntry {
             }
         },
         faults: ServerFaults {
-            redis_commands: false,
+            commands: &[],
             end_sessions: None,
             own: case_servers::STARTS,
         },
