@@ -270,4 +270,45 @@ mod tests {
             assert!(err.contains("empty"), "{text:?}: {err}");
         }
     }
+
+    /// A preset, resolved.
+    fn preset(name: &str) -> Workload {
+        let loaded = load(name).expect("preset");
+        Workload::resolve(&loaded.name, &loaded.source, loaded.file).expect("resolves")
+    }
+
+    #[test]
+    fn a_failover_scenario_applies_to_the_server_kind_it_is_about() {
+        use crate::faults::applicability::applies_to;
+        use crate::strategies::{StrategySettings, find};
+        let settings = StrategySettings::new(std::time::Duration::from_secs(1));
+        let applies = |scenario: &Workload, id: &str| {
+            let s = find(id).expect("registered");
+            applies_to(scenario, s, &s.capabilities(&settings).expect("caps"))
+        };
+        // One fault serves both kinds; each scenario takes only the kind its theory is about.
+        let (redis, postgres) = (preset("redis-failover"), preset("postgres-failover"));
+        let lease = find("postgres-lease").expect("registered");
+        let caps = lease.capabilities(&settings).expect("caps");
+        assert!(applies_to(&postgres, lease, &caps).is_ok());
+        for id in ["redis-watchdog", "redisson", "jvm-spring-redis"] {
+            assert_eq!(applies(&redis, id), Ok(()), "{id}");
+            let why = applies(&postgres, id).expect_err(id);
+            assert_eq!(
+                why,
+                format!(
+                    "postgres-failover does not apply to {id}: the scenario is about postgres \
+                     servers, and {id} runs on redis"
+                )
+            );
+        }
+        for id in ["postgres-advisory", "postgres-lease", "jvm-spring-jdbc"] {
+            assert_eq!(applies(&postgres, id), Ok(()), "{id}");
+            let why = applies(&redis, id).expect_err(id);
+            assert!(why.contains("about redis and valkey servers"), "{why}");
+        }
+        // A kind the scenario is about still meets its faults' own rules.
+        let why = applies(&redis, "redlock").expect_err("redlock");
+        assert!(why.contains("runs on redis-nodes"), "{why}");
+    }
 }

@@ -22,10 +22,10 @@ use crate::driver::case::{CaseRun, run_case};
 use crate::driver::mode::CaseContext;
 use crate::driver::remote;
 use crate::faults::applicability;
+use crate::faults::{own_topology, parse_fault_text};
 use crate::kinds::ServerKindExt;
 use crate::strategies::{Strategy, StrategySettings};
 use crate::trial_stop::{self, Next, Theory, TrialRule};
-use crate::workload::faults::{own_topology, parse_fault_text};
 use crate::workload::{Fit, LeaseSpec, ScenarioFile, WorkerMode, Workload};
 use crate::{results, scenarios, strategies, trials};
 

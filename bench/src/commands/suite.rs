@@ -12,10 +12,10 @@ use std::time::Duration;
 use crate::commands::run::keep_fault_targets;
 use crate::driver::case::lease_support;
 use crate::faults::applicability;
+use crate::faults::case_topology;
 use crate::kinds::ServerKindExt;
 use crate::scenarios;
 use crate::strategies::{self, Strategy, StrategySettings};
-use crate::workload::faults::case_topology;
 use crate::workload::user::{MIN_WINDOW_TASKS, UserWorkload};
 use crate::workload::{Fit, ScenarioFile, WorkerMode, Workload};
 use lockbench_reports::model::{Expectation, expected_in};
@@ -506,7 +506,7 @@ pub(crate) fn report_time(plan: &[PlannedScenario]) -> Duration {
 mod tests {
     use super::*;
     use crate::base::duration::{format_duration, parse_duration};
-    use crate::workload::faults::{FaultKind, FaultSpec};
+    use crate::faults::{FaultKind, FaultSpec, WorkerFault};
 
     fn seconds(text: &str) -> Duration {
         parse_duration(text).expect("a duration")
@@ -758,7 +758,7 @@ mod tests {
             f.delay,
             f.replication_lag,
         ];
-        if f.kind == FaultKind::CgroupQuota {
+        if f.kind == FaultKind::Worker(WorkerFault::CgroupQuota) {
             all.extend([f.quota, f.period]);
         }
         all

@@ -2,7 +2,7 @@
 //! offers the ability it needs (a [`ServerFault`](crate::kinds::ServerFault) of its entry: the
 //! set-ups it starts per case, Redis's commands, ending a session), and the refusal, worded by the
 //! ability, says why not; a few faults also need something of the strategy (a library their fault
-//! reaches). What each fault needs is pure data, in [`crate::workload::faults`].
+//! reaches). What each fault needs its family's profile says ([`super::families`]): no table here.
 //!
 //! | fault | applies to | needs |
 //! |---|---|---|
@@ -28,34 +28,49 @@
 
 use lockers::Capabilities;
 
-use crate::kinds::ServerKindExt;
+use super::kind::{FaultKind, Needs};
+use super::spec::FaultSpec;
+use crate::kinds::{ServerKind, ServerKindExt};
 use crate::strategies::Strategy;
-use crate::workload::Workload;
-use crate::workload::faults::{FaultKind, Needs};
+
+/// What a scenario says of itself that decides where it applies (a workload).
+pub(crate) trait Scenario {
+    /// Its name.
+    fn scenario_name(&self) -> &str;
+    /// The server kinds it is about (none: every kind its faults apply to).
+    fn about_servers(&self) -> &[ServerKind];
+    /// Its faults.
+    fn fault_specs(&self) -> &[FaultSpec];
+}
 
 /// Whether `workload` (a scenario) applies to `strategy` (which declares `caps`): the strategy runs
 /// on a server kind the scenario is about ([`on_its_servers`]) and every fault applies to it
 /// ([`applies_all`]).
 pub(crate) fn applies_to(
-    workload: &Workload,
+    workload: &impl Scenario,
     strategy: &Strategy,
     caps: &Capabilities,
 ) -> Result<(), String> {
     on_its_servers(workload, strategy)?;
-    applies_all(workload.faults.iter().map(|f| f.kind), strategy, caps)
+    applies_all(
+        workload.fault_specs().iter().map(|f| f.kind),
+        strategy,
+        caps,
+    )
 }
 
 /// Whether `strategy` runs on a server kind `workload` is about; the error says which kinds those
 /// are: "redis-failover does not apply to postgres-lease: the scenario is about redis servers, and
 /// postgres-lease runs on postgres".
-pub(crate) fn on_its_servers(workload: &Workload, strategy: &Strategy) -> Result<(), String> {
-    if workload.servers.is_empty() || workload.servers.contains(&strategy.server) {
+pub(crate) fn on_its_servers(workload: &impl Scenario, strategy: &Strategy) -> Result<(), String> {
+    let servers = workload.about_servers();
+    if servers.is_empty() || servers.contains(&strategy.server) {
         return Ok(());
     }
-    let names: Vec<&str> = workload.servers.iter().map(|k| k.name()).collect();
+    let names: Vec<&str> = servers.iter().map(|k| k.name()).collect();
     Err(format!(
         "{} does not apply to {}: the scenario is about {} servers, and {} runs on {}",
-        workload.name,
+        workload.scenario_name(),
         strategy.id,
         names.join(" and "),
         strategy.id,
@@ -104,10 +119,11 @@ pub(crate) fn applies_all(
 /// Why `kind` does not apply to `strategy`: what the fault needs of the strategy's kind (a worker
 /// process out of the driver's, a real server, or an ability the kind offers, whose refusal the
 /// kind's [`ServerFaults::offer`](crate::kinds::ServerFaults::offer) words), then what it needs of
-/// the strategy itself.
+/// the strategy itself (its family's [`Profile::of_the_strategy`](super::spec::Profile)).
 fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<(), String> {
     let server = strategy.server;
-    match kind.needs() {
+    let profile = kind.profile();
+    match profile.needs {
         Needs::WorkerProcesses if server.entry().in_driver_process => Err(
             "its lock server lives in the driver process, so its clients cannot run as worker processes"
                 .to_owned(),
@@ -116,52 +132,13 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         Needs::Offered(ability) => server.faults().offer(ability),
         Needs::WorkerProcesses | Needs::Server => Ok(()),
     }?;
-    of_the_strategy(kind, strategy, caps)
-}
-
-/// What a fault needs of the strategy beyond its kind's offer: a library its kind's faults reach.
-fn of_the_strategy(
-    kind: FaultKind,
-    strategy: &Strategy,
-    caps: &Capabilities,
-) -> Result<(), String> {
-    let refuse = |why: &str| Err(why.to_owned());
-    match kind {
-        // Starvation blocks the worker's async runtime threads; a peer's library renews on its own
-        // threads in the adapter process, which that does not reach: the adapter must block them
-        // itself (`starve`, declared in its catalog entry). A CPU hog does reach them: its threads
-        // run in the worker, beside the adapter in the same process group and cgroup, and compete
-        // with the library's threads for the CPU as they would with a native row's runtime.
-        FaultKind::StarveWorker
-            if strategy
-                .peer_spec()
-                .is_some_and(|peer| !peer.starve_library) =>
-        {
-            refuse(
-                "its library renews on its own threads in the adapter's own process, which the worker's runtime starvation does not reach, and its adapter cannot block them (no `starve` in adapters/PROTOCOL.md; process-pause stops them all)",
-            )
-        }
-        FaultKind::SentinelFailover if crate::strategies::is_peer(strategy.id) => {
-            refuse("its library is given one server's address, not the Sentinels'")
-        }
-        FaultKind::ClusterMasterKill | FaultKind::ClusterFailover
-            if !crate::strategies::runs_on_redis_cluster(strategy.id) =>
-        {
-            Err(format!(
-                "it does not run on a Redis Cluster ({})",
-                crate::strategies::NOT_ON_REDIS_CLUSTER
-            ))
-        }
-        FaultKind::PubsubKill if !caps.wait_notify => {
-            refuse("it uses no pub/sub connection (its waiters poll)")
-        }
-        _ => Ok(()),
-    }
+    (profile.of_the_strategy)(strategy, caps)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::faults::kind::{Failover, NetworkFault, NodeFault, RedisCommand, WorkerFault};
     use crate::strategies::{STRATEGIES, StrategySettings, find};
 
     fn check(kind: FaultKind, id: &str) -> Result<(), String> {
@@ -174,60 +151,105 @@ mod tests {
 
     #[test]
     fn applicability_follows_the_table() {
-        assert!(check(FaultKind::PauseWorker, "redis-watchdog").is_ok());
+        assert!(check(FaultKind::Worker(WorkerFault::Pause), "redis-watchdog").is_ok());
         assert!(
-            check(FaultKind::PauseWorker, "memory")
+            check(FaultKind::Worker(WorkerFault::Pause), "memory")
                 .expect_err("memory")
                 .contains("driver process")
         );
-        assert!(check(FaultKind::PubsubKill, "redis-keyspace-shadow").is_ok());
         assert!(
-            check(FaultKind::PubsubKill, "redis-guard-thread")
-                .expect_err("polls")
-                .contains("no pub/sub")
+            check(
+                FaultKind::RedisCommand(RedisCommand::PubsubKill),
+                "redis-keyspace-shadow"
+            )
+            .is_ok()
         );
-        assert!(check(FaultKind::Failover, "etcd-lease").is_err());
-        assert!(check(FaultKind::Failover, "postgres-lease").is_ok());
-        assert!(check(FaultKind::SentinelFailover, "redisson").is_ok());
-        assert!(check(FaultKind::SentinelFailover, "py-redis-lock").is_err());
-        assert!(check(FaultKind::SentinelFailover, "redlock").is_err());
-        assert!(check(FaultKind::ClusterMasterKill, "redisson").is_ok());
-        assert!(check(FaultKind::ClusterFailover, "redis-guard-thread").is_ok());
-        assert!(check(FaultKind::ClusterMasterKill, "redis-keyspace-shadow").is_ok());
-        assert!(check(FaultKind::ClusterMasterKill, "py-redis-lock").is_err());
+        assert!(
+            check(
+                FaultKind::RedisCommand(RedisCommand::PubsubKill),
+                "redis-guard-thread"
+            )
+            .expect_err("polls")
+            .contains("no pub/sub")
+        );
+        assert!(check(FaultKind::Failover(Failover::Replica), "etcd-lease").is_err());
+        assert!(check(FaultKind::Failover(Failover::Replica), "postgres-lease").is_ok());
+        assert!(check(FaultKind::Failover(Failover::Sentinel), "redisson").is_ok());
+        assert!(check(FaultKind::Failover(Failover::Sentinel), "py-redis-lock").is_err());
+        assert!(check(FaultKind::Failover(Failover::Sentinel), "redlock").is_err());
+        assert!(check(FaultKind::Failover(Failover::ClusterMasterKill), "redisson").is_ok());
+        assert!(
+            check(
+                FaultKind::Failover(Failover::ClusterCommand),
+                "redis-guard-thread"
+            )
+            .is_ok()
+        );
+        assert!(
+            check(
+                FaultKind::Failover(Failover::ClusterMasterKill),
+                "redis-keyspace-shadow"
+            )
+            .is_ok()
+        );
+        assert!(
+            check(
+                FaultKind::Failover(Failover::ClusterMasterKill),
+                "py-redis-lock"
+            )
+            .is_err()
+        );
         assert!(check(FaultKind::LeaderKill, "zookeeper").is_ok());
         assert!(check(FaultKind::LeaderKill, "redis-watchdog").is_err());
-        assert!(check(FaultKind::NodeRestart, "redlock").is_ok());
-        assert!(check(FaultKind::ClockJump, "redlock").is_ok());
-        assert!(check(FaultKind::ServerRestart, "redlock").is_err());
-        assert!(check(FaultKind::ServerRestart, "redis-watchdog").is_ok());
+        assert!(check(FaultKind::Node(NodeFault::Restart), "redlock").is_ok());
+        assert!(check(FaultKind::Node(NodeFault::ClockJump), "redlock").is_ok());
+        assert!(check(FaultKind::Node(NodeFault::ServerRestart), "redlock").is_err());
+        assert!(check(FaultKind::Node(NodeFault::ServerRestart), "redis-watchdog").is_ok());
         assert!(check(FaultKind::TerminateSession, "postgres-advisory").is_ok());
         assert!(check(FaultKind::TerminateSession, "redis-watchdog").is_err());
-        assert!(check(FaultKind::KeepalivePartition, "postgres-lease").is_ok());
-        assert!(check(FaultKind::KeepalivePartition, "redis-watchdog").is_err());
-        assert!(check(FaultKind::Failover, "mysql-lease").is_ok());
+        assert!(
+            check(
+                FaultKind::Network(NetworkFault::KeepalivePartition),
+                "postgres-lease"
+            )
+            .is_ok()
+        );
+        assert!(
+            check(
+                FaultKind::Network(NetworkFault::KeepalivePartition),
+                "redis-watchdog"
+            )
+            .is_err()
+        );
+        assert!(check(FaultKind::Failover(Failover::Replica), "mysql-lease").is_ok());
         assert!(check(FaultKind::TerminateSession, "mysql-get-lock").is_ok());
         assert!(
-            check(FaultKind::KeepalivePartition, "mysql-get-lock")
-                .expect_err("no namespaced mariadb")
-                .contains("network namespace")
+            check(
+                FaultKind::Network(NetworkFault::KeepalivePartition),
+                "mysql-get-lock"
+            )
+            .expect_err("no namespaced mariadb")
+            .contains("network namespace")
         );
         // A peer's library lives in its adapter process: signals, cgroups and the hog threads beside
         // it reach it through the worker's process group; the worker runtime's starvation does not.
-        assert!(check(FaultKind::PauseWorker, "py-redis-lock").is_ok());
-        assert!(check(FaultKind::CgroupQuota, "py-kazoo").is_ok());
-        assert!(check(FaultKind::CpuHog, "jvm-redisson").is_ok());
-        let why = check(FaultKind::StarveWorker, "py-redis-lock").expect_err("peer");
+        assert!(check(FaultKind::Worker(WorkerFault::Pause), "py-redis-lock").is_ok());
+        assert!(check(FaultKind::Worker(WorkerFault::CgroupQuota), "py-kazoo").is_ok());
+        assert!(check(FaultKind::Worker(WorkerFault::CpuHog), "jvm-redisson").is_ok());
+        let why = check(FaultKind::Worker(WorkerFault::Starve), "py-redis-lock").expect_err("peer");
         assert!(why.contains("adapter's own process"), "{why}");
         // Unless the adapter blocks its library's threads itself (Redisson's event loops and timer).
         for id in ["jvm-redisson", "jvm-redisson-4", "jvm-redisson-3.43"] {
-            assert!(check(FaultKind::StarveWorker, id).is_ok(), "{id}");
+            assert!(
+                check(FaultKind::Worker(WorkerFault::Starve), id).is_ok(),
+                "{id}"
+            );
         }
         for id in ["redis-watchdog", "etcd-lease", "zookeeper", "memory"] {
             for kind in [
-                FaultKind::NodeKill,
-                FaultKind::NodeRestart,
-                FaultKind::ClockJump,
+                FaultKind::Node(NodeFault::Kill),
+                FaultKind::Node(NodeFault::Restart),
+                FaultKind::Node(NodeFault::ClockJump),
             ] {
                 let why = check(kind, id).expect_err(id);
                 assert!(why.contains("independent Redis nodes"), "{why}");
@@ -238,8 +260,15 @@ mod tests {
         let caps = memory
             .capabilities(&StrategySettings::new(std::time::Duration::from_secs(1)))
             .expect("caps");
-        let why = applies_all([FaultKind::CpuHog, FaultKind::CgroupQuota], memory, &caps)
-            .expect_err("memory");
+        let why = applies_all(
+            [
+                FaultKind::Worker(WorkerFault::CpuHog),
+                FaultKind::Worker(WorkerFault::CgroupQuota),
+            ],
+            memory,
+            &caps,
+        )
+        .expect_err("memory");
         assert!(
             why.starts_with("cpu_hog and cgroup_quota do not apply to memory: "),
             "{why}"
@@ -250,9 +279,9 @@ mod tests {
             .expect("caps");
         let why = applies_all(
             [
-                FaultKind::StarveWorker,
-                FaultKind::CgroupQuota,
-                FaultKind::StarveWorker,
+                FaultKind::Worker(WorkerFault::Starve),
+                FaultKind::Worker(WorkerFault::CgroupQuota),
+                FaultKind::Worker(WorkerFault::Starve),
             ],
             kazoo,
             &caps,
@@ -269,41 +298,5 @@ mod tests {
                 "{kind}"
             );
         }
-    }
-    /// A preset, resolved.
-    fn preset(name: &str) -> Workload {
-        let loaded = crate::scenarios::load(name).expect("preset");
-        Workload::resolve(&loaded.name, &loaded.source, loaded.file).expect("resolves")
-    }
-
-    #[test]
-    fn a_failover_scenario_applies_to_the_server_kind_it_is_about() {
-        let settings = StrategySettings::new(std::time::Duration::from_secs(1));
-        let applies = |scenario: &Workload, id: &str| {
-            let s = find(id).expect("registered");
-            applies_to(scenario, s, &s.capabilities(&settings).expect("caps"))
-        };
-        // One fault serves both kinds; each scenario takes only the kind its theory is about.
-        let (redis, postgres) = (preset("redis-failover"), preset("postgres-failover"));
-        assert!(check(FaultKind::Failover, "postgres-lease").is_ok());
-        for id in ["redis-watchdog", "redisson", "jvm-spring-redis"] {
-            assert_eq!(applies(&redis, id), Ok(()), "{id}");
-            let why = applies(&postgres, id).expect_err(id);
-            assert_eq!(
-                why,
-                format!(
-                    "postgres-failover does not apply to {id}: the scenario is about postgres \
-                     servers, and {id} runs on redis"
-                )
-            );
-        }
-        for id in ["postgres-advisory", "postgres-lease", "jvm-spring-jdbc"] {
-            assert_eq!(applies(&postgres, id), Ok(()), "{id}");
-            let why = applies(&redis, id).expect_err(id);
-            assert!(why.contains("about redis and valkey servers"), "{why}");
-        }
-        // A kind the scenario is about still meets its faults' own rules.
-        let why = applies(&redis, "redlock").expect_err("redlock");
-        assert!(why.contains("runs on redis-nodes"), "{why}");
     }
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use lockbench_reports::model::FaultWindow;
 
 use super::board::{HoldBoard, HoldEnd};
+use super::kind::{Aftermath, FaultKind, Target};
 use super::proxies::ClientProxies;
 use super::workers::WorkerControl;
 use crate::backends::ServerKind;
@@ -20,7 +21,6 @@ use crate::base::holds::EndedBy;
 use crate::base::holds::{HoldChange, HoldEvent};
 use crate::base::stop::StopSignal;
 use crate::kinds::CaseServers;
-use crate::workload::faults::{FaultKind, FaultSpec, Target};
 
 /// The server a case's faults act on.
 #[derive(Debug, Clone)]
@@ -65,6 +65,8 @@ pub(crate) struct FaultEnv {
 #[derive(Debug)]
 pub(super) struct Record {
     pub(super) kind: FaultKind,
+    /// What the fault leaves behind: whether what followed it is measured.
+    pub(super) aftermath: Aftermath,
     pub(super) target: String,
     pub(super) parameters: BTreeMap<String, serde_json::Value>,
     pub(super) start: u64,
@@ -79,18 +81,25 @@ pub(super) struct Record {
     /// Why its window ended before its planned end (the case stopped first).
     pub(super) cut_short: Option<String>,
     /// Whether the fault's test of the lock needs its `recovery` (another acquire after it): a
-    /// failover ([`recovery_is_evidence`]). Without that acquire nothing tested whether the new
+    /// failover ([`Aftermath::recovery_is_evidence`]). Without that acquire nothing tested whether the new
     /// primary let a second holder in, and the window says it was not applied.
     pub(super) recovery_needed: bool,
 }
 
 impl Record {
-    pub(super) fn new(spec: &FaultSpec, planned: u64) -> Self {
+    /// The record of a fault of `kind` on `target`, with its settings `parameters`, planned to
+    /// start at `planned`.
+    pub(super) fn new(
+        (kind, aftermath): (FaultKind, Aftermath),
+        target: Target,
+        parameters: Vec<(&'static str, serde_json::Value)>,
+        planned: u64,
+    ) -> Self {
         Record {
-            kind: spec.kind,
-            target: spec.target.to_string(),
-            parameters: spec
-                .parameters()
+            kind,
+            aftermath,
+            target: target.to_string(),
+            parameters: parameters
                 .into_iter()
                 .map(|(n, v)| (n.to_owned(), v))
                 .collect(),
@@ -178,6 +187,15 @@ impl Record {
             cut_short: self.cut_short,
         }
     }
+}
+
+/// A fault that was not applied; why is on its record.
+pub(super) struct NotApplied;
+
+/// Notes on `rec` that the fault was not applied, and why.
+pub(super) fn not_applied<T>(rec: &mut Record, why: impl Into<String>) -> Result<T, NotApplied> {
+    rec.not_applied(why);
+    Err(NotApplied)
 }
 
 /// Why a fault without evidence of its effect counts as not applied.
@@ -375,27 +393,13 @@ pub(super) async fn measure_victim(
     };
     let (noticed, recovered) = tokio::join!(noticed, recovered);
     rec.noticed = noticed;
-    rec.recovery_needed = recovery_is_evidence(rec.kind);
-    rec.recovery = recovered.filter(|_| rec.kind.measures_recovery());
-}
-
-/// Whether a fault of `kind` tested the lock only if some client acquired it after the fault: a
-/// failover, whose question is whether the new primary grants a lock its holder still believes it
-/// holds. (Elsewhere no acquire after the fault can be the lock working: a holder that kept its lock
-/// through a starved runtime, or one that stopped on its loss before its session could expire.)
-pub(super) fn recovery_is_evidence(kind: FaultKind) -> bool {
-    matches!(
-        kind,
-        FaultKind::Failover
-            | FaultKind::SentinelFailover
-            | FaultKind::ClusterMasterKill
-            | FaultKind::ClusterFailover
-    )
+    rec.recovery_needed = rec.aftermath.recovery_is_evidence();
+    rec.recovery = recovered.filter(|_| rec.aftermath.measures_recovery());
 }
 
 /// After a server-wide fault at `t0`: when any client acquired any key.
 pub(super) async fn measure_any(env: &FaultEnv, cursor: usize, t0: u64, rec: &mut Record) {
-    rec.recovery_needed = recovery_is_evidence(rec.kind);
+    rec.recovery_needed = rec.aftermath.recovery_is_evidence();
     let mut c = cursor;
     rec.recovery = env
         .board
@@ -489,22 +493,16 @@ mod tests {
         }
     }
 
-    /// A one-second worker pause at the case start.
-    fn pause_spec() -> crate::workload::faults::FaultSpec {
-        crate::workload::faults::FaultSpec::resolve(
-            &crate::workload::faults::parse_fault_text("pause_worker at=0s duration=1s")
-                .expect("parses"),
-            crate::base::duration::Units {
-                ttl: Duration::from_secs(1),
-                task: Duration::from_millis(10),
-            },
-        )
-        .expect("valid")
+    /// The record of a one-second worker pause at the case start, not yet checked.
+    fn unchecked_pause() -> Record {
+        let kind = FaultKind::Worker(super::super::kind::WorkerFault::Pause);
+        let parameters = vec![("duration_ms", 1000.0.into())];
+        Record::new((kind, Aftermath::TakesLock), Target::Holder, parameters, 0)
     }
 
+    /// The same, once it took effect.
     fn pause_record() -> Record {
-        let spec = pause_spec();
-        let mut rec = Record::new(&spec, 0);
+        let mut rec = unchecked_pause();
         rec.took_effect("worker process 7 stopped (/proc state T)");
         rec
     }
@@ -585,9 +583,8 @@ mod tests {
 
     #[test]
     fn a_window_without_evidence_or_without_a_later_acquire_is_not_applied() {
-        let spec = pause_spec();
         // Never checked: `applied` null once read as applied.
-        let w = Record::new(&spec, 0).window(0);
+        let w = unchecked_pause().window(0);
         assert_eq!(w.applied, Some(false));
         assert_eq!(w.evidence.as_deref(), Some(NO_EVIDENCE));
         // Took effect on a held key, but nobody acquired the lock after it.

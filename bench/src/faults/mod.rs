@@ -1,15 +1,22 @@
-//! Fault injection (docs/design.md §6): which strategies each fault of a scenario (the specs,
-//! [`crate::workload::faults`]) applies to, and the machinery that injects them during a case and records each fault's window
-//! (kind, target, parameters, start and stop relative to the case start, and what followed) in the
-//! results.
+//! Faults (docs/design.md §6): what a scenario asks to inject and how it is injected, one file per
+//! family holding both — the settings its kinds take, parsed and checked, what they need of the
+//! strategy's kind, and how they are applied and lifted — beside what every family shares: the fault
+//! as written and checked ([`spec`]), the kinds ([`kind`]), which strategies a fault applies to
+//! ([`applicability`]: where the strategy's kind offers what its family needs), and the machinery
+//! that injects them during a case and records each fault's window (kind, target, parameters, start
+//! and stop relative to the case start, and what followed) in the results.
 //!
 //! | module | job |
 //! |---|---|
+//! | [`kind`] | the kinds of fault, each in its family, and the terms a family describes them in |
+//! | [`spec`] | a fault as written ([`FaultFile`], `--fault`) and checked ([`FaultSpec`]); a family's [`spec::Profile`] |
+//! | [`families`] | each kind's family: checking a fault as written, its results' settings, its own servers |
+//! | [`worker_process`], [`server_pause`], [`redis_commands`], [`network`], [`failovers`], [`leader_kill`], [`node_faults`], [`sessions`] | the families: each one's spec and injection |
 //! | [`applicability`] | which fault applies to which strategy |
 //! | [`board`] | the workers' hold events: who holds what now, what happened since |
-//! | [`runner`] | the schedule: wait, apply, lift, collect the windows |
+//! | [`runner`] | the schedule: wait, apply through the family, lift, collect the windows |
+//! | [`server_strike`] | what every fault on the server shares: its victim, measuring what followed |
 //! | [`env`] | what the fault tasks share: server access, records, target choice, measuring |
-//! | [`worker_faults`], [`network_faults`], [`server_faults`] | how each kind is applied and lifted |
 //! | [`workers`] | signals and commands ([`workers::WorkerCommand`]) to worker processes |
 //! | [`proxies`] | a TCP proxy per client between it and the server |
 //! | [`topology`] | servers a case starts for itself (primary + replica, 3-member clusters) |
@@ -23,13 +30,26 @@ pub(crate) mod applicability;
 pub(crate) mod board;
 pub(crate) mod cgroup;
 pub(crate) mod env;
-pub(crate) mod network_faults;
+pub(crate) mod failovers;
+pub(crate) mod families;
+pub(crate) mod kind;
+pub(crate) mod leader_kill;
+pub(crate) mod network;
+pub(crate) mod node_faults;
 pub(crate) mod proxies;
+pub(crate) mod redis_commands;
 pub(crate) mod runner;
-pub(crate) mod server_faults;
+pub(crate) mod server_pause;
+pub(crate) mod server_strike;
+pub(crate) mod sessions;
+pub(crate) mod spec;
 pub(crate) mod topology;
-pub(crate) mod worker_faults;
+pub(crate) mod worker_process;
 pub(crate) mod workers;
+
+pub(crate) use self::families::{case_topology, needs_processes, needs_proxies, own_topology};
+pub(crate) use self::kind::{FaultKind, Target, WorkerFault};
+pub(crate) use self::spec::{FaultFile, FaultSpec, parse_fault_text};
 
 use std::sync::Arc;
 
@@ -38,6 +58,7 @@ use tokio::task::JoinHandle;
 
 use self::board::HoldBoard;
 use self::env::{FaultEnv, ServerAccess};
+use self::kind::Failover;
 use self::proxies::ClientProxies;
 use self::workers::WorkerControl;
 use crate::backends::stats::StatsSource;
@@ -47,7 +68,6 @@ use crate::base::holds::HoldSink;
 use crate::base::stop::StopSignal;
 use crate::kinds::CaseServers;
 use crate::strategies::Strategy;
-use crate::workload::faults::{FaultKind, FaultSpec, case_topology, needs_proxies};
 
 /// Why a case's faults could not be prepared.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,7 +141,7 @@ impl CaseFaults {
             Some(topology) => {
                 let lag = specs
                     .iter()
-                    .filter(|s| s.kind == FaultKind::Failover)
+                    .filter(|s| s.kind == FaultKind::Failover(Failover::Replica))
                     .map(|s| s.replication_lag)
                     .max()
                     .unwrap_or_default();

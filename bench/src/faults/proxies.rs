@@ -8,7 +8,39 @@ use lockbench_servers::{Direction, Fault, Proxy};
 
 use crate::backends::{EndpointAddrs, ServerKind};
 use crate::kinds::ServerKindExt;
-use crate::workload::faults::Directions;
+
+/// Which way a proxy fault acts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Directions {
+    /// Client → server (requests).
+    Upstream,
+    /// Server → client (replies, events).
+    Downstream,
+    /// Both.
+    Both,
+}
+
+impl std::fmt::Display for Directions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Directions::Upstream => "upstream",
+            Directions::Downstream => "downstream",
+            Directions::Both => "both",
+        })
+    }
+}
+
+/// Parses a direction as written.
+pub(crate) fn parse_directions(text: &str) -> Result<Directions, String> {
+    match text.trim() {
+        "upstream" => Ok(Directions::Upstream),
+        "downstream" => Ok(Directions::Downstream),
+        "both" => Ok(Directions::Both),
+        other => Err(format!(
+            "expected upstream, downstream or both, got {other:?}"
+        )),
+    }
+}
 
 /// Every client's proxies, in front of the servers of one kind.
 #[derive(Debug)]

@@ -3,8 +3,8 @@
 //! lifts it after `duration` (at once if the case ends first: a paused worker is always resumed),
 //! then measures what followed (see [`super::env`]) and returns its [`FaultWindow`]. Faults run
 //! concurrently, each in its own task; blocking calls (server commands, kills) run off the async
-//! threads. How each kind is applied and lifted lives in [`super::worker_faults`],
-//! [`super::network_faults`] and [`super::server_faults`].
+//! threads. How each kind is applied and lifted lives in its family's file (see
+//! [`super::families`]); what the faults on the server share, in [`super::server_strike`].
 
 use std::collections::BTreeMap;
 
@@ -12,9 +12,13 @@ use lockbench_reports::model::FaultWindow;
 use tokio::task::JoinSet;
 
 use super::env::{FaultEnv, Record, sleep_until};
-use super::{network_faults, server_faults, worker_faults};
+use super::kind::FaultKind;
+use super::spec::FaultSpec;
+use super::{
+    failovers, leader_kill, network, node_faults, redis_commands, server_pause, server_strike,
+    sessions, worker_process,
+};
 use crate::base::clock::duration_ns;
-use crate::workload::faults::{FaultScope, FaultSpec};
 
 /// Runs every fault of `specs`; returns their windows in start order once the case has ended.
 pub(crate) async fn run_all(specs: Vec<FaultSpec>, env: FaultEnv) -> Vec<FaultWindow> {
@@ -47,15 +51,37 @@ pub(crate) async fn run_all(specs: Vec<FaultSpec>, env: FaultEnv) -> Vec<FaultWi
 
 async fn run_one(spec: FaultSpec, env: FaultEnv) -> FaultWindow {
     let planned = env.go + duration_ns(spec.at);
-    let mut rec = Record::new(&spec, planned);
+    let kind = (spec.kind, spec.kind.profile().aftermath);
+    let mut rec = Record::new(kind, spec.target, spec.parameters(), planned);
     if !sleep_until(&env, planned).await {
         rec.not_applied("the case ended first");
         return rec.window(env.go);
     }
-    match spec.kind.scope() {
-        FaultScope::WorkerProcess => worker_faults::apply(&spec, &env, &mut rec).await,
-        FaultScope::Network => network_faults::apply(&spec, &env, &mut rec).await,
-        FaultScope::Server => server_faults::apply(&spec, &env, &mut rec).await,
-    }
+    inject(&spec, &env, &mut rec).await;
     rec.window(env.go)
+}
+
+/// Applies the fault through its family, lifts it, and measures what followed.
+async fn inject(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
+    let on_server = match spec.kind {
+        FaultKind::Worker(kind) => return worker_process::inject(kind, spec, env, rec).await,
+        FaultKind::Network(kind) => return network::inject(kind, spec, env, rec).await,
+        on_server => on_server,
+    };
+    let Ok(struck) = server_strike::strike(spec, env, rec).await else {
+        return;
+    };
+    let victim = struck.victim.as_ref();
+    let applied = match on_server {
+        FaultKind::PauseServer => server_pause::inject(spec, env, rec).await,
+        FaultKind::RedisCommand(kind) => {
+            redis_commands::inject(kind, spec, env, rec, (victim, struck.t0)).await
+        }
+        FaultKind::Failover(kind) => failovers::inject(kind, spec, env, rec, victim).await,
+        FaultKind::LeaderKill => leader_kill::inject(env, rec).await,
+        FaultKind::Node(kind) => node_faults::inject(kind, spec, env, rec).await,
+        FaultKind::TerminateSession => sessions::inject(env, rec, victim).await,
+        FaultKind::Worker(_) | FaultKind::Network(_) => return,
+    };
+    server_strike::measure(spec, env, rec, struck, applied).await;
 }

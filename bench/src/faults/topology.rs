@@ -1,5 +1,5 @@
-//! Servers a case starts for itself because its fault destroys them, started through the strategy's
-//! kind: each kind offers its set-ups (a primary with a replica, a consensus cluster, independent
+//! Servers a case starts for itself because its fault destroys them ([`Topology`]), started through
+//! the strategy's kind: each kind offers its set-ups (a primary with a replica, a consensus cluster, independent
 //! nodes...) in its entry ([`CaseStarts`]) and builds them in its own `kinds/<kind>/case_servers.rs`.
 //! What every set-up shares lives here: starting the one a case's faults name, pointing the
 //! clients' proxies at a promoted replica, and where the case's server cost is read. Dropped with
@@ -12,8 +12,54 @@ use std::time::Duration;
 use super::proxies::ClientProxies;
 use crate::backends::ServerKind;
 use crate::backends::stats::StatsSource;
-use crate::kinds::{CaseServers, FailoverReport, ServerKindExt};
-use crate::workload::faults::Topology;
+use crate::kinds::{self, CaseServers, CaseStarts, FailoverReport, ServerKindExt};
+use lockbench_servers::Durability;
+
+/// A server set-up a case starts for itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Topology {
+    /// A primary with one asynchronous replica: Redis or PostgreSQL, whichever the strategy uses.
+    Pair,
+    /// A Redis primary and replica watched by 3 Sentinels.
+    RedisSentinel,
+    /// A Redis Cluster of 3 masters with one replica each.
+    RedisCluster,
+    /// A 3-member etcd cluster or 3-node ZooKeeper ensemble (whichever the strategy uses).
+    Cluster,
+    /// Redlock's 5 independent Redis nodes, optionally one (index) with a wall clock running
+    /// `rate` times as fast.
+    RedisNodes {
+        /// `(node, rate)`.
+        fake_clock: Option<(usize, u32)>,
+    },
+    /// One restartable Redis server with this durability.
+    RedisNode(Durability),
+    /// One PostgreSQL in a network namespace of its own, with short TCP keepalive settings.
+    PostgresNamespace,
+}
+
+impl Topology {
+    /// How long a kind offering `starts` takes to start this set-up for a case (the suite's plan
+    /// adds it to each such case); `None` where the kind does not offer it.
+    pub(crate) fn takes(self, starts: &CaseStarts) -> Option<Duration> {
+        match self {
+            Topology::Pair => starts.pair.map(|s| s.takes),
+            Topology::RedisSentinel => starts.sentinels.map(|s| s.takes),
+            Topology::RedisCluster => starts.sharded.map(|s| s.takes),
+            Topology::Cluster => starts.cluster.map(|s| s.takes),
+            Topology::RedisNodes { .. } => starts.nodes.map(|s| s.takes),
+            Topology::RedisNode(_) => starts.restartable.map(|s| s.takes),
+            Topology::PostgresNamespace => starts.namespaced.map(|s| s.takes),
+        }
+    }
+
+    /// The server kinds this topology replaces the run's shared servers for: those that offer it.
+    pub(crate) fn replaces(self) -> Vec<ServerKind> {
+        kinds::all()
+            .filter(|k| self.takes(&k.faults().own).is_some())
+            .collect()
+    }
+}
 
 /// Starts the set-up `topology` of the strategy's `kind`, the replica of a pair replicating with a
 /// `replication_lag`. Blocking (seconds).

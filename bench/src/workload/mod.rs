@@ -1,13 +1,11 @@
 //! The workload spec (docs/design.md §5): what a scenario asks for, from a TOML file (a preset or the user's)
 //! overridden by command-line flags, checked field by field so a bad value gets one error line that
-//! names the field. The fault specs ([`faults`]) are part of it: pure data, checked here and injected
-//! by [`crate::faults`].
+//! names the field. Its faults are part of it: each `[[faults]]` table is checked by the fault's
+//! family, in [`crate::faults`], which also injects it.
 
 pub(crate) mod distribution;
-pub(crate) mod faults;
 pub(crate) mod parse;
 pub(crate) mod theory;
-pub(crate) mod time_scale;
 pub(crate) mod user;
 
 use std::collections::BTreeMap;
@@ -16,13 +14,14 @@ use std::time::Duration;
 use lockbench_reports::model::Expectation;
 use serde::Deserialize;
 
-use self::faults::{FaultFile, FaultSpec, needs_processes};
 use crate::backends::ServerKind;
 use crate::base::duration::{Units, format_duration, parse_duration, parse_timing};
+use crate::faults::applicability::Scenario;
+use crate::faults::{FaultFile, FaultSpec, Target, needs_processes};
 
+pub(crate) use crate::base::time_scale::TimeScale;
 pub(crate) use distribution::TaskDistribution;
 pub(crate) use parse::{LeaseSpec, OnLost, WorkerMode};
-pub(crate) use time_scale::TimeScale;
 
 /// A scenario file as written: every field optional (the built-in default applies), unknown fields
 /// rejected. Durations are humantime strings; the case's length (`duration`, `warmup`,
@@ -85,7 +84,7 @@ pub struct ScenarioFile {
     pub monitor_commands: Option<bool>,
     /// Random seed.
     pub seed: Option<u64>,
-    /// Faults injected in every case (`[[faults]]` tables; see [`faults`]).
+    /// Faults injected in every case (`[[faults]]` tables; see [`crate::faults::spec`]).
     pub faults: Option<Vec<FaultFile>>,
     /// What theory predicts (`safe`, `violated` or `{ either = "mechanism" }`) by strategy id, lease
     /// kind (`fixed`, `watchdog`) or `default`: the `[expect]` table ([`theory`]). The report marks
@@ -292,6 +291,20 @@ const MAX_WORKER_PROCESSES: u32 = 256;
 /// Most distinct keys: the resource keeps a counter and a fencing record per key, so a count far
 /// beyond any workload's hot set would only exhaust memory.
 const MAX_KEYS: u32 = 1_000_000;
+
+impl Scenario for Workload {
+    fn scenario_name(&self) -> &str {
+        &self.name
+    }
+
+    fn about_servers(&self) -> &[ServerKind] {
+        &self.servers
+    }
+
+    fn fault_specs(&self) -> &[FaultSpec] {
+        &self.faults
+    }
+}
 
 impl Workload {
     /// This workload with at least `min` of warm-up, its faults moved by the added time so each
@@ -672,7 +685,7 @@ fn resolve_faults(
                 spec.kind
             ));
         }
-        if let faults::Target::Client(n) = spec.target
+        if let Target::Client(n) = spec.target
             && n >= clients
         {
             return Err(format!(

@@ -1,8 +1,9 @@
-//! Faults on the network between clients and server, through the clients' TCP proxies: added delay
-//! (`proxy_delay`), a partition that drops every byte (`proxy_blackhole`) and reset connections
-//! (`proxy_reset`), on one client (the holder, `client:N`) or all; and a partition the server notices
-//! only by TCP keepalive (`keepalive_partition`): the client's proxy connections to a PostgreSQL in a
-//! network namespace of its own are dropped silently inside that namespace.
+//! Faults on the network between clients and server, spec and injection: through the clients' TCP
+//! proxies, added delay (`proxy_delay`), a partition that drops every byte (`proxy_blackhole`) and
+//! reset connections (`proxy_reset`), on one client (the holder, `client:N`) or all; and a partition
+//! the server notices only by TCP keepalive (`keepalive_partition`): the client's proxy connections
+//! to a server in a network namespace of its own (a kind offers one when it starts such a server
+//! for a case: [`ServerFault::KeepalivePartition`]) are dropped silently inside that namespace.
 
 use std::sync::{Arc, Mutex};
 
@@ -12,12 +13,68 @@ use super::env::{
     FaultEnv, Record, ServerAccess, Victim, blocking, check_struck_hold, describe_victim, hold_for,
     lasts_until, measure_any, measure_victim, pick_client, sleep_until,
 };
-use super::proxies::{self, ClientProxies};
+use super::kind::{Aftermath, Needs, NetworkFault, Target, Targets};
+use super::proxies::{self, ClientProxies, Directions, parse_directions};
+use super::spec::{FaultFile, FaultSpec, Profile, positive, timing};
+use super::topology::Topology;
 use crate::base::clock::duration_ns;
-use crate::workload::faults::{FaultKind, FaultSpec, Target};
+use crate::base::duration::Units;
+use crate::kinds::ServerFault;
+
+/// What the family says of `kind`.
+pub(super) fn profile(kind: NetworkFault) -> Profile {
+    let network = Profile {
+        targets: Targets::Connections,
+        proxies: true,
+        read: read_proxy_settings,
+        ..Profile::PLAIN
+    };
+    match kind {
+        NetworkFault::Delay => Profile {
+            allowed: &["duration", "delay", "direction", "after_acquire"],
+            required: &["duration", "delay"],
+            aftermath: Aftermath::SlowsDown,
+            parameters: |spec, out| {
+                out.push(("delay_ms", (spec.delay.as_secs_f64() * 1e3).into()));
+                out.push(("direction", spec.direction.to_string().into()));
+            },
+            ..network
+        },
+        NetworkFault::Blackhole => Profile {
+            allowed: &["duration", "direction", "after_acquire"],
+            required: &["duration"],
+            parameters: |spec, out| out.push(("direction", spec.direction.to_string().into())),
+            ..network
+        },
+        NetworkFault::Reset => Profile {
+            allowed: &["duration", "every", "after_acquire"],
+            ..network
+        },
+        NetworkFault::KeepalivePartition => Profile {
+            allowed: &["duration", "after_acquire"],
+            required: &["duration"],
+            needs: Needs::Offered(ServerFault::KeepalivePartition),
+            setup: |_| Some(Topology::PostgresNamespace),
+            ..network
+        },
+    }
+}
+
+/// The proxy's added delay and the direction it acts in, defaults filled in.
+fn read_proxy_settings(file: &FaultFile, units: Units, spec: &mut FaultSpec) -> Result<(), String> {
+    spec.delay = positive("delay", timing("delay", &file.delay, units)?)?.unwrap_or_default();
+    spec.direction = file
+        .direction
+        .as_deref()
+        .map(parse_directions)
+        .transpose()
+        .map_err(|e| format!("direction: {e}"))?
+        .unwrap_or(Directions::Both);
+    Ok(())
+}
 
 /// Applies a network fault, lifts it, and measures what followed.
-pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
+pub(super) async fn inject(kind: NetworkFault, spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     let Some(all) = env.proxies.clone() else {
         rec.not_applied("the case has no proxies");
         return;
@@ -51,39 +108,19 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     let cursor = env.board.cursor();
     let t0 = env.clock.now();
     rec.start = t0;
-    match spec.kind {
-        FaultKind::ProxyDelay | FaultKind::ProxyBlackhole => {
-            degrade(spec, env, rec, &chosen).await;
+    match kind {
+        NetworkFault::Delay | NetworkFault::Blackhole => {
+            degrade(spec, env, rec, &chosen, kind == NetworkFault::Delay).await;
         }
-        FaultKind::ProxyReset => reset(spec, env, rec, &chosen, t0).await,
-        FaultKind::KeepalivePartition => keepalive_partition(spec, env, rec, &chosen).await,
-        // Applied by the worker and server fault runners.
-        FaultKind::PauseWorker
-        | FaultKind::CrashWorker
-        | FaultKind::StarveWorker
-        | FaultKind::CpuHog
-        | FaultKind::CgroupQuota
-        | FaultKind::PauseServer
-        | FaultKind::ClientPause
-        | FaultKind::PubsubKill
-        | FaultKind::BusyScript
-        | FaultKind::Failover
-        | FaultKind::SentinelFailover
-        | FaultKind::ClusterMasterKill
-        | FaultKind::ClusterFailover
-        | FaultKind::LeaderKill
-        | FaultKind::NodeKill
-        | FaultKind::NodeRestart
-        | FaultKind::ClockJump
-        | FaultKind::ServerRestart
-        | FaultKind::TerminateSession => return,
+        NetworkFault::Reset => reset(spec, env, rec, &chosen, t0).await,
+        NetworkFault::KeepalivePartition => keepalive_partition(spec, env, rec, &chosen).await,
     }
     match victim {
         Some(v) => {
             measure_victim(env, v, cursor, t0, rec).await;
             check_struck_hold(env, spec.target, &v, t0, rec).await;
         }
-        None if spec.kind.measures_recovery() => measure_any(env, cursor, t0, rec).await,
+        None if rec.aftermath.measures_recovery() => measure_any(env, cursor, t0, rec).await,
         None => {}
     }
 }
@@ -112,8 +149,14 @@ fn choose_proxies<'a>(
 
 /// Delays (`proxy_delay`) or drops (`proxy_blackhole`) the traffic through `chosen` for the fault's
 /// length, counting the bytes it affected; a blackhole then resets the streams it left unusable.
-async fn degrade(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record, chosen: &[&Proxy]) {
-    let fault = if spec.kind == FaultKind::ProxyDelay {
+async fn degrade(
+    spec: &FaultSpec,
+    env: &FaultEnv,
+    rec: &mut Record,
+    chosen: &[&Proxy],
+    delay: bool,
+) {
+    let fault = if delay {
         Fault::Delay(spec.delay)
     } else {
         Fault::Blackhole
@@ -122,7 +165,7 @@ async fn degrade(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record, chosen: &[&
         chosen
             .iter()
             .map(|p| {
-                if spec.kind == FaultKind::ProxyDelay {
+                if delay {
                     p.delayed_bytes()
                 } else {
                     p.blackholed_bytes()
@@ -136,11 +179,7 @@ async fn degrade(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record, chosen: &[&
     }
     hold_for(env, spec.duration, rec).await;
     let bytes = affected(chosen) - before;
-    let verb = if spec.kind == FaultKind::ProxyDelay {
-        "delayed"
-    } else {
-        "blackholed"
-    };
+    let verb = if delay { "delayed" } else { "blackholed" };
     rec.param(&format!("{verb}_bytes"), bytes);
     rec.evidence(if bytes > 0 {
         Ok(format!("the proxy {verb} {bytes} bytes"))
@@ -151,7 +190,7 @@ async fn degrade(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record, chosen: &[&
     });
     for p in chosen {
         proxies::set(p, spec.direction, Fault::Pass);
-        if spec.kind == FaultKind::ProxyBlackhole {
+        if !delay {
             // The bytes dropped meanwhile left these streams unusable: end them, as a
             // partition that outlasts the peers' timeouts does.
             p.reset_all();

@@ -1,23 +1,114 @@
-//! Faults on one client process (processes mode): SIGSTOP/SIGCONT (`pause_worker`), SIGKILL
-//! (`crash_worker`), a starved runtime (`starve_worker`), busy threads (`cpu_hog`) and a cgroup CPU
-//! quota (`cgroup_quota`).
+//! Faults on one client process (processes mode), spec and injection: SIGSTOP/SIGCONT
+//! (`pause_worker`), SIGKILL (`crash_worker`), a starved runtime (`starve_worker`), busy threads
+//! (`cpu_hog`) and a cgroup CPU quota (`cgroup_quota`). They strike the holder or `client:N`, need
+//! the clients in worker processes (not a lock in the driver's own process), and the CPU faults
+//! take their threads, quota and period.
 
 use std::time::Duration;
+
+use lockers::Capabilities;
 
 use super::cgroup::CpuQuota;
 use super::env::{
     FaultEnv, Record, Victim, check_struck_hold, describe_victim, group_seen_killed,
     group_seen_stopped, hold_for, lasts_until, measure_victim, pick_client,
 };
+use super::kind::{Aftermath, Needs, Targets, WorkerFault};
+use super::spec::{FaultFile, FaultSpec, Profile, positive, timing};
 use super::workers::{
     Crash, HOG_THREAD, HeldSeen, LibrarySeen, LibraryStarve, STARVED_THREAD, WorkerCommand,
     WorkerControl, runtime_threads, starve_evidence,
 };
 use crate::base::clock::duration_ns;
-use crate::workload::faults::{FaultKind, FaultSpec};
+use crate::base::duration::{Units, format_duration};
+use crate::strategies::Strategy;
+
+/// What the family says of `kind`.
+pub(super) fn profile(kind: WorkerFault) -> Profile {
+    let worker = Profile {
+        allowed: &["duration"],
+        required: &["duration"],
+        targets: Targets::Clients,
+        needs: Needs::WorkerProcesses,
+        read: read_cpu_settings,
+        ..Profile::PLAIN
+    };
+    match kind {
+        WorkerFault::Pause => worker,
+        WorkerFault::Crash => Profile {
+            allowed: &[],
+            required: &[],
+            ..worker
+        },
+        WorkerFault::Starve => Profile {
+            of_the_strategy: starvation_reaches,
+            ..worker
+        },
+        WorkerFault::CpuHog => Profile {
+            allowed: &["duration", "threads"],
+            aftermath: Aftermath::SlowsDown,
+            parameters: |spec, out| out.push(("threads", spec.threads.into())),
+            ..worker
+        },
+        WorkerFault::CgroupQuota => Profile {
+            allowed: &["duration", "quota", "period"],
+            parameters: |spec, out| {
+                let ms = |d: Duration| serde_json::Value::from(d.as_secs_f64() * 1e3);
+                out.push(("quota_ms", ms(spec.quota)));
+                out.push(("period_ms", ms(spec.period)));
+            },
+            ..worker
+        },
+    }
+}
+
+/// Starvation blocks the worker's async runtime threads; a peer's library renews on its own
+/// threads in the adapter process, which that does not reach: the adapter must block them itself
+/// (`starve`, declared in its catalog entry). A CPU hog does reach them: its threads run in the
+/// worker, beside the adapter in the same process group and cgroup, and compete with the library's
+/// threads for the CPU as they would with a native row's runtime.
+fn starvation_reaches(strategy: &Strategy, _: &Capabilities) -> Result<(), String> {
+    if strategy
+        .peer_spec()
+        .is_some_and(|peer| !peer.starve_library)
+    {
+        return Err("its library renews on its own threads in the adapter's own process, which the worker's runtime starvation does not reach, and its adapter cannot block them (no `starve` in adapters/PROTOCOL.md; process-pause stops them all)".to_owned());
+    }
+    Ok(())
+}
+
+const MAX_HOG_THREADS: u32 = 256;
+
+/// The CPU hog's threads and the cgroup's CPU period and quota, defaults filled in, within bounds.
+fn read_cpu_settings(file: &FaultFile, units: Units, spec: &mut FaultSpec) -> Result<(), String> {
+    let threads = file.threads.unwrap_or(4);
+    if threads == 0 || threads > MAX_HOG_THREADS {
+        return Err(format!(
+            "threads: must be 1..={MAX_HOG_THREADS}, got {threads}"
+        ));
+    }
+    let period = positive("period", timing("period", &file.period, units)?)?
+        .unwrap_or(Duration::from_millis(100));
+    if period < Duration::from_millis(1) || period > Duration::from_secs(1) {
+        return Err(format!(
+            "period: must be 1ms..=1s (the kernel's bounds), got {}",
+            format_duration(period)
+        ));
+    }
+    let quota = positive("quota", timing("quota", &file.quota, units)?)?
+        .unwrap_or(Duration::from_millis(5));
+    if quota < Duration::from_millis(1) {
+        return Err(format!(
+            "quota: must be at least 1ms (the kernel's bound), got {}",
+            format_duration(quota)
+        ));
+    }
+    (spec.threads, spec.period, spec.quota) = (threads, period, quota);
+    Ok(())
+}
 
 /// Applies a worker fault, lifts it, and measures what followed.
-pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
+pub(super) async fn inject(kind: WorkerFault, spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
     let Some(workers) = env.workers.clone() else {
         rec.not_applied("needs workers = processes");
         return;
@@ -39,30 +130,12 @@ pub(super) async fn apply(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
         client: victim.client,
         t0,
     };
-    let struck = match spec.kind {
-        FaultKind::PauseWorker => pause(spec, env, strike, rec).await,
-        FaultKind::CrashWorker => crash(env, strike, &victim, rec).await,
-        FaultKind::StarveWorker | FaultKind::CpuHog => starve_or_hog(spec, env, strike, rec).await,
-        FaultKind::CgroupQuota => cgroup_quota(spec, env, strike, rec).await,
-        // Applied by the network and server fault runners.
-        FaultKind::ProxyDelay
-        | FaultKind::ProxyBlackhole
-        | FaultKind::ProxyReset
-        | FaultKind::KeepalivePartition
-        | FaultKind::PauseServer
-        | FaultKind::ClientPause
-        | FaultKind::PubsubKill
-        | FaultKind::BusyScript
-        | FaultKind::Failover
-        | FaultKind::SentinelFailover
-        | FaultKind::ClusterMasterKill
-        | FaultKind::ClusterFailover
-        | FaultKind::LeaderKill
-        | FaultKind::NodeKill
-        | FaultKind::NodeRestart
-        | FaultKind::ClockJump
-        | FaultKind::ServerRestart
-        | FaultKind::TerminateSession => false,
+    let struck = match kind {
+        WorkerFault::Pause => pause(spec, env, strike, rec).await,
+        WorkerFault::Crash => crash(env, strike, &victim, rec).await,
+        WorkerFault::Starve => starve_or_hog(spec, env, strike, rec, false).await,
+        WorkerFault::CpuHog => starve_or_hog(spec, env, strike, rec, true).await,
+        WorkerFault::CgroupQuota => cgroup_quota(spec, env, strike, rec).await,
     };
     if !struck {
         return;
@@ -136,6 +209,7 @@ async fn starve_or_hog(
     env: &FaultEnv,
     strike: Strike<'_>,
     rec: &mut Record,
+    hog: bool,
 ) -> bool {
     let Strike {
         workers,
@@ -143,7 +217,7 @@ async fn starve_or_hog(
         t0,
     } = strike;
     let until_ns = t0 + spec.duration.map(duration_ns).unwrap_or(0);
-    let command = if spec.kind == FaultKind::CpuHog {
+    let command = if hog {
         WorkerCommand::Hog {
             threads: spec.threads,
             until_ns,
@@ -158,13 +232,13 @@ async fn starve_or_hog(
         return false;
     }
     if let Some(pid) = workers.pid(client) {
-        rec.evidence(if spec.kind == FaultKind::CpuHog {
+        rec.evidence(if hog {
             hog_threads_seen(env, pid, until_ns).await
         } else {
             starved_threads_seen(env, workers, client, pid, (until_ns, until_ns - t0)).await
         });
     }
-    if spec.kind == FaultKind::CpuHog
+    if hog
         && rec.applied == Some(true)
         && let Some(pid) = workers.pid(client)
     {
@@ -260,8 +334,8 @@ fn quota_evidence(
     );
     let asks = format!(
         "a quota of {} per {} asks {asked:.0} % of a process that wants the CPU",
-        crate::base::duration::format_duration(quota),
-        crate::base::duration::format_duration(period)
+        format_duration(quota),
+        format_duration(period)
     );
     let floor = asked * QUOTA_TOLERANCE;
     if throttled.is_zero() || share < floor {
