@@ -10,11 +10,11 @@
 //! | layer | module | job |
 //! |---|---|---|
 //! | 1 leaf types (`base/`) | `clock`, `duration`, `stop`, `holds`, `suggest` | the monotonic clock and the RFC 3339 timestamp; durations as text; the stop signal; hold intervals (`Interval`, `EndedBy`, `IntervalBatch`) and hold events; "did you mean" for misspelled names |
-//! | | `error`, `output`, `stdout`, `progress`, `table`, `proc_stat`, `measure`, `environment` | errors and exit codes; the atomic results file; printing that a closed pipe ends quietly; progress bars; the summary table; process CPU; measurement helpers shared with `cargo bench`; the machine |
+//! | | `error`, `output`, `stdout`, `progress`, `table`, `time_scale`, `proc_stat`, `measure`, `environment` | errors and exit codes; the atomic results file; printing that a closed pipe ends quietly; progress bars; the summary table; `--time-scale`; process CPU; measurement helpers shared with `cargo bench`; the machine |
 //! | | [`kinds`] | the server kinds, one folder each with the same skeleton, registered by one line |
 //! | | [`backends`], [`strategies`] | the servers (given or started here) and their cost counters; the registry, one entry per strategy id |
-//! | 2 workload | `workload` (with `workload::faults`), `scenarios` | what a run asks for, fault specs included (pure data): TOML presets and files, flags, checks |
-//! | 3 fault injection | `faults` | which fault applies where; worker pause/crash/starvation, proxies, server freeze, failover, leader loss; its own commands and errors |
+//! | 2 faults | `faults` | one file per fault family, its spec (settings read and checked) and its injection: worker pause/crash/starvation, proxies, server freeze, failover, leader loss; which fault applies where (what a kind offers); its own commands and errors |
+//! | 3 workload | `workload`, `scenarios` | what a run asks for, its faults checked by their families: TOML presets and files, flags, checks |
 //! | 4 driver | `driver`, `results`, `trials` | workers (tasks or processes), the protected resource, the safety oracle, metrics; the results model from a run's cases |
 //! | 5 commands (`commands/`) | `run`, `suite`, `compare`, `report`, `scale`, `signals`, `pages` | each takes a domain request (`RunRequest`, `CompareRequest`, `ReportRequest`, `ScaleRequest`); the stop signal (SIGINT, SIGTERM) they share; shell completions and the man page |
 //! | 6 CLI | `cli` | every clap struct, converted into the commands' requests; the runtime |

@@ -506,7 +506,8 @@ pub(crate) fn report_time(plan: &[PlannedScenario]) -> Duration {
 mod tests {
     use super::*;
     use crate::base::duration::{format_duration, parse_duration};
-    use crate::faults::{FaultKind, FaultSpec, WorkerFault};
+    use crate::faults::kind::WorkerFault;
+    use crate::faults::{FaultKind, FaultSpec};
 
     fn seconds(text: &str) -> Duration {
         parse_duration(text).expect("a duration")

@@ -48,7 +48,7 @@ pub(crate) mod worker_process;
 pub(crate) mod workers;
 
 pub(crate) use self::families::{case_topology, needs_processes, needs_proxies, own_topology};
-pub(crate) use self::kind::{FaultKind, Target, WorkerFault};
+pub(crate) use self::kind::{FaultKind, Target};
 pub(crate) use self::spec::{FaultFile, FaultSpec, parse_fault_text};
 
 use std::sync::Arc;
