@@ -2,8 +2,9 @@
 //! distributed, its command-line flag and secret variable, how a given address is probed, checked
 //! and its version read, how lockbench starts one, where its addresses sit among a run's endpoints
 //! and how a proxy is put in front of them, whether `MONITOR` follows it, which server faults it
-//! offers, as abilities: [`ServerFault`]) lives in its [`KindEntry`], keyed by its id ([`ServerKind`], shared with the peers'
-//! catalog), so shared code never asks "which server is this?" by name. Each kind with a server has
+//! offers, as abilities: [`ServerFault`]) lives in its [`KindEntry`], keyed by its id
+//! ([`ServerKind`], shared with the peers' catalog), so shared code never asks "which server is
+//! this?" by name. Each kind with a server has
 //! a folder of its own (`redis/`, `redis_nodes/`, `etcd/`, `zookeeper/`, `postgres/`, `mysql/`) with the same
 //! skeleton; the two without one (in-process, per-client) are here. A kind that is another kind's
 //! entry on another program (`valkey/`, `valkey_nodes/`: the Redis kinds on `valkey-server`) has a
@@ -15,7 +16,7 @@
 //! 2. Its id: a variant of [`ServerKind`] (`lockers/src/kind.rs`) with its name.
 //! 3. A folder `kinds/<kind>/` with the same files as the others: `mod.rs`, its `KIND` and its
 //!    [`KindEntry`] (flag, address and secret handling, probes, version, start, endpoints, proxies,
-//!    monitor, faults); `check.rs`, its [`ServerEntry::client_check`]; `case_servers.rs`, the
+//!    monitor, the faults it offers: [`ServerFaults`]); `check.rs`, its [`ServerEntry::client_check`]; `case_servers.rs`, the
 //!    set-ups its faults start per case ([`CaseServers`], offered as [`CaseStarts`]); `counters.rs`,
 //!    its outside counters read into a [`counters::StatsSnapshot`]; `held.rs`, its
 //!    [`held::HeldProbe`], what `lockbench scale` reads of it while a client only holds locks. A
