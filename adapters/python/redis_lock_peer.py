@@ -3,7 +3,11 @@
 The library keeps the lock at `lock:<name>` (SET NX EX) and, with auto-renewal, starts one thread per
 held lock that extends it every 2/3 of `expire`. Expiry, wait and renewal times are whole seconds in this
 library (sub-second values are rounded up here; a sub-second wait cannot be honoured). Waiters block on
-BLPOP of a signal list that release pushes to (server wake-up).
+BLPOP of a signal list that release pushes to (server wake-up). Without auto-renewal the library refuses
+a wait longer than `expire` ("Timeout (5) cannot be greater than expire (1)"); such a wait is the
+adapter's loop of the library's waits, each at most `expire` long, until the whole wait has passed (a
+lock that expires rather than being released pushes no signal, so a waiter tries again when its wait of
+at most `expire` ends). That loop is the adapter's, not the library's.
 
 Observed: the renewal thread calls `Lock.extend`; a subclass times each call and reports `renewed` or
 `renew_failed`. When an extend fails the library's thread dies with the exception and tells the holder
@@ -11,7 +15,9 @@ nothing, so no `lost` is sent (the holder learns at its deadline, as a python-re
 """
 
 from importlib.metadata import version
+import math
 import threading
+import time
 
 import redis
 import redis_lock
@@ -62,15 +68,27 @@ class RedisLock(Peer):
         lock = ObservedLock(self.client, key, expire=whole_seconds(ttl_ms),
                             auto_renewal=(mode == "watchdog"))
         lock.lease = lease
-        timeout = None if wait is None else max(1, whole_seconds(wait * 1000))
-        try:
-            ok = lock.acquire(blocking=wait is not None, timeout=timeout)
-        except redis_lock.TimeoutTooLarge as e:
-            raise Refused("config", str(e))
-        if not ok:
+        if not self.take(lock, wait, mode, whole_seconds(ttl_ms)):
             raise Refused("timeout", f"{key} is held")
         lease.sent = self.client.stamp.t
         return lock, None
+
+    @staticmethod
+    def take(lock, wait, mode, expire):
+        """The library's acquire; without auto-renewal, a wait longer than `expire` (which the library
+        refuses) is the adapter's loop of waits of at most `expire` until the whole wait has passed."""
+        if wait is None:
+            return lock.acquire(blocking=False)
+        wait = max(1, whole_seconds(wait * 1000))
+        if mode == "watchdog":
+            return lock.acquire(blocking=True, timeout=wait)
+        give_up = time.monotonic() + wait
+        while True:
+            left = math.ceil(give_up - time.monotonic())
+            if lock.acquire(blocking=True, timeout=max(1, min(left, expire))):
+                return True
+            if time.monotonic() >= give_up:
+                return False
 
     def release(self, lock):
         try:

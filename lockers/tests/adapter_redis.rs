@@ -87,7 +87,7 @@ mod python_redis_lock {
     }
 
     lockers::conformance_tests!(@cases python_redis_lock();
-        mutual_exclusion, release_then_reacquire, try_once_on_held_lock,
+        mutual_exclusion, release_then_reacquire, try_once_on_held_lock, fixed_lease_expires,
         watchdog_lease_outlives_timeout, tokens_strictly_increase, stale_release_is_not_held,
         lost_when_removed_behind_back, cancelled_acquire_leaks_nothing, reentrant_acquire_and_release,
         dropped_lease_is_released);
@@ -96,14 +96,6 @@ mod python_redis_lock {
     async fn departs_wait_timeout_is_honoured() {
         let case = async { conformance::wait_timeout_is_honoured(&python_redis_lock()).await };
         let why = "python-redis-lock takes whole-second timeouts: a 0.4 s wait becomes 1 s";
-        expect_departure(case, why).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn departs_fixed_lease_expires() {
-        let case = async { conformance::fixed_lease_expires(&python_redis_lock()).await };
-        let why = "python-redis-lock refuses a wait longer than a fixed (non-renewed) lease's expire \
-                   (TimeoutTooLarge)";
         expect_departure(case, why).await;
     }
 }

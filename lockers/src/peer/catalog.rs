@@ -14,7 +14,7 @@ use crate::peer::{PeerCommand, PeerConfig};
 use crate::settings::Renewal;
 
 use crate::peer::manifest::Runtime;
-pub use crate::peer::manifest::{INSTALL, PeerSpec, Registry};
+pub use crate::peer::manifest::{INSTALL, PeerSpec, Reentry, Registry};
 
 /// The environment variable that points at the `adapters/` folder (default: the source tree's).
 pub const ADAPTERS_ENV: &str = "LOCKBENCH_ADAPTERS";

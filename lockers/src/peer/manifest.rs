@@ -49,6 +49,9 @@ pub struct PeerSpec {
     pub counterpart: String,
     /// What the adapter declares in `hello` (known without starting it; the tests check they agree).
     pub capabilities: Capabilities,
+    /// What a same-owner re-acquire does (the manifest's `capabilities.reentrant`); `reentrant` in
+    /// [`Self::capabilities`] is true for [`Reentry::Counted`] only.
+    pub reentry: Reentry,
     pub(crate) runtime: Runtime,
     /// The adapter's entry (a script, an argument file or a program), resolved against `folder`.
     pub(crate) entry: PathBuf,
@@ -91,6 +94,30 @@ pub struct PeerSpec {
     /// Whether it is one of lockbench's own adapters (read from the adapters folder) rather than one a
     /// user added (`--adapter`).
     pub shipped: bool,
+}
+
+/// What the holding owner's second acquire of the same lock does (a manifest's
+/// `capabilities.reentrant`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reentry {
+    /// `false`: it waits like anyone else's (a try once is refused).
+    Waits,
+    /// `true`: granted as the same hold, counted; each acquire needs its own release.
+    Counted,
+    /// `"shared"`: granted at once as the same hold, uncounted, so one release frees it (etcd's
+    /// `concurrency.Mutex`, keyed by its Session's lease, sees its own key as the owner).
+    Shared,
+}
+
+impl Reentry {
+    /// Its value in a manifest.
+    pub fn manifest_value(self) -> &'static str {
+        match self {
+            Reentry::Waits => "false",
+            Reentry::Counted => "true",
+            Reentry::Shared => "\"shared\"",
+        }
+    }
 }
 
 /// The server names a manifest's `server` takes: lockbench's server kinds ([`ServerKind::name`]) whose
@@ -291,7 +318,7 @@ pub fn parse(text: &str, path: &Path, shipped: bool) -> Result<PeerSpec, String>
     let folder = path
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let capabilities = capabilities(&fields, auto_renew, fixed_lease, &fail)?;
+    let (capabilities, reentry) = capabilities(&fields, auto_renew, fixed_lease, &fail)?;
     let hello = hello_settings(&table, &fail)?;
     let registry = registry(&table, runtime, &fail)?;
     let warm_up_ms = fields.optional_u64("warm_up_ms")?.unwrap_or(0);
@@ -302,6 +329,7 @@ pub fn parse(text: &str, path: &Path, shipped: bool) -> Result<PeerSpec, String>
         backend,
         counterpart: fields.text("read_beside")?,
         capabilities,
+        reentry,
         runtime,
         entry: folder.join(entry),
         folder,
@@ -354,7 +382,7 @@ fn capabilities(
     auto_renew: bool,
     fixed_lease: bool,
     fail: &dyn Fn(&str, &str) -> String,
-) -> Result<Capabilities, String> {
+) -> Result<(Capabilities, Reentry), String> {
     let caps = Fields {
         table: fields.table("capabilities")?,
         prefix: "capabilities.",
@@ -371,8 +399,19 @@ fn capabilities(
             None => Ok(Duration::from_millis(1)),
         }
     };
-    Ok(Capabilities {
-        reentrant: caps.bool("reentrant")?,
+    let reentry = match caps.table.get("reentrant") {
+        Some(Value::Boolean(false)) => Reentry::Waits,
+        Some(Value::Boolean(true)) => Reentry::Counted,
+        Some(Value::String(s)) if s == "shared" => Reentry::Shared,
+        _ => {
+            return Err(fail(
+                "capabilities.reentrant",
+                "true, false or \"shared\" (it is required)",
+            ));
+        }
+    };
+    let capabilities = Capabilities {
+        reentrant: reentry == Reentry::Counted,
         fencing: caps.bool("fencing")?,
         auto_renew,
         fixed_lease,
@@ -381,7 +420,8 @@ fn capabilities(
         hold_identity: caps.bool("hold_identity")?,
         min_ttl: ms("min_ttl_ms")?,
         ttl_granularity: ms("ttl_granularity_ms")?,
-    })
+    };
+    Ok((capabilities, reentry))
 }
 
 /// The `[hello]` table: setting names to string templates over [`PLACEHOLDERS`].
@@ -590,6 +630,19 @@ ttl_ms = "{ttl_ms}"
         assert_eq!(spec.entry, Path::new("/x/my_lock.py"));
         assert!(spec.capabilities.auto_renew && spec.capabilities.fixed_lease);
         assert_eq!(spec.registry, None);
+        assert_eq!(spec.reentry, Reentry::Waits);
+        for (value, reentry, counted) in [
+            ("true", Reentry::Counted, true),
+            ("\"shared\"", Reentry::Shared, false),
+        ] {
+            let text = GOOD.replace("reentrant = false", &format!("reentrant = {value}"));
+            let spec = parsed(&text).unwrap();
+            assert_eq!(
+                (spec.reentry, spec.capabilities.reentrant),
+                (reentry, counted)
+            );
+            assert_eq!(reentry.manifest_value(), value);
+        }
         let venv =
             GOOD.replace("\"python3\"", "\"python-venv\"") + "[versions]\npypi = \"my-lock\"\n";
         let spec = parsed(&venv).unwrap();
@@ -625,6 +678,11 @@ ttl_ms = "{ttl_ms}"
                 ("fencing = false\n", ""),
                 "capabilities.fencing",
                 "required",
+            ),
+            (
+                ("reentrant = false", "reentrant = \"sometimes\""),
+                "capabilities.reentrant",
+                "true, false or \"shared\"",
             ),
             (
                 ("runtime = \"python3\"", "runtime = \"ruby\""),

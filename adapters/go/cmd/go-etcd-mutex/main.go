@@ -15,8 +15,12 @@
 //   - fencing: Mutex.Header().Revision, the revision at which the lock was granted (the txn that put the
 //     key, or the read after the wait); it strictly increases per lock across holders;
 //   - Unlock deletes the key without checking it: a release never says `not_held`;
-//   - no re-entrancy. Two concurrent acquires of one name by one client share its session's key
-//     (<name>/<lease hex>), so the second succeeds at once; lockbench's clients acquire one at a time.
+//   - re-entry is shared (`reentrant = "shared"` in the manifest; `reentrant: false` in hello, as there
+//     is no count): the Mutex's key is <name>/<lease hex>, so a second Lock of one name on one Session
+//     finds its own key as the owner and returns at once, and one Unlock deletes the key and frees the
+//     lock for both. The `owner` of a request is not the library's: every acquire of a client is its
+//     Session's. The adapter adds no lock of its own to hide this; lockbench's clients acquire one at a
+//     time.
 package main
 
 import (

@@ -10,9 +10,11 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use lockers::conformance::{self, Target};
-use lockers::peer::catalog::PeerSpec;
+use lockers::peer::catalog::{PeerSpec, Reentry};
 use lockers::peer::{PeerLocker, PeerProcesses};
-use lockers::{AcquireOptions, Capabilities, Events, Lease, LeaseMode, LockError, Locker, Renewal};
+use lockers::{
+    AcquireOptions, Capabilities, Events, Lease, LeaseMode, LockError, Locker, OwnerId, Renewal,
+};
 
 use super::row::Row;
 
@@ -174,20 +176,28 @@ pub(crate) async fn check(
         "8 clients taking turns, never two inside",
         case!(target, mutual_exclusion),
     )];
-    rows.push(if claims.reentrant {
-        judged(
+    rows.push(match spec.reentry {
+        Reentry::Counted => judged(
             "re-entry",
             "yes",
             "the same owner acquired twice and released twice",
             case!(target, reentrant_acquire_and_release),
-        )
-    } else {
-        judged(
+        ),
+        Reentry::Waits => judged(
             "re-entry",
             "no",
             "the same owner's second acquire timed out",
             case!(target, non_reentrant_same_owner_times_out),
-        )
+        ),
+        Reentry::Shared => {
+            let t = target.clone();
+            judged(
+                "re-entry",
+                "shared: granted at once, one release frees it",
+                "the same owner's second acquire was granted at once; one release let another client in",
+                run_case(async move { shared_reentry(&t).await }).await,
+            )
+        }
     });
     rows.push(if claims.fixed_lease {
         judged(
@@ -293,6 +303,41 @@ async fn stale_release(target: &Arc<Adapter>, claims: Capabilities, can_remove: 
     )
 }
 
+/// `reentrant = "shared"`: the holding owner's second try is granted at once, and releasing that one
+/// hold lets another client take the lock at once (the first hold was freed with it).
+async fn shared_reentry(t: &Adapter) {
+    let (a, b) = (
+        t.client(Events::none()).await,
+        t.client(Events::none()).await,
+    );
+    let key = format!("check-adapter:shared:{:08x}", rand::random::<u32>());
+    let same = AcquireOptions::try_once().owner(OwnerId::new("worker-1"));
+    let first = a
+        .acquire(&key, &same)
+        .await
+        .unwrap_or_else(|e| panic!("could not take a free lock: {e}"));
+    let second = match a.acquire(&key, &same).await {
+        Ok(second) => second,
+        Err(e) => panic!("the same owner's second try was refused ({e}), not granted at once"),
+    };
+    second
+        .release()
+        .await
+        .unwrap_or_else(|e| panic!("release of the second hold: {e}"));
+    let other = match b.acquire(&key, &AcquireOptions::wait(t.slack())).await {
+        Ok(other) => other,
+        Err(e) => panic!(
+            "after one release another client still could not take the lock within {:?} ({e}): \
+             the holds are counted, not shared",
+            t.slack()
+        ),
+    };
+    let _ = other.release().await;
+    let _ = first.release().await;
+    a.close().await;
+    b.close().await;
+}
+
 /// How long a watchdog lease on `ttl` is held to show it outlives its TTL: three TTLs, or the TTL and
 /// 15 s more for a long one (a 30 s TTL renewed every 15 s is still renewed three times).
 fn outlive(ttl: Duration) -> Duration {
@@ -329,4 +374,50 @@ async fn watchdog_outlives(t: &Adapter) {
         .unwrap_or_else(|e| panic!("release: {e}"));
     a.close().await;
     b.close().await;
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::path::Path;
+
+    use lockers::peer::manifest;
+
+    use super::*;
+
+    /// `py-memory` (system python3, no server) from a manifest that claims shared re-entry, with
+    /// `hello` appended.
+    fn memory_claiming_shared_reentry(hello: &str, log_dir: &Path) -> Arc<Adapter> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../adapters/python/py-memory.toml");
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("reentrant = false", "reentrant = \"shared\"")
+            + hello;
+        let spec = manifest::parse(&text, &path, true).unwrap();
+        assert_eq!(spec.reentry, Reentry::Shared);
+        Arc::new(Adapter {
+            spec,
+            servers: Vec::new(),
+            renewal: Renewal::new(Duration::from_secs(1)),
+            short_lease: Duration::from_millis(800),
+            log_dir: log_dir.to_path_buf(),
+            processes: PeerProcesses::new(),
+            remove: None,
+        })
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_shared_reentry_check_passes_on_a_shared_hold_and_fails_on_an_exclusive_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared =
+            memory_claiming_shared_reentry("\n[hello]\nsame_client = \"shared\"\n", dir.path());
+        run_case(async move { shared_reentry(&shared).await })
+            .await
+            .unwrap();
+        let exclusive = memory_claiming_shared_reentry("", dir.path());
+        let why = run_case(async move { shared_reentry(&exclusive).await })
+            .await
+            .unwrap_err();
+        assert!(why.contains("second try was refused"), "{why}");
+    }
 }

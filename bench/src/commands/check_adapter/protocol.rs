@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use lockers::Renewal;
-use lockers::peer::catalog::PeerSpec;
+use lockers::peer::catalog::{PeerSpec, Reentry};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -105,12 +105,25 @@ impl Wire {
     }
 }
 
+/// Who asks: the client a request names, and the owner within it.
+#[derive(Debug, Clone, Copy)]
+struct Asker {
+    client: u32,
+    owner: &'static str,
+}
+
+/// The first client's owner, the one most checks ask as.
+const FIRST: Asker = Asker {
+    client: 0,
+    owner: "a",
+};
+
 /// The acquire request of the checks: a fixed lease where the adapter takes one (a lock left behind
 /// expires), else a watchdog lease.
 fn acquire(
     id: u64,
     key: &str,
-    owner: &str,
+    asker: Asker,
     wait_ms: Option<u64>,
     spec: &PeerSpec,
     ttl: Duration,
@@ -120,12 +133,16 @@ fn acquire(
     } else {
         ("watchdog", ttl.as_millis() as u64)
     };
-    json!({"id": id, "op": "acquire", "client": 0, "key": key, "wait_ms": wait_ms,
-           "owner": owner, "lease": {"mode": mode, "ttl_ms": ttl_ms}})
+    json!({"id": id, "op": "acquire", "client": asker.client, "key": key, "wait_ms": wait_ms,
+           "owner": asker.owner, "lease": {"mode": mode, "ttl_ms": ttl_ms}})
 }
 
-fn release(id: u64, lease: &str) -> Value {
-    json!({"id": id, "op": "release", "client": 0, "lease": lease})
+fn release(id: u64, client: u32, lease: &str) -> Value {
+    json!({"id": id, "op": "release", "client": client, "lease": lease})
+}
+
+fn hello(id: u64, client: u32, config: &Value) -> Value {
+    json!({"id": id, "op": "hello", "client": client, "protocol": 1, "config": config})
 }
 
 fn lease_of(reply: &Value) -> Option<String> {
@@ -155,8 +172,8 @@ pub(crate) async fn check(
     for (name, value) in spec.hello_settings(&[], renewal) {
         config.insert(name, value.into());
     }
-    let hello = json!({"id": 1, "op": "hello", "client": 0, "protocol": 1, "config": config});
-    let Some(hello) = wire.ask(1, hello, HELLO_TIMEOUT).await else {
+    let config = Value::Object(config);
+    let Some(hello) = wire.ask(1, self::hello(1, 0, &config), HELLO_TIMEOUT).await else {
         let why = format!("no reply within {HELLO_TIMEOUT:?} (log: {})", log.display());
         return vec![Row::judged("hello", "answered", why, false)];
     };
@@ -164,7 +181,7 @@ pub(crate) async fn check(
     if hello.get("ok") != Some(&Value::Bool(true)) {
         return rows;
     }
-    rows.push(concurrency(&mut wire, spec, renewal.ttl).await);
+    rows.push(concurrency(&mut wire, spec, &config, renewal.ttl).await);
     rows.push(every_id(&mut wire, spec, renewal.ttl).await);
     rows.push(broken_line(&mut wire).await);
     let garbage = std::mem::take(&mut wire.garbage);
@@ -264,15 +281,51 @@ fn hello_rows(spec: &PeerSpec, hello: &Value, log: &Path) -> Vec<Row> {
     ]
 }
 
+/// Who waits behind the first client's hold in [`concurrency`]: a second client of the process where
+/// the manifest says it serves many (another library client waits in every library), else another
+/// owner of the first client, which waits only where the manifest says a same-owner acquire does (for
+/// `reentrant = "shared"` the library may take every acquire of one client for its owner's).
+fn waiter(spec: &PeerSpec) -> Option<Asker> {
+    if spec.serves_many_clients {
+        Some(Asker {
+            client: 1,
+            owner: "b",
+        })
+    } else {
+        (spec.reentry != Reentry::Shared).then_some(Asker {
+            client: 0,
+            owner: "b",
+        })
+    }
+}
+
 /// A ping is answered while an acquire waits for a held lock, and the waiter gets the lock once it is
 /// released.
-async fn concurrency(wire: &mut Wire, spec: &PeerSpec, ttl: Duration) -> Row {
+async fn concurrency(wire: &mut Wire, spec: &PeerSpec, config: &Value, ttl: Duration) -> Row {
     const CHECK: &str = "concurrent requests, any order";
     let claimed = "a ping answered while an acquire waits";
     let fail = |why: String| Row::judged(CHECK, claimed, why, false);
+    let Some(waiter) = waiter(spec) else {
+        return Row::not_tested(
+            CHECK,
+            claimed,
+            "one client per process, whose acquires never wait on each other (reentrant = \"shared\")",
+        );
+    };
+    if waiter.client != FIRST.client {
+        let second = wire
+            .ask(9, hello(9, waiter.client, config), HELLO_TIMEOUT)
+            .await;
+        if second.as_ref().and_then(|v| v.get("ok")) != Some(&Value::Bool(true)) {
+            return fail(format!(
+                "a second client's hello failed: {}",
+                second.map_or("no reply".into(), |v| v.to_string())
+            ));
+        }
+    }
     let key = format!("check-adapter:concurrent:{:08x}", rand::random::<u32>());
     let Some(first) = wire
-        .ask(10, acquire(10, &key, "a", None, spec, ttl), REPLY_TIMEOUT)
+        .ask(10, acquire(10, &key, FIRST, None, spec, ttl), REPLY_TIMEOUT)
         .await
     else {
         return fail("no reply to a first acquire".into());
@@ -280,7 +333,7 @@ async fn concurrency(wire: &mut Wire, spec: &PeerSpec, ttl: Duration) -> Row {
     let Some(held) = lease_of(&first) else {
         return fail(format!("a first acquire of a free lock failed: {first}"));
     };
-    wire.send(&acquire(11, &key, "b", Some(4_000), spec, ttl).to_string())
+    wire.send(&acquire(11, &key, waiter, Some(4_000), spec, ttl).to_string())
         .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let Some(pong) = wire
@@ -290,21 +343,24 @@ async fn concurrency(wire: &mut Wire, spec: &PeerSpec, ttl: Duration) -> Row {
         return fail("no reply to a ping while an acquire waited".into());
     };
     let early = wire.replies.get(&11).copied().unwrap_or(0) > 0;
-    wire.send(&release(13, &held).to_string()).await;
+    wire.send(&release(13, FIRST.client, &held).to_string())
+        .await;
     let replies = wire
         .replies_to(&[11, 13], REPLY_TIMEOUT + Duration::from_secs(4))
         .await;
-    let waiter = replies
+    let waited = replies
         .iter()
         .find(|(id, _)| *id == 11)
         .map(|(_, v)| v.clone());
-    if let Some(lease) = waiter.as_ref().and_then(lease_of) {
-        let _ = wire.ask(14, release(14, &lease), REPLY_TIMEOUT).await;
+    if let Some(lease) = waited.as_ref().and_then(lease_of) {
+        let _ = wire
+            .ask(14, release(14, waiter.client, &lease), REPLY_TIMEOUT)
+            .await;
     }
     match (
         early,
         pong.get("t").and_then(Value::as_i64),
-        waiter.as_ref().and_then(lease_of),
+        waited.as_ref().and_then(lease_of),
     ) {
         (true, _, _) => {
             fail("the waiting acquire was answered before the lock was released".into())
@@ -312,12 +368,16 @@ async fn concurrency(wire: &mut Wire, spec: &PeerSpec, ttl: Duration) -> Row {
         (_, None, _) => fail(format!("a ping reply without an integer t: {pong}")),
         (_, _, None) => fail(format!(
             "the waiter did not get the released lock: {}",
-            waiter.map_or("no reply".into(), |v| v.to_string())
+            waited.map_or("no reply".into(), |v| v.to_string())
         )),
         _ => Row::judged(
             CHECK,
             claimed,
-            "a ping answered while an acquire waited; the waiter got the lock after the release",
+            if waiter.client == FIRST.client {
+                "a ping answered while another owner's acquire waited; it got the lock after the release"
+            } else {
+                "a ping answered while a second client's acquire waited; it got the lock after the release"
+            },
             true,
         ),
     }
@@ -330,7 +390,7 @@ async fn every_id(wire: &mut Wire, spec: &PeerSpec, ttl: Duration) -> Row {
     let mut ids: Vec<u64> = Vec::new();
     for id in 20..40u64 {
         let request = if id % 4 == 0 {
-            acquire(id, &format!("{prefix}:{id}"), "a", None, spec, ttl)
+            acquire(id, &format!("{prefix}:{id}"), FIRST, None, spec, ttl)
         } else {
             json!({"id": id, "op": "ping", "t": 0})
         };
@@ -342,7 +402,8 @@ async fn every_id(wire: &mut Wire, spec: &PeerSpec, ttl: Duration) -> Row {
     for (n, (_, reply)) in replies.iter().filter(|(id, _)| id % 4 == 0).enumerate() {
         if let Some(lease) = lease_of(reply) {
             let id = 40 + n as u64;
-            wire.send(&release(id, &lease).to_string()).await;
+            wire.send(&release(id, FIRST.client, &lease).to_string())
+                .await;
             releases.push(id);
         }
     }
