@@ -10,7 +10,8 @@
 //! - the user docs cite no issue numbers and no commit hashes except where a line cites a committed
 //!   results file (the commit the file was produced at): history belongs in git;
 //! - no source file in a crate's `src/` is over [`MOST_SOURCE_LINES`] lines before its inline tests
-//!   (functions over 100 lines are clippy's `too_many_lines`, set in `clippy.toml`).
+//!   (functions over 100 lines are clippy's `too_many_lines`, set in `clippy.toml`), and every crate
+//!   root in a `src/` enables that lint for its code.
 
 use std::collections::HashMap;
 use std::fs;
@@ -678,5 +679,32 @@ fn no_source_file_is_over_the_line_limit() {
     assert_eq!(
         lines_before_tests("a\n#[cfg(all(test, feature = \"x\"))]\n"),
         1
+    );
+}
+
+/// The attribute that enables clippy's `too_many_lines` (threshold in `clippy.toml`) for a crate's own
+/// code but not its inline tests (integration tests and benches are crates of their own, without it).
+const LONG_FUNCTIONS_LINT: &str = "#![cfg_attr(not(test), warn(clippy::too_many_lines))]";
+
+#[test]
+fn every_crate_root_enables_the_function_length_lint() {
+    let roots: Vec<PathBuf> = crate_sources()
+        .into_iter()
+        .filter(|path| {
+            let in_src = path.parent().is_some_and(|dir| dir.ends_with("src"));
+            let in_bin = path.parent().is_some_and(|dir| dir.ends_with("src/bin"));
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            (in_src && matches!(name, "lib.rs" | "main.rs")) || in_bin
+        })
+        .collect();
+    assert!(roots.len() >= 5, "crate roots found: {roots:?}");
+    let without: Vec<String> = roots
+        .iter()
+        .filter(|path| !read(path).lines().any(|line| line == LONG_FUNCTIONS_LINT))
+        .map(|path| shown(path))
+        .collect();
+    assert!(
+        without.is_empty(),
+        "crate roots without `{LONG_FUNCTIONS_LINT}`: {without:?}"
     );
 }
