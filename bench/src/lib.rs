@@ -19,6 +19,8 @@
 //! | 5 commands (`commands/`) | `run`, `suite`, `compare`, `report`, `scale`, `signals`, `pages` | each takes a domain request (`RunRequest`, `CompareRequest`, `ReportRequest`, `ScaleRequest`); the stop signal (SIGINT, SIGTERM) they share; shell completions and the man page |
 //! | 6 CLI | `cli` | every clap struct, converted into the commands' requests; the runtime |
 
+// Functions of at most 100 lines (clippy.toml) in this crate's code; its inline tests are exempt.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 // Every command prints through `base::stdout` (a closed pipe is no panic there); only the worker
 // child, which talks to its driver, writes stdout itself.
 #![deny(clippy::print_stdout)]

@@ -8,7 +8,10 @@
 //! - no section of the user docs starts mid-sentence (the first line after a heading does not start with
 //!   a lowercase letter or closing punctuation);
 //! - the user docs cite no issue numbers and no commit hashes except where a line cites a committed
-//!   results file (the commit the file was produced at): history belongs in git.
+//!   results file (the commit the file was produced at): history belongs in git;
+//! - no source file in a crate's `src/` is over [`MOST_SOURCE_LINES`] lines before its inline tests
+//!   (functions over 100 lines are clippy's `too_many_lines`, set in `clippy.toml`), and every crate
+//!   root in a `src/` enables that lint for its code.
 
 use std::collections::HashMap;
 use std::fs;
@@ -610,5 +613,98 @@ fn the_checks_find_what_they_look_for() {
     assert_eq!(
         history_checked_lines("a\n<!-- generated from f -->\n0b0feb4\n<!-- end generated -->\nb"),
         vec![(1, "a"), (5, "b")]
+    );
+}
+
+/// The most lines a source file in a crate's `src/` may have before its inline tests.
+const MOST_SOURCE_LINES: usize = 700;
+
+/// Source files still over [`MOST_SOURCE_LINES`] while they are being split (paths from the root).
+const LONG_SOURCES_BEING_SPLIT: &[&str] = &[
+    "bench/src/cli.rs",
+    "bench/src/commands/compare.rs",
+    "bench/src/faults/server_faults.rs",
+    "bench/src/strategies.rs",
+    "bench/src/workload/faults.rs",
+];
+
+/// Every `.rs` file under the `src/` of each crate of the workspace.
+fn crate_sources() -> Vec<PathBuf> {
+    let mut sources = Vec::new();
+    let mut crates: Vec<PathBuf> = fs::read_dir(root())
+        .expect("the repository's root")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|dir| dir.join("Cargo.toml").is_file() && dir.join("src").is_dir())
+        .collect();
+    crates.sort();
+    for dir in crates {
+        files(&dir.join("src"), &[".rs"], &mut sources);
+    }
+    assert!(sources.len() >= 50, "source files found: {sources:?}");
+    sources
+}
+
+/// The lines of a source text before its inline tests (the first `#[cfg(test)]` or
+/// `#[cfg(all(test, …))]` at the start of a line).
+fn lines_before_tests(text: &str) -> usize {
+    text.lines()
+        .take_while(|line| {
+            !(line.starts_with("#[cfg(test)]") || line.starts_with("#[cfg(all(test"))
+        })
+        .count()
+}
+
+#[test]
+fn no_source_file_is_over_the_line_limit() {
+    let mut long = Vec::new();
+    for path in crate_sources() {
+        let lines = lines_before_tests(&read(&path));
+        let name = shown(&path);
+        let allowed = LONG_SOURCES_BEING_SPLIT.contains(&name.as_str());
+        if lines > MOST_SOURCE_LINES && !allowed {
+            long.push(format!("{name}: {lines} lines before its tests"));
+        } else if lines <= MOST_SOURCE_LINES && allowed {
+            long.push(format!(
+                "{name}: {lines} lines, no longer over; take it off LONG_SOURCES_BEING_SPLIT"
+            ));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "source files over {MOST_SOURCE_LINES} lines (split them along their jobs), or allowed but not:\n{}",
+        long.join("\n")
+    );
+    assert_eq!(lines_before_tests("a\nb\n#[cfg(test)]\nmod tests {}\n"), 2);
+    assert_eq!(
+        lines_before_tests("a\n#[cfg(all(test, feature = \"x\"))]\n"),
+        1
+    );
+}
+
+/// The attribute that enables clippy's `too_many_lines` (threshold in `clippy.toml`) for a crate's own
+/// code but not its inline tests (integration tests and benches are crates of their own, without it).
+const LONG_FUNCTIONS_LINT: &str = "#![cfg_attr(not(test), warn(clippy::too_many_lines))]";
+
+#[test]
+fn every_crate_root_enables_the_function_length_lint() {
+    let roots: Vec<PathBuf> = crate_sources()
+        .into_iter()
+        .filter(|path| {
+            let in_src = path.parent().is_some_and(|dir| dir.ends_with("src"));
+            let in_bin = path.parent().is_some_and(|dir| dir.ends_with("src/bin"));
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            (in_src && matches!(name, "lib.rs" | "main.rs")) || in_bin
+        })
+        .collect();
+    assert!(roots.len() >= 5, "crate roots found: {roots:?}");
+    let without: Vec<String> = roots
+        .iter()
+        .filter(|path| !read(path).lines().any(|line| line == LONG_FUNCTIONS_LINT))
+        .map(|path| shown(path))
+        .collect();
+    assert!(
+        without.is_empty(),
+        "crate roots without `{LONG_FUNCTIONS_LINT}`: {without:?}"
     );
 }

@@ -35,6 +35,9 @@
 //! | [`mod@csv`] | the scorecard and the verdict matrix as CSV |
 //! | [`mod@write`] | writes a report to a directory |
 
+// Functions of at most 100 lines (clippy.toml) in this crate's code; its inline tests are exempt.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 pub mod agreement;
 pub mod bench;
 pub mod charts;

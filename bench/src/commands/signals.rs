@@ -3,7 +3,7 @@
 //! incomplete (exit 130); a second kills the servers and worker processes and exits at once.
 
 use crate::base::stop::StopSignal;
-use crate::driver::processes::kill_all_workers;
+use crate::driver::worker_link::kill_all_workers;
 
 /// The process's stop signal, set by the first SIGINT (Ctrl-C) or SIGTERM (what `timeout`,
 /// systemd, Kubernetes and CI send): the run stops and writes what it measured. The watcher is

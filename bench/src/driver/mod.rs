@@ -7,7 +7,7 @@
 //! |---|---|
 //! | [`case`] | one case: checks, faults, server counters, its figures |
 //! | [`mode`] | what the worker modes share: context, timing, supervision, their output |
-//! | [`tasks`], [`processes`], [`child`], [`protocol`], [`remote`] | the worker modes: tasks, worker processes, remote workers over TCP |
+//! | [`tasks`], [`processes`], [`worker_link`], [`child`], [`protocol`], [`remote`] | the worker modes: tasks, worker processes (the driver's link to each), remote workers over TCP |
 //! | [`worker`] | one client's load loop |
 //! | [`resource`], [`resource_socket`] | the protected counters with fencing (safety measures 2 and 3); a worker's handle on them |
 //! | [`oracle`] | overlapping believed-held intervals (safety measure 1), hand-off latency |
@@ -33,3 +33,4 @@ pub(crate) mod resource_socket;
 pub(crate) mod tally;
 pub(crate) mod tasks;
 pub(crate) mod worker;
+pub(crate) mod worker_link;

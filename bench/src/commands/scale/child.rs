@@ -19,7 +19,7 @@ use super::{INTERRUPTED, SCALE_FILE, ScaleSpec, Subject, raw};
 use crate::backends::Backends;
 use crate::base::duration::format_duration;
 use crate::base::stop::StopSignal;
-use crate::driver::processes::LiveWorker;
+use crate::driver::worker_link::LiveWorker;
 use crate::kinds::ServerKindExt;
 use crate::strategies::Strategy;
 

@@ -13,226 +13,28 @@
 //! owners (one per concurrent acquirer) as a service's worker threads would. The locks the server holds
 //! are counted by the server itself (Redis `DBSIZE`, ZooKeeper `zk_ephemerals_count`, etcd's key count).
 
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use lockbench_reports::scale::{ScalePoint, ScaleSeries, ScaleStop};
-use lockers::{AcquireOptions, EventSink, Events, Lease, LockEvent, Locker, OwnerId, Renewed};
+use lockers::{AcquireOptions, Events, Lease, Locker, OwnerId};
 
+use super::probes::{ClientProcess, ServerProbe, server_locks_held};
+use super::renewal_counts::RenewalCounts;
 use super::{INTERRUPTED, ScaleSpec, ms};
-use crate::backends::stats::{StatsSnapshot, StatsSource};
-use crate::backends::{Backend, Backends, ServerKind};
+use crate::backends::Backends;
+use crate::backends::stats::StatsSnapshot;
 use crate::base::duration::format_duration;
 use crate::base::measure::RedisCommandStats;
-use crate::base::proc_stat;
 use crate::base::stop::StopSignal;
-use crate::kinds::ServerKindExt;
-use crate::kinds::held::{HeldProbe, NOT_COUNTED};
 use crate::strategies::{Endpoints, Strategy, StrategySettings};
-
-/// Counts the renewal events of one client, and the margins (remaining TTLs) its renewals found.
-#[derive(Debug)]
-pub(super) struct RenewalCounts {
-    renewed: AtomicU64,
-    failed: AtomicU64,
-    lost: AtomicU64,
-    /// The least `remaining_ttl_before` reported since the last [`take_margins`](Self::take_margins),
-    /// in µs (`u64::MAX`: none).
-    thinnest_us: AtomicU64,
-    /// Every `remaining_ttl_before` since the last [`take_margins`](Self::take_margins), in µs.
-    margins_us: Mutex<Histogram<u64>>,
-}
-
-impl Default for RenewalCounts {
-    fn default() -> Self {
-        RenewalCounts {
-            renewed: AtomicU64::new(0),
-            failed: AtomicU64::new(0),
-            lost: AtomicU64::new(0),
-            thinnest_us: AtomicU64::new(u64::MAX),
-            margins_us: Mutex::new(margin_histogram()),
-        }
-    }
-}
-
-/// An empty histogram of margins in µs, 1 µs to an hour (longer ones are recorded as an hour), 3
-/// significant digits.
-fn margin_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds and precision")
-}
-
-impl EventSink for RenewalCounts {
-    fn wants_renewal_plans(&self) -> bool {
-        false
-    }
-
-    fn record_renewed(&self, _key: &Arc<str>, renewed: Renewed) {
-        self.renewed(renewed.remaining_ttl_before);
-    }
-
-    fn reads_renewal_keys(&self) -> bool {
-        false
-    }
-
-    fn record_renewals(&self, count: u64, renewed: Renewed) {
-        self.renewed_many(count, renewed.remaining_ttl_before);
-    }
-
-    fn record(&self, event: LockEvent) {
-        if let Some(renewed) = event.renewal() {
-            return self.renewed(renewed.remaining_ttl_before);
-        }
-        match event {
-            LockEvent::RenewFailed { .. } => self.failed(),
-            LockEvent::Lost { .. } => self.lost(),
-            _ => {}
-        }
-    }
-}
-
-impl RenewalCounts {
-    /// One lock renewed, which had `left` of its TTL when the renewal ran (when known).
-    pub(super) fn renewed(&self, left: Option<Duration>) {
-        self.renewed_many(1, left);
-    }
-
-    /// `count` locks renewed, each of which had `left` of its TTL when the renewal ran (when known).
-    fn renewed_many(&self, count: u64, left: Option<Duration>) {
-        if count == 0 {
-            return;
-        }
-        if let Some(left) = left {
-            let us = u64::try_from(left.as_micros()).unwrap_or(u64::MAX);
-            self.thinnest_us.fetch_min(us, Ordering::Relaxed);
-            self.margins_us
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .saturating_record_n(us, count);
-        }
-        self.renewed.fetch_add(count, Ordering::Relaxed);
-    }
-
-    /// One renewal failed.
-    pub(super) fn failed(&self) {
-        self.failed.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// One lock lost.
-    pub(super) fn lost(&self) {
-        self.lost.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// (renewed, failed, lost) so far.
-    pub(super) fn now(&self) -> [u64; 3] {
-        [&self.renewed, &self.failed, &self.lost].map(|c| c.load(Ordering::Relaxed))
-    }
-
-    /// The thinnest margin and the margins' 0.1th percentile since the last call, in ms, and starts
-    /// anew.
-    fn take_margins(&self) -> (Option<f64>, Option<f64>) {
-        let us = self.thinnest_us.swap(u64::MAX, Ordering::Relaxed);
-        let histogram = std::mem::replace(
-            &mut *self.margins_us.lock().unwrap_or_else(|e| e.into_inner()),
-            margin_histogram(),
-        );
-        let p0_1 = (!histogram.is_empty()).then(|| histogram.value_at_quantile(0.001) as f64 / 1e3);
-        ((us != u64::MAX).then(|| us as f64 / 1e3), p0_1)
-    }
-}
 
 /// Locks renewed per server call, as the registry says ([`Facts::locks_per_renew_call`]).
 ///
 /// [`Facts::locks_per_renew_call`]: crate::strategies::Facts::locks_per_renew_call
 pub fn locks_per_renew_call(strategy: &Strategy) -> Option<u64> {
     strategy.facts.locks_per_renew_call
-}
-
-/// Where a server's counters are read, and its process for CPU time when known.
-#[derive(Debug, Clone)]
-pub struct ServerProbe {
-    held: HeldProbe,
-    socket: Option<SocketAddr>,
-    stats: Option<StatsSource>,
-    pid: Option<u32>,
-}
-
-impl ServerProbe {
-    /// The probe of `server`; `pids` gives the process of a server this process did not start.
-    pub fn of(server: &Backend, pids: &BTreeMap<ServerKind, u32>) -> Self {
-        ServerProbe {
-            held: server
-                .kind()
-                .server()
-                .map_or(NOT_COUNTED, |entry| entry.held),
-            socket: server.socket(),
-            stats: server.stats_source(),
-            pid: server.pid().or_else(|| pids.get(&server.kind()).copied()),
-        }
-    }
-
-    /// The locks the server holds now, counted by the server as its kind's
-    /// [`HeldProbe::locks_held`] says; `None` where not counted or unreadable. Blocking.
-    fn locks_held(&self) -> Option<u64> {
-        (self.held.locks_held)(self.socket?)
-    }
-}
-
-/// [`ServerProbe::locks_held`] off the async threads; `None` without a server.
-pub(super) async fn server_locks_held(server: Option<ServerProbe>) -> Option<u64> {
-    let server = server?;
-    tokio::task::spawn_blocking(move || server.locks_held())
-        .await
-        .ok()
-        .flatten()
-}
-
-impl ServerProbe {
-    /// The server's CPU seconds so far from `/proc`, when its process is known, as its kind's
-    /// [`HeldProbe::process_cpu_seconds`] reads them (PostgreSQL's children too).
-    fn process_cpu_seconds(&self) -> Option<f64> {
-        (self.held.process_cpu_seconds)(self.pid?)
-    }
-}
-
-/// The process whose CPU time, resident set and threads are a client's: lockbench's own, or for a peer
-/// the adapter process its library holds and renews its locks in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ClientProcess {
-    /// This process.
-    Own,
-    /// A peer's adapter process.
-    Adapter(u32),
-}
-
-impl ClientProcess {
-    /// The adapter process of a peer's client, else this process.
-    fn of(locker: &dyn Locker) -> Self {
-        locker
-            .peer()
-            .and_then(|p| p.adapter_process())
-            .map_or(ClientProcess::Own, ClientProcess::Adapter)
-    }
-
-    /// CPU time, resident set and threads, from `/proc`.
-    pub(super) fn sample(self) -> Option<proc_stat::ProcSample> {
-        match self {
-            ClientProcess::Own => proc_stat::sample(None),
-            ClientProcess::Adapter(pid) => proc_stat::sample(Some(pid)),
-        }
-    }
-
-    /// CPU time so far, finer than `/proc/<pid>/stat`'s clock ticks: `getrusage` for this process, the
-    /// threads' scheduler run times for an adapter (whose library's threads live as long as it does).
-    fn cpu_time(self) -> Duration {
-        match self {
-            ClientProcess::Own => proc_stat::process_cpu_time(),
-            ClientProcess::Adapter(pid) => proc_stat::threads_cpu_time(pid).unwrap_or_default(),
-        }
-    }
 }
 
 /// Why `strategy` cannot hold watchdog leases (a peer whose library renews nothing by itself, or whose
@@ -289,27 +91,10 @@ pub(crate) async fn measure_strategy(
         ..ScaleSeries::default()
     };
     let counts = Arc::new(RenewalCounts::default());
-    let endpoints = Endpoints::new(backends.endpoints());
-    let settings = spec.settings();
-    if let Some(reason) = holds_no_watchdog_lease(strategy, &settings) {
-        series.stopped = Some(ScaleStop {
-            held: 0,
-            step: spec.steps[0],
-            reason,
-        });
-        return series;
-    }
-    let connected = strategy
-        .connect(&endpoints, &settings, Events::to(counts.clone()))
-        .await;
-    let locker = match connected {
+    let locker = match connect(strategy, spec, backends, &counts).await {
         Ok(locker) => locker,
-        Err(e) => {
-            series.stopped = Some(ScaleStop {
-                held: 0,
-                step: spec.steps[0],
-                reason: format!("could not connect: {e}"),
-            });
+        Err(stop) => {
+            series.stopped = Some(stop);
             return series;
         }
     };
@@ -392,6 +177,30 @@ pub(crate) async fn measure_strategy(
     release_all(held, spec).await;
     locker.close().await;
     series
+}
+
+/// One client of `strategy` for a scale run, its events counted by `counts`; else the stop that says
+/// why not (it holds no watchdog lease, or it could not connect), at the first step with nothing held.
+async fn connect(
+    strategy: &'static Strategy,
+    spec: &ScaleSpec,
+    backends: &Backends,
+    counts: &Arc<RenewalCounts>,
+) -> Result<Arc<dyn Locker>, ScaleStop> {
+    let endpoints = Endpoints::new(backends.endpoints());
+    let settings = spec.settings();
+    let stop = |reason| ScaleStop {
+        held: 0,
+        step: spec.steps[0],
+        reason,
+    };
+    if let Some(reason) = holds_no_watchdog_lease(strategy, &settings) {
+        return Err(stop(reason));
+    }
+    strategy
+        .connect(&endpoints, &settings, Events::to(counts.clone()))
+        .await
+        .map_err(|e| stop(format!("could not connect: {e}")))
 }
 
 /// Runs acquire-and-release cycles on keys of their own for `length` (the warm-up a row's runtime needs

@@ -28,13 +28,16 @@
 //! | module | job |
 //! |---|---|
 //! | [`hold`] | one strategy in this process: fill each step, hold, read the counters, release |
+//! | [`renewal_counts`], [`probes`] | what a step reads: the client's renewal events; the server's and the client's process figures |
 //! | [`raw`] | the raw sender of batched renewal's calls, the yardstick beside `redis-watchdog-batched` |
 //! | [`child`] | one strategy (or the raw sender) in a child process |
 //! | [`table`] | the terminal table and the docs/design.md §8 checks |
 
 pub mod child;
 pub mod hold;
+pub mod probes;
 pub mod raw;
+pub mod renewal_counts;
 pub mod table;
 
 use std::collections::BTreeMap;
@@ -570,7 +573,7 @@ async fn measure_one(
     }
     let series = match &spec.isolation {
         Isolation::InProcess => {
-            let probe = server.map(|s| hold::ServerProbe::of(s, server_pids));
+            let probe = server.map(|s| probes::ServerProbe::of(s, server_pids));
             match subject {
                 Subject::Strategy => {
                     hold::measure_strategy(strategy, spec, backends, probe, interrupt).await

@@ -22,9 +22,9 @@ use lockers::redis::watchdog::{BATCHED_SCHEDULE, batch_renewal_script};
 use redis::aio::ConnectionManager;
 
 use super::ScaleSpec;
-use super::hold::{
-    ClientProcess, RenewalCounts, ServerProbe, Window, interrupted, unless_interrupted,
-};
+use super::hold::{Window, interrupted, unless_interrupted};
+use super::probes::{ClientProcess, ServerProbe};
+use super::renewal_counts::RenewalCounts;
 use crate::backends::Backends;
 use crate::base::stop::StopSignal;
 use crate::strategies::Strategy;
