@@ -623,9 +623,7 @@ const MOST_SOURCE_LINES: usize = 700;
 const LONG_SOURCES_BEING_SPLIT: &[&str] = &[
     "bench/src/cli.rs",
     "bench/src/commands/compare.rs",
-    "bench/src/faults/server_faults.rs",
     "bench/src/strategies.rs",
-    "bench/src/workload/faults.rs",
 ];
 
 /// Every `.rs` file under the `src/` of each crate of the workspace.
