@@ -16,8 +16,8 @@
 //! | 2 workload | `workload` (with `workload::faults`), `scenarios` | what a run asks for, fault specs included (pure data): TOML presets and files, flags, checks |
 //! | 3 fault injection | `faults` | which fault applies where; worker pause/crash/starvation, proxies, server freeze, failover, leader loss; its own commands and errors |
 //! | 4 driver | `driver`, `results`, `trials` | workers (tasks or processes), the protected resource, the safety oracle, metrics; the results model from a run's cases |
-//! | 5 commands (`commands/`) | `run`, `suite`, `compare`, `report`, `scale`, `signals`, `pages` | each takes a domain request (`RunRequest`, `CompareRequest`, `ReportRequest`, `ScaleRequest`); the stop signal (SIGINT, SIGTERM) they share; shell completions and the man page |
-//! | 6 CLI | `cli` | every clap struct, converted into the commands' requests; the runtime |
+//! | 5 commands (`commands/`) | `suite`, `plan`, `run`, `compare`, `report`, `scale`, `signals`, `pages` | the suite and the one typed plan `compare` and `run` build from it (scenarios, cases with their registry entries, what does not apply and why, the estimate); each command takes a domain request (`RunRequest`, `CompareRequest`, `ReportRequest`, `ScaleRequest`); the stop signal (SIGINT, SIGTERM) they share; shell completions and the man page |
+//! | 6 CLI | `cli` | every clap struct, converted into the commands' requests (`--strategies` parsed there, once, into a `StrategyChoice`); the runtime |
 
 // Every command prints through `base::stdout` (a closed pipe is no panic there); only the worker
 // child, which talks to its driver, writes stdout itself.
