@@ -112,6 +112,23 @@ impl CompareRequest {
         })
     }
 
+    /// Trials per case, checked: 1 to 100, and a cap on extra trials from them to 100.
+    fn checked_trials(&self) -> Result<u32, BenchError> {
+        let trials = self.trials();
+        if trials == 0 || trials > 100 {
+            return Err(BenchError::usage(format!(
+                "--trials: must be 1..=100, got {trials}"
+            )));
+        }
+        let max_trials = self.max_trials();
+        if max_trials < trials || max_trials > 100 {
+            return Err(BenchError::usage(format!(
+                "--max-trials: must be at least --trials ({trials}) and at most 100, got {max_trials}"
+            )));
+        }
+        Ok(trials)
+    }
+
     /// Trials per case.
     pub(crate) fn trials(&self) -> u32 {
         self.trials.unwrap_or(if self.thorough {
@@ -230,18 +247,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     let started = Instant::now();
     let started_at = now_rfc3339();
     let (choice, skipped_peers) = with_peers(&args);
-    let trials = args.trials();
-    if trials == 0 || trials > 100 {
-        return Err(BenchError::usage(format!(
-            "--trials: must be 1..=100, got {trials}"
-        )));
-    }
-    let max_trials = args.max_trials();
-    if max_trials < trials || max_trials > 100 {
-        return Err(BenchError::usage(format!(
-            "--max-trials: must be at least --trials ({trials}) and at most 100, got {max_trials}"
-        )));
-    }
+    let trials = args.checked_trials()?;
     let suite = chosen_entries(args.suite(), args.scenarios.as_deref())?;
     report::check_gates(&args.fail_on, false, suite.iter().map(|(e, _)| e.scenario))?;
     let user = UserWorkload::new(
@@ -496,7 +502,11 @@ impl Compare<'_> {
                     }
                     continue;
                 }
-                Work::Scenario(scenario) => scenario.clone().map_err(BenchError::usage),
+                // As `lockbench run` checks it: the kept strategies can run in the worker mode.
+                Work::Scenario(scenario) => scenario
+                    .clone()
+                    .and_then(|plan| plan.check_worker_mode().map(|()| plan))
+                    .map_err(BenchError::usage),
             };
             let if_violated = scenarios::load(planned.scenario())
                 .ok()
