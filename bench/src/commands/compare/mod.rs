@@ -514,7 +514,7 @@ impl Compare<'_> {
             let mut request = self.run_request(planned, out_dir, &title, left);
             request.extra_trials_until = extra_until;
             let outcome = match scenario {
-                Ok(scenario) => run::execute(request, scenario).await,
+                Ok(scenario) => run::execute(request, *scenario).await,
                 Err(e) => Err(e),
             };
             match outcome {

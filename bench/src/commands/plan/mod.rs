@@ -39,7 +39,7 @@ pub(crate) struct SuiteAsk<'a> {
 pub(crate) enum Work {
     /// A scenario of `lockbench run`: its plan, or why it does not resolve for these strategies (a
     /// usage error when its turn comes).
-    Scenario(Result<ScenarioPlan, String>),
+    Scenario(Result<Box<ScenarioPlan>, String>),
     /// The many-locks pass: the chosen strategies that can hold many locks.
     ManyLocks(Vec<&'static Strategy>),
 }
@@ -91,7 +91,7 @@ pub(crate) fn suite_plan(entries: &[(SuiteEntry, Length)], ask: SuiteAsk<'_>) ->
                 let estimate = Estimate::of_many_locks(at_scale.len() as u32);
                 (Work::ManyLocks(at_scale), estimate)
             } else {
-                let plan = scenario_plan(&entry, length, ask);
+                let plan = scenario_plan(&entry, length, ask).map(Box::new);
                 let estimate = plan.as_ref().map_or(Estimate::default(), |p| {
                     Estimate::of_scenario(p, trials, ask.settle_early)
                 });
