@@ -16,8 +16,8 @@
 //! | 2 faults | `faults` | one file per fault family, its spec (settings read and checked) and its injection: worker pause/crash/starvation, proxies, server freeze, failover, leader loss; which fault applies where (what a kind offers); its own commands and errors |
 //! | 3 workload | `workload`, `scenarios` | what a run asks for, its faults checked by their families: TOML presets and files, flags, checks |
 //! | 4 driver | `driver`, `results`, `trials` | workers (tasks or processes), the protected resource, the safety oracle, metrics; the results model from a run's cases |
-//! | 5 commands (`commands/`) | `run`, `suite`, `compare`, `report`, `scale`, `signals`, `pages` | each takes a domain request (`RunRequest`, `CompareRequest`, `ReportRequest`, `ScaleRequest`); the stop signal (SIGINT, SIGTERM) they share; shell completions and the man page |
-//! | 6 CLI | `cli` | every clap struct, converted into the commands' requests; the runtime |
+//! | 5 commands (`commands/`) | `suite`, `plan`, `run`, `compare`, `report`, `scale`, `signals`, `pages` | the suite and the one typed plan `compare` and `run` build from it (scenarios, cases with their registry entries, what does not apply and why, the estimate); each command takes a domain request (`RunRequest`, `CompareRequest`, `ReportRequest`, `ScaleRequest`); the stop signal (SIGINT, SIGTERM) they share; shell completions and the man page |
+//! | 6 CLI | `cli` | every clap struct, converted into the commands' requests (`--strategies` parsed there, once, into a `StrategyChoice`); the runtime |
 
 // Functions of at most 100 lines (clippy.toml) in this crate's code; its inline tests are exempt.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]

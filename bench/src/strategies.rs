@@ -11,8 +11,8 @@ use std::pin::Pin;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use lockers::etcd::{EtcdConfig, EtcdLease};
-use lockers::memory::{MemoryConfig, MemoryLocker, MemoryServer};
+use lockers::etcd::EtcdLease;
+use lockers::memory::MemoryServer;
 use lockers::peer::catalog::{self, PeerSpec};
 
 pub use added::{
@@ -22,15 +22,12 @@ pub use added::{
 use lockers::mysql::get_lock::MysqlGetLock;
 use lockers::mysql::lease::MysqlLease;
 use lockers::peer::{PeerLocker, PeerProcesses};
-use lockers::postgres::PostgresConfig;
 use lockers::postgres::advisory::PostgresAdvisory;
 use lockers::postgres::lease::PostgresLease;
 use lockers::redis::{
-    ConnectionSettings, Generation, GuardThreadConfig, KeyspaceConfig, KeyspaceVariant,
-    RedisGuardThread, RedisKeyspace, RedisWatchdog, Redisson, RedissonConfig, Redlock,
-    RedlockConfig, RenewalMode, ScaledTimeouts, Topology, ValkeyIfeq, WatchdogConfig,
+    KeyspaceVariant, RedisGuardThread, RedisWatchdog, Redisson, Redlock, RenewalMode, ValkeyIfeq,
 };
-use lockers::zookeeper::{ZkConfig, ZooKeeperLock};
+use lockers::zookeeper::ZooKeeperLock;
 use lockers::{Capabilities, Events, LockError, Locker, Renewal};
 
 use lockbench_reports::many_locks;
@@ -38,10 +35,13 @@ use lockbench_reports::many_locks;
 use crate::backends::{AddressCheckFuture, EndpointAddrs, ServerKind};
 
 mod added;
+mod choice;
+mod connect;
+use connect::*;
 pub mod versions;
-use crate::base::suggest;
 use crate::kinds::endpoints::{required, required_list};
 use crate::kinds::{self, ServerKindExt};
+pub use choice::StrategyChoice;
 
 /// What every strategy is configured from: the workload's renewal setting (the watchdog lease's TTL and
 /// renewal ratio), which each strategy's config embeds as it is (Redisson's lockWatchdogTimeout;
@@ -587,42 +587,10 @@ pub fn every() -> impl Iterator<Item = &'static Strategy> + Clone {
     STRATEGIES.iter().chain(added())
 }
 
-/// Resolves a list of ids (`all` expands to every entry with `in_all`), keeping order and dropping
-/// repeats. An unknown id is an error suggesting the closest known id, or else naming them all.
+/// Resolves a list of ids as [`StrategyChoice::from_lists`] does, into its entries (for the commands
+/// that need only them).
 pub fn resolve(ids: &[String]) -> Result<Vec<&'static Strategy>, String> {
-    let mut chosen: Vec<&'static Strategy> = Vec::new();
-    for id in ids
-        .iter()
-        .flat_map(|s| s.split(','))
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
-        let entries: Vec<&'static Strategy> = if id == "all" {
-            STRATEGIES.iter().filter(|s| s.in_all).collect()
-        } else if versions::split(id).is_some() {
-            vec![add_version(id)?]
-        } else {
-            vec![find(id).ok_or_else(|| {
-                let known = every().map(|s| s.id).chain(["all"]);
-                match suggest::did_you_mean(id, known.clone()) {
-                    Some(hint) => format!("unknown strategy '{id}'{hint}"),
-                    None => format!(
-                        "unknown strategy '{id}'; known: {}",
-                        known.collect::<Vec<_>>().join(", ")
-                    ),
-                }
-            })?]
-        };
-        for entry in entries {
-            if !chosen.iter().any(|c| c.id == entry.id) {
-                chosen.push(entry);
-            }
-        }
-    }
-    if chosen.is_empty() {
-        return Err("no strategy selected".into());
-    }
-    Ok(chosen)
+    StrategyChoice::from_lists(ids).map(StrategyChoice::into_entries)
 }
 
 /// The servers a set of strategies needs.
@@ -702,176 +670,6 @@ pub fn peer_servers(endpoints: &Endpoints, kind: ServerKind) -> Result<Vec<Strin
     }
     Ok(servers)
 }
-
-/// A connect function from how one client is built from the endpoints and the renewal setting: every
-/// entry of [`NATIVE`] is one call of this helper, so no strategy repeats the boxing.
-macro_rules! connect_with {
-    (|$endpoints:ident, $renewal:ident, $events:ident| $build:expr) => {{
-        fn connect<'a>(
-            $endpoints: &'a Endpoints,
-            settings: &'a StrategySettings,
-            $events: Events,
-        ) -> ConnectFuture<'a> {
-            let $renewal = *settings;
-            Box::pin(async move {
-                let client = $build;
-                Ok(Arc::new(client) as Arc<dyn Locker>)
-            })
-        }
-        connect
-    }};
-}
-
-fn memory_capabilities(settings: &StrategySettings) -> Result<Capabilities, LockError> {
-    let config = MemoryConfig { renewal: *settings };
-    let client = MemoryLocker::new(MemoryServer::new(), config, Events::none())?;
-    Ok(client.capabilities())
-}
-
-const CONNECT_MEMORY: Connect = connect_with!(|endpoints, renewal, events| {
-    let config = MemoryConfig { renewal };
-    MemoryLocker::new(endpoints.memory.clone(), config, events)?
-});
-
-const CONNECT_MEMORY_UNSHARED: Connect = connect_with!(|_endpoints, renewal, events| {
-    MemoryLocker::new(MemoryServer::new(), MemoryConfig { renewal }, events)?
-});
-
-fn watchdog_config(renewal: Renewal, renewal_mode: RenewalMode) -> WatchdogConfig {
-    WatchdogConfig {
-        renewal,
-        renewal_mode,
-        ..WatchdogConfig::default()
-    }
-}
-
-const CONNECT_REDIS_WATCHDOG: Connect = connect_with!(|endpoints, renewal, events| {
-    let config = watchdog_config(renewal, RenewalMode::PerLock);
-    RedisWatchdog::connect(endpoints.redis_url()?, config, events).await?
-});
-
-const CONNECT_REDIS_WATCHDOG_BATCHED: Connect = connect_with!(|endpoints, renewal, events| {
-    let config = watchdog_config(renewal, RenewalMode::BATCHED_DEFAULT);
-    RedisWatchdog::connect(endpoints.redis_url()?, config, events).await?
-});
-
-const CONNECT_REDIS_GUARD_THREAD: Connect = connect_with!(|endpoints, renewal, events| {
-    let config = GuardThreadConfig {
-        renewal,
-        ..GuardThreadConfig::default()
-    };
-    RedisGuardThread::connect(endpoints.redis_url()?, config, events).await?
-});
-
-const CONNECT_VALKEY_IFEQ: Connect = connect_with!(|endpoints, renewal, events| {
-    let config = GuardThreadConfig {
-        renewal,
-        ..GuardThreadConfig::default()
-    };
-    let url = required(endpoints.addrs.valkey.as_deref(), "valkey server")?;
-    ValkeyIfeq::connect(url, config, events).await?
-});
-
-/// Redisson's settings for a run: its defaults, except that the command timeouts are scaled with the
-/// watchdog timeout ([`ScaledTimeouts`]).
-fn redisson_config(
-    endpoints: &Endpoints,
-    renewal: Renewal,
-    generation: Generation,
-) -> RedissonConfig {
-    let scaled = ScaledTimeouts::for_ttl(renewal.ttl);
-    let defaults = RedissonConfig::new(generation);
-    RedissonConfig {
-        renewal,
-        topology: if endpoints.addrs.redis_replicated {
-            Topology::Replicated
-        } else {
-            Topology::Single
-        },
-        retry_interval: scaled.retry_interval,
-        connection: ConnectionSettings {
-            response_timeout: scaled.response_timeout,
-            ..defaults.connection
-        },
-        ..defaults
-    }
-}
-
-const CONNECT_REDISSON_CLASSIC: Connect = connect_with!(|endpoints, renewal, events| {
-    let config = redisson_config(endpoints, renewal, Generation::Classic);
-    Redisson::connect(endpoints.redis_url()?, config, events).await?
-});
-
-const CONNECT_REDISSON: Connect = connect_with!(|endpoints, renewal, events| {
-    let config = redisson_config(endpoints, renewal, Generation::Scheduler);
-    Redisson::connect(endpoints.redis_url()?, config, events).await?
-});
-
-fn keyspace_config(renewal: Renewal) -> KeyspaceConfig {
-    KeyspaceConfig {
-        renewal,
-        ..KeyspaceConfig::default()
-    }
-}
-
-const CONNECT_REDIS_KEYSPACE_NAIVE: Connect = connect_with!(|endpoints, renewal, events| {
-    let (url, config) = (endpoints.redis_url()?, keyspace_config(renewal));
-    RedisKeyspace::connect(url, KeyspaceVariant::Naive, config, events).await?
-});
-
-const CONNECT_REDIS_KEYSPACE_SHADOW: Connect = connect_with!(|endpoints, renewal, events| {
-    let (url, config) = (endpoints.redis_url()?, keyspace_config(renewal));
-    RedisKeyspace::connect(url, KeyspaceVariant::Shadow, config, events).await?
-});
-
-const CONNECT_REDLOCK: Connect = connect_with!(|endpoints, renewal, events| {
-    let config = RedlockConfig {
-        renewal,
-        ..RedlockConfig::default()
-    };
-    Redlock::connect(endpoints.redis_node_urls()?, config, events).await?
-});
-
-const CONNECT_ETCD: Connect = connect_with!(|endpoints, renewal, events| {
-    let config = EtcdConfig {
-        renewal,
-        ..EtcdConfig::default()
-    };
-    EtcdLease::connect(endpoints.etcd_endpoints()?, config, events).await?
-});
-
-const CONNECT_ZOOKEEPER: Connect = connect_with!(|endpoints, renewal, events| {
-    let config = ZkConfig {
-        renewal,
-        ..ZkConfig::default()
-    };
-    ZooKeeperLock::connect(endpoints.zookeeper_connect()?, config, events).await?
-});
-
-/// The SQL strategies' settings for a run (PostgreSQL's and MySQL's are one type): their defaults
-/// with the workload's renewal.
-fn sql_config(renewal: Renewal) -> PostgresConfig {
-    PostgresConfig {
-        renewal,
-        ..PostgresConfig::default()
-    }
-}
-
-const CONNECT_POSTGRES_ADVISORY: Connect = connect_with!(|endpoints, renewal, events| {
-    PostgresAdvisory::connect(endpoints.postgres_url()?, sql_config(renewal), events).await?
-});
-
-const CONNECT_POSTGRES_LEASE: Connect = connect_with!(|endpoints, renewal, events| {
-    PostgresLease::connect(endpoints.postgres_url()?, sql_config(renewal), events).await?
-});
-
-const CONNECT_MYSQL_GET_LOCK: Connect = connect_with!(|endpoints, renewal, events| {
-    MysqlGetLock::connect(endpoints.mysql_url()?, sql_config(renewal), events).await?
-});
-
-const CONNECT_MYSQL_LEASE: Connect = connect_with!(|endpoints, renewal, events| {
-    MysqlLease::connect(endpoints.mysql_url()?, sql_config(renewal), events).await?
-});
 
 #[cfg(test)]
 mod tests {

@@ -619,13 +619,6 @@ fn the_checks_find_what_they_look_for() {
 /// The most lines a source file in a crate's `src/` may have before its inline tests.
 const MOST_SOURCE_LINES: usize = 700;
 
-/// Source files still over [`MOST_SOURCE_LINES`] while they are being split (paths from the root).
-const LONG_SOURCES_BEING_SPLIT: &[&str] = &[
-    "bench/src/cli.rs",
-    "bench/src/commands/compare.rs",
-    "bench/src/strategies.rs",
-];
-
 /// Every `.rs` file under the `src/` of each crate of the workspace.
 fn crate_sources() -> Vec<PathBuf> {
     let mut sources = Vec::new();
@@ -658,19 +651,13 @@ fn no_source_file_is_over_the_line_limit() {
     let mut long = Vec::new();
     for path in crate_sources() {
         let lines = lines_before_tests(&read(&path));
-        let name = shown(&path);
-        let allowed = LONG_SOURCES_BEING_SPLIT.contains(&name.as_str());
-        if lines > MOST_SOURCE_LINES && !allowed {
-            long.push(format!("{name}: {lines} lines before its tests"));
-        } else if lines <= MOST_SOURCE_LINES && allowed {
-            long.push(format!(
-                "{name}: {lines} lines, no longer over; take it off LONG_SOURCES_BEING_SPLIT"
-            ));
+        if lines > MOST_SOURCE_LINES {
+            long.push(format!("{}: {lines} lines before its tests", shown(&path)));
         }
     }
     assert!(
         long.is_empty(),
-        "source files over {MOST_SOURCE_LINES} lines (split them along their jobs), or allowed but not:\n{}",
+        "source files over {MOST_SOURCE_LINES} lines (split them along their jobs):\n{}",
         long.join("\n")
     );
     assert_eq!(lines_before_tests("a\nb\n#[cfg(test)]\nmod tests {}\n"), 2);

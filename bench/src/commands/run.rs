@@ -6,25 +6,25 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lockbench_reports::model::{
-    CaseResult, CaseStatus, Results, SCHEMA_VERSION, Scenario, TrialStop, Verdict, expected_in,
+    CaseResult, CaseStatus, Results, SCHEMA_VERSION, Scenario, TrialStop, Verdict,
 };
 
-use crate::backends::{Backends, GivenAddresses, ServerKind};
+use crate::backends::{Backends, GivenAddresses};
 use crate::base::clock::{MonoClock, now_rfc3339};
 use crate::base::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::base::progress::Progress;
 use crate::base::stdout::{out, outln};
 use crate::base::stop::StopSignal;
 use crate::base::{environment, output, table};
+use crate::commands::plan::scenario::PlannedCase;
+use crate::commands::plan::{NotApplicable, ScenarioPlan};
 use crate::commands::preflight;
 use crate::commands::signals::stop_signals;
 use crate::driver::case::{CaseRun, run_case};
 use crate::driver::mode::CaseContext;
 use crate::driver::remote;
-use crate::faults::applicability;
-use crate::faults::{own_topology, parse_fault_text};
-use crate::kinds::ServerKindExt;
-use crate::strategies::{Strategy, StrategySettings};
+use crate::faults::parse_fault_text;
+use crate::strategies::{Strategy, StrategyChoice, StrategySettings};
 use crate::trial_stop::{self, Next, Theory, TrialRule};
 use crate::workload::{Fit, LeaseSpec, ScenarioFile, WorkerMode, Workload};
 use crate::{results, scenarios, strategies, trials};
@@ -38,6 +38,9 @@ pub(crate) const WORKER_EXE_ENV: &str = "LOCKBENCH_WORKER_EXE";
 pub struct RunRequest {
     /// Preset name or path of a scenario TOML file.
     pub scenario: String,
+    /// The strategies `--strategies` chose (parsed once, where the flag is read); `None`: the
+    /// scenario file's.
+    pub strategies: Option<StrategyChoice>,
     /// Values that override the scenario file's.
     pub overrides: ScenarioFile,
     /// `--fault` texts that replace the scenario's faults (`none` alone: no faults); checked here.
@@ -100,11 +103,21 @@ pub(crate) async fn command(request: RunRequest) -> Result<i32, BenchError> {
 
 /// Runs the scenario of `request`. Bad input is a [`BenchError::Usage`] found before anything runs.
 pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
+    check_trials(&request)?;
+    let plan = resolve(&request)?;
+    execute(request, plan).await
+}
+
+/// Runs `plan` (the scenario of `request`, resolved): starts its servers, runs its cases and writes
+/// its results, the strategies it left out listed as skipped with why.
+pub(crate) async fn execute(
+    request: RunRequest,
+    plan: ScenarioPlan,
+) -> Result<RunOutcome, BenchError> {
     let args = request;
     let started_at = now_rfc3339();
-    check_trials(&args)?;
-    let (workload, chosen, not_applicable) = resolve(&args)?;
-    let remote = listen_for_workers(&args, &workload).await?;
+    let workload = &plan.workload;
+    let remote = listen_for_workers(&args, workload).await?;
     let worker_exe = match std::env::var_os(WORKER_EXE_ENV) {
         Some(path) => PathBuf::from(path),
         None => std::env::current_exe().map_err(|e| {
@@ -117,17 +130,17 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
         .unwrap_or_else(|| output::default_dir(&workload.name, &started_at));
     let out_dir = output::claim_dir(&out_dir, output::RESULTS_FILE)?;
     strategies::log_added_adapters_under(&out_dir.join(strategies::ADDED_ADAPTER_LOGS));
-    let needed = servers_to_start(&workload, &chosen, &args.servers)?;
-    preflight::valkey_rows_need_valkey(&chosen, &args.servers)?;
+    let needed = plan.servers_to_start(&args.servers)?;
+    preflight::valkey_rows_need_valkey(&plan.strategies, &args.servers)?;
 
     let interrupt = stop_signals();
     let backends = Backends::prepare(&needed, &args.servers, strategies::check_address).await?;
     let settings = StrategySettings::new(workload.watchdog_timeout);
-    preflight::valkey_rows_have_their_commands(&chosen, &backends, &settings).await?;
+    preflight::valkey_rows_have_their_commands(&plan.strategies, &backends, &settings).await?;
     let runner = CaseRunner {
         args: &args,
         history_dir: args.history.then(|| out_dir.join(HISTORY_DIR)),
-        workload: &workload,
+        workload,
         backends: &backends,
         interrupt: interrupt.clone(),
         use_bar: args.progress && std::io::IsTerminal::is_terminal(&std::io::stdout()),
@@ -136,16 +149,16 @@ pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
         worker_exe,
         remote,
     };
-    let (runs, mut cases) = runner.every_case(&chosen).await;
-    cases.extend(not_applicable_cases(&args, &workload, &not_applicable));
+    let (runs, mut cases) = runner.every_case(&plan.cases).await;
+    cases.extend(not_applicable_cases(&args, workload, &plan.not_applicable));
     let interrupted = interrupt.is_set();
-    let planned = (chosen.len() + not_applicable.len()) * workload.leases.len();
+    let planned = (plan.strategies.len() + plan.not_applicable.len()) * workload.leases.len();
     let complete = !interrupted
         && cases.len() == planned
         && cases
             .iter()
             .all(|c| matches!(c.status, CaseStatus::Complete | CaseStatus::Skipped));
-    let ids: Vec<&str> = chosen.iter().map(|s| s.id).collect();
+    let ids = plan.ids();
     let results = Results {
         schema_version: SCHEMA_VERSION,
         complete,
@@ -196,11 +209,10 @@ fn check_trials(args: &RunRequest) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// The run's workload, the strategies it runs, and those left out because its faults do not apply
-/// to them; every input is checked here, a bad one is a usage error.
-fn resolve(
-    args: &RunRequest,
-) -> Result<(Workload, Vec<&'static Strategy>, Vec<NotApplicable>), BenchError> {
+/// The run's plan: its workload, the strategies it runs (those `--strategies` chose, else the
+/// scenario file's, parsed here once) and those left out because its faults do not apply to them;
+/// every input is checked here, a bad one is a usage error.
+fn resolve(args: &RunRequest) -> Result<ScenarioPlan, BenchError> {
     let loaded = scenarios::load(&args.scenario).map_err(BenchError::usage)?;
     let mut file = loaded.file;
     file.overlay(args.overrides.clone());
@@ -210,27 +222,16 @@ fn resolve(
         .fitted(args.fit);
     workload.history = args.history;
     workload.faults_fit().map_err(BenchError::usage)?;
-    let mut chosen = strategies::resolve(&workload.strategies).map_err(BenchError::usage)?;
-    // The adapters `--adapter` added run with the chosen rows.
-    for added in strategies::added() {
-        if !chosen.iter().any(|s| s.id == added.id) {
-            chosen.push(added);
-        }
-    }
-    let (chosen, not_applicable) =
-        keep_fault_targets(&workload, chosen).map_err(BenchError::usage)?;
-    if workload.workers != WorkerMode::Tasks
-        && let Some(s) = chosen.iter().find(|s| s.server.entry().in_driver_process)
-    {
-        return Err(BenchError::usage(format!(
-            "strategy {} cannot run with workers = {}: its server lives in one process, so each worker would have its own (use workers = tasks)",
-            s.id, workload.workers
-        )));
-    }
-    if args.listen.is_some() && workload.workers != WorkerMode::Remote {
+    let choice = match &args.strategies {
+        Some(choice) => choice.clone(),
+        None => StrategyChoice::from_lists(&workload.strategies).map_err(BenchError::usage)?,
+    };
+    let plan = ScenarioPlan::build(workload, &choice).map_err(BenchError::usage)?;
+    plan.check_worker_mode().map_err(BenchError::usage)?;
+    if args.listen.is_some() && plan.workload.workers != WorkerMode::Remote {
         return Err(BenchError::usage("--listen needs --workers remote"));
     }
-    Ok((workload, chosen, not_applicable))
+    Ok(plan)
 }
 
 /// With `--workers remote`, the pool remote workers connect to (announced on stderr).
@@ -256,41 +257,6 @@ async fn listen_for_workers(
     Ok(Some(Arc::new(pool)))
 }
 
-/// The servers the run starts: those its strategies need (on the kinds the scenario is about), but
-/// those a fault's own topology replaces (which the user may then not give).
-fn servers_to_start(
-    workload: &Workload,
-    chosen: &[&'static Strategy],
-    given: &GivenAddresses,
-) -> Result<std::collections::BTreeSet<ServerKind>, BenchError> {
-    let in_scope: Vec<&'static Strategy> = chosen
-        .iter()
-        .copied()
-        .filter(|s| applicability::on_its_servers(workload, s).is_ok())
-        .collect();
-    let mut needed = strategies::servers_needed(&in_scope);
-    let about = |kind: &ServerKind| workload.servers.is_empty() || workload.servers.contains(kind);
-    for spec in &workload.faults {
-        let Some(topology) = own_topology(spec) else {
-            continue;
-        };
-        for kind in topology.replaces().iter().filter(|k| about(k)) {
-            let flag = kind
-                .server()
-                .filter(|_| given.get(*kind).is_some())
-                .map(|server| format!("--{}", server.flag));
-            if let Some(flag) = flag {
-                return Err(BenchError::usage(format!(
-                    "{flag}: {} starts its own servers for every case (it kills one); leave {flag} out",
-                    spec.kind
-                )));
-            }
-            needed.remove(kind);
-        }
-    }
-    Ok(needed)
-}
-
 /// What every case of a run shares.
 struct CaseRunner<'a> {
     args: &'a RunRequest,
@@ -307,24 +273,19 @@ struct CaseRunner<'a> {
 }
 
 impl CaseRunner<'_> {
-    /// Runs the cases of `chosen` (each strategy under each lease mode) until Ctrl-C, their trials
+    /// Runs the planned `cases` (each strategy under each lease mode) until Ctrl-C, their trials
     /// interleaved: round by round, each case still running its next trial in turn, so a drift of the
     /// machine falls on every case alike. Each case's trials follow [`trial_stop::next`]; extra trials
     /// come after every planned one, while the time allowed for them lasts. Returns every trial's run
     /// and each case's result (pooled when trials were asked for).
-    async fn every_case(&self, chosen: &[&'static Strategy]) -> (Vec<CaseRun>, Vec<CaseResult>) {
+    async fn every_case(&self, cases: &[PlannedCase]) -> (Vec<CaseRun>, Vec<CaseResult>) {
         let rule = self.rule();
-        let mut cells: Vec<Cell> = chosen
+        let mut cells: Vec<Cell> = cases
             .iter()
-            .flat_map(|s| self.workload.leases.iter().map(move |l| (*s, *l)))
-            .map(|(strategy, lease)| Cell {
-                strategy,
-                lease,
-                theory: Theory::of(expected_in(
-                    &self.workload.expect,
-                    strategy.id,
-                    &lease.to_string(),
-                )),
+            .map(|case| Cell {
+                strategy: case.strategy,
+                lease: case.lease,
+                theory: Theory::of(case.expected),
                 trials: Vec::new(),
                 next: Next::Planned,
             })
@@ -598,56 +559,6 @@ fn apply_fault_flags(file: &mut ScenarioFile, flags: &[String]) -> Result<(), St
     Ok(())
 }
 
-/// A strategy left out of a run and why.
-pub(crate) type NotApplicable = (&'static Strategy, String);
-
-/// With faults or the scenario's own server kinds, `all` means every strategy the scenario applies to
-/// ([`applicability::applies_to`]): the others are left out of the run, and returned with the reason
-/// (their cases are listed as skipped); a strategy named explicitly stays, and its case is skipped
-/// with the reason before anything is set up. Errors when none is left.
-pub(crate) fn keep_fault_targets(
-    workload: &Workload,
-    chosen: Vec<&'static Strategy>,
-) -> Result<(Vec<&'static Strategy>, Vec<NotApplicable>), String> {
-    if workload.faults.is_empty() && workload.servers.is_empty() {
-        return Ok((chosen, Vec::new()));
-    }
-    let named: Vec<&str> = workload
-        .strategies
-        .iter()
-        .flat_map(|s| s.split(','))
-        .map(str::trim)
-        .collect();
-    let settings = StrategySettings::new(workload.watchdog_timeout);
-    let applies = |s: &Strategy| -> Result<(), String> {
-        let caps = s.capabilities(&settings).map_err(|e| e.to_string())?;
-        applicability::applies_to(workload, s, &caps)
-    };
-    let mut kept = Vec::new();
-    let mut left_out = Vec::new();
-    for s in chosen {
-        match applies(s) {
-            Err(why) if !named.contains(&s.id) => left_out.push((s, why)),
-            _ => kept.push(s),
-        }
-    }
-    if kept.is_empty() && !workload.servers.is_empty() {
-        let names: Vec<&str> = workload.servers.iter().map(|k| k.name()).collect();
-        return Err(format!(
-            "strategies: none of the selected strategies runs on the servers the scenario is about ({})",
-            names.join(", ")
-        ));
-    }
-    if kept.is_empty() {
-        let kinds: Vec<String> = workload.faults.iter().map(|f| f.kind.to_string()).collect();
-        return Err(format!(
-            "strategies: none of the selected strategies can take the faults ({})",
-            kinds.join(", ")
-        ));
-    }
-    Ok((kept, left_out))
-}
-
 /// The run's servers plus those the cases started for themselves (one entry per kind).
 fn with_case_servers(
     mut servers: Vec<lockbench_reports::model::ServerInfo>,
@@ -662,39 +573,4 @@ fn with_case_servers(
         }
     }
     servers
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn with_every_strategy_a_failover_scenario_runs_only_its_own_kind() {
-        // `all` leaves the PostgreSQL rows out of the default suite; named, they join it.
-        let all =
-            strategies::resolve(&["all,postgres-advisory,postgres-lease".to_owned()]).expect("all");
-        for (scenario, kind, about) in [
-            ("redis-failover", ServerKind::Redis, "redis and valkey"),
-            ("postgres-failover", ServerKind::Postgres, "postgres"),
-        ] {
-            let loaded = scenarios::load(scenario).expect("preset");
-            let workload =
-                Workload::resolve(&loaded.name, &loaded.source, loaded.file).expect("resolves");
-            let (kept, left_out) = keep_fault_targets(&workload, all.clone()).expect("kept");
-            assert!(!kept.is_empty(), "{scenario}");
-            assert!(kept.iter().all(|s| s.server == kind), "{scenario}");
-            // The other kind with a replica: the fault would serve it, the scenario is not about it.
-            let other = left_out
-                .iter()
-                .find(|(s, _)| s.server != kind && s.server.faults().own.pair.is_some())
-                .map(|(s, why)| (s.id, why.clone()));
-            let (id, why) = other.expect("another kind's row left out");
-            assert!(
-                why.starts_with(&format!(
-                    "{scenario} does not apply to {id}: the scenario is about {about} servers"
-                )),
-                "{why}"
-            );
-        }
-    }
 }

@@ -1,24 +1,17 @@
-//! What `lockbench compare` runs ([`SUITE`], one line per scenario) and how long it plans to take
-//! ([`plan`]): every case of every scenario for every strategy the scenario's faults apply to, times
-//! the trials, plus the set-up each case and each scenario costs on top of its measured window. The
-//! progress bar's ETA and the budget test read the same plan, so a scenario added to [`SUITE`] is
-//! accounted for without anything else to change.
+//! What `lockbench compare` runs ([`SUITE`], one line per scenario), each scenario's length and
+//! workload in a suite, and the budgets a suite is held to. The plan of a suite run (every case of
+//! every scenario for every strategy it applies to, and its planned time) is
+//! [`crate::commands::plan`]'s, built from these entries, so a scenario added to [`SUITE`] is accounted
+//! for without anything else to change.
 //!
 //! What a scenario means for a reader (the mechanism, what theory predicts per strategy or lease kind,
 //! what a violation means) lives in its scenario file (`theory`, `[expect]`, `if_violated`), not here.
 
 use std::time::Duration;
 
-use crate::commands::run::keep_fault_targets;
-use crate::driver::case::lease_support;
-use crate::faults::applicability;
-use crate::faults::case_topology;
-use crate::kinds::ServerKindExt;
 use crate::scenarios;
-use crate::strategies::{self, Strategy, StrategySettings};
 use crate::workload::user::{MIN_WINDOW_TASKS, UserWorkload};
-use crate::workload::{Fit, ScenarioFile, WorkerMode, Workload};
-use lockbench_reports::model::{Expectation, expected_in};
+use crate::workload::{Fit, ScenarioFile, Workload};
 
 /// How long a scenario's cases run in a suite: measured time and warm-up per case (`None`: the
 /// preset's own, for scenarios whose faults are timed against it), and how many trials per trial asked.
@@ -284,56 +277,8 @@ pub(crate) const MANY_LOCKS_HOLD: &str = "1s";
 /// Passes of the many-locks entry per strategy, each a fresh client in a fresh process: the report
 /// flags only a loss that repeats, and says how many passes a cell rests on.
 pub(crate) const MANY_LOCKS_PASSES: u32 = 3;
-
-// Overheads, measured on this 2-core machine with a release build (as `scripts/compare.sh` runs it) at
-// load average 0.5-2, from `lockbench compare` of the default suite (18 min 44 s, planned 21 min 51 s
-// with the earlier debug-build constants): per trial, a scenario's `finished_at - started_at` minus its
-// cases' measured and warm-up time, over its trials; the many-locks pass from its `scale.json`; the
-// reports from the comparison file to the written report. Each constant rounds the largest value seen
-// up. A debug build or a busy machine takes longer (up to 2.5 times at load average ~10).
-
-/// Set-up and tear-down around one trial of a case in tasks mode: connecting the clients and closing
-/// them (measured 0.23-0.24 s per trial then; the default suite of 2026-12-02, 18 min 19 s against a
-/// plan of 19 min 39 s, gave 0.07-0.11 s per trial in the fault scenarios, whole-second timestamps,
-/// and 0.26-0.32 s in baseline and long-tail, where JVM rows' longer warm-ups fall in it).
-pub(crate) const CASE_OVERHEAD_TASKS: Duration = Duration::from_millis(150);
-/// The same in processes mode: starting one `lockbench` worker process per client and collecting
-/// them (measured 0.03-0.10 s per trial).
-pub(crate) const CASE_OVERHEAD_PROCESSES: Duration = Duration::from_millis(120);
-/// Starting a scenario's servers once (redis 0.1 s, etcd 0.6 s, ZooKeeper up to 1.4 s) and stopping
-/// them, plus the scenario's results file: at most 1 s between one scenario's end and the next one's
-/// start.
-pub(crate) const SCENARIO_SERVERS: Duration = Duration::from_secs(1);
-/// One many-locks pass of one strategy: filling 10k locks (at most [`MANY_LOCKS_STEP_BUDGET`]), the
-/// settling period (1 s) and the 1 s hold, releasing, in a child process. Estimated from the last
-/// single pass (`docs/results/default-suite-scale.json`, 71 s for 9 strategies): its 10k fills took
-/// 0.1-3.7 s, 0.76 s on average, and start-up, releases and reads about 1 s per strategy, so about
-/// 3.8 s a pass on average (zookeeper's slow fill the longest, at about 6.5 s). Measured once with a
-/// release build at load average 5-6 (not idle): 3 passes of the 9 strategies and the raw sender in
-/// 166 s, about 5.5 s a pass, the fills 2-3 times the idle run's; to be measured again on idle cores.
-pub(crate) const MANY_LOCKS_PER_PASS: Duration = Duration::from_millis(4000);
-/// The many-locks entry per strategy: [`MANY_LOCKS_PASSES`] passes (the former single pass of 1k and
-/// 10k locks held 2 s each was planned at 10 s: measured 76 s for 9 strategies, 8.4 s each).
-pub(crate) const MANY_LOCKS_PER_STRATEGY: Duration =
-    Duration::from_millis(MANY_LOCKS_PER_PASS.as_millis() as u64 * MANY_LOCKS_PASSES as u64);
 /// Longest a many-locks step may take to fill before the strategy stops there (recorded with why).
 pub(crate) const MANY_LOCKS_STEP_BUDGET: &str = "10s";
-/// Writing the comparison and the reports, per case (charts include one holder timeline per case):
-/// measured 1.6 s for 176 cases (a debug build: 26 s for 61 cases).
-pub(crate) const REPORT_PER_CASE: Duration = Duration::from_millis(50);
-
-/// The planned time of one scenario.
-#[derive(Debug, Clone)]
-pub(crate) struct PlannedScenario {
-    /// The scenario.
-    pub scenario: &'static str,
-    /// Cases that run (strategy × lease mode), each run `trials` times.
-    pub cases: u32,
-    /// One trial of the longest case, set-up included.
-    pub per_case: Duration,
-    /// The whole scenario: its servers and every trial of every case.
-    pub total: Duration,
-}
 
 /// The entries of `suite`, each at its length there.
 pub(crate) fn entries(suite: Suite) -> Vec<(SuiteEntry, Length)> {
@@ -366,28 +311,36 @@ pub(crate) fn suites_running(scenario: &str) -> Vec<&'static str> {
     names
 }
 
-/// The workload of `entry` at `length` for `strategies` (a list as `--strategies` takes it), under
-/// the user's workload if any, as the run resolves and fits it.
+/// The workload of `entry` at `length`, under the user's workload if any, as the run resolves and
+/// fits it.
+#[cfg(test)]
 pub(crate) fn workload(
     entry: &SuiteEntry,
     length: Length,
-    strategies: &str,
+    user: Option<&UserWorkload>,
+) -> Result<Workload, String> {
+    resolved(entry, overrides(entry, length, user), user)
+}
+
+/// The workload of `entry`'s scenario file with `overrides`, fitted to the user's workload if any.
+pub(crate) fn resolved(
+    entry: &SuiteEntry,
+    overrides: ScenarioFile,
     user: Option<&UserWorkload>,
 ) -> Result<Workload, String> {
     let loaded = scenarios::load(entry.scenario)?;
     let mut file = loaded.file;
-    file.overlay(overrides(entry, length, strategies, user));
+    file.overlay(overrides);
     let fitted = Workload::resolve(&loaded.name, &loaded.source, file)?.fitted(fit(entry, user));
     fitted.faults_fit()?;
     Ok(fitted)
 }
 
-/// The overrides a suite applies to a scenario file: its length, the strategies and the user's
-/// workload but the fields the scenario keeps.
+/// The overrides a suite applies to a scenario file: its length and the user's workload but the
+/// fields the scenario keeps (the strategies are the plan's, chosen once).
 pub(crate) fn overrides(
     entry: &SuiteEntry,
     length: Length,
-    strategies: &str,
     user: Option<&UserWorkload>,
 ) -> ScenarioFile {
     let workload = match user {
@@ -395,111 +348,10 @@ pub(crate) fn overrides(
         None => ScenarioFile::default(),
     };
     ScenarioFile {
-        strategies: Some(crate::workload::split_list(strategies)),
         duration: length.duration.map(str::to_owned),
         warmup: length.warmup.map(str::to_owned),
         ..workload
     }
-}
-
-/// The planned time of every scenario of the chosen suite, for `strategies` with `trials` trials.
-/// With `settle_early` (as `compare` runs, but for `--thorough`), a case theory expects to be
-/// violated is planned at one trial: its first violated trial settles it (`trial_stop::next`).
-pub(crate) fn plan(
-    suite: Suite,
-    strategies: &str,
-    trials: u32,
-    settle_early: bool,
-    user: Option<&UserWorkload>,
-) -> Vec<PlannedScenario> {
-    let chosen = strategies::resolve(&[strategies.to_owned()]).unwrap_or_default();
-    entries(suite)
-        .iter()
-        .map(|(entry, length)| {
-            if entry.scenario == MANY_LOCKS {
-                let n = chosen.iter().filter(|s| s.not_at_scale().is_none()).count() as u32;
-                return PlannedScenario {
-                    scenario: entry.scenario,
-                    cases: n,
-                    per_case: MANY_LOCKS_PER_STRATEGY,
-                    total: SCENARIO_SERVERS + MANY_LOCKS_PER_STRATEGY * n,
-                };
-            }
-            let Ok(w) = workload(entry, *length, strategies, user) else {
-                return PlannedScenario {
-                    scenario: entry.scenario,
-                    cases: 0,
-                    per_case: Duration::ZERO,
-                    total: Duration::ZERO,
-                };
-            };
-            let kept: Vec<&Strategy> = keep_fault_targets(&w, chosen.clone())
-                .map(|(kept, _)| kept)
-                .unwrap_or_default();
-            let settings = StrategySettings::new(w.watchdog_timeout);
-            let mut cases = 0;
-            let mut case_time = Duration::ZERO;
-            let mut per_case = Duration::ZERO;
-            for s in &kept {
-                // A strategy named but not applying is kept, and its case skipped at once.
-                let Ok(caps) = s.capabilities(&settings) else {
-                    continue;
-                };
-                if applicability::applies_to(&w, s, &caps).is_err() {
-                    continue;
-                }
-                // The servers a case starts for itself, once per case.
-                let own_servers = case_topology(&w.faults)
-                    .and_then(|t| t.takes(&s.server.faults().own))
-                    .unwrap_or_default();
-                let overhead = match w.workers {
-                    WorkerMode::Tasks => CASE_OVERHEAD_TASKS,
-                    WorkerMode::Processes | WorkerMode::Remote => CASE_OVERHEAD_PROCESSES,
-                };
-                // A runtime that compiles as it goes gets its longer warm-up, and its holder faults
-                // the longer window they then need (`run_case`).
-                let warmed = w.with_warmup_at_least(s.facts.min_warmup);
-                let run = warmed.as_ref().unwrap_or(&w);
-                let one = run.duration.unwrap_or_default() + run.warmup + overhead + own_servers;
-                // A lease mode the strategy cannot take is skipped at once.
-                for lease in &w.leases {
-                    if lease_support(&caps, s.facts.min_watchdog_ttl, *lease, &w).is_ok() {
-                        let expected = expected_in(&w.expect, s.id, &lease.to_string());
-                        let runs = if settle_early && expected == Some(Expectation::Violated) {
-                            1
-                        } else {
-                            length.trials(trials)
-                        };
-                        cases += 1;
-                        case_time += one * runs;
-                        per_case = per_case.max(one);
-                    }
-                }
-            }
-            let servers = kept.iter().any(|s| s.server.entry().server.is_some());
-            PlannedScenario {
-                scenario: entry.scenario,
-                cases,
-                per_case,
-                total: case_time
-                    + if servers {
-                        SCENARIO_SERVERS
-                    } else {
-                        Duration::ZERO
-                    },
-            }
-        })
-        .collect()
-}
-
-/// The planned time of the whole suite, reports included.
-pub(crate) fn planned_total(plan: &[PlannedScenario]) -> Duration {
-    plan.iter().map(|p| p.total).sum::<Duration>() + report_time(plan)
-}
-
-/// The planned time of writing the reports.
-pub(crate) fn report_time(plan: &[PlannedScenario]) -> Duration {
-    REPORT_PER_CASE * plan.iter().map(|p| p.cases).sum::<u32>()
 }
 
 #[cfg(test)]
@@ -508,15 +360,11 @@ mod tests {
     use crate::base::duration::{format_duration, parse_duration};
     use crate::faults::kind::WorkerFault;
     use crate::faults::{FaultKind, FaultSpec};
+    use crate::workload::WorkerMode;
 
     fn seconds(text: &str) -> Duration {
         parse_duration(text).expect("a duration")
     }
-
-    /// `--quick` (one trial) must finish within 4 minutes on a 2-core machine.
-    const QUICK_BUDGET: Duration = Duration::from_secs(240);
-    /// The default suite (three trials) must finish within 20 minutes.
-    const DEFAULT_BUDGET: Duration = Duration::from_secs(1200);
 
     #[test]
     fn fault_scenarios_keep_their_meaning_under_the_users_ttl() {
@@ -539,7 +387,7 @@ mod tests {
         };
         let (pause, length) = entry("process-pause");
         for u in [user("3s", "1"), user("30s", "10")] {
-            let w = workload(&pause, length, "redis-watchdog", Some(&u)).expect("resolves");
+            let w = workload(&pause, length, Some(&u)).expect("resolves");
             assert_eq!(
                 w.to_model(&[]).faults,
                 ["pause_worker at=1500ms target=holder duration=6s"]
@@ -552,7 +400,7 @@ mod tests {
         }
         // lease-too-short keeps its own lease, tasks and TTL, at real time.
         let (short, length) = entry("lease-too-short");
-        let w = workload(&short, length, "redis-watchdog", Some(&user("30s", "10"))).expect("ok");
+        let w = workload(&short, length, Some(&user("30s", "10"))).expect("ok");
         assert_eq!(w.watchdog_timeout, seconds("1s"));
         assert_eq!(w.task.to_string(), "uniform 1200ms..1600ms");
         assert_eq!(w.clients, 5);
@@ -783,7 +631,7 @@ mod tests {
             .expect("valid")
             .expect("given");
         for ((entry, length), (name, duration, warmup, faults)) in suite.iter().zip(OWN_TIMINGS) {
-            let own = workload(entry, *length, "all", None).expect("resolves");
+            let own = workload(entry, *length, None).expect("resolves");
             let model = own.to_model(&[]);
             let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
             assert_eq!(
@@ -795,7 +643,7 @@ mod tests {
                 (Some(*duration), *warmup, faults),
                 "{name} at its own TTL"
             );
-            let theirs = workload(entry, *length, "all", Some(&user)).expect("resolves");
+            let theirs = workload(entry, *length, Some(&user)).expect("resolves");
             let keeps_ttl = own_workload(entry)
                 .0
                 .iter()
@@ -836,88 +684,6 @@ mod tests {
     }
 
     #[test]
-    fn budgets_are_the_ones_the_suites_promise() {
-        assert_eq!(budget(Suite::Quick), Some(QUICK_BUDGET));
-        assert_eq!(budget(Suite::Default), Some(DEFAULT_BUDGET));
-        assert_eq!(budget(Suite::Full), None);
-    }
-
-    #[test]
-    fn the_suites_fit_their_budgets() {
-        let default = planned_total(&plan(Suite::Default, "all", 3, true, None));
-        let quick = planned_total(&plan(Suite::Quick, "all", 1, true, None));
-        let what = format!("default plans {default:?}, quick {quick:?}");
-        eprintln!("{what}");
-        for p in plan(Suite::Default, "all", 3, true, None) {
-            eprintln!(
-                "  {:<24} {:>3} cases  {:>6.1?}",
-                p.scenario, p.cases, p.total
-            );
-        }
-        assert!(
-            default <= DEFAULT_BUDGET,
-            "{what}: {:#?}",
-            plan(Suite::Default, "all", 3, true, None)
-        );
-        assert!(
-            quick <= QUICK_BUDGET,
-            "{what}: {:#?}",
-            plan(Suite::Quick, "all", 1, true, None)
-        );
-        assert!(quick < default);
-        // The full suite and ten trials are a user's choice, not held to a budget, but planned too.
-        let full = planned_total(&plan(Suite::Full, "all", 3, true, None));
-        assert!(full > default, "full plans {full:?}");
-        assert!(planned_total(&plan(Suite::Full, "all", 10, false, None)) > full);
-    }
-
-    #[test]
-    fn every_suite_scenario_resolves_and_runs_some_strategy() {
-        // Its own workloads, and each starting point at the scale its file suggests (a plan skips a
-        // scenario that does not resolve: `compare --full --workload ...` must not).
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
-        let mut users = vec![None];
-        for (name, scale) in [
-            ("scheduled-job.toml", "10"),
-            ("queue-consumer.toml", "1"),
-            ("order-processing.toml", "1"),
-        ] {
-            let user =
-                UserWorkload::new(Some(&dir.join(name)), ScenarioFile::default(), Some(scale))
-                    .unwrap_or_else(|e| panic!("{name}: {e}"));
-            users.push(Some((name, user.expect("given"))));
-        }
-        for user in &users {
-            let (name, user) = match user {
-                Some((name, user)) => (*name, Some(user)),
-                None => ("own", None),
-            };
-            for (entry, length) in entries(Suite::Full) {
-                if entry.scenario == MANY_LOCKS {
-                    continue;
-                }
-                let w = workload(&entry, length, "all", user)
-                    .unwrap_or_else(|e| panic!("{name}: {}: {e}", entry.scenario));
-                assert!(
-                    w.duration.is_some(),
-                    "{name}: {} is bounded by time",
-                    entry.scenario
-                );
-            }
-            // Every registered row: the PostgreSQL ones are not in `all` yet.
-            for p in plan(
-                Suite::Full,
-                "all,postgres-advisory,postgres-lease",
-                1,
-                true,
-                user,
-            ) {
-                assert!(p.cases > 0, "{name}: {} runs no case", p.scenario);
-            }
-        }
-    }
-
-    #[test]
     fn the_default_suite_covers_every_fault_scenario() {
         let names: Vec<&str> = entries(Suite::Default)
             .iter()
@@ -946,46 +712,5 @@ mod tests {
         for (entry, _) in entries(Suite::Quick) {
             assert!(names.contains(&entry.scenario));
         }
-    }
-
-    #[test]
-    fn many_locks_is_planned_pass_by_pass_for_the_strategies_that_hold_many_locks() {
-        const { assert!(MANY_LOCKS_PASSES >= 3) };
-        let planned = plan(
-            Suite::Default,
-            "redis-watchdog,zookeeper,postgres-advisory,memory",
-            3,
-            true,
-            None,
-        );
-        let many = planned
-            .iter()
-            .find(|p| p.scenario == MANY_LOCKS)
-            .expect("many-locks is planned");
-        assert_eq!(
-            many.cases, 2,
-            "postgres-advisory and memory hold no many locks"
-        );
-        assert_eq!(many.per_case, MANY_LOCKS_PER_PASS * MANY_LOCKS_PASSES);
-        assert_eq!(many.per_case, MANY_LOCKS_PER_STRATEGY);
-        assert_eq!(many.total, SCENARIO_SERVERS + MANY_LOCKS_PER_STRATEGY * 2);
-    }
-
-    #[test]
-    fn a_scenario_added_to_the_suite_adds_its_time_to_the_plan() {
-        let base = plan(Suite::Default, "redis-watchdog", 3, true, None);
-        let total: Duration = base.iter().map(|p| p.total).sum();
-        let one = base
-            .iter()
-            .find(|p| p.scenario == "baseline")
-            .expect("baseline");
-        assert_eq!(one.cases, 1);
-        assert_eq!(
-            one.per_case,
-            seconds("500ms") + seconds("300ms") + CASE_OVERHEAD_TASKS
-        );
-        // Twice the trials asked: the baseline's CS/s interval rests on their spread.
-        assert_eq!(one.total, one.per_case * 6 + SCENARIO_SERVERS);
-        assert!(total > one.total);
     }
 }

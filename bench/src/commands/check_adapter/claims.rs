@@ -149,6 +149,33 @@ macro_rules! case {
     }};
 }
 
+/// The re-entry row: the check that fits what the manifest says a same-owner re-acquire does.
+async fn reentry_row(reentry: Reentry, target: &Arc<Adapter>) -> Row {
+    match reentry {
+        Reentry::Counted => judged(
+            "re-entry",
+            "yes",
+            "the same owner acquired twice and released twice",
+            case!(target, reentrant_acquire_and_release),
+        ),
+        Reentry::Waits => judged(
+            "re-entry",
+            "no",
+            "the same owner's second acquire timed out",
+            case!(target, non_reentrant_same_owner_times_out),
+        ),
+        Reentry::Shared => {
+            let t = target.clone();
+            judged(
+                "re-entry",
+                "shared: granted at once, one release frees it",
+                "the same owner's second acquire was granted at once; one release let another client in",
+                run_case(async move { shared_reentry(&t).await }).await,
+            )
+        }
+    }
+}
+
 /// Every conformance check the manifest's claims call for, in the table's order.
 pub(crate) async fn check(
     spec: &PeerSpec,
@@ -176,29 +203,7 @@ pub(crate) async fn check(
         "8 clients taking turns, never two inside",
         case!(target, mutual_exclusion),
     )];
-    rows.push(match spec.reentry {
-        Reentry::Counted => judged(
-            "re-entry",
-            "yes",
-            "the same owner acquired twice and released twice",
-            case!(target, reentrant_acquire_and_release),
-        ),
-        Reentry::Waits => judged(
-            "re-entry",
-            "no",
-            "the same owner's second acquire timed out",
-            case!(target, non_reentrant_same_owner_times_out),
-        ),
-        Reentry::Shared => {
-            let t = target.clone();
-            judged(
-                "re-entry",
-                "shared: granted at once, one release frees it",
-                "the same owner's second acquire was granted at once; one release let another client in",
-                run_case(async move { shared_reentry(&t).await }).await,
-            )
-        }
-    });
+    rows.push(reentry_row(spec.reentry, &target).await);
     rows.push(if claims.fixed_lease {
         judged(
             "fixed lease expires on time",

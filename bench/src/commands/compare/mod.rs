@@ -16,14 +16,15 @@
 //!
 //! The planned time of the suite and the budgets it is held to are in [`crate::commands::suite`].
 
+mod many_locks;
+mod workload_note;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use lockbench_reports::comparison::{
-    Comparison, SELECTED, StrategyInfo, SuiteRun, UserWorkload as UserWorkloadNote,
-};
+use lockbench_reports::comparison::{Comparison, SELECTED, StrategyInfo, SuiteRun};
 use lockbench_reports::model::{CaseStatus, SCHEMA_VERSION};
-use lockbench_reports::scale::{CostSeries, ScaleResults};
+use lockbench_reports::scale::CostSeries;
 
 use crate::backends::GivenAddresses;
 use crate::base::clock::now_rfc3339;
@@ -32,17 +33,21 @@ use crate::base::error::{BenchError, EXIT_FAILED, EXIT_INTERRUPTED};
 use crate::base::stdout::{out, outln};
 use crate::base::{output, suggest, table, verbosity};
 use crate::commands::committed;
+use crate::commands::plan::{
+    self, PlannedEntry, SuiteAsk, Work, estimates, planned_total, report_time,
+};
 use crate::commands::report::{self, FailOn};
 use crate::commands::run::{self, RunRequest};
-use crate::commands::scale::{self, ScaleOptions, ScaleRequest};
 use crate::commands::suite::{
-    self, Length, MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_PASSES, MANY_LOCKS_STEP_BUDGET,
-    MANY_LOCKS_STEPS, PlannedScenario, SUITE, Suite, SuiteEntry,
+    self, Length, MANY_LOCKS, MANY_LOCKS_PASSES, MANY_LOCKS_STEPS, SUITE, Suite, SuiteEntry,
 };
 use crate::kinds::ServerKindExt;
+use crate::scenarios;
+use crate::strategies::{self, StrategyChoice};
 use crate::workload::user::UserWorkload;
-use crate::workload::{ScenarioFile, TimeScale, split_list};
-use crate::{scenarios, strategies};
+use crate::workload::{ScenarioFile, split_list};
+use many_locks::many_locks;
+use workload_note::{fitting_scale, workload_note};
 
 /// What `lockbench compare` is asked to do.
 #[derive(Debug, Clone, Default)]
@@ -51,8 +56,8 @@ pub struct CompareRequest {
     pub quick: bool,
     /// Output directory (default: `results/compare-UTCTIME`).
     pub out: Option<PathBuf>,
-    /// Strategy ids, comma-separated, or `all` (default: all).
-    pub strategies: Option<String>,
+    /// The strategies `--strategies` chose, parsed once where the flag is read (default: all).
+    pub strategies: Option<StrategyChoice>,
     /// Add every peer whose runtime is installed (the others are noted as skipped); with
     /// `strategies`, only the peers read beside a chosen strategy. The Redis servers are then followed
     /// with `MONITOR` (commands and scripts per case, for the models-against-libraries section).
@@ -105,6 +110,23 @@ impl CompareRequest {
         } else {
             EXTRA_TRIALS_FACTOR * self.trials()
         })
+    }
+
+    /// Trials per case, checked: 1 to 100, and a cap on extra trials from them to 100.
+    fn checked_trials(&self) -> Result<u32, BenchError> {
+        let trials = self.trials();
+        if trials == 0 || trials > 100 {
+            return Err(BenchError::usage(format!(
+                "--trials: must be 1..=100, got {trials}"
+            )));
+        }
+        let max_trials = self.max_trials();
+        if max_trials < trials || max_trials > 100 {
+            return Err(BenchError::usage(format!(
+                "--max-trials: must be at least --trials ({trials}) and at most 100, got {max_trials}"
+            )));
+        }
+        Ok(trials)
     }
 
     /// Trials per case.
@@ -183,176 +205,6 @@ fn minutes(d: Duration) -> String {
     }
 }
 
-/// The `--time-scale` to suggest, a multiple of the user's that still runs every case of `asked` (a
-/// TTL compressed below a strategy's smallest would skip cases), with its planned time: the smallest
-/// whose plan fits `budget`, else the one that plans least (set-up costs do not scale).
-fn fitting_scale(
-    user: &UserWorkload,
-    budget: Duration,
-    asked: &[PlannedScenario],
-    plan: impl Fn(&UserWorkload) -> Vec<PlannedScenario>,
-) -> Option<(TimeScale, Duration)> {
-    let cases = |p: &[PlannedScenario]| p.iter().map(|s| s.cases).sum::<u32>();
-    let candidates: Vec<(TimeScale, Duration)> =
-        [2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000]
-            .into_iter()
-            .map(|k| user.time_scale.times(k))
-            .filter(|n| *n <= TimeScale::FASTEST)
-            .filter_map(|n| {
-                let scaled = plan(&UserWorkload {
-                    time_scale: n,
-                    ..user.clone()
-                });
-                (cases(&scaled) == cases(asked)).then(|| (n, suite::planned_total(&scaled)))
-            })
-            .collect();
-    candidates
-        .iter()
-        .find(|(_, total)| *total <= budget)
-        .or_else(|| candidates.iter().min_by_key(|(_, total)| *total))
-        .copied()
-}
-
-/// A round trip above this share of a case's TTL breaks the ratio of a compressed workload.
-const ROUND_TRIP_SHARE: f64 = 0.01;
-
-/// What the report says about the user's workload: the scale in words, the cases where what does
-/// not scale breaks the ratio, and the scenarios that kept part of their own workload.
-fn workload_note(
-    user: &UserWorkload,
-    suite: &[(SuiteEntry, Length)],
-    runs: &[SuiteRun],
-    no_many_locks: bool,
-) -> UserWorkloadNote {
-    let mut notes: Vec<String> = user.scale_line().into_iter().collect();
-    if user.time_scale > TimeScale::REAL {
-        // Per strategy: how many cases, and the worst share of its TTL one round trip took.
-        let mut broken: Vec<(&str, u32, f64, f64, &str)> = Vec::new();
-        for run in runs {
-            // A scenario that keeps its own TTL ran at real time: nothing was compressed.
-            let compressed = suite.iter().any(|(entry, _)| {
-                entry.scenario == run.results.scenario.name
-                    && user.time_scale_for(&suite::own_workload(entry).0) > TimeScale::REAL
-            });
-            if !compressed {
-                continue;
-            }
-            let ttl_ms = run.results.scenario.workload.watchdog_timeout_ms;
-            for case in &run.results.cases {
-                let Some(round_trip) =
-                    [case.latency.release.p50_ms, case.renewal.round_trip.p50_ms]
-                        .into_iter()
-                        .flatten()
-                        .reduce(f64::max)
-                else {
-                    continue;
-                };
-                let share = round_trip / ttl_ms;
-                if share <= ROUND_TRIP_SHARE {
-                    continue;
-                }
-                let name = run.results.scenario.name.as_str();
-                match broken.iter_mut().find(|b| b.0 == case.strategy) {
-                    Some(b) if share > b.3 => *b = (b.0, b.1 + 1, round_trip, share, name),
-                    Some(b) => b.1 += 1,
-                    None => broken.push((&case.strategy, 1, round_trip, share, name)),
-                }
-            }
-        }
-        for (strategy, cases, round_trip, share, worst) in broken {
-            notes.push(format!(
-                "Ratio broken for {strategy} in {cases} case(s): a round trip (median release or \
-                 renewal) of up to {round_trip:.1} ms is {:.1} % of the compressed TTL, above {} % \
-                 (worst: {worst}); its figures there are not those of your workload at real time.",
-                share * 100.0,
-                ROUND_TRIP_SHARE * 100.0
-            ));
-        }
-    }
-    for (entry, _) in suite {
-        if entry.scenario == MANY_LOCKS {
-            if !no_many_locks {
-                notes.push(format!("{}.", suite::MANY_LOCKS_OWN_WORKLOAD));
-            }
-            continue;
-        }
-        let (own, why) = suite::own_workload(entry);
-        if own.is_empty() {
-            continue;
-        }
-        let time = if user.time_scale_for(&own) != user.time_scale {
-            ", at real time"
-        } else {
-            ""
-        };
-        notes.push(format!(
-            "{} keeps its own {}{time}: {}",
-            entry.scenario,
-            own.join(", "),
-            why.unwrap_or_default()
-        ));
-    }
-    UserWorkloadNote {
-        summary: user.summary(),
-        time_scale: f64::from(user.time_scale),
-        notes,
-    }
-}
-
-/// Runs the many-locks entry: `lockbench scale` holding 10k locks, [`MANY_LOCKS_PASSES`] passes of
-/// every strategy with a server; its cost series feed the report's many-locks cells (every pass) and
-/// its cost-against-held-locks charts (the first).
-async fn many_locks(
-    args: &CompareRequest,
-    list: &str,
-    out_dir: &Path,
-) -> Result<Vec<CostSeries>, BenchError> {
-    let dir = out_dir.join("runs").join(MANY_LOCKS);
-    scale::command(many_locks_request(args, list, &dir)?).await?;
-    let text = std::fs::read_to_string(dir.join(scale::SCALE_FILE))
-        .map_err(|e| BenchError::failed(format!("many-locks: {e}")))?;
-    ScaleResults::from_json(&text)
-        .map(|s| s.cost_series())
-        .map_err(|e| BenchError::failed(format!("many-locks: {e}")))
-}
-
-/// The `lockbench scale` run of the many-locks entry, writing into `dir`: the chosen strategies that
-/// can hold many locks ([`strategies::Strategy::not_at_scale`]), each in [`MANY_LOCKS_PASSES`] passes.
-fn many_locks_request(
-    args: &CompareRequest,
-    list: &str,
-    dir: &Path,
-) -> Result<ScaleRequest, BenchError> {
-    let chosen = strategies::resolve(&[list.to_owned()]).map_err(BenchError::usage)?;
-    let with_server: Vec<&str> = chosen
-        .iter()
-        .filter(|s| s.not_at_scale().is_none())
-        .map(|s| s.id)
-        .collect();
-    if with_server.is_empty() {
-        return Err(BenchError::usage(
-            "many-locks: none of the chosen strategies has a lock server",
-        ));
-    }
-    Ok(ScaleRequest {
-        options: ScaleOptions {
-            strategies: Some(with_server.join(",")),
-            steps: MANY_LOCKS_STEPS.to_owned(),
-            hold: MANY_LOCKS_HOLD.to_owned(),
-            step_budget: MANY_LOCKS_STEP_BUDGET.to_owned(),
-            passes: MANY_LOCKS_PASSES,
-            // The cost chart needs no yardstick.
-            yardstick: false,
-            ..ScaleOptions::default()
-        },
-        out: Some(dir.to_path_buf()),
-        servers: args.servers.clone(),
-        worker: false,
-        server_pids: None,
-        raw_sender: false,
-    })
-}
-
 /// What the comparison file records of strategy `s`.
 fn strategy_info(s: &strategies::Strategy) -> StrategyInfo {
     StrategyInfo {
@@ -369,12 +221,13 @@ fn strategy_info(s: &strategies::Strategy) -> StrategyInfo {
 /// What the steps of a comparison share: the request, the strategy list, the suite and its plan.
 struct Compare<'a> {
     args: &'a CompareRequest,
-    /// The `--strategies` list, with the peers `--peers` adds.
-    list: String,
+    /// The chosen strategies, with the peers `--peers` adds and the adapters `--adapter` added.
+    choice: StrategyChoice,
     trials: u32,
     suite: Vec<(SuiteEntry, Length)>,
     user: Option<UserWorkload>,
-    plan: Vec<PlannedScenario>,
+    /// The plan of `suite`, built once.
+    plan: Vec<PlannedEntry>,
 }
 
 /// What the scenarios gave.
@@ -393,21 +246,8 @@ struct Ran {
 pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     let started = Instant::now();
     let started_at = now_rfc3339();
-    let (list, skipped_peers) = with_peers(&args);
-    let chosen = strategies::resolve(std::slice::from_ref(&list))
-        .map_err(|e| BenchError::usage(format!("--strategies: {e}")))?;
-    let trials = args.trials();
-    if trials == 0 || trials > 100 {
-        return Err(BenchError::usage(format!(
-            "--trials: must be 1..=100, got {trials}"
-        )));
-    }
-    let max_trials = args.max_trials();
-    if max_trials < trials || max_trials > 100 {
-        return Err(BenchError::usage(format!(
-            "--max-trials: must be at least --trials ({trials}) and at most 100, got {max_trials}"
-        )));
-    }
+    let (choice, skipped_peers) = with_peers(&args);
+    let trials = args.checked_trials()?;
     let suite = chosen_entries(args.suite(), args.scenarios.as_deref())?;
     report::check_gates(&args.fail_on, false, suite.iter().map(|(e, _)| e.scenario))?;
     let user = UserWorkload::new(
@@ -418,14 +258,14 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     .map_err(BenchError::usage)?;
     let mut compare = Compare {
         args: &args,
-        list,
+        choice,
         trials,
         suite,
         user,
         plan: Vec::new(),
     };
     compare.plan = compare.plan_for(compare.user.as_ref());
-    let planned = suite::planned_total(&compare.plan);
+    let planned = planned_total(estimates(&compare.plan));
     if let (Some(asked), Some(budget)) = (args.trials, suite::budget(args.suite()))
         && planned > budget
     {
@@ -451,7 +291,7 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     }
     let interrupted = ran.interrupted;
     let scenario_failed = ran.scenario_failed;
-    let (mut comparison, cost) = compare.comparison(&chosen, started_at, ran, skipped_peers);
+    let (mut comparison, cost) = compare.comparison(started_at, ran, skipped_peers);
     committed::attach(
         &mut comparison,
         &committed::Setting {
@@ -493,29 +333,27 @@ pub(crate) async fn command(args: CompareRequest) -> Result<i32, BenchError> {
     Ok(if failed { EXIT_FAILED } else { gated })
 }
 
-/// The `--strategies` list (default `all`) with the peers `--peers` adds and the adapters `--adapter`
-/// added, and a note for each peer skipped because its runtime is missing.
-fn with_peers(args: &CompareRequest) -> (String, Vec<String>) {
-    let mut list = args.strategies.clone().unwrap_or_else(|| "all".to_owned());
+/// The chosen strategies (default `all`) with the adapters `--adapter` added and the peers `--peers`
+/// adds, each as if named in the list, and a note for each peer skipped because its runtime is
+/// missing.
+fn with_peers(args: &CompareRequest) -> (StrategyChoice, Vec<String>) {
+    let mut choice = args.strategies.clone().unwrap_or_else(StrategyChoice::all);
     for added in strategies::added() {
-        list = format!("{list},{}", added.id);
+        choice = choice.with_named(added);
     }
     let mut skipped_peers = Vec::new();
     if args.peers {
         // With --strategies, the peers read beside the chosen rows (the model-against-library pairs).
-        let named = (args.strategies.as_deref().map(split_list))
-            .filter(|named| !named.iter().any(|n| n == "all"));
+        let named = args.strategies.as_ref().filter(|named| !named.names_all());
         let wanted = |id: &str| {
-            named.as_ref().is_none_or(|named| {
-                strategies::counterpart(id).is_some_and(|c| named.iter().any(|n| n == c))
-            })
+            named.is_none_or(|named| strategies::counterpart(id).is_some_and(|c| named.is_named(c)))
         };
         for peer in strategies::STRATEGIES
             .iter()
             .filter(|s| s.is_peer() && wanted(s.id))
         {
             match strategies::peer_available(peer.id) {
-                Ok(()) => list = format!("{list},{}", peer.id),
+                Ok(()) => choice = choice.with_named(peer),
                 Err(e) => {
                     let note = format!("peer {} skipped: {e}", peer.id);
                     eprintln!("lockbench: {note}");
@@ -524,27 +362,24 @@ fn with_peers(args: &CompareRequest) -> (String, Vec<String>) {
             }
         }
     }
-    (list, skipped_peers)
+    (choice, skipped_peers)
 }
 
 impl Compare<'_> {
     /// The plan of the chosen scenarios, with `user`'s workload if given.
-    fn plan_for(&self, user: Option<&UserWorkload>) -> Vec<PlannedScenario> {
+    fn plan_for(&self, user: Option<&UserWorkload>) -> Vec<PlannedEntry> {
         let args = self.args;
-        suite::plan(
-            if args.scenarios.is_some() {
-                named_from(args.suite())
-            } else {
-                args.suite()
+        plan::suite_plan(
+            &self.suite,
+            SuiteAsk {
+                choice: &self.choice,
+                trials: self.trials,
+                settle_early: !args.thorough,
+                user,
+                monitor_commands: args.peers,
+                history: args.history,
             },
-            &self.list,
-            self.trials,
-            !args.thorough,
-            user,
         )
-        .into_iter()
-        .filter(|p| self.suite.iter().any(|(e, _)| e.scenario == p.scenario))
-        .collect()
     }
 
     /// How the plan spends trials beyond the planned ones: which cases get them, up to how many,
@@ -610,10 +445,10 @@ impl Compare<'_> {
             for p in &self.plan {
                 outln!(
                     "  {:<24} {:>3} cases, ~{:.1} s each, {} in all",
-                    p.scenario,
-                    p.cases,
-                    p.per_case.as_secs_f64(),
-                    minutes(p.total)
+                    p.scenario(),
+                    p.estimate.cases,
+                    p.estimate.per_case.as_secs_f64(),
+                    minutes(p.estimate.total)
                 );
             }
             let fits = fitting_scale(user, budget, &self.plan, |u| self.plan_for(Some(u)));
@@ -641,48 +476,48 @@ impl Compare<'_> {
         let mut ran = Ran::default();
         let started = Instant::now();
         let budget = suite::budget(self.args.suite());
-        for (index, (entry, length)) in self.suite.iter().enumerate() {
-            let after: Duration = self.plan[(index + 1).min(self.plan.len())..]
-                .iter()
-                .map(|p| p.total)
-                .sum::<Duration>()
-                + suite::report_time(&self.plan);
-            let left = after + self.plan.get(index).map_or(Duration::ZERO, |p| p.total);
+        for (index, planned) in self.plan.iter().enumerate() {
+            let after: Duration = planned_total(estimates(&self.plan[index + 1..]))
+                + report_time(estimates(&self.plan[..=index]));
+            let left = after + planned.estimate.total;
             // Extra trials may use what the budget leaves once the later scenarios' planned time and
             // a margin for their overrunning it are set aside: the plan's slack and whatever the run
             // gained on it so far.
             let extra_until = budget.map(|b| started + b.saturating_sub(after + OVERRUN_MARGIN));
-            let title = format!("[{}/{}] {}", index + 1, self.suite.len(), entry.scenario);
-            // The case length is a diagnostic (`--verbose`); the cases and the time left are progress.
-            let cases = self.cases_line(entry, *length);
-            let detail = if verbosity::verbose() {
-                format!("{cases}{}", self.length_line(entry, *length))
-            } else {
-                cases.trim_end_matches([',', ' ']).to_owned()
-            };
-            let detail = if detail.is_empty() {
-                detail
-            } else {
-                format!("{detail}; ")
-            };
-            outln!("{title}: {detail}about {} left", minutes(left));
-            if entry.scenario == MANY_LOCKS {
-                match many_locks(self.args, &self.list, out_dir).await {
-                    Ok(series) => ran.cost = series,
-                    Err(e) => {
-                        eprintln!("lockbench: {MANY_LOCKS}: {e}");
-                        ran.scenario_failed |= matches!(e, BenchError::Failed(_));
-                        ran.notes.push(format!("{MANY_LOCKS}: {e}"));
+            let title = format!("[{}/{}] {}", index + 1, self.plan.len(), planned.scenario());
+            outln!(
+                "{title}: {}about {} left",
+                self.detail(planned),
+                minutes(left)
+            );
+            let scenario = match &planned.work {
+                Work::ManyLocks(at_scale) => {
+                    match many_locks(&self.args.servers, at_scale, out_dir).await {
+                        Ok(series) => ran.cost = series,
+                        Err(e) => {
+                            eprintln!("lockbench: {MANY_LOCKS}: {e}");
+                            ran.scenario_failed |= matches!(e, BenchError::Failed(_));
+                            ran.notes.push(format!("{MANY_LOCKS}: {e}"));
+                        }
                     }
+                    continue;
                 }
-                continue;
-            }
-            let if_violated = scenarios::load(entry.scenario)
+                // As `lockbench run` checks it: the kept strategies can run in the worker mode.
+                Work::Scenario(scenario) => scenario
+                    .clone()
+                    .and_then(|plan| plan.check_worker_mode().map(|()| plan))
+                    .map_err(BenchError::usage),
+            };
+            let if_violated = scenarios::load(planned.scenario())
                 .ok()
                 .and_then(|l| l.file.if_violated);
-            let mut request = self.run_request(entry, *length, out_dir, &title, left);
+            let mut request = self.run_request(planned, out_dir, &title, left);
             request.extra_trials_until = extra_until;
-            match run::run(request).await {
+            let outcome = match scenario {
+                Ok(scenario) => run::execute(request, *scenario).await,
+                Err(e) => Err(e),
+            };
+            match outcome {
                 Ok(outcome) => {
                     out!("{}", table::render(&outcome.results));
                     ran.interrupted = outcome.interrupted;
@@ -703,84 +538,56 @@ impl Compare<'_> {
                 // processes, with only in-process strategies chosen) is noted; a failure also fails
                 // the exit code.
                 Err(e) => {
-                    eprintln!("lockbench: {}: {e}", entry.scenario);
+                    eprintln!("lockbench: {}: {e}", planned.scenario());
                     ran.scenario_failed |= matches!(e, BenchError::Failed(_));
-                    ran.notes.push(format!("{}: {e}", entry.scenario));
+                    ran.notes.push(format!("{}: {e}", planned.scenario()));
                 }
             }
         }
         Ok(ran)
     }
 
-    /// How many cases a scenario runs and how long each takes, as planned.
-    fn cases_line(&self, entry: &SuiteEntry, length: Length) -> String {
-        let trials = length.trials(self.trials);
-        self.plan
-            .iter()
-            .find(|p| p.scenario == entry.scenario)
-            .map(|p| {
-                if entry.scenario == MANY_LOCKS {
-                    format!(
-                        "{} strategies × {MANY_LOCKS_PASSES} passes holding {MANY_LOCKS_STEPS} \
-                         locks, ~{:.0} s each, ",
-                        p.cases,
-                        p.per_case.as_secs_f64() / f64::from(MANY_LOCKS_PASSES)
-                    )
-                } else {
-                    format!(
-                        "{} cases × {trials} trials, ~{:.1} s each, ",
-                        p.cases,
-                        p.per_case.as_secs_f64()
-                    )
-                }
-            })
-            .unwrap_or_default()
+    /// What a scenario's line says before the time left: its cases as planned, and with
+    /// `--verbose` the case length too.
+    fn detail(&self, planned: &PlannedEntry) -> String {
+        // The case length is a diagnostic (`--verbose`); the cases and the time left are progress.
+        let cases = cases_line(planned);
+        let detail = if verbosity::verbose() {
+            format!("{cases}{}", length_line(planned))
+        } else {
+            cases.trim_end_matches([',', ' ']).to_owned()
+        };
+        if detail.is_empty() {
+            detail
+        } else {
+            format!("{detail}; ")
+        }
     }
 
-    /// The case's length as it runs (TTL units, the user's tasks and the time scale applied).
-    fn length_line(&self, entry: &SuiteEntry, length: Length) -> String {
-        suite::workload(entry, length, &self.list, self.user.as_ref())
-            .ok()
-            .and_then(|w| Some((w.duration?, w.warmup)))
-            .map(|(d, w)| {
-                format!(
-                    "{} after {} warm-up",
-                    format_duration(d),
-                    format_duration(w)
-                )
-            })
-            .unwrap_or_else(|| "preset length".to_owned())
-    }
-
-    /// The `lockbench run` of one scenario of the suite.
+    /// The `lockbench run` of one scenario of the suite (its plan is built).
     fn run_request(
         &self,
-        entry: &SuiteEntry,
-        length: Length,
+        planned: &PlannedEntry,
         out_dir: &Path,
         title: &str,
         left: Duration,
     ) -> RunRequest {
         let args = self.args;
         RunRequest {
-            scenario: entry.scenario.to_owned(),
-            overrides: ScenarioFile {
-                // With the peers, MONITOR follows the Redis servers: the commands and scripts each
-                // row ran, for holding the models against their libraries.
-                monitor_commands: args.peers.then_some(true),
-                ..suite::overrides(entry, length, &self.list, self.user.as_ref())
-            },
+            scenario: planned.scenario().to_owned(),
+            strategies: Some(self.choice.clone()),
+            overrides: ScenarioFile::default(),
             faults: Vec::new(),
-            out: Some(out_dir.join("runs").join(entry.scenario)),
+            out: Some(out_dir.join("runs").join(planned.scenario())),
             servers: args.servers.clone(),
             progress: args.progress,
-            trials: length.trials(self.trials),
+            trials: planned.trials,
             progress_title: Some(format!("{title} ETA {}", minutes(left))),
             settle_early: !args.thorough,
-            max_trials: length.trials(args.max_trials()),
+            max_trials: planned.length.trials(args.max_trials()),
             extra_trials_until: None,
             listen: None,
-            fit: suite::fit(entry, self.user.as_ref()),
+            fit: suite::fit(&planned.entry, self.user.as_ref()),
             history: args.history,
         }
     }
@@ -789,7 +596,6 @@ impl Compare<'_> {
     /// the reports.
     fn comparison(
         &self,
-        chosen: &[&'static strategies::Strategy],
         started_at: String,
         mut ran: Ran,
         skipped_peers: Vec<String>,
@@ -812,7 +618,12 @@ impl Compare<'_> {
             complete,
             started_at,
             finished_at: now_rfc3339(),
-            strategies: chosen.iter().map(|s| strategy_info(s)).collect(),
+            strategies: self
+                .choice
+                .entries()
+                .iter()
+                .map(|s| strategy_info(s))
+                .collect(),
             workload: self
                 .user
                 .as_ref()
@@ -824,93 +635,43 @@ impl Compare<'_> {
     }
 }
 
+/// How many cases a scenario runs and how long each takes, as planned.
+fn cases_line(planned: &PlannedEntry) -> String {
+    let estimate = &planned.estimate;
+    match planned.work {
+        Work::ManyLocks(_) => format!(
+            "{} strategies × {MANY_LOCKS_PASSES} passes holding {MANY_LOCKS_STEPS} locks, ~{:.0} s \
+             each, ",
+            estimate.cases,
+            estimate.per_case.as_secs_f64() / f64::from(MANY_LOCKS_PASSES)
+        ),
+        Work::Scenario(_) => format!(
+            "{} cases × {} trials, ~{:.1} s each, ",
+            estimate.cases,
+            planned.trials,
+            estimate.per_case.as_secs_f64()
+        ),
+    }
+}
+
+/// The case's length as it runs (TTL units, the user's tasks and the time scale applied).
+fn length_line(planned: &PlannedEntry) -> String {
+    planned
+        .scenario_plan()
+        .and_then(|p| Some((p.workload.duration?, p.workload.warmup)))
+        .map(|(d, w)| {
+            format!(
+                "{} after {} warm-up",
+                format_duration(d),
+                format_duration(w)
+            )
+        })
+        .unwrap_or_else(|| "preset length".to_owned())
+}
+
 #[cfg(test)]
 mod tests {
-    use lockbench_reports::comparison::Comparison;
-
     use super::*;
-    use crate::workload::ScenarioFile;
-
-    const FIXTURE: &str = include_str!("../../../reports/tests/fixtures/compare-quick.json");
-
-    fn user(time_scale: &str) -> UserWorkload {
-        let fields = ScenarioFile {
-            watchdog_timeout: Some("30s".into()),
-            task: Some("uniform 2s..20s".into()),
-            ..ScenarioFile::default()
-        };
-        UserWorkload::new(None, fields, Some(time_scale))
-            .expect("valid")
-            .expect("given")
-    }
-
-    #[test]
-    fn the_note_names_exceptions_and_broken_ratios() {
-        let mut c = Comparison::read(FIXTURE).expect("fixture");
-        // A 150 ms round trip against the baseline's 10 s TTL: 1.5 %, broken; long-tail and
-        // lease-too-short keep their own TTL and run at real time, so nothing is compressed there.
-        for run in &mut c.runs {
-            for case in &mut run.results.cases {
-                if case.strategy == "redis-watchdog" {
-                    case.latency.release.p50_ms = Some(150.0);
-                }
-            }
-        }
-        let suite = suite::entries(Suite::Default);
-        let note = workload_note(&user("10"), &suite, &c.runs, false);
-        let text = note.notes.join("\n");
-        assert_eq!(note.time_scale, 10.0);
-        assert!(note.summary.contains("TTL 30s"), "{}", note.summary);
-        assert!(
-            text.starts_with("Your workload at 1/10 time: a 30s TTL run as 3s"),
-            "{text}"
-        );
-        assert!(
-            text.contains("Ratio broken for redis-watchdog in 1 case(s)")
-                && text.contains("is 1.5 % of the compressed TTL")
-                && text.contains("(worst: baseline)"),
-            "{text}"
-        );
-        assert!(!text.contains("Ratio broken for memory"), "{text}");
-        assert!(
-            text.contains("long-tail keeps its own task, watchdog_timeout, at real time: its tail"),
-            "{text}"
-        );
-        assert!(
-            text.contains("lease-too-short keeps its own task, leases"),
-            "{text}"
-        );
-        assert!(text.contains("many-locks keeps its own workload"), "{text}");
-        // At real time nothing is compressed, so no ratio is broken.
-        let real = workload_note(&user("1"), &suite, &c.runs, true);
-        assert!(
-            !real.notes.iter().any(|n| n.contains("Ratio")),
-            "{:?}",
-            real.notes
-        );
-        assert!(!real.notes.iter().any(|n| n.contains("many-locks")));
-    }
-
-    #[test]
-    fn many_locks_holds_ten_thousand_locks_in_three_passes_of_the_strategies_that_can() {
-        let dir = Path::new("many-locks");
-        let list = "redis-watchdog,postgres-advisory,memory,redis-keyspace-naive,zookeeper";
-        let request = many_locks_request(&CompareRequest::default(), list, dir).expect("a request");
-        let options = &request.options;
-        assert_eq!(
-            options.strategies.as_deref(),
-            Some("redis-watchdog,zookeeper")
-        );
-        assert_eq!(
-            (options.steps.as_str(), options.hold.as_str()),
-            ("10000", "1s")
-        );
-        assert_eq!(options.passes, 3);
-        let spec = options.spec().expect("a valid scale run");
-        assert_eq!((spec.steps.as_slice(), spec.passes), (&[10_000][..], 3));
-        assert!(!spec.yardstick);
-        assert_eq!(request.out.as_deref(), Some(dir));
-    }
 
     #[test]
     fn the_results_file_says_why_a_strategy_is_left_out_of_many_locks() {
@@ -928,21 +689,5 @@ mod tests {
         assert_eq!(why("memory").as_deref(), Some(NO_SERVER_AT_SCALE));
         assert_eq!(why("redis-watchdog"), None);
         assert!(info("postgres-advisory").connection_lock);
-    }
-
-    #[test]
-    fn the_suggested_scale_fits_the_budget_and_keeps_every_case() {
-        let plan = |u: &UserWorkload| suite::plan(Suite::Default, "all", 3, true, Some(u));
-        let asked = plan(&user("1"));
-        let total = suite::planned_total(&asked);
-        assert!(total > Duration::from_secs(1200), "{total:?}");
-        let (n, fitted) =
-            fitting_scale(&user("1"), Duration::from_secs(3600), &asked, plan).expect("a scale");
-        assert!(
-            fitted <= Duration::from_secs(3600) && n > TimeScale::REAL,
-            "{n}: {fitted:?}"
-        );
-        let cases = |p: &[PlannedScenario]| p.iter().map(|s| s.cases).sum::<u32>();
-        assert_eq!(cases(&plan(&user(&n.to_string()))), cases(&asked));
     }
 }
