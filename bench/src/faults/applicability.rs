@@ -19,7 +19,7 @@
 //! | `node_kill`, `node_restart`, `clock_jump` | strategies on independent Redis nodes (`redlock`) | 5 nodes started per case (one under libfaketime for `clock_jump`) |
 //! | `server_restart` | single-Redis strategies | a restartable Redis started per case |
 //! | `terminate_session` | PostgreSQL and MySQL strategies | the run's server, reachable as its administrator (lockbench's own) |
-//! | `keepalive_partition` | PostgreSQL strategies (no MySQL in a namespace yet) | a PostgreSQL in a network namespace started per case (root, iproute2, nftables), clients behind proxies |
+//! | `keepalive_partition` | PostgreSQL and MySQL strategies | a PostgreSQL or MariaDB in a network namespace started per case (root, iproute2, nftables), clients behind proxies |
 //!
 //! A scenario may also name the server kinds it is about (`servers = ["redis"]`): a fault that serves
 //! several kinds (`failover`) then applies only to the kind whose theory the scenario states
@@ -173,7 +173,7 @@ fn why_not(kind: FaultKind, strategy: &Strategy, caps: &Capabilities) -> Result<
         FaultKind::ServerRestart => "it does not run on one Redis server",
         FaultKind::TerminateSession => "it holds no PostgreSQL or MySQL session",
         FaultKind::KeepalivePartition => {
-            "it does not run on PostgreSQL (lockbench starts no other server in a network namespace)"
+            "it does not run on PostgreSQL or MySQL (lockbench starts no other server in a network namespace)"
         }
         FaultKind::PauseWorker
         | FaultKind::CrashWorker
@@ -238,9 +238,10 @@ mod tests {
         assert!(check(FaultKind::KeepalivePartition, "redis-watchdog").is_err());
         assert!(check(FaultKind::Failover, "mysql-lease").is_ok());
         assert!(check(FaultKind::TerminateSession, "mysql-get-lock").is_ok());
+        assert!(check(FaultKind::KeepalivePartition, "mysql-get-lock").is_ok());
         assert!(
-            check(FaultKind::KeepalivePartition, "mysql-get-lock")
-                .expect_err("no namespaced mariadb")
+            check(FaultKind::KeepalivePartition, "etcd-lease")
+                .expect_err("no namespaced etcd")
                 .contains("network namespace")
         );
         // A peer's library lives in its adapter process: signals, cgroups and the hog threads beside

@@ -1,8 +1,8 @@
 //! Faults on the network between clients and server, through the clients' TCP proxies: added delay
 //! (`proxy_delay`), a partition that drops every byte (`proxy_blackhole`) and reset connections
 //! (`proxy_reset`), on one client (the holder, `client:N`) or all; and a partition the server notices
-//! only by TCP keepalive (`keepalive_partition`): the client's proxy connections to a PostgreSQL in a
-//! network namespace of its own are dropped silently inside that namespace.
+//! only by TCP keepalive (`keepalive_partition`): the client's proxy connections to a PostgreSQL or
+//! MariaDB in a network namespace of its own are dropped silently inside that namespace.
 
 use std::sync::{Arc, Mutex};
 
@@ -171,7 +171,7 @@ async fn keepalive_partition(
     chosen: &[&Proxy],
 ) {
     let ServerAccess::Own(own) = &env.server else {
-        rec.not_applied("keepalive_partition needs the case's own namespaced PostgreSQL");
+        rec.not_applied("keepalive_partition needs the case's own namespaced server");
         return;
     };
     let ports: Vec<u16> = chosen.iter().flat_map(|p| p.upstream_ports()).collect();
@@ -187,10 +187,11 @@ async fn keepalive_partition(
     let watching = blocking(move || {
         let mut watch = own_c.watch_sessions(&ports_c)?;
         let before = watch.read()?;
-        Ok((Arc::new(Mutex::new(watch)), before))
+        let line = watch.timed_out_line();
+        Ok((Arc::new(Mutex::new(watch)), (before, line)))
     })
     .await;
-    let (watch, before) = match watching {
+    let (watch, (before, timed_out_line)) = match watching {
         Ok(w) => w,
         Err(e) => return rec.not_applied(e),
     };
@@ -244,7 +245,7 @@ async fn keepalive_partition(
     rec.param("timed_out_log_lines", timed_out as u64);
     rec.evidence(if dropped > 0 {
         Ok(format!(
-            "nft dropped {dropped} packets of {} connections; the server ended {} of their {live_before} sessions{} ({timed_out} × \"could not receive data from client: Connection timed out\" in its log)",
+            "nft dropped {dropped} packets of {} connections; the server ended {} of their {live_before} sessions{} ({timed_out} × \"{timed_out_line}\" in its log)",
             ports.len(),
             live_before.saturating_sub(live_after),
             ended_at

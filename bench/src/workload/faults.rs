@@ -92,7 +92,7 @@ pub(crate) enum FaultKind {
     /// The TCP proxy resets the target's connections, once or `every` period during `duration`.
     ProxyReset,
     /// Drop the target's packets silently both ways for `duration`, inside the network namespace of a
-    /// PostgreSQL the case starts for itself (nf_tables): the server notices only by TCP keepalive.
+    /// PostgreSQL or MariaDB the case starts for itself (nf_tables): the server notices only by TCP keepalive.
     KeepalivePartition,
     /// Kill the Redis primary, promote its replica, point the clients at it.
     Failover,
@@ -937,7 +937,8 @@ pub(crate) enum Topology {
     },
     /// One restartable Redis server with this durability.
     RedisNode(Durability),
-    /// One PostgreSQL in a network namespace of its own, with short TCP keepalive settings.
+    /// One PostgreSQL or MariaDB (whichever the strategy uses) in a network namespace of its own,
+    /// with short TCP keepalive settings.
     PostgresNamespace,
 }
 
@@ -1045,7 +1046,7 @@ mod tests {
         assert_eq!(own_topology(&f), Some(Topology::PostgresNamespace));
         assert_eq!(
             Topology::PostgresNamespace.replaces(),
-            vec![ServerKind::Postgres]
+            vec![ServerKind::Postgres, ServerKind::Mysql]
         );
         assert!(
             needs_proxies(f.kind),

@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::error::LockError;
 use crate::event::{Events, LockEvent, Renewed};
 use crate::lease::{LeaseState, LossReason};
+use crate::peer::credentials::{PASSWORD_VARIABLE, Password};
 use crate::peer::wire::{self, Incoming, PeerEvent, WireError};
 
 /// The `backend` name of every adapter error.
@@ -134,7 +135,7 @@ impl Process {
     /// Spawns the adapter process (see [`Adapter::spawn`]).
     pub(crate) fn spawn(
         id: &str,
-        command: &PeerCommand,
+        command: (&PeerCommand, Option<&Password>),
         log_path: PathBuf,
         request_timeout: Duration,
     ) -> Result<Arc<Process>, LockError> {
@@ -192,10 +193,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Adapter {
-    /// Spawns the adapter with stderr appended to `log_path`.
+    /// Spawns the adapter with stderr appended to `log_path`, and its servers' `password` (when
+    /// they have one) in its environment ([`PASSWORD_VARIABLE`]).
     pub(crate) fn spawn(
         id: &str,
-        command: &PeerCommand,
+        (command, password): (&PeerCommand, Option<&Password>),
         log_path: PathBuf,
         request_timeout: Duration,
     ) -> Result<(Arc<Adapter>, ChildGuard), LockError> {
@@ -207,7 +209,12 @@ impl Adapter {
         let log = std::fs::File::create(&log_path).map_err(|e| {
             LockError::Config(format!("peer {id}: cannot create log {log_path:?}: {e}"))
         })?;
-        let mut child = tokio::process::Command::new(&command.program)
+        let mut child = tokio::process::Command::new(&command.program);
+        match password {
+            Some(password) => child.env(PASSWORD_VARIABLE, &password.0),
+            None => child.env_remove(PASSWORD_VARIABLE),
+        };
+        let mut child = child
             .args(&command.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
