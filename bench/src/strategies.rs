@@ -678,7 +678,7 @@ const PEERS_READ_PASSWORD: &[ServerKind] = &[ServerKind::Mysql];
 /// The server addresses a peer's adapter is given, by the server it needs. Addresses with credentials
 /// or TLS files are refused (a PostgreSQL user without a password is not a secret): the adapters do not
 /// take them, and their logs must not see them; but a password on a kind whose adapters read it from
-/// their environment ([`PEERS_READ_PASSWORD`]) is given there, out of the address. So are Sentinel
+/// their environment (the MySQL kind) is given there, out of the address. So are Sentinel
 /// addresses refused: the adapters take one server.
 pub fn peer_servers(endpoints: &Endpoints, kind: ServerKind) -> Result<Vec<String>, LockError> {
     let Some(server) = kind.server() else {
