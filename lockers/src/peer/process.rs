@@ -624,3 +624,39 @@ pub(crate) fn default_log_path(dir: Option<&Path>, id: &str) -> PathBuf {
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     dir.join(format!("{id}-{}-{n}.log", std::process::id()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The servers' password is in the adapter's environment when given, and only then.
+    #[tokio::test]
+    async fn the_password_reaches_the_adapter_through_its_environment_only() {
+        let dir = std::env::temp_dir().join(format!("lockbench-env-check-{}", std::process::id()));
+        let command = PeerCommand {
+            program: "sh".into(),
+            args: vec![
+                "-c".into(),
+                format!("printf '[%s]' \"${PASSWORD_VARIABLE}\" >&2"),
+            ],
+            install_hint: String::new(),
+        };
+        let timeout = Duration::from_secs(5);
+        for (password, logged) in [(Some(Password("s3cret".into())), "[s3cret]"), (None, "[]")] {
+            let log = dir.join("adapter.log");
+            let spawn = (&command, password.as_ref());
+            let process = Process::spawn("env-check", spawn, log.clone(), timeout).expect("spawn");
+            let deadline = Instant::now() + timeout;
+            while std::fs::read_to_string(&log).unwrap_or_default() != logged {
+                assert!(
+                    Instant::now() < deadline,
+                    "{:?}",
+                    std::fs::read_to_string(&log)
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            drop(process);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
