@@ -76,6 +76,11 @@ abstract class ShedLockPeer implements Protocol.Library {
   public void hello(long id, JsonNode config) throws Exception {
     URI url = URI.create(config.path("servers").path(0).asText());
     String[] user = url.getUserInfo() == null ? new String[0] : url.getUserInfo().split(":", 2);
+    // A server's password comes in the environment, never in hello's address (adapters/PROTOCOL.md).
+    String password = System.getenv("LOCKBENCH_SERVER_PASSWORD");
+    if (user.length == 1 && password != null) {
+      user = new String[] {user[0], password};
+    }
     try {
       plain = connect(id, url, user);
     } catch (Exception e) {

@@ -25,6 +25,7 @@ rows=(
   "jvm-spring-jdbc SpringJdbcAdapter - LockRegistryPeer"
   "jvm-spring-redis SpringRedisAdapter - LockRegistryPeer"
   "jvm-shedlock-jdbc ShedLockJdbcAdapter - ShedLockPeer"
+  "jvm-shedlock-jdbc-mysql ShedLockJdbcAdapter - ShedLockPeer"
   "jvm-shedlock-redis ShedLockRedisAdapter - ShedLockPeer"
 )
 # build_row <row> <main class> <argument or -> <other sources> <pom> <output folder>

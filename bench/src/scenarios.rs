@@ -111,6 +111,10 @@ pub(crate) const PRESETS: &[Preset] = &[
         toml: include_str!("../scenarios/mysql-session-kill.toml"),
     },
     Preset {
+        name: "mysql-keepalive-partition",
+        toml: include_str!("../scenarios/mysql-keepalive-partition.toml"),
+    },
+    Preset {
         name: "leader-loss",
         toml: include_str!("../scenarios/leader-loss.toml"),
     },

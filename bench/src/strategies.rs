@@ -641,8 +641,9 @@ pub fn peer_available(id: &str) -> Result<(), LockError> {
 
 /// The server addresses a peer's adapter is given, by the server it needs. Addresses with credentials
 /// or TLS files are refused (a PostgreSQL user without a password is not a secret): the adapters do not
-/// take them yet, and their logs must not see them. So are Sentinel addresses: the adapters take one
-/// server.
+/// take them, and their logs must not see them; but a password on a kind whose adapters read it from
+/// their environment (the MySQL kind) is given there, out of the address. So are Sentinel
+/// addresses refused: the adapters take one server.
 pub fn peer_servers(endpoints: &Endpoints, kind: ServerKind) -> Result<Vec<String>, LockError> {
     let Some(server) = kind.server() else {
         return Ok(Vec::new());
@@ -660,7 +661,8 @@ pub fn peer_servers(endpoints: &Endpoints, kind: ServerKind) -> Result<Vec<Strin
         let secret = parts
             .credentials
             .as_ref()
-            .is_some_and(|c| !server.user_is_no_secret || !c.password.is_empty());
+            .is_some_and(|c| !server.user_is_no_secret || !c.password.is_empty())
+            && !server.peers_read_password;
         if secret || !parts.tls.is_empty() {
             return Err(LockError::Config(format!(
                 "peer adapters do not support servers with a password or TLS ({})",

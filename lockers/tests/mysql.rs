@@ -207,7 +207,11 @@ async fn tls_with_the_servers_ca() {
     let tls = lockbench_servers::certs::TlsFiles::of(&certificates);
     let ca = tls.ca.display().to_string();
     let secured = tokio::task::spawn_blocking(move || {
-        let server = MariaDbServer::start_with(MariaDbOptions { tls: Some(tls) }).unwrap();
+        let server = MariaDbServer::start_with(MariaDbOptions {
+            tls: Some(tls),
+            ..MariaDbOptions::default()
+        })
+        .unwrap();
         server.query(SCHEMA).unwrap();
         server
     })

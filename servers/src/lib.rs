@@ -28,6 +28,7 @@
 //! | one PostgreSQL in a network namespace of its own | [`NamespacedPostgres`] | `SELECT 1` answers over the veth link |
 //! | one MariaDB (fresh `mariadb-install-db`) | [`MariaDbServer`] | its user logs in and `SELECT 1` answers |
 //! | primary + asynchronous replica | [`MariaDbPair`] | the replica's threads run and it applied the primary's binlog |
+//! | one MariaDB in a network namespace of its own | [`NamespacedMariaDb`] | its user logs in over the veth link |
 //!
 //! Servers secured like production ones: [`RedisOptions::security`] (an ACL user, optionally a TLS
 //! port), [`EtcdOptions::tls`] and [`EtcdOptions::root_password`] (TLS client port, authentication),
@@ -74,10 +75,10 @@ pub mod zookeeper;
 pub use certs::TestCertificates;
 pub use etcd::{EtcdCluster, EtcdOptions, EtcdServer};
 pub use group::{GroupMember, ServerGroup};
-pub use mariadb::{MariaDbOptions, MariaDbPair, MariaDbServer};
-pub use netns::{NetNamespace, Partition};
+pub use mariadb::{MariaDbOptions, MariaDbPair, MariaDbServer, NamespacedMariaDb};
+pub use netns::{Keepalives, Namespaced, NetNamespace, Partition};
 pub use ports::free_ports;
-pub use postgres::{Keepalives, NamespacedPostgres, PostgresOptions, PostgresPair, PostgresServer};
+pub use postgres::{NamespacedPostgres, PostgresOptions, PostgresPair, PostgresServer};
 pub use process::{ServerProcess, data_parent, kill_all_servers};
 pub use programs::Program;
 pub use proxy::{Direction, Fault, Proxy};
@@ -154,6 +155,7 @@ mod tests {
         shareable::<NamespacedPostgres>();
         shareable::<MariaDbServer>();
         shareable::<MariaDbPair>();
+        shareable::<NamespacedMariaDb>();
         shareable::<NetNamespace>();
         shareable::<Partition>();
         shareable::<Proxy>();

@@ -2,7 +2,9 @@
 //! ([`MariaDbServer`]) and a primary with an asynchronous replica ([`MariaDbPair`], binlog
 //! replication by GTID), each from a fresh data directory (`mariadb-install-db`) in its temp dir,
 //! with no option file read (`--no-defaults`), listening on 127.0.0.1 only on a free port, its Unix
-//! socket in the temp dir. When lockbench is root the server runs as root (`--user=root`).
+//! socket in the temp dir; and a single server in a network namespace of its own
+//! ([`NamespacedMariaDb`], listening on the namespace's end of a veth link, optionally with short
+//! TCP keepalive settings). When lockbench is root the server runs as root (`--user=root`).
 //!
 //! Each server has a database [`DATABASE`] and a user [`USER`] with the password [`PASSWORD`]
 //! allowed everything but writing to a read-only replica (a throw-away server on loopback: the
@@ -11,7 +13,8 @@
 //! listed (`information_schema.METADATA_LOCK_INFO`). Dropping a handle kills the server
 //! (`SIGKILL`: every session ends with it) and removes the data directory.
 //!
-//! [`query`] runs statements as that user, on the `mysql_async` client, from any thread.
+//! [`query`] runs statements as that user, on the `mysql_async` client, from any thread; a
+//! [`Session`] keeps one connection open between statements.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -19,6 +22,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::certs::TlsFiles;
+use crate::netns::{self, Keepalives, Namespaced, NetNamespace, whole_secs};
 use crate::process::{ServerProcess, make_temp_dir, process_accessors, retry_on_port_race};
 use crate::programs::Program;
 use crate::{Result, ServerError, free_ports};
@@ -41,6 +45,38 @@ const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct MariaDbOptions {
     /// Serve TLS too with this certificate and key; plain connections stay allowed.
     pub tls: Option<TlsFiles>,
+    /// TCP keepalive on the clients' connections (`tcp_keepalive_time`, `_interval`, `_probes`);
+    /// `None`: the system's.
+    pub keepalives: Option<Keepalives>,
+}
+
+/// The server options for `keepalives`. MariaDB has no `tcp_user_timeout`: a connection whose
+/// last reply is unacknowledged when the client goes silent is on retransmission, where keepalive
+/// never fires (Linux retries for about 15 minutes); an idle one ends at the limit, the session
+/// with "Aborted connection ... (Got timeout reading communication packets)" in the log.
+fn keepalive_settings(keepalives: &Keepalives) -> [String; 3] {
+    [
+        format!("--tcp-keepalive-time={}", whole_secs(keepalives.idle)),
+        format!(
+            "--tcp-keepalive-interval={}",
+            whole_secs(keepalives.interval)
+        ),
+        format!("--tcp-keepalive-probes={}", keepalives.count),
+    ]
+}
+
+/// A MariaDB server inside a network namespace of its own; [`USER`] logs in from anywhere, this
+/// side of the link included.
+pub type NamespacedMariaDb = Namespaced<MariaDbServer>;
+
+impl Namespaced<MariaDbServer> {
+    /// Creates a namespace and starts a fresh server in it with `options`. Fails with one line
+    /// when the namespace cannot be made.
+    pub fn start(options: MariaDbOptions) -> Result<Self> {
+        Namespaced::start_inside(|namespace| {
+            MariaDbServer::start_in(&options, Role::Single, Some(namespace))
+        })
+    }
 }
 
 /// A server's part in replication.
@@ -72,17 +108,22 @@ impl MariaDbServer {
 
     /// Starts a fresh server with `options` and waits until [`USER`] can log in and query.
     pub fn start_with(options: MariaDbOptions) -> Result<Self> {
-        Self::start_as(&options, Role::Single)
+        Self::start_in(&options, Role::Single, None)
     }
 
-    fn start_as(options: &MariaDbOptions, role: Role) -> Result<Self> {
+    /// Starts a fresh server in `role`, inside `namespace` when given.
+    fn start_in(
+        options: &MariaDbOptions,
+        role: Role,
+        namespace: Option<&NetNamespace>,
+    ) -> Result<Self> {
         let server = Program::MariaDb.locate(None)?;
         let install = Program::MariaDbInstallDb.locate(None)?;
         let began = Instant::now();
         retry_on_port_race(|| {
             let dir = make_temp_dir("mariadb")?;
             install_data_dir(&install, dir.path())?;
-            Self::spawn(&server, dir, began, options, role)
+            Self::spawn(&server, dir, began, options, (role, namespace))
         })
     }
 
@@ -91,9 +132,10 @@ impl MariaDbServer {
         dir: tempfile::TempDir,
         began: Instant,
         options: &MariaDbOptions,
-        role: Role,
+        (role, namespace): (Role, Option<&NetNamespace>),
     ) -> Result<Self> {
         let port = free_ports(1)?[0];
+        let ip = namespace.map_or(Ipv4Addr::LOCALHOST, NetNamespace::inner_addr);
         let path = dir.path();
         let mut command = Command::new(program);
         command
@@ -103,7 +145,7 @@ impl MariaDbServer {
             .arg(format!("--pid-file={}", path.join("mariadb.pid").display()))
             .arg(format!("--tmpdir={}", path.display()))
             .arg(format!("--port={port}"))
-            .arg(format!("--bind-address={}", Ipv4Addr::LOCALHOST))
+            .arg(format!("--bind-address={ip}"))
             .args(["--skip-name-resolve", "--max-connections=300"])
             .args(["--character-set-server=utf8mb4"])
             .args(["--plugin-load-add=metadata_lock_info"])
@@ -121,11 +163,19 @@ impl MariaDbServer {
                 .arg(format!("--ssl-cert={}", tls.cert.display()))
                 .arg(format!("--ssl-key={}", tls.key.display()));
         }
+        if let Some(keepalives) = &options.keepalives {
+            command.args(keepalive_settings(keepalives));
+        }
         if is_root() {
             command.arg("--user=root");
         }
+        // Held open until the child has joined it.
+        let namespace_file = namespace
+            .map(|n| netns::spawn_inside(&mut command, n, None))
+            .transpose()?;
         let process = ServerProcess::spawn("mariadbd", command, dir, "mariadb.log")?;
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        drop(namespace_file);
+        let addr = SocketAddr::from((ip, port));
         process.wait_ready(START_TIMEOUT, Duration::from_millis(20), || {
             process.listens_on(port) && query(addr, "SELECT 1", QUERY_TIMEOUT).is_ok()
         })?;
@@ -242,8 +292,8 @@ impl MariaDbPair {
     /// waits until the replica's threads run and the primary sees it connected.
     pub fn start() -> Result<Self> {
         let options = MariaDbOptions::default();
-        let primary = MariaDbServer::start_as(&options, Role::Primary)?;
-        let replica = MariaDbServer::start_as(&options, Role::Replica)?;
+        let primary = MariaDbServer::start_in(&options, Role::Primary, None)?;
+        let replica = MariaDbServer::start_in(&options, Role::Replica, None)?;
         let pair = Self { primary, replica };
         pair.follow(pair.primary.addr)?;
         Ok(pair)
@@ -328,10 +378,7 @@ fn query_as(
         runtime.block_on(async move {
             match tokio::time::timeout(timeout, run(user, addr, &sql)).await {
                 Ok(answer) => answer.map_err(|e| reply_error(&e)),
-                Err(_) => Err(ServerError::Io(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!("no answer within {timeout:?}"),
-                ))),
+                Err(e) => Err(timed_out(e, timeout)),
             }
         })
     });
@@ -346,7 +393,14 @@ async fn run(
     addr: SocketAddr,
     sql: &str,
 ) -> mysql_async::Result<Vec<Vec<Option<String>>>> {
-    use mysql_async::prelude::Queryable;
+    let mut conn = connect(user, addr).await?;
+    let rows = run_on(&mut conn, sql).await?;
+    conn.disconnect().await?;
+    Ok(rows)
+}
+
+/// Logs in to the server at `addr` as `user`, in [`DATABASE`].
+async fn connect(user: &str, addr: SocketAddr) -> mysql_async::Result<mysql_async::Conn> {
     let opts = mysql_async::OptsBuilder::default()
         .ip_or_hostname(addr.ip().to_string())
         .tcp_port(addr.port())
@@ -359,16 +413,93 @@ async fn run(
         // to the server's counters): the server's defaults.
         .max_allowed_packet(Some(16 << 20))
         .wait_timeout(Some(28_800));
-    let mut conn = mysql_async::Conn::new(opts).await?;
+    mysql_async::Conn::new(opts).await
+}
+
+/// Runs `sql` on `conn`, collecting every result's rows.
+async fn run_on(
+    conn: &mut mysql_async::Conn,
+    sql: &str,
+) -> mysql_async::Result<Vec<Vec<Option<String>>>> {
+    use mysql_async::prelude::Queryable;
     let mut rows = Vec::new();
     let mut result = conn.query_iter(sql).await?;
     while !result.is_empty() {
         let set: Vec<mysql_async::Row> = result.collect().await?;
         rows.extend(set.into_iter().map(text_row));
     }
-    drop(result);
-    conn.disconnect().await?;
     Ok(rows)
+}
+
+/// A statement for a [`Session`]'s thread and where its answer goes.
+type Request = (
+    String,
+    std::sync::mpsc::Sender<Result<Vec<Vec<Option<String>>>>>,
+);
+
+/// One connection as [`USER`] kept open between statements (for a watch that should not add a
+/// login per look to the server's counters). The connection lives on a thread of its own with a
+/// one-off runtime, so the session may be used from anywhere; dropping it ends the session.
+#[derive(Debug)]
+pub struct Session {
+    requests: std::sync::mpsc::Sender<Request>,
+    timeout: Duration,
+}
+
+impl Session {
+    /// Logs in to the server at `addr`; logging in and each statement are bounded by `timeout`.
+    pub fn connect(addr: SocketAddr, timeout: Duration) -> Result<Self> {
+        let (requests, incoming) = std::sync::mpsc::channel::<Request>();
+        let (ready, connected) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async move {
+                let bounded = |e: tokio::time::error::Elapsed| timed_out(e, timeout);
+                let conn = tokio::time::timeout(timeout, connect(USER, addr)).await;
+                let mut conn = match conn.map_err(bounded) {
+                    Ok(Ok(conn)) => conn,
+                    Ok(Err(e)) => return drop(ready.send(Err(reply_error(&e)))),
+                    Err(e) => return drop(ready.send(Err(e))),
+                };
+                let _ = ready.send(Ok(()));
+                while let Ok((sql, answer)) = incoming.recv() {
+                    let rows = tokio::time::timeout(timeout, run_on(&mut conn, &sql)).await;
+                    let rows = rows
+                        .map_err(bounded)
+                        .and_then(|r| r.map_err(|e| reply_error(&e)));
+                    let _ = answer.send(rows);
+                }
+                let _ = conn.disconnect().await;
+            });
+        });
+        connected
+            .recv()
+            .map_err(|_| reply_error(&"the session thread ended"))??;
+        Ok(Self { requests, timeout })
+    }
+
+    /// Runs `sql` and returns the rows of every result, each column as text (`None` for NULL).
+    pub fn query(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>> {
+        let (answer, rows) = std::sync::mpsc::channel();
+        self.requests
+            .send((sql.to_owned(), answer))
+            .map_err(|_| reply_error(&"the session ended"))?;
+        rows.recv_timeout(self.timeout + Duration::from_secs(1))
+            .map_err(|_| reply_error(&"the session ended"))?
+    }
+}
+
+/// A wait that ran out, named with its bound.
+fn timed_out(_: tokio::time::error::Elapsed, timeout: Duration) -> ServerError {
+    ServerError::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("no answer within {timeout:?}"),
+    ))
 }
 
 /// A row's columns as text.

@@ -8,15 +8,20 @@
 //! is gone (a run killed before its destructors ran) is deleted by the next process that creates one.
 //! Creating one needs root (`CAP_NET_ADMIN`) and iproute2's `ip`; a partition needs `nft` (Debian's
 //! `nftables`). Without them the error is one line naming what is missing.
+//!
+//! A server started inside one is a [`Namespaced`] handle (the PostgreSQL and MariaDB launchers
+//! offer one each), with the short server-side TCP keepalive of [`Keepalives`].
 
 use std::collections::BTreeSet;
 use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use crate::process::{owner_alive, process_identity};
 use crate::programs;
@@ -174,6 +179,80 @@ impl Drop for Partition {
             let _ = self.delete_table();
         }
     }
+}
+
+/// A server inside a network namespace of its own ([`NetNamespace`]), listening on the namespace's
+/// end of its veth link, so that a partition inside the namespace ([`NetNamespace::partition`]) is
+/// one the server notices only by its own TCP timers. Dropping it stops the server (and removes its
+/// data directory), then deletes the namespace.
+#[derive(Debug)]
+pub struct Namespaced<S> {
+    // Declared first: dropped (the server stopped) before the namespace is deleted.
+    server: S,
+    namespace: NetNamespace,
+}
+
+impl<S> Namespaced<S> {
+    /// Creates a namespace and starts a server in it with `start` (which spawns it through
+    /// [`spawn_inside`]). Fails with one line when the namespace cannot be made.
+    pub(crate) fn start_inside(start: impl FnOnce(&NetNamespace) -> Result<S>) -> Result<Self> {
+        let namespace = NetNamespace::create()?;
+        let server = start(&namespace)?;
+        Ok(Self { server, namespace })
+    }
+
+    /// The server (its address is the namespace's).
+    pub fn server(&self) -> &S {
+        &self.server
+    }
+
+    /// The namespace it runs in.
+    pub fn namespace(&self) -> &NetNamespace {
+        &self.namespace
+    }
+}
+
+/// How a server probes a silent client connection (TCP keepalive, whole seconds as both servers
+/// take them): after `idle` without a packet it sends a probe every `interval`, and after `count`
+/// unanswered probes the kernel ends the connection, and the server the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalives {
+    /// Silence before the first probe.
+    pub idle: Duration,
+    /// Time between probes.
+    pub interval: Duration,
+    /// Unanswered probes before the connection is given up.
+    pub count: u32,
+}
+
+impl Keepalives {
+    /// How long after its last packet a silent connection is given up: `idle + interval × count`
+    /// (each rounded up to whole seconds, as the servers apply them).
+    pub fn limit(&self) -> Duration {
+        Duration::from_secs(
+            whole_secs(self.idle) + whole_secs(self.interval) * u64::from(self.count),
+        )
+    }
+}
+
+/// `d` in whole seconds, rounded up, at least 1.
+pub(crate) fn whole_secs(d: Duration) -> u64 {
+    d.as_millis().div_ceil(1000).max(1) as u64
+}
+
+/// Makes `command`'s child join `namespace` before it runs, then become `owner` (uid, gid) when
+/// given. The returned file must stay open until the child is spawned.
+pub(crate) fn spawn_inside(
+    command: &mut Command,
+    namespace: &NetNamespace,
+    owner: Option<(u32, u32)>,
+) -> Result<std::fs::File> {
+    let file = open(&namespace.path())?;
+    let fd = file.as_raw_fd();
+    // SAFETY: the closure runs in the forked child before exec and only makes the
+    // async-signal-safe calls of `join_in_child`; `fd` stays open until the caller has spawned.
+    unsafe { command.pre_exec(move || join_in_child(fd, owner)) };
+    Ok(file)
 }
 
 /// `lockbench-<pid>-<starttime>-<n>` from a process identity `"PID STARTTIME"`.
@@ -366,7 +445,7 @@ fn nft(namespace: &str, args: &[&str], input: Option<&str>) -> Result<String> {
 }
 
 /// Opens namespace `path` for a child to join before it runs (see [`join_in_child`]).
-pub(crate) fn open(path: &std::path::Path) -> Result<std::fs::File> {
+fn open(path: &std::path::Path) -> Result<std::fs::File> {
     std::fs::File::open(path).map_err(|e| {
         start_error(format!(
             "cannot open {} ({e}); {IP_INSTALL}",
@@ -377,7 +456,7 @@ pub(crate) fn open(path: &std::path::Path) -> Result<std::fs::File> {
 
 /// In a forked child before exec: joins the namespace open as `fd`, then becomes `owner` (uid, gid;
 /// supplementary groups dropped). Only async-signal-safe calls.
-pub(crate) fn join_in_child(fd: i32, owner: Option<(u32, u32)>) -> io::Result<()> {
+fn join_in_child(fd: i32, owner: Option<(u32, u32)>) -> io::Result<()> {
     // SAFETY: setns(2), setgroups(2), setgid(2) and setuid(2) take plain values (setgroups a null
     // list of length 0) and have no memory-safety preconditions.
     unsafe {

@@ -13,13 +13,12 @@
 use std::ffi::CString;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::netns::{self, NetNamespace};
+use crate::netns::{self, Keepalives, Namespaced, NetNamespace, whole_secs};
 use crate::process::{ServerProcess, make_temp_dir, process_accessors, retry_on_port_race};
 use crate::{Result, ServerError, free_ports};
 
@@ -50,77 +49,33 @@ pub struct PostgresOptions {
     pub keepalives: Option<Keepalives>,
 }
 
-/// How the server probes a silent client connection (`tcp_keepalives_idle`, `_interval`, `_count`;
-/// whole seconds, PostgreSQL's unit): after `idle` without a packet it sends a probe every
-/// `interval`, and after `count` unanswered probes the kernel ends the connection, and the server
-/// the session ("could not receive data from client: Connection timed out").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Keepalives {
-    /// Silence before the first probe.
-    pub idle: Duration,
-    /// Time between probes.
-    pub interval: Duration,
-    /// Unanswered probes before the connection is given up.
-    pub count: u32,
+/// The server settings (`-c name=value`) for `keepalives` (`tcp_keepalives_idle`, `_interval`,
+/// `_count`; the session ends with "could not receive data from client: Connection timed out").
+/// `tcp_user_timeout` is set to the same limit: a reply still unacknowledged when the peer went
+/// silent puts the socket on retransmission, where keepalive never fires (Linux would retry for
+/// about 15 minutes); with it, that socket is given up at the same limit, and a keepalive one too
+/// (Linux then ends a probing connection once the user timeout has passed).
+fn keepalive_settings(keepalives: &Keepalives) -> [String; 4] {
+    [
+        format!("tcp_keepalives_idle={}", whole_secs(keepalives.idle)),
+        format!(
+            "tcp_keepalives_interval={}",
+            whole_secs(keepalives.interval)
+        ),
+        format!("tcp_keepalives_count={}", keepalives.count),
+        format!("tcp_user_timeout={}", keepalives.limit().as_millis()),
+    ]
 }
 
-impl Keepalives {
-    /// How long after its last packet a silent connection is given up: `idle + interval × count`
-    /// (each rounded up to whole seconds, as the server applies them).
-    pub fn limit(&self) -> Duration {
-        Duration::from_secs(
-            whole_secs(self.idle) + whole_secs(self.interval) * u64::from(self.count),
-        )
-    }
+/// A PostgreSQL server inside a network namespace of its own, trusting connections from this side
+/// of the link.
+pub type NamespacedPostgres = Namespaced<PostgresServer>;
 
-    /// The server settings (`-c name=value`). `tcp_user_timeout` is set to the same limit: a reply
-    /// still unacknowledged when the peer went silent puts the socket on retransmission, where
-    /// keepalive never fires (Linux would retry for about 15 minutes); with it, that socket is
-    /// given up at the same limit, and a keepalive one too (Linux then ends a probing connection
-    /// once the user timeout has passed).
-    fn settings(&self) -> [String; 4] {
-        [
-            format!("tcp_keepalives_idle={}", whole_secs(self.idle)),
-            format!("tcp_keepalives_interval={}", whole_secs(self.interval)),
-            format!("tcp_keepalives_count={}", self.count),
-            format!("tcp_user_timeout={}", self.limit().as_millis()),
-        ]
-    }
-}
-
-/// `d` in whole seconds, rounded up, at least 1.
-fn whole_secs(d: Duration) -> u64 {
-    d.as_millis().div_ceil(1000).max(1) as u64
-}
-
-/// A PostgreSQL server inside a network namespace of its own ([`NetNamespace`]), listening on the
-/// namespace's end of its veth link, so that a partition inside the namespace
-/// ([`NetNamespace::partition`]) is one the server notices only by its own TCP timers. Dropping it
-/// stops the server, removes its data directory, then deletes the namespace.
-#[derive(Debug)]
-pub struct NamespacedPostgres {
-    // Declared first: dropped (the server stopped) before the namespace is deleted.
-    server: PostgresServer,
-    namespace: NetNamespace,
-}
-
-impl NamespacedPostgres {
+impl Namespaced<PostgresServer> {
     /// Creates a namespace and starts a fresh server in it with `options`, trusting connections
     /// from this side of the link. Fails with one line when the namespace cannot be made.
     pub fn start(options: PostgresOptions) -> Result<Self> {
-        let namespace = NetNamespace::create()?;
-        let server = PostgresServer::start_in(options, Some(&namespace))?;
-        Ok(Self { server, namespace })
-    }
-
-    /// The server (its address is the namespace's).
-    pub fn server(&self) -> &PostgresServer {
-        &self.server
-    }
-
-    /// The namespace it runs in.
-    pub fn namespace(&self) -> &NetNamespace {
-        &self.namespace
+        Namespaced::start_inside(|namespace| PostgresServer::start_in(options, Some(namespace)))
     }
 }
 
@@ -175,7 +130,7 @@ impl PostgresServer {
                 settings.extend(["ssl=on".to_owned()]);
             }
             if let Some(keepalives) = options.keepalives {
-                settings.extend(keepalives.settings());
+                settings.extend(keepalive_settings(&keepalives));
             }
             if let Some(namespace) = namespace {
                 // initdb trusts loopback only; the clients come from this side of the link.
@@ -218,22 +173,15 @@ impl PostgresServer {
             command.arg("-c").arg(setting);
         }
         // Held open until the child has joined it.
-        let namespace_file = namespace
-            .map(|n| crate::netns::open(&n.path()))
-            .transpose()?;
-        match &namespace_file {
-            Some(file) => {
-                let fd = file.as_raw_fd();
-                // SAFETY: the closure runs in the forked child before exec and only makes the
-                // async-signal-safe calls of `join_in_child`; `fd` stays open until the spawn returns.
-                unsafe { command.pre_exec(move || netns::join_in_child(fd, owner)) };
-            }
+        let namespace_file = match namespace {
+            Some(namespace) => Some(netns::spawn_inside(&mut command, namespace, owner)?),
             None => {
                 if let Some((uid, gid)) = owner {
                     command.uid(uid).gid(gid);
                 }
+                None
             }
-        }
+        };
         let process = ServerProcess::spawn("postgres", command, dir, "postgres.log")?;
         drop(namespace_file);
         let addr = SocketAddr::from((ip, port));

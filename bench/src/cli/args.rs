@@ -97,7 +97,7 @@ pub struct RunArgs {
     /// cluster_master_kill, cluster_failover, leader_kill,
     /// node_kill (nodes=I,J duration=D),
     /// node_restart (nodes=I,J), clock_jump (nodes=I rate=N), server_restart (durability=none|aof-always),
-    /// terminate_session (target=holder only), keepalive_partition (PostgreSQL in a namespace of its own).
+    /// terminate_session (target=holder only), keepalive_partition (PostgreSQL or MariaDB in a namespace of its own).
     #[arg(long = "fault", value_name = "FAULT")]
     pub faults: Vec<String>,
     /// Adapters of your own.

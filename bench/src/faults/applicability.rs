@@ -20,7 +20,7 @@
 //! | `node_kill`, `node_restart`, `clock_jump` | strategies on independent Redis nodes (`redlock`) | 5 nodes started per case (one under libfaketime for `clock_jump`) |
 //! | `server_restart` | single-Redis strategies | a restartable Redis started per case |
 //! | `terminate_session` | PostgreSQL and MySQL strategies | the run's server, reachable as its administrator (lockbench's own) |
-//! | `keepalive_partition` | PostgreSQL strategies (no MySQL in a namespace yet) | a PostgreSQL in a network namespace started per case (root, iproute2, nftables), clients behind proxies |
+//! | `keepalive_partition` | PostgreSQL and MySQL strategies | a PostgreSQL or MariaDB in a network namespace started per case (root, iproute2, nftables), clients behind proxies |
 //!
 //! A scenario may also name the server kinds it is about (`servers = ["redis"]`): a fault that serves
 //! several kinds (`failover`) then applies only to the kind whose theory the scenario states
@@ -228,7 +228,14 @@ mod tests {
                 FaultKind::Network(NetworkFault::KeepalivePartition),
                 "mysql-get-lock"
             )
-            .expect_err("no namespaced mariadb")
+            .is_ok()
+        );
+        assert!(
+            check(
+                FaultKind::Network(NetworkFault::KeepalivePartition),
+                "etcd-lease"
+            )
+            .expect_err("no namespaced etcd")
             .contains("network namespace")
         );
         // A peer's library lives in its adapter process: signals, cgroups and the hog threads beside

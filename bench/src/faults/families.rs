@@ -81,7 +81,7 @@ pub(crate) fn case_topology(specs: &[FaultSpec]) -> Option<Topology> {
             | Topology::RedisCluster
             | Topology::Cluster
             | Topology::RedisNode(_)
-            | Topology::PostgresNamespace => None,
+            | Topology::SqlNamespace => None,
         });
     }
     Some(topology)
@@ -331,10 +331,10 @@ mod tests {
         assert_eq!(f.target, Target::Holder);
         assert_eq!(f.duration, Some(Duration::from_secs(5)));
         assert_eq!(resolve(&f.to_string()), Ok(f.clone()));
-        assert_eq!(own_topology(&f), Some(Topology::PostgresNamespace));
+        assert_eq!(own_topology(&f), Some(Topology::SqlNamespace));
         assert_eq!(
-            Topology::PostgresNamespace.replaces(),
-            vec![ServerKind::Postgres]
+            Topology::SqlNamespace.replaces(),
+            vec![ServerKind::Postgres, ServerKind::Mysql]
         );
         assert!(
             needs_proxies(f.kind),

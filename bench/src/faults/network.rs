@@ -2,8 +2,9 @@
 //! proxies, added delay (`proxy_delay`), a partition that drops every byte (`proxy_blackhole`) and
 //! reset connections (`proxy_reset`), on one client (the holder, `client:N`) or all; and a partition
 //! the server notices only by TCP keepalive (`keepalive_partition`): the client's proxy connections
-//! to a server in a network namespace of its own (a kind offers one when it starts such a server
-//! for a case: [`ServerFault::KeepalivePartition`]) are dropped silently inside that namespace.
+//! to a server in a network namespace of its own (PostgreSQL's or MariaDB's: a kind offers one when
+//! it starts such a server for a case, [`ServerFault::KeepalivePartition`]) are dropped silently
+//! inside that namespace.
 
 use std::sync::{Arc, Mutex};
 
@@ -54,7 +55,7 @@ pub(super) fn profile(kind: NetworkFault) -> Profile {
             allowed: &["duration", "after_acquire"],
             required: &["duration"],
             needs: Needs::Offered(ServerFault::KeepalivePartition),
-            setup: |_| Some(Topology::PostgresNamespace),
+            setup: |_| Some(Topology::SqlNamespace),
             ..network
         },
     }
@@ -210,7 +211,7 @@ async fn keepalive_partition(
     chosen: &[&Proxy],
 ) {
     let ServerAccess::Own(own) = &env.server else {
-        rec.not_applied("keepalive_partition needs the case's own namespaced PostgreSQL");
+        rec.not_applied("keepalive_partition needs the case's own namespaced server");
         return;
     };
     let ports: Vec<u16> = chosen.iter().flat_map(|p| p.upstream_ports()).collect();
@@ -226,10 +227,11 @@ async fn keepalive_partition(
     let watching = blocking(move || {
         let mut watch = own_c.watch_sessions(&ports_c)?;
         let before = watch.read()?;
-        Ok((Arc::new(Mutex::new(watch)), before))
+        let line = watch.timed_out_line();
+        Ok((Arc::new(Mutex::new(watch)), (before, line)))
     })
     .await;
-    let (watch, before) = match watching {
+    let (watch, (before, timed_out_line)) = match watching {
         Ok(w) => w,
         Err(e) => return rec.not_applied(e),
     };
@@ -283,7 +285,7 @@ async fn keepalive_partition(
     rec.param("timed_out_log_lines", timed_out as u64);
     rec.evidence(if dropped > 0 {
         Ok(format!(
-            "nft dropped {dropped} packets of {} connections; the server ended {} of their {live_before} sessions{} ({timed_out} × \"could not receive data from client: Connection timed out\" in its log)",
+            "nft dropped {dropped} packets of {} connections; the server ended {} of their {live_before} sessions{} ({timed_out} × \"{timed_out_line}\" in its log)",
             ports.len(),
             live_before.saturating_sub(live_after),
             ended_at

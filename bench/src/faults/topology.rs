@@ -34,8 +34,9 @@ pub(crate) enum Topology {
     },
     /// One restartable Redis server with this durability.
     RedisNode(Durability),
-    /// One PostgreSQL in a network namespace of its own, with short TCP keepalive settings.
-    PostgresNamespace,
+    /// One PostgreSQL or MariaDB (whichever the strategy uses) in a network namespace of its own,
+    /// with short TCP keepalive settings.
+    SqlNamespace,
 }
 
 impl Topology {
@@ -49,7 +50,7 @@ impl Topology {
             Topology::Cluster => starts.cluster.map(|s| s.takes),
             Topology::RedisNodes { .. } => starts.nodes.map(|s| s.takes),
             Topology::RedisNode(_) => starts.restartable.map(|s| s.takes),
-            Topology::PostgresNamespace => starts.namespaced.map(|s| s.takes),
+            Topology::SqlNamespace => starts.namespaced.map(|s| s.takes),
         }
     }
 
@@ -84,7 +85,7 @@ pub(crate) fn start(
             .restartable
             .ok_or_else(|| none("restartable server"))?
             .start)(durability),
-        Topology::PostgresNamespace => (own
+        Topology::SqlNamespace => (own
             .namespaced
             .ok_or_else(|| none("namespaced server"))?
             .start)(()),

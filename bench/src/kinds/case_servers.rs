@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use lockbench_reports::model::ServerInfo;
-use lockbench_servers::{Durability, Partition, Proxy};
+use lockbench_servers::{Durability, Keepalives, Partition, Proxy};
 
 use super::{EndpointAddrs, ServerKind};
 
@@ -114,6 +114,14 @@ pub trait CaseServers: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// The TCP keepalive a server in a network namespace of its own applies to its clients' connections
+/// (PostgreSQL's and MariaDB's alike): a silent client is given up 3 s after its last packet.
+pub const NAMESPACED_KEEPALIVES: Keepalives = Keepalives {
+    idle: Duration::from_secs(1),
+    interval: Duration::from_secs(1),
+    count: 2,
+};
+
 const NO_NODES: &str = "no independent redis nodes";
 const NOT_NAMESPACED: &str = "these servers are not in a network namespace";
 
@@ -122,6 +130,9 @@ pub trait SessionWatch: Send + std::fmt::Debug {
     /// How many of the watched sessions are live, and how many times the server's log has said a
     /// client's connection timed out since the watch began. Blocking.
     fn read(&mut self) -> Result<(u64, usize), String>;
+
+    /// What the server's log says when keepalive gave up a client's connection.
+    fn timed_out_line(&self) -> &'static str;
 }
 
 /// One set-up a kind can start for a case, from `A` (a replication lag, a fake clock, a

@@ -121,6 +121,10 @@ pub struct ServerEntry {
     /// Whether its addresses name a user that is no secret without a password (PostgreSQL's
     /// `lockbench@`): a peer's adapter may take such an address.
     pub user_is_no_secret: bool,
+    /// Whether a peer's adapter is given the password of its address through its environment
+    /// ([`lockers::peer::credentials::PASSWORD_VARIABLE`]), out of the address (lockbench's own
+    /// MariaDB has one).
+    pub peers_read_password: bool,
     /// What a run's address of it stands for when that is many servers behind one address, which a
     /// peer's adapter cannot take (`a Redis Cluster`).
     pub many_servers_behind: fn(&EndpointAddrs) -> Option<&'static str>,

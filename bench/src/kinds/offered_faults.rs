@@ -66,7 +66,7 @@ impl ServerFault {
             }
             ServerFault::Restart => "it does not run on one Redis server",
             ServerFault::KeepalivePartition => {
-                "it does not run on PostgreSQL (lockbench starts no other server in a network namespace)"
+                "it does not run on PostgreSQL or MySQL (lockbench starts no other server in a network namespace)"
             }
         }
     }

@@ -27,6 +27,7 @@
 //!   wait) is a [`LockError::Backend`] naming the adapter and its log; its leases are lost.
 
 pub mod catalog;
+pub mod credentials;
 pub mod manifest;
 mod process;
 mod wire;
@@ -209,7 +210,9 @@ impl PeerLocker {
             Some(p) => p,
             None => {
                 let log = process::default_log_path(config.log_dir.as_deref(), &config.id);
-                Process::spawn(&config.id, &config.command, log, config.request_timeout)?
+                let (_, password) = credentials::take_password(&config.servers)?;
+                let spawn = (&config.command, password.as_ref());
+                Process::spawn(&config.id, spawn, log, config.request_timeout)?
             }
         };
         let client = ClientTag {
@@ -238,7 +241,8 @@ impl PeerLocker {
     ) -> Result<Self, LockError> {
         let adapter = process.adapter.clone();
         let mut settings = Map::new();
-        settings.insert("servers".into(), config.servers.clone().into());
+        let (servers, _) = credentials::take_password(&config.servers)?;
+        settings.insert("servers".into(), servers.into());
         for (k, v) in &config.settings {
             settings.insert(k.clone(), v.clone().into());
         }

@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::error::LockError;
 use crate::event::{Events, LockEvent, Renewed};
 use crate::lease::{LeaseState, LossReason};
+use crate::peer::credentials::{PASSWORD_VARIABLE, Password};
 use crate::peer::wire::{self, Incoming, PeerEvent, WireError};
 
 /// The `backend` name of every adapter error.
@@ -134,7 +135,7 @@ impl Process {
     /// Spawns the adapter process (see [`Adapter::spawn`]).
     pub(crate) fn spawn(
         id: &str,
-        command: &PeerCommand,
+        command: (&PeerCommand, Option<&Password>),
         log_path: PathBuf,
         request_timeout: Duration,
     ) -> Result<Arc<Process>, LockError> {
@@ -192,10 +193,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Adapter {
-    /// Spawns the adapter with stderr appended to `log_path`.
+    /// Spawns the adapter with stderr appended to `log_path`, and its servers' `password` (when
+    /// they have one) in its environment ([`PASSWORD_VARIABLE`]).
     pub(crate) fn spawn(
         id: &str,
-        command: &PeerCommand,
+        (command, password): (&PeerCommand, Option<&Password>),
         log_path: PathBuf,
         request_timeout: Duration,
     ) -> Result<(Arc<Adapter>, ChildGuard), LockError> {
@@ -207,7 +209,12 @@ impl Adapter {
         let log = std::fs::File::create(&log_path).map_err(|e| {
             LockError::Config(format!("peer {id}: cannot create log {log_path:?}: {e}"))
         })?;
-        let mut child = tokio::process::Command::new(&command.program)
+        let mut child = tokio::process::Command::new(&command.program);
+        match password {
+            Some(password) => child.env(PASSWORD_VARIABLE, &password.0),
+            None => child.env_remove(PASSWORD_VARIABLE),
+        };
+        let mut child = child
             .args(&command.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -616,4 +623,40 @@ pub(crate) fn default_log_path(dir: Option<&Path>, id: &str) -> PathBuf {
     );
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     dir.join(format!("{id}-{}-{n}.log", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The servers' password is in the adapter's environment when given, and only then.
+    #[tokio::test]
+    async fn the_password_reaches_the_adapter_through_its_environment_only() {
+        let dir = std::env::temp_dir().join(format!("lockbench-env-check-{}", std::process::id()));
+        let command = PeerCommand {
+            program: "sh".into(),
+            args: vec![
+                "-c".into(),
+                format!("printf '[%s]' \"${PASSWORD_VARIABLE}\" >&2"),
+            ],
+            install_hint: String::new(),
+        };
+        let timeout = Duration::from_secs(5);
+        for (password, logged) in [(Some(Password("s3cret".into())), "[s3cret]"), (None, "[]")] {
+            let log = dir.join("adapter.log");
+            let spawn = (&command, password.as_ref());
+            let process = Process::spawn("env-check", spawn, log.clone(), timeout).expect("spawn");
+            let deadline = Instant::now() + timeout;
+            while std::fs::read_to_string(&log).unwrap_or_default() != logged {
+                assert!(
+                    Instant::now() < deadline,
+                    "{:?}",
+                    std::fs::read_to_string(&log)
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            drop(process);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

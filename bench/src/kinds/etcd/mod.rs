@@ -46,6 +46,7 @@ pub(super) static ETCD: KindEntry = KindEntry {
             required_list(&endpoints.etcd, "etcd server").map(<[String]>::to_vec)
         },
         user_is_no_secret: false,
+        peers_read_password: false,
         many_servers_behind: |_| None,
         start: || Ok(one_server!(EtcdServer::start()?, endpoint, client_addr)),
         set_endpoint: |endpoints, address| {

@@ -47,6 +47,7 @@ pub(super) static MYSQL: KindEntry = KindEntry {
         },
         // Its addresses carry a password (lockbench's own server's too).
         user_is_no_secret: false,
+        peers_read_password: true,
         many_servers_behind: |_| None,
         start: || {
             let s = MariaDbServer::start()?;
@@ -78,10 +79,15 @@ pub(super) static MYSQL: KindEntry = KindEntry {
     }),
 };
 
-/// Gives a MariaDB lockbench started (never a user's) the strategies' tables. On a primary with a
-/// replica, they replicate.
+/// Gives a MariaDB lockbench started (never a user's) what its rows need: the strategies' tables and
+/// what the adapters on MySQL declare in their manifests' `server_setup` (ShedLock's `shedlock`). On a
+/// primary with a replica, they replicate.
 pub fn prepare_own_mysql(server: &MariaDbServer) -> Result<(), ServerError> {
-    server.query(lockers::mysql::SCHEMA).map(drop)
+    server.query(lockers::mysql::SCHEMA)?;
+    for setup in lockers::peer::catalog::server_setups(KIND) {
+        server.query(&setup)?;
+    }
+    Ok(())
 }
 
 /// Ends the sessions holding `lock` on the MariaDB at `socket` (`KILL CONNECTION` of each connection

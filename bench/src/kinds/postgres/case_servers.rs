@@ -10,13 +10,13 @@ use std::time::Duration;
 use lockbench_reports::model::ServerInfo;
 use lockbench_servers::postgres::{DATABASE, Session as PostgresSession, first_value};
 use lockbench_servers::{
-    Keepalives, NamespacedPostgres, Partition, PostgresOptions, PostgresPair, PostgresServer, Proxy,
+    NamespacedPostgres, Partition, PostgresOptions, PostgresPair, PostgresServer, Proxy,
 };
 
 use super::prepare_own_postgres;
 use crate::kinds::case_servers::{
-    CaseServers, CaseStarts, FailoverReport, SessionWatch, Start, case_info, fail_over_pair,
-    lag_link, lag_words, promoted,
+    CaseServers, CaseStarts, FailoverReport, NAMESPACED_KEEPALIVES as KEEPALIVES, SessionWatch,
+    Start, case_info, fail_over_pair, lag_link, lag_words, promoted,
 };
 use crate::kinds::{EndpointAddrs, ServerKind};
 
@@ -39,14 +39,6 @@ pub(super) const STARTS: CaseStarts = CaseStarts {
     cluster: None,
     nodes: None,
     restartable: None,
-};
-
-/// The TCP keepalive a namespaced PostgreSQL applies to its clients' connections: a silent client is
-/// given up 3 s after its last packet.
-pub const KEEPALIVES: Keepalives = Keepalives {
-    idle: Duration::from_secs(1),
-    interval: Duration::from_secs(1),
-    count: 2,
 };
 
 /// What the server logs when keepalive (or the user timeout) gave up a client's connection.
@@ -278,6 +270,10 @@ impl SessionWatch for Sessions {
             .unwrap_or_default();
         let log = self.postgres.server().log_since(self.log_mark);
         Ok((live, log.matches(TIMED_OUT).count()))
+    }
+
+    fn timed_out_line(&self) -> &'static str {
+        TIMED_OUT
     }
 }
 

@@ -46,6 +46,7 @@ pub(super) static POSTGRES: KindEntry = KindEntry {
         },
         // Its address names its user (lockbench's own server: `lockbench@`, no password).
         user_is_no_secret: true,
+        peers_read_password: false,
         many_servers_behind: |_| None,
         start: || {
             let s = PostgresServer::start()?;

@@ -84,6 +84,7 @@ pub(crate) const fn entry<P: Program>(
             client_check: Some(check::through_client::<P>),
             client_addresses: client_addresses::<P>,
             user_is_no_secret: false,
+            peers_read_password: false,
             many_servers_behind: many_servers_behind::<P>,
             start: start::<P>,
             set_endpoint: set_endpoint::<P>,

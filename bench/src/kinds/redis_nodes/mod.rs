@@ -67,6 +67,7 @@ pub(crate) const fn entry<P: Program>(
             client_check: None,
             client_addresses: client_addresses::<P>,
             user_is_no_secret: false,
+            peers_read_password: false,
             many_servers_behind: |_| None,
             start: start::<P>,
             set_endpoint: |endpoints, address| {

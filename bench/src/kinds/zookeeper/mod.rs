@@ -47,6 +47,7 @@ pub(super) static ZOOKEEPER: KindEntry = KindEntry {
             required(endpoints.zookeeper.as_deref(), "zookeeper server").map(|a| vec![a.to_owned()])
         },
         user_is_no_secret: false,
+        peers_read_password: false,
         many_servers_behind: |_| None,
         start: || Ok(one_server!(ZkServer::start()?, connect_string, addr)),
         set_endpoint: |endpoints, address| endpoints.zookeeper = Some(address.to_owned()),
