@@ -11,8 +11,8 @@
 //! |---|---|---|
 //! | 1 leaf types (`base/`) | `clock`, `duration`, `stop`, `holds`, `suggest` | the monotonic clock and the RFC 3339 timestamp; durations as text; the stop signal; hold intervals (`Interval`, `EndedBy`, `IntervalBatch`) and hold events; "did you mean" for misspelled names |
 //! | | `error`, `output`, `stdout`, `progress`, `table`, `time_scale`, `proc_stat`, `measure`, `environment` | errors and exit codes; the atomic results file; printing that a closed pipe ends quietly; progress bars; the summary table; `--time-scale`; process CPU; measurement helpers shared with `cargo bench`; the machine |
-//! | | [`kinds`] | the server kinds, one folder each with the same skeleton, registered by one line |
-//! | | [`backends`], [`strategies`] | the servers (given or started here) and their cost counters; the registry, one entry per strategy id |
+//! | | [`kinds`] | the server kinds, one folder each with the same skeleton, registered by one line; server addresses as users write them (`kinds::address`) |
+//! | | [`backends`], [`strategies`] | the servers (given or started here) and their cost counters, above the kinds; the registry, one entry per strategy id |
 //! | 2 faults | `faults` | one file per fault family, its spec (settings read and checked) and its injection: worker pause/crash/starvation, proxies, server freeze, failover, leader loss; which fault applies where (what a kind offers); its own commands and errors |
 //! | 3 workload | `workload`, `scenarios` | what a run asks for, its faults checked by their families: TOML presets and files, flags, checks |
 //! | 4 driver | `driver`, `results`, `trials` | workers (tasks or processes), the protected resource, the safety oracle, metrics; the results model from a run's cases |

@@ -650,8 +650,7 @@ pub fn peer_servers(endpoints: &Endpoints, kind: ServerKind) -> Result<Vec<Strin
     };
     let servers = (server.client_addresses)(&endpoints.addrs)?;
     for address in &servers {
-        if crate::backends::address::is_sentinel(address)
-            || crate::backends::address::is_cluster(address)
+        if crate::kinds::address::is_sentinel(address) || crate::kinds::address::is_cluster(address)
         {
             return Err(LockError::Config(
                 "peer adapters take one Redis server, not a Sentinel or cluster address".into(),

@@ -2,7 +2,7 @@
 //! lockbench starts itself (through `lockbench-servers`) and stops at the end — dropping [`Backends`]
 //! kills them, and a Ctrl-C handler can kill them all with `lockbench_servers::kill_all_servers`.
 
-pub mod address;
+use crate::kinds::address;
 pub mod monitor;
 pub mod stats;
 

@@ -118,7 +118,7 @@ fn rewrite(kind: ServerKind, base: &EndpointAddrs, proxies: &[SocketAddr]) -> En
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backends::address::{address_via, redis_url_via};
+    use crate::kinds::address::{address_via, redis_url_via};
 
     #[test]
     fn addresses_are_rewritten_in_place() {

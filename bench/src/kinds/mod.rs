@@ -58,6 +58,7 @@ macro_rules! one_server {
     }};
 }
 
+pub mod address;
 pub mod case_servers;
 pub mod counters;
 pub mod endpoints;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use lockbench_servers::{PostgresServer, ServerError};
 
 use super::{KindEntry, ServerEntry, ServerFaults, ServerKind, Started, no_proxy_address};
-use crate::backends::address;
+use crate::kinds::address;
 use crate::kinds::endpoints::required;
 
 /// How long ending a holder's sessions may take.

@@ -17,7 +17,7 @@ use super::{
     CaseStarts, EndpointAddrs, KindEntry, Monitor, PROBE_TIMEOUT, REDIS_PRIMARY_COMMANDS,
     ServerEntry, ServerFaults, ServerKind, Started, no_proxy_address,
 };
-use crate::backends::address;
+use crate::kinds::address;
 use crate::kinds::endpoints::required;
 
 /// The kind's id, as the strategy registry names it.

@@ -16,7 +16,7 @@ use super::{
     CaseStarts, EndpointAddrs, KindEntry, Monitor, PROBE_TIMEOUT, ServerEntry, ServerFaults,
     ServerKind, Started, no_proxy_address,
 };
-use crate::backends::address;
+use crate::kinds::address;
 use crate::kinds::endpoints::required_list;
 
 /// The kind's id, as the strategy registry names it.
