@@ -37,8 +37,13 @@ pub(super) fn list_strategies(only_peers: bool) -> Result<i32, BenchError> {
         }
         match s.capabilities(&settings) {
             Ok(c) => {
+                // etcd's Mutex grants its own Session's second acquire at once, uncounted.
+                let shared = s
+                    .peer_spec()
+                    .is_some_and(|p| p.reentry == lockers::peer::manifest::Reentry::Shared);
                 let flags: Vec<&str> = [
                     (c.reentrant, "reentrant"),
+                    (shared, "shared_reentry"),
                     (c.fencing, "fencing"),
                     (c.auto_renew, "auto_renew"),
                     (c.fixed_lease, "fixed_lease"),
