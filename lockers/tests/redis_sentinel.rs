@@ -3,8 +3,12 @@
 //! on the replica the Sentinels promote, and the clients follow the promotion without being told; also
 //! with an ACL user on the servers (the default user off), and a wrong password is one line without it.
 //! Also over TLS everywhere. The keyspace strategy sets its notification flags again on the promoted replica (`CONFIG SET` is
-//! not replicated), so its shadow lock is renewed there by events.
+//! not replicated), so its shadow lock is renewed there by events. The three rows' failovers run on
+//! Valkey's servers and Sentinels too (`on_valkey::…`; the pinned Valkey build has no TLS).
 #![allow(clippy::unwrap_used)]
+
+#[path = "support/redis.rs"]
+mod support;
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +18,7 @@ use lockers::redis::{
     RedisWatchdog, Redisson, RedissonConfig, Topology, WatchdogConfig,
 };
 use lockers::{AcquireOptions, EventLog, Events, LockError, LockEvent, Locker, Renewal};
+use support::{Flavor, on_each_flavor};
 
 /// Long enough for the lease to outlive the failover (the Sentinels need ~1 s to agree the primary
 /// is down, then elect and promote).
@@ -72,6 +77,17 @@ async fn survives_the_failover(
     assert!(killed.elapsed() < Duration::from_secs(30));
 }
 
+on_each_flavor!(
+    a_watchdog_lock_survives_a_sentinel_failover,
+    a_guard_thread_lock_survives_a_sentinel_failover,
+    a_keyspace_lock_survives_a_sentinel_failover_with_events_from_the_new_primary,
+);
+
+/// A primary, its replica and 3 Sentinels, all of `flavor`.
+fn sentinels_of(flavor: Flavor) -> RedisSentinels {
+    RedisSentinels::start_with(RedisOptions::of(flavor)).unwrap()
+}
+
 async fn watchdog(url: &str, events: Events) -> RedisWatchdog {
     let renewal = Renewal::new(TIMEOUT);
     let config = WatchdogConfig {
@@ -92,9 +108,8 @@ async fn guard_thread(url: &str, events: Events) -> RedisGuardThread {
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_watchdog_lock_survives_a_sentinel_failover() {
-    let group = RedisSentinels::start().unwrap();
+async fn a_watchdog_lock_survives_a_sentinel_failover(flavor: Flavor) {
+    let group = sentinels_of(flavor);
     let log = EventLog::new();
     let first = watchdog(&group.url(), Events::to(log.clone())).await;
     let second = watchdog(&group.url(), Events::none()).await;
@@ -120,9 +135,8 @@ async fn a_watchdog_lock_survives_a_sentinel_failover_over_tls() {
     survives_the_failover(&group, &first, &second, &log, "sentinel-tls-watchdog").await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_guard_thread_lock_survives_a_sentinel_failover() {
-    let group = RedisSentinels::start().unwrap();
+async fn a_guard_thread_lock_survives_a_sentinel_failover(flavor: Flavor) {
+    let group = sentinels_of(flavor);
     let log = EventLog::new();
     let first = guard_thread(&group.url(), Events::to(log.clone())).await;
     let second = guard_thread(&group.url(), Events::none()).await;
@@ -139,9 +153,10 @@ async fn keyspace_shadow(url: &str, events: Events) -> RedisKeyspace {
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_keyspace_lock_survives_a_sentinel_failover_with_events_from_the_new_primary() {
-    let group = RedisSentinels::start().unwrap();
+async fn a_keyspace_lock_survives_a_sentinel_failover_with_events_from_the_new_primary(
+    flavor: Flavor,
+) {
+    let group = sentinels_of(flavor);
     let replica = group.pair().replica();
     let flags = || {
         replica
