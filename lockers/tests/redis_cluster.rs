@@ -8,14 +8,16 @@
 //! too: its subscription follows the slot to the promoted replica, which it configures) and through a
 //! manual `CLUSTER FAILOVER`; a cluster with an ACL user (a wrong password is one line without it);
 //! Redisson's `WAIT` on the connection that wrote while a slot migrates (`ASK`); and Redlock, which
-//! needs independent servers, saying so in one line.
+//! needs independent servers, saying so in one line. A Valkey cluster, shared the same way, serves the
+//! `redis-watchdog` and keyspace-shadow conformance suites, one master kill under the three rows' locks
+//! at once, and Redisson's manual failover (`on_valkey…`).
 #![allow(clippy::unwrap_used)]
 
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use lockbench_servers::{RedisCluster, RedisOptions};
+use lockbench_servers::{Flavor, RedisCluster, RedisOptions};
 use lockers::conformance::Target;
 use lockers::redis::{
     GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
@@ -27,13 +29,39 @@ use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Loc
 const TIMEOUT: Duration = Duration::from_millis(600);
 const PREFIX: &str = "lbcluster:";
 
-/// The cluster every test shares (started by the first test that needs it).
-static CLUSTER: LazyLock<RedisCluster> = LazyLock::new(|| RedisCluster::start().unwrap());
+#[path = "support/redis.rs"]
+mod support;
 
-/// Failover tests change which node serves a slot; they run one at a time, and the conformance cases
-/// meanwhile wait (a case's lock must not see a failover it did not ask for).
+use support::on_each_flavor;
+
+/// The Redis cluster every test shares (started by the first test that needs it).
+static CLUSTER: LazyLock<RedisCluster> = LazyLock::new(|| RedisCluster::start().unwrap());
+/// The Valkey cluster the `on_valkey` tests share.
+static VALKEY_CLUSTER: LazyLock<RedisCluster> =
+    LazyLock::new(|| RedisCluster::start_with(RedisOptions::of(Flavor::Valkey)).unwrap());
+
+/// The shared cluster of `flavor`.
+fn cluster(flavor: Flavor) -> &'static RedisCluster {
+    match flavor {
+        Flavor::Redis => &CLUSTER,
+        Flavor::Valkey => &VALKEY_CLUSTER,
+    }
+}
+
+/// Failover tests change which node serves a slot; they run one at a time on each cluster, and the
+/// conformance cases meanwhile wait (a case's lock must not see a failover it did not ask for).
 static FAILOVERS: LazyLock<tokio::sync::RwLock<()>> =
     LazyLock::new(|| tokio::sync::RwLock::new(()));
+static VALKEY_FAILOVERS: LazyLock<tokio::sync::RwLock<()>> =
+    LazyLock::new(|| tokio::sync::RwLock::new(()));
+
+/// The failover lock of the shared cluster of `flavor`.
+fn failovers(flavor: Flavor) -> &'static tokio::sync::RwLock<()> {
+    match flavor {
+        Flavor::Redis => &FAILOVERS,
+        Flavor::Valkey => &VALKEY_FAILOVERS,
+    }
+}
 
 fn lock_key(name: &str) -> String {
     format!("{PREFIX}{{{name}}}")
@@ -52,8 +80,14 @@ enum Row {
     Keyspace(KeyspaceVariant),
 }
 
-async fn connect(row: Row, timeout: Duration, events: Events) -> Arc<dyn Locker> {
-    let url = CLUSTER.url();
+/// A client of `row` on the shared cluster of `flavor`.
+async fn connect_on(
+    flavor: Flavor,
+    row: Row,
+    timeout: Duration,
+    events: Events,
+) -> Arc<dyn Locker> {
+    let url = cluster(flavor).url();
     let renewal = Renewal::new(timeout);
     match row {
         Row::Watchdog(renewal_mode) => {
@@ -101,18 +135,24 @@ async fn connect(row: Row, timeout: Duration, events: Events) -> Arc<dyn Locker>
     }
 }
 
-/// The conformance target: a row on the shared cluster, holding off failover tests while it runs.
+/// The conformance target: a row on a shared cluster, holding off failover tests while it runs.
 struct OnCluster {
+    flavor: Flavor,
     row: Row,
     _no_failover: tokio::sync::RwLockReadGuard<'static, ()>,
 }
 
 impl OnCluster {
     async fn start(row: Row) -> Self {
-        tokio::task::block_in_place(|| LazyLock::force(&CLUSTER));
+        Self::start_on(Flavor::Redis, row).await
+    }
+
+    async fn start_on(flavor: Flavor, row: Row) -> Self {
+        tokio::task::block_in_place(|| cluster(flavor));
         OnCluster {
+            flavor,
             row,
-            _no_failover: FAILOVERS.read().await,
+            _no_failover: failovers(flavor).read().await,
         }
     }
 }
@@ -120,7 +160,7 @@ impl OnCluster {
 #[async_trait]
 impl Target for OnCluster {
     async fn client(&self, events: Events) -> Arc<dyn Locker> {
-        connect(self.row, TIMEOUT, events).await
+        connect_on(self.flavor, self.row, TIMEOUT, events).await
     }
 
     fn watchdog_timeout(&self) -> Duration {
@@ -133,7 +173,7 @@ impl Target for OnCluster {
 
     async fn remove_behind_back(&self, lease: &Lease) {
         let key = lock_key(lease.key());
-        let master = CLUSTER.master_of(&key).unwrap();
+        let master = cluster(self.flavor).master_of(&key).unwrap();
         assert_eq!(master.command(&["DEL", &key]).unwrap(), "1");
     }
 
@@ -187,6 +227,26 @@ mod keyspace_naive {
         stale_release_keeps_newer_hold_of_same_owner, cancelled_acquire_leaks_nothing,
         reentrant_acquire_and_release, non_reentrant_same_owner_times_out,
         undeclared_lease_mode_is_unsupported, dropped_lease_is_released);
+}
+
+/// The Valkey cluster's conformance suites: the watchdog's (the cluster client every scripted row
+/// shares) and the keyspace shadow variant's (events from each key's own master).
+mod on_valkey_cluster {
+    use super::*;
+
+    mod watchdog_per_lock {
+        use super::*;
+        lockers::conformance_tests!(
+            OnCluster::start_on(Flavor::Valkey, Row::Watchdog(RenewalMode::PerLock)).await
+        );
+    }
+
+    mod keyspace_shadow {
+        use super::*;
+        lockers::conformance_tests!(
+            OnCluster::start_on(Flavor::Valkey, Row::Keyspace(KeyspaceVariant::Shadow)).await
+        );
+    }
 }
 
 /// Takes every lock of `names` at once (try-once).
@@ -288,94 +348,184 @@ fn wait_replicated(cluster: &RedisCluster, key: &str) {
     }
 }
 
-/// A lock taken by `row` before `fail` fails its master over is still held and renewed afterwards, and
-/// a second client finds it busy.
-async fn survives(row: Row, name: &str, fail: impl FnOnce(&str) -> std::net::SocketAddr) {
-    let _alone = FAILOVERS.write().await;
-    let _restart = RestartKilled;
-    let log = EventLog::new();
-    let timeout = Duration::from_secs(6);
-    let first = connect(row, timeout, Events::to(log.clone())).await;
-    let second = connect(row, timeout, Events::none()).await;
-    let name = unique(name);
-    let key = lock_key(&name);
-    let lease = first
-        .acquire(&name, &AcquireOptions::try_once())
-        .await
-        .unwrap();
-    let old = CLUSTER.master_of(&key).unwrap().addr();
-    tokio::task::block_in_place(|| wait_replicated(&CLUSTER, &key));
+/// A lock taken by each row of `rows` (a row and a name) before `fail` fails their master over (every
+/// lock on one master) is still held and renewed afterwards, and a second client finds it busy.
+async fn survives(
+    flavor: Flavor,
+    rows: &[(Row, &str)],
+    fail: impl FnOnce(&RedisCluster, &str) -> std::net::SocketAddr,
+) {
+    let _alone = failovers(flavor).write().await;
+    let cluster = tokio::task::block_in_place(|| cluster(flavor));
+    let _restart = RestartKilled(cluster);
+    let mut held: Vec<Held> = Vec::new();
+    for (row, name) in rows {
+        let master = held
+            .first()
+            .map(|h| cluster.master_of(&h.key).unwrap().addr());
+        held.push(Held::take(flavor, *row, cluster, name, master).await);
+    }
+    let key = held[0].key.clone();
+    let old = cluster.master_of(&key).unwrap().addr();
+    for h in &mut held {
+        tokio::task::block_in_place(|| wait_replicated(cluster, &h.key));
+        h.renewed_before = h.renewals();
+    }
     let failed_at = Instant::now();
-    tokio::task::block_in_place(|| fail(&key));
+    tokio::task::block_in_place(|| fail(cluster, &key));
     let promoted = tokio::task::block_in_place(|| {
-        CLUSTER.wait_for_new_master(&key, old, Duration::from_secs(20))
+        cluster.wait_for_new_master(&key, old, Duration::from_secs(20))
     });
     assert!(promoted.is_some(), "no replica took over the slot");
-    // A keyspace holder renews once when its subscription is back (events may have been missed);
-    // only the next renewal shows that the promoted master publishes the shadow key's expiry.
-    let renewals = if matches!(row, Row::Keyspace(_)) {
-        2
-    } else {
-        1
-    };
-    let renewed_before = log.count(|e| matches!(e, LockEvent::Renewed { .. }));
-    let deadline = Instant::now() + timeout * renewals;
-    while log.count(|e| matches!(e, LockEvent::Renewed { .. })) < renewed_before + renewals as usize
-    {
-        assert!(
-            Instant::now() < deadline,
-            "no renewal after the failover: {:?}",
-            log.snapshot()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    for h in held {
+        h.still_held().await;
     }
-    assert!(lease.is_held(), "the lease was lost in the failover");
-    let mut taken = second.acquire(&name, &AcquireOptions::try_once()).await;
-    let retry_until = Instant::now() + Duration::from_secs(3);
-    while matches!(taken, Err(LockError::Backend { .. })) && Instant::now() < retry_until {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        taken = second.acquire(&name, &AcquireOptions::try_once()).await;
-    }
-    assert!(
-        matches!(taken, Err(LockError::Timeout { .. })),
-        "the new master must still have the lock: {taken:?}"
-    );
-    lease.release().await.unwrap();
-    second
-        .acquire(&name, &AcquireOptions::try_once())
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
     assert!(failed_at.elapsed() < Duration::from_secs(30));
 }
 
-/// Brings a killed master back as a replica when dropped (also when the test fails), so later tests
-/// find every slot served with a replica.
-struct RestartKilled;
+/// One row's lock held through a failover: its two clients, the first reporting to `log`.
+struct Held {
+    row: Row,
+    log: Arc<EventLog>,
+    second: Arc<dyn Locker>,
+    name: String,
+    key: String,
+    lease: Lease,
+    renewed_before: usize,
+    // Holds the lease's renewals.
+    _first: Arc<dyn Locker>,
+}
+
+/// The renewal timeout of the failover tests.
+const FAILOVER_TIMEOUT: Duration = Duration::from_secs(6);
+
+impl Held {
+    /// `row`'s first client takes a lock named after `name`, on the master at `master` if given.
+    async fn take(
+        flavor: Flavor,
+        row: Row,
+        cluster: &RedisCluster,
+        name: &str,
+        master: Option<std::net::SocketAddr>,
+    ) -> Held {
+        let log = EventLog::new();
+        let first = connect_on(flavor, row, FAILOVER_TIMEOUT, Events::to(log.clone())).await;
+        let second = connect_on(flavor, row, FAILOVER_TIMEOUT, Events::none()).await;
+        let on_master = |n: &String| {
+            master.is_none_or(|m| {
+                cluster
+                    .master_of(&lock_key(n))
+                    .is_some_and(|x| x.addr() == m)
+            })
+        };
+        let name = std::iter::repeat_with(|| unique(name))
+            .find(on_master)
+            .unwrap();
+        let lease = first
+            .acquire(&name, &AcquireOptions::try_once())
+            .await
+            .unwrap();
+        let key = lock_key(&name);
+        Held {
+            row,
+            log,
+            second,
+            name,
+            key,
+            lease,
+            renewed_before: 0,
+            _first: first,
+        }
+    }
+
+    fn renewals(&self) -> usize {
+        self.log.count(|e| matches!(e, LockEvent::Renewed { .. }))
+    }
+
+    /// Renewed after the failover, still held, busy for the second client, then released.
+    async fn still_held(self) {
+        let Held {
+            row,
+            log,
+            second,
+            name,
+            lease,
+            renewed_before,
+            ..
+        } = self;
+        // A keyspace holder renews once when its subscription is back (events may have been missed);
+        // only the next renewal shows that the promoted master publishes the shadow key's expiry.
+        let renewals = if matches!(row, Row::Keyspace(_)) {
+            2
+        } else {
+            1
+        };
+        let deadline = Instant::now() + FAILOVER_TIMEOUT * renewals;
+        while log.count(|e| matches!(e, LockEvent::Renewed { .. }))
+            < renewed_before + renewals as usize
+        {
+            assert!(
+                Instant::now() < deadline,
+                "{name}: no renewal after the failover: {:?}",
+                log.snapshot()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            lease.is_held(),
+            "{name}: the lease was lost in the failover"
+        );
+        let mut taken = second.acquire(&name, &AcquireOptions::try_once()).await;
+        let retry_until = Instant::now() + Duration::from_secs(3);
+        while matches!(taken, Err(LockError::Backend { .. })) && Instant::now() < retry_until {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            taken = second.acquire(&name, &AcquireOptions::try_once()).await;
+        }
+        assert!(
+            matches!(taken, Err(LockError::Timeout { .. })),
+            "{name}: the new master must still have the lock: {taken:?}"
+        );
+        lease.release().await.unwrap();
+        second
+            .acquire(&name, &AcquireOptions::try_once())
+            .await
+            .unwrap()
+            .release()
+            .await
+            .unwrap();
+    }
+}
+
+/// Brings a killed master of the cluster back as a replica when dropped (also when the test fails), so
+/// later tests find every slot served with a replica.
+struct RestartKilled(&'static RedisCluster);
 
 impl Drop for RestartKilled {
     fn drop(&mut self) {
-        tokio::task::block_in_place(|| CLUSTER.restart_killed()).unwrap();
+        tokio::task::block_in_place(|| self.0.restart_killed()).unwrap();
     }
+}
+
+on_each_flavor!(a_redisson_lock_survives_a_manual_failover);
+
+/// Kills the master of `key`'s slot.
+fn kill_master(cluster: &RedisCluster, key: &str) -> std::net::SocketAddr {
+    cluster.kill_master_of(key).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watchdog_lock_survives_a_master_kill() {
-    survives(
-        Row::Watchdog(RenewalMode::PerLock),
-        "kill-watchdog",
-        |key| CLUSTER.kill_master_of(key).unwrap(),
-    )
-    .await;
+    let row = Row::Watchdog(RenewalMode::PerLock);
+    survives(Flavor::Redis, &[(row, "kill-watchdog")], kill_master).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guard_thread_lock_survives_a_master_kill() {
-    survives(Row::GuardThread, "kill-guard", |key| {
-        CLUSTER.kill_master_of(key).unwrap()
-    })
+    survives(
+        Flavor::Redis,
+        &[(Row::GuardThread, "kill-guard")],
+        kill_master,
+    )
     .await;
 }
 
@@ -383,19 +533,27 @@ async fn a_guard_thread_lock_survives_a_master_kill() {
 /// its subscription there and set `notify-keyspace-events` on it (`CONFIG SET` is not replicated).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keyspace_shadow_lock_survives_a_master_kill() {
-    survives(
-        Row::Keyspace(KeyspaceVariant::Shadow),
-        "kill-keyspace",
-        |key| CLUSTER.kill_master_of(key).unwrap(),
-    )
-    .await;
+    let row = Row::Keyspace(KeyspaceVariant::Shadow);
+    survives(Flavor::Redis, &[(row, "kill-keyspace")], kill_master).await;
 }
 
+/// On the Valkey cluster, one master kill for the three rows at once (each failover takes seconds):
+/// the watchdog's, the guard thread's and the keyspace shadow's locks, all on the killed master,
+/// survive it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_redisson_lock_survives_a_manual_failover() {
+async fn on_valkey_the_three_rows_locks_survive_one_master_kill() {
+    let rows = [
+        (Row::Watchdog(RenewalMode::PerLock), "kill-watchdog"),
+        (Row::GuardThread, "kill-guard"),
+        (Row::Keyspace(KeyspaceVariant::Shadow), "kill-keyspace"),
+    ];
+    survives(Flavor::Valkey, &rows, kill_master).await;
+}
+
+async fn a_redisson_lock_survives_a_manual_failover(flavor: Flavor) {
     let row = Row::Redisson(lockers::redis::Generation::Scheduler);
-    survives(row, "manual-redisson", |key| {
-        CLUSTER.manual_failover_of(key).unwrap()
+    survives(flavor, &[(row, "manual-redisson")], |cluster, key| {
+        cluster.manual_failover_of(key).unwrap()
     })
     .await;
 }
