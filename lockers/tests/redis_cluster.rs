@@ -9,8 +9,8 @@
 //! manual `CLUSTER FAILOVER`; a cluster with an ACL user (a wrong password is one line without it);
 //! Redisson's `WAIT` on the connection that wrote while a slot migrates (`ASK`); and Redlock, which
 //! needs independent servers, saying so in one line. A Valkey cluster, shared the same way, serves the
-//! `redis-watchdog` and keyspace-shadow conformance suites, one master kill under the three rows' locks
-//! at once, and Redisson's manual failover (`on_valkey…`).
+//! `redis-watchdog` conformance suite, one master kill under three rows' locks at once (the watchdog's,
+//! the guard thread's, the keyspace shadow's) and Redisson's manual failover (`on_valkey…`).
 #![allow(clippy::unwrap_used)]
 
 use std::sync::{Arc, LazyLock};
@@ -229,24 +229,15 @@ mod keyspace_naive {
         undeclared_lease_mode_is_unsupported, dropped_lease_is_released);
 }
 
-/// The Valkey cluster's conformance suites: the watchdog's (the cluster client every scripted row
-/// shares) and the keyspace shadow variant's (events from each key's own master).
+/// The conformance suite on the Valkey cluster, for `redis-watchdog`: its cluster client is the one
+/// every scripted row shares (the keyspace shadow variant's events from each master are exercised on
+/// Valkey by the master kill below).
 mod on_valkey_cluster {
     use super::*;
 
-    mod watchdog_per_lock {
-        use super::*;
-        lockers::conformance_tests!(
-            OnCluster::start_on(Flavor::Valkey, Row::Watchdog(RenewalMode::PerLock)).await
-        );
-    }
-
-    mod keyspace_shadow {
-        use super::*;
-        lockers::conformance_tests!(
-            OnCluster::start_on(Flavor::Valkey, Row::Keyspace(KeyspaceVariant::Shadow)).await
-        );
-    }
+    lockers::conformance_tests!(
+        OnCluster::start_on(Flavor::Valkey, Row::Watchdog(RenewalMode::PerLock)).await
+    );
 }
 
 /// Takes every lock of `names` at once (try-once).
