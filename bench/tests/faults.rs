@@ -1,7 +1,10 @@
 //! Fault injection on real servers: a short run of each fault scenario, asserting which way each
 //! verdict goes and that the recorded fault windows say what happened. The runs go one at a time (a
 //! lock shared by the tests) so that no run's timing suffers from another's load; margins come from
-//! measured runs on a 2-core machine (see each test).
+//! measured runs on a 2-core machine (see each test). The faults the run does to its Redis server (a
+//! freeze, a client pause, a failover to a lagging replica) run with `redis-watchdog~valkey` beside
+//! `redis-watchdog`, in the same run: one more case each, which also checks that the fault strikes the
+//! Valkey server of a Valkey row.
 
 #![allow(clippy::unwrap_used)]
 
@@ -301,22 +304,26 @@ fn a_failover_to_a_lagging_replica_repeats_fencing_tokens_and_a_caught_up_one_do
     // redis-failover: the replica replicates 300 ms late; the primary dies right after an acquire.
     // Measured over 15 cases: the replica had every lock key stale, tokens repeated (1-2 duplicate
     // tokens accepted) in all, went back in most, and a waiter held a lost lock twice in some.
-    let results = run("redis-failover", &["--strategies", "redis-watchdog"]);
-    let c = case(&results, "redis-watchdog");
-    let w = window(c);
-    let p = |name: &str| w.parameters.get(name).and_then(|v| v.as_u64()).unwrap();
-    assert!(p("unreplicated_bytes") > 0, "{w:?}");
-    assert!(
-        p("keys_missing_on_replica") + p("keys_stale_on_replica") > 0,
-        "{w:?}"
-    );
-    let f = &c.safety.fencing;
-    let held_twice = c.safety.overlap.pairs > 0;
-    let tokens_back = f.duplicate_tokens.unwrap() + f.token_regressions.unwrap() > 0;
-    assert!(held_twice || tokens_back, "{:?}", c.safety);
-    assert_eq!(c.safety.verdict, Verdict::Violated);
+    let rows = support::with_valkey_twin("redis-watchdog");
+    let results = run("redis-failover", &["--strategies", &rows.join(",")]);
+    for row in &rows {
+        let c = case(&results, row);
+        let w = window(c);
+        let p = |name: &str| w.parameters.get(name).and_then(|v| v.as_u64()).unwrap();
+        assert!(p("unreplicated_bytes") > 0, "{row}: {w:?}");
+        assert!(
+            p("keys_missing_on_replica") + p("keys_stale_on_replica") > 0,
+            "{row}: {w:?}"
+        );
+        let f = &c.safety.fencing;
+        let held_twice = c.safety.overlap.pairs > 0;
+        let tokens_back = f.duplicate_tokens.unwrap() + f.token_regressions.unwrap() > 0;
+        assert!(held_twice || tokens_back, "{row}: {:?}", c.safety);
+        assert_eq!(c.safety.verdict, Verdict::Violated, "{row}");
+    }
 
-    // The same failover to a replica that kept up: nothing was lost, nothing goes wrong.
+    // The same failover to a replica that kept up (on Redis only): nothing was lost, nothing goes
+    // wrong.
     let results = run(
         "redis-failover",
         &[
@@ -556,28 +563,35 @@ fn a_partitioned_holder_notices_its_loss_before_another_client_gets_in() {
 fn a_frozen_server_holds_everyone_back_for_the_freeze() {
     // server-freeze: SIGSTOP of redis for 1.5 s. Measured: the next acquire 1502-1517 ms after the
     // freeze began; holders give up at their deadline; safe.
-    let results = run("server-freeze", &["--strategies", "redis-watchdog"]);
-    let c = case(&results, "redis-watchdog");
-    let w = window(c);
-    assert_eq!(w.kind, "pause_server");
-    let frozen = w.stop_ms.unwrap() - w.start_ms;
-    within("recovery", w.recovery_ms, frozen - 5.0, frozen + 500.0);
-    assert_eq!(c.safety.verdict, Verdict::Safe, "{:?}", c.safety);
+    let rows = support::with_valkey_twin("redis-watchdog");
+    let results = run("server-freeze", &["--strategies", &rows.join(",")]);
+    for row in &rows {
+        let c = case(&results, row);
+        let w = window(c);
+        assert_eq!(w.kind, "pause_server", "{row}");
+        let frozen = w.stop_ms.unwrap() - w.start_ms;
+        let recovery = format!("{row} recovery");
+        within(&recovery, w.recovery_ms, frozen - 5.0, frozen + 500.0);
+        assert_eq!(c.safety.verdict, Verdict::Safe, "{row}: {:?}", c.safety);
+    }
 }
 
 #[test]
 fn a_client_pause_is_seen_holding_back_another_connection() {
     // redis-client-pause: CLIENT PAUSE ALL for 1.5 s. Measured: a PING sent on a fresh connection
     // right after the pause began waited 1554 ms.
-    let results = run("redis-client-pause", &["--strategies", "redis-watchdog"]);
-    let w = window(case(&results, "redis-watchdog"));
-    assert_eq!((w.kind.as_str(), w.applied), ("client_pause", Some(true)));
-    let waited: f64 = w
-        .evidence
-        .as_deref()
-        .and_then(|e| e.split(" waited ").nth(1)?.split(' ').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("{w:?}"));
-    assert!((1300.0..=2500.0).contains(&waited), "{w:?}");
+    let rows = support::with_valkey_twin("redis-watchdog");
+    let results = run("redis-client-pause", &["--strategies", &rows.join(",")]);
+    for row in &rows {
+        let w = window(case(&results, row));
+        assert_eq!((w.kind.as_str(), w.applied), ("client_pause", Some(true)));
+        let waited: f64 = w
+            .evidence
+            .as_deref()
+            .and_then(|e| e.split(" waited ").nth(1)?.split(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{row}: {w:?}"));
+        assert!((1300.0..=2500.0).contains(&waited), "{row}: {w:?}");
+    }
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! Redlock and durable fencing on real servers (issue 15): a short Redlock fault scenario end to end
 //! on 5 independent redis-servers, the scenario's applicability to other strategies, and a Redis
-//! restart with and without `appendfsync always` (token regressions counted, or none).
+//! restart with and without `appendfsync always` (token regressions counted, or none). The minority
+//! kill and the restart without persistence run on Valkey too (`redlock~valkey` and
+//! `redis-watchdog~valkey` in the same runs: one more case each, the fault striking the Valkey servers).
+//! The clock jump runs on Valkey nodes in lockers' `redlock` test.
 
 #![allow(clippy::unwrap_used)]
 
@@ -24,23 +27,22 @@ fn case<'a>(results: &'a Results, strategy: &str) -> &'a CaseResult {
 
 #[test]
 fn killing_a_minority_of_redlock_nodes_stays_safe_and_skips_other_strategies() {
+    let rows = support::with_valkey_twin("redlock");
+    let strategies = format!("{},redis-watchdog", rows.join(","));
     let results = run(
         "redlock-kill-minority",
-        &[
-            "--strategies",
-            "redlock,redis-watchdog",
-            "--duration",
-            "2500ms",
-        ],
+        &["--strategies", &strategies, "--duration", "2500ms"],
     );
-    let redlock = case(&results, "redlock");
-    assert_eq!(redlock.status, CaseStatus::Complete, "{:?}", redlock.error);
-    assert_eq!(redlock.safety.verdict, Verdict::Safe);
-    assert!(redlock.operations.completed > 0);
-    assert_eq!(redlock.faults.len(), 1, "{:?}", redlock.faults);
-    let w = &redlock.faults[0];
-    assert_eq!((w.kind.as_str(), w.note.as_deref()), ("node_kill", None));
-    assert!(w.target.contains("nodes 0,1"), "{}", w.target);
+    for row in &rows {
+        let redlock = case(&results, row);
+        assert_eq!(redlock.status, CaseStatus::Complete, "{:?}", redlock.error);
+        assert_eq!(redlock.safety.verdict, Verdict::Safe, "{row}");
+        assert!(redlock.operations.completed > 0, "{row}");
+        assert_eq!(redlock.faults.len(), 1, "{row}: {:?}", redlock.faults);
+        let w = &redlock.faults[0];
+        assert_eq!((w.kind.as_str(), w.note.as_deref()), ("node_kill", None));
+        assert!(w.target.contains("nodes 0,1"), "{row}: {}", w.target);
+    }
     // Named explicitly, a strategy the faults do not apply to is a skipped case with the reason.
     let other = case(&results, "redis-watchdog");
     assert_eq!(other.status, CaseStatus::Skipped);
@@ -50,20 +52,26 @@ fn killing_a_minority_of_redlock_nodes_stays_safe_and_skips_other_strategies() {
 
 #[test]
 fn a_restart_without_persistence_regresses_fencing_tokens_and_fsync_keeps_them() {
-    let plain = run("server-restart", &["--strategies", "redis-watchdog"]);
-    let c = case(&plain, "redis-watchdog");
-    assert_eq!(c.status, CaseStatus::Complete, "{:?}", c.error);
-    assert_eq!(c.faults.len(), 2, "{:?}", c.faults);
-    assert!(c.faults.iter().all(|w| w.note.is_none()), "{:?}", c.faults);
-    let regressions = c.safety.fencing.token_regressions.unwrap();
-    assert!(
-        regressions > 0,
-        "no token regression after a restart without persistence"
-    );
-    assert!(
-        c.operations.completed > 0,
-        "the workers did not survive the restart"
-    );
+    let rows = support::with_valkey_twin("redis-watchdog");
+    let plain = run("server-restart", &["--strategies", &rows.join(",")]);
+    for row in &rows {
+        let c = case(&plain, row);
+        assert_eq!(c.status, CaseStatus::Complete, "{row}: {:?}", c.error);
+        assert_eq!(c.faults.len(), 2, "{row}: {:?}", c.faults);
+        assert!(c.faults.iter().all(|w| w.note.is_none()), "{:?}", c.faults);
+        let regressions = c.safety.fencing.token_regressions.unwrap();
+        assert!(
+            regressions > 0,
+            "{row}: no token regression after a restart without persistence"
+        );
+        assert!(
+            c.operations.completed > 0,
+            "{row}: the workers did not survive the restart"
+        );
+    }
+
+    // With `appendfsync always` on Redis only (lockers' durable fencing test keeps Valkey's counter
+    // through a restart with the same setting).
 
     let durable = run("server-restart-fsync", &["--strategies", "redis-watchdog"]);
     let c = case(&durable, "redis-watchdog");

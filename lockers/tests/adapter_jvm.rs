@@ -4,7 +4,7 @@
 //! own RedissonClient), one redis-server for the file.
 //! Redisson declares no lost signal, so no case removes a lock behind its holder's back.
 //! The unsynced-`WAIT` case (issue 26, claim d) starts a primary and a replica of its own and runs
-//! Redisson in master/slave mode beside its models.
+//! Redisson in master/slave mode beside its models. Re-entry after a lost hold runs on Valkey too.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::LazyLock;
@@ -21,8 +21,17 @@ use peers::{Peer, spec};
 /// The file's redis-server (each case uses keys of its own).
 static SERVER: LazyLock<RedisServer> = LazyLock::new(|| RedisServer::start().unwrap());
 
+/// A Valkey server, for the re-entry case on Valkey.
+static VALKEY_SERVER: LazyLock<RedisServer> =
+    LazyLock::new(|| RedisServer::start_valkey().unwrap());
+
 fn redisson(id: &str) -> Peer<&'static RedisServer> {
-    let server = tokio::task::block_in_place(|| LazyLock::force(&SERVER));
+    redisson_on(id, &SERVER)
+}
+
+/// The Redisson row `id` on `server` (forced here, off the runtime's threads).
+fn redisson_on(id: &str, server: &'static LazyLock<RedisServer>) -> Peer<&'static RedisServer> {
+    let server = tokio::task::block_in_place(|| LazyLock::force(server));
     Peer {
         processes: lockers::peer::PeerProcesses::new(),
         spec: spec(id),
@@ -207,58 +216,76 @@ async fn reentry_after_a_lost_hold(
 /// both generations agree step by step.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reentry_after_a_lost_hold_is_a_fresh_lock_in_redisson_and_its_models() {
-    use lockers::Events;
-    use lockers::conformance::Target;
-    use lockers::redis::{Generation, Redisson, RedissonConfig};
+    use lockers::redis::Generation;
 
     for (id, generation) in [
         ("jvm-redisson-3.43", Generation::Classic),
         ("jvm-redisson", Generation::Scheduler),
         ("jvm-redisson-4", Generation::Scheduler),
     ] {
-        let library = redisson(id);
-        let url = library.servers[0].clone();
-        let mut redis = redis::Client::open(url.as_str())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
-        let model = || async {
-            let config = RedissonConfig {
-                renewal: lockers::Renewal::new(library.watchdog),
-                ..RedissonConfig::new(generation)
-            };
-            std::sync::Arc::new(
-                Redisson::connect(&url, config, Events::none())
-                    .await
-                    .unwrap(),
-            )
-        };
-        let (m1, m2) = (model().await, model().await);
-        let (l1, l2) = (
-            library.client(Events::none()).await,
-            library.client(Events::none()).await,
-        );
-        let key = |who: &str| format!("reentry-{id}-{who}");
-        let of_model =
-            reentry_after_a_lost_hold(m1.as_ref(), m2.as_ref(), &key("model"), &mut redis).await;
-        let of_library =
-            reentry_after_a_lost_hold(l1.as_ref(), l2.as_ref(), &key("library"), &mut redis).await;
-        assert_eq!(
-            of_model, of_library,
-            "{id} and its model ({generation:?}) differ"
-        );
-        assert_eq!(
-            of_library,
-            [
-                "re-entry: acquired",
-                "inner release: ok",
-                "another client: acquired",
-                "outer release: not_held"
-            ],
-            "{id}"
-        );
+        reentry_in_the_library_and_its_model(redisson(id), generation).await;
     }
+}
+
+/// The same on Valkey, in its cheapest form: Redisson 3.52.0 (one JVM) and its model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_valkey_reentry_after_a_lost_hold_is_a_fresh_lock_in_redisson_and_its_model() {
+    let library = redisson_on("jvm-redisson", &VALKEY_SERVER);
+    reentry_in_the_library_and_its_model(library, lockers::redis::Generation::Scheduler).await;
+}
+
+/// Re-entry after a lost hold by `library` and by its model (`generation`) on the library's server:
+/// the same steps, those of a fresh lock.
+async fn reentry_in_the_library_and_its_model(
+    library: Peer<&'static RedisServer>,
+    generation: lockers::redis::Generation,
+) {
+    use lockers::Events;
+    use lockers::conformance::Target;
+    use lockers::redis::{Redisson, RedissonConfig};
+
+    let id = library.spec.id.clone();
+    let url = library.servers[0].clone();
+    let mut redis = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let model = || async {
+        let config = RedissonConfig {
+            renewal: lockers::Renewal::new(library.watchdog),
+            ..RedissonConfig::new(generation)
+        };
+        std::sync::Arc::new(
+            Redisson::connect(&url, config, Events::none())
+                .await
+                .unwrap(),
+        )
+    };
+    let (m1, m2) = (model().await, model().await);
+    let (l1, l2) = (
+        library.client(Events::none()).await,
+        library.client(Events::none()).await,
+    );
+    let key = |who: &str| format!("reentry-{id}-{who}");
+    let of_model =
+        reentry_after_a_lost_hold(m1.as_ref(), m2.as_ref(), &key("model"), &mut redis).await;
+    let of_library =
+        reentry_after_a_lost_hold(l1.as_ref(), l2.as_ref(), &key("library"), &mut redis).await;
+    assert_eq!(
+        of_model, of_library,
+        "{id} and its model ({generation:?}) differ"
+    );
+    assert_eq!(
+        of_library,
+        [
+            "re-entry: acquired",
+            "inner release: ok",
+            "another client: acquired",
+            "outer release: not_held"
+        ],
+        "{id}"
+    );
 }
 
 /// How long the holder's fixed lease runs in the hand-off test: a waiter woken only by the PTTL

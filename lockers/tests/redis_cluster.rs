@@ -8,139 +8,27 @@
 //! too: its subscription follows the slot to the promoted replica, which it configures) and through a
 //! manual `CLUSTER FAILOVER`; a cluster with an ACL user (a wrong password is one line without it);
 //! Redisson's `WAIT` on the connection that wrote while a slot migrates (`ASK`); and Redlock, which
-//! needs independent servers, saying so in one line.
+//! needs independent servers, saying so in one line. A Valkey cluster, shared the same way, serves the
+//! `redis-watchdog` conformance suite, one master kill under three rows' locks at once (the watchdog's,
+//! the guard thread's, the keyspace shadow's) and Redisson's manual failover (`on_valkey…`).
 #![allow(clippy::unwrap_used)]
 
-use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
-use lockbench_servers::{RedisCluster, RedisOptions};
-use lockers::conformance::Target;
+use lockbench_servers::{Flavor, RedisCluster, RedisOptions};
 use lockers::redis::{
-    GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
-    RedisWatchdog, Redisson, RedissonConfig, Redlock, RedlockConfig, RenewalMode, Topology,
-    WatchdogConfig,
+    KeyspaceVariant, RedisWatchdog, Redisson, RedissonConfig, Redlock, RedlockConfig, RenewalMode,
+    Topology, WatchdogConfig,
 };
 use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, Renewal};
 
-const TIMEOUT: Duration = Duration::from_millis(600);
-const PREFIX: &str = "lbcluster:";
+#[path = "support/cluster.rs"]
+mod shared;
+#[path = "support/redis.rs"]
+mod support;
 
-/// The cluster every test shares (started by the first test that needs it).
-static CLUSTER: LazyLock<RedisCluster> = LazyLock::new(|| RedisCluster::start().unwrap());
-
-/// Failover tests change which node serves a slot; they run one at a time, and the conformance cases
-/// meanwhile wait (a case's lock must not see a failover it did not ask for).
-static FAILOVERS: LazyLock<tokio::sync::RwLock<()>> =
-    LazyLock::new(|| tokio::sync::RwLock::new(()));
-
-fn lock_key(name: &str) -> String {
-    format!("{PREFIX}{{{name}}}")
-}
-
-fn unique(name: &str) -> String {
-    format!("{name}:{:08x}", rand::random::<u32>())
-}
-
-/// A strategy's clients of the shared cluster.
-#[derive(Clone, Copy)]
-enum Row {
-    Watchdog(RenewalMode),
-    GuardThread,
-    Redisson(lockers::redis::Generation),
-    Keyspace(KeyspaceVariant),
-}
-
-async fn connect(row: Row, timeout: Duration, events: Events) -> Arc<dyn Locker> {
-    let url = CLUSTER.url();
-    let renewal = Renewal::new(timeout);
-    match row {
-        Row::Watchdog(renewal_mode) => {
-            let config = WatchdogConfig {
-                renewal,
-                renewal_mode,
-                key_prefix: PREFIX.into(),
-                ..WatchdogConfig::default()
-            };
-            Arc::new(RedisWatchdog::connect(&url, config, events).await.unwrap())
-        }
-        Row::GuardThread => {
-            let config = GuardThreadConfig {
-                renewal,
-                key_prefix: PREFIX.into(),
-                ..GuardThreadConfig::default()
-            };
-            Arc::new(
-                RedisGuardThread::connect(&url, config, events)
-                    .await
-                    .unwrap(),
-            )
-        }
-        Row::Redisson(generation) => {
-            let config = RedissonConfig {
-                renewal,
-                key_prefix: PREFIX.into(),
-                topology: Topology::Replicated,
-                ..RedissonConfig::new(generation)
-            };
-            Arc::new(Redisson::connect(&url, config, events).await.unwrap())
-        }
-        Row::Keyspace(variant) => {
-            let config = KeyspaceConfig {
-                renewal,
-                key_prefix: PREFIX.into(),
-                ..KeyspaceConfig::default()
-            };
-            Arc::new(
-                RedisKeyspace::connect(&url, variant, config, events)
-                    .await
-                    .unwrap(),
-            )
-        }
-    }
-}
-
-/// The conformance target: a row on the shared cluster, holding off failover tests while it runs.
-struct OnCluster {
-    row: Row,
-    _no_failover: tokio::sync::RwLockReadGuard<'static, ()>,
-}
-
-impl OnCluster {
-    async fn start(row: Row) -> Self {
-        tokio::task::block_in_place(|| LazyLock::force(&CLUSTER));
-        OnCluster {
-            row,
-            _no_failover: FAILOVERS.read().await,
-        }
-    }
-}
-
-#[async_trait]
-impl Target for OnCluster {
-    async fn client(&self, events: Events) -> Arc<dyn Locker> {
-        connect(self.row, TIMEOUT, events).await
-    }
-
-    fn watchdog_timeout(&self) -> Duration {
-        TIMEOUT
-    }
-
-    fn short_lease(&self) -> Duration {
-        Duration::from_millis(300)
-    }
-
-    async fn remove_behind_back(&self, lease: &Lease) {
-        let key = lock_key(lease.key());
-        let master = CLUSTER.master_of(&key).unwrap();
-        assert_eq!(master.command(&["DEL", &key]).unwrap(), "1");
-    }
-
-    fn slack(&self) -> Duration {
-        Duration::from_millis(200)
-    }
-}
+use shared::*;
+use support::on_each_flavor;
 
 mod watchdog_per_lock {
     use super::*;
@@ -189,6 +77,17 @@ mod keyspace_naive {
         undeclared_lease_mode_is_unsupported, dropped_lease_is_released);
 }
 
+/// The conformance suite on the Valkey cluster, for `redis-watchdog`: its cluster client is the one
+/// every scripted row shares (the keyspace shadow variant's events from each master are exercised on
+/// Valkey by the master kill below).
+mod on_valkey_cluster {
+    use super::*;
+
+    lockers::conformance_tests!(
+        OnCluster::start_on(Flavor::Valkey, Row::Watchdog(RenewalMode::PerLock)).await
+    );
+}
+
 /// Takes every lock of `names` at once (try-once).
 async fn acquire_all(client: &dyn Locker, names: &[String]) -> Vec<Lease> {
     let mut leases = Vec::new();
@@ -201,14 +100,6 @@ async fn acquire_all(client: &dyn Locker, names: &[String]) -> Vec<Lease> {
         );
     }
     leases
-}
-
-/// The hash slot of `key`, as `cluster` computes it (asked of a running node: a test may have killed
-/// any one of the shared cluster's nodes).
-fn slot_of(cluster: &RedisCluster, key: &str) -> u16 {
-    cluster
-        .slot_of(key)
-        .expect("a running node answers CLUSTER KEYSLOT")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,116 +157,26 @@ async fn batched_renewal_sends_one_call_per_slot() {
     }
 }
 
-/// Waits until the replica of `key`'s master has as many keys in its slot as the master (the lock and
-/// its fencing counter): replication is asynchronous, and a replica that just synced gets the stream
-/// only after its first acknowledgement (up to a second later), so a master killed sooner loses the
-/// lock with it.
-fn wait_replicated(cluster: &RedisCluster, key: &str) {
-    let slot = slot_of(cluster, key).to_string();
-    let count = |node: &lockbench_servers::RedisNode| {
-        node.command(&["CLUSTER", "COUNTKEYSINSLOT", &slot])
-            .unwrap()
-    };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let master = cluster.master_of(key).unwrap();
-        let replica = cluster.replica_of(master).unwrap();
-        if count(master) == count(replica) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the replica never got {key}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+on_each_flavor!(a_redisson_lock_survives_a_manual_failover);
 
-/// A lock taken by `row` before `fail` fails its master over is still held and renewed afterwards, and
-/// a second client finds it busy.
-async fn survives(row: Row, name: &str, fail: impl FnOnce(&str) -> std::net::SocketAddr) {
-    let _alone = FAILOVERS.write().await;
-    let _restart = RestartKilled;
-    let log = EventLog::new();
-    let timeout = Duration::from_secs(6);
-    let first = connect(row, timeout, Events::to(log.clone())).await;
-    let second = connect(row, timeout, Events::none()).await;
-    let name = unique(name);
-    let key = lock_key(&name);
-    let lease = first
-        .acquire(&name, &AcquireOptions::try_once())
-        .await
-        .unwrap();
-    let old = CLUSTER.master_of(&key).unwrap().addr();
-    tokio::task::block_in_place(|| wait_replicated(&CLUSTER, &key));
-    let failed_at = Instant::now();
-    tokio::task::block_in_place(|| fail(&key));
-    let promoted = tokio::task::block_in_place(|| {
-        CLUSTER.wait_for_new_master(&key, old, Duration::from_secs(20))
-    });
-    assert!(promoted.is_some(), "no replica took over the slot");
-    // A keyspace holder renews once when its subscription is back (events may have been missed);
-    // only the next renewal shows that the promoted master publishes the shadow key's expiry.
-    let renewals = if matches!(row, Row::Keyspace(_)) {
-        2
-    } else {
-        1
-    };
-    let renewed_before = log.count(|e| matches!(e, LockEvent::Renewed { .. }));
-    let deadline = Instant::now() + timeout * renewals;
-    while log.count(|e| matches!(e, LockEvent::Renewed { .. })) < renewed_before + renewals as usize
-    {
-        assert!(
-            Instant::now() < deadline,
-            "no renewal after the failover: {:?}",
-            log.snapshot()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(lease.is_held(), "the lease was lost in the failover");
-    let mut taken = second.acquire(&name, &AcquireOptions::try_once()).await;
-    let retry_until = Instant::now() + Duration::from_secs(3);
-    while matches!(taken, Err(LockError::Backend { .. })) && Instant::now() < retry_until {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        taken = second.acquire(&name, &AcquireOptions::try_once()).await;
-    }
-    assert!(
-        matches!(taken, Err(LockError::Timeout { .. })),
-        "the new master must still have the lock: {taken:?}"
-    );
-    lease.release().await.unwrap();
-    second
-        .acquire(&name, &AcquireOptions::try_once())
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
-    assert!(failed_at.elapsed() < Duration::from_secs(30));
-}
-
-/// Brings a killed master back as a replica when dropped (also when the test fails), so later tests
-/// find every slot served with a replica.
-struct RestartKilled;
-
-impl Drop for RestartKilled {
-    fn drop(&mut self) {
-        tokio::task::block_in_place(|| CLUSTER.restart_killed()).unwrap();
-    }
+/// Kills the master of `key`'s slot.
+fn kill_master(cluster: &RedisCluster, key: &str) -> std::net::SocketAddr {
+    cluster.kill_master_of(key).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watchdog_lock_survives_a_master_kill() {
-    survives(
-        Row::Watchdog(RenewalMode::PerLock),
-        "kill-watchdog",
-        |key| CLUSTER.kill_master_of(key).unwrap(),
-    )
-    .await;
+    let row = Row::Watchdog(RenewalMode::PerLock);
+    survives(Flavor::Redis, &[(row, "kill-watchdog")], kill_master).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guard_thread_lock_survives_a_master_kill() {
-    survives(Row::GuardThread, "kill-guard", |key| {
-        CLUSTER.kill_master_of(key).unwrap()
-    })
+    survives(
+        Flavor::Redis,
+        &[(Row::GuardThread, "kill-guard")],
+        kill_master,
+    )
     .await;
 }
 
@@ -383,19 +184,27 @@ async fn a_guard_thread_lock_survives_a_master_kill() {
 /// its subscription there and set `notify-keyspace-events` on it (`CONFIG SET` is not replicated).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keyspace_shadow_lock_survives_a_master_kill() {
-    survives(
-        Row::Keyspace(KeyspaceVariant::Shadow),
-        "kill-keyspace",
-        |key| CLUSTER.kill_master_of(key).unwrap(),
-    )
-    .await;
+    let row = Row::Keyspace(KeyspaceVariant::Shadow);
+    survives(Flavor::Redis, &[(row, "kill-keyspace")], kill_master).await;
 }
 
+/// On the Valkey cluster, one master kill for the three rows at once (each failover takes seconds):
+/// the watchdog's, the guard thread's and the keyspace shadow's locks, all on the killed master,
+/// survive it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_redisson_lock_survives_a_manual_failover() {
+async fn on_valkey_the_three_rows_locks_survive_one_master_kill() {
+    let rows = [
+        (Row::Watchdog(RenewalMode::PerLock), "kill-watchdog"),
+        (Row::GuardThread, "kill-guard"),
+        (Row::Keyspace(KeyspaceVariant::Shadow), "kill-keyspace"),
+    ];
+    survives(Flavor::Valkey, &rows, kill_master).await;
+}
+
+async fn a_redisson_lock_survives_a_manual_failover(flavor: Flavor) {
     let row = Row::Redisson(lockers::redis::Generation::Scheduler);
-    survives(row, "manual-redisson", |key| {
-        CLUSTER.manual_failover_of(key).unwrap()
+    survives(flavor, &[(row, "manual-redisson")], |cluster, key| {
+        cluster.manual_failover_of(key).unwrap()
     })
     .await;
 }

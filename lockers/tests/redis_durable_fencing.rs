@@ -1,15 +1,26 @@
 //! Durable fencing for the single-Redis strategies: the fencing counter is an `INCR` on a key, so a
 //! server restart without persistence starts it again from 1 (tokens go backwards), while with
-//! `appendonly yes` + `appendfsync always` it survives. Tested on `redis-watchdog`; the ignored
+//! `appendonly yes` + `appendfsync always` it survives. Tested on `redis-watchdog`, on Redis and on
+//! Valkey (`on_valkey::…`); the ignored
 //! `fsync_always_cost` prints what the durability costs (run it with `--ignored --nocapture`).
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use lockbench_servers::{Durability, OnRestart, RedisNode, RedisNodeOptions};
+use lockbench_servers::{Durability, OnRestart, RedisNode, RedisNodeOptions, RedisOptions};
 use lockers::redis::{RedisWatchdog, WatchdogConfig};
 use lockers::{AcquireOptions, Events, FencingToken, Locker};
+
+#[path = "support/redis.rs"]
+mod support;
+
+use support::{Flavor, on_each_flavor};
+
+on_each_flavor!(
+    tokens_go_backwards_after_a_restart_without_persistence,
+    tokens_keep_increasing_with_aof_fsync_always,
+);
 
 fn config() -> WatchdogConfig {
     WatchdogConfig {
@@ -42,9 +53,13 @@ async fn cycles(client: &RedisWatchdog, key: &str, n: usize) -> Vec<FencingToken
 }
 
 /// The tokens before and after a restart of a node with `durability` that keeps its data dir.
-async fn tokens_around_restart(durability: Durability) -> (Vec<FencingToken>, Vec<FencingToken>) {
+async fn tokens_around_restart(
+    durability: Durability,
+    flavor: Flavor,
+) -> (Vec<FencingToken>, Vec<FencingToken>) {
     let node = RedisNode::start(RedisNodeOptions {
         durability,
+        redis: RedisOptions::of(flavor),
         ..RedisNodeOptions::default()
     })
     .unwrap();
@@ -57,9 +72,8 @@ async fn tokens_around_restart(durability: Durability) -> (Vec<FencingToken>, Ve
     (before, after)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tokens_go_backwards_after_a_restart_without_persistence() {
-    let (before, after) = tokens_around_restart(Durability::None).await;
+async fn tokens_go_backwards_after_a_restart_without_persistence(flavor: Flavor) {
+    let (before, after) = tokens_around_restart(Durability::None, flavor).await;
     assert_eq!(before, [1, 2, 3].map(FencingToken));
     assert!(
         after[0] < before[2],
@@ -68,9 +82,8 @@ async fn tokens_go_backwards_after_a_restart_without_persistence() {
     assert_eq!(after[0], FencingToken(1), "the counter starts again");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tokens_keep_increasing_with_aof_fsync_always() {
-    let (before, after) = tokens_around_restart(Durability::AofAlways).await;
+async fn tokens_keep_increasing_with_aof_fsync_always(flavor: Flavor) {
+    let (before, after) = tokens_around_restart(Durability::AofAlways, flavor).await;
     assert_eq!(before, [1, 2, 3].map(FencingToken));
     assert_eq!(after, [4, 5].map(FencingToken));
 }

@@ -2,7 +2,8 @@
 //! conformance suite, then what is specific to it — one OS thread per held lock (counted by the client
 //! and cross-checked in `/proc/self/task`), renewal margins, loss on a replaced value and during a
 //! `SIGSTOP` of the server, release by the thread itself when a lease is dropped outside any runtime,
-//! polling back-off, no re-entrancy, bad input; and the conformance suite once on Valkey.
+//! polling back-off, no re-entrancy, bad input. The conformance suite and the cases that break
+//! something on purpose (a replaced value, a `SIGSTOP`) run on Redis and on Valkey (`on_valkey::…`).
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
@@ -18,7 +19,8 @@ use lockers::{
 mod support;
 
 use support::{
-    PREFIX, Setup, Strategy, TIMEOUT, assert_margins_in_range, lock_key, renewal_margins, unique,
+    Flavor, PREFIX, Setup, Strategy, TIMEOUT, assert_margins_in_range, lock_key, on_each_flavor,
+    renewal_margins, unique,
 };
 
 fn config() -> GuardThreadConfig {
@@ -34,7 +36,11 @@ struct GuardThread;
 
 impl GuardThread {
     fn start() -> Setup<GuardThread> {
-        Setup::start(GuardThread)
+        Self::start_on(Flavor::Redis)
+    }
+
+    fn start_on(flavor: Flavor) -> Setup<GuardThread> {
+        Setup::start_on(flavor, GuardThread)
     }
 }
 
@@ -59,18 +65,11 @@ async fn connect_with(
     )
 }
 
-lockers::conformance_tests!(GuardThread::start());
-
-/// The conformance suite once more on Valkey: the same scripts, on the Redis fork.
-mod on_valkey {
-    use super::*;
-    use lockbench_servers::{Flavor, RedisOptions};
-
-    lockers::conformance_tests!(Setup::start_with(
-        GuardThread,
-        RedisOptions::of(Flavor::Valkey)
-    ));
-}
+on_each_flavor!(
+    @conformance |flavor| GuardThread::start_on(flavor);
+    replaced_value_is_noticed_by_the_next_renewal,
+    frozen_server_loses_the_lease_at_its_deadline,
+);
 
 /// Threads of this process whose OS name is `name` (`/proc/self/task/*/comm`).
 fn threads_named(name: &str) -> usize {
@@ -175,9 +174,8 @@ async fn renewals_report_their_margin() {
 }
 
 /// A renewal that finds another value in the key fires `lost()` with `RenewRejected`, within a period.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replaced_value_is_noticed_by_the_next_renewal() {
-    let t = GuardThread::start();
+async fn replaced_value_is_noticed_by_the_next_renewal(flavor: Flavor) {
+    let t = GuardThread::start_on(flavor);
     let a = t.connect(Events::none()).await;
     let key = unique("replaced");
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
@@ -206,9 +204,8 @@ async fn replaced_value_is_noticed_by_the_next_renewal() {
 
 /// With the server frozen, renewals time out (`RenewFailed`) and the lease is lost at its local deadline
 /// (`Expired`), not much later; the thread then exits.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn frozen_server_loses_the_lease_at_its_deadline() {
-    let t = GuardThread::start();
+async fn frozen_server_loses_the_lease_at_its_deadline(flavor: Flavor) {
+    let t = GuardThread::start_on(flavor);
     let log = EventLog::new();
     let a = t.connect(Events::to(log.clone())).await;
     let key = unique("frozen");

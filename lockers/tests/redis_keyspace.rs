@@ -2,7 +2,9 @@
 //! conformance suite for the shadow variant, the cases the naive variant can honestly claim, then what
 //! is specific to keyspace notifications — the shadow key holding a lock at `hz 10` and `hz 100` (with
 //! the measured event delays), the naive variant's flaw, a `CLIENT KILL TYPE pubsub` during a hold,
-//! waiters woken by `del`/`expired` events, and the server's `notify-keyspace-events` setting.
+//! waiters woken by `del`/`expired` events, and the server's `notify-keyspace-events` setting. The
+//! conformance suites and the cases that break something on purpose (a `DEL` behind the naive holder,
+//! a pub/sub kill) run on Redis and on Valkey (`shadow::on_valkey::…`, `on_valkey::…`).
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
@@ -18,7 +20,9 @@ use lockers::{AcquireOptions, EventLog, Events, LockEvent, Locker, LossReason, R
 #[path = "support/redis.rs"]
 mod support;
 
-use support::{PREFIX, Setup, Strategy, TIMEOUT, expect_busy, lock_key, unique};
+use support::{
+    Flavor, PREFIX, Setup, Strategy, TIMEOUT, expect_busy, lock_key, on_each_flavor, unique,
+};
 
 fn config() -> KeyspaceConfig {
     KeyspaceConfig {
@@ -33,7 +37,11 @@ struct Keyspace(Variant);
 
 impl Keyspace {
     fn start(variant: Variant) -> Setup<Keyspace> {
-        Setup::start(Keyspace(variant))
+        Self::start_on(Flavor::Redis, variant)
+    }
+
+    fn start_on(flavor: Flavor, variant: Variant) -> Setup<Keyspace> {
+        Setup::start_on(flavor, Keyspace(variant))
     }
 
     fn start_with(variant: Variant, options: RedisOptions) -> Setup<Keyspace> {
@@ -63,11 +71,23 @@ async fn connect_with(
     )
 }
 
-/// The shadow variant claims every case its capabilities declare.
+/// The shadow variant claims every case its capabilities declare, on Redis and on Valkey.
 mod shadow {
     use super::*;
 
-    lockers::conformance_tests!(Keyspace::start(Variant::Shadow));
+    on_each_flavor!(@conformance |flavor| Keyspace::start_on(flavor, Variant::Shadow););
+}
+
+/// The conformance cases the naive variant can honestly claim on the server `$target` runs.
+macro_rules! naive_conformance {
+    ($target:expr) => {
+        lockers::conformance_tests!(@cases $target;
+            mutual_exclusion, release_then_reacquire, try_once_on_held_lock, wait_timeout_is_honoured,
+            fixed_lease_expires, tokens_strictly_increase, stale_release_is_not_held,
+            stale_release_keeps_newer_hold_of_same_owner, cancelled_acquire_leaks_nothing,
+            reentrant_acquire_and_release, non_reentrant_same_owner_times_out,
+            undeclared_lease_mode_is_unsupported, dropped_lease_is_released);
+    };
 }
 
 /// The naive variant runs every case except the two it fails by design (see the module docs of
@@ -78,13 +98,20 @@ mod shadow {
 mod naive {
     use super::*;
 
-    lockers::conformance_tests!(@cases Keyspace::start(Variant::Naive);
-        mutual_exclusion, release_then_reacquire, try_once_on_held_lock, wait_timeout_is_honoured,
-        fixed_lease_expires, tokens_strictly_increase, stale_release_is_not_held,
-        stale_release_keeps_newer_hold_of_same_owner, cancelled_acquire_leaks_nothing,
-        reentrant_acquire_and_release, non_reentrant_same_owner_times_out,
-        undeclared_lease_mode_is_unsupported, dropped_lease_is_released);
+    naive_conformance!(Keyspace::start(Variant::Naive));
+
+    /// The same cases on Valkey.
+    mod on_valkey {
+        use super::*;
+
+        naive_conformance!(Keyspace::start_on(Flavor::Valkey, Variant::Naive));
+    }
 }
+
+on_each_flavor!(
+    naive_holder_never_learns_of_a_del,
+    shadow_keeps_the_lock_through_a_pubsub_kill,
+);
 
 /// The `trigger_lag` of every `Renewed` event (each must carry one).
 fn trigger_lags(log: &EventLog) -> Vec<Duration> {
@@ -249,9 +276,8 @@ async fn naive_contender_gets_in_while_the_holder_believes_it_holds() {
 
 /// A `DEL` behind the naive holder's back publishes `del`, not `expired`: the naive holder never learns,
 /// and its optimistic belief outlives the lock (the shadow variant passes this conformance case).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn naive_holder_never_learns_of_a_del() {
-    let t = Keyspace::start(Variant::Naive);
+async fn naive_holder_never_learns_of_a_del(flavor: Flavor) {
+    let t = Keyspace::start_on(flavor, Variant::Naive);
     let (a, b) = t.pair().await;
     let key = unique("naive-del");
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
@@ -268,9 +294,8 @@ async fn naive_holder_never_learns_of_a_del() {
 /// `CLIENT KILL TYPE pubsub` during a hold: the events published while the subscription is down are
 /// lost, but the client notices the break, resubscribes, and renews at once, so the shadow-variant lock
 /// is kept while a contender keeps trying.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn shadow_keeps_the_lock_through_a_pubsub_kill() {
-    let t = Keyspace::start(Variant::Shadow);
+async fn shadow_keeps_the_lock_through_a_pubsub_kill(flavor: Flavor) {
+    let t = Keyspace::start_on(flavor, Variant::Shadow);
     let log = EventLog::new();
     let (a, b) = (
         t.connect(Events::to(log.clone())).await,

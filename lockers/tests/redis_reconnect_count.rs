@@ -1,7 +1,7 @@
 //! The requests a Redis client counts ([`Locker::requests_sent`]) through a server restart, against
 //! `MONITOR`: the server runs with an ACL user, so every connection the client's connection manager opens
 //! again starts with `AUTH`, which `MONITOR` logs (its arguments redacted) and the count must include
-//! like the first connection's.
+//! like the first connection's. On Redis and on Valkey (`on_valkey::…`).
 #![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -13,6 +13,16 @@ use std::time::{Duration, Instant};
 use lockbench_servers::{OnRestart, RedisNode, RedisNodeOptions, RedisOptions};
 use lockers::redis::{RedisWatchdog, WatchdogConfig};
 use lockers::{AcquireOptions, Events, LockError, Locker, Renewal};
+
+#[path = "support/redis.rs"]
+mod support;
+
+use support::{Flavor, on_each_flavor};
+
+on_each_flavor!(
+    counts_agree_with_monitor_through_a_restart,
+    a_response_timeout_adds_no_handshake_to_the_count,
+);
 
 const USER: &str = "app";
 const PASSWORD: &str = "s3cret-pw";
@@ -96,10 +106,12 @@ async fn cycles(client: &RedisWatchdog, n: usize) -> usize {
 }
 
 /// The count agrees exactly with `MONITOR` across a restart: the reconnect's `AUTH` is counted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn counts_agree_with_monitor_through_a_restart() {
+async fn counts_agree_with_monitor_through_a_restart(flavor: Flavor) {
     let options = RedisNodeOptions {
-        redis: RedisOptions::with_acl_user(USER, PASSWORD),
+        redis: RedisOptions {
+            flavor,
+            ..RedisOptions::with_acl_user(USER, PASSWORD)
+        },
         ..RedisNodeOptions::default()
     };
     let node = tokio::task::spawn_blocking(move || RedisNode::start(options).unwrap())
@@ -171,10 +183,12 @@ fn client_pause(addr: SocketAddr, ms: u64) {
 
 /// A response timeout is no reconnect: redis-rs's connection manager reconnects only on errors that
 /// broke the link, so no `AUTH` or `SELECT` follows a timeout, and the count must not add one.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_response_timeout_adds_no_handshake_to_the_count() {
+async fn a_response_timeout_adds_no_handshake_to_the_count(flavor: Flavor) {
     let options = RedisNodeOptions {
-        redis: RedisOptions::with_acl_user(USER, PASSWORD),
+        redis: RedisOptions {
+            flavor,
+            ..RedisOptions::with_acl_user(USER, PASSWORD)
+        },
         ..RedisNodeOptions::default()
     };
     let node = tokio::task::spawn_blocking(move || RedisNode::start(options).unwrap())

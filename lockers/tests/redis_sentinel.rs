@@ -3,12 +3,13 @@
 //! on the replica the Sentinels promote, and the clients follow the promotion without being told; also
 //! with an ACL user on the servers (the default user off), and a wrong password is one line without it.
 //! Also over TLS everywhere. The keyspace strategy sets its notification flags again on the promoted replica (`CONFIG SET` is
-//! not replicated), so its shadow lock is renewed there by events.
+//! not replicated), so its shadow lock is renewed there by events. On Valkey's servers and Sentinels the
+//! three rows' locks go through one failover together (the pinned Valkey build has no TLS).
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
 
-use lockbench_servers::{RedisOptions, RedisSentinels, poll};
+use lockbench_servers::{Flavor, RedisOptions, RedisSentinels, poll};
 use lockers::redis::{
     GuardThreadConfig, KeyspaceConfig, KeyspaceVariant, RedisGuardThread, RedisKeyspace,
     RedisWatchdog, Redisson, RedissonConfig, Topology, WatchdogConfig,
@@ -19,35 +20,57 @@ use lockers::{AcquireOptions, EventLog, Events, LockError, LockEvent, Locker, Re
 /// is down, then elect and promote).
 const TIMEOUT: Duration = Duration::from_secs(6);
 
-async fn survives_the_failover(
-    group: &RedisSentinels,
-    first: &dyn Locker,
-    second: &dyn Locker,
-    log: &EventLog,
-    key: &str,
-) {
-    let lease = first
-        .acquire(key, &AcquireOptions::try_once())
-        .await
-        .unwrap();
-    // The replica has the lock before its primary dies.
+/// One row's part in a failover: its two clients (the first reporting to `log`) and the lock they share.
+struct Holder<'a> {
+    first: &'a dyn Locker,
+    second: &'a dyn Locker,
+    log: &'a EventLog,
+    key: &'a str,
+}
+
+/// Each holder's first client takes its lock, the primary dies, and every lock is still held, renewed
+/// and exclusive on the replica the Sentinels promote.
+async fn survives_the_failover(group: &RedisSentinels, holders: &[Holder<'_>]) {
+    let mut leases = Vec::new();
+    for holder in holders {
+        let once = AcquireOptions::try_once();
+        leases.push(holder.first.acquire(holder.key, &once).await.unwrap());
+    }
+    // The replica has the locks before its primary dies.
     let primary = group.pair().primary();
     let acked = tokio::task::block_in_place(|| primary.command(&["WAIT", "1", "5000"]));
     assert_eq!(acked.unwrap(), "1", "the replica did not receive the lock");
     let old = group.pair().primary().addr();
+    let renewed_before: Vec<usize> = holders.iter().map(|h| renewals(h.log)).collect();
     group.pair().primary().kill().unwrap();
     let killed = Instant::now();
     let promoted =
         tokio::task::block_in_place(|| group.wait_for_new_primary(old, Duration::from_secs(20)));
     assert!(promoted.is_some(), "the Sentinels promoted no replica");
-    let renewed_before = log.count(|e| matches!(e, LockEvent::Renewed { .. }));
+    for ((holder, lease), before) in holders.iter().zip(leases).zip(renewed_before) {
+        still_held_on_the_new_primary(holder, lease, before).await;
+    }
+    assert!(killed.elapsed() < Duration::from_secs(30));
+}
+
+/// `Renewed` events in `log`.
+fn renewals(log: &EventLog) -> usize {
+    log.count(|e| matches!(e, LockEvent::Renewed { .. }))
+}
+
+/// After the failover: `lease` (with `before` renewals at the kill) is renewed on the new primary, still
+/// held and exclusive, and free for the second client once released.
+async fn still_held_on_the_new_primary(holder: &Holder<'_>, lease: lockers::Lease, before: usize) {
+    let Holder {
+        second, log, key, ..
+    } = *holder;
     // A renewal on the new primary (renewals run every TIMEOUT / 3).
-    let renewed = || log.count(|e| matches!(e, LockEvent::Renewed { .. })) > renewed_before;
+    let renewed = || renewals(log) > before;
     assert!(
         poll::until_async(TIMEOUT, renewed).await,
-        "no renewal after the failover"
+        "{key}: no renewal after the failover"
     );
-    assert!(lease.is_held(), "the lease was lost in the failover");
+    assert!(lease.is_held(), "{key}: the lease was lost in the failover");
     // The second client has sent nothing since the primary died: its first command finds the old
     // connection broken (a `Backend` error) and makes it ask the Sentinels; the next ones go to the
     // new primary.
@@ -59,7 +82,7 @@ async fn survives_the_failover(
     }
     assert!(
         matches!(taken, Err(LockError::Timeout { .. })),
-        "the promoted replica must still have the lock: {taken:?}"
+        "{key}: the promoted replica must still have the lock: {taken:?}"
     );
     lease.release().await.unwrap();
     second
@@ -69,7 +92,6 @@ async fn survives_the_failover(
         .release()
         .await
         .unwrap();
-    assert!(killed.elapsed() < Duration::from_secs(30));
 }
 
 async fn watchdog(url: &str, events: Events) -> RedisWatchdog {
@@ -98,7 +120,16 @@ async fn a_watchdog_lock_survives_a_sentinel_failover() {
     let log = EventLog::new();
     let first = watchdog(&group.url(), Events::to(log.clone())).await;
     let second = watchdog(&group.url(), Events::none()).await;
-    survives_the_failover(&group, &first, &second, &log, "sentinel-watchdog").await;
+    survives_the_failover(
+        &group,
+        &[Holder {
+            first: &first,
+            second: &second,
+            log: &log,
+            key: "sentinel-watchdog",
+        }],
+    )
+    .await;
 }
 
 /// The same over TLS everywhere (clients to the Sentinels and the primary, the Sentinels to the servers,
@@ -117,7 +148,16 @@ async fn a_watchdog_lock_survives_a_sentinel_failover_over_tls() {
     let log = EventLog::new();
     let first = watchdog(&group.url(), Events::to(log.clone())).await;
     let second = watchdog(&group.url(), Events::none()).await;
-    survives_the_failover(&group, &first, &second, &log, "sentinel-tls-watchdog").await;
+    survives_the_failover(
+        &group,
+        &[Holder {
+            first: &first,
+            second: &second,
+            log: &log,
+            key: "sentinel-tls-watchdog",
+        }],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -126,7 +166,16 @@ async fn a_guard_thread_lock_survives_a_sentinel_failover() {
     let log = EventLog::new();
     let first = guard_thread(&group.url(), Events::to(log.clone())).await;
     let second = guard_thread(&group.url(), Events::none()).await;
-    survives_the_failover(&group, &first, &second, &log, "sentinel-guard").await;
+    survives_the_failover(
+        &group,
+        &[Holder {
+            first: &first,
+            second: &second,
+            log: &log,
+            key: "sentinel-guard",
+        }],
+    )
+    .await;
 }
 
 async fn keyspace_shadow(url: &str, events: Events) -> RedisKeyspace {
@@ -139,29 +188,79 @@ async fn keyspace_shadow(url: &str, events: Events) -> RedisKeyspace {
         .unwrap()
 }
 
+/// The notification flags the replica of `group` runs with.
+fn replica_flags(group: &RedisSentinels) -> String {
+    let replica = group.pair().replica();
+    replica
+        .command(&["CONFIG", "GET", "notify-keyspace-events"])
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keyspace_lock_survives_a_sentinel_failover_with_events_from_the_new_primary() {
     let group = RedisSentinels::start().unwrap();
-    let replica = group.pair().replica();
-    let flags = || {
-        replica
-            .command(&["CONFIG", "GET", "notify-keyspace-events"])
-            .unwrap()
-    };
-    assert!(
-        !flags().contains('x'),
-        "the replica was never asked: {}",
-        flags()
-    );
+    let flags = replica_flags(&group);
+    assert!(!flags.contains('x'), "the replica was never asked: {flags}");
     let log = EventLog::new();
     let first = keyspace_shadow(&group.url(), Events::to(log.clone())).await;
     let second = keyspace_shadow(&group.url(), Events::none()).await;
-    survives_the_failover(&group, &first, &second, &log, "sentinel-keyspace").await;
-    assert!(
-        flags().contains('x') && flags().contains('E'),
-        "{}",
-        flags()
+    let key = "sentinel-keyspace";
+    survives_the_failover(
+        &group,
+        &[Holder {
+            first: &first,
+            second: &second,
+            log: &log,
+            key,
+        }],
+    )
+    .await;
+    let flags = replica_flags(&group);
+    assert!(flags.contains('x') && flags.contains('E'), "{flags}");
+}
+
+/// On Valkey's servers and Sentinels, one failover for the three rows at once (each failover takes
+/// seconds): the watchdog's, the guard thread's and the keyspace shadow's locks all survive it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_valkey_the_three_rows_locks_survive_one_sentinel_failover() {
+    let group = RedisSentinels::start_with(RedisOptions::of(Flavor::Valkey)).unwrap();
+    let url = group.url();
+    let logs = [EventLog::new(), EventLog::new(), EventLog::new()];
+    let watchdogs = (
+        watchdog(&url, Events::to(logs[0].clone())).await,
+        watchdog(&url, Events::none()).await,
     );
+    let guards = (
+        guard_thread(&url, Events::to(logs[1].clone())).await,
+        guard_thread(&url, Events::none()).await,
+    );
+    let keyspaces = (
+        keyspace_shadow(&url, Events::to(logs[2].clone())).await,
+        keyspace_shadow(&url, Events::none()).await,
+    );
+    let holders = [
+        Holder {
+            first: &watchdogs.0,
+            second: &watchdogs.1,
+            log: &logs[0],
+            key: "valkey-watchdog",
+        },
+        Holder {
+            first: &guards.0,
+            second: &guards.1,
+            log: &logs[1],
+            key: "valkey-guard",
+        },
+        Holder {
+            first: &keyspaces.0,
+            second: &keyspaces.1,
+            log: &logs[2],
+            key: "valkey-keyspace",
+        },
+    ];
+    survives_the_failover(&group, &holders).await;
+    let flags = replica_flags(&group);
+    assert!(flags.contains('x') && flags.contains('E'), "{flags}");
 }
 
 #[tokio::test]
@@ -185,7 +284,16 @@ async fn with_an_acl_user_the_clients_log_in_on_every_primary() {
     let log = EventLog::new();
     let first = watchdog(&url, Events::to(log.clone())).await;
     let second = watchdog(&url, Events::none()).await;
-    survives_the_failover(&group, &first, &second, &log, "sentinel-acl").await;
+    survives_the_failover(
+        &group,
+        &[Holder {
+            first: &first,
+            second: &second,
+            log: &log,
+            key: "sentinel-acl",
+        }],
+    )
+    .await;
 
     let wrong = url.replace(PASSWORD, "not-the-password");
     let error = RedisWatchdog::connect(&wrong, WatchdogConfig::default(), Events::none())

@@ -20,8 +20,8 @@ use tokio::task::JoinHandle;
 mod support;
 
 use support::{
-    PREFIX, Setup, Strategy, TIMEOUT, assert_margins_in_range, expect_busy, lock_key,
-    renewal_margins, unique,
+    Flavor, PREFIX, Setup, Strategy, TIMEOUT, assert_margins_in_range, expect_busy, lock_key,
+    on_each_flavor, renewal_margins, unique,
 };
 
 /// The renewal period: TIMEOUT × 1/3.
@@ -41,7 +41,11 @@ struct Watchdog(RenewalMode);
 
 impl Watchdog {
     fn start(mode: RenewalMode) -> Setup<Watchdog> {
-        Setup::start(Watchdog(mode))
+        Self::start_on(Flavor::Redis, mode)
+    }
+
+    fn start_on(flavor: Flavor, mode: RenewalMode) -> Setup<Watchdog> {
+        Setup::start_on(flavor, Watchdog(mode))
     }
 }
 
@@ -60,8 +64,8 @@ impl Strategy for Watchdog {
 
 /// A 600 ms watchdog lease stays held for 5 s while another client tries every 20 ms; every renewal
 /// reports the TTL it found, within (0, timeout].
-async fn holder_keeps_lock_for_5s(mode: RenewalMode) {
-    let t = Watchdog::start(mode);
+async fn holder_keeps_lock_for_5s(mode: RenewalMode, flavor: Flavor) {
+    let t = Watchdog::start_on(flavor, mode);
     let log = EventLog::new();
     let (a, b) = (
         t.connect(Events::to(log.clone())).await,
@@ -87,8 +91,8 @@ async fn holder_keeps_lock_for_5s(mode: RenewalMode) {
 }
 
 /// After release the key is gone and no renew call reaches the server any more.
-async fn release_stops_renewal_on_the_server(mode: RenewalMode) {
-    let t = Watchdog::start(mode);
+async fn release_stops_renewal_on_the_server(mode: RenewalMode, flavor: Flavor) {
+    let t = Watchdog::start_on(flavor, mode);
     let a = t.connect(Events::none()).await;
     let key = unique("stops");
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
@@ -114,8 +118,8 @@ async fn release_stops_renewal_on_the_server(mode: RenewalMode) {
 }
 
 /// Deleting the key behind the holder's back fires `lost()` within one renewal period.
-async fn delete_fires_lost_within_a_period(mode: RenewalMode) {
-    let t = Watchdog::start(mode);
+async fn delete_fires_lost_within_a_period(mode: RenewalMode, flavor: Flavor) {
+    let t = Watchdog::start_on(flavor, mode);
     let a = t.connect(Events::none()).await;
     let key = unique("deleted");
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
@@ -139,8 +143,8 @@ async fn delete_fires_lost_within_a_period(mode: RenewalMode) {
 
 /// While the server is frozen (SIGSTOP) for longer than the timeout, `lost()` fires and `is_held()`
 /// turns false by the local deadline — before the server could answer anything.
-async fn frozen_server_loses_lease_by_deadline(mode: RenewalMode) {
-    let t = Watchdog::start(mode);
+async fn frozen_server_loses_lease_by_deadline(mode: RenewalMode, flavor: Flavor) {
+    let t = Watchdog::start_on(flavor, mode);
     let log = EventLog::new();
     let a = t.connect(Events::to(log.clone())).await;
     let key = unique("frozen");
@@ -177,8 +181,8 @@ async fn frozen_server_loses_lease_by_deadline(mode: RenewalMode) {
 }
 
 /// Same owner twice: the hash counts 2; one release leaves it held (count 1), the second frees it.
-async fn reentrant_counts_in_the_hash(mode: RenewalMode) {
-    let t = Watchdog::start(mode);
+async fn reentrant_counts_in_the_hash(mode: RenewalMode, flavor: Flavor) {
+    let t = Watchdog::start_on(flavor, mode);
     let (a, b) = t.pair().await;
     let key = unique("reentrant");
     let opts = AcquireOptions::try_once().owner(OwnerId::new("worker-7"));
@@ -205,8 +209,8 @@ async fn reentrant_counts_in_the_hash(mode: RenewalMode) {
 }
 
 /// A release by someone who no longer holds the lock is `NotHeld` and leaves the holder's hash alone.
-async fn non_owner_release_is_an_error(mode: RenewalMode) {
-    let t = Watchdog::start(mode);
+async fn non_owner_release_is_an_error(mode: RenewalMode, flavor: Flavor) {
+    let t = Watchdog::start_on(flavor, mode);
     let (a, b) = t.pair().await;
     let key = unique("non-owner");
     let stale = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
@@ -254,8 +258,8 @@ async fn expect_quick_handoff(
 
 /// A waiter wakes on the unlock message, long before the holder's TTL would have run out, and does
 /// not poll while it waits.
-async fn waiter_wakes_on_unlock_message(mode: RenewalMode) {
-    let t = Watchdog::start(mode);
+async fn waiter_wakes_on_unlock_message(mode: RenewalMode, flavor: Flavor) {
+    let t = Watchdog::start_on(flavor, mode);
     let (a, b) = t.pair().await;
     let key = unique("wake");
     let lease = a.acquire(&key, &AcquireOptions::try_once()).await.unwrap();
@@ -283,8 +287,8 @@ async fn waiter_wakes_on_unlock_message(mode: RenewalMode) {
 /// unlock message wakes one of them, which gets the lock and releases it at once, uncontended. The
 /// other must get the lock right after that release, not when the first holder's 5 s TTL would have run
 /// out (a lost wake-up: it was never woken, so it never marked the new holder's hash for a publish).
-async fn second_waiter_of_a_client_wakes_after_first_releases(mode: RenewalMode) {
-    let t = Watchdog::start(mode);
+async fn second_waiter_of_a_client_wakes_after_first_releases(mode: RenewalMode, flavor: Flavor) {
+    let t = Watchdog::start_on(flavor, mode);
     let (a, b) = t.pair().await;
     let key = unique("second-waiter");
     let held = AcquireOptions::try_once().fixed(Duration::from_secs(5));
@@ -330,8 +334,8 @@ async fn second_waiter_of_a_client_wakes_after_first_releases(mode: RenewalMode)
 
 /// `CLIENT KILL TYPE pubsub` while a waiter waits: the dispatcher reconnects and resubscribes the
 /// waiter's channel, so the release's unlock message still hands the lock over at once.
-async fn waiter_survives_a_pubsub_kill(mode: RenewalMode) {
-    let t = Watchdog::start(mode);
+async fn waiter_survives_a_pubsub_kill(mode: RenewalMode, flavor: Flavor) {
+    let t = Watchdog::start_on(flavor, mode);
     let (a, b) = t.pair().await;
     let key = unique("pubsub-kill");
     let channel = format!("{}:unlock", lock_key(&key));
@@ -355,8 +359,8 @@ async fn waiter_survives_a_pubsub_kill(mode: RenewalMode) {
 }
 
 /// Dropping an acquire that waits on pub/sub unsubscribes its channel and leaves no hold or renewal.
-async fn cancelled_waiter_leaves_no_subscription(mode: RenewalMode) {
-    let t = Watchdog::start(mode);
+async fn cancelled_waiter_leaves_no_subscription(mode: RenewalMode, flavor: Flavor) {
+    let t = Watchdog::start_on(flavor, mode);
     let (a, b) = t.pair().await;
     let key = unique("cancelled");
     let channel = format!("{}:unlock", lock_key(&key));
@@ -389,46 +393,56 @@ async fn cancelled_waiter_leaves_no_subscription(mode: RenewalMode) {
     assert_eq!(b.renew_calls(), 0);
 }
 
+/// One test per case in `$mode`, on the server program `$flavor`.
 macro_rules! watchdog_tests {
-    ($mode:expr; $($case:ident),* $(,)?) => {
+    ($mode:expr, $flavor:ident; $($case:ident),* $(,)?) => {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
-                super::$case($mode).await;
+                super::super::$case($mode, Flavor::$flavor).await;
             }
         )*
     };
 }
 
+/// In `$mode`: on Redis the conformance suite and every case of the watchdog; on Valkey the
+/// conformance suite and the cases that break something on purpose (a `DEL` behind the holder, a
+/// frozen server, a killed pub/sub connection), which is where the fork could answer differently.
 macro_rules! both_modes {
     ($mode:expr) => {
         use super::*;
 
-        lockers::conformance_tests!(Watchdog::start($mode));
+        /// On Redis.
+        mod on_redis {
+            use super::*;
 
-        watchdog_tests!($mode;
-            holder_keeps_lock_for_5s, release_stops_renewal_on_the_server,
+            lockers::conformance_tests!(Watchdog::start_on(Flavor::Redis, $mode));
+            both_modes!(@faults $mode, Redis);
+            watchdog_tests!($mode, Redis;
+                holder_keeps_lock_for_5s, release_stops_renewal_on_the_server,
+                reentrant_counts_in_the_hash, non_owner_release_is_an_error,
+                waiter_wakes_on_unlock_message,
+                second_waiter_of_a_client_wakes_after_first_releases,
+                cancelled_waiter_leaves_no_subscription);
+        }
+
+        /// On Valkey: the same scripts on the Redis fork.
+        mod on_valkey {
+            use super::*;
+
+            lockers::conformance_tests!(Watchdog::start_on(Flavor::Valkey, $mode));
+            both_modes!(@faults $mode, Valkey);
+        }
+    };
+    (@faults $mode:expr, $flavor:ident) => {
+        watchdog_tests!($mode, $flavor;
             delete_fires_lost_within_a_period, frozen_server_loses_lease_by_deadline,
-            reentrant_counts_in_the_hash, non_owner_release_is_an_error,
-            waiter_wakes_on_unlock_message, waiter_survives_a_pubsub_kill,
-            second_waiter_of_a_client_wakes_after_first_releases,
-            cancelled_waiter_leaves_no_subscription);
+            waiter_survives_a_pubsub_kill);
     };
 }
 
 mod per_lock {
     both_modes!(RenewalMode::PerLock);
-}
-
-/// The conformance suite once more on Valkey (per-lock mode): the same scripts, on the Redis fork.
-mod on_valkey {
-    use super::*;
-    use lockbench_servers::{Flavor, RedisOptions};
-
-    lockers::conformance_tests!(Setup::start_with(
-        Watchdog(RenewalMode::PerLock),
-        RedisOptions::of(Flavor::Valkey)
-    ));
 }
 
 mod batched {
@@ -586,9 +600,11 @@ async fn close_stops_renewal_and_refuses_new_acquires() {
     );
 }
 
-#[tokio::test]
-async fn flushed_script_cache_is_reloaded_on_noscript() {
-    let t = Watchdog::start(RenewalMode::PerLock);
+on_each_flavor!(flushed_script_cache_is_reloaded_on_noscript);
+
+/// `SCRIPT FLUSH` behind the client's back: the next acquire and release reload their scripts.
+async fn flushed_script_cache_is_reloaded_on_noscript(flavor: Flavor) {
+    let t = Watchdog::start_on(flavor, RenewalMode::PerLock);
     let a = t.connect(Events::none()).await;
     t.redis(&["SCRIPT", "FLUSH"]);
     let lease = a

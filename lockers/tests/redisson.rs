@@ -2,7 +2,9 @@
 //! what makes them Redisson — a renewal error ends classic renewal for good (the lock is lost while
 //! `redisson` and `redis-watchdog` keep theirs), `WAIT` after lock writes with a replica (counted by the
 //! primary's `INFO commandstats`), an acquire no replica confirmed fails and is undone, every final
-//! unlock publishes, and no renew call reaches a key after its release (read from `MONITOR`).
+//! unlock publishes, and no renew call reaches a key after its release (read from `MONITOR`). The
+//! conformance suites and the cases that break something on purpose (a blackholed or reset connection,
+//! a busy script, a paused replica) run on Redis and on Valkey (`on_valkey::…`).
 #![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -11,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use lockbench_servers::{Direction, Fault, Proxy, RedisPair, RedisServer};
+use lockbench_servers::{Direction, Fault, Proxy, RedisOptions, RedisPair, RedisServer};
 use lockers::redis::{
     ConnectionSettings, Generation, RedisWatchdog, Redisson, RedissonConfig, RetryDelay, Topology,
     WatchdogConfig,
@@ -21,7 +23,9 @@ use lockers::{AcquireOptions, EventLog, Events, LockError, LockEvent, Locker, Lo
 #[path = "support/redis.rs"]
 mod support;
 
-use support::{PREFIX, Setup, Strategy, TIMEOUT, expect_busy, lock_key, unique};
+use support::{
+    Flavor, PREFIX, Setup, Strategy, TIMEOUT, expect_busy, lock_key, on_each_flavor, unique,
+};
 
 fn config(generation: Generation) -> RedissonConfig {
     RedissonConfig {
@@ -49,12 +53,28 @@ impl Strategy for Row {
 
 mod classic {
     use super::*;
-    lockers::conformance_tests!(Setup::start(Row(Generation::Classic)));
+    on_each_flavor!(@conformance |flavor| Setup::start_on(flavor, Row(Generation::Classic)););
 }
 
 mod scheduler {
     use super::*;
-    lockers::conformance_tests!(Setup::start(Row(Generation::Scheduler)));
+    on_each_flavor!(@conformance |flavor| Setup::start_on(flavor, Row(Generation::Scheduler)););
+}
+
+// The faults on Valkey too. The proxy's blackholes and resets happen between the client and the
+// server, which sees none of them: on Valkey they run in their cheapest forms (one blackhole with its
+// reset, one reset under a written renewal); the longer outages (the 3-retry and watchdog riders)
+// stay on Redis only.
+on_each_flavor!(
+    classic_stops_renewing_after_one_error,
+    a_reset_under_a_written_renewal_waits_for_its_timeout,
+    classic_renewal_retries_busy,
+    acquire_no_replica_confirmed_fails_and_is_undone,
+);
+
+/// A server of `flavor`.
+fn server_of(flavor: Flavor) -> RedisServer {
+    RedisServer::start_with(RedisOptions::of(flavor)).unwrap()
 }
 
 #[test]
@@ -141,8 +161,8 @@ struct AfterError {
 /// dropped (a blackhole from 0.7 to `until_periods` periods after the acquire, at most a third of
 /// the TTL; Redisson's retries are spent 0.6 periods after the renewal was first sent) and the connection is then reset. Another client, straight
 /// to the server, waits for the lock for 2 timeouts.
-async fn renewal_error(row: &str, until_periods: f64) -> AfterError {
-    let server = RedisServer::start().unwrap();
+async fn renewal_error(row: &str, until_periods: f64, flavor: Flavor) -> AfterError {
+    let server = server_of(flavor);
     let proxy = Proxy::start(server.addr()).unwrap();
     let log = EventLog::new();
     let proxied = format!("redis://{}", proxy.addr());
@@ -186,9 +206,8 @@ async fn renewal_error(row: &str, until_periods: f64) -> AfterError {
 
 /// Classic Redisson stops renewing after one error: the lock expires a TTL after the last renewal and
 /// another client takes it while the holder never heard of a loss until its deadline.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn classic_stops_renewing_after_one_error() {
-    let r = renewal_error("redisson-classic", 1.7).await;
+async fn classic_stops_renewing_after_one_error(flavor: Flavor) {
+    let r = renewal_error("redisson-classic", 1.7, flavor).await;
     assert_eq!(r.failed, 1, "one failed renewal, then none attempted");
     assert_eq!(r.renewed_after, 0, "classic renewed after an error");
     let taken = r.taken_after.expect("the lock outlived its TTL unrenewed");
@@ -207,7 +226,7 @@ async fn classic_stops_renewing_after_one_error() {
 /// keeps its lock (what #3194's reporters saw fail were outages longer than the retries).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn classic_rides_out_an_outage_within_its_retries() {
-    let r = renewal_error("redisson-classic", 1.25).await;
+    let r = renewal_error("redisson-classic", 1.25, Flavor::Redis).await;
     assert_eq!(r.failed, 0, "the renewal failed despite retries");
     assert!(r.renewed_after >= 2, "renewal stopped: {}", r.renewed_after);
     assert_eq!(r.taken_after, None, "the lock was taken");
@@ -218,7 +237,7 @@ async fn classic_rides_out_an_outage_within_its_retries() {
 /// expiry, and the lock stays held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scheduler_retries_at_the_next_tick() {
-    let r = renewal_error("redisson-3-retries", 1.7).await;
+    let r = renewal_error("redisson-3-retries", 1.7, Flavor::Redis).await;
     assert!(r.failed >= 1, "the failure is reported");
     assert!(r.renewed_after >= 2, "renewal resumed: {}", r.renewed_after);
     assert_eq!(r.taken_after, None, "the lock was taken");
@@ -236,8 +255,8 @@ struct Blackholed {
     acquired: Instant,
 }
 
-async fn blackholed_before_the_first_renewal(name: &str) -> Blackholed {
-    let server = RedisServer::start().unwrap();
+async fn blackholed_before_the_first_renewal(name: &str, flavor: Flavor) -> Blackholed {
+    let server = server_of(flavor);
     let proxy = Proxy::start(server.addr()).unwrap();
     let log = EventLog::new();
     let proxied = format!("redis://{}", proxy.addr());
@@ -273,7 +292,7 @@ async fn scheduler_spends_the_retry_budget_of_3_52() {
         log,
         lease,
         acquired,
-    } = blackholed_before_the_first_renewal("retry-budget").await;
+    } = blackholed_before_the_first_renewal("retry-budget", Flavor::Redis).await;
     let failed = |log: &EventLog| log.count(|e| matches!(e, LockEvent::RenewFailed { .. })) > 0;
     while !failed(&log) && acquired.elapsed() < LONG {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -295,8 +314,7 @@ async fn scheduler_spends_the_retry_budget_of_3_52() {
 /// attempt failed at 2015 ms, after the reset at 1.9 s). The renewal due 1 s after the acquire goes
 /// into a blackhole, the connection is reset 60 ms later and the path cleared: the renewal succeeds
 /// only after the first attempt's 150 ms timeout, not right after the reset.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reset_under_a_written_renewal_waits_for_its_timeout() {
+async fn a_reset_under_a_written_renewal_waits_for_its_timeout(flavor: Flavor) {
     let Blackholed {
         _server,
         _client,
@@ -304,7 +322,7 @@ async fn a_reset_under_a_written_renewal_waits_for_its_timeout() {
         log,
         lease,
         acquired,
-    } = blackholed_before_the_first_renewal("reset-written").await;
+    } = blackholed_before_the_first_renewal("reset-written", flavor).await;
     // The first renew call is due a period after the acquire, on Redisson's timer.
     tokio::time::sleep_until((acquired + LONG_PERIOD + Duration::from_millis(60)).into()).await;
     proxy.set(Direction::Upstream, Fault::Pass);
@@ -332,7 +350,7 @@ async fn a_reset_under_a_written_renewal_waits_for_its_timeout() {
 /// redis-watchdog retries until its deadline: the lock stays held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watchdog_retries_until_the_deadline() {
-    let r = renewal_error("redis-watchdog", 1.7).await;
+    let r = renewal_error("redis-watchdog", 1.7, Flavor::Redis).await;
     assert!(r.failed >= 1);
     assert!(r.renewed_after >= 2, "renewal resumed: {}", r.renewed_after);
     assert_eq!(r.taken_after, None, "the lock was taken");
@@ -350,9 +368,8 @@ const BUSY_SCRIPT: &str = "local s = redis.call('TIME') local b = s[1] * 1000 + 
 /// for good after a longer one. Two holders, `retryInterval` 500 ms and 20 ms, meet one 1 s script
 /// (`BUSY` answers from about 0.9 to 1.8 s after the acquire; the first renewals are due at 1 s): the
 /// first renews again, the second's lock expires a TTL after the acquire.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn classic_renewal_retries_busy() {
-    let server = RedisServer::start().unwrap();
+async fn classic_renewal_retries_busy(flavor: Flavor) {
+    let server = server_of(flavor);
     let addr = server.addr();
     let classic = |retry_ms| RedissonConfig {
         renewal: lockers::Renewal::new(LONG),
@@ -485,9 +502,8 @@ async fn scheduler_waits_after_lock_writes() {
 /// A replica that confirms nothing (stopped with SIGSTOP, still connected) fails the acquire with
 /// Redisson's error, and the unconfirmed hold is released again (3.47+; each of the 4 retries after
 /// a pause scaled by `retry_interval`, short here).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acquire_no_replica_confirmed_fails_and_is_undone() {
-    let pair = RedisPair::start().unwrap();
+async fn acquire_no_replica_confirmed_fails_and_is_undone(flavor: Flavor) {
+    let pair = RedisPair::start_with(RedisOptions::of(flavor)).unwrap();
     let primary = pair.primary();
     let config = RedissonConfig {
         slaves_sync_timeout: Duration::from_millis(300),

