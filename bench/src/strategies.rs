@@ -35,6 +35,7 @@ use lockbench_reports::many_locks;
 use crate::backends::{AddressCheckFuture, EndpointAddrs, ServerKind};
 
 mod added;
+pub mod beside;
 mod choice;
 mod connect;
 use connect::*;

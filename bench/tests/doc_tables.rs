@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use lockbench::commands::scale::raw::RAW_SENDER;
+use lockbench::commands::scale::RAW_SENDER;
 use lockbench_reports::bench::BenchResults;
 use lockbench_reports::sections::Part;
 use lockbench_reports::{

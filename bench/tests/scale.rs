@@ -179,7 +179,8 @@ fn gone(pid: u32) -> bool {
 
 /// SIGTERM while a strategy holds its locks: the scale run stops its load, starts no other strategy,
 /// writes scale.json marked incomplete with the stop recorded, and exits 130; no worker process of it
-/// is left running. Once with each strategy in its own child process (the default), once in-process.
+/// is left running, and none had a server address on its command line. Once with each strategy in its
+/// own worker process (the default), once in-process.
 #[test]
 fn sigterm_mid_run_writes_what_was_measured_and_exits_130() {
     use std::io::BufRead as _;
@@ -238,6 +239,19 @@ fn sigterm_mid_run_writes_what_was_measured_and_exits_130() {
         if !in_process {
             assert!(!workers.is_empty(), "no worker process found");
         }
+        // A worker is told its job and its servers over its input: no address on its command line.
+        let mut own = 0;
+        for worker in &workers {
+            let line = std::fs::read(format!("/proc/{worker}/cmdline")).unwrap_or_default();
+            let line = String::from_utf8_lossy(&line);
+            let words: Vec<&str> = line.split('\0').filter(|w| !w.is_empty()).collect();
+            // The servers lockbench started are its children too.
+            if words.first().is_some_and(|w| w.ends_with("/lockbench")) {
+                own += 1;
+                assert_eq!(words[1..], ["worker"], "{words:?}");
+            }
+        }
+        assert_eq!(own > 0, !in_process, "{workers:?}");
         // SAFETY: kill(2) has no memory-safety preconditions; `pid` is our child, not yet reaped.
         unsafe { libc::kill(pid as i32, libc::SIGTERM) };
         let began = Instant::now();

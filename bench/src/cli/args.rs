@@ -441,26 +441,24 @@ pub struct ScaleArgs {
     /// Servers to use instead of starting them.
     #[command(flatten)]
     pub servers: ServerArgs,
-    /// Internal: run as one strategy's child process (write DIR/scale.json, print nothing).
-    #[arg(long, hide = true)]
-    pub worker: bool,
-    /// Internal: process ids of the servers, for their CPU time (`redis=PID,zookeeper=PID`).
-    #[arg(long, hide = true, value_name = "LIST")]
-    pub server_pids: Option<String>,
-    /// Internal: as a worker, measure the raw sender beside the batched strategy.
-    #[arg(long, hide = true, requires = "worker")]
-    pub raw_sender: bool,
     /// Adapters of your own.
     #[command(flatten)]
     pub adapters: AdapterFlags,
 }
 
 impl ScaleArgs {
-    /// The scale run these flags ask for (`--worker` runs in this process).
-    pub fn request(&self) -> ScaleRequest {
-        ScaleRequest {
+    /// The scale run these flags ask for; an unknown strategy is a usage error naming the flag.
+    pub fn request(&self) -> Result<ScaleRequest, BenchError> {
+        let strategies = match &self.strategies {
+            Some(list) => Some(
+                StrategyChoice::parse(list)
+                    .map_err(|e| BenchError::usage(format!("--strategies: {e}")))?,
+            ),
+            None => None,
+        };
+        Ok(ScaleRequest {
             options: ScaleOptions {
-                strategies: self.strategies.clone(),
+                strategies,
                 steps: self.steps.clone(),
                 hold: self.hold.clone(),
                 watchdog_timeout: self.watchdog_timeout.clone(),
@@ -468,7 +466,7 @@ impl ScaleArgs {
                 step_budget: self.step_budget.clone(),
                 max_threads: self.max_threads,
                 max_rss_mib: self.max_rss_mib,
-                in_process: self.in_process || self.worker,
+                in_process: self.in_process,
                 yardstick: true,
                 peers: self.peers,
                 warm_up: self.warmup.clone(),
@@ -476,9 +474,6 @@ impl ScaleArgs {
             },
             out: self.out.clone(),
             servers: self.servers.given(),
-            worker: self.worker,
-            server_pids: self.server_pids.clone(),
-            raw_sender: self.raw_sender,
-        }
+        })
     }
 }

@@ -210,7 +210,9 @@ where
             .request()
             .and_then(|r| runtime.block_on(compare::command(r))),
         Command::Report(args) => report::command(args.request()),
-        Command::Scale(args) => runtime.block_on(scale::command(args.request())),
+        Command::Scale(args) => args
+            .request()
+            .and_then(|r| runtime.block_on(scale::command(r))),
         Command::CheckAdapter(args) => runtime.block_on(check_adapter::command(&args.manifest)),
         Command::Worker(args) => return worker(&runtime, &args),
         Command::Completions { shell } => {
@@ -315,13 +317,14 @@ mod tests {
 
     use super::*;
     use crate::backends::{Backends, ServerKind};
-    use crate::commands::scale::Isolation;
-    use crate::commands::scale::child::{time_bound, worker_args};
     use crate::commands::scale::{ScaleOptions, ScaleRequest};
     use crate::commands::{plan, suite};
+    use crate::driver::many_locks::in_worker::time_bound;
+    use crate::driver::many_locks::job::HoldManyJob;
+    use crate::driver::many_locks::{Isolation, Subject};
     use crate::strategies::StrategyChoice;
 
-    fn scale_args(extra: &[&str]) -> ScaleRequest {
+    fn scale_request(extra: &[&str]) -> Result<ScaleRequest, BenchError> {
         let mut argv = vec!["lockbench", "scale"];
         argv.extend_from_slice(extra);
         match Cli::try_parse_from(argv).map(|c| c.command) {
@@ -330,12 +333,19 @@ mod tests {
         }
     }
 
+    fn scale_args(extra: &[&str]) -> ScaleRequest {
+        scale_request(extra).unwrap_or_else(|e| panic!("{e}"))
+    }
+
     #[test]
     fn scale_flags_default_to_the_scale_defaults() {
-        assert_eq!(scale_args(&[]).options, ScaleOptions::default());
+        assert_eq!(
+            format!("{:?}", scale_args(&[]).options),
+            format!("{:?}", ScaleOptions::default())
+        );
         assert!(scale_args(&["--in-process"]).options.in_process);
         assert!(scale_args(&["--peers"]).options.peers);
-        assert!(scale_args(&["--worker"]).options.in_process);
+        assert!(Cli::try_parse_from(["lockbench", "scale", "--worker"]).is_err());
     }
 
     #[test]
@@ -349,14 +359,16 @@ mod tests {
             ("--max-threads", "0"),
             ("--strategies", "redis-nope"),
         ] {
-            let err = scale_args(&[flag, value]).options.spec().expect_err(value);
+            let err = scale_request(&[flag, value])
+                .and_then(|r| r.options.spec())
+                .expect_err(value);
             assert!(matches!(err, BenchError::Usage(_)), "{err}");
             assert!(err.to_string().contains(flag), "{err} should name {flag}");
         }
     }
 
     #[test]
-    fn scale_worker_arguments_round_trip_through_the_parser() {
+    fn a_hold_many_job_round_trips_through_its_json_line() {
         let spec = scale_args(&[
             "--steps",
             "10,20k",
@@ -370,18 +382,24 @@ mod tests {
         .options
         .spec()
         .unwrap_or_else(|e| panic!("{e}"));
-        let argv = worker_args(spec.strategies[0], &spec, &Backends::default());
-        let rest: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-        let child = scale_args(&rest)
-            .options
-            .spec()
-            .unwrap_or_else(|e| panic!("{e}"));
+        let job = HoldManyJob::new(
+            spec.strategies[1],
+            Subject::RawSender,
+            &spec,
+            &Backends::default(),
+        );
+        let line = serde_json::to_string(&job).unwrap_or_else(|e| panic!("{e}"));
+        let read: HoldManyJob = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}"));
+        let child = read.spec;
         assert_eq!(child.steps, [10, 20_000]);
         assert_eq!(child.hold, Duration::from_millis(1500));
         assert_eq!(child.max_rss_bytes, 512 << 20);
         assert_eq!(child.warm_up, Duration::from_secs(2));
         assert_eq!(child.strategies.len(), 1);
+        assert_eq!(child.strategies[0].id, spec.strategies[1].id);
+        assert_eq!(child.passes, 1);
         assert_eq!(child.isolation, Isolation::InProcess);
+        assert_eq!(read.subject, Subject::RawSender);
         assert!(time_bound(&spec) > spec.step_budget * 2);
     }
 
@@ -479,7 +497,7 @@ mod tests {
         let given = |argv: &[&str]| match Cli::try_parse_from(argv).map(|c| c.command) {
             Ok(Command::Run(a)) => a.request().expect("a request").servers,
             Ok(Command::Compare(a)) => a.request().expect("a request").servers,
-            Ok(Command::Scale(a)) => a.request().servers,
+            Ok(Command::Scale(a)) => a.request().expect("a request").servers,
             other => panic!("{other:?}"),
         };
         for command in ["run", "compare", "scale"] {

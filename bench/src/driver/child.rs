@@ -1,5 +1,6 @@
 //! Processes mode, the worker's side: the hidden `lockbench worker` command. It reads a
-//! [`ChildSpec`] from stdin, builds its client through the registry, connects to the resource socket,
+//! [`WorkerJob`] from stdin (a many-locks series' job goes to [`in_worker::work`]); for a case's
+//! [`ChildSpec`] it builds its client through the registry, connects to the resource socket,
 //! says ready, waits for `go`, runs the same worker loop as tasks mode, streams interval batches and
 //! finally its report as JSON lines on stdout, then exits. It stops on `stop`, at its deadline, or when
 //! stdin closes (the driver is gone). In cases with faults it also reports each acquire and end of hold
@@ -16,8 +17,9 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufRea
 use tokio::sync::mpsc;
 
 use super::cost::{self, CostScope};
+use super::many_locks::in_worker;
 use super::mode::capabilities_model;
-use super::protocol::{ChildSpec, FromChild, Hello, ToChild};
+use super::protocol::{ChildSpec, FromChild, Hello, ToChild, WorkerJob};
 use super::renewal::RenewalRecorder;
 use super::resource_socket::{RemoteResource, ResourceClient};
 use super::worker::{ReadyPlan, Worker};
@@ -59,20 +61,27 @@ fn exit_with_parent() {
 pub(crate) async fn worker_main() -> i32 {
     exit_with_parent();
     let mut first = String::new();
-    let spec: Result<ChildSpec, String> = std::io::stdin()
+    let job: Result<WorkerJob, String> = std::io::stdin()
         .lock()
         .read_line(&mut first)
         .map_err(|e| e.to_string())
         .and_then(|_| serde_json::from_str(&first).map_err(|e| format!("bad worker spec: {e}")));
-    let spec = match spec {
-        Ok(spec) => spec,
+    let input = BufReader::new(tokio::io::stdin()).lines();
+    match job {
+        Ok(WorkerJob::Case(spec)) => serve(*spec, input, tokio::io::stdout(), false).await,
+        Ok(WorkerJob::HoldMany(job)) => {
+            let answer = in_worker::work(*job, input).await;
+            print_line(&answer);
+            match answer {
+                FromChild::Series(_) => EXIT_OK,
+                _ => EXIT_FAILED,
+            }
+        }
         Err(message) => {
             print_line(&FromChild::Error { message });
-            return EXIT_FAILED;
+            EXIT_FAILED
         }
-    };
-    let input = BufReader::new(tokio::io::stdin()).lines();
-    serve(spec, input, tokio::io::stdout(), false).await
+    }
 }
 
 /// Runs one case of `spec`, reading the driver's commands from `input` and writing to `output`;

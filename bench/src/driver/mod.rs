@@ -9,6 +9,7 @@
 //! | [`mode`] | what the worker modes share: context, timing, supervision, their output |
 //! | [`tasks`], [`processes`], [`worker_link`], [`child`], [`protocol`], [`remote`] | the worker modes: tasks, worker processes (the driver's link to each), remote workers over TCP |
 //! | [`worker`] | one client's load loop |
+//! | [`many_locks`] | one client holding many locks, in a worker process or here (`lockbench scale`) |
 //! | [`resource`], [`resource_socket`] | the protected counters with fencing (safety measures 2 and 3); a worker's handle on them |
 //! | [`oracle`] | overlapping believed-held intervals (safety measure 1), hand-off latency |
 //! | [`holder_sample`] | the stretch of one key's intervals the holder timeline shows |
@@ -22,6 +23,7 @@ pub(crate) mod child;
 pub(crate) mod cost;
 pub(crate) mod histogram;
 pub(crate) mod holder_sample;
+pub(crate) mod many_locks;
 pub(crate) mod mode;
 pub(crate) mod oracle;
 pub(crate) mod processes;

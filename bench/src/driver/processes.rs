@@ -24,7 +24,7 @@ use super::mode::{
     supervise,
 };
 use super::oracle::Oracle;
-use super::protocol::{ChildSpec, FromChild, ToChild};
+use super::protocol::{ChildSpec, FromChild, ToChild, WorkerJob};
 use super::remote::WorkerPool;
 use super::resource::Resource;
 use super::resource_socket::{ResourceAddress, ResourceServer};
@@ -358,9 +358,12 @@ impl Case<'_> {
                 .input
                 .as_mut()
                 .ok_or_else(|| CaseError::Fail(format!("worker {client}: no input")))?;
-            send(input, &spec)
-                .await
-                .map_err(|e| CaseError::Fail(format!("worker {client}: {e}")))?;
+            // A remote worker runs cases only; a worker process is told which job it has.
+            let sent = match self.remote {
+                Some(_) => send(input, &spec).await,
+                None => send(input, &WorkerJob::Case(Box::new(spec))).await,
+            };
+            sent.map_err(|e| CaseError::Fail(format!("worker {client}: {e}")))?;
             workers.push(worker);
         }
         Ok((workers, events))
@@ -417,6 +420,9 @@ impl Case<'_> {
                         heard.problems.push(format!("worker {client}: {message}"));
                     }
                     Some(Event::Message(_, FromChild::Ready { .. })) => {}
+                    Some(Event::Message(client, FromChild::Series(_))) => {
+                        heard.problems.push(format!("worker {client}: a many-locks series in a case"));
+                    }
                     Some(Event::Closed(client)) => {
                         // Every hold event it sent is on the board now (a fault waits for them).
                         self.faults.board().closed(client);

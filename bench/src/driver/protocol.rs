@@ -1,11 +1,15 @@
 //! What the driver and a worker process (`lockbench worker`) say to each other, one JSON object per
-//! line: the driver writes a [`ChildSpec`], then [`ToChild`] messages, on the worker's stdin (a remote
-//! worker's TCP connection); the worker answers with [`FromChild`] messages on its stdout (the same
-//! connection). A remote worker first sends [`Hello`] with the run's token and reads `ok`.
+//! line: the driver writes a [`WorkerJob`] (a remote worker's TCP connection: a [`ChildSpec`]), then
+//! [`ToChild`] messages, on the worker's stdin; the worker answers with [`FromChild`] messages on its
+//! stdout (the same connection). A remote worker first sends [`Hello`] with the run's token and reads
+//! `ok`.
 
 use lockbench_reports::model::Capabilities;
 use serde::{Deserialize, Serialize};
 
+use lockbench_reports::scale::ScaleSeries;
+
+use super::many_locks::job::HoldManyJob;
 use super::resource_socket::ResourceAddress;
 use super::tally::WorkerTally;
 use super::worker::CasePlan;
@@ -15,6 +19,16 @@ use crate::base::holds::IntervalBatch;
 use crate::faults::workers::{LibraryStarve, WorkerCommand};
 
 /// The first line a worker process reads: what to run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum WorkerJob {
+    /// One client of a case.
+    Case(Box<ChildSpec>),
+    /// One client holding many locks ([`super::many_locks`]).
+    HoldMany(Box<HoldManyJob>),
+}
+
+/// What one client of a case runs (a remote worker's first line).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ChildSpec {
     /// The case.
@@ -81,6 +95,8 @@ pub(crate) enum FromChild {
     LibraryStarved(LibraryStarve),
     /// The final figures; the worker exits after it.
     Report(Box<WorkerTally>),
+    /// A hold-many job's series; the worker exits after it.
+    Series(Box<ScaleSeries>),
     /// Something failed; one line.
     Error {
         /// What.

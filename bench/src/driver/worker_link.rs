@@ -3,6 +3,7 @@
 //! the command and fault channels to it), and its end with the words for how it exited.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::Mutex;
 
@@ -45,8 +46,8 @@ impl Drop for WorkerLink {
     }
 }
 
-/// Another command's child process that [`kill_all_workers`] kills too (`lockbench scale`'s one per
-/// strategy): it must lead its own process group. Forgotten when dropped.
+/// A worker process started outside a case (a many-locks series') that [`kill_all_workers`] kills
+/// too: it must lead its own process group. Forgotten when dropped.
 #[derive(Debug)]
 pub(crate) struct LiveWorker(u32);
 
@@ -84,7 +85,7 @@ pub(super) enum Event {
     Closed(u32),
 }
 
-pub(super) async fn send<W: AsyncWrite + Unpin + ?Sized>(
+pub(crate) async fn send<W: AsyncWrite + Unpin + ?Sized>(
     input: &mut W,
     line: &impl serde::Serialize,
 ) -> std::io::Result<()> {
@@ -112,21 +113,28 @@ where
     });
 }
 
-pub(super) fn spawn_worker(
-    ctx: &CaseContext<'_>,
-    client: u32,
-    events: mpsc::UnboundedSender<Event>,
-) -> Result<WorkerLink, CaseError> {
-    let mut command = Command::new(&ctx.worker_exe);
+/// `exe worker` with the adapters the user added, its input and output piped, leading its own
+/// process group (a terminal's Ctrl-C reaches only the driver), killed when its handle is dropped.
+/// A case's workers and a many-locks series' worker start the same way.
+pub(crate) fn worker_command(exe: &Path) -> Command {
+    let mut command = Command::new(exe);
     command
         .arg("worker")
         .args(crate::strategies::added_adapter_args())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
         .kill_on_drop(true)
         .process_group(0);
-    let mut child = command.spawn().map_err(|e| {
+    command
+}
+
+pub(super) fn spawn_worker(
+    ctx: &CaseContext<'_>,
+    client: u32,
+    events: mpsc::UnboundedSender<Event>,
+) -> Result<WorkerLink, CaseError> {
+    let mut command = worker_command(&ctx.worker_exe);
+    let mut child = command.stderr(Stdio::inherit()).spawn().map_err(|e| {
         CaseError::Fail(format!(
             "cannot start worker process {}: {e}",
             ctx.worker_exe.display()

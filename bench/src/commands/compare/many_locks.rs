@@ -12,7 +12,7 @@ use crate::commands::scale::{self, ScaleOptions, ScaleRequest};
 use crate::commands::suite::{
     MANY_LOCKS, MANY_LOCKS_HOLD, MANY_LOCKS_PASSES, MANY_LOCKS_STEP_BUDGET, MANY_LOCKS_STEPS,
 };
-use crate::strategies::Strategy;
+use crate::strategies::{Strategy, StrategyChoice};
 
 /// Runs the many-locks entry: `lockbench scale` holding 10k locks, [`MANY_LOCKS_PASSES`] passes of
 /// every strategy with a server; its cost series feed the report's many-locks cells (every pass) and
@@ -39,15 +39,17 @@ fn many_locks_request(
     at_scale: &[&'static Strategy],
     dir: &Path,
 ) -> Result<ScaleRequest, BenchError> {
-    let with_server: Vec<&str> = at_scale.iter().map(|s| s.id).collect();
-    if with_server.is_empty() {
+    if at_scale.is_empty() {
         return Err(BenchError::usage(
             "many-locks: none of the chosen strategies has a lock server",
         ));
     }
+    let chosen = at_scale
+        .iter()
+        .fold(StrategyChoice::default(), |choice, s| choice.with_named(s));
     Ok(ScaleRequest {
         options: ScaleOptions {
-            strategies: Some(with_server.join(",")),
+            strategies: Some(chosen),
             steps: MANY_LOCKS_STEPS.to_owned(),
             hold: MANY_LOCKS_HOLD.to_owned(),
             step_budget: MANY_LOCKS_STEP_BUDGET.to_owned(),
@@ -58,16 +60,12 @@ fn many_locks_request(
         },
         out: Some(dir.to_path_buf()),
         servers: servers.clone(),
-        worker: false,
-        server_pids: None,
-        raw_sender: false,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::strategies::StrategyChoice;
 
     #[test]
     fn many_locks_holds_ten_thousand_locks_in_three_passes_of_the_strategies_that_can() {
@@ -83,10 +81,12 @@ mod tests {
         let request =
             many_locks_request(&GivenAddresses::default(), &at_scale, dir).expect("a request");
         let options = &request.options;
-        assert_eq!(
-            options.strategies.as_deref(),
-            Some("redis-watchdog,zookeeper")
-        );
+        let chosen: Vec<&str> = options
+            .strategies
+            .iter()
+            .flat_map(|c| c.entries().iter().map(|s| s.id))
+            .collect();
+        assert_eq!(chosen, ["redis-watchdog", "zookeeper"]);
         assert_eq!(
             (options.steps.as_str(), options.hold.as_str()),
             ("10000", "1s")

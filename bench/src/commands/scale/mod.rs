@@ -7,9 +7,11 @@
 //! share) stops the strategy under way (its child is told in turn, and records where it stopped),
 //! starts no other, writes the file marked incomplete and exits 130.
 //!
-//! Each strategy runs in its own child process (`lockbench scale --worker …`, see [`child`]), so its
-//! client RSS, threads and CPU are its own and not what earlier strategies left behind; the servers
-//! are started once, by the parent, which also empties a managed Redis between strategies.
+//! Each strategy runs in its own worker process, through the driver's many-locks mode
+//! (`bench/src/driver/many_locks/`: the same `lockbench worker` a case's client runs in, told to hold
+//! many locks), so its client RSS, threads and CPU are its own and not what earlier strategies left
+//! behind; the servers are started once, by this process, which also empties a managed Redis between
+//! strategies.
 //!
 //! With `--passes N` every strategy holds the steps N times, each pass a fresh client in a fresh child
 //! process, the first pass of every strategy before the second of any; `scale.json` keeps the first
@@ -21,46 +23,33 @@
 //! and the stop is recorded with its reason (`stopped at 9984: thread cap 10000 reached`). The locks held
 //! so far are still measured, then released.
 //!
-//! Beside `redis-watchdog-batched`, the same run measures a raw sender ([`raw`]) making the same calls
-//! on the same schedule with no `lockers` code between: the yardstick its client-CPU target is a ratio
-//! to, measured under the same load.
-//!
-//! | module | job |
-//! |---|---|
-//! | [`hold`] | one strategy in this process: fill each step, hold, read the counters, release |
-//! | [`renewal_counts`], [`probes`] | what a step reads: the client's renewal events; the server's and the client's process figures |
-//! | [`raw`] | the raw sender of batched renewal's calls, the yardstick beside `redis-watchdog-batched` |
-//! | [`child`] | one strategy (or the raw sender) in a child process |
-//! | [`table`] | the terminal table and the docs/design.md §8 checks |
+//! Beside `redis-watchdog-batched`, the same run measures a raw sender making the same calls on the
+//! same schedule with no `lockers` code between: the yardstick its client-CPU target is a ratio to,
+//! measured under the same load. [`table`] renders the terminal table and the docs/design.md §8
+//! checks.
 
-pub mod child;
-pub mod hold;
-pub mod probes;
-pub mod raw;
-pub mod renewal_counts;
 pub mod table;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lockbench_reports::scale::{
-    SCALE_SCHEMA_VERSION, ScalePass, ScaleResults, ScaleSeries, ScaleSettings,
-};
+use lockbench_reports::scale::{SCALE_SCHEMA_VERSION, ScalePass, ScaleResults};
 
-use crate::backends::{Backend, Backends, GivenAddresses, ServerKind};
+use crate::backends::{Backends, GivenAddresses};
 use crate::base::clock::now_rfc3339;
 use crate::base::duration::{format_duration, parse_duration};
 use crate::base::error::{BenchError, EXIT_INTERRUPTED, EXIT_OK};
 use crate::base::stdout::{out, outln};
-use crate::base::stop::StopSignal;
 use crate::base::{environment, output};
 use crate::commands::preflight;
 use crate::commands::signals::stop_signals;
-use crate::kinds::ServerKindExt;
-use crate::strategies;
-use crate::strategies::{Strategy, StrategySettings};
+use crate::driver::many_locks::measure_one;
+use crate::strategies::beside::with_libraries;
+use crate::strategies::{self, Strategy, StrategyChoice};
 
+pub use crate::driver::many_locks::raw::RAW_SENDER;
+pub use crate::driver::many_locks::{Isolation, ScaleSpec, Subject, measure};
 pub use table::{checks, render};
 
 /// The file a scale run writes in its output directory.
@@ -71,9 +60,6 @@ const MAX_STEP: u64 = 1_000_000;
 const MAX_DURATION: Duration = Duration::from_secs(600);
 const MAX_CONCURRENCY: usize = 1024;
 const MAX_PASSES: u32 = 20;
-
-/// The stop reason of a series that SIGINT or SIGTERM cut short.
-const INTERRUPTED: &str = "interrupted (SIGINT or SIGTERM)";
 
 /// Default of [`ScaleOptions::steps`].
 pub const DEFAULT_STEPS: &str = "1000,10000,100000";
@@ -94,10 +80,10 @@ pub const DEFAULT_PASSES: u32 = 1;
 
 /// The settings of a scale run as given (text, checked by [`ScaleOptions::spec`], whose errors name
 /// the flag each value came from).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ScaleOptions {
-    /// Strategy ids, comma-separated, or `all` (default: all but redis-keyspace-naive).
-    pub strategies: Option<String>,
+    /// The strategies (default: all but those whose held count means nothing).
+    pub strategies: Option<StrategyChoice>,
     /// Held-lock counts, ascending, comma-separated (`10k` works).
     pub steps: String,
     /// Measured window per step.
@@ -116,7 +102,7 @@ pub struct ScaleOptions {
     pub in_process: bool,
     /// Measure the raw sender beside `redis-watchdog-batched` (default on).
     pub yardstick: bool,
-    /// Add the real libraries read beside the chosen strategies ([`libraries_beside`]).
+    /// Add the real libraries read beside the chosen strategies ([`libraries_beside`](crate::strategies::beside::libraries_beside)).
     pub peers: bool,
     /// Acquire-and-release cycles every row runs before its first step, unmeasured; `None`: the longest
     /// warm-up any chosen row needs (its runtime compiles as it goes: the JVM libraries), else none.
@@ -155,60 +141,6 @@ pub struct ScaleRequest {
     pub out: Option<PathBuf>,
     /// Servers the user gave instead of starting them.
     pub servers: GivenAddresses,
-    /// Run as one strategy's child process: write the file, print nothing.
-    pub worker: bool,
-    /// Process ids of the servers, for their CPU time (`redis=PID,zookeeper=PID`).
-    pub server_pids: Option<String>,
-    /// As a worker: measure the raw sender beside the (batched) strategy instead of the strategy.
-    pub raw_sender: bool,
-}
-
-/// What one series measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Subject {
-    /// The strategy's own client.
-    Strategy,
-    /// The raw sender of the strategy's batched calls ([`raw`]).
-    RawSender,
-}
-
-/// Where each strategy's client runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Isolation {
-    /// In this process.
-    InProcess,
-    /// In a child process running this `lockbench` executable.
-    ChildProcess(PathBuf),
-}
-
-/// A checked scale request.
-#[derive(Debug, Clone)]
-pub struct ScaleSpec {
-    /// The strategies, in run order.
-    pub strategies: Vec<&'static Strategy>,
-    /// Held-lock counts, strictly ascending, each ≥ 1.
-    pub steps: Vec<u64>,
-    /// Measured window per step.
-    pub hold: Duration,
-    /// TTL of the watchdog leases.
-    pub watchdog_timeout: Duration,
-    /// Concurrent acquires while filling.
-    pub concurrency: usize,
-    /// Most time a step may take to fill.
-    pub step_budget: Duration,
-    /// Thread cap of the client.
-    pub max_threads: u64,
-    /// Resident-set cap of the client.
-    pub max_rss_bytes: u64,
-    /// Where each strategy's client runs.
-    pub isolation: Isolation,
-    /// Whether the raw sender is measured beside `redis-watchdog-batched`.
-    pub yardstick: bool,
-    /// Acquire-and-release cycles every row runs before its first step (the same churn for every row
-    /// of a run, so a pair is measured after the same workload).
-    pub warm_up: Duration,
-    /// Passes per strategy, ≥ 1: the first of every strategy, then the second of every strategy, ….
-    pub passes: u32,
 }
 
 impl ScaleOptions {
@@ -216,15 +148,14 @@ impl ScaleOptions {
     /// current executable unless `in_process` is set.
     pub fn spec(&self) -> Result<ScaleSpec, BenchError> {
         let usage = |flag: &str, why: String| BenchError::usage(format!("--{flag}: {why}"));
-        let strategies = match &self.strategies {
-            Some(list) => strategies::resolve(std::slice::from_ref(list)),
-            None => Ok(strategies::STRATEGIES
+        let strategies: Vec<&'static Strategy> = match &self.strategies {
+            Some(choice) => choice.entries().to_vec(),
+            None => strategies::STRATEGIES
                 .iter()
                 // Left out: those whose held count means nothing.
                 .filter(|s| s.in_all && s.facts.in_many_locks)
-                .collect()),
-        }
-        .map_err(|e| usage("strategies", e))?;
+                .collect(),
+        };
         // The adapters `--adapter` added hold their locks too.
         let strategies: Vec<&'static Strategy> = strategies
             .into_iter()
@@ -309,46 +240,6 @@ impl ScaleOptions {
     }
 }
 
-/// The model of Redisson 3.44+'s watchdog, whose libraries are also read beside lockbench's batched
-/// watchdog (lockbench's answer to the same renewal problem).
-const REDISSON_MODEL: &str = "redisson";
-/// lockbench's batched watchdog.
-const BATCHED_WATCHDOG: &str = "redis-watchdog-batched";
-
-/// lockbench's rows a peer is read beside in the pairs table: its model, and for the libraries the
-/// `redisson` model stands for, also `redis-watchdog-batched`. Empty for lockbench's own rows.
-pub fn rows_beside(strategy: &Strategy) -> Vec<String> {
-    let Some(model) = strategy.counterpart else {
-        return Vec::new();
-    };
-    let mut rows = vec![model.to_owned()];
-    if model == REDISSON_MODEL {
-        rows.push(BATCHED_WATCHDOG.to_owned());
-    }
-    rows
-}
-
-/// The peers read beside lockbench's row `native` ([`rows_beside`] names it), in catalog order.
-pub fn libraries_beside(native: &Strategy) -> Vec<&'static Strategy> {
-    strategies::STRATEGIES
-        .iter()
-        .filter(|s| rows_beside(s).iter().any(|row| row == native.id))
-        .collect()
-}
-
-/// `chosen` with each row's libraries after it (each once, where it first fits).
-fn with_libraries(chosen: Vec<&'static Strategy>) -> Vec<&'static Strategy> {
-    let mut all: Vec<&'static Strategy> = Vec::new();
-    for strategy in &chosen {
-        for s in std::iter::once(*strategy).chain(libraries_beside(strategy)) {
-            if !all.iter().any(|known| known.id == s.id) {
-                all.push(s);
-            }
-        }
-    }
-    all
-}
-
 /// `1000,10000,100000` → strictly ascending counts in 1..=1,000,000 (`10k` and `1m` also accepted).
 fn parse_steps(text: &str) -> Result<Vec<u64>, String> {
     let mut steps = Vec::new();
@@ -380,69 +271,9 @@ fn parse_steps(text: &str) -> Result<Vec<u64>, String> {
     Ok(steps)
 }
 
-/// `redis=123,zookeeper=456` → process id by server kind.
-fn parse_server_pids(text: &str) -> Result<BTreeMap<ServerKind, u32>, String> {
-    let mut pids = BTreeMap::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (name, pid) = part
-            .split_once('=')
-            .ok_or_else(|| format!("expected KIND=PID, got {part:?}"))?;
-        let kind = crate::kinds::kind_named(name)
-            .filter(|k| k.is_external())
-            .ok_or_else(|| format!("unknown server kind {name:?}"))?;
-        let pid = pid
-            .parse()
-            .map_err(|_| format!("bad process id in {part:?}"))?;
-        pids.insert(kind, pid);
-    }
-    Ok(pids)
-}
-
-impl ScaleSpec {
-    /// The renewal period of the watchdog leases.
-    pub fn renew_period(&self) -> Duration {
-        self.settings().period()
-    }
-
-    /// What every strategy is configured with.
-    pub fn settings(&self) -> StrategySettings {
-        StrategySettings::new(self.watchdog_timeout)
-    }
-
-    /// The settings as the results file records them.
-    pub fn to_model(&self) -> ScaleSettings {
-        ScaleSettings {
-            steps: self.steps.clone(),
-            hold_ms: ms(self.hold),
-            watchdog_timeout_ms: ms(self.watchdog_timeout),
-            renew_period_ms: ms(self.renew_period()),
-            acquire_concurrency: self.concurrency as u64,
-            step_budget_ms: ms(self.step_budget),
-            max_threads: self.max_threads,
-            max_rss_bytes: self.max_rss_bytes,
-            warm_up_ms: Some(ms(self.warm_up)),
-            passes: self.passes,
-        }
-    }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
 /// Runs `lockbench scale`: prints the table, writes `DIR/scale.json`, returns the exit code.
 pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
-    let spec = ScaleOptions {
-        in_process: args.options.in_process || args.worker,
-        ..args.options.clone()
-    }
-    .spec()?;
-    let server_pids = match &args.server_pids {
-        Some(text) => {
-            parse_server_pids(text).map_err(|e| BenchError::usage(format!("--server-pids: {e}")))?
-        }
-        None => BTreeMap::new(),
-    };
+    let spec = args.options.spec()?;
     let started_at = now_rfc3339();
     let out_dir = args
         .out
@@ -450,7 +281,7 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
         .unwrap_or_else(|| output::default_dir("scale", &started_at));
     let out_dir = output::claim_dir(&out_dir, SCALE_FILE)?;
     if strategies::added_log_dir().is_none() {
-        // A worker was given its parent's (`--adapter-logs`).
+        // Else `compare`, whose many-locks entry this is, chose the folder.
         strategies::log_added_adapters_under(&out_dir.join(strategies::ADDED_ADAPTER_LOGS));
     }
     let given = args.servers.clone();
@@ -469,19 +300,11 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
         environment: environment::collect(backends.infos()),
         strategies: Vec::new(),
     };
-    let subjects: Vec<(&'static Strategy, Subject)> = if args.worker {
-        let subject = if args.raw_sender {
-            Subject::RawSender
-        } else {
-            Subject::Strategy
-        };
-        spec.strategies.iter().map(|s| (*s, subject)).collect()
-    } else {
-        spec.strategies
-            .iter()
-            .flat_map(|s| subjects_of(s, &spec))
-            .collect()
-    };
+    let subjects: Vec<(&'static Strategy, Subject)> = spec
+        .strategies
+        .iter()
+        .flat_map(|s| spec.subjects_of(s))
+        .collect();
     // Pass by pass: the first of every subject, then the second of every subject, …, so a stretch of
     // bad luck on the machine falls on one pass of several strategies, not on every pass of one.
     'passes: for pass in 1..=spec.passes {
@@ -489,22 +312,20 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
             if interrupt.is_set() {
                 break 'passes;
             }
-            if !args.worker {
-                let name = match subject {
-                    Subject::Strategy => strategy.id,
-                    Subject::RawSender => raw::RAW_SENDER,
-                };
-                match spec.passes {
-                    1 => eprintln!("lockbench scale: {name} …"),
-                    n => eprintln!("lockbench scale: {name} (pass {pass} of {n}) …"),
-                }
+            let name = match subject {
+                Subject::Strategy => strategy.id,
+                Subject::RawSender => RAW_SENDER,
+            };
+            match spec.passes {
+                1 => eprintln!("lockbench scale: {name} …"),
+                n => eprintln!("lockbench scale: {name} (pass {pass} of {n}) …"),
             }
             let series = measure_one(
                 strategy,
                 subject,
                 &spec,
                 &backends,
-                &server_pids,
+                &BTreeMap::new(),
                 &interrupt,
             )
             .await;
@@ -524,10 +345,8 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
     results.complete = !interrupted;
     results.finished_at = now_rfc3339();
     let path = output::write_atomic(&out_dir, SCALE_FILE, &results.to_json())?;
-    if !args.worker {
-        out!("{}", render(&results));
-        outln!("results: {}", path.display());
-    }
+    out!("{}", render(&results));
+    outln!("results: {}", path.display());
     Ok(if interrupted {
         EXIT_INTERRUPTED
     } else {
@@ -535,86 +354,10 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
     })
 }
 
-/// Holds `spec.steps` locks with one client of each strategy in turn, one pass (the command runs
-/// `spec.passes`); one series per strategy, and the raw sender's beside `redis-watchdog-batched`.
-pub async fn measure(spec: &ScaleSpec, backends: &Backends) -> Vec<ScaleSeries> {
-    let mut all = Vec::new();
-    let never = StopSignal::new();
-    for strategy in &spec.strategies {
-        for (strategy, subject) in subjects_of(strategy, spec) {
-            all.push(
-                measure_one(strategy, subject, spec, backends, &BTreeMap::new(), &never).await,
-            );
-        }
-    }
-    all
-}
-
-/// The strategy, then its raw sender if it has one and `spec` asks for it.
-fn subjects_of(strategy: &'static Strategy, spec: &ScaleSpec) -> Vec<(&'static Strategy, Subject)> {
-    let mut subjects = vec![(strategy, Subject::Strategy)];
-    if spec.yardstick && strategy.facts.yardstick {
-        subjects.push((strategy, Subject::RawSender));
-    }
-    subjects
-}
-
-async fn measure_one(
-    strategy: &'static Strategy,
-    subject: Subject,
-    spec: &ScaleSpec,
-    backends: &Backends,
-    server_pids: &BTreeMap<ServerKind, u32>,
-    interrupt: &StopSignal,
-) -> ScaleSeries {
-    let server = backends.get(strategy.server);
-    if let Some(server) = server {
-        prepare_server(server, spec).await;
-    }
-    let series = match &spec.isolation {
-        Isolation::InProcess => {
-            let probe = server.map(|s| probes::ServerProbe::of(s, server_pids));
-            match subject {
-                Subject::Strategy => {
-                    hold::measure_strategy(strategy, spec, backends, probe, interrupt).await
-                }
-                Subject::RawSender => {
-                    raw::measure(strategy, spec, backends, probe, interrupt).await
-                }
-            }
-        }
-        Isolation::ChildProcess(exe) => {
-            child::measure_strategy(exe, strategy, subject, spec, backends, interrupt).await
-        }
-    };
-    if let Some(server) = server {
-        clean_server(server).await;
-    }
-    series
-}
-
-/// Readies a server lockbench started (never one the user gave) for a strategy's run, as its kind
-/// says ([`HeldProbe::prepare`](crate::kinds::held::HeldProbe)).
-async fn prepare_server(server: &Backend, spec: &ScaleSpec) {
-    let prepare = server.kind().server().and_then(|e| e.held.prepare);
-    if let (Some(prepare), Some(addr), Some(_)) = (prepare, server.socket(), server.pid()) {
-        let max_threads = spec.max_threads;
-        let _ = tokio::task::spawn_blocking(move || prepare(addr, max_threads)).await;
-    }
-}
-
-/// Clears what a strategy's run left on a server lockbench started, as its kind says
-/// ([`HeldProbe::clean`](crate::kinds::held::HeldProbe)).
-async fn clean_server(server: &Backend) {
-    let clean = server.kind().server().and_then(|e| e.held.clean);
-    if let (Some(clean), Some(addr), Some(_)) = (clean, server.socket(), server.pid()) {
-        let _ = tokio::task::spawn_blocking(move || clean(addr)).await;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::strategies::beside::rows_beside;
 
     #[test]
     fn steps_parse_and_are_checked() {
@@ -626,16 +369,6 @@ mod tests {
         for bad in ["", "0", "10,5", "10,10", "2m", "x", "-5"] {
             assert!(parse_steps(bad).is_err(), "{bad:?} accepted");
         }
-    }
-
-    #[test]
-    fn server_pids_parse() {
-        let pids = parse_server_pids("redis=12,zookeeper=34").unwrap_or_default();
-        assert_eq!(pids.get(&ServerKind::Redis), Some(&12));
-        assert_eq!(pids.get(&ServerKind::ZooKeeper), Some(&34));
-        assert!(parse_server_pids("oracle=1").is_err());
-        assert!(parse_server_pids("redis").is_err());
-        assert!(parse_server_pids("redis=x").is_err());
     }
 
     #[test]
@@ -670,7 +403,10 @@ mod tests {
     #[test]
     fn peers_put_each_library_after_the_rows_it_is_read_beside_on_the_same_server() {
         let spec = ScaleOptions {
-            strategies: Some("redisson,redis-watchdog-batched,zookeeper,etcd-lease".into()),
+            strategies: StrategyChoice::parse(
+                "redisson,redis-watchdog-batched,zookeeper,etcd-lease",
+            )
+            .ok(),
             peers: true,
             ..ScaleOptions::default()
         }

@@ -103,7 +103,7 @@ pub fn render(results: &ScaleResults) -> String {
         s.renew_period_ms,
         s.hold_ms,
         s.warm_up_ms.unwrap_or(0.0),
-        super::raw::RAW_SENDER
+        super::RAW_SENDER
     );
     let pairs = scale_pairs::render_markdown(std::slice::from_ref(results));
     if !pairs.is_empty() {
@@ -188,7 +188,7 @@ pub fn checks(results: &ScaleResults) -> Vec<Check> {
     let raw = results
         .strategies
         .iter()
-        .find(|s| s.strategy == super::raw::RAW_SENDER);
+        .find(|s| s.strategy == super::RAW_SENDER);
     // The strategies the raw sender stands beside (the batched watchdog).
     let batched = results
         .strategies
@@ -502,7 +502,7 @@ mod tests {
         // With the raw sender beside it, the CPU target is the ratio to the raw sender's.
         let mut results = results;
         results.strategies.push(ScaleSeries {
-            strategy: crate::commands::scale::raw::RAW_SENDER.into(),
+            strategy: crate::commands::scale::RAW_SENDER.into(),
             server: "redis".into(),
             locks_per_renew_call: Some(100),
             points: vec![point(1000, 10.0, 0.4), point(100_000, 1000.0, 20.0)],

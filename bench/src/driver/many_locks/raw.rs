@@ -21,10 +21,10 @@ use lockers::redis::connection::{ConnectionSettings, open_client};
 use lockers::redis::watchdog::{BATCHED_SCHEDULE, batch_renewal_script};
 use redis::aio::ConnectionManager;
 
-use super::ScaleSpec;
 use super::hold::{Window, interrupted, unless_interrupted};
 use super::probes::{ClientProcess, ServerProbe};
 use super::renewal_counts::RenewalCounts;
+use super::spec::ScaleSpec;
 use crate::backends::Backends;
 use crate::base::stop::StopSignal;
 use crate::strategies::Strategy;

@@ -15,7 +15,7 @@ use crate::kinds::held::{HeldProbe, NOT_COUNTED};
 
 /// Where a server's counters are read, and its process for CPU time when known.
 #[derive(Debug, Clone)]
-pub struct ServerProbe {
+pub(crate) struct ServerProbe {
     pub(super) held: HeldProbe,
     pub(super) socket: Option<SocketAddr>,
     pub(super) stats: Option<StatsSource>,
@@ -24,7 +24,7 @@ pub struct ServerProbe {
 
 impl ServerProbe {
     /// The probe of `server`; `pids` gives the process of a server this process did not start.
-    pub fn of(server: &Backend, pids: &BTreeMap<ServerKind, u32>) -> Self {
+    pub(crate) fn of(server: &Backend, pids: &BTreeMap<ServerKind, u32>) -> Self {
         ServerProbe {
             held: server
                 .kind()

@@ -22,18 +22,19 @@ use lockers::{AcquireOptions, Events, Lease, Locker, OwnerId};
 
 use super::probes::{ClientProcess, ServerProbe, server_locks_held};
 use super::renewal_counts::RenewalCounts;
-use super::{INTERRUPTED, ScaleSpec, ms};
+use super::spec::{INTERRUPTED, ScaleSpec, ms};
 use crate::backends::Backends;
 use crate::backends::stats::StatsSnapshot;
 use crate::base::duration::format_duration;
 use crate::base::measure::RedisCommandStats;
 use crate::base::stop::StopSignal;
+use crate::strategies::beside::rows_beside;
 use crate::strategies::{Endpoints, Strategy, StrategySettings};
 
 /// Locks renewed per server call, as the registry says ([`Facts::locks_per_renew_call`]).
 ///
 /// [`Facts::locks_per_renew_call`]: crate::strategies::Facts::locks_per_renew_call
-pub fn locks_per_renew_call(strategy: &Strategy) -> Option<u64> {
+pub(crate) fn locks_per_renew_call(strategy: &Strategy) -> Option<u64> {
     strategy.facts.locks_per_renew_call
 }
 
@@ -87,7 +88,7 @@ pub(crate) async fn measure_strategy(
         strategy: strategy.id.to_owned(),
         server: strategy.server.name().to_owned(),
         locks_per_renew_call: locks_per_renew_call(strategy),
-        beside: super::rows_beside(strategy),
+        beside: rows_beside(strategy),
         ..ScaleSeries::default()
     };
     let counts = Arc::new(RenewalCounts::default());
@@ -548,8 +549,26 @@ async fn release_all(held: Vec<Lease>, spec: &ScaleSpec) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::scale::ScaleOptions;
+    use crate::driver::many_locks::Isolation;
     use crate::strategies;
+
+    /// The `memory` row in this process, at `lockbench scale`'s defaults but for these.
+    fn memory_spec(steps: Vec<u64>, hold_ms: u64, timeout_ms: u64, max_threads: u64) -> ScaleSpec {
+        ScaleSpec {
+            strategies: vec![strategies::find("memory").expect("registered")],
+            steps,
+            hold: Duration::from_millis(hold_ms),
+            watchdog_timeout: Duration::from_millis(timeout_ms),
+            concurrency: 64,
+            step_budget: Duration::from_secs(60),
+            max_threads,
+            max_rss_bytes: 4 << 30,
+            isolation: Isolation::InProcess,
+            yardstick: true,
+            warm_up: Duration::ZERO,
+            passes: 1,
+        }
+    }
 
     #[test]
     fn renew_calls_per_strategy_shape() {
@@ -564,16 +583,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn memory_strategy_end_to_end() {
-        let spec = ScaleOptions {
-            in_process: true,
-            strategies: Some("memory".into()),
-            steps: "50,200".into(),
-            hold: "600ms".into(),
-            watchdog_timeout: "300ms".into(),
-            ..ScaleOptions::default()
-        }
-        .spec()
-        .unwrap_or_else(|e| panic!("{e}"));
+        let spec = memory_spec(vec![50, 200], 600, 300, 10_000);
         let strategy = spec.strategies[0];
         let memory = measure_strategy(
             strategy,
@@ -601,16 +611,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_thread_cap_stops_the_strategy_and_says_why() {
-        let spec = ScaleOptions {
-            in_process: true,
-            strategies: Some("memory".into()),
-            steps: "100".into(),
-            hold: "100ms".into(),
-            max_threads: 1,
-            ..ScaleOptions::default()
-        }
-        .spec()
-        .unwrap_or_else(|e| panic!("{e}"));
+        let spec = memory_spec(vec![100], 100, 3000, 1);
         let series = measure_strategy(
             spec.strategies[0],
             &spec,
