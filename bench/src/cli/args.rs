@@ -10,11 +10,11 @@ use super::flags::{AdapterFlags, FormatFlag, GateFlag, ServerArgs, WorkloadFlags
 use crate::base::error::BenchError;
 use crate::commands::compare::CompareRequest;
 use crate::commands::report::ReportRequest;
-use crate::commands::run::RunRequest;
+use crate::commands::run::{Execution, RunRequest};
 use crate::commands::scale;
 use crate::commands::scale::{ScaleOptions, ScaleRequest};
 use crate::strategies::StrategyChoice;
-use crate::workload::{Fit, ScenarioFile, split_list};
+use crate::workload::{ScenarioFile, split_list};
 
 /// `lockbench run`: a scenario (preset or TOML file) with overrides.
 #[derive(Debug, Clone, Default, Args)]
@@ -137,17 +137,18 @@ impl RunArgs {
             strategies,
             overrides: self.overrides(),
             faults: self.faults.clone(),
-            out: self.out.clone(),
-            servers: self.servers.given(),
-            progress: !self.no_progress,
-            trials: self.trials.unwrap_or(0),
-            progress_title: None,
-            settle_early: false,
-            max_trials: self.max_trials.unwrap_or(0),
-            extra_trials_until: None,
-            listen: self.listen.clone(),
-            fit: Fit::default(),
             history: self.history,
+            execution: Execution {
+                out: self.out.clone(),
+                servers: self.servers.given(),
+                progress: !self.no_progress,
+                trials: self.trials.unwrap_or(0),
+                progress_title: None,
+                settle_early: false,
+                max_trials: self.max_trials.unwrap_or(0),
+                extra_trials_until: None,
+                listen: self.listen.clone(),
+            },
         })
     }
 }

@@ -495,7 +495,7 @@ mod tests {
     #[test]
     fn server_flags_are_defined_once_and_reach_every_command() {
         let given = |argv: &[&str]| match Cli::try_parse_from(argv).map(|c| c.command) {
-            Ok(Command::Run(a)) => a.request().expect("a request").servers,
+            Ok(Command::Run(a)) => a.request().expect("a request").execution.servers,
             Ok(Command::Compare(a)) => a.request().expect("a request").servers,
             Ok(Command::Scale(a)) => a.request().expect("a request").servers,
             other => panic!("{other:?}"),

@@ -20,20 +20,21 @@ use crate::commands::plan::scenario::PlannedCase;
 use crate::commands::plan::{NotApplicable, ScenarioPlan};
 use crate::commands::preflight;
 use crate::commands::signals::stop_signals;
-use crate::driver::case::{CaseRun, run_case};
+use crate::driver::case::{CaseFate, CaseRun, run_case};
 use crate::driver::mode::CaseContext;
 use crate::driver::remote;
 use crate::faults::parse_fault_text;
 use crate::strategies::{Strategy, StrategyChoice, StrategySettings};
 use crate::trial_stop::{self, Next, Theory, TrialRule};
-use crate::workload::{Fit, LeaseSpec, ScenarioFile, WorkerMode, Workload};
+use crate::workload::{LeaseSpec, ScenarioFile, WorkerMode, Workload};
 use crate::{results, scenarios, strategies, trials};
 
 /// Environment variable naming the `lockbench` executable worker processes run (default: the current
 /// executable; tests that call [`run`] in-process set it to the built binary).
 pub(crate) const WORKER_EXE_ENV: &str = "LOCKBENCH_WORKER_EXE";
 
-/// What `lockbench run` is asked to do: a scenario (preset name or TOML file) with overrides.
+/// What `lockbench run` is asked to do: a scenario (preset name or TOML file) with overrides, which it
+/// resolves into its plan, and how to run that plan.
 #[derive(Debug, Clone, Default)]
 pub struct RunRequest {
     /// Preset name or path of a scenario TOML file.
@@ -45,6 +46,17 @@ pub struct RunRequest {
     pub overrides: ScenarioFile,
     /// `--fault` texts that replace the scenario's faults (`none` alone: no faults); checked here.
     pub faults: Vec<String>,
+    /// Write each case's history (`--history`) beside the results.
+    pub history: bool,
+    /// How its plan runs.
+    pub execution: Execution,
+}
+
+/// How a scenario's plan runs, besides what the plan says: where the results go, the servers given,
+/// the trials and the progress bar. `lockbench run` takes it from its flags, `compare` gives it per
+/// scenario of its suite's plan; [`execute`] reads it.
+#[derive(Debug, Clone, Default)]
+pub struct Execution {
     /// Output directory (default: `results/SCENARIO-UTCTIME`).
     pub out: Option<PathBuf>,
     /// Servers the user gave instead of starting them.
@@ -67,11 +79,6 @@ pub struct RunRequest {
     pub extra_trials_until: Option<std::time::Instant>,
     /// Where to listen for remote workers (`--workers remote`; default [`remote::DEFAULT_LISTEN`]).
     pub listen: Option<String>,
-    /// How `compare` fits the scenario to the user's workload (time scale, window floor); the
-    /// default changes nothing.
-    pub fit: Fit,
-    /// Write each case's history (`--history`) beside the results.
-    pub history: bool,
 }
 
 /// What a finished run produced.
@@ -103,18 +110,18 @@ pub(crate) async fn command(request: RunRequest) -> Result<i32, BenchError> {
 
 /// Runs the scenario of `request`. Bad input is a [`BenchError::Usage`] found before anything runs.
 pub(crate) async fn run(request: RunRequest) -> Result<RunOutcome, BenchError> {
-    check_trials(&request)?;
+    check_trials(&request.execution)?;
     let plan = resolve(&request)?;
-    execute(request, plan).await
+    execute(request.execution, plan).await
 }
 
-/// Runs `plan` (the scenario of `request`, resolved): starts its servers, runs its cases and writes
-/// its results, the strategies it left out listed as skipped with why.
+/// Runs `plan` (a scenario, resolved) as `execution` says: starts its servers, runs its cases and
+/// writes its results, the strategies it left out listed as skipped with why.
 pub(crate) async fn execute(
-    request: RunRequest,
+    execution: Execution,
     plan: ScenarioPlan,
 ) -> Result<RunOutcome, BenchError> {
-    let args = request;
+    let args = execution;
     let started_at = now_rfc3339();
     let workload = &plan.workload;
     let remote = listen_for_workers(&args, workload).await?;
@@ -139,7 +146,7 @@ pub(crate) async fn execute(
     preflight::valkey_rows_have_their_commands(&plan.strategies, &backends, &settings).await?;
     let runner = CaseRunner {
         args: &args,
-        history_dir: args.history.then(|| out_dir.join(HISTORY_DIR)),
+        history_dir: workload.history.then(|| out_dir.join(HISTORY_DIR)),
         workload,
         backends: &backends,
         interrupt: interrupt.clone(),
@@ -187,7 +194,7 @@ pub(crate) async fn execute(
 
 /// `--trials` and `--max-trials` are within what a run can do: 1 to 100 trials, and a cap not below
 /// the trials asked for (no cap without trials).
-fn check_trials(args: &RunRequest) -> Result<(), BenchError> {
+fn check_trials(args: &Execution) -> Result<(), BenchError> {
     if args.trials > 100 {
         return Err(BenchError::usage(format!(
             "--trials: must be 1..=100, got {}",
@@ -217,9 +224,8 @@ fn resolve(args: &RunRequest) -> Result<ScenarioPlan, BenchError> {
     let mut file = loaded.file;
     file.overlay(args.overrides.clone());
     apply_fault_flags(&mut file, &args.faults).map_err(BenchError::usage)?;
-    let mut workload = Workload::resolve(&loaded.name, &loaded.source, file)
-        .map_err(BenchError::usage)?
-        .fitted(args.fit);
+    let mut workload =
+        Workload::resolve(&loaded.name, &loaded.source, file).map_err(BenchError::usage)?;
     workload.history = args.history;
     workload.faults_fit().map_err(BenchError::usage)?;
     let choice = match &args.strategies {
@@ -228,7 +234,7 @@ fn resolve(args: &RunRequest) -> Result<ScenarioPlan, BenchError> {
     };
     let plan = ScenarioPlan::build(workload, &choice).map_err(BenchError::usage)?;
     plan.check_worker_mode().map_err(BenchError::usage)?;
-    if args.listen.is_some() && plan.workload.workers != WorkerMode::Remote {
+    if args.execution.listen.is_some() && plan.workload.workers != WorkerMode::Remote {
         return Err(BenchError::usage("--listen needs --workers remote"));
     }
     Ok(plan)
@@ -236,7 +242,7 @@ fn resolve(args: &RunRequest) -> Result<ScenarioPlan, BenchError> {
 
 /// With `--workers remote`, the pool remote workers connect to (announced on stderr).
 async fn listen_for_workers(
-    args: &RunRequest,
+    args: &Execution,
     workload: &Workload,
 ) -> Result<Option<Arc<remote::WorkerPool>>, BenchError> {
     if workload.workers != WorkerMode::Remote {
@@ -259,7 +265,7 @@ async fn listen_for_workers(
 
 /// What every case of a run shares.
 struct CaseRunner<'a> {
-    args: &'a RunRequest,
+    args: &'a Execution,
     /// Where each case's history goes (`--history`): `<out>/history/`.
     history_dir: Option<PathBuf>,
     workload: &'a Workload,
@@ -285,6 +291,7 @@ impl CaseRunner<'_> {
             .map(|case| Cell {
                 strategy: case.strategy,
                 lease: case.lease,
+                fate: case.fate.clone(),
                 theory: Theory::of(case.expected),
                 trials: Vec::new(),
                 next: Next::Planned,
@@ -361,7 +368,7 @@ impl CaseRunner<'_> {
         };
         let ctx = self.context(&seeded, trial, self.args.trials.max(1));
         let wall = std::time::Instant::now();
-        let mut run = run_case(&ctx, cell.strategy, cell.lease, keys_index).await;
+        let mut run = run_case(&ctx, cell.strategy, cell.lease, &cell.fate, keys_index).await;
         let mut case = results::case_result(&run);
         if let Some(dir) = &self.history_dir {
             write_history(dir, &seeded, &mut run, &case, trial, self.args.trials);
@@ -394,6 +401,8 @@ impl CaseRunner<'_> {
 struct Cell {
     strategy: &'static Strategy,
     lease: LeaseSpec,
+    /// Whether it runs, as the plan decided.
+    fate: CaseFate,
     /// What the scenario's theory says of it.
     theory: Theory,
     /// Each trial's result, in run order.
@@ -434,7 +443,7 @@ impl Cell {
 /// The skipped cases of the strategies left out of the run, with why (pooled as one trial when trials
 /// were asked for).
 fn not_applicable_cases(
-    args: &RunRequest,
+    args: &Execution,
     workload: &Workload,
     not_applicable: &[NotApplicable],
 ) -> Vec<CaseResult> {
@@ -573,4 +582,46 @@ fn with_case_servers(
         }
     }
     servers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_case_the_plan_skips_is_recorded_in_the_plans_words() {
+        // ZooKeeper takes no fixed lease: lease-too-short plans that case skipped, and the run records
+        // the plan's decision as it is, nothing started.
+        let request = RunRequest {
+            scenario: "lease-too-short".into(),
+            strategies: Some(StrategyChoice::parse("zookeeper").expect("a valid list")),
+            ..RunRequest::default()
+        };
+        let plan = resolve(&request).expect("resolves");
+        let case = plan
+            .cases
+            .iter()
+            .find(|c| c.fate.is_err())
+            .expect("a case the plan skips");
+        let planned = case.fate.clone().expect_err("skipped");
+        let backends = Backends::default();
+        let ctx = CaseContext {
+            workload: &plan.workload,
+            backends: &backends,
+            endpoints: backends.endpoints(),
+            interrupt: StopSignal::new(),
+            clock: MonoClock::new(),
+            run_id: "plan".into(),
+            worker_exe: PathBuf::new(),
+            progress: Progress::new(false),
+            remote: None,
+        };
+        let run = run_case(&ctx, case.strategy, case.lease, &case.fate, 0).await;
+        let recorded = results::case_result(&run);
+        assert_eq!(planned.why, "zookeeper does not support fixed leases");
+        assert_eq!(
+            (recorded.status, recorded.error),
+            (planned.status, Some(planned.why))
+        );
+    }
 }

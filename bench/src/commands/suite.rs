@@ -250,7 +250,7 @@ pub(crate) fn own_workload(entry: &SuiteEntry) -> (Vec<String>, Option<String>) 
 
 /// How `entry` is fitted to the user's workload: its time scale (1 for a scenario that keeps its
 /// own TTL) and, when it runs the user's tasks, a window of at least [`MIN_WINDOW_TASKS`] of them.
-pub(crate) fn fit(entry: &SuiteEntry, user: Option<&UserWorkload>) -> Fit {
+fn fit(entry: &SuiteEntry, user: Option<&UserWorkload>) -> Fit {
     let Some(user) = user else {
         return Fit::default();
     };

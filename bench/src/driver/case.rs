@@ -1,6 +1,6 @@
-//! One case — one strategy under one lease mode — from the checks before it starts to the figures after
-//! it stops, whichever worker mode runs it: lease support, the faults' set-up, the server's counters
-//! before and after (the timing and supervision the modes share live in [`super::mode`]).
+//! One case — one strategy under one lease mode — from the plan's decision that it runs (or why not)
+//! to the figures after it stops, whichever worker mode runs it: the faults' set-up, the server's
+//! counters before and after (the timing and supervision the modes share live in [`super::mode`]).
 
 use std::time::Duration;
 
@@ -41,65 +41,27 @@ pub(crate) struct CaseRun {
     pub renew_after_unlock: Option<RenewAfterUnlock>,
 }
 
-/// Whether a strategy with `caps` (and `min_watchdog_ttl`, [`crate::strategies::Facts`]'s) can run
-/// `lease` with `workload`'s watchdog timeout.
-pub(crate) fn lease_support(
-    caps: &lockers::Capabilities,
-    min_watchdog_ttl: Duration,
-    lease: LeaseSpec,
-    workload: &Workload,
-) -> Result<(), String> {
-    let (supported, ttl, what) = match lease {
-        LeaseSpec::Watchdog => (
-            caps.auto_renew,
-            workload.watchdog_timeout,
-            "watchdog leases",
-        ),
-        LeaseSpec::Fixed(d) => (caps.fixed_lease, d, "fixed leases"),
-    };
-    if !supported {
-        return Err(format!("does not support {what}"));
-    }
-    if lease == LeaseSpec::Watchdog && ttl < min_watchdog_ttl {
-        return Err(format!(
-            "a {} watchdog TTL is below its library's minimum of {}",
-            crate::base::duration::format_duration(ttl),
-            crate::base::duration::format_duration(min_watchdog_ttl)
-        ));
-    }
-    if ttl < caps.min_ttl {
-        return Err(format!(
-            "a {} TTL is below its minimum of {}",
-            crate::base::duration::format_duration(ttl),
-            crate::base::duration::format_duration(caps.min_ttl)
-        ));
-    }
-    let granularity = caps.ttl_granularity.as_nanos();
-    if granularity > 1 && ttl.as_nanos() % granularity != 0 {
-        return Err(format!(
-            "a {} TTL is not a multiple of its {} granularity",
-            crate::base::duration::format_duration(ttl),
-            crate::base::duration::format_duration(caps.ttl_granularity)
-        ));
-    }
-    Ok(())
-}
-
-/// Why a case stopped before its figures: it does not apply (skipped) or it failed, with why.
-struct NotRun {
-    status: CaseStatus,
-    why: String,
+/// Why a case stops before its figures: it does not apply (skipped) or it failed, with why (the
+/// words its results record).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NotRun {
+    /// Skipped or failed.
+    pub status: CaseStatus,
+    /// Why, as the results say it.
+    pub why: String,
 }
 
 impl NotRun {
-    fn skip(why: String) -> Self {
+    /// A case that does not apply, with why.
+    pub(crate) fn skip(why: String) -> Self {
         Self {
             status: CaseStatus::Skipped,
             why,
         }
     }
 
-    fn fail(why: String) -> Self {
+    /// A case that cannot run, with why.
+    pub(crate) fn fail(why: String) -> Self {
         Self {
             status: CaseStatus::Failed,
             why,
@@ -107,11 +69,17 @@ impl NotRun {
     }
 }
 
-/// Runs one case.
+/// What the plan decided of a case before anything starts (`commands::plan`'s `case_fate`, the one
+/// place that decides it): its strategy's declared capabilities when it runs, else why not.
+pub(crate) type CaseFate = Result<lockers::Capabilities, NotRun>;
+
+/// Runs one case as the plan decided it (`fate`): a case the plan skips is recorded with the plan's
+/// words, without anything set up.
 pub(crate) async fn run_case(
     ctx: &CaseContext<'_>,
     strategy: &'static Strategy,
     lease: LeaseSpec,
+    fate: &CaseFate,
     index: usize,
 ) -> CaseRun {
     // A runtime that compiles as it goes (the JVM rows) gets a longer warm-up; its faults move with it.
@@ -140,25 +108,31 @@ pub(crate) async fn run_case(
         own_servers: None,
         renew_after_unlock: None,
     };
-    if let Err(not_run) = run_applicable(ctx, strategy, lease, index, &mut run).await {
+    let ran = match fate {
+        Ok(declared) => run_applicable(ctx, strategy, lease, declared, index, &mut run).await,
+        Err(not_run) => Err(not_run.clone()),
+    };
+    if let Err(not_run) = ran {
         run.status = not_run.status;
         run.error = Some(not_run.why);
     }
     run
 }
 
-/// The case's steps once it is built: checks, set-up, the worker mode, the server's counts, the result.
+/// The steps of a case the plan runs (its strategy declaring `declared`): the check only the run's
+/// servers can answer, set-up, the worker mode, the server's counts, the result.
 async fn run_applicable(
     ctx: &CaseContext<'_>,
     strategy: &'static Strategy,
     lease: LeaseSpec,
+    declared: &lockers::Capabilities,
     index: usize,
     run: &mut CaseRun,
 ) -> Result<(), NotRun> {
     let key_prefix = format!("lockbench/{}/{index}/", ctx.run_id);
     let plan = CasePlan::new(ctx.workload, strategy.id, lease, key_prefix);
-    let declared = check_applies(ctx, strategy, lease, &plan)?;
-    let faults = prepare_faults(ctx, strategy, &declared, &plan).await?;
+    on_a_single_server(ctx, strategy)?;
+    let faults = prepare_faults(ctx, strategy, declared, &plan).await?;
     run.own_servers = faults.server_info();
     // A case on servers of its own reads only those (none when they restart); the scenario's shared
     // server saw nothing of it.
@@ -205,42 +179,30 @@ async fn run_applicable(
         let kind = source.as_ref().map(|s| s.kind());
         add_monitor_counts(ctx.workload, strategy, kind, monitors, run).await;
     }
-    record_result(run, strategy, &declared, result);
+    record_result(run, strategy, declared, result);
     Ok(())
 }
 
-/// The strategy's declared capabilities, when it can run `lease` on the servers given.
-fn check_applies(
-    ctx: &CaseContext<'_>,
-    strategy: &'static Strategy,
-    lease: LeaseSpec,
-    plan: &CasePlan,
-) -> Result<lockers::Capabilities, NotRun> {
-    let declared = strategy
-        .capabilities(&plan.settings())
-        .map_err(|e| NotRun::fail(format!("{}: {e}", strategy.id)))?;
-    crate::faults::applicability::on_its_servers(ctx.workload, strategy).map_err(NotRun::skip)?;
-    if let Err(why) = lease_support(
-        &declared,
-        strategy.facts.min_watchdog_ttl,
-        lease,
-        ctx.workload,
-    ) {
-        return Err(NotRun::skip(format!("{} {why}", strategy.id)));
-    }
-    if let Some(many) = strategy
+/// Whether `strategy` runs on the server the run's endpoints name: a Redis row that does not run on a
+/// Redis Cluster (a peer's adapter takes one address) is skipped when `--redis` gave one. Decided
+/// here, not in the plan: it rests on the address of the server the run resolved (given or
+/// started), which the plan, built before any server and for `compare`'s estimate without them,
+/// does not hold.
+fn on_a_single_server(ctx: &CaseContext<'_>, strategy: &'static Strategy) -> Result<(), NotRun> {
+    match strategy
         .server
         .server()
         .and_then(|s| (s.many_servers_behind)(&ctx.endpoints))
-        && !crate::strategies::runs_on_redis_cluster(strategy.id)
     {
-        return Err(NotRun::skip(format!(
-            "{} does not run on {many}: {}",
-            strategy.id,
-            strategies::NOT_ON_REDIS_CLUSTER
-        )));
+        Some(many) if !strategies::runs_on_redis_cluster(strategy.id) => {
+            Err(NotRun::skip(format!(
+                "{} does not run on {many}: {}",
+                strategy.id,
+                strategies::NOT_ON_REDIS_CLUSTER
+            )))
+        }
+        _ => Ok(()),
     }
-    Ok(declared)
 }
 
 /// The case's faults, set up (a fault that does not apply skips the case).

@@ -242,7 +242,7 @@ pub(crate) struct Workload {
 /// How a scenario is fitted to the user's workload once resolved ([`Workload::fitted`]); the
 /// default changes nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fit {
+pub(crate) struct Fit {
     /// Every duration divided by this (`--time-scale`; 1 = real time).
     pub time_scale: TimeScale,
     /// The measured window is at least this many mean tasks (0: as the scenario says).

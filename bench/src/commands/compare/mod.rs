@@ -37,7 +37,7 @@ use crate::commands::plan::{
     self, PlannedEntry, SuiteAsk, Work, estimates, planned_total, report_time,
 };
 use crate::commands::report::{self, FailOn};
-use crate::commands::run::{self, RunRequest};
+use crate::commands::run::{self, Execution};
 use crate::commands::suite::{
     self, Length, MANY_LOCKS, MANY_LOCKS_PASSES, MANY_LOCKS_STEPS, SUITE, Suite, SuiteEntry,
 };
@@ -511,10 +511,10 @@ impl Compare<'_> {
             let if_violated = scenarios::load(planned.scenario())
                 .ok()
                 .and_then(|l| l.file.if_violated);
-            let mut request = self.run_request(planned, out_dir, &title, left);
-            request.extra_trials_until = extra_until;
+            let mut execution = self.execution(planned, out_dir, &title, left);
+            execution.extra_trials_until = extra_until;
             let outcome = match scenario {
-                Ok(scenario) => run::execute(request, *scenario).await,
+                Ok(scenario) => run::execute(execution, *scenario).await,
                 Err(e) => Err(e),
             };
             match outcome {
@@ -564,20 +564,16 @@ impl Compare<'_> {
         }
     }
 
-    /// The `lockbench run` of one scenario of the suite (its plan is built).
-    fn run_request(
+    /// How one scenario of the suite runs its plan (the plan says the rest).
+    fn execution(
         &self,
         planned: &PlannedEntry,
         out_dir: &Path,
         title: &str,
         left: Duration,
-    ) -> RunRequest {
+    ) -> Execution {
         let args = self.args;
-        RunRequest {
-            scenario: planned.scenario().to_owned(),
-            strategies: Some(self.choice.clone()),
-            overrides: ScenarioFile::default(),
-            faults: Vec::new(),
+        Execution {
             out: Some(out_dir.join("runs").join(planned.scenario())),
             servers: args.servers.clone(),
             progress: args.progress,
@@ -587,8 +583,6 @@ impl Compare<'_> {
             max_trials: planned.length.trials(args.max_trials()),
             extra_trials_until: None,
             listen: None,
-            fit: suite::fit(&planned.entry, self.user.as_ref()),
-            history: args.history,
         }
     }
 

@@ -5,12 +5,14 @@
 //! ([`ScenarioPlan::servers_to_start`]).
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use lockbench_reports::model::{Expectation, expected_in};
 
 use crate::backends::{GivenAddresses, ServerKind};
+use crate::base::duration::format_duration;
 use crate::base::error::BenchError;
-use crate::driver::case::lease_support;
+use crate::driver::case::{CaseFate, NotRun};
 use crate::faults::applicability;
 use crate::faults::own_topology;
 use crate::kinds::ServerKindExt;
@@ -29,8 +31,9 @@ pub(crate) struct PlannedCase {
     pub lease: LeaseSpec,
     /// What the scenario's theory expects of it.
     pub expected: Option<Expectation>,
-    /// `Ok`: it runs; `Err(why)`: it is skipped (or fails) at once, before anything is measured.
-    pub fate: Result<(), String>,
+    /// Whether it runs (with the capabilities its strategy declares), or why it is skipped (or fails)
+    /// at once, before anything is set up: in the words its results record.
+    pub fate: CaseFate,
 }
 
 /// A scenario resolved for the chosen strategies: its workload, its cases in run order, and the
@@ -136,18 +139,70 @@ impl ScenarioPlan {
     }
 }
 
-/// Whether `strategy`'s case under `lease` runs in `workload`: it declares its capabilities, the
-/// scenario applies to it ([`applicability::applies_to`]), and it takes the lease mode at the
-/// workload's TTL ([`lease_support`]); else why not.
+/// Whether `strategy`'s case under `lease` runs in `workload`, in the words its results record, in
+/// the order a case is checked: its strategy declares its capabilities (else the case fails), runs on
+/// a server kind the scenario is about ([`applicability::on_its_servers`]), takes the lease mode at
+/// the workload's TTL ([`lease_support`]) and takes every fault ([`applicability::applies_all`]).
+/// The run takes this decision as it is; what only the run's servers can answer it checks then.
 fn case_fate(
     workload: &Workload,
     settings: &StrategySettings,
     strategy: &'static Strategy,
     lease: LeaseSpec,
-) -> Result<(), String> {
-    let caps = strategy.capabilities(settings).map_err(|e| e.to_string())?;
-    applicability::applies_to(workload, strategy, &caps)?;
+) -> CaseFate {
+    let caps = strategy
+        .capabilities(settings)
+        .map_err(|e| NotRun::fail(format!("{}: {e}", strategy.id)))?;
+    applicability::on_its_servers(workload, strategy).map_err(NotRun::skip)?;
     lease_support(&caps, strategy.facts.min_watchdog_ttl, lease, workload)
+        .map_err(|why| NotRun::skip(format!("{} {why}", strategy.id)))?;
+    applicability::applies_all(workload.faults.iter().map(|f| f.kind), strategy, &caps)
+        .map_err(NotRun::skip)?;
+    Ok(caps)
+}
+
+/// Whether a strategy with `caps` (and `min_watchdog_ttl`, [`crate::strategies::Facts`]'s) can run
+/// `lease` with `workload`'s watchdog timeout.
+fn lease_support(
+    caps: &lockers::Capabilities,
+    min_watchdog_ttl: Duration,
+    lease: LeaseSpec,
+    workload: &Workload,
+) -> Result<(), String> {
+    let (supported, ttl, what) = match lease {
+        LeaseSpec::Watchdog => (
+            caps.auto_renew,
+            workload.watchdog_timeout,
+            "watchdog leases",
+        ),
+        LeaseSpec::Fixed(d) => (caps.fixed_lease, d, "fixed leases"),
+    };
+    if !supported {
+        return Err(format!("does not support {what}"));
+    }
+    if lease == LeaseSpec::Watchdog && ttl < min_watchdog_ttl {
+        return Err(format!(
+            "a {} watchdog TTL is below its library's minimum of {}",
+            format_duration(ttl),
+            format_duration(min_watchdog_ttl)
+        ));
+    }
+    if ttl < caps.min_ttl {
+        return Err(format!(
+            "a {} TTL is below its minimum of {}",
+            format_duration(ttl),
+            format_duration(caps.min_ttl)
+        ));
+    }
+    let granularity = caps.ttl_granularity.as_nanos();
+    if granularity > 1 && ttl.as_nanos() % granularity != 0 {
+        return Err(format!(
+            "a {} TTL is not a multiple of its {} granularity",
+            format_duration(ttl),
+            format_duration(caps.ttl_granularity)
+        ));
+    }
+    Ok(())
 }
 
 /// With faults or the scenario's own server kinds, `all` means every strategy the scenario applies to
