@@ -17,7 +17,7 @@ use super::env::{
 };
 use super::kind::{Aftermath, Needs, NetworkFault, Target, Targets};
 use super::proxies::{self, ClientProxies, Directions, parse_directions};
-use super::spec::{FaultFile, Profile, Setting, Spec, positive, timing};
+use super::spec::{FaultFile, Profile, Setting, Spec, parsed, positive, timing};
 use super::topology::Topology;
 use crate::base::clock::duration_ns;
 use crate::base::duration::Units;
@@ -83,11 +83,7 @@ impl NetworkSpec {
     /// (both directions).
     pub(crate) fn read(kind: NetworkFault, file: &FaultFile, units: Units) -> Result<Self, String> {
         let direction = || {
-            file.direction
-                .as_deref()
-                .map(parse_directions)
-                .transpose()
-                .map_err(|e| format!("direction: {e}"))
+            parsed("direction", &file.direction, parse_directions)
                 .map(|d| d.unwrap_or(Directions::Both))
         };
         Ok(match kind {

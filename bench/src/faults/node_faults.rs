@@ -11,7 +11,7 @@ use lockbench_servers::Durability;
 
 use super::env::{FaultEnv, NotApplied, Record, ServerAccess, blocking, hold_for, not_applied};
 use super::kind::{Aftermath, Needs, NodeFault};
-use super::spec::{FaultFile, Profile, Setting, Spec};
+use super::spec::{FaultFile, Profile, Setting, Spec, parsed};
 use super::topology::Topology;
 use crate::kinds::{CaseServers, ServerFault};
 
@@ -80,14 +80,7 @@ impl NodeSpec {
     /// Reads and checks the settings of a node fault of `kind` as written, defaults filled in (a
     /// clock 10 times as fast, a restart that keeps nothing).
     pub(crate) fn read(kind: NodeFault, file: &FaultFile) -> Result<Self, String> {
-        let nodes = || {
-            file.nodes
-                .as_deref()
-                .map(parse_nodes)
-                .transpose()
-                .map_err(|e| format!("nodes: {e}"))
-                .map(Option::unwrap_or_default)
-        };
+        let nodes = || parsed("nodes", &file.nodes, parse_nodes).map(Option::unwrap_or_default);
         Ok(match kind {
             NodeFault::Kill => NodeSpec::Kill { nodes: nodes()? },
             NodeFault::Restart => NodeSpec::Restart { nodes: nodes()? },
@@ -102,12 +95,7 @@ impl NodeSpec {
                 NodeSpec::ClockJump { node, rate }
             }
             NodeFault::ServerRestart => NodeSpec::ServerRestart {
-                durability: file
-                    .durability
-                    .as_deref()
-                    .map(parse_durability)
-                    .transpose()
-                    .map_err(|e| format!("durability: {e}"))?
+                durability: parsed("durability", &file.durability, parse_durability)?
                     .unwrap_or_default(),
             },
         })

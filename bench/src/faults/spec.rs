@@ -217,9 +217,19 @@ pub(crate) fn timing(
     text: &Option<String>,
     units: Units,
 ) -> Result<Option<Duration>, String> {
+    parsed(name, text, |t| parse_timing(t, units))
+}
+
+/// The setting `text` of field `name`, read by `parse`.
+pub(crate) fn parsed<T>(
+    name: &str,
+    text: &Option<String>,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, String> {
     text.as_deref()
-        .map(|t| parse_timing(t, units).map_err(|e| format!("{name}: {e}")))
+        .map(parse)
         .transpose()
+        .map_err(|e| format!("{name}: {e}"))
 }
 
 /// `d`, refused when it is zero.
