@@ -73,7 +73,7 @@ pub struct FaultFile {
 /// (`Spec<&WorkerSpec>` for a worker fault).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Spec<S> {
-    /// What.
+    /// What (the kind its family's settings are for).
     pub kind: FaultKind,
     /// When, after the case start.
     pub at: Duration,
