@@ -358,8 +358,8 @@ pub(crate) fn overrides(
 mod tests {
     use super::*;
     use crate::base::duration::{format_duration, parse_duration};
-    use crate::faults::kind::WorkerFault;
-    use crate::faults::{FaultKind, FaultSpec};
+    use crate::faults::FaultSpec;
+    use crate::faults::spec::Setting;
     use crate::workload::WorkerMode;
 
     fn seconds(text: &str) -> Duration {
@@ -597,19 +597,13 @@ mod tests {
         ),
     ];
 
-    /// Every timing of a fault (a quota's only where it is one: elsewhere they are unused defaults).
-    fn timings(f: &FaultSpec) -> Vec<Duration> {
-        let mut all = vec![
-            f.at,
-            f.duration.unwrap_or_default(),
-            f.every.unwrap_or_default(),
-            f.after_acquire.unwrap_or_default(),
-            f.delay,
-            f.replication_lag,
-        ];
-        if f.kind == FaultKind::Worker(WorkerFault::CgroupQuota) {
-            all.extend([f.quota, f.period]);
-        }
+    /// Every timing of a fault: `at`, then those of its settings, by name.
+    fn timings(f: &FaultSpec) -> Vec<(&'static str, Duration)> {
+        let mut all = vec![("at", f.at)];
+        all.extend(f.settings().into_iter().filter_map(|s| match s {
+            Setting::Timing(name, d) => Some((name, d)),
+            Setting::Count(..) | Setting::Word(..) => None,
+        }));
         all
     }
 
@@ -664,12 +658,17 @@ mod tests {
                 own.watchdog_timeout * factor,
                 "{name}"
             );
-            let scaled: Vec<Vec<Duration>> = own
+            let scaled: Vec<Vec<(&str, Duration)>> = own
                 .faults
                 .iter()
-                .map(|f| timings(f).into_iter().map(|d| d * factor).collect())
+                .map(|f| {
+                    timings(f)
+                        .into_iter()
+                        .map(|(n, d)| (n, d * factor))
+                        .collect()
+                })
                 .collect();
-            let got: Vec<Vec<Duration>> = theirs.faults.iter().map(timings).collect();
+            let got: Vec<Vec<(&str, Duration)>> = theirs.faults.iter().map(timings).collect();
             assert_eq!(got, scaled, "{name}: fault timings under a 30s TTL");
             assert_eq!(theirs.orphan_after, own.orphan_after.map(|d| d * factor));
             // The baseline's window is absolute: nothing in it is timed against the TTL.

@@ -28,8 +28,8 @@
 
 use lockers::Capabilities;
 
+use super::families::FaultSpec;
 use super::kind::{FaultKind, Needs};
-use super::spec::FaultSpec;
 use crate::kinds::{ServerKind, ServerKindExt};
 use crate::strategies::Strategy;
 

@@ -92,17 +92,14 @@ impl Record {
     pub(super) fn new(
         (kind, aftermath): (FaultKind, Aftermath),
         target: Target,
-        parameters: Vec<(&'static str, serde_json::Value)>,
+        parameters: Vec<(String, serde_json::Value)>,
         planned: u64,
     ) -> Self {
         Record {
             kind,
             aftermath,
             target: target.to_string(),
-            parameters: parameters
-                .into_iter()
-                .map(|(n, v)| (n.to_owned(), v))
-                .collect(),
+            parameters: parameters.into_iter().collect(),
             start: planned,
             stop: None,
             recovery: None,
@@ -496,7 +493,7 @@ mod tests {
     /// The record of a one-second worker pause at the case start, not yet checked.
     fn unchecked_pause() -> Record {
         let kind = FaultKind::Worker(super::super::kind::WorkerFault::Pause);
-        let parameters = vec![("duration_ms", 1000.0.into())];
+        let parameters = vec![("duration_ms".to_owned(), 1000.0.into())];
         Record::new((kind, Aftermath::TakesLock), Target::Holder, parameters, 0)
     }
 

@@ -17,9 +17,10 @@ use super::env::{
     FaultEnv, NotApplied, Record, ServerAccess, Victim, blocking, describe_victim, not_applied,
 };
 use super::kind::{Aftermath, Failover, Needs, Targets};
-use super::spec::{FaultFile, FaultSpec, Profile, timing};
+use super::spec::{FaultFile, Profile, Setting, Spec, timing};
 use super::topology::{self, Topology};
 use crate::base::duration::Units;
+use crate::base::time_scale::TimeScale;
 use crate::kinds::{FailoverReport, ServerFault};
 use crate::strategies::Strategy;
 
@@ -35,38 +36,92 @@ pub(super) fn profile(kind: Failover) -> Profile {
             allowed: &["replication_lag"],
             needs: Needs::Offered(ServerFault::Failover),
             proxies: true,
-            read: read_replication_lag,
-            parameters: |spec, out| {
-                let lag = spec.replication_lag.as_secs_f64() * 1e3;
-                out.push(("replication_lag_ms", lag.into()));
-            },
-            setup: |_| Some(Topology::Pair),
             ..failover
         },
         Failover::Sentinel => Profile {
             needs: Needs::Offered(ServerFault::SentinelFailover),
-            setup: |_| Some(Topology::RedisSentinel),
             of_the_strategy: given_the_sentinels,
             ..failover
         },
         Failover::ClusterMasterKill | Failover::ClusterCommand => Profile {
             needs: Needs::Offered(ServerFault::ClusterFailover),
-            setup: |_| Some(Topology::RedisCluster),
             of_the_strategy: runs_on_a_cluster,
             ..failover
         },
     }
 }
 
-/// The delay of the replication link from the primary to the replica (none by default).
-fn read_replication_lag(
-    file: &FaultFile,
-    units: Units,
-    spec: &mut FaultSpec,
-) -> Result<(), String> {
-    spec.replication_lag =
-        timing("replication_lag", &file.replication_lag, units)?.unwrap_or(Duration::ZERO);
-    Ok(())
+/// A failover's kind with the setting of its own: the delay of a replica's replication link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FailoverSpec {
+    /// `failover`, its replica's link from the primary delayed by `replication_lag`.
+    Replica {
+        /// The delay of the replication link from the primary to the replica.
+        replication_lag: Duration,
+    },
+    /// `sentinel_failover`.
+    Sentinel,
+    /// `cluster_master_kill`.
+    ClusterMasterKill,
+    /// `cluster_failover`.
+    ClusterCommand,
+}
+
+impl FailoverSpec {
+    /// Reads and checks the settings of a failover of `kind` as written (no replication lag by
+    /// default).
+    pub(crate) fn read(kind: Failover, file: &FaultFile, units: Units) -> Result<Self, String> {
+        Ok(match kind {
+            Failover::Replica => FailoverSpec::Replica {
+                replication_lag: timing("replication_lag", &file.replication_lag, units)?
+                    .unwrap_or(Duration::ZERO),
+            },
+            Failover::Sentinel => FailoverSpec::Sentinel,
+            Failover::ClusterMasterKill => FailoverSpec::ClusterMasterKill,
+            Failover::ClusterCommand => FailoverSpec::ClusterCommand,
+        })
+    }
+
+    /// The kind.
+    pub(crate) fn kind(&self) -> Failover {
+        match self {
+            FailoverSpec::Replica { .. } => Failover::Replica,
+            FailoverSpec::Sentinel => Failover::Sentinel,
+            FailoverSpec::ClusterMasterKill => Failover::ClusterMasterKill,
+            FailoverSpec::ClusterCommand => Failover::ClusterCommand,
+        }
+    }
+
+    /// Its settings, for the `--fault` text and the results.
+    pub(crate) fn settings(&self) -> Vec<Setting> {
+        match *self {
+            FailoverSpec::Replica { replication_lag } => {
+                vec![Setting::Timing("replication_lag", replication_lag)]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The same with its timings divided by `factor` (`--time-scale`).
+    pub(crate) fn scaled(&self, factor: TimeScale) -> Self {
+        match *self {
+            FailoverSpec::Replica { replication_lag } => FailoverSpec::Replica {
+                replication_lag: replication_lag / factor,
+            },
+            other => other,
+        }
+    }
+
+    /// The servers it starts for itself (it kills one of them).
+    pub(crate) fn topology(&self) -> Topology {
+        match self {
+            FailoverSpec::Replica { .. } => Topology::Pair,
+            FailoverSpec::Sentinel => Topology::RedisSentinel,
+            FailoverSpec::ClusterMasterKill | FailoverSpec::ClusterCommand => {
+                Topology::RedisCluster
+            }
+        }
+    }
 }
 
 /// A Sentinel failover moves a strategy's lock only if its library asks the Sentinels for the
@@ -92,12 +147,12 @@ fn runs_on_a_cluster(strategy: &Strategy, _: &Capabilities) -> Result<(), String
 /// A failover to the replica: by hand, through Sentinel, or of a cluster's master (by kill or by
 /// `CLUSTER FAILOVER`).
 pub(super) async fn inject(
-    switch: Failover,
-    spec: &FaultSpec,
+    spec: &Spec<&FailoverSpec>,
     env: &FaultEnv,
     rec: &mut Record,
     victim: Option<&Victim>,
 ) -> Result<bool, NotApplied> {
+    let switch = spec.family.kind();
     let ServerAccess::Own(own) = env.server.clone() else {
         return not_applied(
             rec,

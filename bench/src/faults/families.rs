@@ -1,7 +1,8 @@
-//! Each kind's family, and what a run asks of a kind through its family's [`Profile`]: a fault as
-//! written is checked here for what every fault takes (`kind`, `at`, `target`, `duration`,
-//! `every`, `after_acquire`) and by its family for the rest; its settings for the results, the
-//! servers it starts for itself and the end of its window come from the same profile. The families:
+//! Each kind's family, and what a run asks of a kind through its family's [`Profile`] and its
+//! family's own settings ([`FamilySpec`]): a fault as written is checked here for what every fault
+//! takes (`kind`, `at`, `target`, `duration`, `every`, `after_acquire`) and by its family for the
+//! rest, into a [`FaultSpec`]; its settings for the results and the `--fault` text, the servers it
+//! starts for itself and the end of its window come from the same. The families:
 //!
 //! | family | kinds | file |
 //! |---|---|---|
@@ -17,14 +18,99 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::kind::{FaultKind, Needs, Target};
-use super::spec::{FaultFile, FaultSpec, Profile, parse_target, positive, timing};
+use super::failovers::FailoverSpec;
+use super::kind::{FaultKind, Needs, RedisCommand, Target};
+use super::network::NetworkSpec;
+use super::node_faults::NodeSpec;
+use super::spec::{FaultFile, Profile, Setting, Spec, parse_target, positive, timing};
 use super::topology::Topology;
+use super::worker_process::WorkerSpec;
 use super::{
     failovers, leader_kill, network, node_faults, redis_commands, server_pause, sessions,
     worker_process,
 };
 use crate::base::duration::{Units, format_duration};
+use crate::base::time_scale::TimeScale;
+
+/// A checked fault: what every fault takes, and its family's kind with that family's own settings.
+pub(crate) type FaultSpec = Spec<FamilySpec>;
+
+/// A fault's family, with its kind and, for a family that has some, the settings of its own (each
+/// family's type, in its file).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum FamilySpec {
+    /// A fault on a client's worker process.
+    Worker(WorkerSpec),
+    /// `pause_server`.
+    PauseServer,
+    /// A Redis command to the run's primary.
+    RedisCommand(RedisCommand),
+    /// A fault on the network.
+    Network(NetworkSpec),
+    /// A failover.
+    Failover(FailoverSpec),
+    /// `leader_kill`.
+    LeaderKill,
+    /// A fault on nodes or a restartable server.
+    Node(NodeSpec),
+    /// `terminate_session`.
+    TerminateSession,
+}
+
+impl FamilySpec {
+    /// Reads and checks, through its family, the settings a fault of `kind` as written takes of
+    /// its own.
+    fn read(kind: FaultKind, file: &FaultFile, units: Units) -> Result<Self, String> {
+        Ok(match kind {
+            FaultKind::Worker(k) => FamilySpec::Worker(WorkerSpec::read(k, file, units)?),
+            FaultKind::PauseServer => FamilySpec::PauseServer,
+            FaultKind::RedisCommand(k) => FamilySpec::RedisCommand(k),
+            FaultKind::Network(k) => FamilySpec::Network(NetworkSpec::read(k, file, units)?),
+            FaultKind::Failover(k) => FamilySpec::Failover(FailoverSpec::read(k, file, units)?),
+            FaultKind::LeaderKill => FamilySpec::LeaderKill,
+            FaultKind::Node(k) => FamilySpec::Node(NodeSpec::read(k, file)?),
+            FaultKind::TerminateSession => FamilySpec::TerminateSession,
+        })
+    }
+
+    /// Its family's own settings, for the `--fault` text and the results.
+    fn settings(&self) -> Vec<Setting> {
+        match self {
+            FamilySpec::Worker(own) => own.settings(),
+            FamilySpec::Network(own) => own.settings(),
+            FamilySpec::Failover(own) => own.settings(),
+            FamilySpec::Node(own) => own.settings(),
+            FamilySpec::PauseServer
+            | FamilySpec::RedisCommand(_)
+            | FamilySpec::LeaderKill
+            | FamilySpec::TerminateSession => Vec::new(),
+        }
+    }
+
+    /// The same with its family's timings divided by `factor` (`--time-scale`).
+    fn scaled(&self, factor: TimeScale) -> Self {
+        match self {
+            FamilySpec::Worker(own) => FamilySpec::Worker(own.scaled(factor)),
+            FamilySpec::Network(own) => FamilySpec::Network(own.scaled(factor)),
+            FamilySpec::Failover(own) => FamilySpec::Failover(own.scaled(factor)),
+            other => other.clone(),
+        }
+    }
+
+    /// The servers it must have a case start for itself, if any.
+    fn topology(&self) -> Option<Topology> {
+        match self {
+            FamilySpec::Network(own) => own.topology(),
+            FamilySpec::Failover(own) => Some(own.topology()),
+            FamilySpec::LeaderKill => Some(leader_kill::TOPOLOGY),
+            FamilySpec::Node(own) => Some(own.topology()),
+            FamilySpec::Worker(_)
+            | FamilySpec::PauseServer
+            | FamilySpec::RedisCommand(_)
+            | FamilySpec::TerminateSession => None,
+        }
+    }
+}
 
 impl FaultKind {
     /// What its family says of it.
@@ -66,7 +152,7 @@ pub(crate) fn needs_proxies(kind: FaultKind) -> bool {
 /// The servers a fault must have a case start for itself (it destroys them or needs them set up
 /// its way), if any.
 pub(crate) fn own_topology(spec: &FaultSpec) -> Option<Topology> {
-    (spec.kind.profile().setup)(spec)
+    spec.family.topology()
 }
 
 /// The servers a case with `specs` starts for itself: the first fault's topology, with the fake
@@ -159,32 +245,34 @@ impl FaultSpec {
         }
         let after_acquire = timing("after_acquire", &file.after_acquire, units)?;
         let target = resolve_target(kind, file.target.as_deref(), after_acquire)?;
-        let mut spec = FaultSpec {
+        Ok(FaultSpec {
+            kind,
+            at,
+            target,
             duration: length,
             every,
             after_acquire,
-            ..FaultSpec::new(kind, at, target)
-        };
-        (kind.profile().read)(file, units, &mut spec)?;
-        Ok(spec)
+            family: FamilySpec::read(kind, file, units)?,
+        })
+    }
+
+    /// The same fault with every timing divided by `factor` (`--time-scale`); counts, targets and
+    /// kinds kept.
+    pub(crate) fn scaled(&self, factor: TimeScale) -> Self {
+        self.scaled_with(factor, self.family.scaled(factor))
+    }
+
+    /// Its settings besides `kind`, `at` and `target`: those every fault takes, then its family's.
+    pub(crate) fn settings(&self) -> Vec<Setting> {
+        let mut all = self.shared_settings();
+        all.extend(self.family.settings());
+        all
     }
 
     /// The fault's settings by name, for the results (`at` and `target` excluded: they are the
     /// window's start and target).
-    pub(crate) fn parameters(&self) -> Vec<(&'static str, serde_json::Value)> {
-        let ms = |d: Duration| serde_json::Value::from(d.as_secs_f64() * 1e3);
-        let mut out = Vec::new();
-        if let Some(d) = self.duration {
-            out.push(("duration_ms", ms(d)));
-        }
-        if let Some(every) = self.every {
-            out.push(("every_ms", ms(every)));
-        }
-        if let Some(after) = self.after_acquire {
-            out.push(("after_acquire_ms", ms(after)));
-        }
-        (self.kind.profile().parameters)(self, &mut out);
-        out
+    pub(crate) fn parameters(&self) -> Vec<(String, serde_json::Value)> {
+        self.settings().iter().map(Setting::parameter).collect()
     }
 
     /// When the fault's window, and the recovery after it ([`FaultKind::recovery`]), end at the
@@ -216,34 +304,10 @@ impl fmt::Display for FaultSpec {
             format_duration(self.at),
             self.target
         )?;
-        let allowed = self.kind.profile().allowed;
-        let mut put = |name: &str, value: String| -> fmt::Result {
-            if allowed.contains(&name) {
-                write!(f, " {name}={value}")?;
-            }
-            Ok(())
-        };
-        if let Some(d) = self.duration {
-            put("duration", format_duration(d))?;
+        for setting in self.settings() {
+            write!(f, " {}", setting.written())?;
         }
-        if let Some(every) = self.every {
-            put("every", format_duration(every))?;
-        }
-        if let Some(after) = self.after_acquire {
-            put("after_acquire", format_duration(after))?;
-        }
-        put("delay", format_duration(self.delay))?;
-        put("direction", self.direction.to_string())?;
-        put("replication_lag", format_duration(self.replication_lag))?;
-        put("threads", self.threads.to_string())?;
-        put("quota", format_duration(self.quota))?;
-        put("period", format_duration(self.period))?;
-        put("nodes", self.nodes_text())?;
-        put("rate", self.rate.to_string())?;
-        put(
-            "durability",
-            node_faults::durability_name(self.durability).to_owned(),
-        )
+        Ok(())
     }
 }
 
@@ -278,22 +342,36 @@ mod tests {
         let p = resolve("pubsub_kill at=1ttl duration=3ttl every=0.1ttl").expect("valid");
         assert_eq!(p.every, Some(Duration::from_millis(150)));
         let d = resolve("proxy_delay at=2task duration=1s delay=0.25ttl").expect("valid");
+        let delay = |delay| {
+            FamilySpec::Network(NetworkSpec::Delay {
+                delay,
+                direction: Directions::Both,
+            })
+        };
         assert_eq!(
-            (d.at, d.delay),
-            (Duration::from_millis(80), Duration::from_millis(375))
+            (d.at, &d.family),
+            (
+                Duration::from_millis(80),
+                &delay(Duration::from_millis(375))
+            )
         );
         let s = d.scaled(TimeScale::parse("5").expect("scale"));
         assert_eq!(
-            (s.at, s.duration, s.delay),
+            (s.at, s.duration, &s.family),
             (
                 Duration::from_millis(16),
                 Some(Duration::from_millis(200)),
-                Duration::from_millis(75)
+                &delay(Duration::from_millis(75))
             )
         );
+        assert_eq!((s.kind, s.target), (d.kind, d.target));
+        let q = resolve("cgroup_quota duration=1s quota=0.01ttl").expect("valid");
         assert_eq!(
-            (s.kind, s.target, s.direction),
-            (d.kind, d.target, d.direction)
+            q.scaled(TimeScale::parse("5").expect("scale")).family,
+            FamilySpec::Worker(WorkerSpec::CgroupQuota {
+                quota: Duration::from_millis(3),
+                period: Duration::from_millis(20)
+            })
         );
         let err = resolve("pause_worker duration=-2ttl").expect_err("negative");
         assert!(
@@ -316,7 +394,13 @@ mod tests {
         let d =
             resolve("proxy_delay at=1s duration=1s delay=200ms direction=downstream target=all")
                 .expect("valid");
-        assert_eq!(d.direction, Directions::Downstream);
+        assert_eq!(
+            d.family,
+            FamilySpec::Network(NetworkSpec::Delay {
+                delay: Duration::from_millis(200),
+                direction: Directions::Downstream
+            })
+        );
         assert_eq!(resolve(&d.to_string()), Ok(d.clone()));
         assert!(
             d.parameters()
@@ -374,7 +458,12 @@ mod tests {
             })
         );
         let durable = resolve("server_restart durability=aof_always").expect("valid");
-        assert_eq!(durable.durability, Durability::AofAlways);
+        assert_eq!(
+            durable.family,
+            FamilySpec::Node(NodeSpec::ServerRestart {
+                durability: Durability::AofAlways
+            })
+        );
         assert_eq!(
             own_topology(&durable),
             Some(Topology::RedisNode(Durability::AofAlways))

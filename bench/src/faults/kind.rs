@@ -1,8 +1,8 @@
 //! The kinds of fault, each in its family: a [`FaultKind`] names its family and the kind within it
 //! (`FaultKind::Worker(WorkerFault::Pause)` is `pause_worker`). What a family's kinds need, take and
-//! do lives in the family's own file (its [`Profile`](super::spec::Profile) and its injection); this
-//! file only names them, and the terms a family describes its kinds in ([`Targets`], [`Aftermath`],
-//! [`Needs`]).
+//! do lives in the family's own file (its [`Profile`](super::spec::Profile), its settings and its
+//! injection); this file only names them, and the terms a family describes its kinds in
+//! ([`Targets`], [`Aftermath`], [`Needs`]).
 
 use std::fmt;
 use std::time::Duration;

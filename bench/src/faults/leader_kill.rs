@@ -11,9 +11,11 @@ use crate::kinds::ServerFault;
 /// What the family says of `leader_kill`: it takes nothing of its own and strikes the server.
 pub(super) const PROFILE: Profile = Profile {
     needs: Needs::Offered(ServerFault::LeaderKill),
-    setup: |_| Some(Topology::Cluster),
     ..Profile::PLAIN
 };
+
+/// The servers it starts for itself: a 3-member cluster (it kills the leader).
+pub(super) const TOPOLOGY: Topology = Topology::Cluster;
 
 /// Kills the leader of the case's own cluster and waits for a new one.
 pub(super) async fn inject(env: &FaultEnv, rec: &mut Record) -> Result<bool, NotApplied> {

@@ -9,8 +9,8 @@
 //! | module | job |
 //! |---|---|
 //! | [`kind`] | the kinds of fault, each in its family, and the terms a family describes them in |
-//! | [`spec`] | a fault as written ([`FaultFile`], `--fault`) and checked ([`FaultSpec`]); a family's [`spec::Profile`] |
-//! | [`families`] | each kind's family: checking a fault as written, its results' settings, its own servers |
+//! | [`spec`] | a fault as written ([`FaultFile`], `--fault`) and what every checked fault takes ([`spec::Spec`]); a family's [`spec::Profile`] |
+//! | [`families`] | each kind's family: a checked fault ([`FaultSpec`]: its family's own settings in a [`families::FamilySpec`]), checking a fault as written, its results' settings, its own servers |
 //! | [`worker_process`], [`server_pause`], [`redis_commands`], [`network`], [`failovers`], [`leader_kill`], [`node_faults`], [`sessions`] | the families: each one's spec and injection |
 //! | [`applicability`] | which fault applies to which strategy |
 //! | [`board`] | the workers' hold events: who holds what now, what happened since |
@@ -47,9 +47,11 @@ pub(crate) mod topology;
 pub(crate) mod worker_process;
 pub(crate) mod workers;
 
-pub(crate) use self::families::{case_topology, needs_processes, needs_proxies, own_topology};
-pub(crate) use self::kind::{FaultKind, Target};
-pub(crate) use self::spec::{FaultFile, FaultSpec, parse_fault_text};
+pub(crate) use self::families::{
+    FaultSpec, case_topology, needs_processes, needs_proxies, own_topology,
+};
+pub(crate) use self::kind::Target;
+pub(crate) use self::spec::{FaultFile, parse_fault_text};
 
 use std::sync::Arc;
 
@@ -58,7 +60,8 @@ use tokio::task::JoinHandle;
 
 use self::board::HoldBoard;
 use self::env::{FaultEnv, ServerAccess};
-use self::kind::Failover;
+use self::failovers::FailoverSpec;
+use self::families::FamilySpec;
 use self::proxies::ClientProxies;
 use self::workers::WorkerControl;
 use crate::backends::stats::StatsSource;
@@ -141,8 +144,12 @@ impl CaseFaults {
             Some(topology) => {
                 let lag = specs
                     .iter()
-                    .filter(|s| s.kind == FaultKind::Failover(Failover::Replica))
-                    .map(|s| s.replication_lag)
+                    .filter_map(|s| match s.family {
+                        FamilySpec::Failover(FailoverSpec::Replica { replication_lag }) => {
+                            Some(replication_lag)
+                        }
+                        _ => None,
+                    })
                     .max()
                     .unwrap_or_default();
                 let kind = strategy.server;

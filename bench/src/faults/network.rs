@@ -7,6 +7,7 @@
 //! inside that namespace.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use lockbench_servers::{Fault, Proxy};
 
@@ -16,10 +17,11 @@ use super::env::{
 };
 use super::kind::{Aftermath, Needs, NetworkFault, Target, Targets};
 use super::proxies::{self, ClientProxies, Directions, parse_directions};
-use super::spec::{FaultFile, FaultSpec, Profile, positive, timing};
+use super::spec::{FaultFile, Profile, Setting, Spec, parsed, positive, timing};
 use super::topology::Topology;
 use crate::base::clock::duration_ns;
 use crate::base::duration::Units;
+use crate::base::time_scale::TimeScale;
 use crate::kinds::ServerFault;
 
 /// What the family says of `kind`.
@@ -27,7 +29,6 @@ pub(super) fn profile(kind: NetworkFault) -> Profile {
     let network = Profile {
         targets: Targets::Connections,
         proxies: true,
-        read: read_proxy_settings,
         ..Profile::PLAIN
     };
     match kind {
@@ -35,16 +36,11 @@ pub(super) fn profile(kind: NetworkFault) -> Profile {
             allowed: &["duration", "delay", "direction", "after_acquire"],
             required: &["duration", "delay"],
             aftermath: Aftermath::SlowsDown,
-            parameters: |spec, out| {
-                out.push(("delay_ms", (spec.delay.as_secs_f64() * 1e3).into()));
-                out.push(("direction", spec.direction.to_string().into()));
-            },
             ..network
         },
         NetworkFault::Blackhole => Profile {
             allowed: &["duration", "direction", "after_acquire"],
             required: &["duration"],
-            parameters: |spec, out| out.push(("direction", spec.direction.to_string().into())),
             ..network
         },
         NetworkFault::Reset => Profile {
@@ -55,27 +51,92 @@ pub(super) fn profile(kind: NetworkFault) -> Profile {
             allowed: &["duration", "after_acquire"],
             required: &["duration"],
             needs: Needs::Offered(ServerFault::KeepalivePartition),
-            setup: |_| Some(Topology::SqlNamespace),
             ..network
         },
     }
 }
 
-/// The proxy's added delay and the direction it acts in, defaults filled in.
-fn read_proxy_settings(file: &FaultFile, units: Units, spec: &mut FaultSpec) -> Result<(), String> {
-    spec.delay = positive("delay", timing("delay", &file.delay, units)?)?.unwrap_or_default();
-    spec.direction = file
-        .direction
-        .as_deref()
-        .map(parse_directions)
-        .transpose()
-        .map_err(|e| format!("direction: {e}"))?
-        .unwrap_or(Directions::Both);
-    Ok(())
+/// A network fault's kind with the settings of its own: a proxy's added delay and the direction it
+/// acts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NetworkSpec {
+    /// `proxy_delay`: `delay` added to the bytes of `direction`.
+    Delay {
+        /// Added latency.
+        delay: Duration,
+        /// Which way it acts.
+        direction: Directions,
+    },
+    /// `proxy_blackhole`: the bytes of `direction` dropped.
+    Blackhole {
+        /// Which way it acts.
+        direction: Directions,
+    },
+    /// `proxy_reset`.
+    Reset,
+    /// `keepalive_partition`.
+    KeepalivePartition,
 }
 
+impl NetworkSpec {
+    /// Reads and checks the settings of a network fault of `kind` as written, defaults filled in
+    /// (both directions).
+    pub(crate) fn read(kind: NetworkFault, file: &FaultFile, units: Units) -> Result<Self, String> {
+        let direction = || {
+            parsed("direction", &file.direction, parse_directions)
+                .map(|d| d.unwrap_or(Directions::Both))
+        };
+        Ok(match kind {
+            NetworkFault::Delay => NetworkSpec::Delay {
+                delay: positive("delay", timing("delay", &file.delay, units)?)?.unwrap_or_default(),
+                direction: direction()?,
+            },
+            NetworkFault::Blackhole => NetworkSpec::Blackhole {
+                direction: direction()?,
+            },
+            NetworkFault::Reset => NetworkSpec::Reset,
+            NetworkFault::KeepalivePartition => NetworkSpec::KeepalivePartition,
+        })
+    }
+
+    /// Its settings, for the `--fault` text and the results.
+    pub(crate) fn settings(&self) -> Vec<Setting> {
+        let direction = |d: Directions| Setting::Word("direction", d.to_string());
+        match *self {
+            NetworkSpec::Delay {
+                delay,
+                direction: d,
+            } => {
+                vec![Setting::Timing("delay", delay), direction(d)]
+            }
+            NetworkSpec::Blackhole { direction: d } => vec![direction(d)],
+            NetworkSpec::Reset | NetworkSpec::KeepalivePartition => Vec::new(),
+        }
+    }
+
+    /// The same with its timings divided by `factor` (`--time-scale`).
+    pub(crate) fn scaled(&self, factor: TimeScale) -> Self {
+        match *self {
+            NetworkSpec::Delay { delay, direction } => NetworkSpec::Delay {
+                delay: delay / factor,
+                direction,
+            },
+            other => other,
+        }
+    }
+
+    /// The servers it starts for itself: a server in a network namespace of its own for a
+    /// keepalive partition.
+    pub(crate) fn topology(&self) -> Option<Topology> {
+        (*self == NetworkSpec::KeepalivePartition).then_some(Topology::SqlNamespace)
+    }
+}
+
+/// A network fault as its family sees it.
+type NetworkFaultSpec<'a> = Spec<&'a NetworkSpec>;
+
 /// Applies a network fault, lifts it, and measures what followed.
-pub(super) async fn inject(kind: NetworkFault, spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
+pub(super) async fn inject(spec: &NetworkFaultSpec<'_>, env: &FaultEnv, rec: &mut Record) {
     let Some(all) = env.proxies.clone() else {
         rec.not_applied("the case has no proxies");
         return;
@@ -109,12 +170,15 @@ pub(super) async fn inject(kind: NetworkFault, spec: &FaultSpec, env: &FaultEnv,
     let cursor = env.board.cursor();
     let t0 = env.clock.now();
     rec.start = t0;
-    match kind {
-        NetworkFault::Delay | NetworkFault::Blackhole => {
-            degrade(spec, env, rec, &chosen, kind == NetworkFault::Delay).await;
+    match *spec.family {
+        NetworkSpec::Delay { delay, direction } => {
+            degrade(spec, env, rec, &chosen, (Some(delay), direction)).await;
         }
-        NetworkFault::Reset => reset(spec, env, rec, &chosen, t0).await,
-        NetworkFault::KeepalivePartition => keepalive_partition(spec, env, rec, &chosen).await,
+        NetworkSpec::Blackhole { direction } => {
+            degrade(spec, env, rec, &chosen, (None, direction)).await;
+        }
+        NetworkSpec::Reset => reset(spec, env, rec, &chosen, t0).await,
+        NetworkSpec::KeepalivePartition => keepalive_partition(spec, env, rec, &chosen).await,
     }
     match victim {
         Some(v) => {
@@ -148,20 +212,21 @@ fn choose_proxies<'a>(
     }
 }
 
-/// Delays (`proxy_delay`) or drops (`proxy_blackhole`) the traffic through `chosen` for the fault's
-/// length, counting the bytes it affected; a blackhole then resets the streams it left unusable.
+/// Delays by `delay` (`proxy_delay`) or, without one, drops (`proxy_blackhole`) the traffic of
+/// `direction` through `chosen` for the fault's length, counting the bytes it affected; a blackhole
+/// then resets the streams it left unusable.
 async fn degrade(
-    spec: &FaultSpec,
+    spec: &NetworkFaultSpec<'_>,
     env: &FaultEnv,
     rec: &mut Record,
     chosen: &[&Proxy],
-    delay: bool,
+    (delay, direction): (Option<Duration>, Directions),
 ) {
-    let fault = if delay {
-        Fault::Delay(spec.delay)
-    } else {
-        Fault::Blackhole
+    let fault = match delay {
+        Some(delay) => Fault::Delay(delay),
+        None => Fault::Blackhole,
     };
+    let delay = delay.is_some();
     let affected = |chosen: &[&Proxy]| -> u64 {
         chosen
             .iter()
@@ -176,7 +241,7 @@ async fn degrade(
     };
     let before = affected(chosen);
     for p in chosen {
-        proxies::set(p, spec.direction, fault);
+        proxies::set(p, direction, fault);
     }
     hold_for(env, spec.duration, rec).await;
     let bytes = affected(chosen) - before;
@@ -190,7 +255,7 @@ async fn degrade(
         ))
     });
     for p in chosen {
-        proxies::set(p, spec.direction, Fault::Pass);
+        proxies::set(p, direction, Fault::Pass);
         if !delay {
             // The bytes dropped meanwhile left these streams unusable: end them, as a
             // partition that outlasts the peers' timeouts does.
@@ -205,7 +270,7 @@ async fn degrade(
 /// open) for the server to end their sessions; then lifts the rules and resets the proxies' streams (left unusable). Evidence:
 /// the rules' packet counters, the sessions the server ended and its "timed out" log lines.
 async fn keepalive_partition(
-    spec: &FaultSpec,
+    spec: &NetworkFaultSpec<'_>,
     env: &FaultEnv,
     rec: &mut Record,
     chosen: &[&Proxy],
@@ -298,7 +363,13 @@ async fn keepalive_partition(
 }
 
 /// Resets every connection through `chosen`, once or `every` so often for the fault's length.
-async fn reset(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record, chosen: &[&Proxy], t0: u64) {
+async fn reset(
+    spec: &NetworkFaultSpec<'_>,
+    env: &FaultEnv,
+    rec: &mut Record,
+    chosen: &[&Proxy],
+    t0: u64,
+) {
     let mut resets = 0u64;
     let mut connections = 0usize;
     let end = spec.duration.map(|d| t0 + duration_ns(d));

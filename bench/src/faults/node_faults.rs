@@ -10,10 +10,9 @@ use std::time::Duration;
 use lockbench_servers::Durability;
 
 use super::env::{FaultEnv, NotApplied, Record, ServerAccess, blocking, hold_for, not_applied};
-use super::kind::{Aftermath, FaultKind, Needs, NodeFault};
-use super::spec::{FaultFile, FaultSpec, Profile};
+use super::kind::{Aftermath, Needs, NodeFault};
+use super::spec::{FaultFile, Profile, Setting, Spec, parsed};
 use super::topology::Topology;
-use crate::base::duration::Units;
 use crate::kinds::{CaseServers, ServerFault};
 
 /// How many nodes a Redlock case starts for itself.
@@ -24,9 +23,6 @@ pub(super) fn profile(kind: NodeFault) -> Profile {
     let nodes = Profile {
         required: &["nodes"],
         needs: Needs::Offered(ServerFault::NodeFaults),
-        read: read_node_settings,
-        parameters: |spec, out| out.push(("nodes", spec.nodes_text().into())),
-        setup: |_| Some(Topology::RedisNodes { fake_clock: None }),
         ..Profile::PLAIN
     };
     match kind {
@@ -41,55 +37,106 @@ pub(super) fn profile(kind: NodeFault) -> Profile {
         NodeFault::ClockJump => Profile {
             allowed: &["nodes", "rate"],
             aftermath: Aftermath::WholeCase,
-            parameters: |spec, out| {
-                out.push(("nodes", spec.nodes_text().into()));
-                out.push(("rate", spec.rate.into()));
-            },
-            setup: |spec| {
-                Some(Topology::RedisNodes {
-                    fake_clock: spec.nodes.first().map(|n| (*n, spec.rate)),
-                })
-            },
             ..nodes
         },
         NodeFault::ServerRestart => Profile {
             allowed: &["durability"],
             required: &[],
             needs: Needs::Offered(ServerFault::Restart),
-            parameters: |spec, out| {
-                out.push(("durability", durability_name(spec.durability).into()));
-            },
-            setup: |spec| Some(Topology::RedisNode(spec.durability)),
             ..nodes
         },
     }
 }
 
-/// The nodes struck (a clock jump's one node), the clock's rate and what a restart keeps, defaults
-/// filled in.
-fn read_node_settings(file: &FaultFile, _: Units, spec: &mut FaultSpec) -> Result<(), String> {
-    spec.nodes = file
-        .nodes
-        .as_deref()
-        .map(parse_nodes)
-        .transpose()
-        .map_err(|e| format!("nodes: {e}"))?
-        .unwrap_or_default();
-    if spec.kind == FaultKind::Node(NodeFault::ClockJump) && spec.nodes.len() != 1 {
-        return Err("nodes: clock_jump takes one node".into());
+/// A node fault's kind with the settings of its own: the nodes struck, the rate of a fast clock,
+/// what a restarted server keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NodeSpec {
+    /// `node_kill` of these Redlock nodes.
+    Kill {
+        /// The node indices.
+        nodes: Vec<usize>,
+    },
+    /// `node_restart` of these Redlock nodes.
+    Restart {
+        /// The node indices.
+        nodes: Vec<usize>,
+    },
+    /// `clock_jump`: one node's wall clock running `rate` times as fast.
+    ClockJump {
+        /// The node's index.
+        node: usize,
+        /// How many times as fast its clock runs.
+        rate: u32,
+    },
+    /// `server_restart`, keeping what `durability` keeps.
+    ServerRestart {
+        /// What survives the restart.
+        durability: Durability,
+    },
+}
+
+impl NodeSpec {
+    /// Reads and checks the settings of a node fault of `kind` as written, defaults filled in (a
+    /// clock 10 times as fast, a restart that keeps nothing).
+    pub(crate) fn read(kind: NodeFault, file: &FaultFile) -> Result<Self, String> {
+        let nodes = || parsed("nodes", &file.nodes, parse_nodes).map(Option::unwrap_or_default);
+        Ok(match kind {
+            NodeFault::Kill => NodeSpec::Kill { nodes: nodes()? },
+            NodeFault::Restart => NodeSpec::Restart { nodes: nodes()? },
+            NodeFault::ClockJump => {
+                let [node] = nodes()?[..] else {
+                    return Err("nodes: clock_jump takes one node".into());
+                };
+                let rate = file.rate.unwrap_or(10);
+                if !(2..=1000).contains(&rate) {
+                    return Err(format!("rate: must be 2..=1000, got {rate}"));
+                }
+                NodeSpec::ClockJump { node, rate }
+            }
+            NodeFault::ServerRestart => NodeSpec::ServerRestart {
+                durability: parsed("durability", &file.durability, parse_durability)?
+                    .unwrap_or_default(),
+            },
+        })
     }
-    spec.rate = file.rate.unwrap_or(10);
-    if !(2..=1000).contains(&spec.rate) {
-        return Err(format!("rate: must be 2..=1000, got {}", spec.rate));
+
+    /// Its settings, for the `--fault` text and the results.
+    pub(crate) fn settings(&self) -> Vec<Setting> {
+        match self {
+            NodeSpec::Kill { nodes } | NodeSpec::Restart { nodes } => {
+                vec![Setting::Word("nodes", nodes_text(nodes))]
+            }
+            NodeSpec::ClockJump { node, rate } => vec![
+                Setting::Word("nodes", node.to_string()),
+                Setting::Count("rate", *rate),
+            ],
+            NodeSpec::ServerRestart { durability } => vec![Setting::Word(
+                "durability",
+                durability_name(*durability).to_owned(),
+            )],
+        }
     }
-    spec.durability = file
-        .durability
-        .as_deref()
-        .map(parse_durability)
-        .transpose()
-        .map_err(|e| format!("durability: {e}"))?
-        .unwrap_or_default();
-    Ok(())
+
+    /// The servers it starts for itself: Redlock's nodes (one with its fast clock), or a
+    /// restartable Redis.
+    pub(crate) fn topology(&self) -> Topology {
+        match self {
+            NodeSpec::Kill { .. } | NodeSpec::Restart { .. } => {
+                Topology::RedisNodes { fake_clock: None }
+            }
+            NodeSpec::ClockJump { node, rate } => Topology::RedisNodes {
+                fake_clock: Some((*node, *rate)),
+            },
+            NodeSpec::ServerRestart { durability } => Topology::RedisNode(*durability),
+        }
+    }
+}
+
+/// Node indices as written (`3,4`).
+fn nodes_text(nodes: &[usize]) -> String {
+    let nodes: Vec<String> = nodes.iter().map(usize::to_string).collect();
+    nodes.join(",")
 }
 
 fn parse_nodes(text: &str) -> Result<Vec<usize>, String> {
@@ -118,17 +165,19 @@ fn parse_durability(text: &str) -> Result<Durability, String> {
 }
 
 /// A durability as written.
-pub(super) fn durability_name(d: Durability) -> &'static str {
+fn durability_name(d: Durability) -> &'static str {
     match d {
         Durability::None => "none",
         Durability::AofAlways => "aof-always",
     }
 }
 
+/// A node fault as its family sees it.
+type NodeFaultSpec<'a> = Spec<&'a NodeSpec>;
+
 /// A fault on the case's own servers, which it needs; whether to measure what followed.
 pub(super) async fn inject(
-    fault: NodeFault,
-    spec: &FaultSpec,
+    spec: &NodeFaultSpec<'_>,
     env: &FaultEnv,
     rec: &mut Record,
 ) -> Result<bool, NotApplied> {
@@ -138,55 +187,53 @@ pub(super) async fn inject(
             format!("{} needs servers started for the case", spec.kind),
         );
     };
-    run_node_fault(spec, env, rec, own, fault)
+    run_node_fault(spec, env, rec, own)
         .await
         .or_else(|e| not_applied(rec, format!("{} failed: {e}", spec.kind)))
 }
 
 /// Kills, restarts or reports the case's own Redis servers; whether to measure what followed.
 async fn run_node_fault(
-    spec: &FaultSpec,
+    spec: &NodeFaultSpec<'_>,
     env: &FaultEnv,
     rec: &mut Record,
     own: Arc<dyn CaseServers>,
-    fault: NodeFault,
 ) -> Result<bool, String> {
-    let nodes = spec.nodes.clone();
-    match fault {
-        NodeFault::Kill => {
-            let killer = own.clone();
-            rec.target = blocking(move || killer.kill_nodes(&nodes)).await?;
+    match spec.family {
+        NodeSpec::Kill { nodes } => {
+            let (killer, killed) = (own.clone(), nodes.clone());
+            rec.target = blocking(move || killer.kill_nodes(&killed)).await?;
             rec.took_effect(format!("killed {}", rec.target));
             if spec.duration.is_some() {
                 hold_for(env, spec.duration, rec).await;
-                let nodes = spec.nodes.clone();
+                let nodes = nodes.clone();
                 blocking(move || own.restart_nodes(&nodes)).await?;
                 rec.stop = Some(env.clock.now());
             }
             Ok(true)
         }
-        NodeFault::Restart => {
+        NodeSpec::Restart { nodes } => {
+            let nodes = nodes.clone();
             rec.target = blocking(move || own.restart_nodes(&nodes)).await?;
             rec.took_effect(format!("restarted {}", rec.target));
             rec.stop = Some(env.clock.now());
             Ok(true)
         }
-        NodeFault::ServerRestart => {
+        NodeSpec::ServerRestart { .. } => {
             rec.target = blocking(move || own.restart_server()).await?;
             rec.took_effect(format!("restarted {}", rec.target));
             rec.stop = Some(env.clock.now());
             rec.param("restart_ms", (env.clock.now() - rec.start) as f64 / 1e6);
             Ok(true)
         }
-        NodeFault::ClockJump => {
+        &NodeSpec::ClockJump { node, rate } => {
             // The node runs under libfaketime from its start: the fault lasts the whole case.
             rec.start = env.go;
-            rec.target = format!("redis node {}", spec.nodes_text());
+            rec.target = format!("redis node {node}");
             rec.note(format!(
-                "the node's wall clock ran {}x as fast (libfaketime) from the case start: its keys expire after 1/{} of their TTL",
-                spec.rate, spec.rate
+                "the node's wall clock ran {rate}x as fast (libfaketime) from the case start: its keys expire after 1/{rate} of their TTL"
             ));
-            rec.evidence(clock_ahead(own, &spec.nodes, spec.rate).await);
+            rec.evidence(clock_ahead(own, &[node], rate).await);
             Ok(false)
         }
     }

@@ -16,7 +16,7 @@ use super::env::{
     lasts_until, not_applied, sleep_until,
 };
 use super::kind::{Aftermath, Needs, RedisCommand, Targets};
-use super::spec::{FaultSpec, Profile};
+use super::spec::{Profile, Spec};
 use crate::base::clock::duration_ns;
 use crate::kinds::{ServerFault, ServerKindExt};
 use crate::strategies::Strategy;
@@ -60,7 +60,7 @@ fn listens_on_pubsub(_: &Strategy, caps: &Capabilities) -> Result<(), String> {
 /// aimed at one); whether to measure what followed.
 pub(super) async fn inject(
     kind: RedisCommand,
-    spec: &FaultSpec,
+    spec: &Spec<()>,
     env: &FaultEnv,
     rec: &mut Record,
     (victim, t0): (Option<&Victim>, u64),
@@ -143,7 +143,7 @@ fn redis_target(
 
 /// Redis `CLIENT PAUSE … ALL` for the fault's length, seen by a PING from another connection.
 async fn client_pause(
-    spec: &FaultSpec,
+    spec: &Spec<()>,
     env: &FaultEnv,
     rec: &mut Record,
     t0: u64,
@@ -183,7 +183,7 @@ async fn client_pause(
 
 /// Redis `CLIENT KILL TYPE pubsub`, as often as the fault says.
 async fn pubsub_kill(
-    spec: &FaultSpec,
+    spec: &Spec<()>,
     env: &FaultEnv,
     rec: &mut Record,
     t0: u64,
@@ -208,7 +208,7 @@ async fn pubsub_kill(
 
 /// A Lua script that keeps Redis busy for the fault's length (while `victim` holds, if aimed at one).
 async fn busy(
-    spec: &FaultSpec,
+    spec: &Spec<()>,
     env: &FaultEnv,
     rec: &mut Record,
     victim: Option<&Victim>,
@@ -237,7 +237,7 @@ async fn busy(
 
 /// `CLIENT KILL TYPE pubsub`, once or every `every` during `duration`; (commands sent, connections
 /// killed).
-async fn pubsub_kills(spec: &FaultSpec, env: &FaultEnv, socket: SocketAddr, t0: u64) -> (u64, u64) {
+async fn pubsub_kills(spec: &Spec<()>, env: &FaultEnv, socket: SocketAddr, t0: u64) -> (u64, u64) {
     let end = spec.duration.map(|d| t0 + duration_ns(d));
     let (mut kills, mut killed) = (0u64, 0u64);
     loop {

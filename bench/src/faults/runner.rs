@@ -12,8 +12,7 @@ use lockbench_reports::model::FaultWindow;
 use tokio::task::JoinSet;
 
 use super::env::{FaultEnv, Record, sleep_until};
-use super::kind::FaultKind;
-use super::spec::FaultSpec;
+use super::families::{FamilySpec, FaultSpec};
 use super::{
     failovers, leader_kill, network, node_faults, redis_commands, server_pause, server_strike,
     sessions, worker_process,
@@ -61,27 +60,29 @@ async fn run_one(spec: FaultSpec, env: FaultEnv) -> FaultWindow {
     rec.window(env.go)
 }
 
-/// Applies the fault through its family, lifts it, and measures what followed.
+/// Applies the fault through its family (giving it its own settings), lifts it, and measures what
+/// followed.
 async fn inject(spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
-    let on_server = match spec.kind {
-        FaultKind::Worker(kind) => return worker_process::inject(kind, spec, env, rec).await,
-        FaultKind::Network(kind) => return network::inject(kind, spec, env, rec).await,
-        on_server => on_server,
-    };
-    let Ok(struck) = server_strike::strike(spec, env, rec).await else {
+    match &spec.family {
+        FamilySpec::Worker(own) => return worker_process::inject(&spec.with(own), env, rec).await,
+        FamilySpec::Network(own) => return network::inject(&spec.with(own), env, rec).await,
+        _ => {}
+    }
+    let shared = spec.with(());
+    let Ok(struck) = server_strike::strike(&shared, env, rec).await else {
         return;
     };
     let victim = struck.victim.as_ref();
-    let applied = match on_server {
-        FaultKind::PauseServer => server_pause::inject(spec, env, rec).await,
-        FaultKind::RedisCommand(kind) => {
-            redis_commands::inject(kind, spec, env, rec, (victim, struck.t0)).await
+    let applied = match &spec.family {
+        FamilySpec::PauseServer => server_pause::inject(&shared, env, rec).await,
+        FamilySpec::RedisCommand(kind) => {
+            redis_commands::inject(*kind, &shared, env, rec, (victim, struck.t0)).await
         }
-        FaultKind::Failover(kind) => failovers::inject(kind, spec, env, rec, victim).await,
-        FaultKind::LeaderKill => leader_kill::inject(env, rec).await,
-        FaultKind::Node(kind) => node_faults::inject(kind, spec, env, rec).await,
-        FaultKind::TerminateSession => sessions::inject(env, rec, victim).await,
-        FaultKind::Worker(_) | FaultKind::Network(_) => return,
+        FamilySpec::Failover(own) => failovers::inject(&spec.with(own), env, rec, victim).await,
+        FamilySpec::LeaderKill => leader_kill::inject(env, rec).await,
+        FamilySpec::Node(own) => node_faults::inject(&spec.with(own), env, rec).await,
+        FamilySpec::TerminateSession => sessions::inject(env, rec, victim).await,
+        FamilySpec::Worker(_) | FamilySpec::Network(_) => return,
     };
-    server_strike::measure(spec, env, rec, struck, applied).await;
+    server_strike::measure(&shared, env, rec, struck, applied).await;
 }

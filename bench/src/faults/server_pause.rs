@@ -6,7 +6,7 @@ use super::env::{
     FaultEnv, NotApplied, Record, ServerAccess, blocking, hold_for, not_applied, seen_in_state,
 };
 use super::kind::Targets;
-use super::spec::{FaultSpec, Profile};
+use super::spec::{Profile, Spec};
 
 /// What the family says of `pause_server`: it takes a duration and needs a real server.
 pub(super) const PROFILE: Profile = Profile {
@@ -33,7 +33,7 @@ fn signal_group(pid: u32, signal: libc::c_int) -> Result<(), String> {
 
 /// SIGSTOP to the server's process group for the fault's length, then SIGCONT.
 pub(super) async fn inject(
-    spec: &FaultSpec,
+    spec: &Spec<()>,
     env: &FaultEnv,
     rec: &mut Record,
 ) -> Result<bool, NotApplied> {

@@ -8,7 +8,7 @@ use super::env::{
     not_applied, pick_client, sleep_until,
 };
 use super::kind::Target;
-use super::spec::FaultSpec;
+use super::spec::Spec;
 use crate::base::clock::duration_ns;
 
 /// A fault on the server as it struck: its victim (none for the server as a whole), the hold
@@ -24,7 +24,7 @@ pub(super) struct Struck {
 
 /// Waits for the fault's victim, if it is aimed at one, and starts its record's clock.
 pub(super) async fn strike(
-    spec: &FaultSpec,
+    spec: &Spec<()>,
     env: &FaultEnv,
     rec: &mut Record,
 ) -> Result<Struck, NotApplied> {
@@ -37,7 +37,7 @@ pub(super) async fn strike(
 
 /// After the fault's family `applied` it (whether to measure what followed): what followed.
 pub(super) async fn measure(
-    spec: &FaultSpec,
+    spec: &Spec<()>,
     env: &FaultEnv,
     rec: &mut Record,
     struck: Struck,
@@ -62,7 +62,7 @@ pub(super) async fn measure(
 /// The holder a fault aimed at one strikes (right after its acquire, or `after_acquire` later);
 /// none for a fault on the server as a whole.
 async fn strike_after_acquire(
-    spec: &FaultSpec,
+    spec: &Spec<()>,
     env: &FaultEnv,
     rec: &mut Record,
 ) -> Result<Option<Victim>, NotApplied> {

@@ -1,9 +1,10 @@
 //! A fault as a scenario asks for it: the `[[faults]]` tables of a scenario file (or `--fault`
-//! flags) as written ([`FaultFile`]), and checked ([`FaultSpec`]). What every fault takes (`kind`,
-//! `at`, `target`, `duration`, `every`, `after_acquire`) is read for all of them
-//! ([`super::families`]); the rest each family reads for itself, as its [`Profile`] says. Every
-//! field is checked against the fault's kind, so a misspelt or misplaced setting is one error line
-//! naming it.
+//! flags) as written ([`FaultFile`]), and checked ([`Spec`]: what every fault takes, with its
+//! family's own settings). What every fault takes (`kind`, `at`, `target`, `duration`, `every`,
+//! `after_acquire`) is read for all of them ([`super::families`]); the rest each family reads into
+//! a settings type of its own, and its [`Profile`] says which of them a kind takes. Every field is
+//! checked against the fault's kind, so a misspelt or misplaced setting is one error line naming
+//! it.
 //!
 //! ```toml
 //! [[faults]]
@@ -20,14 +21,11 @@
 
 use std::time::Duration;
 
-use lockbench_servers::Durability;
 use lockers::Capabilities;
 use serde::Deserialize;
 
 use super::kind::{Aftermath, FaultKind, Needs, Target, Targets};
-use super::proxies::Directions;
-use super::topology::Topology;
-use crate::base::duration::{Units, parse_timing};
+use crate::base::duration::{Units, format_duration, parse_timing};
 use crate::base::time_scale::TimeScale;
 use crate::strategies::Strategy;
 
@@ -69,10 +67,13 @@ pub struct FaultFile {
     pub durability: Option<String>,
 }
 
-/// A checked fault.
+/// A checked fault: what every fault takes, and what its family takes of its own (`family`). The
+/// whole fault is a [`FaultSpec`](super::families::FaultSpec) (its family's kind and settings in a
+/// [`FamilySpec`](super::families::FamilySpec)); a family's injection sees only its own settings
+/// (`Spec<&WorkerSpec>` for a worker fault).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct FaultSpec {
-    /// What.
+pub(crate) struct Spec<S> {
+    /// What (the kind its family's settings are for).
     pub kind: FaultKind,
     /// When, after the case start.
     pub at: Duration,
@@ -84,29 +85,84 @@ pub(crate) struct FaultSpec {
     pub every: Option<Duration>,
     /// Faults on the holder (network faults, `busy_script`): the wait from its acquire to the fault.
     pub after_acquire: Option<Duration>,
-    /// Added latency (`proxy_delay`).
-    pub delay: Duration,
-    /// Proxy direction.
-    pub direction: Directions,
-    /// Replication link delay (`failover`).
-    pub replication_lag: Duration,
-    /// Busy threads (`cpu_hog`).
-    pub threads: u32,
-    /// CPU quota per period (`cgroup_quota`).
-    pub quota: Duration,
-    /// Quota period (`cgroup_quota`).
-    pub period: Duration,
-    /// Redlock node indices (`node_kill`, `node_restart`, `clock_jump`).
-    pub nodes: Vec<usize>,
-    /// Clock rate (`clock_jump`).
-    pub rate: u32,
-    /// What survives a restart (`server_restart`).
-    pub durability: Durability,
+    /// What its family takes of its own.
+    pub family: S,
+}
+
+impl<S> Spec<S> {
+    /// The same fault, with `family` as its family's settings (a family's own view of it).
+    pub(crate) fn with<T>(&self, family: T) -> Spec<T> {
+        Spec {
+            kind: self.kind,
+            at: self.at,
+            target: self.target,
+            duration: self.duration,
+            every: self.every,
+            after_acquire: self.after_acquire,
+            family,
+        }
+    }
+
+    /// The same fault with every timing every fault takes divided by `factor` (`--time-scale`),
+    /// and `family` as its family's settings (scaled by the family).
+    pub(crate) fn scaled_with<T>(&self, factor: TimeScale, family: T) -> Spec<T> {
+        Spec {
+            at: self.at / factor,
+            duration: self.duration.map(|d| d / factor),
+            every: self.every.map(|d| d / factor),
+            after_acquire: self.after_acquire.map(|d| d / factor),
+            ..self.with(family)
+        }
+    }
+
+    /// The settings besides `kind`, `at` and `target` that every fault may take, those given.
+    pub(crate) fn shared_settings(&self) -> Vec<Setting> {
+        [
+            ("duration", self.duration),
+            ("every", self.every),
+            ("after_acquire", self.after_acquire),
+        ]
+        .into_iter()
+        .filter_map(|(name, d)| d.map(|d| Setting::Timing(name, d)))
+        .collect()
+    }
+}
+
+/// One setting of a fault, as the `--fault` text writes it and the results report it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Setting {
+    /// A timing: written as a duration, reported in milliseconds (`delay` as `delay_ms`).
+    Timing(&'static str, Duration),
+    /// A count, written and reported as a number.
+    Count(&'static str, u32),
+    /// A word, written and reported as it is.
+    Word(&'static str, String),
+}
+
+impl Setting {
+    /// Its name and value for the results.
+    pub(crate) fn parameter(&self) -> (String, serde_json::Value) {
+        match self {
+            Setting::Timing(name, d) => (format!("{name}_ms"), (d.as_secs_f64() * 1e3).into()),
+            Setting::Count(name, n) => ((*name).to_owned(), (*n).into()),
+            Setting::Word(name, word) => ((*name).to_owned(), word.as_str().into()),
+        }
+    }
+
+    /// It as the `--fault` text writes it (`delay=50ms`).
+    pub(crate) fn written(&self) -> String {
+        match self {
+            Setting::Timing(name, d) => format!("{name}={}", format_duration(*d)),
+            Setting::Count(name, n) => format!("{name}={n}"),
+            Setting::Word(name, word) => format!("{name}={word}"),
+        }
+    }
 }
 
 /// What a family says of one of its kinds: the settings it takes, whom it strikes, what it leaves
-/// behind, what it needs of the strategy's kind and of the run, and how it reads and reports its
-/// own settings.
+/// behind, and what it needs of the strategy's kind and of the run. How it reads, scales and
+/// reports its own settings, and which servers it starts for itself, its family's own settings
+/// type says (see [`super::families::FamilySpec`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Profile {
     /// The settings it takes besides `kind`, `at` and `target`.
@@ -121,21 +177,13 @@ pub(crate) struct Profile {
     pub needs: Needs,
     /// Whether it needs the clients' connections to go through TCP proxies.
     pub proxies: bool,
-    /// Reads and checks the settings of its own from a fault as written into the spec (whose
-    /// shared settings are read).
-    pub read: fn(&FaultFile, Units, &mut FaultSpec) -> Result<(), String>,
-    /// Its own settings, for the results.
-    pub parameters: fn(&FaultSpec, &mut Vec<(&'static str, serde_json::Value)>),
-    /// The servers it must have a case start for itself (it destroys them or needs them set up its
-    /// way), if any.
-    pub setup: fn(&FaultSpec) -> Option<Topology>,
     /// What it needs of the strategy itself (a library it reaches); why not.
     pub of_the_strategy: fn(&Strategy, &Capabilities) -> Result<(), String>,
 }
 
 impl Profile {
-    /// A kind that takes nothing of its own, needs no servers of its own nor proxies, and applies
-    /// to every strategy its needs allow: the rest of a family's profile.
+    /// A kind that takes nothing of its own, needs no proxies, and applies to every strategy its
+    /// needs allow: the rest of a family's profile.
     pub(crate) const PLAIN: Profile = Profile {
         allowed: &[],
         required: &[],
@@ -143,56 +191,8 @@ impl Profile {
         aftermath: Aftermath::TakesLock,
         needs: Needs::Server,
         proxies: false,
-        read: |_, _, _| Ok(()),
-        parameters: |_, _| {},
-        setup: |_| None,
         of_the_strategy: |_, _| Ok(()),
     };
-}
-
-impl FaultSpec {
-    /// A fault of `kind` at `at` on `target`, every setting of its own at its default.
-    pub(crate) fn new(kind: FaultKind, at: Duration, target: Target) -> Self {
-        FaultSpec {
-            kind,
-            at,
-            target,
-            duration: None,
-            every: None,
-            after_acquire: None,
-            delay: Duration::ZERO,
-            direction: Directions::Both,
-            replication_lag: Duration::ZERO,
-            threads: 4,
-            quota: Duration::from_millis(5),
-            period: Duration::from_millis(100),
-            nodes: Vec::new(),
-            rate: 10,
-            durability: Durability::default(),
-        }
-    }
-
-    /// The same fault with every timing divided by `factor` (`--time-scale`); counts, targets and
-    /// kinds kept.
-    pub(crate) fn scaled(&self, factor: TimeScale) -> Self {
-        FaultSpec {
-            at: self.at / factor,
-            duration: self.duration.map(|d| d / factor),
-            every: self.every.map(|d| d / factor),
-            after_acquire: self.after_acquire.map(|d| d / factor),
-            delay: self.delay / factor,
-            replication_lag: self.replication_lag / factor,
-            quota: self.quota / factor,
-            period: self.period / factor,
-            ..self.clone()
-        }
-    }
-
-    /// The node indices as written (`3,4`).
-    pub(crate) fn nodes_text(&self) -> String {
-        let nodes: Vec<String> = self.nodes.iter().map(usize::to_string).collect();
-        nodes.join(",")
-    }
 }
 
 /// Parses a target as written.
@@ -217,9 +217,19 @@ pub(crate) fn timing(
     text: &Option<String>,
     units: Units,
 ) -> Result<Option<Duration>, String> {
+    parsed(name, text, |t| parse_timing(t, units))
+}
+
+/// The setting `text` of field `name`, read by `parse`.
+pub(crate) fn parsed<T>(
+    name: &str,
+    text: &Option<String>,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, String> {
     text.as_deref()
-        .map(|t| parse_timing(t, units).map_err(|e| format!("{name}: {e}")))
+        .map(parse)
         .transpose()
+        .map_err(|e| format!("{name}: {e}"))
 }
 
 /// `d`, refused when it is zero.

@@ -14,13 +14,14 @@ use super::env::{
     group_seen_stopped, hold_for, lasts_until, measure_victim, pick_client,
 };
 use super::kind::{Aftermath, Needs, Targets, WorkerFault};
-use super::spec::{FaultFile, FaultSpec, Profile, positive, timing};
+use super::spec::{FaultFile, Profile, Setting, Spec, positive, timing};
 use super::workers::{
     Crash, HOG_THREAD, HeldSeen, LibrarySeen, LibraryStarve, STARVED_THREAD, WorkerCommand,
     WorkerControl, runtime_threads, starve_evidence,
 };
 use crate::base::clock::duration_ns;
 use crate::base::duration::{Units, format_duration};
+use crate::base::time_scale::TimeScale;
 use crate::strategies::Strategy;
 
 /// What the family says of `kind`.
@@ -30,7 +31,6 @@ pub(super) fn profile(kind: WorkerFault) -> Profile {
         required: &["duration"],
         targets: Targets::Clients,
         needs: Needs::WorkerProcesses,
-        read: read_cpu_settings,
         ..Profile::PLAIN
     };
     match kind {
@@ -47,18 +47,77 @@ pub(super) fn profile(kind: WorkerFault) -> Profile {
         WorkerFault::CpuHog => Profile {
             allowed: &["duration", "threads"],
             aftermath: Aftermath::SlowsDown,
-            parameters: |spec, out| out.push(("threads", spec.threads.into())),
             ..worker
         },
         WorkerFault::CgroupQuota => Profile {
             allowed: &["duration", "quota", "period"],
-            parameters: |spec, out| {
-                let ms = |d: Duration| serde_json::Value::from(d.as_secs_f64() * 1e3);
-                out.push(("quota_ms", ms(spec.quota)));
-                out.push(("period_ms", ms(spec.period)));
-            },
             ..worker
         },
+    }
+}
+
+/// A worker fault's kind with the settings of its own: a CPU hog's threads, a cgroup's CPU quota
+/// per period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WorkerSpec {
+    /// `pause_worker`.
+    Pause,
+    /// `crash_worker`.
+    Crash,
+    /// `starve_worker`.
+    Starve,
+    /// `cpu_hog`, with this many busy threads.
+    CpuHog {
+        /// Busy threads.
+        threads: u32,
+    },
+    /// `cgroup_quota`: `quota` of CPU time allowed per `period`.
+    CgroupQuota {
+        /// CPU time allowed per period.
+        quota: Duration,
+        /// The quota's period.
+        period: Duration,
+    },
+}
+
+impl WorkerSpec {
+    /// Reads and checks the settings of a worker fault of `kind` as written, defaults filled in.
+    pub(crate) fn read(kind: WorkerFault, file: &FaultFile, units: Units) -> Result<Self, String> {
+        Ok(match kind {
+            WorkerFault::Pause => WorkerSpec::Pause,
+            WorkerFault::Crash => WorkerSpec::Crash,
+            WorkerFault::Starve => WorkerSpec::Starve,
+            WorkerFault::CpuHog => WorkerSpec::CpuHog {
+                threads: read_threads(file)?,
+            },
+            WorkerFault::CgroupQuota => {
+                let (quota, period) = read_quota(file, units)?;
+                WorkerSpec::CgroupQuota { quota, period }
+            }
+        })
+    }
+
+    /// Its settings, for the `--fault` text and the results.
+    pub(crate) fn settings(&self) -> Vec<Setting> {
+        match *self {
+            WorkerSpec::Pause | WorkerSpec::Crash | WorkerSpec::Starve => Vec::new(),
+            WorkerSpec::CpuHog { threads } => vec![Setting::Count("threads", threads)],
+            WorkerSpec::CgroupQuota { quota, period } => vec![
+                Setting::Timing("quota", quota),
+                Setting::Timing("period", period),
+            ],
+        }
+    }
+
+    /// The same with its timings divided by `factor` (`--time-scale`).
+    pub(crate) fn scaled(&self, factor: TimeScale) -> Self {
+        match *self {
+            WorkerSpec::CgroupQuota { quota, period } => WorkerSpec::CgroupQuota {
+                quota: quota / factor,
+                period: period / factor,
+            },
+            other => other,
+        }
     }
 }
 
@@ -79,14 +138,19 @@ fn starvation_reaches(strategy: &Strategy, _: &Capabilities) -> Result<(), Strin
 
 const MAX_HOG_THREADS: u32 = 256;
 
-/// The CPU hog's threads and the cgroup's CPU period and quota, defaults filled in, within bounds.
-fn read_cpu_settings(file: &FaultFile, units: Units, spec: &mut FaultSpec) -> Result<(), String> {
+/// The CPU hog's threads (4 by default), within bounds.
+fn read_threads(file: &FaultFile) -> Result<u32, String> {
     let threads = file.threads.unwrap_or(4);
     if threads == 0 || threads > MAX_HOG_THREADS {
         return Err(format!(
             "threads: must be 1..={MAX_HOG_THREADS}, got {threads}"
         ));
     }
+    Ok(threads)
+}
+
+/// The cgroup's CPU quota and period (5 ms per 100 ms by default), within the kernel's bounds.
+fn read_quota(file: &FaultFile, units: Units) -> Result<(Duration, Duration), String> {
     let period = positive("period", timing("period", &file.period, units)?)?
         .unwrap_or(Duration::from_millis(100));
     if period < Duration::from_millis(1) || period > Duration::from_secs(1) {
@@ -103,12 +167,14 @@ fn read_cpu_settings(file: &FaultFile, units: Units, spec: &mut FaultSpec) -> Re
             format_duration(quota)
         ));
     }
-    (spec.threads, spec.period, spec.quota) = (threads, period, quota);
-    Ok(())
+    Ok((quota, period))
 }
 
+/// A worker fault as its family sees it.
+type WorkerFaultSpec<'a> = Spec<&'a WorkerSpec>;
+
 /// Applies a worker fault, lifts it, and measures what followed.
-pub(super) async fn inject(kind: WorkerFault, spec: &FaultSpec, env: &FaultEnv, rec: &mut Record) {
+pub(super) async fn inject(spec: &WorkerFaultSpec<'_>, env: &FaultEnv, rec: &mut Record) {
     let Some(workers) = env.workers.clone() else {
         rec.not_applied("needs workers = processes");
         return;
@@ -130,12 +196,16 @@ pub(super) async fn inject(kind: WorkerFault, spec: &FaultSpec, env: &FaultEnv, 
         client: victim.client,
         t0,
     };
-    let struck = match kind {
-        WorkerFault::Pause => pause(spec, env, strike, rec).await,
-        WorkerFault::Crash => crash(env, strike, &victim, rec).await,
-        WorkerFault::Starve => starve_or_hog(spec, env, strike, rec, false).await,
-        WorkerFault::CpuHog => starve_or_hog(spec, env, strike, rec, true).await,
-        WorkerFault::CgroupQuota => cgroup_quota(spec, env, strike, rec).await,
+    let struck = match *spec.family {
+        WorkerSpec::Pause => pause(spec, env, strike, rec).await,
+        WorkerSpec::Crash => crash(env, strike, &victim, rec).await,
+        WorkerSpec::Starve => starve_or_hog(spec, env, strike, rec, None).await,
+        WorkerSpec::CpuHog { threads } => {
+            starve_or_hog(spec, env, strike, rec, Some(threads)).await
+        }
+        WorkerSpec::CgroupQuota { quota, period } => {
+            cgroup_quota(spec, env, strike, rec, (quota, period)).await
+        }
     };
     if !struck {
         return;
@@ -157,7 +227,12 @@ struct Strike<'a> {
 
 /// `pause_worker`: stops the worker process (SIGSTOP) for the fault's duration, then lets it go on
 /// (SIGCONT). False when it could not be stopped: then there is nothing to measure.
-async fn pause(spec: &FaultSpec, env: &FaultEnv, strike: Strike<'_>, rec: &mut Record) -> bool {
+async fn pause(
+    spec: &WorkerFaultSpec<'_>,
+    env: &FaultEnv,
+    strike: Strike<'_>,
+    rec: &mut Record,
+) -> bool {
     let Strike {
         workers, client, ..
     } = strike;
@@ -202,14 +277,15 @@ async fn crash(env: &FaultEnv, strike: Strike<'_>, victim: &Victim, rec: &mut Re
     true
 }
 
-/// `starve_worker` and `cpu_hog`: tells the worker to starve its own runtime, or to run busy threads,
-/// until the fault's end, and gathers the evidence that it did. False when the worker is gone.
+/// `starve_worker` and `cpu_hog` (`hog`: its threads): tells the worker to starve its own runtime,
+/// or to run busy threads, until the fault's end, and gathers the evidence that it did. False when
+/// the worker is gone.
 async fn starve_or_hog(
-    spec: &FaultSpec,
+    spec: &WorkerFaultSpec<'_>,
     env: &FaultEnv,
     strike: Strike<'_>,
     rec: &mut Record,
-    hog: bool,
+    hog: Option<u32>,
 ) -> bool {
     let Strike {
         workers,
@@ -217,14 +293,11 @@ async fn starve_or_hog(
         t0,
     } = strike;
     let until_ns = t0 + spec.duration.map(duration_ns).unwrap_or(0);
-    let command = if hog {
-        WorkerCommand::Hog {
-            threads: spec.threads,
-            until_ns,
-        }
-    } else {
-        WorkerCommand::Starve { until_ns }
+    let command = match hog {
+        Some(threads) => WorkerCommand::Hog { threads, until_ns },
+        None => WorkerCommand::Starve { until_ns },
     };
+    let hog = hog.is_some();
     // A report left from an earlier starvation is not this one's.
     let _ = workers.take_library_starve(client);
     if !workers.send(client, command) {
@@ -253,19 +326,21 @@ async fn starve_or_hog(
     true
 }
 
-/// `cgroup_quota`: puts the worker process under a cgroup CPU quota for the fault's duration, and
-/// takes how long the cgroup throttled it as the evidence. False when the quota could not be set.
+/// `cgroup_quota`: puts the worker process under a cgroup CPU `quota` per `period` for the fault's
+/// duration, and takes how long the cgroup throttled it as the evidence. False when the quota could
+/// not be set.
 async fn cgroup_quota(
-    spec: &FaultSpec,
+    spec: &WorkerFaultSpec<'_>,
     env: &FaultEnv,
     strike: Strike<'_>,
     rec: &mut Record,
+    (quota, period): (Duration, Duration),
 ) -> bool {
     let Some(pid) = strike.workers.pid(strike.client) else {
         rec.not_applied("no worker process");
         return false;
     };
-    let quota = match CpuQuota::apply(pid, spec.quota, spec.period) {
+    let applied = match CpuQuota::apply(pid, quota, period) {
         Ok(q) => q,
         Err(e) => {
             rec.not_applied(format!("cgroup CPU quota unavailable here: {e}"));
@@ -274,11 +349,11 @@ async fn cgroup_quota(
     };
     hold_for(env, spec.duration, rec).await;
     let window = Duration::from_nanos(env.clock.now() - strike.t0);
-    match quota.throttled() {
-        Ok(throttled) => rec.evidence(quota_evidence(throttled, window, spec.quota, spec.period)),
+    match applied.throttled() {
+        Ok(throttled) => rec.evidence(quota_evidence(throttled, window, quota, period)),
         Err(e) => rec.not_applied(e),
     }
-    drop(quota);
+    drop(applied);
     rec.stop = Some(env.clock.now());
     true
 }
