@@ -11,7 +11,7 @@ use super::worker::CasePlan;
 use super::{processes, tasks};
 use crate::backends::monitor::{Followed, RenewMonitor};
 use crate::backends::{ServerKind, stats};
-use crate::faults::{CaseFaults, PrepareError};
+use crate::faults::CaseFaults;
 use crate::kinds::ServerKindExt;
 use crate::strategies::{self, Strategy};
 use crate::workload::{LeaseSpec, WorkerMode, Workload};
@@ -132,7 +132,7 @@ async fn run_applicable(
     let key_prefix = format!("lockbench/{}/{index}/", ctx.run_id);
     let plan = CasePlan::new(ctx.workload, strategy.id, lease, key_prefix);
     on_a_single_server(ctx, strategy)?;
-    let faults = prepare_faults(ctx, strategy, declared, &plan).await?;
+    let faults = prepare_faults(ctx, strategy, &plan).await?;
     run.own_servers = faults.server_info();
     // A case on servers of its own reads only those (none when they restart); the scenario's shared
     // server saw nothing of it.
@@ -205,27 +205,22 @@ fn on_a_single_server(ctx: &CaseContext<'_>, strategy: &'static Strategy) -> Res
     }
 }
 
-/// The case's faults, set up (a fault that does not apply skips the case).
+/// The case's faults, set up (the plan already said they apply; a set-up that fails fails the case).
 async fn prepare_faults(
     ctx: &CaseContext<'_>,
     strategy: &'static Strategy,
-    declared: &lockers::Capabilities,
     plan: &CasePlan,
 ) -> Result<CaseFaults, NotRun> {
-    match CaseFaults::prepare(
+    CaseFaults::prepare(
         &ctx.workload.faults,
         strategy,
-        declared,
         ctx.workload.clients,
         ctx.backends,
         &ctx.endpoints,
     )
     .await
-    {
-        Ok(f) => Ok(f.with_key_prefix(&plan.key_prefix)),
-        Err(PrepareError::Skip(why)) => Err(NotRun::skip(why)),
-        Err(PrepareError::Fail(why)) => Err(NotRun::fail(why)),
-    }
+    .map(|f| f.with_key_prefix(&plan.key_prefix))
+    .map_err(NotRun::fail)
 }
 
 /// MONITOR on the servers of a kind it follows ([`ServerEntry::monitor`](crate::kinds::ServerEntry)):
