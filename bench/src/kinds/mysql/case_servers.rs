@@ -1,24 +1,24 @@
 //! The MariaDB set-ups a case starts for itself: a primary with an asynchronous GTID replica
 //! (`failover`; optionally with a delayed replication link) and one server in a network namespace
-//! of its own with short TCP keepalives (`keepalive_partition`), whose sessions a [`SessionWatch`]
-//! follows.
+//! of its own with short TCP keepalives (`keepalive_partition`: a [`NamespacedSql`] of
+//! [`MariaDbServer`], whose sessions its watch follows).
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use lockbench_reports::model::ServerInfo;
-use lockbench_servers::mariadb::{Session, first_value};
+use lockbench_servers::mariadb::Session;
 use lockbench_servers::{
-    MariaDbOptions, MariaDbPair, MariaDbServer, NamespacedMariaDb, Partition, Proxy,
+    Keepalives, MariaDbOptions, MariaDbPair, MariaDbServer, NamespacedMariaDb, Proxy, ServerError,
 };
 
 use super::prepare_own_mysql;
 use crate::kinds::case_servers::{
-    CaseServers, CaseStarts, FailoverReport, NAMESPACED_KEEPALIVES, SessionWatch, Start, case_info,
-    fail_over_pair, lag_link, lag_words, promoted,
+    CaseServers, CaseStarts, FailoverReport, Start, case_info, fail_over_pair, lag_link, lag_words,
+    promoted,
 };
+use crate::kinds::sql_namespace::{NamespacedSql, SqlInNamespace, served_by_inherent_methods};
 use crate::kinds::{EndpointAddrs, ServerKind};
 
 /// The MariaDB set-ups, with how long each takes to start and stop.
@@ -32,7 +32,7 @@ pub(super) const STARTS: CaseStarts = CaseStarts {
     }),
     // One server (no replica), plus its namespace and link.
     namespaced: Some(Start {
-        start: |()| Ok(Box::new(Namespaced::start()?)),
+        start: |()| Ok(Box::new(NamespacedSql::<MariaDbServer>::start()?)),
         takes: Duration::from_millis(1500),
     }),
     sentinels: None,
@@ -156,131 +156,59 @@ impl CaseServers for Pair {
     }
 }
 
-/// One MariaDB in a network namespace of its own, with [`NAMESPACED_KEEPALIVES`].
-#[derive(Debug)]
-struct Namespaced(Arc<NamespacedMariaDb>);
+impl SqlInNamespace for MariaDbServer {
+    const KIND: ServerKind = ServerKind::Mysql;
+    const NAME: &'static str = "mariadb";
+    const DESCRIBED: &'static str = "MariaDB";
+    const SESSION_LIST: &'static str = "the process list";
+    // Its session aborted while it waited for the next statement.
+    const TIMED_OUT: &'static str = "Got timeout reading communication packets";
+    type Session = Session;
 
-impl Namespaced {
-    /// Starts it and the tables its rows need. Blocking (about a second).
-    fn start() -> Result<Self, String> {
-        let mariadb = NamespacedMariaDb::start(MariaDbOptions {
-            keepalives: Some(NAMESPACED_KEEPALIVES),
+    fn start_inside(keepalives: Keepalives) -> Result<NamespacedMariaDb, ServerError> {
+        NamespacedMariaDb::start(MariaDbOptions {
+            keepalives: Some(keepalives),
             ..MariaDbOptions::default()
         })
-        .map_err(|e| format!("mariadb in a network namespace: {e}"))?;
-        prepare_own_mysql(mariadb.server()).map_err(|e| format!("mariadb tables: {e}"))?;
-        Ok(Namespaced(Arc::new(mariadb)))
     }
-}
 
-impl CaseServers for Namespaced {
-    fn kind(&self) -> ServerKind {
-        ServerKind::Mysql
+    fn prepare(&self) -> Result<(), ServerError> {
+        prepare_own_mysql(self)
     }
 
     fn endpoints(&self) -> EndpointAddrs {
         EndpointAddrs {
-            mysql: Some(self.0.server().url()),
+            mysql: Some(self.url()),
             ..EndpointAddrs::default()
         }
     }
 
-    fn stats_at(&self) -> Option<(SocketAddr, Option<u32>)> {
-        Some((self.0.server().addr(), Some(self.0.server().pid())))
-    }
+    served_by_inherent_methods!();
 
-    fn info(&self) -> ServerInfo {
-        let m = &self.0;
-        let k = NAMESPACED_KEEPALIVES;
-        case_info(
-            ServerKind::Mysql,
-            m.server().version().to_owned(),
-            format!(
-                "one MariaDB in network namespace {} started per case (tcp_keepalive {} s / {} s × {}; no user timeout)",
-                m.namespace().name(),
-                k.idle.as_secs(),
-                k.interval.as_secs(),
-                k.count,
-            ),
-            m.server().startup(),
+    fn keepalive_words(k: Keepalives) -> String {
+        format!(
+            "tcp_keepalive {} s / {} s × {}; no user timeout",
+            k.idle.as_secs(),
+            k.interval.as_secs(),
+            k.count,
         )
     }
 
-    fn serving_pid(&self) -> Option<(u32, String)> {
-        let server = self.0.server();
-        Some((
-            server.pid(),
-            format!("mariadb {} (in a network namespace)", server.addr()),
-        ))
-    }
-
-    fn keepalive_limit(&self) -> Option<Duration> {
-        Some(NAMESPACED_KEEPALIVES.limit())
-    }
-
-    fn partition(&self, ports: &[u16]) -> Result<Partition, String> {
-        self.0
-            .namespace()
-            .partition(ports)
-            .map_err(|e| format!("partition: {e}"))
-    }
-
-    /// On one session of its own kept open for the fault, counting the server's "timed out" log
-    /// lines from now on.
-    fn watch_sessions(&self, ports: &[u16]) -> Result<Box<dyn SessionWatch>, String> {
-        let server = self.0.server();
-        let host = self.0.namespace().host_addr();
+    fn count_sessions(host: Ipv4Addr, ports: &[u16]) -> String {
         let hosts = ports
             .iter()
             .map(|port| format!("'{host}:{port}'"))
             .collect::<Vec<_>>()
             .join(",");
-        let count =
-            format!("SELECT count(*) FROM information_schema.PROCESSLIST WHERE HOST IN ({hosts})");
-        let session = Session::connect(server.addr(), WATCH_TIMEOUT)
-            .map_err(|e| format!("a session to watch the process list: {e}"))?;
-        Ok(Box::new(Sessions {
-            mariadb: self.0.clone(),
-            session,
-            count,
-            log_mark: server.log_len(),
-        }))
-    }
-}
-
-/// What the server logs when keepalive gave up a client's connection (its session aborted while it
-/// waited for the next statement).
-const TIMED_OUT: &str = "Got timeout reading communication packets";
-
-/// How long one statement of a [`SessionWatch`] may take.
-const WATCH_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The namespaced MariaDB's sessions from some client ports, watched on one session kept open.
-#[derive(Debug)]
-struct Sessions {
-    mariadb: Arc<NamespacedMariaDb>,
-    session: Session,
-    /// Counts the watched sessions in the process list.
-    count: String,
-    /// The server log's length when the watch began.
-    log_mark: u64,
-}
-
-impl SessionWatch for Sessions {
-    fn read(&mut self) -> Result<(u64, usize), String> {
-        let rows = self
-            .session
-            .query(&self.count)
-            .map_err(|e| format!("the process list: {e}"))?;
-        let live = first_value(&rows)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_default();
-        let log = self.mariadb.server().log_since(self.log_mark);
-        Ok((live, log.matches(TIMED_OUT).count()))
+        format!("SELECT count(*) FROM information_schema.PROCESSLIST WHERE HOST IN ({hosts})")
     }
 
-    fn timed_out_line(&self) -> &'static str {
-        TIMED_OUT
+    fn open_session(&self, timeout: Duration) -> Result<Session, ServerError> {
+        Session::connect(self.addr(), timeout)
+    }
+
+    fn query(session: &mut Session, sql: &str) -> Result<Vec<Vec<Option<String>>>, ServerError> {
+        session.query(sql)
     }
 }
 

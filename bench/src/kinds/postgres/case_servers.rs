@@ -1,23 +1,25 @@
 //! The PostgreSQL set-ups a case starts for itself: a primary with a streaming replica (`failover`;
 //! optionally with a delayed replication link) and one server in a network namespace of its own
-//! with short TCP keepalives (`keepalive_partition`), whose sessions a [`SessionWatch`] follows.
+//! with short TCP keepalives (`keepalive_partition`: a [`NamespacedSql`] of [`PostgresServer`],
+//! whose sessions its watch follows).
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use lockbench_reports::model::ServerInfo;
 use lockbench_servers::postgres::{DATABASE, Session as PostgresSession, first_value};
 use lockbench_servers::{
-    NamespacedPostgres, Partition, PostgresOptions, PostgresPair, PostgresServer, Proxy,
+    Keepalives, NamespacedPostgres, PostgresOptions, PostgresPair, PostgresServer, Proxy,
+    ServerError,
 };
 
 use super::prepare_own_postgres;
 use crate::kinds::case_servers::{
-    CaseServers, CaseStarts, FailoverReport, NAMESPACED_KEEPALIVES as KEEPALIVES, SessionWatch,
-    Start, case_info, fail_over_pair, lag_link, lag_words, promoted,
+    CaseServers, CaseStarts, FailoverReport, Start, case_info, fail_over_pair, lag_link, lag_words,
+    promoted,
 };
+use crate::kinds::sql_namespace::{NamespacedSql, SqlInNamespace, served_by_inherent_methods};
 use crate::kinds::{EndpointAddrs, ServerKind};
 
 /// The PostgreSQL set-ups, with how long each takes to start and stop.
@@ -31,7 +33,7 @@ pub(super) const STARTS: CaseStarts = CaseStarts {
     }),
     // One server (no replica), plus its namespace and link.
     namespaced: Some(Start {
-        start: |()| Ok(Box::new(Namespaced::start()?)),
+        start: |()| Ok(Box::new(NamespacedSql::<PostgresServer>::start()?)),
         takes: Duration::from_millis(1000),
     }),
     sentinels: None,
@@ -40,12 +42,6 @@ pub(super) const STARTS: CaseStarts = CaseStarts {
     nodes: None,
     restartable: None,
 };
-
-/// What the server logs when keepalive (or the user timeout) gave up a client's connection.
-const TIMED_OUT: &str = "could not receive data from client: Connection timed out";
-
-/// How long one statement of a [`SessionWatch`] may take.
-const WATCH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A PostgreSQL primary + streaming replica; `lag` is the proxy on the replication link when it is
 /// delayed.
@@ -155,125 +151,64 @@ impl CaseServers for Pair {
     }
 }
 
-/// One PostgreSQL in a network namespace of its own, with [`KEEPALIVES`].
-#[derive(Debug)]
-struct Namespaced(Arc<NamespacedPostgres>);
+impl SqlInNamespace for PostgresServer {
+    const KIND: ServerKind = ServerKind::Postgres;
+    const NAME: &'static str = "postgres";
+    const DESCRIBED: &'static str = "server";
+    const SESSION_LIST: &'static str = "pg_stat_activity";
+    const TIMED_OUT: &'static str = "could not receive data from client: Connection timed out";
+    type Session = PostgresSession;
 
-impl Namespaced {
-    /// Starts it and the tables its rows need. Blocking (about a second).
-    fn start() -> Result<Self, String> {
-        let postgres = NamespacedPostgres::start(PostgresOptions {
-            keepalives: Some(KEEPALIVES),
+    fn start_inside(keepalives: Keepalives) -> Result<NamespacedPostgres, ServerError> {
+        NamespacedPostgres::start(PostgresOptions {
+            keepalives: Some(keepalives),
             ..PostgresOptions::default()
         })
-        .map_err(|e| format!("postgres in a network namespace: {e}"))?;
-        prepare_own_postgres(postgres.server()).map_err(|e| format!("postgres tables: {e}"))?;
-        Ok(Namespaced(Arc::new(postgres)))
     }
-}
 
-impl CaseServers for Namespaced {
-    fn kind(&self) -> ServerKind {
-        ServerKind::Postgres
+    fn prepare(&self) -> Result<(), ServerError> {
+        prepare_own_postgres(self)
     }
 
     fn endpoints(&self) -> EndpointAddrs {
         EndpointAddrs {
-            postgres: Some(self.0.server().url()),
+            postgres: Some(self.url()),
             ..EndpointAddrs::default()
         }
     }
 
-    fn stats_at(&self) -> Option<(SocketAddr, Option<u32>)> {
-        Some((self.0.server().addr(), Some(self.0.server().pid())))
-    }
+    served_by_inherent_methods!();
 
-    fn info(&self) -> ServerInfo {
-        let p = &self.0;
-        case_info(
-            ServerKind::Postgres,
-            p.server().version().to_owned(),
-            format!(
-                "one server in network namespace {} started per case (tcp_keepalives {} s / {} s × {}, tcp_user_timeout {} ms)",
-                p.namespace().name(),
-                KEEPALIVES.idle.as_secs(),
-                KEEPALIVES.interval.as_secs(),
-                KEEPALIVES.count,
-                KEEPALIVES.limit().as_millis()
-            ),
-            p.server().startup(),
+    fn keepalive_words(k: Keepalives) -> String {
+        format!(
+            "tcp_keepalives {} s / {} s × {}, tcp_user_timeout {} ms",
+            k.idle.as_secs(),
+            k.interval.as_secs(),
+            k.count,
+            k.limit().as_millis()
         )
     }
 
-    fn serving_pid(&self) -> Option<(u32, String)> {
-        let server = self.0.server();
-        Some((
-            server.pid(),
-            format!("postgres {} (in a network namespace)", server.addr()),
-        ))
-    }
-
-    fn keepalive_limit(&self) -> Option<Duration> {
-        Some(KEEPALIVES.limit())
-    }
-
-    fn partition(&self, ports: &[u16]) -> Result<Partition, String> {
-        self.0
-            .namespace()
-            .partition(ports)
-            .map_err(|e| format!("partition: {e}"))
-    }
-
-    /// On one session of its own kept open for the fault, counting the server's "timed out" log
-    /// lines from now on.
-    fn watch_sessions(&self, ports: &[u16]) -> Result<Box<dyn SessionWatch>, String> {
-        let server = self.0.server();
+    fn count_sessions(host: Ipv4Addr, ports: &[u16]) -> String {
         let list = ports
             .iter()
             .map(u16::to_string)
             .collect::<Vec<_>>()
             .join(",");
-        let count = format!(
-            "SELECT count(*) FROM pg_stat_activity WHERE client_addr = '{}' AND client_port IN ({list})",
-            self.0.namespace().host_addr()
-        );
-        let session = PostgresSession::connect(server.addr(), DATABASE, WATCH_TIMEOUT)
-            .map_err(|e| format!("a session to watch pg_stat_activity: {e}"))?;
-        Ok(Box::new(Sessions {
-            postgres: self.0.clone(),
-            session,
-            count,
-            log_mark: server.log_len(),
-        }))
-    }
-}
-
-/// The namespaced PostgreSQL's sessions from some client ports, watched on one session kept open.
-#[derive(Debug)]
-struct Sessions {
-    postgres: Arc<NamespacedPostgres>,
-    session: PostgresSession,
-    /// Counts the watched sessions in `pg_stat_activity`.
-    count: String,
-    /// The server log's length when the watch began.
-    log_mark: u64,
-}
-
-impl SessionWatch for Sessions {
-    fn read(&mut self) -> Result<(u64, usize), String> {
-        let rows = self
-            .session
-            .query(&self.count)
-            .map_err(|e| format!("pg_stat_activity: {e}"))?;
-        let live = first_value(&rows)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_default();
-        let log = self.postgres.server().log_since(self.log_mark);
-        Ok((live, log.matches(TIMED_OUT).count()))
+        format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE client_addr = '{host}' AND client_port IN ({list})"
+        )
     }
 
-    fn timed_out_line(&self) -> &'static str {
-        TIMED_OUT
+    fn open_session(&self, timeout: Duration) -> Result<PostgresSession, ServerError> {
+        PostgresSession::connect(self.addr(), DATABASE, timeout)
+    }
+
+    fn query(
+        session: &mut PostgresSession,
+        sql: &str,
+    ) -> Result<Vec<Vec<Option<String>>>, ServerError> {
+        session.query(sql)
     }
 }
 

@@ -1,0 +1,204 @@
+//! One SQL server in a network namespace of its own with short TCP keepalives, as a case starts it
+//! for `keepalive_partition` ([`NamespacedSql`]), and its sessions from some client ports, watched
+//! on one session of its own kept open ([`Sessions`]): written once for PostgreSQL and MariaDB, over
+//! what differs between them ([`SqlInNamespace`]: the server, its session list, its log line).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockbench_reports::model::ServerInfo;
+use lockbench_servers::{Keepalives, Namespaced, Partition, ServerError};
+
+use crate::kinds::case_servers::{
+    CaseServers, NAMESPACED_KEEPALIVES as KEEPALIVES, SessionWatch, case_info,
+};
+use crate::kinds::{EndpointAddrs, ServerKind};
+
+/// The [`SqlInNamespace`] methods that say where a server is and what it logs (`addr`, `pid`,
+/// `version`, `startup`, `log_len`, `log_since`), given by the server type's inherent methods of the
+/// same names (which take precedence over the trait's in `Self::…`).
+macro_rules! served_by_inherent_methods {
+    () => {
+        fn addr(&self) -> std::net::SocketAddr {
+            Self::addr(self)
+        }
+        fn pid(&self) -> u32 {
+            Self::pid(self)
+        }
+        fn version(&self) -> &str {
+            Self::version(self)
+        }
+        fn startup(&self) -> std::time::Duration {
+            Self::startup(self)
+        }
+        fn log_len(&self) -> u64 {
+            Self::log_len(self)
+        }
+        fn log_since(&self, mark: u64) -> String {
+            Self::log_since(self, mark)
+        }
+    };
+}
+pub(crate) use served_by_inherent_methods;
+
+/// How long one statement of a [`Sessions`] watch may take.
+const WATCH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What a SQL server started in a network namespace is to a case: its kind, how to start it and
+/// its tables, where it is, how its sessions are counted and what its log says when keepalive gave
+/// up a client.
+pub(crate) trait SqlInNamespace: std::fmt::Debug + Send + Sync + Sized + 'static {
+    /// Its kind.
+    const KIND: ServerKind;
+    /// How messages name it ("postgres").
+    const NAME: &'static str;
+    /// How the set-up's description names it ("server", "MariaDB").
+    const DESCRIBED: &'static str;
+    /// Where it lists its sessions, as errors name it ("pg_stat_activity").
+    const SESSION_LIST: &'static str;
+    /// What its log says when keepalive gave up a client's connection.
+    const TIMED_OUT: &'static str;
+    /// A session of its own, kept open for a watch.
+    type Session: std::fmt::Debug + Send + 'static;
+
+    /// Starts one in a namespace of its own with `keepalives`. Blocking.
+    fn start_inside(keepalives: Keepalives) -> Result<Namespaced<Self>, ServerError>;
+    /// Creates the tables its rows need.
+    fn prepare(&self) -> Result<(), ServerError>;
+    /// Its address among a run's endpoints.
+    fn endpoints(&self) -> EndpointAddrs;
+    /// Where it listens.
+    fn addr(&self) -> SocketAddr;
+    /// Its process id.
+    fn pid(&self) -> u32;
+    /// Its version.
+    fn version(&self) -> &str;
+    /// How long it took to start.
+    fn startup(&self) -> Duration;
+    /// How long its log is now: a mark for [`SqlInNamespace::log_since`].
+    fn log_len(&self) -> u64;
+    /// What its log gained after `mark`.
+    fn log_since(&self, mark: u64) -> String;
+    /// Its keepalive settings as the set-up's description gives them, in parentheses.
+    fn keepalive_words(keepalives: Keepalives) -> String;
+    /// The statement counting its sessions from `host`'s `ports`.
+    fn count_sessions(host: Ipv4Addr, ports: &[u16]) -> String;
+    /// Opens a session to it, each statement bounded by `timeout`.
+    fn open_session(&self, timeout: Duration) -> Result<Self::Session, ServerError>;
+    /// Runs `sql` on `session`: its rows as text.
+    fn query(
+        session: &mut Self::Session,
+        sql: &str,
+    ) -> Result<Vec<Vec<Option<String>>>, ServerError>;
+}
+
+/// One `S` in a network namespace of its own, with [`KEEPALIVES`].
+#[derive(Debug)]
+pub(crate) struct NamespacedSql<S>(Arc<Namespaced<S>>);
+
+impl<S: SqlInNamespace> NamespacedSql<S> {
+    /// Starts it and the tables its rows need. Blocking (about a second).
+    pub(crate) fn start() -> Result<Self, String> {
+        let name = S::NAME;
+        let namespaced = S::start_inside(KEEPALIVES)
+            .map_err(|e| format!("{name} in a network namespace: {e}"))?;
+        namespaced
+            .server()
+            .prepare()
+            .map_err(|e| format!("{name} tables: {e}"))?;
+        Ok(NamespacedSql(Arc::new(namespaced)))
+    }
+}
+
+impl<S: SqlInNamespace> CaseServers for NamespacedSql<S> {
+    fn kind(&self) -> ServerKind {
+        S::KIND
+    }
+
+    fn endpoints(&self) -> EndpointAddrs {
+        self.0.server().endpoints()
+    }
+
+    fn stats_at(&self) -> Option<(SocketAddr, Option<u32>)> {
+        Some((self.0.server().addr(), Some(self.0.server().pid())))
+    }
+
+    fn info(&self) -> ServerInfo {
+        let server = self.0.server();
+        case_info(
+            S::KIND,
+            server.version().to_owned(),
+            format!(
+                "one {} in network namespace {} started per case ({})",
+                S::DESCRIBED,
+                self.0.namespace().name(),
+                S::keepalive_words(KEEPALIVES)
+            ),
+            server.startup(),
+        )
+    }
+
+    fn serving_pid(&self) -> Option<(u32, String)> {
+        let server = self.0.server();
+        Some((
+            server.pid(),
+            format!("{} {} (in a network namespace)", S::NAME, server.addr()),
+        ))
+    }
+
+    fn keepalive_limit(&self) -> Option<Duration> {
+        Some(KEEPALIVES.limit())
+    }
+
+    fn partition(&self, ports: &[u16]) -> Result<Partition, String> {
+        self.0
+            .namespace()
+            .partition(ports)
+            .map_err(|e| format!("partition: {e}"))
+    }
+
+    /// On one session of its own kept open for the fault, counting the server's "timed out" log
+    /// lines from now on.
+    fn watch_sessions(&self, ports: &[u16]) -> Result<Box<dyn SessionWatch>, String> {
+        let server = self.0.server();
+        let count = S::count_sessions(self.0.namespace().host_addr(), ports);
+        let session = server
+            .open_session(WATCH_TIMEOUT)
+            .map_err(|e| format!("a session to watch {}: {e}", S::SESSION_LIST))?;
+        Ok(Box::new(Sessions {
+            server: self.0.clone(),
+            session,
+            count,
+            log_mark: server.log_len(),
+        }))
+    }
+}
+
+/// The namespaced server's sessions from some client ports, watched on one session kept open.
+#[derive(Debug)]
+struct Sessions<S: SqlInNamespace> {
+    server: Arc<Namespaced<S>>,
+    session: S::Session,
+    /// Counts the watched sessions in the server's session list.
+    count: String,
+    /// The server log's length when the watch began.
+    log_mark: u64,
+}
+
+impl<S: SqlInNamespace> SessionWatch for Sessions<S> {
+    fn read(&mut self) -> Result<(u64, usize), String> {
+        let rows = S::query(&mut self.session, &self.count)
+            .map_err(|e| format!("{}: {e}", S::SESSION_LIST))?;
+        let live = rows
+            .first()
+            .and_then(|row| row.first()?.as_ref()?.parse().ok())
+            .unwrap_or_default();
+        let log = self.server.server().log_since(self.log_mark);
+        Ok((live, log.matches(S::TIMED_OUT).count()))
+    }
+
+    fn timed_out_line(&self) -> &'static str {
+        S::TIMED_OUT
+    }
+}
