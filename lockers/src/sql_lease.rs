@@ -1,7 +1,7 @@
 //! What the SQL lease-row strategies (`postgres-lease`, `mysql-lease`) share: the client
 //! ([`SqlLease`]) that takes a row and polls while it is busy, books a granted row's lease (its local
 //! deadline, its place in the client's one renewal schedule) and frees it on release, over a
-//! database's own statements and connection ([`LeaseRows`]). Each database's module says what its
+//! database's own statements and connection (`LeaseRows`). Each database's module says what its
 //! statements do; the bookkeeping here is the same for both.
 
 use std::sync::Arc;

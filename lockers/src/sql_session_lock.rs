@@ -2,7 +2,7 @@
 //! `mysql-get-lock`) share: the client ([`SessionLock`]) that gives each hold a connection of its
 //! own (an idle one, or a new one), takes the lock on it, has the client's one renewal scheduler
 //! check that session every renewal period, and unlocks on release, after which the connection goes
-//! back to the idle ones; over a database's own statements and connection ([`SessionLocks`]). Each
+//! back to the idle ones; over a database's own statements and connection (`SessionLocks`). Each
 //! database's module says what its statements do and how its connection notices its end.
 
 use std::future::Future;

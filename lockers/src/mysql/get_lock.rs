@@ -21,7 +21,7 @@
 //! it ended (the server freed the lock when it ended the session); the client keeps no reader on an
 //! idle connection, so a session the server ended shows at the next check, within a renewal period,
 //! not at once as `postgres-advisory`'s does. `Expired` when no check answered before the deadline
-//! (the server may still hold the lock for us, but we cannot know). Only [`LeaseMode::Watchdog`]
+//! (the server may still hold the lock for us, but we cannot know). Only [`LeaseMode::Watchdog`](crate::LeaseMode::Watchdog)
 //! exists; a fixed lease is `Unsupported`.
 //!
 //! # Cancellation

@@ -19,7 +19,7 @@
 //! connection), so taking and freeing a lock spawns no task. `lost()` resolves as soon as the
 //! connection ends (`ChannelClosed`, marked by the connection's own task: the server freed the lock
 //! when it saw the session go), or when no check answered before the deadline (`Expired`: the server
-//! may still hold the lock for us, but we cannot know). Only [`LeaseMode::Watchdog`] exists; a fixed lease is
+//! may still hold the lock for us, but we cannot know). Only [`LeaseMode::Watchdog`](crate::LeaseMode::Watchdog) exists; a fixed lease is
 //! `Unsupported`.
 //!
 //! # Cancellation

@@ -1,6 +1,6 @@
 //! The MariaDB set-ups a case starts for itself: a primary with an asynchronous GTID replica
 //! (`failover`; optionally with a delayed replication link) and one server in a network namespace
-//! of its own with short TCP keepalives (`keepalive_partition`: a [`NamespacedSql`] of
+//! of its own with short TCP keepalives (`keepalive_partition`: a `NamespacedSql` of
 //! [`MariaDbServer`], whose sessions its watch follows).
 
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! The PostgreSQL set-ups a case starts for itself: a primary with a streaming replica (`failover`;
 //! optionally with a delayed replication link) and one server in a network namespace of its own
-//! with short TCP keepalives (`keepalive_partition`: a [`NamespacedSql`] of [`PostgresServer`],
+//! with short TCP keepalives (`keepalive_partition`: a `NamespacedSql` of [`PostgresServer`],
 //! whose sessions its watch follows).
 
 use std::collections::BTreeMap;
