@@ -1,24 +1,23 @@
 //! The MariaDB set-ups a case starts for itself: a primary with an asynchronous GTID replica
 //! (`failover`; optionally with a delayed replication link) and one server in a network namespace
-//! of its own with short TCP keepalives (`keepalive_partition`: a `NamespacedSql` of
-//! [`MariaDbServer`], whose sessions its watch follows).
+//! of its own with short TCP keepalives (`keepalive_partition`). Both are the shared SQL set-ups
+//! (`PrimaryReplica`, `NamespacedSql`) over what is MariaDB's own here: how its servers start, list
+//! their sessions and log a keepalive's end, and the lock state a failover compares.
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use lockbench_reports::model::ServerInfo;
 use lockbench_servers::mariadb::Session;
 use lockbench_servers::{
-    Keepalives, MariaDbOptions, MariaDbPair, MariaDbServer, NamespacedMariaDb, Proxy, ServerError,
+    Keepalives, MariaDbOptions, MariaDbPair, MariaDbServer, NamespacedMariaDb, ServerError,
 };
 
 use super::prepare_own_mysql;
-use crate::kinds::case_servers::{
-    CaseServers, CaseStarts, FailoverReport, Start, case_info, fail_over_pair, lag_link, lag_words,
-    promoted,
+use crate::kinds::case_servers::{CaseStarts, FailoverReport, Start};
+use crate::kinds::sql_case_servers::{
+    NamespacedSql, PrimaryReplica, SqlPair, SqlServer, served_by_inherent_methods,
 };
-use crate::kinds::sql_namespace::{NamespacedSql, SqlInNamespace, served_by_inherent_methods};
 use crate::kinds::{EndpointAddrs, ServerKind};
 
 /// The MariaDB set-ups, with how long each takes to start and stop.
@@ -27,7 +26,7 @@ pub(super) const STARTS: CaseStarts = CaseStarts {
     // servers, the replica caught up, then the tables and the link's proxy). Not timed alone: a run of
     // mysql-failover's two 3 s cases, each starting its own pair, took 8.9-9.9 s (debug build).
     pair: Some(Start {
-        start: |lag| Ok(Box::new(Pair::start(lag)?)),
+        start: |lag| Ok(Box::new(PrimaryReplica::<MariaDbPair>::start(lag)?)),
         takes: Duration::from_millis(3000),
     }),
     // One server (no replica), plus its namespace and link.
@@ -42,25 +41,32 @@ pub(super) const STARTS: CaseStarts = CaseStarts {
     restartable: None,
 };
 
-/// A MariaDB primary + GTID replica; `lag` is the proxy on the replication link when it is delayed.
-#[derive(Debug)]
-pub(super) struct Pair {
-    pub(super) pair: MariaDbPair,
-    lag: Option<Proxy>,
-}
+/// The bytes a binlog file starts with before its first event (its magic number).
+const BINLOG_HEADER: u64 = 4;
 
-impl Pair {
-    /// Starts a MariaDB primary with a replica and the tables its rows need (created on the
-    /// primary, replicated). With a `replication_lag`, the replica reads the primary's binlog through
-    /// a proxy that delays it by that much. Blocking (a few seconds).
-    pub(super) fn start(replication_lag: Duration) -> Result<Self, String> {
-        let pair = MariaDbPair::start().map_err(|e| format!("mariadb primary + replica: {e}"))?;
-        prepare_own_mysql(pair.primary()).map_err(|e| format!("mariadb tables: {e}"))?;
-        let lag = lag_link(pair.primary().addr(), replication_lag, |proxy| {
-            pair.replicate_through(proxy.addr())
-                .map_err(|e| format!("replicating through the link proxy: {e}"))
-        })?;
-        Ok(Pair { pair, lag })
+impl SqlPair for MariaDbPair {
+    type Server = MariaDbServer;
+    const DESCRIBED: &'static str = "MariaDB primary + GTID replica";
+    const REPLICATING: &'static str = "replicating";
+
+    fn start() -> Result<Self, ServerError> {
+        MariaDbPair::start()
+    }
+
+    fn primary(&self) -> &MariaDbServer {
+        self.primary()
+    }
+
+    fn replica(&self) -> &MariaDbServer {
+        self.replica()
+    }
+
+    fn replicate_through(&self, upstream: SocketAddr) -> Result<(), ServerError> {
+        self.replicate_through(upstream)
+    }
+
+    fn promote_replica(&self) -> Result<(), ServerError> {
+        self.promote_replica()
     }
 
     /// Kills the primary and compares the lock state it held just before (lease and fencing rows,
@@ -69,7 +75,7 @@ impl Pair {
     /// clients' writes first: a statement that commits between the snapshot and the kill, a few
     /// milliseconds, is counted as the snapshot saw it.
     fn kill_primary(&self) -> Result<FailoverReport, String> {
-        let (primary, replica) = (self.pair.primary(), self.pair.replica());
+        let (primary, replica) = (self.primary(), self.replica());
         let before = snapshot(primary);
         // `SHOW MASTER STATUS`: the binlog file and the position written up to.
         let written = primary.query("SHOW MASTER STATUS").ok().and_then(|rows| {
@@ -105,58 +111,7 @@ impl Pair {
     }
 }
 
-/// The bytes a binlog file starts with before its first event (its magic number).
-const BINLOG_HEADER: u64 = 4;
-
-impl CaseServers for Pair {
-    fn kind(&self) -> ServerKind {
-        ServerKind::Mysql
-    }
-
-    fn endpoints(&self) -> EndpointAddrs {
-        EndpointAddrs {
-            mysql: Some(self.pair.primary().url()),
-            ..EndpointAddrs::default()
-        }
-    }
-
-    fn stats_at(&self) -> Option<(SocketAddr, Option<u32>)> {
-        let primary = self.pair.primary();
-        Some((primary.addr(), Some(primary.pid())))
-    }
-
-    fn info(&self) -> ServerInfo {
-        case_info(
-            ServerKind::Mysql,
-            self.pair.primary().version().to_owned(),
-            format!(
-                "MariaDB primary + GTID replica started per case{}",
-                lag_words(self.lag.as_ref())
-            ),
-            self.pair.primary().startup() + self.pair.replica().startup(),
-        )
-    }
-
-    fn serving_pid(&self) -> Option<(u32, String)> {
-        let primary = self.pair.primary();
-        Some((primary.pid(), format!("mariadb primary {}", primary.addr())))
-    }
-
-    fn fail_over(&self, redirect: &dyn Fn(SocketAddr)) -> Result<FailoverReport, String> {
-        fail_over_pair(
-            self.lag.as_ref(),
-            self.pair.replica().addr(),
-            redirect,
-            || {
-                let report = self.kill_primary()?;
-                promoted(self.pair.promote_replica())?;
-                Ok(report)
-            },
-        )
-    }
-}
-
-impl SqlInNamespace for MariaDbServer {
+impl SqlServer for MariaDbServer {
     const KIND: ServerKind = ServerKind::Mysql;
     const NAME: &'static str = "mariadb";
     const DESCRIBED: &'static str = "MariaDB";
@@ -246,10 +201,12 @@ mod tests {
     /// takes writes.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_mariadb_failover_sees_what_the_replica_lacks() {
-        let servers = tokio::task::spawn_blocking(|| Pair::start(Duration::from_secs(2)))
-            .await
-            .expect("start")
-            .expect("pair");
+        let servers = tokio::task::spawn_blocking(|| {
+            PrimaryReplica::<MariaDbPair>::start(Duration::from_secs(2))
+        })
+        .await
+        .expect("start")
+        .expect("pair");
         let url = servers.pair.primary().url();
         let once = AcquireOptions::try_once();
         let get_lock = MysqlGetLock::connect(&url, MysqlConfig::default(), Events::none())

@@ -1,25 +1,23 @@
 //! The PostgreSQL set-ups a case starts for itself: a primary with a streaming replica (`failover`;
 //! optionally with a delayed replication link) and one server in a network namespace of its own
-//! with short TCP keepalives (`keepalive_partition`: a `NamespacedSql` of [`PostgresServer`],
-//! whose sessions its watch follows).
+//! with short TCP keepalives (`keepalive_partition`). Both are the shared SQL set-ups
+//! (`PrimaryReplica`, `NamespacedSql`) over what is PostgreSQL's own here: how its servers start,
+//! list their sessions and log a keepalive's end, and the lock state a failover compares.
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use lockbench_reports::model::ServerInfo;
 use lockbench_servers::postgres::{DATABASE, Session as PostgresSession, first_value};
 use lockbench_servers::{
-    Keepalives, NamespacedPostgres, PostgresOptions, PostgresPair, PostgresServer, Proxy,
-    ServerError,
+    Keepalives, NamespacedPostgres, PostgresOptions, PostgresPair, PostgresServer, ServerError,
 };
 
 use super::prepare_own_postgres;
-use crate::kinds::case_servers::{
-    CaseServers, CaseStarts, FailoverReport, Start, case_info, fail_over_pair, lag_link, lag_words,
-    promoted,
+use crate::kinds::case_servers::{CaseStarts, FailoverReport, Start};
+use crate::kinds::sql_case_servers::{
+    NamespacedSql, PrimaryReplica, SqlPair, SqlServer, served_by_inherent_methods,
 };
-use crate::kinds::sql_namespace::{NamespacedSql, SqlInNamespace, served_by_inherent_methods};
 use crate::kinds::{EndpointAddrs, ServerKind};
 
 /// The PostgreSQL set-ups, with how long each takes to start and stop.
@@ -28,7 +26,7 @@ pub(super) const STARTS: CaseStarts = CaseStarts {
     // `pg_basebackup`; measured 1.36-1.52 s to start both, 2.7 s on a busy machine, then the tables
     // and the replication link's proxy).
     pair: Some(Start {
-        start: |lag| Ok(Box::new(Pair::start(lag)?)),
+        start: |lag| Ok(Box::new(PrimaryReplica::<PostgresPair>::start(lag)?)),
         takes: Duration::from_millis(2000),
     }),
     // One server (no replica), plus its namespace and link.
@@ -43,27 +41,29 @@ pub(super) const STARTS: CaseStarts = CaseStarts {
     restartable: None,
 };
 
-/// A PostgreSQL primary + streaming replica; `lag` is the proxy on the replication link when it is
-/// delayed.
-#[derive(Debug)]
-pub(super) struct Pair {
-    pub(super) pair: PostgresPair,
-    lag: Option<Proxy>,
-}
+impl SqlPair for PostgresPair {
+    type Server = PostgresServer;
+    const DESCRIBED: &'static str = "primary + streaming replica";
+    const REPLICATING: &'static str = "streaming";
 
-impl Pair {
-    /// Starts a PostgreSQL primary with a streaming replica and the tables its rows need, the
-    /// Spring JDBC peer's included (created on the primary, replicated). With a `replication_lag`,
-    /// the replica streams through a proxy that delays the primary's WAL by it. Blocking (about a
-    /// second).
-    pub(super) fn start(replication_lag: Duration) -> Result<Self, String> {
-        let pair = PostgresPair::start().map_err(|e| format!("postgres primary + replica: {e}"))?;
-        prepare_own_postgres(pair.primary()).map_err(|e| format!("postgres tables: {e}"))?;
-        let lag = lag_link(pair.primary().addr(), replication_lag, |proxy| {
-            pair.replicate_through(proxy.addr())
-                .map_err(|e| format!("streaming through the link proxy: {e}"))
-        })?;
-        Ok(Pair { pair, lag })
+    fn start() -> Result<Self, ServerError> {
+        PostgresPair::start()
+    }
+
+    fn primary(&self) -> &PostgresServer {
+        self.primary()
+    }
+
+    fn replica(&self) -> &PostgresServer {
+        self.replica()
+    }
+
+    fn replicate_through(&self, upstream: SocketAddr) -> Result<(), ServerError> {
+        self.replicate_through(upstream)
+    }
+
+    fn promote_replica(&self) -> Result<(), ServerError> {
+        self.promote_replica()
     }
 
     /// Kills the primary and compares the lock state it held just before (lease, fencing and
@@ -73,7 +73,7 @@ impl Pair {
     /// commits between the snapshot and the kill, a few milliseconds, is counted as the snapshot saw
     /// it.
     fn kill_primary(&self) -> Result<FailoverReport, String> {
-        let (primary, replica) = (self.pair.primary(), self.pair.replica());
+        let (primary, replica) = (self.primary(), self.replica());
         let before = snapshot(primary);
         let written = primary
             .query("SELECT pg_current_wal_lsn()::text")
@@ -100,58 +100,7 @@ impl Pair {
     }
 }
 
-impl CaseServers for Pair {
-    fn kind(&self) -> ServerKind {
-        ServerKind::Postgres
-    }
-
-    fn endpoints(&self) -> EndpointAddrs {
-        EndpointAddrs {
-            postgres: Some(self.pair.primary().url()),
-            ..EndpointAddrs::default()
-        }
-    }
-
-    fn stats_at(&self) -> Option<(SocketAddr, Option<u32>)> {
-        let primary = self.pair.primary();
-        Some((primary.addr(), Some(primary.pid())))
-    }
-
-    fn info(&self) -> ServerInfo {
-        case_info(
-            ServerKind::Postgres,
-            self.pair.primary().version().to_owned(),
-            format!(
-                "primary + streaming replica started per case{}",
-                lag_words(self.lag.as_ref())
-            ),
-            self.pair.primary().startup() + self.pair.replica().startup(),
-        )
-    }
-
-    fn serving_pid(&self) -> Option<(u32, String)> {
-        let primary = self.pair.primary();
-        Some((
-            primary.pid(),
-            format!("postgres primary {}", primary.addr()),
-        ))
-    }
-
-    fn fail_over(&self, redirect: &dyn Fn(SocketAddr)) -> Result<FailoverReport, String> {
-        fail_over_pair(
-            self.lag.as_ref(),
-            self.pair.replica().addr(),
-            redirect,
-            || {
-                let report = self.kill_primary()?;
-                promoted(self.pair.promote_replica())?;
-                Ok(report)
-            },
-        )
-    }
-}
-
-impl SqlInNamespace for PostgresServer {
+impl SqlServer for PostgresServer {
     const KIND: ServerKind = ServerKind::Postgres;
     const NAME: &'static str = "postgres";
     const DESCRIBED: &'static str = "server";
@@ -236,12 +185,13 @@ fn snapshot(server: &PostgresServer) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds::CaseServers;
 
     /// A PostgreSQL pair has every row's table, the Spring JDBC peer's included, and a failover's
     /// evidence counts a Spring lock row written inside the replication lag as missing on the replica.
     #[test]
     fn a_postgres_failover_sees_the_spring_rows_the_replica_lacks() {
-        let servers = Pair::start(Duration::from_secs(2)).expect("pair");
+        let servers = PrimaryReplica::<PostgresPair>::start(Duration::from_secs(2)).expect("pair");
         servers
             .pair
             .primary()

@@ -1,21 +1,24 @@
-//! One SQL server in a network namespace of its own with short TCP keepalives, as a case starts it
-//! for `keepalive_partition` ([`NamespacedSql`]), and its sessions from some client ports, watched
-//! on one session of its own kept open ([`Sessions`]): written once for PostgreSQL and MariaDB, over
-//! what differs between them ([`SqlInNamespace`]: the server, its session list, its log line).
+//! The SQL set-ups a case starts for itself, written once for PostgreSQL and MariaDB over what
+//! differs between them ([`SqlServer`]: the server, its session list, its log line; [`SqlPair`]:
+//! its replication): a primary with a replica for `failover` ([`PrimaryReplica`]), and one server
+//! in a network namespace of its own with short TCP keepalives for `keepalive_partition`
+//! ([`NamespacedSql`]), whose sessions from some client ports are watched on one session of its own
+//! kept open ([`Sessions`]).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use lockbench_reports::model::ServerInfo;
-use lockbench_servers::{Keepalives, Namespaced, Partition, ServerError};
+use lockbench_servers::{Keepalives, Namespaced, Partition, Proxy, ServerError};
 
 use crate::kinds::case_servers::{
-    CaseServers, NAMESPACED_KEEPALIVES as KEEPALIVES, SessionWatch, case_info,
+    CaseServers, FailoverReport, NAMESPACED_KEEPALIVES as KEEPALIVES, SessionWatch, case_info,
+    fail_over_pair, lag_link, lag_words, promoted,
 };
 use crate::kinds::{EndpointAddrs, ServerKind};
 
-/// The [`SqlInNamespace`] methods that say where a server is and what it logs (`addr`, `pid`,
+/// The [`SqlServer`] methods that say where a server is and what it logs (`addr`, `pid`,
 /// `version`, `startup`, `log_len`, `log_since`), given by the server type's inherent methods of the
 /// same names (which take precedence over the trait's in `Self::…`).
 macro_rules! served_by_inherent_methods {
@@ -48,7 +51,7 @@ const WATCH_TIMEOUT: Duration = Duration::from_secs(2);
 /// What a SQL server started in a network namespace is to a case: its kind, how to start it and
 /// its tables, where it is, how its sessions are counted and what its log says when keepalive gave
 /// up a client.
-pub(crate) trait SqlInNamespace: std::fmt::Debug + Send + Sync + Sized + 'static {
+pub(crate) trait SqlServer: std::fmt::Debug + Send + Sync + Sized + 'static {
     /// Its kind.
     const KIND: ServerKind;
     /// How messages name it ("postgres").
@@ -76,7 +79,7 @@ pub(crate) trait SqlInNamespace: std::fmt::Debug + Send + Sync + Sized + 'static
     fn version(&self) -> &str;
     /// How long it took to start.
     fn startup(&self) -> Duration;
-    /// How long its log is now: a mark for [`SqlInNamespace::log_since`].
+    /// How long its log is now: a mark for [`SqlServer::log_since`].
     fn log_len(&self) -> u64;
     /// What its log gained after `mark`.
     fn log_since(&self, mark: u64) -> String;
@@ -93,11 +96,109 @@ pub(crate) trait SqlInNamespace: std::fmt::Debug + Send + Sync + Sized + 'static
     ) -> Result<Vec<Vec<Option<String>>>, ServerError>;
 }
 
+/// What a primary with a replica of one [`SqlServer`] is to a case: how it starts, replicates and
+/// fails over, and how it is described.
+pub(crate) trait SqlPair: std::fmt::Debug + Send + Sync + Sized + 'static {
+    /// Its servers.
+    type Server: SqlServer;
+    /// How the set-up's description names it ("primary + streaming replica").
+    const DESCRIBED: &'static str;
+    /// What the replica does through a link proxy, as errors name it ("streaming").
+    const REPLICATING: &'static str;
+
+    /// Starts a fresh primary and its replica. Blocking.
+    fn start() -> Result<Self, ServerError>;
+    /// The primary.
+    fn primary(&self) -> &Self::Server;
+    /// The replica.
+    fn replica(&self) -> &Self::Server;
+    /// Has the replica follow the primary through `upstream` (a link proxy).
+    fn replicate_through(&self, upstream: SocketAddr) -> Result<(), ServerError>;
+    /// Kills the primary and compares the lock state it held just before with the replica's.
+    fn kill_primary(&self) -> Result<FailoverReport, String>;
+    /// Makes the replica a primary.
+    fn promote_replica(&self) -> Result<(), ServerError>;
+}
+
+/// A primary + replica `P`; `lag` is the proxy on the replication link when it is delayed.
+#[derive(Debug)]
+pub(crate) struct PrimaryReplica<P> {
+    pub(crate) pair: P,
+    lag: Option<Proxy>,
+}
+
+impl<P: SqlPair> PrimaryReplica<P> {
+    /// Starts a primary with a replica and the tables its rows need (created on the primary,
+    /// replicated). With a `replication_lag`, the replica reads from the primary through a proxy
+    /// that delays it by that much. Blocking (a few seconds).
+    pub(crate) fn start(replication_lag: Duration) -> Result<Self, String> {
+        let name = P::Server::NAME;
+        let pair = P::start().map_err(|e| format!("{name} primary + replica: {e}"))?;
+        pair.primary()
+            .prepare()
+            .map_err(|e| format!("{name} tables: {e}"))?;
+        let lag = lag_link(pair.primary().addr(), replication_lag, |proxy| {
+            pair.replicate_through(proxy.addr())
+                .map_err(|e| format!("{} through the link proxy: {e}", P::REPLICATING))
+        })?;
+        Ok(PrimaryReplica { pair, lag })
+    }
+}
+
+impl<P: SqlPair> CaseServers for PrimaryReplica<P> {
+    fn kind(&self) -> ServerKind {
+        P::Server::KIND
+    }
+
+    fn endpoints(&self) -> EndpointAddrs {
+        self.pair.primary().endpoints()
+    }
+
+    fn stats_at(&self) -> Option<(SocketAddr, Option<u32>)> {
+        let primary = self.pair.primary();
+        Some((primary.addr(), Some(primary.pid())))
+    }
+
+    fn info(&self) -> ServerInfo {
+        case_info(
+            P::Server::KIND,
+            self.pair.primary().version().to_owned(),
+            format!(
+                "{} started per case{}",
+                P::DESCRIBED,
+                lag_words(self.lag.as_ref())
+            ),
+            self.pair.primary().startup() + self.pair.replica().startup(),
+        )
+    }
+
+    fn serving_pid(&self) -> Option<(u32, String)> {
+        let primary = self.pair.primary();
+        Some((
+            primary.pid(),
+            format!("{} primary {}", P::Server::NAME, primary.addr()),
+        ))
+    }
+
+    fn fail_over(&self, redirect: &dyn Fn(SocketAddr)) -> Result<FailoverReport, String> {
+        fail_over_pair(
+            self.lag.as_ref(),
+            self.pair.replica().addr(),
+            redirect,
+            || {
+                let report = self.pair.kill_primary()?;
+                promoted(self.pair.promote_replica())?;
+                Ok(report)
+            },
+        )
+    }
+}
+
 /// One `S` in a network namespace of its own, with [`KEEPALIVES`].
 #[derive(Debug)]
 pub(crate) struct NamespacedSql<S>(Arc<Namespaced<S>>);
 
-impl<S: SqlInNamespace> NamespacedSql<S> {
+impl<S: SqlServer> NamespacedSql<S> {
     /// Starts it and the tables its rows need. Blocking (about a second).
     pub(crate) fn start() -> Result<Self, String> {
         let name = S::NAME;
@@ -111,7 +212,7 @@ impl<S: SqlInNamespace> NamespacedSql<S> {
     }
 }
 
-impl<S: SqlInNamespace> CaseServers for NamespacedSql<S> {
+impl<S: SqlServer> CaseServers for NamespacedSql<S> {
     fn kind(&self) -> ServerKind {
         S::KIND
     }
@@ -177,7 +278,7 @@ impl<S: SqlInNamespace> CaseServers for NamespacedSql<S> {
 
 /// The namespaced server's sessions from some client ports, watched on one session kept open.
 #[derive(Debug)]
-struct Sessions<S: SqlInNamespace> {
+struct Sessions<S: SqlServer> {
     server: Arc<Namespaced<S>>,
     session: S::Session,
     /// Counts the watched sessions in the server's session list.
@@ -186,7 +287,7 @@ struct Sessions<S: SqlInNamespace> {
     log_mark: u64,
 }
 
-impl<S: SqlInNamespace> SessionWatch for Sessions<S> {
+impl<S: SqlServer> SessionWatch for Sessions<S> {
     fn read(&mut self) -> Result<(u64, usize), String> {
         let rows = S::query(&mut self.session, &self.count)
             .map_err(|e| format!("{}: {e}", S::SESSION_LIST))?;
