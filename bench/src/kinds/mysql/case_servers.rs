@@ -195,6 +195,7 @@ mod tests {
     use lockers::{AcquireOptions, Events, Locker};
 
     use super::*;
+    use crate::kinds::CaseServers;
 
     /// A MariaDB failover's evidence counts a user lock (never replicated) and the lease and fencing
     /// rows written inside the replication lag as missing on the replica, and the promoted replica
