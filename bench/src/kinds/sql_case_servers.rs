@@ -5,6 +5,7 @@
 //! ([`NamespacedSql`]), whose sessions from some client ports are watched on one session of its own
 //! kept open ([`Sessions`]).
 
+use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +20,7 @@ use crate::kinds::case_servers::{
 use crate::kinds::{EndpointAddrs, ServerKind};
 
 /// The [`SqlServer`] methods that say where a server is and what it logs (`addr`, `pid`,
-/// `version`, `startup`, `log_len`, `log_since`), given by the server type's inherent methods of the
+/// `version`, `startup`, `log_len`, `log_since`), run a query on it and kill it, given by the server type's inherent methods of the
 /// same names (which take precedence over the trait's in `Self::…`).
 macro_rules! served_by_inherent_methods {
     () => {
@@ -41,9 +42,45 @@ macro_rules! served_by_inherent_methods {
         fn log_since(&self, mark: u64) -> String {
             Self::log_since(self, mark)
         }
+        fn query(
+            &self,
+            sql: &str,
+        ) -> Result<Vec<Vec<Option<String>>>, lockbench_servers::ServerError> {
+            Self::query(self, sql)
+        }
+        fn kill(&self) -> std::io::Result<()> {
+            Self::kill(self)
+        }
     };
 }
 pub(crate) use served_by_inherent_methods;
+
+/// The [`SqlPair`] methods that start, reach, link and promote a pair of `$server`s (`start`,
+/// `primary`, `replica`, `replicate_through`, `promote_replica`), given by the pair type's inherent
+/// methods of the same names.
+macro_rules! replicated_by_inherent_methods {
+    ($server:ty) => {
+        fn start() -> Result<Self, lockbench_servers::ServerError> {
+            Self::start()
+        }
+        fn primary(&self) -> &$server {
+            Self::primary(self)
+        }
+        fn replica(&self) -> &$server {
+            Self::replica(self)
+        }
+        fn replicate_through(
+            &self,
+            upstream: std::net::SocketAddr,
+        ) -> Result<(), lockbench_servers::ServerError> {
+            Self::replicate_through(self, upstream)
+        }
+        fn promote_replica(&self) -> Result<(), lockbench_servers::ServerError> {
+            Self::promote_replica(self)
+        }
+    };
+}
+pub(crate) use replicated_by_inherent_methods;
 
 /// How long one statement of a [`Sessions`] watch may take.
 const WATCH_TIMEOUT: Duration = Duration::from_secs(2);
@@ -90,10 +127,14 @@ pub(crate) trait SqlServer: std::fmt::Debug + Send + Sync + Sized + 'static {
     /// Opens a session to it, each statement bounded by `timeout`.
     fn open_session(&self, timeout: Duration) -> Result<Self::Session, ServerError>;
     /// Runs `sql` on `session`: its rows as text.
-    fn query(
+    fn session_query(
         session: &mut Self::Session,
         sql: &str,
     ) -> Result<Vec<Vec<Option<String>>>, ServerError>;
+    /// Runs `sql` on a connection of its own: its rows as text.
+    fn query(&self, sql: &str) -> Result<Vec<Vec<Option<String>>>, ServerError>;
+    /// Kills it (`SIGKILL`).
+    fn kill(&self) -> std::io::Result<()>;
 }
 
 /// What a primary with a replica of one [`SqlServer`] is to a case: how it starts, replicates and
@@ -105,6 +146,11 @@ pub(crate) trait SqlPair: std::fmt::Debug + Send + Sync + Sized + 'static {
     const DESCRIBED: &'static str;
     /// What the replica does through a link proxy, as errors name it ("streaming").
     const REPLICATING: &'static str;
+    /// Lists the lock state a server holds as (what, value) rows: its rows and the locks its
+    /// sessions hold (never replicated), for a failover's comparison.
+    const LOCK_STATE: &'static str;
+    /// How far a primary has written its log (a WAL position, a binlog file and offset).
+    type Written;
 
     /// Starts a fresh primary and its replica. Blocking.
     fn start() -> Result<Self, ServerError>;
@@ -114,8 +160,10 @@ pub(crate) trait SqlPair: std::fmt::Debug + Send + Sync + Sized + 'static {
     fn replica(&self) -> &Self::Server;
     /// Has the replica follow the primary through `upstream` (a link proxy).
     fn replicate_through(&self, upstream: SocketAddr) -> Result<(), ServerError>;
-    /// Kills the primary and compares the lock state it held just before with the replica's.
-    fn kill_primary(&self) -> Result<FailoverReport, String>;
+    /// How far `primary` has written its log, if it says.
+    fn written(primary: &Self::Server) -> Option<Self::Written>;
+    /// How many bytes of what the primary had `written` the replica had not received, if it says.
+    fn unreplicated(replica: &Self::Server, written: Self::Written) -> Option<u64>;
     /// Makes the replica a primary.
     fn promote_replica(&self) -> Result<(), ServerError>;
 }
@@ -143,6 +191,40 @@ impl<P: SqlPair> PrimaryReplica<P> {
         })?;
         Ok(PrimaryReplica { pair, lag })
     }
+
+    /// Kills the primary and compares the lock state it held just before ([`SqlPair::LOCK_STATE`])
+    /// with the replica's right after, and how far the replica's received log was behind the
+    /// primary's. Nothing pauses the clients' writes first (neither server has a `CLIENT PAUSE`): a
+    /// statement that commits between the snapshot and the kill, a few milliseconds, is counted as
+    /// the snapshot saw it.
+    fn kill_primary(&self) -> Result<FailoverReport, String> {
+        let (primary, replica) = (self.pair.primary(), self.pair.replica());
+        let before = lock_state::<P>(primary);
+        let written = P::written(primary);
+        primary
+            .kill()
+            .map_err(|e| format!("killing the primary: {e}"))?;
+        let unreplicated = written.and_then(|written| P::unreplicated(replica, written));
+        let after = lock_state::<P>(replica);
+        Ok(FailoverReport::compare(
+            (primary.addr(), &before),
+            (replica.addr(), &after),
+            unreplicated,
+        ))
+    }
+}
+
+/// The lock state `server` holds ([`SqlPair::LOCK_STATE`]), by what; empty when it cannot say.
+fn lock_state<P: SqlPair>(server: &P::Server) -> BTreeMap<String, String> {
+    server
+        .query(P::LOCK_STATE)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|row| match row.as_slice() {
+            [Some(key), Some(value)] => Some((key.clone(), value.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 impl<P: SqlPair> CaseServers for PrimaryReplica<P> {
@@ -186,7 +268,7 @@ impl<P: SqlPair> CaseServers for PrimaryReplica<P> {
             self.pair.replica().addr(),
             redirect,
             || {
-                let report = self.pair.kill_primary()?;
+                let report = self.kill_primary()?;
                 promoted(self.pair.promote_replica())?;
                 Ok(report)
             },
@@ -289,7 +371,7 @@ struct Sessions<S: SqlServer> {
 
 impl<S: SqlServer> SessionWatch for Sessions<S> {
     fn read(&mut self) -> Result<(u64, usize), String> {
-        let rows = S::query(&mut self.session, &self.count)
+        let rows = S::session_query(&mut self.session, &self.count)
             .map_err(|e| format!("{}: {e}", S::SESSION_LIST))?;
         let live = rows
             .first()

@@ -4,8 +4,7 @@
 //! (`PrimaryReplica`, `NamespacedSql`) over what is MariaDB's own here: how its servers start, list
 //! their sessions and log a keepalive's end, and the lock state a failover compares.
 
-use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use lockbench_servers::mariadb::Session;
@@ -14,9 +13,10 @@ use lockbench_servers::{
 };
 
 use super::prepare_own_mysql;
-use crate::kinds::case_servers::{CaseStarts, FailoverReport, Start};
+use crate::kinds::case_servers::{CaseStarts, Start};
 use crate::kinds::sql_case_servers::{
-    NamespacedSql, PrimaryReplica, SqlPair, SqlServer, served_by_inherent_methods,
+    NamespacedSql, PrimaryReplica, SqlPair, SqlServer, replicated_by_inherent_methods,
+    served_by_inherent_methods,
 };
 use crate::kinds::{EndpointAddrs, ServerKind};
 
@@ -49,65 +49,42 @@ impl SqlPair for MariaDbPair {
     const DESCRIBED: &'static str = "MariaDB primary + GTID replica";
     const REPLICATING: &'static str = "replicating";
 
-    fn start() -> Result<Self, ServerError> {
-        MariaDbPair::start()
-    }
+    replicated_by_inherent_methods!(MariaDbServer);
 
-    fn primary(&self) -> &MariaDbServer {
-        self.primary()
-    }
+    /// Its lease and fencing rows (names in hex), and the user locks its sessions hold (user locks
+    /// live in the sessions of the server that granted them; a replica shows none of its
+    /// primary's): `lease NAME` → its token and holder, `fencing NAME` → its token, `user_lock NAME`
+    /// → granted.
+    const LOCK_STATE: &'static str = "SELECT CONCAT('lease ', HEX(name)), CONCAT(token, ' ', holder) \
+         FROM lockbench_leases \
+         UNION ALL SELECT CONCAT('fencing ', HEX(name)), token FROM lockbench_fencing \
+         UNION ALL SELECT CONCAT('user_lock ', TABLE_SCHEMA), 'granted' \
+         FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE = 'User lock'";
+    /// The primary's binlog file and the position written up to in it.
+    type Written = (String, u64);
 
-    fn replica(&self) -> &MariaDbServer {
-        self.replica()
-    }
-
-    fn replicate_through(&self, upstream: SocketAddr) -> Result<(), ServerError> {
-        self.replicate_through(upstream)
-    }
-
-    fn promote_replica(&self) -> Result<(), ServerError> {
-        self.promote_replica()
-    }
-
-    /// Kills the primary and compares the lock state it held just before (lease and fencing rows,
-    /// and the user locks its sessions held, which are never replicated) with the replica's right
-    /// after, and how far the replica's received binlog was behind the primary's. Nothing pauses the
-    /// clients' writes first: a statement that commits between the snapshot and the kill, a few
-    /// milliseconds, is counted as the snapshot saw it.
-    fn kill_primary(&self) -> Result<FailoverReport, String> {
-        let (primary, replica) = (self.primary(), self.replica());
-        let before = snapshot(primary);
-        // `SHOW MASTER STATUS`: the binlog file and the position written up to.
-        let written = primary.query("SHOW MASTER STATUS").ok().and_then(|rows| {
-            let row = rows.into_iter().next()?;
-            Some((
-                row.first()?.clone()?,
-                row.get(1)?.clone()?.parse::<u64>().ok()?,
-            ))
-        });
-        primary
-            .kill()
-            .map_err(|e| format!("killing the primary: {e}"))?;
-        let unreplicated = written.and_then(|(file, position)| {
-            // `SHOW SLAVE STATUS`: the primary's binlog file it reads (6th column) and the position
-            // it has received up to in it (7th).
-            let rows = replica.query("SHOW SLAVE STATUS").ok()?;
-            let row = rows.first()?;
-            let (read_file, read) = (row.get(5)?.as_deref()?, row.get(6)?.as_deref()?);
-            let read: u64 = read.parse().ok()?;
-            // A replica that has received nothing yet (its link still delayed) names no file: all
-            // the primary wrote after the file's 4-byte header is unreplicated.
-            if read_file.is_empty() {
-                return Some(position.saturating_sub(BINLOG_HEADER));
-            }
-            (read_file == file).then(|| position.saturating_sub(read))
-        });
-        let after = snapshot(replica);
-        Ok(FailoverReport::compare(
-            (primary.addr(), &before),
-            (replica.addr(), &after),
-            unreplicated,
+    fn written(primary: &MariaDbServer) -> Option<(String, u64)> {
+        let rows = primary.query("SHOW MASTER STATUS").ok()?;
+        let row = rows.into_iter().next()?;
+        Some((
+            row.first()?.clone()?,
+            row.get(1)?.clone()?.parse::<u64>().ok()?,
         ))
+    }
+
+    fn unreplicated(replica: &MariaDbServer, (file, position): (String, u64)) -> Option<u64> {
+        // `SHOW SLAVE STATUS`: the primary's binlog file it reads (6th column) and the position
+        // it has received up to in it (7th).
+        let rows = replica.query("SHOW SLAVE STATUS").ok()?;
+        let row = rows.first()?;
+        let (read_file, read) = (row.get(5)?.as_deref()?, row.get(6)?.as_deref()?);
+        let read: u64 = read.parse().ok()?;
+        // A replica that has received nothing yet (its link still delayed) names no file: all
+        // the primary wrote after the file's 4-byte header is unreplicated.
+        if read_file.is_empty() {
+            return Some(position.saturating_sub(BINLOG_HEADER));
+        }
+        (read_file == file).then(|| position.saturating_sub(read))
     }
 }
 
@@ -162,29 +139,12 @@ impl SqlServer for MariaDbServer {
         Session::connect(self.addr(), timeout)
     }
 
-    fn query(session: &mut Session, sql: &str) -> Result<Vec<Vec<Option<String>>>, ServerError> {
+    fn session_query(
+        session: &mut Session,
+        sql: &str,
+    ) -> Result<Vec<Vec<Option<String>>>, ServerError> {
         session.query(sql)
     }
-}
-
-/// The lock state a MariaDB holds, by row or lock: `lease NAME` → its token and holder, `fencing
-/// NAME` → its token (names in hex), `user_lock NAME` → granted (user locks live in the sessions of
-/// the server that granted them; a replica shows none of its primary's).
-fn snapshot(server: &MariaDbServer) -> BTreeMap<String, String> {
-    const STATE: &str = "SELECT CONCAT('lease ', HEX(name)), CONCAT(token, ' ', holder) \
-         FROM lockbench_leases \
-         UNION ALL SELECT CONCAT('fencing ', HEX(name)), token FROM lockbench_fencing \
-         UNION ALL SELECT CONCAT('user_lock ', TABLE_SCHEMA), 'granted' \
-         FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE = 'User lock'";
-    server
-        .query(STATE)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|row| match row.as_slice() {
-            [Some(key), Some(value)] => Some((key.clone(), value.clone())),
-            _ => None,
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -4,8 +4,7 @@
 //! (`PrimaryReplica`, `NamespacedSql`) over what is PostgreSQL's own here: how its servers start,
 //! list their sessions and log a keepalive's end, and the lock state a failover compares.
 
-use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use lockbench_servers::postgres::{DATABASE, Session as PostgresSession, first_value};
@@ -14,9 +13,10 @@ use lockbench_servers::{
 };
 
 use super::prepare_own_postgres;
-use crate::kinds::case_servers::{CaseStarts, FailoverReport, Start};
+use crate::kinds::case_servers::{CaseStarts, Start};
 use crate::kinds::sql_case_servers::{
-    NamespacedSql, PrimaryReplica, SqlPair, SqlServer, served_by_inherent_methods,
+    NamespacedSql, PrimaryReplica, SqlPair, SqlServer, replicated_by_inherent_methods,
+    served_by_inherent_methods,
 };
 use crate::kinds::{EndpointAddrs, ServerKind};
 
@@ -46,57 +46,37 @@ impl SqlPair for PostgresPair {
     const DESCRIBED: &'static str = "primary + streaming replica";
     const REPLICATING: &'static str = "streaming";
 
-    fn start() -> Result<Self, ServerError> {
-        PostgresPair::start()
-    }
+    replicated_by_inherent_methods!(PostgresServer);
 
-    fn primary(&self) -> &PostgresServer {
-        self.primary()
-    }
+    /// Its lease, fencing and INT_LOCK rows, and the advisory locks its sessions hold (advisory
+    /// locks live in the sessions of the server that granted them; a replica shows none of its
+    /// primary's): `lease KEY` → its token and holder, `fencing KEY` → its token, `int_lock KEY` →
+    /// the Spring JDBC peer's row's client id and expiry, `advisory ID` → granted.
+    const LOCK_STATE: &'static str = "SELECT 'lease ' || key, token || ' ' || holder \
+         FROM lockbench_leases \
+         UNION ALL SELECT 'fencing ' || key, token::text FROM lockbench_fencing \
+         UNION ALL SELECT 'int_lock ' || lock_key, client_id || ' ' || expired_after FROM int_lock \
+         UNION ALL SELECT 'advisory ' || classid || ':' || objid, 'granted' FROM pg_locks \
+         WHERE locktype = 'advisory' AND granted";
+    /// The primary's current WAL position.
+    type Written = String;
 
-    fn replica(&self) -> &PostgresServer {
-        self.replica()
-    }
-
-    fn replicate_through(&self, upstream: SocketAddr) -> Result<(), ServerError> {
-        self.replicate_through(upstream)
-    }
-
-    fn promote_replica(&self) -> Result<(), ServerError> {
-        self.promote_replica()
-    }
-
-    /// Kills the primary and compares the lock state it held just before (lease, fencing and
-    /// INT_LOCK rows, and the advisory locks its sessions held, which are never replicated) with
-    /// the replica's right after, and how far the replica's received WAL was behind the primary's.
-    /// Nothing pauses the clients' writes first (PostgreSQL has no `CLIENT PAUSE`): a statement that
-    /// commits between the snapshot and the kill, a few milliseconds, is counted as the snapshot saw
-    /// it.
-    fn kill_primary(&self) -> Result<FailoverReport, String> {
-        let (primary, replica) = (self.primary(), self.replica());
-        let before = snapshot(primary);
-        let written = primary
+    fn written(primary: &PostgresServer) -> Option<String> {
+        primary
             .query("SELECT pg_current_wal_lsn()::text")
             .ok()
-            .and_then(|rows| first_value(&rows));
-        primary
-            .kill()
-            .map_err(|e| format!("killing the primary: {e}"))?;
-        let unreplicated = written.and_then(|lsn| {
-            replica
-                .query(&format!(
-                    "SELECT greatest(pg_wal_lsn_diff('{lsn}', pg_last_wal_receive_lsn()), 0)::bigint"
-                ))
-                .ok()
-                .and_then(|rows| first_value(&rows))
-                .and_then(|bytes| bytes.parse().ok())
-        });
-        let after = snapshot(replica);
-        Ok(FailoverReport::compare(
-            (primary.addr(), &before),
-            (replica.addr(), &after),
-            unreplicated,
-        ))
+            .and_then(|rows| first_value(&rows))
+    }
+
+    /// How far the replica's received WAL is behind `lsn`.
+    fn unreplicated(replica: &PostgresServer, lsn: String) -> Option<u64> {
+        replica
+            .query(&format!(
+                "SELECT greatest(pg_wal_lsn_diff('{lsn}', pg_last_wal_receive_lsn()), 0)::bigint"
+            ))
+            .ok()
+            .and_then(|rows| first_value(&rows))
+            .and_then(|bytes| bytes.parse().ok())
     }
 }
 
@@ -153,33 +133,12 @@ impl SqlServer for PostgresServer {
         PostgresSession::connect(self.addr(), DATABASE, timeout)
     }
 
-    fn query(
+    fn session_query(
         session: &mut PostgresSession,
         sql: &str,
     ) -> Result<Vec<Vec<Option<String>>>, ServerError> {
         session.query(sql)
     }
-}
-
-/// The lock state a PostgreSQL server holds, by row or lock: `lease KEY` → its token and holder,
-/// `fencing KEY` → its token, `int_lock KEY` → the Spring JDBC peer's row's client id and expiry,
-/// `advisory ID` → granted (advisory locks live in the sessions of the server that granted them; a
-/// replica shows none of its primary's).
-fn snapshot(server: &PostgresServer) -> BTreeMap<String, String> {
-    const STATE: &str = "SELECT 'lease ' || key, token || ' ' || holder FROM lockbench_leases \
-         UNION ALL SELECT 'fencing ' || key, token::text FROM lockbench_fencing \
-         UNION ALL SELECT 'int_lock ' || lock_key, client_id || ' ' || expired_after FROM int_lock \
-         UNION ALL SELECT 'advisory ' || classid || ':' || objid, 'granted' FROM pg_locks \
-         WHERE locktype = 'advisory' AND granted";
-    server
-        .query(STATE)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|row| match row.as_slice() {
-            [Some(key), Some(value)] => Some((key.clone(), value.clone())),
-            _ => None,
-        })
-        .collect()
 }
 
 #[cfg(test)]
