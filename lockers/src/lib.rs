@@ -67,6 +67,10 @@ pub mod postgres;
 pub mod redis;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub mod sql_config;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub mod sql_lease;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub mod sql_session_lock;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 

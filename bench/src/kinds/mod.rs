@@ -69,6 +69,7 @@ pub mod offered_faults;
 pub mod postgres;
 pub mod redis;
 pub mod redis_nodes;
+mod sql_case_servers;
 pub mod valkey;
 pub mod valkey_nodes;
 pub mod zookeeper;

@@ -184,7 +184,7 @@ pub(super) type Work<'c, T> = Pin<Box<dyn Future<Output = mysql_async::Result<T>
 /// One connection: its client (one statement at a time), why it ended if it has, and the lease its
 /// end marks lost.
 #[derive(Debug)]
-pub(super) struct Connection {
+pub(crate) struct Connection {
     conn: tokio::sync::Mutex<Conn>,
     ended: Arc<Mutex<Option<String>>>,
     requests: Arc<AtomicU64>,

@@ -21,7 +21,7 @@
 //! it ended (the server freed the lock when it ended the session); the client keeps no reader on an
 //! idle connection, so a session the server ended shows at the next check, within a renewal period,
 //! not at once as `postgres-advisory`'s does. `Expired` when no check answered before the deadline
-//! (the server may still hold the lock for us, but we cannot know). Only [`LeaseMode::Watchdog`]
+//! (the server may still hold the lock for us, but we cannot know). Only [`LeaseMode::Watchdog`](crate::LeaseMode::Watchdog)
 //! exists; a fixed lease is `Unsupported`.
 //!
 //! # Cancellation
@@ -31,8 +31,7 @@
 //! reads the closed socket). A dropped lease unlocks in the background (or, without a runtime, closes
 //! its connection).
 
-use std::future::Future;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
@@ -41,14 +40,11 @@ use mysql_async::prelude::Queryable;
 use super::connection::{
     BACKEND, Connection, FENCING_TABLE, MysqlConfig, ServerAddress, client_config, lock_name,
 };
-use crate::batch_renewal::{BatchRenewer, Unschedule};
 use crate::error::LockError;
-use crate::event::{Events, LockEvent};
-use crate::lease::{
-    AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, LeaseState, OwnerId,
-};
-use crate::locker::{Capabilities, Locker};
-use crate::renewal::{RenewOutcome, RenewalPlan, in_background};
+use crate::event::Events;
+use crate::lease::LeaseState;
+use crate::renewal::RenewOutcome;
+use crate::sql_session_lock::{SessionLock, SessionLocks};
 
 /// The strategy id.
 pub const ID: &str = "mysql-get-lock";
@@ -63,115 +59,51 @@ pub const LOCK: &str = "INSERT INTO lockbench_fencing (name, token) \
 pub const UNLOCK: &str = "SELECT RELEASE_LOCK(?)";
 const CHECK: &str = "SELECT 1";
 
-/// A connection for holds.
-type Session = Connection;
-
-/// The client's idle sessions.
-type Idle = Arc<Mutex<Vec<Session>>>;
-
-/// The check that a held lock's session is alive: `Extended` when it answers. A session already
-/// given back (its hold released) is `NotHeld`, whose answer the scheduler ignores.
-fn check(
-    session: &Weak<Session>,
-) -> impl Future<Output = Result<Vec<RenewOutcome>, LockError>> + Send + use<> {
-    let session = session.upgrade();
-    async move {
-        let Some(session) = session else {
-            return Err(LockError::NotHeld { key: String::new() });
-        };
-        match session
-            .send("session check", |c| Box::pin(c.query_drop(CHECK)))
-            .await
-        {
-            Ok(()) => Ok(vec![RenewOutcome::Extended {
-                remaining_before: None,
-            }]),
-            // The session ended: its lease is lost already (`ChannelClosed`), no renewal failed.
-            Err(_) if session.is_closed() => Ok(vec![RenewOutcome::Gone]),
-            Err(e) => Err(e),
-        }
-    }
-}
-
 /// One client taking user locks (see the [module docs](self)).
+pub type MysqlGetLock = SessionLock<UserLocks>;
+
+/// The user locks of one `mysql-get-lock` client: where its sessions connect.
 #[derive(Debug)]
-pub struct MysqlGetLock {
+pub struct UserLocks {
     client_config: ServerAddress,
-    config: MysqlConfig,
-    events: Events,
-    idle: Idle,
-    /// Checks the sessions of the client's holds; its task ends when the client is dropped.
-    checks: BatchRenewer<Weak<Session>>,
 }
 
-impl MysqlGetLock {
-    /// What every client of this strategy can do.
-    pub const CAPABILITIES: Capabilities = Capabilities {
-        reentrant: false,
-        fencing: true,
-        auto_renew: true,
-        fixed_lease: false,
-        wait_notify: true,
-        lost_signal: true,
-        hold_identity: true,
-        min_ttl: std::time::Duration::from_millis(1),
-        ttl_granularity: std::time::Duration::from_millis(1),
-    };
+#[async_trait]
+impl SessionLocks for UserLocks {
+    const ID: &'static str = ID;
+    const BACKEND: &'static str = BACKEND;
+    const LOCK: &'static str = "a user lock";
+    type Session = Connection;
 
-    /// Connects to the server at `url` (`mysql://user[:pass]@host:port/db`) and checks that the
-    /// fencing table exists. An unreachable server, a wrong password or an address that is not
-    /// MySQL is a `Backend` error, a missing table a `Config` error saying what to create; no message
-    /// contains the password.
-    pub async fn connect(
-        url: &str,
-        config: MysqlConfig,
-        events: Events,
-    ) -> Result<Self, LockError> {
-        let client_config = client_config(url, &config)?;
-        let first = Session::open_checked(&client_config, FENCING_TABLE).await?;
-        // One check per call: each hold's session is a connection of its own.
-        let checks = BatchRenewer::start(
-            RenewalPlan::from(config.renewal),
-            1,
-            events.clone(),
-            BACKEND,
-            |sessions: &[&Weak<Session>]| check(sessions[0]),
-        );
-        Ok(MysqlGetLock {
-            client_config,
-            config,
-            events,
-            idle: Arc::new(Mutex::new(vec![first])),
-            checks,
-        })
+    async fn open(&self) -> Result<Connection, LockError> {
+        Connection::open_checked(&self.client_config, FENCING_TABLE).await
     }
 
-    /// An idle session, or a new one.
-    async fn session(&self) -> Result<Session, LockError> {
-        loop {
-            let idle = self
-                .idle
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .pop();
-            match idle {
-                Some(session) if session.is_closed() => continue,
-                Some(session) => return Ok(session),
-                None => return Session::open(&self.client_config).await,
-            }
-        }
+    fn requests(&self) -> u64 {
+        self.client_config.requests()
     }
 
-    /// Takes the lock on `session`: its token, or `None` when someone else held it for the wait.
+    fn is_closed(session: &Connection) -> bool {
+        session.is_closed()
+    }
+
+    fn tie(session: &Connection, state: Arc<LeaseState>) {
+        session.tie(state);
+    }
+
+    fn untie(session: &Connection) {
+        session.untie();
+    }
+
     async fn take(
-        session: &Session,
-        name: &str,
+        session: &Connection,
+        key: &str,
         give_up: Option<Instant>,
     ) -> Result<Option<u64>, LockError> {
         let seconds = give_up.map_or(0.0, |g| {
             g.saturating_duration_since(Instant::now()).as_secs_f64()
         });
-        let name = name.to_owned();
+        let name = lock_name(key);
         let (written, token) = session
             .send("lock", |c| {
                 Box::pin(async move {
@@ -182,168 +114,44 @@ impl MysqlGetLock {
             .await?;
         Ok((written > 0).then_some(token.unwrap_or(0)))
     }
-}
 
-#[async_trait]
-impl Locker for MysqlGetLock {
-    fn id(&self) -> &str {
-        ID
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Self::CAPABILITIES
-    }
-
-    async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
-        if let LeaseMode::Fixed(_) = opts.lease {
-            return Err(LockError::Unsupported {
-                strategy: ID,
-                what: "fixed leases (a user lock lasts as long as its session)".into(),
-            });
+    async fn check(session: &Connection) -> Result<RenewOutcome, LockError> {
+        match session
+            .send("session check", |c| Box::pin(c.query_drop(CHECK)))
+            .await
+        {
+            Ok(()) => Ok(RenewOutcome::Extended {
+                remaining_before: None,
+            }),
+            // The session ended: its lease is lost already (`ChannelClosed`), no renewal failed.
+            Err(_) if session.is_closed() => Ok(RenewOutcome::Gone),
+            Err(e) => Err(e),
         }
-        let started = Instant::now();
-        let give_up = opts.wait.map(|w| started + w);
-        let session = self.session().await?;
-        let sent_at = Instant::now();
-        // An error may come after the grant (the token's upsert): the session is then dropped, which
-        // ends it on the server and frees the lock.
-        let Some(token) = Self::take(&session, &lock_name(key), give_up).await? else {
-            self.idle
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .push(session);
-            return Err(LockError::Timeout {
-                key: key.to_owned(),
-                waited: started.elapsed(),
-            });
-        };
-        let key: Arc<str> = key.into();
-        let token = FencingToken(token);
-        self.events.emit(|| LockEvent::Acquired {
-            key: key.clone(),
-            token,
-            mode: opts.lease,
-            sent_at,
-            at: Instant::now(),
-        });
-        let state = LeaseState::in_table(
-            self.checks.lease_table(),
-            key.clone(),
-            sent_at + self.config.renewal.ttl,
-            self.events.clone(),
-            std::time::Duration::ZERO,
-        );
-        let session = Arc::new(session);
-        session.tie(state.clone());
-        let checks = self
-            .checks
-            .schedule(Arc::downgrade(&session), state.clone(), sent_at);
-        let handle = GetLockHold {
-            session: Some(session),
-            key: key.clone(),
-            state: state.clone(),
-            checks: Some(checks),
-            idle: self.idle.clone(),
-            events: self.events.clone(),
-        };
-        Ok(Lease::new(
-            opts.owner.clone().unwrap_or_else(OwnerId::unique),
-            token,
-            opts.lease,
-            sent_at,
-            state,
-            Box::new(handle),
-        ))
     }
 
-    fn requests_sent(&self) -> Option<u64> {
-        Some(self.client_config.requests())
-    }
-
-    async fn close(&self) {
-        self.checks.stop();
-        self.idle
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clear();
-    }
-}
-
-/// One held user lock: its session and its place in the client's checks.
-#[derive(Debug)]
-struct GetLockHold {
-    session: Option<Arc<Session>>,
-    key: Arc<str>,
-    state: Arc<LeaseState>,
-    checks: Option<Unschedule<Weak<Session>>>,
-    idle: Idle,
-    events: Events,
-}
-
-impl GetLockHold {
-    /// Unlocks on the session; the session goes back to the idle ones when the server confirmed it.
-    async fn unlock(session: Arc<Session>, key: &str, idle: &Idle) -> Result<bool, LockError> {
+    async fn unlock(session: &Connection, key: &str) -> Result<bool, LockError> {
         let name = lock_name(key);
         let freed: Option<Option<i64>> = session
             .send("unlock", |c| Box::pin(c.exec_first(UNLOCK, (name,))))
             .await?;
-        let freed = freed.flatten() == Some(1);
-        session.untie();
-        if freed && let Ok(session) = Arc::try_unwrap(session) {
-            idle.lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .push(session);
-        }
-        Ok(freed)
-    }
-
-    /// Takes the hold out of the client's checks.
-    fn stop_checks(&mut self) {
-        if let Some(checks) = self.checks.take() {
-            checks.stop();
-        }
+        Ok(freed.flatten() == Some(1))
     }
 }
 
-#[async_trait]
-impl LeaseHandle for GetLockHold {
-    async fn release(mut self: Box<Self>) -> Result<(), LockError> {
-        self.stop_checks();
-        let live = self.state.mark_released();
-        let not_held = || LockError::NotHeld {
-            key: self.key.to_string(),
+impl MysqlGetLock {
+    /// Connects to the server at `url` (`mysql://user[:pass]@host:port/db`) and checks that the
+    /// fencing table exists. An unreachable server, a wrong password or an address that is not
+    /// MySQL is a `Backend` error, a missing table a `Config` error saying what to create; no message
+    /// contains the password.
+    pub async fn connect(
+        url: &str,
+        config: MysqlConfig,
+        events: Events,
+    ) -> Result<Self, LockError> {
+        let locks = UserLocks {
+            client_config: client_config(url, &config)?,
         };
-        let Some(session) = self.session.take() else {
-            return Err(not_held());
-        };
-        // Lost: the session is gone or unknown; dropping it closes it.
-        if !live || !Self::unlock(session, &self.key, &self.idle).await? {
-            return Err(not_held());
-        }
-        self.events.emit(|| LockEvent::Released {
-            key: self.key.clone(),
-            at: Instant::now(),
-        });
-        Ok(())
-    }
-
-    fn abandon(mut self: Box<Self>) {
-        self.stop_checks();
-        let live = self.state.mark_released();
-        let Some(session) = self.session.take() else {
-            return;
-        };
-        if !live {
-            return;
-        }
-        // Without a runtime the session is dropped here, which closes it: the server frees the lock.
-        in_background(async move {
-            if let Ok(true) = Self::unlock(session, &self.key, &self.idle).await {
-                self.events.emit(|| LockEvent::Released {
-                    key: self.key.clone(),
-                    at: Instant::now(),
-                });
-            }
-        });
+        let first = locks.open().await?;
+        Ok(SessionLock::start(locks, first, config, events))
     }
 }

@@ -19,7 +19,7 @@
 //! connection), so taking and freeing a lock spawns no task. `lost()` resolves as soon as the
 //! connection ends (`ChannelClosed`, marked by the connection's own task: the server freed the lock
 //! when it saw the session go), or when no check answered before the deadline (`Expired`: the server
-//! may still hold the lock for us, but we cannot know). Only [`LeaseMode::Watchdog`] exists; a fixed lease is
+//! may still hold the lock for us, but we cannot know). Only [`LeaseMode::Watchdog`](crate::LeaseMode::Watchdog) exists; a fixed lease is
 //! `Unsupported`.
 //!
 //! # Cancellation
@@ -28,8 +28,6 @@
 //! `client_connection_check_interval` (250 ms). A dropped lease unlocks in the background (or, without
 //! a runtime, closes its connection).
 
-use std::future::Future;
-use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use async_trait::async_trait;
@@ -39,14 +37,12 @@ use super::connection::{
     BACKEND, Connection, FENCING_TABLE, PostgresConfig, ServerAddress, client_config,
     is_lock_timeout, pg_error, timeout_setting,
 };
-use crate::batch_renewal::{BatchRenewer, Unschedule};
 use crate::error::LockError;
-use crate::event::{Events, LockEvent};
-use crate::lease::{
-    AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, LeaseState, OwnerId,
-};
-use crate::locker::{Capabilities, Locker};
-use crate::renewal::{RenewOutcome, RenewalPlan, in_background};
+use crate::event::Events;
+use crate::lease::LeaseState;
+use crate::renewal::RenewOutcome;
+use crate::sql_session_lock::{SessionLock, SessionLocks};
+use std::sync::Arc;
 
 /// The strategy id.
 pub const ID: &str = "postgres-advisory";
@@ -64,9 +60,12 @@ const LOCK: &str = "WITH l AS (SELECT set_config('lock_timeout', $2, false), \
 pub const UNLOCK: &str = "SELECT pg_advisory_unlock(hashtextextended($1, 0))";
 const CHECK: &str = "SELECT 1";
 
+/// One client taking advisory locks (see the [module docs](self)).
+pub type PostgresAdvisory = SessionLock<AdvisoryLocks>;
+
 /// A connection with this strategy's statements prepared on it.
 #[derive(Debug)]
-struct Session {
+pub struct AdvisorySession {
     connection: Connection,
     try_lock: Statement,
     lock: Statement,
@@ -74,12 +73,27 @@ struct Session {
     check: Statement,
 }
 
-impl Session {
-    async fn open(config: &ServerAddress) -> Result<Self, LockError> {
-        let (connection, [try_lock, lock, unlock, check]) =
-            Connection::open_prepared(config, FENCING_TABLE, [TRY_LOCK, LOCK, UNLOCK, CHECK])
-                .await?;
-        Ok(Session {
+/// The advisory locks of one `postgres-advisory` client: where its sessions connect.
+#[derive(Debug)]
+pub struct AdvisoryLocks {
+    client_config: ServerAddress,
+}
+
+#[async_trait]
+impl SessionLocks for AdvisoryLocks {
+    const ID: &'static str = ID;
+    const BACKEND: &'static str = BACKEND;
+    const LOCK: &'static str = "an advisory lock";
+    type Session = AdvisorySession;
+
+    async fn open(&self) -> Result<AdvisorySession, LockError> {
+        let (connection, [try_lock, lock, unlock, check]) = Connection::open_prepared(
+            &self.client_config,
+            FENCING_TABLE,
+            [TRY_LOCK, LOCK, UNLOCK, CHECK],
+        )
+        .await?;
+        Ok(AdvisorySession {
             connection,
             try_lock,
             lock,
@@ -87,105 +101,25 @@ impl Session {
             check,
         })
     }
-}
 
-/// The client's idle sessions.
-type Idle = Arc<Mutex<Vec<Session>>>;
-
-/// The check that a held lock's session is alive: `Extended` when it answers. A session already
-/// given back (its hold released) is `NotHeld`, whose answer the scheduler ignores.
-fn check(
-    session: &Weak<Session>,
-) -> impl Future<Output = Result<Vec<RenewOutcome>, LockError>> + Send + use<> {
-    let session = session.upgrade();
-    async move {
-        let Some(session) = session else {
-            return Err(LockError::NotHeld { key: String::new() });
-        };
-        session
-            .connection
-            .sending()
-            .query_one(&session.check, &[])
-            .await
-            .map_err(|e| pg_error("session check", &e))?;
-        Ok(vec![RenewOutcome::Extended {
-            remaining_before: None,
-        }])
-    }
-}
-
-/// One client taking advisory locks (see the [module docs](self)).
-#[derive(Debug)]
-pub struct PostgresAdvisory {
-    client_config: ServerAddress,
-    config: PostgresConfig,
-    events: Events,
-    idle: Idle,
-    /// Checks the sessions of the client's holds; its task ends when the client is dropped.
-    checks: BatchRenewer<Weak<Session>>,
-}
-
-impl PostgresAdvisory {
-    /// What every client of this strategy can do.
-    pub const CAPABILITIES: Capabilities = Capabilities {
-        reentrant: false,
-        fencing: true,
-        auto_renew: true,
-        fixed_lease: false,
-        wait_notify: true,
-        lost_signal: true,
-        hold_identity: true,
-        min_ttl: std::time::Duration::from_millis(1),
-        ttl_granularity: std::time::Duration::from_millis(1),
-    };
-
-    /// Connects to the server at `url` (`postgres://user[:pass]@host:port/db`) and checks that the
-    /// fencing table exists. An unreachable server or a wrong password is a `Backend` error, a
-    /// missing table a `Config` error saying what to create; neither message contains the password.
-    pub async fn connect(
-        url: &str,
-        config: PostgresConfig,
-        events: Events,
-    ) -> Result<Self, LockError> {
-        let client_config = client_config(url, &config)?;
-        let first = Session::open(&client_config).await?;
-        // One check per call: each hold's session is a connection of its own.
-        let checks = BatchRenewer::start(
-            RenewalPlan::from(config.renewal),
-            1,
-            events.clone(),
-            BACKEND,
-            |sessions: &[&Weak<Session>]| check(sessions[0]),
-        );
-        Ok(PostgresAdvisory {
-            client_config,
-            config,
-            events,
-            idle: Arc::new(Mutex::new(vec![first])),
-            checks,
-        })
+    fn requests(&self) -> u64 {
+        self.client_config.requests()
     }
 
-    /// An idle session, or a new one.
-    async fn session(&self) -> Result<Session, LockError> {
-        loop {
-            let idle = self
-                .idle
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .pop();
-            match idle {
-                Some(session) if session.connection.is_closed() => continue,
-                Some(session) => return Ok(session),
-                None => return Session::open(&self.client_config).await,
-            }
-        }
+    fn is_closed(session: &AdvisorySession) -> bool {
+        session.connection.is_closed()
     }
 
-    /// Takes the lock on `session`: its token, or `None` when someone else holds it for the wait.
+    fn tie(session: &AdvisorySession, state: Arc<LeaseState>) {
+        session.connection.tie(state);
+    }
+
+    fn untie(session: &AdvisorySession) {
+        session.connection.untie();
+    }
+
     async fn take(
-        &self,
-        session: &Session,
+        session: &AdvisorySession,
         key: &str,
         give_up: Option<Instant>,
     ) -> Result<Option<u64>, LockError> {
@@ -204,176 +138,43 @@ impl PostgresAdvisory {
         .map_err(|e| pg_error("lock", &e))?;
         Ok(rows.first().map(|row| row.get::<_, i64>(0).unsigned_abs()))
     }
-}
 
-#[async_trait]
-impl Locker for PostgresAdvisory {
-    fn id(&self) -> &str {
-        ID
+    async fn check(session: &AdvisorySession) -> Result<RenewOutcome, LockError> {
+        session
+            .connection
+            .sending()
+            .query_one(&session.check, &[])
+            .await
+            .map_err(|e| pg_error("session check", &e))?;
+        Ok(RenewOutcome::Extended {
+            remaining_before: None,
+        })
     }
 
-    fn capabilities(&self) -> Capabilities {
-        Self::CAPABILITIES
-    }
-
-    async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
-        if let LeaseMode::Fixed(_) = opts.lease {
-            return Err(LockError::Unsupported {
-                strategy: ID,
-                what: "fixed leases (an advisory lock lasts as long as its session)".into(),
-            });
-        }
-        let started = Instant::now();
-        let give_up = opts.wait.map(|w| started + w);
-        let session = self.session().await?;
-        let sent_at = Instant::now();
-        // An error may come after the grant (the token's upsert): the session is then dropped, which
-        // ends it on the server and frees the lock.
-        let Some(token) = self.take(&session, key, give_up).await? else {
-            self.idle
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .push(session);
-            return Err(LockError::Timeout {
-                key: key.to_owned(),
-                waited: started.elapsed(),
-            });
-        };
-        let key: Arc<str> = key.into();
-        let token = FencingToken(token);
-        self.events.emit(|| LockEvent::Acquired {
-            key: key.clone(),
-            token,
-            mode: opts.lease,
-            sent_at,
-            at: Instant::now(),
-        });
-        let state = LeaseState::in_table(
-            self.checks.lease_table(),
-            key.clone(),
-            sent_at + self.config.renewal.ttl,
-            self.events.clone(),
-            std::time::Duration::ZERO,
-        );
-        let session = Arc::new(session);
-        session.connection.tie(state.clone());
-        let checks = self
-            .checks
-            .schedule(Arc::downgrade(&session), state.clone(), sent_at);
-        let handle = AdvisoryHold {
-            session: Some(session),
-            key: key.clone(),
-            state: state.clone(),
-            checks: Some(checks),
-            idle: self.idle.clone(),
-            events: self.events.clone(),
-        };
-        Ok(Lease::new(
-            opts.owner.clone().unwrap_or_else(OwnerId::unique),
-            token,
-            opts.lease,
-            sent_at,
-            state,
-            Box::new(handle),
-        ))
-    }
-
-    fn requests_sent(&self) -> Option<u64> {
-        Some(self.client_config.requests())
-    }
-
-    async fn close(&self) {
-        self.checks.stop();
-        self.idle
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clear();
-    }
-}
-
-/// One held advisory lock: its session and its place in the client's checks.
-#[derive(Debug)]
-struct AdvisoryHold {
-    session: Option<Arc<Session>>,
-    key: Arc<str>,
-    state: Arc<LeaseState>,
-    checks: Option<Unschedule<Weak<Session>>>,
-    idle: Idle,
-    events: Events,
-}
-
-impl AdvisoryHold {
-    /// Unlocks on the session; the session goes back to the idle ones when the server confirmed it.
-    async fn unlock(session: Arc<Session>, key: &str, idle: &Idle) -> Result<bool, LockError> {
+    async fn unlock(session: &AdvisorySession, key: &str) -> Result<bool, LockError> {
         let row = session
             .connection
             .sending()
             .query_one(&session.unlock, &[&key])
             .await
             .map_err(|e| pg_error("unlock", &e))?;
-        let freed: bool = row.get(0);
-        session.connection.untie();
-        if freed && let Ok(session) = Arc::try_unwrap(session) {
-            idle.lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .push(session);
-        }
-        Ok(freed)
-    }
-
-    /// Takes the hold out of the client's checks.
-    fn stop_checks(&mut self) {
-        if let Some(checks) = self.checks.take() {
-            checks.stop();
-        }
+        Ok(row.get(0))
     }
 }
 
-#[async_trait]
-impl LeaseHandle for AdvisoryHold {
-    async fn release(mut self: Box<Self>) -> Result<(), LockError> {
-        self.stop_checks();
-        let live = self.state.mark_released();
-        let Some(session) = self.session.take() else {
-            return Err(LockError::NotHeld {
-                key: self.key.to_string(),
-            });
+impl PostgresAdvisory {
+    /// Connects to the server at `url` (`postgres://user[:pass]@host:port/db`) and checks that the
+    /// fencing table exists. An unreachable server or a wrong password is a `Backend` error, a
+    /// missing table a `Config` error saying what to create; neither message contains the password.
+    pub async fn connect(
+        url: &str,
+        config: PostgresConfig,
+        events: Events,
+    ) -> Result<Self, LockError> {
+        let locks = AdvisoryLocks {
+            client_config: client_config(url, &config)?,
         };
-        if !live {
-            // Lost: the session is gone or unknown; dropping it closes it.
-            return Err(LockError::NotHeld {
-                key: self.key.to_string(),
-            });
-        }
-        if !Self::unlock(session, &self.key, &self.idle).await? {
-            return Err(LockError::NotHeld {
-                key: self.key.to_string(),
-            });
-        }
-        self.events.emit(|| LockEvent::Released {
-            key: self.key.clone(),
-            at: Instant::now(),
-        });
-        Ok(())
-    }
-
-    fn abandon(mut self: Box<Self>) {
-        self.stop_checks();
-        let live = self.state.mark_released();
-        let Some(session) = self.session.take() else {
-            return;
-        };
-        if !live {
-            return;
-        }
-        // Without a runtime the session is dropped here, which closes it: the server frees the lock.
-        in_background(async move {
-            if let Ok(true) = Self::unlock(session, &self.key, &self.idle).await {
-                self.events.emit(|| LockEvent::Released {
-                    key: self.key.clone(),
-                    at: Instant::now(),
-                });
-            }
-        });
+        let first = locks.open().await?;
+        Ok(SessionLock::start(locks, first, config, events))
     }
 }

@@ -9,13 +9,13 @@
 //! [`poll_interval`](super::PostgresConfig::poll_interval): a row wakes nobody (`wait_notify: false`).
 //!
 //! # Lease and loss
-//! A [`LeaseMode::Watchdog`] lease is renewed about every TTL/3 by the client's one renewal scheduler
+//! A [`LeaseMode::Watchdog`](crate::LeaseMode::Watchdog) lease is renewed about every TTL/3 by the client's one renewal scheduler
 //! (`crate::batch_renewal`, as `redis-watchdog`'s batched mode): each tick it sends one statement for
 //! every row of the client that is due, [`RENEW_ROWS`] (`UPDATE … FROM unnest(keys, tokens) … WHERE
 //! expires_at >= now() RETURNING key, token`), in chunks of at most [`RENEW_CHUNK`] rows. A due row
 //! not returned is `Gone`: that lease alone is lost with `RenewRejected`. A failed statement is a
 //! `RenewFailed` for each of its rows, retried a third of a period later, and each of them is lost at
-//! its local deadline. A [`LeaseMode::Fixed`] lease is never renewed and is lost at its local deadline.
+//! its local deadline. A [`LeaseMode::Fixed`](crate::LeaseMode::Fixed) lease is never renewed and is lost at its local deadline.
 //! The local deadline counts from the time the acquire or renewal was sent, less the
 //! notice allowance, so it never claims more than the server's clock granted (on that clock, the
 //! lease may outlive it by a round trip).
@@ -44,7 +44,6 @@
 //! `<client id>:<owner>`, so the server can tell which session holds a row ([`holder_sessions`](super::holder_sessions)).
 
 use std::collections::HashSet;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -56,15 +55,9 @@ use tokio_postgres::types::ToSql;
 use super::connection::{
     BACKEND, Connection, LEASE_TABLE, PostgresConfig, ServerAddress, client_config, pg_error,
 };
-use crate::batch_renewal::{BatchRenewer, Unschedule};
 use crate::error::LockError;
-use crate::event::{Events, LockEvent};
-use crate::lease::{
-    AcquireOptions, FencingToken, Lease, LeaseHandle, LeaseMode, LeaseState, OwnerId,
-    notice_allowance,
-};
-use crate::locker::{Capabilities, Locker};
-use crate::renewal::{RenewOutcome, RenewalPlan, in_background};
+use crate::event::Events;
+use crate::sql_lease::{LeaseRows, SqlLease};
 
 /// The strategy id.
 pub const ID: &str = "postgres-lease";
@@ -89,6 +82,9 @@ pub const RENEWALS_PER_PERIOD: f64 = crate::batch_renewal::RENEWALS_PER_PERIOD;
 /// Frees our row (`$2`: our token) if it is still live (no row: not held).
 pub const RELEASE: &str = "UPDATE lockbench_leases SET expires_at = '-infinity' \
      WHERE key = $1 AND token = $2 AND expires_at >= now()";
+
+/// One client taking lease rows (see the [module docs](self)).
+pub type PostgresLease = SqlLease<PostgresLeaseRows>;
 
 /// The client's connection with this strategy's statements prepared on it.
 #[derive(Debug)]
@@ -127,14 +123,15 @@ impl Session {
     }
 }
 
-/// The client's connection, opened again when it has ended.
+/// The lease rows of one `postgres-lease` client, on its connection (opened again when it has
+/// ended).
 #[derive(Debug)]
-struct Sessions {
+pub struct PostgresLeaseRows {
     config: ServerAddress,
     current: Mutex<Arc<Session>>,
 }
 
-impl Sessions {
+impl PostgresLeaseRows {
     async fn get(&self) -> Result<Arc<Session>, LockError> {
         let mut current = self.current.lock().await;
         if current.connection.is_closed() {
@@ -144,70 +141,68 @@ impl Sessions {
     }
 }
 
-/// A held row as its renewal names it.
-#[derive(Debug)]
-struct RowTarget {
-    key: Arc<str>,
-    token: i64,
-}
+#[async_trait]
+impl LeaseRows for PostgresLeaseRows {
+    const ID: &'static str = ID;
+    const BACKEND: &'static str = BACKEND;
+    const RENEW_CHUNK: usize = RENEW_CHUNK;
 
-/// The [`RENEW_ROWS`] statement for `rows`, to `seconds` from now: per row, `Extended` if the server
-/// returned it, else `Gone`. The statement is counted as sent once it is.
-fn renew_rows(
-    sessions: Arc<Sessions>,
-    rows: &[&RowTarget],
-    seconds: f64,
-) -> impl Future<Output = Result<Vec<RenewOutcome>, LockError>> + Send + use<> {
-    let keys: Vec<Arc<str>> = rows.iter().map(|row| row.key.clone()).collect();
-    let tokens: Vec<i64> = rows.iter().map(|row| row.token).collect();
-    async move {
-        let session = sessions.get().await?;
-        let keys: Vec<&str> = keys.iter().map(|key| &**key).collect();
+    fn row_name(key: &str) -> Arc<str> {
+        key.into()
+    }
+
+    fn requests(&self) -> u64 {
+        self.config.requests()
+    }
+
+    async fn try_take(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<Option<(i64, Instant)>, LockError> {
+        let session = self.get().await?;
+        let sent_at = Instant::now();
+        let rows = session
+            .connection
+            .sending()
+            .query(&session.acquire, &[&name, &holder, &ttl.as_secs_f64()])
+            .await
+            .map_err(|e| pg_error("acquire", &e))?;
+        Ok(rows.first().map(|row| (row.get(0), sent_at)))
+    }
+
+    /// The [`RENEW_ROWS`] statement for `rows`: per row, whether the server returned it.
+    async fn renew(&self, rows: &[(Arc<str>, i64)], ttl: Duration) -> Result<Vec<bool>, LockError> {
+        let keys: Vec<&str> = rows.iter().map(|(key, _)| &**key).collect();
+        let tokens: Vec<i64> = rows.iter().map(|(_, token)| *token).collect();
+        let session = self.get().await?;
         let renewed = session
             .connection
             .sending()
-            .query(&session.renew, &[&keys, &tokens, &seconds])
+            .query(&session.renew, &[&keys, &tokens, &ttl.as_secs_f64()])
             .await
             .map_err(|e| pg_error("renew", &e))?;
         let renewed: HashSet<(&str, i64)> = renewed
             .iter()
             .map(|row| (row.get::<_, &str>(0), row.get::<_, i64>(1)))
             .collect();
-        let outcome = |row| match renewed.contains(&row) {
-            true => RenewOutcome::Extended {
-                remaining_before: None,
-            },
-            false => RenewOutcome::Gone,
-        };
-        Ok(keys.into_iter().zip(tokens).map(outcome).collect())
+        Ok(keys
+            .into_iter()
+            .zip(tokens)
+            .map(|row| renewed.contains(&row))
+            .collect())
+    }
+
+    async fn free(&self, name: &str, token: i64) -> Result<bool, LockError> {
+        let session = self.get().await?;
+        session
+            .update(&session.release, &[&name, &token], "release")
+            .await
     }
 }
 
-/// One client taking lease rows (see the [module docs](self)).
-#[derive(Debug)]
-pub struct PostgresLease {
-    sessions: Arc<Sessions>,
-    /// Renews the client's watchdog leases; its task ends when the client is dropped.
-    renewer: BatchRenewer<RowTarget>,
-    config: PostgresConfig,
-    events: Events,
-    client_id: String,
-}
-
 impl PostgresLease {
-    /// What every client of this strategy can do.
-    pub const CAPABILITIES: Capabilities = Capabilities {
-        reentrant: false,
-        fencing: true,
-        auto_renew: true,
-        fixed_lease: true,
-        wait_notify: false,
-        lost_signal: true,
-        hold_identity: true,
-        min_ttl: Duration::from_millis(1),
-        ttl_granularity: Duration::from_micros(1),
-    };
-
     /// Connects to the server at `url` (`postgres://user[:pass]@host:port/db`) and checks that the
     /// lease table exists. An unreachable server or a wrong password is a `Backend` error, a missing
     /// table a `Config` error saying what to create; neither message contains the password.
@@ -220,194 +215,10 @@ impl PostgresLease {
         // The server names the client's connection as its rows name their holder.
         let client_config = client_config(url, &config)?.named(&client_id);
         let first = Session::open(&client_config).await?;
-        let sessions = Arc::new(Sessions {
+        let rows = PostgresLeaseRows {
             config: client_config,
             current: Mutex::new(first),
-        });
-        let renewing = sessions.clone();
-        let seconds = config.renewal.ttl.as_secs_f64();
-        let renewer = BatchRenewer::start(
-            RenewalPlan::from(config.renewal),
-            RENEW_CHUNK,
-            events.clone(),
-            BACKEND,
-            move |rows| renew_rows(renewing.clone(), rows, seconds),
-        );
-        Ok(PostgresLease {
-            sessions,
-            renewer,
-            config,
-            events,
-            client_id,
-        })
-    }
-}
-
-#[async_trait]
-impl Locker for PostgresLease {
-    fn id(&self) -> &str {
-        ID
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Self::CAPABILITIES
-    }
-
-    fn requests_sent(&self) -> Option<u64> {
-        Some(self.sessions.config.requests())
-    }
-
-    async fn close(&self) {
-        self.renewer.stop();
-    }
-
-    async fn acquire(&self, key: &str, opts: &AcquireOptions) -> Result<Lease, LockError> {
-        let ttl = match opts.lease {
-            LeaseMode::Watchdog => self.config.renewal.ttl,
-            LeaseMode::Fixed(ttl) if ttl.is_zero() => {
-                return Err(LockError::Config("fixed lease must be > 0".into()));
-            }
-            LeaseMode::Fixed(ttl) => ttl,
         };
-        let owner = opts.owner.clone().unwrap_or_else(OwnerId::unique);
-        let holder = format!("{}:{owner}", self.client_id);
-        let started = Instant::now();
-        let give_up = opts.wait.map(|w| started + w);
-        let seconds = ttl.as_secs_f64();
-        loop {
-            let session = self.sessions.get().await?;
-            let sent_at = Instant::now();
-            let rows = session
-                .connection
-                .sending()
-                .query(&session.acquire, &[&key, &holder, &seconds])
-                .await
-                .map_err(|e| pg_error("acquire", &e))?;
-            if let Some(row) = rows.first() {
-                let token: i64 = row.get(0);
-                return Ok(self.hold(key, owner, opts.lease, token, sent_at, ttl));
-            }
-            let Some(give_up) = give_up.filter(|g| Instant::now() < *g) else {
-                return Err(LockError::Timeout {
-                    key: key.to_owned(),
-                    waited: started.elapsed(),
-                });
-            };
-            let next = (Instant::now() + self.config.poll_interval).min(give_up);
-            tokio::time::sleep_until(next.into()).await;
-        }
-    }
-}
-
-impl PostgresLease {
-    /// The lease of a granted row (no await: a cancelled acquire cannot leave a renewal behind).
-    fn hold(
-        &self,
-        key: &str,
-        owner: OwnerId,
-        mode: LeaseMode,
-        token: i64,
-        sent_at: Instant,
-        ttl: Duration,
-    ) -> Lease {
-        let key: Arc<str> = key.into();
-        let fencing = FencingToken(token.unsigned_abs());
-        self.events.emit(|| LockEvent::Acquired {
-            key: key.clone(),
-            token: fencing,
-            mode,
-            sent_at,
-            at: Instant::now(),
-        });
-        let (deadline, allowance) = (sent_at + ttl, notice_allowance(ttl));
-        let (state, renewal) = match mode {
-            LeaseMode::Watchdog => {
-                // Its deadline sits beside the other rows' the scheduler reads each tick.
-                let table = self.renewer.lease_table();
-                let events = self.events.clone();
-                let state = LeaseState::in_table(table, key.clone(), deadline, events, allowance);
-                let row = RowTarget {
-                    key: key.clone(),
-                    token,
-                };
-                let renewal = self.renewer.schedule(row, state.clone(), sent_at);
-                (state, Some(renewal))
-            }
-            LeaseMode::Fixed(_) => {
-                let events = self.events.clone();
-                let state = LeaseState::noticing_early(key.clone(), deadline, events, allowance);
-                (state, None)
-            }
-        };
-        let handle = LeaseHold {
-            sessions: self.sessions.clone(),
-            key,
-            token,
-            state: state.clone(),
-            renewal,
-            events: self.events.clone(),
-        };
-        Lease::new(owner, fencing, mode, sent_at, state, Box::new(handle))
-    }
-}
-
-/// One held lease row.
-#[derive(Debug)]
-struct LeaseHold {
-    sessions: Arc<Sessions>,
-    key: Arc<str>,
-    token: i64,
-    state: Arc<LeaseState>,
-    /// Takes the row out of the client's renewal schedule (a watchdog lease).
-    renewal: Option<Unschedule<RowTarget>>,
-    events: Events,
-}
-
-impl LeaseHold {
-    /// Frees our row if it is still ours and live: whether it was.
-    async fn free(sessions: &Sessions, key: &str, token: i64) -> Result<bool, LockError> {
-        let session = sessions.get().await?;
-        session
-            .update(&session.release, &[&key, &token], "release")
-            .await
-    }
-}
-
-#[async_trait]
-impl LeaseHandle for LeaseHold {
-    async fn release(mut self: Box<Self>) -> Result<(), LockError> {
-        if let Some(renewal) = self.renewal.take() {
-            renewal.stop();
-        }
-        let live = self.state.mark_released();
-        let freed = Self::free(&self.sessions, &self.key, self.token).await?;
-        if !(freed && live) {
-            return Err(LockError::NotHeld {
-                key: self.key.to_string(),
-            });
-        }
-        self.events.emit(|| LockEvent::Released {
-            key: self.key.clone(),
-            at: Instant::now(),
-        });
-        Ok(())
-    }
-
-    fn abandon(mut self: Box<Self>) {
-        if let Some(renewal) = self.renewal.take() {
-            renewal.stop();
-        }
-        let live = self.state.mark_released();
-        // Without a runtime the row is left to expire by its TTL.
-        in_background(async move {
-            if let Ok(true) = Self::free(&self.sessions, &self.key, self.token).await
-                && live
-            {
-                self.events.emit(|| LockEvent::Released {
-                    key: self.key.clone(),
-                    at: Instant::now(),
-                });
-            }
-        });
+        Ok(SqlLease::start(rows, client_id, config, events))
     }
 }

@@ -1,23 +1,22 @@
 //! The MariaDB set-ups a case starts for itself: a primary with an asynchronous GTID replica
 //! (`failover`; optionally with a delayed replication link) and one server in a network namespace
-//! of its own with short TCP keepalives (`keepalive_partition`), whose sessions a [`SessionWatch`]
-//! follows.
+//! of its own with short TCP keepalives (`keepalive_partition`). Both are the shared SQL set-ups
+//! (`PrimaryReplica`, `NamespacedSql`) over what is MariaDB's own here: how its servers start, list
+//! their sessions and log a keepalive's end, and the lock state a failover compares.
 
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use lockbench_reports::model::ServerInfo;
-use lockbench_servers::mariadb::{Session, first_value};
+use lockbench_servers::mariadb::Session;
 use lockbench_servers::{
-    MariaDbOptions, MariaDbPair, MariaDbServer, NamespacedMariaDb, Partition, Proxy,
+    Keepalives, MariaDbOptions, MariaDbPair, MariaDbServer, NamespacedMariaDb, ServerError,
 };
 
 use super::prepare_own_mysql;
-use crate::kinds::case_servers::{
-    CaseServers, CaseStarts, FailoverReport, NAMESPACED_KEEPALIVES, SessionWatch, Start, case_info,
-    fail_over_pair, lag_link, lag_words, promoted,
+use crate::kinds::case_servers::{CaseStarts, Start};
+use crate::kinds::sql_case_servers::{
+    NamespacedSql, PrimaryReplica, SqlPair, SqlServer, replicated_by_inherent_methods,
+    served_by_inherent_methods,
 };
 use crate::kinds::{EndpointAddrs, ServerKind};
 
@@ -27,12 +26,12 @@ pub(super) const STARTS: CaseStarts = CaseStarts {
     // servers, the replica caught up, then the tables and the link's proxy). Not timed alone: a run of
     // mysql-failover's two 3 s cases, each starting its own pair, took 8.9-9.9 s (debug build).
     pair: Some(Start {
-        start: |lag| Ok(Box::new(Pair::start(lag)?)),
+        start: |lag| Ok(Box::new(PrimaryReplica::<MariaDbPair>::start(lag)?)),
         takes: Duration::from_millis(3000),
     }),
     // One server (no replica), plus its namespace and link.
     namespaced: Some(Start {
-        start: |()| Ok(Box::new(Namespaced::start()?)),
+        start: |()| Ok(Box::new(NamespacedSql::<MariaDbServer>::start()?)),
         takes: Duration::from_millis(1500),
     }),
     sentinels: None,
@@ -42,266 +41,110 @@ pub(super) const STARTS: CaseStarts = CaseStarts {
     restartable: None,
 };
 
-/// A MariaDB primary + GTID replica; `lag` is the proxy on the replication link when it is delayed.
-#[derive(Debug)]
-pub(super) struct Pair {
-    pub(super) pair: MariaDbPair,
-    lag: Option<Proxy>,
-}
-
-impl Pair {
-    /// Starts a MariaDB primary with a replica and the tables its rows need (created on the
-    /// primary, replicated). With a `replication_lag`, the replica reads the primary's binlog through
-    /// a proxy that delays it by that much. Blocking (a few seconds).
-    pub(super) fn start(replication_lag: Duration) -> Result<Self, String> {
-        let pair = MariaDbPair::start().map_err(|e| format!("mariadb primary + replica: {e}"))?;
-        prepare_own_mysql(pair.primary()).map_err(|e| format!("mariadb tables: {e}"))?;
-        let lag = lag_link(pair.primary().addr(), replication_lag, |proxy| {
-            pair.replicate_through(proxy.addr())
-                .map_err(|e| format!("replicating through the link proxy: {e}"))
-        })?;
-        Ok(Pair { pair, lag })
-    }
-
-    /// Kills the primary and compares the lock state it held just before (lease and fencing rows,
-    /// and the user locks its sessions held, which are never replicated) with the replica's right
-    /// after, and how far the replica's received binlog was behind the primary's. Nothing pauses the
-    /// clients' writes first: a statement that commits between the snapshot and the kill, a few
-    /// milliseconds, is counted as the snapshot saw it.
-    fn kill_primary(&self) -> Result<FailoverReport, String> {
-        let (primary, replica) = (self.pair.primary(), self.pair.replica());
-        let before = snapshot(primary);
-        // `SHOW MASTER STATUS`: the binlog file and the position written up to.
-        let written = primary.query("SHOW MASTER STATUS").ok().and_then(|rows| {
-            let row = rows.into_iter().next()?;
-            Some((
-                row.first()?.clone()?,
-                row.get(1)?.clone()?.parse::<u64>().ok()?,
-            ))
-        });
-        primary
-            .kill()
-            .map_err(|e| format!("killing the primary: {e}"))?;
-        let unreplicated = written.and_then(|(file, position)| {
-            // `SHOW SLAVE STATUS`: the primary's binlog file it reads (6th column) and the position
-            // it has received up to in it (7th).
-            let rows = replica.query("SHOW SLAVE STATUS").ok()?;
-            let row = rows.first()?;
-            let (read_file, read) = (row.get(5)?.as_deref()?, row.get(6)?.as_deref()?);
-            let read: u64 = read.parse().ok()?;
-            // A replica that has received nothing yet (its link still delayed) names no file: all
-            // the primary wrote after the file's 4-byte header is unreplicated.
-            if read_file.is_empty() {
-                return Some(position.saturating_sub(BINLOG_HEADER));
-            }
-            (read_file == file).then(|| position.saturating_sub(read))
-        });
-        let after = snapshot(replica);
-        Ok(FailoverReport::compare(
-            (primary.addr(), &before),
-            (replica.addr(), &after),
-            unreplicated,
-        ))
-    }
-}
-
 /// The bytes a binlog file starts with before its first event (its magic number).
 const BINLOG_HEADER: u64 = 4;
 
-impl CaseServers for Pair {
-    fn kind(&self) -> ServerKind {
-        ServerKind::Mysql
-    }
+impl SqlPair for MariaDbPair {
+    type Server = MariaDbServer;
+    const DESCRIBED: &'static str = "MariaDB primary + GTID replica";
+    const REPLICATING: &'static str = "replicating";
 
-    fn endpoints(&self) -> EndpointAddrs {
-        EndpointAddrs {
-            mysql: Some(self.pair.primary().url()),
-            ..EndpointAddrs::default()
-        }
-    }
+    replicated_by_inherent_methods!(MariaDbServer);
 
-    fn stats_at(&self) -> Option<(SocketAddr, Option<u32>)> {
-        let primary = self.pair.primary();
-        Some((primary.addr(), Some(primary.pid())))
-    }
+    /// Its lease and fencing rows (names in hex), and the user locks its sessions hold (user locks
+    /// live in the sessions of the server that granted them; a replica shows none of its
+    /// primary's): `lease NAME` → its token and holder, `fencing NAME` → its token, `user_lock NAME`
+    /// → granted.
+    const LOCK_STATE: &'static str = "SELECT CONCAT('lease ', HEX(name)), CONCAT(token, ' ', holder) \
+         FROM lockbench_leases \
+         UNION ALL SELECT CONCAT('fencing ', HEX(name)), token FROM lockbench_fencing \
+         UNION ALL SELECT CONCAT('user_lock ', TABLE_SCHEMA), 'granted' \
+         FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE = 'User lock'";
+    /// The primary's binlog file and the position written up to in it.
+    type Written = (String, u64);
 
-    fn info(&self) -> ServerInfo {
-        case_info(
-            ServerKind::Mysql,
-            self.pair.primary().version().to_owned(),
-            format!(
-                "MariaDB primary + GTID replica started per case{}",
-                lag_words(self.lag.as_ref())
-            ),
-            self.pair.primary().startup() + self.pair.replica().startup(),
-        )
-    }
-
-    fn serving_pid(&self) -> Option<(u32, String)> {
-        let primary = self.pair.primary();
-        Some((primary.pid(), format!("mariadb primary {}", primary.addr())))
-    }
-
-    fn fail_over(&self, redirect: &dyn Fn(SocketAddr)) -> Result<FailoverReport, String> {
-        fail_over_pair(
-            self.lag.as_ref(),
-            self.pair.replica().addr(),
-            redirect,
-            || {
-                let report = self.kill_primary()?;
-                promoted(self.pair.promote_replica())?;
-                Ok(report)
-            },
-        )
-    }
-}
-
-/// One MariaDB in a network namespace of its own, with [`NAMESPACED_KEEPALIVES`].
-#[derive(Debug)]
-struct Namespaced(Arc<NamespacedMariaDb>);
-
-impl Namespaced {
-    /// Starts it and the tables its rows need. Blocking (about a second).
-    fn start() -> Result<Self, String> {
-        let mariadb = NamespacedMariaDb::start(MariaDbOptions {
-            keepalives: Some(NAMESPACED_KEEPALIVES),
-            ..MariaDbOptions::default()
-        })
-        .map_err(|e| format!("mariadb in a network namespace: {e}"))?;
-        prepare_own_mysql(mariadb.server()).map_err(|e| format!("mariadb tables: {e}"))?;
-        Ok(Namespaced(Arc::new(mariadb)))
-    }
-}
-
-impl CaseServers for Namespaced {
-    fn kind(&self) -> ServerKind {
-        ServerKind::Mysql
-    }
-
-    fn endpoints(&self) -> EndpointAddrs {
-        EndpointAddrs {
-            mysql: Some(self.0.server().url()),
-            ..EndpointAddrs::default()
-        }
-    }
-
-    fn stats_at(&self) -> Option<(SocketAddr, Option<u32>)> {
-        Some((self.0.server().addr(), Some(self.0.server().pid())))
-    }
-
-    fn info(&self) -> ServerInfo {
-        let m = &self.0;
-        let k = NAMESPACED_KEEPALIVES;
-        case_info(
-            ServerKind::Mysql,
-            m.server().version().to_owned(),
-            format!(
-                "one MariaDB in network namespace {} started per case (tcp_keepalive {} s / {} s × {}; no user timeout)",
-                m.namespace().name(),
-                k.idle.as_secs(),
-                k.interval.as_secs(),
-                k.count,
-            ),
-            m.server().startup(),
-        )
-    }
-
-    fn serving_pid(&self) -> Option<(u32, String)> {
-        let server = self.0.server();
+    fn written(primary: &MariaDbServer) -> Option<(String, u64)> {
+        let rows = primary.query("SHOW MASTER STATUS").ok()?;
+        let row = rows.into_iter().next()?;
         Some((
-            server.pid(),
-            format!("mariadb {} (in a network namespace)", server.addr()),
+            row.first()?.clone()?,
+            row.get(1)?.clone()?.parse::<u64>().ok()?,
         ))
     }
 
-    fn keepalive_limit(&self) -> Option<Duration> {
-        Some(NAMESPACED_KEEPALIVES.limit())
+    fn unreplicated(replica: &MariaDbServer, (file, position): (String, u64)) -> Option<u64> {
+        // `SHOW SLAVE STATUS`: the primary's binlog file it reads (6th column) and the position
+        // it has received up to in it (7th).
+        let rows = replica.query("SHOW SLAVE STATUS").ok()?;
+        let row = rows.first()?;
+        let (read_file, read) = (row.get(5)?.as_deref()?, row.get(6)?.as_deref()?);
+        let read: u64 = read.parse().ok()?;
+        // A replica that has received nothing yet (its link still delayed) names no file: all
+        // the primary wrote after the file's 4-byte header is unreplicated.
+        if read_file.is_empty() {
+            return Some(position.saturating_sub(BINLOG_HEADER));
+        }
+        (read_file == file).then(|| position.saturating_sub(read))
+    }
+}
+
+impl SqlServer for MariaDbServer {
+    const KIND: ServerKind = ServerKind::Mysql;
+    const NAME: &'static str = "mariadb";
+    const DESCRIBED: &'static str = "MariaDB";
+    const SESSION_LIST: &'static str = "the process list";
+    // Its session aborted while it waited for the next statement.
+    const TIMED_OUT: &'static str = "Got timeout reading communication packets";
+    type Session = Session;
+
+    fn start_inside(keepalives: Keepalives) -> Result<NamespacedMariaDb, ServerError> {
+        NamespacedMariaDb::start(MariaDbOptions {
+            keepalives: Some(keepalives),
+            ..MariaDbOptions::default()
+        })
     }
 
-    fn partition(&self, ports: &[u16]) -> Result<Partition, String> {
-        self.0
-            .namespace()
-            .partition(ports)
-            .map_err(|e| format!("partition: {e}"))
+    fn prepare(&self) -> Result<(), ServerError> {
+        prepare_own_mysql(self)
     }
 
-    /// On one session of its own kept open for the fault, counting the server's "timed out" log
-    /// lines from now on.
-    fn watch_sessions(&self, ports: &[u16]) -> Result<Box<dyn SessionWatch>, String> {
-        let server = self.0.server();
-        let host = self.0.namespace().host_addr();
+    fn endpoints(&self) -> EndpointAddrs {
+        EndpointAddrs {
+            mysql: Some(self.url()),
+            ..EndpointAddrs::default()
+        }
+    }
+
+    served_by_inherent_methods!();
+
+    fn keepalive_words(k: Keepalives) -> String {
+        format!(
+            "tcp_keepalive {} s / {} s × {}; no user timeout",
+            k.idle.as_secs(),
+            k.interval.as_secs(),
+            k.count,
+        )
+    }
+
+    fn count_sessions(host: Ipv4Addr, ports: &[u16]) -> String {
         let hosts = ports
             .iter()
             .map(|port| format!("'{host}:{port}'"))
             .collect::<Vec<_>>()
             .join(",");
-        let count =
-            format!("SELECT count(*) FROM information_schema.PROCESSLIST WHERE HOST IN ({hosts})");
-        let session = Session::connect(server.addr(), WATCH_TIMEOUT)
-            .map_err(|e| format!("a session to watch the process list: {e}"))?;
-        Ok(Box::new(Sessions {
-            mariadb: self.0.clone(),
-            session,
-            count,
-            log_mark: server.log_len(),
-        }))
-    }
-}
-
-/// What the server logs when keepalive gave up a client's connection (its session aborted while it
-/// waited for the next statement).
-const TIMED_OUT: &str = "Got timeout reading communication packets";
-
-/// How long one statement of a [`SessionWatch`] may take.
-const WATCH_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The namespaced MariaDB's sessions from some client ports, watched on one session kept open.
-#[derive(Debug)]
-struct Sessions {
-    mariadb: Arc<NamespacedMariaDb>,
-    session: Session,
-    /// Counts the watched sessions in the process list.
-    count: String,
-    /// The server log's length when the watch began.
-    log_mark: u64,
-}
-
-impl SessionWatch for Sessions {
-    fn read(&mut self) -> Result<(u64, usize), String> {
-        let rows = self
-            .session
-            .query(&self.count)
-            .map_err(|e| format!("the process list: {e}"))?;
-        let live = first_value(&rows)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_default();
-        let log = self.mariadb.server().log_since(self.log_mark);
-        Ok((live, log.matches(TIMED_OUT).count()))
+        format!("SELECT count(*) FROM information_schema.PROCESSLIST WHERE HOST IN ({hosts})")
     }
 
-    fn timed_out_line(&self) -> &'static str {
-        TIMED_OUT
+    fn open_session(&self, timeout: Duration) -> Result<Session, ServerError> {
+        Session::connect(self.addr(), timeout)
     }
-}
 
-/// The lock state a MariaDB holds, by row or lock: `lease NAME` → its token and holder, `fencing
-/// NAME` → its token (names in hex), `user_lock NAME` → granted (user locks live in the sessions of
-/// the server that granted them; a replica shows none of its primary's).
-fn snapshot(server: &MariaDbServer) -> BTreeMap<String, String> {
-    const STATE: &str = "SELECT CONCAT('lease ', HEX(name)), CONCAT(token, ' ', holder) \
-         FROM lockbench_leases \
-         UNION ALL SELECT CONCAT('fencing ', HEX(name)), token FROM lockbench_fencing \
-         UNION ALL SELECT CONCAT('user_lock ', TABLE_SCHEMA), 'granted' \
-         FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE = 'User lock'";
-    server
-        .query(STATE)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|row| match row.as_slice() {
-            [Some(key), Some(value)] => Some((key.clone(), value.clone())),
-            _ => None,
-        })
-        .collect()
+    fn session_query(
+        session: &mut Session,
+        sql: &str,
+    ) -> Result<Vec<Vec<Option<String>>>, ServerError> {
+        session.query(sql)
+    }
 }
 
 #[cfg(test)]
@@ -312,16 +155,19 @@ mod tests {
     use lockers::{AcquireOptions, Events, Locker};
 
     use super::*;
+    use crate::kinds::CaseServers;
 
     /// A MariaDB failover's evidence counts a user lock (never replicated) and the lease and fencing
     /// rows written inside the replication lag as missing on the replica, and the promoted replica
     /// takes writes.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_mariadb_failover_sees_what_the_replica_lacks() {
-        let servers = tokio::task::spawn_blocking(|| Pair::start(Duration::from_secs(2)))
-            .await
-            .expect("start")
-            .expect("pair");
+        let servers = tokio::task::spawn_blocking(|| {
+            PrimaryReplica::<MariaDbPair>::start(Duration::from_secs(2))
+        })
+        .await
+        .expect("start")
+        .expect("pair");
         let url = servers.pair.primary().url();
         let once = AcquireOptions::try_once();
         let get_lock = MysqlGetLock::connect(&url, MysqlConfig::default(), Events::none())
