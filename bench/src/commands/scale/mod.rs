@@ -30,7 +30,6 @@
 
 pub mod table;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -320,15 +319,7 @@ pub async fn command(args: ScaleRequest) -> Result<i32, BenchError> {
                 1 => eprintln!("lockbench scale: {name} …"),
                 n => eprintln!("lockbench scale: {name} (pass {pass} of {n}) …"),
             }
-            let series = measure_one(
-                strategy,
-                subject,
-                &spec,
-                &backends,
-                &BTreeMap::new(),
-                &interrupt,
-            )
-            .await;
+            let series = measure_one(strategy, subject, &spec, &backends, &interrupt).await;
             match results.strategies.get_mut(index) {
                 Some(first) if pass > 1 => first.repeats.push(ScalePass {
                     points: series.points,

@@ -39,22 +39,19 @@ pub async fn measure(spec: &ScaleSpec, backends: &Backends) -> Vec<ScaleSeries> 
     let never = StopSignal::new();
     for strategy in &spec.strategies {
         for (strategy, subject) in spec.subjects_of(strategy) {
-            all.push(
-                measure_one(strategy, subject, spec, backends, &BTreeMap::new(), &never).await,
-            );
+            all.push(measure_one(strategy, subject, spec, backends, &never).await);
         }
     }
     all
 }
 
 /// One series of `subject` of `strategy`, where `spec.isolation` says, its server readied before
-/// and cleaned after; `server_pids` gives the process of a server this process did not start.
+/// and cleaned after.
 pub(crate) async fn measure_one(
     strategy: &'static Strategy,
     subject: Subject,
     spec: &ScaleSpec,
     backends: &Backends,
-    server_pids: &BTreeMap<ServerKind, u32>,
     interrupt: &StopSignal,
 ) -> ScaleSeries {
     let server = backends.get(strategy.server);
@@ -62,8 +59,17 @@ pub(crate) async fn measure_one(
         prepare_server(server, spec).await;
     }
     let series = match &spec.isolation {
+        // This process started the servers it did not get from the user: it knows their processes.
         Isolation::InProcess => {
-            in_this_process(strategy, subject, spec, backends, server_pids, interrupt).await
+            in_this_process(
+                strategy,
+                subject,
+                spec,
+                backends,
+                &BTreeMap::new(),
+                interrupt,
+            )
+            .await
         }
         Isolation::ChildProcess(exe) => {
             in_worker::measure(exe, strategy, subject, spec, backends, interrupt).await
@@ -75,7 +81,8 @@ pub(crate) async fn measure_one(
     series
 }
 
-/// One series of `subject` of `strategy` with its client in this process.
+/// One series of `subject` of `strategy` with its client in this process; `server_pids` gives the
+/// process of a server this process did not start (a worker's servers are its driver's).
 pub(crate) async fn in_this_process(
     strategy: &'static Strategy,
     subject: Subject,
