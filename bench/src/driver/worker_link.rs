@@ -203,7 +203,7 @@ pub(super) async fn end_children(workers: Vec<WorkerLink>) -> HashMap<u32, Strin
 }
 
 /// `killed by signal 9 (SIGKILL)`, `exited with code 101`.
-fn exit_words(status: std::process::ExitStatus) -> String {
+pub(crate) fn exit_words(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.signal(), status.code()) {
         (Some(signal), _) => {

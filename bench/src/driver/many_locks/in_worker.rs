@@ -10,7 +10,7 @@
 //! input): the worker takes no more locks, releases what it holds and still sends the series so far.
 //! A worker that overruns its time bound is killed, and the series says so.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -26,14 +26,11 @@ use crate::backends::{Backends, GivenAddresses, ServerKind};
 use crate::base::duration::format_duration;
 use crate::base::stop::StopSignal;
 use crate::driver::protocol::{FromChild, ToChild, WorkerJob};
-use crate::driver::worker_link::{LiveWorker, send, worker_command};
+use crate::driver::worker_link::{LiveWorker, exit_words, send, worker_command};
 use crate::strategies::{self, Strategy};
 
 /// How long a worker told to stop may take to release its locks and send its series.
 const STOP_GRACE: Duration = Duration::from_secs(30);
-
-/// The stderr lines of a worker kept for the reason it failed.
-const STDERR_LINES: usize = 20;
 
 /// The series that says `subject` of `strategy` measured nothing, and why.
 fn failed(strategy: &Strategy, subject: Subject, spec: &ScaleSpec, reason: String) -> ScaleSeries {
@@ -76,7 +73,7 @@ pub(crate) async fn measure(
     else {
         return failed("worker process without pipes".into());
     };
-    let stderr = tokio::spawn(last_lines(BufReader::new(stderr).lines()));
+    let stderr = tokio::spawn(last_line(BufReader::new(stderr).lines()));
     let job = WorkerJob::HoldMany(Box::new(HoldManyJob::new(
         strategy, subject, spec, backends,
     )));
@@ -104,16 +101,23 @@ pub(crate) async fn measure(
             return failed(format!("worker process did not finish within {bound}"));
         }
     };
-    let status = child.wait().await;
+    // Its input is closed now, so a worker that answered exits; one that does not is killed.
+    let ended = match tokio::time::timeout(STOP_GRACE, child.wait()).await {
+        Ok(status) => status.map_or_else(|e| e.to_string(), exit_words),
+        Err(_) => {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            format!("did not exit within {}", format_duration(STOP_GRACE))
+        }
+    };
     match answer {
         Some(FromChild::Series(series)) => *series,
         Some(FromChild::Error { message }) => failed(format!("worker process: {message}")),
         _ if interrupt.is_set() => failed(INTERRUPTED.to_owned()),
         _ => {
-            let last = stderr.await.ok().and_then(|lines| lines.back().cloned());
-            let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+            let last = stderr.await.ok().flatten();
             failed(format!(
-                "worker process ended with {status}: {}",
+                "worker process {ended}: {}",
                 last.as_deref().unwrap_or("no message")
             ))
         }
@@ -136,17 +140,13 @@ async fn answer<R: AsyncBufRead + Unpin>(output: &mut Lines<R>) -> Option<FromCh
     None
 }
 
-/// The last [`STDERR_LINES`] non-empty lines of `lines`, read to the end.
-async fn last_lines<R: AsyncBufRead + Unpin>(mut lines: Lines<R>) -> VecDeque<String> {
-    let mut last = VecDeque::new();
+/// The last non-empty line of `lines`, read to the end.
+async fn last_line<R: AsyncBufRead + Unpin>(mut lines: Lines<R>) -> Option<String> {
+    let mut last = None;
     while let Ok(Some(line)) = lines.next_line().await {
-        if line.trim().is_empty() {
-            continue;
+        if !line.trim().is_empty() {
+            last = Some(line);
         }
-        if last.len() == STDERR_LINES {
-            last.pop_front();
-        }
-        last.push_back(line);
     }
     last
 }
@@ -241,13 +241,15 @@ mod tests {
         .await;
         let stop = series.stopped.expect("a stop");
         assert_eq!((stop.held, stop.step), (0, 10));
+        // How it ended, then its last words on stderr (naming the script it could not open).
+        let words = stop
+            .reason
+            .strip_prefix("worker process exited with code 2: ");
         assert!(
-            stop.reason
-                .starts_with("worker process ended with exit status: 2: "),
+            words.is_some_and(|w| w.contains("worker")),
             "{}",
             stop.reason
         );
-        assert!(stop.reason.contains("worker"), "{}", stop.reason);
         assert!(series.points.is_empty());
     }
 }
